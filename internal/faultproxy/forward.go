@@ -1,0 +1,139 @@
+package faultproxy
+
+import (
+	"errors"
+	"net"
+	"time"
+)
+
+// acceptLoop accepts client connections until the listener is closed.
+func (p *Proxy) acceptLoop() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || p.ctx.Err() != nil {
+				return
+			}
+			p.log.Warn("faultproxy: accept", "err", err)
+			select {
+			case <-p.ctx.Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			continue
+		}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			c.Close()
+			return
+		}
+		if p.refusingLocked(time.Now()) {
+			p.stats.Refused++
+			p.mu.Unlock()
+			c.Close()
+			p.log.Debug("faultproxy: refused", "client", c.RemoteAddr().String())
+			continue
+		}
+		p.stats.Accepted++
+		gen, target := p.gen, p.target
+		p.wg.Add(1)
+		p.mu.Unlock()
+		go p.handle(c, target, gen)
+	}
+}
+
+// handle dials the target for client c and starts forwarding. gen is the
+// drop generation at accept time: a DropAll during the dial drops c.
+func (p *Proxy) handle(c net.Conn, target string, gen uint64) {
+	defer p.wg.Done()
+	d := net.Dialer{Timeout: dialTimeout}
+	up, err := d.DialContext(p.ctx, "tcp", target)
+	if err != nil {
+		p.mu.Lock()
+		p.stats.DialFailed++
+		p.mu.Unlock()
+		c.Close()
+		p.log.Warn("faultproxy: dial target", "target", target, "err", err)
+		return
+	}
+	p.mu.Lock()
+	if p.closed || p.gen != gen {
+		if !p.closed {
+			p.stats.Dropped++
+		}
+		p.mu.Unlock()
+		c.Close()
+		up.Close()
+		return
+	}
+	l := &link{client: c, upstream: up, done: make(chan struct{})}
+	p.links[l] = struct{}{}
+	p.wg.Add(2)
+	p.mu.Unlock()
+	p.log.Debug("faultproxy: connected", "client", c.RemoteAddr().String(), "target", target)
+	go p.pipe(l, c, up, true)
+	go p.pipe(l, up, c, false)
+}
+
+// pipe copies src to dst chunk by chunk, applying pause, latency and
+// DropAfter. When either direction ends, the whole link is closed.
+func (p *Proxy) pipe(l *link, src, dst net.Conn, toServer bool) {
+	defer p.wg.Done()
+	defer p.closeLink(l)
+	buf := make([]byte, bufSize)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.forward(l, dst, buf[:n], toServer) {
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// forward writes one chunk to dst once its latency has elapsed and the proxy
+// is not paused. It reports whether forwarding should continue.
+func (p *Proxy) forward(l *link, dst net.Conn, data []byte, toServer bool) bool {
+	p.mu.Lock()
+	lat := p.latency
+	p.mu.Unlock()
+	if lat > 0 {
+		t := time.NewTimer(lat)
+		select {
+		case <-t.C:
+		case <-l.done:
+			t.Stop()
+			return false
+		}
+	}
+
+	p.mu.Lock()
+	for p.paused && !l.closed {
+		p.cond.Wait()
+	}
+	if l.closed {
+		p.mu.Unlock()
+		return false
+	}
+	trigger := false
+	if toServer && p.dropArmed {
+		if len(data) >= p.dropLeft {
+			data = data[:p.dropLeft]
+			p.dropArmed, p.dropLeft, trigger = false, 0, true
+		} else {
+			p.dropLeft -= len(data)
+		}
+	}
+	p.mu.Unlock()
+
+	_, err := dst.Write(data)
+	if trigger {
+		p.log.Info("faultproxy: DropAfter fired")
+		p.DropAll()
+		return false
+	}
+	return err == nil
+}

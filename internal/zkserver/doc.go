@@ -1,0 +1,23 @@
+// Package zkserver starts and controls real Apache ZooKeeper servers for the
+// tests, examples and the stress command of tierlock.
+//
+// It runs Debian's ZooKeeper 3.8 (the "zookeeper" package:
+// /usr/share/java/zookeeper.jar and a java binary) on 127.0.0.1 and free
+// ports, either standalone or as an ensemble of three or more members, each
+// with its own data directory under a temporary directory. Members can be
+// stopped, SIGKILLed and restarted with their data kept, and the package can
+// tell which member leads and read the server counters (mntr) that tests and
+// benchmarks use to report ZooKeeper requests per lock acquisition.
+//
+// Setting the environment variable TIERLOCK_ZK_SERVERS to a comma-separated
+// list of host:port addresses makes [FromEnv] return a [Cluster] that points
+// at that existing server or ensemble instead: nothing is started, and
+// operations that need control of the processes return [ErrExternal].
+//
+// Servers started here are put in their own process group and receive SIGKILL
+// when the process that started them dies (Linux parent-death signal), so a
+// test binary that fails or panics leaves no server behind.
+//
+// It depends on the standard library and go-zookeeper (for the session
+// probe) only, and is internal to the module.
+package zkserver

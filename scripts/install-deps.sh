@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what tierlock's tests, examples and stress command need on a
+# Debian machine: ZooKeeper 3.8 (which brings Java) and the SLF4J binding that
+# lets the server's errors reach its log. Does nothing when all is present.
+set -euo pipefail
+
+missing=()
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+[ -f /usr/share/java/slf4j-simple.jar ] || missing+=(libslf4j-java)
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "install-deps: need ${missing[*]} but apt-get is not available; install them or set TIERLOCK_ZK_SERVERS" >&2
+  exit 1
+fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite: installs ZooKeeper if missing, checks formatting and
+# vet, then runs every package's tests with the race detector. Each test
+# package starts its own real ZooKeeper (or uses TIERLOCK_ZK_SERVERS).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -z "${TIERLOCK_ZK_SERVERS:-}" ]; then
+  scripts/install-deps.sh
+fi
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change: $unformatted" >&2
+  exit 1
+fi
+go vet ./...
+go test -race -count=1 -timeout 12m "$@" ./...

@@ -1,0 +1,102 @@
+package zklock_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/zktest"
+)
+
+// The four benchmarks run side by side against the same server so that
+// their ratios mean something (benchstat over -count runs):
+//
+//	go test -run '^$' -bench . -count 10 ./zklock | tee zklock.txt
+//
+// reqs/op is the server's received-packet counter per iteration.
+
+// reportRequests adds the server's requests per operation to b.
+func reportRequests(b *testing.B, run func()) {
+	b.Helper()
+	c := zktest.Cluster(b)
+	before, err := c.Counters(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	run()
+	b.StopTimer()
+	after, err := c.Counters(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	// mntr itself is one packet per member each time.
+	reqs := after.PacketsReceived - before.PacketsReceived - int64(c.Size())
+	b.ReportMetric(float64(reqs)/float64(b.N), "reqs/op")
+}
+
+// (a) An ephemeral create and its delete, both awaited: two writes.
+func BenchmarkCreateDelete(b *testing.B) {
+	s := connect(b, zktest.Servers(b))
+	p := zktest.Path(b)
+	if err := zkCreateAll(s.Conn(), p); err != nil {
+		b.Fatal(err)
+	}
+	reportRequests(b, func() {
+		for i := 0; i < b.N; i++ {
+			n, err := s.Conn().Create(p+"/n", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Conn().Delete(n, -1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// (b) One read round trip.
+func BenchmarkGet(b *testing.B) {
+	s := connect(b, zktest.Servers(b))
+	reportRequests(b, func() {
+		for i := 0; i < b.N; i++ {
+			if _, _, err := s.Conn().Get("/"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// (c) Uncontended Acquire + Release of a zklock.Lock.
+func BenchmarkAcquireRelease(b *testing.B) {
+	s := connect(b, zktest.Servers(b))
+	l := newLock(b, s, zktest.Path(b))
+	ctx := context.Background()
+	reportRequests(b, func() {
+		for i := 0; i < b.N; i++ {
+			if err := l.Acquire(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// (d) go-zookeeper's zk.Lock, Lock + Unlock: the per-goroutine baseline.
+func BenchmarkZkLock(b *testing.B) {
+	s := connect(b, zktest.Servers(b))
+	l := zk.NewLock(s.Conn(), zktest.Path(b), zk.WorldACL(zk.PermAll))
+	reportRequests(b, func() {
+		for i := 0; i < b.N; i++ {
+			if err := l.Lock(); err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Unlock(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

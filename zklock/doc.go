@@ -1,0 +1,43 @@
+// Package zklock is tier 2 of tierlock: a process-level mutual-exclusion
+// lock on ZooKeeper, one ephemeral-sequential znode per acquisition.
+//
+// # The recipe
+//
+// Acquiring creates <path>/_c_<uuid>-lock-<seq> (Curator's protected name,
+// so Curator, kazoo and go-zookeeper's zk.Lock processes can share a path)
+// and lists the children. The node with the lowest sequence number holds
+// the lock. Every other node watches only its immediate predecessor with a
+// data watch (no herd effect, no watch left behind on a missing node); the
+// watch callback re-runs the check and sets a [mutexbool.BooleanMutex] that
+// the blocking Acquire waits on, and a bounded periodic re-check covers a
+// watch lost to a server restart. Waiters are served in the order they
+// queued on the server.
+//
+// # Sessions and loss
+//
+// A [Session] owns the ZooKeeper connection and tells every lock on it when
+// the connection is lost or the session expires. By default a holder treats
+// a disconnection as loss (the client notices it at two thirds of the
+// session timeout, before the server can expire the session and grant the
+// lock to another process); [WithLossOnExpiryOnly] keeps the hold through
+// short disconnections. A lost hold closes [Lock.Lost]. A process paused
+// longer than its session timeout can still believe it holds the lock; the
+// fencing token ([Lock.Token], the lock node's creation zxid, increasing
+// across the ensemble) lets a guarded resource reject such a stale holder.
+//
+// # Cost
+//
+// On a session made by [Connect], requests are pipelined: the create and the
+// children listing of an acquisition go out back to back (ZooKeeper applies
+// one session's requests in order, so the listing sees the new node), and
+// Release returns once its delete is on the wire. An uncontended
+// acquisition costs one write round trip plus one read for the fencing
+// token and the holder's watch.
+//
+// A Lock serves one holder at a time and is not reentrant: concurrent use by
+// racing goroutines returns [ErrBusy] rather than corrupting state. Package
+// tier puts a reentrant, cancellable gate in front of it for that.
+//
+// Depends on github.com/go-zookeeper/zk, github.com/cenkalti/backoff/v4 and
+// package mutexbool.
+package zklock

@@ -1,0 +1,40 @@
+package zklock
+
+import "errors"
+
+var (
+	// ErrInvalidPath reports a lock path that is not absolute, ends in a
+	// slash, or has an empty, "." or ".." segment or a forbidden character.
+	ErrInvalidPath = errors.New("zklock: invalid lock path")
+	// ErrNilSession reports a nil session or connection.
+	ErrNilSession = errors.New("zklock: nil session")
+	// ErrSessionClosed reports use of a session (or a lock on it) after Close.
+	ErrSessionClosed = errors.New("zklock: session closed")
+	// ErrClosed reports use of a lock after Close.
+	ErrClosed = errors.New("zklock: lock closed")
+	// ErrNotHeld reports a Release without a hold (including a second Release).
+	ErrNotHeld = errors.New("zklock: lock not held")
+	// ErrAlreadyHeld reports an Acquire on a lock already held: zklock locks
+	// are not reentrant (package tier adds reentrancy).
+	ErrAlreadyHeld = errors.New("zklock: lock already held")
+	// ErrBusy reports concurrent calls on one Lock: a Lock serves one holder
+	// at a time, and tier's gate is what serializes goroutines in front of it.
+	ErrBusy = errors.New("zklock: concurrent use of a Lock")
+	// ErrLockLost reports that a hold ended without Release; the error wraps
+	// the cause (ErrDisconnected, ErrSessionExpired or ErrNodeDeleted).
+	ErrLockLost = errors.New("zklock: lock lost")
+	// ErrDisconnected is the cause of a loss on a disconnection under the
+	// default policy: the holder can no longer know whether it holds the lock.
+	ErrDisconnected = errors.New("zklock: connection to ZooKeeper lost")
+	// ErrSessionExpired is the cause of a loss on session expiry: the
+	// ephemeral node is gone and another process may hold the lock.
+	ErrSessionExpired = errors.New("zklock: ZooKeeper session expired")
+	// ErrNodeDeleted is the cause of a loss when the lock node was deleted by
+	// someone else.
+	ErrNodeDeleted = errors.New("zklock: lock node deleted")
+	// ErrInvalidOption reports an option with an out-of-range value.
+	ErrInvalidOption = errors.New("zklock: invalid option")
+)
+
+// ErrNilContext reports a nil context.Context argument.
+var ErrNilContext = errors.New("zklock: nil context")

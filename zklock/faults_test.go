@@ -1,0 +1,273 @@
+package zklock_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/faultproxy"
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+func proxyTo(t *testing.T, target string) *faultproxy.Proxy {
+	t.Helper()
+	p, err := faultproxy.New(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// A holder whose traffic stops is told it lost the lock (default policy:
+// on disconnection, at 2/3 of the session timeout) before the server
+// expires its session and the next waiter gets the lock; its Release then
+// says the lock was lost.
+func TestHolderSessionExpiry(t *testing.T) {
+	for _, expiryOnly := range []bool{false, true} {
+		name := map[bool]string{false: "LoseOnDisconnect", true: "LoseOnExpiryOnly"}[expiryOnly]
+		t.Run(name, func(t *testing.T) {
+			servers := zktest.Servers(t)
+			px := proxyTo(t, servers[0])
+			opts := []zklock.SessionOption{zklock.WithSessionTimeout(2 * time.Second)}
+			if expiryOnly {
+				opts = append(opts, zklock.WithLossOnExpiryOnly())
+			}
+			hs := connect(t, []string{px.Addr()}, opts...)
+			p := zktest.Path(t)
+			holder := newLock(t, hs, p)
+			waiter := newLock(t, connect(t, servers), p)
+			ctx := ctxT(t, 30*time.Second)
+			if err := holder.Acquire(ctx); err != nil {
+				t.Fatal(err)
+			}
+			lost := holder.Lost()
+			acquired := make(chan time.Time, 1)
+			go func() {
+				if err := waiter.Acquire(ctx); err != nil {
+					t.Error(err)
+				}
+				acquired <- time.Now()
+			}()
+			eventually(t, 5*time.Second, "waiter queued", func() bool { return len(children(t, waiter.Session().Conn(), p)) == 2 })
+
+			px.Pause()
+			var lostAt time.Time
+			select {
+			case <-lost:
+				lostAt = time.Now()
+				if expiryOnly {
+					t.Fatal("hold lost on a disconnection under WithLossOnExpiryOnly")
+				}
+			case at := <-acquired:
+				if !expiryOnly {
+					t.Fatal("waiter acquired before the paused holder was told")
+				}
+				acquired <- at
+			case <-ctx.Done():
+				t.Fatal("neither loss nor hand-over")
+			}
+			at := <-acquired
+			if !expiryOnly && !lostAt.Before(at) {
+				t.Fatalf("holder told at %v, waiter acquired at %v", lostAt, at)
+			}
+			px.Resume()
+			select {
+			case <-lost:
+			case <-ctx.Done():
+				t.Fatal("Lost not closed after expiry")
+			}
+			err := holder.Release(ctx)
+			if !errors.Is(err, zklock.ErrLockLost) {
+				t.Fatalf("Release after loss: %v, want ErrLockLost", err)
+			}
+			want := zklock.ErrDisconnected
+			if expiryOnly {
+				want = zklock.ErrSessionExpired
+			}
+			if !errors.Is(err, want) {
+				t.Fatalf("Release after loss: %v, want cause %v", err, want)
+			}
+			if err := waiter.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// The holder's lock works again on the session's new session.
+			if err := holder.Acquire(ctx); err != nil {
+				t.Fatalf("Acquire after expiry: %v", err)
+			}
+			if err := holder.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// Someone deleting the holder's node ends the hold.
+func TestNodeDeletedByOther(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	l := newLock(t, s, zktest.Path(t))
+	ctx := ctxT(t, 10*time.Second)
+	if err := l.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	admin := connect(t, zktest.Servers(t))
+	if err := admin.Conn().Delete(l.Node(), -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Lost():
+	case <-ctx.Done():
+		t.Fatal("Lost not closed after the node was deleted")
+	}
+	if err := l.Release(ctx); !errors.Is(err, zklock.ErrNodeDeleted) {
+		t.Fatalf("Release: %v, want ErrNodeDeleted", err)
+	}
+}
+
+// createSize is the size on the wire of the create request Acquire sends.
+func createSize(lockPath string, label string) int {
+	host, _ := os.Hostname()
+	data, _ := json.Marshal(struct {
+		Host  string `json:"host"`
+		Pid   int    `json:"pid"`
+		Label string `json:"label,omitempty"`
+	}{host, os.Getpid(), label})
+	name := lockPath + "/_c_" + "00000000-0000-0000-0000-000000000000" + "-lock-"
+	acl := 4 + (4 + 4 + len("world") + 4 + len("anyone"))
+	return 4 + 8 + (4 + len(name)) + (4 + len(data)) + acl + 4
+}
+
+// The connection drops right after the create is sent, before its reply:
+// the server made the node, and Acquire must find it by its GUID rather
+// than leave it behind as an orphan that would block the queue.
+func TestDropAfterCreate(t *testing.T) {
+	servers := zktest.Servers(t)
+	px := proxyTo(t, servers[0])
+	s := connect(t, []string{px.Addr()})
+	p := zktest.Path(t)
+	// A persistent child keeps the container lock path alive.
+	admin := connect(t, servers)
+	if err := zkCreateAll(admin.Conn(), p+"/keep"); err != nil {
+		t.Fatal(err)
+	}
+	_, before, err := admin.Conn().Get(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLock(t, s, p)
+	px.DropAfter(createSize(p, ""))
+	if err := l.Acquire(ctxT(t, 20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if st := px.Stats(); st.Dropped == 0 {
+		t.Fatalf("proxy dropped nothing: %+v", st)
+	}
+	var nodes []string
+	for _, c := range children(t, admin.Conn(), p) {
+		if c != "keep" {
+			nodes = append(nodes, c)
+		}
+	}
+	if len(nodes) != 1 || nodes[0] != path.Base(l.Node()) {
+		t.Fatalf("nodes %v, holder %s: an orphan was left", nodes, l.Node())
+	}
+	// The server numbers children by the parent's cversion: the first
+	// create got exactly that number, a second one would have the next.
+	if seq, _ := zklock.ParseSequence(nodes[0]); seq != before.Cversion {
+		t.Fatalf("holder's node has sequence %d: the first create was not recovered", seq)
+	}
+	if err := l.Release(ctxT(t, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func zkCreateAll(conn *zk.Conn, p string) error {
+	if p == "/" {
+		return nil
+	}
+	if err := zkCreateAll(conn, path.Dir(p)); err != nil {
+		return err
+	}
+	_, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
+	if errors.Is(err, zk.ErrNodeExists) {
+		return nil
+	}
+	return err
+}
+
+// A server restart while sessions wait: every waiter still acquires, in
+// order, with never two holders.
+func TestServerRestartWhileWaiting(t *testing.T) {
+	c := zktest.Ensemble(t, 1)
+	servers := c.Addrs()
+	p := "/restart/lock"
+	ctx := ctxT(t, 60*time.Second)
+	opts := []zklock.SessionOption{zklock.WithSessionTimeout(4 * time.Second)}
+	holder := newLock(t, connect(t, servers, opts...), p, zklock.WithRecheckInterval(time.Second))
+	if err := holder.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3
+	var mu sync.Mutex
+	var order []int
+	inside := 0
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		l := newLock(t, connect(t, servers, opts...), p, zklock.WithRecheckInterval(time.Second))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := l.Acquire(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			inside++
+			if inside != 1 {
+				t.Errorf("%d holders at once", inside)
+			}
+			order = append(order, i)
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+			mu.Lock()
+			inside--
+			mu.Unlock()
+			if err := l.Release(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+		eventually(t, 5*time.Second, "queued", func() bool { return len(children(t, holder.Session().Conn(), p)) == i+2 })
+	}
+	if err := c.Kill(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restart(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	// Under the default policy the disconnection ended the hold.
+	select {
+	case <-holder.Lost():
+	case <-ctx.Done():
+		t.Fatal("holder not told of the disconnection")
+	}
+	if err := holder.Release(ctx); !errors.Is(err, zklock.ErrLockLost) {
+		t.Fatalf("holder Release: %v", err)
+	}
+	wg.Wait()
+	for i, v := range order {
+		if v != i {
+			t.Fatalf("granted out of order after restart: %v", order)
+		}
+	}
+	if len(order) != n {
+		t.Fatalf("only %v acquired", order)
+	}
+}

@@ -1,0 +1,368 @@
+package zklock_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+func TestAcquireRelease(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	p := zktest.Path(t)
+	l := newLock(t, s, p, zklock.WithLabel("worker-7"))
+	ctx := ctxT(t, 10*time.Second)
+
+	if err := l.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !nodeName.MatchString(path.Base(l.Node())) || path.Dir(l.Node()) != p {
+		t.Fatalf("node %q not in Curator's form under %s", l.Node(), p)
+	}
+	if l.Token() <= 0 {
+		t.Fatalf("token = %d", l.Token())
+	}
+	select {
+	case <-l.Lost():
+		t.Fatal("Lost closed on a fresh hold")
+	default:
+	}
+	ps, err := l.Participants(ctx)
+	if err != nil || len(ps) != 1 || !ps[0].Holder || ps[0].Node != path.Base(l.Node()) {
+		t.Fatalf("participants = %+v, %v", ps, err)
+	}
+	var d struct {
+		Host  string
+		Pid   int
+		Label string
+	}
+	if err := json.Unmarshal(ps[0].Data, &d); err != nil || d.Pid != os.Getpid() || d.Label != "worker-7" {
+		t.Fatalf("node data %s: %+v %v", ps[0].Data, d, err)
+	}
+	if err := l.Acquire(ctx); !errors.Is(err, zklock.ErrAlreadyHeld) {
+		t.Fatalf("second Acquire: %v, want ErrAlreadyHeld", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); !errors.Is(err, zklock.ErrNotHeld) {
+		t.Fatalf("second Release: %v, want ErrNotHeld", err)
+	}
+	if l.Token() != 0 || l.Node() != "" {
+		t.Fatalf("after release: token %d node %q", l.Token(), l.Node())
+	}
+	eventually(t, 5*time.Second, "node deleted", func() bool {
+		return len(children(t, s.Conn(), p)) == 0
+	})
+}
+
+// Five sessions queue one after another; the lock goes to them in queue
+// order, each exactly once.
+func TestFIFO(t *testing.T) {
+	servers := zktest.Servers(t)
+	p := zktest.Path(t)
+	ctx := ctxT(t, 30*time.Second)
+	holder := newLock(t, connect(t, servers), p)
+	if err := holder.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		l := newLock(t, connect(t, servers), p)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := l.Acquire(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+			if err := l.Release(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+		// Wait until waiter i is queued before starting the next one.
+		eventually(t, 5*time.Second, "waiter queued", func() bool {
+			return len(children(t, holder.Session().Conn(), p)) == i+2
+		})
+	}
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if len(order) != n {
+		t.Fatalf("order = %v", order)
+	}
+	for i, v := range order {
+		if v != i {
+			t.Fatalf("granted out of queue order: %v", order)
+		}
+	}
+}
+
+// Each waiter watches only its predecessor: one watch per session, and
+// each node watched by at most one waiter besides its owner.
+func TestHerdAvoidance(t *testing.T) {
+	servers := zktest.Servers(t)
+	p := zktest.Path(t)
+	ctx := ctxT(t, 30*time.Second)
+	const n = 6
+	locks := make([]*zklock.Lock, n)
+	for i := range locks {
+		locks[i] = newLock(t, connect(t, servers), p)
+	}
+	if err := locks[0].Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var acquired atomic.Int32
+	for _, l := range locks[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := l.Acquire(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			acquired.Add(1)
+		}()
+	}
+	eventually(t, 10*time.Second, "all queued and watching", func() bool {
+		w := watchesBySession(t, p+"/")
+		return len(children(t, locks[0].Session().Conn(), p)) == n && len(w) == n
+	})
+	for sid, c := range watchesBySession(t, p+"/") {
+		if c != 1 {
+			t.Errorf("session %x holds %d watches under the lock path, want 1", sid, c)
+		}
+	}
+	// The holder's node is watched by the holder and by exactly one waiter.
+	if got := watchersOf(t, locks[0].Node()); got != 2 {
+		t.Errorf("holder's node has %d watchers, want 2 (holder + next waiter)", got)
+	}
+	if err := locks[0].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "one waiter woken", func() bool { return acquired.Load() == 1 })
+	time.Sleep(100 * time.Millisecond)
+	if got := acquired.Load(); got != 1 {
+		t.Fatalf("one release woke %d acquisitions", got)
+	}
+	for _, l := range locks[1:] {
+		if l.Node() != "" {
+			if err := l.Release(ctx); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	// Release the rest as they come.
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for {
+		select {
+		case <-done:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+		for _, l := range locks[1:] {
+			if l.Node() != "" {
+				_ = l.Release(ctx)
+			}
+		}
+	}
+}
+
+func TestCancelAndTimeoutLeaveNoNode(t *testing.T) {
+	servers := zktest.Servers(t)
+	p := zktest.Path(t)
+	holder := newLock(t, connect(t, servers), p)
+	if err := holder.Acquire(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	other := newLock(t, connect(t, servers), p)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := other.Acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire past deadline: %v", err)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	go func() { time.Sleep(100 * time.Millisecond); cancel2() }()
+	if err := other.Acquire(ctx2); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Acquire: %v", err)
+	}
+	ok, err := other.TryAcquire(ctxT(t, 5*time.Second))
+	if ok || err != nil {
+		t.Fatalf("TryAcquire on a held lock = %v, %v", ok, err)
+	}
+	eventually(t, 5*time.Second, "only the holder's node left", func() bool {
+		return len(children(t, holder.Session().Conn(), p)) == 1
+	})
+	// The failed attempts poisoned nothing.
+	if err := holder.Release(ctxT(t, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	ok, err = other.TryAcquire(ctxT(t, 5*time.Second))
+	if !ok || err != nil {
+		t.Fatalf("TryAcquire on a free lock = %v, %v", ok, err)
+	}
+	if err := other.Release(ctxT(t, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTokensIncrease(t *testing.T) {
+	servers := zktest.Servers(t)
+	p := zktest.Path(t)
+	a := newLock(t, connect(t, servers), p)
+	b := newLock(t, connect(t, servers), p)
+	ctx := ctxT(t, 20*time.Second)
+	var last int64
+	for i := 0; i < 20; i++ {
+		l := a
+		if i%3 == 0 {
+			l = b
+		}
+		if err := l.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if tok := l.Token(); tok <= last {
+			t.Fatalf("token %d after %d", tok, last)
+		} else {
+			last = tok
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Many sessions, and many acquire/release cycles on each, with pipelined
+// creates and deletes: never two holders at once.
+func TestPipelinedExclusion(t *testing.T) {
+	servers := zktest.Servers(t)
+	p := zktest.Path(t)
+	ctx := ctxT(t, 60*time.Second)
+	var inside, maxInside atomic.Int32
+	var lastToken atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		l := newLock(t, connect(t, servers), p)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 25; j++ {
+				if err := l.Acquire(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+				if n := inside.Add(1); n > maxInside.Load() {
+					maxInside.Store(n)
+				}
+				if tok := l.Token(); tok <= lastToken.Load() {
+					t.Errorf("token %d not above %d", tok, lastToken.Load())
+				} else {
+					lastToken.Store(tok)
+				}
+				inside.Add(-1)
+				if err := l.Release(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if maxInside.Load() != 1 {
+		t.Fatalf("%d holders at once", maxInside.Load())
+	}
+}
+
+func TestConcurrentMisuse(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	p := zktest.Path(t)
+	holder := newLock(t, connect(t, zktest.Servers(t)), p)
+	ctx := ctxT(t, 10*time.Second)
+	if err := holder.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l := newLock(t, s, p)
+	errc := make(chan error, 1)
+	go func() { errc <- l.Acquire(ctx) }()
+	eventually(t, 5*time.Second, "waiter queued", func() bool { return len(children(t, s.Conn(), p)) == 2 })
+	if err := l.Acquire(ctx); !errors.Is(err, zklock.ErrBusy) {
+		t.Fatalf("racing Acquire: %v, want ErrBusy", err)
+	}
+	if err := l.Release(ctx); !errors.Is(err, zklock.ErrBusy) {
+		t.Fatalf("racing Release: %v, want ErrBusy", err)
+	}
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("first Acquire: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	for _, p := range []string{"", "rel/path", "/", "/a/", "/a//b", "/a/./b", "/a/../b", "/zookeeper/x", "/a\x00b", "/a\u0001"} {
+		if _, err := zklock.New(s, p); !errors.Is(err, zklock.ErrInvalidPath) {
+			t.Errorf("New(%q): %v, want ErrInvalidPath", p, err)
+		}
+	}
+	if _, err := zklock.New(nil, "/x"); !errors.Is(err, zklock.ErrNilSession) {
+		t.Errorf("New(nil session): %v", err)
+	}
+	if _, err := zklock.New(s, "/x", zklock.WithRecheckInterval(0)); !errors.Is(err, zklock.ErrInvalidOption) {
+		t.Errorf("zero recheck: %v", err)
+	}
+	if _, err := zklock.NewSession(nil, nil); !errors.Is(err, zklock.ErrNilSession) {
+		t.Errorf("NewSession(nil): %v", err)
+	}
+	if _, err := zklock.Connect(context.Background(), nil); !errors.Is(err, zklock.ErrInvalidOption) {
+		t.Errorf("Connect(no servers): %v", err)
+	}
+	var nilLock *zklock.Lock
+	if err := nilLock.Acquire(context.Background()); err == nil {
+		t.Error("Acquire on nil lock succeeded")
+	}
+	l := newLock(t, s, zktest.Path(t))
+	//nolint:staticcheck // a nil context is the bad input under test
+	if err := l.Acquire(nil); !errors.Is(err, zklock.ErrNilContext) {
+		t.Errorf("Acquire(nil ctx): %v", err)
+	}
+	if err := l.Release(context.Background()); !errors.Is(err, zklock.ErrNotHeld) {
+		t.Errorf("Release without hold: %v", err)
+	}
+	l.Close()
+	if err := l.Acquire(context.Background()); !errors.Is(err, zklock.ErrClosed) {
+		t.Errorf("Acquire after Close: %v", err)
+	}
+	s2 := connect(t, zktest.Servers(t))
+	l2 := newLock(t, s2, zktest.Path(t))
+	s2.Close()
+	if err := l2.Acquire(context.Background()); !errors.Is(err, zklock.ErrSessionClosed) {
+		t.Errorf("Acquire after session Close: %v", err)
+	}
+	if _, err := zklock.New(s2, "/x"); !errors.Is(err, zklock.ErrSessionClosed) {
+		t.Errorf("New on closed session: %v", err)
+	}
+}
