@@ -57,6 +57,10 @@ type Lock struct {
 	// create, as one multi transaction (one log write on the server instead
 	// of two).
 	pendingDelete string
+	// deleteSent is closed once the delete that flushPending took is on the
+	// wire: the next create waits for it, so that it queues behind it and
+	// the session never has two nodes in the queue.
+	deleteSent chan struct{}
 }
 
 // hold is one acquisition: our node, its fencing token and its loss.
@@ -254,7 +258,11 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (bool, error) {
 		case err == nil && h == nil:
 			return false, nil
 		case err == nil:
-			l.install(h)
+			if !l.install(h) {
+				// Closed while we queued: give the node back.
+				_ = l.release(context.WithoutCancel(ctx), h)
+				return false, ErrClosed
+			}
 			return true, nil
 		case errors.Is(err, errNodeGone) && wait && ctx.Err() == nil && !l.s.isClosed():
 			// Our node vanished while we queued (session expired, or someone
@@ -288,7 +296,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 		q = nil
 	}
 	if q != nil && position(q, name, "") > 0 && !wait {
-		l.s.deleteInBackground(node)
+		l.queueDelete(node)
 		return nil, nil
 	}
 	if q == nil || position(q, name, "") != 0 {
@@ -296,17 +304,17 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 			// Decide on a fresh listing.
 			children, stat, err := l.s.conn.Children(l.path)
 			if err != nil {
-				l.s.deleteInBackground(node)
+				l.queueDelete(node)
 				return nil, fmt.Errorf("zklock: list %s: %w", l.path, err)
 			}
 			if position(sortQueue(children), name, "") != 0 {
-				l.s.deleteInBackground(node)
+				l.queueDelete(node)
 				return nil, nil
 			}
 			token = stat.Pzxid
 		} else if token, err = l.waitTurn(ctx, node, q); err != nil {
 			if !errors.Is(err, errNodeGone) {
-				l.s.deleteInBackground(node)
+				l.queueDelete(node)
 			}
 			return nil, err
 		}
@@ -327,7 +335,15 @@ func (l *Lock) enqueue(ctx context.Context, guid string) (node string, q []entry
 	l.mu.Lock()
 	stale := l.pendingDelete
 	l.pendingDelete = ""
+	sent := l.deleteSent
 	l.mu.Unlock()
+	if sent != nil {
+		select { // microseconds: the delete is being written
+		case <-sent:
+		case <-ctx.Done():
+			return "", nil, 0, ctx.Err()
+		}
+	}
 	if stale != "" {
 		defer func() {
 			if stale != "" { // the multi did not happen: delete it alone
@@ -371,7 +387,7 @@ func (l *Lock) enqueue(ctx context.Context, guid string) (node string, q []entry
 		}
 		var created string
 		var cerr error
-		fin := l.s.send(ctx, guid, func() { created, cerr = create() })
+		fin := l.s.send(ctx, guid, []int32{opCreate, opMulti}, func() { created, cerr = create() })
 		if ctx.Err() != nil {
 			l.abandon(fin, guid, &created)
 			return ctx.Err()
@@ -600,13 +616,18 @@ func (l *Lock) lead(node string, token int64) *hold {
 	return h
 }
 
-// install makes h the current hold. A state change that arrived before h
-// was visible to onState is applied here.
-func (l *Lock) install(h *hold) {
+// install makes h the current hold, unless the lock was closed. A state
+// change that arrived before h was visible to onState is applied here.
+func (l *Lock) install(h *hold) bool {
 	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return false
+	}
 	l.hold = h
 	l.mu.Unlock()
 	l.onState(l.s.State())
+	return true
 }
 
 // onState applies a session state change to the current hold.
@@ -674,18 +695,23 @@ func (l *Lock) release(ctx context.Context, h *hold) error {
 		l.dropNode(h)
 		return fmt.Errorf("%w: %w", ErrLockLost, h.cause)
 	}
-	h.dropOnce.Do(func() {
-		// The delete is handed to a new goroutine, which the runtime runs
-		// after this one yields: an Acquire that this goroutine (or the next
-		// local holder) makes first takes the pending delete into its own
-		// create's transaction. Other processes wait at most a scheduling
-		// delay longer for it.
-		l.mu.Lock()
-		l.pendingDelete = h.node
-		l.mu.Unlock()
-		l.s.goBackground(func() { l.flushPending(h.node) })
-	})
+	h.dropOnce.Do(func() { l.queueDelete(h.node) })
 	return nil
+}
+
+// queueDelete schedules the delete of our node. It is handed to a new
+// goroutine, which the runtime runs after this one yields: an Acquire that
+// this goroutine (or the next local holder) makes first takes the pending
+// delete into its own create's transaction. Other processes wait at most a
+// scheduling delay longer for it.
+func (l *Lock) queueDelete(node string) {
+	l.mu.Lock()
+	if old := l.pendingDelete; old != "" {
+		l.s.deleteInBackground(old)
+	}
+	l.pendingDelete = node
+	l.mu.Unlock()
+	l.s.goBackground(func() { l.flushPending(node) })
 }
 
 // flushPending sends the delete of node if no Acquire took it.
@@ -696,8 +722,16 @@ func (l *Lock) flushPending(node string) {
 		return
 	}
 	l.pendingDelete = ""
+	sent := make(chan struct{})
+	l.deleteSent = sent
 	l.mu.Unlock()
-	l.s.deleteNow(node)
+	l.s.send(l.s.ctx, node, []int32{opDelete}, func() { l.s.deleteNow(node) })
+	l.mu.Lock()
+	if l.deleteSent == sent {
+		l.deleteSent = nil
+	}
+	l.mu.Unlock()
+	close(sent)
 }
 
 // Participant is one node in a lock's queue.

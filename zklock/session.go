@@ -398,14 +398,14 @@ func (s *Session) deleteNow(node string) {
 }
 
 // send runs op (one request) on its own goroutine and returns once the
-// request carrying key is on the wire, once op has returned, or once ctx
+// request with one of opcodes carrying key is on the wire, once op has returned, or once ctx
 // ends; the returned channel closes when op returns. Without a wire tap it
 // waits for op to return (or ctx to end).
-func (s *Session) send(ctx context.Context, key string, op func()) <-chan struct{} {
+func (s *Session) send(ctx context.Context, key string, opcodes []int32, op func()) <-chan struct{} {
 	fin := make(chan struct{})
 	var sent <-chan struct{}
 	if s.tap != nil {
-		w := s.tap.expect(key)
+		w := s.tap.expect(key, opcodes...)
 		defer s.tap.forget(w)
 		sent = w.sent
 	}

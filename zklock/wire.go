@@ -2,7 +2,9 @@ package zklock
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,12 +25,22 @@ type wireTap struct {
 
 type wireWaiter struct {
 	key  []byte
+	ops  []int32
 	sent chan struct{}
 }
 
-// expect registers interest in the next Write that contains key.
-func (t *wireTap) expect(key string) *wireWaiter {
-	w := &wireWaiter{key: []byte(key), sent: make(chan struct{})}
+// ZooKeeper request opcodes the tap recognizes.
+const (
+	opCreate int32 = 1
+	opDelete int32 = 2
+	opMulti  int32 = 14
+)
+
+// expect registers interest in the next request written with one of the
+// opcodes ops whose bytes contain key. Matching the opcode matters: other
+// requests name the same node (a getData of it, say).
+func (t *wireTap) expect(key string, ops ...int32) *wireWaiter {
+	w := &wireWaiter{key: []byte(key), ops: ops, sent: make(chan struct{})}
 	t.mu.Lock()
 	if t.waiters == nil {
 		t.waiters = make(map[*wireWaiter]struct{})
@@ -52,9 +64,14 @@ func (t *wireTap) wrote(b []byte) {
 	if t.n.Load() == 0 {
 		return
 	}
+	// A request is framed as length, xid, opcode, then its fields.
+	if len(b) < 12 {
+		return
+	}
+	op := int32(binary.BigEndian.Uint32(b[8:12]))
 	t.mu.Lock()
 	for w := range t.waiters {
-		if bytes.Contains(b, w.key) {
+		if slices.Contains(w.ops, op) && bytes.Contains(b, w.key) {
 			close(w.sent)
 			delete(t.waiters, w)
 		}

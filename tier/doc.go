@@ -1,0 +1,27 @@
+// Package tier is the lock users hold: a two-tier, reentrant lock in the
+// style of agapple's DistributedReentrantLock.
+//
+// Tier 1 is a gate in the process: a one-slot channel that serializes the
+// goroutines, so that every wait can be abandoned through a
+// context.Context and a try never blocks. Tier 2 is a [zklock.Lock]: the
+// gate's holder competes for the lock across processes through a single
+// ZooKeeper node, so a process puts at most one znode and one watch on
+// ZooKeeper per lock, whatever its goroutine count.
+//
+// Acquire returns a context that carries the hold. Acquiring again with that
+// context re-enters (a count, no ZooKeeper request); each Acquire is matched
+// by one Release with the held context. The held context is cancelled when
+// the lock is lost (session expired or disconnected, node deleted), so work
+// under the lock sees ctx.Done().
+//
+// Release undoes the tiers in reverse order: the ZooKeeper node first, then
+// the gate, so a busy process cannot pass the gate from goroutine to
+// goroutine while other processes starve. [WithHandoff] is the one
+// sanctioned exception: within a bound on consecutive hand-offs and on time,
+// the last Release passes the hold, node and all, to the next local waiter.
+//
+// [Registry] gives one lock per key below a root path, shared by all callers
+// in the process and dropped when idle.
+//
+// Depends on package zklock (and so on go-zookeeper and mutexbool).
+package tier

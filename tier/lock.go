@@ -1,0 +1,390 @@
+package tier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// Lock is the two-tier reentrant lock. All methods are safe for concurrent
+// use; a hold belongs to the context Acquire returned, not to a goroutine.
+type Lock struct {
+	zk  *zklock.Lock
+	g   *gate
+	cfg config
+	log *slog.Logger
+
+	current atomic.Pointer[hold] // the hold past the gate, or nil
+	closed  atomic.Bool
+	done    chan struct{} // closed by Close
+
+	// Tier-2 state, touched only by the goroutine that holds the gate.
+	zkHeld   bool      // the node is ours (kept across hand-offs)
+	zkSince  time.Time // when it was acquired
+	handoffs int       // consecutive hand-offs on this node
+	lossStop chan struct{}
+	watchers sync.WaitGroup
+
+	// Registry bookkeeping (reg == nil for a lock made by New).
+	reg   *Registry
+	key   string
+	users atomic.Int64 // goroutines between Acquire and their last Release
+}
+
+// hold is one goroutine's (one context's) hold, reentrant by count.
+type hold struct {
+	count  atomic.Int32
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	start  time.Time
+}
+
+type holdKey struct{ l *Lock }
+
+// New returns a two-tier lock on path (see zklock.New for the path rules).
+func New(s *zklock.Session, path string, opts ...Option) (*Lock, error) {
+	cfg, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return newLock(s, path, cfg)
+}
+
+func newLock(s *zklock.Session, path string, cfg config) (*Lock, error) {
+	zl, err := zklock.New(s, path, cfg.zkOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Lock{zk: zl, g: newGate(), cfg: cfg, log: cfg.logger.With("lock", path), done: make(chan struct{})}, nil
+}
+
+// Path returns the ZooKeeper path of the lock.
+func (l *Lock) Path() string { return l.zk.Path() }
+
+// holdOf returns the hold ctx carries if it is this lock's current one.
+func (l *Lock) holdOf(ctx context.Context) *hold {
+	h, _ := ctx.Value(holdKey{l}).(*hold)
+	if h != nil && l.current.Load() == h {
+		return h
+	}
+	return nil
+}
+
+// Acquire waits for the gate, then for the ZooKeeper lock, and returns a
+// context that carries the hold: it has ctx's values but not its
+// cancellation, and it is cancelled when the hold ends (by Release, or by
+// a loss: context.Cause then wraps ErrLockLost). Either wait can be
+// abandoned through ctx; abandoning the ZooKeeper wait also gives the gate
+// back.
+//
+// Called with a context that holds this lock, Acquire re-enters: it counts
+// and returns that context at once, with no ZooKeeper request. Called from
+// a holder with any other context it waits for itself, like a sync.Mutex.
+func (l *Lock) Acquire(ctx context.Context) (context.Context, error) {
+	held, _, err := l.acquire(ctx, true)
+	return held, err
+}
+
+// TryAcquire is Acquire that never waits on either tier: it reports false,
+// holding nothing and leaving no node behind, when the gate is taken or
+// another process holds the lock.
+func (l *Lock) TryAcquire(ctx context.Context) (context.Context, bool, error) {
+	return l.acquire(ctx, false)
+}
+
+func (l *Lock) acquire(ctx context.Context, wait bool) (context.Context, bool, error) {
+	if l == nil {
+		return nil, false, ErrNilLock
+	}
+	if ctx == nil {
+		return nil, false, ErrNilContext
+	}
+	if h := l.holdOf(ctx); h != nil {
+		if h.ctx.Err() != nil {
+			return nil, false, context.Cause(h.ctx)
+		}
+		h.count.Add(1)
+		return ctx, true, nil
+	}
+	if !l.pin() {
+		if nl := l.reg.lookup(l.key); nl != nil {
+			return nl.acquire(ctx, wait)
+		}
+		return nil, false, ErrClosed
+	}
+	start := time.Now()
+	held, ok, err := l.enter(ctx, wait, start)
+	if !ok {
+		l.unpin()
+		if err != nil {
+			l.observe(Event{Kind: Failed, Wait: time.Since(start), Err: err})
+		}
+	}
+	return held, ok, err
+}
+
+func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.Context, bool, error) {
+	if l.closed.Load() {
+		return nil, false, ErrClosed
+	}
+	if wait {
+		if err := l.g.enter(ctx, l.done); err != nil {
+			return nil, false, err
+		}
+	} else if !l.g.tryEnter() {
+		return nil, false, nil
+	}
+	if l.closed.Load() {
+		l.g.leave()
+		return nil, false, ErrClosed
+	}
+	tier := TierHandoff
+	if l.zkHeld {
+		select {
+		case <-l.zk.Lost():
+			// The node we carried was lost between holders.
+			l.dropZK()
+		default:
+			l.handoffs++
+		}
+	}
+	if !l.zkHeld {
+		tier = TierZooKeeper
+		ok := true
+		var err error
+		if wait {
+			err = l.zk.Acquire(ctx)
+		} else {
+			ok, err = l.zk.TryAcquire(ctx)
+		}
+		if err != nil || !ok {
+			l.g.leave()
+			return nil, false, err
+		}
+		l.zkHeld, l.zkSince, l.handoffs = true, time.Now(), 0
+		l.watchLoss()
+	}
+	h := &hold{start: time.Now()}
+	h.count.Store(1)
+	h.ctx, h.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), holdKey{l}, h))
+	l.current.Store(h)
+	// A loss that came before the hold was current is applied here.
+	select {
+	case <-l.zk.Lost():
+		h.cancel(l.lossCause())
+	default:
+	}
+	l.observe(Event{Kind: Acquired, Tier: tier, Wait: time.Since(start)})
+	return h.ctx, true, nil
+}
+
+func (l *Lock) lossCause() error {
+	if err := l.zk.Err(); err != nil {
+		return err
+	}
+	return ErrLockLost
+}
+
+// watchLoss starts the goroutine that cancels the current hold's context
+// when the ZooKeeper hold is lost; one per node, not per local holder.
+func (l *Lock) watchLoss() {
+	stop := make(chan struct{})
+	l.lossStop = stop
+	lost := l.zk.Lost()
+	l.watchers.Add(1)
+	go func() {
+		defer l.watchers.Done()
+		select {
+		case <-lost:
+			err := l.lossCause()
+			if h := l.current.Load(); h != nil {
+				h.cancel(err)
+			}
+			l.log.Warn("lock lost", "err", err)
+			l.observe(Event{Kind: Lost, Err: err})
+		case <-stop:
+		case <-l.done:
+		}
+	}()
+}
+
+// dropZK gives up the node (gate holder only) and returns Release's error.
+func (l *Lock) dropZK() error {
+	close(l.lossStop)
+	l.zkHeld = false
+	return l.zk.Release(context.Background())
+}
+
+// Release ends one Acquire of the hold held carries. The last one releases
+// the ZooKeeper node first and then the gate (or, with WithHandoff and a
+// local waiter, passes both on). Releasing with a context that does not
+// hold this lock, or more often than acquired, returns ErrNotHolder and
+// changes nothing. If the hold was lost, the last Release still frees the
+// gate and returns an error wrapping ErrLockLost.
+func (l *Lock) Release(held context.Context) error {
+	if l == nil {
+		return ErrNilLock
+	}
+	if held == nil {
+		return ErrNilContext
+	}
+	h := l.holdOf(held)
+	if h == nil {
+		if l.retired() {
+			if nl := l.reg.lookup(l.key); nl != nil {
+				return nl.Release(held)
+			}
+		}
+		return ErrNotHolder
+	}
+	for {
+		n := h.count.Load()
+		if n <= 0 {
+			return ErrNotHolder
+		}
+		if h.count.CompareAndSwap(n, n-1) {
+			if n > 1 {
+				return nil
+			}
+			break
+		}
+	}
+	if !l.current.CompareAndSwap(h, nil) {
+		return ErrNotHolder
+	}
+	lossErr := context.Cause(h.ctx)
+	h.cancel(errReleased)
+	l.observe(Event{Kind: Released, Held: time.Since(h.start)})
+	err := l.leave()
+	l.unpin()
+	if lossErr != nil && !errors.Is(err, ErrLockLost) && errors.Is(lossErr, ErrLockLost) {
+		err = lossErr
+	}
+	return err
+}
+
+// leave undoes the tiers: the node first, then the gate, unless a bounded
+// hand-off passes both to a local waiter.
+func (l *Lock) leave() error {
+	if l.handoffAllowed() {
+		l.g.leave()
+		// leave handed the gate straight to a blocked waiter, if one was
+		// still there. If none was (it gave up meanwhile), the gate is free
+		// and we take it back to release the node, so it is never left held
+		// by nobody.
+		if !l.g.tryEnter() {
+			return nil
+		}
+	}
+	var err error
+	if l.zkHeld {
+		err = l.dropZK()
+	}
+	l.g.leave()
+	if err != nil {
+		return fmt.Errorf("tier: release %s: %w", l.Path(), err)
+	}
+	return nil
+}
+
+func (l *Lock) handoffAllowed() bool {
+	if l.cfg.maxHandoffs == 0 || !l.zkHeld || l.g.waiters() == 0 || l.closed.Load() {
+		return false
+	}
+	if l.handoffs >= l.cfg.maxHandoffs || time.Since(l.zkSince) >= l.cfg.maxHold {
+		return false
+	}
+	select {
+	case <-l.zk.Lost():
+		return false
+	default:
+		return true
+	}
+}
+
+// Token returns the fencing token of the hold held carries: the zxid that
+// orders this hold among all holders of the path (see zklock.Lock.Token).
+// Local hand-offs keep the node, and so the token.
+func (l *Lock) Token(held context.Context) (int64, error) {
+	if l == nil {
+		return 0, ErrNilLock
+	}
+	if held == nil {
+		return 0, ErrNilContext
+	}
+	if l.holdOf(held) == nil {
+		return 0, ErrNotHolder
+	}
+	return l.zk.Token(), nil
+}
+
+// HoldCount reports how many times the hold ctx carries has been acquired
+// and not yet released: 0 when ctx does not hold this lock.
+func (l *Lock) HoldCount(ctx context.Context) int {
+	if l == nil || ctx == nil {
+		return 0
+	}
+	if h := l.holdOf(ctx); h != nil {
+		return int(h.count.Load())
+	}
+	return 0
+}
+
+// Close ends the lock: a current hold is cancelled (cause ErrClosed) and its
+// node released, waiters get ErrClosed, and later calls return ErrClosed.
+// Close is idempotent.
+func (l *Lock) Close() error {
+	if l == nil {
+		return ErrNilLock
+	}
+	if l.closed.Swap(true) {
+		return nil
+	}
+	close(l.done)
+	if h := l.current.Swap(nil); h != nil {
+		h.cancel(ErrClosed)
+	}
+	err := l.zk.Close()
+	l.watchers.Wait()
+	return err
+}
+
+func (l *Lock) observe(ev Event) {
+	if l.cfg.observer != nil {
+		ev.Path = l.Path()
+		l.cfg.observer(ev)
+	}
+}
+
+// retiredMark in users marks a registry lock dropped for being idle.
+const retiredMark = -1 << 40
+
+// pin counts a goroutine in; false when the registry retired the lock.
+func (l *Lock) pin() bool {
+	if l.reg == nil {
+		return true
+	}
+	for {
+		u := l.users.Load()
+		if u < 0 {
+			return false
+		}
+		if l.users.CompareAndSwap(u, u+1) {
+			return true
+		}
+	}
+}
+
+func (l *Lock) unpin() {
+	if l.reg != nil && l.users.Add(-1) == 0 {
+		l.reg.retire(l)
+	}
+}
+
+func (l *Lock) retired() bool { return l.reg != nil && l.users.Load() < 0 }

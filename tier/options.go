@@ -1,0 +1,111 @@
+package tier
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/tierlock/tierlock/zklock"
+)
+
+type config struct {
+	maxHandoffs int
+	maxHold     time.Duration
+	observer    func(Event)
+	logger      *slog.Logger
+	zkOpts      []zklock.Option
+}
+
+// Option configures New and NewRegistry.
+type Option func(*config)
+
+// WithHandoff turns on bounded local hand-off: when the last Release finds
+// goroutines of this process waiting at the gate, it passes the hold to the
+// next of them without giving up the ZooKeeper node, at most maxHandoffs
+// times in a row and only while the node has been held for less than
+// maxHold; then the node is released as usual and other processes get their
+// turn. A hand-off costs a channel operation instead of ZooKeeper round
+// trips, which is where a busy process's throughput comes from; the price
+// is that other processes wait up to maxHold (plus one hold) longer, and
+// that consecutive local holders share one node and so one fencing token:
+// a guarded resource must accept a token equal to the last one it saw.
+func WithHandoff(maxHandoffs int, maxHold time.Duration) Option {
+	return func(c *config) { c.maxHandoffs, c.maxHold = maxHandoffs, maxHold }
+}
+
+// WithObserver calls fn on every acquisition, release and loss, so that
+// metrics can be plugged in without a dependency here. fn runs on the
+// goroutine that acquired or released (on a background goroutine for a
+// loss) and must be quick.
+func WithObserver(fn func(Event)) Option { return func(c *config) { c.observer = fn } }
+
+// WithLogger sets the logger (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithLockOptions passes options to the underlying zklock.Lock.
+func WithLockOptions(opts ...zklock.Option) Option {
+	return func(c *config) { c.zkOpts = append(c.zkOpts, opts...) }
+}
+
+func buildConfig(opts []Option) (config, error) {
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.maxHandoffs < 0 || c.maxHold < 0 || (c.maxHandoffs > 0) != (c.maxHold > 0) {
+		return c, fmt.Errorf("%w: hand-off bounds %d, %v: both must be positive, or both zero", ErrInvalidOption, c.maxHandoffs, c.maxHold)
+	}
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	return c, nil
+}
+
+// EventKind says what an Event reports.
+type EventKind int
+
+// The kinds of Event.
+const (
+	// Acquired: a goroutine got the lock (Tier says how).
+	Acquired EventKind = iota
+	// Released: the last Release of a hold.
+	Released
+	// Lost: the ZooKeeper hold ended without Release.
+	Lost
+	// Failed: an acquisition gave up (Err says why).
+	Failed
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case Acquired:
+		return "acquired"
+	case Released:
+		return "released"
+	case Lost:
+		return "lost"
+	case Failed:
+		return "failed"
+	}
+	return fmt.Sprintf("EventKind(%d)", int(k))
+}
+
+// Tiers an acquisition can stop at.
+const (
+	// TierHandoff: the hold came from a local hand-off; the node was kept.
+	TierHandoff = 1
+	// TierZooKeeper: the hold needed the ZooKeeper lock.
+	TierZooKeeper = 2
+)
+
+// Event is what an observer is told.
+type Event struct {
+	Kind EventKind
+	Path string
+	Tier int           // Acquired: TierHandoff or TierZooKeeper
+	Wait time.Duration // Acquired, Failed: from the call to the outcome
+	Held time.Duration // Released: how long the hold lasted
+	Err  error         // Lost, Failed
+}
