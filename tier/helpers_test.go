@@ -19,6 +19,7 @@ import (
 // TestMain shares one real ZooKeeper among the tests and checks for leaked
 // goroutines; run as a child process (see multiproc_test.go) it is a worker.
 func TestMain(m *testing.M) {
+	exitIfKillChild()
 	if os.Getenv(childEnv) != "" {
 		os.Exit(childMain())
 	}

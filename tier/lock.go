@@ -67,6 +67,19 @@ func newLock(s *zklock.Session, path string, cfg config) (*Lock, error) {
 // Path returns the ZooKeeper path of the lock.
 func (l *Lock) Path() string { return l.zk.Path() }
 
+// resolve returns the lock that serves calls on l (the registry's current
+// lock for the key once l was dropped for being idle) and the hold ctx
+// carries on it, or nil.
+func (l *Lock) resolve(ctx context.Context) (*Lock, *hold) {
+	if h := l.holdOf(ctx); h != nil || !l.retired() {
+		return l, h
+	}
+	if nl := l.reg.lookup(l.key); nl != nil {
+		return nl, nl.holdOf(ctx)
+	}
+	return l, nil
+}
+
 // holdOf returns the hold ctx carries if it is this lock's current one.
 func (l *Lock) holdOf(ctx context.Context) *hold {
 	h, _ := ctx.Value(holdKey{l}).(*hold)
@@ -234,13 +247,8 @@ func (l *Lock) Release(held context.Context) error {
 	if held == nil {
 		return ErrNilContext
 	}
-	h := l.holdOf(held)
+	l, h := l.resolve(held)
 	if h == nil {
-		if l.retired() {
-			if nl := l.reg.lookup(l.key); nl != nil {
-				return nl.Release(held)
-			}
-		}
 		return ErrNotHolder
 	}
 	for {
@@ -318,7 +326,8 @@ func (l *Lock) Token(held context.Context) (int64, error) {
 	if held == nil {
 		return 0, ErrNilContext
 	}
-	if l.holdOf(held) == nil {
+	l, h := l.resolve(held)
+	if h == nil {
 		return 0, ErrNotHolder
 	}
 	return l.zk.Token(), nil
@@ -330,7 +339,7 @@ func (l *Lock) HoldCount(ctx context.Context) int {
 	if l == nil || ctx == nil {
 		return 0
 	}
-	if h := l.holdOf(ctx); h != nil {
+	if _, h := l.resolve(ctx); h != nil {
 		return int(h.count.Load())
 	}
 	return 0

@@ -86,6 +86,12 @@ func TestRegistryDropsIdle(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dropped lock: %v", err)
 	}
+	if kept.HoldCount(h) != 1 {
+		t.Fatal("HoldCount not forwarded from the dropped lock")
+	}
+	if tok, err := kept.Token(h); err != nil || tok <= 0 {
+		t.Fatalf("Token not forwarded from the dropped lock: %d, %v", tok, err)
+	}
 	cur, _ := r.Obtain("kept")
 	if cur.HoldCount(h) != 1 {
 		t.Fatal("dropped lock's hold is not the registry's")

@@ -52,15 +52,6 @@ type Lock struct {
 	busy   bool
 	closed bool
 	hold   *hold
-	// pendingDelete is the node of a release whose delete has not been
-	// sent yet: an Acquire that comes first sends it together with its
-	// create, as one multi transaction (one log write on the server instead
-	// of two).
-	pendingDelete string
-	// deleteSent is closed once the delete that flushPending took is on the
-	// wire: the next create waits for it, so that it queues behind it and
-	// the session never has two nodes in the queue.
-	deleteSent chan struct{}
 }
 
 // hold is one acquisition: our node, its fencing token and its loss.
@@ -296,7 +287,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 		q = nil
 	}
 	if q != nil && position(q, name, "") > 0 && !wait {
-		l.queueDelete(node)
+		l.s.queueDelete(l.path, node)
 		return nil, nil
 	}
 	if q == nil || position(q, name, "") != 0 {
@@ -304,17 +295,17 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 			// Decide on a fresh listing.
 			children, stat, err := l.s.conn.Children(l.path)
 			if err != nil {
-				l.queueDelete(node)
+				l.s.queueDelete(l.path, node)
 				return nil, fmt.Errorf("zklock: list %s: %w", l.path, err)
 			}
 			if position(sortQueue(children), name, "") != 0 {
-				l.queueDelete(node)
+				l.s.queueDelete(l.path, node)
 				return nil, nil
 			}
 			token = stat.Pzxid
 		} else if token, err = l.waitTurn(ctx, node, q); err != nil {
 			if !errors.Is(err, errNodeGone) {
-				l.queueDelete(node)
+				l.s.queueDelete(l.path, node)
 			}
 			return nil, err
 		}
@@ -332,11 +323,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 // the listing's pzxid.
 func (l *Lock) enqueue(ctx context.Context, guid string) (node string, q []entry, pzxid int64, err error) {
 	prefix := l.path + "/" + nodePrefix(guid)
-	l.mu.Lock()
-	stale := l.pendingDelete
-	l.pendingDelete = ""
-	sent := l.deleteSent
-	l.mu.Unlock()
+	stale, sent := l.s.takePending(l.path)
 	if sent != nil {
 		select { // microseconds: the delete is being written
 		case <-sent:
@@ -695,43 +682,8 @@ func (l *Lock) release(ctx context.Context, h *hold) error {
 		l.dropNode(h)
 		return fmt.Errorf("%w: %w", ErrLockLost, h.cause)
 	}
-	h.dropOnce.Do(func() { l.queueDelete(h.node) })
+	h.dropOnce.Do(func() { l.s.queueDelete(l.path, h.node) })
 	return nil
-}
-
-// queueDelete schedules the delete of our node. It is handed to a new
-// goroutine, which the runtime runs after this one yields: an Acquire that
-// this goroutine (or the next local holder) makes first takes the pending
-// delete into its own create's transaction. Other processes wait at most a
-// scheduling delay longer for it.
-func (l *Lock) queueDelete(node string) {
-	l.mu.Lock()
-	if old := l.pendingDelete; old != "" {
-		l.s.deleteInBackground(old)
-	}
-	l.pendingDelete = node
-	l.mu.Unlock()
-	l.s.goBackground(func() { l.flushPending(node) })
-}
-
-// flushPending sends the delete of node if no Acquire took it.
-func (l *Lock) flushPending(node string) {
-	l.mu.Lock()
-	if l.pendingDelete != node {
-		l.mu.Unlock()
-		return
-	}
-	l.pendingDelete = ""
-	sent := make(chan struct{})
-	l.deleteSent = sent
-	l.mu.Unlock()
-	l.s.send(l.s.ctx, node, []int32{opDelete}, func() { l.s.deleteNow(node) })
-	l.mu.Lock()
-	if l.deleteSent == sent {
-		l.deleteSent = nil
-	}
-	l.mu.Unlock()
-	close(sent)
 }
 
 // Participant is one node in a lock's queue.

@@ -118,6 +118,16 @@ type Session struct {
 	listeners map[int]func(State)
 	nextID    int
 	closed    bool
+
+	pendMu  sync.Mutex
+	pending map[string]*pendingDelete // by lock path
+}
+
+// pendingDelete is the node of a release whose delete is not on the wire
+// yet (sent == nil), or is being sent (sent closes once it is).
+type pendingDelete struct {
+	node string
+	sent chan struct{}
 }
 
 func buildConfig(opts []SessionOption) (sessionConfig, error) {
@@ -189,6 +199,7 @@ func newSession(conn *zk.Conn, events <-chan zk.Event, tap *wireTap, owns bool, 
 		log:       cfg.logger.With("component", "zklock"),
 		ready:     make(chan struct{}),
 		listeners: make(map[int]func(State)),
+		pending:   make(map[string]*pendingDelete),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.bg.Add(1)
@@ -426,4 +437,60 @@ type zkLogger struct{ l *slog.Logger }
 
 func (z zkLogger) Printf(format string, args ...any) {
 	z.l.Debug(fmt.Sprintf(format, args...), "component", "go-zookeeper")
+}
+
+// queueDelete schedules the delete of a released or abandoned node of the
+// lock at path. The delete is handed to a new goroutine, which the runtime
+// runs after this one yields: an acquisition of the same path on this
+// session that comes first (the same goroutine acquiring again, or the
+// next local holder) takes it into its own create's multi transaction,
+// saving a log write on the server. Other processes wait at most a
+// scheduling delay longer for it. Pending deletes are kept per session and
+// path, not per Lock, so that a new Lock on the path sees them too.
+func (s *Session) queueDelete(path, node string) {
+	p := &pendingDelete{node: node}
+	s.pendMu.Lock()
+	if old := s.pending[path]; old != nil && old.sent == nil {
+		s.deleteInBackground(old.node)
+	}
+	s.pending[path] = p
+	s.pendMu.Unlock()
+	s.goBackground(func() { s.flushPending(path, p) })
+}
+
+// flushPending sends p's delete unless an acquisition took it.
+func (s *Session) flushPending(path string, p *pendingDelete) {
+	s.pendMu.Lock()
+	if s.pending[path] != p || p.sent != nil {
+		s.pendMu.Unlock()
+		return
+	}
+	sent := make(chan struct{})
+	p.sent = sent
+	s.pendMu.Unlock()
+	s.send(s.ctx, p.node, []int32{opDelete}, func() { s.deleteNow(p.node) })
+	s.pendMu.Lock()
+	if s.pending[path] == p {
+		delete(s.pending, path)
+	}
+	s.pendMu.Unlock()
+	close(sent)
+}
+
+// takePending returns the node whose delete an acquisition on path must
+// send in its create's transaction, or a channel to wait on while such a
+// delete is being written, so that the create queues behind it and the
+// session never has two nodes in the queue.
+func (s *Session) takePending(path string) (node string, inFlight <-chan struct{}) {
+	s.pendMu.Lock()
+	defer s.pendMu.Unlock()
+	p := s.pending[path]
+	switch {
+	case p == nil:
+		return "", nil
+	case p.sent != nil:
+		return "", p.sent
+	}
+	delete(s.pending, path)
+	return p.node, nil
 }

@@ -63,6 +63,16 @@ func Cluster(t testing.TB) *zkserver.Cluster {
 // Servers returns the shared server's client addresses.
 func Servers(t testing.TB) []string { return Cluster(t).Addrs() }
 
+// Addrs returns the shared server's client addresses, or nil when no
+// TestMain started one with Wrap. It is for Example functions, which have
+// no testing.TB to pass to Servers.
+func Addrs() []string {
+	if shared == nil {
+		return nil
+	}
+	return shared.Addrs()
+}
+
 var seq atomic.Int64
 
 // Path returns a lock path unique to this test run and test, such as

@@ -1,0 +1,306 @@
+// Command basic is the first tierlock program to read. It takes a lock that
+// works across goroutines and processes, re-enters it, reads its fencing
+// token, watches another goroutine and another session bounce off it, does
+// work that notices if the lock is lost, and releases it. Then it takes the
+// lock again and lets another client delete its node, to show what losing a
+// lock looks like from the inside.
+//
+// Run it with:
+//
+//	go run ./examples/basic                            # starts a local ZooKeeper
+//	go run ./examples/basic -zk 127.0.0.1:2181         # uses yours
+//	TIERLOCK_ZK_SERVERS=127.0.0.1:2181 go run ./examples/basic
+//
+// Without -zk or TIERLOCK_ZK_SERVERS it starts a ZooKeeper of its own (the
+// Debian package "zookeeper"; scripts/install-deps.sh installs it) and stops
+// it when it exits.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/tierlock/tierlock/internal/zkserver"
+	"github.com/tierlock/tierlock/tier"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+func main() {
+	// Ctrl-C cancels ctx, so that a ZooKeeper started here is stopped.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0) // -h: the flag package printed the usage
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "basic:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program; main and the test call it.
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("basic", flag.ContinueOnError)
+	zkFlag := fs.String("zk", "", "ZooKeeper servers, host:port,... (default: $"+zkserver.EnvServers+", else start one)")
+	path := fs.String("path", "/tierlock-examples/basic", "lock path")
+	verbose := fs.Bool("v", false, "show the library's logs on stderr")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
+
+	// The library logs through log/slog. It warns when a lock is lost, which
+	// this program does on purpose below, so its logs are off unless -v.
+	logger := slog.New(slog.DiscardHandler)
+	if *verbose {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+
+	// 1. Find a ZooKeeper: the flag, the environment, or a server of our own.
+	servers, stopZK, err := zookeeper(ctx, *zkFlag, say)
+	if err != nil {
+		return err
+	}
+	defer stopZK()
+
+	// 2. One Session per process: one connection, one ZooKeeper session,
+	// shared by all the locks of the process. Closing it deletes every lock
+	// node it still has.
+	s, err := zklock.Connect(ctx, servers, zklock.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	say("connected: ZooKeeper session 0x%x", s.SessionID())
+
+	// 3. A tier.Lock on a path. Share it between goroutines: it has a gate in
+	// the process (tier 1) in front of one ZooKeeper lock (tier 2), so the
+	// process puts at most one node on ZooKeeper for it, however many
+	// goroutines want it.
+	lock, err := tier.New(s, *path, tier.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+
+	// 4. Acquire waits for the gate, then for the ZooKeeper lock. ctx bounds
+	// the wait (cancel it, or give it a deadline, to give up waiting).
+	//
+	// What it returns, held, is the hold itself: pass it to everything done
+	// under the lock, and to Release. A hold belongs to a context, not to a
+	// goroutine (Go has no goroutine identity to hang it on).
+	held, err := lock.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The fencing token is the ZooKeeper transaction id that made this hold;
+	// every later holder of the path gets a larger one. Send it with every
+	// write to the resource the lock guards, and have the resource reject a
+	// token smaller than the largest it has seen: a holder that was paused
+	// (GC, a stopped VM) past its session and no longer holds the lock, but
+	// does not know it yet, is then refused.
+	token, err := lock.Token(held)
+	if err != nil {
+		return err
+	}
+	say("Acquire: holding %s, hold count %d, fencing token %d", lock.Path(), lock.HoldCount(held), token)
+
+	// 5. Reentrancy: acquiring again WITH THE HELD CONTEXT counts up and
+	// returns at once; no ZooKeeper request. Each Acquire needs its Release.
+	inner, err := lock.Acquire(held)
+	if err != nil {
+		return err
+	}
+	say("Acquire with the held context: re-entered, hold count %d (no ZooKeeper request)", lock.HoldCount(held))
+	if err := lock.Release(inner); err != nil {
+		return err
+	}
+	say("Release of the inner hold: hold count %d, still held", lock.HoldCount(held))
+
+	// 6. Anyone else is kept out. Another goroutine, with a context that
+	// does not carry the hold, is stopped at the gate in this process: a
+	// TryAcquire returns false at once, without asking ZooKeeper.
+	type result struct {
+		ok  bool
+		err error
+	}
+	other := make(chan result)
+	go func() {
+		h, ok, err := lock.TryAcquire(context.Background())
+		if ok { // cannot happen while we hold the lock; tidy up if it did
+			_ = lock.Release(h)
+		}
+		other <- result{ok, err}
+	}()
+	r := <-other
+	if r.err != nil {
+		return r.err
+	}
+	say("TryAcquire from another goroutine: %v (stopped at the gate in this process)", r.ok)
+
+	// Another process has its own session and its own tier.Lock on the same
+	// path. Its TryAcquire reaches ZooKeeper, finds our node first in the
+	// queue, takes its own node back and returns false. A second session in
+	// this process stands in for that process here.
+	s2, err := zklock.Connect(ctx, servers, zklock.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	defer s2.Close()
+	lock2, err := tier.New(s2, *path, tier.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	defer lock2.Close()
+	if h, ok, err := lock2.TryAcquire(ctx); err != nil {
+		return err
+	} else if ok {
+		_ = lock2.Release(h)
+		return errors.New("another session got the lock while we held it")
+	}
+	say("TryAcquire from another session (another process): false (ZooKeeper queue: our node is first)")
+
+	// 7. Work under the lock. held.Done() is closed when the hold ends, and
+	// what closes it is one of:
+	//   - the ZooKeeper session expired: the server deleted our node, and
+	//     another process may hold the lock now;
+	//   - the connection to ZooKeeper dropped: we cannot know whether we
+	//     still hold the lock, and the client says so at two thirds of the
+	//     session timeout, before the server could expire the session and
+	//     hand the lock to someone else (zklock.WithLossOnExpiryOnly waits
+	//     for the expiry instead);
+	//   - someone deleted our lock node (an operator, a script);
+	//   - lock.Close or s.Close;
+	//   - our own Release.
+	// The ctx given to Acquire does not end the hold: it only bounds the
+	// wait. So work in steps and stop as soon as held.Done() fires.
+	steps, lost := work(held, 3, nil)
+	if lost != nil {
+		return fmt.Errorf("lock lost during work: %w", lost)
+	}
+	say("work under the lock: %d steps done, held.Done() never fired", steps)
+
+	// 8. Release: the ZooKeeper node first, then the gate. The held context
+	// is cancelled now; don't use it any more.
+	if err := lock.Release(held); err != nil {
+		return err
+	}
+	say("Release: released; the held context is done: %v", context.Cause(held))
+
+	// 9. Losing the lock. Acquire again (a new hold, a larger token), then
+	// let the other session delete our node halfway through the work, as an
+	// operator cleaning up with zkCli might.
+	held, err = lock.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	token2, err := lock.Token(held)
+	if err != nil {
+		return err
+	}
+	if token2 <= token {
+		return fmt.Errorf("fencing token went from %d to %d", token, token2)
+	}
+	say("Acquire again: fencing token %d (> %d: a guarded resource can tell the holders apart)", token2, token)
+	var deleteErr error
+	deleteHolder := func() {
+		node, err := holderNode(s2, lock.Path())
+		if err == nil {
+			say("  another client deletes the lock node %s", node)
+			err = s2.Conn().Delete(lock.Path()+"/"+node, -1)
+		}
+		deleteErr = err
+	}
+	steps, lost = work(held, 50, deleteHolder)
+	if deleteErr != nil {
+		_ = lock.Release(held)
+		return deleteErr
+	}
+	if lost == nil {
+		_ = lock.Release(held)
+		return errors.New("the lock node was deleted, but the hold did not end")
+	}
+	// context.Cause says why the hold ended; it wraps tier.ErrLockLost.
+	say("work interrupted after %d steps: held.Done() fired: %v", steps, lost)
+
+	// The hold still has to be released: that frees the gate for the next
+	// goroutine. Release reports the loss, so code that ignored held.Done()
+	// learns at the end that its work was not protected.
+	err = lock.Release(held)
+	say("Release after the loss: %v (errors.Is(err, tier.ErrLockLost) = %v)", err, errors.Is(err, tier.ErrLockLost))
+	say("done")
+	return nil
+}
+
+// work does up to n steps of 20ms under the lock held carries, stopping
+// early when the hold ends. It calls midway (if not nil) after the second
+// step. It returns the number of steps done and, if the hold ended, why.
+func work(held context.Context, n int, midway func()) (int, error) {
+	for i := 0; i < n; i++ {
+		select {
+		case <-held.Done():
+			return i, context.Cause(held)
+		case <-time.After(20 * time.Millisecond):
+			// One step of real work would go here. Anything that writes to
+			// the guarded resource should send the fencing token with it.
+		}
+		if i == 1 && midway != nil {
+			midway()
+		}
+	}
+	return n, nil
+}
+
+// holderNode returns the name of the node first in the lock's queue (the
+// holder's), the one with the lowest sequence number.
+func holderNode(s *zklock.Session, path string) (string, error) {
+	children, _, err := s.Conn().Children(path)
+	if err != nil {
+		return "", err
+	}
+	first, firstSeq := "", int32(0)
+	for _, c := range children {
+		seq, ok := zklock.ParseSequence(c)
+		if ok && (first == "" || zklock.SequenceBefore(seq, firstSeq)) {
+			first, firstSeq = c, seq
+		}
+	}
+	if first == "" {
+		return "", fmt.Errorf("no lock node under %s", path)
+	}
+	return first, nil
+}
+
+// zookeeper returns the servers to use: those of -zk, else those of
+// TIERLOCK_ZK_SERVERS, else a standalone server started here, which the
+// returned function stops.
+func zookeeper(ctx context.Context, flagValue string, say func(string, ...any)) ([]string, func(), error) {
+	if flagValue != "" {
+		servers := strings.Split(flagValue, ",")
+		say("ZooKeeper: %s (from -zk)", flagValue)
+		return servers, func() {}, nil
+	}
+	if c, ok := zkserver.FromEnv(); ok {
+		say("ZooKeeper: %s (from %s)", strings.Join(c.Addrs(), ","), zkserver.EnvServers)
+		return c.Addrs(), func() {}, nil
+	}
+	say("ZooKeeper: none given (-zk or %s); starting a local server...", zkserver.EnvServers)
+	startCtx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	c, err := zkserver.Start(startCtx)
+	if err != nil {
+		return nil, nil, err
+	}
+	say("ZooKeeper: started at %s; it stops when this program exits", strings.Join(c.Addrs(), ","))
+	return c.Addrs(), func() { c.Close() }, nil
+}

@@ -1,0 +1,352 @@
+package zklock_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// badEnv is what the cases of TestBadInputTable share: a live session and
+// a lock on it that must keep working whatever bad call came before.
+type badEnv struct {
+	servers []string
+	s       *zklock.Session
+	path    string
+	l       *zklock.Lock
+}
+
+// closedLock returns a lock on a fresh path that was closed.
+func (e *badEnv) closedLock(t *testing.T) *zklock.Lock {
+	l := newLock(t, e.s, zktest.Path(t))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// orphanedLock returns a lock whose session was closed.
+func (e *badEnv) orphanedLock(t *testing.T) *zklock.Lock {
+	s := connect(t, e.servers)
+	l := newLock(t, s, zktest.Path(t))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func cancelled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// knownBugsEnv, set to anything, runs the cases marked as known bugs
+// instead of skipping them.
+const knownBugsEnv = "TIERLOCK_KNOWN_BUGS"
+
+type badCase struct {
+	name string
+	bug  string // set: a known library bug; the case is skipped
+	want error
+	call func(t *testing.T, e *badEnv) error
+}
+
+// newCase is a shorthand for a case whose call needs nothing but a value.
+func newCase(name string, want error, call func() error) badCase {
+	return badCase{name: name, want: want, call: func(*testing.T, *badEnv) error { return call() }}
+}
+
+// Every exported entry point given bad input answers with a sentinel error
+// (errors.Is), never a panic, and leaves the lock working. TestBadInput
+// (lock_test.go) covers the basic cases; these are the rest.
+func TestBadInputTable(t *testing.T) {
+	e := &badEnv{servers: zktest.Servers(t)}
+	e.s = connect(t, e.servers)
+	e.path = zktest.Path(t)
+	e.l = newLock(t, e.s, e.path)
+	bg := context.Background()
+	var nilLock *zklock.Lock
+	var nilSession *zklock.Session
+
+	cases := []badCase{
+		// Paths and keys the server would refuse or misread.
+		newCase("New/invalid UTF-8", zklock.ErrInvalidPath, func() error { _, err := zklock.New(e.s, "/a\xff"); return err }),
+		newCase("New/C1 control", zklock.ErrInvalidPath, func() error { _, err := zklock.New(e.s, "/a\u0085b"); return err }),
+		newCase("New/private use", zklock.ErrInvalidPath, func() error { _, err := zklock.New(e.s, "/a/\ue000"); return err }),
+		newCase("New/U+FFFE", zklock.ErrInvalidPath, func() error { _, err := zklock.New(e.s, "/a/\ufffe"); return err }),
+		newCase("New/trailing dot segment", zklock.ErrInvalidPath, func() error { _, err := zklock.New(e.s, "/a/."); return err }),
+		newCase("New/double slash only", zklock.ErrInvalidPath, func() error { _, err := zklock.New(e.s, "//"); return err }),
+		newCase("New/zookeeper itself", zklock.ErrInvalidPath, func() error { _, err := zklock.New(e.s, "/zookeeper"); return err }),
+		{name: "New/astral plane character", want: zklock.ErrInvalidPath,
+			bug: "ValidatePath accepts code points above U+FFFF (e.g. U+1F600); ZooKeeper's PathUtils sees them as UTF-16 surrogates (U+D800..U+DFFF) and refuses the create, so Acquire fails late with zk.ErrBadArguments (\"invalid arguments\") instead of New failing with ErrInvalidPath",
+			call: func(t *testing.T, e *badEnv) error {
+				_, err := zklock.New(e.s, zktest.Path(t)+"/\U0001f600")
+				return err
+			}},
+		newCase("ValidatePath/empty", zklock.ErrInvalidPath, func() error { return zklock.ValidatePath("") }),
+		newCase("ValidatePath/dotdot", zklock.ErrInvalidPath, func() error { return zklock.ValidatePath("/..") }),
+		newCase("ValidateKey/empty", zklock.ErrInvalidPath, func() error { return zklock.ValidateKey("") }),
+		newCase("ValidateKey/dot", zklock.ErrInvalidPath, func() error { return zklock.ValidateKey(".") }),
+		newCase("ValidateKey/dotdot", zklock.ErrInvalidPath, func() error { return zklock.ValidateKey("..") }),
+		newCase("ValidateKey/slash inside", zklock.ErrInvalidPath, func() error { return zklock.ValidateKey("a/b") }),
+		newCase("ValidateKey/leading slash", zklock.ErrInvalidPath, func() error { return zklock.ValidateKey("/a") }),
+		newCase("ValidateKey/NUL", zklock.ErrInvalidPath, func() error { return zklock.ValidateKey("a\x00") }),
+		newCase("ValidateKey/tab", zklock.ErrInvalidPath, func() error { return zklock.ValidateKey("a\tb") }),
+		newCase("ValidateKey/invalid UTF-8", zklock.ErrInvalidPath, func() error { return zklock.ValidateKey("\xc3") }),
+
+		// Zero and negative options.
+		newCase("Connect/empty server list", zklock.ErrInvalidOption, func() error { _, err := zklock.Connect(bg, []string{}); return err }),
+		newCase("Connect/zero session timeout", zklock.ErrInvalidOption, func() error {
+			_, err := zklock.Connect(bg, e.servers, zklock.WithSessionTimeout(0))
+			return err
+		}),
+		newCase("Connect/negative session timeout", zklock.ErrInvalidOption, func() error {
+			_, err := zklock.Connect(bg, e.servers, zklock.WithSessionTimeout(-time.Second))
+			return err
+		}),
+		newCase("Connect/zero retry interval", zklock.ErrInvalidOption, func() error {
+			_, err := zklock.Connect(bg, e.servers, zklock.WithMaxRetryInterval(0))
+			return err
+		}),
+		newCase("NewSession/negative retry interval", zklock.ErrInvalidOption, func() error {
+			_, err := zklock.NewSession(e.s.Conn(), make(chan zk.Event), zklock.WithMaxRetryInterval(-time.Millisecond))
+			return err
+		}),
+		newCase("NewSession/nil connection", zklock.ErrNilSession, func() error {
+			_, err := zklock.NewSession(nil, make(chan zk.Event))
+			return err
+		}),
+		newCase("NewSession/nil events", zklock.ErrNilSession, func() error { _, err := zklock.NewSession(e.s.Conn(), nil); return err }),
+		newCase("New/negative recheck", zklock.ErrInvalidOption, func() error {
+			_, err := zklock.New(e.s, e.path, zklock.WithRecheckInterval(-time.Second))
+			return err
+		}),
+		newCase("New/nil ACL", zklock.ErrInvalidOption, func() error { _, err := zklock.New(e.s, e.path, zklock.WithACL(nil)); return err }),
+		newCase("New/empty ACL", zklock.ErrInvalidOption, func() error { _, err := zklock.New(e.s, e.path, zklock.WithACL([]zk.ACL{})); return err }),
+		newCase("Connect/unreachable server", context.DeadlineExceeded, func() error {
+			ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+			defer cancel()
+			_, err := zklock.Connect(ctx, []string{"127.0.0.1:1"}, zklock.WithLogger(quietLog))
+			return err
+		}),
+
+		// Nil receivers and nil contexts.
+		newCase("nil Lock/Acquire", zklock.ErrNilSession, func() error { return nilLock.Acquire(bg) }),
+		newCase("nil Lock/TryAcquire", zklock.ErrNilSession, func() error { _, err := nilLock.TryAcquire(bg); return err }),
+		newCase("nil Lock/Release", zklock.ErrNilSession, func() error { return nilLock.Release(bg) }),
+		newCase("nil Lock/Participants", zklock.ErrNilSession, func() error { _, err := nilLock.Participants(bg); return err }),
+		newCase("nil Lock/Close", zklock.ErrNilSession, func() error { return nilLock.Close() }),
+		newCase("nil Session/Close", zklock.ErrNilSession, func() error { return nilSession.Close() }),
+		//nolint:staticcheck // the nil context is the bad input under test
+		newCase("nil ctx/TryAcquire", zklock.ErrNilContext, func() error { _, err := e.l.TryAcquire(nil); return err }),
+		//nolint:staticcheck // the nil context is the bad input under test
+		newCase("nil ctx/Release", zklock.ErrNilContext, func() error { return e.l.Release(nil) }),
+		//nolint:staticcheck // the nil context is the bad input under test
+		newCase("nil ctx/Participants", zklock.ErrNilContext, func() error { _, err := e.l.Participants(nil); return err }),
+		{name: "nil ctx/Connect", want: zklock.ErrNilContext,
+			bug: "Connect(nil, servers) dereferences the nil context (select on ctx.Done()) after zk.Connect has started the connection and the session's event goroutine: it panics and leaks both",
+			call: func(t *testing.T, e *badEnv) error {
+				//nolint:staticcheck // the nil context is the bad input under test
+				_, err := zklock.Connect(nil, e.servers, zklock.WithLogger(quietLog))
+				return err
+			}},
+
+		// Contexts that are already over.
+		newCase("Acquire/cancelled", context.Canceled, func() error { return e.l.Acquire(cancelled()) }),
+		newCase("TryAcquire/cancelled", context.Canceled, func() error { _, err := e.l.TryAcquire(cancelled()); return err }),
+		newCase("Acquire/past deadline", context.DeadlineExceeded, func() error {
+			ctx, cancel := context.WithDeadline(bg, time.Now().Add(-time.Second))
+			defer cancel()
+			return e.l.Acquire(ctx)
+		}),
+
+		// Holds that are not ours, or no longer.
+		{name: "TryAcquire while held", want: zklock.ErrAlreadyHeld, call: func(t *testing.T, e *badEnv) error {
+			if err := e.l.Acquire(ctxT(t, 10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			node, tok := e.l.Node(), e.l.Token()
+			_, err := e.l.TryAcquire(bg)
+			if e.l.Node() != node || e.l.Token() != tok || e.l.Err() != nil {
+				t.Errorf("the hold changed: node %q -> %q, token %d -> %d, err %v", node, e.l.Node(), tok, e.l.Token(), e.l.Err())
+			}
+			if rerr := e.l.Release(bg); rerr != nil {
+				t.Errorf("release after the bad call: %v", rerr)
+			}
+			return err
+		}},
+		{name: "Release twice after TryAcquire", want: zklock.ErrNotHeld, call: func(t *testing.T, e *badEnv) error {
+			if ok, err := e.l.TryAcquire(ctxT(t, 10*time.Second)); !ok || err != nil {
+				t.Fatalf("TryAcquire = %v, %v", ok, err)
+			}
+			if err := e.l.Release(bg); err != nil {
+				t.Fatal(err)
+			}
+			return e.l.Release(bg)
+		}},
+		{name: "Release of another session's hold", want: zklock.ErrNotHeld, call: func(t *testing.T, e *badEnv) error {
+			other := newLock(t, connect(t, e.servers), e.path)
+			return foreignRelease(t, other, e.l)
+		}},
+		{name: "Release of another Lock's hold on the same session", want: zklock.ErrNotHeld, call: func(t *testing.T, e *badEnv) error {
+			other := newLock(t, e.s, e.path)
+			return foreignRelease(t, other, e.l)
+		}},
+
+		// Use after Close.
+		{name: "closed Lock/TryAcquire", want: zklock.ErrClosed, call: func(t *testing.T, e *badEnv) error {
+			_, err := e.closedLock(t).TryAcquire(bg)
+			return err
+		}},
+		{name: "closed Lock/Release", want: zklock.ErrClosed, call: func(t *testing.T, e *badEnv) error {
+			return e.closedLock(t).Release(bg)
+		}},
+		{name: "closed Lock/Participants", want: zklock.ErrClosed,
+			bug: "Participants does not check Close: on a closed lock it still lists the queue and returns nil error, although Close's doc says later calls return ErrClosed",
+			call: func(t *testing.T, e *badEnv) error {
+				_, err := e.closedLock(t).Participants(bg)
+				return err
+			}},
+		{name: "closed Lock/Close again", want: nil, call: func(t *testing.T, e *badEnv) error {
+			return e.closedLock(t).Close()
+		}},
+		{name: "closed Lock/state", want: nil, call: func(t *testing.T, e *badEnv) error {
+			l := e.closedLock(t)
+			if l.Token() != 0 || l.Node() != "" || l.Err() != nil {
+				t.Errorf("closed lock: token %d, node %q, err %v", l.Token(), l.Node(), l.Err())
+			}
+			select {
+			case <-l.Lost():
+			default:
+				t.Error("Lost() of a closed lock without hold is not closed")
+			}
+			return nil
+		}},
+		{name: "closed Session/TryAcquire", want: zklock.ErrSessionClosed, call: func(t *testing.T, e *badEnv) error {
+			_, err := e.orphanedLock(t).TryAcquire(bg)
+			return err
+		}},
+		{name: "closed Session/Release", want: zklock.ErrSessionClosed, call: func(t *testing.T, e *badEnv) error {
+			return e.orphanedLock(t).Release(bg)
+		}},
+		{name: "closed Session/Participants", want: zklock.ErrSessionClosed, call: func(t *testing.T, e *badEnv) error {
+			_, err := e.orphanedLock(t).Participants(bg)
+			return err
+		}},
+		{name: "closed Session/Lock.Close", want: nil, call: func(t *testing.T, e *badEnv) error {
+			return e.orphanedLock(t).Close()
+		}},
+		{name: "closed Session/methods", want: nil, call: func(t *testing.T, e *badEnv) error {
+			s := connect(t, e.servers)
+			if s.SessionID() == 0 {
+				t.Error("no session id while connected")
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if st := s.State(); st != zklock.StateClosed {
+				t.Errorf("State after Close = %v", st)
+			}
+			select {
+			case <-s.Done():
+			default:
+				t.Error("Done not closed after Close")
+			}
+			return s.Close()
+		}},
+		{name: "closed Session/hold ends", want: zklock.ErrLockLost, call: func(t *testing.T, e *badEnv) error {
+			s := connect(t, e.servers)
+			l := newLock(t, s, e.path)
+			if err := l.Acquire(ctxT(t, 10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			select {
+			case <-l.Lost():
+			case <-time.After(5 * time.Second):
+				t.Error("hold not lost when its session closed")
+			}
+			if err := l.Err(); !errors.Is(err, zklock.ErrSessionClosed) {
+				t.Errorf("Err after session Close = %v, want cause ErrSessionClosed", err)
+			}
+			return l.Err()
+		}},
+	}
+
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.bug != "" && os.Getenv(knownBugsEnv) == "" {
+				t.Skip("BUG: " + c.bug)
+			}
+			err := callSafely(t, func() error { return c.call(t, e) })
+			if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {
+				t.Errorf("got %v, want %v", err, c.want)
+			}
+			lockStillWorks(t, e)
+		})
+	}
+}
+
+// callSafely turns a panic into a test failure.
+func callSafely(t *testing.T, call func() error) (err error) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("panicked: %v", r)
+		}
+	}()
+	return call()
+}
+
+// foreignRelease has holder take the lock and l try to release it: l's
+// Release must fail and leave holder's hold as it was.
+func foreignRelease(t *testing.T, holder, l *zklock.Lock) error {
+	t.Helper()
+	ctx := ctxT(t, 10*time.Second)
+	if err := holder.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	node, tok := holder.Node(), holder.Token()
+	err := l.Release(ctx)
+	select {
+	case <-holder.Lost():
+		t.Error("the holder lost its hold")
+	default:
+	}
+	if holder.Node() != node || holder.Token() != tok {
+		t.Errorf("holder's hold changed: %q/%d -> %q/%d", node, tok, holder.Node(), holder.Token())
+	}
+	if ok, _, zerr := holder.Session().Conn().Exists(node); zerr != nil || !ok {
+		t.Errorf("holder's node %s: exists %v, %v", node, ok, zerr)
+	}
+	if rerr := holder.Release(ctx); rerr != nil {
+		t.Errorf("holder's release: %v", rerr)
+	}
+	return err
+}
+
+// lockStillWorks checks the shared lock after a case: free, and it can be
+// taken and given back.
+func lockStillWorks(t *testing.T, e *badEnv) {
+	t.Helper()
+	ctx := ctxT(t, 10*time.Second)
+	if e.l.Node() != "" {
+		t.Fatalf("shared lock holds %s after the case", e.l.Node())
+	}
+	if err := e.l.Acquire(ctx); err != nil {
+		t.Fatalf("shared lock no longer acquires: %v", err)
+	}
+	if e.l.Token() <= 0 || e.l.Err() != nil {
+		t.Fatalf("shared lock's hold: token %d, err %v", e.l.Token(), e.l.Err())
+	}
+	if err := e.l.Release(ctx); err != nil {
+		t.Fatalf("shared lock no longer releases: %v", err)
+	}
+}
