@@ -231,6 +231,9 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (bool, error) {
 		return false, err
 	}
 	defer l.end()
+	if err := ctx.Err(); err != nil {
+		return false, err // do not queue a node only to delete it
+	}
 	l.mu.Lock()
 	if h := l.hold; h != nil {
 		if !h.isLost() {

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// The lock implementations a run can compare.
+const (
+	implTier        = "tier"         // tier.Lock, strict release order
+	implTierHandoff = "tier-handoff" // tier.Lock with bounded local hand-off
+	implZklock      = "zklock"       // zklock.Lock behind a sync.Mutex
+	implGozk        = "gozk"         // go-zookeeper zk.Lock per goroutine
+	implNolock      = "nolock"       // no lock at all: proves the checker can fail
+)
+
+// config is what the flags say.
+type config struct {
+	Impls          []string      `json:"impls"`
+	Procs          int           `json:"procs"`
+	Goroutines     int           `json:"goroutines"`
+	Paths          int           `json:"paths"`
+	Pick           string        `json:"pick"`
+	Duration       time.Duration `json:"duration_ns,omitempty"`
+	Acquisitions   int64         `json:"acquisitions,omitempty"`
+	Hold           time.Duration `json:"hold_ns"`
+	HoldMode       string        `json:"hold_mode"`
+	Handoff        bool          `json:"handoff"`
+	HandoffMax     int           `json:"handoff_max"`
+	HandoffMaxHold time.Duration `json:"handoff_max_hold_ns"`
+	ZK             []string      `json:"zk,omitempty"`
+	Root           string        `json:"root"`
+	SessionTimeout time.Duration `json:"session_timeout_ns"`
+	ConnectTimeout time.Duration `json:"connect_timeout_ns"`
+	Timeout        time.Duration `json:"timeout_ns"`
+	Sample         time.Duration `json:"sample_ns"`
+	JSON           string        `json:"-"`
+	Report         string        `json:"-"`
+	Quiet          bool          `json:"-"`
+	Verbose        bool          `json:"-"`
+}
+
+// errUsage marks errors that are the caller's: exit code 2.
+var errUsage = errors.New("usage")
+
+func usageErr(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
+}
+
+const usageHead = `Usage: stress [flags]
+
+stress runs P worker processes x G goroutines against L ZooKeeper lock
+paths, proves that mutual exclusion held (an independent checker reads
+every critical section's enter and exit times and fencing token), and
+compares lock implementations side by side:
+
+  tier          tier.Lock, one per path per process, shared by all goroutines
+  tier-handoff  the same with bounded local hand-off (-handoff)
+  zklock        zklock.Lock, one per path per process, behind a sync.Mutex
+  gozk          go-zookeeper's zk.Lock, one per goroutine and path (baseline)
+  nolock        no lock at all, never in "all": a self-test that the checker
+                catches violations (the run must fail)
+
+Without -zk (or TIERLOCK_ZK_SERVERS) it starts a local ZooKeeper.
+Exit status: 0 all checks passed, 1 a mutual-exclusion violation or lock
+error, 2 bad usage, 3 the run could not be carried out.
+
+Flags:
+`
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("stress", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageHead)
+		fs.PrintDefaults()
+	}
+	impl := fs.String("impl", "all", "implementations: tier, zklock, gozk, all, or a comma-separated list (tier-handoff too)")
+	fs.IntVar(&c.Procs, "procs", 4, "worker processes (P)")
+	fs.IntVar(&c.Goroutines, "goroutines", 64, "goroutines per process (G)")
+	fs.IntVar(&c.Paths, "paths", 1, "lock paths (L)")
+	fs.StringVar(&c.Pick, "pick", "roundrobin", "how a goroutine picks its next path: roundrobin or random")
+	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long each implementation runs (ignored with -acquisitions)")
+	fs.Int64Var(&c.Acquisitions, "acquisitions", 0, "run each implementation for this many acquisitions in all, split evenly over goroutines, instead of -duration")
+	fs.DurationVar(&c.Hold, "hold", 0, "critical section length")
+	fs.StringVar(&c.HoldMode, "hold-mode", "sleep", "how the critical section passes its time: sleep or spin (busy work)")
+	fs.BoolVar(&c.Handoff, "handoff", false, "use the tier lock's bounded local hand-off (with -impl all: run tier both ways)")
+	fs.IntVar(&c.HandoffMax, "handoff-max", 64, "hand-off: most consecutive local hand-offs before the node is released")
+	fs.DurationVar(&c.HandoffMaxHold, "handoff-max-hold", 50*time.Millisecond, "hand-off: longest time a process keeps the node by handing off")
+	zkFlag := fs.String("zk", "", "comma-separated host:port list of an existing ZooKeeper ensemble (default: $TIERLOCK_ZK_SERVERS, else start one)")
+	fs.StringVar(&c.Root, "root", "/tierlock-stress", "ZooKeeper path under which each run makes its lock paths")
+	fs.DurationVar(&c.SessionTimeout, "session-timeout", 10*time.Second, "ZooKeeper session timeout of the workers")
+	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", 10*time.Second, "how long to wait for ZooKeeper to answer")
+	fs.DurationVar(&c.Timeout, "timeout", 0, "give up on an implementation's run after this long (default: -duration + 1m, or 10m with -acquisitions)")
+	fs.DurationVar(&c.Sample, "sample", 200*time.Millisecond, "how often znodes and watches under the lock paths are counted")
+	fs.StringVar(&c.JSON, "json", "", "write the figures as JSON to this file")
+	fs.StringVar(&c.Report, "report", "", "write an HTML report with charts to this file")
+	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bar")
+	fs.BoolVar(&c.Verbose, "v", false, "pass the workers' logs through to stderr")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, usageErr("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return c, usageErr("unexpected arguments: %q", fs.Args())
+	}
+	acqSet := false
+	fs.Visit(func(f *flag.Flag) { acqSet = acqSet || f.Name == "acquisitions" })
+
+	var err error
+	if c.Impls, err = expandImpls(*impl, c.Handoff); err != nil {
+		return c, err
+	}
+	switch {
+	case c.Procs <= 0:
+		return c, usageErr("-procs must be at least 1, got %d", c.Procs)
+	case c.Goroutines <= 0:
+		return c, usageErr("-goroutines must be at least 1, got %d", c.Goroutines)
+	case c.Paths <= 0:
+		return c, usageErr("-paths must be at least 1, got %d", c.Paths)
+	case acqSet && c.Acquisitions <= 0:
+		return c, usageErr("-acquisitions must be at least 1, got %d", c.Acquisitions)
+	case !acqSet && c.Duration <= 0:
+		return c, usageErr("-duration must be positive, got %v", c.Duration)
+	case c.Hold < 0:
+		return c, usageErr("-hold must not be negative, got %v", c.Hold)
+	case c.HoldMode != "sleep" && c.HoldMode != "spin":
+		return c, usageErr("-hold-mode must be sleep or spin, got %q", c.HoldMode)
+	case c.Pick != "roundrobin" && c.Pick != "random":
+		return c, usageErr("-pick must be roundrobin or random, got %q", c.Pick)
+	case c.HandoffMax <= 0:
+		return c, usageErr("-handoff-max must be at least 1, got %d", c.HandoffMax)
+	case c.HandoffMaxHold <= 0:
+		return c, usageErr("-handoff-max-hold must be positive, got %v", c.HandoffMaxHold)
+	case c.SessionTimeout <= 0:
+		return c, usageErr("-session-timeout must be positive, got %v", c.SessionTimeout)
+	case c.ConnectTimeout <= 0:
+		return c, usageErr("-connect-timeout must be positive, got %v", c.ConnectTimeout)
+	case c.Timeout < 0:
+		return c, usageErr("-timeout must not be negative, got %v", c.Timeout)
+	case c.Sample <= 0:
+		return c, usageErr("-sample must be positive, got %v", c.Sample)
+	}
+	if acqSet {
+		c.Duration = 0
+		if c.Acquisitions < int64(c.Procs*c.Goroutines) {
+			return c, usageErr("-acquisitions %d is fewer than procs x goroutines = %d: every goroutine needs at least one",
+				c.Acquisitions, c.Procs*c.Goroutines)
+		}
+	}
+	if err := zklock.ValidatePath(c.Root); err != nil {
+		return c, usageErr("-root: %v", err)
+	}
+	if *zkFlag != "" {
+		for _, a := range strings.Split(*zkFlag, ",") {
+			a = strings.TrimSpace(a)
+			if a == "" {
+				continue
+			}
+			if !strings.Contains(a, ":") {
+				return c, usageErr("-zk: %q is not host:port", a)
+			}
+			c.ZK = append(c.ZK, a)
+		}
+		if len(c.ZK) == 0 {
+			return c, usageErr("-zk: no address in %q", *zkFlag)
+		}
+	}
+	if c.Timeout == 0 {
+		c.Timeout = c.Duration + time.Minute
+		if c.Acquisitions > 0 {
+			c.Timeout = 10 * time.Minute
+		}
+	}
+	for _, out := range []struct{ flag, path string }{{"-json", c.JSON}, {"-report", c.Report}} {
+		if err := checkWritable(out.path); err != nil {
+			return c, usageErr("%s: %v", out.flag, err)
+		}
+	}
+	return c, nil
+}
+
+// expandImpls turns the -impl value into the list of runs, in the order
+// they run: the baseline last, so that ratios read left to right.
+func expandImpls(v string, handoff bool) ([]string, error) {
+	var out []string
+	add := func(names ...string) {
+		for _, n := range names {
+			if !contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	for _, name := range strings.Split(v, ",") {
+		switch strings.TrimSpace(name) {
+		case "all":
+			if handoff {
+				add(implTier, implTierHandoff, implZklock, implGozk)
+			} else {
+				add(implTier, implZklock, implGozk)
+			}
+		case implTier:
+			if handoff {
+				add(implTierHandoff)
+			} else {
+				add(implTier)
+			}
+		case implTierHandoff:
+			add(implTierHandoff)
+		case implZklock:
+			add(implZklock)
+		case implGozk:
+			add(implGozk)
+		case implNolock:
+			add(implNolock)
+		default:
+			return nil, usageErr("-impl: unknown implementation %q (want tier, zklock, gozk or all)", name)
+		}
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// checkWritable makes sure an output file can be written before a long run
+// starts. A file that did not exist is removed again.
+func checkWritable(path string) error {
+	if path == "" {
+		return nil
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	f.Close()
+	if os.IsNotExist(statErr) {
+		os.Remove(path)
+	}
+	return nil
+}

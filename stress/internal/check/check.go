@@ -1,0 +1,179 @@
+// Package check is the independent checker of the stress command. It knows
+// nothing about how locks are implemented: it takes the critical sections
+// that workers recorded (enter and exit times on a clock shared by all
+// processes of the machine, fencing token, process, goroutine, lock path)
+// and tells, per lock path, whether mutual exclusion held.
+//
+// Three kinds of violation are counted:
+//
+//   - overlap: two holds of one path whose intervals [enter, exit)
+//     intersect. Intervals are half-open, so a hold may begin at the very
+//     nanosecond the previous one ended.
+//   - token: in the order of enter times, a fencing token lower than the
+//     one before it, or equal to it across different processes. Equal
+//     tokens are allowed only for consecutive holds of one process, and only
+//     when the lock hands the hold from goroutine to goroutine inside the
+//     process (Options.SameNodeHandoff); otherwise every hold must carry a
+//     higher token than the one before.
+//   - lost: a hold entered and never left (its worker died, or the record
+//     is corrupt: an exit before the enter counts here too).
+package check
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// Hold is one recorded critical section.
+type Hold struct {
+	Proc  int32 // worker process
+	G     int32 // goroutine within the process
+	Path  int32 // lock path index
+	Token int64 // fencing token; 0 when unknown
+	Enter int64 // ns on the shared clock
+	Exit  int64 // ns on the shared clock; 0 when the hold never ended
+}
+
+func (h Hold) String() string {
+	exit := "never"
+	if h.Exit != 0 {
+		exit = fmt.Sprint(h.Exit)
+	}
+	return fmt.Sprintf("proc %d goroutine %d token %d [%d, %s)", h.Proc, h.G, h.Token, h.Enter, exit)
+}
+
+// Options say what the lock under test promises about tokens.
+type Options struct {
+	// Tokens is false when the implementation exposes no token; the token
+	// check is then skipped.
+	Tokens bool
+	// SameNodeHandoff allows consecutive holds of one process to share a
+	// token: the lock passed the hold between local goroutines and kept its
+	// ZooKeeper node.
+	SameNodeHandoff bool
+}
+
+// Kind names a kind of violation.
+type Kind string
+
+// The kinds of violation.
+const (
+	Overlap Kind = "overlap"
+	Token   Kind = "token"
+	Lost    Kind = "lost"
+)
+
+// Violation is one example of a violation, for the report.
+type Violation struct {
+	Kind   Kind   `json:"kind"`
+	Path   int32  `json:"path"`
+	Prev   *Hold  `json:"prev,omitempty"` // the earlier hold involved, if any
+	Hold   Hold   `json:"hold"`
+	Detail string `json:"detail"`
+}
+
+// PathResult is the verdict for one lock path.
+type PathResult struct {
+	Path             int32 `json:"path"`
+	Holds            int   `json:"holds"`
+	Overlaps         int   `json:"overlaps"`
+	TokenRegressions int   `json:"token_regressions"`
+	Lost             int   `json:"lost"`
+}
+
+// Result is the verdict over all paths.
+type Result struct {
+	Holds            int          `json:"holds"`
+	Overlaps         int          `json:"overlaps"`
+	TokenRegressions int          `json:"token_regressions"`
+	Lost             int          `json:"lost"`
+	TokensChecked    bool         `json:"tokens_checked"`
+	Paths            []PathResult `json:"paths"`
+	Examples         []Violation  `json:"examples,omitempty"`
+}
+
+// OK reports whether no violation was found.
+func (r Result) OK() bool { return r.Overlaps == 0 && r.TokenRegressions == 0 && r.Lost == 0 }
+
+// Violations is the number of violations of every kind.
+func (r Result) Violations() int { return r.Overlaps + r.TokenRegressions + r.Lost }
+
+// MaxExamples bounds how many violations Check describes.
+const MaxExamples = 20
+
+// Check examines holds (in any order; the slice is reordered).
+func Check(holds []Hold, opt Options) Result {
+	res := Result{Holds: len(holds), TokensChecked: opt.Tokens}
+	slices.SortFunc(holds, func(a, b Hold) int {
+		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Enter, b.Enter), cmp.Compare(a.Exit, b.Exit))
+	})
+	for len(holds) > 0 {
+		n := 1
+		for n < len(holds) && holds[n].Path == holds[0].Path {
+			n++
+		}
+		pr := checkPath(holds[:n], opt, &res)
+		res.Paths = append(res.Paths, pr)
+		res.Overlaps += pr.Overlaps
+		res.TokenRegressions += pr.TokenRegressions
+		res.Lost += pr.Lost
+		holds = holds[n:]
+	}
+	return res
+}
+
+func (r *Result) example(v Violation) {
+	if len(r.Examples) < MaxExamples {
+		r.Examples = append(r.Examples, v)
+	}
+}
+
+// checkPath checks the holds of one path, sorted by enter time.
+func checkPath(holds []Hold, opt Options, res *Result) PathResult {
+	pr := PathResult{Path: holds[0].Path, Holds: len(holds)}
+	var (
+		last      *Hold // the complete hold that ends latest so far
+		lastToken *Hold // the latest hold with a known token
+	)
+	for i := range holds {
+		h := &holds[i]
+		if h.Exit == 0 || h.Exit < h.Enter {
+			pr.Lost++
+			detail := "entered, never left"
+			if h.Exit != 0 {
+				detail = "exit before enter"
+			}
+			res.example(Violation{Kind: Lost, Path: h.Path, Hold: *h, Detail: detail})
+		} else {
+			if last != nil && h.Enter < last.Exit {
+				pr.Overlaps++
+				res.example(Violation{Kind: Overlap, Path: h.Path, Prev: last, Hold: *h,
+					Detail: fmt.Sprintf("entered %d ns before the holder left", last.Exit-h.Enter)})
+			}
+			if last == nil || h.Exit > last.Exit {
+				last = h
+			}
+		}
+		if !opt.Tokens || h.Token == 0 {
+			continue
+		}
+		if p := lastToken; p != nil {
+			switch {
+			case h.Token < p.Token:
+				pr.TokenRegressions++
+				res.example(Violation{Kind: Token, Path: h.Path, Prev: p, Hold: *h,
+					Detail: fmt.Sprintf("token %d after %d", h.Token, p.Token)})
+			case h.Token == p.Token && !(opt.SameNodeHandoff && h.Proc == p.Proc):
+				pr.TokenRegressions++
+				detail := fmt.Sprintf("token %d repeated by another process", h.Token)
+				if h.Proc == p.Proc {
+					detail = fmt.Sprintf("token %d repeated without hand-off", h.Token)
+				}
+				res.example(Violation{Kind: Token, Path: h.Path, Prev: p, Hold: *h, Detail: detail})
+			}
+		}
+		lastToken = h
+	}
+	return pr
+}

@@ -1,0 +1,183 @@
+// Package report writes the stress command's HTML report: the verdict of
+// the checker, the comparison table, throughput and ZooKeeper load per
+// implementation, the distribution of acquire latencies, and a timeline of
+// who held a lock, one lane per process, on which a reader sees at a
+// glance that holds never overlap.
+//
+// The page is a single file with inline SVG charts and no script: it opens
+// offline.
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"time"
+)
+
+// Data is everything the report shows.
+type Data struct {
+	Title     string
+	Generated time.Time
+	Settings  [][2]string // name, value
+	Header    []string    // comparison table
+	Rows      [][]string
+	Impls     []Impl
+	OK        bool
+	Verdict   string   // one line
+	Failures  []string // details when !OK
+}
+
+// Impl is what the report shows of one implementation.
+type Impl struct {
+	Name      string
+	PerSec    float64
+	ReqPerAcq float64
+	LatencyUS []float64 // acquire latencies (a sample is enough)
+	Timeline  Timeline
+	Verdict   string // the checker's verdict in words
+	OK        bool
+}
+
+// Timeline is a window of the holds of one lock path.
+type Timeline struct {
+	Path     string
+	Lanes    int     // processes
+	From, To float64 // window, ms since the start of the run
+	Bars     []Bar
+}
+
+// Bar is one hold.
+type Bar struct {
+	Lane       int     // process
+	G          int     // goroutine, for its color
+	Start, End float64 // ms since the start of the run
+	Overlap    bool    // the checker found it overlapping another hold
+}
+
+type chartSet struct {
+	Throughput, Requests, CDF, Histogram template.HTML
+	Legend                               []legendEntry
+	Timelines                            []namedChart
+}
+
+type legendEntry struct{ Name, Color string }
+
+type namedChart struct {
+	Name    string
+	Verdict string
+	OK      bool
+	SVG     template.HTML
+}
+
+// Write renders the report.
+func Write(w io.Writer, d Data) error {
+	var cs chartSet
+	var err error
+	str := func(s string, e error) template.HTML {
+		if e != nil && err == nil {
+			err = e
+		}
+		return template.HTML(s) // SVG made by gonum/plot from our own numbers
+	}
+	cs.Throughput = str(barChart(d.Impls, "Throughput", "acquisitions per second",
+		func(im Impl) float64 { return im.PerSec }, "%.0f/s"))
+	cs.Requests = str(barChart(d.Impls, "ZooKeeper requests per acquisition", "requests",
+		func(im Impl) float64 { return im.ReqPerAcq }, "%.2f"))
+	for i, im := range d.Impls {
+		cs.Legend = append(cs.Legend, legendEntry{im.Name, implCSS(i)})
+	}
+	cs.CDF = str(latencyCDF(d.Impls))
+	cs.Histogram = str(latencyHistogram(d.Impls))
+	for _, im := range d.Impls {
+		if len(im.Timeline.Bars) == 0 {
+			continue
+		}
+		cs.Timelines = append(cs.Timelines, namedChart{
+			Name: im.Name, Verdict: im.Verdict, OK: im.OK,
+			SVG: str(timeline(im.Name, im.Timeline)),
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("report: chart: %w", err)
+	}
+	return page.Execute(w, struct {
+		Data
+		Charts chartSet
+	}{d, cs})
+}
+
+var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{{.Title}}</title>
+<style>
+body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; margin: 24px; color: #222; max-width: 1400px; }
+h1 { font-size: 22px; margin-bottom: 4px; }
+h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+.sub { color: #666; font-size: 13px; }
+.verdict { padding: 10px 14px; border-radius: 6px; font-size: 16px; font-weight: bold; margin: 16px 0; }
+.pass { background: #e3f4e1; color: #1d5e1a; border: 1px solid #9ccf97; }
+.fail { background: #fbe3e3; color: #8a1414; border: 1px solid #e59a9a; }
+table { border-collapse: collapse; font-size: 13px; }
+th, td { padding: 4px 8px; border-bottom: 1px solid #e5e5e5; text-align: right; white-space: nowrap; }
+th { background: #f4f4f4; }
+td:first-child, th:first-child { text-align: left; font-weight: bold; }
+.settings td { text-align: left; font-weight: normal; }
+.charts { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
+.tl { margin: 10px 0 18px 0; }
+.tl .cap { font-size: 13px; margin: 2px 0; }
+.ok { color: #1d5e1a; } .bad { color: #8a1414; font-weight: bold; }
+.legend { font-size: 14px; margin: 6px 0 2px 60px; }
+.legend span { margin-right: 22px; }
+.legend i { display: inline-block; width: 22px; height: 4px; margin: 0 6px 4px 0; vertical-align: middle; }
+pre { background: #f7f7f7; padding: 8px; font-size: 12px; overflow-x: auto; }
+</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+<div class="sub">generated {{.Generated.Format "2006-01-02 15:04:05 MST"}}</div>
+<div class="verdict {{if .OK}}pass{{else}}fail{{end}}">{{if .OK}}✔{{else}}✘{{end}} {{.Verdict}}</div>
+{{if .Failures}}<pre>{{range .Failures}}{{.}}
+{{end}}</pre>{{end}}
+
+<h2>Comparison</h2>
+<table>
+<tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+<p class="sub">Latency is the time spent in Acquire; hold is the mean critical section. zk req/acq counts every
+request the ZooKeeper servers received during the run, divided by acquisitions. znodes/path and watches/path are the
+peaks sampled under a lock path. fair proc / fair gor: Jain's fairness index of acquisitions over processes /
+goroutines (1 = equal shares). overlaps, token viol and lost come from the independent checker.</p>
+
+<div class="charts">
+<div>{{.Charts.Throughput}}</div>
+<div>{{.Charts.Requests}}</div>
+</div>
+
+<h2>Acquire latency</h2>
+<div class="legend">{{range .Charts.Legend}}<span><i style="background:{{.Color}}"></i>{{.Name}}</span>{{end}}</div>
+<div class="charts">
+<div>{{.Charts.CDF}}</div>
+<div>{{.Charts.Histogram}}</div>
+</div>
+
+<h2>Who held the lock</h2>
+<p class="sub">One lane per worker process; each bar is one critical section, colored by goroutine. Mutual exclusion
+means that no two bars anywhere in a chart share a vertical line; a hold the checker found overlapping another would
+be drawn in red across its whole lane. Very short holds are widened to stay visible.</p>
+{{range .Charts.Timelines}}<div class="tl">
+<div class="cap"><b>{{.Name}}</b>: <span class="{{if .OK}}ok{{else}}bad{{end}}">{{.Verdict}}</span></div>
+{{.SVG}}
+</div>
+{{end}}
+
+<h2>Settings</h2>
+<table class="settings">
+{{range .Settings}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>
+{{end}}</table>
+</body>
+</html>
+`))

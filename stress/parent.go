@@ -1,0 +1,453 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/zkserver"
+	"github.com/tierlock/tierlock/stress/internal/check"
+	"github.com/tierlock/tierlock/stress/internal/record"
+)
+
+// errRun marks failures to carry out a run (exit status 3), as opposed to
+// a run that found violations.
+var errRun = errors.New("run failed")
+
+// runner orchestrates the implementations' runs on one ZooKeeper.
+type runner struct {
+	cfg     config
+	exe     string
+	stderr  io.Writer
+	showBar bool
+
+	cluster *zkserver.Cluster
+	started bool // the cluster was started here
+	servers []string
+	conn    *zk.Conn // the parent's own: lock paths, sampling, clean-up
+	events  sync.WaitGroup
+	root    string // this run's ZooKeeper root
+	tmp     string // worker record files
+}
+
+// implRun is the raw outcome of one implementation's run.
+type implRun struct {
+	name        string
+	paths       []string
+	start       int64 // shared clock when the workers were told to go
+	elapsed     time.Duration
+	holds       []check.Hold
+	latencies   []int64 // ns per hold, in the order of holds before checking
+	holdTimes   []int64 // ns per complete hold
+	perProc     []int64
+	perG        []int64 // proc-major
+	errors      int64
+	errSamples  []string
+	tokenKind   string
+	requests    int64
+	peakZnodes  []int
+	peakWatches []int
+	result      check.Result
+	interrupted bool
+	overflow    bool
+}
+
+// setup finds or starts ZooKeeper and connects to it.
+func (r *runner) setup(ctx context.Context) error {
+	switch c, fromEnv := zkserver.FromEnv(); {
+	case len(r.cfg.ZK) > 0:
+		r.cluster = externalCluster(r.cfg.ZK)
+	case fromEnv:
+		r.cluster = c
+	default:
+		fmt.Fprintln(r.stderr, "stress: starting a local ZooKeeper (use -zk or $"+zkserver.EnvServers+" for an existing one)")
+		sctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+		c, err := zkserver.Start(sctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%w: start ZooKeeper: %w", errRun, err)
+		}
+		r.cluster, r.started = c, true
+	}
+	r.servers = r.cluster.Addrs()
+
+	conn, events, err := zk.Connect(r.servers, r.cfg.SessionTimeout,
+		zk.WithLogInfo(false), zk.WithLogger(discardLogger{}))
+	if err != nil {
+		return fmt.Errorf("%w: ZooKeeper at %s: %w", errRun, strings.Join(r.servers, ","), err)
+	}
+	r.conn = conn
+	ready := make(chan struct{})
+	r.events.Add(1)
+	go func() {
+		defer r.events.Done()
+		var once sync.Once
+		for ev := range events {
+			if ev.State == zk.StateHasSession {
+				once.Do(func() { close(ready) })
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(r.cfg.ConnectTimeout):
+		return fmt.Errorf("%w: ZooKeeper at %s did not answer within %v (-connect-timeout)",
+			errRun, strings.Join(r.servers, ","), r.cfg.ConnectTimeout)
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", errRun, ctx.Err())
+	}
+	r.root = path.Join(r.cfg.Root, fmt.Sprintf("%s-%d", time.Now().UTC().Format("20060102T150405"), os.Getpid()))
+	r.tmp, err = os.MkdirTemp("", "tierlock-stress-")
+	if err != nil {
+		return fmt.Errorf("%w: %w", errRun, err)
+	}
+	return nil
+}
+
+// externalCluster returns a zkserver.Cluster for servers given by -zk.
+// zkserver makes one for external servers only from its environment
+// variable, so the variable is set for that one call.
+func externalCluster(servers []string) *zkserver.Cluster {
+	old, had := os.LookupEnv(zkserver.EnvServers)
+	os.Setenv(zkserver.EnvServers, strings.Join(servers, ","))
+	c, _ := zkserver.FromEnv()
+	if had {
+		os.Setenv(zkserver.EnvServers, old)
+	} else {
+		os.Unsetenv(zkserver.EnvServers)
+	}
+	return c
+}
+
+// close removes this run's nodes and files and stops what setup started.
+func (r *runner) close() {
+	if r.conn != nil {
+		if r.root != "" {
+			deleteTree(r.conn, r.root)
+		}
+		r.conn.Close()
+		r.events.Wait()
+	}
+	if r.tmp != "" {
+		os.RemoveAll(r.tmp)
+	}
+	if r.started {
+		r.cluster.Close()
+	}
+}
+
+// makePaths creates the lock paths (and their parents) as persistent nodes.
+func (r *runner) makePaths(paths []string) error {
+	for _, p := range paths {
+		parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+		cur := ""
+		for _, part := range parts {
+			cur += "/" + part
+			_, err := r.conn.Create(cur, nil, 0, zk.WorldACL(zk.PermAll))
+			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				return fmt.Errorf("%w: create %s: %w", errRun, cur, err)
+			}
+		}
+	}
+	return nil
+}
+
+// deleteTree deletes p and everything below it, best effort.
+func deleteTree(conn *zk.Conn, p string) {
+	for attempt := 0; attempt < 5; attempt++ {
+		children, _, err := conn.Children(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return
+		}
+		for _, c := range children {
+			deleteTree(conn, p+"/"+c)
+		}
+		err = conn.Delete(p, -1)
+		if err == nil || errors.Is(err, zk.ErrNoNode) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // ErrNotEmpty: a node was still going
+	}
+}
+
+// splitQuota spreads total acquisitions over procs x goroutines.
+func splitQuota(total int64, procs, goroutines int) [][]int64 {
+	n := int64(procs * goroutines)
+	out := make([][]int64, procs)
+	for p := range out {
+		out[p] = make([]int64, goroutines)
+		for g := range out[p] {
+			i := int64(p*goroutines + g)
+			out[p][g] = total / n
+			if i < total%n {
+				out[p][g]++
+			}
+		}
+	}
+	return out
+}
+
+// defaultRecordCap is how many holds a worker can record in a timed run;
+// the record file is sparse, so unused room costs nothing.
+const defaultRecordCap = 1 << 23
+
+// runImpl runs one implementation: P workers, started together, checked.
+func (r *runner) runImpl(ctx context.Context, name string) (*implRun, error) {
+	cfg := r.cfg
+	base := path.Join(r.root, name)
+	run := &implRun{name: name, paths: lockPaths(base, cfg.Paths)}
+	if err := r.makePaths(run.paths); err != nil {
+		return nil, err
+	}
+	defer deleteTree(r.conn, base)
+
+	var passthrough io.Writer
+	if cfg.Verbose {
+		passthrough = r.stderr
+	}
+	f := &fleet{msgs: make(chan procMsg, 64)}
+	defer f.shutdown(true)
+	files := make([]string, cfg.Procs)
+	for i := range cfg.Procs {
+		files[i] = filepath.Join(r.tmp, fmt.Sprintf("%s-%d.rec", name, i))
+		spec := workerSpec{
+			Impl: name, Proc: i, Procs: cfg.Procs, Goroutines: cfg.Goroutines,
+			PathBase: base, NPaths: cfg.Paths,
+			Duration: cfg.Duration, Acquisitions: cfg.Acquisitions, Hold: cfg.Hold, HoldMode: cfg.HoldMode, Pick: cfg.Pick,
+			HandoffMax: cfg.HandoffMax, HandoffMaxHold: cfg.HandoffMaxHold,
+			Servers: r.servers, SessionTimeout: cfg.SessionTimeout, ConnectTimeout: cfg.ConnectTimeout,
+			RecordFile: files[i], RecordCap: defaultRecordCap, Seed: uint64(time.Now().UnixNano()),
+			Verbose: cfg.Verbose,
+		}
+		if cfg.Acquisitions > 0 {
+			// Each goroutine's quota is at most total/(P*G) + 1.
+			spec.RecordCap = int64(cfg.Goroutines) * (cfg.Acquisitions/int64(cfg.Procs*cfg.Goroutines) + 1)
+		}
+		w, err := startWorker(r.exe, spec, f.msgs, passthrough)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", errRun, err)
+		}
+		f.add(w)
+	}
+
+	// All workers connect and make their locks before any starts.
+	if _, err := f.await(ctx, "ready", cfg.ConnectTimeout+30*time.Second, nil); err != nil {
+		return nil, err
+	}
+	before, err := r.cluster.Counters(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: server counters: %w", errRun, err)
+	}
+	smp := startSampler(r.conn, r.cluster, run.paths, cfg.Sample)
+	bar := newProgress(r.stderr, r.showBar, name, cfg)
+	progress := make([]int64, cfg.Procs)
+	onProgress := func(m procMsg) {
+		if m.msg.Type == "progress" {
+			progress[m.proc] = m.msg.N
+			var sum int64
+			for _, n := range progress {
+				sum += n
+			}
+			bar.update(sum)
+		}
+	}
+	run.start = record.Now()
+	start := time.Now()
+	f.broadcast(cmdGo)
+	interrupted, err := f.await(ctx, "done", cfg.Timeout, onProgress)
+	run.elapsed = time.Since(start)
+	bar.finish()
+	run.peakZnodes, run.peakWatches, run.requests = smp.finish()
+	if err != nil {
+		return nil, err
+	}
+	run.interrupted = interrupted
+	after, err := r.cluster.Counters(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("%w: server counters: %w", errRun, err)
+	}
+	// Subtract what stress itself sent: the sampler's requests and
+	// four-letter words, and the mntr of the "after" reading (the server
+	// counts it before answering). Session pings of the workers, one per
+	// connection every third of the session timeout, stay in.
+	run.requests = after.PacketsReceived - before.PacketsReceived - run.requests - int64(r.cluster.Size())
+
+	f.broadcast(cmdExit)
+	results := make([]*workerResult, cfg.Procs)
+	if _, err := f.await(context.Background(), "result", 30*time.Second, func(m procMsg) {
+		if m.msg.Type == "result" {
+			results[m.proc] = m.msg.Result
+		}
+	}); err != nil {
+		return nil, err
+	}
+	f.shutdown(false)
+	return run, r.collect(run, results, files)
+}
+
+// collect reads the workers' results and records and checks them.
+func (r *runner) collect(run *implRun, results []*workerResult, files []string) error {
+	run.perProc = make([]int64, len(results))
+	var counted int64
+	for p, res := range results {
+		if res == nil {
+			return fmt.Errorf("%w: worker %d sent no result", errRun, p)
+		}
+		for _, n := range res.PerGoroutine {
+			run.perProc[p] += n
+			run.perG = append(run.perG, n)
+		}
+		counted += run.perProc[p]
+		run.errors += res.Errors
+		run.errSamples = append(run.errSamples, res.ErrorSamples...)
+		run.overflow = run.overflow || res.Overflow
+		run.tokenKind = res.TokenKind
+	}
+	for p, file := range files {
+		recs, err := record.Read(file)
+		if err != nil {
+			return fmt.Errorf("%w: records of worker %d: %w", errRun, p, err)
+		}
+		os.Remove(file)
+		for _, h := range recs {
+			run.holds = append(run.holds, check.Hold{
+				Proc: int32(p), G: h.G, Path: h.Path, Token: h.Token, Enter: h.Enter, Exit: h.Exit,
+			})
+			run.latencies = append(run.latencies, h.Latency)
+			if h.Exit != 0 {
+				run.holdTimes = append(run.holdTimes, h.Exit-h.Enter)
+			}
+		}
+	}
+	if complete := int64(len(run.holdTimes)); complete != counted {
+		run.errors++
+		run.errSamples = append(run.errSamples,
+			fmt.Sprintf("workers counted %d acquisitions but recorded %d complete holds", counted, complete))
+	}
+	run.result = check.Check(run.holds, check.Options{
+		Tokens:          run.tokenKind != "",
+		SameNodeHandoff: run.name == implTierHandoff,
+	})
+	return nil
+}
+
+// fleet is the set of workers of one run and their messages.
+type fleet struct {
+	procs []*workerProc
+	msgs  chan procMsg
+	alive int // workers whose stdout has not closed yet
+	done  bool
+}
+
+func (f *fleet) add(w *workerProc) {
+	f.procs = append(f.procs, w)
+	f.alive++
+}
+
+func (f *fleet) broadcast(cmd string) {
+	for _, w := range f.procs {
+		w.send(cmd)
+	}
+}
+
+// await waits until every worker has sent a message of type typ, calling
+// fn for every message. When ctx ends or timeout passes while the workers
+// are running (typ "done"), they are told to stop and given a grace period
+// to report; interrupted tells that this happened.
+func (f *fleet) await(ctx context.Context, typ string, timeout time.Duration, fn func(procMsg)) (interrupted bool, err error) {
+	got := make([]bool, len(f.procs))
+	n := 0
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	stopped := false
+	stopAll := func() {
+		if !stopped {
+			stopped = true
+			f.broadcast(cmdStop)
+			timer.Reset(30 * time.Second)
+		}
+	}
+	ctxDone := ctx.Done()
+	for n < len(f.procs) {
+		select {
+		case m := <-f.msgs:
+			switch {
+			case m.eof:
+				f.alive--
+				if got[m.proc] && typ == "result" {
+					continue // it reported, then exited, as it should
+				}
+				return interrupted, fmt.Errorf("%w: %s", errRun, f.procs[m.proc].describe())
+			case m.msg.Type == "error":
+				return interrupted, fmt.Errorf("%w: worker %d: %s", errRun, m.proc, m.msg.Err)
+			case m.msg.Type == typ:
+				if !got[m.proc] {
+					got[m.proc] = true
+					n++
+				}
+			}
+			if fn != nil {
+				fn(m)
+			}
+		case <-ctxDone:
+			ctxDone = nil
+			interrupted = true
+			if typ != "done" {
+				return interrupted, fmt.Errorf("%w: %w", errRun, ctx.Err())
+			}
+			stopAll()
+		case <-timer.C:
+			if typ != "done" || stopped {
+				var waiting []string
+				for i, ok := range got {
+					if !ok {
+						waiting = append(waiting, f.procs[i].describe())
+					}
+				}
+				return interrupted, fmt.Errorf("%w: no %q from %d worker(s) within %v:\n  %s",
+					errRun, typ, len(waiting), timeout, strings.Join(waiting, "\n  "))
+			}
+			interrupted = true
+			stopAll() // -timeout: stop, then give up if they do not finish
+		}
+	}
+	return interrupted, nil
+}
+
+// shutdown waits until every worker has exited and been reaped, killing
+// those still running at once (kill) or after a grace period. It is
+// idempotent.
+func (f *fleet) shutdown(kill bool) {
+	if f.done {
+		return
+	}
+	f.done = true
+	if kill {
+		for _, w := range f.procs {
+			w.kill()
+		}
+	}
+	grace := time.After(10 * time.Second)
+	for f.alive > 0 {
+		select {
+		case m := <-f.msgs:
+			if m.eof {
+				f.alive--
+			}
+		case <-grace:
+			for _, w := range f.procs {
+				w.kill()
+			}
+			grace = nil
+		}
+	}
+}
