@@ -3,7 +3,6 @@ package tier_test
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -11,10 +10,6 @@ import (
 	"github.com/tierlock/tierlock/tier"
 	"github.com/tierlock/tierlock/zklock"
 )
-
-// knownBugsEnv, set to anything, runs the cases marked as known bugs
-// instead of skipping them.
-const knownBugsEnv = "TIERLOCK_KNOWN_BUGS"
 
 // badEnv is what the cases of TestBadInputTable share: a session, a lock
 // and a registry on it that must keep working whatever bad call came
@@ -53,7 +48,6 @@ func cancelledCtx() context.Context {
 
 type badCase struct {
 	name string
-	bug  string // set: a known library bug; the case is skipped
 	want error
 	call func(t *testing.T, e *badEnv) error
 }
@@ -265,7 +259,6 @@ func TestBadInputTable(t *testing.T) {
 			return err
 		}},
 		{name: "closed Lock/Release of the hold it had", want: tier.ErrClosed,
-			bug: "Release (and Token) with the context of a hold that Close ended returns ErrNotHolder, not ErrClosed as Close's doc promises for later calls (the held context's cause is ErrClosed)",
 			call: func(t *testing.T, e *badEnv) error {
 				l := newLock(t, e.s, zktest.Path(t))
 				held, err := l.Acquire(ctxT(t, 10*time.Second))
@@ -334,9 +327,6 @@ func TestBadInputTable(t *testing.T) {
 
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if c.bug != "" && os.Getenv(knownBugsEnv) == "" {
-				t.Skip("BUG: " + c.bug)
-			}
 			err := callSafely(t, func() error { return c.call(t, e) })
 			if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {
 				t.Errorf("got %v, want %v", err, c.want)

@@ -15,8 +15,6 @@ var (
 	ErrClosed = errors.New("tier: lock closed")
 	// ErrNilLock reports a method called on a nil *Lock or *Registry.
 	ErrNilLock = errors.New("tier: nil lock")
-	// ErrInvalidOption reports an option with an out-of-range value.
-	ErrInvalidOption = errors.New("tier: invalid option")
 
 	// ErrLockLost is zklock.ErrLockLost: the hold ended without Release.
 	// The held context's cause and the final Release's error wrap it.
@@ -26,6 +24,9 @@ var (
 	ErrInvalidPath = zklock.ErrInvalidPath
 	// ErrNilContext is zklock.ErrNilContext.
 	ErrNilContext = zklock.ErrNilContext
+	// ErrInvalidOption is zklock.ErrInvalidOption, for this package's
+	// options and the zklock options passed through WithLockOptions.
+	ErrInvalidOption = zklock.ErrInvalidOption
 )
 
 // errReleased is the cause of a held context cancelled by its Release.

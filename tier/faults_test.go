@@ -428,6 +428,9 @@ func TestFaultLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for i, s := range c.sessions {
+		t.Logf("session %d on %s (leader: %s)", i, s.Conn().Server(), servers[leader])
+	}
 	h := c.holdThroughFault(-1)
 	killed := time.Now()
 	if err := zc.Kill(leader); err != nil {

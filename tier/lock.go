@@ -65,7 +65,12 @@ func newLock(s *zklock.Session, path string, cfg config) (*Lock, error) {
 }
 
 // Path returns the ZooKeeper path of the lock.
-func (l *Lock) Path() string { return l.zk.Path() }
+func (l *Lock) Path() string {
+	if l == nil {
+		return ""
+	}
+	return l.zk.Path()
+}
 
 // resolve returns the lock that serves calls on l (the registry's current
 // lock for the key once l was dropped for being idle) and the hold ctx
@@ -249,6 +254,9 @@ func (l *Lock) Release(held context.Context) error {
 	}
 	l, h := l.resolve(held)
 	if h == nil {
+		if l.closed.Load() && held.Value(holdKey{l}) != nil {
+			return ErrClosed
+		}
 		return ErrNotHolder
 	}
 	for {
@@ -328,6 +336,9 @@ func (l *Lock) Token(held context.Context) (int64, error) {
 	}
 	l, h := l.resolve(held)
 	if h == nil {
+		if l.closed.Load() && held.Value(holdKey{l}) != nil {
+			return 0, ErrClosed
+		}
 		return 0, ErrNotHolder
 	}
 	return l.zk.Token(), nil

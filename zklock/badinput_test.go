@@ -3,7 +3,6 @@ package zklock_test
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -47,13 +46,8 @@ func cancelled() context.Context {
 	return ctx
 }
 
-// knownBugsEnv, set to anything, runs the cases marked as known bugs
-// instead of skipping them.
-const knownBugsEnv = "TIERLOCK_KNOWN_BUGS"
-
 type badCase struct {
 	name string
-	bug  string // set: a known library bug; the case is skipped
 	want error
 	call func(t *testing.T, e *badEnv) error
 }
@@ -85,7 +79,6 @@ func TestBadInputTable(t *testing.T) {
 		newCase("New/double slash only", zklock.ErrInvalidPath, func() error { _, err := zklock.New(e.s, "//"); return err }),
 		newCase("New/zookeeper itself", zklock.ErrInvalidPath, func() error { _, err := zklock.New(e.s, "/zookeeper"); return err }),
 		{name: "New/astral plane character", want: zklock.ErrInvalidPath,
-			bug: "ValidatePath accepts code points above U+FFFF (e.g. U+1F600); ZooKeeper's PathUtils sees them as UTF-16 surrogates (U+D800..U+DFFF) and refuses the create, so Acquire fails late with zk.ErrBadArguments (\"invalid arguments\") instead of New failing with ErrInvalidPath",
 			call: func(t *testing.T, e *badEnv) error {
 				_, err := zklock.New(e.s, zktest.Path(t)+"/\U0001f600")
 				return err
@@ -151,7 +144,6 @@ func TestBadInputTable(t *testing.T) {
 		//nolint:staticcheck // the nil context is the bad input under test
 		newCase("nil ctx/Participants", zklock.ErrNilContext, func() error { _, err := e.l.Participants(nil); return err }),
 		{name: "nil ctx/Connect", want: zklock.ErrNilContext,
-			bug: "Connect(nil, servers) dereferences the nil context (select on ctx.Done()) after zk.Connect has started the connection and the session's event goroutine: it panics and leaks both",
 			call: func(t *testing.T, e *badEnv) error {
 				//nolint:staticcheck // the nil context is the bad input under test
 				_, err := zklock.Connect(nil, e.servers, zklock.WithLogger(quietLog))
@@ -209,7 +201,6 @@ func TestBadInputTable(t *testing.T) {
 			return e.closedLock(t).Release(bg)
 		}},
 		{name: "closed Lock/Participants", want: zklock.ErrClosed,
-			bug: "Participants does not check Close: on a closed lock it still lists the queue and returns nil error, although Close's doc says later calls return ErrClosed",
 			call: func(t *testing.T, e *badEnv) error {
 				_, err := e.closedLock(t).Participants(bg)
 				return err
@@ -282,9 +273,6 @@ func TestBadInputTable(t *testing.T) {
 
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if c.bug != "" && os.Getenv(knownBugsEnv) == "" {
-				t.Skip("BUG: " + c.bug)
-			}
 			err := callSafely(t, func() error { return c.call(t, e) })
 			if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {
 				t.Errorf("got %v, want %v", err, c.want)

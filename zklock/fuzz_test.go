@@ -20,7 +20,7 @@ import (
 // segmentOK is the rule for one path segment, written independently of
 // the package: not empty, not "." or "..", valid UTF-8, and none of the
 // code points ZooKeeper's PathUtils refuses (NUL, C0 and C1 controls,
-// U+D800..U+F8FF, U+FFF0..U+FFFF) nor a slash.
+// U+D800..U+F8FF, U+FFF0 and above: Java stores those as surrogates) nor a slash.
 func segmentOK(seg string) bool {
 	if seg == "" || seg == "." || seg == ".." || !utf8.ValidString(seg) {
 		return false
@@ -30,7 +30,7 @@ func segmentOK(seg string) bool {
 		i += size
 		switch {
 		case r == '/', r <= 0x1f, r >= 0x7f && r <= 0x9f,
-			r >= 0xd800 && r <= 0xf8ff, r >= 0xfff0 && r <= 0xffff:
+			r >= 0xd800 && r <= 0xf8ff, r >= 0xfff0:
 			return false
 		}
 	}

@@ -127,13 +127,26 @@ func New(s *Session, path string, opts ...Option) (*Lock, error) {
 }
 
 // Session returns the session the lock lives on.
-func (l *Lock) Session() *Session { return l.s }
+func (l *Lock) Session() *Session {
+	if l == nil {
+		return nil
+	}
+	return l.s
+}
 
 // Path returns the lock path the lock's nodes are created under.
-func (l *Lock) Path() string { return l.path }
+func (l *Lock) Path() string {
+	if l == nil {
+		return ""
+	}
+	return l.path
+}
 
 // Node returns the full path of the node of the current hold, or "".
 func (l *Lock) Node() string {
+	if l == nil {
+		return ""
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.hold == nil {
@@ -148,6 +161,9 @@ func (l *Lock) Node() string {
 // rejects lower ones cannot be written by a holder that lost the lock
 // without knowing it. Token returns 0 when the lock is not held.
 func (l *Lock) Token() int64 {
+	if l == nil {
+		return 0
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.hold == nil {
@@ -163,6 +179,9 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // or the node was deleted by someone else. It is not closed by Release.
 // Without a hold it returns a closed channel.
 func (l *Lock) Lost() <-chan struct{} {
+	if l == nil {
+		return closedChan
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.hold == nil {
@@ -174,6 +193,9 @@ func (l *Lock) Lost() <-chan struct{} {
 // Err returns why the current hold was lost (wrapping ErrLockLost), or nil
 // while it is valid or when there is no hold.
 func (l *Lock) Err() error {
+	if l == nil {
+		return ErrNilSession
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.hold == nil || !l.hold.isLost() {
@@ -658,9 +680,13 @@ func (l *Lock) dropNode(h *hold) {
 	})
 }
 
-// Release gives the lock up. The delete of our node is pipelined: Release
-// returns once the request is on the wire, and a following Acquire on the
-// same session queues behind it in ZooKeeper's order. A delete that meets a
+// Release gives the lock up. It does not wait for ZooKeeper: the delete of
+// our node goes out a scheduling delay later, or, when this session
+// acquires the same path first, in one multi transaction with that
+// acquisition's create; either way the session's next create queues behind
+// it. Another process sees the lock free once the server has applied the
+// delete, so a TryAcquire that races a Release from elsewhere can still
+// fail. A delete that meets a
 // connection loss is retried in the background until the node is gone or
 // the session ends. Releasing a lost hold returns an error wrapping
 // ErrLockLost and its cause; releasing without a hold returns ErrNotHeld.
@@ -705,6 +731,12 @@ func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
 	}
 	if ctx == nil {
 		return nil, ErrNilContext
+	}
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
 	}
 	var children []string
 	err := l.s.retry(ctx, func() error {

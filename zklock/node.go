@@ -19,7 +19,8 @@ const (
 )
 
 // ValidatePath checks a lock path: absolute, no trailing slash, no empty,
-// "." or ".." segment, no control characters, not under /zookeeper.
+// "." or ".." segment, none of the characters ZooKeeper refuses (control
+// characters, U+D800 to U+F8FF, U+FFF0 and above), not under /zookeeper.
 func ValidatePath(path string) error {
 	switch {
 	case path == "" || path[0] != '/':
@@ -55,9 +56,11 @@ func validSegment(seg string) error {
 		return fmt.Errorf("relative segment %q", seg)
 	}
 	for _, r := range seg {
-		// ZooKeeper rejects these code points in paths (PathUtils).
+		// ZooKeeper rejects these code points in paths (PathUtils). Java
+		// holds code points above U+FFFF as surrogate pairs, which it
+		// rejects too.
 		if r == '/' || r == 0 || unicode.IsControl(r) || r == unicode.ReplacementChar ||
-			(r >= 0xd800 && r <= 0xf8ff) || (r >= 0xfff0 && r <= 0xffff) {
+			(r >= 0xd800 && r <= 0xf8ff) || r >= 0xfff0 {
 			return fmt.Errorf("character %q not allowed", r)
 		}
 	}

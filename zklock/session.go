@@ -149,6 +149,9 @@ func buildConfig(opts []SessionOption) (sessionConfig, error) {
 // Connect dials the ZooKeeper servers (host:port) and waits until a session
 // is established or ctx ends.
 func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Session, error) {
+	if ctx == nil {
+		return nil, ErrNilContext
+	}
 	if len(servers) == 0 {
 		return nil, fmt.Errorf("%w: no servers", ErrInvalidOption)
 	}
@@ -293,6 +296,9 @@ func (s *Session) subscribe(fn func(State)) (unsubscribe func()) {
 
 // State reports the session's current state.
 func (s *Session) State() State {
+	if s == nil {
+		return StateClosed
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.state
@@ -301,6 +307,9 @@ func (s *Session) State() State {
 // SessionID returns the id of the current ZooKeeper session (0 before the
 // first one). It changes after an expiry.
 func (s *Session) SessionID() int64 {
+	if s == nil {
+		return 0
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sessionID
