@@ -22,17 +22,20 @@
 // lock to another process); [WithLossOnExpiryOnly] keeps the hold through
 // short disconnections. A lost hold closes [Lock.Lost]. A process paused
 // longer than its session timeout can still believe it holds the lock; the
-// fencing token ([Lock.Token], the lock node's creation zxid, increasing
-// across the ensemble) lets a guarded resource reject such a stale holder.
+// fencing token ([Lock.Token], a zxid no lower than the lock node's
+// creation zxid, increasing across successive holders) lets a guarded
+// resource reject such a stale holder.
 //
 // # Cost
 //
-// On a session made by [Connect], requests are pipelined: the create and the
-// children listing of an acquisition go out back to back (ZooKeeper applies
-// one session's requests in order, so the listing sees the new node), and
-// Release returns once its delete is on the wire. An uncontended
-// acquisition costs one write round trip plus one read for the fencing
-// token and the holder's watch.
+// On a session made by [Connect], requests are pipelined, which is safe
+// because ZooKeeper applies one session's requests in the order sent. The
+// create and the children listing of an acquisition go out back to back,
+// so the listing sees the new node and an uncontended acquisition costs one
+// write round trip; the fencing token comes from that listing, not from an
+// extra read. Release does not wait for its delete: when the session
+// acquires the path again at once, the delete and the new create travel as
+// one multi transaction (one log write on the server instead of two).
 //
 // A Lock serves one holder at a time and is not reentrant: concurrent use by
 // racing goroutines returns [ErrBusy] rather than corrupting state. Package

@@ -155,11 +155,12 @@ func (l *Lock) Node() string {
 	return l.hold.node
 }
 
-// Token returns the fencing token of the current hold: the creation zxid of
-// its node, which increases across successive holders of any lock on the
-// ensemble. A resource that records the highest token it has seen and
-// rejects lower ones cannot be written by a holder that lost the lock
-// without knowing it. Token returns 0 when the lock is not held.
+// Token returns the fencing token of the current hold: a zxid that is at
+// least the creation zxid of its node and strictly greater than the token
+// of every earlier holder of the path (see lead). A resource that records
+// the highest token it has seen and rejects lower ones cannot be written by
+// a holder that lost the lock without knowing it. Token returns 0 when the
+// lock is not held.
 func (l *Lock) Token() int64 {
 	if l == nil {
 		return 0
