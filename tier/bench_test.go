@@ -144,22 +144,3 @@ func contend(b *testing.B, conn *zk.Conn, path string, n int, acquire func(g int
 	sampler.Wait()
 	b.ReportMetric(float64(peak.Load()), "peak-znodes")
 }
-
-// counted runs fn and reports the server requests per iteration.
-func counted(b *testing.B, fn func()) {
-	b.Helper()
-	c := zktest.Cluster(b)
-	before, err := c.Counters(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	fn()
-	b.StopTimer()
-	after, err := c.Counters(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	reqs := after.PacketsReceived - before.PacketsReceived - int64(c.Size())
-	b.ReportMetric(float64(reqs)/float64(b.N), "reqs/op")
-}

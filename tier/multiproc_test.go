@@ -198,24 +198,3 @@ func checkRecords(t *testing.T, file string, want int) {
 		t.Fatalf("%d holds recorded, want %d", holds, want)
 	}
 }
-
-// watchesBySession counts each session's watches under prefix (wchc).
-func watchesBySession(t testing.TB, prefix string) map[int64]int {
-	t.Helper()
-	out, err := zktest.Cluster(t).FourLetter(context.Background(), 0, "wchc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[int64]int{}
-	var cur int64
-	for _, line := range strings.Split(out, "\n") {
-		line = strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(line, "0x"):
-			cur, _ = strconv.ParseInt(strings.TrimPrefix(line, "0x"), 16, 64)
-		case strings.HasPrefix(line, prefix):
-			m[cur]++
-		}
-	}
-	return m
-}

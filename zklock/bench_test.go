@@ -16,26 +16,6 @@ import (
 //
 // reqs/op is the server's received-packet counter per iteration.
 
-// reportRequests adds the server's requests per operation to b.
-func reportRequests(b *testing.B, run func()) {
-	b.Helper()
-	c := zktest.Cluster(b)
-	before, err := c.Counters(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	run()
-	b.StopTimer()
-	after, err := c.Counters(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	// mntr itself is one packet per member each time.
-	reqs := after.PacketsReceived - before.PacketsReceived - int64(c.Size())
-	b.ReportMetric(float64(reqs)/float64(b.N), "reqs/op")
-}
-
 // (a) An ephemeral create and its delete, both awaited: two writes.
 func BenchmarkCreateDelete(b *testing.B) {
 	s := connect(b, zktest.Servers(b))

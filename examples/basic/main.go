@@ -281,26 +281,16 @@ func holderNode(s *zklock.Session, path string) (string, error) {
 	return first, nil
 }
 
-// zookeeper returns the servers to use: those of -zk, else those of
-// TIERLOCK_ZK_SERVERS, else a standalone server started here, which the
-// returned function stops.
+// zookeeper returns the servers to use (see zkserver.Resolve) and says
+// where they came from.
 func zookeeper(ctx context.Context, flagValue string, say func(string, ...any)) ([]string, func(), error) {
-	if flagValue != "" {
-		servers := strings.Split(flagValue, ",")
-		say("ZooKeeper: %s (from -zk)", flagValue)
-		return servers, func() {}, nil
+	if flagValue == "" && os.Getenv(zkserver.EnvServers) == "" {
+		say("ZooKeeper: none given (-zk or %s); starting a local server...", zkserver.EnvServers)
 	}
-	if c, ok := zkserver.FromEnv(); ok {
-		say("ZooKeeper: %s (from %s)", strings.Join(c.Addrs(), ","), zkserver.EnvServers)
-		return c.Addrs(), func() {}, nil
-	}
-	say("ZooKeeper: none given (-zk or %s); starting a local server...", zkserver.EnvServers)
-	startCtx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	c, err := zkserver.Start(startCtx)
+	servers, stop, source, err := zkserver.Resolve(ctx, flagValue)
 	if err != nil {
 		return nil, nil, err
 	}
-	say("ZooKeeper: started at %s; it stops when this program exits", strings.Join(c.Addrs(), ","))
-	return c.Addrs(), func() { c.Close() }, nil
+	say("ZooKeeper: %s (%s)", strings.Join(servers, ","), source)
+	return servers, stop, nil
 }

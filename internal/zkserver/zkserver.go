@@ -594,3 +594,23 @@ func freePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// Resolve picks the servers a program uses: flagValue (a comma-separated
+// host:port list from its -zk flag) if set, else TIERLOCK_ZK_SERVERS, else
+// a standalone server started here. It returns the addresses, a function
+// that stops what it started (a no-op otherwise), and where they came from.
+func Resolve(ctx context.Context, flagValue string, opts ...Option) (servers []string, stop func(), source string, err error) {
+	if flagValue != "" {
+		return strings.Split(flagValue, ","), func() {}, "-zk", nil
+	}
+	if c, ok := FromEnv(); ok {
+		return c.Addrs(), func() {}, EnvServers, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	c, err := Start(ctx, opts...)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return c.Addrs(), func() { c.Close() }, "started here", nil
+}

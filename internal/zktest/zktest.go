@@ -11,14 +11,20 @@ package zktest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/tierlock/tierlock/internal/zkserver"
+	"github.com/tierlock/tierlock/zklock"
 )
 
 var shared *zkserver.Cluster
@@ -98,4 +104,94 @@ func Ensemble(t testing.TB, n int, opts ...zkserver.Option) *zkserver.Cluster {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// QuietLog discards what it is given: tests pass it to sessions and locks.
+var QuietLog = slog.New(slog.DiscardHandler)
+
+// Connect opens a session on servers (quiet logs, 4 s session timeout unless
+// opts say otherwise) and closes it when the test ends.
+func Connect(t testing.TB, servers []string, opts ...zklock.SessionOption) *zklock.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	opts = append([]zklock.SessionOption{zklock.WithLogger(QuietLog), zklock.WithSessionTimeout(4 * time.Second)}, opts...)
+	s, err := zklock.Connect(ctx, servers, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Context returns a context that ends after d or with the test.
+func Context(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Children lists path on conn; a missing path has no children.
+func Children(t testing.TB, conn *zk.Conn, path string) []string {
+	t.Helper()
+	c, _, err := conn.Children(path)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Eventually polls cond every 10 ms until it holds, failing the test after d.
+func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// WatchesBySession returns how many watches each session holds on paths
+// under prefix, from the shared server's wchc four-letter word.
+func WatchesBySession(t testing.TB, prefix string) map[int64]int {
+	t.Helper()
+	out, err := Cluster(t).FourLetter(context.Background(), 0, "wchc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[int64]int{}
+	var cur int64
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "0x"):
+			cur, _ = strconv.ParseInt(strings.TrimPrefix(line, "0x"), 16, 64)
+		case strings.HasPrefix(line, prefix):
+			m[cur]++
+		}
+	}
+	return m
+}
+
+// ReportRequests runs fn as the timed part of a benchmark and reports the
+// requests the shared server received per iteration (reqs/op).
+func ReportRequests(b *testing.B, fn func()) {
+	b.Helper()
+	c := Cluster(b)
+	before, err := c.Counters(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	fn()
+	b.StopTimer()
+	after, err := c.Counters(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	// mntr itself counts as one packet per member.
+	reqs := after.PacketsReceived - before.PacketsReceived - int64(c.Size())
+	b.ReportMetric(float64(reqs)/float64(b.N), "reqs/op")
 }
