@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tierlock/tierlock/internal/zkserver"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -41,10 +42,15 @@ type config struct {
 	ConnectTimeout time.Duration `json:"connect_timeout_ns"`
 	Timeout        time.Duration `json:"timeout_ns"`
 	Sample         time.Duration `json:"sample_ns"`
-	JSON           string        `json:"-"`
-	Report         string        `json:"-"`
-	Quiet          bool          `json:"-"`
-	Verbose        bool          `json:"-"`
+	// Fault injection: the kinds picked from (nil: none), the mean time
+	// between faults and the seed of the schedule.
+	Faults     []string      `json:"fault,omitempty"`
+	FaultEvery time.Duration `json:"fault_every_ns,omitempty"`
+	FaultSeed  int64         `json:"fault_seed,omitempty"`
+	JSON       string        `json:"-"`
+	Report     string        `json:"-"`
+	Quiet      bool          `json:"-"`
+	Verbose    bool          `json:"-"`
 }
 
 // errUsage marks errors that are the caller's: exit code 2.
@@ -69,6 +75,15 @@ compares lock implementations side by side:
                 catches violations (the run must fail)
 
 Without -zk (or TIERLOCK_ZK_SERVERS) it starts a local ZooKeeper.
+
+With -fault it injects faults at random intervals while the workers run
+(restart: SIGKILL and restart the server; leader: SIGKILL the leader of a
+three-server ensemble; expire: freeze one worker's connection past its
+session timeout; drop: cut one worker's connection; kill: SIGKILL one
+worker, preferably while it holds a lock, and start a replacement) and
+checks that every fault is recovered from and mutual exclusion still held.
+restart and leader need a ZooKeeper that stress starts itself.
+
 Exit status: 0 all checks passed, 1 a mutual-exclusion violation or lock
 error, 2 bad usage, 3 the run could not be carried out.
 
@@ -101,6 +116,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", 10*time.Second, "how long to wait for ZooKeeper to answer")
 	fs.DurationVar(&c.Timeout, "timeout", 0, "give up on an implementation's run after this long (default: -duration + 1m, or 10m with -acquisitions)")
 	fs.DurationVar(&c.Sample, "sample", 200*time.Millisecond, "how often znodes and watches under the lock paths are counted")
+	fault := fs.String("fault", "none", "faults to inject: none, restart, leader, expire, drop, kill, all, or a comma-separated list")
+	fs.DurationVar(&c.FaultEvery, "fault-every", 5*time.Second, "mean time between faults (randomized, counted from the previous fault's recovery)")
+	fs.Int64Var(&c.FaultSeed, "fault-seed", 0, "seed of the fault schedule (0: random; the seed used is printed)")
 	fs.StringVar(&c.JSON, "json", "", "write the figures as JSON to this file")
 	fs.StringVar(&c.Report, "report", "", "write an HTML report with charts to this file")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bar")
@@ -114,8 +132,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return c, usageErr("unexpected arguments: %q", fs.Args())
 	}
-	acqSet := false
-	fs.Visit(func(f *flag.Flag) { acqSet = acqSet || f.Name == "acquisitions" })
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	acqSet := set["acquisitions"]
 
 	var err error
 	if c.Impls, err = expandImpls(*impl, c.Handoff); err != nil {
@@ -176,8 +195,15 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			return c, usageErr("-zk: no address in %q", *zkFlag)
 		}
 	}
+	if err := faultFlags(&c, *fault, set); err != nil {
+		return c, err
+	}
 	if c.Timeout == 0 {
 		c.Timeout = c.Duration + time.Minute
+		if c.Faults != nil {
+			// A fault still being recovered from at the end extends the run.
+			c.Timeout = c.Duration + 2*time.Minute + c.SessionTimeout
+		}
 		if c.Acquisitions > 0 {
 			c.Timeout = 10 * time.Minute
 		}
@@ -188,6 +214,83 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		}
 	}
 	return c, nil
+}
+
+// faultFlags checks -fault and what it implies: a short session timeout
+// unless one is given (2s: the local server's tickTime of 200ms allows 0.4s
+// to 4s), timed runs, and only the implementations that notice a lost hold:
+// tier by default. go-zookeeper's zk.Lock cannot go on after its session
+// expired (its Unlock fails and every later Lock returns ErrDeadlock).
+func faultFlags(c *config, v string, set map[string]bool) error {
+	external := len(c.ZK) > 0
+	if _, fromEnv := zkserver.FromEnv(); fromEnv {
+		external = true
+	}
+	kinds, err := parseFaults(v, external)
+	if err != nil || kinds == nil {
+		return err
+	}
+	c.Faults = kinds
+	switch {
+	case c.FaultEvery <= 0:
+		return usageErr("-fault-every must be positive, got %v", c.FaultEvery)
+	case set["acquisitions"]:
+		return usageErr("-fault needs a timed run (-duration), not -acquisitions")
+	}
+	if !set["session-timeout"] {
+		c.SessionTimeout = 2 * time.Second
+	}
+	if !set["impl"] {
+		c.Impls = []string{implTier}
+		if c.Handoff {
+			c.Impls = []string{implTierHandoff}
+		}
+	}
+	for _, im := range c.Impls {
+		if im == implGozk || im == implNolock {
+			return usageErr("-fault: %s cannot be run with faults (it does not notice a lost hold); use tier, tier-handoff or zklock", im)
+		}
+	}
+	if c.FaultSeed == 0 {
+		c.FaultSeed = time.Now().UnixNano() % 1_000_000_000
+	}
+	return nil
+}
+
+// parseFaults expands the -fault value; nil for none. external tells that
+// the servers are not stress's own, so restart and leader are impossible
+// (and "all" leaves them out).
+func parseFaults(v string, external bool) ([]string, error) {
+	var out []string
+	add := func(k string) {
+		if !contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	for _, name := range strings.Split(v, ",") {
+		switch name = strings.TrimSpace(name); name {
+		case "none", "":
+		case "all":
+			if !external {
+				add(faultRestart)
+				add(faultLeader)
+			}
+			add(faultExpire)
+			add(faultDrop)
+			add(faultKill)
+		case faultRestart, faultLeader:
+			if external {
+				return nil, usageErr("-fault %s needs a ZooKeeper started by stress: it cannot kill servers given by -zk or $%s",
+					name, zkserver.EnvServers)
+			}
+			add(name)
+		case faultExpire, faultDrop, faultKill:
+			add(name)
+		default:
+			return nil, usageErr("-fault: unknown fault %q (want none, restart, leader, expire, drop, kill or all)", name)
+		}
+	}
+	return out, nil
 }
 
 // expandImpls turns the -impl value into the list of runs, in the order

@@ -6,6 +6,11 @@
 //	go run ./stress -impl all -handoff -procs 4 -goroutines 64 -duration 10s \
 //	    -report /tmp/r.html -json /tmp/r.json
 //
+// and, with faults injected all along (the soak run):
+//
+//	go run ./stress -procs 4 -goroutines 64 -fault all -duration 5m \
+//	    -report out/soak.html -json out/soak.json
+//
 // # Implementations
 //
 //   - tier: one tier.Lock per path per process, shared by all goroutines
@@ -40,10 +45,62 @@
 // overlapping holds, fencing tokens that go backwards, and holds entered but
 // never left.
 //
-// Tokens are the lock node's czxid for tier and zklock, and its sequence
-// number for gozk (zk.Lock keeps it in an unexported field, read through
-// reflect); a tier-handoff hold passed between goroutines of one process
+// Tokens are zxids for tier and zklock (see zklock.Lock.Token) and, for
+// gozk, the lock node's sequence number (zk.Lock keeps it in an unexported
+// field, read through reflect); a tier-handoff hold passed between goroutines of one process
 // keeps its node and so its token.
+//
+// # Faults
+//
+// -fault injects faults while the workers run, one at a time, each after a
+// random pause (half to one and a half -fault-every, counted from the
+// previous fault's recovery), picked at random among the kinds asked for
+// (-fault all: every kind the servers allow; -fault-seed repeats a
+// schedule, and every implementation of a run gets the same one):
+//
+//   - restart: SIGKILL the server stress started and restart it with its
+//     data (with an ensemble: a random follower).
+//   - leader: SIGKILL the leader of a three-server ensemble, which stress
+//     then starts instead of one server (with -fault leader or all); it is
+//     restarted a moment after another member leads. restart and leader
+//     need servers that stress started: with -zk (or the environment
+//     variable) they are usage errors, and "all" leaves them out.
+//   - expire: freeze one worker's connections (faultproxy.Pause) for longer
+//     than the session timeout, so that the server expires its session
+//     while the process lives on. Each worker reaches ZooKeeper through its
+//     own fault proxies (internal/faultproxy, one per server, in the
+//     parent), which is how a fault hits one worker only.
+//   - drop: close one worker's connections (DropAll), or cut them right
+//     after a few bytes towards the server, between a request and its
+//     reply (DropAfter).
+//   - kill: SIGKILL one worker and start a replacement in its place, so
+//     that P stays constant.
+//
+// Faults on a worker (expire, drop, kill) are put, where possible, on a
+// process that holds a lock: the parent asks the worker to keep its next
+// hold until it is lost ("linger"), and strikes once it holds. The holder
+// must see the hold lost (the held context is cancelled: tier and zklock
+// end a hold on a disconnection, which the client notices at two thirds of
+// the session timeout, before the server can expire the session); it
+// leaves its critical section then, and the checker verifies that nobody
+// entered before. A killed holder cannot leave: its hold is cut at the
+// moment the parent knew it dead, counted apart (not a violation), and any
+// hold of another process entered before that moment is an overlap.
+//
+// Every fault must be recovered from: the workers it hit (every worker for
+// a server fault, the replacement for a kill) must acquire again within
+// the session timeout + 15s of its healing, or the run fails. A run whose
+// end comes during a fault is extended until the fault is recovered from.
+// With -fault the session timeout defaults to 2s (the local server's
+// tickTime of 200ms allows 0.4s to 4s) and the implementation to tier:
+// gozk cannot run with faults, since zk.Lock neither notices a lost hold
+// nor recovers from a failed Unlock. A server restart resets the servers'
+// request counters, so requests per acquisition are then not reported.
+//
+// The fault log (time, fault, target, time to healing, to the next
+// acquisition by any worker, and to the next acquisition of the worker(s)
+// hit) is printed after the table, written to the JSON (faults) and shown
+// in the HTML report, whose timelines mark the faults as shaded bands.
 //
 // # Output
 //
@@ -53,14 +110,14 @@
 // progress bar is drawn on stderr when it is a terminal.
 //
 // Exit status: 0 when every check passed; 1 when the checker found a
-// violation or a lock call failed; 2 for bad usage (flags, output files that
+// violation, a lock call failed or a fault was not recovered from; 2 for bad usage (flags, output files that
 // cannot be written); 3 when the run could not be carried out (ZooKeeper
 // unreachable, a worker died, interrupted).
 //
 // The files: config.go (flags), main.go (entry, exit status), parent.go
 // (orchestration), proc.go (worker processes), worker.go (the worker),
-// impls.go and impl_tier.go (the implementations), sampler.go (znodes and
-// watches), results.go (figures, JSON), table.go, reportdata.go and
+// impls.go and impl_tier.go (the implementations), faults.go (fault
+// injection and the fault log), sampler.go (znodes and watches), results.go (figures, JSON), table.go, reportdata.go and
 // internal/report (the HTML page), internal/check (the checker),
 // internal/record (records and the shared clock), internal/figures
 // (percentiles, Jain's index), progress.go (the progress bar).

@@ -36,7 +36,7 @@ func newTierImpl(s *zklock.Session, spec workerSpec, log *slog.Logger) (*tierImp
 	return im, nil
 }
 
-func (im *tierImpl) tokenKind() string { return "czxid" }
+func (im *tierImpl) tokenKind() string { return "zxid" }
 
 func (im *tierImpl) holder(int) holder {
 	return &tierHolder{locks: im.locks, held: make([]context.Context, len(im.locks))}
@@ -67,6 +67,13 @@ func (h *tierHolder) acquire(ctx context.Context, p int) (int64, error) {
 	}
 	h.held[p] = held
 	return tok, nil
+}
+
+// lost: the held context is cancelled when the hold is lost, with the
+// cause (wrapping tier.ErrLockLost).
+func (h *tierHolder) lost(p int) (<-chan struct{}, func() error) {
+	held := h.held[p]
+	return held.Done(), func() error { return context.Cause(held) }
 }
 
 func (h *tierHolder) release(p int) error {

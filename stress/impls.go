@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -29,6 +30,23 @@ type holder interface {
 	// acquire blocks until path p is held and returns the hold's token.
 	acquire(ctx context.Context, p int) (token int64, err error)
 	release(p int) error
+	// lost returns, while path p is held, a channel that closes when the
+	// hold is lost and a function that tells why; a nil channel when the
+	// implementation cannot tell.
+	lost(p int) (<-chan struct{}, func() error)
+}
+
+// sessionEvents counts the worker's ZooKeeper session troubles (tier and
+// zklock: the session's state listener), reported with its result.
+var sessionEvents struct{ disconnects, expiries atomic.Int64 }
+
+func countSessionEvents(st zklock.State) {
+	switch st {
+	case zklock.StateDisconnected:
+		sessionEvents.disconnects.Add(1)
+	case zklock.StateExpired:
+		sessionEvents.expiries.Add(1)
+	}
 }
 
 // newImpl connects to ZooKeeper and makes the locks of impl spec.Impl.
@@ -36,7 +54,8 @@ func newImpl(ctx context.Context, spec workerSpec, log *slog.Logger) (impl, erro
 	switch spec.Impl {
 	case implTier, implTierHandoff, implZklock:
 		s, err := zklock.Connect(ctx, spec.Servers,
-			zklock.WithSessionTimeout(spec.SessionTimeout), zklock.WithLogger(log))
+			zklock.WithSessionTimeout(spec.SessionTimeout), zklock.WithLogger(log),
+			zklock.WithStateListener(countSessionEvents))
 		if err != nil {
 			return nil, err
 		}
@@ -82,7 +101,7 @@ func newZklockImpl(s *zklock.Session, paths []string, proc int) (*zklockImpl, er
 }
 
 func (im *zklockImpl) holder(int) holder { return im }
-func (im *zklockImpl) tokenKind() string { return "czxid" }
+func (im *zklockImpl) tokenKind() string { return "zxid" }
 func (im *zklockImpl) acquire(ctx context.Context, p int) (int64, error) {
 	im.mus[p].Lock()
 	if err := ctx.Err(); err != nil {
@@ -96,6 +115,10 @@ func (im *zklockImpl) acquire(ctx context.Context, p int) (int64, error) {
 		return 0, err
 	}
 	return im.locks[p].Token(), nil
+}
+
+func (im *zklockImpl) lost(p int) (<-chan struct{}, func() error) {
+	return im.locks[p].Lost(), im.locks[p].Err
 }
 
 func (im *zklockImpl) release(p int) error {
@@ -185,6 +208,9 @@ func (h *gozkHolder) acquire(_ context.Context, p int) (int64, error) {
 
 func (h *gozkHolder) release(p int) error { return h.locks[p].Unlock() }
 
+// lost: zk.Lock does not notice that its hold was lost.
+func (h *gozkHolder) lost(int) (<-chan struct{}, func() error) { return nil, nil }
+
 // gozkSeq returns a token for a held zk.Lock: its node's sequence number
 // plus one. zk.Lock exposes neither its node nor the node's czxid, and
 // reading the czxid would cost a request inside the critical section, so
@@ -204,13 +230,21 @@ type discardLogger struct{}
 
 func (discardLogger) Printf(string, ...any) {}
 
-// spin busy-works for d.
-func spin(d time.Duration) {
+// spin busy-works for d, or until stop closes.
+func spin(d time.Duration, stop <-chan struct{}) {
 	end := time.Now().Add(d)
 	x := uint64(1)
 	for time.Now().Before(end) {
 		for range 64 {
 			x = x*6364136223846793005 + 1442695040888963407
+		}
+		if stop != nil {
+			select {
+			case <-stop:
+				sink = x
+				return
+			default:
+			}
 		}
 	}
 	sink = x
@@ -227,3 +261,4 @@ func (nolockImpl) tokenKind() string                           { return "" }
 func (nolockImpl) close() error                                { return nil }
 func (nolockImpl) acquire(context.Context, int) (int64, error) { return 0, nil }
 func (nolockImpl) release(int) error                           { return nil }
+func (nolockImpl) lost(int) (<-chan struct{}, func() error)    { return nil, nil }

@@ -67,9 +67,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			name, res.Acquisitions, res.ElapsedSec, res.Check.Violations())
 		runs = append(runs, run)
 		sum.Results = append(sum.Results, res)
+		if cfg.Faults != nil {
+			if sum.Faults == nil {
+				sum.Faults = []*faultEvent{}
+			}
+			sum.Faults = append(sum.Faults, run.faults...)
+		}
 	}
 	compare(sum.Results)
-	sum.Failures = failures(sum.Results)
+	sum.Failures = append(failures(sum.Results), faultFailures(sum.Faults)...)
 	violated := len(sum.Failures) > 0
 	incomplete := len(sum.Results) < len(cfg.Impls)
 	for _, res := range sum.Results {
@@ -84,6 +90,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sum.OK = !violated && !incomplete
 
 	printTable(stdout, sum.Results)
+	if cfg.Faults != nil {
+		printFaultLog(stdout, sum)
+	}
 	fmt.Fprintln(stdout, verdict(sum))
 	for _, f := range sum.Failures {
 		fmt.Fprintln(stdout, "  "+f)
@@ -122,14 +131,26 @@ func verdict(s summary) string {
 			errs++
 		}
 	}
+	faults := ""
+	if s.Config.Faults != nil {
+		recovered := 0
+		for _, ev := range s.Faults {
+			if ev.Recovered && ev.Failure == "" {
+				recovered++
+			}
+		}
+		faults = fmt.Sprintf("; %d fault(s) injected, %d recovered from", len(s.Faults), recovered)
+	}
 	switch {
 	case s.OK:
-		return fmt.Sprintf("PASS: mutual exclusion held: 0 violations in %d holds checked (%d implementation(s))",
-			holds, len(s.Results))
+		return fmt.Sprintf("PASS: mutual exclusion held: 0 violations in %d holds checked (%d implementation(s))%s",
+			holds, len(s.Results), faults)
 	case viol > 0:
-		return fmt.Sprintf("FAIL: %d violation(s) in %d holds checked", viol, holds)
+		return fmt.Sprintf("FAIL: %d violation(s) in %d holds checked%s", viol, holds, faults)
 	case errs > 0:
-		return fmt.Sprintf("FAIL: 0 violations in %d holds checked, but %d lock error(s)", holds, errs)
+		return fmt.Sprintf("FAIL: 0 violations in %d holds checked, but %d lock error(s)%s", holds, errs, faults)
+	case len(faultFailures(s.Faults)) > 0:
+		return fmt.Sprintf("FAIL: 0 violations in %d holds checked, but a fault was not recovered from%s", holds, faults)
 	}
 	return fmt.Sprintf("INCOMPLETE: 0 violations in %d holds checked, but the run did not complete", holds)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/faultproxy"
 	"github.com/tierlock/tierlock/internal/zkserver"
 	"github.com/tierlock/tierlock/stress/internal/check"
 	"github.com/tierlock/tierlock/stress/internal/record"
@@ -37,6 +38,9 @@ type runner struct {
 	events  sync.WaitGroup
 	root    string // this run's ZooKeeper root
 	tmp     string // worker record files
+
+	// With -fault: the workers' proxies, by worker slot and server.
+	proxies [][]*faultproxy.Proxy
 }
 
 // implRun is the raw outcome of one implementation's run.
@@ -46,6 +50,10 @@ type implRun struct {
 	start       int64 // shared clock when the workers were told to go
 	elapsed     time.Duration
 	holds       []check.Hold
+	slotOf      []int           // worker slot of each process (index: process)
+	killed      map[int32]int64 // processes killed by a fault: when they were known dead
+	faults      []*faultEvent
+	countersOff bool    // a server restarted: its request counters started again
 	latencies   []int64 // ns per hold, in the order of holds before checking
 	holdTimes   []int64 // ns per complete hold
 	perProc     []int64
@@ -59,6 +67,8 @@ type implRun struct {
 	result      check.Result
 	interrupted bool
 	overflow    bool
+	losses      int64 // holds that ended by a loss (their Release said so)
+	expiries    int64 // worker sessions that expired
 }
 
 // setup finds or starts ZooKeeper and connects to it.
@@ -69,9 +79,19 @@ func (r *runner) setup(ctx context.Context) error {
 	case fromEnv:
 		r.cluster = c
 	default:
-		fmt.Fprintln(r.stderr, "stress: starting a local ZooKeeper (use -zk or $"+zkserver.EnvServers+" for an existing one)")
-		sctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-		c, err := zkserver.Start(sctx)
+		// leader needs an ensemble (with -fault all too); restart works on
+		// either.
+		members := 1
+		if contains(r.cfg.Faults, faultLeader) {
+			members = 3
+		}
+		what := "a local ZooKeeper"
+		if members > 1 {
+			what = fmt.Sprintf("a local ZooKeeper ensemble of %d", members)
+		}
+		fmt.Fprintf(r.stderr, "stress: starting %s (use -zk or $%s for an existing one)\n", what, zkserver.EnvServers)
+		sctx, cancel := context.WithTimeout(ctx, 120*time.Second)
+		c, err := zkserver.StartEnsemble(sctx, members)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("%w: start ZooKeeper: %w", errRun, err)
@@ -110,7 +130,41 @@ func (r *runner) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", errRun, err)
 	}
+	if r.cfg.Faults != nil {
+		// One proxy per worker slot and server, so that a fault can hit one
+		// worker's connections and nothing else.
+		for range r.cfg.Procs {
+			var row []*faultproxy.Proxy
+			for _, addr := range r.servers {
+				p, err := faultproxy.New(addr)
+				if err != nil {
+					for _, q := range row {
+						q.Close()
+					}
+					return fmt.Errorf("%w: fault proxy: %w", errRun, err)
+				}
+				row = append(row, p)
+			}
+			r.proxies = append(r.proxies, row)
+		}
+	}
 	return nil
+}
+
+// workerServers is the server list of the worker in slot: the servers
+// themselves, or with -fault the slot's proxies, each worker with its own
+// order of the members (go-zookeeper shuffles the list again, so the
+// clients spread over the members either way).
+func (r *runner) workerServers(slot int) []string {
+	if r.proxies == nil {
+		return r.servers
+	}
+	row := r.proxies[slot]
+	out := make([]string, len(row))
+	for i := range row {
+		out[i] = row[(i+slot)%len(row)].Addr()
+	}
+	return out
 }
 
 // externalCluster returns a zkserver.Cluster for servers given by -zk.
@@ -136,6 +190,11 @@ func (r *runner) close() {
 		}
 		r.conn.Close()
 		r.events.Wait()
+	}
+	for _, row := range r.proxies {
+		for _, p := range row {
+			p.Close()
+		}
 	}
 	if r.tmp != "" {
 		os.RemoveAll(r.tmp)
@@ -216,23 +275,35 @@ func (r *runner) runImpl(ctx context.Context, name string) (*implRun, error) {
 	}
 	f := &fleet{msgs: make(chan procMsg, 64)}
 	defer f.shutdown(true)
-	files := make([]string, cfg.Procs)
-	for i := range cfg.Procs {
-		files[i] = filepath.Join(r.tmp, fmt.Sprintf("%s-%d.rec", name, i))
+	var files []string
+	// newSpec describes worker proc (a process; a replacement of a killed
+	// worker is a new process in its predecessor's slot).
+	newSpec := func(proc, slot int) workerSpec {
+		file := filepath.Join(r.tmp, fmt.Sprintf("%s-%d.rec", name, proc))
+		files = append(files, file)
+		run.slotOf = append(run.slotOf, slot)
 		spec := workerSpec{
-			Impl: name, Proc: i, Procs: cfg.Procs, Goroutines: cfg.Goroutines,
+			Impl: name, Proc: proc, Slot: slot, Procs: cfg.Procs, Goroutines: cfg.Goroutines,
 			PathBase: base, NPaths: cfg.Paths,
 			Duration: cfg.Duration, Acquisitions: cfg.Acquisitions, Hold: cfg.Hold, HoldMode: cfg.HoldMode, Pick: cfg.Pick,
 			HandoffMax: cfg.HandoffMax, HandoffMaxHold: cfg.HandoffMaxHold,
-			Servers: r.servers, SessionTimeout: cfg.SessionTimeout, ConnectTimeout: cfg.ConnectTimeout,
-			RecordFile: files[i], RecordCap: defaultRecordCap, Seed: uint64(time.Now().UnixNano()),
-			Verbose: cfg.Verbose,
+			Servers: r.workerServers(slot), SessionTimeout: cfg.SessionTimeout, ConnectTimeout: cfg.ConnectTimeout,
+			RecordFile: file, RecordCap: defaultRecordCap, Seed: uint64(time.Now().UnixNano()),
+			Verbose: cfg.Verbose, Faults: cfg.Faults != nil,
+		}
+		if cfg.Faults != nil {
+			// The parent ends a run with faults (it may extend it until the
+			// last fault is recovered from); the duration is a safety net.
+			spec.Duration = cfg.Timeout
 		}
 		if cfg.Acquisitions > 0 {
 			// Each goroutine's quota is at most total/(P*G) + 1.
 			spec.RecordCap = int64(cfg.Goroutines) * (cfg.Acquisitions/int64(cfg.Procs*cfg.Goroutines) + 1)
 		}
-		w, err := startWorker(r.exe, spec, f.msgs, passthrough)
+		return spec
+	}
+	for i := range cfg.Procs {
+		w, err := startWorker(r.exe, newSpec(i, i), f.msgs, passthrough)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", errRun, err)
 		}
@@ -249,7 +320,7 @@ func (r *runner) runImpl(ctx context.Context, name string) (*implRun, error) {
 	}
 	smp := startSampler(r.conn, r.cluster, run.paths, cfg.Sample)
 	bar := newProgress(r.stderr, r.showBar, name, cfg)
-	progress := make([]int64, cfg.Procs)
+	progress := map[int]int64{} // by process: a replacement's count adds to its predecessor's
 	onProgress := func(m procMsg) {
 		if m.msg.Type == "progress" {
 			progress[m.proc] = m.msg.N
@@ -263,7 +334,15 @@ func (r *runner) runImpl(ctx context.Context, name string) (*implRun, error) {
 	run.start = record.Now()
 	start := time.Now()
 	f.broadcast(cmdGo)
-	interrupted, err := f.await(ctx, "done", cfg.Timeout, onProgress)
+	var interrupted bool
+	if cfg.Faults != nil {
+		fr := newFaultRun(r, run, f, start, func(proc, slot int) (*workerProc, error) {
+			return startWorker(r.exe, newSpec(proc, slot), f.msgs, passthrough)
+		})
+		interrupted, err = fr.drive(ctx, onProgress)
+	} else {
+		interrupted, err = f.await(ctx, "done", cfg.Timeout, onProgress)
+	}
 	run.elapsed = time.Since(start)
 	bar.finish()
 	run.peakZnodes, run.peakWatches, run.requests = smp.finish()
@@ -280,9 +359,12 @@ func (r *runner) runImpl(ctx context.Context, name string) (*implRun, error) {
 	// counts it before answering). Session pings of the workers, one per
 	// connection every third of the session timeout, stay in.
 	run.requests = after.PacketsReceived - before.PacketsReceived - run.requests - int64(r.cluster.Size())
+	if run.countersOff {
+		run.requests = -1
+	}
 
 	f.broadcast(cmdExit)
-	results := make([]*workerResult, cfg.Procs)
+	results := make([]*workerResult, f.size())
 	if _, err := f.await(context.Background(), "result", 30*time.Second, func(m procMsg) {
 		if m.msg.Type == "result" {
 			results[m.proc] = m.msg.Result
@@ -295,22 +377,32 @@ func (r *runner) runImpl(ctx context.Context, name string) (*implRun, error) {
 }
 
 // collect reads the workers' results and records and checks them.
+// Counts are kept by worker slot: a killed worker's and its replacement's
+// add up.
 func (r *runner) collect(run *implRun, results []*workerResult, files []string) error {
-	run.perProc = make([]int64, len(results))
-	var counted int64
+	g := r.cfg.Goroutines
+	run.perProc = make([]int64, r.cfg.Procs)
+	run.perG = make([]int64, r.cfg.Procs*g)
+	var counted, complete int64
 	for p, res := range results {
+		if _, killed := run.killed[int32(p)]; killed {
+			continue // its holds are counted from its records below
+		}
 		if res == nil {
 			return fmt.Errorf("%w: worker %d sent no result", errRun, p)
 		}
-		for _, n := range res.PerGoroutine {
-			run.perProc[p] += n
-			run.perG = append(run.perG, n)
+		slot := run.slotOf[p]
+		for i, n := range res.PerGoroutine {
+			run.perProc[slot] += n
+			run.perG[slot*g+i] += n
+			counted += n
 		}
-		counted += run.perProc[p]
 		run.errors += res.Errors
 		run.errSamples = append(run.errSamples, res.ErrorSamples...)
 		run.overflow = run.overflow || res.Overflow
 		run.tokenKind = res.TokenKind
+		run.losses += res.Losses
+		run.expiries += res.Expiries
 	}
 	for p, file := range files {
 		recs, err := record.Read(file)
@@ -318,17 +410,28 @@ func (r *runner) collect(run *implRun, results []*workerResult, files []string) 
 			return fmt.Errorf("%w: records of worker %d: %w", errRun, p, err)
 		}
 		os.Remove(file)
+		_, killed := run.killed[int32(p)]
+		slot := run.slotOf[p]
 		for _, h := range recs {
 			run.holds = append(run.holds, check.Hold{
 				Proc: int32(p), G: h.G, Path: h.Path, Token: h.Token, Enter: h.Enter, Exit: h.Exit,
 			})
 			run.latencies = append(run.latencies, h.Latency)
-			if h.Exit != 0 {
-				run.holdTimes = append(run.holdTimes, h.Exit-h.Enter)
+			if h.Exit == 0 {
+				continue
+			}
+			run.holdTimes = append(run.holdTimes, h.Exit-h.Enter)
+			if killed {
+				run.perProc[slot]++
+				if h.G >= 0 && int(h.G) < g {
+					run.perG[slot*g+int(h.G)]++
+				}
+			} else {
+				complete++
 			}
 		}
 	}
-	if complete := int64(len(run.holdTimes)); complete != counted {
+	if complete != counted {
 		run.errors++
 		run.errSamples = append(run.errSamples,
 			fmt.Sprintf("workers counted %d acquisitions but recorded %d complete holds", counted, complete))
@@ -336,27 +439,101 @@ func (r *runner) collect(run *implRun, results []*workerResult, files []string) 
 	run.result = check.Check(run.holds, check.Options{
 		Tokens:          run.tokenKind != "",
 		SameNodeHandoff: run.name == implTierHandoff,
+		Killed:          run.killed,
 	})
+	measureRecovery(run, r.cfg.SessionTimeout)
 	return nil
 }
 
-// fleet is the set of workers of one run and their messages.
+// fleet is the set of workers of one run and their messages. Workers are
+// indexed by process: a worker killed by a fault stays in the list, marked,
+// and its replacement is added at the end. The fault injector adds and
+// kills workers while the parent's loop reads messages, hence the mutex.
 type fleet struct {
-	procs []*workerProc
-	msgs  chan procMsg
-	alive int // workers whose stdout has not closed yet
-	done  bool
+	mu     sync.Mutex
+	procs  []*workerProc
+	killed []bool
+	msgs   chan procMsg
+	alive  int // workers whose stdout has not closed yet
+	done   bool
 }
 
 func (f *fleet) add(w *workerProc) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.procs = append(f.procs, w)
+	f.killed = append(f.killed, false)
 	f.alive++
 }
 
-func (f *fleet) broadcast(cmd string) {
-	for _, w := range f.procs {
-		w.send(cmd)
+// start starts a worker with the next process index and adds it, under
+// the lock, so that its first message cannot arrive before it is known.
+func (f *fleet) start(fn func(proc int) (*workerProc, error)) (int, *workerProc, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	proc := len(f.procs)
+	w, err := fn(proc)
+	if err != nil {
+		return 0, nil, err
 	}
+	f.procs = append(f.procs, w)
+	f.killed = append(f.killed, false)
+	f.alive++
+	return proc, w, nil
+}
+
+func (f *fleet) size() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.procs)
+}
+
+func (f *fleet) get(i int) *workerProc {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.procs[i]
+}
+
+// markKilled records that worker i is being killed on purpose: its end
+// is not a failure.
+func (f *fleet) markKilled(i int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.killed[i] = true
+}
+
+func (f *fleet) isKilled(i int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.killed[i]
+}
+
+// live returns the indexes of the workers not killed.
+func (f *fleet) live() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []int
+	for i, k := range f.killed {
+		if !k {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func (f *fleet) broadcast(cmd string) {
+	for _, i := range f.live() {
+		f.get(i).send(cmd)
+	}
+}
+
+// eof counts a worker's end; it reports whether the end was expected (the
+// worker was killed by a fault).
+func (f *fleet) eof(i int) (expected bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.alive--
+	return f.killed[i]
 }
 
 // await waits until every worker has sent a message of type typ, calling
@@ -364,8 +541,9 @@ func (f *fleet) broadcast(cmd string) {
 // are running (typ "done"), they are told to stop and given a grace period
 // to report; interrupted tells that this happened.
 func (f *fleet) await(ctx context.Context, typ string, timeout time.Duration, fn func(procMsg)) (interrupted bool, err error) {
-	got := make([]bool, len(f.procs))
+	got := make([]bool, f.size())
 	n := 0
+	want := len(f.live())
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	stopped := false
@@ -377,16 +555,15 @@ func (f *fleet) await(ctx context.Context, typ string, timeout time.Duration, fn
 		}
 	}
 	ctxDone := ctx.Done()
-	for n < len(f.procs) {
+	for n < want {
 		select {
 		case m := <-f.msgs:
 			switch {
 			case m.eof:
-				f.alive--
-				if got[m.proc] && typ == "result" {
-					continue // it reported, then exited, as it should
+				if f.eof(m.proc) || got[m.proc] && typ == "result" {
+					continue // killed by a fault, or it reported, then exited, as it should
 				}
-				return interrupted, fmt.Errorf("%w: %s", errRun, f.procs[m.proc].describe())
+				return interrupted, fmt.Errorf("%w: %s", errRun, f.get(m.proc).describe())
 			case m.msg.Type == "error":
 				return interrupted, fmt.Errorf("%w: worker %d: %s", errRun, m.proc, m.msg.Err)
 			case m.msg.Type == typ:
@@ -408,9 +585,9 @@ func (f *fleet) await(ctx context.Context, typ string, timeout time.Duration, fn
 		case <-timer.C:
 			if typ != "done" || stopped {
 				var waiting []string
-				for i, ok := range got {
-					if !ok {
-						waiting = append(waiting, f.procs[i].describe())
+				for _, i := range f.live() {
+					if !got[i] {
+						waiting = append(waiting, f.get(i).describe())
 					}
 				}
 				return interrupted, fmt.Errorf("%w: no %q from %d worker(s) within %v:\n  %s",
@@ -431,20 +608,29 @@ func (f *fleet) shutdown(kill bool) {
 		return
 	}
 	f.done = true
+	f.mu.Lock()
+	procs := append([]*workerProc(nil), f.procs...)
+	f.mu.Unlock()
 	if kill {
-		for _, w := range f.procs {
+		for _, w := range procs {
 			w.kill()
 		}
 	}
 	grace := time.After(10 * time.Second)
-	for f.alive > 0 {
+	for {
+		f.mu.Lock()
+		alive := f.alive
+		f.mu.Unlock()
+		if alive <= 0 {
+			return
+		}
 		select {
 		case m := <-f.msgs:
 			if m.eof {
-				f.alive--
+				f.eof(m.proc)
 			}
 		case <-grace:
-			for _, w := range f.procs {
+			for _, w := range procs {
 				w.kill()
 			}
 			grace = nil

@@ -24,6 +24,15 @@ func writeReport(path string, s summary, runs []*implRun) error {
 		Failures:  s.Failures,
 		Settings:  settings(s),
 	}
+	if cfg.Faults != nil {
+		d.FaultHeader, d.FaultRows = faultHeader, faultRows(s.Faults)
+		d.FaultNote = fmt.Sprintf("-fault %s, seed %d, one every ~%v after the previous recovery; session timeout %v. "+
+			"A fault is recovered from when the workers it hit acquire again within the session timeout + %v of its "+
+			"healing. \"at\" counts from the start of the run, the other times from the fault's start: healed (server "+
+			"restarted, connections released, replacement started), any acq (the next acquisition by any worker), "+
+			"affected acq (the next of the worker(s) hit, after the healing).",
+			strings.Join(cfg.Faults, ","), cfg.FaultSeed, cfg.FaultEvery, cfg.SessionTimeout, recoveryBound)
+	}
 	for i, run := range runs {
 		res := s.Results[i]
 		d.Impls = append(d.Impls, report.Impl{
@@ -32,6 +41,7 @@ func writeReport(path string, s summary, runs []*implRun) error {
 			ReqPerAcq: res.RequestsPerAcq,
 			LatencyUS: latencySample(run.latencies, 20000),
 			Timeline:  timelineOf(run, cfg.Procs),
+			Overview:  overviewOf(run, cfg),
 			Verdict:   implVerdict(res),
 			OK:        res.OK(),
 		})
@@ -67,6 +77,11 @@ func settings(s summary) [][2]string {
 		{"ZooKeeper", server},
 		{"session timeout", cfg.SessionTimeout.String()},
 	}
+	if cfg.Faults != nil {
+		out = append(out,
+			[2]string{"faults", fmt.Sprintf("%s, one every ~%v (seed %d)", strings.Join(cfg.Faults, ", "), cfg.FaultEvery, cfg.FaultSeed)},
+			[2]string{"recovery bound", fmt.Sprintf("session timeout + %v after a fault's healing", recoveryBound)})
+	}
 	for _, r := range s.Results {
 		kind := r.TokenKind
 		if kind == "" {
@@ -82,8 +97,15 @@ func implVerdict(r implResult) string {
 	if !r.Check.TokensChecked {
 		tokens = "tokens not checked"
 	}
-	return fmt.Sprintf("%d overlaps, %s, %d lost in %d holds on %d path(s)",
+	v := fmt.Sprintf("%d overlaps, %s, %d lost in %d holds on %d path(s)",
 		r.Check.Overlaps, tokens, r.Check.Lost, r.Check.Holds, len(r.Check.Paths))
+	if r.FaultsInjected > 0 {
+		v += fmt.Sprintf("; %d of %d faults recovered from", r.FaultsRecovered, r.FaultsInjected)
+		if r.Check.Cut > 0 {
+			v += fmt.Sprintf("; %d hold(s) of killed workers cut at the kill", r.Check.Cut)
+		}
+	}
+	return v
 }
 
 // latencySample returns up to n latencies in µs, evenly strided.
@@ -141,7 +163,7 @@ func timelineOf(run *implRun, procs int) report.Timeline {
 			changes++
 		}
 		tl.Bars = append(tl.Bars, report.Bar{
-			Lane: int(h.Proc), G: int(h.G), Start: ms(h.Enter), End: ms(h.Exit),
+			Lane: laneOf(run, h.Proc), G: int(h.G), Start: ms(h.Enter), End: ms(h.Exit),
 			Overlap: bad[[3]int64{int64(h.Proc), int64(h.G), h.Enter}],
 		})
 		end = max(end, h.Exit)
@@ -149,5 +171,74 @@ func timelineOf(run *implRun, procs int) report.Timeline {
 	tl.From, tl.To = ms(holds[i].Enter), ms(end)
 	pad := (tl.To - tl.From) * 0.01
 	tl.From, tl.To = tl.From-pad, tl.To+pad
+	tl.Faults = faultMarks(run, 1e3)
 	return tl
+}
+
+// laneOf is the lane of a process: its worker slot.
+func laneOf(run *implRun, proc int32) int {
+	if int(proc) < len(run.slotOf) {
+		return run.slotOf[proc]
+	}
+	return int(proc)
+}
+
+// faultMarks are the faults of a run in units per second (1 for seconds,
+// 1e3 for milliseconds) since its start.
+func faultMarks(run *implRun, unit float64) []report.FaultMark {
+	var out []report.FaultMark
+	for _, ev := range run.faults {
+		if ev.start == 0 {
+			continue
+		}
+		m := report.FaultMark{
+			Start:     ev.AtSec * unit,
+			End:       (ev.AtSec + ev.HealedSec) * unit,
+			Recovered: -1,
+			Label:     fmt.Sprintf("%d %s", ev.N, ev.Kind),
+			Failed:    ev.Failure != "",
+		}
+		if ev.RecoveryOwnSec >= 0 {
+			m.Recovered = (ev.AtSec + ev.RecoveryOwnSec) * unit
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// overviewOf bins the holds of the whole run per worker slot, for the
+// report's fault view; nil for a run without faults.
+func overviewOf(run *implRun, cfg config) *report.Overview {
+	if cfg.Faults == nil {
+		return nil
+	}
+	const bins = 600
+	ov := &report.Overview{Lanes: cfg.Procs, Seconds: run.elapsed.Seconds(), Faults: faultMarks(run, 1)}
+	if ov.Seconds <= 0 {
+		return ov
+	}
+	counts := make([][]float64, cfg.Procs)
+	for i := range counts {
+		counts[i] = make([]float64, bins)
+	}
+	width := float64(run.elapsed) / bins
+	busiest := 0.0
+	for _, h := range run.holds {
+		b := int(float64(h.Enter-run.start) / width)
+		lane := laneOf(run, h.Proc)
+		if b < 0 || b >= bins || lane < 0 || lane >= cfg.Procs {
+			continue
+		}
+		counts[lane][b]++
+		busiest = max(busiest, counts[lane][b])
+	}
+	for _, row := range counts {
+		for b := range row {
+			if busiest > 0 {
+				row[b] /= busiest
+			}
+		}
+	}
+	ov.Activity = counts
+	return ov
 }

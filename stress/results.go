@@ -25,7 +25,8 @@ type implResult struct {
 	LatencyUS  figures.Latency `json:"acquire_latency_us"`
 	HoldMeanUS float64         `json:"hold_mean_us"`
 	// ZooKeeper requests received by the servers during the run (the
-	// sampler's own subtracted), and per acquisition.
+	// sampler's own subtracted), and per acquisition; -1 when a server
+	// restarted during the run (its counters started again).
 	ZKRequests     int64   `json:"zk_requests"`
 	RequestsPerAcq float64 `json:"zk_requests_per_acquisition"`
 	// Peak children and watches of each lock path; -1: not measurable.
@@ -38,29 +39,40 @@ type implResult struct {
 	FairnessProcs      float64      `json:"fairness_procs"`
 	FairnessGoroutines float64      `json:"fairness_goroutines"`
 	GoroutinesIdle     int          `json:"goroutines_without_acquisition"`
-	TokenKind          string       `json:"token_kind"` // czxid, seq, or "" (none)
+	TokenKind          string       `json:"token_kind"` // zxid, seq, or "" (none)
 	Check              check.Result `json:"check"`
 	Errors             int64        `json:"errors"`
 	ErrorSamples       []string     `json:"error_samples,omitempty"`
 	Interrupted        bool         `json:"interrupted,omitempty"`
 	Overflow           bool         `json:"record_overflow,omitempty"`
+	// Fault runs: holds that ended by a loss (their Release reported it),
+	// worker sessions that expired, faults injected and recovered from.
+	Losses          int64 `json:"holds_lost_to_faults"`
+	SessionExpiries int64 `json:"session_expiries"`
+	FaultsInjected  int   `json:"faults_injected"`
+	FaultsRecovered int   `json:"faults_recovered"`
 	// Ratios against the gozk baseline of the same run (0: no baseline).
 	ThroughputVsGozk float64 `json:"throughput_vs_gozk,omitempty"`
 	RequestsVsGozk   float64 `json:"requests_per_acquisition_vs_gozk,omitempty"`
 }
 
-// OK reports whether the run proved mutual exclusion and met no error.
-func (r implResult) OK() bool { return r.Check.OK() && r.Errors == 0 && !r.Overflow }
+// OK reports whether the run proved mutual exclusion, met no error, and
+// recovered from every fault.
+func (r implResult) OK() bool {
+	return r.Check.OK() && r.Errors == 0 && !r.Overflow && r.FaultsRecovered == r.FaultsInjected
+}
 
 // summary is the whole output of a stress run.
 type summary struct {
-	Started  time.Time    `json:"started"`
-	Config   config       `json:"config"`
-	Servers  []string     `json:"servers"`
-	Local    bool         `json:"local_server"` // started by stress
-	Results  []implResult `json:"results"`
-	OK       bool         `json:"ok"`
-	Failures []string     `json:"failures,omitempty"`
+	Started time.Time    `json:"started"`
+	Config  config       `json:"config"`
+	Servers []string     `json:"servers"`
+	Local   bool         `json:"local_server"` // started by stress
+	Results []implResult `json:"results"`
+	// The fault log of every implementation's run (with -fault).
+	Faults   []*faultEvent `json:"faults,omitempty"`
+	OK       bool          `json:"ok"`
+	Failures []string      `json:"failures,omitempty"`
 }
 
 // figuresOf computes the figures of a run.
@@ -88,8 +100,18 @@ func figuresOf(run *implRun, cfg config) implResult {
 		}
 		r.HoldMeanUS = sum / float64(len(run.holdTimes)) / 1e3
 	}
-	if r.Acquisitions > 0 {
+	switch {
+	case r.ZKRequests < 0:
+		r.RequestsPerAcq = -1
+	case r.Acquisitions > 0:
 		r.RequestsPerAcq = float64(r.ZKRequests) / float64(r.Acquisitions)
+	}
+	r.Losses, r.SessionExpiries = run.losses, run.expiries
+	for _, ev := range run.faults {
+		r.FaultsInjected++
+		if ev.Recovered && ev.Failure == "" {
+			r.FaultsRecovered++
+		}
 	}
 	r.PeakZnodes = slices.Max(append([]int{0}, run.peakZnodes...))
 	r.PeakWatches = slices.Max(append([]int{-1}, run.peakWatches...))
@@ -115,7 +137,7 @@ func compare(results []implResult) {
 		if base.PerSec > 0 {
 			results[j].ThroughputVsGozk = results[j].PerSec / base.PerSec
 		}
-		if base.RequestsPerAcq > 0 {
+		if base.RequestsPerAcq > 0 && results[j].RequestsPerAcq >= 0 {
 			results[j].RequestsVsGozk = results[j].RequestsPerAcq / base.RequestsPerAcq
 		}
 	}
@@ -129,6 +151,9 @@ func failures(results []implResult) []string {
 		if !c.OK() {
 			out = append(out, fmt.Sprintf("%s: %d overlap(s), %d token violation(s), %d lost hold(s) in %d holds",
 				r.Impl, c.Overlaps, c.TokenRegressions, c.Lost, c.Holds))
+			if c.Cut > 0 {
+				out[len(out)-1] += fmt.Sprintf(" (and %d hold(s) of killed workers, cut at the kill: not violations)", c.Cut)
+			}
 			for _, ex := range c.Examples[:min(len(c.Examples), 3)] {
 				prev := ""
 				if ex.Prev != nil {
@@ -142,6 +167,18 @@ func failures(results []implResult) []string {
 		}
 		if r.Overflow {
 			out = append(out, fmt.Sprintf("%s: a worker's record file filled up; the run was cut short", r.Impl))
+		}
+	}
+	return out
+}
+
+// faultFailures lists the faults that failed: not recovered from, or their
+// holder did not see its hold lost.
+func faultFailures(events []*faultEvent) []string {
+	var out []string
+	for _, ev := range events {
+		if ev.Failure != "" {
+			out = append(out, fmt.Sprintf("%s: fault %d (%s, %s, %s): %s", ev.Impl, ev.N, ev.Kind, ev.Variant, ev.Target, ev.Failure))
 		}
 	}
 	return out

@@ -173,6 +173,12 @@ func TestUsageErrors(t *testing.T) {
 		{"-json", t.TempDir()},
 		{"-zk", "localhost"},
 		{"-root", "no-slash"},
+		{"-fault", "flood"},
+		{"-fault", "restart", "-zk", "127.0.0.1:2181"},
+		{"-fault", "leader", "-zk", "127.0.0.1:2181"},
+		{"-fault", "expire", "-acquisitions", "100"},
+		{"-fault", "kill", "-impl", "gozk"},
+		{"-fault", "drop", "-fault-every", "0s"},
 		{"extra"},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -31,7 +31,7 @@ func tableRows(results []implResult) [][]string {
 			r.Impl, fmt.Sprint(r.Acquisitions), fmt.Sprintf("%.0f", r.PerSec), vs,
 			micros(r.LatencyUS.P50), micros(r.LatencyUS.P90), micros(r.LatencyUS.P99), micros(r.LatencyUS.Max),
 			micros(r.HoldMeanUS),
-			fmt.Sprintf("%.2f", r.RequestsPerAcq), fmt.Sprint(r.PeakZnodes), orNA(r.PeakWatches),
+			reqPerAcq(r.RequestsPerAcq), fmt.Sprint(r.PeakZnodes), orNA(r.PeakWatches),
 			fmt.Sprintf("%.3f", r.FairnessProcs), fmt.Sprintf("%.3f", r.FairnessGoroutines),
 			fmt.Sprint(r.Check.Overlaps), tokens, fmt.Sprint(r.Check.Lost), fmt.Sprint(r.Errors),
 		})
@@ -49,6 +49,13 @@ func micros(us float64) string {
 	default:
 		return fmt.Sprintf("%.1fµs", us)
 	}
+}
+
+func reqPerAcq(v float64) string {
+	if v < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", v)
 }
 
 func orNA(n int) string {
@@ -72,4 +79,75 @@ func printTable(w io.Writer, results []implResult) {
 		fmt.Fprintln(tw, first+"\t"+strings.Join(row[1:], "\t")+"\t")
 	}
 	tw.Flush()
+}
+
+// faultHeader and faultRows give the fault log, printed after the table
+// and shown in the HTML report. Times after "at" count from the fault's
+// start.
+var faultHeader = []string{"impl", "#", "at", "fault", "target", "healed", "any acq", "affected acq", "outcome"}
+
+func faultRows(events []*faultEvent) [][]string {
+	var rows [][]string
+	for _, ev := range events {
+		outcome := "recovered"
+		if ev.Failure != "" {
+			outcome = "FAILED: " + ev.Failure
+		}
+		if ev.HolderLossSec != nil {
+			outcome += fmt.Sprintf("; holder saw its loss after %.2fs (%s)", *ev.HolderLossSec, shortCause(ev.HolderCause))
+		}
+		if ev.SessionExpired != nil {
+			if *ev.SessionExpired {
+				outcome += "; session expired"
+			} else {
+				outcome += "; session did not expire"
+			}
+		}
+		if ev.Note != "" {
+			outcome += "; " + ev.Note
+		}
+		rows = append(rows, []string{
+			ev.Impl, fmt.Sprint(ev.N), fmt.Sprintf("%.2fs", ev.AtSec), ev.Kind + ": " + ev.Variant, ev.Target,
+			offset(ev.HealedSec), offset(ev.RecoveryAnySec), offset(ev.RecoveryOwnSec), outcome,
+		})
+	}
+	return rows
+}
+
+func offset(sec float64) string {
+	if sec < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("+%.2fs", sec)
+}
+
+// shortCause drops the wrapping of a loss cause: "zklock: lock lost:
+// zklock: connection to ZooKeeper lost" says the same as its end.
+func shortCause(c string) string {
+	if i := strings.LastIndex(c, "lock lost: "); i >= 0 {
+		c = c[i+len("lock lost: "):]
+	}
+	return strings.TrimPrefix(c, "zklock: ")
+}
+
+// printFaultLog writes the fault log of a run with -fault.
+func printFaultLog(w io.Writer, s summary) {
+	cfg := s.Config
+	fmt.Fprintf(w, "\nFault log (-fault %s, seed %d, every ~%v; session timeout %v). Recovered: the workers a fault hit acquired\n"+
+		"again within the session timeout + %v of its healing. Times after \"at\" count from the fault's start.\n",
+		strings.Join(cfg.Faults, ","), cfg.FaultSeed, cfg.FaultEvery, cfg.SessionTimeout, recoveryBound)
+	if len(s.Faults) == 0 {
+		fmt.Fprintln(w, "  no fault was injected (the run was too short for one)")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, row := range append([][]string{faultHeader}, faultRows(s.Faults)...) {
+			fmt.Fprintln(tw, "  "+strings.Join(row, "\t"))
+		}
+		tw.Flush()
+	}
+	for _, r := range s.Results {
+		fmt.Fprintf(w, "  %s: %d fault(s) injected, %d recovered from; %d hold(s) ended by a loss; %d session expiries; "+
+			"%d hold(s) of killed workers cut at the kill (not violations)\n",
+			r.Impl, r.FaultsInjected, r.FaultsRecovered, r.Losses, r.SessionExpiries, r.Check.Cut)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tierlock/tierlock/stress/internal/record"
+	"github.com/tierlock/tierlock/zklock"
 )
 
 // workerEnv marks a process as a worker; its value is the workerSpec as
@@ -42,6 +44,11 @@ type workerSpec struct {
 	RecordCap      int64         `json:"record_cap"`
 	Seed           uint64        `json:"seed"`
 	Verbose        bool          `json:"verbose"`
+	// Faults is set in runs with fault injection: a hold that ends by a
+	// loss (its Release reports zklock.ErrLockLost) is then expected and
+	// counted, not an error.
+	Faults bool `json:"faults,omitempty"`
+	Slot   int  `json:"slot"` // the place among the P workers; a replacement takes its killed predecessor's
 
 	// Derived by the worker, so that the spec stays small in the
 	// environment whatever the numbers of paths and goroutines.
@@ -68,10 +75,22 @@ func lockPaths(base string, n int) []string {
 
 // message is one line a worker writes on its stdout for the parent.
 type message struct {
-	Type   string        `json:"type"`          // ready, progress, done, result, error
+	Type   string        `json:"type"`          // ready, progress, done, result, error, holding, lingered
 	N      int64         `json:"n,omitempty"`   // progress, done: acquisitions so far
 	Err    string        `json:"err,omitempty"` // error: why the worker gives up
 	Result *workerResult `json:"result,omitempty"`
+	// progress: enter time (shared clock) of the latest acquisition, how
+	// many times the worker's ZooKeeper session expired so far, and how
+	// many of its holds were lost.
+	Last    int64 `json:"last,omitempty"`
+	Expired int64 `json:"expired,omitempty"`
+	Losses  int64 `json:"losses,omitempty"` // holds that ended by a loss so far
+	// holding, lingered: the hold kept on request of cmdLinger.
+	At    int64  `json:"at,omitempty"` // shared clock: when it was entered / left
+	G     int32  `json:"g,omitempty"`
+	Path  int32  `json:"path,omitempty"`
+	Token int64  `json:"token,omitempty"`
+	Cause string `json:"cause,omitempty"` // lingered: why the hold was lost; "" if it was not
 }
 
 // workerResult is what a worker reports after its run.
@@ -82,6 +101,9 @@ type workerResult struct {
 	Records      int64    `json:"records"`
 	TokenKind    string   `json:"token_kind"`
 	Overflow     bool     `json:"overflow,omitempty"` // the record file filled up
+	Losses       int64    `json:"losses,omitempty"`   // holds that ended by a loss (fault runs)
+	Disconnects  int64    `json:"disconnects,omitempty"`
+	Expiries     int64    `json:"expiries,omitempty"` // ZooKeeper sessions that expired
 }
 
 // Commands the parent writes on a worker's stdin, one per line.
@@ -89,6 +111,12 @@ const (
 	cmdGo   = "go"   // start acquiring
 	cmdStop = "stop" // stop acquiring early
 	cmdExit = "exit" // release everything, report and exit
+	// cmdLinger asks that the next hold be kept until it is lost (or
+	// cmdUnlinger): the worker says "holding" when it enters that hold and
+	// "lingered" when it leaves it. Fault injection uses it to put a fault
+	// on a process that certainly holds a lock.
+	cmdLinger   = "linger"
+	cmdUnlinger = "unlinger"
 )
 
 // workerMain is the worker process: it returns the exit status.
@@ -148,7 +176,7 @@ func runWorker(spec workerSpec, in io.Reader, out *messenger) error {
 		im.close()
 		return err
 	}
-	w := &worker{spec: spec, im: im, rec: rec, counts: make([]int64, spec.Goroutines)}
+	w := &worker{spec: spec, im: im, rec: rec, out: out, counts: make([]int64, spec.Goroutines)}
 	out.send(message{Type: "ready"})
 
 	if cmd, ok := <-cmds; !ok || cmd != cmdGo {
@@ -173,20 +201,30 @@ func runWorker(spec workerSpec, in io.Reader, out *messenger) error {
 	defer tick.Stop()
 	exit := false
 	pending := cmds // nil once closed, so that select does not spin on it
+	var linger *lingerReq
 wait:
 	for {
 		select {
 		case <-finished:
 			break wait
 		case <-tick.C:
-			out.send(message{Type: "progress", N: w.total.Load()})
+			out.send(message{Type: "progress", N: w.total.Load(), Last: w.lastEnter.Load(),
+				Expired: sessionEvents.expiries.Load(), Losses: w.losses.Load()})
 		case cmd, ok := <-pending:
 			if !ok {
 				pending = nil
 			}
-			if !ok || cmd == cmdStop || cmd == cmdExit {
+			switch {
+			case !ok || cmd == cmdStop || cmd == cmdExit:
 				exit = exit || !ok || cmd == cmdExit
 				stop()
+			case cmd == cmdLinger:
+				linger = &lingerReq{cancel: make(chan struct{})}
+				w.lingerReq.Store(linger)
+			case cmd == cmdUnlinger && linger != nil:
+				w.lingerReq.Store(nil)
+				close(linger.cancel)
+				linger = nil
 			}
 		}
 	}
@@ -197,7 +235,8 @@ wait:
 		exit = !ok || cmd == cmdExit
 	}
 
-	res := &workerResult{PerGoroutine: w.counts, TokenKind: im.tokenKind(), Overflow: w.overflow.Load()}
+	res := &workerResult{PerGoroutine: w.counts, TokenKind: im.tokenKind(), Overflow: w.overflow.Load(),
+		Losses: w.losses.Load(), Disconnects: sessionEvents.disconnects.Load(), Expiries: sessionEvents.expiries.Load()}
 	if err := im.close(); err != nil {
 		w.fail(fmt.Errorf("close: %w", err))
 	}
@@ -217,10 +256,15 @@ type worker struct {
 	spec     workerSpec
 	im       impl
 	rec      *record.Writer
+	out      *messenger
 	stop     context.CancelFunc
 	counts   []int64 // per goroutine, each written by its goroutine only
 	total    atomic.Int64
 	overflow atomic.Bool
+
+	lastEnter atomic.Int64 // latest enter time, for the parent's recovery watch
+	losses    atomic.Int64
+	lingerReq atomic.Pointer[lingerReq] // the next hold lingers when set
 
 	errMu   sync.Mutex
 	errors  int64
@@ -287,18 +331,31 @@ func (w *worker) loop(ctx context.Context, g int) {
 			continue
 		}
 		fails = 0
-		slot, err := w.rec.Enter(record.Now(), token, int64(latency), int32(g), int32(p))
+		enter := record.Now()
+		slot, err := w.rec.Enter(enter, token, int64(latency), int32(g), int32(p))
 		recorded := err == nil
 		if recorded {
-			w.critical()
-			slot.Exit(record.Now())
+			w.noteEnter(enter)
+			lost, cause := h.lost(p)
+			if req := w.lingerReq.Swap(nil); req != nil {
+				w.linger(ctx, req, g, p, token, slot, lost, cause)
+			} else {
+				w.critical(lost)
+				slot.Exit(record.Now())
+			}
 		} else {
 			// No room to record: stop the run rather than hold unrecorded.
 			w.overflow.Store(true)
 			w.stop()
 		}
 		if err := h.release(p); err != nil {
-			w.fail(fmt.Errorf("release %s: %w", w.spec.Paths[p], err))
+			lost := errors.Is(err, zklock.ErrLockLost)
+			if lost {
+				w.losses.Add(1)
+			}
+			if !lost || !w.spec.Faults {
+				w.fail(fmt.Errorf("release %s: %w", w.spec.Paths[p], err))
+			}
 		}
 		if !recorded {
 			return
@@ -308,13 +365,59 @@ func (w *worker) loop(ctx context.Context, g int) {
 	}
 }
 
-// critical is the work done while holding the lock.
-func (w *worker) critical() {
+// critical is the work done while holding the lock. It stops early when
+// the hold is lost (lost closes), as code guarded by a lock should.
+func (w *worker) critical(lost <-chan struct{}) {
 	switch {
 	case w.spec.Hold <= 0:
 	case w.spec.HoldMode == "spin":
-		spin(w.spec.Hold)
-	default:
+		spin(w.spec.Hold, lost)
+	case lost == nil:
 		time.Sleep(w.spec.Hold)
+	default:
+		t := time.NewTimer(w.spec.Hold)
+		select {
+		case <-t.C:
+		case <-lost:
+			t.Stop()
+		}
 	}
+}
+
+// noteEnter keeps the latest enter time.
+func (w *worker) noteEnter(t int64) {
+	for {
+		last := w.lastEnter.Load()
+		if t <= last || w.lastEnter.CompareAndSwap(last, t) {
+			return
+		}
+	}
+}
+
+// lingerReq is a pending cmdLinger; cancel is closed by cmdUnlinger.
+type lingerReq struct{ cancel chan struct{} }
+
+// linger keeps a hold until it is lost, the parent withdraws the request,
+// the run ends, or maxLinger passes; the parent hears of its start and end.
+func (w *worker) linger(ctx context.Context, req *lingerReq, g, p int, token int64, slot record.Slot,
+	lost <-chan struct{}, cause func() error) {
+	w.out.send(message{Type: "holding", At: record.Now(), G: int32(g), Path: int32(p), Token: token})
+	t := time.NewTimer(3*w.spec.SessionTimeout + 10*time.Second)
+	defer t.Stop()
+	why := ""
+	select {
+	case <-lost:
+		why = "lost"
+		if cause != nil {
+			if err := cause(); err != nil {
+				why = err.Error()
+			}
+		}
+	case <-req.cancel:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	at := record.Now()
+	slot.Exit(at)
+	w.out.send(message{Type: "lingered", At: at, G: int32(g), Path: int32(p), Token: token, Cause: why})
 }

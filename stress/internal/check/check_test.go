@@ -125,3 +125,28 @@ func TestExamplesBounded(t *testing.T) {
 		t.Fatalf("overlaps %d examples %d", r.Overlaps, len(r.Examples))
 	}
 }
+
+func TestKilledHoldIsCut(t *testing.T) {
+	// Proc 0 was killed at 150 while holding since 100; proc 1 entered at
+	// 200, after the kill: no violation, one cut hold.
+	hs := []Hold{
+		{Proc: 0, Token: 1, Enter: 0, Exit: 50},
+		{Proc: 0, Token: 2, Enter: 100},
+		{Proc: 1, Token: 3, Enter: 200, Exit: 210},
+	}
+	r := Check(hs, Options{Tokens: true, Killed: map[int32]int64{0: 150}})
+	if !r.OK() || r.Cut != 1 || r.Lost != 0 {
+		t.Fatalf("killed holder: %+v", r)
+	}
+	// Proc 1 entering before the kill overlaps the killed hold.
+	hs = []Hold{{Proc: 0, Token: 2, Enter: 100}, {Proc: 1, Token: 3, Enter: 140, Exit: 210}}
+	r = Check(hs, Options{Tokens: true, Killed: map[int32]int64{0: 150}})
+	if r.Overlaps != 1 || r.Cut != 1 || !r.Examples[0].Prev.Cut {
+		t.Fatalf("entry before the kill: %+v", r)
+	}
+	// Without the kill time the unfinished hold is lost, as before.
+	hs = []Hold{{Proc: 0, Token: 2, Enter: 100}, {Proc: 1, Token: 3, Enter: 200, Exit: 210}}
+	if r := Check(hs, Options{Tokens: true, Killed: map[int32]int64{1: 150}}); r.Lost != 1 || r.Cut != 0 {
+		t.Fatalf("unfinished hold of a live process: %+v", r)
+	}
+}

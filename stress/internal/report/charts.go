@@ -250,6 +250,7 @@ func (t timelinePlotter) Plot(c draw.Canvas, p *plot.Plot) {
 		}
 		c.FillPolygon(col, []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}})
 	}
+	drawFaults(c, p, trX, t.tl.Faults)
 }
 
 func (t timelinePlotter) DataRange() (xmin, xmax, ymin, ymax float64) {

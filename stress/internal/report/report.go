@@ -4,6 +4,10 @@
 // who held a lock, one lane per process, on which a reader sees at a
 // glance that holds never overlap.
 //
+// With fault injection it also shows the fault log, marks the faults on
+// the timelines, and draws a whole-run activity chart per implementation
+// with the faults as shaded bands.
+//
 // The page is a single file with inline SVG charts and no script: it opens
 // offline.
 package report
@@ -26,6 +30,11 @@ type Data struct {
 	OK        bool
 	Verdict   string   // one line
 	Failures  []string // details when !OK
+	// The fault log (a run with fault injection), with a line that says
+	// how to read it.
+	FaultNote   string
+	FaultHeader []string
+	FaultRows   [][]string
 }
 
 // Impl is what the report shows of one implementation.
@@ -35,7 +44,8 @@ type Impl struct {
 	ReqPerAcq float64
 	LatencyUS []float64 // acquire latencies (a sample is enough)
 	Timeline  Timeline
-	Verdict   string // the checker's verdict in words
+	Overview  *Overview // whole-run activity with the faults; nil without faults
+	Verdict   string    // the checker's verdict in words
 	OK        bool
 }
 
@@ -45,6 +55,25 @@ type Timeline struct {
 	Lanes    int     // processes
 	From, To float64 // window, ms since the start of the run
 	Bars     []Bar
+	Faults   []FaultMark // ms since the start of the run; drawn where they meet the window
+}
+
+// FaultMark is one injected fault on a chart: a band from its start to its
+// healing, and a line where the workers it hit acquired again.
+type FaultMark struct {
+	Start, End float64 // the fault and its healing
+	Recovered  float64 // the affected workers' next acquisition; < Start: none
+	Label      string  // short: "3 kill"
+	Failed     bool
+}
+
+// Overview is a whole run at a glance: per process lane, how many holds
+// began in each time bin, and the faults.
+type Overview struct {
+	Lanes    int
+	Seconds  float64     // run length
+	Activity [][]float64 // lane, bin: holds entered in the bin, as a fraction of the busiest bin
+	Faults   []FaultMark // seconds since the start
 }
 
 // Bar is one hold.
@@ -59,6 +88,7 @@ type chartSet struct {
 	Throughput, Requests, CDF, Histogram template.HTML
 	Legend                               []legendEntry
 	Timelines                            []namedChart
+	Overviews                            []namedChart
 }
 
 type legendEntry struct{ Name, Color string }
@@ -98,6 +128,15 @@ func Write(w io.Writer, d Data) error {
 			SVG: str(timeline(im.Name, im.Timeline)),
 		})
 	}
+	for _, im := range d.Impls {
+		if im.Overview == nil {
+			continue
+		}
+		cs.Overviews = append(cs.Overviews, namedChart{
+			Name: im.Name, Verdict: im.Verdict, OK: im.OK,
+			SVG: str(overview(im.Name, *im.Overview)),
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("report: chart: %w", err)
 	}
@@ -125,6 +164,8 @@ th, td { padding: 4px 8px; border-bottom: 1px solid #e5e5e5; text-align: right; 
 th { background: #f4f4f4; }
 td:first-child, th:first-child { text-align: left; font-weight: bold; }
 .settings td { text-align: left; font-weight: normal; }
+.faults td, .faults th { text-align: left; font-weight: normal; white-space: normal; }
+.faults td:first-child { font-weight: bold; }
 .charts { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
 .tl { margin: 10px 0 18px 0; }
 .tl .cap { font-size: 13px; margin: 2px 0; }
@@ -164,10 +205,26 @@ goroutines (1 = equal shares). overlaps, token viol and lost come from the indep
 <div>{{.Charts.Histogram}}</div>
 </div>
 
+{{if .FaultHeader}}<h2>Faults</h2>
+<p class="sub">{{.FaultNote}}</p>
+<table class="faults">
+<tr>{{range .FaultHeader}}<th>{{.}}</th>{{end}}</tr>
+{{range .FaultRows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+<p class="sub">Below, the whole run: a lane per worker (a replacement of a killed worker takes its lane), shaded where holds
+began, darker where more did. An orange band spans each fault from its start to its healing, a dashed green line
+marks the next acquisition of the worker(s) it hit; a failed fault is red.</p>
+{{range .Charts.Overviews}}<div class="tl">
+<div class="cap"><b>{{.Name}}</b>: <span class="{{if .OK}}ok{{else}}bad{{end}}">{{.Verdict}}</span></div>
+{{.SVG}}
+</div>
+{{end}}{{end}}
+
 <h2>Who held the lock</h2>
 <p class="sub">One lane per worker process; each bar is one critical section, colored by goroutine. Mutual exclusion
 means that no two bars anywhere in a chart share a vertical line; a hold the checker found overlapping another would
-be drawn in red across its whole lane. Very short holds are widened to stay visible.</p>
+be drawn in red across its whole lane. Very short holds are widened to stay visible. A fault within the window is an
+orange band.</p>
 {{range .Charts.Timelines}}<div class="tl">
 <div class="cap"><b>{{.Name}}</b>: <span class="{{if .OK}}ok{{else}}bad{{end}}">{{.Verdict}}</span></div>
 {{.SVG}}

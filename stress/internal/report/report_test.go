@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,42 @@ func TestMicrosLogTicks(t *testing.T) {
 	for us, want := range map[float64]string{0.5: "500ns", 20: "20µs", 1500: "1.5ms", 2e6: "2s"} {
 		if got := formatMicros(us); got != want {
 			t.Errorf("formatMicros(%v) = %q, want %q", us, got, want)
+		}
+	}
+}
+
+func TestWriteFaults(t *testing.T) {
+	ov := &Overview{Lanes: 3, Seconds: 300}
+	for lane := range 3 {
+		row := make([]float64, 600)
+		for b := range row {
+			row[b] = float64((b+lane)%5) / 4
+		}
+		ov.Activity = append(ov.Activity, row)
+	}
+	for i := range 40 { // crowded: labels must shrink or go, not pile up
+		s := float64(i) * 7.3
+		ov.Faults = append(ov.Faults, FaultMark{Start: s, End: s + 2, Recovered: s + 2.5, Label: fmt.Sprintf("%d expire", i+1), Failed: i == 3})
+	}
+	d := Data{
+		Title: "t", Generated: time.Now(), OK: true, Verdict: "PASS",
+		Header: []string{"impl"}, Rows: [][]string{{"tier"}},
+		FaultNote: "how to read", FaultHeader: []string{"#", "fault"}, FaultRows: [][]string{{"1", "kill: holder killed"}},
+		Impls: []Impl{{Name: "tier", PerSec: 1, ReqPerAcq: 1, LatencyUS: []float64{1, 2, 3}, Overview: ov,
+			Timeline: Timeline{Path: "/p", Lanes: 3, From: 0, To: 10, Bars: []Bar{{Lane: 0, Start: 1, End: 2}},
+				Faults: []FaultMark{{Start: 5000, End: 6000, Recovered: -1, Label: "1 kill"}, {Start: 3, End: 3, Recovered: 4, Label: "2 drop"}}}}},
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if n := strings.Count(page, "<svg"); n != 6 {
+		t.Errorf("%d charts, want 2 bars + 2 latency + overview + timeline", n)
+	}
+	for _, want := range []string{"<h2>Faults</h2>", "how to read", "kill: holder killed", "the whole run, 40 fault(s)", "1 expire", "2 drop"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
 		}
 	}
 }
