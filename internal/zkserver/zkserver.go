@@ -301,7 +301,11 @@ func (c *Cluster) WaitReady(ctx context.Context, i int) error {
 			return fmt.Errorf("zkserver: member %d exited during start-up: %s", i, c.LogTail(i, 15))
 		default:
 		}
-		mode, err := c.Mode(ctx, i)
+		// A JVM that is still starting may accept and then say nothing:
+		// poll with a short deadline so that readiness is seen promptly.
+		pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		mode, err := c.Mode(pctx, i)
+		cancel()
 		if err == nil && mode != "" {
 			return nil
 		}
