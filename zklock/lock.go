@@ -294,6 +294,10 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (bool, error) {
 	}
 }
 
+// errParentsMade asks retry to create our node again once the missing
+// parents exist.
+var errParentsMade = errors.New("zklock: lock path created")
+
 // errNodeGone reports that our queued node disappeared before we held the
 // lock.
 var errNodeGone = errors.New("zklock: lock node vanished while queued")
@@ -357,28 +361,32 @@ func (l *Lock) enqueue(ctx context.Context, guid string) (node string, q []entry
 			return "", nil, 0, ctx.Err()
 		}
 	}
+	// staleGone is set, on the goroutine that sends the create, once the
+	// stale node is known to be deleted; read when enqueue returns, which
+	// may be before that goroutine is done (ctx ended).
+	var staleGone atomic.Bool
 	if stale != "" {
 		defer func() {
-			if stale != "" { // the multi did not happen: delete it alone
+			if !staleGone.Load() { // the multi did not happen: delete it alone
 				l.s.deleteInBackground(stale)
 			}
 		}()
 	}
 	create := func() (string, error) {
-		if stale == "" {
+		if stale == "" || staleGone.Load() {
 			return l.s.conn.Create(prefix, l.data, zk.FlagEphemeralSequential, l.acl)
 		}
 		res, err := l.s.conn.Multi(
 			&zk.DeleteRequest{Path: stale, Version: -1},
 			&zk.CreateRequest{Path: prefix, Data: l.data, Acl: l.acl, Flags: zk.FlagEphemeralSequential})
 		if err == nil && len(res) == 2 {
-			stale = ""
+			staleGone.Store(true)
 			return res[1].String, nil
 		}
 		if errors.Is(res0Err(res), zk.ErrNoNode) {
 			// The stale node was already gone, so the transaction did not
 			// run: create alone.
-			stale = ""
+			staleGone.Store(true)
 			return l.s.conn.Create(prefix, l.data, zk.FlagEphemeralSequential, l.acl)
 		}
 		return "", err
@@ -419,7 +427,7 @@ func (l *Lock) enqueue(ctx context.Context, guid string) (node string, q []entry
 			if err := l.ensureParents(); err != nil {
 				return err
 			}
-			return zk.ErrConnectionClosed // retry at once (transient)
+			return errParentsMade // retried like a transient error
 		case errors.Is(cerr, zk.ErrConnectionClosed):
 			mayExist = true
 			return cerr
@@ -465,8 +473,9 @@ func (l *Lock) findOwn(guid string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if i := position(sortQueue(children), "", guid); i >= 0 {
-		return l.path + "/" + sortQueue(children)[i].name, nil
+	q := sortQueue(children)
+	if i := position(q, "", guid); i >= 0 {
+		return l.path + "/" + q[i].name, nil
 	}
 	return "", nil
 }

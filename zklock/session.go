@@ -371,7 +371,8 @@ func (s *Session) goBackground(fn func()) {
 // the server, or a new session is coming.
 func transient(err error) bool {
 	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrSessionExpired) ||
-		errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrNoServer)
+		errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrNoServer) ||
+		errors.Is(err, errParentsMade)
 }
 
 // retry runs op until it succeeds, fails with a non-transient error, ctx
