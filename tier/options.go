@@ -78,6 +78,7 @@ const (
 	Failed
 )
 
+// String names the kind, as in logs.
 func (k EventKind) String() string {
 	switch k {
 	case Acquired:

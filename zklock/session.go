@@ -31,6 +31,7 @@ const (
 	StateClosed
 )
 
+// String names the state, as in logs.
 func (s State) String() string {
 	switch s {
 	case StateConnecting:
