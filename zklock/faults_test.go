@@ -271,3 +271,27 @@ func TestServerRestartWhileWaiting(t *testing.T) {
 		t.Fatalf("only %v acquired", order)
 	}
 }
+
+// Permanent errors come back at once, not retried until the deadline: a
+// lock path the session may not write to answers ErrNoAuth.
+func TestPermanentErrorNotRetried(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	p := zktest.Path(t)
+	if err := zkCreateAll(s.Conn(), path.Dir(p)); err != nil {
+		t.Fatal(err)
+	}
+	// Readable by all, writable by nobody.
+	if _, err := s.Conn().Create(p, nil, 0, zk.WorldACL(zk.PermRead)); err != nil {
+		t.Fatal(err)
+	}
+	l := newLock(t, s, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := l.Acquire(ctx)
+	if !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("Acquire under a read-only node: %v, want zk.ErrNoAuth", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Acquire retried a permanent error until its deadline")
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -369,5 +370,58 @@ func TestBadInput(t *testing.T) {
 	}
 	if _, err := zklock.New(s2, "/x"); !errors.Is(err, zklock.ErrSessionClosed) {
 		t.Errorf("New on closed session: %v", err)
+	}
+}
+
+// go-zookeeper's zk.Lock and zklock queue on one path: each waits for the
+// other, because both name nodes "...-lock-<seq>" and order by sequence.
+func TestInteropWithZkLock(t *testing.T) {
+	servers := zktest.Servers(t)
+	p := zktest.Path(t)
+	ctx := ctxT(t, 20*time.Second)
+	other := connect(t, servers)
+	if err := zkCreateAll(other.Conn(), p); err != nil {
+		t.Fatal(err)
+	}
+	theirs := zk.NewLock(other.Conn(), p, zk.WorldACL(zk.PermAll))
+	ours := newLock(t, connect(t, servers), p)
+
+	if err := theirs.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := ours.TryAcquire(ctx); ok || err != nil {
+		t.Fatalf("TryAcquire while zk.Lock holds = %v, %v", ok, err)
+	}
+	acquired := make(chan error, 1)
+	go func() { acquired <- ours.Acquire(ctx) }()
+	eventually(t, 5*time.Second, "zklock queued behind zk.Lock", func() bool { return len(children(t, other.Conn(), p)) == 2 })
+	select {
+	case err := <-acquired:
+		t.Fatalf("acquired while zk.Lock holds: %v", err)
+	default:
+	}
+	if err := theirs.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-acquired; err != nil {
+		t.Fatal(err)
+	}
+	// Now zk.Lock waits for us.
+	locked := make(chan error, 1)
+	go func() { locked <- theirs.Lock() }()
+	eventually(t, 5*time.Second, "zk.Lock queued behind zklock", func() bool { return len(children(t, other.Conn(), p)) == 2 })
+	select {
+	case <-locked:
+		t.Fatal("zk.Lock acquired while zklock holds")
+	default:
+	}
+	if err := ours.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-locked; err != nil {
+		t.Fatal(err)
+	}
+	if err := theirs.Unlock(); err != nil {
+		t.Fatal(err)
 	}
 }
