@@ -40,11 +40,10 @@ func (e *badEnv) registry(t *testing.T) *tier.Registry {
 	return r
 }
 
-func cancelledCtx() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}
+var (
+	cancelledCtx = zktest.Cancelled
+	callSafely   = zktest.NoPanic
+)
 
 type badCase struct {
 	name string
@@ -334,16 +333,6 @@ func TestBadInputTable(t *testing.T) {
 			stillWorks(t, e)
 		})
 	}
-}
-
-func callSafely(t *testing.T, call func() error) (err error) {
-	t.Helper()
-	defer func() {
-		if r := recover(); r != nil {
-			t.Fatalf("panicked: %v", r)
-		}
-	}()
-	return call()
 }
 
 // stillWorks checks the shared lock and registry after a case: free, and

@@ -40,11 +40,10 @@ func (e *badEnv) orphanedLock(t *testing.T) *zklock.Lock {
 	return l
 }
 
-func cancelled() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}
+var (
+	cancelled  = zktest.Cancelled
+	callSafely = zktest.NoPanic
+)
 
 type badCase struct {
 	name string
@@ -280,17 +279,6 @@ func TestBadInputTable(t *testing.T) {
 			lockStillWorks(t, e)
 		})
 	}
-}
-
-// callSafely turns a panic into a test failure.
-func callSafely(t *testing.T, call func() error) (err error) {
-	t.Helper()
-	defer func() {
-		if r := recover(); r != nil {
-			t.Fatalf("panicked: %v", r)
-		}
-	}()
-	return call()
 }
 
 // foreignRelease has holder take the lock and l try to release it: l's

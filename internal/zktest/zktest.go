@@ -195,3 +195,22 @@ func ReportRequests(b *testing.B, fn func()) {
 	reqs := after.PacketsReceived - before.PacketsReceived - int64(c.Size())
 	b.ReportMetric(float64(reqs)/float64(b.N), "reqs/op")
 }
+
+// Cancelled returns a context that is already cancelled.
+func Cancelled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// NoPanic runs call and returns its error, failing the test if it panics:
+// bad input must get an error value, never a panic.
+func NoPanic(t testing.TB, call func() error) (err error) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("panicked: %v", r)
+		}
+	}()
+	return call()
+}
