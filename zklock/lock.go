@@ -277,7 +277,7 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (bool, error) {
 		case err == nil:
 			if !l.install(h) {
 				// Closed while we queued: give the node back.
-				_ = l.release(context.WithoutCancel(ctx), h)
+				_ = l.release(h)
 				return false, ErrClosed
 			}
 			return true, nil
@@ -681,11 +681,12 @@ func (l *Lock) onState(st State) {
 	}
 }
 
-// dropNode deletes a hold's node once, in the background.
+// dropNode deletes a lost hold's node once, through the same pending
+// delete as a release, so that the session's next create queues behind it.
 func (l *Lock) dropNode(h *hold) {
 	h.dropOnce.Do(func() {
 		if !l.s.isClosed() {
-			l.s.deleteInBackground(h.node)
+			l.s.queueDelete(l.path, h.node)
 		}
 	})
 }
@@ -696,9 +697,8 @@ func (l *Lock) dropNode(h *hold) {
 // acquisition's create; either way the session's next create queues behind
 // it. Another process sees the lock free once the server has applied the
 // delete, so a TryAcquire that races a Release from elsewhere can still
-// fail. A delete that meets a
-// connection loss is retried in the background until the node is gone or
-// the session ends. Releasing a lost hold returns an error wrapping
+// fail. A delete that meets a connection loss is retried in the background
+// until the node is gone or the session ends. Releasing a lost hold returns an error wrapping
 // ErrLockLost and its cause; releasing without a hold returns ErrNotHeld.
 func (l *Lock) Release(ctx context.Context) error {
 	if err := l.begin(ctx); err != nil {
@@ -712,10 +712,10 @@ func (l *Lock) Release(ctx context.Context) error {
 	if h == nil {
 		return ErrNotHeld
 	}
-	return l.release(ctx, h)
+	return l.release(h)
 }
 
-func (l *Lock) release(ctx context.Context, h *hold) error {
+func (l *Lock) release(h *hold) error {
 	h.released.Store(true)
 	if h.isLost() {
 		l.dropNode(h)
@@ -791,7 +791,7 @@ func (l *Lock) Close() error {
 	l.mu.Unlock()
 	l.unsub()
 	if h != nil {
-		_ = l.release(context.Background(), h)
+		_ = l.release(h)
 	}
 	return nil
 }
