@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -199,7 +200,7 @@ func (h *holdThrough) wait(ctx context.Context, w *worker, held context.Context,
 // it ended as a loss with the given cause, before any other session
 // acquired the lock (after faultAt), and that the next holder's token is
 // greater.
-func (c *crew) lost(h *holdThrough, faultAt time.Time, cause error) lostHold {
+func (c *crew) lost(h *holdThrough, faultAt time.Time, causes ...error) lostHold {
 	c.t.Helper()
 	var r lostHold
 	select {
@@ -210,8 +211,8 @@ func (c *crew) lost(h *holdThrough, faultAt time.Time, cause error) lostHold {
 	if r.at.IsZero() {
 		c.t.Fatalf("%s's held context was never cancelled", r.who)
 	}
-	if !errors.Is(r.cause, tier.ErrLockLost) || !errors.Is(r.cause, cause) {
-		c.t.Errorf("%s's hold ended with cause %v, want ErrLockLost (%v)", r.who, r.cause, cause)
+	if !errors.Is(r.cause, tier.ErrLockLost) || !slices.ContainsFunc(causes, func(c error) bool { return errors.Is(r.cause, c) }) {
+		c.t.Errorf("%s's hold ended with cause %v, want ErrLockLost (one of %v)", r.who, r.cause, causes)
 	}
 	var next enterRecord
 	eventually(c.t, livenessBound, "another session acquiring after the fault", func() bool {
@@ -401,7 +402,7 @@ func TestFaultRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted := time.Now()
-	c.lost(h, killed, zklock.ErrDisconnected)
+	c.lost(h, killed, zklock.ErrDisconnected, zklock.ErrLeaseExpired)
 	c.progressSince(restarted, livenessBound, "after the restart")
 	c.finish(servers)
 }
@@ -436,7 +437,7 @@ func TestFaultLeader(t *testing.T) {
 	if err := zc.Kill(leader); err != nil {
 		t.Fatal(err)
 	}
-	c.lost(h, killed, zklock.ErrDisconnected)
+	c.lost(h, killed, zklock.ErrDisconnected, zklock.ErrLeaseExpired)
 	c.progressSince(killed, livenessBound, fmt.Sprintf("after killing leader %d", leader))
 	eventually(t, livenessBound, "a new leader", func() bool {
 		l, err := zc.Leader(context.Background())
@@ -486,7 +487,7 @@ func TestFaultExpire(t *testing.T) {
 	// the paused session.
 	func() {
 		defer px.Resume()
-		c.lost(h, pausedAt, zklock.ErrDisconnected)
+		c.lost(h, pausedAt, zklock.ErrDisconnected, zklock.ErrLeaseExpired)
 	}()
 	resumed := time.Now()
 	c.progressSince(resumed, livenessBound, "after the traffic resumed")
@@ -539,7 +540,7 @@ func TestFaultDrop(t *testing.T) {
 	h := c.holdThroughFault(0)
 	droppedAt := time.Now()
 	proxies[0].DropAll()
-	c.lost(h, droppedAt, zklock.ErrDisconnected)
+	c.lost(h, droppedAt, zklock.ErrDisconnected, zklock.ErrLeaseExpired)
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 6))
 	ctx := ctxT(t, 60*time.Second)

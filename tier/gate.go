@@ -105,9 +105,23 @@ func (g *gate) leave() {
 	g.queue[0] = nil
 	g.queue = g.queue[1:]
 	g.waiting.Add(-1)
+	if testHookHandover != nil {
+		testHookHandover()
+	}
+	// The state stays held: ownership passes to next. The close must happen
+	// before mu is released. A waiter whose context ends takes mu to leave
+	// the queue; holding mu here, we make it see either its channel closed
+	// (it owns the gate and passes it on) or itself still queued (it leaves,
+	// and we hand the gate to someone else). Closing after the unlock lets
+	// it see neither: it would return its context's error while the close
+	// reaches nobody, leaving the gate held by no goroutine, forever.
+	close(next)
 	g.mu.Unlock()
-	close(next) // the state stays held: ownership passes to next
 }
+
+// testHookHandover, when set by a test, runs in leave after the first
+// waiter was chosen and before the gate is handed to it.
+var testHookHandover func()
 
 // waiters reports how many goroutines are queued in enter.
 func (g *gate) waiters() int32 { return g.waiting.Load() }

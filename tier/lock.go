@@ -28,8 +28,12 @@ type Lock struct {
 	zkHeld   bool      // the node is ours (kept across hand-offs)
 	zkSince  time.Time // when it was acquired
 	handoffs int       // consecutive hand-offs on this node
-	lossStop chan struct{}
-	watchers sync.WaitGroup
+	zkNode   string    // the node's path
+	zkToken  int64     // its fencing token
+
+	obsMu     sync.Mutex // orders loss notifications against Close
+	obsClosed bool
+	notifying sync.WaitGroup // loss notifications to the observer
 
 	// Registry bookkeeping (reg == nil for a lock made by New).
 	reg   *Registry
@@ -43,6 +47,8 @@ type hold struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	start  time.Time
+	node   string // the ZooKeeper node this hold rides on
+	token  int64  // its fencing token, fixed for the hold's life
 }
 
 type holdKey struct{ l *Lock }
@@ -57,11 +63,14 @@ func New(s *zklock.Session, path string, opts ...Option) (*Lock, error) {
 }
 
 func newLock(s *zklock.Session, path string, cfg config) (*Lock, error) {
-	zl, err := zklock.New(s, path, cfg.zkOpts...)
+	l := &Lock{g: newGate(), cfg: cfg, log: cfg.logger.With("lock", path), done: make(chan struct{})}
+	opts := append(cfg.zkOpts[:len(cfg.zkOpts):len(cfg.zkOpts)], zklock.WithLossHandler(l.onZKLost))
+	zl, err := zklock.New(s, path, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &Lock{zk: zl, g: newGate(), cfg: cfg, log: cfg.logger.With("lock", path), done: make(chan struct{})}, nil
+	l.zk = zl
+	return l, nil
 }
 
 // Path returns the ZooKeeper path of the lock.
@@ -79,7 +88,7 @@ func (l *Lock) resolve(ctx context.Context) (*Lock, *hold) {
 	if h := l.holdOf(ctx); h != nil || !l.retired() {
 		return l, h
 	}
-	if nl := l.reg.lookup(l.key); nl != nil {
+	if nl := l.reg.find(l.key); nl != nil {
 		return nl, nl.holdOf(ctx)
 	}
 	return l, nil
@@ -186,13 +195,16 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 			return nil, false, err
 		}
 		l.zkHeld, l.zkSince, l.handoffs = true, time.Now(), 0
-		l.watchLoss()
+		l.zkNode, l.zkToken = l.zk.Node(), l.zk.Token()
 	}
-	h := &hold{start: time.Now()}
+	h := &hold{start: time.Now(), node: l.zkNode, token: l.zkToken}
 	h.count.Store(1)
 	h.ctx, h.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), holdKey{l}, h))
 	l.current.Store(h)
-	// A loss that came before the hold was current is applied here.
+	// A loss that came before the hold was current (onZKLost found another
+	// hold, or none) is applied here: onZKLost runs after Lost is closed,
+	// and we look at Lost after publishing h, so one of the two sees the
+	// other.
 	select {
 	case <-l.zk.Lost():
 		h.cancel(l.lossCause())
@@ -209,32 +221,34 @@ func (l *Lock) lossCause() error {
 	return ErrLockLost
 }
 
-// watchLoss starts the goroutine that cancels the current hold's context
-// when the ZooKeeper hold is lost; one per node, not per local holder.
-func (l *Lock) watchLoss() {
-	stop := make(chan struct{})
-	l.lossStop = stop
-	lost := l.zk.Lost()
-	l.watchers.Add(1)
+// onZKLost is zklock's loss handler: it runs at the moment the ZooKeeper
+// hold is found lost, possibly on go-zookeeper's event goroutine, and
+// cancels the held context of the hold riding on that node, so that work
+// under the lock sees ctx.Done() with no goroutine hop in between. A hold
+// on another node (a later acquisition) is left alone. The observer, user
+// code, is told from a goroutine of its own.
+func (l *Lock) onZKLost(node string, cause error) {
+	err := fmt.Errorf("%w: %w", ErrLockLost, cause)
+	if h := l.current.Load(); h != nil && h.node == node {
+		h.cancel(err)
+	}
+	if l.cfg.observer == nil {
+		return
+	}
+	l.obsMu.Lock()
+	defer l.obsMu.Unlock()
+	if l.obsClosed {
+		return
+	}
+	l.notifying.Add(1)
 	go func() {
-		defer l.watchers.Done()
-		select {
-		case <-lost:
-			err := l.lossCause()
-			if h := l.current.Load(); h != nil {
-				h.cancel(err)
-			}
-			l.log.Warn("lock lost", "err", err)
-			l.observe(Event{Kind: Lost, Err: err})
-		case <-stop:
-		case <-l.done:
-		}
+		defer l.notifying.Done()
+		l.observe(Event{Kind: Lost, Err: err})
 	}()
 }
 
 // dropZK gives up the node (gate holder only) and returns Release's error.
 func (l *Lock) dropZK() error {
-	close(l.lossStop)
 	l.zkHeld = false
 	return l.zk.Release(context.Background())
 }
@@ -341,7 +355,7 @@ func (l *Lock) Token(held context.Context) (int64, error) {
 		}
 		return 0, ErrNotHolder
 	}
-	return l.zk.Token(), nil
+	return h.token, nil
 }
 
 // HoldCount reports how many times the hold ctx carries has been acquired
@@ -371,7 +385,10 @@ func (l *Lock) Close() error {
 		h.cancel(ErrClosed)
 	}
 	err := l.zk.Close()
-	l.watchers.Wait()
+	l.obsMu.Lock()
+	l.obsClosed = true
+	l.obsMu.Unlock()
+	l.notifying.Wait()
 	return err
 }
 

@@ -3,7 +3,6 @@ package tier
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/tierlock/tierlock/zklock"
@@ -13,20 +12,28 @@ import (
 // until the lock is held, retrying failed attempts (a lost connection,
 // say) with back-off; Unlock releases it.
 //
+// The sync.Locker interface has no way to say that a hold was lost, so the
+// adapter adds one: Context returns the held context of the current hold,
+// which is cancelled when the hold is lost (context.Cause wraps
+// ErrLockLost), and Err reports the loss. Code under the lock should watch
+// Context().Done() as it would a held context from Acquire; code that
+// cannot is no safer than the interface allows.
+//
 // The adapter is not reentrant: a goroutine that calls Lock twice without
-// Unlock deadlocks, as with sync.Mutex. It cannot report errors: Unlock
-// without Lock, or of a hold that was lost, is logged and otherwise
-// ignored, and Lock on a closed lock or session panics (there is no lock
-// to return with). Use Acquire and Release for reentrancy, cancellation,
-// error values and the lost-lock context.
-func (l *Lock) Locker() sync.Locker { return &locker{l: l} }
+// Unlock deadlocks, as with sync.Mutex. Unlock without Lock, or of a hold
+// that was lost, is logged and otherwise ignored, and Lock on a closed lock
+// or session panics (there is no lock to return with). Use Acquire and
+// Release for reentrancy, cancellation and error values.
+func (l *Lock) Locker() *Locker { return &Locker{l: l} }
 
-type locker struct {
+// Locker is the sync.Locker adapter of a Lock; see Lock.Locker.
+type Locker struct {
 	l    *Lock
 	held context.Context // written and read only by the holder
 }
 
-func (k *locker) Lock() {
+// Lock blocks until the lock is held.
+func (k *Locker) Lock() {
 	wait := 10 * time.Millisecond
 	for {
 		held, err := k.l.Acquire(context.Background())
@@ -43,7 +50,8 @@ func (k *locker) Lock() {
 	}
 }
 
-func (k *locker) Unlock() {
+// Unlock releases the lock.
+func (k *Locker) Unlock() {
 	held := k.held
 	if held == nil {
 		k.l.log.Error("Locker.Unlock of an unlocked lock")
@@ -54,3 +62,32 @@ func (k *locker) Unlock() {
 		k.l.log.Error("Locker.Unlock", "err", err)
 	}
 }
+
+// Context returns the held context of the current hold, cancelled when the
+// hold is lost or released; outside a hold it returns an already cancelled
+// context. Call it from the goroutine that called Lock.
+func (k *Locker) Context() context.Context {
+	if k.held == nil {
+		return cancelledCtx
+	}
+	return k.held
+}
+
+// Err returns nil while the current hold is valid, an error wrapping
+// ErrLockLost once it was lost, and ErrNotHolder outside a hold. Call it
+// from the goroutine that called Lock.
+func (k *Locker) Err() error {
+	if k.held == nil {
+		return ErrNotHolder
+	}
+	if k.held.Err() != nil {
+		return context.Cause(k.held)
+	}
+	return nil
+}
+
+var cancelledCtx = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrNotHolder)
+	return ctx
+}()

@@ -23,6 +23,10 @@ type Registry struct {
 	mu     sync.Mutex
 	locks  map[string]*Lock
 	closed bool
+	// sweepAt is the map size at which Obtain drops every lock nobody is
+	// acquiring or holding (obtained and never acquired, say), so that
+	// memory stays bounded for any sequence of calls.
+	sweepAt int
 }
 
 // NewRegistry returns a registry of locks at root/<key> on session s. The
@@ -38,7 +42,7 @@ func NewRegistry(s *zklock.Session, root string, opts ...Option) (*Registry, err
 	if err != nil {
 		return nil, err
 	}
-	return &Registry{s: s, root: root, cfg: cfg, locks: make(map[string]*Lock)}, nil
+	return &Registry{s: s, root: root, cfg: cfg, locks: make(map[string]*Lock), sweepAt: 64}, nil
 }
 
 // Obtain returns the lock for key, which must be a single path segment.
@@ -57,6 +61,9 @@ func (r *Registry) Obtain(key string) (*Lock, error) {
 	if l := r.locks[key]; l != nil {
 		return l, nil
 	}
+	if len(r.locks) >= r.sweepAt {
+		r.sweepLocked()
+	}
 	l, err := newLock(r.s, r.root+"/"+key, r.cfg)
 	if err != nil {
 		return nil, err
@@ -64,6 +71,27 @@ func (r *Registry) Obtain(key string) (*Lock, error) {
 	l.reg, l.key = r, key
 	r.locks[key] = l
 	return l, nil
+}
+
+// sweepLocked retires every idle lock and sets the next sweep at twice the
+// locks left, so that sweeping costs O(1) per Obtain. r.mu is held. A
+// retired lock that a caller still has forwards its calls to the
+// registry's current lock for the key.
+func (r *Registry) sweepLocked() {
+	for key, l := range r.locks {
+		if l.users.CompareAndSwap(0, retiredMark) {
+			delete(r.locks, key)
+			_ = l.Close() // idle: nothing to wait for
+		}
+	}
+	r.sweepAt = 2*len(r.locks) + 64
+}
+
+// find returns the current lock for key without creating one, or nil.
+func (r *Registry) find(key string) *Lock {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.locks[key]
 }
 
 // lookup returns the current lock for key, creating it if needed; nil when

@@ -38,3 +38,11 @@ var (
 
 // ErrNilContext reports a nil context.Context argument.
 var ErrNilContext = errors.New("zklock: nil context")
+
+// ErrLeaseExpired is the cause of a loss when the session could not be
+// confirmed with the ensemble's leader in time: the server may be about to
+// expire the session, or may have done so already, while the connection
+// looks healthy (a follower cut off from the leader, a partition that lets
+// only the server's traffic through, a blocked write). See
+// WithLossOnExpiryOnly for the bounds.
+var ErrLeaseExpired = errors.New("zklock: session not confirmed with the leader in time")

@@ -2,13 +2,12 @@ package zklock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -49,12 +48,11 @@ func (s State) String() string {
 }
 
 type sessionConfig struct {
-	timeout        time.Duration
-	logger         *slog.Logger
-	expiryOnly     bool
-	listener       func(State)
-	maxRetryWait   time.Duration
-	connectTimeout time.Duration
+	timeout      time.Duration
+	logger       *slog.Logger
+	expiryOnly   bool
+	listener     func(State)
+	maxRetryWait time.Duration
 }
 
 // SessionOption configures Connect and NewSession.
@@ -63,6 +61,8 @@ type SessionOption func(*sessionConfig)
 // WithSessionTimeout sets the session timeout asked of the server (default
 // 10s; the server bounds it between 2 and 20 ticks unless configured
 // otherwise). A crashed holder's lock passes on after about this long.
+// Under NewSession, pass the timeout given to zk.Connect: the loss bounds
+// are derived from it (see NewSession).
 func WithSessionTimeout(d time.Duration) SessionOption {
 	return func(c *sessionConfig) { c.timeout = d }
 }
@@ -73,18 +73,25 @@ func WithLogger(l *slog.Logger) SessionOption {
 	return func(c *sessionConfig) { c.logger = l }
 }
 
-// WithLossOnExpiryOnly keeps holds through disconnections and reports loss
-// only when the session expires (or the node is deleted). This trades
-// safety for availability: while disconnected the server may already have
-// expired the session and granted the lock to another process, and the
-// holder learns of it only when it reconnects. Use it only together with
-// fencing tokens. The default ends every hold on a disconnection.
+// WithLossOnExpiryOnly keeps holds through disconnections and through
+// short failures to reach the ensemble's leader. A hold then ends when the
+// session expires, when its node is deleted, or when no round trip through
+// the leader has succeeded for three quarters of the session timeout (a
+// local timer, as Curator's session connection-state policy has): the
+// server may have expired the session by then. The price is a bounded
+// overlap: another process may be granted the lock up to an eighth of the
+// session timeout before this holder is told (the argument is in lease.go).
+// Use it only together with fencing tokens. The default ends every hold on
+// a disconnection, and when the leader has not been reached for a quarter
+// of the session timeout, before any other process can be granted the lock.
 func WithLossOnExpiryOnly() SessionOption {
 	return func(c *sessionConfig) { c.expiryOnly = true }
 }
 
-// WithStateListener calls fn, from the session's event goroutine, on every
-// state change. fn must not block.
+// WithStateListener calls fn on every state change, in order, from a
+// goroutine of the session's that does nothing else: a slow fn delays only
+// later calls of fn, never the detection of a loss. fn should return
+// promptly all the same.
 func WithStateListener(fn func(State)) SessionOption {
 	return func(c *sessionConfig) { c.listener = fn }
 }
@@ -96,11 +103,18 @@ func WithMaxRetryInterval(d time.Duration) SessionOption {
 }
 
 // Session is one client's connection to ZooKeeper, shared by all its locks,
-// like etcd's concurrency.Session. It owns the single reader of the
-// connection's event channel and tells every lock on it when the
-// connection drops, the session expires, or a session is established again.
-// A Session outlives an expiry: go-zookeeper reconnects with a new session
-// and the session's locks work again.
+// like etcd's concurrency.Session. It tracks the ZooKeeper session's state
+// and the holds of its locks, and ends those holds when the connection
+// drops, the session expires or is replaced, or the session can no longer
+// be confirmed with the ensemble's leader (see lease.go). A Session
+// outlives an expiry: go-zookeeper reconnects with a new session and the
+// session's locks work again.
+//
+// State comes from a source that never drops an event: go-zookeeper's
+// event callback, which it calls synchronously for every event (under
+// Connect), or polling Conn.State and Conn.SessionID (under NewSession).
+// Its event channel, which drops events once six are unread, is not relied
+// on.
 type Session struct {
 	conn     *zk.Conn
 	tap      *wireTap // nil when the connection is the caller's: no pipelining
@@ -110,25 +124,26 @@ type Session struct {
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
-	bg     sync.WaitGroup // event loop, watchers, guaranteed deletes
+	// hardStop is closed by Close when it closes a connection of its own:
+	// the server then ends the session, and with it every node, so guaranteed
+	// deletes can stop. Under NewSession they go on until done.
+	hardStop chan struct{}
+	bg       sync.WaitGroup // goroutines of the session and its locks
+
+	zc atomic.Pointer[zk.Conn] // conn, once zk.Connect has returned it
 
 	mu        sync.Mutex
 	state     State
 	sessionID int64
 	ready     chan struct{} // closed on the first session
-	listeners map[int]func(State)
-	nextID    int
+	changed   chan struct{} // closed and replaced on every state change
 	closed    bool
+	holds     map[*hold]struct{} // valid holds of this session's locks
+	waiting   int                // acquisitions with a node queued
+	lease     lease              // see lease.go
 
-	pendMu  sync.Mutex
-	pending map[string]*pendingDelete // by lock path
-}
-
-// pendingDelete is the node of a release whose delete is not on the wire
-// yet (sent == nil), or is being sent (sent closes once it is).
-type pendingDelete struct {
-	node string
-	sent chan struct{}
+	notes notifier // state changes for cfg.listener
+	pipe  pipeline // see pipeline.go
 }
 
 func buildConfig(opts []SessionOption) (sessionConfig, error) {
@@ -160,15 +175,19 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	if err != nil {
 		return nil, err
 	}
-	tap := &wireTap{}
-	conn, events, err := zk.Connect(servers, cfg.timeout,
-		zk.WithDialer(tap.dialer()),
+	s := newSession(&wireTap{}, true, cfg)
+	conn, _, err := zk.Connect(servers, cfg.timeout,
+		zk.WithDialer(s.tap.dialer()),
+		zk.WithEventCallback(s.onEvent),
 		zk.WithLogger(zkLogger{cfg.logger}),
 		zk.WithLogInfo(false))
 	if err != nil {
+		s.stop()
 		return nil, fmt.Errorf("zklock: connect: %w", err)
 	}
-	s := newSession(conn, events, tap, true, cfg)
+	s.start(conn)
+	// Events that came before conn was known were ignored: catch up.
+	s.observe(conn.State())
 	select {
 	case <-s.ready:
 		return s, nil
@@ -178,121 +197,247 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	}
 }
 
-// NewSession wraps a connection the caller already has. The session becomes
-// the only reader of events, the channel zk.Connect returned with conn; Close
-// leaves conn open. Requests on such a session are not pipelined (that needs
-// the dialer Connect installs), so each acquisition waits for its create.
+// NewSession wraps a connection the caller already has; Close leaves conn
+// open. Since the callback that go-zookeeper calls for every event can only
+// be installed by zk.Connect, such a session learns its state by polling
+// conn.State and conn.SessionID every few milliseconds, and by reading
+// events, which may be nil (it then must not be read by anyone else: the
+// session drains it). Two limits follow, so prefer Connect: requests are
+// not pipelined (that needs the dialer Connect installs), and the session
+// cannot learn the timeout the server negotiated, so the loss bounds are
+// derived from WithSessionTimeout, which must not exceed the timeout the
+// server grants.
 func NewSession(conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*Session, error) {
-	if conn == nil || events == nil {
-		return nil, fmt.Errorf("%w: connection and its event channel are required", ErrNilSession)
+	if conn == nil {
+		return nil, fmt.Errorf("%w: a connection is required", ErrNilSession)
 	}
 	cfg, err := buildConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	s := newSession(conn, events, nil, false, cfg)
-	if conn.State() == zk.StateHasSession {
-		s.setState(StateConnected)
-	}
+	s := newSession(nil, false, cfg)
+	s.start(conn)
+	s.observe(conn.State())
+	s.goBackground(func() { s.poll(events) })
 	return s, nil
 }
 
-func newSession(conn *zk.Conn, events <-chan zk.Event, tap *wireTap, owns bool, cfg sessionConfig) *Session {
+func newSession(tap *wireTap, owns bool, cfg sessionConfig) *Session {
 	s := &Session{
-		conn: conn, tap: tap, ownsConn: owns, cfg: cfg,
-		log:       cfg.logger.With("component", "zklock"),
-		ready:     make(chan struct{}),
-		listeners: make(map[int]func(State)),
-		pending:   make(map[string]*pendingDelete),
+		tap: tap, ownsConn: owns, cfg: cfg,
+		log:      cfg.logger.With("component", "zklock"),
+		hardStop: make(chan struct{}),
+		ready:    make(chan struct{}),
+		changed:  make(chan struct{}),
+		holds:    make(map[*hold]struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.bg.Add(1)
-	go s.readEvents(events)
+	s.notes.init(cfg.listener)
+	s.pipe.init(s)
+	s.lease.init(s)
 	return s
 }
 
-func (s *Session) readEvents(events <-chan zk.Event) {
-	defer s.bg.Done()
+// start records conn and starts the session's goroutines.
+func (s *Session) start(conn *zk.Conn) {
+	s.conn = conn
+	s.zc.Store(conn)
+	if s.cfg.listener != nil {
+		s.goBackground(s.notes.run)
+	}
+	s.goBackground(s.lease.renew)
+}
+
+// stop ends a session whose connection never came up.
+func (s *Session) stop() {
+	s.cancel()
+	s.notes.close()
+	s.bg.Wait()
+}
+
+// onEvent is go-zookeeper's event callback. go-zookeeper calls it
+// synchronously, for every event, from the connection's own goroutines,
+// sometimes while holding its locks: it must not block, nor make requests;
+// it may read Conn.State and Conn.SessionID. It does only what tracking
+// the state needs; user code (the state listener) runs elsewhere.
+func (s *Session) onEvent(ev zk.Event) {
+	switch ev.Type {
+	case zk.EventSession:
+		s.observe(ev.State)
+	case zk.EventNotWatching:
+		// Sent for each watched path when the session expired: a holder
+		// whose own-node watch is gone can no longer see its node deleted.
+		s.notWatching(ev.Path)
+	}
+}
+
+// poll feeds observe under NewSession, from events and from the
+// connection's state, read often enough that a short disconnection or a
+// session change is seen even when the channel dropped its event.
+func (s *Session) poll(events <-chan zk.Event) {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
 	for {
 		select {
 		case ev, ok := <-events:
 			if !ok {
-				s.setState(StateClosed)
-				s.cancel()
-				return
-			}
-			if ev.Type != zk.EventSession {
+				events = nil
+				s.closeState()
 				continue
 			}
-			switch ev.State {
-			case zk.StateHasSession:
-				s.setState(StateConnected)
-			case zk.StateDisconnected:
-				s.setState(StateDisconnected)
-			case zk.StateExpired:
-				s.setState(StateExpired)
-			}
+			s.onEvent(ev)
+		case <-t.C:
+			s.observe(s.conn.State())
 		case <-s.ctx.Done():
 			return
 		}
 	}
 }
 
-func (s *Session) setState(st State) {
+// observe applies a connection state reported by go-zookeeper. A holder
+// must hear of a possible loss as soon as the client knows of it, so the
+// holds are ended here, synchronously.
+func (s *Session) observe(zs zk.State) {
+	conn := s.zc.Load()
+	if conn == nil {
+		return // Connect has not returned yet; it calls observe then
+	}
+	id := conn.SessionID()
 	s.mu.Lock()
-	prev := s.state
-	if prev == StateClosed || (prev == st && st != StateConnected) {
+	if s.closed {
 		s.mu.Unlock()
 		return
 	}
-	// A disconnection matters only to a live session; after an expiry the
-	// next interesting event is the new session.
-	if st == StateDisconnected && prev != StateConnected {
+	var st State
+	var lost []*hold
+	var cause error
+	switch zs {
+	case zk.StateHasSession:
+		if id == 0 {
+			s.mu.Unlock()
+			return
+		}
+		if s.sessionID != 0 && id != s.sessionID {
+			// A new session: the old one is over, and its nodes with it,
+			// whatever events we saw or missed in between.
+			lost, cause = s.takeHolds(), ErrSessionExpired
+			s.lease.reset()
+		}
+		s.sessionID = id
+		st = StateConnected
+	case zk.StateDisconnected, zk.StateConnecting, zk.StateConnected:
+		// Connecting and Connected are TCP states: no session on them yet.
+		if s.state != StateConnected {
+			s.mu.Unlock()
+			return
+		}
+		st = StateDisconnected
+		if !s.cfg.expiryOnly {
+			lost, cause = s.takeHolds(), ErrDisconnected
+		}
+	case zk.StateExpired:
+		st = StateExpired
+		lost, cause = s.takeHolds(), ErrSessionExpired
+		s.lease.reset()
+	default:
 		s.mu.Unlock()
 		return
 	}
-	id := s.conn.SessionID()
-	if st == StateConnected && prev == StateConnected && id == s.sessionID {
-		s.mu.Unlock()
+	s.setStateLocked(st, id)
+	s.mu.Unlock()
+	for _, h := range lost {
+		h.lose(cause)
+	}
+}
+
+// setStateLocked records st and tells whoever waits on a change.
+func (s *Session) setStateLocked(st State, id int64) {
+	if st == s.state {
 		return
 	}
 	s.state = st
+	close(s.changed)
+	s.changed = make(chan struct{})
 	if st == StateConnected {
-		s.sessionID = id
 		select {
 		case <-s.ready:
 		default:
 			close(s.ready)
 		}
 	}
-	fns := make([]func(State), 0, len(s.listeners)+1)
-	for _, fn := range s.listeners {
-		fns = append(fns, fn)
-	}
-	s.mu.Unlock()
-
+	s.notes.push(st)
 	s.log.Info("zookeeper session state", "state", st, "session", fmt.Sprintf("0x%x", id))
-	if s.cfg.listener != nil {
-		fns = append(fns, s.cfg.listener)
+}
+
+// closeState moves the session to StateClosed and ends every hold.
+func (s *Session) closeState() {
+	s.mu.Lock()
+	if s.state == StateClosed {
+		s.mu.Unlock()
+		return
 	}
-	for _, fn := range fns {
-		fn(st)
+	lost := s.takeHolds()
+	s.setStateLocked(StateClosed, s.sessionID)
+	s.mu.Unlock()
+	for _, h := range lost {
+		h.lose(ErrSessionClosed)
 	}
 }
 
-// subscribe registers fn for state changes and returns the function that
-// removes it.
-func (s *Session) subscribe(fn func(State)) (unsubscribe func()) {
+// notWatching ends the hold whose own-node watch on path was dropped.
+func (s *Session) notWatching(path string) {
+	s.mu.Lock()
+	var lost *hold
+	for h := range s.holds {
+		if h.node == path {
+			lost = h
+			delete(s.holds, h)
+			break
+		}
+	}
+	s.mu.Unlock()
+	if lost != nil {
+		lost.lose(ErrSessionExpired)
+	}
+}
+
+// takeHolds empties the set of valid holds and returns them. s.mu is held.
+func (s *Session) takeHolds() []*hold {
+	if len(s.holds) == 0 {
+		return nil
+	}
+	hs := make([]*hold, 0, len(s.holds))
+	for h := range s.holds {
+		hs = append(hs, h)
+	}
+	clear(s.holds)
+	return hs
+}
+
+// forget removes h from the valid holds (released, or lost by its own
+// watch).
+func (s *Session) forget(h *hold) {
+	s.mu.Lock()
+	delete(s.holds, h)
+	s.mu.Unlock()
+}
+
+// queued counts an acquisition that has (or is creating) a node, so that
+// the lease is kept fresh for its grant.
+func (s *Session) queued(delta int) {
+	s.mu.Lock()
+	s.waiting += delta
+	s.mu.Unlock()
+	if delta > 0 {
+		s.lease.wake()
+	}
+}
+
+// stateChanged returns a channel closed at the next state change.
+func (s *Session) stateChanged() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := s.nextID
-	s.nextID++
-	s.listeners[id] = fn
-	return func() {
-		s.mu.Lock()
-		delete(s.listeners, id)
-		s.mu.Unlock()
-	}
+	return s.changed
 }
 
 // State reports the session's current state.
@@ -318,16 +463,38 @@ func (s *Session) SessionID() int64 {
 
 // Conn returns the underlying go-zookeeper connection, for reads and for
 // requests this package does not make.
-func (s *Session) Conn() *zk.Conn { return s.conn }
+func (s *Session) Conn() *zk.Conn {
+	if s == nil {
+		return nil
+	}
+	return s.conn
+}
 
-// Done is closed when the session is closed (by Close, or by its owner
-// closing the wrapped connection).
-func (s *Session) Done() <-chan struct{} { return s.ctx.Done() }
+// Done is closed when the session is closed.
+func (s *Session) Done() <-chan struct{} {
+	if s == nil {
+		return closedChan
+	}
+	return s.ctx.Done()
+}
 
-// Close ends the session: locks on it report ErrSessionClosed, a
-// connection made by Connect is closed (the server then deletes the
-// session's ephemeral nodes at once), and background work stops. Close is
-// idempotent.
+// timeout is the session timeout the loss bounds derive from: the one the
+// server negotiated when known, else the one asked for.
+func (s *Session) timeout() time.Duration {
+	if s.tap != nil {
+		if ms := s.tap.timeoutMs.Load(); ms > 0 {
+			return min(time.Duration(ms)*time.Millisecond, s.cfg.timeout)
+		}
+	}
+	return s.cfg.timeout
+}
+
+// Close ends the session: every hold on it ends (ErrSessionClosed), locks
+// on it report ErrSessionClosed, and background work stops. A connection
+// made by Connect is closed, and the server deletes the session's
+// ephemeral nodes at once. Under NewSession the caller's connection stays
+// open, so Close waits until the deletes of released nodes are done (or
+// their session is over; see deleteGuaranteed). Close is idempotent.
 func (s *Session) Close() error {
 	if s == nil {
 		return ErrNilSession
@@ -337,22 +504,38 @@ func (s *Session) Close() error {
 		s.mu.Unlock()
 		return nil
 	}
+	s.mu.Unlock()
+	s.closeState()
+	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	s.setState(StateClosed)
 	s.cancel()
+	s.lease.stop()
+	s.notes.close()
 	if s.ownsConn {
+		close(s.hardStop)
 		s.conn.Close()
-		// Every goroutine of ours is blocked at most on a request the closed
-		// connection fails, or on s.ctx: wait for them.
-		s.bg.Wait()
 	}
+	// Every goroutine of ours ends on s.ctx, on hardStop, or on a request
+	// that completes (the closed connection fails it at once), except the
+	// guaranteed deletes under NewSession, which end when their node or
+	// session is gone.
+	s.bg.Wait()
 	return nil
 }
 
 func (s *Session) isClosed() bool {
 	select {
 	case <-s.ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Session) hardStopped() bool {
+	select {
+	case <-s.hardStop:
 		return true
 	default:
 		return false
@@ -368,81 +551,6 @@ func (s *Session) goBackground(fn func()) {
 	}()
 }
 
-// transient reports errors worth retrying: the request may not have reached
-// the server, or a new session is coming.
-func transient(err error) bool {
-	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrSessionExpired) ||
-		errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrNoServer) ||
-		errors.Is(err, errParentsMade)
-}
-
-// retry runs op until it succeeds, fails with a non-transient error, ctx
-// ends or the session closes, backing off exponentially between attempts.
-func (s *Session) retry(ctx context.Context, op func() error) error {
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	unlink := context.AfterFunc(s.ctx, stop)
-	defer unlink()
-	b := backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(10*time.Millisecond),
-		backoff.WithMaxInterval(s.cfg.maxRetryWait),
-		backoff.WithMaxElapsedTime(0))
-	err := backoff.Retry(func() error {
-		err := op()
-		if err != nil && !transient(err) {
-			return backoff.Permanent(err)
-		}
-		return err
-	}, backoff.WithContext(b, ctx))
-	if err != nil && s.isClosed() {
-		return fmt.Errorf("%w: %w", ErrSessionClosed, err)
-	}
-	return err
-}
-
-// deleteInBackground deletes node, retrying through connection losses
-// until it is gone or the session ends (Curator's guaranteed delete).
-func (s *Session) deleteInBackground(node string) {
-	s.goBackground(func() { s.deleteNow(node) })
-}
-
-func (s *Session) deleteNow(node string) {
-	err := s.retry(s.ctx, func() error {
-		err := s.conn.Delete(node, -1)
-		if err == nil || errors.Is(err, zk.ErrNoNode) {
-			return nil
-		}
-		return err
-	})
-	if err != nil && !s.isClosed() {
-		s.log.Warn("lock node not deleted", "node", node, "err", err)
-	}
-}
-
-// send runs op (one request) on its own goroutine and returns once the
-// request with one of opcodes carrying key is on the wire, once op has returned, or once ctx
-// ends; the returned channel closes when op returns. Without a wire tap it
-// waits for op to return (or ctx to end).
-func (s *Session) send(ctx context.Context, key string, opcodes []int32, op func()) <-chan struct{} {
-	fin := make(chan struct{})
-	var sent <-chan struct{}
-	if s.tap != nil {
-		w := s.tap.expect(key, opcodes...)
-		defer s.tap.forget(w)
-		sent = w.sent
-	}
-	s.goBackground(func() {
-		defer close(fin)
-		op()
-	})
-	select {
-	case <-sent:
-	case <-fin:
-	case <-ctx.Done():
-	}
-	return fin
-}
-
 // zkLogger routes go-zookeeper's log lines to slog.
 type zkLogger struct{ l *slog.Logger }
 
@@ -450,58 +558,62 @@ func (z zkLogger) Printf(format string, args ...any) {
 	z.l.Debug(fmt.Sprintf(format, args...), "component", "go-zookeeper")
 }
 
-// queueDelete schedules the delete of a released or abandoned node of the
-// lock at path. The delete is handed to a new goroutine, which the runtime
-// runs after this one yields: an acquisition of the same path on this
-// session that comes first (the same goroutine acquiring again, or the
-// next local holder) takes it into its own create's multi transaction,
-// saving a log write on the server. Other processes wait at most a
-// scheduling delay longer for it. Pending deletes are kept per session and
-// path, not per Lock, so that a new Lock on the path sees them too.
-func (s *Session) queueDelete(path, node string) {
-	p := &pendingDelete{node: node}
-	s.pendMu.Lock()
-	if old := s.pending[path]; old != nil && old.sent == nil {
-		s.deleteInBackground(old.node)
-	}
-	s.pending[path] = p
-	s.pendMu.Unlock()
-	s.goBackground(func() { s.flushPending(path, p) })
+// notifier delivers state changes to the user's listener in order, from
+// its own goroutine, so that user code never runs where state is tracked.
+type notifier struct {
+	fn    func(State)
+	mu    sync.Mutex
+	queue []State
+	wake  chan struct{}
+	done  chan struct{}
 }
 
-// flushPending sends p's delete unless an acquisition took it.
-func (s *Session) flushPending(path string, p *pendingDelete) {
-	s.pendMu.Lock()
-	if s.pending[path] != p || p.sent != nil {
-		s.pendMu.Unlock()
+func (n *notifier) init(fn func(State)) {
+	n.fn, n.wake, n.done = fn, make(chan struct{}, 1), make(chan struct{})
+}
+
+func (n *notifier) push(st State) {
+	if n.fn == nil {
 		return
 	}
-	sent := make(chan struct{})
-	p.sent = sent
-	s.pendMu.Unlock()
-	s.send(s.ctx, p.node, []int32{opDelete}, func() { s.deleteNow(p.node) })
-	s.pendMu.Lock()
-	if s.pending[path] == p {
-		delete(s.pending, path)
+	n.mu.Lock()
+	n.queue = append(n.queue, st)
+	n.mu.Unlock()
+	select {
+	case n.wake <- struct{}{}:
+	default:
 	}
-	s.pendMu.Unlock()
-	close(sent)
 }
 
-// takePending returns the node whose delete an acquisition on path must
-// send in its create's transaction, or a channel to wait on while such a
-// delete is being written, so that the create queues behind it and the
-// session never has two nodes in the queue.
-func (s *Session) takePending(path string) (node string, inFlight <-chan struct{}) {
-	s.pendMu.Lock()
-	defer s.pendMu.Unlock()
-	p := s.pending[path]
-	switch {
-	case p == nil:
-		return "", nil
-	case p.sent != nil:
-		return "", p.sent
+func (n *notifier) close() {
+	select {
+	case <-n.done:
+	default:
+		close(n.done)
 	}
-	delete(s.pending, path)
-	return p.node, nil
+}
+
+func (n *notifier) run() {
+	for {
+		n.mu.Lock()
+		q := n.queue
+		n.queue = nil
+		n.mu.Unlock()
+		for _, st := range q {
+			n.fn(st)
+		}
+		select {
+		case <-n.wake:
+		case <-n.done:
+			// Deliver what came before the close (StateClosed included).
+			n.mu.Lock()
+			q := n.queue
+			n.queue = nil
+			n.mu.Unlock()
+			for _, st := range q {
+				n.fn(st)
+			}
+			return
+		}
+	}
 }

@@ -1,0 +1,28 @@
+package zklock
+
+// Test seams over the wire tap of a session made by Connect.
+
+// Request opcodes, for the hooks below.
+const (
+	OpCreate             = opCreate
+	OpDelete             = opDelete
+	OpExists       int32 = 3
+	OpGetData            = int32(4)
+	OpSync               = opSync
+	OpGetChildren2       = int32(12)
+	OpMulti              = opMulti
+)
+
+// SetWriteHook runs fn before every request s writes; a non-nil error
+// fails that write as a failed socket write would (go-zookeeper gets the
+// error, and the connection is closed). nil removes the hook.
+func SetWriteHook(s *Session, fn func(op int32, b []byte) error) {
+	if fn == nil {
+		s.tap.onWrite.Store(nil)
+		return
+	}
+	s.tap.onWrite.Store(&fn)
+}
+
+// Written reports how many requests with opcode op s has written.
+func Written(s *Session, op int32) int64 { return s.tap.written[op].Load() }

@@ -1,0 +1,234 @@
+package zklock
+
+import (
+	"time"
+)
+
+// The lease: loss before grant, whatever the fault.
+//
+// A holder must be told that it may have lost the lock before any other
+// process can be granted it. Watching the client's own connection is not
+// enough for that:
+//
+//   - A follower cut off from the leader keeps answering its clients' pings
+//     until syncLimit × tickTime, while the leader, no longer hearing of the
+//     session, expires it after the session timeout T and lets the next
+//     waiter in. Nothing bounds syncLimit × tickTime by T.
+//   - A blocked write delays go-zookeeper's disconnection to about 4/3 T
+//     (the send goroutine owns the close), and with an asymmetric
+//     partition (the server's traffic arrives, ours does not) the client
+//     never disconnects at all.
+//
+// So the session confirms itself with the leader: while any of its locks
+// has a node (queued or held), it sends a sync every T/8, and a sync is
+// answered only after a round trip through the leader, which refuses it
+// once the session has expired. Holds are trusted until B = T/4 after the
+// send time of the last sync that succeeded; when that deadline passes
+// without a newer success, every hold of the session is ended
+// (ErrLeaseExpired) and its node given up. A grant is made only while the
+// deadline lies ahead.
+//
+// Why B = T/4 is early enough. The leader expires a session T after it last
+// heard of it (rounded up to its next tick, which only delays expiry), and
+// it hears of a session through the follower's replies to its pings, sent
+// every tickTime/2 and listing the sessions the follower served since the
+// previous reply. Our client talks to its server at least every T/8 while
+// a lock has a node (these syncs). Let s be the send time of the last
+// successful sync. The sync before it, sent at s − T/8 or later (or the
+// client's pings, every T/3, earlier), reached the follower, and the link
+// from the follower to the leader carried the later sync, so it also
+// carried the ping reply after that earlier touch: the leader heard of the
+// session at s − T/8 − tickTime/2 or later, and cannot expire it before
+// s − T/8 − tickTime/2 + T. ZooKeeper grants at least two ticks per
+// session timeout, so tickTime/2 ≤ T/4, and the expiry comes after
+// s + 5T/8, while our holds end at s + T/4: three eighths of T earlier,
+// plus the time the next holder needs to see the expiry (the close of the
+// session is a write, and its watch and listing follow). The argument
+// assumes the client's monotonic clock and the servers' advance at the same
+// rate within that margin, and that this process is not paused for longer
+// than it: a process stopped by the OS or the garbage collector can
+// outlive its session without running the timer. The fencing token is the
+// answer there.
+//
+// Under WithLossOnExpiryOnly the deadline is B = 3T/4 instead: holds
+// survive disconnections and leader-less stretches shorter than that, and
+// by the argument above the next holder can be granted the lock at most
+// 3T/4 − 5T/8 = T/8 before this one is told.
+
+// lease is the deadline until which a session's holds are trusted; its
+// fields are guarded by the Session's mu.
+type lease struct {
+	s        *Session
+	deadline time.Time     // holds are valid until then
+	inflight chan struct{} // closed when the sync in flight completes; nil when none
+	lastSend time.Time     // when the last sync was sent
+	timer    *time.Timer   // fires at the deadline while holds exist
+	kick     chan struct{} // wakes the renewer
+	stopped  chan struct{} // closed by stop
+}
+
+func (le *lease) init(s *Session) {
+	le.s = s
+	le.kick = make(chan struct{}, 1)
+	le.stopped = make(chan struct{})
+}
+
+// bound is B: how long after a successful sync was sent holds stay valid.
+func (le *lease) bound() time.Duration {
+	t := le.s.timeout()
+	if le.s.cfg.expiryOnly {
+		return t * 3 / 4
+	}
+	return t / 4
+}
+
+// period is how often the renewer confirms the session while needed.
+func (le *lease) period() time.Duration { return le.s.timeout() / 8 }
+
+// validLocked reports whether holds may be granted now: the deadline is
+// ahead. s.mu is held.
+func (le *lease) validLocked(now time.Time) bool { return now.Before(le.deadline) }
+
+// freshLocked reports whether the deadline is far enough ahead that a new
+// grant need not ask for a sync. s.mu is held.
+func (le *lease) freshLocked(now time.Time) bool {
+	return le.deadline.Sub(now) > le.bound()-le.period()
+}
+
+// reset forgets the deadline: it was earned by a session that is over.
+// s.mu is held.
+func (le *lease) reset() { le.deadline = time.Time{} }
+
+// wake asks the renewer to look at the session again.
+func (le *lease) wake() {
+	select {
+	case le.kick <- struct{}{}:
+	default:
+	}
+}
+
+// refresh returns a channel closed once a sync sent no earlier than now
+// has completed (successfully or not), sending one unless one is already
+// in flight. A sync already in flight was sent earlier, which is as good for
+// the lease (the deadline only moves forward) except that it may be slow:
+// callers that wait on it and still find the lease stale call refresh
+// again.
+func (le *lease) refresh() <-chan struct{} {
+	s := le.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if le.inflight != nil {
+		return le.inflight
+	}
+	if s.closed {
+		return closedChan
+	}
+	done := make(chan struct{})
+	le.inflight = done
+	id := s.sessionID
+	sent := time.Now() // before the request is queued: conservative
+	le.lastSend = sent
+	s.goBackground(func() {
+		_, err := s.conn.Sync("/")
+		s.mu.Lock()
+		if err == nil && id != 0 && id == s.sessionID && s.conn.SessionID() == id {
+			if d := sent.Add(le.bound()); d.After(le.deadline) {
+				le.deadline = d
+				le.armLocked()
+			}
+		} else if err != nil {
+			s.log.Debug("session not confirmed", "err", err)
+		}
+		le.inflight = nil
+		s.mu.Unlock()
+		close(done)
+	})
+	return done
+}
+
+// armLocked sets the deadline timer while holds exist. s.mu is held.
+func (le *lease) armLocked() {
+	if len(le.s.holds) == 0 {
+		return
+	}
+	d := time.Until(le.deadline)
+	if le.timer == nil {
+		le.timer = time.AfterFunc(d, le.lapse)
+	} else {
+		le.timer.Reset(d)
+	}
+}
+
+// lapse runs at the deadline: unless a sync moved it meanwhile, every hold
+// of the session ends.
+func (le *lease) lapse() {
+	s := le.s
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	if now := time.Now(); le.validLocked(now) {
+		le.armLocked()
+		s.mu.Unlock()
+		return
+	}
+	lost := s.takeHolds()
+	s.mu.Unlock()
+	if len(lost) > 0 {
+		s.log.Warn("session not confirmed with the leader in time: holds end", "holds", len(lost), "bound", le.bound())
+	}
+	for _, h := range lost {
+		h.lose(ErrLeaseExpired)
+	}
+}
+
+// renew keeps the lease fresh while any lock of the session has a node.
+func (le *lease) renew() {
+	s := le.s
+	for {
+		s.mu.Lock()
+		active := len(s.holds) > 0 || s.waiting > 0
+		next := le.lastSend.Add(le.period())
+		s.mu.Unlock()
+		if active {
+			if wait := time.Until(next); wait > 0 {
+				if !le.sleep(wait) {
+					return
+				}
+				continue
+			}
+			select {
+			case <-le.refresh():
+			case <-s.ctx.Done():
+				return
+			}
+			continue
+		}
+		select {
+		case <-le.kick:
+		case <-s.ctx.Done():
+			return
+		}
+	}
+}
+
+func (le *lease) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-le.s.ctx.Done():
+		return false
+	}
+}
+
+// stop ends the timer; the renewer ends with the session's context.
+func (le *lease) stop() {
+	le.s.mu.Lock()
+	if le.timer != nil {
+		le.timer.Stop()
+	}
+	le.s.mu.Unlock()
+}
