@@ -268,7 +268,7 @@ func (l *Lock) Release(held context.Context) error {
 	}
 	l, h := l.resolve(held)
 	if h == nil {
-		if l.closed.Load() && held.Value(holdKey{l}) != nil {
+		if l.closed.Load() && !l.retired() && held.Value(holdKey{l}) != nil {
 			return ErrClosed
 		}
 		return ErrNotHolder
@@ -350,7 +350,7 @@ func (l *Lock) Token(held context.Context) (int64, error) {
 	}
 	l, h := l.resolve(held)
 	if h == nil {
-		if l.closed.Load() && held.Value(holdKey{l}) != nil {
+		if l.closed.Load() && !l.retired() && held.Value(holdKey{l}) != nil {
 			return 0, ErrClosed
 		}
 		return 0, ErrNotHolder

@@ -4,7 +4,7 @@
 // # The recipe
 //
 // Acquiring creates <path>/_c_<uuid>-lock-<seq> (Curator's protected name,
-// so Curator, kazoo and go-zookeeper's zk.Lock processes can share a path)
+// so Curator and go-zookeeper's zk.Lock processes can share a path)
 // and lists the children. The node with the lowest sequence number holds
 // the lock. Every other node watches only its immediate predecessor with a
 // data watch (no herd effect, no watch left behind on a missing node); the
@@ -15,16 +15,31 @@
 //
 // # Sessions and loss
 //
-// A [Session] owns the ZooKeeper connection and tells every lock on it when
-// the connection is lost or the session expires. By default a holder treats
-// a disconnection as loss (the client notices it at two thirds of the
-// session timeout, before the server can expire the session and grant the
-// lock to another process); [WithLossOnExpiryOnly] keeps the hold through
-// short disconnections. A lost hold closes [Lock.Lost]. A process paused
+// A [Session] owns the ZooKeeper connection and the state of its session,
+// taken from go-zookeeper's event callback (which never drops an event),
+// not from its event channel (which does). The invariant: under the
+// default policy a holder is told of a possible loss before any other
+// process can be granted the lock, whatever the fault. Seeing the client's
+// own disconnection is not enough for that (a follower cut off from the
+// leader keeps answering pings; an asymmetric partition or a blocked write
+// hides the loss from the client), so while a lock has a node the session
+// confirms itself with the leader by a sync every eighth of the session
+// timeout, and holds end when no sync has succeeded for a quarter of it
+// ([ErrLeaseExpired]); the argument is in lease.go. A disconnection, an
+// expiry, a new session id, a dropped own-node watch or the node's deletion
+// end holds at once. [WithLossOnExpiryOnly] keeps holds through short
+// disconnections, with a bounded overlap. A lost hold closes [Lock.Lost]
+// and calls the [WithLossHandler] function synchronously. A process paused
 // longer than its session timeout can still believe it holds the lock; the
 // fencing token ([Lock.Token], a zxid no lower than the lock node's
 // creation zxid, increasing across successive holders) lets a guarded
 // resource reject such a stale holder.
+//
+// Errors are classified by meaning: only the server's refusals (no such
+// node, no permission, ...) are final; every error that leaves a request's
+// fate open (lost connections, failed socket writes, an expired session) is
+// retried, and deletes of our nodes are retried whatever the error until
+// the node or its session is gone.
 //
 // # Cost
 //
