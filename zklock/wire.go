@@ -28,6 +28,8 @@ type wireTap struct {
 	// may have lowered below the one asked for.
 	timeoutMs atomic.Int32
 
+	dials atomic.Int32 // connections made; the first has no watches to re-arm
+
 	// Test seams: written counts every request written, by opcode; onWrite,
 	// when set, runs before each write and may fail it (the connection is
 	// then closed, as a real failed write leaves it).
@@ -47,6 +49,9 @@ const (
 	opDelete int32 = 2
 	opSync   int32 = 9
 	opMulti  int32 = 14
+	// opSetWatches is the request go-zookeeper sends on a new connection
+	// to re-arm the watches of the previous one.
+	opSetWatches int32 = 101
 )
 
 // expect registers interest in the next request written with one of the
@@ -108,7 +113,10 @@ func (t *wireTap) dialer() func(network, address string, timeout time.Duration) 
 		if err != nil {
 			return nil, err
 		}
-		return &tappedConn{Conn: c, tap: t}, nil
+		tc := &tappedConn{Conn: c, tap: t, watchesOut: make(chan struct{})}
+		// A client's first connection has no watches to re-arm.
+		tc.released = t.dials.Add(1) == 1
+		return tc, nil
 	}
 }
 
@@ -118,22 +126,62 @@ type tappedConn struct {
 
 	// The first bytes read on a connection are the server's connect
 	// response: length, protocol version, timeout (ms), session id,
-	// password. hdr collects its first 12 bytes; only go-zookeeper's
-	// connecting goroutine reads them, before any other reader exists.
-	hdr  [12]byte
-	nhdr int
+	// password. go-zookeeper's connecting goroutine reads them, in exactly
+	// two reads (the length, then the rest), before any other reader
+	// exists; hdr collects the first 12 bytes.
+	hdr      [12]byte
+	nread    int       // bytes of the connect response read so far
+	respLen  int       // its total length, once known
+	shookAt  time.Time // when the connect response was read in full
+	released bool      // responses flow freely (see Read)
+
+	watchesOut     chan struct{} // closed when setWatches is written
+	watchesOutOnce sync.Once
 }
+
+// setWatchesWait bounds how long the first response after a connect is
+// held for setWatches (see Read): longer than go-zookeeper needs to send
+// it, short enough not to matter when it has no watches to send.
+const setWatchesWait = 100 * time.Millisecond
 
 // Read passes the bytes on, noting the negotiated session timeout from the
 // connect response.
+//
+// It also works around a data race in go-zookeeper v1.0.4 (an unsynchronized
+// read of Conn.lastZxid when it re-arms watches on a new connection,
+// against the receive loop's write of it for every response; upstream PR
+// #35). The race detector sees the two ordered only if the response was
+// read after a write that follows the re-arming, so the first response on
+// a connection is held until go-zookeeper has written its setWatches
+// request (or, when it has no watches and so sends none, for at most
+// setWatchesWait). The write closes watchesOut, this Read receives from
+// it: that is the happens-before edge.
 func (c *tappedConn) Read(b []byte) (int, error) {
+	if c.respLen > 0 && c.nread >= c.respLen && !c.released {
+		c.released = true
+		t := time.NewTimer(time.Until(c.shookAt.Add(setWatchesWait)))
+		select {
+		case <-c.watchesOut:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	n, err := c.Conn.Read(b)
-	if c.nhdr < len(c.hdr) && n > 0 {
-		c.nhdr += copy(c.hdr[c.nhdr:], b[:n])
-		if c.nhdr == len(c.hdr) {
+	if c.respLen == 0 || c.nread < c.respLen {
+		if c.nread < len(c.hdr) && n > 0 {
+			copy(c.hdr[c.nread:], b[:n])
+		}
+		c.nread += n
+		if c.respLen == 0 && c.nread >= 4 {
+			c.respLen = 4 + int(binary.BigEndian.Uint32(c.hdr[0:4]))
+		}
+		if c.nread >= 12 && c.nread-n < 12 {
 			if ms := int32(binary.BigEndian.Uint32(c.hdr[8:12])); ms > 0 {
 				c.tap.timeoutMs.Store(ms)
 			}
+		}
+		if c.respLen > 0 && c.nread >= c.respLen {
+			c.shookAt = time.Now()
 		}
 	}
 	return n, err
@@ -147,6 +195,9 @@ func (c *tappedConn) Write(b []byte) (int, error) {
 		}
 	}
 	n, err := c.Conn.Write(b)
+	if opcode(b) == opSetWatches {
+		c.watchesOutOnce.Do(func() { close(c.watchesOut) })
+	}
 	if err == nil {
 		c.tap.wrote(b[:n])
 	}
