@@ -151,7 +151,14 @@ func (p *Proxy) forward(l *link, dst net.Conn, data []byte, toServer bool) bool 
 	}
 	p.mu.Unlock()
 
-	_, err := dst.Write(data)
+	n, err := dst.Write(data)
+	p.mu.Lock()
+	if toServer {
+		p.stats.Upstream += int64(n)
+	} else {
+		p.stats.Downstream += int64(n)
+	}
+	p.mu.Unlock()
 	if trigger {
 		if reset {
 			p.log.Info("faultproxy: ResetAfter fired")

@@ -109,6 +109,10 @@ func TestBlockUpstream(t *testing.T) {
 	if got := s.receivedString(); got != "abcd" {
 		t.Fatalf("server received %q", got)
 	}
+	st := p.Stats()
+	if want := int64(len("ab") + len("cd")); st.Upstream != want || st.Downstream != want+int64(len("downstream flows")) {
+		t.Fatalf("Stats = %+v", st)
+	}
 }
 
 func TestBlackholeHidesDataAndCloses(t *testing.T) {

@@ -64,6 +64,10 @@ type Stats struct {
 	Reset int64
 	// Discarded counts bytes from clients thrown away by BlockUpstream.
 	Discarded int64
+	// Upstream and Downstream count the bytes forwarded to the server and
+	// to the clients. A test can watch Upstream to see a client's requests
+	// and pings go out, e.g. to strike just before its next ping.
+	Upstream, Downstream int64
 	// Refused counts connections closed on accept during a partition or
 	// a blackhole.
 	Refused int64
