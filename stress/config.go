@@ -80,9 +80,12 @@ With -fault it injects faults at random intervals while the workers run
 (restart: SIGKILL and restart the server; leader: SIGKILL the leader of a
 three-server ensemble; expire: freeze one worker's connection past its
 session timeout; drop: cut one worker's connection; kill: SIGKILL one
-worker, preferably while it holds a lock, and start a replacement) and
-checks that every fault is recovered from and mutual exclusion still held.
-restart and leader need a ZooKeeper that stress starts itself.
+worker, preferably while it holds a lock, and start a replacement;
+partition: cut a follower of a three-server ensemble from its peers while
+its clients stay connected; reset: TCP resets of one worker's connections;
+flood: expire a worker's session while it waits for 200 locks; stall: block
+one worker's writes while the server's bytes flow) and checks that every fault is recovered from and mutual exclusion still held.
+restart, leader and partition need a ZooKeeper that stress starts itself.
 
 Exit status: 0 all checks passed, 1 a mutual-exclusion violation or lock
 error, 2 bad usage, 3 the run could not be carried out.
@@ -116,7 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", 10*time.Second, "how long to wait for ZooKeeper to answer")
 	fs.DurationVar(&c.Timeout, "timeout", 0, "give up on an implementation's run after this long (default: -duration + 1m, or 10m with -acquisitions)")
 	fs.DurationVar(&c.Sample, "sample", 200*time.Millisecond, "how often znodes and watches under the lock paths are counted")
-	fault := fs.String("fault", "none", "faults to inject: none, restart, leader, expire, drop, kill, all, or a comma-separated list")
+	fault := fs.String("fault", "none", "faults to inject: none, restart, leader, expire, drop, kill, partition, reset, flood, stall, all, or a comma-separated list")
 	fs.DurationVar(&c.FaultEvery, "fault-every", 5*time.Second, "mean time between faults (randomized, counted from the previous fault's recovery)")
 	fs.Int64Var(&c.FaultSeed, "fault-seed", 0, "seed of the fault schedule (0: random; the seed used is printed)")
 	fs.StringVar(&c.JSON, "json", "", "write the figures as JSON to this file")
@@ -258,7 +261,7 @@ func faultFlags(c *config, v string, set map[string]bool) error {
 }
 
 // parseFaults expands the -fault value; nil for none. external tells that
-// the servers are not stress's own, so restart and leader are impossible
+// the servers are not stress's own, so restart, leader and partition are impossible
 // (and "all" leaves them out).
 func parseFaults(v string, external bool) ([]string, error) {
 	var out []string
@@ -278,16 +281,22 @@ func parseFaults(v string, external bool) ([]string, error) {
 			add(faultExpire)
 			add(faultDrop)
 			add(faultKill)
-		case faultRestart, faultLeader:
+			if !external {
+				add(faultPartition)
+			}
+			add(faultReset)
+			add(faultFlood)
+			add(faultStall)
+		case faultRestart, faultLeader, faultPartition:
 			if external {
 				return nil, usageErr("-fault %s needs a ZooKeeper started by stress: it cannot kill servers given by -zk or $%s",
 					name, zkserver.EnvServers)
 			}
 			add(name)
-		case faultExpire, faultDrop, faultKill:
+		case faultExpire, faultDrop, faultKill, faultReset, faultFlood, faultStall:
 			add(name)
 		default:
-			return nil, usageErr("-fault: unknown fault %q (want none, restart, leader, expire, drop, kill or all)", name)
+			return nil, usageErr("-fault: unknown fault %q (want none, restart, leader, expire, drop, kill, partition, reset, flood, stall or all)", name)
 		}
 	}
 	return out, nil

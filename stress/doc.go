@@ -75,6 +75,28 @@
 //     reply (DropAfter).
 //   - kill: SIGKILL one worker and start a replacement in its place, so
 //     that P stays constant.
+//   - partition: cut a follower of the three-server ensemble from its
+//     peers while its clients stay connected (stress then starts the
+//     ensemble with zkserver.WithPeerProxies), preferably the follower a
+//     holder is connected to; healed after the session timeout + 1-2s.
+//     Needs servers stress started, like restart and leader.
+//   - reset: TCP resets (faultproxy.Reset, ResetAfter) of one worker's
+//     connections: under a holder, at a random moment, a few bytes into a
+//     request, or right as a holder releases (between a release and its
+//     delete).
+//   - flood: a worker queues 200 waiters behind its own holds, then its
+//     connections freeze past the session timeout while its state listener
+//     is slow on the expiry; every waiter must end within the session
+//     timeout + 10s, no grant may come already lost, a fresh lock must
+//     hold.
+//   - stall: one worker's writes are blocked (faultproxy.Stall) while the
+//     server's bytes flow, for longer than the session timeout.
+//
+// Workers in fault runs record when they saw each hold lost (the held
+// context cancelled, CLOCK_MONOTONIC); the checker reports a late-loss
+// violation when another process entered the path before that moment
+// (loss before grant), and after the run every ephemeral node left under
+// the run's paths once the workers' sessions ended is an orphan, a failure.
 //
 // Faults on a worker (expire, drop, kill) are put, where possible, on a
 // process that holds a lock: the parent asks the worker to keep its next

@@ -153,8 +153,8 @@ func TestParseFaults(t *testing.T) {
 		want     string
 	}{
 		{"none", false, ""},
-		{"all", false, "restart,leader,expire,drop,kill"},
-		{"all", true, "expire,drop,kill"}, // servers given: nothing to kill
+		{"all", false, "restart,leader,expire,drop,kill,partition,reset,flood,stall"},
+		{"all", true, "expire,drop,kill,reset,flood,stall"}, // servers given: nothing to kill or cut
 		{"kill, drop,kill", true, "kill,drop"},
 	} {
 		got, err := parseFaults(tc.v, tc.external)
@@ -164,5 +164,8 @@ func TestParseFaults(t *testing.T) {
 	}
 	if _, err := parseFaults("restart", true); err == nil {
 		t.Error("restart of servers stress did not start: no error")
+	}
+	if _, err := parseFaults("partition", true); err == nil {
+		t.Error("partition of servers stress did not start: no error")
 	}
 }

@@ -21,6 +21,12 @@ const (
 	faultExpire  = "expire"  // freeze one worker's connections past its session timeout
 	faultDrop    = "drop"    // cut one worker's connections
 	faultKill    = "kill"    // SIGKILL one worker (preferably holding a lock) and start a replacement
+	// partition cuts a follower (preferably the holder's server) from its
+	// peers while its clients stay connected.
+	faultPartition = "partition"
+	faultReset     = "reset" // TCP resets of one worker's connections, at random moments
+	faultFlood     = "flood" // expire a worker's session while it waits for floodLocks locks
+	faultStall     = "stall" // block one worker's writes while the server's bytes flow
 )
 
 // recoveryBound is how long, beyond the session timeout, the workers a
@@ -160,7 +166,8 @@ func (fr *faultRun) drive(ctx context.Context, onProgress func(procMsg)) (interr
 				onProgress(m)
 			case m.msg.Type == "done":
 				doneFrom[m.proc] = true
-			case m.msg.Type == "ready" || m.msg.Type == "holding" || m.msg.Type == "lingered":
+			case m.msg.Type == "ready" || m.msg.Type == "holding" || m.msg.Type == "lingered" ||
+				m.msg.Type == "flooding" || m.msg.Type == "flooded":
 				select {
 				case fr.events <- m:
 				default: // nobody waits for it
@@ -226,6 +233,14 @@ func (fr *faultRun) inject() {
 			fr.drop(ev)
 		case faultKill:
 			fr.kill(ev)
+		case faultPartition:
+			fr.partition(ev)
+		case faultReset:
+			fr.reset(ev)
+		case faultFlood:
+			fr.flood(ev)
+		case faultStall:
+			fr.stall(ev)
 		}
 		fr.run.faults = append(fr.run.faults, ev)
 		if ev.Failure != "" {

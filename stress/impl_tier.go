@@ -38,6 +38,8 @@ func newTierImpl(s *zklock.Session, spec workerSpec, log *slog.Logger) (*tierImp
 
 func (im *tierImpl) tokenKind() string { return "zxid" }
 
+func (im *tierImpl) session() *zklock.Session { return im.s }
+
 func (im *tierImpl) holder(int) holder {
 	return &tierHolder{locks: im.locks, held: make([]context.Context, len(im.locks))}
 }

@@ -67,8 +67,9 @@ type implRun struct {
 	result      check.Result
 	interrupted bool
 	overflow    bool
-	losses      int64 // holds that ended by a loss (their Release said so)
-	expiries    int64 // worker sessions that expired
+	losses      int64    // holds that ended by a loss (their Release said so)
+	orphans     []string // ephemeral nodes left once every worker exited
+	expiries    int64    // worker sessions that expired
 }
 
 // setup finds or starts ZooKeeper and connects to it.
@@ -82,8 +83,15 @@ func (r *runner) setup(ctx context.Context) error {
 		// leader needs an ensemble (with -fault all too); restart works on
 		// either.
 		members := 1
-		if contains(r.cfg.Faults, faultLeader) {
+		var opts []zkserver.Option
+		if contains(r.cfg.Faults, faultLeader) || contains(r.cfg.Faults, faultPartition) {
 			members = 3
+		}
+		if contains(r.cfg.Faults, faultPartition) {
+			// Every server-to-server connection through a proxy stress
+			// controls, so that a follower can be cut from its peers while
+			// its clients stay connected.
+			opts = append(opts, zkserver.WithPeerProxies())
 		}
 		what := "a local ZooKeeper"
 		if members > 1 {
@@ -91,7 +99,7 @@ func (r *runner) setup(ctx context.Context) error {
 		}
 		fmt.Fprintf(r.stderr, "stress: starting %s (use -zk or $%s for an existing one)\n", what, zkserver.EnvServers)
 		sctx, cancel := context.WithTimeout(ctx, 120*time.Second)
-		c, err := zkserver.StartEnsemble(sctx, members)
+		c, err := zkserver.StartEnsemble(sctx, members, opts...)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("%w: start ZooKeeper: %w", errRun, err)
@@ -373,7 +381,38 @@ func (r *runner) runImpl(ctx context.Context, name string) (*implRun, error) {
 		return nil, err
 	}
 	f.shutdown(false)
+	run.orphans = r.orphans(base)
 	return run, r.collect(run, results, files)
+}
+
+// orphans lists the ephemeral nodes left under base once every worker has
+// exited: none may be, once their sessions are closed. A killed worker's
+// session ends only when the server expires it, so this waits up to the
+// session timeout + 5s for the list to empty.
+func (r *runner) orphans(base string) []string {
+	deadline := time.Now().Add(r.cfg.SessionTimeout + 5*time.Second)
+	for {
+		var left []string
+		var walk func(p string)
+		walk = func(p string) {
+			kids, _, err := r.conn.Children(p)
+			if err != nil {
+				return
+			}
+			for _, k := range kids {
+				c := p + "/" + k
+				if _, st, err := r.conn.Get(c); err == nil && st.EphemeralOwner != 0 {
+					left = append(left, fmt.Sprintf("%s (session %x)", c, st.EphemeralOwner))
+				}
+				walk(c)
+			}
+		}
+		walk(base)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // collect reads the workers' results and records and checks them.
@@ -414,7 +453,7 @@ func (r *runner) collect(run *implRun, results []*workerResult, files []string) 
 		slot := run.slotOf[p]
 		for _, h := range recs {
 			run.holds = append(run.holds, check.Hold{
-				Proc: int32(p), G: h.G, Path: h.Path, Token: h.Token, Enter: h.Enter, Exit: h.Exit,
+				Proc: int32(p), G: h.G, Path: h.Path, Token: h.Token, Enter: h.Enter, Exit: h.Exit, Loss: h.Lost,
 			})
 			run.latencies = append(run.latencies, h.Latency)
 			if h.Exit == 0 {

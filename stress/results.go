@@ -51,6 +51,9 @@ type implResult struct {
 	SessionExpiries int64 `json:"session_expiries"`
 	FaultsInjected  int   `json:"faults_injected"`
 	FaultsRecovered int   `json:"faults_recovered"`
+	// Orphans are the ephemeral nodes left under the run's paths once every
+	// worker exited and its session ended (none may be).
+	Orphans []string `json:"orphans,omitempty"`
 	// Ratios against the gozk baseline of the same run (0: no baseline).
 	ThroughputVsGozk float64 `json:"throughput_vs_gozk,omitempty"`
 	RequestsVsGozk   float64 `json:"requests_per_acquisition_vs_gozk,omitempty"`
@@ -59,7 +62,7 @@ type implResult struct {
 // OK reports whether the run proved mutual exclusion, met no error, and
 // recovered from every fault.
 func (r implResult) OK() bool {
-	return r.Check.OK() && r.Errors == 0 && !r.Overflow && r.FaultsRecovered == r.FaultsInjected
+	return r.Check.OK() && r.Errors == 0 && !r.Overflow && r.FaultsRecovered == r.FaultsInjected && len(r.Orphans) == 0
 }
 
 // summary is the whole output of a stress run.
@@ -85,6 +88,7 @@ func figuresOf(run *implRun, cfg config) implResult {
 		TokenKind: run.tokenKind, Check: run.result,
 		Errors: run.errors, ErrorSamples: run.errSamples,
 		Interrupted: run.interrupted, Overflow: run.overflow,
+		Orphans: run.orphans,
 	}
 	for _, n := range run.perProc {
 		r.Acquisitions += n
@@ -149,8 +153,8 @@ func failures(results []implResult) []string {
 	for _, r := range results {
 		c := r.Check
 		if !c.OK() {
-			out = append(out, fmt.Sprintf("%s: %d overlap(s), %d token violation(s), %d lost hold(s) in %d holds",
-				r.Impl, c.Overlaps, c.TokenRegressions, c.Lost, c.Holds))
+			out = append(out, fmt.Sprintf("%s: %d overlap(s), %d token violation(s), %d lost hold(s), %d grant(s) before the loser saw its loss in %d holds",
+				r.Impl, c.Overlaps, c.TokenRegressions, c.Lost, c.LateLosses, c.Holds))
 			if c.Cut > 0 {
 				out[len(out)-1] += fmt.Sprintf(" (and %d hold(s) of killed workers, cut at the kill: not violations)", c.Cut)
 			}
@@ -164,6 +168,9 @@ func failures(results []implResult) []string {
 		}
 		if r.Errors > 0 {
 			out = append(out, fmt.Sprintf("%s: %d lock error(s), e.g. %q", r.Impl, r.Errors, r.ErrorSamples))
+		}
+		if len(r.Orphans) > 0 {
+			out = append(out, fmt.Sprintf("%s: %d orphan node(s) once every session ended, e.g. %v", r.Impl, len(r.Orphans), r.Orphans[:min(len(r.Orphans), 3)]))
 		}
 		if r.Overflow {
 			out = append(out, fmt.Sprintf("%s: a worker's record file filled up; the run was cut short", r.Impl))

@@ -147,7 +147,9 @@ func printFaultLog(w io.Writer, s summary) {
 	}
 	for _, r := range s.Results {
 		fmt.Fprintf(w, "  %s: %d fault(s) injected, %d recovered from; %d hold(s) ended by a loss; %d session expiries; "+
-			"%d hold(s) of killed workers cut at the kill (not violations)\n",
-			r.Impl, r.FaultsInjected, r.FaultsRecovered, r.Losses, r.SessionExpiries, r.Check.Cut)
+			"%d hold(s) of killed workers cut at the kill (not violations); loss before grant: %d lost hold(s) checked, %d violation(s); "+
+			"%d orphan node(s)\n",
+			r.Impl, r.FaultsInjected, r.FaultsRecovered, r.Losses, r.SessionExpiries, r.Check.Cut,
+			r.Check.LossesChecked, r.Check.LateLosses, len(r.Orphans))
 	}
 }

@@ -91,6 +91,8 @@ type message struct {
 	Path  int32  `json:"path,omitempty"`
 	Token int64  `json:"token,omitempty"`
 	Cause string `json:"cause,omitempty"` // lingered: why the hold was lost; "" if it was not
+	// flooded: how the flood's waiters ended.
+	Flood *floodReport `json:"flood,omitempty"`
 }
 
 // workerResult is what a worker reports after its run.
@@ -117,6 +119,12 @@ const (
 	// on a process that certainly holds a lock.
 	cmdLinger   = "linger"
 	cmdUnlinger = "unlinger"
+	// cmdFlood asks for a flood: the worker queues floodLocks waiters on
+	// locks its own session holds and says "flooding"; the parent then
+	// expires the session; cmdUnflood makes the worker let the holders go,
+	// wait for every waiter to end and say "flooded" with a floodReport.
+	cmdFlood   = "flood"
+	cmdUnflood = "unflood"
 )
 
 // workerMain is the worker process: it returns the exit status.
@@ -202,6 +210,9 @@ func runWorker(spec workerSpec, in io.Reader, out *messenger) error {
 	exit := false
 	pending := cmds // nil once closed, so that select does not spin on it
 	var linger *lingerReq
+	var unflood chan struct{}
+	var floods sync.WaitGroup
+	defer floods.Wait()
 wait:
 	for {
 		select {
@@ -225,10 +236,24 @@ wait:
 				w.lingerReq.Store(nil)
 				close(linger.cancel)
 				linger = nil
+			case cmd == cmdFlood && unflood == nil:
+				unflood = make(chan struct{})
+				floods.Add(1)
+				go func(unflood <-chan struct{}) {
+					defer floods.Done()
+					w.flood(unflood)
+				}(unflood)
+			case cmd == cmdUnflood && unflood != nil:
+				close(unflood)
+				unflood = nil
 			}
 		}
 	}
 	stop()
+	if unflood != nil {
+		close(unflood)
+	}
+	floods.Wait()
 	out.send(message{Type: "done", N: w.total.Load()})
 	for !exit {
 		cmd, ok := <-cmds
@@ -337,12 +362,17 @@ func (w *worker) loop(ctx context.Context, g int) {
 		if recorded {
 			w.noteEnter(enter)
 			lost, cause := h.lost(p)
+			var lw *lossWatch
+			if w.spec.Faults && lost != nil {
+				lw = watchLoss(lost, slot)
+			}
 			if req := w.lingerReq.Swap(nil); req != nil {
 				w.linger(ctx, req, g, p, token, slot, lost, cause)
 			} else {
 				w.critical(lost)
 				slot.Exit(record.Now())
 			}
+			lw.end()
 		} else {
 			// No room to record: stop the run rather than hold unrecorded.
 			w.overflow.Store(true)
@@ -420,4 +450,32 @@ func (w *worker) linger(ctx context.Context, req *lingerReq, g, p int, token int
 	at := record.Now()
 	slot.Exit(at)
 	w.out.send(message{Type: "lingered", At: at, G: int32(g), Path: int32(p), Token: token, Cause: why})
+}
+
+// lossWatch records in a hold's record when its holder saw it lost, for the
+// checker's loss-before-grant check. It runs from the hold's start until
+// just before its Release, whose own cancellation of the held context is
+// not a loss.
+type lossWatch struct{ stop, done chan struct{} }
+
+func watchLoss(lost <-chan struct{}, slot record.Slot) *lossWatch {
+	lw := &lossWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(lw.done)
+		select {
+		case <-lost:
+			slot.Lost(record.Now())
+		case <-lw.stop:
+		}
+	}()
+	return lw
+}
+
+// end stops the watch and waits for it (nil: nothing to stop).
+func (lw *lossWatch) end() {
+	if lw == nil {
+		return
+	}
+	close(lw.stop)
+	<-lw.done
 }

@@ -14,7 +14,21 @@
 //   - [Proxy.SetLatency] delays every forwarded chunk without reordering;
 //   - [Proxy.DropAfter] drops all connections right after a given number of
 //     bytes were forwarded towards the server, e.g. after a request was sent
-//     but before its reply arrives.
+//     but before its reply arrives;
+//   - [Proxy.Reset] and [Proxy.ResetAfter] do the same with a TCP reset
+//     (SO_LINGER 0), so that the client sees ECONNRESET or EPIPE instead of
+//     an end of stream;
+//   - [Proxy.Stall] blocks the clients' writes (nothing is read from them,
+//     so their send buffers fill) while the server's bytes keep flowing,
+//     until [Proxy.Unstall];
+//   - [Proxy.BlockUpstream] is an asymmetric partition: the clients' bytes
+//     are thrown away, the server's still arrive, until
+//     [Proxy.UnblockUpstream];
+//   - [Proxy.Blackhole] is a silent partition: nothing crosses the open
+//     connections in either direction, not even a close, and new ones are
+//     refused, until [Proxy.Heal]. Put one in front of every
+//     server-to-server port and a ZooKeeper member can be cut from its peers
+//     while its clients stay connected (see internal/zkserver).
 //
 // [Proxy.SetTarget] redirects new connections, for a server restarted on
 // another port. The proxy only listens on loopback addresses; it is a test

@@ -84,14 +84,31 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, toServer bool) {
 	defer p.closeLink(l)
 	buf := make([]byte, bufSize)
 	for {
+		if !p.awaitReadable(l, toServer) {
+			return
+		}
 		n, err := src.Read(buf)
 		if n > 0 && !p.forward(l, dst, buf[:n], toServer) {
 			return
 		}
 		if err != nil {
+			// An end of stream read just before a Stall or Blackhole
+			// began is held like data.
+			p.awaitReadable(l, toServer)
 			return
 		}
 	}
+}
+
+// awaitReadable waits while the direction must not be read (Stall,
+// Blackhole); false once the link is closed.
+func (p *Proxy) awaitReadable(l *link, toServer bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.holdLocked(toServer) && !l.closed {
+		p.cond.Wait()
+	}
+	return !l.closed
 }
 
 // forward writes one chunk to dst once its latency has elapsed and the proxy
@@ -111,28 +128,45 @@ func (p *Proxy) forward(l *link, dst net.Conn, data []byte, toServer bool) bool 
 	}
 
 	p.mu.Lock()
-	for p.paused && !l.closed {
+	for (p.paused || p.holdLocked(toServer)) && !l.closed {
 		p.cond.Wait()
 	}
 	if l.closed {
 		p.mu.Unlock()
 		return false
 	}
-	trigger := false
+	if toServer && p.blockedUp {
+		p.stats.Discarded += int64(len(data))
+		p.mu.Unlock()
+		return true
+	}
+	trigger, reset := false, p.dropReset
 	if toServer && p.dropArmed {
 		if len(data) >= p.dropLeft {
 			data = data[:p.dropLeft]
-			p.dropArmed, p.dropLeft, trigger = false, 0, true
+			p.dropArmed, p.dropLeft, p.dropReset, trigger = false, 0, false, true
 		} else {
 			p.dropLeft -= len(data)
 		}
 	}
 	p.mu.Unlock()
 
-	_, err := dst.Write(data)
+	n, err := dst.Write(data)
+	p.mu.Lock()
+	if toServer {
+		p.stats.Upstream += int64(n)
+	} else {
+		p.stats.Downstream += int64(n)
+	}
+	p.mu.Unlock()
 	if trigger {
-		p.log.Info("faultproxy: DropAfter fired")
-		p.DropAll()
+		if reset {
+			p.log.Info("faultproxy: ResetAfter fired")
+			p.Reset()
+		} else {
+			p.log.Info("faultproxy: DropAfter fired")
+			p.DropAll()
+		}
 		return false
 	}
 	return err == nil

@@ -60,7 +60,16 @@ type Stats struct {
 	// Dropped counts connections closed by a fault (DropAll, Partition,
 	// DropAfter), not by either peer or by Close.
 	Dropped int64
-	// Refused counts connections closed on accept during a partition.
+	// Reset counts connections closed with a TCP reset (Reset, ResetAfter).
+	Reset int64
+	// Discarded counts bytes from clients thrown away by BlockUpstream.
+	Discarded int64
+	// Upstream and Downstream count the bytes forwarded to the server and
+	// to the clients. A test can watch Upstream to see a client's requests
+	// and pings go out, e.g. to strike just before its next ping.
+	Upstream, Downstream int64
+	// Refused counts connections closed on accept during a partition or
+	// a blackhole.
 	Refused int64
 	// DialFailed counts accepted connections closed because the target
 	// could not be dialed.
@@ -84,9 +93,13 @@ type Proxy struct {
 	partitioned    bool
 	partitionUntil time.Time // zero: until Heal
 	paused         bool
+	stalled        bool // client→server: not read (Stall)
+	blockedUp      bool // client→server: read and discarded (BlockUpstream)
+	blackholed     bool // both directions not read, new connections refused
 	latency        time.Duration
 	dropArmed      bool
 	dropLeft       int
+	dropReset      bool // the armed fault resets (ResetAfter) instead of dropping
 	stats          Stats
 	closed         bool
 }
@@ -227,7 +240,8 @@ func (p *Proxy) Partition(d time.Duration) {
 	p.log.Info("faultproxy: partition", "duration", d, "dropped", len(links))
 }
 
-// Heal ends a partition and a pause.
+// Heal ends every fault that lasts: a partition, a pause, a stall, a
+// blocked upstream and a blackhole. Bytes held meanwhile flow on in order.
 func (p *Proxy) Heal() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -236,6 +250,9 @@ func (p *Proxy) Heal() {
 	}
 	p.partitioned = false
 	p.paused = false
+	p.stalled = false
+	p.blockedUp = false
+	p.blackholed = false
 	p.cond.Broadcast()
 	p.log.Info("faultproxy: healed")
 }
@@ -290,7 +307,95 @@ func (p *Proxy) DropAfter(n int) {
 	}
 	p.dropArmed = n > 0
 	p.dropLeft = max(n, 0)
+	p.dropReset = false
 	p.log.Info("faultproxy: drop armed", "bytes", n)
+}
+
+// Stall blocks the clients' writes while the server's replies keep
+// flowing: bytes from clients are neither forwarded nor read from the
+// client sockets (at most one chunk per connection is read and held), so a
+// client that keeps writing fills its socket buffers and blocks in write.
+// It applies to current and new connections until Unstall or Heal; the held
+// bytes then flow on in order. A client that closes its connection while
+// stalled is not noticed before then.
+func (p *Proxy) Stall() { p.setFlag(&p.stalled, true, "stall") }
+
+// Unstall ends a Stall.
+func (p *Proxy) Unstall() { p.setFlag(&p.stalled, false, "unstall") }
+
+// BlockUpstream is an asymmetric partition: bytes from clients are read and
+// thrown away (the clients' writes succeed, the server hears nothing), while
+// the server's bytes keep reaching the clients. It applies to current and
+// new connections until UnblockUpstream or Heal; the bytes thrown away are
+// lost for good, so a connection usually cannot carry on after it.
+func (p *Proxy) BlockUpstream() { p.setFlag(&p.blockedUp, true, "upstream blocked") }
+
+// UnblockUpstream ends BlockUpstream.
+func (p *Proxy) UnblockUpstream() { p.setFlag(&p.blockedUp, false, "upstream unblocked") }
+
+// Blackhole is a silent partition: the current connections stay open but
+// nothing crosses them in either direction, not even a close (each side is
+// no longer read, so that neither data nor an end of stream is noticed),
+// and new connections are refused, until Heal. Unlike Partition the peers
+// are not told anything: each finds out by its own timeouts, as across a
+// real network partition. After Heal the held bytes and closes flow on.
+func (p *Proxy) Blackhole() { p.setFlag(&p.blackholed, true, "blackhole") }
+
+// Reset closes every open connection with a TCP reset (SO_LINGER 0) on both
+// the client and the upstream side, as a middlebox or a crashed peer would:
+// a client then sees ECONNRESET (or EPIPE on its next write) instead of an
+// orderly end of stream. New connections are accepted as usual.
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	links := p.detachAllLocked()
+	p.stats.Reset += int64(len(links))
+	p.mu.Unlock()
+	for _, l := range links {
+		resetConn(l.client)
+		resetConn(l.upstream)
+	}
+	p.log.Info("faultproxy: reset all connections", "count", len(links))
+}
+
+// ResetAfter is DropAfter with Reset: once the next n bytes have been
+// forwarded from clients to the server, all connections are reset. It cuts
+// a connection between a request and its reply (or in the middle of a
+// request), with ECONNRESET rather than an end of stream. n <= 0 disarms a
+// pending fault (of either kind).
+func (p *Proxy) ResetAfter(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.dropArmed = n > 0
+	p.dropLeft = max(n, 0)
+	p.dropReset = n > 0
+	p.log.Info("faultproxy: reset armed", "bytes", n)
+}
+
+// setFlag sets one of the lasting faults and wakes the forwarders.
+func (p *Proxy) setFlag(f *bool, v bool, what string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	*f = v
+	p.cond.Broadcast()
+	p.log.Info("faultproxy: " + what)
+}
+
+// resetConn closes c so that the peer gets a TCP reset.
+func resetConn(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	c.Close()
 }
 
 // Stats returns a snapshot of the connection counters.
@@ -354,6 +459,12 @@ func closeConns(links []*link) {
 	}
 }
 
+// holdLocked reports whether the direction towards the server (toServer)
+// or towards the client must not be read now.
+func (p *Proxy) holdLocked(toServer bool) bool {
+	return p.blackholed || (toServer && p.stalled)
+}
+
 // closeLink closes one link after either side ended or failed.
 func (p *Proxy) closeLink(l *link) {
 	p.mu.Lock()
@@ -366,6 +477,9 @@ func (p *Proxy) closeLink(l *link) {
 
 // refusingLocked reports whether new connections are refused now.
 func (p *Proxy) refusingLocked(now time.Time) bool {
+	if p.blackholed {
+		return true
+	}
 	if !p.partitioned {
 		return false
 	}

@@ -18,6 +18,13 @@
 // when the process that started them dies (Linux parent-death signal), so a
 // test binary that fails or panics leaves no server behind.
 //
-// It depends on the standard library and go-zookeeper (for the session
-// probe) only, and is internal to the module.
+// With [WithPeerProxies] every server-to-server connection of an ensemble
+// passes a fault proxy (internal/faultproxy) that the caller controls, so
+// that [Cluster.PartitionMember] can cut one member from its peers while its
+// clients stay connected to it, as across a network partition; with
+// [WithSyncLimit] and [WithTickTime] a test sets how long a follower so cut
+// goes on serving.
+//
+// It depends on the standard library, go-zookeeper (for the session probe)
+// and internal/faultproxy only, and is internal to the module.
 package zkserver

@@ -45,6 +45,9 @@ var (
 
 type config struct {
 	tickTime    time.Duration
+	syncLimit   int
+	initLimit   int
+	peerProxies bool
 	minSession  time.Duration
 	maxSession  time.Duration
 	dir         string
@@ -60,6 +63,16 @@ type Option func(*config)
 // 2 and 20 ticks unless WithSessionTimeouts says otherwise, so a small tick
 // (the default is 200ms) makes session-expiry tests fast.
 func WithTickTime(d time.Duration) Option { return func(c *config) { c.tickTime = d } }
+
+// WithSyncLimit sets ZooKeeper's syncLimit (default 10): how many ticks a
+// follower may go without hearing from the leader (and the leader without
+// an answer from a follower) before it gives up on it. A follower cut from
+// the leader keeps serving its clients, pings included, for that long.
+func WithSyncLimit(ticks int) Option { return func(c *config) { c.syncLimit = ticks } }
+
+// WithInitLimit sets ZooKeeper's initLimit (default 20): how many ticks a
+// follower may take to connect to the leader and sync with it.
+func WithInitLimit(ticks int) Option { return func(c *config) { c.initLimit = ticks } }
 
 // WithSessionTimeouts sets the bounds the server applies to the session
 // timeout that clients ask for.
@@ -83,6 +96,7 @@ type Cluster struct {
 	members  []*member
 	external []string
 	ownDir   bool
+	links    []*PeerLink // WithPeerProxies: every member's proxies to its peers
 }
 
 type member struct {
@@ -126,9 +140,12 @@ func StartEnsemble(ctx context.Context, n int, opts ...Option) (*Cluster, error)
 	if n < 1 || n == 2 {
 		return nil, fmt.Errorf("zkserver: ensemble size %d: want 1 or at least 3", n)
 	}
-	cfg := config{tickTime: 200 * time.Millisecond, jar: DefaultJar, startupWait: 60 * time.Second}
+	cfg := config{tickTime: 200 * time.Millisecond, syncLimit: 10, initLimit: 20, jar: DefaultJar, startupWait: 60 * time.Second}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.syncLimit < 1 || cfg.initLimit < 1 {
+		return nil, fmt.Errorf("zkserver: syncLimit %d, initLimit %d: both must be at least 1", cfg.syncLimit, cfg.initLimit)
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
@@ -158,6 +175,7 @@ func StartEnsemble(ctx context.Context, n int, opts ...Option) (*Cluster, error)
 			return c, nil
 		}
 		c.stopAll()
+		c.closePeerLinks()
 		if ctx.Err() != nil {
 			break
 		}
@@ -179,6 +197,9 @@ func (c *Cluster) layout(n int) error {
 			dir: filepath.Join(c.cfg.dir, fmt.Sprintf("zk%d", i+1)),
 		}
 	}
+	if err := c.makePeerLinks(); err != nil {
+		return err
+	}
 	for _, m := range c.members {
 		if err := c.writeConfig(m); err != nil {
 			return err
@@ -194,7 +215,7 @@ func (c *Cluster) writeConfig(m *member) error {
 	}
 	tick := c.cfg.tickTime.Milliseconds()
 	var b strings.Builder
-	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=20\nsyncLimit=10\n", tick)
+	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=%d\nsyncLimit=%d\n", tick, c.cfg.initLimit, c.cfg.syncLimit)
 	fmt.Fprintf(&b, "dataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n", data, m.clientPort)
 	b.WriteString("admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=0\n")
 	// Container nodes are reaped by a periodic task; run it often enough
@@ -209,7 +230,7 @@ func (c *Cluster) writeConfig(m *member) error {
 	if len(c.members) > 1 {
 		b.WriteString("standaloneEnabled=false\nreconfigEnabled=false\n")
 		for _, o := range c.members {
-			fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", o.id, o.peerPort, o.electPort)
+			fmt.Fprintf(&b, "server.%d=%s\n", o.id, c.peerAddrs(m, o))
 		}
 		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(m.id)+"\n"), 0o644); err != nil {
 			return fmt.Errorf("zkserver: %w", err)
@@ -571,6 +592,7 @@ func (c *Cluster) Close() error {
 		return nil
 	}
 	c.stopAll()
+	c.closePeerLinks()
 	if c.ownDir {
 		c.ownDir = false
 		return os.RemoveAll(c.cfg.dir)

@@ -17,6 +17,12 @@
 //     higher token than the one before.
 //   - lost: a hold entered and never left (its worker died, or the record
 //     is corrupt: an exit before the enter counts here too).
+//   - late-loss: loss before grant broken. A hold its worker saw lost (its
+//     held context cancelled by a loss, at Hold.Loss) must have been told so
+//     before any other process was granted the path: the next hold of
+//     another process, in the order of enter times, must enter after the
+//     loss. The loss time is taken when the worker's goroutine saw it, after
+//     the cancellation, so the check errs towards reporting.
 //
 // A worker that the stress command killed on purpose (SIGKILL, to test that
 // a dead holder's lock passes on only after its session ends) leaves the
@@ -40,6 +46,9 @@ type Hold struct {
 	Token int64 // fencing token; 0 when unknown
 	Enter int64 // ns on the shared clock
 	Exit  int64 // ns on the shared clock; 0 when the hold never ended
+	// Loss is when the holder saw the hold lost (shared clock); 0: it was
+	// not lost, or not watched.
+	Loss int64 `json:"loss,omitempty"`
 	// Cut is set by Check on a hold of a killed process that never ended:
 	// its Exit is then the kill time.
 	Cut bool `json:"cut,omitempty"`
@@ -76,9 +85,10 @@ type Kind string
 
 // The kinds of violation.
 const (
-	Overlap Kind = "overlap"
-	Token   Kind = "token"
-	Lost    Kind = "lost"
+	Overlap  Kind = "overlap"
+	Token    Kind = "token"
+	Lost     Kind = "lost"
+	LateLoss Kind = "late-loss"
 )
 
 // Violation is one example of a violation, for the report.
@@ -97,6 +107,7 @@ type PathResult struct {
 	Overlaps         int   `json:"overlaps"`
 	TokenRegressions int   `json:"token_regressions"`
 	Lost             int   `json:"lost"`
+	LateLosses       int   `json:"late_losses"`
 	Cut              int   `json:"cut_by_kill,omitempty"`
 }
 
@@ -106,6 +117,8 @@ type Result struct {
 	Overlaps         int          `json:"overlaps"`
 	TokenRegressions int          `json:"token_regressions"`
 	Lost             int          `json:"lost"`
+	LateLosses       int          `json:"late_losses"` // loss before grant broken
+	LossesChecked    int          `json:"losses_checked"`
 	Cut              int          `json:"cut_by_kill"` // holds of killed processes, cut at the kill (not violations)
 	TokensChecked    bool         `json:"tokens_checked"`
 	Paths            []PathResult `json:"paths"`
@@ -113,10 +126,12 @@ type Result struct {
 }
 
 // OK reports whether no violation was found.
-func (r Result) OK() bool { return r.Overlaps == 0 && r.TokenRegressions == 0 && r.Lost == 0 }
+func (r Result) OK() bool {
+	return r.Overlaps == 0 && r.TokenRegressions == 0 && r.Lost == 0 && r.LateLosses == 0
+}
 
 // Violations is the number of violations of every kind.
-func (r Result) Violations() int { return r.Overlaps + r.TokenRegressions + r.Lost }
+func (r Result) Violations() int { return r.Overlaps + r.TokenRegressions + r.Lost + r.LateLosses }
 
 // MaxExamples bounds how many violations Check describes.
 const MaxExamples = 20
@@ -138,6 +153,7 @@ func Check(holds []Hold, opt Options) Result {
 		res.Overlaps += pr.Overlaps
 		res.TokenRegressions += pr.TokenRegressions
 		res.Lost += pr.Lost
+		res.LateLosses += pr.LateLosses
 		res.Cut += pr.Cut
 		holds = holds[n:]
 	}
@@ -180,6 +196,10 @@ func checkPath(holds []Hold, opt Options, res *Result) PathResult {
 				last = h
 			}
 		}
+		if h.Loss != 0 {
+			res.LossesChecked++
+			checkLoss(holds, i, &pr, res)
+		}
 		if !opt.Tokens || h.Token == 0 {
 			continue
 		}
@@ -201,4 +221,22 @@ func checkPath(holds []Hold, opt Options, res *Result) PathResult {
 		lastToken = h
 	}
 	return pr
+}
+
+// checkLoss checks that the lost hold holds[i] was seen lost before the
+// next grant of its path to another process.
+func checkLoss(holds []Hold, i int, pr *PathResult, res *Result) {
+	h := &holds[i]
+	for j := i + 1; j < len(holds); j++ {
+		k := &holds[j]
+		if k.Proc == h.Proc {
+			continue
+		}
+		if k.Enter < h.Loss {
+			pr.LateLosses++
+			res.example(Violation{Kind: LateLoss, Path: h.Path, Prev: h, Hold: *k,
+				Detail: fmt.Sprintf("granted %d ns before the holder saw its hold lost", h.Loss-k.Enter)})
+		}
+		return
+	}
 }

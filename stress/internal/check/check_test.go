@@ -150,3 +150,19 @@ func TestKilledHoldIsCut(t *testing.T) {
 		t.Fatalf("unfinished hold of a live process: %+v", r)
 	}
 }
+
+func TestLateLoss(t *testing.T) {
+	holds := []Hold{
+		{Proc: 0, Path: 0, Token: 1, Enter: 10, Exit: 50, Loss: 40},
+		{Proc: 1, Path: 0, Token: 2, Enter: 60, Exit: 70},           // after the loss: fine
+		{Proc: 1, Path: 0, Token: 3, Enter: 80, Exit: 90, Loss: 95}, // lost after its exit
+		{Proc: 0, Path: 0, Token: 4, Enter: 91, Exit: 99},           // granted before proc 1 saw it
+	}
+	r := Check(holds, Options{Tokens: true})
+	if r.LateLosses != 1 || r.LossesChecked != 2 || r.OK() || r.Overlaps != 0 {
+		t.Fatalf("result %+v", r)
+	}
+	if ex := r.Examples[0]; ex.Kind != LateLoss || ex.Hold.Token != 4 {
+		t.Fatalf("example %+v", ex)
+	}
+}

@@ -42,10 +42,14 @@ type Hold struct {
 	Latency int64 // ns spent in Acquire
 	G       int32 // goroutine number within the worker
 	Path    int32 // index of the lock path
+	// Lost is when the worker saw the hold lost (its held context
+	// cancelled by a loss, CLOCK_MONOTONIC ns); 0: not lost, or not
+	// watched (runs without faults).
+	Lost int64
 }
 
 // Size is the size of one record in a file.
-const Size = 48
+const Size = 56
 
 // Field offsets inside a record; the last word is the "written" mark.
 const (
@@ -54,7 +58,8 @@ const (
 	offToken   = 16
 	offLatency = 24
 	offG       = 32 // low half: goroutine, high half: path
-	offMark    = 40
+	offLost    = 40
+	offMark    = 48
 	mark       = 0x486f6c64 // "Hold"
 )
 
@@ -114,6 +119,9 @@ func (w *Writer) Enter(enter, token, latency int64, g, path int32) (Slot, error)
 // Exit writes the end of the hold.
 func (s Slot) Exit(exit int64) { atomic.StoreInt64(s.word(offExit), exit) }
 
+// Lost writes when the hold was seen lost.
+func (s Slot) Lost(at int64) { atomic.StoreInt64(s.word(offLost), at) }
+
 // Count returns how many records were claimed.
 func (w *Writer) Count() int64 { return min(w.next.Load(), w.cap) }
 
@@ -157,6 +165,7 @@ func Read(path string) ([]Hold, error) {
 				Latency: int64(binary.NativeEndian.Uint64(r[offLatency:])),
 				G:       int32(uint32(gp)),
 				Path:    int32(uint32(gp >> 32)),
+				Lost:    int64(binary.NativeEndian.Uint64(r[offLost:])),
 			})
 		}
 		if err == io.EOF || err == io.ErrUnexpectedEOF {

@@ -1,0 +1,207 @@
+package zkserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/tierlock/tierlock/internal/faultproxy"
+)
+
+// WithPeerProxies puts a fault proxy (internal/faultproxy) on every
+// server-to-server connection of an ensemble, so that a test can cut one
+// member from its peers while its clients stay connected to it
+// ([Cluster.PartitionMember]).
+//
+// Each member gets its own configuration: its own quorum and election
+// ports are the real ones, and each peer's are the addresses of proxies
+// that forward to that peer's real ports, one proxy per member, peer and
+// port. ZooKeeper drops an election connection opened by a server with a
+// lower id and dials back to the address the lower server advertises (its
+// real port, past any proxy); so a lower member's proxies to the election
+// port of a higher one refuse every connection, the higher member always
+// dials, and every server-to-server connection passes exactly one proxy.
+// Learners dial the leader's quorum port through their own proxy.
+//
+// It has no effect on a standalone server.
+func WithPeerProxies() Option { return func(c *config) { c.peerProxies = true } }
+
+// Port kinds of a PeerLink.
+const (
+	QuorumPort   = "quorum"   // a learner's connection to the leader
+	ElectionPort = "election" // leader election
+)
+
+// PeerLink is one proxy of an ensemble started WithPeerProxies: it carries
+// the connections that member From opens to member To's Port.
+type PeerLink struct {
+	From, To int    // member indexes
+	Port     string // QuorumPort or ElectionPort
+	// Refusing marks the proxy from a lower member id to a higher one's
+	// election port, which refuses every connection (see WithPeerProxies);
+	// PartitionMember and HealMember leave it alone.
+	Refusing bool
+	Proxy    *faultproxy.Proxy
+}
+
+func (l *PeerLink) String() string {
+	s := fmt.Sprintf("member %d -> member %d %s port via %s", l.From, l.To, l.Port, l.Proxy.Addr())
+	if l.Refusing {
+		s += " (refusing)"
+	}
+	return s
+}
+
+// makePeerLinks (re)creates the proxies for the members' current ports.
+func (c *Cluster) makePeerLinks() error {
+	c.closePeerLinks()
+	if !c.cfg.peerProxies || len(c.members) < 2 {
+		return nil
+	}
+	opts := []faultproxy.Option{faultproxy.WithLogger(c.cfg.logger)}
+	for _, from := range c.members {
+		for j, to := range c.members {
+			if from == to {
+				continue
+			}
+			for _, port := range []string{QuorumPort, ElectionPort} {
+				target := to.peerPort
+				if port == ElectionPort {
+					target = to.electPort
+				}
+				px, err := faultproxy.New(net.JoinHostPort("127.0.0.1", strconv.Itoa(target)), opts...)
+				if err != nil {
+					c.closePeerLinks()
+					return fmt.Errorf("zkserver: peer proxy: %w", err)
+				}
+				l := &PeerLink{From: from.id - 1, To: j, Port: port, Proxy: px}
+				if port == ElectionPort && from.id < to.id {
+					l.Refusing = true
+					px.Partition(0)
+				}
+				c.links = append(c.links, l)
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) closePeerLinks() {
+	for _, l := range c.links {
+		l.Proxy.Close()
+	}
+	c.links = nil
+}
+
+// peerAddrs is the "host:quorum:election" of member o in member m's
+// configuration: o's real ports for m itself or without peer proxies, else
+// the addresses of m's proxies to o.
+func (c *Cluster) peerAddrs(m, o *member) string {
+	q, e := o.peerPort, o.electPort
+	if len(c.links) > 0 && m != o {
+		for _, l := range c.links {
+			if l.From != m.id-1 || l.To != o.id-1 {
+				continue
+			}
+			_, port, _ := net.SplitHostPort(l.Proxy.Addr())
+			p, _ := strconv.Atoi(port)
+			if l.Port == QuorumPort {
+				q = p
+			} else {
+				e = p
+			}
+		}
+	}
+	return fmt.Sprintf("127.0.0.1:%d:%d", q, e)
+}
+
+// PeerLinks returns the proxies of an ensemble started WithPeerProxies
+// (nil otherwise), refusing ones included.
+func (c *Cluster) PeerLinks() []*PeerLink { return append([]*PeerLink(nil), c.links...) }
+
+// PeerProxy returns the proxy that carries member from's connections to
+// member to's port (QuorumPort or ElectionPort), or nil.
+func (c *Cluster) PeerProxy(from, to int, port string) *faultproxy.Proxy {
+	for _, l := range c.links {
+		if l.From == from && l.To == to && l.Port == port {
+			return l.Proxy
+		}
+	}
+	return nil
+}
+
+// ErrNoPeerProxies is returned by PartitionMember and HealMember on a
+// cluster started without WithPeerProxies.
+var ErrNoPeerProxies = errors.New("zkserver: ensemble started without WithPeerProxies")
+
+// memberLinks returns the non-refusing proxies to and from member i.
+func (c *Cluster) memberLinks(i int) ([]*PeerLink, error) {
+	if _, err := c.control(i); err != nil {
+		return nil, err
+	}
+	if len(c.links) == 0 {
+		return nil, ErrNoPeerProxies
+	}
+	var out []*PeerLink
+	for _, l := range c.links {
+		if !l.Refusing && (l.From == i || l.To == i) {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// PartitionMember cuts member i from all its peers, silently, while its
+// clients stay connected to it: every proxy between i and another member
+// becomes a blackhole (faultproxy.Proxy.Blackhole), so that nothing, not
+// even a closed connection, crosses, and new connections are refused. A
+// follower so cut goes on serving its clients, pings included, until it
+// has not heard from the leader for syncLimit ticks; the leader drops it
+// after as long and, with the rest of the ensemble, keeps its quorum.
+func (c *Cluster) PartitionMember(i int) error {
+	links, err := c.memberLinks(i)
+	if err != nil {
+		return err
+	}
+	for _, l := range links {
+		l.Proxy.Blackhole()
+	}
+	c.cfg.logger.Info("zookeeper member partitioned from its peers", "member", i, "proxies", len(links))
+	return nil
+}
+
+// HealMember ends PartitionMember: member i's peers can reach it again, and
+// it rejoins the ensemble.
+func (c *Cluster) HealMember(i int) error {
+	links, err := c.memberLinks(i)
+	if err != nil {
+		return err
+	}
+	for _, l := range links {
+		l.Proxy.Heal()
+	}
+	c.cfg.logger.Info("zookeeper member healed", "member", i)
+	return nil
+}
+
+// Conf returns member i's configuration as the conf four-letter word
+// reports it (tickTime, syncLimit, initLimit, ...), keyed by name.
+func (c *Cluster) Conf(ctx context.Context, i int) (map[string]string, error) {
+	out, err := c.FourLetter(ctx, i, "conf")
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]string)
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+			m[k] = v
+		}
+	}
+	if len(m) == 0 {
+		return nil, fmt.Errorf("zkserver: conf from member %d: %q", i, strings.TrimSpace(out))
+	}
+	return m, nil
+}

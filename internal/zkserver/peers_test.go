@@ -1,0 +1,169 @@
+package zkserver_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/zkserver"
+)
+
+// A follower cut from its peers through the peer proxies keeps serving its
+// clients for about syncLimit ticks, then stops; the leader and the other
+// follower keep their quorum and take writes; once healed the follower
+// rejoins and catches up.
+func TestPartitionMember(t *testing.T) {
+	if _, ok := zkserver.FromEnv(); ok {
+		t.Skip("TIERLOCK_ZK_SERVERS is set: not starting servers")
+	}
+	const (
+		tick      = 200 * time.Millisecond
+		syncLimit = 5
+		cutAfter  = syncLimit * tick
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := zkserver.StartEnsemble(ctx, 3, zkserver.WithPeerProxies(), zkserver.WithTickTime(tick),
+		zkserver.WithSyncLimit(syncLimit), zkserver.WithInitLimit(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	// Every member has its own view of its peers: 3 members x 2 peers x
+	// 2 ports, one in four refusing (lower id to higher id's election port).
+	links := c.PeerLinks()
+	refusing := 0
+	for _, l := range links {
+		if l.Refusing {
+			refusing++
+			if l.Port != zkserver.ElectionPort || l.From >= l.To {
+				t.Errorf("refusing link %v", l)
+			}
+		}
+	}
+	if len(links) != 12 || refusing != 3 {
+		t.Fatalf("%d peer links, %d refusing; want 12 and 3", len(links), refusing)
+	}
+	for i := range c.Size() {
+		conf, err := c.Conf(ctx, i)
+		if err != nil || conf["syncLimit"] != "5" || conf["initLimit"] != "10" || conf["tickTime"] != "200" {
+			t.Fatalf("member %d conf: %v, %v", i, conf, err)
+		}
+	}
+
+	var leader int
+	retry(t, "a leader", func() error {
+		leader, err = c.Leader(ctx)
+		return err
+	})
+	f := (leader + 1) % 3
+	other := 3 - leader - f
+	if mode, err := c.Mode(ctx, f); err != nil || mode != "follower" {
+		t.Fatalf("member %d: %q, %v", f, mode, err)
+	}
+	// The follower's link to the leader carries the quorum connection.
+	if px := c.PeerProxy(f, leader, zkserver.QuorumPort); px == nil || px.Stats().Active != 1 {
+		t.Fatalf("follower %d's quorum proxy to leader %d: %v", f, leader, px)
+	}
+	onF := dial(t, []string{c.Addr(f)})
+	rest := dial(t, []string{c.Addr(leader), c.Addr(other)})
+	retry(t, "create", func() error {
+		_, err := rest.Create("/part", []byte("before"), 0, zk.WorldACL(zk.PermAll))
+		return err
+	})
+	retry(t, "read on the follower", func() error { _, _, err := onF.Get("/part"); return err })
+
+	if err := c.PartitionMember(f); err != nil {
+		t.Fatal(err)
+	}
+	cut := time.Now()
+	// The follower answers its clients by itself for a while.
+	if _, _, err := onF.Get("/part"); err != nil {
+		t.Fatalf("read on the cut follower right after the cut: %v", err)
+	}
+	// The rest keep a quorum and take writes.
+	if _, err := rest.Set("/part", []byte("during"), -1); err != nil {
+		t.Fatalf("write on the majority during the partition: %v", err)
+	}
+	// The follower stops serving once it has not heard from the leader for
+	// syncLimit ticks.
+	var down time.Duration
+	for {
+		pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		mode, err := c.Mode(pctx, f)
+		pcancel()
+		if err != nil || mode != "follower" {
+			down = time.Since(cut)
+			t.Logf("member %d stopped following %v after the cut (syncLimit x tick = %v): %q %v", f, down, cutAfter, mode, err)
+			break
+		}
+		if time.Since(cut) > cutAfter+5*time.Second {
+			t.Fatalf("member %d still follows %v after the cut", f, time.Since(cut))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if down < cutAfter/2 {
+		t.Errorf("member %d stopped after %v, well before syncLimit x tick = %v", f, down, cutAfter)
+	}
+	if l, err := c.Leader(ctx); err != nil || l == f {
+		t.Fatalf("leader during the partition: %d, %v", l, err)
+	}
+	if _, err := rest.Set("/part", []byte("after"), -1); err != nil {
+		t.Fatalf("write on the majority once the follower dropped out: %v", err)
+	}
+	synced := func(want string) func() error {
+		return func() error {
+			m, err := c.Mntr(ctx, leader)
+			if err == nil && m["zk_synced_followers"] != want {
+				err = errors.New("zk_synced_followers " + m["zk_synced_followers"])
+			}
+			return err
+		}
+	}
+	retry(t, "the leader to drop the cut follower", synced("1"))
+
+	if err := c.HealMember(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	again := dial(t, []string{c.Addr(f)})
+	retry(t, "catch up after healing", func() error {
+		if _, err := again.Sync("/part"); err != nil {
+			return err
+		}
+		data, _, err := again.Get("/part")
+		if err == nil && string(data) != "after" {
+			return errors.New("stale data " + string(data))
+		}
+		return err
+	})
+	if mode, err := c.Mode(ctx, f); err != nil || mode != "follower" {
+		t.Fatalf("healed member %d: %q, %v", f, mode, err)
+	}
+	retry(t, "the leader to count the healed follower", synced("2"))
+}
+
+func TestPeerProxiesBadUse(t *testing.T) {
+	if _, ok := zkserver.FromEnv(); ok {
+		t.Skip("TIERLOCK_ZK_SERVERS is set")
+	}
+	if _, err := zkserver.StartEnsemble(context.Background(), 3, zkserver.WithSyncLimit(0)); err == nil {
+		t.Fatal("syncLimit 0 accepted")
+	}
+	c := start(t, 1)
+	if err := c.PartitionMember(0); !errors.Is(err, zkserver.ErrNoPeerProxies) {
+		t.Fatalf("PartitionMember without proxies: %v", err)
+	}
+	if err := c.HealMember(3); !errors.Is(err, zkserver.ErrBadMember) {
+		t.Fatalf("HealMember(3): %v", err)
+	}
+	if c.PeerLinks() != nil {
+		t.Fatal("standalone server has peer links")
+	}
+}
