@@ -173,7 +173,7 @@ func TestUsageErrors(t *testing.T) {
 		{"-json", t.TempDir()},
 		{"-zk", "localhost"},
 		{"-root", "no-slash"},
-		{"-fault", "flood"},
+		{"-fault", "meteor"},
 		{"-fault", "restart", "-zk", "127.0.0.1:2181"},
 		{"-fault", "leader", "-zk", "127.0.0.1:2181"},
 		{"-fault", "expire", "-acquisitions", "100"},

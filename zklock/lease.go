@@ -28,27 +28,30 @@ import (
 // (ErrLeaseExpired) and its node given up. A grant is made only while the
 // deadline lies ahead.
 //
-// Why B = T/4 is early enough. The leader expires a session T after it last
-// heard of it (rounded up to its next tick, which only delays expiry), and
-// it hears of a session through the follower's replies to its pings, sent
-// every tickTime/2 and listing the sessions the follower served since the
-// previous reply. Our client talks to its server at least every T/8 while
-// a lock has a node (these syncs). Let s be the send time of the last
-// successful sync. The sync before it, sent at s − T/8 or later (or the
-// client's pings, every T/3, earlier), reached the follower, and the link
-// from the follower to the leader carried the later sync, so it also
-// carried the ping reply after that earlier touch: the leader heard of the
-// session at s − T/8 − tickTime/2 or later, and cannot expire it before
-// s − T/8 − tickTime/2 + T. ZooKeeper grants at least two ticks per
-// session timeout, so tickTime/2 ≤ T/4, and the expiry comes after
-// s + 5T/8, while our holds end at s + T/4: three eighths of T earlier,
-// plus the time the next holder needs to see the expiry (the close of the
-// session is a write, and its watch and listing follow). The argument
-// assumes the client's monotonic clock and the servers' advance at the same
-// rate within that margin, and that this process is not paused for longer
-// than it: a process stopped by the OS or the garbage collector can
+// Why B = T/4 is early enough. The leader expires a session T after it
+// last heard of it (rounded up to its next tick, which only delays the
+// expiry). It hears of a session through the follower's replies to its
+// pings, sent every tickTime/2 while their link works, each listing the
+// sessions the follower served since the previous reply. Our client sends
+// the follower something at least every T/8 while a lock has a node (these
+// syncs; its pings come every T/3). Let s be the send time of the last sync
+// that succeeded. Its success shows that the link between the follower and
+// the leader worked after s; the touch of the client's previous request
+// (sent at s − T/8 or later) was reported by a ping reply sent within
+// tickTime/2 of it, on that same link. So the leader heard of the session
+// at s − T/8 − tickTime/2 or later, and cannot expire it before
+// s − T/8 − tickTime/2 + T. ZooKeeper grants at least two ticks per session
+// timeout, so tickTime/2 ≤ T/4, and the expiry comes after s + 5T/8, while
+// our holds end at s + T/4: three eighths of T earlier, before even the
+// next holder's grant, which needs the expiry committed and then its own
+// watch and listing. The argument assumes that the follower's ping replies
+// flow whenever a sync gets through (they share its link, in order), that
+// the client's monotonic clock and the servers' advance at the same rate
+// within the margin, and that this process is not paused for longer than
+// the margin: a process stopped by the OS or the garbage collector can
 // outlive its session without running the timer. The fencing token is the
-// answer there.
+// answer there. tier.TestNemesis measures it: with T = 2 s, holders are
+// told at about 0.4 s into a partition, the next grant comes at about 2 s.
 //
 // Under WithLossOnExpiryOnly the deadline is B = 3T/4 instead: holds
 // survive disconnections and leader-less stretches shorter than that, and
