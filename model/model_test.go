@@ -1,0 +1,196 @@
+// Package model runs the spin models of tierlock's protocol (gate.pml,
+// twotier.pml) and their mutants; see README.md in this directory.
+package model
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// check is one spin verification run: spin -a with defines, cc with
+// ccFlags, ./pan with panFlags.
+type check struct {
+	name     string
+	model    string   // .pml file in this directory
+	defines  []string // spin -D flags: model size and mutant
+	ccFlags  []string // what pan checks: -DSAFETY, -DNFAIR, -DCOLLAPSE
+	panFlags []string // -a -f for liveness, -m depth, -w hash size
+	mutant   bool     // must report errors
+	// mustReach lists assertions (as pan prints them) that must not be
+	// reported unreached: the properties this run is meant to exercise.
+	mustReach []string
+}
+
+var (
+	safety = []string{"-DSAFETY", "-DNOCLAIM"} // assertions and invalid end states, no LTL claim
+	// weak fairness for the acceptance-cycle search; NFAIR sizes its
+	// copies of the state space (one per process plus two).
+	liveness = []string{"-DNFAIR=3"}
+)
+
+var checks = []check{
+	// Model 1, the gate: 3 goroutines, 4 spins as in gate.go.
+	{name: "gate/safety", model: "gate.pml", ccFlags: safety, panFlags: []string{"-m10000000"}},
+	{name: "gate/liveness", model: "gate.pml", ccFlags: liveness, panFlags: []string{"-a", "-f", "-m10000000"}},
+	{name: "gate/mutant_close_after_unlock", model: "gate.pml", defines: []string{"-DMUTANT_CLOSE_AFTER_UNLOCK"},
+		ccFlags: safety, panFlags: []string{"-m10000000"}, mutant: true},
+	{name: "gate/mutant_close_after_unlock_liveness", model: "gate.pml", defines: []string{"-DMUTANT_CLOSE_AFTER_UNLOCK"},
+		ccFlags: liveness, panFlags: []string{"-a", "-f", "-m10000000"}, mutant: true},
+
+	// Model 2, two tiers: 2 processes x 2 goroutines, one acquisition
+	// each, one hand-off per node. Faults (one lease lapse, with expiry
+	// or reconnection, failed writes, lost watch events) and cancelled
+	// waits are checked in two runs: together they do not fit the time
+	// budget. COLLAPSE keeps the faults run's memory near 600 MB.
+	{name: "twotier/faults", model: "twotier.pml", defines: []string{"-DF=1", "-DC=0"},
+		ccFlags: append([]string{"-DCOLLAPSE"}, safety...), panFlags: []string{"-m1000000", "-w25"},
+		mustReach: []string{"nvalid==0", "lasttok"}},
+	{name: "twotier/cancel", model: "twotier.pml", defines: []string{"-DF=0", "-DC=1"},
+		ccFlags: append([]string{"-DCOLLAPSE"}, safety...), panFlags: []string{"-m1000000", "-w22"},
+		mustReach: []string{"nvalid==0", "lasttok"}},
+	{name: "twotier/mutant_forget_failed_delete", model: "twotier.pml",
+		defines: []string{"-DF=1", "-DC=0", "-DMUTANT_FORGET_FAILED_DELETE"},
+		ccFlags: safety, panFlags: []string{"-m1000000", "-w22"}, mutant: true},
+	{name: "twotier/mutant_no_loss_signal", model: "twotier.pml",
+		defines: []string{"-DF=1", "-DC=0", "-DMUTANT_NO_LOSS_SIGNAL"},
+		ccFlags: safety, panFlags: []string{"-m1000000", "-w22"}, mutant: true},
+}
+
+func TestModels(t *testing.T) {
+	tools := map[string]string{}
+	for _, tool := range []string{"spin", "cc"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatalf("%s not found (%v): run scripts/install-deps.sh, which installs spin and a C compiler", tool, err)
+		}
+		tools[tool] = p
+	}
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			res := c.run(t, tools)
+			t.Logf("spin %s %s; cc %s; pan %s: %d states stored, depth %d, %.2fs (pan), errors %d",
+				strings.Join(c.defines, " "), c.model, strings.Join(c.ccFlags, " "),
+				strings.Join(c.panFlags, " "), res.states, res.depth, res.seconds, res.errors)
+			if c.mutant {
+				if res.errors == 0 {
+					t.Errorf("mutant verified clean: the model cannot see this bug\n%s", res.out)
+				}
+				return
+			}
+			if res.errors != 0 {
+				t.Errorf("%d errors; replay the trail with spin -t -p %s %s\n%s",
+					res.errors, strings.Join(c.defines, " "), c.model, res.out)
+			}
+			if res.truncated {
+				t.Errorf("search truncated (depth limit): raise -m\n%s", res.out)
+			}
+			for _, a := range c.mustReach {
+				if u := res.unreachedAssertion(a); u != "" {
+					t.Errorf("assertion never reached, so never checked: %s", u)
+				}
+			}
+		})
+	}
+}
+
+type result struct {
+	out       string
+	errors    int
+	states    int64
+	depth     int64
+	seconds   float64
+	truncated bool
+	unreached []string // assertion lines pan reports unreached
+}
+
+func (r result) unreachedAssertion(substr string) string {
+	for _, u := range r.unreached {
+		if strings.Contains(u, substr) {
+			return u
+		}
+	}
+	return ""
+}
+
+var (
+	reErrors  = regexp.MustCompile(`errors: (\d+)`)
+	reStates  = regexp.MustCompile(`(\d+(?:\.\d+)?(?:e\+\d+)?) states, stored`)
+	reDepth   = regexp.MustCompile(`depth reached (\d+)`)
+	reElapsed = regexp.MustCompile(`elapsed time ([\d.e+-]+) seconds`)
+)
+
+// run generates, compiles and runs the verifier in a temporary directory.
+func (c check) run(t *testing.T, tools map[string]string) result {
+	t.Helper()
+	dir := t.TempDir()
+	src, err := os.ReadFile(c.model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, c.model), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sh := func(name string, args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if err != nil && !(name == "./pan" && errors.As(err, &exit)) {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	sh(tools["spin"], append(append([]string{}, c.defines...), "-a", c.model)...)
+	// -w: pan.c's many generated warnings say nothing about the model.
+	sh(tools["cc"], append(append([]string{"-O2", "-w"}, c.ccFlags...), "-o", "pan", "pan.c")...)
+	out := sh("./pan", c.panFlags...)
+
+	r := result{out: out, truncated: strings.Contains(out, "max search depth too small")}
+	m := reErrors.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no error count in pan's output:\n%s", out)
+	}
+	r.errors, _ = strconv.Atoi(m[1])
+	if m := reStates.FindStringSubmatch(out); m != nil {
+		f, _ := strconv.ParseFloat(m[1], 64)
+		r.states = int64(f)
+	}
+	if m := reDepth.FindStringSubmatch(out); m != nil {
+		r.depth, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	if m := reElapsed.FindStringSubmatch(out); m != nil {
+		r.seconds, _ = strconv.ParseFloat(m[1], 64)
+	}
+	inUnreached := false
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, "unreached in"):
+			inUnreached = true
+		case inUnreached && strings.HasPrefix(line, "\t"):
+			if strings.Contains(line, "assert(") {
+				r.unreached = append(r.unreached, strings.TrimSpace(line))
+			}
+		default:
+			inUnreached = false
+		}
+	}
+	return r
+}
