@@ -295,10 +295,14 @@ func (l *Lock) Release(ctx context.Context) error {
 }
 
 func (l *Lock) release(h *hold) error {
+	// Whether the hold was lost is decided before its node is given up:
+	// the delete fires our own-node watch, which would otherwise report
+	// the release itself as a deletion by someone else.
+	lost := h.isLost()
 	h.released.Store(true)
 	l.s.forget(h)
 	l.dropNode(h)
-	if h.isLost() {
+	if lost {
 		return fmt.Errorf("%w: %w", ErrLockLost, h.cause)
 	}
 	return nil
