@@ -15,8 +15,12 @@ func curatorName(seq int32) string {
 func gozkName(seq int32) string {
 	return fmt.Sprintf("_c_0f1e2d3c4b5a46978877665544332211-lock-%010d", seq)
 }
-func kazooName(seq int32) string  { return fmt.Sprintf("8d1c63e2a3b54f0e9c37e3b0f4a1b2c3__lock__%010d", seq) }
-func kazooRName(seq int32) string { return fmt.Sprintf("8d1c63e2a3b54f0e9c37e3b0f4a1b2c3__rlock__%010d", seq) }
+func kazooName(seq int32) string {
+	return fmt.Sprintf("8d1c63e2a3b54f0e9c37e3b0f4a1b2c3__lock__%010d", seq)
+}
+func kazooRName(seq int32) string {
+	return fmt.Sprintf("8d1c63e2a3b54f0e9c37e3b0f4a1b2c3__rlock__%010d", seq)
+}
 func curatorRW(kind string, seq int32) string {
 	return fmt.Sprintf("_c_0f1e2d3c-4b5a-4697-8877-665544332211-%s%010d", kind, seq)
 }
