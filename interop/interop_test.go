@@ -39,6 +39,13 @@ func TestMixedFleet(t *testing.T) {
 	}
 }
 
+// A fleet migrating from zk.Lock to the drop-in: two processes still on
+// zk.Lock and two on zkcompat, each with one handle per goroutine.
+func TestDropInBesideZkLock(t *testing.T) {
+	o := runFleet(t, 3*time.Second, member{famGozk, 4}, member{famZkcompat, 4}, member{famGozk, 4}, member{famZkcompat, 4})
+	requireExclusion(t, o)
+}
+
 // kazoo as it comes counts only its own "__lock__" nodes as contenders, so
 // without extra_lock_patterns=("-lock-",) it takes the lock while tierlock
 // holds it. README's interop section shows this; the test keeps it true.

@@ -221,10 +221,24 @@ var registry = struct {
 	conns map[*zk.Conn]*connEntry
 }{conns: map[*zk.Conn]*connEntry{}}
 
-// SessionLinger is how long a connection's session is kept after its last
+var logger atomic.Pointer[slog.Logger]
+
+// SetLogger sets the logger of the sessions and locks the drop-in makes
+// from then on (default: slog.Default()). zk.NewLock takes no options, so
+// this is package-wide.
+func SetLogger(l *slog.Logger) { logger.Store(l) }
+
+func log() *slog.Logger {
+	if l := logger.Load(); l != nil {
+		return l
+	}
+	return slog.Default()
+}
+
+// sessionLinger is how long a connection's session is kept after its last
 // lock was closed, so that a process that locks now and then does not set
 // a session up each time.
-var SessionLinger = 30 * time.Second
+const sessionLinger = 30 * time.Second
 
 type connEntry struct {
 	conn   *zk.Conn
@@ -260,7 +274,8 @@ func obtain(conn *zk.Conn, path string, acl []zk.ACL) (*pathEntry, error) {
 	}
 	e := c.paths[path]
 	if e == nil {
-		l, err := tier.New(c.s, path, tier.WithLockOptions(zklock.WithACL(acl), zklock.WithLabel("zkcompat")))
+		l, err := tier.New(c.s, path, tier.WithLogger(log()),
+			tier.WithLockOptions(zklock.WithACL(acl), zklock.WithLabel("zkcompat")))
 		if err != nil {
 			c.idle()
 			return nil, fmt.Errorf("zkcompat: %w", err)
@@ -292,7 +307,7 @@ func (c *connEntry) idle() {
 	if len(c.paths) > 0 || c.linger != nil {
 		return
 	}
-	c.linger = time.AfterFunc(SessionLinger, func() {
+	c.linger = time.AfterFunc(sessionLinger, func() {
 		registry.mu.Lock()
 		if registry.conns[c.conn] != c || len(c.paths) > 0 {
 			registry.mu.Unlock()
@@ -344,7 +359,7 @@ func (c *connEntry) close() {
 // connection's state and session id instead (see pollState).
 func newConnEntry(conn *zk.Conn) (*connEntry, error) {
 	events := make(chan zk.Event, 8)
-	s, err := zklock.NewSession(conn, events, zklock.WithLogger(slog.Default().With("component", "zkcompat")))
+	s, err := zklock.NewSession(conn, events, zklock.WithLogger(log().With("component", "zkcompat")))
 	if err != nil {
 		return nil, fmt.Errorf("zkcompat: %w", err)
 	}
