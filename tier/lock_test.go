@@ -101,8 +101,9 @@ func TestGoroutinesOneNode(t *testing.T) {
 	ctx := ctxT(t, 60*time.Second)
 	var inside, peakNodes atomic.Int32
 	var wg sync.WaitGroup
-	stop := make(chan struct{})
+	stop, polled := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(polled)
 		for {
 			select {
 			case <-stop:
@@ -137,6 +138,7 @@ func TestGoroutinesOneNode(t *testing.T) {
 	}
 	wg.Wait()
 	close(stop)
+	<-polled // before the cleanup closes the session under its listing
 	if peakNodes.Load() > 1 {
 		t.Fatalf("peak of %d znodes for one process", peakNodes.Load())
 	}
