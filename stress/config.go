@@ -25,6 +25,7 @@ const (
 // config is what the flags say.
 type config struct {
 	Impls          []string      `json:"impls"`
+	Mix            []mixMember   `json:"mix,omitempty"` // -mix: the members of one mixed run
 	Procs          int           `json:"procs"`
 	Goroutines     int           `json:"goroutines"`
 	Paths          int           `json:"paths"`
@@ -102,6 +103,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		fs.PrintDefaults()
 	}
 	impl := fs.String("impl", "all", "implementations: tier, zklock, gozk, all, or a comma-separated list (tier-handoff too)")
+	mix := fs.String("mix", "", "one run of a mixed fleet on the same paths: impl:processes,... from tier, tier-handoff, zklock, gozk, zkcompat, curator, kazoo (sets -procs)")
 	fs.IntVar(&c.Procs, "procs", 4, "worker processes (P)")
 	fs.IntVar(&c.Goroutines, "goroutines", 64, "goroutines per process (G)")
 	fs.IntVar(&c.Paths, "paths", 1, "lock paths (L)")
@@ -199,6 +201,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		}
 	}
 	if err := faultFlags(&c, *fault, set); err != nil {
+		return c, err
+	}
+	if err := parseMix(&c, *mix, set); err != nil {
 		return c, err
 	}
 	if c.Timeout == 0 {

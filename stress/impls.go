@@ -78,6 +78,10 @@ func newImpl(ctx context.Context, spec workerSpec, log *slog.Logger) (impl, erro
 		return im, nil
 	case implGozk:
 		return newGozkImpl(ctx, spec)
+	case implZkcompat:
+		return newZkcompatImpl(ctx, spec)
+	case implCurator, implKazoo:
+		return newPeerImpl(ctx, spec)
 	case implNolock:
 		return nolockImpl{}, nil
 	}

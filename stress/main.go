@@ -90,6 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sum.OK = !violated && !incomplete
 
 	printTable(stdout, sum.Results)
+	printMix(stdout, cfg, runs)
 	if cfg.Faults != nil {
 		printFaultLog(stdout, sum)
 	}

@@ -299,6 +299,7 @@ func (r *runner) runImpl(ctx context.Context, name string) (*implRun, error) {
 			RecordFile: file, RecordCap: defaultRecordCap, Seed: uint64(time.Now().UnixNano()),
 			Verbose: cfg.Verbose, Faults: cfg.Faults != nil,
 		}
+		spec.Impl = cfg.implOf(name, slot)
 		if cfg.Faults != nil {
 			// The parent ends a run with faults (it may extend it until the
 			// last fault is recovered from); the duration is a safety net.
@@ -309,6 +310,9 @@ func (r *runner) runImpl(ctx context.Context, name string) (*implRun, error) {
 			spec.RecordCap = int64(cfg.Goroutines) * (cfg.Acquisitions/int64(cfg.Procs*cfg.Goroutines) + 1)
 		}
 		return spec
+	}
+	if err := r.preparePeers(ctx, name); err != nil {
+		return nil, err
 	}
 	for i := range cfg.Procs {
 		w, err := startWorker(r.exe, newSpec(i, i), f.msgs, passthrough)
@@ -476,7 +480,7 @@ func (r *runner) collect(run *implRun, results []*workerResult, files []string) 
 			fmt.Sprintf("workers counted %d acquisitions but recorded %d complete holds", counted, complete))
 	}
 	run.result = check.Check(run.holds, check.Options{
-		Tokens:          run.tokenKind != "",
+		Tokens:          run.tokenKind != "" && run.name != implMix, // a mix's tokens are of different kinds
 		SameNodeHandoff: run.name == implTierHandoff,
 		Killed:          run.killed,
 	})

@@ -18,6 +18,89 @@ const (
 	lockMarker      = "-lock-"
 )
 
+// The markers of the lock nodes of other recipes that tierlock counts as
+// contenders for its mutex: a node whose name has one of them (or
+// lockMarker) followed by a sequence number and nothing else holds or
+// waits for the path. See Contender.
+const (
+	kazooLockMarker  = "__lock__"  // kazoo Lock and WriteLock: <uuid hex>__lock__<seq>
+	kazooReadMarker  = "__rlock__" // kazoo ReadLock: <uuid hex>__rlock__<seq>
+	curatorReadMark  = "-__READ__" // Curator InterProcessReadWriteLock reader: _c_<uuid>-__READ__<seq>
+	curatorWriteMark = "-__WRIT__" // Curator InterProcessReadWriteLock writer: _c_<uuid>-__WRIT__<seq>
+)
+
+// Family names the recipe that made a lock node.
+type Family string
+
+// The families of lock nodes.
+const (
+	// FamilyLock: "-lock-" nodes of tierlock, Curator's InterProcessMutex
+	// and go-zookeeper's zk.Lock.
+	FamilyLock Family = "lock"
+	// FamilyKazooLock: kazoo's Lock and WriteLock ("__lock__").
+	FamilyKazooLock Family = "kazoo-lock"
+	// FamilyKazooRead: kazoo's ReadLock ("__rlock__").
+	FamilyKazooRead Family = "kazoo-rlock"
+	// FamilyCuratorRead and FamilyCuratorWrite: Curator's
+	// InterProcessReadWriteLock ("-__READ__", "-__WRIT__").
+	FamilyCuratorRead  Family = "curator-read"
+	FamilyCuratorWrite Family = "curator-write"
+)
+
+var families = []struct {
+	marker string
+	family Family
+}{
+	{lockMarker, FamilyLock},
+	{kazooLockMarker, FamilyKazooLock},
+	{kazooReadMarker, FamilyKazooRead},
+	{curatorReadMark, FamilyCuratorRead},
+	{curatorWriteMark, FamilyCuratorWrite},
+}
+
+// Contender parses a child of a lock path as a contender for tierlock's
+// mutex: a node of any recipe that holds, or waits to hold, the path
+// exclusively or shared. Tierlock waits for every contender issued before
+// its own node, whatever its family; a reader of a read/write lock holds
+// the path too, so it keeps a tierlock writer out.
+//
+// A name is a contender when it ends in one of the markers "-lock-"
+// (tierlock, Curator's InterProcessMutex, go-zookeeper's zk.Lock),
+// "__lock__" and "__rlock__" (kazoo's Lock, WriteLock and ReadLock),
+// "-__READ__" and "-__WRIT__" (Curator's read/write lock), followed by the
+// sequence number ZooKeeper appended: a decimal that fits a signed 32-bit
+// integer (ZooKeeper formats it with %010d, so it is negative after the
+// counter wraps). Every other child is ignored: names with none of the
+// markers (a Curator semaphore's "leases" and "locks" children, a kazoo
+// lease, data an application keeps beside its locks) and names whose
+// suffix is not such a number. Ignoring them is safe because every recipe
+// above creates its nodes with a marker and a sequence suffix, so no other
+// child can be a holder; counting one would be unsafe the other way round,
+// since a persistent child never goes away and every waiter behind it
+// would wait forever.
+func Contender(name string) (Family, int32, bool) {
+	for _, f := range families {
+		if seq, ok := parseAfter(name, f.marker); ok {
+			return f.family, seq, true
+		}
+	}
+	return "", 0, false
+}
+
+// parseAfter parses the sequence number that follows the last marker in
+// name and ends it.
+func parseAfter(name, marker string) (int32, bool) {
+	i := strings.LastIndex(name, marker)
+	if i < 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(name[i+len(marker):], 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	return int32(n), true
+}
+
 // ValidatePath checks a lock path: absolute, no trailing slash, no empty,
 // "." or ".." segment, none of the characters ZooKeeper refuses (control
 // characters, U+D800 to U+F8FF, U+FFF0 and above), not under /zookeeper.
@@ -91,21 +174,13 @@ func newGUID() string {
 // a 10-digit sequence number.
 func nodePrefix(guid string) string { return protectedPrefix + guid + lockMarker }
 
-// ParseSequence returns the sequence number of a lock node name: the
-// integer after the last "-lock-". ZooKeeper's counter is a signed 32-bit
-// integer formatted as %010d, so after 2^31 creates under one parent it
-// continues at -2147483648.
-func ParseSequence(name string) (int32, bool) {
-	i := strings.LastIndex(name, lockMarker)
-	if i < 0 {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(name[i+len(lockMarker):], 10, 32)
-	if err != nil {
-		return 0, false
-	}
-	return int32(n), true
-}
+// ParseSequence returns the sequence number of a "-lock-" node name (the
+// form tierlock, Curator's InterProcessMutex and go-zookeeper's zk.Lock
+// create): the integer after the last "-lock-". ZooKeeper's counter is a
+// signed 32-bit integer formatted as %010d, so after 2^31 creates under
+// one parent it continues at -2147483648. Contender parses the nodes of
+// every family tierlock counts.
+func ParseSequence(name string) (int32, bool) { return parseAfter(name, lockMarker) }
 
 // SequenceBefore reports whether sequence a was issued before b. It uses
 // serial-number arithmetic (RFC 1982) on the 32-bit counter: a precedes b
@@ -113,6 +188,22 @@ func ParseSequence(name string) (int32, bool) {
 // a live queue across the wrap from 2147483647 to -2147483648, provided
 // its nodes span fewer than 2^31 sequence numbers (always the case: a
 // queue that long would not fit in any server).
+//
+// Tierlock orders every path this way, mixed or not. The other clients
+// do not: after the wrap Curator and kazoo compare the sequence suffixes
+// as strings ("-2147483648" sorts before "2147483647", and among negative
+// numbers -2147483647 before -2147483648) and go-zookeeper's zk.Lock
+// compares the parsed numbers (negative before positive). Each of them
+// then puts some new nodes ahead of older ones, so no order that tierlock
+// could pick agrees with all of them, and those that agree with one let a
+// newer tierlock node jump an older holder. Issue order is the one in
+// which tierlock never takes the lock while a contender created before its
+// own node exists, so tierlock itself never causes an overlap; what the
+// others do after the wrap is theirs (an overlap among them, or a wait on
+// a tierlock node that waits on them). A mixed path must not wrap: the
+// counter is the parent's, and tierlock creates lock paths as container
+// nodes, which the server deletes (resetting the counter) once the queue
+// has been empty for a while.
 func SequenceBefore(a, b int32) bool { return int32(uint32(b)-uint32(a)) > 0 }
 
 type entry struct {
@@ -120,12 +211,13 @@ type entry struct {
 	seq  int32
 }
 
-// sortQueue keeps the lock nodes among children (names without "-lock-"
-// and a number are ignored) and orders them by sequence only.
+// sortQueue keeps the contenders among children (see Contender: the lock
+// nodes of every family; other children are ignored) and orders them by
+// sequence only, in issue order (SequenceBefore).
 func sortQueue(children []string) []entry {
 	q := make([]entry, 0, len(children))
 	for _, c := range children {
-		if seq, ok := ParseSequence(c); ok {
+		if _, seq, ok := Contender(c); ok {
 			q = append(q, entry{c, seq})
 		}
 	}

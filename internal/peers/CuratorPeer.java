@@ -1,0 +1,208 @@
+// CuratorPeer is tierlock's stand-in for a Java service on Curator: it
+// locks with Curator's InterProcessMutex, one instance per thread and
+// path, as services that give each thread its own lock do. It is compiled
+// at test time against the Debian jars by package peers (see peers.go).
+//
+// Modes:
+//
+//	loop  <servers> <path> <threads> <endUnixMillis> <holdMicros> <file> <label>
+//	    each thread acquires and releases until the wall clock reaches
+//	    endUnixMillis and
+//	    appends "E <label> <pid> <thread>" after acquiring and
+//	    "X <label> <pid> <thread>" before releasing to file, each line one
+//	    write(2) on an O_APPEND descriptor; then prints "holds <n>".
+//	serve <servers> <sessionMillis> <threads> <path>...
+//	    prints "ready", then obeys lines on stdin: "A <t> <p>" (thread t
+//	    acquires path p; answers "H <t> <seq>" or "F <t> <reason>"),
+//	    "R <t> <p>" (answers "U <t>" or "F <t> <reason>"); stdin's end
+//	    releases everything and exits.
+import java.io.BufferedReader;
+import java.io.FileOutputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+public final class CuratorPeer {
+    /** Exposes the node of the calling thread's hold, to report its sequence. */
+    static final class Mutex extends InterProcessMutex {
+        Mutex(CuratorFramework c, String path) {
+            super(c, path);
+        }
+
+        String node() {
+            return getLockPath();
+        }
+    }
+
+    static long sequence(String node) {
+        if (node == null) {
+            return -1;
+        }
+        int i = node.lastIndexOf("-lock-");
+        try {
+            return Long.parseLong(node.substring(i + "-lock-".length()));
+        } catch (RuntimeException e) {
+            return -1;
+        }
+    }
+
+    static CuratorFramework connect(String servers, int sessionMillis) throws InterruptedException {
+        CuratorFramework c = CuratorFrameworkFactory.newClient(servers, sessionMillis, 10000,
+                new ExponentialBackoffRetry(50, 20, 1000));
+        c.start();
+        if (!c.blockUntilConnected(30, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("no connection to " + servers);
+        }
+        return c;
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length >= 7 && args[0].equals("loop")) {
+            loop(args);
+        } else if (args.length >= 5 && args[0].equals("serve")) {
+            serve(args);
+        } else {
+            System.err.println("usage: CuratorPeer loop|serve ...");
+            System.exit(2);
+        }
+    }
+
+    static void loop(String[] a) throws Exception {
+        String servers = a[1], path = a[2], label = a[7];
+        int threads = Integer.parseInt(a[3]);
+        long end = Long.parseLong(a[4]);
+        long holdMicros = Long.parseLong(a[5]);
+        long pid = ProcessHandle.current().pid();
+        CuratorFramework c = connect(servers, 10000);
+        AtomicLong holds = new AtomicLong();
+        try (FileOutputStream out = new FileOutputStream(a[6], true)) {
+            Thread[] ts = new Thread[threads];
+            Throwable[] failed = new Throwable[1];
+            for (int t = 0; t < threads; t++) {
+                final int id = t;
+                ts[t] = new Thread(() -> {
+                    Mutex m = new Mutex(c, path);
+                    byte[] enter = ("E " + label + " " + pid + " " + id + "\n").getBytes(StandardCharsets.US_ASCII);
+                    byte[] exit = ("X " + label + " " + pid + " " + id + "\n").getBytes(StandardCharsets.US_ASCII);
+                    try {
+                        while (System.currentTimeMillis() < end) {
+                            m.acquire();
+                            try {
+                                out.write(enter);
+                                if (holdMicros > 0) {
+                                    Thread.sleep(holdMicros / 1000, (int) (holdMicros % 1000) * 1000);
+                                }
+                                out.write(exit);
+                            } finally {
+                                m.release();
+                            }
+                            holds.incrementAndGet();
+                        }
+                    } catch (Throwable e) {
+                        synchronized (failed) {
+                            failed[0] = e;
+                        }
+                    }
+                });
+                ts[t].start();
+            }
+            for (Thread t : ts) {
+                t.join();
+            }
+            if (failed[0] != null) {
+                failed[0].printStackTrace();
+                System.exit(1);
+            }
+        } finally {
+            c.close();
+        }
+        System.out.println("holds " + holds.get());
+    }
+
+    static void serve(String[] a) throws Exception {
+        String servers = a[1];
+        int sessionMillis = Integer.parseInt(a[2]);
+        int threads = Integer.parseInt(a[3]);
+        int npaths = a.length - 4;
+        CuratorFramework c = connect(servers, sessionMillis);
+        PrintStream out = new PrintStream(System.out, false, StandardCharsets.US_ASCII);
+        @SuppressWarnings("unchecked")
+        BlockingQueue<String[]>[] queues = new BlockingQueue[threads];
+        Thread[] ts = new Thread[threads];
+        for (int t = 0; t < threads; t++) {
+            final int id = t;
+            queues[t] = new LinkedBlockingQueue<>();
+            ts[t] = new Thread(() -> {
+                Mutex[] locks = new Mutex[npaths];
+                for (int p = 0; p < npaths; p++) {
+                    locks[p] = new Mutex(c, a[4 + p]);
+                }
+                try {
+                    while (true) {
+                        String[] cmd = queues[id].take();
+                        if (cmd.length == 0) {
+                            for (Mutex m : locks) {
+                                while (m.isOwnedByCurrentThread()) {
+                                    m.release();
+                                }
+                            }
+                            return;
+                        }
+                        int p = Integer.parseInt(cmd[2]);
+                        String reply;
+                        try {
+                            if (cmd[0].equals("A")) {
+                                locks[p].acquire();
+                                reply = "H " + id + " " + sequence(locks[p].node());
+                            } else {
+                                locks[p].release();
+                                reply = "U " + id;
+                            }
+                        } catch (Exception e) {
+                            reply = "F " + id + " " + String.valueOf(e).replace('\n', ' ');
+                        }
+                        synchronized (out) {
+                            out.println(reply);
+                            out.flush();
+                        }
+                    }
+                } catch (Exception e) {
+                    e.printStackTrace();
+                }
+            });
+            ts[t].start();
+        }
+        synchronized (out) {
+            out.println("ready");
+            out.flush();
+        }
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII));
+        for (String line; (line = in.readLine()) != null; ) {
+            String[] cmd = line.trim().split(" ");
+            if (cmd.length != 3) {
+                continue;
+            }
+            int t = Integer.parseInt(cmd[1]);
+            if (t >= 0 && t < threads) {
+                queues[t].add(cmd);
+            }
+        }
+        for (BlockingQueue<String[]> q : queues) {
+            q.add(new String[0]);
+        }
+        for (Thread t : ts) {
+            t.join(10000);
+        }
+        c.close();
+        System.exit(0);
+    }
+}

@@ -1,0 +1,388 @@
+// Package peers runs the ZooKeeper lock clients of other languages that
+// share lock paths with tierlock in a mixed fleet: Apache Curator's
+// InterProcessMutex (Java, Debian's libcurator-recipes-java, compiled here
+// with javac) and kazoo's Lock (Python, Debian's python3-kazoo, run by
+// /usr/bin/python3). The interop tests and the stress command's -mix runs
+// use it; nothing here is part of tierlock's API.
+//
+// The peer programs, CuratorPeer.java and kazoo_peer.py, are embedded and
+// written to a cache directory the caller chooses (javac compiles into it
+// once). Each runs in one of two modes: "loop" (threads acquire and release
+// on their own for a while and append enter/exit lines to an O_APPEND file)
+// and "serve" (a Go process drives each thread's acquire and release
+// through stdin and stdout; see [Serve]).
+package peers
+
+import (
+	"bufio"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Kind names a peer implementation.
+type Kind string
+
+// The peers.
+const (
+	// Curator is Apache Curator 5.4's InterProcessMutex, one per thread.
+	Curator Kind = "curator"
+	// Kazoo is kazoo 2.8's Lock, one per thread, counting Curator-style
+	// "-lock-" nodes as contenders (extra_lock_patterns=("-lock-",)) unless
+	// started with [KazooNoExtra].
+	Kazoo Kind = "kazoo"
+)
+
+// Options of the kazoo peer.
+const (
+	// KazooNoExtra leaves out extra_lock_patterns, as kazoo's default does.
+	KazooNoExtra = "--no-extra"
+	// KazooRead takes kazoo's ReadLock instead of its Lock.
+	KazooRead = "--read"
+)
+
+// Where Debian puts the peers' runtimes.
+const (
+	Python     = "/usr/bin/python3"
+	javaDir    = "/usr/share/java"
+	curatorJar = javaDir + "/curator-recipes.jar" // its manifest names the other jars
+	slf4jNop   = javaDir + "/slf4j-nop.jar"
+)
+
+// ErrMissing is returned when a peer's runtime is not installed.
+var ErrMissing = errors.New("peers: not installed (run scripts/install-deps.sh, which installs libcurator-recipes-java, default-jdk-headless and python3-kazoo)")
+
+var (
+	//go:embed CuratorPeer.java
+	curatorSource []byte
+	//go:embed kazoo_peer.py
+	kazooSource []byte
+)
+
+// Check reports whether kind can run here, with ErrMissing naming what is
+// missing.
+func Check(kind Kind) error {
+	switch kind {
+	case Curator:
+		for _, tool := range []string{"java", "javac"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				return fmt.Errorf("%w: %s not found", ErrMissing, tool)
+			}
+		}
+		if _, err := os.Stat(curatorJar); err != nil {
+			return fmt.Errorf("%w: %s", ErrMissing, curatorJar)
+		}
+		return nil
+	case Kazoo:
+		out, err := exec.Command(Python, "-c", "import kazoo; print(kazoo.__file__)").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%w: %s cannot import kazoo: %v: %s", ErrMissing, Python, err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
+	return fmt.Errorf("peers: unknown peer %q", kind)
+}
+
+// buildMu serializes preparation of cache directories in this process;
+// javac writes the class file under a temporary name first, so processes
+// that share a directory see either nothing or a whole class file.
+var buildMu sync.Mutex
+
+// Command returns the command that runs kind with args (a mode and its
+// arguments, see the package documentation), preparing cacheDir first:
+// the Python program is written there, the Java program compiled there
+// (once: later calls find the class file).
+func Command(ctx context.Context, kind Kind, cacheDir string, args ...string) (*exec.Cmd, error) {
+	if err := Check(kind); err != nil {
+		return nil, err
+	}
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return nil, fmt.Errorf("peers: %w", err)
+	}
+	switch kind {
+	case Curator:
+		classes := filepath.Join(cacheDir, "curator")
+		if _, err := os.Stat(filepath.Join(classes, "CuratorPeer.class")); err != nil {
+			if err := compileCurator(ctx, cacheDir, classes); err != nil {
+				return nil, err
+			}
+		}
+		cp := classes + ":" + curatorJar
+		if _, err := os.Stat(slf4jNop); err == nil {
+			cp += ":" + slf4jNop
+		}
+		java := []string{"-Xss512k", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", cp, "CuratorPeer"}
+		return exec.CommandContext(ctx, "java", append(java, args...)...), nil
+	default: // Kazoo: Check knows no other
+		script := filepath.Join(cacheDir, "kazoo_peer.py")
+		if err := writeIfChanged(script, kazooSource); err != nil {
+			return nil, err
+		}
+		return exec.CommandContext(ctx, Python, append([]string{"-u", script}, args...)...), nil
+	}
+}
+
+func compileCurator(ctx context.Context, cacheDir, classes string) error {
+	src := filepath.Join(cacheDir, "CuratorPeer.java")
+	if err := writeIfChanged(src, curatorSource); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(cacheDir, "javac-")
+	if err != nil {
+		return fmt.Errorf("peers: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	out, err := exec.CommandContext(ctx, "javac", "-nowarn", "-d", tmp, "-cp", curatorJar, src).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("peers: javac CuratorPeer.java against %s: %v\n%s", curatorJar, err, out)
+	}
+	if err := os.Rename(tmp, classes); err != nil && !errors.Is(err, os.ErrExist) {
+		if _, serr := os.Stat(filepath.Join(classes, "CuratorPeer.class")); serr != nil {
+			return fmt.Errorf("peers: %w", err)
+		}
+	}
+	return nil
+}
+
+func writeIfChanged(path string, b []byte) error {
+	if old, err := os.ReadFile(path); err == nil && string(old) == string(b) {
+		return nil
+	}
+	tmp := path + ".tmp" + strconv.Itoa(os.Getpid())
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("peers: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("peers: %w", err)
+	}
+	return nil
+}
+
+// Proc is a peer process in serve mode: threads of its own, each with its
+// own lock per path, driven from Go.
+type Proc struct {
+	kind    Kind
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	wmu     sync.Mutex
+	stderr  *tailBuffer
+	threads []thread
+	exited  chan struct{}
+	waitErr error
+}
+
+type thread struct {
+	mu      sync.Mutex // one request at a time
+	replies chan string
+}
+
+// ErrExited is returned by calls on a peer process that has ended.
+var ErrExited = errors.New("peers: peer process exited")
+
+// Serve starts kind in serve mode with threads threads and one lock per
+// path for each, connected to servers with the given session timeout, and
+// waits until it is connected. flags are peer options such as
+// KazooNoExtra. Close ends it.
+func Serve(ctx context.Context, kind Kind, cacheDir string, servers []string, sessionTimeout time.Duration,
+	threads int, paths []string, flags ...string) (*Proc, error) {
+	if threads <= 0 || len(paths) == 0 {
+		return nil, fmt.Errorf("peers: %d threads, %d paths", threads, len(paths))
+	}
+	args := append(append([]string{}, flags...), "serve", strings.Join(servers, ","),
+		strconv.FormatInt(sessionTimeout.Milliseconds(), 10), strconv.Itoa(threads))
+	args = append(args, paths...)
+	// The process must outlive ctx, which only bounds the start.
+	cmd, err := Command(context.WithoutCancel(ctx), kind, cacheDir, args...)
+	if err != nil {
+		return nil, err
+	}
+	p := &Proc{kind: kind, cmd: cmd, stderr: &tailBuffer{max: 8 << 10}, threads: make([]thread, threads), exited: make(chan struct{})}
+	for i := range p.threads {
+		p.threads[i].replies = make(chan string, 1)
+	}
+	cmd.Stderr = p.stderr
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("peers: start %s: %w", kind, err)
+	}
+	ready := make(chan struct{})
+	go p.read(stdout, ready)
+	select {
+	case <-ready:
+		return p, nil
+	case <-p.exited:
+		return nil, fmt.Errorf("peers: %s exited before it was ready: %v: %s", kind, p.waitErr, p.stderr)
+	case <-ctx.Done():
+		p.Close()
+		return nil, fmt.Errorf("peers: %s not ready: %w: %s", kind, ctx.Err(), p.stderr)
+	}
+}
+
+// read dispatches the peer's answers to the threads' channels.
+func (p *Proc) read(stdout io.Reader, ready chan struct{}) {
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "ready" {
+			close(ready)
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		t, err := strconv.Atoi(f[1])
+		if err != nil || t < 0 || t >= len(p.threads) {
+			continue
+		}
+		p.threads[t].replies <- line
+	}
+	p.waitErr = p.cmd.Wait()
+	close(p.exited)
+}
+
+func (p *Proc) send(line string) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	_, err := io.WriteString(p.stdin, line+"\n")
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrExited, err)
+	}
+	return nil
+}
+
+func (p *Proc) await(t int) (string, error) {
+	select {
+	case r := <-p.threads[t].replies:
+		return r, nil
+	case <-p.exited:
+		return "", fmt.Errorf("%w: %v: %s", ErrExited, p.waitErr, p.stderr)
+	}
+}
+
+// Acquire has thread t take the lock on path index path and returns the
+// sequence number of its node. If ctx ends first, Acquire returns ctx's
+// error at once; the thread's acquisition cannot be withdrawn from the
+// peer, so it is released in the background as soon as it completes.
+func (p *Proc) Acquire(ctx context.Context, t, path int) (int64, error) {
+	th := &p.threads[t]
+	th.mu.Lock()
+	if err := p.send(fmt.Sprintf("A %d %d", t, path)); err != nil {
+		th.mu.Unlock()
+		return 0, err
+	}
+	type res struct {
+		line string
+		err  error
+	}
+	got := make(chan res, 1)
+	go func() {
+		line, err := p.await(t)
+		got <- res{line, err}
+	}()
+	select {
+	case r := <-got:
+		th.mu.Unlock()
+		if r.err != nil {
+			return 0, r.err
+		}
+		return parseHold(p.kind, r.line)
+	case <-ctx.Done():
+		go func() { // the thread is kept busy until its hold is given back
+			defer th.mu.Unlock()
+			if r := <-got; r.err == nil && strings.HasPrefix(r.line, "H ") && p.send(fmt.Sprintf("R %d %d", t, path)) == nil {
+				_, _ = p.await(t)
+			}
+		}()
+		return 0, ctx.Err()
+	}
+}
+
+func parseHold(kind Kind, line string) (int64, error) {
+	f := strings.SplitN(line, " ", 3)
+	if f[0] != "H" || len(f) < 3 {
+		return 0, fmt.Errorf("peers: %s: %s", kind, line)
+	}
+	seq, err := strconv.ParseInt(f[2], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("peers: %s: %s", kind, line)
+	}
+	return seq, nil
+}
+
+// Release has thread t release path index path.
+func (p *Proc) Release(t, path int) error {
+	th := &p.threads[t]
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	if err := p.send(fmt.Sprintf("R %d %d", t, path)); err != nil {
+		return err
+	}
+	line, err := p.await(t)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "U ") {
+		return fmt.Errorf("peers: %s: %s", p.kind, line)
+	}
+	return nil
+}
+
+// Close ends the peer: it releases what its threads hold and exits when
+// its stdin closes; it is killed if it has not exited within 15 seconds.
+func (p *Proc) Close() error {
+	p.wmu.Lock()
+	_ = p.stdin.Close()
+	p.wmu.Unlock()
+	select {
+	case <-p.exited:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		return fmt.Errorf("peers: %s did not exit; killed: %s", p.kind, p.stderr)
+	}
+	if p.waitErr != nil {
+		return fmt.Errorf("peers: %s: %w: %s", p.kind, p.waitErr, p.stderr)
+	}
+	return nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(b), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.buf))
+}

@@ -1,0 +1,425 @@
+// Package zkcompat is a drop-in for go-zookeeper's zk.Lock built on
+// tierlock's two tiers. Code that gives each goroutine its own zk.Lock
+// changes an import and a constructor:
+//
+//	l := zk.NewLock(conn, "/locks/job-42", zk.WorldACL(zk.PermAll))      // before
+//	l := zkcompat.NewLock(conn, "/locks/job-42", zk.WorldACL(zk.PermAll)) // after
+//
+// and keeps calling Lock and Unlock. Underneath, all the handles of a
+// process on one path and connection share one [tier.Lock] on one
+// [zklock.Session] for that connection: the process puts at most one znode
+// and one watch on ZooKeeper per path, however many goroutines wait, where
+// zk.Lock puts one of each per waiting goroutine. The shared locks are
+// reference-counted: a path's tier.Lock is closed when no handle is locking
+// or holding it, and a connection's session a while after its last lock
+// (or at once by [CloseConn]).
+//
+// Kept from zk.Lock, where callers depend on it: Lock on a handle that holds
+// (or is acquiring) returns zk.ErrDeadlock; Unlock without a hold returns
+// zk.ErrNotLocked; a handle can be locked again after Unlock; an empty ACL
+// is refused with zk.ErrInvalidACL, an invalid path with an error that is
+// both zk.ErrInvalidPath and tier.ErrInvalidPath. Node names are Curator's
+// (_c_<uuid>-lock-<seq>), which zk.Lock parses like its own, so processes
+// still on zk.Lock and processes on zkcompat exclude each other on one path.
+//
+// Different, where zk.Lock's behaviour is a defect: a lost connection is
+// retried with back-off instead of failing Lock and leaving a node behind;
+// a hold lost to session expiry is reported (Lost) and Unlock then returns
+// an error wrapping tier.ErrLockLost and leaves the handle usable, where
+// zk.Lock's Unlock fails and every later Lock returns ErrDeadlock. The
+// parents of the path are created as container nodes (removed by the server
+// once empty) rather than persistent ones. LockWithData cannot put the
+// caller's data into a node that the process's handles share: the node
+// carries tierlock's own (host and pid) and data is ignored.
+//
+// Added, at no cost to callers that ignore it: [Lock.LockContext] (a
+// cancellable wait), [Lock.Lost] (closed when the hold is lost) and
+// [Lock.Token] (a fencing token).
+package zkcompat
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/tier"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// Lock is a handle on a lock path, like zk.Lock: one holder at a time per
+// handle; give each goroutine its own. Handles of one process on one path
+// and connection share one ZooKeeper node. A Lock's methods are safe for
+// concurrent use, though a handle used by two goroutines at once gets
+// zk.ErrDeadlock, as a zk.Lock would deadlock.
+type Lock struct {
+	conn *zk.Conn
+	path string
+	acl  []zk.ACL
+
+	mu    sync.Mutex
+	state int         // idle, locking or holding
+	h     *handleHold // the current hold, when holding
+}
+
+const (
+	idle = iota
+	locking
+	holding
+)
+
+// handleHold is one hold of a handle.
+type handleHold struct {
+	e         *pathEntry
+	held      context.Context // what tier.Lock.Acquire returned
+	lost      chan struct{}
+	releasing atomic.Bool
+	stop      func() bool // stops the loss watch
+}
+
+// closedChan is what Lost returns without a hold.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// NewLock returns a handle on path for conn, with the ACL its nodes are
+// created with, as zk.NewLock does. Nothing is sent to ZooKeeper until
+// Lock. The ACL of the first handle that locks a path in a process is the
+// one the shared node gets.
+func NewLock(conn *zk.Conn, path string, acl []zk.ACL) *Lock {
+	return &Lock{conn: conn, path: path, acl: acl}
+}
+
+// Lock waits until the lock is held. It returns zk.ErrDeadlock if this
+// handle already holds it or is acquiring it.
+func (l *Lock) Lock() error { return l.LockContext(context.Background()) }
+
+// LockWithData is Lock; zk.Lock writes data into its node, but the
+// node here is shared by the process's handles, so data is not written.
+func (l *Lock) LockWithData(data []byte) error { return l.LockContext(context.Background()) }
+
+// LockContext is Lock with a wait that ctx can end: it then returns ctx's
+// error, holds nothing and leaves no node of its own on ZooKeeper.
+func (l *Lock) LockContext(ctx context.Context) error {
+	if l == nil || l.conn == nil {
+		return fmt.Errorf("zkcompat: %w", zklock.ErrNilSession)
+	}
+	if ctx == nil {
+		return zklock.ErrNilContext
+	}
+	if len(l.acl) == 0 {
+		return fmt.Errorf("zkcompat: %w: empty ACL", zk.ErrInvalidACL)
+	}
+	if err := zklock.ValidatePath(l.path); err != nil {
+		return fmt.Errorf("%w: %w", zk.ErrInvalidPath, err)
+	}
+	l.mu.Lock()
+	if l.state != idle {
+		l.mu.Unlock()
+		return zk.ErrDeadlock
+	}
+	l.state = locking
+	l.mu.Unlock()
+
+	h, err := acquire(ctx, l.conn, l.path, l.acl)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		l.state = idle
+		return err
+	}
+	l.state, l.h = holding, h
+	return nil
+}
+
+func acquire(ctx context.Context, conn *zk.Conn, path string, acl []zk.ACL) (*handleHold, error) {
+	e, err := obtain(conn, path, acl)
+	if err != nil {
+		return nil, err
+	}
+	held, err := e.l.Acquire(ctx)
+	if err != nil {
+		e.done()
+		return nil, err
+	}
+	h := &handleHold{e: e, held: held, lost: make(chan struct{})}
+	h.stop = context.AfterFunc(held, func() {
+		if !h.releasing.Load() {
+			close(h.lost)
+		}
+	})
+	return h, nil
+}
+
+// Unlock releases the hold. It returns zk.ErrNotLocked without a hold, and
+// an error wrapping tier.ErrLockLost if the hold was lost (the handle is
+// released all the same and can lock again).
+func (l *Lock) Unlock() error {
+	if l == nil {
+		return zk.ErrNotLocked
+	}
+	l.mu.Lock()
+	if l.state != holding {
+		l.mu.Unlock()
+		return zk.ErrNotLocked
+	}
+	h := l.h
+	l.state, l.h = idle, nil
+	l.mu.Unlock()
+
+	h.releasing.Store(true)
+	h.stop()
+	err := h.e.l.Release(h.held)
+	h.e.done()
+	return err
+}
+
+// Lost returns a channel that is closed when the current hold is lost
+// (session expired, connection lost under zklock's default policy, node
+// deleted by someone else, CloseConn); Unlock does not close it. Without a
+// hold it returns a closed channel.
+func (l *Lock) Lost() <-chan struct{} {
+	if l == nil {
+		return closedChan
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != holding {
+		return closedChan
+	}
+	return l.h.lost
+}
+
+// Token returns the fencing token of the current hold (see
+// tier.Lock.Token): a number that grows with every holder of the path,
+// for a guarded resource to reject a holder that lost the lock without
+// knowing it. Handles of one process that follow each other on one node
+// may share a token. Without a hold it returns 0.
+func (l *Lock) Token() int64 {
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	h := l.h
+	l.mu.Unlock()
+	if h == nil {
+		return 0
+	}
+	tok, err := h.e.l.Token(h.held)
+	if err != nil {
+		return 0
+	}
+	return tok
+}
+
+// The process's shared state: one session per connection, one tier.Lock
+// per path on it.
+var registry = struct {
+	mu    sync.Mutex
+	conns map[*zk.Conn]*connEntry
+}{conns: map[*zk.Conn]*connEntry{}}
+
+var logger atomic.Pointer[slog.Logger]
+
+// SetLogger sets the logger of the sessions and locks the drop-in makes
+// from then on (default: slog.Default()). zk.NewLock takes no options, so
+// this is package-wide.
+func SetLogger(l *slog.Logger) { logger.Store(l) }
+
+func log() *slog.Logger {
+	if l := logger.Load(); l != nil {
+		return l
+	}
+	return slog.Default()
+}
+
+// sessionLinger is how long a connection's session is kept after its last
+// lock was closed, so that a process that locks now and then does not set
+// a session up each time.
+const sessionLinger = 30 * time.Second
+
+type connEntry struct {
+	conn   *zk.Conn
+	s      *zklock.Session
+	stop   chan struct{} // ends the state poller
+	polled sync.WaitGroup
+	paths  map[string]*pathEntry
+	linger *time.Timer // closes the idle session
+}
+
+type pathEntry struct {
+	c    *connEntry
+	path string
+	l    *tier.Lock
+	refs int // handles locking or holding, under registry.mu
+}
+
+// obtain returns the shared lock of path on conn, counting one more user.
+func obtain(conn *zk.Conn, path string, acl []zk.ACL) (*pathEntry, error) {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	c := registry.conns[conn]
+	if c == nil {
+		var err error
+		if c, err = newConnEntry(conn); err != nil {
+			return nil, err
+		}
+		registry.conns[conn] = c
+	}
+	if c.linger != nil {
+		c.linger.Stop()
+		c.linger = nil
+	}
+	e := c.paths[path]
+	if e == nil {
+		l, err := tier.New(c.s, path, tier.WithLogger(log()),
+			tier.WithLockOptions(zklock.WithACL(acl), zklock.WithLabel("zkcompat")))
+		if err != nil {
+			c.idle()
+			return nil, fmt.Errorf("zkcompat: %w", err)
+		}
+		e = &pathEntry{c: c, path: path, l: l}
+		c.paths[path] = e
+	}
+	e.refs++
+	return e, nil
+}
+
+// done counts one user less, closing the lock when it was the last.
+func (e *pathEntry) done() {
+	registry.mu.Lock()
+	e.refs--
+	last := e.refs == 0 && e.c.paths[e.path] == e
+	if last {
+		delete(e.c.paths, e.path)
+		e.c.idle()
+	}
+	registry.mu.Unlock()
+	if last {
+		_ = e.l.Close()
+	}
+}
+
+// idle arms the linger timer when c has no lock left (registry.mu held).
+func (c *connEntry) idle() {
+	if len(c.paths) > 0 || c.linger != nil {
+		return
+	}
+	c.linger = time.AfterFunc(sessionLinger, func() {
+		registry.mu.Lock()
+		if registry.conns[c.conn] != c || len(c.paths) > 0 {
+			registry.mu.Unlock()
+			return
+		}
+		delete(registry.conns, c.conn)
+		registry.mu.Unlock()
+		c.close()
+	})
+}
+
+// CloseConn ends the drop-in's use of conn: holds on it are lost (their
+// Lost channels close, waits return an error), its locks and session are
+// closed and its background goroutines end. Call it before closing a
+// connection for good; conn itself stays open. Handles of conn can lock
+// again afterwards, on a new session.
+func CloseConn(conn *zk.Conn) {
+	registry.mu.Lock()
+	c := registry.conns[conn]
+	delete(registry.conns, conn)
+	var locks []*tier.Lock
+	if c != nil {
+		if c.linger != nil {
+			c.linger.Stop()
+		}
+		for _, e := range c.paths {
+			locks = append(locks, e.l)
+		}
+		c.paths = map[string]*pathEntry{}
+	}
+	registry.mu.Unlock()
+	if c == nil {
+		return
+	}
+	for _, l := range locks {
+		_ = l.Close()
+	}
+	c.close()
+}
+
+func (c *connEntry) close() {
+	close(c.stop)
+	c.polled.Wait()
+	_ = c.s.Close()
+}
+
+// newConnEntry wraps conn in a zklock.Session. zk.Connect's event channel
+// belongs to the caller, so the session's events come from polling the
+// connection's state and session id instead (see pollState).
+func newConnEntry(conn *zk.Conn) (*connEntry, error) {
+	events := make(chan zk.Event, 8)
+	s, err := zklock.NewSession(conn, events, zklock.WithLogger(log().With("component", "zkcompat")))
+	if err != nil {
+		return nil, fmt.Errorf("zkcompat: %w", err)
+	}
+	c := &connEntry{conn: conn, s: s, stop: make(chan struct{}), paths: map[string]*pathEntry{}}
+	c.polled.Add(1)
+	go func() {
+		defer c.polled.Done()
+		pollState(conn, events, c.stop)
+	}()
+	return c, nil
+}
+
+// pollInterval bounds how late a session event is seen.
+const pollInterval = 10 * time.Millisecond
+
+// pollState turns the connection's state into the session events that a
+// zklock.Session reads: a session established, lost (disconnected) and
+// expired. An expiry is also recognized by a new session id, since the
+// connection reconnects with a new session right after it learns of one.
+func pollState(conn *zk.Conn, events chan<- zk.Event, stop <-chan struct{}) {
+	send := func(st zk.State) bool {
+		select {
+		case events <- zk.Event{Type: zk.EventSession, State: st}:
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	connected := conn.State() == zk.StateHasSession
+	id := conn.SessionID()
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		st, sid := conn.State(), conn.SessionID()
+		switch {
+		case st == zk.StateHasSession && id != 0 && sid != id:
+			if !send(zk.StateExpired) || !send(zk.StateHasSession) {
+				return
+			}
+			connected, id = true, sid
+		case st == zk.StateHasSession && !connected:
+			if !send(zk.StateHasSession) {
+				return
+			}
+			connected, id = true, sid
+		case st == zk.StateExpired && (connected || id != 0):
+			if !send(zk.StateExpired) {
+				return
+			}
+			connected, id = false, 0
+		case st != zk.StateHasSession && connected:
+			if !send(zk.StateDisconnected) {
+				return
+			}
+			connected = false
+		}
+	}
+}
