@@ -243,8 +243,6 @@ const sessionLinger = 30 * time.Second
 type connEntry struct {
 	conn   *zk.Conn
 	s      *zklock.Session
-	stop   chan struct{} // ends the state poller
-	polled sync.WaitGroup
 	paths  map[string]*pathEntry
 	linger *time.Timer // closes the idle session
 }
@@ -348,78 +346,15 @@ func CloseConn(conn *zk.Conn) {
 	c.close()
 }
 
-func (c *connEntry) close() {
-	close(c.stop)
-	c.polled.Wait()
-	_ = c.s.Close()
-}
+func (c *connEntry) close() { _ = c.s.Close() }
 
 // newConnEntry wraps conn in a zklock.Session. zk.Connect's event channel
-// belongs to the caller, so the session's events come from polling the
-// connection's state and session id instead (see pollState).
+// belongs to the caller, so none is passed: the session then learns its
+// state by polling the connection's state and session id.
 func newConnEntry(conn *zk.Conn) (*connEntry, error) {
-	events := make(chan zk.Event, 8)
-	s, err := zklock.NewSession(conn, events, zklock.WithLogger(log().With("component", "zkcompat")))
+	s, err := zklock.NewSession(conn, nil, zklock.WithLogger(log().With("component", "zkcompat")))
 	if err != nil {
 		return nil, fmt.Errorf("zkcompat: %w", err)
 	}
-	c := &connEntry{conn: conn, s: s, stop: make(chan struct{}), paths: map[string]*pathEntry{}}
-	c.polled.Add(1)
-	go func() {
-		defer c.polled.Done()
-		pollState(conn, events, c.stop)
-	}()
-	return c, nil
-}
-
-// pollInterval bounds how late a session event is seen.
-const pollInterval = 10 * time.Millisecond
-
-// pollState turns the connection's state into the session events that a
-// zklock.Session reads: a session established, lost (disconnected) and
-// expired. An expiry is also recognized by a new session id, since the
-// connection reconnects with a new session right after it learns of one.
-func pollState(conn *zk.Conn, events chan<- zk.Event, stop <-chan struct{}) {
-	send := func(st zk.State) bool {
-		select {
-		case events <- zk.Event{Type: zk.EventSession, State: st}:
-			return true
-		case <-stop:
-			return false
-		}
-	}
-	connected := conn.State() == zk.StateHasSession
-	id := conn.SessionID()
-	t := time.NewTicker(pollInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		st, sid := conn.State(), conn.SessionID()
-		switch {
-		case st == zk.StateHasSession && id != 0 && sid != id:
-			if !send(zk.StateExpired) || !send(zk.StateHasSession) {
-				return
-			}
-			connected, id = true, sid
-		case st == zk.StateHasSession && !connected:
-			if !send(zk.StateHasSession) {
-				return
-			}
-			connected, id = true, sid
-		case st == zk.StateExpired && (connected || id != 0):
-			if !send(zk.StateExpired) {
-				return
-			}
-			connected, id = false, 0
-		case st != zk.StateHasSession && connected:
-			if !send(zk.StateDisconnected) {
-				return
-			}
-			connected = false
-		}
-	}
+	return &connEntry{conn: conn, s: s, paths: map[string]*pathEntry{}}, nil
 }
