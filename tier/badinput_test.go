@@ -3,6 +3,7 @@ package tier_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -94,7 +95,7 @@ func TestBadInputTable(t *testing.T) {
 		}
 	}
 	obtainErr := func(key string) func() error {
-		return func() error { _, err := e.reg.Obtain(key); return err }
+		return func() error { _, err := e.reg.Acquire(context.Background(), key); return err }
 	}
 
 	cases := []badCase{
@@ -125,22 +126,22 @@ func TestBadInputTable(t *testing.T) {
 		newCase("NewRegistry/dotdot", tier.ErrInvalidPath, newRegErr(e.s, "/locks/..")),
 		newCase("NewRegistry/zookeeper", tier.ErrInvalidPath, newRegErr(e.s, "/zookeeper")),
 		newCase("NewRegistry/bad hand-off", tier.ErrInvalidOption, newRegErr(e.s, "/locks", tier.WithHandoff(2, 0))),
-		newCase("Obtain/empty key", tier.ErrInvalidPath, obtainErr("")),
-		newCase("Obtain/dot", tier.ErrInvalidPath, obtainErr(".")),
-		newCase("Obtain/dotdot", tier.ErrInvalidPath, obtainErr("..")),
-		newCase("Obtain/slash inside", tier.ErrInvalidPath, obtainErr("job/1")),
-		newCase("Obtain/leading slash", tier.ErrInvalidPath, obtainErr("/job")),
-		newCase("Obtain/trailing slash", tier.ErrInvalidPath, obtainErr("job/")),
-		newCase("Obtain/NUL", tier.ErrInvalidPath, obtainErr("job\x00")),
-		newCase("Obtain/newline", tier.ErrInvalidPath, obtainErr("job\n")),
-		newCase("Obtain/invalid UTF-8", tier.ErrInvalidPath, obtainErr("\xff")),
-		{name: "Obtain/closed session", want: zklock.ErrSessionClosed, call: func(t *testing.T, e *badEnv) error {
+		newCase("Registry.Acquire/empty key", tier.ErrInvalidPath, obtainErr("")),
+		newCase("Registry.Acquire/dot", tier.ErrInvalidPath, obtainErr(".")),
+		newCase("Registry.Acquire/dotdot", tier.ErrInvalidPath, obtainErr("..")),
+		newCase("Registry.Acquire/slash inside", tier.ErrInvalidPath, obtainErr("job/1")),
+		newCase("Registry.Acquire/leading slash", tier.ErrInvalidPath, obtainErr("/job")),
+		newCase("Registry.Acquire/trailing slash", tier.ErrInvalidPath, obtainErr("job/")),
+		newCase("Registry.Acquire/NUL", tier.ErrInvalidPath, obtainErr("job\x00")),
+		newCase("Registry.Acquire/newline", tier.ErrInvalidPath, obtainErr("job\n")),
+		newCase("Registry.Acquire/invalid UTF-8", tier.ErrInvalidPath, obtainErr("\xff")),
+		{name: "Registry.Acquire/closed session", want: zklock.ErrSessionClosed, call: func(t *testing.T, e *badEnv) error {
 			r, err := tier.NewRegistry(e.closedSession(t), "/locks")
 			if err != nil {
 				return err
 			}
 			defer r.Close()
-			_, err = r.Obtain("job")
+			_, err = r.Acquire(context.Background(), "job")
 			return err
 		}},
 
@@ -155,7 +156,9 @@ func TestBadInputTable(t *testing.T) {
 			}
 			return nil
 		}),
-		newCase("nil Registry/Obtain", tier.ErrNilLock, func() error { _, err := nilReg.Obtain("job"); return err }),
+		newCase("nil Registry/Acquire", tier.ErrNilLock, func() error { _, err := nilReg.Acquire(bg, "job"); return err }),
+		newCase("nil Registry/Release", tier.ErrNilLock, func() error { return nilReg.Release(bg) }),
+		newCase("nil Registry/Token", tier.ErrNilLock, func() error { _, err := nilReg.Token(bg); return err }),
 		newCase("nil Registry/Close", tier.ErrNilLock, func() error { return nilReg.Close() }),
 		//nolint:staticcheck // the nil context is the bad input under test
 		newCase("nil ctx/TryAcquire", tier.ErrNilContext, func() error { _, _, err := e.l.TryAcquire(nil); return err }),
@@ -222,24 +225,17 @@ func TestBadInputTable(t *testing.T) {
 			_, err = e.l.Acquire(old)
 			return err
 		}},
-		{name: "Release/hold of another key's lock", want: tier.ErrNotHolder, call: func(t *testing.T, e *badEnv) error {
-			a, err := e.reg.Obtain("a")
+		{name: "Release/hold of another registry", want: tier.ErrNotHolder, call: func(t *testing.T, e *badEnv) error {
+			ha, err := e.reg.Acquire(ctxT(t, 10*time.Second), "a")
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := e.reg.Obtain("b")
-			if err != nil {
-				t.Fatal(err)
+			other := e.registry(t)
+			err = other.Release(ha)
+			if e.reg.HoldCount(ha) != 1 || ha.Err() != nil {
+				t.Errorf("a's hold changed: count %d, ctx %v", e.reg.HoldCount(ha), ha.Err())
 			}
-			ha, err := a.Acquire(ctxT(t, 10*time.Second))
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = b.Release(ha)
-			if a.HoldCount(ha) != 1 || ha.Err() != nil {
-				t.Errorf("a's hold changed: count %d, ctx %v", a.HoldCount(ha), ha.Err())
-			}
-			if rerr := a.Release(ha); rerr != nil {
+			if rerr := e.reg.Release(ha); rerr != nil {
 				t.Errorf("a's release: %v", rerr)
 			}
 			return err
@@ -301,10 +297,10 @@ func TestBadInputTable(t *testing.T) {
 			}
 			return err
 		}},
-		{name: "closed Registry/Obtain", want: tier.ErrClosed, call: func(t *testing.T, e *badEnv) error {
+		{name: "closed Registry/Acquire", want: tier.ErrClosed, call: func(t *testing.T, e *badEnv) error {
 			r := e.registry(t)
 			r.Close()
-			_, err := r.Obtain("job")
+			_, err := r.Acquire(context.Background(), "job")
 			return err
 		}},
 		{name: "closed Registry/Close again", want: nil, call: func(t *testing.T, e *badEnv) error {
@@ -312,15 +308,20 @@ func TestBadInputTable(t *testing.T) {
 			r.Close()
 			return r.Close()
 		}},
-		{name: "closed Registry/lock obtained before", want: tier.ErrClosed, call: func(t *testing.T, e *badEnv) error {
+		{name: "closed Registry/hold taken before", want: nil, call: func(t *testing.T, e *badEnv) error {
 			r := e.registry(t)
-			l, err := r.Obtain("job")
+			h, err := r.Acquire(ctxT(t, 5*time.Second), "job")
 			if err != nil {
 				t.Fatal(err)
 			}
 			r.Close()
-			_, err = l.Acquire(ctxT(t, 5*time.Second))
-			return err
+			if h.Err() == nil {
+				return errors.New("hold not cancelled by the registry's Close")
+			}
+			if err := r.Release(h); !errors.Is(err, tier.ErrClosed) {
+				return fmt.Errorf("Release after Close = %v, want ErrClosed", err)
+			}
+			return nil
 		}},
 	}
 
@@ -353,15 +354,14 @@ func stillWorks(t *testing.T, e *badEnv) {
 	if err := e.l.Release(held); err != nil {
 		t.Fatalf("shared lock no longer releases: %v", err)
 	}
-	rl, err := e.reg.Obtain("check")
+	rh, err := e.reg.Acquire(ctx, "check")
 	if err != nil {
-		t.Fatalf("registry no longer obtains: %v", err)
+		t.Fatalf("registry no longer acquires: %v", err)
 	}
-	rh, err := rl.Acquire(ctx)
-	if err != nil {
-		t.Fatalf("registry lock no longer acquires: %v", err)
+	if err := e.reg.Release(rh); err != nil {
+		t.Fatalf("registry no longer releases: %v", err)
 	}
-	if err := rl.Release(rh); err != nil {
-		t.Fatalf("registry lock no longer releases: %v", err)
+	if n := e.reg.Len(); n != 0 {
+		t.Fatalf("registry keeps %d locks after the case", n)
 	}
 }

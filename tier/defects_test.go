@@ -83,73 +83,49 @@ func TestDerivedContextCarriesHold(t *testing.T) {
 	}
 }
 
-// The registry's memory stays bounded when locks are obtained and never
-// acquired. Before: every such lock stayed in the map forever.
-func TestRegistryObtainWithoutAcquireIsBounded(t *testing.T) {
+// The registry's memory stays bounded for any sequence of calls: keys
+// tried and refused, acquired and released, or acquired past a deadline
+// leave no lock behind. Before: a lock obtained and never acquired stayed
+// for ever, and calls with a stale context on a dropped lock made new ones.
+func TestRegistryMemoryBounded(t *testing.T) {
 	s := connect(t, zktest.Servers(t))
 	r, err := tier.NewRegistry(s, zktest.Path(t), tier.WithLogger(quietLog))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	for i := 0; i < 5000; i++ {
-		if _, err := r.Obtain(fmt.Sprintf("job-%d", i)); err != nil {
+	ctx := ctxT(t, 30*time.Second)
+	held, err := r.Acquire(ctx, "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 200; i++ {
+		if _, ok, err := r.TryAcquire(ctx, "busy"); ok || err != nil {
+			t.Fatalf("TryAcquire of a held key: %v, %v", ok, err)
+		}
+		h, err := r.Acquire(ctx, fmt.Sprintf("job-%d", i))
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if n := r.Len(); n > 200 {
-		t.Fatalf("registry keeps %d locks after 5000 obtained and never used", n)
-	}
-	// A lock swept while its caller still had it still works.
-	l, err := r.Obtain("job-kept")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 300; i++ {
-		if _, err := r.Obtain(fmt.Sprintf("more-%d", i)); err != nil {
+		if err := r.Release(h); err != nil {
 			t.Fatal(err)
 		}
+		// Stale context: calls change nothing and make nothing.
+		if err := r.Release(h); !errors.Is(err, tier.ErrNotHolder) {
+			t.Fatalf("second Release = %v, want ErrNotHolder", err)
+		}
+		if _, err := r.Token(h); !errors.Is(err, tier.ErrNotHolder) {
+			t.Fatalf("Token after release = %v, want ErrNotHolder", err)
+		}
+		_ = r.HoldCount(h)
 	}
-	held, err := l.Acquire(ctxT(t, 10*time.Second))
-	if err != nil {
-		t.Fatalf("Acquire on a swept lock: %v", err)
+	if n := r.Len(); n != 1 {
+		t.Fatalf("registry keeps %d locks with one key held", n)
 	}
-	if err := l.Release(held); err != nil {
+	if err := r.Release(held); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// Calls with a stale context on a retired registry lock do not create
-// locks that nobody retires. Before: each such call created one.
-func TestRegistryRetiredLockCreatesNothing(t *testing.T) {
-	s := connect(t, zktest.Servers(t))
-	r, err := tier.NewRegistry(s, zktest.Path(t), tier.WithLogger(quietLog))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	l, err := r.Obtain("k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	held, err := l.Acquire(ctxT(t, 10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Release(held); err != nil {
-		t.Fatal(err)
-	}
-	if r.Len() != 0 {
-		t.Fatalf("idle lock kept: %d", r.Len())
-	}
-	if err := l.Release(held); !errors.Is(err, tier.ErrNotHolder) {
-		t.Fatalf("second Release = %v, want ErrNotHolder", err)
-	}
-	if _, err := l.Token(held); !errors.Is(err, tier.ErrNotHolder) {
-		t.Fatalf("Token after release = %v, want ErrNotHolder", err)
-	}
-	_ = l.HoldCount(held)
 	if n := r.Len(); n != 0 {
-		t.Fatalf("calls on a retired lock created %d lock(s)", n)
+		t.Fatalf("registry keeps %d locks with nothing held", n)
 	}
 }

@@ -109,7 +109,7 @@ func ExampleLock_Acquire_reentrant() {
 	// extra release is ErrNotHolder: true
 }
 
-func ExampleRegistry_Obtain() {
+func ExampleRegistry() {
 	ctx := context.Background()
 	s, err := exampleSession(ctx)
 	if err != nil {
@@ -119,7 +119,8 @@ func ExampleRegistry_Obtain() {
 	defer s.Close()
 
 	// One lock per job, at /examples/tier-registry/<key>, shared by every
-	// goroutine of the process.
+	// goroutine of the process; a key's lock exists while it is acquired
+	// or held.
 	reg, err := tier.NewRegistry(s, "/examples/tier-registry")
 	if err != nil {
 		fmt.Println(err)
@@ -127,38 +128,33 @@ func ExampleRegistry_Obtain() {
 	}
 	defer reg.Close()
 
-	lock, err := reg.Obtain("job-1")
+	held, err := reg.Acquire(ctx, "job-1")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	held, err := lock.Acquire(ctx)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println("holding", lock.Path())
+	fmt.Println("holding job-1; locks in use:", reg.Len())
 
-	// Another caller asking for job-1 gets the same lock, held.
-	other, _ := reg.Obtain("job-1")
-	_, ok, err := other.TryAcquire(context.Background())
+	// Another caller asking for job-1 finds it held.
+	_, ok, err := reg.TryAcquire(context.Background(), "job-1")
 	fmt.Println("job-1 free for another caller:", ok, err)
 
 	// Other keys are other locks.
-	job2, _ := reg.Obtain("job-2")
-	held2, ok, err := job2.TryAcquire(ctx)
+	held2, ok, err := reg.TryAcquire(ctx, "job-2")
 	fmt.Println("job-2 free:", ok, err)
 	if ok {
-		job2.Release(held2)
+		reg.Release(held2)
 	}
 
-	if err := lock.Release(held); err != nil {
+	if err := reg.Release(held); err != nil {
 		fmt.Println(err)
 	}
+	fmt.Println("locks in use:", reg.Len())
 	// Output:
-	// holding /examples/tier-registry/job-1
+	// holding job-1; locks in use: 1
 	// job-1 free for another caller: false <nil>
 	// job-2 free: true <nil>
+	// locks in use: 0
 }
 
 func ExampleLock_Locker() {

@@ -34,11 +34,6 @@ type Lock struct {
 	obsMu     sync.Mutex // orders loss notifications against Close
 	obsClosed bool
 	notifying sync.WaitGroup // loss notifications to the observer
-
-	// Registry bookkeeping (reg == nil for a lock made by New).
-	reg   *Registry
-	key   string
-	users atomic.Int64 // goroutines between Acquire and their last Release
 }
 
 // hold is one goroutine's (one context's) hold, reentrant by count.
@@ -79,19 +74,6 @@ func (l *Lock) Path() string {
 		return ""
 	}
 	return l.zk.Path()
-}
-
-// resolve returns the lock that serves calls on l (the registry's current
-// lock for the key once l was dropped for being idle) and the hold ctx
-// carries on it, or nil.
-func (l *Lock) resolve(ctx context.Context) (*Lock, *hold) {
-	if h := l.holdOf(ctx); h != nil || !l.retired() {
-		return l, h
-	}
-	if nl := l.reg.find(l.key); nl != nil {
-		return nl, nl.holdOf(ctx)
-	}
-	return l, nil
 }
 
 // holdOf returns the hold ctx carries if it is this lock's current one.
@@ -139,16 +121,9 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (context.Context, bool, e
 		h.count.Add(1)
 		return ctx, true, nil
 	}
-	if !l.pin() {
-		if nl := l.reg.lookup(l.key); nl != nil {
-			return nl.acquire(ctx, wait)
-		}
-		return nil, false, ErrClosed
-	}
 	start := time.Now()
 	held, ok, err := l.enter(ctx, wait, start)
 	if !ok {
-		l.unpin()
 		if err != nil {
 			l.observe(Event{Kind: Failed, Wait: time.Since(start), Err: err})
 		}
@@ -266,9 +241,9 @@ func (l *Lock) Release(held context.Context) error {
 	if held == nil {
 		return ErrNilContext
 	}
-	l, h := l.resolve(held)
+	h := l.holdOf(held)
 	if h == nil {
-		if l.closed.Load() && !l.retired() && held.Value(holdKey{l}) != nil {
+		if l.closed.Load() && held.Value(holdKey{l}) != nil {
 			return ErrClosed
 		}
 		return ErrNotHolder
@@ -292,7 +267,6 @@ func (l *Lock) Release(held context.Context) error {
 	h.cancel(errReleased)
 	l.observe(Event{Kind: Released, Held: time.Since(h.start)})
 	err := l.leave()
-	l.unpin()
 	if lossErr != nil && !errors.Is(err, ErrLockLost) && errors.Is(lossErr, ErrLockLost) {
 		err = lossErr
 	}
@@ -348,9 +322,9 @@ func (l *Lock) Token(held context.Context) (int64, error) {
 	if held == nil {
 		return 0, ErrNilContext
 	}
-	l, h := l.resolve(held)
+	h := l.holdOf(held)
 	if h == nil {
-		if l.closed.Load() && !l.retired() && held.Value(holdKey{l}) != nil {
+		if l.closed.Load() && held.Value(holdKey{l}) != nil {
 			return 0, ErrClosed
 		}
 		return 0, ErrNotHolder
@@ -364,7 +338,7 @@ func (l *Lock) HoldCount(ctx context.Context) int {
 	if l == nil || ctx == nil {
 		return 0
 	}
-	if _, h := l.resolve(ctx); h != nil {
+	if h := l.holdOf(ctx); h != nil {
 		return int(h.count.Load())
 	}
 	return 0
@@ -398,30 +372,3 @@ func (l *Lock) observe(ev Event) {
 		l.cfg.observer(ev)
 	}
 }
-
-// retiredMark in users marks a registry lock dropped for being idle.
-const retiredMark = -1 << 40
-
-// pin counts a goroutine in; false when the registry retired the lock.
-func (l *Lock) pin() bool {
-	if l.reg == nil {
-		return true
-	}
-	for {
-		u := l.users.Load()
-		if u < 0 {
-			return false
-		}
-		if l.users.CompareAndSwap(u, u+1) {
-			return true
-		}
-	}
-}
-
-func (l *Lock) unpin() {
-	if l.reg != nil && l.users.Add(-1) == 0 {
-		l.reg.retire(l)
-	}
-}
-
-func (l *Lock) retired() bool { return l.reg != nil && l.users.Load() < 0 }

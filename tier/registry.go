@@ -1,33 +1,41 @@
 package tier
 
 import (
+	"context"
+	"errors"
 	"sync"
 
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// Registry hands out one lock per key below a root path, shared by every
-// caller in the process, for schedulers with many keys (one lock per job
-// or per resource). A lock no goroutine is acquiring or holding is dropped
-// from the registry, so memory stays bounded by the keys in use however
-// many distinct keys pass through over time.
+// Registry hands out locks by key below a root path (one lock per job or per
+// resource), shared by every caller in the process, for schedulers with
+// many keys. It owns its locks: a key's lock exists while some call is
+// acquiring or holding it (a reference count per key), and is closed and
+// forgotten when the last hold is released, so memory stays bounded by the
+// keys in use, whatever sequence of calls passes through.
 //
-// Obtain the lock each time it is needed rather than keeping it: a dropped
-// lock still works (its calls are forwarded to the registry's current lock
-// for the key), but obtaining is cheap.
+// Callers never see the *Lock: they acquire by key and release by the held
+// context, as with a Lock.
 type Registry struct {
 	s    *zklock.Session
 	root string
 	cfg  config
 
 	mu     sync.Mutex
-	locks  map[string]*Lock
+	locks  map[string]*entry
 	closed bool
-	// sweepAt is the map size at which Obtain drops every lock nobody is
-	// acquiring or holding (obtained and never acquired, say), so that
-	// memory stays bounded for any sequence of calls.
-	sweepAt int
 }
+
+// entry is one key's lock and the calls that use it: acquisitions in
+// progress plus acquisitions (re-entries included) not yet released.
+type entry struct {
+	key  string
+	l    *Lock
+	refs int // under Registry.mu
+}
+
+type entryKey struct{ r *Registry }
 
 // NewRegistry returns a registry of locks at root/<key> on session s. The
 // options apply to every lock.
@@ -42,14 +50,119 @@ func NewRegistry(s *zklock.Session, root string, opts ...Option) (*Registry, err
 	if err != nil {
 		return nil, err
 	}
-	return &Registry{s: s, root: root, cfg: cfg, locks: make(map[string]*Lock), sweepAt: 64}, nil
+	return &Registry{s: s, root: root, cfg: cfg, locks: make(map[string]*entry)}, nil
 }
 
-// Obtain returns the lock for key, which must be a single path segment.
-func (r *Registry) Obtain(key string) (*Lock, error) {
+// Acquire is Lock.Acquire on key's lock. The returned context carries the
+// hold (and re-enters like a Lock's); release it with Registry.Release.
+func (r *Registry) Acquire(ctx context.Context, key string) (context.Context, error) {
+	held, _, err := r.acquire(ctx, key, true)
+	return held, err
+}
+
+// TryAcquire is Lock.TryAcquire on key's lock.
+func (r *Registry) TryAcquire(ctx context.Context, key string) (context.Context, bool, error) {
+	return r.acquire(ctx, key, false)
+}
+
+func (r *Registry) acquire(ctx context.Context, key string, wait bool) (context.Context, bool, error) {
 	if r == nil {
-		return nil, ErrNilLock
+		return nil, false, ErrNilLock
 	}
+	if ctx == nil {
+		return nil, false, ErrNilContext
+	}
+	e, err := r.ref(key)
+	if err != nil {
+		return nil, false, err
+	}
+	var held context.Context
+	ok := true
+	if wait {
+		held, err = e.l.Acquire(ctx)
+	} else {
+		held, ok, err = e.l.TryAcquire(ctx)
+	}
+	if err != nil || !ok {
+		r.unref(e)
+		return nil, ok, err
+	}
+	if cur, _ := held.Value(entryKey{r}).(*entry); cur == e {
+		return held, true, nil // a re-entry: ctx already names this entry
+	}
+	return context.WithValue(held, entryKey{r}, e), true, nil
+}
+
+// Release is Lock.Release for a hold Acquire or TryAcquire returned. The
+// last release of a key's last hold closes its lock.
+func (r *Registry) Release(held context.Context) error {
+	if r == nil {
+		return ErrNilLock
+	}
+	if held == nil {
+		return ErrNilContext
+	}
+	e, err := r.entryOf(held)
+	if err != nil {
+		return err
+	}
+	err = e.l.Release(held)
+	if err == nil || errors.Is(err, ErrLockLost) {
+		// Released (a lost hold's last Release frees the gate too).
+		r.unref(e)
+	}
+	return err
+}
+
+// Token is Lock.Token for a hold of this registry.
+func (r *Registry) Token(held context.Context) (int64, error) {
+	if r == nil {
+		return 0, ErrNilLock
+	}
+	if held == nil {
+		return 0, ErrNilContext
+	}
+	e, err := r.entryOf(held)
+	if err != nil {
+		return 0, err
+	}
+	return e.l.Token(held)
+}
+
+// HoldCount is Lock.HoldCount for a hold of this registry: 0 when ctx holds
+// none of its locks.
+func (r *Registry) HoldCount(ctx context.Context) int {
+	if r == nil || ctx == nil {
+		return 0
+	}
+	e, _ := ctx.Value(entryKey{r}).(*entry)
+	if e == nil {
+		return 0
+	}
+	return e.l.HoldCount(ctx)
+}
+
+// entryOf returns the entry whose hold ctx carries, if it is still in use:
+// a context whose key's lock was closed after its last release holds
+// nothing (ErrNotHolder), unless the whole registry was closed (ErrClosed).
+func (r *Registry) entryOf(ctx context.Context) (*entry, error) {
+	e, _ := ctx.Value(entryKey{r}).(*entry)
+	if e == nil {
+		return nil, ErrNotHolder
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.closed:
+		return nil, ErrClosed
+	case r.locks[e.key] != e:
+		return nil, ErrNotHolder
+	}
+	return e, nil
+}
+
+// ref returns key's entry, making its lock if needed, with one more user.
+func (r *Registry) ref(key string) (*entry, error) {
 	if err := zklock.ValidateKey(key); err != nil {
 		return nil, err
 	}
@@ -58,75 +171,48 @@ func (r *Registry) Obtain(key string) (*Lock, error) {
 	if r.closed {
 		return nil, ErrClosed
 	}
-	if l := r.locks[key]; l != nil {
-		return l, nil
-	}
-	if len(r.locks) >= r.sweepAt {
-		r.sweepLocked()
-	}
-	l, err := newLock(r.s, r.root+"/"+key, r.cfg)
-	if err != nil {
-		return nil, err
-	}
-	l.reg, l.key = r, key
-	r.locks[key] = l
-	return l, nil
-}
-
-// sweepLocked retires every idle lock and sets the next sweep at twice the
-// locks left, so that sweeping costs O(1) per Obtain. r.mu is held. A
-// retired lock that a caller still has forwards its calls to the
-// registry's current lock for the key.
-func (r *Registry) sweepLocked() {
-	for key, l := range r.locks {
-		if l.users.CompareAndSwap(0, retiredMark) {
-			delete(r.locks, key)
-			_ = l.Close() // idle: nothing to wait for
+	e := r.locks[key]
+	if e == nil {
+		l, err := newLock(r.s, r.root+"/"+key, r.cfg)
+		if err != nil {
+			return nil, err
 		}
+		e = &entry{key: key, l: l}
+		r.locks[key] = e
 	}
-	r.sweepAt = 2*len(r.locks) + 64
+	e.refs++
+	return e, nil
 }
 
-// find returns the current lock for key without creating one, or nil.
-func (r *Registry) find(key string) *Lock {
+// unref counts one user less; the last one closes the lock. Its gate is
+// free then (no acquisition in progress, no hold), so Close has nothing to
+// wait for.
+func (r *Registry) unref(e *entry) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.locks[key]
-}
-
-// lookup returns the current lock for key, creating it if needed; nil when
-// the registry is closed.
-func (r *Registry) lookup(key string) *Lock {
-	l, err := r.Obtain(key)
-	if err != nil {
-		return nil
-	}
-	return l
-}
-
-// retire drops l if it is still idle: its users count is swapped to a
-// mark that makes later calls on it go to a fresh lock.
-func (r *Registry) retire(l *Lock) {
-	r.mu.Lock()
-	if !l.users.CompareAndSwap(0, retiredMark) {
-		r.mu.Unlock()
-		return
-	}
-	if r.locks[l.key] == l {
-		delete(r.locks, l.key)
+	e.refs--
+	last := e.refs == 0 && r.locks[e.key] == e
+	if last {
+		delete(r.locks, e.key)
 	}
 	r.mu.Unlock()
-	_ = l.Close()
+	if last {
+		_ = e.l.Close()
+	}
 }
 
-// Len reports how many locks the registry keeps.
+// Len reports how many keys have a lock: keys being acquired or held.
 func (r *Registry) Len() int {
+	if r == nil {
+		return 0
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.locks)
 }
 
-// Close closes every lock of the registry; later calls return ErrClosed.
+// Close closes every lock of the registry: holds are cancelled (cause
+// ErrClosed), waiters get ErrClosed, and later calls return ErrClosed.
+// Close is idempotent.
 func (r *Registry) Close() error {
 	if r == nil {
 		return ErrNilLock
@@ -138,10 +224,10 @@ func (r *Registry) Close() error {
 	}
 	r.closed = true
 	locks := r.locks
-	r.locks = nil
+	r.locks = map[string]*entry{}
 	r.mu.Unlock()
-	for _, l := range locks {
-		_ = l.Close()
+	for _, e := range locks {
+		_ = e.l.Close()
 	}
 	return nil
 }

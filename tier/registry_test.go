@@ -23,84 +23,87 @@ func newRegistry(t *testing.T, opts ...tier.Option) *tier.Registry {
 	return r
 }
 
+// One lock per key: a held key cannot be taken again by another caller,
+// another key can; re-entry with the held context counts; bad keys are
+// refused.
 func TestRegistryShares(t *testing.T) {
 	r := newRegistry(t)
-	a, err := r.Obtain("job-1")
+	ctx := ctxT(t, 10*time.Second)
+	held, err := r.Acquire(ctx, "job-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := a.Acquire(ctxT(t, 10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := r.Obtain("job-1")
-	c, _ := r.Obtain("job-2")
-	if a != b || a == c {
-		t.Fatal("Obtain does not share one lock per key")
-	}
-	if _, ok, _ := b.TryAcquire(context.Background()); ok {
+	if _, ok, _ := r.TryAcquire(context.Background(), "job-1"); ok {
 		t.Fatal("second caller got a held key")
 	}
-	if err := a.Release(held); err != nil {
-		t.Fatal(err)
+	other, ok, err := r.TryAcquire(context.Background(), "job-2")
+	if !ok || err != nil {
+		t.Fatalf("another key: %v, %v", ok, err)
+	}
+	again, err := r.Acquire(held, "job-1")
+	if err != nil || r.HoldCount(again) != 2 {
+		t.Fatalf("re-entry: %v, count %d", err, r.HoldCount(again))
+	}
+	if tok, err := r.Token(held); err != nil || tok <= 0 {
+		t.Fatalf("Token = %d, %v", tok, err)
+	}
+	for _, h := range []context.Context{again, held, other} {
+		if err := r.Release(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Release(held); !errors.Is(err, tier.ErrNotHolder) {
+		t.Fatalf("release once too often: %v, want ErrNotHolder", err)
+	}
+	if err := r.Release(context.Background()); !errors.Is(err, tier.ErrNotHolder) {
+		t.Fatalf("release with a bare context: %v, want ErrNotHolder", err)
 	}
 	for _, k := range []string{"", "a/b", ".", "..", "x\x00"} {
-		if _, err := r.Obtain(k); !errors.Is(err, tier.ErrInvalidPath) {
-			t.Errorf("Obtain(%q): %v, want ErrInvalidPath", k, err)
-		}
-	}
-}
-
-// Idle locks are dropped: after many distinct keys the registry is empty,
-// and a lock kept past its drop still works.
-func TestRegistryDropsIdle(t *testing.T) {
-	r := newRegistry(t)
-	ctx := ctxT(t, 30*time.Second)
-	kept, _ := r.Obtain("kept")
-	h, err := kept.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Len() != 1 {
-		t.Fatalf("Len = %d while held", r.Len())
-	}
-	kept.Release(h)
-	for i := 0; i < 50; i++ {
-		l, err := r.Obtain(fmt.Sprintf("key-%d", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := l.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Release(h); err != nil {
-			t.Fatal(err)
+		if _, err := r.Acquire(ctx, k); !errors.Is(err, tier.ErrInvalidPath) {
+			t.Errorf("Acquire(%q): %v, want ErrInvalidPath", k, err)
 		}
 	}
 	if n := r.Len(); n != 0 {
-		t.Fatalf("%d idle locks kept", n)
+		t.Fatalf("%d locks kept after every hold was released", n)
 	}
-	// The dropped lock forwards to the registry's current lock for its key.
-	h, err = kept.Acquire(ctx)
+}
+
+// The registry keeps a key's lock exactly while it is being acquired or
+// held: after many distinct keys it is empty, and a failed or cancelled
+// acquisition leaves nothing either.
+func TestRegistryDropsIdle(t *testing.T) {
+	r := newRegistry(t)
+	ctx := ctxT(t, 30*time.Second)
+	kept, err := r.Acquire(ctx, "kept")
 	if err != nil {
-		t.Fatalf("dropped lock: %v", err)
-	}
-	if kept.HoldCount(h) != 1 {
-		t.Fatal("HoldCount not forwarded from the dropped lock")
-	}
-	if tok, err := kept.Token(h); err != nil || tok <= 0 {
-		t.Fatalf("Token not forwarded from the dropped lock: %d, %v", tok, err)
-	}
-	cur, _ := r.Obtain("kept")
-	if cur.HoldCount(h) != 1 {
-		t.Fatal("dropped lock's hold is not the registry's")
-	}
-	if _, ok, _ := cur.TryAcquire(context.Background()); ok {
-		t.Fatal("the key was acquired twice")
-	}
-	if err := kept.Release(h); err != nil {
 		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		h, err := r.Acquire(ctx, fmt.Sprintf("key-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Release(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := r.Len(); n != 1 {
+		t.Fatalf("Len = %d with one key held", n)
+	}
+	// A wait that gives up leaves nothing behind.
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := r.Acquire(short, "kept"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire of a held key past its deadline: %v", err)
+	}
+	if n := r.Len(); n != 1 {
+		t.Fatalf("Len = %d after a cancelled wait", n)
+	}
+	if err := r.Release(kept); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.Len(); n != 0 {
+		t.Fatalf("%d idle locks kept", n)
 	}
 }
 
@@ -116,12 +119,7 @@ func TestRegistryExclusionPerKey(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 10; i++ {
 				k := (g + i) % keys
-				l, err := r.Obtain(fmt.Sprintf("k%d", k))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				h, err := l.Acquire(ctx)
+				h, err := r.Acquire(ctx, fmt.Sprintf("k%d", k))
 				if err != nil {
 					t.Error(err)
 					return
@@ -131,7 +129,7 @@ func TestRegistryExclusionPerKey(t *testing.T) {
 				}
 				time.Sleep(time.Millisecond)
 				inside[k].Add(-1)
-				if err := l.Release(h); err != nil {
+				if err := r.Release(h); err != nil {
 					t.Error(err)
 				}
 			}

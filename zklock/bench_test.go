@@ -7,6 +7,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/zklock"
 )
 
 // The four benchmarks run side by side against the same server so that
@@ -51,6 +52,25 @@ func BenchmarkGet(b *testing.B) {
 // (c) Uncontended Acquire + Release of a zklock.Lock.
 func BenchmarkAcquireRelease(b *testing.B) {
 	s := connect(b, zktest.Servers(b))
+	l := newLock(b, s, zktest.Path(b))
+	ctx := context.Background()
+	reportRequests(b, func() {
+		for i := 0; i < b.N; i++ {
+			if err := l.Acquire(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// (c') The same with WithoutPipelining: the create and the listing, and
+// the release's delete, each awaited. The baseline pipelining is measured
+// against.
+func BenchmarkAcquireReleaseNotPipelined(b *testing.B) {
+	s := connect(b, zktest.Servers(b), zklock.WithoutPipelining())
 	l := newLock(b, s, zktest.Path(b))
 	ctx := context.Background()
 	reportRequests(b, func() {

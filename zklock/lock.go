@@ -55,6 +55,7 @@ type Lock struct {
 	recheck time.Duration
 	acl     []zk.ACL
 	onLost  func(node string, cause error)
+	rule    queueRule // who may go, whom to watch: mutexRule
 
 	mu     sync.Mutex
 	busy   bool
@@ -98,7 +99,7 @@ func New(s *Session, path string, opts ...Option) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zklock: node data: %w", err)
 	}
-	return &Lock{s: s, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost}, nil
+	return &Lock{s: s, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, rule: mutexRule}, nil
 }
 
 // Session returns the session the lock lives on.

@@ -40,6 +40,10 @@ func (p *pipeline) init(s *Session) {
 // path, not per Lock, so that a new Lock on the path sees them too.
 func (p *pipeline) queueDelete(path, node string, owner int64) {
 	d := &pendingDelete{node: node, owner: owner}
+	if p.s.cfg.noPipelining || p.s.tap == nil {
+		p.deleteSerial(path, d)
+		return
+	}
 	p.mu.Lock()
 	if old := p.pending[path]; old != nil && old.sent == nil {
 		p.s.deleteInBackground(old.node, old.owner)
@@ -72,6 +76,29 @@ func (p *pipeline) flush(path string, d *pendingDelete) {
 	<-fin
 }
 
+// deleteSerial deletes d's node without folding: the entry is in flight at
+// once, and stays until the delete is done, so that the next create on the
+// path waits for it.
+func (p *pipeline) deleteSerial(path string, d *pendingDelete) {
+	done := make(chan struct{})
+	d.sent = done
+	p.mu.Lock()
+	if old := p.pending[path]; old != nil && old.sent == nil {
+		p.s.deleteInBackground(old.node, old.owner)
+	}
+	p.pending[path] = d
+	p.mu.Unlock()
+	p.s.goBackground(func() {
+		p.s.deleteGuaranteed(d.node, d.owner)
+		p.mu.Lock()
+		if p.pending[path] == d {
+			delete(p.pending, path)
+		}
+		p.mu.Unlock()
+		close(done)
+	})
+}
+
 // take returns the node (and its session) whose delete an acquisition on
 // path must send in its create's transaction, or a channel to wait on while
 // such a delete is being written.
@@ -96,7 +123,7 @@ func (p *pipeline) take(path string) (node string, owner int64, inFlight <-chan 
 func (s *Session) send(ctx context.Context, key string, opcodes []int32, op func()) <-chan struct{} {
 	fin := make(chan struct{})
 	var sent <-chan struct{}
-	if s.tap != nil {
+	if s.tap != nil && !s.cfg.noPipelining {
 		w := s.tap.expect(key, opcodes...)
 		defer s.tap.forget(w)
 		sent = w.sent

@@ -53,7 +53,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 		// applied (possible only across a reconnect): list again.
 		q = nil
 	}
-	if q == nil || position(q, name, "") != 0 {
+	if q == nil || !leads(l.rule, q, name) {
 		if !wait {
 			if q == nil {
 				children, stat, err := l.list(ctx)
@@ -63,7 +63,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 				}
 				q, token = sortQueue(children), stat.Pzxid
 			}
-			if position(q, name, "") != 0 {
+			if !leads(l.rule, q, name) {
 				giveUp()
 				return nil, nil
 			}

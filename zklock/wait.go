@@ -95,15 +95,16 @@ func (w *waiter) run() {
 			w.pzxid = stat.Pzxid
 		}
 		i := position(q, w.name, "")
-		switch {
-		case i < 0:
+		if i < 0 {
 			w.finish(errNodeGone)
 			return
-		case i == 0:
+		}
+		goes, watch := w.l.rule(q, i)
+		if goes {
 			w.finish(nil)
 			return
 		}
-		pred := w.l.path + "/" + q[i-1].name
+		pred := w.l.path + "/" + q[watch].name
 		if pred != w.watched {
 			// Watch only our predecessor, with a data watch: an exists
 			// watch on a node that is already gone would stay behind.

@@ -502,20 +502,14 @@ func (w *worker) loop(ctx context.Context) {
 	var pause time.Duration // after a skip: none at first, then growing
 	for ctx.Err() == nil {
 		key := "job-" + strconv.Itoa(rand.IntN(w.cfg.jobs))
-		// Obtain is cheap: a map look-up, or a new lock for a key nobody
-		// in this process uses right now. Don't keep the lock: the registry
-		// drops idle ones.
-		lock, err := w.reg.Obtain(key)
-		if err != nil {
-			w.fail(key, err)
-			return
-		}
+		// The registry keeps a key's lock while it is acquired or held.
 		var held context.Context
+		var err error
 		ok := true
 		if w.cfg.policy == "try" {
-			held, ok, err = lock.TryAcquire(ctx)
+			held, ok, err = w.reg.TryAcquire(ctx, key)
 		} else {
-			held, err = lock.Acquire(ctx)
+			held, err = w.reg.Acquire(ctx, key)
 		}
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -534,7 +528,7 @@ func (w *worker) loop(ctx context.Context) {
 			continue
 		}
 		pause = 0
-		w.runJob(lock, held, key)
+		w.runJob(held, key)
 	}
 }
 
@@ -552,8 +546,8 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // runJob runs one job under the hold held carries and releases it.
-func (w *worker) runJob(lock *tier.Lock, held context.Context, key string) {
-	token, err := lock.Token(held)
+func (w *worker) runJob(held context.Context, key string) {
+	token, err := w.reg.Token(held)
 	if err != nil {
 		w.fail(key, err)
 	}
@@ -577,7 +571,7 @@ func (w *worker) runJob(lock *tier.Lock, held context.Context, key string) {
 		w.fail(key, err)
 	}
 	w.runs.Add(1)
-	if err := lock.Release(held); err != nil && !errors.Is(err, tier.ErrLockLost) {
+	if err := w.reg.Release(held); err != nil && !errors.Is(err, tier.ErrLockLost) {
 		w.fail(key, err)
 	}
 }

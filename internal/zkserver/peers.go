@@ -205,3 +205,27 @@ func (c *Cluster) Conf(ctx context.Context, i int) (map[string]string, error) {
 	}
 	return m, nil
 }
+
+// openElectionFrom lets member i's election connections to higher members
+// through, until the returned function closes them again. A member that
+// (re)joins a running ensemble must hear from the leader, and a leader with
+// a higher id talks to it only after it dropped a connection from it and
+// dialed back (directly, to the member's real port): with those proxies
+// refusing, a restarted member whose id is below the leader's would look
+// for a leader for ever. The dial-back bypasses the proxies, but only for
+// election traffic; a follower's link to the leader (the quorum port)
+// still passes its proxy, which is what PartitionMember cuts.
+func (c *Cluster) openElectionFrom(i int) (restore func()) {
+	var opened []*PeerLink
+	for _, l := range c.links {
+		if l.Refusing && l.From == i {
+			l.Proxy.Heal()
+			opened = append(opened, l)
+		}
+	}
+	return func() {
+		for _, l := range opened {
+			l.Proxy.Partition(0)
+		}
+	}
+}

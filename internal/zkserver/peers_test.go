@@ -167,3 +167,41 @@ func TestPeerProxiesBadUse(t *testing.T) {
 		t.Fatal("standalone server has peer links")
 	}
 }
+
+// Every member of an ensemble with peer proxies can be killed and restarted
+// and serves again, whatever its id against the leader's: a restarted
+// member whose id is below the leader's must still hear from the leader.
+// Before openElectionFrom, such a member looked for a leader for ever (the
+// stress soak's first follower restart failed so).
+func TestRestartWithPeerProxies(t *testing.T) {
+	if _, ok := zkserver.FromEnv(); ok {
+		t.Skip("TIERLOCK_ZK_SERVERS is set: not starting servers")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := zkserver.StartEnsemble(ctx, 3, zkserver.WithPeerProxies(), zkserver.WithStartupTimeout(40*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Followers first (ids below and above the leader's), then the leader.
+	order := []int{}
+	for i := 0; i < c.Size(); i++ {
+		if i != leader {
+			order = append(order, i)
+		}
+	}
+	order = append(order, leader)
+	for _, i := range order {
+		if err := c.Kill(i); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Restart(ctx, i); err != nil {
+			t.Fatalf("member %d (leader was %d) did not serve again: %v", i, leader, err)
+		}
+	}
+}

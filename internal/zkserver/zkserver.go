@@ -452,6 +452,7 @@ func (c *Cluster) Restart(ctx context.Context, i int) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.startupWait)
 	defer cancel()
+	defer c.openElectionFrom(i)()
 	return c.WaitReady(ctx, i)
 }
 

@@ -1,0 +1,63 @@
+package zklock
+
+import "sync"
+
+// notifier delivers state changes to the user's listener in order, from
+// its own goroutine, so that user code never runs where state is tracked.
+type notifier struct {
+	fn    func(State)
+	mu    sync.Mutex
+	queue []State
+	wake  chan struct{}
+	done  chan struct{}
+}
+
+func (n *notifier) init(fn func(State)) {
+	n.fn, n.wake, n.done = fn, make(chan struct{}, 1), make(chan struct{})
+}
+
+func (n *notifier) push(st State) {
+	if n.fn == nil {
+		return
+	}
+	n.mu.Lock()
+	n.queue = append(n.queue, st)
+	n.mu.Unlock()
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (n *notifier) close() {
+	select {
+	case <-n.done:
+	default:
+		close(n.done)
+	}
+}
+
+func (n *notifier) run() {
+	for {
+		n.mu.Lock()
+		q := n.queue
+		n.queue = nil
+		n.mu.Unlock()
+		for _, st := range q {
+			n.fn(st)
+		}
+		select {
+		case <-n.wake:
+		case <-n.done:
+			// Deliver what came before the close (StateClosed included).
+			n.mu.Lock()
+			q := n.queue
+			n.queue = nil
+			n.mu.Unlock()
+			for _, st := range q {
+				n.fn(st)
+			}
+			return
+		}
+	}
+}
