@@ -1,10 +1,24 @@
-// Package check is the independent checker of the stress command. It knows
-// nothing about how locks are implemented: it takes the critical sections
-// that workers recorded (enter and exit times on a clock shared by all
-// processes of the machine, fencing token, process, goroutine, lock path)
-// and tells, per lock path, whether mutual exclusion held.
+// Package exclusion is the independent checker of mutual exclusion that
+// the stress command, the tier tests and anything else that runs a lock
+// from many goroutines or processes share. It knows nothing about how
+// locks are implemented: it takes the critical sections that holders
+// recorded (enter and exit times on one clock, fencing token, process,
+// goroutine, lock path) and tells, per lock path, whether mutual exclusion
+// held.
 //
-// Three kinds of violation are counted:
+// Holds reach it in one of three ways:
+//
+//   - [Log]: the holders are goroutines of this process; each calls
+//     [Log.Enter] after its lock said it holds and [Entry.Exit] before it
+//     releases. The log stamps both on [Now], in the order of its calls.
+//   - [Journal]: the holders are processes that append one line per event
+//     to one file opened with O_APPEND; the kernel orders the appends, and
+//     [ReadJournal] turns the file into holds on a logical clock (the line
+//     number), which is all an order needs.
+//   - Hand-made [Hold] values, such as the stress command's, read from the
+//     memory-mapped record files of its workers with times taken from [Now].
+//
+// [Check] then counts four kinds of violation:
 //
 //   - overlap: two holds of one path whose intervals [enter, exit)
 //     intersect. Intervals are half-open, so a hold may begin at the very
@@ -15,22 +29,25 @@
 //     when the lock hands the hold from goroutine to goroutine inside the
 //     process (Options.SameNodeHandoff); otherwise every hold must carry a
 //     higher token than the one before.
-//   - lost: a hold entered and never left (its worker died, or the record
+//   - lost: a hold entered and never left (its holder died, or the record
 //     is corrupt: an exit before the enter counts here too).
-//   - late-loss: loss before grant broken. A hold its worker saw lost (its
+//   - late-loss: loss before grant broken. A hold its holder saw lost (its
 //     held context cancelled by a loss, at Hold.Loss) must have been told so
 //     before any other process was granted the path: the next hold of
 //     another process, in the order of enter times, must enter after the
-//     loss. The loss time is taken when the worker's goroutine saw it, after
+//     loss. The loss time is taken when the holder's goroutine saw it, after
 //     the cancellation, so the check errs towards reporting.
 //
-// A worker that the stress command killed on purpose (SIGKILL, to test that
-// a dead holder's lock passes on only after its session ends) leaves the
-// hold it was in without an exit. Given the kill times (Options.Killed),
-// such a hold is cut: it is taken to last until its process was known dead,
-// counted apart (Cut), and checked like any other hold, so that another
-// process entering before the kill is still an overlap.
-package check
+// A process killed on purpose (SIGKILL, to test that a dead holder's lock
+// passes on only after its session ends) leaves the hold it was in without
+// an exit. Given the kill times (Options.Killed), such a hold is cut: it is
+// taken to last until its process was known dead, counted apart (Cut), and
+// checked like any other hold, so that another process entering before the
+// kill is still an overlap.
+//
+// [OverlapPairs] tells, for a mixed fleet, which groups of holders (lock
+// implementations, say) overlapped which.
+package exclusion
 
 import (
 	"cmp"
@@ -40,11 +57,11 @@ import (
 
 // Hold is one recorded critical section.
 type Hold struct {
-	Proc  int32 // worker process
+	Proc  int32 // holder process
 	G     int32 // goroutine within the process
 	Path  int32 // lock path index
 	Token int64 // fencing token; 0 when unknown
-	Enter int64 // ns on the shared clock
+	Enter int64 // ns on the shared clock (or a logical clock: see ReadJournal)
 	Exit  int64 // ns on the shared clock; 0 when the hold never ended
 	// Loss is when the holder saw the hold lost (shared clock); 0: it was
 	// not lost, or not watched.
