@@ -1,4 +1,6 @@
-package main
+// Package sample counts, while a stress run goes on, the znodes under each
+// lock path and the watches on them, and keeps the peaks.
+package sample
 
 import (
 	"bufio"
@@ -12,10 +14,10 @@ import (
 	"github.com/tierlock/tierlock/internal/zkserver"
 )
 
-// sampler counts, while a run goes on, the znodes under each lock path
+// Sampler counts, while a run goes on, the znodes under each lock path
 // (children of the path, on the parent's own connection) and the watches
 // on them (the wchp four-letter word of every server), and keeps the peaks.
-type sampler struct {
+type Sampler struct {
 	conn    *zk.Conn
 	cluster *zkserver.Cluster
 	paths   []string
@@ -31,8 +33,10 @@ type sampler struct {
 	samples     int
 }
 
-func startSampler(conn *zk.Conn, c *zkserver.Cluster, paths []string, period time.Duration) *sampler {
-	s := &sampler{
+// Start starts sampling paths every period: children on conn, watches
+// through the wchp four-letter word of every server of c.
+func Start(conn *zk.Conn, c *zkserver.Cluster, paths []string, period time.Duration) *Sampler {
+	s := &Sampler{
 		conn: conn, cluster: c, paths: paths, period: period,
 		stop: make(chan struct{}), done: make(chan struct{}),
 		peakZnodes: make([]int, len(paths)), peakWatches: make([]int, len(paths)),
@@ -44,7 +48,7 @@ func startSampler(conn *zk.Conn, c *zkserver.Cluster, paths []string, period tim
 	return s
 }
 
-func (s *sampler) loop() {
+func (s *Sampler) loop() {
 	defer close(s.done)
 	t := time.NewTicker(s.period)
 	defer t.Stop()
@@ -58,7 +62,7 @@ func (s *sampler) loop() {
 	}
 }
 
-func (s *sampler) sample() {
+func (s *Sampler) sample() {
 	znodes := make([]int, len(s.paths))
 	for i, p := range s.paths {
 		children, _, err := s.conn.Children(p)
@@ -83,7 +87,7 @@ func (s *sampler) sample() {
 
 // watches counts, per lock path, the watches set on the path or on nodes
 // below it, summed over the servers; nil when no server answered.
-func (s *sampler) watches() []int {
+func (s *Sampler) watches() []int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	var out []int
@@ -131,9 +135,9 @@ func countWatches(wchp string, paths []string, counts []int) {
 	}
 }
 
-// finish stops sampling and returns the peaks and
+// Finish stops sampling and returns the peaks and
 // the number of requests the sampler sent.
-func (s *sampler) finish() (peakZnodes, peakWatches []int, requests int64) {
+func (s *Sampler) Finish() (peakZnodes, peakWatches []int, requests int64) {
 	close(s.stop)
 	<-s.done
 	s.mu.Lock()

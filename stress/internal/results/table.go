@@ -1,10 +1,12 @@
-package main
+package results
 
 import (
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/tierlock/tierlock/stress/internal/fault"
 )
 
 // tableHeader and tableRows give the comparison table, printed on stdout
@@ -16,7 +18,7 @@ var tableHeader = []string{
 	"fair proc", "fair gor", "overlaps", "token viol", "lost", "errors",
 }
 
-func tableRows(results []implResult) [][]string {
+func tableRows(results []Impl) [][]string {
 	var rows [][]string
 	for _, r := range results {
 		vs := "-"
@@ -28,7 +30,7 @@ func tableRows(results []implResult) [][]string {
 			tokens = "n/a"
 		}
 		rows = append(rows, []string{
-			r.Impl, fmt.Sprint(r.Acquisitions), fmt.Sprintf("%.0f", r.PerSec), vs,
+			string(r.Impl), fmt.Sprint(r.Acquisitions), fmt.Sprintf("%.0f", r.PerSec), vs,
 			micros(r.LatencyUS.P50), micros(r.LatencyUS.P90), micros(r.LatencyUS.P99), micros(r.LatencyUS.Max),
 			micros(r.HoldMeanUS),
 			reqPerAcq(r.RequestsPerAcq), fmt.Sprint(r.PeakZnodes), orNA(r.PeakWatches),
@@ -65,8 +67,8 @@ func orNA(n int) string {
 	return fmt.Sprint(n)
 }
 
-// printTable writes the comparison as an aligned table, numbers right-aligned.
-func printTable(w io.Writer, results []implResult) {
+// PrintTable writes the comparison as an aligned table, numbers right-aligned.
+func PrintTable(w io.Writer, results []Impl) {
 	rows := append([][]string{tableHeader}, tableRows(results)...)
 	// The first column is left-aligned: pad it to one width.
 	width := 0
@@ -86,7 +88,7 @@ func printTable(w io.Writer, results []implResult) {
 // start.
 var faultHeader = []string{"impl", "#", "at", "fault", "target", "healed", "any acq", "affected acq", "outcome"}
 
-func faultRows(events []*faultEvent) [][]string {
+func faultRows(events []*fault.Event) [][]string {
 	var rows [][]string
 	for _, ev := range events {
 		outcome := "recovered"
@@ -107,7 +109,7 @@ func faultRows(events []*faultEvent) [][]string {
 			outcome += "; " + ev.Note
 		}
 		rows = append(rows, []string{
-			ev.Impl, fmt.Sprint(ev.N), fmt.Sprintf("%.2fs", ev.AtSec), ev.Kind + ": " + ev.Variant, ev.Target,
+			ev.Impl, fmt.Sprint(ev.N), fmt.Sprintf("%.2fs", ev.AtSec), string(ev.Kind) + ": " + ev.Variant, ev.Target,
 			offset(ev.HealedSec), offset(ev.RecoveryAnySec), offset(ev.RecoveryOwnSec), outcome,
 		})
 	}
@@ -130,12 +132,12 @@ func shortCause(c string) string {
 	return strings.TrimPrefix(c, "zklock: ")
 }
 
-// printFaultLog writes the fault log of a run with -fault.
-func printFaultLog(w io.Writer, s summary) {
+// PrintFaultLog writes the fault log of a run with -fault.
+func PrintFaultLog(w io.Writer, s Summary) {
 	cfg := s.Config
 	fmt.Fprintf(w, "\nFault log (-fault %s, seed %d, every ~%v; session timeout %v). Recovered: the workers a fault hit acquired\n"+
 		"again within the session timeout + %v of its healing. Times after \"at\" count from the fault's start.\n",
-		strings.Join(cfg.Faults, ","), cfg.FaultSeed, cfg.FaultEvery, cfg.SessionTimeout, recoveryBound)
+		joinKinds(cfg.Faults, ","), cfg.FaultSeed, cfg.FaultEvery, cfg.SessionTimeout, fault.RecoveryBound)
 	if len(s.Faults) == 0 {
 		fmt.Fprintln(w, "  no fault was injected (the run was too short for one)")
 	} else {

@@ -1,31 +1,32 @@
-package main
+package worker
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
 
+	"github.com/tierlock/tierlock/stress/internal/proto"
 	"github.com/tierlock/tierlock/tier"
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// tierImpl is what tierlock offers: one tier.Lock per path per process,
-// shared by all goroutines, optionally with bounded local hand-off.
+// tierImpl is what tierlock offers (tier, and tier-handoff): one tier.Lock
+// per path per process, shared by all goroutines, optionally with bounded
+// local hand-off.
 type tierImpl struct {
 	s     *zklock.Session
 	locks []*tier.Lock
 }
 
-func newTierImpl(s *zklock.Session, spec workerSpec, log *slog.Logger) (*tierImpl, error) {
-	opts := []tier.Option{
+// newTierImpl makes the tier implementation's locks, with extra options
+// (tier-handoff's).
+func newTierImpl(s *zklock.Session, task proto.Task, log *slog.Logger, extra ...tier.Option) (*tierImpl, error) {
+	opts := append([]tier.Option{
 		tier.WithLogger(log),
-		tier.WithLockOptions(zklock.WithLabel(fmt.Sprintf("stress worker %d", spec.Proc))),
-	}
-	if spec.Impl == implTierHandoff {
-		opts = append(opts, tier.WithHandoff(spec.HandoffMax, spec.HandoffMaxHold))
-	}
+		tier.WithLockOptions(zklock.WithLabel(fmt.Sprintf("stress worker %d", task.Proc))),
+	}, extra...)
 	im := &tierImpl{s: s}
-	for _, p := range spec.Paths {
+	for _, p := range task.Paths {
 		l, err := tier.New(s, p, opts...)
 		if err != nil {
 			im.close()

@@ -1,4 +1,5 @@
-package main
+// Package progress draws a stress run's progress bar on stderr.
+package progress
 
 import (
 	"fmt"
@@ -10,30 +11,33 @@ import (
 	"golang.org/x/term"
 )
 
-// progress shows a run's progress on stderr: elapsed time against
+// Bar shows a run's progress on stderr: elapsed time against
 // -duration, or acquisitions against -acquisitions. It stays quiet when
 // stderr is not a terminal.
-type progress struct {
+type Bar struct {
 	bar      *progressbar.ProgressBar
 	name     string
 	duration time.Duration
 	start    time.Time
 }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
+// IsTerminal reports whether w is a terminal.
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func newProgress(w io.Writer, show bool, name string, cfg config) *progress {
-	p := &progress{name: name, duration: cfg.Duration, start: time.Now()}
+// New returns the bar of implementation name's run, shown on w when show
+// is set: elapsed time against duration, or acquisitions against
+// acquisitions when it is not 0.
+func New(w io.Writer, show bool, name string, duration time.Duration, acquisitions int64) *Bar {
+	p := &Bar{name: name, duration: duration, start: time.Now()}
 	if !show {
 		return p
 	}
-	max := cfg.Acquisitions
-	if cfg.Acquisitions == 0 {
-		max = cfg.Duration.Milliseconds()
+	max := acquisitions
+	if acquisitions == 0 {
+		max = duration.Milliseconds()
 	}
 	p.bar = progressbar.NewOptions64(max,
 		progressbar.OptionSetWriter(w),
@@ -48,8 +52,8 @@ func newProgress(w io.Writer, show bool, name string, cfg config) *progress {
 	return p
 }
 
-// update shows n acquisitions so far.
-func (p *progress) update(n int64) {
+// Update shows n acquisitions so far.
+func (p *Bar) Update(n int64) {
 	if p.bar == nil {
 		return
 	}
@@ -61,8 +65,8 @@ func (p *progress) update(n int64) {
 	_ = p.bar.Set64(n)
 }
 
-// finish removes the bar.
-func (p *progress) finish() {
+// Finish removes the bar.
+func (p *Bar) Finish() {
 	if p.bar != nil {
 		_ = p.bar.Finish()
 		_ = p.bar.Exit()

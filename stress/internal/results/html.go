@@ -1,4 +1,4 @@
-package main
+package results
 
 import (
 	"cmp"
@@ -7,12 +7,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tierlock/tierlock/stress/internal/check"
+	"github.com/tierlock/tierlock/internal/exclusion"
+	"github.com/tierlock/tierlock/stress/internal/fault"
 	"github.com/tierlock/tierlock/stress/internal/report"
+	"github.com/tierlock/tierlock/stress/internal/runner"
 )
 
-// writeReport writes the HTML report of a run.
-func writeReport(path string, s summary, runs []*implRun) error {
+// WriteReport writes the HTML report of the runs of s to the file at path.
+func WriteReport(path string, s Summary, runs []*runner.Run) error {
 	cfg := s.Config
 	d := report.Data{
 		Title:     fmt.Sprintf("tierlock stress: %d processes x %d goroutines on %d lock path(s)", cfg.Procs, cfg.Goroutines, cfg.Paths),
@@ -20,7 +22,7 @@ func writeReport(path string, s summary, runs []*implRun) error {
 		Header:    tableHeader,
 		Rows:      tableRows(s.Results),
 		OK:        s.OK,
-		Verdict:   verdict(s),
+		Verdict:   Verdict(s),
 		Failures:  s.Failures,
 		Settings:  settings(s),
 	}
@@ -31,15 +33,15 @@ func writeReport(path string, s summary, runs []*implRun) error {
 			"healing. \"at\" counts from the start of the run, the other times from the fault's start: healed (server "+
 			"restarted, connections released, replacement started), any acq (the next acquisition by any worker), "+
 			"affected acq (the next of the worker(s) hit, after the healing).",
-			strings.Join(cfg.Faults, ","), cfg.FaultSeed, cfg.FaultEvery, cfg.SessionTimeout, recoveryBound)
+			joinKinds(cfg.Faults, ","), cfg.FaultSeed, cfg.FaultEvery, cfg.SessionTimeout, fault.RecoveryBound)
 	}
 	for i, run := range runs {
 		res := s.Results[i]
 		d.Impls = append(d.Impls, report.Impl{
-			Name:      run.name,
+			Name:      string(run.Name),
 			PerSec:    res.PerSec,
 			ReqPerAcq: res.RequestsPerAcq,
-			LatencyUS: latencySample(run.latencies, 20000),
+			LatencyUS: latencySample(run.Latencies, 20000),
 			Timeline:  timelineOf(run, cfg.Procs),
 			Overview:  overviewOf(run, cfg),
 			Verdict:   implVerdict(res),
@@ -57,7 +59,7 @@ func writeReport(path string, s summary, runs []*implRun) error {
 	return f.Close()
 }
 
-func settings(s summary) [][2]string {
+func settings(s Summary) [][2]string {
 	cfg := s.Config
 	length := fmt.Sprintf("%v per implementation", cfg.Duration)
 	if cfg.Acquisitions > 0 {
@@ -68,7 +70,7 @@ func settings(s summary) [][2]string {
 		server += " (started by stress)"
 	}
 	out := [][2]string{
-		{"implementations", strings.Join(cfg.Impls, ", ")},
+		{"implementations", joinImpls(cfg.Impls, ", ")},
 		{"processes x goroutines", fmt.Sprintf("%d x %d", cfg.Procs, cfg.Goroutines)},
 		{"lock paths", fmt.Sprintf("%d, picked %s", cfg.Paths, cfg.Pick)},
 		{"run length", length},
@@ -79,20 +81,20 @@ func settings(s summary) [][2]string {
 	}
 	if cfg.Faults != nil {
 		out = append(out,
-			[2]string{"faults", fmt.Sprintf("%s, one every ~%v (seed %d)", strings.Join(cfg.Faults, ", "), cfg.FaultEvery, cfg.FaultSeed)},
-			[2]string{"recovery bound", fmt.Sprintf("session timeout + %v after a fault's healing", recoveryBound)})
+			[2]string{"faults", fmt.Sprintf("%s, one every ~%v (seed %d)", joinKinds(cfg.Faults, ", "), cfg.FaultEvery, cfg.FaultSeed)},
+			[2]string{"recovery bound", fmt.Sprintf("session timeout + %v after a fault's healing", fault.RecoveryBound)})
 	}
 	for _, r := range s.Results {
 		kind := r.TokenKind
 		if kind == "" {
 			kind = "none (token check skipped)"
 		}
-		out = append(out, [2]string{"fencing token of " + r.Impl, kind})
+		out = append(out, [2]string{"fencing token of " + string(r.Impl), kind})
 	}
 	return out
 }
 
-func implVerdict(r implResult) string {
+func implVerdict(r Impl) string {
 	tokens := fmt.Sprintf("%d token violations (%s)", r.Check.TokenRegressions, r.TokenKind)
 	if !r.Check.TokensChecked {
 		tokens = "tokens not checked"
@@ -122,13 +124,13 @@ func latencySample(ns []int64, n int) []float64 {
 // several changes of process: it starts a fifth into the run (past the
 // warm-up) and takes at least 40 holds and 12 changes of holder process,
 // at most 600 holds.
-func timelineOf(run *implRun, procs int) report.Timeline {
+func timelineOf(run *runner.Run, procs int) report.Timeline {
 	tl := report.Timeline{Lanes: procs}
-	if len(run.paths) > 0 {
-		tl.Path = run.paths[0]
+	if len(run.Paths) > 0 {
+		tl.Path = run.Paths[0]
 	}
-	var holds []check.Hold
-	for _, h := range run.holds {
+	var holds []exclusion.Hold
+	for _, h := range run.Holds {
 		if h.Path == 0 && h.Exit != 0 {
 			holds = append(holds, h)
 		}
@@ -136,22 +138,22 @@ func timelineOf(run *implRun, procs int) report.Timeline {
 	if len(holds) == 0 {
 		return tl
 	}
-	slices.SortFunc(holds, func(a, b check.Hold) int { return cmp.Compare(a.Enter, b.Enter) })
-	from := run.start + int64(run.elapsed)/5
-	i, _ := slices.BinarySearchFunc(holds, from, func(h check.Hold, t int64) int { return cmp.Compare(h.Enter, t) })
+	slices.SortFunc(holds, func(a, b exclusion.Hold) int { return cmp.Compare(a.Enter, b.Enter) })
+	from := run.Start + int64(run.Elapsed)/5
+	i, _ := slices.BinarySearchFunc(holds, from, func(h exclusion.Hold, t int64) int { return cmp.Compare(h.Enter, t) })
 	if len(holds)-i < 40 {
 		i = max(0, len(holds)-40)
 	}
 	bad := map[[3]int64]bool{}
-	for _, ex := range run.result.Examples {
-		if ex.Kind == check.Overlap {
+	for _, ex := range run.Result.Examples {
+		if ex.Kind == exclusion.Overlap {
 			bad[[3]int64{int64(ex.Hold.Proc), int64(ex.Hold.G), ex.Hold.Enter}] = true
 			if ex.Prev != nil {
 				bad[[3]int64{int64(ex.Prev.Proc), int64(ex.Prev.G), ex.Prev.Enter}] = true
 			}
 		}
 	}
-	ms := func(t int64) float64 { return float64(t-run.start) / 1e6 }
+	ms := func(t int64) float64 { return float64(t-run.Start) / 1e6 }
 	changes := 0
 	end := holds[i].Exit
 	for j := i; j < len(holds); j++ {
@@ -176,19 +178,19 @@ func timelineOf(run *implRun, procs int) report.Timeline {
 }
 
 // laneOf is the lane of a process: its worker slot.
-func laneOf(run *implRun, proc int32) int {
-	if int(proc) < len(run.slotOf) {
-		return run.slotOf[proc]
+func laneOf(run *runner.Run, proc int32) int {
+	if int(proc) < len(run.SlotOf) {
+		return run.SlotOf[proc]
 	}
 	return int(proc)
 }
 
 // faultMarks are the faults of a run in units per second (1 for seconds,
 // 1e3 for milliseconds) since its start.
-func faultMarks(run *implRun, unit float64) []report.FaultMark {
+func faultMarks(run *runner.Run, unit float64) []report.FaultMark {
 	var out []report.FaultMark
-	for _, ev := range run.faults {
-		if ev.start == 0 {
+	for _, ev := range run.Faults {
+		if !ev.Injected() {
 			continue
 		}
 		m := report.FaultMark{
@@ -208,12 +210,12 @@ func faultMarks(run *implRun, unit float64) []report.FaultMark {
 
 // overviewOf bins the holds of the whole run per worker slot, for the
 // report's fault view; nil for a run without faults.
-func overviewOf(run *implRun, cfg config) *report.Overview {
+func overviewOf(run *runner.Run, cfg runner.Config) *report.Overview {
 	if cfg.Faults == nil {
 		return nil
 	}
 	const bins = 600
-	ov := &report.Overview{Lanes: cfg.Procs, Seconds: run.elapsed.Seconds(), Faults: faultMarks(run, 1)}
+	ov := &report.Overview{Lanes: cfg.Procs, Seconds: run.Elapsed.Seconds(), Faults: faultMarks(run, 1)}
 	if ov.Seconds <= 0 {
 		return ov
 	}
@@ -221,10 +223,10 @@ func overviewOf(run *implRun, cfg config) *report.Overview {
 	for i := range counts {
 		counts[i] = make([]float64, bins)
 	}
-	width := float64(run.elapsed) / bins
+	width := float64(run.Elapsed) / bins
 	busiest := 0.0
-	for _, h := range run.holds {
-		b := int(float64(h.Enter-run.start) / width)
+	for _, h := range run.Holds {
+		b := int(float64(h.Enter-run.Start) / width)
 		lane := laneOf(run, h.Proc)
 		if b < 0 || b >= bins || lane < 0 || lane >= cfg.Procs {
 			continue

@@ -6,53 +6,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tierlock/tierlock/internal/zkserver"
+	"github.com/tierlock/tierlock/stress/internal/fault"
+	"github.com/tierlock/tierlock/stress/internal/proto"
+	"github.com/tierlock/tierlock/stress/internal/runner"
 	"github.com/tierlock/tierlock/zklock"
 )
-
-// The lock implementations a run can compare.
-const (
-	implTier        = "tier"         // tier.Lock, strict release order
-	implTierHandoff = "tier-handoff" // tier.Lock with bounded local hand-off
-	implZklock      = "zklock"       // zklock.Lock behind a sync.Mutex
-	implGozk        = "gozk"         // go-zookeeper zk.Lock per goroutine
-	implNolock      = "nolock"       // no lock at all: proves the checker can fail
-)
-
-// config is what the flags say.
-type config struct {
-	Impls          []string      `json:"impls"`
-	Mix            []mixMember   `json:"mix,omitempty"` // -mix: the members of one mixed run
-	Procs          int           `json:"procs"`
-	Goroutines     int           `json:"goroutines"`
-	Paths          int           `json:"paths"`
-	Pick           string        `json:"pick"`
-	Duration       time.Duration `json:"duration_ns,omitempty"`
-	Acquisitions   int64         `json:"acquisitions,omitempty"`
-	Hold           time.Duration `json:"hold_ns"`
-	HoldMode       string        `json:"hold_mode"`
-	Handoff        bool          `json:"handoff"`
-	HandoffMax     int           `json:"handoff_max"`
-	HandoffMaxHold time.Duration `json:"handoff_max_hold_ns"`
-	ZK             []string      `json:"zk,omitempty"`
-	Root           string        `json:"root"`
-	SessionTimeout time.Duration `json:"session_timeout_ns"`
-	ConnectTimeout time.Duration `json:"connect_timeout_ns"`
-	Timeout        time.Duration `json:"timeout_ns"`
-	Sample         time.Duration `json:"sample_ns"`
-	// Fault injection: the kinds picked from (nil: none), the mean time
-	// between faults and the seed of the schedule.
-	Faults     []string      `json:"fault,omitempty"`
-	FaultEvery time.Duration `json:"fault_every_ns,omitempty"`
-	FaultSeed  int64         `json:"fault_seed,omitempty"`
-	JSON       string        `json:"-"`
-	Report     string        `json:"-"`
-	Quiet      bool          `json:"-"`
-	Verbose    bool          `json:"-"`
-}
 
 // errUsage marks errors that are the caller's: exit code 2.
 var errUsage = errors.New("usage")
@@ -94,8 +58,9 @@ error, 2 bad usage, 3 the run could not be carried out.
 Flags:
 `
 
-func parseFlags(args []string, stderr io.Writer) (config, error) {
-	var c config
+// parseFlags reads the command line into a run's configuration.
+func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
+	var c runner.Config
 	fs := flag.NewFlagSet("stress", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -229,14 +194,17 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 // to 4s), timed runs, and only the implementations that notice a lost hold:
 // tier by default. go-zookeeper's zk.Lock cannot go on after its session
 // expired (its Unlock fails and every later Lock returns ErrDeadlock).
-func faultFlags(c *config, v string, set map[string]bool) error {
+func faultFlags(c *runner.Config, v string, set map[string]bool) error {
 	external := len(c.ZK) > 0
 	if _, fromEnv := zkserver.FromEnv(); fromEnv {
 		external = true
 	}
-	kinds, err := parseFaults(v, external)
-	if err != nil || kinds == nil {
-		return err
+	kinds, err := fault.Parse(v, external)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if kinds == nil {
+		return nil
 	}
 	c.Faults = kinds
 	switch {
@@ -249,13 +217,13 @@ func faultFlags(c *config, v string, set map[string]bool) error {
 		c.SessionTimeout = 2 * time.Second
 	}
 	if !set["impl"] {
-		c.Impls = []string{implTier}
+		c.Impls = []proto.Impl{proto.Tier}
 		if c.Handoff {
-			c.Impls = []string{implTierHandoff}
+			c.Impls = []proto.Impl{proto.TierHandoff}
 		}
 	}
 	for _, im := range c.Impls {
-		if im == implGozk || im == implNolock {
+		if im == proto.Gozk || im == proto.Nolock {
 			return usageErr("-fault: %s cannot be run with faults (it does not notice a lost hold); use tier, tier-handoff or zklock", im)
 		}
 	}
@@ -265,81 +233,39 @@ func faultFlags(c *config, v string, set map[string]bool) error {
 	return nil
 }
 
-// parseFaults expands the -fault value; nil for none. external tells that
-// the servers are not stress's own, so restart, leader and partition are impossible
-// (and "all" leaves them out).
-func parseFaults(v string, external bool) ([]string, error) {
-	var out []string
-	add := func(k string) {
-		if !contains(out, k) {
-			out = append(out, k)
-		}
-	}
-	for _, name := range strings.Split(v, ",") {
-		switch name = strings.TrimSpace(name); name {
-		case "none", "":
-		case "all":
-			if !external {
-				add(faultRestart)
-				add(faultLeader)
-			}
-			add(faultExpire)
-			add(faultDrop)
-			add(faultKill)
-			if !external {
-				add(faultPartition)
-			}
-			add(faultReset)
-			add(faultFlood)
-			add(faultStall)
-		case faultRestart, faultLeader, faultPartition:
-			if external {
-				return nil, usageErr("-fault %s needs a ZooKeeper started by stress: it cannot kill servers given by -zk or $%s",
-					name, zkserver.EnvServers)
-			}
-			add(name)
-		case faultExpire, faultDrop, faultKill, faultReset, faultFlood, faultStall:
-			add(name)
-		default:
-			return nil, usageErr("-fault: unknown fault %q (want none, restart, leader, expire, drop, kill, partition, reset, flood, stall or all)", name)
-		}
-	}
-	return out, nil
-}
-
 // expandImpls turns the -impl value into the list of runs, in the order
 // they run: the baseline last, so that ratios read left to right.
-func expandImpls(v string, handoff bool) ([]string, error) {
-	var out []string
-	add := func(names ...string) {
+func expandImpls(v string, handoff bool) ([]proto.Impl, error) {
+	var out []proto.Impl
+	add := func(names ...proto.Impl) {
 		for _, n := range names {
-			if !contains(out, n) {
+			if !slices.Contains(out, n) {
 				out = append(out, n)
 			}
 		}
 	}
 	for _, name := range strings.Split(v, ",") {
-		switch strings.TrimSpace(name) {
+		switch proto.Impl(strings.TrimSpace(name)) {
 		case "all":
 			if handoff {
-				add(implTier, implTierHandoff, implZklock, implGozk)
+				add(proto.Tier, proto.TierHandoff, proto.Zklock, proto.Gozk)
 			} else {
-				add(implTier, implZklock, implGozk)
+				add(proto.Tier, proto.Zklock, proto.Gozk)
 			}
-		case implTier:
+		case proto.Tier:
 			if handoff {
-				add(implTierHandoff)
+				add(proto.TierHandoff)
 			} else {
-				add(implTier)
+				add(proto.Tier)
 			}
-		case implTierHandoff:
-			add(implTierHandoff)
-		case implZklock:
-			add(implZklock)
-		case implGozk:
-			add(implGozk)
-		case implNolock:
-			add(implNolock)
+		case proto.TierHandoff:
+			add(proto.TierHandoff)
+		case proto.Zklock:
+			add(proto.Zklock)
+		case proto.Gozk:
+			add(proto.Gozk)
+		case proto.Nolock:
+			add(proto.Nolock)
 		default:
 			return nil, usageErr("-impl: unknown implementation %q (want tier, zklock, gozk or all)", name)
 		}
@@ -347,13 +273,54 @@ func expandImpls(v string, handoff bool) ([]string, error) {
 	return out, nil
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
+// parseMix reads -mix ("tier:2,curator:1,kazoo:1,gozk:1": implementation
+// and worker processes) into c: the run is one mixed run of that many
+// processes. -procs, if given, must agree with the total; -impl and -fault
+// do not go with it (peers do not notice a lost hold).
+func parseMix(c *runner.Config, v string, set map[string]bool) error {
+	if v == "" {
+		return nil
 	}
-	return false
+	total := 0
+	for _, part := range strings.Split(v, ",") {
+		name, n, found := strings.Cut(strings.TrimSpace(part), ":")
+		procs := 1
+		if found {
+			var err error
+			if procs, err = strconv.Atoi(n); err != nil || procs < 1 {
+				return usageErr("-mix: %q: the count must be a positive number", part)
+			}
+		}
+		if !slices.Contains(proto.MixImpls, proto.Impl(name)) {
+			return usageErr("-mix: unknown implementation %q (want %s)", name, mixNames())
+		}
+		if i := slices.IndexFunc(c.Mix, func(m runner.MixMember) bool { return m.Impl == proto.Impl(name) }); i >= 0 {
+			c.Mix[i].Procs += procs
+		} else {
+			c.Mix = append(c.Mix, runner.MixMember{Impl: proto.Impl(name), Procs: procs})
+		}
+		total += procs
+	}
+	switch {
+	case set["procs"] && c.Procs != total:
+		return usageErr("-mix makes %d worker processes but -procs says %d (leave -procs out with -mix)", total, c.Procs)
+	case set["impl"]:
+		return usageErr("-mix and -impl do not go together: a mixed run is one run of its members")
+	case c.Faults != nil:
+		return usageErr("-mix cannot be run with -fault: the peers do not notice a lost hold")
+	}
+	c.Procs = total
+	c.Impls = []proto.Impl{proto.Mix}
+	return nil
+}
+
+// mixNames lists the implementations -mix takes.
+func mixNames() string {
+	s := make([]string, len(proto.MixImpls))
+	for i, im := range proto.MixImpls {
+		s[i] = string(im)
+	}
+	return strings.Join(s, ", ")
 }
 
 // checkWritable makes sure an output file can be written before a long run

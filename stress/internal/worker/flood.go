@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"context"
@@ -6,67 +6,35 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/tierlock/tierlock/stress/internal/proto"
 	"github.com/tierlock/tierlock/tier"
 	"github.com/tierlock/tierlock/zklock"
 )
 
-const (
-	// floodLocks is how many locks a flooded worker waits for at once: one
-	// watch each, so that the expiry of its session makes go-zookeeper send
-	// as many events in a burst.
-	floodLocks = 200
-	// floodListenerDelay is how long the worker's state listener takes over
-	// an expiry during a flood.
-	floodListenerDelay = 1500 * time.Millisecond
-)
-
-// floodSlowListener makes the state listener slow on an expiry while a
-// flood is on.
-var floodSlowListener atomic.Bool
-
-// floodReport is how the waiters of a flood ended.
-type floodReport struct {
-	Waiters int `json:"waiters"`
-	Queued  int `json:"queued"` // queued before the expiry
-	Granted int `json:"granted"`
-	Failed  int `json:"failed"`
-	// Stuck waiters had not returned floodWaitBound after their holders let
-	// go.
-	Stuck int `json:"stuck"`
-	// LostAtOnce counts grants (a waiter's, or a fresh lock's afterwards)
-	// whose held context was already cancelled when Acquire returned.
-	LostAtOnce int    `json:"lost_at_once"`
-	Err        string `json:"err,omitempty"`
-	ErrSample  string `json:"err_sample,omitempty"`
-}
-
-type sessioner interface{ session() *zklock.Session }
-
 // floodWaitBound is how long the flood's waiters may take to end once
 // their holders let go.
-func (w *worker) floodWaitBound() time.Duration { return w.spec.SessionTimeout + 10*time.Second }
+func (w *worker) floodWaitBound() time.Duration { return w.task.SessionTimeout + 10*time.Second }
 
-// flood queues floodLocks waiters behind holders on the worker's own
-// session, says "flooding", waits for unflood (meanwhile the parent expires
+// flood queues proto.FloodLocks waiters behind holders on the worker's own
+// session, says Flooding, waits for unflood (meanwhile the parent expires
 // the session), lets the holders go and reports how the waiters ended.
 func (w *worker) flood(unflood <-chan struct{}) {
-	rep := &floodReport{Waiters: floodLocks}
-	defer func() { w.out.send(message{Type: "flooded", Flood: rep}) }()
+	rep := &proto.FloodReport{Waiters: proto.FloodLocks}
+	defer func() { w.out.send(proto.Message{Type: proto.Flooded, Flood: rep}) }()
 	sess, ok := w.im.(sessioner)
 	if !ok {
 		rep.Err = "flood needs tier or zklock"
-		w.out.send(message{Type: "flooding"})
+		w.out.send(proto.Message{Type: proto.Flooding})
 		<-unflood
 		return
 	}
 	s := sess.session()
-	floodSlowListener.Store(true)
-	defer floodSlowListener.Store(false)
+	w.events.slowOnExpiry.Store(true)
+	defer w.events.slowOnExpiry.Store(false)
 	quiet := tier.WithLogger(slog.New(slog.DiscardHandler))
-	base := fmt.Sprintf("%s/flood-%d", w.spec.PathBase, w.spec.Proc)
+	base := fmt.Sprintf("%s/flood-%d", w.task.PathBase, w.task.Proc)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type lockPair struct{ h, w *tier.Lock }
@@ -77,8 +45,8 @@ func (w *worker) flood(unflood <-chan struct{}) {
 			l.w.Close()
 		}
 	}()
-	held := make([]context.Context, floodLocks)
-	for i := range floodLocks {
+	held := make([]context.Context, proto.FloodLocks)
+	for i := range proto.FloodLocks {
 		path := fmt.Sprintf("%s/p%d", base, i)
 		h, err := tier.New(s, path, quiet)
 		if err != nil {
@@ -108,11 +76,11 @@ func (w *worker) flood(unflood <-chan struct{}) {
 		held context.Context
 		err  error
 	}
-	results := make(chan result, floodLocks)
+	results := make(chan result, proto.FloodLocks)
 	var waiting sync.WaitGroup
 	defer waiting.Wait()
 	defer cancel()
-	for i := range floodLocks {
+	for i := range proto.FloodLocks {
 		waiting.Add(1)
 		go func() {
 			defer waiting.Done()
@@ -124,28 +92,28 @@ func (w *worker) flood(unflood <-chan struct{}) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		rep.Queued = 0
-		for i := range floodLocks {
+		for i := range proto.FloodLocks {
 			kids, _, err := s.Conn().Children(fmt.Sprintf("%s/p%d", base, i))
 			if err == nil && len(kids) == 2 {
 				rep.Queued++
 			}
 		}
-		if rep.Queued == floodLocks || time.Now().After(deadline) {
+		if rep.Queued == proto.FloodLocks || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	w.out.send(message{Type: "flooding", N: int64(rep.Queued)})
+	w.out.send(proto.Message{Type: proto.Flooding, N: int64(rep.Queued)})
 	<-unflood
 
-	for i := range floodLocks {
+	for i := range proto.FloodLocks {
 		_ = locks[i].h.Release(held[i]) // lost with the session, most likely
 	}
 	bound := time.NewTimer(w.floodWaitBound())
 	defer bound.Stop()
 	var errSample error
 collect:
-	for n := 0; n < floodLocks; n++ {
+	for n := 0; n < proto.FloodLocks; n++ {
 		select {
 		case r := <-results:
 			if r.err != nil {
@@ -159,7 +127,7 @@ collect:
 			}
 			_ = locks[r.i].w.Release(r.held)
 		case <-bound.C:
-			rep.Stuck = floodLocks - n
+			rep.Stuck = proto.FloodLocks - n
 			break collect
 		}
 	}
