@@ -28,11 +28,11 @@
 // The parent finds ZooKeeper (-zk, else $TIERLOCK_ZK_SERVERS, else it
 // starts a local server with internal/zkserver and stops it at the end),
 // creates the lock paths, and for each implementation re-executes its own
-// binary P times with TIERLOCK_STRESS_WORKER set to the worker's task (as
-// JSON). Workers connect, make their locks and say "ready" on stdout; the
-// parent reads the server counters and starts them together on stdin;
-// they send progress and "done"; the parent reads the counters again, tells
-// them to exit and collects their results. Meanwhile it samples the
+// binary P times as workers (internal/child, with the worker's task as
+// JSON in the environment). Workers connect, make their locks and say
+// "ready" on stdout; the parent reads the server counters and starts them
+// together on stdin; they send progress and "done"; the parent reads the
+// counters again, tells them to exit and collects their results. Meanwhile it samples the
 // children of each lock path and the watches on them (the wchp four-letter
 // word) every -sample.
 //
@@ -41,7 +41,7 @@
 // the monotonic reading of a Go time.Time), fencing token, goroutine, lock
 // path. Records go to a memory-mapped file per worker, so they survive a
 // worker killed in the middle of a hold. The independent checker (package
-// stress/internal/check) then reads all of them and reports, per lock path,
+// internal/exclusion, which the tier tests use too) then reads all of them and reports, per lock path,
 // overlapping holds, fencing tokens that go backwards, and holds entered but
 // never left.
 //
@@ -136,11 +136,29 @@
 // cannot be written); 3 when the run could not be carried out (ZooKeeper
 // unreachable, a worker died, interrupted).
 //
-// The files: config.go (flags), main.go (entry, exit status), parent.go
-// (orchestration), proc.go (worker processes), worker.go (the worker),
-// impls.go and impl_tier.go (the implementations), faults.go (fault
-// injection and the fault log), sampler.go (znodes and watches), results.go (figures, JSON), table.go, reportdata.go and
-// internal/report (the HTML page), internal/check (the checker),
-// internal/record (records and the shared clock), internal/figures
-// (percentiles, Jain's index), progress.go (the progress bar).
+// # Packages
+//
+// package main parses the flags and wires the rest together. The worker
+// side never imports the parent side; both speak proto:
+//
+//	internal/proto     the parent<->worker protocol: the task, commands,
+//	                   messages, results, implementation names
+//	internal/worker    a worker process: one file per implementation, the
+//	                   goroutines' loop, the flood fault's waiters
+//	internal/record    the workers' memory-mapped hold records
+//	internal/fleet     the parent's handle on the workers: start, await,
+//	                   broadcast, kill, replace
+//	internal/fault     fault injection: schedule, server faults, client
+//	                   faults, recovery
+//	internal/runner    one run: ZooKeeper, paths, workers, collection,
+//	                   checking
+//	internal/sample    znodes and watches per path while a run goes on
+//	internal/progress  the progress bar
+//	internal/results   figures, verdict, table, fault log, JSON, report data
+//	internal/figures   percentiles and Jain's index
+//	internal/report    the HTML page
+//
+// and, shared with the rest of the module, the checker
+// (tierlock/internal/exclusion) and the child-process harness
+// (tierlock/internal/child).
 package main

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/tierlock/tierlock/internal/zkserver"
+	"github.com/tierlock/tierlock/stress/internal/fault"
+	"github.com/tierlock/tierlock/stress/internal/results"
 )
 
 // Fault runs are short (P=2, G=4, a few seconds) with a fault about every
@@ -17,7 +19,7 @@ import (
 
 // stressFaults runs stress with -fault and returns its summary. ownServer runs
 // without -zk, so that stress starts (and may kill) its own ZooKeeper.
-func stressFaults(t *testing.T, ownServer bool, args ...string) summary {
+func stressFaults(t *testing.T, ownServer bool, args ...string) results.Summary {
 	t.Helper()
 	jsonPath := filepath.Join(t.TempDir(), "r.json")
 	// Flags given later win: args can change the defaults.
@@ -59,7 +61,7 @@ func stressFaults(t *testing.T, ownServer bool, args ...string) summary {
 func TestFaultExpire(t *testing.T) {
 	s := stressFaults(t, false, "-fault", "expire", "-duration", "7s")
 	for _, ev := range s.Faults {
-		if ev.Kind != faultExpire || ev.SessionExpired == nil || !*ev.SessionExpired {
+		if ev.Kind != fault.Expire || ev.SessionExpired == nil || !*ev.SessionExpired {
 			t.Errorf("fault %d: %s, session expired %v", ev.N, ev.Kind, ev.SessionExpired)
 		}
 		if ev.Variant != "holder frozen" {
@@ -85,7 +87,7 @@ func TestFaultDrop(t *testing.T) {
 	// Seed 5 drops a holder's connection, then cuts one after a few bytes.
 	s := stressFaults(t, false, "-fault", "drop", "-duration", "7s", "-fault-every", "400ms", "-fault-seed", "5")
 	for _, ev := range s.Faults {
-		if ev.Kind != faultDrop {
+		if ev.Kind != fault.Drop {
 			t.Errorf("fault %d is %s", ev.N, ev.Kind)
 		}
 		if strings.HasPrefix(ev.Variant, "holder's") && (ev.HolderLossSec == nil || *ev.HolderLossSec > 1) {
@@ -101,7 +103,7 @@ func TestFaultKill(t *testing.T) {
 	s := stressFaults(t, false, "-fault", "kill", "-duration", "7s")
 	holders := 0
 	for _, ev := range s.Faults {
-		if ev.Kind != faultKill || !strings.Contains(ev.Note, "replaced by worker") {
+		if ev.Kind != fault.Kill || !strings.Contains(ev.Note, "replaced by worker") {
 			t.Errorf("fault %d: %s: %s", ev.N, ev.Kind, ev.Note)
 		}
 		if ev.Variant == "holder killed" {
@@ -125,7 +127,7 @@ func TestFaultKill(t *testing.T) {
 func TestFaultRestart(t *testing.T) {
 	s := stressFaults(t, true, "-fault", "restart", "-duration", "6s")
 	for _, ev := range s.Faults {
-		if ev.Kind != faultRestart || ev.Variant != "standalone server" || ev.HealedSec <= 0 {
+		if ev.Kind != fault.Restart || ev.Variant != "standalone server" || ev.HealedSec <= 0 {
 			t.Errorf("fault %+v", *ev)
 		}
 	}
@@ -140,32 +142,8 @@ func TestFaultLeader(t *testing.T) {
 		t.Fatalf("servers %v, want an ensemble of 3", s.Servers)
 	}
 	for _, ev := range s.Faults {
-		if ev.Kind != faultLeader || !strings.Contains(ev.Note, "led after") {
+		if ev.Kind != fault.Leader || !strings.Contains(ev.Note, "led after") {
 			t.Errorf("fault %+v", *ev)
 		}
-	}
-}
-
-func TestParseFaults(t *testing.T) {
-	for _, tc := range []struct {
-		v        string
-		external bool
-		want     string
-	}{
-		{"none", false, ""},
-		{"all", false, "restart,leader,expire,drop,kill,partition,reset,flood,stall"},
-		{"all", true, "expire,drop,kill,reset,flood,stall"}, // servers given: nothing to kill or cut
-		{"kill, drop,kill", true, "kill,drop"},
-	} {
-		got, err := parseFaults(tc.v, tc.external)
-		if err != nil || strings.Join(got, ",") != tc.want {
-			t.Errorf("parseFaults(%q, %v) = %q, %v; want %q", tc.v, tc.external, got, err, tc.want)
-		}
-	}
-	if _, err := parseFaults("restart", true); err == nil {
-		t.Error("restart of servers stress did not start: no error")
-	}
-	if _, err := parseFaults("partition", true); err == nil {
-		t.Error("partition of servers stress did not start: no error")
 	}
 }

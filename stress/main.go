@@ -11,12 +11,19 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tierlock/tierlock/internal/child"
+	"github.com/tierlock/tierlock/stress/internal/fault"
+	"github.com/tierlock/tierlock/stress/internal/fleet"
+	"github.com/tierlock/tierlock/stress/internal/progress"
+	"github.com/tierlock/tierlock/stress/internal/proto"
+	"github.com/tierlock/tierlock/stress/internal/results"
+	"github.com/tierlock/tierlock/stress/internal/runner"
+	"github.com/tierlock/tierlock/stress/internal/worker"
 )
 
 func main() {
-	if spec, ok := os.LookupEnv(workerEnv); ok {
-		os.Exit(workerMain(spec))
-	}
+	child.Dispatch(map[string]func() int{proto.Role: worker.Main})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -45,37 +52,38 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		exe = os.Args[0]
 	}
-	r := &runner{cfg: cfg, exe: exe, stderr: stderr, showBar: !cfg.Quiet && isTerminal(stderr)}
-	defer r.close()
-	if err := r.setup(ctx); err != nil {
-		fmt.Fprintln(stderr, "stress:", strings.TrimPrefix(err.Error(), errRun.Error()+": "))
+	runErr := func(err error) string { return strings.TrimPrefix(err.Error(), fleet.ErrRun.Error()+": ") }
+	r := runner.New(cfg, exe, stderr, !cfg.Quiet && progress.IsTerminal(stderr))
+	defer r.Close()
+	if err := r.Setup(ctx); err != nil {
+		fmt.Fprintln(stderr, "stress:", runErr(err))
 		return exitRun
 	}
-	sum := summary{Started: time.Now().UTC(), Config: cfg, Servers: r.servers, Local: r.started}
-	var runs []*implRun
+	sum := results.Summary{Started: time.Now().UTC(), Config: cfg, Servers: r.Servers(), Local: r.Started()}
+	var runs []*runner.Run
 	for _, name := range cfg.Impls {
 		if ctx.Err() != nil {
 			break
 		}
-		run, err := r.runImpl(ctx, name)
+		run, err := r.RunImpl(ctx, name)
 		if err != nil {
-			fmt.Fprintf(stderr, "stress: %s: %s\n", name, strings.TrimPrefix(err.Error(), errRun.Error()+": "))
+			fmt.Fprintf(stderr, "stress: %s: %s\n", name, runErr(err))
 			return exitRun
 		}
-		res := figuresOf(run, cfg)
+		res := results.FiguresOf(run, cfg)
 		fmt.Fprintf(stderr, "stress: %s: %d acquisitions in %.1fs, %d violations\n",
 			name, res.Acquisitions, res.ElapsedSec, res.Check.Violations())
 		runs = append(runs, run)
 		sum.Results = append(sum.Results, res)
 		if cfg.Faults != nil {
 			if sum.Faults == nil {
-				sum.Faults = []*faultEvent{}
+				sum.Faults = []*fault.Event{}
 			}
-			sum.Faults = append(sum.Faults, run.faults...)
+			sum.Faults = append(sum.Faults, run.Faults...)
 		}
 	}
-	compare(sum.Results)
-	sum.Failures = append(failures(sum.Results), faultFailures(sum.Faults)...)
+	results.Compare(sum.Results)
+	sum.Failures = append(results.Failures(sum.Results), results.FaultFailures(sum.Faults)...)
 	violated := len(sum.Failures) > 0
 	incomplete := len(sum.Results) < len(cfg.Impls)
 	for _, res := range sum.Results {
@@ -89,12 +97,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	sum.OK = !violated && !incomplete
 
-	printTable(stdout, sum.Results)
-	printMix(stdout, cfg, runs)
+	results.PrintTable(stdout, sum.Results)
+	results.PrintMix(stdout, cfg, runs)
 	if cfg.Faults != nil {
-		printFaultLog(stdout, sum)
+		results.PrintFaultLog(stdout, sum)
 	}
-	fmt.Fprintln(stdout, verdict(sum))
+	fmt.Fprintln(stdout, results.Verdict(sum))
 	for _, f := range sum.Failures {
 		fmt.Fprintln(stdout, "  "+f)
 	}
@@ -106,52 +114,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code = exitRun
 	}
 	if cfg.JSON != "" {
-		if err := writeJSON(cfg.JSON, sum); err != nil {
+		if err := results.WriteJSON(cfg.JSON, sum); err != nil {
 			fmt.Fprintln(stderr, "stress: -json:", err)
 			code = max(code, exitRun)
 		}
 	}
 	if cfg.Report != "" {
-		if err := writeReport(cfg.Report, sum, runs); err != nil {
+		if err := results.WriteReport(cfg.Report, sum, runs); err != nil {
 			fmt.Fprintln(stderr, "stress: -report:", err)
 			code = max(code, exitRun)
 		}
 	}
 	return code
-}
-
-// verdict is the one-line outcome.
-func verdict(s summary) string {
-	var holds, viol int
-	var errs int64
-	for _, r := range s.Results {
-		holds += r.Check.Holds
-		viol += r.Check.Violations()
-		errs += r.Errors
-		if r.Overflow {
-			errs++
-		}
-	}
-	faults := ""
-	if s.Config.Faults != nil {
-		recovered := 0
-		for _, ev := range s.Faults {
-			if ev.Recovered && ev.Failure == "" {
-				recovered++
-			}
-		}
-		faults = fmt.Sprintf("; %d fault(s) injected, %d recovered from", len(s.Faults), recovered)
-	}
-	switch {
-	case s.OK:
-		return fmt.Sprintf("PASS: mutual exclusion held: 0 violations in %d holds checked (%d implementation(s))%s",
-			holds, len(s.Results), faults)
-	case viol > 0:
-		return fmt.Sprintf("FAIL: %d violation(s) in %d holds checked%s", viol, holds, faults)
-	case errs > 0:
-		return fmt.Sprintf("FAIL: 0 violations in %d holds checked, but %d lock error(s)%s", holds, errs, faults)
-	case len(faultFailures(s.Faults)) > 0:
-		return fmt.Sprintf("FAIL: 0 violations in %d holds checked, but a fault was not recovered from%s", holds, faults)
-	}
-	return fmt.Sprintf("INCOMPLETE: 0 violations in %d holds checked, but the run did not complete", holds)
 }

@@ -11,15 +11,17 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/tierlock/tierlock/internal/child"
 	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/stress/internal/proto"
+	"github.com/tierlock/tierlock/stress/internal/results"
+	"github.com/tierlock/tierlock/stress/internal/worker"
 )
 
 // TestMain shares one real ZooKeeper among the tests. The test binary is
-// also the stress workers: run re-executes it with workerEnv set.
+// also the stress workers: run re-executes it in role proto.Role.
 func TestMain(m *testing.M) {
-	if spec, ok := os.LookupEnv(workerEnv); ok {
-		os.Exit(workerMain(spec))
-	}
+	child.Dispatch(map[string]func() int{proto.Role: worker.Main})
 	goleak.VerifyTestMain(zktest.Wrap(m))
 }
 
@@ -34,13 +36,13 @@ func stress(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-func readSummary(t *testing.T, path string) summary {
+func readSummary(t *testing.T, path string) results.Summary {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s summary
+	var s results.Summary
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatalf("JSON output: %v", err)
 	}
@@ -62,7 +64,7 @@ func TestEveryImplementation(t *testing.T) {
 	if !s.OK || len(s.Results) != 4 {
 		t.Fatalf("summary: ok %v, %d results", s.OK, len(s.Results))
 	}
-	for i, want := range []string{implTier, implTierHandoff, implZklock, implGozk} {
+	for i, want := range []proto.Impl{proto.Tier, proto.TierHandoff, proto.Zklock, proto.Gozk} {
 		r := s.Results[i]
 		if r.Impl != want {
 			t.Errorf("result %d is %q, want %q", i, r.Impl, want)
@@ -92,7 +94,7 @@ func TestEveryImplementation(t *testing.T) {
 		// One node per process per path is the point of tier and zklock;
 		// a release's delete still in flight can briefly add one, so this
 		// target is reported, not asserted.
-		if r.Impl != implGozk && r.PeakZnodes > s.Config.Procs {
+		if r.Impl != proto.Gozk && r.PeakZnodes > s.Config.Procs {
 			t.Logf("%s: peak of %d znodes on a path with %d processes", r.Impl, r.PeakZnodes, s.Config.Procs)
 		}
 	}
@@ -196,26 +198,5 @@ func TestUnreachableZooKeeper(t *testing.T) {
 	code := run(context.Background(), []string{"-zk", "127.0.0.1:1", "-connect-timeout", "500ms", "-quiet"}, &stdout, &stderr)
 	if code != exitRun || !strings.Contains(stderr.String(), "did not answer within 500ms") {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
-	}
-}
-
-func TestSplitQuota(t *testing.T) {
-	q := splitQuota(10, 2, 3)
-	var sum int64
-	for _, proc := range q {
-		for _, n := range proc {
-			if n < 1 || n > 2 {
-				t.Errorf("quota %d", n)
-			}
-			sum += n
-		}
-	}
-	if sum != 10 {
-		t.Errorf("quotas add up to %d, want 10", sum)
-	}
-	spec := workerSpec{Proc: 1, Procs: 2, Goroutines: 3, Acquisitions: 10, PathBase: "/a", NPaths: 2}
-	spec.derive()
-	if len(spec.Quota) != 3 || spec.Paths[1] != "/a/lock-1" {
-		t.Errorf("derived %v %v", spec.Quota, spec.Paths)
 	}
 }

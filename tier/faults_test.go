@@ -1,7 +1,6 @@
 package tier_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierlock/tierlock/internal/child"
+	"github.com/tierlock/tierlock/internal/exclusion"
 	"github.com/tierlock/tierlock/internal/faultproxy"
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/tier"
@@ -43,69 +44,34 @@ const (
 	workHold            = 2 * time.Millisecond
 )
 
-// exclusion is the checker: holders report entering and leaving the
-// critical section, with their fencing token, under one mutex.
-type exclusion struct {
-	mu         sync.Mutex
-	inside     string // who holds, "" when free
-	lastTok    int64
-	holds      []enterRecord
-	violations []string
-}
+// The checker is internal/exclusion's Log: holders log entering and
+// leaving the critical section, with their fencing token, in the order of
+// the calls. Holders are named by session (Proc) and goroutine (G).
 
-type enterRecord struct {
-	who string
-	tok int64
-	at  time.Time // when the holder's Acquire returned
-}
+// who names a holder in messages: session s, goroutine g.
+func who(h exclusion.Hold) string { return fmt.Sprintf("s%d/g%d", h.Proc, h.G) }
 
-func (x *exclusion) enter(who string, tok int64, at time.Time) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.inside != "" {
-		x.violations = append(x.violations, fmt.Sprintf("%s entered (token %d) while %s was inside", who, tok, x.inside))
-	}
-	if tok <= x.lastTok {
-		x.violations = append(x.violations, fmt.Sprintf("%s entered with token %d, not above the previous hold's %d", who, tok, x.lastTok))
-	}
-	x.inside, x.lastTok = who, max(x.lastTok, tok)
-	x.holds = append(x.holds, enterRecord{who, tok, at})
-}
-
-func (x *exclusion) exit(who string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.inside != who {
-		x.violations = append(x.violations, fmt.Sprintf("%s left while %q was inside", who, x.inside))
-	}
-	x.inside = ""
-}
-
-// firstEnter returns the first hold by a worker that match accepts that
-// was acquired after t.
-func (x *exclusion) firstEnter(match func(who string) bool, after time.Time) (enterRecord, bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for _, r := range x.holds {
-		if match(r.who) && r.at.After(after) {
-			return r, true
-		}
-	}
-	return enterRecord{}, false
-}
-
-func (x *exclusion) verify(t *testing.T) {
+// verifyExclusion fails the test on any violation the checker finds in
+// log: an overlap, or a fencing token not above the previous hold's.
+func verifyExclusion(t *testing.T, log *exclusion.Log) {
 	t.Helper()
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for i, v := range x.violations {
+	res := log.Check(exclusion.Options{Tokens: true})
+	for i, v := range res.Examples {
 		if i == 10 {
-			t.Errorf("... and %d more violations", len(x.violations)-i)
+			t.Errorf("... and %d more violations", res.Violations()-i)
 			break
 		}
-		t.Errorf("exclusion violated: %s", v)
+		prev := ""
+		if v.Prev != nil {
+			prev = " after " + who(*v.Prev)
+		}
+		t.Errorf("exclusion violated: %s: %s (token %d)%s: %s", v.Kind, who(v.Hold), v.Hold.Token, prev, v.Detail)
 	}
-	t.Logf("%d holds checked, %d violations, last token %d", len(x.holds), len(x.violations), x.lastTok)
+	var last int64
+	for _, h := range log.Holds() {
+		last = max(last, h.Token)
+	}
+	t.Logf("%d holds checked, %d violations, last token %d", res.Holds, res.Violations(), last)
 }
 
 // worker is one goroutine of a process: acquire, work briefly under the
@@ -113,6 +79,7 @@ func (x *exclusion) verify(t *testing.T) {
 type worker struct {
 	name      string
 	session   int
+	g         int
 	l         *tier.Lock
 	holds     atomic.Int64
 	lastEnter atomic.Int64 // UnixNano of the last hold's acquisition
@@ -134,7 +101,7 @@ func (w *worker) fail(err error) {
 type crew struct {
 	t        *testing.T
 	path     string
-	x        *exclusion
+	log      *exclusion.Log
 	sessions []*zklock.Session
 	locks    []*tier.Lock
 	workers  []*worker
@@ -157,8 +124,8 @@ type lostHold struct {
 	who     string
 	session int
 	tok     int64
-	at      time.Time // when the worker saw its held context end
-	cause   error     // context.Cause of the held context
+	at      int64 // when the worker saw its held context end (exclusion.Now)
+	cause   error // context.Cause of the held context
 }
 
 // holdThroughFault arms the next hold of a worker of session (-1: any) to
@@ -189,7 +156,7 @@ func (h *holdThrough) wait(ctx context.Context, w *worker, held context.Context,
 	defer t.Stop()
 	select {
 	case <-held.Done():
-		r.at, r.cause = time.Now(), context.Cause(held)
+		r.at, r.cause = exclusion.Now(), context.Cause(held)
 	case <-t.C:
 	case <-ctx.Done():
 	}
@@ -208,36 +175,37 @@ func (c *crew) lost(h *holdThrough, faultAt time.Time, causes ...error) lostHold
 	case <-time.After(livenessBound):
 		c.t.Fatalf("the hold kept through the fault did not end within %v", livenessBound)
 	}
-	if r.at.IsZero() {
+	if r.at == 0 {
 		c.t.Fatalf("%s's held context was never cancelled", r.who)
 	}
 	if !errors.Is(r.cause, tier.ErrLockLost) || !slices.ContainsFunc(causes, func(c error) bool { return errors.Is(r.cause, c) }) {
 		c.t.Errorf("%s's hold ended with cause %v, want ErrLockLost (one of %v)", r.who, r.cause, causes)
 	}
-	var next enterRecord
+	from := exclusion.Now() - int64(time.Since(faultAt)) // faultAt on the checker's clock
+	var next exclusion.Hold
 	eventually(c.t, livenessBound, "another session acquiring after the fault", func() bool {
 		var ok bool
-		next, ok = c.x.firstEnter(func(who string) bool { return !strings.HasPrefix(who, fmt.Sprintf("s%d/", r.session)) }, faultAt)
+		next, ok = c.log.First(func(h exclusion.Hold) bool { return h.Proc != int32(r.session) && h.Enter > from })
 		return ok
 	})
-	c.t.Logf("fault at 0: %s told at %v; %s acquired at %v", r.who,
-		r.at.Sub(faultAt).Round(time.Millisecond), next.who, next.at.Sub(faultAt).Round(time.Millisecond))
-	if !r.at.Before(next.at) {
-		c.t.Errorf("%s's held context was cancelled at %v, after %s acquired at %v", r.who, r.at, next.who, next.at)
+	ms := func(t int64) time.Duration { return time.Duration(t - from).Round(time.Millisecond) }
+	c.t.Logf("fault at 0: %s told at %v; %s acquired at %v", r.who, ms(r.at), who(next), ms(next.Enter))
+	if r.at >= next.Enter {
+		c.t.Errorf("%s's held context was cancelled at %v, after %s acquired at %v", r.who, ms(r.at), who(next), ms(next.Enter))
 	}
-	if next.tok <= r.tok {
-		c.t.Errorf("next holder %s has token %d, not above the lost hold's %d", next.who, next.tok, r.tok)
+	if next.Token <= r.tok {
+		c.t.Errorf("next holder %s has token %d, not above the lost hold's %d", who(next), next.Token, r.tok)
 	}
 	return r
 }
 
 func newCrew(t *testing.T, path string, sessions []*zklock.Session, perSession int) *crew {
-	c := &crew{t: t, path: path, x: &exclusion{}, sessions: sessions}
+	c := &crew{t: t, path: path, log: &exclusion.Log{}, sessions: sessions}
 	for i, s := range sessions {
 		l := newLock(t, s, path)
 		c.locks = append(c.locks, l)
 		for g := 0; g < perSession; g++ {
-			c.workers = append(c.workers, &worker{name: fmt.Sprintf("s%d/g%d", i, g), session: i, l: l})
+			c.workers = append(c.workers, &worker{name: fmt.Sprintf("s%d/g%d", i, g), session: i, g: g, l: l})
 		}
 	}
 	return c
@@ -269,7 +237,7 @@ func (c *crew) run(ctx context.Context, w *worker) {
 		tok, terr := w.l.Token(held)
 		// A hold lost before the work starts is not entered.
 		if terr == nil && held.Err() == nil {
-			c.x.enter(w.name, tok, at)
+			e := c.log.Enter(int32(w.session), int32(w.g), 0, tok)
 			w.lastEnter.Store(at.UnixNano())
 			if h := c.through.Load(); h.take(w) {
 				h.wait(ctx, w, held, tok)
@@ -281,7 +249,7 @@ func (c *crew) run(ctx context.Context, w *worker) {
 					t.Stop()
 				}
 			}
-			c.x.exit(w.name)
+			e.Exit()
 			w.holds.Add(1)
 		}
 		if err := w.l.Release(held); errors.Is(err, tier.ErrLockLost) {
@@ -324,7 +292,7 @@ func (c *crew) stop() {
 	c.cancel()
 	c.cancel = nil
 	c.wg.Wait()
-	c.x.verify(c.t)
+	verifyExclusion(c.t, c.log)
 	var holds, lost int64
 	for _, w := range c.workers {
 		holds += w.holds.Load()
@@ -562,8 +530,7 @@ func TestFaultDrop(t *testing.T) {
 				}
 				tok, err := cutLock.Token(held)
 				if err == nil && held.Err() == nil {
-					c.x.enter("cut", tok, time.Now())
-					c.x.exit("cut")
+					c.log.Enter(n, 0, 0, tok).Exit() // session n, the cut one
 				}
 				if err := cutLock.Release(held); err != nil && !errors.Is(err, tier.ErrLockLost) {
 					return err
@@ -608,39 +575,38 @@ func TestFaultDrop(t *testing.T) {
 	c.finish(servers)
 }
 
-// Environment of the process TestFaultKill kills: "servers|path|session
-// timeout".
-const killChildEnv = "TIERLOCK_TIER_KILL_CHILD"
+// killRole is the role (internal/child) of the process TestFaultKill
+// kills; killTask is what it does.
+const killRole = "tier-kill-child"
+
+type killTask struct {
+	Servers        []string
+	Path           string
+	SessionTimeout time.Duration
+}
 
 // exitIfKillChild runs killChildMain and exits when the test binary was
 // started as TestFaultKill's child (TestMain calls it first).
 func exitIfKillChild() {
-	if os.Getenv(killChildEnv) != "" {
-		os.Exit(killChildMain())
-	}
+	child.Dispatch(map[string]func() int{killRole: killChildMain})
 }
 
 // killChildMain acquires the lock, prints "held <token>" and waits to be
 // killed.
 func killChildMain() int {
-	parts := strings.Split(os.Getenv(killChildEnv), "|")
-	if len(parts) != 3 {
-		fmt.Fprintln(os.Stderr, "bad", killChildEnv)
-		return 2
-	}
-	timeout, err := time.ParseDuration(parts[2])
-	if err != nil {
+	var task killTask
+	if err := child.Task(&task); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := zklock.Connect(ctx, strings.Split(parts[0], ","), zklock.WithLogger(quietLog), zklock.WithSessionTimeout(timeout))
+	s, err := zklock.Connect(ctx, task.Servers, zklock.WithLogger(quietLog), zklock.WithSessionTimeout(task.SessionTimeout))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	l, err := tier.New(s, parts[1], tier.WithLogger(quietLog))
+	l, err := tier.New(s, task.Path, tier.WithLogger(quietLog))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -666,40 +632,26 @@ func TestFaultKill(t *testing.T) {
 	const childTimeout = 2 * time.Second
 	const slack = 3 * time.Second
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%v", killChildEnv, strings.Join(servers, ","), path, childTimeout))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
+	proc, err := child.Start(child.Spec{
+		Role: killRole, Args: []string{"-test.run=^$"}, Stderr: os.Stderr,
+		Task: killTask{Servers: servers, Path: path, SessionTimeout: childTimeout},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	reaped := false
-	defer func() {
-		if !reaped {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	}()
-	lines := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		lines <- line
-	}()
+	defer func() { proc.Kill(); _ = proc.Wait() }()
 	var childTok int64
 	select {
-	case line := <-lines:
-		tok, ok := strings.CutPrefix(strings.TrimSpace(line), "held ")
+	case line := <-proc.Lines():
+		tok, ok := strings.CutPrefix(strings.TrimSpace(string(line)), "held ")
 		if childTok, err = strconv.ParseInt(tok, 10, 64); !ok || err != nil {
-			t.Fatalf("child said %q", line)
+			t.Fatalf("child said %q (%s)", line, proc.Describe("child"))
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("child never held the lock")
 	}
-	x := &exclusion{}
-	x.enter("child", childTok, time.Now())
+	x := &exclusion.Log{}
+	childHold := x.Enter(1, 0, 0, childTok) // proc 1: the child; 0: this process
 
 	// The child's node: the one whose data carries its pid.
 	s := connect(t, servers)
@@ -707,12 +659,12 @@ func TestFaultKill(t *testing.T) {
 	for _, name := range children(t, s.Conn(), path) {
 		data, _, err := s.Conn().Get(path + "/" + name)
 		var d struct{ Pid int }
-		if err == nil && json.Unmarshal(data, &d) == nil && d.Pid == cmd.Process.Pid {
+		if err == nil && json.Unmarshal(data, &d) == nil && d.Pid == proc.Pid() {
 			childNode = path + "/" + name
 		}
 	}
 	if childNode == "" {
-		t.Fatalf("no node of pid %d under %s", cmd.Process.Pid, path)
+		t.Fatalf("no node of pid %d under %s", proc.Pid(), path)
 	}
 
 	l := newLock(t, s, path)
@@ -735,16 +687,13 @@ func TestFaultKill(t *testing.T) {
 	}
 
 	killed := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	werr := cmd.Wait()
-	reaped = true
+	proc.Kill()
+	werr := proc.Wait()
 	var ee *exec.ExitError
 	if !errors.As(werr, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("child did not die of SIGKILL: %v", werr)
 	}
-	x.exit("child") // a dead process does nothing under the lock
+	childHold.Exit() // a dead process does nothing under the lock
 
 	var r result
 	select {
@@ -760,15 +709,15 @@ func TestFaultKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x.enter("waiter", tok, r.at)
+	waiterHold := x.Enter(0, 0, 0, tok)
 	if ok, _, err := s.Conn().Exists(childNode); err != nil || ok {
 		t.Errorf("dead process's node %s: exists %v (%v)", childNode, ok, err)
 	}
-	x.exit("waiter")
+	waiterHold.Exit()
 	if err := l.Release(r.held); err != nil {
 		t.Fatal(err)
 	}
-	x.verify(t)
+	verifyExclusion(t, x)
 	eventually(t, livenessBound, "an empty queue", func() bool { return len(children(t, s.Conn(), path)) == 0 })
 	l.Close()
 	s.Close()

@@ -1,79 +1,91 @@
 package tier_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/tierlock/tierlock/internal/child"
+	"github.com/tierlock/tierlock/internal/exclusion"
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/tier"
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// Environment of a worker child: the test binary re-executed.
+// A worker child is the test binary re-executed (internal/child) in role
+// multiprocRole; TestMain hands a process started in any child role that
+// exitIfKillChild did not take to childMain.
 const (
-	childEnv      = "TIERLOCK_TIER_CHILD" // "servers|path|records file|goroutines|iterations"
+	childEnv      = child.RoleEnv
+	multiprocRole = "tier-multiproc-worker"
 	childReadyMsg = "ready"
 )
 
+// multiprocTask is what a worker child does.
+type multiprocTask struct {
+	Servers    []string
+	Path       string
+	Journal    string // the shared exclusion.Journal
+	Proc       int
+	Goroutines int
+	Iterations int
+}
+
 // childMain is a worker process: G goroutines each acquire the lock N times
-// and append enter/exit records, with the fencing token, to a shared file
-// opened with O_APPEND. The kernel orders appends to one file, so the file
-// is a global order of enters and exits across processes: the independent
-// checker in TestMultiProcessExclusion reads it.
+// and append enter and exit records, with the fencing token, to a shared
+// exclusion.Journal (one O_APPEND file). The kernel orders appends to one
+// file, so the file is a global order of enters and exits across
+// processes: the independent checker in TestMultiProcessExclusion reads it.
 func childMain() int {
-	parts := strings.Split(os.Getenv(childEnv), "|")
-	if len(parts) != 5 {
-		fmt.Fprintln(os.Stderr, "bad", childEnv)
+	var task multiprocTask
+	if err := child.Task(&task); err != nil || child.Role() != multiprocRole {
+		fmt.Fprintln(os.Stderr, "bad child task:", child.Role(), err)
 		return 2
 	}
-	servers, path, file := strings.Split(parts[0], ","), parts[1], parts[2]
-	g, _ := strconv.Atoi(parts[3])
-	n, _ := strconv.Atoi(parts[4])
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := zklock.Connect(ctx, servers, zklock.WithLogger(quietLog))
+	s, err := zklock.Connect(ctx, task.Servers, zklock.WithLogger(quietLog))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer s.Close()
-	l, err := tier.New(s, path, tier.WithLogger(quietLog))
+	l, err := tier.New(s, task.Path, tier.WithLogger(quietLog))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer l.Close()
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	j, err := exclusion.OpenJournal(task.Journal)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer f.Close()
+	defer j.Close()
 	fmt.Println(childReadyMsg)
-	pid := os.Getpid()
+	proc := int32(task.Proc)
 	var wg sync.WaitGroup
-	failed := make(chan error, g)
-	for i := 0; i < g; i++ {
+	failed := make(chan error, task.Goroutines)
+	for i := 0; i < task.Goroutines; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := 0; j < n; j++ {
+			for k := 0; k < task.Iterations; k++ {
 				held, err := l.Acquire(ctx)
 				if err != nil {
 					failed <- err
 					return
 				}
 				tok, _ := l.Token(held)
-				fmt.Fprintf(f, "E %d %d %d\n", pid, i, tok)
-				fmt.Fprintf(f, "X %d %d %d\n", pid, i, tok)
+				if err := j.Enter(proc, int32(i), 0, tok); err != nil {
+					failed <- err
+				}
+				if err := j.Exit(proc, int32(i), 0); err != nil {
+					failed <- err
+				}
 				if err := l.Release(held); err != nil {
 					failed <- err
 					return
@@ -98,31 +110,27 @@ func TestMultiProcessExclusion(t *testing.T) {
 	servers := zktest.Servers(t)
 	p := zktest.Path(t)
 	file := t.TempDir() + "/records"
-	env := fmt.Sprintf("%s=%s|%s|%s|%d|%d", childEnv, strings.Join(servers, ","), p, file, goroutines, iterations)
 
-	var cmds []*exec.Cmd
+	var workers []*child.Proc
 	for i := 0; i < procs; i++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), env)
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
+		c, err := child.Start(child.Spec{
+			Role: multiprocRole, Args: []string{"-test.run=^$"}, Stderr: os.Stderr,
+			Task: multiprocTask{Servers: servers, Path: p, Journal: file, Proc: i, Goroutines: goroutines, Iterations: iterations},
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+		t.Cleanup(func() { c.Kill(); _ = c.Wait() })
+		if line := <-c.Lines(); string(line) != childReadyMsg {
+			t.Fatalf("worker %d: %q (%s)", i, line, c.Describe("worker"))
 		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != childReadyMsg {
-			t.Fatalf("worker %d: %q", i, line)
-		}
-		cmds = append(cmds, cmd)
+		workers = append(workers, c)
 	}
 
 	// Sample the queue and the watches while the workers run.
 	obs := connect(t, servers)
 	done := make(chan error, procs)
-	for _, c := range cmds {
+	for _, c := range workers {
 		go func() { done <- c.Wait() }()
 	}
 	peakNodes, peakWatches, samples := 0, 0, 0
@@ -157,8 +165,9 @@ func TestMultiProcessExclusion(t *testing.T) {
 	checkRecords(t, file, procs*goroutines*iterations)
 }
 
-// checkRecords is the independent checker: at most one holder between an
-// enter and its exit, and every hold's token above the previous one's.
+// checkRecords is the independent checker (internal/exclusion) over the
+// journal: at most one holder between an enter and its exit, and every
+// hold's token above the previous one's.
 func checkRecords(t *testing.T, file string, want int) {
 	t.Helper()
 	f, err := os.Open(file)
@@ -166,35 +175,22 @@ func checkRecords(t *testing.T, file string, want int) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	var inside string
-	var lastTok int64
-	holds := 0
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) != 4 {
-			t.Fatalf("bad record %q", sc.Text())
-		}
-		who := fields[1] + "/" + fields[2]
-		tok, _ := strconv.ParseInt(fields[3], 10, 64)
-		switch fields[0] {
-		case "E":
-			if inside != "" {
-				t.Fatalf("overlap: %s entered while %s held the lock", who, inside)
-			}
-			if tok <= lastTok {
-				t.Fatalf("token %d of %s not above %d", tok, who, lastTok)
-			}
-			inside, lastTok = who, tok
-			holds++
-		case "X":
-			if inside != who {
-				t.Fatalf("%s exited while %q held the lock", who, inside)
-			}
-			inside = ""
+	holds, err := exclusion.ReadJournal(f)
+	if err != nil {
+		t.Fatalf("bad record: %v", err)
+	}
+	res := exclusion.Check(holds, exclusion.Options{Tokens: true})
+	for _, v := range res.Examples {
+		switch v.Kind {
+		case exclusion.Overlap:
+			t.Fatalf("overlap: %v entered while %v held the lock", v.Hold, *v.Prev)
+		case exclusion.Token:
+			t.Fatalf("token %d of %v not above %d", v.Hold.Token, v.Hold, v.Prev.Token)
+		default:
+			t.Fatalf("%s: %v: %s", v.Kind, v.Hold, v.Detail)
 		}
 	}
-	if holds != want {
-		t.Fatalf("%d holds recorded, want %d", holds, want)
+	if res.Holds != want {
+		t.Fatalf("%d holds recorded, want %d", res.Holds, want)
 	}
 }

@@ -1,6 +1,6 @@
 // Package record holds the hold records that stress workers write and the
-// parent reads: one fixed-size record per critical section, stamped with a
-// clock that every process on the machine shares.
+// parent reads: one fixed-size record per critical section, stamped with
+// exclusion.Now, a clock that every process on the machine shares.
 //
 // A worker writes its records into a memory-mapped file (MAP_SHARED). A
 // store into the mapping lands in the kernel's page cache at once, so the
@@ -21,18 +21,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// Now returns CLOCK_MONOTONIC in nanoseconds. Unlike the monotonic reading
-// in a Go time.Time, which counts from the start of each process, this
-// clock is one for all processes of the machine, so enter and exit times
-// written by different workers can be compared.
-func Now() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		panic("record: clock_gettime(CLOCK_MONOTONIC): " + err.Error())
-	}
-	return ts.Nano()
-}
 
 // Hold is one critical section as a worker saw it.
 type Hold struct {

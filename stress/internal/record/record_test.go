@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/tierlock/tierlock/internal/exclusion"
 )
 
 func TestWriteRead(t *testing.T) {
@@ -19,7 +21,7 @@ func TestWriteRead(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 100 {
-				s, err := w.Enter(Now(), int64(i+1), 5, int32(g), int32(i%3))
+				s, err := w.Enter(exclusion.Now(), int64(i+1), 5, int32(g), int32(i%3))
 				if err != nil {
 					t.Error(err)
 					return
@@ -27,7 +29,7 @@ func TestWriteRead(t *testing.T) {
 				if g == 3 && i == 99 {
 					continue // entered, never left
 				}
-				s.Exit(Now())
+				s.Exit(exclusion.Now())
 			}
 		}()
 	}

@@ -1,0 +1,259 @@
+// Package exclusion is the independent checker of mutual exclusion that
+// the stress command, the tier tests and anything else that runs a lock
+// from many goroutines or processes share. It knows nothing about how
+// locks are implemented: it takes the critical sections that holders
+// recorded (enter and exit times on one clock, fencing token, process,
+// goroutine, lock path) and tells, per lock path, whether mutual exclusion
+// held.
+//
+// Holds reach it in one of three ways:
+//
+//   - [Log]: the holders are goroutines of this process; each calls
+//     [Log.Enter] after its lock said it holds and [Entry.Exit] before it
+//     releases. The log stamps both on [Now], in the order of its calls.
+//   - [Journal]: the holders are processes that append one line per event
+//     to one file opened with O_APPEND; the kernel orders the appends, and
+//     [ReadJournal] turns the file into holds on a logical clock (the line
+//     number), which is all an order needs.
+//   - Hand-made [Hold] values, such as the stress command's, read from the
+//     memory-mapped record files of its workers with times taken from [Now].
+//
+// [Check] then counts four kinds of violation:
+//
+//   - overlap: two holds of one path whose intervals [enter, exit)
+//     intersect. Intervals are half-open, so a hold may begin at the very
+//     nanosecond the previous one ended.
+//   - token: in the order of enter times, a fencing token lower than the
+//     one before it, or equal to it across different processes. Equal
+//     tokens are allowed only for consecutive holds of one process, and only
+//     when the lock hands the hold from goroutine to goroutine inside the
+//     process (Options.SameNodeHandoff); otherwise every hold must carry a
+//     higher token than the one before.
+//   - lost: a hold entered and never left (its holder died, or the record
+//     is corrupt: an exit before the enter counts here too).
+//   - late-loss: loss before grant broken. A hold its holder saw lost (its
+//     held context cancelled by a loss, at Hold.Loss) must have been told so
+//     before any other process was granted the path: the next hold of
+//     another process, in the order of enter times, must enter after the
+//     loss. The loss time is taken when the holder's goroutine saw it, after
+//     the cancellation, so the check errs towards reporting.
+//
+// A process killed on purpose (SIGKILL, to test that a dead holder's lock
+// passes on only after its session ends) leaves the hold it was in without
+// an exit. Given the kill times (Options.Killed), such a hold is cut: it is
+// taken to last until its process was known dead, counted apart (Cut), and
+// checked like any other hold, so that another process entering before the
+// kill is still an overlap.
+//
+// [OverlapPairs] tells, for a mixed fleet, which groups of holders (lock
+// implementations, say) overlapped which.
+package exclusion
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// Hold is one recorded critical section.
+type Hold struct {
+	Proc  int32 // holder process
+	G     int32 // goroutine within the process
+	Path  int32 // lock path index
+	Token int64 // fencing token; 0 when unknown
+	Enter int64 // ns on the shared clock (or a logical clock: see ReadJournal)
+	Exit  int64 // ns on the shared clock; 0 when the hold never ended
+	// Loss is when the holder saw the hold lost (shared clock); 0: it was
+	// not lost, or not watched.
+	Loss int64 `json:"loss,omitempty"`
+	// Cut is set by Check on a hold of a killed process that never ended:
+	// its Exit is then the kill time.
+	Cut bool `json:"cut,omitempty"`
+}
+
+func (h Hold) String() string {
+	exit := "never"
+	if h.Exit != 0 {
+		exit = fmt.Sprint(h.Exit)
+	}
+	if h.Cut {
+		exit += " (killed)"
+	}
+	return fmt.Sprintf("proc %d goroutine %d token %d [%d, %s)", h.Proc, h.G, h.Token, h.Enter, exit)
+}
+
+// Options say what the lock under test promises about tokens.
+type Options struct {
+	// Tokens is false when the implementation exposes no token; the token
+	// check is then skipped.
+	Tokens bool
+	// SameNodeHandoff allows consecutive holds of one process to share a
+	// token: the lock passed the hold between local goroutines and kept its
+	// ZooKeeper node.
+	SameNodeHandoff bool
+	// Killed maps processes killed during the run to the time (shared
+	// clock) by which they were known dead. Their holds that never ended
+	// are cut at that time instead of being counted as lost.
+	Killed map[int32]int64
+}
+
+// Kind names a kind of violation.
+type Kind string
+
+// The kinds of violation.
+const (
+	Overlap  Kind = "overlap"
+	Token    Kind = "token"
+	Lost     Kind = "lost"
+	LateLoss Kind = "late-loss"
+)
+
+// Violation is one example of a violation, for the report.
+type Violation struct {
+	Kind   Kind   `json:"kind"`
+	Path   int32  `json:"path"`
+	Prev   *Hold  `json:"prev,omitempty"` // the earlier hold involved, if any
+	Hold   Hold   `json:"hold"`
+	Detail string `json:"detail"`
+}
+
+// PathResult is the verdict for one lock path.
+type PathResult struct {
+	Path             int32 `json:"path"`
+	Holds            int   `json:"holds"`
+	Overlaps         int   `json:"overlaps"`
+	TokenRegressions int   `json:"token_regressions"`
+	Lost             int   `json:"lost"`
+	LateLosses       int   `json:"late_losses"`
+	Cut              int   `json:"cut_by_kill,omitempty"`
+}
+
+// Result is the verdict over all paths.
+type Result struct {
+	Holds            int          `json:"holds"`
+	Overlaps         int          `json:"overlaps"`
+	TokenRegressions int          `json:"token_regressions"`
+	Lost             int          `json:"lost"`
+	LateLosses       int          `json:"late_losses"` // loss before grant broken
+	LossesChecked    int          `json:"losses_checked"`
+	Cut              int          `json:"cut_by_kill"` // holds of killed processes, cut at the kill (not violations)
+	TokensChecked    bool         `json:"tokens_checked"`
+	Paths            []PathResult `json:"paths"`
+	Examples         []Violation  `json:"examples,omitempty"`
+}
+
+// OK reports whether no violation was found.
+func (r Result) OK() bool {
+	return r.Overlaps == 0 && r.TokenRegressions == 0 && r.Lost == 0 && r.LateLosses == 0
+}
+
+// Violations is the number of violations of every kind.
+func (r Result) Violations() int { return r.Overlaps + r.TokenRegressions + r.Lost + r.LateLosses }
+
+// MaxExamples bounds how many violations Check describes.
+const MaxExamples = 20
+
+// Check examines holds (in any order; the slice is reordered, and the
+// holds that Options.Killed cuts get their Exit and Cut set).
+func Check(holds []Hold, opt Options) Result {
+	res := Result{Holds: len(holds), TokensChecked: opt.Tokens}
+	slices.SortFunc(holds, func(a, b Hold) int {
+		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Enter, b.Enter), cmp.Compare(a.Exit, b.Exit))
+	})
+	for len(holds) > 0 {
+		n := 1
+		for n < len(holds) && holds[n].Path == holds[0].Path {
+			n++
+		}
+		pr := checkPath(holds[:n], opt, &res)
+		res.Paths = append(res.Paths, pr)
+		res.Overlaps += pr.Overlaps
+		res.TokenRegressions += pr.TokenRegressions
+		res.Lost += pr.Lost
+		res.LateLosses += pr.LateLosses
+		res.Cut += pr.Cut
+		holds = holds[n:]
+	}
+	return res
+}
+
+func (r *Result) example(v Violation) {
+	if len(r.Examples) < MaxExamples {
+		r.Examples = append(r.Examples, v)
+	}
+}
+
+// checkPath checks the holds of one path, sorted by enter time.
+func checkPath(holds []Hold, opt Options, res *Result) PathResult {
+	pr := PathResult{Path: holds[0].Path, Holds: len(holds)}
+	var (
+		last      *Hold // the complete hold that ends latest so far
+		lastToken *Hold // the latest hold with a known token
+	)
+	for i := range holds {
+		h := &holds[i]
+		if kill, killed := opt.Killed[h.Proc]; killed && h.Exit == 0 && h.Enter <= kill {
+			h.Exit, h.Cut = kill, true
+			pr.Cut++
+		}
+		if h.Exit == 0 || h.Exit < h.Enter {
+			pr.Lost++
+			detail := "entered, never left"
+			if h.Exit != 0 {
+				detail = "exit before enter"
+			}
+			res.example(Violation{Kind: Lost, Path: h.Path, Hold: *h, Detail: detail})
+		} else {
+			if last != nil && h.Enter < last.Exit {
+				pr.Overlaps++
+				res.example(Violation{Kind: Overlap, Path: h.Path, Prev: last, Hold: *h,
+					Detail: fmt.Sprintf("entered %d ns before the holder left", last.Exit-h.Enter)})
+			}
+			if last == nil || h.Exit > last.Exit {
+				last = h
+			}
+		}
+		if h.Loss != 0 {
+			res.LossesChecked++
+			checkLoss(holds, i, &pr, res)
+		}
+		if !opt.Tokens || h.Token == 0 {
+			continue
+		}
+		if p := lastToken; p != nil {
+			switch {
+			case h.Token < p.Token:
+				pr.TokenRegressions++
+				res.example(Violation{Kind: Token, Path: h.Path, Prev: p, Hold: *h,
+					Detail: fmt.Sprintf("token %d after %d", h.Token, p.Token)})
+			case h.Token == p.Token && !(opt.SameNodeHandoff && h.Proc == p.Proc):
+				pr.TokenRegressions++
+				detail := fmt.Sprintf("token %d repeated by another process", h.Token)
+				if h.Proc == p.Proc {
+					detail = fmt.Sprintf("token %d repeated without hand-off", h.Token)
+				}
+				res.example(Violation{Kind: Token, Path: h.Path, Prev: p, Hold: *h, Detail: detail})
+			}
+		}
+		lastToken = h
+	}
+	return pr
+}
+
+// checkLoss checks that the lost hold holds[i] was seen lost before the
+// next grant of its path to another process.
+func checkLoss(holds []Hold, i int, pr *PathResult, res *Result) {
+	h := &holds[i]
+	for j := i + 1; j < len(holds); j++ {
+		k := &holds[j]
+		if k.Proc == h.Proc {
+			continue
+		}
+		if k.Enter < h.Loss {
+			pr.LateLosses++
+			res.example(Violation{Kind: LateLoss, Path: h.Path, Prev: h, Hold: *k,
+				Detail: fmt.Sprintf("granted %d ns before the holder saw its hold lost", h.Loss-k.Enter)})
+		}
+		return
+	}
+}

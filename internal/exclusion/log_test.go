@@ -1,0 +1,92 @@
+package exclusion
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestLogOrdersCalls(t *testing.T) {
+	var l Log
+	a := l.Enter(0, 0, 0, 1)
+	b := l.Enter(1, 0, 0, 2) // before a's exit: an overlap, however close
+	a.Exit()
+	b.Exit()
+	if r := l.Check(Options{Tokens: true}); r.Overlaps != 1 || r.Holds != 2 {
+		t.Fatalf("overlap in call order: %+v", r)
+	}
+	var ok Log
+	for i := range 100 {
+		ok.Enter(int32(i%3), 0, 0, int64(i+1)).Exit()
+	}
+	if r := ok.Check(Options{Tokens: true}); !r.OK() || r.Holds != 100 {
+		t.Fatalf("sequential holds: %+v", r)
+	}
+	if h, found := ok.First(func(h Hold) bool { return h.Proc == 2 }); !found || h.Token != 3 {
+		t.Fatalf("First: %+v %v", h, found)
+	}
+}
+
+func TestLogConcurrent(t *testing.T) {
+	var l Log
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				mu.Lock()
+				e := l.Enter(int32(g), 0, 0, 0)
+				e.Exit()
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if r := l.Check(Options{}); !r.OK() || r.Holds != 400 {
+		t.Fatalf("holds under a mutex: %+v", r)
+	}
+}
+
+func TestJournal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal")
+	j, err := OpenJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(j.Enter(0, 1, 0, 5))
+	must(j.Exit(0, 1, 0))
+	must(j.Enter(1, 0, 0, 6))
+	must(j.Enter(2, 0, 1, 1)) // another path
+	must(j.Lost(1, 0, 0))
+	must(j.Enter(0, 2, 0, 7)) // overlaps proc 1, and after its loss
+	must(j.Exit(1, 0, 0))
+	must(j.Exit(0, 2, 0))
+	must(j.Close())
+	f, err := os.Open(path)
+	must(err)
+	defer f.Close()
+	holds, err := ReadJournal(f)
+	must(err)
+	if len(holds) != 4 || holds[1].Enter != 3 || holds[1].Loss != 5 || holds[1].Exit != 7 {
+		t.Fatalf("holds %+v", holds)
+	}
+	r := Check(holds, Options{Tokens: true})
+	if r.Overlaps != 1 || r.LateLosses != 0 || r.Holds != 4 || r.Lost != 1 {
+		t.Fatalf("journal check: %+v", r)
+	}
+	for _, bad := range []string{"E 1 2 3\n", "X 1 2 3\n", "E 1 1 1 1\nE 1 1 1 2\n", "Q 1 2 3\n", "E a b c d\n"} {
+		if _, err := ReadJournal(strings.NewReader(bad)); err == nil {
+			t.Errorf("ReadJournal(%q): no error", bad)
+		}
+	}
+}

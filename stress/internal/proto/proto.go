@@ -1,0 +1,205 @@
+// Package proto is the protocol between the stress command and its worker
+// processes, which both sides import and nothing else: the worker's task,
+// the commands the parent writes on a worker's stdin, the messages a worker
+// writes on its stdout (one JSON object a line), its result, and the names
+// of the lock implementations.
+//
+// A run goes: the parent starts a worker (internal/child, role [Role]) with
+// its [Task]; the worker connects, makes its locks and says [Ready]; the
+// parent says [Go]; the worker sends [Progress] every 200ms and [Done] when
+// its run is over; the parent says [Exit]; the worker answers [ResultMsg]
+// and exits. [Stop] ends a run early. Fault injection adds [Linger] /
+// [Unlinger] (answered by [Holding] and [Lingered]) and [Flood] / [Unflood]
+// (answered by [Flooding] and [Flooded]).
+package proto
+
+import (
+	"fmt"
+	"time"
+)
+
+// Role is the role of a stress worker process (see internal/child).
+const Role = "stress-worker"
+
+// Impl names a lock implementation.
+type Impl string
+
+// The lock implementations.
+const (
+	Tier        Impl = "tier"         // tier.Lock, strict release order
+	TierHandoff Impl = "tier-handoff" // tier.Lock with bounded local hand-off
+	Zklock      Impl = "zklock"       // zklock.Lock behind a sync.Mutex
+	Gozk        Impl = "gozk"         // go-zookeeper zk.Lock per goroutine
+	Nolock      Impl = "nolock"       // no lock at all: proves the checker can fail
+	Zkcompat    Impl = "zkcompat"     // tierlock's drop-in for zk.Lock, one handle per goroutine
+	Curator     Impl = "curator"      // Apache Curator's InterProcessMutex (Java), one per thread
+	Kazoo       Impl = "kazoo"        // kazoo's Lock (Python) with extra_lock_patterns=("-lock-",), one per thread
+	// Mix names a run whose workers use different implementations on the
+	// same paths (-mix); no worker runs it.
+	Mix Impl = "mix"
+)
+
+// MixImpls are the implementations a mixed run can be made of.
+var MixImpls = []Impl{Tier, TierHandoff, Zklock, Gozk, Zkcompat, Curator, Kazoo}
+
+// Task is everything a worker process needs to know.
+type Task struct {
+	Impl           Impl          `json:"impl"`
+	Proc           int           `json:"proc"`
+	Goroutines     int           `json:"goroutines"`
+	Procs          int           `json:"procs"`
+	PathBase       string        `json:"path_base"` // lock paths are PathBase/lock-<i>
+	NPaths         int           `json:"npaths"`
+	Duration       time.Duration `json:"duration"`
+	Acquisitions   int64         `json:"acquisitions,omitempty"` // in all; 0: run for Duration
+	Hold           time.Duration `json:"hold"`
+	HoldMode       string        `json:"hold_mode"`
+	Pick           string        `json:"pick"`
+	HandoffMax     int           `json:"handoff_max"`
+	HandoffMaxHold time.Duration `json:"handoff_max_hold"`
+	Servers        []string      `json:"servers"`
+	SessionTimeout time.Duration `json:"session_timeout"`
+	ConnectTimeout time.Duration `json:"connect_timeout"`
+	RecordFile     string        `json:"record_file"`
+	RecordCap      int64         `json:"record_cap"`
+	Seed           uint64        `json:"seed"`
+	Verbose        bool          `json:"verbose"`
+	// Faults is set in runs with fault injection: a hold that ends by a
+	// loss (its Release reports zklock.ErrLockLost) is then expected and
+	// counted, not an error.
+	Faults bool `json:"faults,omitempty"`
+	Slot   int  `json:"slot"` // the place among the P workers; a replacement takes its killed predecessor's
+
+	// Derived by the worker, so that the task stays small in the
+	// environment whatever the numbers of paths and goroutines.
+	Paths []string `json:"-"`
+	Quota []int64  `json:"-"` // acquisitions per goroutine; nil: run for Duration
+}
+
+// Derive fills in the fields computed from the others.
+func (t *Task) Derive() {
+	t.Paths = LockPaths(t.PathBase, t.NPaths)
+	if t.Acquisitions > 0 {
+		t.Quota = SplitQuota(t.Acquisitions, t.Procs, t.Goroutines)[t.Proc]
+	}
+}
+
+// LockPaths names the n lock paths of a run below base.
+func LockPaths(base string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s/lock-%d", base, i)
+	}
+	return out
+}
+
+// SplitQuota spreads total acquisitions over procs x goroutines.
+func SplitQuota(total int64, procs, goroutines int) [][]int64 {
+	n := int64(procs * goroutines)
+	out := make([][]int64, procs)
+	for p := range out {
+		out[p] = make([]int64, goroutines)
+		for g := range out[p] {
+			i := int64(p*goroutines + g)
+			out[p][g] = total / n
+			if i < total%n {
+				out[p][g]++
+			}
+		}
+	}
+	return out
+}
+
+// Command is what the parent writes on a worker's stdin, one a line.
+type Command string
+
+// The commands.
+const (
+	Go   Command = "go"   // start acquiring
+	Stop Command = "stop" // stop acquiring early
+	Exit Command = "exit" // release everything, report and exit
+	// Linger asks that the next hold be kept until it is lost (or
+	// Unlinger): the worker says Holding when it enters that hold and
+	// Lingered when it leaves it. Fault injection uses it to put a fault
+	// on a process that certainly holds a lock.
+	Linger   Command = "linger"
+	Unlinger Command = "unlinger"
+	// Flood asks for a flood: the worker queues FloodLocks waiters on
+	// locks its own session holds and says Flooding; the parent then
+	// expires the session; Unflood makes the worker let the holders go,
+	// wait for every waiter to end and say Flooded with a FloodReport.
+	Flood   Command = "flood"
+	Unflood Command = "unflood"
+)
+
+// MsgType is the type of a worker's message.
+type MsgType string
+
+// The message types.
+const (
+	Ready     MsgType = "ready"    // connected, locks made: waiting for Go
+	Progress  MsgType = "progress" // every 200ms while running
+	Done      MsgType = "done"     // the run is over: waiting for Exit
+	ResultMsg MsgType = "result"   // the worker's result, then it exits
+	Error     MsgType = "error"    // the worker gives up
+	Holding   MsgType = "holding"  // the lingering hold was entered
+	Lingered  MsgType = "lingered" // the lingering hold was left
+	Flooding  MsgType = "flooding" // the flood's waiters are queued
+	Flooded   MsgType = "flooded"  // the flood's waiters ended
+)
+
+// Message is one line a worker writes on its stdout for the parent.
+type Message struct {
+	Type   MsgType `json:"type"`
+	N      int64   `json:"n,omitempty"`   // Progress, Done: acquisitions so far; Flooding: waiters queued
+	Err    string  `json:"err,omitempty"` // Error: why the worker gives up
+	Result *Result `json:"result,omitempty"`
+	// Progress: enter time (shared clock) of the latest acquisition, how
+	// many times the worker's ZooKeeper session expired so far, and how
+	// many of its holds were lost.
+	Last    int64 `json:"last,omitempty"`
+	Expired int64 `json:"expired,omitempty"`
+	Losses  int64 `json:"losses,omitempty"` // holds that ended by a loss so far
+	// Holding, Lingered: the hold kept on request of Linger.
+	At    int64  `json:"at,omitempty"` // shared clock: when it was entered / left
+	G     int32  `json:"g,omitempty"`
+	Path  int32  `json:"path,omitempty"`
+	Token int64  `json:"token,omitempty"`
+	Cause string `json:"cause,omitempty"` // Lingered: why the hold was lost; "" if it was not
+	// Flooded: how the flood's waiters ended.
+	Flood *FloodReport `json:"flood,omitempty"`
+}
+
+// Result is what a worker reports after its run.
+type Result struct {
+	PerGoroutine []int64  `json:"per_goroutine"` // acquisitions by goroutine
+	Errors       int64    `json:"errors"`        // failed acquisitions and releases
+	ErrorSamples []string `json:"error_samples,omitempty"`
+	Records      int64    `json:"records"`
+	TokenKind    string   `json:"token_kind"`
+	Overflow     bool     `json:"overflow,omitempty"` // the record file filled up
+	Losses       int64    `json:"losses,omitempty"`   // holds that ended by a loss (fault runs)
+	Disconnects  int64    `json:"disconnects,omitempty"`
+	Expiries     int64    `json:"expiries,omitempty"` // ZooKeeper sessions that expired
+}
+
+// FloodLocks is how many locks a flooded worker waits for at once: one
+// watch each, so that the expiry of its session makes go-zookeeper send as
+// many events in a burst.
+const FloodLocks = 200
+
+// FloodReport is how the waiters of a flood ended.
+type FloodReport struct {
+	Waiters int `json:"waiters"`
+	Queued  int `json:"queued"` // queued before the expiry
+	Granted int `json:"granted"`
+	Failed  int `json:"failed"`
+	// Stuck waiters had not returned within the bound after their holders
+	// let go.
+	Stuck int `json:"stuck"`
+	// LostAtOnce counts grants (a waiter's, or a fresh lock's afterwards)
+	// whose held context was already cancelled when Acquire returned.
+	LostAtOnce int    `json:"lost_at_once"`
+	Err        string `json:"err,omitempty"`
+	ErrSample  string `json:"err_sample,omitempty"`
+}

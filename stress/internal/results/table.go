@@ -1,0 +1,157 @@
+package results
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tierlock/tierlock/stress/internal/fault"
+)
+
+// tableHeader and tableRows give the comparison table, printed on stdout
+// and shown in the HTML report.
+var tableHeader = []string{
+	"impl", "acquisitions", "acq/s", "vs gozk",
+	"p50", "p90", "p99", "max", "hold",
+	"zk req/acq", "znodes/path", "watches/path",
+	"fair proc", "fair gor", "overlaps", "token viol", "lost", "errors",
+}
+
+func tableRows(results []Impl) [][]string {
+	var rows [][]string
+	for _, r := range results {
+		vs := "-"
+		if r.ThroughputVsGozk > 0 {
+			vs = fmt.Sprintf("%.2fx", r.ThroughputVsGozk)
+		}
+		tokens := fmt.Sprint(r.Check.TokenRegressions)
+		if !r.Check.TokensChecked {
+			tokens = "n/a"
+		}
+		rows = append(rows, []string{
+			string(r.Impl), fmt.Sprint(r.Acquisitions), fmt.Sprintf("%.0f", r.PerSec), vs,
+			micros(r.LatencyUS.P50), micros(r.LatencyUS.P90), micros(r.LatencyUS.P99), micros(r.LatencyUS.Max),
+			micros(r.HoldMeanUS),
+			reqPerAcq(r.RequestsPerAcq), fmt.Sprint(r.PeakZnodes), orNA(r.PeakWatches),
+			fmt.Sprintf("%.3f", r.FairnessProcs), fmt.Sprintf("%.3f", r.FairnessGoroutines),
+			fmt.Sprint(r.Check.Overlaps), tokens, fmt.Sprint(r.Check.Lost), fmt.Sprint(r.Errors),
+		})
+	}
+	return rows
+}
+
+// micros formats a duration given in microseconds with a fitting unit.
+func micros(us float64) string {
+	switch {
+	case us >= 1e6:
+		return fmt.Sprintf("%.2fs", us/1e6)
+	case us >= 1e3:
+		return fmt.Sprintf("%.2fms", us/1e3)
+	default:
+		return fmt.Sprintf("%.1fµs", us)
+	}
+}
+
+func reqPerAcq(v float64) string {
+	if v < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func orNA(n int) string {
+	if n < 0 {
+		return "n/a"
+	}
+	return fmt.Sprint(n)
+}
+
+// PrintTable writes the comparison as an aligned table, numbers right-aligned.
+func PrintTable(w io.Writer, results []Impl) {
+	rows := append([][]string{tableHeader}, tableRows(results)...)
+	// The first column is left-aligned: pad it to one width.
+	width := 0
+	for _, row := range rows {
+		width = max(width, len(row[0]))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, row := range rows {
+		first := row[0] + strings.Repeat(" ", width-len(row[0]))
+		fmt.Fprintln(tw, first+"\t"+strings.Join(row[1:], "\t")+"\t")
+	}
+	tw.Flush()
+}
+
+// faultHeader and faultRows give the fault log, printed after the table
+// and shown in the HTML report. Times after "at" count from the fault's
+// start.
+var faultHeader = []string{"impl", "#", "at", "fault", "target", "healed", "any acq", "affected acq", "outcome"}
+
+func faultRows(events []*fault.Event) [][]string {
+	var rows [][]string
+	for _, ev := range events {
+		outcome := "recovered"
+		if ev.Failure != "" {
+			outcome = "FAILED: " + ev.Failure
+		}
+		if ev.HolderLossSec != nil {
+			outcome += fmt.Sprintf("; holder saw its loss after %.2fs (%s)", *ev.HolderLossSec, shortCause(ev.HolderCause))
+		}
+		if ev.SessionExpired != nil {
+			if *ev.SessionExpired {
+				outcome += "; session expired"
+			} else {
+				outcome += "; session did not expire"
+			}
+		}
+		if ev.Note != "" {
+			outcome += "; " + ev.Note
+		}
+		rows = append(rows, []string{
+			ev.Impl, fmt.Sprint(ev.N), fmt.Sprintf("%.2fs", ev.AtSec), string(ev.Kind) + ": " + ev.Variant, ev.Target,
+			offset(ev.HealedSec), offset(ev.RecoveryAnySec), offset(ev.RecoveryOwnSec), outcome,
+		})
+	}
+	return rows
+}
+
+func offset(sec float64) string {
+	if sec < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("+%.2fs", sec)
+}
+
+// shortCause drops the wrapping of a loss cause: "zklock: lock lost:
+// zklock: connection to ZooKeeper lost" says the same as its end.
+func shortCause(c string) string {
+	if i := strings.LastIndex(c, "lock lost: "); i >= 0 {
+		c = c[i+len("lock lost: "):]
+	}
+	return strings.TrimPrefix(c, "zklock: ")
+}
+
+// PrintFaultLog writes the fault log of a run with -fault.
+func PrintFaultLog(w io.Writer, s Summary) {
+	cfg := s.Config
+	fmt.Fprintf(w, "\nFault log (-fault %s, seed %d, every ~%v; session timeout %v). Recovered: the workers a fault hit acquired\n"+
+		"again within the session timeout + %v of its healing. Times after \"at\" count from the fault's start.\n",
+		joinKinds(cfg.Faults, ","), cfg.FaultSeed, cfg.FaultEvery, cfg.SessionTimeout, fault.RecoveryBound)
+	if len(s.Faults) == 0 {
+		fmt.Fprintln(w, "  no fault was injected (the run was too short for one)")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, row := range append([][]string{faultHeader}, faultRows(s.Faults)...) {
+			fmt.Fprintln(tw, "  "+strings.Join(row, "\t"))
+		}
+		tw.Flush()
+	}
+	for _, r := range s.Results {
+		fmt.Fprintf(w, "  %s: %d fault(s) injected, %d recovered from; %d hold(s) ended by a loss; %d session expiries; "+
+			"%d hold(s) of killed workers cut at the kill (not violations); loss before grant: %d lost hold(s) checked, %d violation(s); "+
+			"%d orphan node(s)\n",
+			r.Impl, r.FaultsInjected, r.FaultsRecovered, r.Losses, r.SessionExpiries, r.Check.Cut,
+			r.Check.LossesChecked, r.Check.LateLosses, len(r.Orphans))
+	}
+}

@@ -1,0 +1,112 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/tierlock/tierlock/internal/exclusion"
+	"github.com/tierlock/tierlock/stress/internal/fault"
+	"github.com/tierlock/tierlock/stress/internal/fleet"
+	"github.com/tierlock/tierlock/stress/internal/proto"
+	"github.com/tierlock/tierlock/stress/internal/record"
+)
+
+// orphans lists the ephemeral nodes left under base once every worker has
+// exited: none may be, once their sessions are closed. A killed worker's
+// session ends only when the server expires it, so this waits up to the
+// session timeout + 5s for the list to empty.
+func (r *Runner) orphans(base string) []string {
+	deadline := time.Now().Add(r.cfg.SessionTimeout + 5*time.Second)
+	for {
+		var left []string
+		var walk func(p string)
+		walk = func(p string) {
+			kids, _, err := r.conn.Children(p)
+			if err != nil {
+				return
+			}
+			for _, k := range kids {
+				c := p + "/" + k
+				if _, st, err := r.conn.Get(c); err == nil && st.EphemeralOwner != 0 {
+					left = append(left, fmt.Sprintf("%s (session %x)", c, st.EphemeralOwner))
+				}
+				walk(c)
+			}
+		}
+		walk(base)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// collect reads the workers' results and records and checks them.
+// Counts are kept by worker slot: a killed worker's and its replacement's
+// add up.
+func (r *Runner) collect(run *Run, results []*proto.Result, files []string) error {
+	g := r.cfg.Goroutines
+	run.PerProc = make([]int64, r.cfg.Procs)
+	run.PerG = make([]int64, r.cfg.Procs*g)
+	var counted, complete int64
+	for p, res := range results {
+		if _, killed := run.Killed[int32(p)]; killed {
+			continue // its holds are counted from its records below
+		}
+		if res == nil {
+			return fmt.Errorf("%w: worker %d sent no result", fleet.ErrRun, p)
+		}
+		slot := run.SlotOf[p]
+		for i, n := range res.PerGoroutine {
+			run.PerProc[slot] += n
+			run.PerG[slot*g+i] += n
+			counted += n
+		}
+		run.Errors += res.Errors
+		run.ErrSamples = append(run.ErrSamples, res.ErrorSamples...)
+		run.Overflow = run.Overflow || res.Overflow
+		run.TokenKind = res.TokenKind
+		run.Losses += res.Losses
+		run.Expiries += res.Expiries
+	}
+	for p, file := range files {
+		recs, err := record.Read(file)
+		if err != nil {
+			return fmt.Errorf("%w: records of worker %d: %w", fleet.ErrRun, p, err)
+		}
+		os.Remove(file)
+		_, killed := run.Killed[int32(p)]
+		slot := run.SlotOf[p]
+		for _, h := range recs {
+			run.Holds = append(run.Holds, exclusion.Hold{
+				Proc: int32(p), G: h.G, Path: h.Path, Token: h.Token, Enter: h.Enter, Exit: h.Exit, Loss: h.Lost,
+			})
+			run.Latencies = append(run.Latencies, h.Latency)
+			if h.Exit == 0 {
+				continue
+			}
+			run.HoldTimes = append(run.HoldTimes, h.Exit-h.Enter)
+			if killed {
+				run.PerProc[slot]++
+				if h.G >= 0 && int(h.G) < g {
+					run.PerG[slot*g+int(h.G)]++
+				}
+			} else {
+				complete++
+			}
+		}
+	}
+	if complete != counted {
+		run.Errors++
+		run.ErrSamples = append(run.ErrSamples,
+			fmt.Sprintf("workers counted %d acquisitions but recorded %d complete holds", counted, complete))
+	}
+	run.Result = exclusion.Check(run.Holds, exclusion.Options{
+		Tokens:          run.TokenKind != "" && run.Name != proto.Mix, // a mix's tokens are of different kinds
+		SameNodeHandoff: run.Name == proto.TierHandoff,
+		Killed:          run.Killed,
+	})
+	fault.MeasureRecovery(run.Faults, run.Holds, run.Start, r.cfg.SessionTimeout)
+	return nil
+}

@@ -1,0 +1,74 @@
+// Package runner carries out a stress run on the parent's side: it finds
+// or starts ZooKeeper, makes the lock paths, starts each implementation's
+// workers (internal/fleet), lets them run (with faults: internal/fault),
+// samples the paths meanwhile (internal/sample), and collects and checks
+// what the workers recorded (internal/exclusion) into a [Run].
+package runner
+
+import (
+	"time"
+
+	"github.com/tierlock/tierlock/stress/internal/fault"
+	"github.com/tierlock/tierlock/stress/internal/proto"
+)
+
+// Config is what the flags say.
+type Config struct {
+	Impls          []proto.Impl  `json:"impls"`
+	Mix            []MixMember   `json:"mix,omitempty"` // -mix: the members of one mixed run
+	Procs          int           `json:"procs"`
+	Goroutines     int           `json:"goroutines"`
+	Paths          int           `json:"paths"`
+	Pick           string        `json:"pick"`
+	Duration       time.Duration `json:"duration_ns,omitempty"`
+	Acquisitions   int64         `json:"acquisitions,omitempty"`
+	Hold           time.Duration `json:"hold_ns"`
+	HoldMode       string        `json:"hold_mode"`
+	Handoff        bool          `json:"handoff"`
+	HandoffMax     int           `json:"handoff_max"`
+	HandoffMaxHold time.Duration `json:"handoff_max_hold_ns"`
+	ZK             []string      `json:"zk,omitempty"`
+	Root           string        `json:"root"`
+	SessionTimeout time.Duration `json:"session_timeout_ns"`
+	ConnectTimeout time.Duration `json:"connect_timeout_ns"`
+	Timeout        time.Duration `json:"timeout_ns"`
+	Sample         time.Duration `json:"sample_ns"`
+	// Fault injection: the kinds picked from (nil: none), the mean time
+	// between faults and the seed of the schedule.
+	Faults     []fault.Kind  `json:"fault,omitempty"`
+	FaultEvery time.Duration `json:"fault_every_ns,omitempty"`
+	FaultSeed  int64         `json:"fault_seed,omitempty"`
+	JSON       string        `json:"-"`
+	Report     string        `json:"-"`
+	Quiet      bool          `json:"-"`
+	Verbose    bool          `json:"-"`
+}
+
+// MixMember is one implementation of a mixed run and its number of
+// worker processes.
+type MixMember struct {
+	Impl  proto.Impl `json:"impl"`
+	Procs int        `json:"procs"`
+}
+
+// ImplOf is the implementation of the worker in slot for a run of name.
+func (c Config) ImplOf(name proto.Impl, slot int) proto.Impl {
+	if name != proto.Mix {
+		return name
+	}
+	for _, m := range c.Mix {
+		if slot < m.Procs {
+			return m.Impl
+		}
+		slot -= m.Procs
+	}
+	return ""
+}
+
+// faultSettings is what the fault injector needs of c.
+func (c Config) faultSettings() fault.Settings {
+	return fault.Settings{
+		Kinds: c.Faults, Every: c.FaultEvery, Seed: c.FaultSeed, Procs: c.Procs,
+		Duration: c.Duration, Timeout: c.Timeout, SessionTimeout: c.SessionTimeout, ConnectTimeout: c.ConnectTimeout,
+	}
+}

@@ -1,0 +1,157 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"time"
+
+	"github.com/tierlock/tierlock/internal/exclusion"
+	"github.com/tierlock/tierlock/internal/peers"
+	"github.com/tierlock/tierlock/stress/internal/fault"
+	"github.com/tierlock/tierlock/stress/internal/fleet"
+	"github.com/tierlock/tierlock/stress/internal/progress"
+	"github.com/tierlock/tierlock/stress/internal/proto"
+	"github.com/tierlock/tierlock/stress/internal/sample"
+)
+
+// defaultRecordCap is how many holds a worker can record in a timed run;
+// the record file is sparse, so unused room costs nothing.
+const defaultRecordCap = 1 << 23
+
+// RunImpl runs one implementation (or a mix): P workers, started together,
+// checked.
+func (r *Runner) RunImpl(ctx context.Context, name proto.Impl) (*Run, error) {
+	cfg := r.cfg
+	base := path.Join(r.root, string(name))
+	run := &Run{Name: name, Paths: proto.LockPaths(base, cfg.Paths)}
+	if err := r.makePaths(run.Paths); err != nil {
+		return nil, err
+	}
+	defer deleteTree(r.conn, base)
+
+	var passthrough io.Writer
+	if cfg.Verbose {
+		passthrough = r.stderr
+	}
+	f := fleet.New(r.exe, passthrough)
+	defer f.Shutdown(true)
+	var files []string
+	// newTask describes worker proc (a process; a replacement of a killed
+	// worker is a new process in its predecessor's slot).
+	newTask := func(proc, slot int) proto.Task {
+		file := filepath.Join(r.tmp, fmt.Sprintf("%s-%d.rec", name, proc))
+		files = append(files, file)
+		run.SlotOf = append(run.SlotOf, slot)
+		task := proto.Task{
+			Impl: cfg.ImplOf(name, slot), Proc: proc, Slot: slot, Procs: cfg.Procs, Goroutines: cfg.Goroutines,
+			PathBase: base, NPaths: cfg.Paths,
+			Duration: cfg.Duration, Acquisitions: cfg.Acquisitions, Hold: cfg.Hold, HoldMode: cfg.HoldMode, Pick: cfg.Pick,
+			HandoffMax: cfg.HandoffMax, HandoffMaxHold: cfg.HandoffMaxHold,
+			Servers: r.workerServers(slot), SessionTimeout: cfg.SessionTimeout, ConnectTimeout: cfg.ConnectTimeout,
+			RecordFile: file, RecordCap: defaultRecordCap, Seed: uint64(time.Now().UnixNano()),
+			Verbose: cfg.Verbose, Faults: cfg.Faults != nil,
+		}
+		if cfg.Faults != nil {
+			// The parent ends a run with faults (it may extend it until the
+			// last fault is recovered from); the duration is a safety net.
+			task.Duration = cfg.Timeout
+		}
+		if cfg.Acquisitions > 0 {
+			// Each goroutine's quota is at most total/(P*G) + 1.
+			task.RecordCap = int64(cfg.Goroutines) * (cfg.Acquisitions/int64(cfg.Procs*cfg.Goroutines) + 1)
+		}
+		return task
+	}
+	if err := r.preparePeers(ctx, name); err != nil {
+		return nil, err
+	}
+	for i := range cfg.Procs {
+		if _, err := f.Start(func(proc int) proto.Task { return newTask(proc, i) }); err != nil {
+			return nil, fmt.Errorf("%w: %w", fleet.ErrRun, err)
+		}
+	}
+
+	// All workers connect and make their locks before any starts.
+	if _, err := f.Await(ctx, proto.Ready, cfg.ConnectTimeout+30*time.Second, nil); err != nil {
+		return nil, err
+	}
+	before, err := r.cluster.Counters(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: server counters: %w", fleet.ErrRun, err)
+	}
+	smp := sample.Start(r.conn, r.cluster, run.Paths, cfg.Sample)
+	bar := progress.New(r.stderr, r.showBar, string(name), cfg.Duration, cfg.Acquisitions)
+	counts := map[int]int64{} // by process: a replacement's count adds to its predecessor's
+	onProgress := func(m fleet.Msg) {
+		if m.Type == proto.Progress {
+			counts[m.Proc] = m.N
+			var sum int64
+			for _, n := range counts {
+				sum += n
+			}
+			bar.Update(sum)
+		}
+	}
+	run.Start = exclusion.Now()
+	start := time.Now()
+	f.Broadcast(proto.Go)
+	var interrupted bool
+	if cfg.Faults != nil {
+		var out fault.Outcome
+		out, interrupted, err = fault.Drive(ctx, string(name), run.Start, start, cfg.faultSettings(),
+			fault.Target{Cluster: r.cluster, Proxies: r.proxies, Fleet: f, NewTask: newTask}, onProgress)
+		run.Faults, run.Killed, run.CountersOff = out.Events, out.Killed, out.CountersOff
+		run.Losses, run.Expiries = out.Losses, out.Expiries
+	} else {
+		interrupted, err = f.Await(ctx, proto.Done, cfg.Timeout, onProgress)
+	}
+	run.Elapsed = time.Since(start)
+	bar.Finish()
+	run.PeakZnodes, run.PeakWatches, run.Requests = smp.Finish()
+	if err != nil {
+		return nil, err
+	}
+	run.Interrupted = interrupted
+	after, err := r.cluster.Counters(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("%w: server counters: %w", fleet.ErrRun, err)
+	}
+	// Subtract what stress itself sent: the sampler's requests and
+	// four-letter words, and the mntr of the "after" reading (the server
+	// counts it before answering). Session pings of the workers, one per
+	// connection every third of the session timeout, stay in.
+	run.Requests = after.PacketsReceived - before.PacketsReceived - run.Requests - int64(r.cluster.Size())
+	if run.CountersOff {
+		run.Requests = -1
+	}
+
+	f.Broadcast(proto.Exit)
+	results := make([]*proto.Result, f.Size())
+	if _, err := f.Await(context.Background(), proto.ResultMsg, 30*time.Second, func(m fleet.Msg) {
+		if m.Type == proto.ResultMsg {
+			results[m.Proc] = m.Result
+		}
+	}); err != nil {
+		return nil, err
+	}
+	f.Shutdown(false)
+	run.Orphans = r.orphans(base)
+	return run, r.collect(run, results, files)
+}
+
+// preparePeers compiles the Java peer (and writes the Python one) once,
+// before the workers of a mixed run start, into the run's directory.
+func (r *Runner) preparePeers(ctx context.Context, name proto.Impl) error {
+	for _, m := range r.cfg.Mix {
+		if name != proto.Mix || (m.Impl != proto.Curator && m.Impl != proto.Kazoo) {
+			continue
+		}
+		if _, err := peers.Command(ctx, peers.Kind(m.Impl), r.tmp, "prepare"); err != nil {
+			return fmt.Errorf("%w: %s: %w", fleet.ErrRun, m.Impl, err)
+		}
+	}
+	return nil
+}

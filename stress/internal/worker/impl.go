@@ -1,0 +1,104 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/tierlock/tierlock/stress/internal/proto"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// impl is one lock implementation inside a worker process.
+type impl interface {
+	// holder returns the handle goroutine g acquires through.
+	holder(g int) holder
+	// tokenKind names what the fencing tokens are ("" when there are none).
+	tokenKind() string
+	// close releases everything and closes the connection.
+	close() error
+}
+
+// holder acquires and releases lock paths for one goroutine. A goroutine
+// holds at most one path at a time.
+type holder interface {
+	// acquire blocks until path p is held and returns the hold's token.
+	acquire(ctx context.Context, p int) (token int64, err error)
+	release(p int) error
+	// lost returns, while path p is held, a channel that closes when the
+	// hold is lost and a function that tells why; a nil channel when the
+	// implementation cannot tell.
+	lost(p int) (<-chan struct{}, func() error)
+}
+
+// sessioner is an implementation on a zklock.Session (tier, zklock): the
+// flood fault needs one.
+type sessioner interface{ session() *zklock.Session }
+
+// floodListenerDelay is how long the worker's state listener takes over
+// an expiry during a flood.
+const floodListenerDelay = 1500 * time.Millisecond
+
+// sessionEvents counts the worker's ZooKeeper session troubles (tier and
+// zklock: the session's state listener), reported with its result.
+type sessionEvents struct {
+	disconnects, expiries atomic.Int64
+	// slowOnExpiry makes the listener slow on an expiry while a flood is
+	// on.
+	slowOnExpiry atomic.Bool
+}
+
+// listen is the session's state listener.
+func (ev *sessionEvents) listen(st zklock.State) {
+	switch st {
+	case zklock.StateDisconnected:
+		ev.disconnects.Add(1)
+	case zklock.StateExpired:
+		ev.expiries.Add(1)
+		if ev.slowOnExpiry.Load() {
+			// During a flood the application's listener takes its time over
+			// the expiry, as one that logs to a slow sink or takes a lock
+			// of its own would: the events behind it pile up.
+			time.Sleep(floodListenerDelay)
+		}
+	}
+}
+
+// newImpl connects to ZooKeeper and makes the locks of implementation
+// task.Impl.
+func newImpl(ctx context.Context, task proto.Task, log *slog.Logger, events *sessionEvents) (impl, error) {
+	switch task.Impl {
+	case proto.Tier, proto.TierHandoff, proto.Zklock:
+		s, err := zklock.Connect(ctx, task.Servers,
+			zklock.WithSessionTimeout(task.SessionTimeout), zklock.WithLogger(log),
+			zklock.WithStateListener(events.listen))
+		if err != nil {
+			return nil, err
+		}
+		var im impl
+		switch task.Impl {
+		case proto.Zklock:
+			im, err = newZklockImpl(s, task.Paths, task.Proc)
+		case proto.TierHandoff:
+			im, err = newTierHandoffImpl(s, task, log)
+		default:
+			im, err = newTierImpl(s, task, log)
+		}
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		return im, nil
+	case proto.Gozk:
+		return newGozkImpl(ctx, task)
+	case proto.Zkcompat:
+		return newZkcompatImpl(ctx, task)
+	case proto.Curator, proto.Kazoo:
+		return newPeerImpl(ctx, task)
+	case proto.Nolock:
+		return nolockImpl{}, nil
+	}
+	return nil, fmt.Errorf("unknown implementation %q", task.Impl)
+}

@@ -1,0 +1,189 @@
+// Package worker is a stress worker process: it runs one lock
+// implementation from G goroutines, records every critical section and
+// answers the parent's commands (internal/proto). It knows nothing of the
+// parent: what it needs arrives in its task, and what it has to say leaves
+// as messages on its stdout.
+//
+// One file per implementation: tier.go (tier and tier-handoff), zklock.go,
+// gozk.go, zkcompat.go, peer.go (the -mix peers curator and kazoo) and
+// nolock.go; loop.go is the goroutines' acquire-record-release loop, and
+// flood.go the flood fault's waiters.
+package worker
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/tierlock/tierlock/internal/child"
+	"github.com/tierlock/tierlock/stress/internal/proto"
+	"github.com/tierlock/tierlock/stress/internal/record"
+)
+
+// Main is the worker process, started by internal/child in role
+// proto.Role: it returns the exit status.
+func Main() int {
+	var task proto.Task
+	if err := child.Task(&task); err != nil {
+		fmt.Fprintf(os.Stderr, "stress worker: %v\n", err)
+		return 3
+	}
+	task.Derive()
+	out := &messenger{enc: json.NewEncoder(os.Stdout)}
+	if err := runTask(task, os.Stdin, out); err != nil {
+		out.send(proto.Message{Type: proto.Error, Err: err.Error()})
+		fmt.Fprintf(os.Stderr, "stress worker %d: %v\n", task.Proc, err)
+		return 3
+	}
+	return 0
+}
+
+// messenger writes messages to the parent, one JSON object a line, from
+// any goroutine.
+type messenger struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func (m *messenger) send(msg proto.Message) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_ = m.enc.Encode(msg)
+}
+
+// runTask runs task: it reads the parent's commands from in and writes its
+// messages through out.
+func runTask(task proto.Task, in io.Reader, out *messenger) error {
+	level := slog.LevelWarn
+	if task.Verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).
+		With("worker", task.Proc, "impl", task.Impl)
+
+	// Commands from the parent. EOF (the parent is gone) counts as exit.
+	cmds := make(chan proto.Command, 4)
+	go func() {
+		sc := bufio.NewScanner(in)
+		for sc.Scan() {
+			cmds <- proto.Command(sc.Text())
+		}
+		close(cmds)
+	}()
+
+	events := &sessionEvents{}
+	ctx, cancel := context.WithTimeout(context.Background(), task.ConnectTimeout)
+	im, err := newImpl(ctx, task, log, events)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%s: %w", task.Impl, err)
+	}
+	rec, err := record.Create(task.RecordFile, task.RecordCap)
+	if err != nil {
+		im.close()
+		return err
+	}
+	w := &worker{task: task, im: im, rec: rec, out: out, events: events, counts: make([]int64, task.Goroutines)}
+	out.send(proto.Message{Type: proto.Ready})
+
+	if cmd, ok := <-cmds; !ok || cmd != proto.Go {
+		im.close()
+		rec.Close()
+		return fmt.Errorf("told %q instead of %q", cmd, proto.Go)
+	}
+	exit := w.serve(cmds)
+	for !exit {
+		cmd, ok := <-cmds
+		exit = !ok || cmd == proto.Exit
+	}
+
+	res := &proto.Result{PerGoroutine: w.counts, TokenKind: im.tokenKind(), Overflow: w.overflow.Load(),
+		Losses: w.losses.Load(), Disconnects: events.disconnects.Load(), Expiries: events.expiries.Load()}
+	if err := im.close(); err != nil {
+		w.fail(fmt.Errorf("close: %w", err))
+	}
+	res.Records = rec.Count()
+	if err := rec.Close(); err != nil {
+		return fmt.Errorf("records: %w", err)
+	}
+	w.errMu.Lock()
+	res.Errors, res.ErrorSamples = w.errors, w.samples
+	w.errMu.Unlock()
+	out.send(proto.Message{Type: proto.ResultMsg, Result: res})
+	return nil
+}
+
+// serve runs the goroutines and answers commands until the run is over,
+// then says Done; it reports whether the parent already said Exit (or went
+// away).
+func (w *worker) serve(cmds <-chan proto.Command) (exit bool) {
+	var (
+		runCtx context.Context
+		stop   context.CancelFunc
+	)
+	if w.task.Quota == nil {
+		runCtx, stop = context.WithTimeout(context.Background(), w.task.Duration)
+	} else {
+		runCtx, stop = context.WithCancel(context.Background())
+	}
+	w.stop = stop
+	finished := make(chan struct{})
+	go func() { w.run(runCtx); close(finished) }()
+
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	pending := cmds // nil once closed, so that select does not spin on it
+	var linger *lingerReq
+	var unflood chan struct{}
+	var floods sync.WaitGroup
+	defer floods.Wait()
+wait:
+	for {
+		select {
+		case <-finished:
+			break wait
+		case <-tick.C:
+			w.out.send(proto.Message{Type: proto.Progress, N: w.total.Load(), Last: w.lastEnter.Load(),
+				Expired: w.events.expiries.Load(), Losses: w.losses.Load()})
+		case cmd, ok := <-pending:
+			if !ok {
+				pending = nil
+			}
+			switch {
+			case !ok || cmd == proto.Stop || cmd == proto.Exit:
+				exit = exit || !ok || cmd == proto.Exit
+				stop()
+			case cmd == proto.Linger:
+				linger = &lingerReq{cancel: make(chan struct{})}
+				w.lingerReq.Store(linger)
+			case cmd == proto.Unlinger && linger != nil:
+				w.lingerReq.Store(nil)
+				close(linger.cancel)
+				linger = nil
+			case cmd == proto.Flood && unflood == nil:
+				unflood = make(chan struct{})
+				floods.Add(1)
+				go func(unflood <-chan struct{}) {
+					defer floods.Done()
+					w.flood(unflood)
+				}(unflood)
+			case cmd == proto.Unflood && unflood != nil:
+				close(unflood)
+				unflood = nil
+			}
+		}
+	}
+	stop()
+	if unflood != nil {
+		close(unflood)
+	}
+	floods.Wait()
+	w.out.send(proto.Message{Type: proto.Done, N: w.total.Load()})
+	return exit
+}

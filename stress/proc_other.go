@@ -1,7 +1,0 @@
-//go:build !linux
-
-package main
-
-import "os/exec"
-
-func setProcAttrs(*exec.Cmd) {}
