@@ -25,6 +25,18 @@
 // [WithSyncLimit] and [WithTickTime] a test sets how long a follower so cut
 // goes on serving.
 //
+// The files follow the jobs:
+//
+//   - launch.go: options, the configuration written for each member,
+//     Start and StartEnsemble, readiness, addresses;
+//   - peers.go: the peer proxies of an ensemble started WithPeerProxies;
+//   - control.go: stopping, killing and restarting members, partitioning
+//     one from its peers and healing it, Close;
+//   - fourletter.go: the four-letter words (srvr, mntr, conf, ...) and what
+//     is read from them (Mode, Leader, Counters);
+//   - resolve.go: servers named by TIERLOCK_ZK_SERVERS or a flag (FromEnv,
+//     Resolve).
+//
 // It depends on the standard library, go-zookeeper (for the session probe)
 // and internal/faultproxy only, and is internal to the module.
 package zkserver
