@@ -1,5 +1,6 @@
 // Package zkserver starts and controls real Apache ZooKeeper servers for the
-// tests, examples and the stress command of tierlock.
+// tests and the stress command of tierlock (the examples start none: they
+// take -zk, and import no internal package).
 //
 // It runs Debian's ZooKeeper 3.8 (the "zookeeper" package:
 // /usr/share/java/zookeeper.jar and a java binary) on 127.0.0.1 and free
