@@ -51,7 +51,7 @@ type scheduler struct {
 	jobs       int
 	wait, work time.Duration // wait 0: TryAcquire and skip; else Acquire's deadline
 	out        io.Writer
-	mu         sync.Mutex
+	mu         sync.Mutex     // guards counts and out
 	counts     map[string]int // outcome -> how often
 }
 
@@ -165,7 +165,7 @@ func (sch *scheduler) do(held context.Context, lock *tier.Lock, id int, key stri
 	for step := 1; step <= 3; step++ {
 		select {
 		case <-held.Done(): // the hold ended: stop writing at once
-			fmt.Fprintf(sch.out, "%s: worker %d lost the lock: %v\n", key, id, context.Cause(held))
+			sch.say("%s: worker %d lost the lock: %v\n", key, id, context.Cause(held))
 			return "lost"
 		case <-time.After(sch.work / 3): // a step of work, then its write
 		}
@@ -173,12 +173,19 @@ func (sch *scheduler) do(held context.Context, lock *tier.Lock, id int, key stri
 			return sch.fail(key, err)
 		}
 	}
-	fmt.Fprintf(sch.out, "%s: worker %d ran it, fencing token %d\n", key, id, token)
+	sch.say("%s: worker %d ran it, fencing token %d\n", key, id, token)
 	return "ran"
 }
 
+// say writes a line for a worker; mu keeps the workers' lines whole.
+func (sch *scheduler) say(format string, a ...any) {
+	sch.mu.Lock()
+	defer sch.mu.Unlock()
+	fmt.Fprintf(sch.out, format, a...)
+}
+
 func (sch *scheduler) fail(key string, err error) string {
-	fmt.Fprintf(sch.out, "%s: %v\n", key, err)
+	sch.say("%s: %v\n", key, err)
 	if errors.Is(err, errStale) {
 		return "refused"
 	}

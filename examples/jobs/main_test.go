@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -40,7 +41,7 @@ func TestTwoProcesses(t *testing.T) {
 	errs := make([]error, len(policies))
 	var wg sync.WaitGroup
 	for i, p := range policies {
-		wg.Go(func() { errs[i] = run(ctx, append(common, p...), &outs[i], st) })
+		wg.Go(func() { errs[i] = run(ctx, slices.Concat(common, p), &outs[i], st) })
 	}
 	wg.Wait()
 	for i, p := range policies {
