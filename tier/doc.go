@@ -23,5 +23,14 @@
 // [Registry] gives one lock per key below a root path, shared by all callers
 // in the process and dropped when idle.
 //
+// Errors are values to test with errors.Is. A tier caller never needs to
+// import zklock for that: every zklock error a tier call can return, or
+// that can end a hold (the cause of a held context wraps [ErrLockLost] and
+// one of [ErrDisconnected], [ErrLeaseExpired], [ErrSessionExpired],
+// [ErrNodeDeleted], [ErrSessionClosed]), is re-exported here as the same
+// value; the rule is stated at [ErrLockLost]'s group. A method on a nil
+// *Lock or *Registry returns an error naming it ([ErrNilLock],
+// [ErrNilRegistry]).
+//
 // Depends on package zklock (and so on go-zookeeper and mutexbool).
 package tier

@@ -6,6 +6,7 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
+// Errors of this package.
 var (
 	// ErrNotHolder reports a Release, Token or re-entry with a context that
 	// does not carry the current hold of this lock (a foreign context, or
@@ -13,12 +14,45 @@ var (
 	ErrNotHolder = errors.New("tier: context does not hold this lock")
 	// ErrClosed reports use of a lock or registry after Close.
 	ErrClosed = errors.New("tier: lock closed")
-	// ErrNilLock reports a method called on a nil *Lock or *Registry.
-	ErrNilLock = errors.New("tier: nil lock")
+	// ErrNilLock reports a method called on a nil *Lock.
+	ErrNilLock error = nilError{msg: "tier: nil *Lock"}
+	// ErrNilRegistry reports a method called on a nil *Registry. It
+	// matches ErrNilLock too (errors.Is), which nil registries reported
+	// before it existed.
+	ErrNilRegistry error = nilError{msg: "tier: nil *Registry", alias: ErrNilLock}
+)
 
+// Errors of package zklock, re-exported by one rule: a caller of this
+// package never needs to import zklock to test an error. Every zklock
+// sentinel that a tier call can return, or that can be (or be wrapped in)
+// the cause of a held context, is re-exported here under the same name as
+// the same value, so errors.Is(err, tier.ErrX) and errors.Is(err,
+// zklock.ErrX) agree. zklock's ErrClosed, ErrNotHeld, ErrAlreadyHeld and
+// ErrBusy are not: the gate in front of the zklock.Lock rules them out
+// (one holder at a time, each hold released once), and a closed tier.Lock
+// reports this package's own ErrClosed. TestErrorsReexported checks the
+// list.
+var (
 	// ErrLockLost is zklock.ErrLockLost: the hold ended without Release.
-	// The held context's cause and the final Release's error wrap it.
+	// The held context's cause and the final Release's error wrap it,
+	// together with one of the causes below.
 	ErrLockLost = zklock.ErrLockLost
+	// ErrDisconnected is zklock.ErrDisconnected, a cause of a loss: the
+	// connection to ZooKeeper was lost.
+	ErrDisconnected = zklock.ErrDisconnected
+	// ErrSessionExpired is zklock.ErrSessionExpired, a cause of a loss.
+	ErrSessionExpired = zklock.ErrSessionExpired
+	// ErrLeaseExpired is zklock.ErrLeaseExpired, a cause of a loss: the
+	// session could not be confirmed with the leader in time.
+	ErrLeaseExpired = zklock.ErrLeaseExpired
+	// ErrNodeDeleted is zklock.ErrNodeDeleted, a cause of a loss: someone
+	// else deleted the lock node.
+	ErrNodeDeleted = zklock.ErrNodeDeleted
+	// ErrSessionClosed is zklock.ErrSessionClosed: the session under the
+	// lock was closed (it is also the cause of a hold that ends so).
+	ErrSessionClosed = zklock.ErrSessionClosed
+	// ErrNilSession is zklock.ErrNilSession, from New and NewRegistry.
+	ErrNilSession = zklock.ErrNilSession
 	// ErrInvalidPath is zklock.ErrInvalidPath, for lock paths and registry
 	// keys.
 	ErrInvalidPath = zklock.ErrInvalidPath
@@ -31,3 +65,15 @@ var (
 
 // errReleased is the cause of a held context cancelled by its Release.
 var errReleased = errors.New("tier: lock released")
+
+// nilError is the error of a method called on a nil receiver: its message
+// names the receiver's type, and it matches alias (when set) in errors.Is.
+type nilError struct {
+	msg   string
+	alias error
+}
+
+func (e nilError) Error() string { return e.msg }
+
+// Is reports whether target is the error this one stands in for.
+func (e nilError) Is(target error) bool { return e.alias != nil && target == e.alias }

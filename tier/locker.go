@@ -52,6 +52,9 @@ func (k *Locker) Lock() {
 
 // Unlock releases the lock.
 func (k *Locker) Unlock() {
+	if k == nil || k.l == nil {
+		return // nothing to unlock; sync.Locker has no error to return
+	}
 	held := k.held
 	if held == nil {
 		k.l.log.Error("Locker.Unlock of an unlocked lock")
@@ -67,7 +70,7 @@ func (k *Locker) Unlock() {
 // hold is lost or released; outside a hold it returns an already cancelled
 // context. Call it from the goroutine that called Lock.
 func (k *Locker) Context() context.Context {
-	if k.held == nil {
+	if k == nil || k.held == nil {
 		return cancelledCtx
 	}
 	return k.held
@@ -77,7 +80,7 @@ func (k *Locker) Context() context.Context {
 // ErrLockLost once it was lost, and ErrNotHolder outside a hold. Call it
 // from the goroutine that called Lock.
 func (k *Locker) Err() error {
-	if k.held == nil {
+	if k == nil || k.held == nil {
 		return ErrNotHolder
 	}
 	if k.held.Err() != nil {

@@ -93,19 +93,33 @@ func (k EventKind) String() string {
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
 
-// Tiers an acquisition can stop at.
+// Tier says which tier an acquisition stopped at.
+type Tier int
+
+// The tiers an acquisition can stop at.
 const (
 	// TierHandoff: the hold came from a local hand-off; the node was kept.
-	TierHandoff = 1
+	TierHandoff Tier = 1
 	// TierZooKeeper: the hold needed the ZooKeeper lock.
-	TierZooKeeper = 2
+	TierZooKeeper Tier = 2
 )
+
+// String names the tier, as in logs.
+func (t Tier) String() string {
+	switch t {
+	case TierHandoff:
+		return "handoff"
+	case TierZooKeeper:
+		return "zookeeper"
+	}
+	return fmt.Sprintf("Tier(%d)", int(t))
+}
 
 // Event is what an observer is told.
 type Event struct {
 	Kind EventKind
 	Path string
-	Tier int           // Acquired: TierHandoff or TierZooKeeper
+	Tier Tier          // Acquired: TierHandoff or TierZooKeeper
 	Wait time.Duration // Acquired, Failed: from the call to the outcome
 	Held time.Duration // Released: how long the hold lasted
 	Err  error         // Lost, Failed

@@ -67,7 +67,7 @@ func (r *Registry) TryAcquire(ctx context.Context, key string) (context.Context,
 
 func (r *Registry) acquire(ctx context.Context, key string, wait bool) (context.Context, bool, error) {
 	if r == nil {
-		return nil, false, ErrNilLock
+		return nil, false, ErrNilRegistry
 	}
 	if ctx == nil {
 		return nil, false, ErrNilContext
@@ -97,7 +97,7 @@ func (r *Registry) acquire(ctx context.Context, key string, wait bool) (context.
 // last release of a key's last hold closes its lock.
 func (r *Registry) Release(held context.Context) error {
 	if r == nil {
-		return ErrNilLock
+		return ErrNilRegistry
 	}
 	if held == nil {
 		return ErrNilContext
@@ -117,7 +117,7 @@ func (r *Registry) Release(held context.Context) error {
 // Token is Lock.Token for a hold of this registry.
 func (r *Registry) Token(held context.Context) (int64, error) {
 	if r == nil {
-		return 0, ErrNilLock
+		return 0, ErrNilRegistry
 	}
 	if held == nil {
 		return 0, ErrNilContext
@@ -215,7 +215,7 @@ func (r *Registry) Len() int {
 // Close is idempotent.
 func (r *Registry) Close() error {
 	if r == nil {
-		return ErrNilLock
+		return ErrNilRegistry
 	}
 	r.mu.Lock()
 	if r.closed {

@@ -56,6 +56,11 @@
 // racing goroutines returns [ErrBusy] rather than corrupting state. Package
 // tier puts a reentrant, cancellable gate in front of it for that.
 //
+// Errors are values to test with errors.Is. A lost hold's error wraps
+// [ErrLockLost] and its cause; a method on a nil *Lock returns
+// [ErrNilLock] (which also matches [ErrNilSession]). Package tier
+// re-exports every error of this package that its callers can receive.
+//
 // Depends on github.com/go-zookeeper/zk, github.com/cenkalti/backoff/v4 and
 // package mutexbool.
 package zklock

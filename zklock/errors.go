@@ -6,8 +6,13 @@ var (
 	// ErrInvalidPath reports a lock path that is not absolute, ends in a
 	// slash, or has an empty, "." or ".." segment or a forbidden character.
 	ErrInvalidPath = errors.New("zklock: invalid lock path")
-	// ErrNilSession reports a nil session or connection.
+	// ErrNilSession reports a nil session or connection, and a method
+	// called on a nil *Session.
 	ErrNilSession = errors.New("zklock: nil session")
+	// ErrNilLock reports a method called on a nil *Lock. It matches
+	// ErrNilSession too (errors.Is), which nil locks reported before it
+	// existed.
+	ErrNilLock error = nilError{msg: "zklock: nil *Lock", alias: ErrNilSession}
 	// ErrSessionClosed reports use of a session (or a lock on it) after Close.
 	ErrSessionClosed = errors.New("zklock: session closed")
 	// ErrClosed reports use of a lock after Close.
@@ -21,7 +26,8 @@ var (
 	// at a time, and tier's gate is what serializes goroutines in front of it.
 	ErrBusy = errors.New("zklock: concurrent use of a Lock")
 	// ErrLockLost reports that a hold ended without Release; the error wraps
-	// the cause (ErrDisconnected, ErrSessionExpired or ErrNodeDeleted).
+	// the cause (ErrDisconnected, ErrLeaseExpired, ErrSessionExpired,
+	// ErrNodeDeleted or ErrSessionClosed).
 	ErrLockLost = errors.New("zklock: lock lost")
 	// ErrDisconnected is the cause of a loss on a disconnection under the
 	// default policy: the holder can no longer know whether it holds the lock.
@@ -46,3 +52,15 @@ var ErrNilContext = errors.New("zklock: nil context")
 // only the server's traffic through, a blocked write). See
 // WithLossOnExpiryOnly for the bounds.
 var ErrLeaseExpired = errors.New("zklock: session not confirmed with the leader in time")
+
+// nilError is the error of a method called on a nil receiver: its message
+// names the receiver's type, and it matches alias in errors.Is.
+type nilError struct {
+	msg   string
+	alias error
+}
+
+func (e nilError) Error() string { return e.msg }
+
+// Is reports whether target is the error this one stands in for.
+func (e nilError) Is(target error) bool { return e.alias != nil && target == e.alias }

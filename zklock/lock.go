@@ -173,7 +173,7 @@ func (l *Lock) Lost() <-chan struct{} {
 // while it is valid or when there is no hold.
 func (l *Lock) Err() error {
 	if l == nil {
-		return ErrNilSession
+		return ErrNilLock
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -186,7 +186,7 @@ func (l *Lock) Err() error {
 // begin claims the lock for one call, rejecting misuse.
 func (l *Lock) begin(ctx context.Context) error {
 	if l == nil {
-		return ErrNilSession
+		return ErrNilLock
 	}
 	if ctx == nil {
 		return ErrNilContext
@@ -313,7 +313,7 @@ func (l *Lock) release(h *hold) error {
 // session; later calls return ErrClosed. Close is idempotent.
 func (l *Lock) Close() error {
 	if l == nil {
-		return ErrNilSession
+		return ErrNilLock
 	}
 	l.mu.Lock()
 	if l.closed {

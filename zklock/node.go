@@ -174,15 +174,7 @@ func newGUID() string {
 // a 10-digit sequence number.
 func nodePrefix(guid string) string { return protectedPrefix + guid + lockMarker }
 
-// ParseSequence returns the sequence number of a "-lock-" node name (the
-// form tierlock, Curator's InterProcessMutex and go-zookeeper's zk.Lock
-// create): the integer after the last "-lock-". ZooKeeper's counter is a
-// signed 32-bit integer formatted as %010d, so after 2^31 creates under
-// one parent it continues at -2147483648. Contender parses the nodes of
-// every family tierlock counts.
-func ParseSequence(name string) (int32, bool) { return parseAfter(name, lockMarker) }
-
-// SequenceBefore reports whether sequence a was issued before b. It uses
+// sequenceBefore reports whether sequence a was issued before b. It uses
 // serial-number arithmetic (RFC 1982) on the 32-bit counter: a precedes b
 // when b-a, computed with wrap-around, is positive. This keeps the order of
 // a live queue across the wrap from 2147483647 to -2147483648, provided
@@ -204,7 +196,7 @@ func ParseSequence(name string) (int32, bool) { return parseAfter(name, lockMark
 // counter is the parent's, and tierlock creates lock paths as container
 // nodes, which the server deletes (resetting the counter) once the queue
 // has been empty for a while.
-func SequenceBefore(a, b int32) bool { return int32(uint32(b)-uint32(a)) > 0 }
+func sequenceBefore(a, b int32) bool { return int32(uint32(b)-uint32(a)) > 0 }
 
 type entry struct {
 	name string
@@ -213,7 +205,7 @@ type entry struct {
 
 // sortQueue keeps the contenders among children (see Contender: the lock
 // nodes of every family; other children are ignored) and orders them by
-// sequence only, in issue order (SequenceBefore).
+// sequence only, in issue order (sequenceBefore).
 func sortQueue(children []string) []entry {
 	q := make([]entry, 0, len(children))
 	for _, c := range children {
@@ -225,7 +217,7 @@ func sortQueue(children []string) []entry {
 		switch {
 		case a.seq == b.seq:
 			return strings.Compare(a.name, b.name)
-		case SequenceBefore(a.seq, b.seq):
+		case sequenceBefore(a.seq, b.seq):
 			return -1
 		default:
 			return 1

@@ -20,7 +20,7 @@ type Participant struct {
 // node's data.
 func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
 	if l == nil {
-		return nil, ErrNilSession
+		return nil, ErrNilLock
 	}
 	if ctx == nil {
 		return nil, ErrNilContext

@@ -5,15 +5,12 @@
 // lock again and lets another client delete its node, to show what losing a
 // lock looks like from the inside.
 //
-// Run it with:
+// Start a ZooKeeper (README, "Run the examples"), then:
 //
-//	go run ./examples/basic                            # starts a local ZooKeeper
-//	go run ./examples/basic -zk 127.0.0.1:2181         # uses yours
+//	go run ./examples/basic -zk 127.0.0.1:2181
 //	TIERLOCK_ZK_SERVERS=127.0.0.1:2181 go run ./examples/basic
 //
-// Without -zk or TIERLOCK_ZK_SERVERS it starts a ZooKeeper of its own (the
-// Debian package "zookeeper"; scripts/install-deps.sh installs it) and stops
-// it when it exits.
+// Then read examples/jobs: many goroutines, one lock per job, fencing.
 package main
 
 import (
@@ -28,13 +25,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tierlock/tierlock/internal/zkserver"
 	"github.com/tierlock/tierlock/tier"
 	"github.com/tierlock/tierlock/zklock"
 )
 
 func main() {
-	// Ctrl-C cancels ctx, so that a ZooKeeper started here is stopped.
+	// Ctrl-C cancels ctx.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout)
@@ -51,7 +47,7 @@ func main() {
 // run is the whole program; main and the test call it.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("basic", flag.ContinueOnError)
-	zkFlag := fs.String("zk", "", "ZooKeeper servers, host:port,... (default: $"+zkserver.EnvServers+", else start one)")
+	zkFlag := fs.String("zk", "", "ZooKeeper servers, host:port,... (default $TIERLOCK_ZK_SERVERS)")
 	path := fs.String("path", "/tierlock-examples/basic", "lock path")
 	verbose := fs.Bool("v", false, "show the library's logs on stderr")
 	if err := fs.Parse(args); err != nil {
@@ -66,12 +62,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 
-	// 1. Find a ZooKeeper: the flag, the environment, or a server of our own.
-	servers, stopZK, err := zookeeper(ctx, *zkFlag, say)
+	// 1. Find ZooKeeper: the flag, else the environment.
+	servers, err := zkServers(*zkFlag)
 	if err != nil {
 		return err
 	}
-	defer stopZK()
+	say("ZooKeeper: %s", strings.Join(servers, ","))
 
 	// 2. One Session per process: one connection, one ZooKeeper session,
 	// shared by all the locks of the process. Closing it deletes every lock
@@ -214,7 +210,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	say("Acquire again: fencing token %d (> %d: a guarded resource can tell the holders apart)", token2, token)
 	var deleteErr error
 	deleteHolder := func() {
-		node, err := holderNode(s2, lock.Path())
+		node, err := holderNode(ctx, s2, lock.Path())
 		if err == nil {
 			say("  another client deletes the lock node %s", node)
 			err = s2.Conn().Delete(lock.Path()+"/"+node, -1)
@@ -262,35 +258,39 @@ func work(held context.Context, n int, midway func()) (int, error) {
 }
 
 // holderNode returns the name of the node first in the lock's queue (the
-// holder's), the one with the lowest sequence number.
-func holderNode(s *zklock.Session, path string) (string, error) {
-	children, _, err := s.Conn().Children(path)
+// holder's). A zklock.Lock on the path, never acquired, lists the queue in
+// the order the lock grants it (Participants).
+func holderNode(ctx context.Context, s *zklock.Session, path string) (string, error) {
+	l, err := zklock.New(s, path)
 	if err != nil {
 		return "", err
 	}
-	first, firstSeq := "", int32(0)
-	for _, c := range children {
-		seq, ok := zklock.ParseSequence(c)
-		if ok && (first == "" || zklock.SequenceBefore(seq, firstSeq)) {
-			first, firstSeq = c, seq
-		}
+	defer l.Close()
+	queue, err := l.Participants(ctx)
+	if err != nil {
+		return "", err
 	}
-	if first == "" {
+	if len(queue) == 0 || !queue[0].Holder {
 		return "", fmt.Errorf("no lock node under %s", path)
 	}
-	return first, nil
+	return queue[0].Node, nil
 }
 
-// zookeeper returns the servers to use (see zkserver.Resolve) and says
-// where they came from.
-func zookeeper(ctx context.Context, flagValue string, say func(string, ...any)) ([]string, func(), error) {
-	if flagValue == "" && os.Getenv(zkserver.EnvServers) == "" {
-		say("ZooKeeper: none given (-zk or %s); starting a local server...", zkserver.EnvServers)
+// zkServers returns the servers from the -zk flag, else from
+// $TIERLOCK_ZK_SERVERS, and an error naming both when neither is set.
+func zkServers(flagValue string) ([]string, error) {
+	v := flagValue
+	if v == "" {
+		v = os.Getenv("TIERLOCK_ZK_SERVERS")
 	}
-	servers, stop, source, err := zkserver.Resolve(ctx, flagValue)
-	if err != nil {
-		return nil, nil, err
+	var servers []string
+	for _, a := range strings.Split(v, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			servers = append(servers, a)
+		}
 	}
-	say("ZooKeeper: %s (%s)", strings.Join(servers, ","), source)
-	return servers, stop, nil
+	if len(servers) == 0 {
+		return nil, errors.New("no ZooKeeper given: use -zk host:port[,host:port...] or set TIERLOCK_ZK_SERVERS")
+	}
+	return servers, nil
 }

@@ -54,3 +54,12 @@ func TestRunBadFlag(t *testing.T) {
 		t.Fatal("run accepted an unknown flag")
 	}
 }
+
+func TestRunNoServerGiven(t *testing.T) {
+	t.Setenv("TIERLOCK_ZK_SERVERS", "")
+	var out bytes.Buffer
+	err := run(context.Background(), nil, &out)
+	if err == nil || !strings.Contains(err.Error(), "-zk") || !strings.Contains(err.Error(), "TIERLOCK_ZK_SERVERS") {
+		t.Errorf("run without servers: %v; want an error naming -zk and TIERLOCK_ZK_SERVERS", err)
+	}
+}

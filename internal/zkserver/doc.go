@@ -1,5 +1,6 @@
 // Package zkserver starts and controls real Apache ZooKeeper servers for the
-// tests, examples and the stress command of tierlock.
+// tests and the stress command of tierlock (the examples start none: they
+// take -zk, and import no internal package).
 //
 // It runs Debian's ZooKeeper 3.8 (the "zookeeper" package:
 // /usr/share/java/zookeeper.jar and a java binary) on 127.0.0.1 and free
@@ -24,6 +25,18 @@
 // clients stay connected to it, as across a network partition; with
 // [WithSyncLimit] and [WithTickTime] a test sets how long a follower so cut
 // goes on serving.
+//
+// The files follow the jobs:
+//
+//   - launch.go: options, the configuration written for each member,
+//     Start and StartEnsemble, readiness, addresses;
+//   - peers.go: the peer proxies of an ensemble started WithPeerProxies;
+//   - control.go: stopping, killing and restarting members, partitioning
+//     one from its peers and healing it, Close;
+//   - fourletter.go: the four-letter words (srvr, mntr, conf, ...) and what
+//     is read from them (Mode, Leader, Counters);
+//   - resolve.go: servers named by TIERLOCK_ZK_SERVERS or a flag (FromEnv,
+//     Resolve).
 //
 // It depends on the standard library, go-zookeeper (for the session probe)
 // and internal/faultproxy only, and is internal to the module.

@@ -1,12 +1,9 @@
 package zkserver
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 
 	"github.com/tierlock/tierlock/internal/faultproxy"
 )
@@ -132,80 +129,6 @@ func (c *Cluster) PeerProxy(from, to int, port string) *faultproxy.Proxy {
 	}
 	return nil
 }
-
-// ErrNoPeerProxies is returned by PartitionMember and HealMember on a
-// cluster started without WithPeerProxies.
-var ErrNoPeerProxies = errors.New("zkserver: ensemble started without WithPeerProxies")
-
-// memberLinks returns the non-refusing proxies to and from member i.
-func (c *Cluster) memberLinks(i int) ([]*PeerLink, error) {
-	if _, err := c.control(i); err != nil {
-		return nil, err
-	}
-	if len(c.links) == 0 {
-		return nil, ErrNoPeerProxies
-	}
-	var out []*PeerLink
-	for _, l := range c.links {
-		if !l.Refusing && (l.From == i || l.To == i) {
-			out = append(out, l)
-		}
-	}
-	return out, nil
-}
-
-// PartitionMember cuts member i from all its peers, silently, while its
-// clients stay connected to it: every proxy between i and another member
-// becomes a blackhole (faultproxy.Proxy.Blackhole), so that nothing, not
-// even a closed connection, crosses, and new connections are refused. A
-// follower so cut goes on serving its clients, pings included, until it
-// has not heard from the leader for syncLimit ticks; the leader drops it
-// after as long and, with the rest of the ensemble, keeps its quorum.
-func (c *Cluster) PartitionMember(i int) error {
-	links, err := c.memberLinks(i)
-	if err != nil {
-		return err
-	}
-	for _, l := range links {
-		l.Proxy.Blackhole()
-	}
-	c.cfg.logger.Info("zookeeper member partitioned from its peers", "member", i, "proxies", len(links))
-	return nil
-}
-
-// HealMember ends PartitionMember: member i's peers can reach it again, and
-// it rejoins the ensemble.
-func (c *Cluster) HealMember(i int) error {
-	links, err := c.memberLinks(i)
-	if err != nil {
-		return err
-	}
-	for _, l := range links {
-		l.Proxy.Heal()
-	}
-	c.cfg.logger.Info("zookeeper member healed", "member", i)
-	return nil
-}
-
-// Conf returns member i's configuration as the conf four-letter word
-// reports it (tickTime, syncLimit, initLimit, ...), keyed by name.
-func (c *Cluster) Conf(ctx context.Context, i int) (map[string]string, error) {
-	out, err := c.FourLetter(ctx, i, "conf")
-	if err != nil {
-		return nil, err
-	}
-	m := make(map[string]string)
-	for _, line := range strings.Split(out, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
-			m[k] = v
-		}
-	}
-	if len(m) == 0 {
-		return nil, fmt.Errorf("zkserver: conf from member %d: %q", i, strings.TrimSpace(out))
-	}
-	return m, nil
-}
-
 // openElectionFrom lets member i's election connections to higher members
 // through, until the returned function closes them again. A member that
 // (re)joins a running ensemble must hear from the leader, and a leader with

@@ -1,11 +1,9 @@
 package zkserver
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -16,11 +14,6 @@ import (
 	"sync"
 	"time"
 )
-
-// EnvServers names the environment variable that points tests, examples and
-// the stress command at an existing ZooKeeper server or ensemble
-// (comma-separated host:port list) instead of starting one.
-const EnvServers = "TIERLOCK_ZK_SERVERS"
 
 // Default locations of Debian's ZooKeeper package.
 const (
@@ -111,22 +104,6 @@ type member struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd has exited
-}
-
-// FromEnv returns a Cluster for the servers named by TIERLOCK_ZK_SERVERS, or
-// false when the variable is unset or empty.
-func FromEnv() (*Cluster, bool) {
-	v := strings.TrimSpace(os.Getenv(EnvServers))
-	if v == "" {
-		return nil, false
-	}
-	var addrs []string
-	for _, a := range strings.Split(v, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			addrs = append(addrs, a)
-		}
-	}
-	return &Cluster{external: addrs}, len(addrs) > 0
 }
 
 // Start starts one standalone server and waits until it serves.
@@ -377,230 +354,6 @@ func (c *Cluster) check(i int) error {
 	return nil
 }
 
-func (c *Cluster) control(i int) (*member, error) {
-	if c.external != nil {
-		return nil, ErrExternal
-	}
-	if err := c.check(i); err != nil {
-		return nil, err
-	}
-	return c.members[i], nil
-}
-
-// Running reports whether member i's process is alive.
-func (c *Cluster) Running(i int) bool {
-	m, err := c.control(i)
-	if err != nil {
-		return c.external != nil
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.cmd != nil
-}
-
-// Pid returns the process id of member i, or 0 when it is not running.
-func (c *Cluster) Pid(i int) int {
-	m, err := c.control(i)
-	if err != nil {
-		return 0
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd == nil {
-		return 0
-	}
-	return m.cmd.Process.Pid
-}
-
-// Stop stops member i gracefully (SIGTERM) and waits for it to exit.
-func (c *Cluster) Stop(i int) error { return c.signal(i, false) }
-
-// Kill stops member i with SIGKILL, as a crash would, and waits for it.
-func (c *Cluster) Kill(i int) error { return c.signal(i, true) }
-
-func (c *Cluster) signal(i int, kill bool) error {
-	m, err := c.control(i)
-	if err != nil {
-		return err
-	}
-	m.mu.Lock()
-	cmd, done := m.cmd, m.done
-	m.cmd = nil
-	m.mu.Unlock()
-	if cmd == nil {
-		return fmt.Errorf("%w: member %d", ErrNotRunning, i)
-	}
-	terminate(cmd, kill)
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		terminate(cmd, true)
-		<-done
-	}
-	c.cfg.logger.Info("zookeeper member stopped", "member", i, "kill", kill)
-	return nil
-}
-
-// Restart starts member i again with its data kept and waits until it
-// serves. The member must be stopped.
-func (c *Cluster) Restart(ctx context.Context, i int) error {
-	if _, err := c.control(i); err != nil {
-		return err
-	}
-	if err := c.launch(i); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.startupWait)
-	defer cancel()
-	defer c.openElectionFrom(i)()
-	return c.WaitReady(ctx, i)
-}
-
-// FourLetter sends a four-letter word (ruok, srvr, mntr, wchc, cons ...) to
-// member i and returns the answer.
-func (c *Cluster) FourLetter(ctx context.Context, i int, word string) (string, error) {
-	if err := c.check(i); err != nil {
-		return "", err
-	}
-	var d net.Dialer
-	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	conn, err := d.DialContext(dctx, "tcp", c.Addr(i))
-	if err != nil {
-		return "", fmt.Errorf("zkserver: %s to member %d: %w", word, i, err)
-	}
-	defer conn.Close()
-	deadline, _ := dctx.Deadline()
-	_ = conn.SetDeadline(deadline)
-	if _, err := io.WriteString(conn, word); err != nil {
-		return "", fmt.Errorf("zkserver: %s to member %d: %w", word, i, err)
-	}
-	out, err := io.ReadAll(conn)
-	if err != nil && len(out) == 0 {
-		return "", fmt.Errorf("zkserver: %s to member %d: %w", word, i, err)
-	}
-	return string(out), nil
-}
-
-// Mode returns member i's mode as srvr reports it: "standalone", "leader"
-// or "follower"; "" with an error when it does not serve.
-func (c *Cluster) Mode(ctx context.Context, i int) (string, error) {
-	out, err := c.FourLetter(ctx, i, "srvr")
-	if err != nil {
-		return "", err
-	}
-	for _, line := range strings.Split(out, "\n") {
-		if v, ok := strings.CutPrefix(line, "Mode: "); ok {
-			return strings.TrimSpace(v), nil
-		}
-	}
-	return "", fmt.Errorf("zkserver: member %d not serving: %q", i, strings.TrimSpace(out))
-}
-
-// Leader returns the index of the member that leads (0 for a standalone
-// server).
-func (c *Cluster) Leader(ctx context.Context) (int, error) {
-	for i := 0; i < c.Size(); i++ {
-		mode, err := c.Mode(ctx, i)
-		if err == nil && (mode == "leader" || mode == "standalone") {
-			return i, nil
-		}
-	}
-	return -1, ErrNoLeader
-}
-
-// Mntr returns member i's monitoring counters (the mntr four-letter word)
-// as a map from name (zk_packets_received, zk_znode_count, zk_watch_count
-// ...) to value.
-func (c *Cluster) Mntr(ctx context.Context, i int) (map[string]string, error) {
-	out, err := c.FourLetter(ctx, i, "mntr")
-	if err != nil {
-		return nil, err
-	}
-	m := make(map[string]string)
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "\t"); ok {
-			m[k] = strings.TrimSpace(v)
-		}
-	}
-	if len(m) == 0 {
-		return nil, fmt.Errorf("zkserver: mntr from member %d: %q", i, strings.TrimSpace(out))
-	}
-	return m, nil
-}
-
-// Counters are server counters summed over the serving members.
-type Counters struct {
-	PacketsReceived int64 // requests received, pings included
-	ZnodeCount      int64 // largest znode count among members
-	WatchCount      int64 // watches registered, summed over members
-}
-
-// Counters reads mntr from every serving member.
-func (c *Cluster) Counters(ctx context.Context) (Counters, error) {
-	var out Counters
-	var served bool
-	var last error
-	for i := 0; i < c.Size(); i++ {
-		m, err := c.Mntr(ctx, i)
-		if err != nil {
-			last = err
-			continue
-		}
-		served = true
-		out.PacketsReceived += atoi(m["zk_packets_received"])
-		out.WatchCount += atoi(m["zk_watch_count"])
-		out.ZnodeCount = max(out.ZnodeCount, atoi(m["zk_znode_count"]))
-	}
-	if !served {
-		return out, last
-	}
-	return out, nil
-}
-
-func atoi(s string) int64 {
-	n, _ := strconv.ParseInt(s, 10, 64)
-	return n
-}
-
-// LogTail returns the last n lines of member i's server log.
-func (c *Cluster) LogTail(i, n int) string {
-	if c.external != nil || c.check(i) != nil {
-		return ""
-	}
-	b, err := os.ReadFile(c.members[i].logFile)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-func (c *Cluster) stopAll() {
-	for i := range c.members {
-		_ = c.Kill(i)
-	}
-}
-
-// Close stops every member it started and removes the temporary directory.
-// It is safe to call more than once and does nothing for external servers.
-func (c *Cluster) Close() error {
-	if c == nil || c.external != nil {
-		return nil
-	}
-	c.stopAll()
-	c.closePeerLinks()
-	if c.ownDir {
-		c.ownDir = false
-		return os.RemoveAll(c.cfg.dir)
-	}
-	return nil
-}
-
 // freePorts reserves n distinct free TCP ports on 127.0.0.1 by listening on
 // them at once, then releases them for the server to bind.
 func freePorts(n int) ([]int, error) {
@@ -620,24 +373,4 @@ func freePorts(n int) ([]int, error) {
 		ports[i] = l.Addr().(*net.TCPAddr).Port
 	}
 	return ports, nil
-}
-
-// Resolve picks the servers a program uses: flagValue (a comma-separated
-// host:port list from its -zk flag) if set, else TIERLOCK_ZK_SERVERS, else
-// a standalone server started here. It returns the addresses, a function
-// that stops what it started (a no-op otherwise), and where they came from.
-func Resolve(ctx context.Context, flagValue string, opts ...Option) (servers []string, stop func(), source string, err error) {
-	if flagValue != "" {
-		return strings.Split(flagValue, ","), func() {}, "-zk", nil
-	}
-	if c, ok := FromEnv(); ok {
-		return c.Addrs(), func() {}, EnvServers, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	c, err := Start(ctx, opts...)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	return c.Addrs(), func() { c.Close() }, "started here", nil
 }
