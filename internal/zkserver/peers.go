@@ -129,6 +129,7 @@ func (c *Cluster) PeerProxy(from, to int, port string) *faultproxy.Proxy {
 	}
 	return nil
 }
+
 // openElectionFrom lets member i's election connections to higher members
 // through, until the returned function closes them again. A member that
 // (re)joins a running ensemble must hear from the leader, and a leader with
