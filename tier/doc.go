@@ -21,7 +21,11 @@
 // the last Release passes the hold, node and all, to the next local waiter.
 //
 // [Registry] gives one lock per key below a root path, shared by all callers
-// in the process and dropped when idle.
+// in the process: it owns a reference count per key, so a key's lock exists
+// only while it is acquired or held. A Lock knows nothing of registries.
+//
+// Files: gate.go (tier 1), lock.go (the two-tier lock), locker.go (the
+// sync.Locker adapter), registry.go, options.go, errors.go.
 //
 // Errors are values to test with errors.Is. A tier caller never needs to
 // import zklock for that: every zklock error a tier call can return, or

@@ -61,6 +61,19 @@
 // [ErrNilLock] (which also matches [ErrNilSession]). Package tier
 // re-exports every error of this package that its callers can receive.
 //
+// # Layout
+//
+// One file per stage: session.go (Session, Connect, NewSession, Close),
+// state.go (state from the event callback, holds ended on a possible loss),
+// notify.go (the user's state listener, off the tracking path), lease.go
+// (the sync lease: loss before grant), lock.go (Lock, Acquire, TryAcquire,
+// Release), queue.go (enqueue, protection mode, parents, abandon),
+// rule.go (who may go, whom to watch), wait.go (the waiter and its
+// BooleanMutex), hold.go (install, the own-node watch, loss),
+// participants.go, retry.go (error classes, retry, guaranteed delete),
+// pipeline.go (pending deletes, send), wire.go (the tap on go-zookeeper's
+// connection), node.go (names, contenders of every family, ordering).
+//
 // Depends on github.com/go-zookeeper/zk, github.com/cenkalti/backoff/v4 and
 // package mutexbool.
 package zklock
