@@ -54,9 +54,11 @@
 //
 // -fault injects faults while the workers run, one at a time, each after a
 // random pause (half to one and a half -fault-every, counted from the
-// previous fault's recovery), picked at random among the kinds asked for
-// (-fault all: every kind the servers allow; -fault-seed repeats a
-// schedule, and every implementation of a run gets the same one):
+// previous fault's recovery), its kind drawn in shuffled rounds of the kinds
+// asked for (each round a random order of all of them, so every kind comes
+// as often as the others; -fault all: every kind the servers allow;
+// -fault-seed repeats a schedule, and every implementation of a run gets
+// the same one):
 //
 //   - restart: SIGKILL the server stress started and restart it with its
 //     data (with an ensemble: a random follower).

@@ -88,7 +88,7 @@ const RecoveryBound = 15 * time.Second
 
 // Settings are what the flags say about a run with faults.
 type Settings struct {
-	Kinds          []Kind        // picked from at random
+	Kinds          []Kind        // picked in shuffled rounds
 	Every          time.Duration // mean time between faults
 	Seed           int64         // of the schedule: every implementation of a run gets the same one
 	Procs          int           // worker slots
