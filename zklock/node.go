@@ -170,10 +170,6 @@ func newGUID() string {
 	return string(s[:])
 }
 
-// nodePrefix is the name we create under the lock path; the server appends
-// a 10-digit sequence number.
-func nodePrefix(guid string) string { return protectedPrefix + guid + lockMarker }
-
 // ParseSequence returns the sequence number of a "-lock-" node name (the
 // form tierlock, Curator's InterProcessMutex and go-zookeeper's zk.Lock
 // create): the integer after the last "-lock-". ZooKeeper's counter is a
@@ -215,9 +211,18 @@ type entry struct {
 // nodes of every family; other children are ignored) and orders them by
 // sequence only, in issue order (SequenceBefore).
 func sortQueue(children []string) []entry {
+	return sortBy(children, func(c string) (int32, bool) {
+		_, seq, ok := Contender(c)
+		return seq, ok
+	})
+}
+
+// sortBy keeps the children parse accepts and orders them by the sequence
+// it returns, in issue order.
+func sortBy(children []string, parse func(string) (int32, bool)) []entry {
 	q := make([]entry, 0, len(children))
 	for _, c := range children {
-		if _, seq, ok := Contender(c); ok {
+		if seq, ok := parse(c); ok {
 			q = append(q, entry{c, seq})
 		}
 	}
