@@ -167,4 +167,3 @@ func TestSemCurator(t *testing.T) {
 		t.Errorf("peak %d: the %d leases were never all in use", peak, n)
 	}
 }
-
