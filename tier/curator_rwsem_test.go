@@ -29,9 +29,14 @@ func mixedRun(t *testing.T, mode, param string, d, hold time.Duration,
 	path := zktest.Path(t)
 	file := t.TempDir() + "/records"
 	ctx := ctxT(t, 2*time.Minute)
-	// The JVM takes a second or two to start: the window opens after it.
+	// Compile first (javac takes the machine's cores for seconds), then
+	// start: the JVM takes a second or two, and the window opens after it.
+	cache := t.TempDir()
+	if _, err := peers.Command(ctx, peers.Curator, cache); err != nil {
+		t.Fatal(err)
+	}
 	end := time.Now().Add(2*time.Second + d)
-	cmd, err := peers.Command(ctx, peers.Curator, t.TempDir(), mode, strings.Join(servers, ","), path, "4",
+	cmd, err := peers.Command(ctx, peers.Curator, cache, mode, strings.Join(servers, ","), path, "4",
 		strconv.FormatInt(end.UnixMilli(), 10), strconv.FormatInt(hold.Microseconds(), 10), file, "curator", param)
 	if err != nil {
 		t.Fatal(err)
