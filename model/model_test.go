@@ -1,5 +1,5 @@
 // Package model runs the spin models of tierlock's protocol (gate.pml,
-// twotier.pml) and their mutants; see README.md in this directory.
+// twotier.pml, rwlock.pml) and their mutants; see README.md in this directory.
 package model
 
 import (
@@ -68,6 +68,19 @@ var checks = []check{
 	{name: "twotier/mutant_no_loss_signal", model: "twotier.pml",
 		defines: []string{"-DF=1", "-DC=0", "-DMUTANT_NO_LOSS_SIGNAL"},
 		ccFlags: safety, panFlags: []string{"-m1000000", "-w22"}, mutant: true},
+
+	// Model 3, the read/write lock's and the semaphore's queue rules
+	// (rwlock.pml): 2 processes x 2 episodes of reads, writes and
+	// downgrades; 3 processes sharing 2 leases.
+	{name: "rwlock/rw", model: "rwlock.pml", defines: []string{"-DRW=1"}, ccFlags: safety, panFlags: []string{"-m100000"}},
+	{name: "rwlock/mutant_later_writer", model: "rwlock.pml", defines: []string{"-DRW=1", "-DMUTANT_LATER_WRITER"},
+		ccFlags: safety, panFlags: []string{"-m100000"}, mutant: true},
+	{name: "rwlock/mutant_621", model: "rwlock.pml", defines: []string{"-DRW=1", "-DMUTANT_621"},
+		ccFlags: safety, panFlags: []string{"-m100000"}, mutant: true},
+	{name: "rwlock/semaphore", model: "rwlock.pml", defines: []string{"-DRW=0"}, ccFlags: safety, panFlags: []string{"-m100000"},
+		mustReach: []string{"holders<=2"}},
+	{name: "rwlock/mutant_count", model: "rwlock.pml", defines: []string{"-DRW=0", "-DMUTANT_COUNT"},
+		ccFlags: safety, panFlags: []string{"-m100000"}, mutant: true},
 }
 
 func TestModels(t *testing.T) {

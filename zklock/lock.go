@@ -49,13 +49,16 @@ func WithLossHandler(fn func(node string, cause error)) Option {
 // Lock is a process-level lock on one ZooKeeper path. It serves one holder
 // at a time and is not reentrant; calls that race each other get ErrBusy.
 type Lock struct {
-	s       *Session
-	path    string
-	data    []byte
-	recheck time.Duration
-	acl     []zk.ACL
-	onLost  func(node string, cause error)
-	rule    queueRule // who may go, whom to watch: mutexRule
+	s        *Session
+	path     string
+	data     []byte
+	recheck  time.Duration
+	acl      []zk.ACL
+	onLost   func(node string, cause error)
+	rule     queueRule                       // who may go, whom to watch: mutexRule
+	marker   string                          // what follows the GUID in our node names: lockMarker
+	parse    func(name string) (int32, bool) // which children queue, and their sequence: nil for Contender
+	mayQueue func() error                    // refuses an acquisition before it queues (a write lock behind our own read node); nil: none
 
 	mu     sync.Mutex
 	busy   bool
@@ -99,7 +102,29 @@ func New(s *Session, path string, opts ...Option) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zklock: node data: %w", err)
 	}
-	return &Lock{s: s, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, rule: mutexRule}, nil
+	return &Lock{s: s, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, rule: mutexRule, marker: lockMarker}, nil
+}
+
+// newRecipeLock is New for another recipe's queue on the same core: its
+// nodes are named _c_<guid><marker><seq>, rule decides who goes and whom
+// to watch, and parse (nil: Contender) picks the children that queue.
+func newRecipeLock(s *Session, path, marker string, rule queueRule, parse func(string) (int32, bool), opts ...Option) (*Lock, error) {
+	l, err := New(s, path, opts...)
+	if err != nil {
+		return nil, err
+	}
+	l.marker, l.rule, l.parse = marker, rule, parse
+	return l, nil
+}
+
+// sortQueue orders the children that queue on this lock's path: every
+// family's contenders for the mutex and the read/write lock, this lock's
+// parse otherwise.
+func (l *Lock) sortQueue(children []string) []entry {
+	if l.parse == nil {
+		return sortQueue(children)
+	}
+	return sortBy(children, l.parse)
 }
 
 // Session returns the session the lock lives on.
@@ -237,6 +262,11 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (bool, error) {
 	defer l.end()
 	if err := ctx.Err(); err != nil {
 		return false, err // do not queue a node only to delete it
+	}
+	if l.mayQueue != nil {
+		if err := l.mayQueue(); err != nil {
+			return false, err
+		}
 	}
 	l.mu.Lock()
 	if h := l.hold; h != nil {

@@ -170,10 +170,6 @@ func newGUID() string {
 	return string(s[:])
 }
 
-// nodePrefix is the name we create under the lock path; the server appends
-// a 10-digit sequence number.
-func nodePrefix(guid string) string { return protectedPrefix + guid + lockMarker }
-
 // sequenceBefore reports whether sequence a was issued before b. It uses
 // serial-number arithmetic (RFC 1982) on the 32-bit counter: a precedes b
 // when b-a, computed with wrap-around, is positive. This keeps the order of
@@ -207,9 +203,18 @@ type entry struct {
 // nodes of every family; other children are ignored) and orders them by
 // sequence only, in issue order (sequenceBefore).
 func sortQueue(children []string) []entry {
+	return sortBy(children, func(c string) (int32, bool) {
+		_, seq, ok := Contender(c)
+		return seq, ok
+	})
+}
+
+// sortBy keeps the children parse accepts and orders them by the sequence
+// it returns, in issue order.
+func sortBy(children []string, parse func(string) (int32, bool)) []entry {
 	q := make([]entry, 0, len(children))
 	for _, c := range children {
-		if _, seq, ok := Contender(c); ok {
+		if seq, ok := parse(c); ok {
 			q = append(q, entry{c, seq})
 		}
 	}

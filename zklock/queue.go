@@ -61,7 +61,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 					giveUp()
 					return nil, fmt.Errorf("zklock: list %s: %w", l.path, err)
 				}
-				q, token = sortQueue(children), stat.Pzxid
+				q, token = l.sortQueue(children), stat.Pzxid
 			}
 			if !leads(l.rule, q, name) {
 				giveUp()
@@ -114,7 +114,7 @@ func (l *Lock) list(ctx context.Context) ([]string, *zk.Stat, error) {
 // (protection mode), so no orphan blocks the queue.
 func (l *Lock) enqueue(ctx context.Context, guid string, wait bool) (queued, error) {
 	var n queued
-	prefix := l.path + "/" + nodePrefix(guid)
+	prefix := l.path + "/" + protectedPrefix + guid + l.marker
 	stale, staleOwner, inFlight := l.s.pipe.take(l.path)
 	if inFlight != nil {
 		if err := l.awaitDelete(ctx, inFlight, wait); err != nil {
@@ -211,7 +211,7 @@ func (l *Lock) enqueue(ctx context.Context, guid string, wait bool) (queued, err
 			select {
 			case r := <-lst:
 				if r.err == nil {
-					n.q, n.pzxid = sortQueue(r.children), r.stat.Pzxid
+					n.q, n.pzxid = l.sortQueue(r.children), r.stat.Pzxid
 				}
 			case <-ctx.Done(): // the caller sees ctx and gives the node up
 			}
@@ -321,7 +321,7 @@ func (l *Lock) findOwn(guid string) (node string, owner int64, err error) {
 	if err != nil {
 		return "", 0, err
 	}
-	q := sortQueue(children)
+	q := l.sortQueue(children)
 	i := position(q, "", guid)
 	if i < 0 {
 		return "", 0, nil

@@ -8,6 +8,10 @@ package zklock
 // queue core (enqueue, wait, hold).
 type queueRule func(q []entry, i int) (goes bool, watch int)
 
+// watchChildren, as a rule's watch, asks for a watch on the whole queue
+// (any child created or deleted) instead of one node.
+const watchChildren = -2
+
 // mutexRule: the first node holds the lock; every other node watches its
 // immediate predecessor, so a release wakes exactly one waiter (no herd).
 func mutexRule(q []entry, i int) (goes bool, watch int) {

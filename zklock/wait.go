@@ -40,13 +40,17 @@ type waiter struct {
 	pzxid  int64 // of the listing that found us first; written before signal
 	stop   chan struct{}
 
-	// The watch on our predecessor, kept across re-checks: go-zookeeper
+	// The watch on our predecessor (or childrenWatched), kept across re-checks: go-zookeeper
 	// keeps every GetW channel until its node changes, so setting a new
 	// one on each re-check would pile channels up for as long as the
 	// predecessor holds.
 	watched string
 	ev      <-chan zk.Event
 }
+
+// childrenWatched marks a children watch on the lock path in waiter.watched
+// (no node name starts with a space).
+const childrenWatched = " children"
 
 func (w *waiter) finish(err error) {
 	w.err = err
@@ -91,7 +95,7 @@ func (w *waiter) run() {
 				}
 				continue
 			}
-			q = sortQueue(children)
+			q = w.l.sortQueue(children)
 			w.pzxid = stat.Pzxid
 		}
 		i := position(q, w.name, "")
@@ -104,8 +108,31 @@ func (w *waiter) run() {
 			w.finish(nil)
 			return
 		}
-		pred := w.l.path + "/" + q[watch].name
-		if pred != w.watched {
+		if watch == watchChildren {
+			// The rule needs to hear of any change to the queue (a
+			// semaphore's lease count): a children watch, set once and
+			// kept until it fires. Its listing is re-read at once, so no
+			// change between the last listing and the watch is missed.
+			if w.watched != childrenWatched {
+				children, stat, ev, err := s.conn.ChildrenW(w.l.path)
+				switch {
+				case errors.Is(err, zk.ErrNoNode):
+					w.finish(errNodeGone)
+					return
+				case err != nil && refusal(err):
+					w.finish(err)
+					return
+				case err != nil:
+					if !pause() {
+						return
+					}
+					continue
+				}
+				w.watched, w.ev = childrenWatched, ev
+				w.q, w.pzxid = w.l.sortQueue(children), stat.Pzxid
+				continue
+			}
+		} else if pred := w.l.path + "/" + q[watch].name; pred != w.watched {
 			// Watch only our predecessor, with a data watch: an exists
 			// watch on a node that is already gone would stay behind.
 			_, _, ev, err := s.conn.GetW(pred)

@@ -11,6 +11,15 @@
 //	    appends "E <label> <pid> <thread>" after acquiring and
 //	    "X <label> <pid> <thread>" before releasing to file, each line one
 //	    write(2) on an O_APPEND descriptor; then prints "holds <n>".
+//	rwloop <servers> <path> <threads> <endUnixMillis> <holdMicros> <file> <label> <readPermille>
+//	    as loop, on an InterProcessReadWriteLock per thread: each round takes
+//	    the read lock with probability readPermille/1000, else the write lock,
+//	    and appends "R|W <label> <pid> <thread>" after acquiring and
+//	    "r|w <label> <pid> <thread>" before releasing; prints "holds <n>".
+//	semloop <servers> <path> <threads> <endUnixMillis> <holdMicros> <file> <label> <leases>
+//	    as loop, on one InterProcessSemaphoreV2 of <leases> leases shared by
+//	    the threads: "S ..." after acquiring a lease, "s ..." before
+//	    returning it; prints "holds <n>".
 //	serve <servers> <sessionMillis> <threads> <path>...
 //	    prints "ready", then obeys lines on stdin: "A <t> <p>" (thread t
 //	    acquires path p; answers "H <t> <seq>" or "F <t> <reason>"),
@@ -28,7 +37,11 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public final class CuratorPeer {
@@ -68,10 +81,12 @@ public final class CuratorPeer {
     public static void main(String[] args) throws Exception {
         if (args.length >= 7 && args[0].equals("loop")) {
             loop(args);
+        } else if (args.length >= 9 && (args[0].equals("rwloop") || args[0].equals("semloop"))) {
+            recipeLoop(args);
         } else if (args.length >= 5 && args[0].equals("serve")) {
             serve(args);
         } else {
-            System.err.println("usage: CuratorPeer loop|serve ...");
+            System.err.println("usage: CuratorPeer loop|rwloop|semloop|serve ...");
             System.exit(2);
         }
     }
@@ -104,6 +119,78 @@ public final class CuratorPeer {
                                 out.write(exit);
                             } finally {
                                 m.release();
+                            }
+                            holds.incrementAndGet();
+                        }
+                    } catch (Throwable e) {
+                        synchronized (failed) {
+                            failed[0] = e;
+                        }
+                    }
+                });
+                ts[t].start();
+            }
+            for (Thread t : ts) {
+                t.join();
+            }
+            if (failed[0] != null) {
+                failed[0].printStackTrace();
+                System.exit(1);
+            }
+        } finally {
+            c.close();
+        }
+        System.out.println("holds " + holds.get());
+    }
+
+    static void recipeLoop(String[] a) throws Exception {
+        boolean rw = a[0].equals("rwloop");
+        String servers = a[1], path = a[2], label = a[7];
+        int threads = Integer.parseInt(a[3]);
+        long end = Long.parseLong(a[4]);
+        long holdMicros = Long.parseLong(a[5]);
+        int param = Integer.parseInt(a[8]);
+        long pid = ProcessHandle.current().pid();
+        CuratorFramework c = connect(servers, 10000);
+        AtomicLong holds = new AtomicLong();
+        InterProcessSemaphoreV2 sem = rw ? null : new InterProcessSemaphoreV2(c, path, param);
+        try (FileOutputStream out = new FileOutputStream(a[6], true)) {
+            Thread[] ts = new Thread[threads];
+            Throwable[] failed = new Throwable[1];
+            for (int t = 0; t < threads; t++) {
+                final int id = t;
+                ts[t] = new Thread(() -> {
+                    InterProcessReadWriteLock lock = rw ? new InterProcessReadWriteLock(c, path) : null;
+                    java.util.Random rnd = new java.util.Random(pid * 31 + id);
+                    String tail = " " + label + " " + pid + " " + id + "\n";
+                    try {
+                        while (System.currentTimeMillis() < end) {
+                            String enter, exit;
+                            InterProcessLock l = null;
+                            Lease lease = null;
+                            if (rw) {
+                                boolean read = rnd.nextInt(1000) < param;
+                                l = read ? lock.readLock() : lock.writeLock();
+                                enter = read ? "R" : "W";
+                                exit = read ? "r" : "w";
+                                l.acquire();
+                            } else {
+                                enter = "S";
+                                exit = "s";
+                                lease = sem.acquire();
+                            }
+                            try {
+                                out.write((enter + tail).getBytes(StandardCharsets.US_ASCII));
+                                if (holdMicros > 0) {
+                                    Thread.sleep(holdMicros / 1000, (int) (holdMicros % 1000) * 1000);
+                                }
+                                out.write((exit + tail).getBytes(StandardCharsets.US_ASCII));
+                            } finally {
+                                if (l != null) {
+                                    l.release();
+                                } else {
+                                    sem.returnLease(lease);
+                                }
                             }
                             holds.incrementAndGet();
                         }

@@ -10,7 +10,10 @@
 // once). Each runs in one of two modes: "loop" (threads acquire and release
 // on their own for a while and append enter/exit lines to an O_APPEND file)
 // and "serve" (a Go process drives each thread's acquire and release
-// through stdin and stdout; see [Serve]).
+// through stdin and stdout; see [Serve]). The Java peer also has "rwloop"
+// (Curator's InterProcessReadWriteLock, reads and writes mixed) and
+// "semloop" (InterProcessSemaphoreV2) loop modes; CuratorPeer.java lists
+// their arguments.
 package peers
 
 import (

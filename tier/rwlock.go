@@ -1,0 +1,640 @@
+package tier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// ErrUpgrade is zklock.ErrUpgrade: Lock called with a context that holds
+// the read lock. An upgrade is refused, not queued: the write node would
+// wait behind this process's own read node forever.
+var ErrUpgrade = zklock.ErrUpgrade
+
+// RWLock is the two-tier read/write lock: a local read/write gate (tier 1)
+// in front of at most one read node and one write node of this process on
+// ZooKeeper (tier 2, zklock.RWLock: Curator's InterProcessReadWriteLock
+// layout and rules, so Curator processes share the path).
+//
+// Local readers share: the first one past the gate queues the process's
+// read node, the others wait for it (or find it held) and ride on it, and
+// the last one out gives it up. A local writer excludes every other local
+// holder and needs the write node. The gate is FIFO: a reader arriving
+// while a writer waits queues behind it, so writers are not starved by a
+// stream of readers.
+//
+// The self-deadlock rule: the process never queues its write node behind
+// its own read node. A local writer is let past the gate only when no
+// local reader is past it, and the last reader gives the read node up
+// before it lets anyone through (the delete goes out on the session before
+// the writer's create, and ZooKeeper applies a session's requests in
+// order, so the write node is created after the read node is gone).
+//
+// Reentrancy is by held context, as for Lock: RLock with a context that
+// holds the read lock counts, Lock with one that holds the write lock
+// counts. A writer may take the read lock with its held context
+// (downgrade): the read hold rides on the write node while the write lock
+// is held; when the write hold ends with such readers left, the process
+// takes a read node (zklock's rule lets it pass our own write node, never a
+// foreign writer) and gives the write node up only if the read node goes at
+// once; otherwise it keeps the write node until those readers are done,
+// which excludes more than needed but never lets a writer in while we read
+// (CURATOR-621). Lock with a context that holds the read lock returns
+// ErrUpgrade.
+//
+// Every held context is cancelled when its hold ends: by its release, or by
+// the loss of the node it rides on (context.Cause wraps ErrLockLost), under
+// the same session lease as the mutex.
+type RWLock struct {
+	zk  *zklock.RWLock
+	log *slog.Logger
+
+	// mu guards the gate and node state below. It is never held across a
+	// request that waits for ZooKeeper: the loss handler runs on
+	// go-zookeeper's event goroutine and takes only lossMu.
+	mu          sync.Mutex
+	queue       []*rwWaiter
+	nreaders    int  // readers past the gate (acquiring the read node or holding)
+	wAdmitted   bool // a writer is past the gate (acquiring the write node or holding)
+	writer      *rwHold
+	wNode       bool // the write node is ours: held by writer, or kept for readers after a deferred downgrade
+	downgrading bool // a write hold ended with readers left; the read node is being tried
+	rState      int  // rIdle, rAcquiring, rHeld
+	rDone       chan struct{}
+	closed      bool
+	done        chan struct{}
+
+	// lossMu guards live and each hold's node: the holds to cancel when the
+	// node they ride on is lost.
+	lossMu sync.Mutex
+	live   map[*rwHold]struct{}
+}
+
+const (
+	rIdle = iota
+	rAcquiring
+	rHeld
+)
+
+type rwHold struct {
+	write  bool
+	count  int // under RWLock.mu
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	node   string // the node it rides on, under lossMu
+	token  int64
+}
+
+type rwKey struct {
+	rw    *RWLock
+	write bool
+}
+
+type rwWaiter struct {
+	write bool
+	ready chan struct{} // closed, under mu, when admitted
+}
+
+// NewRWLock returns a two-tier read/write lock on path. Of the options,
+// WithLogger and WithLockOptions apply; WithHandoff is refused.
+func NewRWLock(s *zklock.Session, path string, opts ...Option) (*RWLock, error) {
+	cfg, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return newRWLock(s, path, cfg)
+}
+
+func newRWLock(s *zklock.Session, path string, cfg config) (*RWLock, error) {
+	if cfg.maxHandoffs > 0 {
+		return nil, fmt.Errorf("%w: hand-off is for Lock only", ErrInvalidOption)
+	}
+	rw := &RWLock{log: cfg.logger.With("rwlock", path), done: make(chan struct{}), live: map[*rwHold]struct{}{}}
+	zopts := append(cfg.zkOpts[:len(cfg.zkOpts):len(cfg.zkOpts)], zklock.WithLossHandler(rw.onZKLost))
+	z, err := zklock.NewRWLock(s, path, zopts...)
+	if err != nil {
+		return nil, err
+	}
+	rw.zk = z
+	return rw, nil
+}
+
+// Path returns the lock path.
+func (rw *RWLock) Path() string {
+	if rw == nil {
+		return ""
+	}
+	return rw.zk.Path()
+}
+
+// RLock waits for the read lock and returns a context carrying the hold
+// (see Lock.Acquire for its life). With a context that holds the read lock
+// it re-enters; with one that holds the write lock it takes a read hold
+// riding on the write node (the first step of a downgrade).
+func (rw *RWLock) RLock(ctx context.Context) (context.Context, error) {
+	held, _, err := rw.rlock(ctx, true)
+	return held, err
+}
+
+// TryRLock is RLock that never waits: false when a local writer holds or
+// waits, when another local reader is still queueing the read node, or
+// when a writer of another process precedes our read node.
+func (rw *RWLock) TryRLock(ctx context.Context) (context.Context, bool, error) {
+	return rw.rlock(ctx, false)
+}
+
+// Lock waits for the write lock and returns a context carrying the hold.
+// With a context that holds the write lock it re-enters; with one that
+// holds the read lock it returns ErrUpgrade at once.
+func (rw *RWLock) Lock(ctx context.Context) (context.Context, error) {
+	held, _, err := rw.lock(ctx, true)
+	return held, err
+}
+
+// TryLock is Lock that never waits: false when any local hold exists or
+// another process's node precedes our write node.
+func (rw *RWLock) TryLock(ctx context.Context) (context.Context, bool, error) {
+	return rw.lock(ctx, false)
+}
+
+// holdOfLocked returns ctx's current hold of kind write, under mu.
+func (rw *RWLock) holdOfLocked(ctx context.Context, write bool) *rwHold {
+	h, _ := ctx.Value(rwKey{rw, write}).(*rwHold)
+	if h == nil || h.count <= 0 {
+		return nil
+	}
+	if write && rw.writer != h {
+		return nil
+	}
+	return h
+}
+
+func (rw *RWLock) check(ctx context.Context) error {
+	switch {
+	case rw == nil:
+		return ErrNilLock
+	case ctx == nil:
+		return ErrNilContext
+	}
+	return nil
+}
+
+func (rw *RWLock) canReadLocked() bool  { return !rw.wAdmitted && !rw.wNode }
+func (rw *RWLock) canWriteLocked() bool { return !rw.wAdmitted && !rw.wNode && rw.nreaders == 0 }
+
+// wakeLocked admits the waiters at the head of the queue that may go: a
+// run of readers, or one writer.
+func (rw *RWLock) wakeLocked() {
+	for len(rw.queue) > 0 {
+		w := rw.queue[0]
+		if w.write {
+			if !rw.canWriteLocked() {
+				return
+			}
+			rw.wAdmitted = true
+		} else {
+			if !rw.canReadLocked() {
+				return
+			}
+			rw.nreaders++
+		}
+		rw.queue[0] = nil
+		rw.queue = rw.queue[1:]
+		close(w.ready)
+	}
+}
+
+// waitGate queues w and waits until it is admitted (nil) or gives up; mu
+// is held on entry and released on return.
+func (rw *RWLock) waitGate(ctx context.Context, w *rwWaiter) error {
+	rw.queue = append(rw.queue, w)
+	rw.mu.Unlock()
+	var err error
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-rw.done:
+		err = ErrClosed
+	}
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	select {
+	case <-w.ready:
+		// Admitted as we gave up (the close happened under mu, before we
+		// took it): undo the admission.
+		if w.write {
+			rw.wAdmitted = false
+		} else {
+			rw.leaveReaderLocked()
+		}
+	default:
+		for i, q := range rw.queue {
+			if q == w {
+				rw.queue = append(rw.queue[:i], rw.queue[i+1:]...)
+				break
+			}
+		}
+	}
+	// A writer leaving the head may let the readers behind it go.
+	rw.wakeLocked()
+	return err
+}
+
+func (rw *RWLock) newHold(ctx context.Context, write bool, node string, token int64) *rwHold {
+	h := &rwHold{write: write, count: 1, node: node, token: token}
+	h.ctx, h.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), rwKey{rw, write}, h))
+	rw.lossMu.Lock()
+	rw.live[h] = struct{}{}
+	rw.lossMu.Unlock()
+	return h
+}
+
+func (rw *RWLock) endHold(h *rwHold, cause error) {
+	rw.lossMu.Lock()
+	delete(rw.live, h)
+	rw.lossMu.Unlock()
+	h.cancel(cause)
+}
+
+func (rw *RWLock) rlock(ctx context.Context, wait bool) (context.Context, bool, error) {
+	if err := rw.check(ctx); err != nil {
+		return nil, false, err
+	}
+	rw.mu.Lock()
+	if rw.closed {
+		rw.mu.Unlock()
+		return nil, false, ErrClosed
+	}
+	if h := rw.holdOfLocked(ctx, false); h != nil {
+		defer rw.mu.Unlock()
+		if h.ctx.Err() != nil {
+			return nil, false, context.Cause(h.ctx)
+		}
+		h.count++
+		return ctx, true, nil
+	}
+	if w := rw.holdOfLocked(ctx, true); w != nil {
+		// Read under our own write hold: it rides on the write node.
+		defer rw.mu.Unlock()
+		if w.ctx.Err() != nil {
+			return nil, false, context.Cause(w.ctx)
+		}
+		rw.nreaders++
+		h := rw.newHold(ctx, false, w.node, w.token)
+		return h.ctx, true, nil
+	}
+	if err := ctx.Err(); err != nil {
+		rw.mu.Unlock()
+		return nil, false, err
+	}
+	if rw.canReadLocked() && len(rw.queue) == 0 {
+		rw.nreaders++
+		rw.mu.Unlock()
+	} else if !wait {
+		rw.mu.Unlock()
+		return nil, false, nil
+	} else if err := rw.waitGate(ctx, &rwWaiter{ready: make(chan struct{})}); err != nil {
+		return nil, false, err
+	}
+	// Past the gate, counted in nreaders: now the read node.
+	zr := rw.zk.ReadLock()
+	for {
+		rw.mu.Lock()
+		switch rw.rState {
+		case rHeld:
+			select {
+			case <-zr.Lost():
+				// Lost under earlier readers (their contexts are
+				// cancelled): queue a new node; zklock gives the old up.
+				rw.rState = rIdle
+				rw.mu.Unlock()
+				continue
+			default:
+			}
+			h := rw.newHold(ctx, false, zr.Node(), zr.Token())
+			rw.mu.Unlock()
+			// A loss before h was live is applied here: the loss handler
+			// runs after Lost is closed, we look at Lost after h is live.
+			select {
+			case <-zr.Lost():
+				h.cancel(rw.lossCause(zr))
+			default:
+			}
+			return h.ctx, true, nil
+		case rAcquiring:
+			if !wait {
+				rw.leaveReaderLocked()
+				rw.mu.Unlock()
+				return nil, false, nil
+			}
+			ch := rw.rDone
+			rw.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+			case <-rw.done:
+			}
+			rw.mu.Lock()
+			rw.leaveReaderLocked()
+			rw.mu.Unlock()
+			if ctx.Err() != nil {
+				return nil, false, ctx.Err()
+			}
+			return nil, false, ErrClosed
+		default: // rIdle: this reader queues the node for all
+			rw.rState = rAcquiring
+			rw.rDone = make(chan struct{})
+			rw.mu.Unlock()
+			ok := true
+			var err error
+			if wait {
+				err = zr.Acquire(ctx)
+			} else {
+				ok, err = zr.TryAcquire(ctx)
+			}
+			rw.mu.Lock()
+			close(rw.rDone)
+			if err != nil || !ok {
+				rw.rState = rIdle
+				rw.leaveReaderLocked()
+				rw.mu.Unlock()
+				return nil, false, err
+			}
+			rw.rState = rHeld
+			rw.mu.Unlock()
+		}
+	}
+}
+
+// leaveReaderLocked counts one reader out; the last one gives the read
+// node up (and a write node kept by a deferred downgrade), then lets the
+// queue go: the node first, then the gate.
+func (rw *RWLock) leaveReaderLocked() error {
+	rw.nreaders--
+	if rw.nreaders > 0 || rw.downgrading {
+		return nil
+	}
+	var errs []error
+	if rw.rState == rHeld {
+		rw.rState = rIdle
+		errs = append(errs, rw.zk.ReadLock().Release(context.Background()))
+	}
+	if rw.wNode && rw.writer == nil && !rw.wAdmitted {
+		rw.wNode = false
+		errs = append(errs, rw.zk.WriteLock().Release(context.Background()))
+	}
+	rw.wakeLocked()
+	return errors.Join(errs...)
+}
+
+func (rw *RWLock) lock(ctx context.Context, wait bool) (context.Context, bool, error) {
+	if err := rw.check(ctx); err != nil {
+		return nil, false, err
+	}
+	rw.mu.Lock()
+	if rw.closed {
+		rw.mu.Unlock()
+		return nil, false, ErrClosed
+	}
+	if h := rw.holdOfLocked(ctx, true); h != nil {
+		defer rw.mu.Unlock()
+		if h.ctx.Err() != nil {
+			return nil, false, context.Cause(h.ctx)
+		}
+		h.count++
+		return ctx, true, nil
+	}
+	if rw.holdOfLocked(ctx, false) != nil {
+		rw.mu.Unlock()
+		return nil, false, ErrUpgrade
+	}
+	if err := ctx.Err(); err != nil {
+		rw.mu.Unlock()
+		return nil, false, err
+	}
+	if rw.canWriteLocked() && len(rw.queue) == 0 {
+		rw.wAdmitted = true
+		rw.mu.Unlock()
+	} else if !wait {
+		rw.mu.Unlock()
+		return nil, false, nil
+	} else if err := rw.waitGate(ctx, &rwWaiter{write: true, ready: make(chan struct{})}); err != nil {
+		return nil, false, err
+	}
+	// Past the gate: no local reader is, and the read node was given up
+	// (its delete precedes our create on the session).
+	zw := rw.zk.WriteLock()
+	ok := true
+	var err error
+	if wait {
+		err = zw.Acquire(ctx)
+	} else {
+		ok, err = zw.TryAcquire(ctx)
+	}
+	rw.mu.Lock()
+	if err != nil || !ok {
+		rw.wAdmitted = false
+		rw.wakeLocked()
+		rw.mu.Unlock()
+		return nil, false, err
+	}
+	rw.wNode = true
+	h := rw.newHold(ctx, true, zw.Node(), zw.Token())
+	rw.writer = h
+	rw.mu.Unlock()
+	select {
+	case <-zw.Lost():
+		h.cancel(rw.lossCause(zw))
+	default:
+	}
+	return h.ctx, true, nil
+}
+
+// RUnlock ends one RLock of the hold held carries. The last local reader
+// gives the read node up before letting waiters through. ErrNotHolder for
+// a context without a read hold; a lost hold's last RUnlock returns an
+// error wrapping ErrLockLost.
+func (rw *RWLock) RUnlock(held context.Context) error { return rw.unlock(held, false) }
+
+// Unlock ends one Lock of the hold held carries. The last one gives the
+// write node up before letting waiters through, unless read holds taken
+// under it remain (a downgrade: see RWLock).
+func (rw *RWLock) Unlock(held context.Context) error { return rw.unlock(held, true) }
+
+func (rw *RWLock) unlock(held context.Context, write bool) error {
+	if err := rw.check(held); err != nil {
+		return err
+	}
+	rw.mu.Lock()
+	h := rw.holdOfLocked(held, write)
+	if h == nil || rw.closed {
+		closed := rw.closed
+		rw.mu.Unlock()
+		if closed && held.Value(rwKey{rw, write}) != nil {
+			return ErrClosed
+		}
+		return ErrNotHolder
+	}
+	h.count--
+	if h.count > 0 {
+		rw.mu.Unlock()
+		return nil
+	}
+	lossErr := context.Cause(h.ctx)
+	rw.endHold(h, errReleased)
+	var err error
+	if write {
+		err = rw.endWriteLocked() // unlocks mu
+	} else {
+		err = rw.leaveReaderLocked()
+		rw.mu.Unlock()
+	}
+	if lossErr != nil && errors.Is(lossErr, ErrLockLost) && !errors.Is(err, ErrLockLost) {
+		err = lossErr
+	}
+	if err != nil && !errors.Is(err, ErrLockLost) {
+		err = fmt.Errorf("tier: release %s: %w", rw.Path(), err)
+	}
+	return err
+}
+
+// endWriteLocked ends the write hold; mu is held and released.
+func (rw *RWLock) endWriteLocked() error {
+	rw.writer = nil
+	rw.wAdmitted = false
+	zw, zr := rw.zk.WriteLock(), rw.zk.ReadLock()
+	if rw.nreaders == 0 {
+		rw.wNode = false
+		err := zw.Release(context.Background())
+		rw.wakeLocked()
+		rw.mu.Unlock()
+		return err
+	}
+	// A downgrade. wNode stays set, so nobody passes the gate meanwhile;
+	// the readers left may leave meanwhile, and leave the nodes to us.
+	rw.downgrading = true
+	rw.mu.Unlock()
+	ok, terr := zr.TryAcquire(context.Background())
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	rw.downgrading = false
+	if terr != nil || !ok {
+		// A writer of another process queued between our write node and
+		// the read node (or the try failed): keep the write node until
+		// the last reader leaves.
+		rw.log.Debug("downgrade deferred: keeping the write node for the readers", "err", terr)
+		if rw.nreaders == 0 {
+			rw.wNode = false
+			err := zw.Release(context.Background())
+			rw.wakeLocked()
+			return err
+		}
+		return nil
+	}
+	// The read node goes on its own (no foreign writer before it, and none
+	// can be created before it later): the readers move onto it, then the
+	// write node goes.
+	rw.rState = rHeld
+	node, token := zr.Node(), zr.Token()
+	wnode := zw.Node()
+	rw.lossMu.Lock()
+	for h := range rw.live {
+		if !h.write && h.node == wnode {
+			h.node, h.token = node, token
+		}
+	}
+	rw.lossMu.Unlock()
+	rw.wNode = false
+	err := zw.Release(context.Background())
+	if rw.nreaders == 0 {
+		rw.rState = rIdle
+		err = errors.Join(err, zr.Release(context.Background()))
+	}
+	rw.wakeLocked()
+	return err
+}
+
+func (rw *RWLock) lossCause(l *zklock.Lock) error {
+	if err := l.Err(); err != nil {
+		return err
+	}
+	return ErrLockLost
+}
+
+// onZKLost is zklock's loss handler for both nodes: it cancels the held
+// contexts riding on the lost node, at once (possibly on go-zookeeper's
+// event goroutine; it takes only lossMu).
+func (rw *RWLock) onZKLost(node string, cause error) {
+	err := fmt.Errorf("%w: %w", ErrLockLost, cause)
+	rw.lossMu.Lock()
+	defer rw.lossMu.Unlock()
+	for h := range rw.live {
+		if h.node == node {
+			h.cancel(err)
+		}
+	}
+}
+
+// Token returns the fencing token of the hold held carries: for a write
+// hold, the write node's (strictly increasing across writers of the path);
+// for a read hold, the node it rides on.
+func (rw *RWLock) Token(held context.Context) (int64, error) {
+	if err := rw.check(held); err != nil {
+		return 0, err
+	}
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if h := rw.holdOfLocked(held, true); h != nil {
+		return h.token, nil
+	}
+	if h := rw.holdOfLocked(held, false); h != nil {
+		rw.lossMu.Lock()
+		defer rw.lossMu.Unlock()
+		return h.token, nil
+	}
+	if rw.closed {
+		return 0, ErrClosed
+	}
+	return 0, ErrNotHolder
+}
+
+// Readers reports how many local readers are past the gate.
+func (rw *RWLock) Readers() int {
+	if rw == nil {
+		return 0
+	}
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	return rw.nreaders
+}
+
+// Close ends the lock: holds are cancelled (cause ErrClosed) and their
+// nodes released, waiters get ErrClosed, later calls return ErrClosed.
+// Close is idempotent.
+func (rw *RWLock) Close() error {
+	if rw == nil {
+		return ErrNilLock
+	}
+	rw.mu.Lock()
+	if rw.closed {
+		rw.mu.Unlock()
+		return nil
+	}
+	rw.closed = true
+	close(rw.done)
+	rw.mu.Unlock()
+	rw.lossMu.Lock()
+	for h := range rw.live {
+		h.cancel(ErrClosed)
+		delete(rw.live, h)
+	}
+	rw.lossMu.Unlock()
+	return rw.zk.Close()
+}

@@ -1,0 +1,359 @@
+package tier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// ErrInvalidPermits is zklock.ErrInvalidPermits: a permit count outside
+// 1..n.
+var ErrInvalidPermits = zklock.ErrInvalidPermits
+
+// Semaphore is the two-tier counting semaphore of n leases: a local FIFO
+// counting gate of n permits (tier 1) in front of zklock.Semaphore (tier 2,
+// Curator's InterProcessSemaphoreV2 layout, so Curator processes share the
+// n leases of the path).
+//
+// A goroutine asking for k permits first takes k of the process's n local
+// permits, in arrival order (a large request is not overtaken by small
+// ones), then k lease nodes on ZooKeeper; releasing gives the lease nodes
+// up first, then the local permits. So the process has at most as many
+// lease nodes as its holders hold permits (no idle lease is kept), and
+// goroutines beyond n wait in the process with no node on ZooKeeper. The
+// held context is cancelled when the hold ends: by Release, or by the loss
+// of any of its lease nodes (context.Cause wraps ErrLockLost), under the
+// same session lease as the mutex. Semaphore holds are not reentrant:
+// every Acquire takes new permits.
+type Semaphore struct {
+	zk *zklock.Semaphore
+	n  int
+
+	mu     sync.Mutex
+	free   int // local permits not taken
+	queue  []*semWaiter
+	closed bool
+	done   chan struct{}
+
+	// lossMu guards live: holds by lease node, to cancel on a loss.
+	lossMu sync.Mutex
+	live   map[string]*semHold
+}
+
+type semWaiter struct {
+	k     int
+	ready chan struct{} // closed under mu when the permits are taken for it
+}
+
+type semHold struct {
+	k      int
+	lease  *zklock.Lease
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   bool // under Semaphore.mu
+}
+
+type semKey struct{ s *Semaphore }
+
+// NewSemaphore returns a two-tier semaphore of n leases at path. Of the
+// options, WithLockOptions applies; WithHandoff is refused.
+func NewSemaphore(s *zklock.Session, path string, n int, opts ...Option) (*Semaphore, error) {
+	cfg, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return newSemaphore(s, path, n, cfg)
+}
+
+func newSemaphore(s *zklock.Session, path string, n int, cfg config) (*Semaphore, error) {
+	if cfg.maxHandoffs > 0 {
+		return nil, fmt.Errorf("%w: hand-off is for Lock only", ErrInvalidOption)
+	}
+	sem := &Semaphore{n: n, free: n, done: make(chan struct{}), live: map[string]*semHold{}}
+	zopts := append(cfg.zkOpts[:len(cfg.zkOpts):len(cfg.zkOpts)], zklock.WithLossHandler(sem.onZKLost))
+	z, err := zklock.NewSemaphore(s, path, n, zopts...)
+	if err != nil {
+		return nil, err
+	}
+	sem.zk = z
+	return sem, nil
+}
+
+// Path returns the semaphore's path.
+func (sem *Semaphore) Path() string {
+	if sem == nil {
+		return ""
+	}
+	return sem.zk.Path()
+}
+
+// Size returns n.
+func (sem *Semaphore) Size() int {
+	if sem == nil {
+		return 0
+	}
+	return sem.n
+}
+
+// Acquire waits for k permits (1 <= k <= n) and returns a context carrying
+// the hold; release it with Release.
+func (sem *Semaphore) Acquire(ctx context.Context, k int) (context.Context, error) {
+	held, _, err := sem.acquire(ctx, k, true)
+	return held, err
+}
+
+// TryAcquire is Acquire that never waits: false when fewer than k local
+// permits are free, others wait before us, or fewer than k leases are free
+// on ZooKeeper; no node is left behind.
+func (sem *Semaphore) TryAcquire(ctx context.Context, k int) (context.Context, bool, error) {
+	return sem.acquire(ctx, k, false)
+}
+
+func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (context.Context, bool, error) {
+	switch {
+	case sem == nil:
+		return nil, false, ErrNilLock
+	case ctx == nil:
+		return nil, false, ErrNilContext
+	case k < 1 || k > sem.n:
+		return nil, false, fmt.Errorf("%w: %d of %d", ErrInvalidPermits, k, sem.n)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	sem.mu.Lock()
+	switch {
+	case sem.closed:
+		sem.mu.Unlock()
+		return nil, false, ErrClosed
+	case len(sem.queue) == 0 && sem.free >= k:
+		sem.free -= k
+		sem.mu.Unlock()
+	case !wait:
+		sem.mu.Unlock()
+		return nil, false, nil
+	default:
+		if err := sem.waitGate(ctx, &semWaiter{k: k, ready: make(chan struct{})}); err != nil {
+			return nil, false, err
+		}
+	}
+	var lease *zklock.Lease
+	ok := true
+	var err error
+	if wait {
+		lease, err = sem.zk.Acquire(ctx, k)
+	} else {
+		lease, ok, err = sem.zk.TryAcquire(ctx, k)
+	}
+	if err != nil || !ok {
+		sem.mu.Lock()
+		sem.giveBackLocked(k)
+		sem.mu.Unlock()
+		return nil, false, err
+	}
+	sem.mu.Lock()
+	closed := sem.closed
+	sem.mu.Unlock()
+	if closed {
+		_ = lease.Release()
+		return nil, false, ErrClosed
+	}
+	h := &semHold{k: k, lease: lease}
+	h.ctx, h.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), semKey{sem}, h))
+	sem.lossMu.Lock()
+	for _, n := range lease.Nodes() {
+		sem.live[n] = h
+	}
+	sem.lossMu.Unlock()
+	// A loss before h was live is applied here (the handler runs after
+	// Lost is closed; we look after publishing h).
+	select {
+	case <-lease.Lost():
+		h.cancel(lease.Err())
+	default:
+	}
+	return h.ctx, true, nil
+}
+
+// waitGate queues w until its permits are taken for it; mu is held on entry
+// and released on return.
+func (sem *Semaphore) waitGate(ctx context.Context, w *semWaiter) error {
+	sem.queue = append(sem.queue, w)
+	sem.mu.Unlock()
+	var err error
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-sem.done:
+		err = ErrClosed
+	}
+	sem.mu.Lock()
+	defer sem.mu.Unlock()
+	select {
+	case <-w.ready: // given its permits as it gave up (under mu): hand them back
+		sem.giveBackLocked(w.k)
+	default:
+		for i, q := range sem.queue {
+			if q == w {
+				sem.queue = append(sem.queue[:i], sem.queue[i+1:]...)
+				break
+			}
+		}
+		sem.wakeLocked() // a large request leaving the head may let smaller ones go
+	}
+	return err
+}
+
+func (sem *Semaphore) giveBackLocked(k int) {
+	sem.free += k
+	sem.wakeLocked()
+}
+
+// wakeLocked serves the queue in order while the head's request fits.
+func (sem *Semaphore) wakeLocked() {
+	for len(sem.queue) > 0 && sem.queue[0].k <= sem.free {
+		w := sem.queue[0]
+		sem.queue[0] = nil
+		sem.queue = sem.queue[1:]
+		sem.free -= w.k
+		close(w.ready)
+	}
+}
+
+// Release ends the hold held carries: its lease nodes are given up first
+// (guaranteed deletes), then its local permits. ErrNotHolder for a context
+// without a live hold; a lost hold's Release returns an error wrapping
+// ErrLockLost.
+func (sem *Semaphore) Release(held context.Context) error {
+	switch {
+	case sem == nil:
+		return ErrNilLock
+	case held == nil:
+		return ErrNilContext
+	}
+	h, _ := held.Value(semKey{sem}).(*semHold)
+	if h == nil {
+		return ErrNotHolder
+	}
+	sem.mu.Lock()
+	if h.done {
+		sem.mu.Unlock()
+		return ErrNotHolder
+	}
+	h.done = true
+	if sem.closed {
+		sem.mu.Unlock()
+		return ErrClosed
+	}
+	sem.mu.Unlock()
+	lossErr := context.Cause(h.ctx)
+	sem.lossMu.Lock()
+	for _, n := range h.lease.Nodes() {
+		delete(sem.live, n)
+	}
+	sem.lossMu.Unlock()
+	h.cancel(errReleased)
+	err := h.lease.Release()
+	sem.mu.Lock()
+	sem.giveBackLocked(h.k)
+	sem.mu.Unlock()
+	if lossErr != nil && errors.Is(lossErr, ErrLockLost) && !errors.Is(err, ErrLockLost) {
+		err = lossErr
+	}
+	return err
+}
+
+// Token returns the fencing token of the hold's first lease node.
+func (sem *Semaphore) Token(held context.Context) (int64, error) {
+	if sem == nil {
+		return 0, ErrNilLock
+	}
+	if held == nil {
+		return 0, ErrNilContext
+	}
+	h, _ := held.Value(semKey{sem}).(*semHold)
+	if h == nil {
+		return 0, ErrNotHolder
+	}
+	sem.mu.Lock()
+	defer sem.mu.Unlock()
+	if h.done {
+		return 0, ErrNotHolder
+	}
+	return h.lease.Token(), nil
+}
+
+// Permits reports how many permits the hold held carries: 0 without one.
+func (sem *Semaphore) Permits(held context.Context) int {
+	if sem == nil || held == nil {
+		return 0
+	}
+	h, _ := held.Value(semKey{sem}).(*semHold)
+	if h == nil {
+		return 0
+	}
+	sem.mu.Lock()
+	defer sem.mu.Unlock()
+	if h.done {
+		return 0
+	}
+	return h.k
+}
+
+// InUse reports how many local permits are taken (holds and acquisitions
+// in progress).
+func (sem *Semaphore) InUse() int {
+	if sem == nil {
+		return 0
+	}
+	sem.mu.Lock()
+	defer sem.mu.Unlock()
+	return sem.n - sem.free
+}
+
+func (sem *Semaphore) onZKLost(node string, cause error) {
+	err := fmt.Errorf("%w: %w", ErrLockLost, cause)
+	sem.lossMu.Lock()
+	defer sem.lossMu.Unlock()
+	if h := sem.live[node]; h != nil {
+		h.cancel(err)
+	}
+}
+
+// Close ends the semaphore: holds are cancelled (cause ErrClosed) and
+// their leases released, waiters get ErrClosed, later calls return
+// ErrClosed. Close is idempotent.
+func (sem *Semaphore) Close() error {
+	if sem == nil {
+		return ErrNilLock
+	}
+	sem.mu.Lock()
+	if sem.closed {
+		sem.mu.Unlock()
+		return nil
+	}
+	sem.closed = true
+	close(sem.done)
+	sem.mu.Unlock()
+	sem.lossMu.Lock()
+	holds := map[*semHold]struct{}{}
+	for n, h := range sem.live {
+		holds[h] = struct{}{}
+		delete(sem.live, n)
+	}
+	sem.lossMu.Unlock()
+	var errs []error
+	for h := range holds {
+		h.cancel(ErrClosed)
+		if err := h.lease.Release(); err != nil && !errors.Is(err, zklock.ErrNotHeld) {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, sem.zk.Close())
+	return errors.Join(errs...)
+}

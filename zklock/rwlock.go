@@ -1,0 +1,114 @@
+package zklock
+
+import (
+	"errors"
+	"path"
+)
+
+// Curator's InterProcessReadWriteLock names its nodes _c_<guid>-__READ__<seq>
+// and _c_<guid>-__WRIT__<seq>; we create the same, so that Curator's read/write
+// processes and ours share a path.
+const (
+	readMarker  = "-__READ__"
+	writeMarker = "-__WRIT__"
+)
+
+// ErrUpgrade reports a write acquisition by a holder of the read lock: an
+// upgrade from read to write is refused rather than queued, because the
+// write node would wait behind the holder's own read node forever.
+// Release the read lock first. (The other way round, a downgrade, is
+// allowed: a holder of the write lock may take the read lock.)
+var ErrUpgrade = errors.New("zklock: read-to-write upgrade refused (release the read lock first)")
+
+// RWLock is a process-level read/write lock on one ZooKeeper path, on the
+// same queue core as Lock: two Locks, one creating read nodes and one
+// creating write nodes, each with its own queue rule over the path's
+// children of every family.
+//
+//   - A writer goes when its node is the lowest contender of any family
+//     (the mutex's rule: it watches its immediate predecessor).
+//   - A reader goes when no writer node precedes its own: a write node of
+//     Curator's read/write lock, a kazoo Lock/WriteLock node, or a mutex
+//     node of tierlock, Curator or zk.Lock (a mutex excludes readers too).
+//     Writers issued after it do not count (kazoo#649 counted them). It
+//     watches the nearest writer before it, the only node whose deletion
+//     can let it go next. Readers of other families (Curator's __READ__,
+//     kazoo's __rlock__) share with it.
+//   - A holder of the write lock may take the read lock: the read rule
+//     ignores this RWLock's own held write node. It ignores nothing else,
+//     so a read node that a foreign writer precedes does not go even
+//     while we hold the write lock; that is what keeps a downgrade from
+//     letting that writer in while we still read (CURATOR-621). Package
+//     tier downgrades with TryAcquire on the read lock, and keeps the write
+//     node while the try fails.
+//   - The write lock refuses to queue while the read lock has a hold
+//     (ErrUpgrade): the write node would wait behind our own read node.
+//
+// Each Lock serves one holder at a time (see Lock); tier.RWLock puts a
+// local read/write gate in front, so that all local readers share one read
+// node.
+type RWLock struct {
+	read, write *Lock
+}
+
+// NewRWLock returns a read/write lock on path. The options apply to both
+// Locks.
+func NewRWLock(s *Session, path string, opts ...Option) (*RWLock, error) {
+	rw := &RWLock{}
+	var err error
+	if rw.write, err = newRecipeLock(s, path, writeMarker, mutexRule, nil, opts...); err != nil {
+		return nil, err
+	}
+	if rw.read, err = newRecipeLock(s, path, readMarker, rw.readRule, nil, opts...); err != nil {
+		return nil, err
+	}
+	rw.write.mayQueue = func() error {
+		if rw.read.Node() != "" {
+			return ErrUpgrade
+		}
+		return nil
+	}
+	return rw, nil
+}
+
+// ReadLock returns the lock whose holds are shared with other readers.
+func (rw *RWLock) ReadLock() *Lock { return rw.read }
+
+// WriteLock returns the lock whose holds exclude everyone else.
+func (rw *RWLock) WriteLock() *Lock { return rw.write }
+
+// Path returns the lock path.
+func (rw *RWLock) Path() string { return rw.write.Path() }
+
+// Close closes both locks, releasing their holds.
+func (rw *RWLock) Close() error {
+	return errors.Join(rw.read.Close(), rw.write.Close())
+}
+
+// readRule: our read node goes when no writer node precedes it, our own
+// held write node excepted; otherwise it watches the nearest such writer.
+func (rw *RWLock) readRule(q []entry, i int) (goes bool, watch int) {
+	own := ""
+	if n := rw.write.Node(); n != "" {
+		own = path.Base(n)
+	}
+	return readRule(q, i, own)
+}
+
+// readRule is the read rule over q for the node at i, ignoring the write
+// node named own (our held write lock, or "").
+func readRule(q []entry, i int, own string) (goes bool, watch int) {
+	for j := i - 1; j >= 0; j-- {
+		if q[j].name != own && isWriter(q[j].name) {
+			return false, j
+		}
+	}
+	return true, -1
+}
+
+// isWriter reports whether a contender excludes readers: every family
+// except the readers of Curator and kazoo.
+func isWriter(name string) bool {
+	f, _, ok := Contender(name)
+	return ok && f != FamilyCuratorRead && f != FamilyKazooRead
+}
