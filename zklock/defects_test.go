@@ -406,3 +406,48 @@ func TestRecheckKeepsOneWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A session wrapped (NewSession) before its connection has a session learns
+// of it by polling: a hold granted before the poll catches up must wait
+// for it, not be taken for a node of a dead session. Before: install saw
+// the session id as 0, gave the node up as gone without deleting it, and
+// queued again behind its own orphan: a deadlock until the session ended
+// (the interop suite hung so once in TestPairs/zkcompat).
+func TestNewSessionGrantBeforeStateCaughtUp(t *testing.T) {
+	servers := zktest.Servers(t)
+	// A slow poll makes the lag certain; the real one is 5 ms.
+	defer zklock.SetPollEvery(300 * time.Millisecond)()
+	for round := 0; round < 3; round++ {
+		px := proxyTo(t, servers[0])
+		px.Pause() // the handshake waits
+		conn, _, err := zk.Connect([]string{px.Addr()}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(zkQuiet{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := zklock.NewSession(conn, nil, zklock.WithLogger(quietLog))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := zktest.Path(t)
+		l, err := zklock.New(s, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		go func() { got <- l.Acquire(ctxT(t, 10*time.Second)) }()
+		time.Sleep(50 * time.Millisecond) // the create queued behind the handshake
+		px.Resume()
+		if err := <-got; err != nil {
+			t.Fatalf("round %d: Acquire: %v", round, err)
+		}
+		if n := len(children(t, conn, p)); n != 1 {
+			t.Fatalf("round %d: %d nodes of one session queued", round, n)
+		}
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		s.Close()
+		conn.Close()
+	}
+}

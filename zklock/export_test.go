@@ -1,5 +1,7 @@
 package zklock
 
+import "time"
+
 // Test seams over the wire tap of a session made by Connect.
 
 // Request opcodes, for the hooks below.
@@ -26,3 +28,11 @@ func SetWriteHook(s *Session, fn func(op int32, b []byte) error) {
 
 // Written reports how many requests with opcode op s has written.
 func Written(s *Session, op int32) int64 { return s.tap.written[op].Load() }
+
+// SetPollEvery sets how often sessions made by NewSession poll their
+// connection's state, and returns the function that restores it.
+func SetPollEvery(d time.Duration) (restore func()) {
+	old := pollEvery
+	pollEvery = d
+	return func() { pollEvery = old }
+}

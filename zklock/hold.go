@@ -77,13 +77,21 @@ func (l *Lock) install(ctx context.Context, h *hold) error {
 	s := l.s
 	for attempt := 0; ; attempt++ {
 		s.mu.Lock()
+		lagging := false
 		switch {
 		case s.closed:
 			s.mu.Unlock()
 			return ErrSessionClosed
-		case h.owner != s.sessionID:
+		case h.owner != s.conn.SessionID():
+			// The client holds another session (or none, after an expiry):
+			// the node went with the one that made it.
 			s.mu.Unlock()
 			return errNodeGone
+		case h.owner != s.sessionID:
+			// The connection has the node's session but our view of it
+			// lags (under NewSession it is polled): wait for it rather
+			// than give up a node that exists.
+			lagging = true
 		case s.state != StateConnected && !(s.cfg.expiryOnly && s.state == StateDisconnected):
 			// Not connected: wait for the connection, or for news that
 			// the session is over.
@@ -110,7 +118,12 @@ func (l *Lock) install(ctx context.Context, h *hold) error {
 		if s.State() == StateConnected {
 			refreshed = s.lease.refresh()
 		}
+		var lag <-chan time.Time
+		if lagging {
+			lag = time.After(5 * time.Millisecond) // a polled state catches up within a tick
+		}
 		select {
+		case <-lag:
 		case <-refreshed:
 			if attempt > 0 {
 				// The leader did not confirm us: do not spin.

@@ -68,17 +68,17 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 				return nil, nil
 			}
 		} else if token, err = l.waitTurn(ctx, n, q); err != nil {
-			if !errors.Is(err, errNodeGone) {
-				giveUp()
-			}
+			// Even a node found gone is deleted: should the finding be
+			// wrong, a node left behind would block the queue for the
+			// session's life (the delete ends at once if it is gone or
+			// its session is over).
+			giveUp()
 			return nil, err
 		}
 	}
 	h := l.lead(n.node, n.owner, token)
 	if err := l.install(ctx, h); err != nil {
-		if !errors.Is(err, errNodeGone) {
-			giveUp()
-		}
+		giveUp() // even when found gone: see above
 		return nil, err
 	}
 	return h, nil

@@ -23,11 +23,15 @@ func (s *Session) onEvent(ev zk.Event) {
 	}
 }
 
+// pollEvery is how often a NewSession reads its connection's state; a
+// variable so that a test can make the poll lag.
+var pollEvery = 5 * time.Millisecond
+
 // poll feeds observe under NewSession, from events and from the
 // connection's state, read often enough that a short disconnection or a
 // session change is seen even when the channel dropped its event.
 func (s *Session) poll(events <-chan zk.Event) {
-	t := time.NewTicker(5 * time.Millisecond)
+	t := time.NewTicker(pollEvery)
 	defer t.Stop()
 	for {
 		select {
