@@ -3,7 +3,6 @@ package tier
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -17,23 +16,7 @@ import (
 //
 // Callers never see the *Lock: they acquire by key and release by the held
 // context, as with a Lock.
-type Registry struct {
-	s    *zklock.Session
-	root string
-	cfg  config
-
-	mu     sync.Mutex
-	locks  map[string]*entry
-	closed bool
-}
-
-// entry is one key's lock and the calls that use it: acquisitions in
-// progress plus acquisitions (re-entries included) not yet released.
-type entry struct {
-	key  string
-	l    *Lock
-	refs int // under Registry.mu
-}
+type Registry struct{ k keyed[*Lock] }
 
 type entryKey struct{ r *Registry }
 
@@ -50,7 +33,10 @@ func NewRegistry(s *zklock.Session, root string, opts ...Option) (*Registry, err
 	if err != nil {
 		return nil, err
 	}
-	return &Registry{s: s, root: root, cfg: cfg, locks: make(map[string]*entry)}, nil
+	r := &Registry{}
+	r.k.m = map[string]*keyedEntry[*Lock]{}
+	r.k.mk = func(key string) (*Lock, error) { return newLock(s, root+"/"+key, cfg) }
+	return r, nil
 }
 
 // Acquire is Lock.Acquire on key's lock. The returned context carries the
@@ -72,22 +58,22 @@ func (r *Registry) acquire(ctx context.Context, key string, wait bool) (context.
 	if ctx == nil {
 		return nil, false, ErrNilContext
 	}
-	e, err := r.ref(key)
+	e, err := r.k.ref(key)
 	if err != nil {
 		return nil, false, err
 	}
 	var held context.Context
 	ok := true
 	if wait {
-		held, err = e.l.Acquire(ctx)
+		held, err = e.v.Acquire(ctx)
 	} else {
-		held, ok, err = e.l.TryAcquire(ctx)
+		held, ok, err = e.v.TryAcquire(ctx)
 	}
 	if err != nil || !ok {
-		r.unref(e)
+		r.k.unref(e)
 		return nil, ok, err
 	}
-	if cur, _ := held.Value(entryKey{r}).(*entry); cur == e {
+	if cur, _ := held.Value(entryKey{r}).(*keyedEntry[*Lock]); cur == e {
 		return held, true, nil // a re-entry: ctx already names this entry
 	}
 	return context.WithValue(held, entryKey{r}, e), true, nil
@@ -106,10 +92,10 @@ func (r *Registry) Release(held context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = e.l.Release(held)
+	err = e.v.Release(held)
 	if err == nil || errors.Is(err, ErrLockLost) {
 		// Released (a lost hold's last Release frees the gate too).
-		r.unref(e)
+		r.k.unref(e)
 	}
 	return err
 }
@@ -126,7 +112,7 @@ func (r *Registry) Token(held context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return e.l.Token(held)
+	return e.v.Token(held)
 }
 
 // HoldCount is Lock.HoldCount for a hold of this registry: 0 when ctx holds
@@ -135,69 +121,25 @@ func (r *Registry) HoldCount(ctx context.Context) int {
 	if r == nil || ctx == nil {
 		return 0
 	}
-	e, _ := ctx.Value(entryKey{r}).(*entry)
+	e, _ := ctx.Value(entryKey{r}).(*keyedEntry[*Lock])
 	if e == nil {
 		return 0
 	}
-	return e.l.HoldCount(ctx)
+	return e.v.HoldCount(ctx)
 }
 
 // entryOf returns the entry whose hold ctx carries, if it is still in use:
 // a context whose key's lock was closed after its last release holds
 // nothing (ErrNotHolder), unless the whole registry was closed (ErrClosed).
-func (r *Registry) entryOf(ctx context.Context) (*entry, error) {
-	e, _ := ctx.Value(entryKey{r}).(*entry)
+func (r *Registry) entryOf(ctx context.Context) (*keyedEntry[*Lock], error) {
+	e, _ := ctx.Value(entryKey{r}).(*keyedEntry[*Lock])
 	if e == nil {
 		return nil, ErrNotHolder
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	switch {
-	case r.closed:
-		return nil, ErrClosed
-	case r.locks[e.key] != e:
-		return nil, ErrNotHolder
-	}
-	return e, nil
-}
-
-// ref returns key's entry, making its lock if needed, with one more user.
-func (r *Registry) ref(key string) (*entry, error) {
-	if err := zklock.ValidateKey(key); err != nil {
+	if err := r.k.live(e); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return nil, ErrClosed
-	}
-	e := r.locks[key]
-	if e == nil {
-		l, err := newLock(r.s, r.root+"/"+key, r.cfg)
-		if err != nil {
-			return nil, err
-		}
-		e = &entry{key: key, l: l}
-		r.locks[key] = e
-	}
-	e.refs++
 	return e, nil
-}
-
-// unref counts one user less; the last one closes the lock. Its gate is
-// free then (no acquisition in progress, no hold), so Close has nothing to
-// wait for.
-func (r *Registry) unref(e *entry) {
-	r.mu.Lock()
-	e.refs--
-	last := e.refs == 0 && r.locks[e.key] == e
-	if last {
-		delete(r.locks, e.key)
-	}
-	r.mu.Unlock()
-	if last {
-		_ = e.l.Close()
-	}
 }
 
 // Len reports how many keys have a lock: keys being acquired or held.
@@ -205,9 +147,7 @@ func (r *Registry) Len() int {
 	if r == nil {
 		return 0
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.locks)
+	return r.k.len()
 }
 
 // Close closes every lock of the registry: holds are cancelled (cause
@@ -217,17 +157,6 @@ func (r *Registry) Close() error {
 	if r == nil {
 		return ErrNilRegistry
 	}
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return nil
-	}
-	r.closed = true
-	locks := r.locks
-	r.locks = map[string]*entry{}
-	r.mu.Unlock()
-	for _, e := range locks {
-		_ = e.l.Close()
-	}
+	r.k.close()
 	return nil
 }
