@@ -52,6 +52,22 @@ type waiter struct {
 // (no node name starts with a space).
 const childrenWatched = " children"
 
+// failed handles the error of a request on the queue: the lock path gone
+// ends the wait (our node went with it), a refusal ends it with the error,
+// and anything else (the request's fate unknown) is retried after a pause.
+// It reports whether to go round again.
+func (w *waiter) failed(err error, pause func() bool) bool {
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		w.finish(errNodeGone)
+		return false
+	case refusal(err):
+		w.finish(err)
+		return false
+	}
+	return pause()
+}
+
 func (w *waiter) finish(err error) {
 	w.err = err
 	w.signal.Set(true)
@@ -82,18 +98,11 @@ func (w *waiter) run() {
 		w.q = nil
 		if q == nil {
 			children, stat, err := s.conn.Children(w.l.path)
-			switch {
-			case errors.Is(err, zk.ErrNoNode):
-				w.finish(errNodeGone)
-				return
-			case err != nil && refusal(err):
-				w.finish(err)
-				return
-			case err != nil:
-				if !pause() {
-					return
+			if err != nil {
+				if w.failed(err, pause) {
+					continue
 				}
-				continue
+				return
 			}
 			q = w.l.sortQueue(children)
 			w.pzxid = stat.Pzxid
@@ -115,18 +124,11 @@ func (w *waiter) run() {
 			// change between the last listing and the watch is missed.
 			if w.watched != childrenWatched {
 				children, stat, ev, err := s.conn.ChildrenW(w.l.path)
-				switch {
-				case errors.Is(err, zk.ErrNoNode):
-					w.finish(errNodeGone)
-					return
-				case err != nil && refusal(err):
-					w.finish(err)
-					return
-				case err != nil:
-					if !pause() {
-						return
+				if err != nil {
+					if w.failed(err, pause) {
+						continue
 					}
-					continue
+					return
 				}
 				w.watched, w.ev = childrenWatched, ev
 				w.q, w.pzxid = w.l.sortQueue(children), stat.Pzxid
@@ -136,17 +138,14 @@ func (w *waiter) run() {
 			// Watch only our predecessor, with a data watch: an exists
 			// watch on a node that is already gone would stay behind.
 			_, _, ev, err := s.conn.GetW(pred)
-			switch {
-			case errors.Is(err, zk.ErrNoNode):
+			if errors.Is(err, zk.ErrNoNode) {
 				continue // it went away in between: look again at once
-			case err != nil && refusal(err):
-				w.finish(err)
-				return
-			case err != nil:
-				if !pause() {
-					return
+			}
+			if err != nil {
+				if w.failed(err, pause) {
+					continue
 				}
-				continue
+				return
 			}
 			w.watched, w.ev = pred, ev
 		}
