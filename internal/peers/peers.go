@@ -13,7 +13,10 @@
 // through stdin and stdout; see [Serve]). The Java peer also has "rwloop"
 // (Curator's InterProcessReadWriteLock, reads and writes mixed) and
 // "semloop" (InterProcessSemaphoreV2) loop modes; CuratorPeer.java lists
-// their arguments.
+// their arguments. In serve mode it takes, instead of its mutex, a
+// read/write lock per thread and path ([CuratorRW]: see [Proc.AcquireRead],
+// [Proc.AcquireWrite]) or one semaphore per path ([CuratorLeases]: see
+// [Proc.AcquirePermits]).
 package peers
 
 import (
@@ -52,6 +55,14 @@ const (
 	// KazooRead takes kazoo's ReadLock instead of its Lock.
 	KazooRead = "--read"
 )
+
+// CuratorRW is the Curator peer's serve-mode option that gives each
+// thread an InterProcessReadWriteLock per path instead of a mutex.
+const CuratorRW = "--rw"
+
+// CuratorLeases is the Curator peer's serve-mode option that gives each
+// path one InterProcessSemaphoreV2 of n leases, shared by the threads.
+func CuratorLeases(n int) string { return "--leases=" + strconv.Itoa(n) }
 
 // Where Debian puts the peers' runtimes.
 const (
@@ -285,9 +296,33 @@ func (p *Proc) await(t int) (string, error) {
 // error at once; the thread's acquisition cannot be withdrawn from the
 // peer, so it is released in the background as soon as it completes.
 func (p *Proc) Acquire(ctx context.Context, t, path int) (int64, error) {
+	return p.acquire(ctx, t, path, "")
+}
+
+// AcquireRead is Acquire of the read lock of a Curator peer started with
+// CuratorRW; the sequence number is -1 (Curator keeps the node to itself).
+func (p *Proc) AcquireRead(ctx context.Context, t, path int) (int64, error) {
+	return p.acquire(ctx, t, path, " r")
+}
+
+// AcquireWrite is Acquire of the write lock of a Curator peer started with
+// CuratorRW; the sequence number is -1.
+func (p *Proc) AcquireWrite(ctx context.Context, t, path int) (int64, error) {
+	return p.acquire(ctx, t, path, " w")
+}
+
+// AcquirePermits is Acquire of k leases of the semaphore of a Curator peer
+// started with CuratorLeases; the sequence number is -1. Release returns
+// them all.
+func (p *Proc) AcquirePermits(ctx context.Context, t, path, k int) (int64, error) {
+	return p.acquire(ctx, t, path, " "+strconv.Itoa(k))
+}
+
+// acquire sends "A <t> <path><arg>" and awaits the hold.
+func (p *Proc) acquire(ctx context.Context, t, path int, arg string) (int64, error) {
 	th := &p.threads[t]
 	th.mu.Lock()
-	if err := p.send(fmt.Sprintf("A %d %d", t, path)); err != nil {
+	if err := p.send(fmt.Sprintf("A %d %d%s", t, path, arg)); err != nil {
 		th.mu.Unlock()
 		return 0, err
 	}
