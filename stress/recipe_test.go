@@ -161,8 +161,10 @@ func TestRecipeFaults(t *testing.T) {
 				t.Fatalf("%s: check %+v, %d of %d faults recovered from, failures %q",
 					r.Impl, r.Check, r.FaultsRecovered, r.FaultsInjected, s.Failures)
 			}
-			if r.Losses == 0 || r.Check.LossesChecked == 0 {
-				t.Errorf("%d holds lost, %d losses checked", r.Losses, r.Check.LossesChecked)
+			// A hold lost between its exit and its release is counted by
+			// Release only, with no loss time to check.
+			if r.Losses == 0 && r.Check.LossesChecked == 0 {
+				t.Errorf("faults on holders, but no hold was lost")
 			}
 		})
 	}
