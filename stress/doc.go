@@ -23,6 +23,33 @@
 //   - nolock: no lock at all, never part of "all": it shows that the
 //     checker fails a run that does not exclude.
 //
+// # Recipes: read/write lock and semaphore
+//
+// -recipe rw runs a read/write lock instead of a mutex: each goroutine
+// takes, hold after hold, a read with probability -readers (default 0.9)
+// or else a write; -recipe semaphore runs a semaphore of -leases leases
+// (default 3) per path, each hold taking -permits permits (default 1).
+// -recipe mutex, the default, is everything above. The implementations of
+// the recipes:
+//
+//   - tier: one tier.RWLock / tier.Semaphore per path per process, shared
+//     by all goroutines (strict: neither has a hand-off).
+//   - curator: Apache Curator's InterProcessReadWriteLock, one per thread
+//     and path, / InterProcessSemaphoreV2, one per path shared by the
+//     threads, driven through the Java peer of internal/peers in serve
+//     mode (--rw, --leases=n); -impl all runs tier and curator.
+//   - nolock: no lock at all, never part of "all": the run must fail.
+//
+// Records carry the kind of each hold (read or write; permits), and the
+// checker (exclusion.Hold.Shared, exclusion.Options.Permits) lets reads
+// overlap reads but a write overlap nothing, or up to n permits be in use
+// at any instant; writers' fencing tokens must increase, lease tokens are
+// not checked. Besides the usual figures, a run reports reader
+// concurrency (most and mean readers in at once), the writer wait (write
+// acquire latency) and lease utilization (mean permits in use / n). Faults
+// apply as to the mutex (tier only: the peer does not notice a lost
+// hold); the flood fault floods tier.Locks on the worker's session.
+//
 // # How a run goes
 //
 // The parent finds ZooKeeper (-zk, else $TIERLOCK_ZK_SERVERS, else it

@@ -39,6 +39,18 @@ compares lock implementations side by side:
   nolock        no lock at all, never in "all": a self-test that the checker
                 catches violations (the run must fail)
 
+With -recipe rw the workers take a read/write lock instead (a fraction
+-readers of the holds are reads) and with -recipe semaphore a semaphore of
+-leases leases (-permits at a time); the implementations are then
+
+  tier          tier.RWLock / tier.Semaphore, one per path per process
+  curator       Curator's InterProcessReadWriteLock / InterProcessSemaphoreV2
+                (Java), one lock per thread and path / one semaphore per path
+  nolock        no lock at all, never in "all": the run must fail
+
+and the checker lets reads overlap reads (never a write), or up to -leases
+permits be in use at once.
+
 Without -zk (or TIERLOCK_ZK_SERVERS) it starts a local ZooKeeper.
 
 With -fault it injects faults at random intervals while the workers run
@@ -69,6 +81,10 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	}
 	impl := fs.String("impl", "all", "implementations: tier, zklock, gozk, all, or a comma-separated list (tier-handoff too)")
 	mix := fs.String("mix", "", "one run of a mixed fleet on the same paths: impl:processes,... from tier, tier-handoff, zklock, gozk, zkcompat, curator, kazoo (sets -procs)")
+	recipe := fs.String("recipe", string(proto.Mutex), "what the workers take: mutex, rw (a read/write lock) or semaphore")
+	fs.Float64Var(&c.Readers, "readers", 0.9, "rw: the fraction of holds that are reads (0 to 1)")
+	fs.IntVar(&c.Leases, "leases", 3, "semaphore: leases (n) per path")
+	fs.IntVar(&c.Permits, "permits", 1, "semaphore: permits each hold takes (1 to -leases)")
 	fs.IntVar(&c.Procs, "procs", 4, "worker processes (P)")
 	fs.IntVar(&c.Goroutines, "goroutines", 64, "goroutines per process (G)")
 	fs.IntVar(&c.Paths, "paths", 1, "lock paths (L)")
@@ -106,8 +122,16 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	acqSet := set["acquisitions"]
 
+	if err := recipeFlags(&c, *recipe, set); err != nil {
+		return c, err
+	}
 	var err error
-	if c.Impls, err = expandImpls(*impl, c.Handoff); err != nil {
+	if c.Recipe != proto.Mutex {
+		c.Impls, err = expandRecipeImpls(*impl)
+	} else {
+		c.Impls, err = expandImpls(*impl, c.Handoff)
+	}
+	if err != nil {
 		return c, err
 	}
 	switch {
@@ -223,7 +247,7 @@ func faultFlags(c *runner.Config, v string, set map[string]bool) error {
 		}
 	}
 	for _, im := range c.Impls {
-		if im == proto.Gozk || im == proto.Nolock {
+		if im == proto.Gozk || im == proto.Nolock || im == proto.Curator {
 			return usageErr("-fault: %s cannot be run with faults (it does not notice a lost hold); use tier, tier-handoff or zklock", im)
 		}
 	}

@@ -98,6 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sum.OK = !violated && !incomplete
 
 	results.PrintTable(stdout, sum.Results)
+	results.PrintRecipe(stdout, cfg, sum.Results)
 	results.PrintMix(stdout, cfg, runs)
 	if cfg.Faults != nil {
 		results.PrintFaultLog(stdout, sum)

@@ -45,6 +45,19 @@
 // checked like any other hold, so that another process entering before the
 // kill is still an overlap.
 //
+// Read/write locks and semaphores are checked too. A hold marked Shared
+// (a read hold) may overlap other shared holds of its path, never an
+// exclusive one; exclusive holds (a mutex's, a writer's) overlap nothing.
+// The token check then looks at exclusive holds only, and the late-loss
+// check of a shared hold at the next exclusive hold of another process.
+// With Options.Permits = n > 0 the holds are a semaphore's: each takes
+// Hold.Permits permits (0 counts as 1), and an overlap is an enter at
+// which more than n permits are in use on the path, counting every hold
+// entered and not yet left; a late loss is an enter at which more than n
+// are in use when lost holds count until their holders saw the loss.
+// Tokens are not checked then (leases are taken side by side). Holds
+// without these marks and Permits 0 are checked exactly as before.
+//
 // [OverlapPairs] tells, for a mixed fleet, which groups of holders (lock
 // implementations, say) overlapped which.
 package exclusion
@@ -63,6 +76,12 @@ type Hold struct {
 	Token int64 // fencing token; 0 when unknown
 	Enter int64 // ns on the shared clock (or a logical clock: see ReadJournal)
 	Exit  int64 // ns on the shared clock; 0 when the hold never ended
+	// Shared marks a read hold of a read/write lock: it may overlap other
+	// shared holds of the path, never an exclusive one.
+	Shared bool `json:"shared,omitempty"`
+	// Permits is how many permits a semaphore hold takes (0 counts as 1);
+	// see Options.Permits.
+	Permits int32 `json:"permits,omitempty"`
 	// Loss is when the holder saw the hold lost (shared clock); 0: it was
 	// not lost, or not watched.
 	Loss int64 `json:"loss,omitempty"`
@@ -79,7 +98,14 @@ func (h Hold) String() string {
 	if h.Cut {
 		exit += " (killed)"
 	}
-	return fmt.Sprintf("proc %d goroutine %d token %d [%d, %s)", h.Proc, h.G, h.Token, h.Enter, exit)
+	kind := ""
+	switch {
+	case h.Shared:
+		kind = " read"
+	case h.Permits > 0:
+		kind = fmt.Sprintf(" %d permit(s)", h.Permits)
+	}
+	return fmt.Sprintf("proc %d goroutine %d%s token %d [%d, %s)", h.Proc, h.G, kind, h.Token, h.Enter, exit)
 }
 
 // Options say what the lock under test promises about tokens.
@@ -95,6 +121,11 @@ type Options struct {
 	// clock) by which they were known dead. Their holds that never ended
 	// are cut at that time instead of being counted as lost.
 	Killed map[int32]int64
+	// Permits, when positive, makes the holds a semaphore's of that many
+	// permits: at most Permits permits may be in use at any instant (the
+	// sum of Hold.Permits over the holds in at once). Tokens are then not
+	// checked.
+	Permits int
 }
 
 // Kind names a kind of violation.
@@ -156,6 +187,9 @@ const MaxExamples = 20
 // Check examines holds (in any order; the slice is reordered, and the
 // holds that Options.Killed cuts get their Exit and Cut set).
 func Check(holds []Hold, opt Options) Result {
+	if opt.Permits > 0 {
+		opt.Tokens = false // leases are taken side by side: no order of tokens
+	}
 	res := Result{Holds: len(holds), TokensChecked: opt.Tokens}
 	slices.SortFunc(holds, func(a, b Hold) int {
 		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Enter, b.Enter), cmp.Compare(a.Exit, b.Exit))
@@ -165,7 +199,11 @@ func Check(holds []Hold, opt Options) Result {
 		for n < len(holds) && holds[n].Path == holds[0].Path {
 			n++
 		}
-		pr := checkPath(holds[:n], opt, &res)
+		check := checkPath
+		if opt.Permits > 0 {
+			check = checkPermits
+		}
+		pr := check(holds[:n], opt, &res)
 		res.Paths = append(res.Paths, pr)
 		res.Overlaps += pr.Overlaps
 		res.TokenRegressions += pr.TokenRegressions
@@ -183,41 +221,43 @@ func (r *Result) example(v Violation) {
 	}
 }
 
-// checkPath checks the holds of one path, sorted by enter time.
+// checkPath checks the holds of one path, sorted by enter time: exclusive
+// holds overlap nothing, shared ones only other shared ones.
 func checkPath(holds []Hold, opt Options, res *Result) PathResult {
 	pr := PathResult{Path: holds[0].Path, Holds: len(holds)}
 	var (
 		last      *Hold // the complete hold that ends latest so far
-		lastToken *Hold // the latest hold with a known token
+		lastExcl  *Hold // the complete exclusive hold that ends latest so far
+		lastToken *Hold // the latest exclusive hold with a known token
 	)
 	for i := range holds {
 		h := &holds[i]
-		if kill, killed := opt.Killed[h.Proc]; killed && h.Exit == 0 && h.Enter <= kill {
-			h.Exit, h.Cut = kill, true
-			pr.Cut++
-		}
+		cutKilled(h, opt, &pr)
 		if h.Exit == 0 || h.Exit < h.Enter {
-			pr.Lost++
-			detail := "entered, never left"
-			if h.Exit != 0 {
-				detail = "exit before enter"
-			}
-			res.example(Violation{Kind: Lost, Path: h.Path, Hold: *h, Detail: detail})
+			lost(h, &pr, res)
 		} else {
-			if last != nil && h.Enter < last.Exit {
+			// A shared hold conflicts with exclusive holds only.
+			prev := last
+			if h.Shared {
+				prev = lastExcl
+			}
+			if prev != nil && h.Enter < prev.Exit {
 				pr.Overlaps++
-				res.example(Violation{Kind: Overlap, Path: h.Path, Prev: last, Hold: *h,
-					Detail: fmt.Sprintf("entered %d ns before the holder left", last.Exit-h.Enter)})
+				res.example(Violation{Kind: Overlap, Path: h.Path, Prev: prev, Hold: *h,
+					Detail: fmt.Sprintf("entered %d ns before the holder left", prev.Exit-h.Enter)})
 			}
 			if last == nil || h.Exit > last.Exit {
 				last = h
+			}
+			if !h.Shared && (lastExcl == nil || h.Exit > lastExcl.Exit) {
+				lastExcl = h
 			}
 		}
 		if h.Loss != 0 {
 			res.LossesChecked++
 			checkLoss(holds, i, &pr, res)
 		}
-		if !opt.Tokens || h.Token == 0 {
+		if !opt.Tokens || h.Token == 0 || h.Shared {
 			continue
 		}
 		if p := lastToken; p != nil {
@@ -240,13 +280,32 @@ func checkPath(holds []Hold, opt Options, res *Result) PathResult {
 	return pr
 }
 
+// cutKilled ends a hold of a killed process that never ended at the kill.
+func cutKilled(h *Hold, opt Options, pr *PathResult) {
+	if kill, killed := opt.Killed[h.Proc]; killed && h.Exit == 0 && h.Enter <= kill {
+		h.Exit, h.Cut = kill, true
+		pr.Cut++
+	}
+}
+
+// lost counts a hold that never ended (or ended before it began).
+func lost(h *Hold, pr *PathResult, res *Result) {
+	pr.Lost++
+	detail := "entered, never left"
+	if h.Exit != 0 {
+		detail = "exit before enter"
+	}
+	res.example(Violation{Kind: Lost, Path: h.Path, Hold: *h, Detail: detail})
+}
+
 // checkLoss checks that the lost hold holds[i] was seen lost before the
-// next grant of its path to another process.
+// next grant of its path to another process (for a shared hold: the next
+// exclusive grant; other readers may come in meanwhile).
 func checkLoss(holds []Hold, i int, pr *PathResult, res *Result) {
 	h := &holds[i]
 	for j := i + 1; j < len(holds); j++ {
 		k := &holds[j]
-		if k.Proc == h.Proc {
+		if k.Proc == h.Proc || (h.Shared && k.Shared) {
 			continue
 		}
 		if k.Enter < h.Loss {

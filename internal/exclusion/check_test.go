@@ -166,3 +166,64 @@ func TestLateLoss(t *testing.T) {
 		t.Fatalf("example %+v", ex)
 	}
 }
+
+func TestReadersShareWritersExclude(t *testing.T) {
+	// Readers of two processes overlap each other: fine. A writer under a
+	// reader, and a reader under a writer, are overlaps.
+	clean := []Hold{
+		{Proc: 0, Shared: true, Token: 1, Enter: 0, Exit: 50},
+		{Proc: 1, Shared: true, Token: 2, Enter: 10, Exit: 40},
+		{Proc: 0, Token: 5, Enter: 50, Exit: 60},
+		{Proc: 1, Shared: true, Token: 3, Enter: 60, Exit: 70}, // a read token lower than the writer's: not checked
+		{Proc: 1, Token: 7, Enter: 70, Exit: 80},
+	}
+	if r := Check(clean, Options{Tokens: true}); !r.OK() {
+		t.Fatalf("clean read/write run: %+v", r)
+	}
+	bad := []Hold{
+		{Proc: 0, Shared: true, Enter: 0, Exit: 50},
+		{Proc: 1, Token: 5, Enter: 20, Exit: 30},                // writer under a reader
+		{Proc: 2, Shared: true, Enter: 25, Exit: 28},            // reader under that writer
+		{Proc: 2, Token: 4, Enter: 60, Exit: 70},                // writer token goes back
+		{Proc: 0, Shared: true, Enter: 80, Exit: 90, Loss: 100}, // lost read seen late...
+		{Proc: 1, Shared: true, Enter: 85, Exit: 95},            // ...another reader in: fine
+		{Proc: 2, Token: 9, Enter: 96, Exit: 99},                // ...a writer in before the loss: late
+	}
+	r := Check(bad, Options{Tokens: true})
+	if r.Overlaps != 2 || r.TokenRegressions != 1 || r.LateLosses != 1 || r.LossesChecked != 1 {
+		t.Fatalf("read/write violations: %+v", r)
+	}
+}
+
+func TestPermits(t *testing.T) {
+	clean := []Hold{
+		{Proc: 0, Permits: 2, Enter: 0, Exit: 50},
+		{Proc: 1, Permits: 1, Enter: 10, Exit: 40},
+		{Proc: 2, Permits: 3, Enter: 50, Exit: 60}, // the first left at 50: touching
+		{Proc: 1, Enter: 60, Exit: 70},             // Permits 0 counts as 1
+		{Proc: 0, Permits: 2, Enter: 61, Exit: 70},
+	}
+	if r := Check(clean, Options{Permits: 3, Tokens: true}); !r.OK() || r.TokensChecked {
+		t.Fatalf("clean semaphore run: %+v", r)
+	}
+	over := []Hold{
+		{Proc: 0, Permits: 2, Enter: 0, Exit: 50},
+		{Proc: 1, Permits: 2, Enter: 10, Exit: 40}, // 4 of 3
+		{Proc: 2, Enter: 45, Exit: 48},             // 2 + 1: fine (proc 1 left)
+		{Proc: 3, Enter: 46, Exit: 60},             // 2 + 1 + 1: over
+		{Proc: 0, Permits: 3, Enter: 70, Exit: 80, Loss: 90},
+		{Proc: 1, Enter: 85, Exit: 86}, // after the exit, before the loss: late
+	}
+	r := Check(over, Options{Permits: 3})
+	if r.Overlaps != 2 || r.LateLosses != 1 || r.LossesChecked != 1 {
+		t.Fatalf("semaphore violations: %+v", r)
+	}
+	if r.Examples[0].Kind != Overlap || r.Examples[0].Prev == nil || !strings.Contains(r.Examples[0].Detail, "4 of 3") {
+		t.Fatalf("example %+v", r.Examples[0])
+	}
+	// The mutex check of n+1 permits' worth: without Permits the same
+	// holds are overlaps of a mutex.
+	if r := Check(over[:2], Options{}); r.Overlaps != 1 {
+		t.Fatalf("as a mutex: %+v", r)
+	}
+}

@@ -25,11 +25,21 @@
 //	    acquires path p; answers "H <t> <seq>" or "F <t> <reason>"),
 //	    "R <t> <p>" (answers "U <t>" or "F <t> <reason>"); stdin's end
 //	    releases everything and exits.
+//	--rw serve ...
+//	    serve with an InterProcessReadWriteLock per thread and path:
+//	    "A <t> <p> r" takes its read lock, "A <t> <p> w" its write lock
+//	    (answered "H <t> -1"); "R <t> <p>" releases what the thread holds.
+//	--leases=<n> serve ...
+//	    serve with one InterProcessSemaphoreV2 of n leases per path, shared
+//	    by the threads: "A <t> <p> <k>" takes k leases (answered
+//	    "H <t> -1"), "R <t> <p>" returns them.
 import java.io.BufferedReader;
 import java.io.FileOutputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.Collection;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -79,12 +89,29 @@ public final class CuratorPeer {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length >= 7 && args[0].equals("loop")) {
+        boolean rw = false;
+        int leases = 0;
+        while (args.length > 0 && args[0].startsWith("--")) {
+            if (args[0].equals("--rw")) {
+                rw = true;
+            } else if (args[0].startsWith("--leases=")) {
+                leases = Integer.parseInt(args[0].substring("--leases=".length()));
+            } else {
+                System.err.println("unknown option " + args[0]);
+                System.exit(2);
+            }
+            args = Arrays.copyOfRange(args, 1, args.length);
+        }
+        if ((rw || leases > 0) && !(args.length >= 5 && args[0].equals("serve"))) {
+            System.err.println("usage: CuratorPeer --rw|--leases=<n> serve ...");
+            System.exit(2);
+        }
+        if (args.length >= 5 && args[0].equals("serve")) {
+            serve(args, rw, leases);
+        } else if (args.length >= 7 && args[0].equals("loop")) {
             loop(args);
         } else if (args.length >= 9 && (args[0].equals("rwloop") || args[0].equals("semloop"))) {
             recipeLoop(args);
-        } else if (args.length >= 5 && args[0].equals("serve")) {
-            serve(args);
         } else {
             System.err.println("usage: CuratorPeer loop|rwloop|semloop|serve ...");
             System.exit(2);
@@ -215,12 +242,99 @@ public final class CuratorPeer {
         System.out.println("holds " + holds.get());
     }
 
-    static void serve(String[] a) throws Exception {
+    /**
+     * One thread's locks in serve mode: a mutex, a read/write lock, or
+     * leases of the shared semaphore, per path; it remembers what it holds.
+     */
+    static final class Held {
+        final Mutex[] mutexes;
+        final InterProcessReadWriteLock[] rwLocks;
+        final InterProcessSemaphoreV2[] sems;
+        final InterProcessLock[] rwHeld;
+        @SuppressWarnings("unchecked")
+        final Collection<Lease>[] leases;
+
+        @SuppressWarnings("unchecked")
+        Held(CuratorFramework c, String[] paths, boolean rw, InterProcessSemaphoreV2[] sems) {
+            int n = paths.length;
+            this.sems = sems;
+            mutexes = new Mutex[n];
+            rwLocks = new InterProcessReadWriteLock[n];
+            rwHeld = new InterProcessLock[n];
+            leases = new Collection[n];
+            for (int p = 0; p < n; p++) {
+                if (rw) {
+                    rwLocks[p] = new InterProcessReadWriteLock(c, paths[p]);
+                } else if (sems == null) {
+                    mutexes[p] = new Mutex(c, paths[p]);
+                }
+            }
+        }
+
+        /** Takes path p as cmd says; returns the sequence to report. */
+        long acquire(int p, String[] cmd) throws Exception {
+            if (sems != null) {
+                int k = cmd.length > 3 ? Integer.parseInt(cmd[3]) : 1;
+                leases[p] = sems[p].acquire(k);
+                return -1;
+            }
+            if (rwLocks[p] != null) {
+                InterProcessLock l = cmd.length > 3 && cmd[3].equals("r") ? rwLocks[p].readLock() : rwLocks[p].writeLock();
+                l.acquire();
+                rwHeld[p] = l;
+                return -1;
+            }
+            mutexes[p].acquire();
+            return sequence(mutexes[p].node());
+        }
+
+        void release(int p) throws Exception {
+            if (sems != null) {
+                Collection<Lease> l = leases[p];
+                leases[p] = null;
+                if (l == null) {
+                    throw new IllegalStateException("no leases held");
+                }
+                sems[p].returnAll(l);
+            } else if (rwLocks[p] != null) {
+                InterProcessLock l = rwHeld[p];
+                rwHeld[p] = null;
+                if (l == null) {
+                    throw new IllegalStateException("no read/write lock held");
+                }
+                l.release();
+            } else {
+                mutexes[p].release();
+            }
+        }
+
+        void releaseAll() throws Exception {
+            for (int p = 0; p < mutexes.length; p++) {
+                if (mutexes[p] != null) {
+                    while (mutexes[p].isOwnedByCurrentThread()) {
+                        mutexes[p].release();
+                    }
+                } else if (rwHeld[p] != null || leases[p] != null) {
+                    release(p);
+                }
+            }
+        }
+    }
+
+    static void serve(String[] a, boolean rw, int nLeases) throws Exception {
         String servers = a[1];
         int sessionMillis = Integer.parseInt(a[2]);
         int threads = Integer.parseInt(a[3]);
-        int npaths = a.length - 4;
+        String[] paths = Arrays.copyOfRange(a, 4, a.length);
         CuratorFramework c = connect(servers, sessionMillis);
+        InterProcessSemaphoreV2[] sems = null;
+        if (nLeases > 0) {
+            sems = new InterProcessSemaphoreV2[paths.length];
+            for (int p = 0; p < paths.length; p++) {
+                sems[p] = new InterProcessSemaphoreV2(c, paths[p], nLeases);
+            }
+        }
+        final InterProcessSemaphoreV2[] shared = sems;
         PrintStream out = new PrintStream(System.out, false, StandardCharsets.US_ASCII);
         @SuppressWarnings("unchecked")
         BlockingQueue<String[]>[] queues = new BlockingQueue[threads];
@@ -229,29 +343,21 @@ public final class CuratorPeer {
             final int id = t;
             queues[t] = new LinkedBlockingQueue<>();
             ts[t] = new Thread(() -> {
-                Mutex[] locks = new Mutex[npaths];
-                for (int p = 0; p < npaths; p++) {
-                    locks[p] = new Mutex(c, a[4 + p]);
-                }
+                Held held = new Held(c, paths, rw, shared);
                 try {
                     while (true) {
                         String[] cmd = queues[id].take();
                         if (cmd.length == 0) {
-                            for (Mutex m : locks) {
-                                while (m.isOwnedByCurrentThread()) {
-                                    m.release();
-                                }
-                            }
+                            held.releaseAll();
                             return;
                         }
                         int p = Integer.parseInt(cmd[2]);
                         String reply;
                         try {
                             if (cmd[0].equals("A")) {
-                                locks[p].acquire();
-                                reply = "H " + id + " " + sequence(locks[p].node());
+                                reply = "H " + id + " " + held.acquire(p, cmd);
                             } else {
-                                locks[p].release();
+                                held.release(p);
                                 reply = "U " + id;
                             }
                         } catch (Exception e) {
@@ -275,7 +381,7 @@ public final class CuratorPeer {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII));
         for (String line; (line = in.readLine()) != null; ) {
             String[] cmd = line.trim().split(" ");
-            if (cmd.length != 3) {
+            if (cmd.length != 3 && cmd.length != 4) {
                 continue;
             }
             int t = Integer.parseInt(cmd[1]);
@@ -286,8 +392,10 @@ public final class CuratorPeer {
         for (BlockingQueue<String[]> q : queues) {
             q.add(new String[0]);
         }
+        // Threads still blocked in an acquisition get 10s in all, not each.
+        long deadline = System.currentTimeMillis() + 10000;
         for (Thread t : ts) {
-            t.join(10000);
+            t.join(Math.max(1, deadline - System.currentTimeMillis()));
         }
         c.close();
         System.exit(0);

@@ -39,6 +39,21 @@ const (
 	Mix Impl = "mix"
 )
 
+// Recipe names what the workers take: a mutex, a read/write lock or a
+// semaphore.
+type Recipe string
+
+// The recipes.
+const (
+	Mutex     Recipe = "mutex"     // a lock: every hold exclusive
+	RW        Recipe = "rw"        // a read/write lock: each hold a read or a write
+	Semaphore Recipe = "semaphore" // a semaphore of Leases leases: each hold Permits permits
+)
+
+// RecipeImpls are the implementations of the read/write lock and the
+// semaphore recipes, in the order they run ("all": the first two).
+var RecipeImpls = []Impl{Tier, Curator, Nolock}
+
 // MixImpls are the implementations a mixed run can be made of.
 var MixImpls = []Impl{Tier, TierHandoff, Zklock, Gozk, Zkcompat, Curator, Kazoo}
 
@@ -69,6 +84,14 @@ type Task struct {
 	// counted, not an error.
 	Faults bool `json:"faults,omitempty"`
 	Slot   int  `json:"slot"` // the place among the P workers; a replacement takes its killed predecessor's
+
+	// Recipe is what the goroutines take ("": Mutex). With RW, each hold
+	// is a read with probability Readers, else a write; with Semaphore,
+	// each takes Permits of the Leases leases of its path.
+	Recipe  Recipe  `json:"recipe,omitempty"`
+	Readers float64 `json:"readers,omitempty"`
+	Leases  int     `json:"leases,omitempty"`
+	Permits int     `json:"permits,omitempty"`
 
 	// Derived by the worker, so that the task stays small in the
 	// environment whatever the numbers of paths and goroutines.

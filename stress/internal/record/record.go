@@ -34,10 +34,19 @@ type Hold struct {
 	// cancelled by a loss, CLOCK_MONOTONIC ns); 0: not lost, or not
 	// watched (runs without faults).
 	Lost int64
+	Kind Kind // what the hold was: zero for a mutex's
+}
+
+// Kind says what a hold is: the zero Kind is a mutex hold; Shared marks a
+// read hold of a read/write lock (a write hold is exclusive, like a
+// mutex's); Permits is the permits of a semaphore hold.
+type Kind struct {
+	Shared  bool
+	Permits int32
 }
 
 // Size is the size of one record in a file.
-const Size = 56
+const Size = 64
 
 // Field offsets inside a record; the last word is the "written" mark.
 const (
@@ -47,7 +56,8 @@ const (
 	offLatency = 24
 	offG       = 32 // low half: goroutine, high half: path
 	offLost    = 40
-	offMark    = 48
+	offKind    = 48 // low half: permits, bit 32: shared
+	offMark    = 56
 	mark       = 0x486f6c64 // "Hold"
 )
 
@@ -89,8 +99,14 @@ type Slot struct{ p unsafe.Pointer }
 
 func (s Slot) word(off uintptr) *int64 { return (*int64)(unsafe.Add(s.p, off)) }
 
-// Enter claims the next record and writes the start of a hold into it.
+// Enter claims the next record and writes the start of a mutex hold into
+// it.
 func (w *Writer) Enter(enter, token, latency int64, g, path int32) (Slot, error) {
+	return w.EnterKind(enter, token, latency, g, path, Kind{})
+}
+
+// EnterKind is Enter for a hold of kind k.
+func (w *Writer) EnterKind(enter, token, latency int64, g, path int32, k Kind) (Slot, error) {
 	i := w.next.Add(1) - 1
 	if i >= w.cap {
 		return Slot{}, ErrFull
@@ -100,6 +116,11 @@ func (w *Writer) Enter(enter, token, latency int64, g, path int32) (Slot, error)
 	atomic.StoreInt64(s.word(offToken), token)
 	atomic.StoreInt64(s.word(offLatency), latency)
 	atomic.StoreInt64(s.word(offG), int64(uint32(g))|int64(uint32(path))<<32)
+	kind := int64(uint32(k.Permits))
+	if k.Shared {
+		kind |= 1 << 32
+	}
+	atomic.StoreInt64(s.word(offKind), kind)
 	atomic.StoreInt64(s.word(offMark), mark) // last: the record is valid
 	return s, nil
 }
@@ -146,6 +167,7 @@ func Read(path string) ([]Hold, error) {
 				continue
 			}
 			gp := binary.NativeEndian.Uint64(r[offG:]) // goroutine and path share a word
+			kind := binary.NativeEndian.Uint64(r[offKind:])
 			out = append(out, Hold{
 				Enter:   int64(binary.NativeEndian.Uint64(r[offEnter:])),
 				Exit:    int64(binary.NativeEndian.Uint64(r[offExit:])),
@@ -154,6 +176,7 @@ func Read(path string) ([]Hold, error) {
 				G:       int32(uint32(gp)),
 				Path:    int32(uint32(gp >> 32)),
 				Lost:    int64(binary.NativeEndian.Uint64(r[offLost:])),
+				Kind:    Kind{Shared: kind>>32&1 == 1, Permits: int32(uint32(kind))},
 			})
 		}
 		if err == io.EOF || err == io.ErrUnexpectedEOF {

@@ -84,3 +84,31 @@ func TestFull(t *testing.T) {
 		t.Fatalf("second record in a file of one: %v, want ErrFull", err)
 	}
 }
+
+func TestKinds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.bin")
+	w, err := Create(path, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := []Kind{{}, {Shared: true}, {Permits: 3}, {Shared: true, Permits: 1 << 30}}
+	for i, k := range kinds {
+		s, err := w.EnterKind(int64(i+1), 0, 0, int32(i), 0, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Exit(int64(i + 2))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	holds, err := Read(path)
+	if err != nil || len(holds) != 4 {
+		t.Fatalf("%d holds, %v", len(holds), err)
+	}
+	for _, h := range holds {
+		if h.Kind != kinds[h.G] {
+			t.Errorf("hold %d: kind %+v, want %+v", h.G, h.Kind, kinds[h.G])
+		}
+	}
+}

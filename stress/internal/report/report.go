@@ -35,6 +35,12 @@ type Data struct {
 	FaultNote   string
 	FaultHeader []string
 	FaultRows   [][]string
+	// A read/write lock or semaphore run's own figures (reader
+	// concurrency, writer wait, lease utilization), with a line that
+	// says what they are; empty for a mutex run.
+	RecipeNote   string
+	RecipeHeader []string
+	RecipeRows   [][]string
 }
 
 // Impl is what the report shows of one implementation.
@@ -192,6 +198,12 @@ pre { background: #f7f7f7; padding: 8px; font-size: 12px; overflow-x: auto; }
 request the ZooKeeper servers received during the run, divided by acquisitions. znodes/path and watches/path are the
 peaks sampled under a lock path. fair proc / fair gor: Jain's fairness index of acquisitions over processes /
 goroutines (1 = equal shares). overlaps, token viol and lost come from the independent checker.</p>
+
+{{if .RecipeHeader}}<p class="sub">{{.RecipeNote}}</p>
+<table>
+<tr>{{range .RecipeHeader}}<th>{{.}}</th>{{end}}</tr>
+{{range .RecipeRows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>{{end}}
 
 <div class="charts">
 <div>{{.Charts.Throughput}}</div>

@@ -26,6 +26,9 @@ func WriteReport(path string, s Summary, runs []*runner.Run) error {
 		Failures:  s.Failures,
 		Settings:  settings(s),
 	}
+	if h := recipeHeader(cfg.Recipe); h != nil {
+		d.RecipeNote, d.RecipeHeader, d.RecipeRows = recipeNote(cfg), h, recipeRows(s.Results)
+	}
 	if cfg.Faults != nil {
 		d.FaultHeader, d.FaultRows = faultHeader, faultRows(s.Faults)
 		d.FaultNote = fmt.Sprintf("-fault %s, seed %d, one every ~%v after the previous recovery; session timeout %v. "+
@@ -71,6 +74,7 @@ func settings(s Summary) [][2]string {
 	}
 	out := [][2]string{
 		{"implementations", joinImpls(cfg.Impls, ", ")},
+		{"recipe", recipeSetting(cfg)},
 		{"processes x goroutines", fmt.Sprintf("%d x %d", cfg.Procs, cfg.Goroutines)},
 		{"lock paths", fmt.Sprintf("%d, picked %s", cfg.Paths, cfg.Pick)},
 		{"run length", length},

@@ -62,6 +62,11 @@ type Impl struct {
 	// Orphans are the ephemeral nodes left under the run's paths once every
 	// worker exited and its session ended (none may be).
 	Orphans []string `json:"orphans,omitempty"`
+	// The recipe run (mutex, rw, semaphore) and, for rw and semaphore,
+	// what it achieved.
+	Recipe proto.Recipe `json:"recipe,omitempty"`
+	RW     *RW          `json:"rw,omitempty"`
+	Sem    *Sem         `json:"semaphore,omitempty"`
 	// Ratios against the gozk baseline of the same run (0: no baseline).
 	ThroughputVsGozk float64 `json:"throughput_vs_gozk,omitempty"`
 	RequestsVsGozk   float64 `json:"requests_per_acquisition_vs_gozk,omitempty"`
@@ -135,6 +140,7 @@ func FiguresOf(run *runner.Run, cfg runner.Config) Impl {
 			r.GoroutinesIdle++
 		}
 	}
+	recipeFigures(&r, run, cfg)
 	return r
 }
 
@@ -231,6 +237,12 @@ func Verdict(s Summary) string {
 		faults = fmt.Sprintf("; %d fault(s) injected, %d recovered from", len(s.Faults), recovered)
 	}
 	switch {
+	case s.OK && s.Config.Recipe == proto.RW:
+		return fmt.Sprintf("PASS: read/write exclusion held (writers alone, readers together): 0 violations in %d holds checked (%d implementation(s))%s",
+			holds, len(s.Results), faults)
+	case s.OK && s.Config.Recipe == proto.Semaphore:
+		return fmt.Sprintf("PASS: at most %d permits held at once: 0 violations in %d holds checked (%d implementation(s))%s",
+			s.Config.Leases, holds, len(s.Results), faults)
 	case s.OK:
 		return fmt.Sprintf("PASS: mutual exclusion held: 0 violations in %d holds checked (%d implementation(s))%s",
 			holds, len(s.Results), faults)

@@ -69,7 +69,12 @@ func orNA(n int) string {
 
 // PrintTable writes the comparison as an aligned table, numbers right-aligned.
 func PrintTable(w io.Writer, results []Impl) {
-	rows := append([][]string{tableHeader}, tableRows(results)...)
+	printAligned(w, append([][]string{tableHeader}, tableRows(results)...))
+}
+
+// printAligned writes rows (the first a header) as a table, the first
+// column left-aligned, the others right-aligned.
+func printAligned(w io.Writer, rows [][]string) {
 	// The first column is left-aligned: pad it to one width.
 	width := 0
 	for _, row := range rows {

@@ -81,8 +81,16 @@ func (r *Runner) collect(run *Run, results []*proto.Result, files []string) erro
 		for _, h := range recs {
 			run.Holds = append(run.Holds, exclusion.Hold{
 				Proc: int32(p), G: h.G, Path: h.Path, Token: h.Token, Enter: h.Enter, Exit: h.Exit, Loss: h.Lost,
+				Shared: h.Kind.Shared, Permits: h.Kind.Permits,
 			})
 			run.Latencies = append(run.Latencies, h.Latency)
+			if r.cfg.Recipe == proto.RW {
+				if h.Kind.Shared {
+					run.ReadLatencies = append(run.ReadLatencies, h.Latency)
+				} else {
+					run.WriteLatencies = append(run.WriteLatencies, h.Latency)
+				}
+			}
 			if h.Exit == 0 {
 				continue
 			}
@@ -106,6 +114,7 @@ func (r *Runner) collect(run *Run, results []*proto.Result, files []string) erro
 		Tokens:          run.TokenKind != "" && run.Name != proto.Mix, // a mix's tokens are of different kinds
 		SameNodeHandoff: run.Name == proto.TierHandoff,
 		Killed:          run.Killed,
+		Permits:         r.cfg.semaphoreSize(),
 	})
 	fault.MeasureRecovery(run.Faults, run.Holds, run.Start, r.cfg.SessionTimeout)
 	return nil

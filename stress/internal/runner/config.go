@@ -38,10 +38,18 @@ type Config struct {
 	Faults     []fault.Kind  `json:"fault,omitempty"`
 	FaultEvery time.Duration `json:"fault_every_ns,omitempty"`
 	FaultSeed  int64         `json:"fault_seed,omitempty"`
-	JSON       string        `json:"-"`
-	Report     string        `json:"-"`
-	Quiet      bool          `json:"-"`
-	Verbose    bool          `json:"-"`
+	// Recipe is what the workers take (proto.Mutex, RW or Semaphore):
+	// with RW a fraction Readers of the holds are reads; with Semaphore
+	// each hold takes Permits of the Leases leases of its path.
+	Recipe  proto.Recipe `json:"recipe"`
+	Readers float64      `json:"readers,omitempty"`
+	Leases  int          `json:"leases,omitempty"`
+	Permits int          `json:"permits,omitempty"`
+
+	JSON    string `json:"-"`
+	Report  string `json:"-"`
+	Quiet   bool   `json:"-"`
+	Verbose bool   `json:"-"`
 }
 
 // MixMember is one implementation of a mixed run and its number of
@@ -71,4 +79,13 @@ func (c Config) faultSettings() fault.Settings {
 		Kinds: c.Faults, Every: c.FaultEvery, Seed: c.FaultSeed, Procs: c.Procs,
 		Duration: c.Duration, Timeout: c.Timeout, SessionTimeout: c.SessionTimeout, ConnectTimeout: c.ConnectTimeout,
 	}
+}
+
+// semaphoreSize is the number of leases of a semaphore run, 0 otherwise:
+// the checker's Options.Permits.
+func (c Config) semaphoreSize() int {
+	if c.Recipe == proto.Semaphore {
+		return c.Leases
+	}
+	return 0
 }

@@ -53,6 +53,7 @@ func (r *Runner) RunImpl(ctx context.Context, name proto.Impl) (*Run, error) {
 			Servers: r.workerServers(slot), SessionTimeout: cfg.SessionTimeout, ConnectTimeout: cfg.ConnectTimeout,
 			RecordFile: file, RecordCap: defaultRecordCap, Seed: uint64(time.Now().UnixNano()),
 			Verbose: cfg.Verbose, Faults: cfg.Faults != nil,
+			Recipe: cfg.Recipe, Readers: cfg.Readers, Leases: cfg.Leases, Permits: cfg.Permits,
 		}
 		if cfg.Faults != nil {
 			// The parent ends a run with faults (it may extend it until the
@@ -82,7 +83,7 @@ func (r *Runner) RunImpl(ctx context.Context, name proto.Impl) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: server counters: %w", fleet.ErrRun, err)
 	}
-	smp := sample.Start(r.conn, r.cluster, run.Paths, cfg.Sample)
+	smp := sample.Start(r.conn, r.cluster, sampled(cfg.Recipe, run.Paths), cfg.Sample)
 	bar := progress.New(r.stderr, r.showBar, string(name), cfg.Duration, cfg.Acquisitions)
 	counts := map[int]int64{} // by process: a replacement's count adds to its predecessor's
 	onProgress := func(m fleet.Msg) {
@@ -143,15 +144,39 @@ func (r *Runner) RunImpl(ctx context.Context, name proto.Impl) (*Run, error) {
 }
 
 // preparePeers compiles the Java peer (and writes the Python one) once,
-// before the workers of a mixed run start, into the run's directory.
+// before the workers of a mixed run or of a curator run start, into the
+// run's directory.
 func (r *Runner) preparePeers(ctx context.Context, name proto.Impl) error {
-	for _, m := range r.cfg.Mix {
-		if name != proto.Mix || (m.Impl != proto.Curator && m.Impl != proto.Kazoo) {
+	var kinds []proto.Impl
+	switch name {
+	case proto.Mix:
+		for _, m := range r.cfg.Mix {
+			kinds = append(kinds, m.Impl)
+		}
+	case proto.Curator, proto.Kazoo:
+		kinds = append(kinds, name)
+	}
+	for _, k := range kinds {
+		if k != proto.Curator && k != proto.Kazoo {
 			continue
 		}
-		if _, err := peers.Command(ctx, peers.Kind(m.Impl), r.tmp, "prepare"); err != nil {
-			return fmt.Errorf("%w: %s: %w", fleet.ErrRun, m.Impl, err)
+		if _, err := peers.Command(ctx, peers.Kind(k), r.tmp, "prepare"); err != nil {
+			return fmt.Errorf("%w: %s: %w", fleet.ErrRun, k, err)
 		}
 	}
 	return nil
+}
+
+// sampled are the paths whose children and watches are sampled: the lock
+// paths, or for a semaphore their lease directories (Curator's layout:
+// the lease nodes are children of <path>/leases).
+func sampled(recipe proto.Recipe, paths []string) []string {
+	if recipe != proto.Semaphore {
+		return paths
+	}
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = p + "/leases"
+	}
+	return out
 }

@@ -34,21 +34,23 @@ type Run struct {
 	Faults      []*fault.Event
 	CountersOff bool    // a server restarted: its request counters started again
 	Latencies   []int64 // ns per hold, in the order of holds before checking
-	HoldTimes   []int64 // ns per complete hold
-	PerProc     []int64 // acquisitions by worker slot
-	PerG        []int64 // by worker slot and goroutine, slot-major
-	Errors      int64
-	ErrSamples  []string
-	TokenKind   string
-	Requests    int64 // requests the servers received; -1 with CountersOff
-	PeakZnodes  []int
-	PeakWatches []int
-	Result      exclusion.Result
-	Interrupted bool
-	Overflow    bool
-	Losses      int64    // holds that ended by a loss (their Release said so)
-	Orphans     []string // ephemeral nodes left once every worker exited
-	Expiries    int64    // worker sessions that expired
+	// With the rw recipe: the acquire latencies of reads and of writes.
+	ReadLatencies, WriteLatencies []int64
+	HoldTimes                     []int64 // ns per complete hold
+	PerProc                       []int64 // acquisitions by worker slot
+	PerG                          []int64 // by worker slot and goroutine, slot-major
+	Errors                        int64
+	ErrSamples                    []string
+	TokenKind                     string
+	Requests                      int64 // requests the servers received; -1 with CountersOff
+	PeakZnodes                    []int
+	PeakWatches                   []int
+	Result                        exclusion.Result
+	Interrupted                   bool
+	Overflow                      bool
+	Losses                        int64    // holds that ended by a loss (their Release said so)
+	Orphans                       []string // ephemeral nodes left once every worker exited
+	Expiries                      int64    // worker sessions that expired
 }
 
 // Runner carries out the implementations' runs on one ZooKeeper.

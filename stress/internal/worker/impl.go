@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
 	"github.com/tierlock/tierlock/stress/internal/proto"
+	"github.com/tierlock/tierlock/stress/internal/record"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -31,6 +33,36 @@ type holder interface {
 	// hold is lost and a function that tells why; a nil channel when the
 	// implementation cannot tell.
 	lost(p int) (<-chan struct{}, func() error)
+}
+
+// kindHolder is a holder of the read/write lock and semaphore recipes:
+// each hold is of the kind the loop picks (a read or a write; a number of
+// permits). release ends whatever acquireKind took.
+type kindHolder interface {
+	holder
+	acquireKind(ctx context.Context, p int, k record.Kind) (token int64, err error)
+}
+
+// acquire takes path p through h: as a hold of kind k for a kindHolder,
+// else as a mutex hold (k is then the zero Kind).
+func acquire(ctx context.Context, h holder, p int, k record.Kind) (int64, error) {
+	if kh, ok := h.(kindHolder); ok {
+		return kh.acquireKind(ctx, p, k)
+	}
+	return h.acquire(ctx, p)
+}
+
+// nextKind picks the kind of a goroutine's next hold: a read with
+// probability Readers or else a write (rw), Permits permits (semaphore),
+// or the zero Kind (mutex).
+func (w *worker) nextKind(rng *rand.Rand) record.Kind {
+	switch w.task.Recipe {
+	case proto.RW:
+		return record.Kind{Shared: rng.Float64() < w.task.Readers}
+	case proto.Semaphore:
+		return record.Kind{Permits: int32(w.task.Permits)}
+	}
+	return record.Kind{}
 }
 
 // sessioner is an implementation on a zklock.Session (tier, zklock): the
@@ -69,6 +101,9 @@ func (ev *sessionEvents) listen(st zklock.State) {
 // newImpl connects to ZooKeeper and makes the locks of implementation
 // task.Impl.
 func newImpl(ctx context.Context, task proto.Task, log *slog.Logger, events *sessionEvents) (impl, error) {
+	if task.Recipe == proto.RW || task.Recipe == proto.Semaphore {
+		return newRecipeImpl(ctx, task, log, events)
+	}
 	switch task.Impl {
 	case proto.Tier, proto.TierHandoff, proto.Zklock:
 		s, err := zklock.Connect(ctx, task.Servers,

@@ -81,8 +81,9 @@ func (w *worker) loop(ctx context.Context, g int) {
 		if w.task.Pick == "random" {
 			p = rng.IntN(nPaths)
 		}
+		kind := w.nextKind(rng)
 		start := time.Now()
-		token, err := h.acquire(ctx, p)
+		token, err := acquire(ctx, h, p, kind)
 		latency := time.Since(start)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -97,7 +98,7 @@ func (w *worker) loop(ctx context.Context, g int) {
 		}
 		fails = 0
 		enter := exclusion.Now()
-		slot, err := w.rec.Enter(enter, token, int64(latency), int32(g), int32(p))
+		slot, err := w.rec.EnterKind(enter, token, int64(latency), int32(g), int32(p), kind)
 		recorded := err == nil
 		if recorded {
 			w.noteEnter(enter)
