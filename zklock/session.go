@@ -340,17 +340,37 @@ func (s *Session) Close() error {
 	s.cancel()
 	s.lease.stop()
 	s.notes.close()
-	if s.ownsConn {
-		close(s.hardStop)
-		s.conn.Close()
-	}
 	// Every goroutine of ours ends on s.ctx, on hardStop, or on a request
 	// that completes (the closed connection fails it at once), except the
 	// guaranteed deletes under NewSession, which end when their node or
 	// session is gone.
-	s.bg.Wait()
+	drained := make(chan struct{})
+	go func() {
+		s.bg.Wait()
+		close(drained)
+	}()
+	if s.ownsConn {
+		// Let requests in flight finish before closing the connection:
+		// go-zookeeper v1.0.4 can block its connection goroutine for ever
+		// when a request queued as Close begins also fails its write (its
+		// reply channel then gets one answer too many). Normally this takes
+		// milliseconds; a connection that is down gets closeGrace.
+		t := time.NewTimer(closeGrace)
+		select {
+		case <-drained:
+		case <-t.C:
+		}
+		t.Stop()
+		close(s.hardStop)
+		s.conn.Close()
+	}
+	<-drained
 	return nil
 }
+
+// closeGrace bounds how long Close waits for requests in flight before it
+// closes a connection of its own.
+const closeGrace = time.Second
 
 func (s *Session) isClosed() bool {
 	select {
