@@ -194,6 +194,19 @@ func (le *lease) renew() {
 		active := len(s.holds) > 0 || s.waiting > 0
 		next := le.lastSend.Add(le.period())
 		s.mu.Unlock()
+		changed := s.stateChanged()
+		if active && s.State() != StateConnected {
+			// No sync while the connection is down: go-zookeeper would send
+			// it first thing on the next connection, racing (in its own code)
+			// with the re-arming of watches; the lease lapses meanwhile, as
+			// it must.
+			select {
+			case <-changed:
+			case <-s.ctx.Done():
+				return
+			}
+			continue
+		}
 		if active {
 			if wait := time.Until(next); wait > 0 {
 				if !le.sleep(wait) {

@@ -142,7 +142,7 @@ type tappedConn struct {
 // setWatchesWait bounds how long the first response after a connect is
 // held for setWatches (see Read): longer than go-zookeeper needs to send
 // it, short enough not to matter when it has no watches to send.
-const setWatchesWait = 100 * time.Millisecond
+const setWatchesWait = 250 * time.Millisecond
 
 // Read passes the bytes on, noting the negotiated session timeout from the
 // connect response.
