@@ -96,8 +96,13 @@ func (s *Session) untilSessionOver(owner int64, op func() (done bool, err error)
 	b := s.newBackOff()
 	var downSince time.Time
 	for {
-		if done, _ := op(); done {
-			return
+		// While the connection is down the request would only be queued,
+		// to go out first thing on the next connection (where go-zookeeper
+		// races with its own re-arming of watches): wait instead.
+		if s.conn.State() == zk.StateHasSession {
+			if done, _ := op(); done {
+				return
+			}
 		}
 		if s.hardStopped() {
 			return
