@@ -188,7 +188,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	if err != nil {
 		return nil, err
 	}
-	s := newSession(&wireTap{}, true, cfg)
+	s := newSession(&wireTap{closing: make(chan struct{})}, true, cfg)
 	conn, _, err := zk.Connect(servers, cfg.timeout,
 		zk.WithDialer(s.tap.dialer()),
 		zk.WithEventCallback(s.onEvent),
@@ -344,6 +344,9 @@ func (s *Session) Close() error {
 	// that completes (the closed connection fails it at once), except the
 	// guaranteed deletes under NewSession, which end when their node or
 	// session is gone.
+	if s.tap != nil {
+		s.tap.closeOnce.Do(func() { close(s.tap.closing) })
+	}
 	drained := make(chan struct{})
 	go func() {
 		s.bg.Wait()

@@ -28,7 +28,9 @@ type wireTap struct {
 	// may have lowered below the one asked for.
 	timeoutMs atomic.Int32
 
-	dials atomic.Int32 // connections made; the first has no watches to re-arm
+	dials     atomic.Int32  // connections made; the first has no watches to re-arm
+	closing   chan struct{} // closed when the Session starts closing
+	closeOnce sync.Once
 
 	// Test seams: written counts every request written, by opcode; onWrite,
 	// when set, runs before each write and may fail it (the connection is
@@ -113,7 +115,7 @@ func (t *wireTap) dialer() func(network, address string, timeout time.Duration) 
 		if err != nil {
 			return nil, err
 		}
-		tc := &tappedConn{Conn: c, tap: t, watchesOut: make(chan struct{})}
+		tc := &tappedConn{Conn: c, tap: t, watchesOut: make(chan struct{}), closed: make(chan struct{})}
 		// A client's first connection has no watches to re-arm.
 		tc.released = t.dials.Add(1) == 1
 		return tc, nil
@@ -137,6 +139,8 @@ type tappedConn struct {
 
 	watchesOut     chan struct{} // closed when setWatches is written
 	watchesOutOnce sync.Once
+	closed         chan struct{} // closed by Close
+	closeOnce      sync.Once
 }
 
 // setWatchesWait bounds how long the first response after a connect is
@@ -162,7 +166,21 @@ func (c *tappedConn) Read(b []byte) (int, error) {
 		t := time.NewTimer(time.Until(c.shookAt.Add(setWatchesWait)))
 		select {
 		case <-c.watchesOut:
+		case <-c.closed:
 		case <-t.C:
+			// No setWatches yet: most likely there are no watches to
+			// re-arm. But when the session is closing, go-zookeeper drops
+			// a setWatches it had queued (after reading lastZxid) instead
+			// of writing it: then wait for the write or the close, since
+			// responses on a closing connection matter to nobody.
+			select {
+			case <-c.tap.closing:
+				select {
+				case <-c.watchesOut:
+				case <-c.closed:
+				}
+			default:
+			}
 		}
 		t.Stop()
 	}
@@ -185,6 +203,12 @@ func (c *tappedConn) Read(b []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// Close closes the connection and ends a Read's wait for setWatches.
+func (c *tappedConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.Conn.Close()
 }
 
 func (c *tappedConn) Write(b []byte) (int, error) {
