@@ -131,8 +131,9 @@
 // process that holds a lock: the parent asks the worker to keep its next
 // hold until it is lost ("linger"), and strikes once it holds. The holder
 // must see the hold lost (the held context is cancelled: tier and zklock
-// end a hold on a disconnection, which the client notices at two thirds of
-// the session timeout, before the server can expire the session); it
+// end a hold on a disconnection, or when the session has not been
+// confirmed with the leader for a quarter of the session timeout, before
+// the server can expire the session); it
 // leaves its critical section then, and the checker verifies that nobody
 // entered before. A killed holder cannot leave: its hold is cut at the
 // moment the parent knew it dead, counted apart (not a violation), and any

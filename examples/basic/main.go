@@ -170,11 +170,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	// what closes it is one of:
 	//   - the ZooKeeper session expired: the server deleted our node, and
 	//     another process may hold the lock now;
-	//   - the connection to ZooKeeper dropped: we cannot know whether we
-	//     still hold the lock, and the client says so at two thirds of the
-	//     session timeout, before the server could expire the session and
-	//     hand the lock to someone else (zklock.WithLossOnExpiryOnly waits
-	//     for the expiry instead);
+	//   - the connection to ZooKeeper dropped, or the session could not be
+	//     confirmed with the ensemble's leader for a quarter of the session
+	//     timeout: we cannot know whether we still hold the lock, and we are
+	//     told before the server could expire the session and hand the lock
+	//     to someone else (zklock.WithLossOnExpiryOnly tolerates short
+	//     outages, with a bounded overlap);
 	//   - someone deleted our lock node (an operator, a script);
 	//   - lock.Close or s.Close;
 	//   - our own Release.
