@@ -209,7 +209,7 @@ func (le *lease) renew() {
 		}
 		if active {
 			if wait := time.Until(next); wait > 0 {
-				if !le.sleep(wait) {
+				if !sleepCtx(s.ctx, wait) {
 					return
 				}
 				continue
@@ -226,17 +226,6 @@ func (le *lease) renew() {
 		case <-s.ctx.Done():
 			return
 		}
-	}
-}
-
-func (le *lease) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-le.s.ctx.Done():
-		return false
 	}
 }
 

@@ -84,21 +84,30 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 	return h, nil
 }
 
+// listing is the outcome of a children read of the lock path.
+type listing struct {
+	children []string
+	stat     *zk.Stat
+	err      error
+}
+
+// listAsync reads the children of the lock path on a goroutine of the
+// session's. Callers that need the listing behind an earlier request (the
+// create) call it once that request is on the wire (see send).
+func (l *Lock) listAsync() <-chan listing {
+	ch := make(chan listing, 1)
+	l.s.goBackground(func() {
+		c, st, err := l.s.conn.Children(l.path)
+		ch <- listing{c, st, err}
+	})
+	return ch
+}
+
 // list reads the children of the lock path, giving up (but letting the
 // request complete in the background) when ctx ends.
 func (l *Lock) list(ctx context.Context) ([]string, *zk.Stat, error) {
-	type result struct {
-		children []string
-		stat     *zk.Stat
-		err      error
-	}
-	ch := make(chan result, 1)
-	l.s.goBackground(func() {
-		c, st, err := l.s.conn.Children(l.path)
-		ch <- result{c, st, err}
-	})
 	select {
-	case r := <-ch:
+	case r := <-l.listAsync():
 		return r.children, r.stat, r.err
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
@@ -189,16 +198,7 @@ func (l *Lock) enqueue(ctx context.Context, guid string, wait bool) (queued, err
 		if l.leaseStale() {
 			l.s.lease.refresh()
 		}
-		type listing struct {
-			children []string
-			stat     *zk.Stat
-			err      error
-		}
-		lst := make(chan listing, 1)
-		l.s.goBackground(func() {
-			c, st, err := l.s.conn.Children(l.path)
-			lst <- listing{c, st, err}
-		})
+		lst := l.listAsync()
 		select {
 		case <-fin:
 		case <-ctx.Done():

@@ -97,15 +97,7 @@ func (fr *injector) drop(ev *Event) {
 	default:
 		n := 1 + fr.rng.IntN(120)
 		ev.Variant = fmt.Sprintf("dropped after %d bytes to the server", n)
-		var armed []*faultproxy.Proxy
-		for _, p := range proxies {
-			if p.Stats().Active > 0 {
-				armed = append(armed, p)
-			}
-		}
-		if armed == nil {
-			armed = proxies
-		}
+		armed := active(proxies)
 		dropped := func() (n int64) {
 			for _, p := range armed {
 				n += p.Stats().Dropped
@@ -238,15 +230,7 @@ func (fr *injector) reset(ev *Event) {
 		}
 		armed := proxies
 		if holding == nil {
-			armed = nil
-			for _, p := range proxies {
-				if p.Stats().Active > 0 {
-					armed = append(armed, p)
-				}
-			}
-			if armed == nil {
-				armed = proxies
-			}
+			armed = active(proxies)
 		}
 		resets := func() (n int64) {
 			for _, p := range armed {
@@ -347,4 +331,19 @@ func (fr *injector) freeze(ev *Event, what string, on, off func(*faultproxy.Prox
 	if late && ev.Failure == "" {
 		ev.Failure = fmt.Sprintf("the holder saw its hold lost only %.2fs after the fault began, after it ended", *ev.HolderLossSec)
 	}
+}
+
+// active returns the proxies that carry a connection now (the worker's
+// current server), or all of them when none does.
+func active(proxies []*faultproxy.Proxy) []*faultproxy.Proxy {
+	var out []*faultproxy.Proxy
+	for _, p := range proxies {
+		if p.Stats().Active > 0 {
+			out = append(out, p)
+		}
+	}
+	if out == nil {
+		return proxies
+	}
+	return out
 }
