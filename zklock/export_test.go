@@ -36,3 +36,11 @@ func SetPollEvery(d time.Duration) (restore func()) {
 	pollEvery = d
 	return func() { pollEvery = old }
 }
+
+// SetTxnSkipLostCheck makes Lock.Txn send its transaction even when the
+// hold is known lost, so that a test sees the server's verdict on a stale
+// hold instead of the client's; it returns the function that restores it.
+func SetTxnSkipLostCheck(on bool) (restore func()) {
+	old := testSkipLostCheck.Swap(on)
+	return func() { testSkipLostCheck.Store(old) }
+}

@@ -1,0 +1,306 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Guarded writes: a ZooKeeper transaction that the server applies only
+// while the hold it runs for still stands.
+//
+// The guard is one op put in front of the caller's: a check of the
+// holder's own lock node with version -1, which the server reads as "this
+// node exists" (PrepRequestProcessor skips the version comparison for -1).
+// A multi is all or nothing, so the caller's ops land only if the node
+// exists when the leader applies the transaction. Why existence is enough:
+//
+//   - The node is ephemeral and sequential. Its name carries a sequence
+//     number the parent issues once, so no later node, ours or anyone
+//     else's, can ever have this path: if a node of this path exists, it
+//     is the node this hold was granted on.
+//   - While it exists, no other contender can be granted the lock: every
+//     contender created later has a higher sequence and waits for it, and
+//     every contender created earlier was gone when we were granted.
+//   - It stops existing when the hold ends at the server, whichever way:
+//     our release's delete, the session's expiry or close (the server
+//     deletes a session's ephemeral nodes in the closeSession transaction,
+//     ordered in the log before any grant that follows it), or a deletion
+//     by someone else. The check is evaluated in the leader's log order,
+//     so a transaction ordered after any of these fails its check.
+//
+// So the check covers exactly what the client cannot see for itself: a
+// holder paused past its session timeout (GC, SIGSTOP), partitioned, or
+// running on a stale view is refused by the server, not by its own belief.
+//
+// The version is -1 on purpose. A revocation request is a data write on
+// the holder's node ("__REVOKE__"), which bumps the node's version without
+// ending the hold: checking the version seen at grant would refuse every
+// guarded write of a holder that was asked to let go but has not yet, and
+// that holder still holds the lock. Existence is the property that says
+// who holds; the version says nothing about it.
+//
+// What it does not cover: a write to anything outside ZooKeeper (the
+// resource must check the fencing token itself; see package fence), and
+// ops that need no guard (the caller's own reads, made outside the
+// transaction, may be stale).
+
+// Errors of guarded writes.
+var (
+	// ErrStaleHold reports a guarded write the server refused because the
+	// hold's node no longer exists: the hold ended at the server (expiry,
+	// deletion, release) whether or not this client had noticed. Nothing
+	// of the transaction was applied. The error also matches ErrLockLost.
+	ErrStaleHold = errors.New("zklock: hold is stale at the server")
+	// ErrOutcomeUnknown reports a guarded write whose request was sent but
+	// whose answer never came (the connection was lost, the session
+	// expired with the request on the wire, or ctx ended first): the
+	// transaction may or may not have been applied. It is never retried
+	// automatically, since its ops need not be idempotent; read back what
+	// it wrote to learn which.
+	ErrOutcomeUnknown = errors.New("zklock: transaction outcome unknown")
+	// ErrInvalidOp reports an op Txn refuses before sending anything: nil,
+	// of a type other than *zk.CreateRequest, *zk.SetDataRequest,
+	// *zk.DeleteRequest and *zk.CheckVersionRequest, with an invalid path
+	// (the error then also matches ErrInvalidPath), an empty ACL, flags the
+	// multi cannot carry, or writing the hold's own node.
+	ErrInvalidOp = errors.New("zklock: invalid transaction op")
+)
+
+// OpError reports the caller's op that failed a guarded transaction at
+// the server. Nothing of the transaction was applied.
+type OpError struct {
+	Index int    // the op's index among the ops given to Txn
+	Path  string // the path it names
+	Err   error  // the server's error, such as zk.ErrNoNode or zk.ErrBadVersion
+}
+
+func (e *OpError) Error() string {
+	return fmt.Sprintf("zklock: transaction op %d (%s): %v", e.Index, e.Path, e.Err)
+}
+
+// Unwrap returns the server's error.
+func (e *OpError) Unwrap() error { return e.Err }
+
+// testSkipLostCheck makes Txn send even when the hold is known lost, so
+// that tests can make a hold stale at the server and see the server's
+// verdict rather than the client's (see export_test.go).
+var testSkipLostCheck atomic.Bool
+
+// Txn applies ops, a ZooKeeper multi transaction of *zk.CreateRequest,
+// *zk.SetDataRequest, *zk.DeleteRequest and *zk.CheckVersionRequest, on
+// behalf of the current hold: all of them, or, if the hold has ended at
+// the server or any op fails, none. It costs one multi request (one write
+// round trip), the guard included. The responses are those of ops, in
+// order. With no ops it confirms the hold at the server.
+//
+// Errors, by what they say of the transaction:
+//   - applied: nil.
+//   - not sent: ErrNilLock, ErrNilContext, ErrInvalidOp, ErrClosed,
+//     ErrSessionClosed, ErrNotHeld (no hold), the hold's loss error (wrapping
+//     ErrLockLost) when the hold is known lost, and ctx's error when it
+//     ended before sending.
+//   - refused by the server, nothing applied: ErrStaleHold (also matching
+//     ErrLockLost; the hold is then ended with ErrNodeDeleted) when the
+//     hold's node is gone; an *OpError wrapping the server's error when
+//     one of ops failed (the responses are returned with it).
+//   - unknown: ErrOutcomeUnknown, wrapping the cause (a lost connection, or
+//     ctx's error when ctx ended while the request was out).
+//
+// go-zookeeper cannot cancel a request: when ctx ends first, Txn returns
+// and the request completes on a goroutine of the session's, which ends
+// with it (Session.Close waits for it). Txn may run concurrently with the
+// hold's other Txn calls; one that races Release of the same hold is
+// ordered at the server before or after the release's delete.
+func (l *Lock) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	if l == nil {
+		return nil, ErrNilLock
+	}
+	if ctx == nil {
+		return nil, ErrNilContext
+	}
+	if err := validateOps(ops); err != nil {
+		return nil, err
+	}
+	h, err := l.txnHold()
+	if err != nil {
+		return nil, err
+	}
+	for i, op := range ops {
+		// Writing the hold's node would end or disguise the hold behind
+		// the guard's back; checking it (a revocation-aware version check,
+		// say) is fine.
+		if _, check := op.(*zk.CheckVersionRequest); !check && opPath(op) == h.node {
+			return nil, fmt.Errorf("%w: op %d writes the hold's own node %s", ErrInvalidOp, i, h.node)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	multi := make([]any, 0, len(ops)+1)
+	multi = append(multi, &zk.CheckVersionRequest{Path: h.node, Version: -1})
+	multi = append(multi, ops...)
+	res, err := l.s.multi(ctx, multi)
+	return l.txnResult(h, ops, res, err)
+}
+
+// txnHold returns the hold a Txn runs for, or why there is none.
+func (l *Lock) txnHold() (*hold, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return nil, ErrClosed
+	case l.s.isClosed():
+		return nil, ErrSessionClosed
+	case l.hold == nil:
+		return nil, ErrNotHeld
+	case l.hold.isLost() && !testSkipLostCheck.Load():
+		return nil, fmt.Errorf("%w: %w", ErrLockLost, l.hold.cause)
+	}
+	return l.hold, nil
+}
+
+// multiResult is what Conn.Multi returned.
+type multiResult struct {
+	res []zk.MultiResponse
+	err error
+}
+
+// multi sends ops as one multi request and waits for its answer or for
+// ctx. The request runs on a goroutine of the session's: go-zookeeper
+// cannot withdraw a request once queued, so when ctx ends first the
+// goroutine stays until Multi returns, which it does when the server
+// answers or the connection closes (go-zookeeper fails every request
+// written on a dead connection, and Session.Close waits for the session's
+// goroutines). The channel has room for the result, so the goroutine never
+// blocks on a caller that left. A ctx that ends first yields
+// ErrOutcomeUnknown: the request may already be on the wire.
+func (s *Session) multi(ctx context.Context, ops []any) ([]zk.MultiResponse, error) {
+	done := make(chan multiResult, 1)
+	s.goBackground(func() {
+		res, err := s.conn.Multi(ops...)
+		done <- multiResult{res, err}
+	})
+	select {
+	case r := <-done:
+		return r.res, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err())
+	}
+}
+
+// txnResult classifies Multi's answer. The server answers a multi it
+// evaluated with one result per op (go-zookeeper then returns the first
+// failing op's error): then the outcome is known. ZooKeeper reports the
+// ops before the failing one as OK and those after it as "runtime
+// inconsistency", so the failing op is the first with an error. Without
+// per-op results the server did not evaluate the request as far as the
+// client knows: ErrConnectionClosed (written, unanswered), a raw socket
+// error (a failed write, perhaps partial), ErrSessionExpired (go-zookeeper
+// fails requests written on the old connection so when its reconnect finds
+// the session expired: they may have been applied before the expiry), or
+// ErrOutcomeUnknown from multi. Only an encoding failure (the request did
+// not fit go-zookeeper's buffer) is known not to have left the client.
+func (l *Lock) txnResult(h *hold, ops []any, res []zk.MultiResponse, err error) ([]zk.MultiResponse, error) {
+	switch {
+	case err == nil && len(res) == len(ops)+1:
+		return res[1:], nil
+	case err == nil:
+		return nil, fmt.Errorf("%w: %d results for %d ops", ErrOutcomeUnknown, len(res), len(ops)+1)
+	case errors.Is(err, ErrOutcomeUnknown):
+		return nil, err
+	case errors.Is(err, zk.ErrShortBuffer):
+		return nil, fmt.Errorf("%w: transaction too large to encode: %w", ErrInvalidOp, err)
+	case len(res) != len(ops)+1:
+		return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	}
+	i := 0
+	for i < len(res) && res[i].Error == nil {
+		i++
+	}
+	if i == len(res) {
+		return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err) // an error but no failing op: not a multi answer we know
+	}
+	if i == 0 {
+		if errors.Is(res[0].Error, zk.ErrNoNode) {
+			// The server says the hold is over; end it here too, so that
+			// Lost and the loss handler tell the holder now rather than
+			// when the own-node watch or the lease catches up.
+			h.lose(ErrNodeDeleted)
+			return nil, fmt.Errorf("%w (%w): node %s is gone", ErrStaleHold, ErrLockLost, h.node)
+		}
+		return nil, fmt.Errorf("zklock: transaction guard on %s refused: %w", h.node, res[0].Error)
+	}
+	return res[1:], &OpError{Index: i - 1, Path: opPath(ops[i-1]), Err: res[i].Error}
+}
+
+// validateOps refuses, before anything is sent, what the server would
+// refuse or go-zookeeper would fail on: nil ops, other types, invalid
+// paths, empty ACLs, flags a multi's create cannot carry.
+func validateOps(ops []any) error {
+	for i, op := range ops {
+		if err := validateOp(op); err != nil {
+			return fmt.Errorf("%w: op %d: %w", ErrInvalidOp, i, err)
+		}
+	}
+	return nil
+}
+
+func validateOp(op any) error {
+	switch o := op.(type) {
+	case nil:
+		return errors.New("nil")
+	case *zk.CreateRequest:
+		if o == nil {
+			return errors.New("nil *zk.CreateRequest")
+		}
+		switch o.Flags {
+		case 0, zk.FlagEphemeral, zk.FlagSequence, zk.FlagEphemeralSequential, zk.FlagContainer:
+		default:
+			return fmt.Errorf("create flags %d (TTL nodes need CreateTTL, which a multi cannot carry)", o.Flags)
+		}
+		if len(o.Acl) == 0 {
+			return errors.New("create with an empty ACL")
+		}
+		p := o.Path
+		if o.Flags&zk.FlagSequence != 0 {
+			p += "0" // the server appends the sequence number before it checks the path
+		}
+		return ValidatePath(p)
+	case *zk.SetDataRequest:
+		if o == nil {
+			return errors.New("nil *zk.SetDataRequest")
+		}
+		return ValidatePath(o.Path)
+	case *zk.DeleteRequest:
+		if o == nil {
+			return errors.New("nil *zk.DeleteRequest")
+		}
+		return ValidatePath(o.Path)
+	case *zk.CheckVersionRequest:
+		if o == nil {
+			return errors.New("nil *zk.CheckVersionRequest")
+		}
+		return ValidatePath(o.Path)
+	}
+	return fmt.Errorf("unsupported type %T (want *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest or *zk.CheckVersionRequest)", op)
+}
+
+// opPath returns the path a valid op names.
+func opPath(op any) string {
+	switch o := op.(type) {
+	case *zk.CreateRequest:
+		return o.Path
+	case *zk.SetDataRequest:
+		return o.Path
+	case *zk.DeleteRequest:
+		return o.Path
+	case *zk.CheckVersionRequest:
+		return o.Path
+	}
+	return ""
+}

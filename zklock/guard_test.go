@@ -1,0 +1,335 @@
+package zklock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+var anyone = zk.WorldACL(zk.PermAll)
+
+// heldLock returns a lock on a fresh path, held, and a data directory
+// beside it for the transactions to write in.
+func heldLock(t *testing.T, s *zklock.Session) (l *zklock.Lock, dir string) {
+	t.Helper()
+	p := zktest.Path(t)
+	dir = p + "-data"
+	if err := zkCreateAll(s.Conn(), dir); err != nil {
+		t.Fatal(err)
+	}
+	l = newLock(t, s, p+"/lock")
+	if err := l.Acquire(ctxT(t, 20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	return l, dir
+}
+
+// existsSynced reports whether path exists, as the leader sees it after a
+// sync on conn.
+func existsSynced(t *testing.T, conn *zk.Conn, path string) bool {
+	t.Helper()
+	if _, err := conn.Sync("/"); err != nil {
+		t.Fatal(err)
+	}
+	return exists(t, conn, path)
+}
+
+func TestTxnApplies(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	l, dir := heldLock(t, s)
+	ctx := ctxT(t, 20*time.Second)
+	res, err := l.Txn(ctx,
+		&zk.CreateRequest{Path: dir + "/a", Data: []byte("1"), Acl: anyone},
+		&zk.SetDataRequest{Path: dir + "/a", Data: []byte("2"), Version: 0},
+		&zk.CheckVersionRequest{Path: dir + "/a", Version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 3 || res[0].String != dir+"/a" || res[1].Stat == nil || res[1].Stat.Version != 1 {
+		t.Fatalf("responses %+v", res)
+	}
+	data, _, err := s.Conn().Get(dir + "/a")
+	if err != nil || string(data) != "2" {
+		t.Fatalf("data %q, %v", data, err)
+	}
+	// No ops: a confirmation of the hold at the server.
+	if res, err := l.Txn(ctx); err != nil || len(res) != 0 {
+		t.Fatalf("empty Txn: %v, %v", res, err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Txn(ctx, &zk.DeleteRequest{Path: dir + "/a", Version: -1}); !errors.Is(err, zklock.ErrNotHeld) {
+		t.Fatalf("Txn after Release: %v, want ErrNotHeld", err)
+	}
+}
+
+// A hold that is over at the server while the client has not noticed:
+// its node is deleted from another session, and the client's "known
+// lost" fast path is switched off, so that the transaction reaches the
+// server whatever the client knows by then. The server must refuse it
+// whole. The control shows the same write lands without the guard, so
+// the refusal is the guard's doing.
+func TestTxnStaleHoldRefusedAtServer(t *testing.T) {
+	defer zklock.SetTxnSkipLostCheck(true)()
+	s := connect(t, zktest.Servers(t))
+	other := connect(t, zktest.Servers(t))
+	l, dir := heldLock(t, s)
+	ctx := ctxT(t, 20*time.Second)
+	node := l.Node()
+	if err := other.Conn().Delete(node, -1); err != nil {
+		t.Fatal(err)
+	}
+	ops := []any{
+		&zk.CreateRequest{Path: dir + "/stale", Data: []byte("x"), Acl: anyone},
+		&zk.SetDataRequest{Path: dir, Data: []byte("stale"), Version: -1},
+	}
+	_, err := l.Txn(ctx, ops...)
+	if !errors.Is(err, zklock.ErrStaleHold) || !errors.Is(err, zklock.ErrLockLost) {
+		t.Fatalf("stale Txn: %v, want ErrStaleHold and ErrLockLost", err)
+	}
+	if existsSynced(t, other.Conn(), dir+"/stale") {
+		t.Fatal("a stale holder's create landed")
+	}
+	if data, _, _ := other.Conn().Get(dir); len(data) != 0 {
+		t.Fatalf("a stale holder's set landed: %q", data)
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hold was not ended after the server called it stale")
+	}
+	if err := l.Err(); !errors.Is(err, zklock.ErrNodeDeleted) {
+		t.Errorf("hold's error %v, want ErrNodeDeleted", err)
+	}
+
+	t.Run("control: without the guard the write lands", func(t *testing.T) {
+		if _, err := s.Conn().Multi(ops...); err != nil {
+			t.Fatalf("unguarded multi: %v", err)
+		}
+		if !existsSynced(t, other.Conn(), dir+"/stale") {
+			t.Fatal("the unguarded create did not land: the scene does not test the guard")
+		}
+	})
+}
+
+// A revocation request writes the holder's node (its version goes up):
+// the holder still holds, and its guarded writes still land.
+func TestTxnSurvivesWriteToOwnNode(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	other := connect(t, zktest.Servers(t))
+	l, dir := heldLock(t, s)
+	if _, err := other.Conn().Set(l.Node(), []byte("__REVOKE__"), -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Txn(ctxT(t, 20*time.Second), &zk.CreateRequest{Path: dir + "/after-revoke", Acl: anyone}); err != nil {
+		t.Fatalf("Txn after a data write to the holder's node: %v", err)
+	}
+	select {
+	case <-l.Lost():
+		t.Fatalf("hold lost on a data write: %v", l.Err())
+	default:
+	}
+}
+
+// One failing op fails the transaction whole, and says which op it was.
+func TestTxnOpError(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	l, dir := heldLock(t, s)
+	res, err := l.Txn(ctxT(t, 20*time.Second),
+		&zk.CreateRequest{Path: dir + "/first", Acl: anyone},
+		&zk.DeleteRequest{Path: dir + "/missing", Version: -1},
+		&zk.CreateRequest{Path: dir + "/third", Acl: anyone})
+	var oe *zklock.OpError
+	if !errors.As(err, &oe) || oe.Index != 1 || oe.Path != dir+"/missing" || !errors.Is(err, zk.ErrNoNode) {
+		t.Fatalf("Txn: %v, want *OpError at op 1 wrapping zk.ErrNoNode", err)
+	}
+	if errors.Is(err, zklock.ErrLockLost) || errors.Is(err, zklock.ErrOutcomeUnknown) {
+		t.Fatalf("an op's refusal reads as a loss or an unknown outcome: %v", err)
+	}
+	if len(res) != 3 || res[1].Error == nil {
+		t.Fatalf("responses %+v", res)
+	}
+	if existsSynced(t, s.Conn(), dir+"/first") {
+		t.Fatal("op 0 landed although op 1 failed")
+	}
+	select {
+	case <-l.Lost():
+		t.Fatal("an op's failure ended the hold")
+	default:
+	}
+}
+
+// A hold the client knows is lost is refused without a request.
+func TestTxnKnownLost(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	other := connect(t, zktest.Servers(t))
+	l, dir := heldLock(t, s)
+	if err := other.Conn().Delete(l.Node(), -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("deletion not noticed")
+	}
+	before := zklock.Written(s, zklock.OpMulti)
+	_, err := l.Txn(ctxT(t, 20*time.Second), &zk.CreateRequest{Path: dir + "/x", Acl: anyone})
+	if !errors.Is(err, zklock.ErrLockLost) || !errors.Is(err, zklock.ErrNodeDeleted) {
+		t.Fatalf("Txn on a lost hold: %v", err)
+	}
+	if n := zklock.Written(s, zklock.OpMulti) - before; n != 0 {
+		t.Fatalf("%d multi requests sent for a hold known lost", n)
+	}
+}
+
+// ctx ends while the request is out: the outcome is unknown, and it may
+// well land. The write hook holds the multi back until Txn has returned,
+// so the order is fixed.
+func TestTxnContextEndsInFlight(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	l, dir := heldLock(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	returned := make(chan struct{})
+	zklock.SetWriteHook(s, func(op int32, _ []byte) error {
+		if op == zklock.OpMulti {
+			cancel()
+			select {
+			case <-returned:
+			case <-time.After(10 * time.Second):
+			}
+		}
+		return nil
+	})
+	defer zklock.SetWriteHook(s, nil)
+	_, err := l.Txn(ctx, &zk.CreateRequest{Path: dir + "/late", Acl: anyone})
+	close(returned)
+	if !errors.Is(err, zklock.ErrOutcomeUnknown) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Txn: %v, want ErrOutcomeUnknown wrapping context.Canceled", err)
+	}
+	eventually(t, 10*time.Second, "the abandoned transaction to land", func() bool { return existsSynced(t, s.Conn(), dir+"/late") })
+}
+
+// The connection fails as the multi is written: the outcome is unknown.
+func TestTxnConnectionLostInFlight(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	l, dir := heldLock(t, s)
+	zklock.SetWriteHook(s, func(op int32, _ []byte) error {
+		if op == zklock.OpMulti {
+			return errors.New("injected: connection reset by peer")
+		}
+		return nil
+	})
+	_, err := l.Txn(ctxT(t, 20*time.Second), &zk.CreateRequest{Path: dir + "/cut", Acl: anyone})
+	zklock.SetWriteHook(s, nil)
+	if !errors.Is(err, zklock.ErrOutcomeUnknown) {
+		t.Fatalf("Txn: %v, want ErrOutcomeUnknown", err)
+	}
+	if errors.Is(err, zklock.ErrLockLost) {
+		t.Fatalf("an unknown outcome reads as a loss (nothing applied): %v", err)
+	}
+	// Let the reconnection settle before the session closes: a Close in
+	// the first moments of a new connection can strand go-zookeeper's
+	// goroutines (see wire.go's setWatches wait), which is not this test's
+	// subject.
+	eventually(t, 10*time.Second, "the session back", func() bool {
+		_, err := s.Conn().Sync("/")
+		return err == nil
+	})
+}
+
+// Bad input: each case gets its error before anything is sent, and nothing
+// panics.
+func TestTxnBadInput(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	l, dir := heldLock(t, s)
+	node := l.Node()
+	ctx := ctxT(t, 20*time.Second)
+	var nilCreate *zk.CreateRequest
+	for _, c := range []struct {
+		name string
+		ops  []any
+		want []error
+	}{
+		{"nil op", []any{nil}, []error{zklock.ErrInvalidOp}},
+		{"typed nil", []any{nilCreate}, []error{zklock.ErrInvalidOp}},
+		{"unsupported type", []any{"create /x"}, []error{zklock.ErrInvalidOp}},
+		{"value, not pointer", []any{zk.DeleteRequest{Path: dir}}, []error{zklock.ErrInvalidOp}},
+		{"relative path", []any{&zk.SetDataRequest{Path: "x"}}, []error{zklock.ErrInvalidOp, zklock.ErrInvalidPath}},
+		{"trailing slash", []any{&zk.DeleteRequest{Path: dir + "/"}}, []error{zklock.ErrInvalidOp, zklock.ErrInvalidPath}},
+		{"dot segment", []any{&zk.CheckVersionRequest{Path: dir + "/./a"}}, []error{zklock.ErrInvalidOp, zklock.ErrInvalidPath}},
+		{"empty ACL", []any{&zk.CreateRequest{Path: dir + "/a"}}, []error{zklock.ErrInvalidOp}},
+		{"TTL flags", []any{&zk.CreateRequest{Path: dir + "/a", Acl: anyone, Flags: 5}}, []error{zklock.ErrInvalidOp}},
+		{"second op bad", []any{&zk.CreateRequest{Path: dir + "/a", Acl: anyone}, nil}, []error{zklock.ErrInvalidOp}},
+		{"writes own node", []any{&zk.DeleteRequest{Path: node, Version: -1}}, []error{zklock.ErrInvalidOp}},
+		{"sets own node", []any{&zk.SetDataRequest{Path: node, Version: -1}}, []error{zklock.ErrInvalidOp}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := zklock.Written(s, zklock.OpMulti)
+			err := zktest.NoPanic(t, func() error { _, err := l.Txn(ctx, c.ops...); return err })
+			for _, w := range c.want {
+				if !errors.Is(err, w) {
+					t.Errorf("error %v, want %v", err, w)
+				}
+			}
+			if n := zklock.Written(s, zklock.OpMulti) - before; n != 0 {
+				t.Errorf("%d multi requests sent", n)
+			}
+		})
+	}
+	t.Run("sequential create under a slash", func(t *testing.T) {
+		res, err := l.Txn(ctx, &zk.CreateRequest{Path: dir + "/", Acl: anyone, Flags: zk.FlagSequence})
+		if err != nil || !strings.HasPrefix(res[0].String, dir+"/") {
+			t.Fatalf("%v, %v", res, err)
+		}
+	})
+	t.Run("check of own node", func(t *testing.T) {
+		if _, err := l.Txn(ctx, &zk.CheckVersionRequest{Path: node, Version: 0}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("nil context", func(t *testing.T) {
+		//lint:ignore SA1012 a nil context is the bad input under test
+		if _, err := l.Txn(nil, &zk.CreateRequest{Path: dir + "/a", Acl: anyone}); !errors.Is(err, zklock.ErrNilContext) { //nolint:staticcheck
+			t.Fatal(err)
+		}
+	})
+	t.Run("ended context", func(t *testing.T) {
+		if _, err := l.Txn(zktest.Cancelled(), &zk.CreateRequest{Path: dir + "/a", Acl: anyone}); !errors.Is(err, context.Canceled) || errors.Is(err, zklock.ErrOutcomeUnknown) {
+			t.Fatalf("%v, want context.Canceled, not sent", err)
+		}
+	})
+	t.Run("nil lock", func(t *testing.T) {
+		var nl *zklock.Lock
+		if _, err := nl.Txn(ctx); !errors.Is(err, zklock.ErrNilLock) {
+			t.Fatal(err)
+		}
+	})
+	t.Run("closed lock", func(t *testing.T) {
+		l2 := newLock(t, s, zktest.Path(t))
+		l2.Close()
+		if _, err := l2.Txn(ctx); !errors.Is(err, zklock.ErrClosed) {
+			t.Fatal(err)
+		}
+	})
+	t.Run("never held", func(t *testing.T) {
+		if _, err := newLock(t, s, zktest.Path(t)).Txn(ctx); !errors.Is(err, zklock.ErrNotHeld) {
+			t.Fatal(err)
+		}
+	})
+	t.Run("closed session", func(t *testing.T) {
+		s2 := connect(t, zktest.Servers(t))
+		l2, _ := heldLock(t, s2)
+		s2.Close()
+		if _, err := l2.Txn(ctx); !errors.Is(err, zklock.ErrSessionClosed) {
+			t.Fatal(err)
+		}
+	})
+}
