@@ -61,7 +61,21 @@ var (
 	// ErrInvalidOption is zklock.ErrInvalidOption, for this package's
 	// options and the zklock options passed through WithLockOptions.
 	ErrInvalidOption = zklock.ErrInvalidOption
+	// ErrStaleHold is zklock.ErrStaleHold, from Txn: the server refused a
+	// guarded write because the hold's node is gone. It matches
+	// ErrLockLost too.
+	ErrStaleHold = zklock.ErrStaleHold
+	// ErrOutcomeUnknown is zklock.ErrOutcomeUnknown, from Txn: the request
+	// went out and its answer never came.
+	ErrOutcomeUnknown = zklock.ErrOutcomeUnknown
+	// ErrInvalidOp is zklock.ErrInvalidOp, from Txn: an op refused before
+	// anything was sent.
+	ErrInvalidOp = zklock.ErrInvalidOp
 )
+
+// OpError is zklock.OpError, from Txn: the op that failed a guarded
+// transaction at the server, by index, with the server's error.
+type OpError = zklock.OpError
 
 // errReleased is the cause of a held context cancelled by its Release.
 var errReleased = errors.New("tier: lock released")

@@ -27,6 +27,9 @@ func TestErrorsReexported(t *testing.T) {
 		{"ErrInvalidPath", tier.ErrInvalidPath, zklock.ErrInvalidPath},
 		{"ErrNilContext", tier.ErrNilContext, zklock.ErrNilContext},
 		{"ErrInvalidOption", tier.ErrInvalidOption, zklock.ErrInvalidOption},
+		{"ErrStaleHold", tier.ErrStaleHold, zklock.ErrStaleHold},
+		{"ErrOutcomeUnknown", tier.ErrOutcomeUnknown, zklock.ErrOutcomeUnknown},
+		{"ErrInvalidOp", tier.ErrInvalidOp, zklock.ErrInvalidOp},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.tier != c.zkl {

@@ -44,6 +44,7 @@ type hold struct {
 	start  time.Time
 	node   string // the ZooKeeper node this hold rides on
 	token  int64  // its fencing token, fixed for the hold's life
+	txns   txnGate
 }
 
 type holdKey struct{ l *Lock }
@@ -263,20 +264,25 @@ func (l *Lock) Release(held context.Context) error {
 	if !l.current.CompareAndSwap(h, nil) {
 		return ErrNotHolder
 	}
+	h.txns.end()
 	lossErr := context.Cause(h.ctx)
 	h.cancel(errReleased)
 	l.observe(Event{Kind: Released, Held: time.Since(h.start)})
-	err := l.leave()
+	err := l.leave(h)
 	if lossErr != nil && !errors.Is(err, ErrLockLost) && errors.Is(lossErr, ErrLockLost) {
 		err = lossErr
 	}
 	return err
 }
 
-// leave undoes the tiers: the node first, then the gate, unless a bounded
-// hand-off passes both to a local waiter.
-func (l *Lock) leave() error {
+// leave undoes the tiers of h, a hold just released: the node first, then
+// the gate, unless a bounded hand-off passes both to a local waiter.
+func (l *Lock) leave(h *hold) error {
 	if l.handoffAllowed() {
+		// The next holder rides on h's node, so the server's guard cannot
+		// tell its writes from h's: h's guarded writes still in flight
+		// must be over before it gets the hold (see txnGate).
+		h.txns.wait()
 		l.g.leave()
 		// leave handed the gate straight to a blocked waiter, if one was
 		// still there. If none was (it gave up meanwhile), the gate is free

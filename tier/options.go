@@ -33,7 +33,8 @@ func WithHandoff(maxHandoffs int, maxHold time.Duration) Option {
 	return func(c *config) { c.maxHandoffs, c.maxHold = maxHandoffs, maxHold }
 }
 
-// WithObserver calls fn on every acquisition, release and loss, so that
+// WithObserver calls fn on every acquisition, release, loss and refused
+// guarded write, so that
 // metrics can be plugged in without a dependency here. fn runs on the
 // goroutine that acquired or released (on a background goroutine for a
 // loss) and must be quick.
@@ -76,6 +77,11 @@ const (
 	Lost
 	// Failed: an acquisition gave up (Err says why).
 	Failed
+	// TxnFailed: a guarded write (Lock.Txn) was refused because its hold
+	// is stale: lost (known to the client, or found so by the server's
+	// check) or no longer the current local hold. Err says why; nothing
+	// of the transaction was applied.
+	TxnFailed
 )
 
 // String names the kind, as in logs.
@@ -89,6 +95,8 @@ func (k EventKind) String() string {
 		return "lost"
 	case Failed:
 		return "failed"
+	case TxnFailed:
+		return "txn-failed"
 	}
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
@@ -122,5 +130,5 @@ type Event struct {
 	Tier Tier          // Acquired: TierHandoff or TierZooKeeper
 	Wait time.Duration // Acquired, Failed: from the call to the outcome
 	Held time.Duration // Released: how long the hold lasted
-	Err  error         // Lost, Failed
+	Err  error         // Lost, Failed, TxnFailed
 }

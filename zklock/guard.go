@@ -116,6 +116,23 @@ var testSkipLostCheck atomic.Bool
 // hold's other Txn calls; one that races Release of the same hold is
 // ordered at the server before or after the release's delete.
 func (l *Lock) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	return l.txn(ctx, "", ops)
+}
+
+// TxnOn is Txn for the hold on node (as Node returned it): when the
+// current hold is on another node, or there is none, it returns an error
+// matching ErrNotHeld and sends nothing. A caller that keeps a hold's node
+// (package tier does) thereby cannot run one acquisition's write under the
+// next, however late its goroutine runs.
+func (l *Lock) TxnOn(ctx context.Context, node string, ops ...any) ([]zk.MultiResponse, error) {
+	if node == "" {
+		return nil, fmt.Errorf("%w: no node named", ErrNotHeld)
+	}
+	return l.txn(ctx, node, ops)
+}
+
+// txn is Txn for the hold on node, or for the current hold when node is "".
+func (l *Lock) txn(ctx context.Context, node string, ops []any) ([]zk.MultiResponse, error) {
 	if l == nil {
 		return nil, ErrNilLock
 	}
@@ -128,6 +145,9 @@ func (l *Lock) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) 
 	h, err := l.txnHold()
 	if err != nil {
 		return nil, err
+	}
+	if node != "" && h.node != node {
+		return nil, fmt.Errorf("%w: %s is not the current hold's node", ErrNotHeld, node)
 	}
 	for i, op := range ops {
 		// Writing the hold's node would end or disguise the hold behind

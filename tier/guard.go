@@ -1,0 +1,170 @@
+package tier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// Guarded writes on the two-tier lock: zklock.Lock.Txn (a multi
+// transaction the server applies only while the hold's node exists) plus
+// the one check the server cannot make. Under WithHandoff consecutive
+// local holders share one node, so a write of a hold already handed on
+// would pass the server's check: it must be refused here, and a write of
+// the hold that is still on the wire when the hold is handed on must be
+// over before the next holder starts.
+
+// txnGate orders a hold's guarded writes against its hand-off. (A hold
+// that ends with its node needs no gate: its writes go out on that node
+// alone, through zklock.Lock.TxnOn, and the server orders them against the
+// node's delete.)
+//
+// A Txn enters (begin) after finding its hold current; Release, having
+// made the hold not current, closes the gate (end) and, before a hand-off,
+// waits (wait) until every request that entered has completed at the
+// server or failed. The mutex is the happens-before edge: either begin
+// runs first, and its Add is ordered before end and so before wait, which
+// then waits for the request; or end runs first, and begin sees ended and
+// refuses, sending nothing. So no guarded write of a hold can be applied
+// after the next local holder got the hold. The count is released when
+// the request ends, not when Txn returns: a Txn whose context ended first
+// leaves its request in flight, and that request still counts.
+type txnGate struct {
+	mu    sync.Mutex
+	ended bool
+	wg    sync.WaitGroup
+}
+
+// begin admits one request, unless the hold was released.
+func (g *txnGate) begin() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ended {
+		return false
+	}
+	g.wg.Add(1)
+	return true
+}
+
+// done ends an admitted request.
+func (g *txnGate) done() { g.wg.Done() }
+
+// end admits no more requests.
+func (g *txnGate) end() {
+	g.mu.Lock()
+	g.ended = true
+	g.mu.Unlock()
+}
+
+// wait returns when every admitted request is over. Call it after end.
+func (g *txnGate) wait() { g.wg.Wait() }
+
+type txnResult struct {
+	res []zk.MultiResponse
+	err error
+}
+
+// Txn runs ops as one ZooKeeper transaction on behalf of the hold held
+// carries (held, or a context derived from it, such as one with a
+// deadline): see zklock.Lock.Txn for the ops, the guard and the errors. It
+// costs one multi request. Besides the server's check of the hold's node,
+// it refuses a context whose hold is no longer this lock's current one
+// (ErrNotHolder), which under WithHandoff is what tells a previous local
+// holder from the next one, since both ride on the same node. A refusal of
+// a stale hold (an error matching ErrLockLost, or ErrNotHolder for a
+// context that carried a hold of this lock) is told to the observer as a
+// TxnFailed event.
+//
+// Txn returns when the server answers or held ends. When held ends first
+// (a deadline, or the hold's loss or release) the result is
+// ErrOutcomeUnknown: the request may be applied yet, and a hand-off to the
+// next local holder waits until it is over.
+func (l *Lock) Txn(held context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	if l == nil {
+		return nil, ErrNilLock
+	}
+	if held == nil {
+		return nil, ErrNilContext
+	}
+	res, err := l.txn(held, ops)
+	if err != nil && l.staleRefusal(held, err) {
+		l.observe(Event{Kind: TxnFailed, Err: err})
+	}
+	return res, err
+}
+
+func (l *Lock) txn(held context.Context, ops []any) ([]zk.MultiResponse, error) {
+	h := l.holdOf(held)
+	switch {
+	case h == nil && l.closed.Load() && held.Value(holdKey{l}) != nil:
+		return nil, ErrClosed
+	case h == nil && held.Value(holdKey{l}) != nil:
+		return nil, fmt.Errorf("%w: the context's hold of %s has ended", ErrNotHolder, l.Path())
+	case h == nil:
+		return nil, ErrNotHolder
+	case h.ctx.Err() != nil:
+		// The hold was lost: its cause wraps ErrLockLost. (A release
+		// makes the hold not current before it cancels h.ctx.)
+		return nil, context.Cause(h.ctx)
+	}
+	if err := held.Err(); err != nil {
+		return nil, err // held is derived from h.ctx and ended on its own
+	}
+	if !h.txns.begin() {
+		return nil, fmt.Errorf("%w: the context's hold of %s has ended", ErrNotHolder, l.Path())
+	}
+	done := make(chan txnResult, 1)
+	go func() {
+		defer h.txns.done()
+		// Not held: the request, once sent, cannot be withdrawn, and its
+		// end, not the caller's, is what the gate must see.
+		// On h's node only: should this goroutine run after the hold was
+		// released and another acquired, zklock refuses it.
+		res, err := l.zk.TxnOn(context.WithoutCancel(held), h.node, ops...)
+		if errors.Is(err, zklock.ErrNotHeld) {
+			err = fmt.Errorf("%w: the context's hold of %s has ended", ErrNotHolder, l.Path())
+		}
+		done <- txnResult{res, err}
+	}()
+	select {
+	case r := <-done:
+		return r.res, r.err
+	case <-held.Done():
+		err := fmt.Errorf("%w: %w", ErrOutcomeUnknown, held.Err())
+		if cause := context.Cause(held); cause != held.Err() {
+			// Said, not wrapped: an unknown outcome must not match
+			// ErrLockLost, which promises that nothing was applied.
+			err = fmt.Errorf("%w (%v)", err, cause)
+		}
+		return nil, err
+	}
+}
+
+// staleRefusal reports whether err refused a guarded write because the
+// hold held carries (or carried) is stale.
+func (l *Lock) staleRefusal(held context.Context, err error) bool {
+	if errors.Is(err, ErrLockLost) {
+		return true
+	}
+	return errors.Is(err, ErrNotHolder) && held.Value(holdKey{l}) != nil
+}
+
+// Txn is Lock.Txn for a hold of this registry.
+func (r *Registry) Txn(held context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	if r == nil {
+		return nil, ErrNilRegistry
+	}
+	if held == nil {
+		return nil, ErrNilContext
+	}
+	e, err := r.entryOf(held)
+	if err != nil {
+		return nil, err
+	}
+	return e.v.Txn(held, ops...)
+}
