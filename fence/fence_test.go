@@ -3,6 +3,7 @@ package fence_test
 import (
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -112,7 +113,8 @@ func TestStorm(t *testing.T) {
 		k       fence.Keyed[int]
 		f       fence.Fence
 		mu      sync.Mutex
-		log     [4][]int64 // by key: tokens written, in write order; each guarded by its key's fence
+		logMu   sync.Mutex
+		log     [4][]int64 // by key: tokens written, in write order
 		flog    []int64
 		refused []int64
 		max     int64
@@ -129,11 +131,23 @@ func TestStorm(t *testing.T) {
 				// worker's tokens drift up with jitter across workers.
 				tok := 1 + int64(i)*10 + r.Int64N(60)
 				key := r.IntN(4)
+				// The writes yield before they land, as a real write
+				// would; the logs have their own lock, so that only the
+				// fence can order them.
 				_ = k.Do(key, tok, func() error {
+					runtime.Gosched()
+					logMu.Lock()
 					log[key] = append(log[key], tok)
+					logMu.Unlock()
 					return nil
 				})
-				err := f.Do(tok, func() error { flog = append(flog, tok); return nil })
+				err := f.Do(tok, func() error {
+					runtime.Gosched()
+					logMu.Lock()
+					flog = append(flog, tok)
+					logMu.Unlock()
+					return nil
+				})
 				if errors.Is(err, fence.ErrStaleToken) {
 					mine = append(mine, tok)
 				} else if err != nil {
