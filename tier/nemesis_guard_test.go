@@ -184,4 +184,3 @@ func guardedMultiSize(node string, c *zk.CreateRequest) int {
 	create := mh + (4 + len(c.Path)) + (4 + len(c.Data)) + acl + 4
 	return hdr + check + create + mh
 }
-
