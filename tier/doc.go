@@ -24,8 +24,14 @@
 // in the process: it owns a reference count per key, so a key's lock exists
 // only while it is acquired or held. A Lock knows nothing of registries.
 //
+// [Lock.Txn] writes to ZooKeeper on behalf of a hold: the server applies
+// the transaction only while the hold's node exists, and tier refuses a
+// context whose hold is no longer the current one (under WithHandoff the
+// next local holder shares the node, so the server could not tell).
+//
 // Files: gate.go (tier 1), lock.go (the two-tier lock), locker.go (the
-// sync.Locker adapter), registry.go, options.go, errors.go.
+// sync.Locker adapter), guard.go (guarded writes), registry.go,
+// options.go, errors.go.
 //
 // Errors are values to test with errors.Is. A tier caller never needs to
 // import zklock for that: every zklock error a tier call can return, or

@@ -30,8 +30,9 @@ var (
 // zklock.ErrX) agree. zklock's ErrClosed, ErrNotHeld, ErrAlreadyHeld and
 // ErrBusy are not: the gate in front of the zklock.Lock rules them out
 // (one holder at a time, each hold released once), and a closed tier.Lock
-// reports this package's own ErrClosed. TestErrorsReexported checks the
-// list.
+// reports this package's own ErrClosed (and Txn reports a zklock
+// ErrNotHeld, which a late goroutine can meet, as ErrNotHolder).
+// TestErrorsReexported checks the list.
 var (
 	// ErrLockLost is zklock.ErrLockLost: the hold ended without Release.
 	// The held context's cause and the final Release's error wrap it,

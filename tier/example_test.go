@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/fence"
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/tier"
 	"github.com/tierlock/tierlock/zklock"
@@ -193,4 +196,48 @@ func ExampleLock_Locker() {
 	wg.Wait()
 	fmt.Println("counter:", counter)
 	// Output: counter: 20
+}
+
+// Guarded writes: to ZooKeeper through Txn (the server checks the hold),
+// to anything else through a fence that sees the hold's token.
+func ExampleLock_Txn() {
+	ctx := context.Background()
+	s, err := exampleSession(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+	lock, err := tier.New(s, "/examples/tier-txn/lock")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lock.Close()
+	held, err := lock.Acquire(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	// In ZooKeeper: applied only while held's hold stands at the server.
+	_, err = lock.Txn(held, &zk.CreateRequest{Path: "/examples/tier-txn/owner", Data: []byte("me"),
+		Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral})
+	fmt.Println("zookeeper write:", err)
+
+	// Elsewhere: the resource keeps a fence and admits the token.
+	var resource fence.Fence
+	token, _ := lock.Token(held)
+	fmt.Println("resource write:", resource.Do(token, func() error { return nil }))
+
+	if err := lock.Release(held); err != nil {
+		fmt.Println(err)
+	}
+	// After Release the context holds nothing: refused, nothing sent.
+	_, err = lock.Txn(held, &zk.DeleteRequest{Path: "/examples/tier-txn/owner", Version: -1})
+	fmt.Println("after release:", errors.Is(err, tier.ErrNotHolder))
+	// Output:
+	// zookeeper write: <nil>
+	// resource write: <nil>
+	// after release: true
 }

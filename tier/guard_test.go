@@ -316,3 +316,9 @@ func TestTxnTierBadInput(t *testing.T) {
 		t.Fatal("bad input ended the hold")
 	}
 }
+
+func TestEventKindTxnFailedString(t *testing.T) {
+	if got := tier.TxnFailed.String(); got != "txn-failed" {
+		t.Fatalf("TxnFailed.String() = %q", got)
+	}
+}

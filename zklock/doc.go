@@ -33,7 +33,9 @@
 // longer than its session timeout can still believe it holds the lock; the
 // fencing token ([Lock.Token], a zxid no lower than the lock node's
 // creation zxid, increasing across successive holders) lets a guarded
-// resource reject such a stale holder.
+// resource reject such a stale holder (package fence is that resource's
+// side), and [Lock.Txn] has the server itself reject a stale holder's
+// ZooKeeper writes: its transaction carries a check of the hold's node.
 //
 // Errors are classified by meaning: only the server's refusals (no such
 // node, no permission, ...) are final; every error that leaves a request's
@@ -70,7 +72,8 @@
 // Release), queue.go (enqueue, protection mode, parents, abandon),
 // rule.go (who may go, whom to watch), wait.go (the waiter and its
 // BooleanMutex), hold.go (install, the own-node watch, loss),
-// participants.go, retry.go (error classes, retry, guaranteed delete),
+// participants.go, guard.go (Txn: writes guarded by a check of the
+// hold's node), retry.go (error classes, retry, guaranteed delete),
 // pipeline.go (pending deletes, send), wire.go (the tap on go-zookeeper's
 // connection), node.go (names, contenders of every family, ordering).
 //
