@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/tierlock/tierlock/internal/zkserver"
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/tier"
 	"github.com/tierlock/tierlock/zklock"
@@ -24,22 +23,8 @@ func TestNemesisTxn(t *testing.T) {
 	// then on A's guarded write must fail and land nowhere, and B's must
 	// land.
 	t.Run("partition", func(t *testing.T) {
-		zc := zktest.Ensemble(t, 3, zkserver.WithPeerProxies(), zkserver.WithTickTime(200*time.Millisecond),
-			zkserver.WithSyncLimit(10))
+		zc, f, rest := followerEnsemble(t)
 		ctx := ctxT(t, 60*time.Second)
-		var leader int
-		eventually(t, 20*time.Second, "a leader", func() bool {
-			var err error
-			leader, err = zc.Leader(ctx)
-			return err == nil
-		})
-		f := (leader + 1) % 3
-		var rest []string
-		for i := range zc.Size() {
-			if i != f {
-				rest = append(rest, zc.Addr(i))
-			}
-		}
 		pxA := nemProxy(t, zc.Addr(f))
 		a := connect(t, []string{pxA.Addr()}, zklock.WithSessionTimeout(nemTimeout))
 		b := connect(t, rest)

@@ -301,6 +301,30 @@ func nemProxy(t *testing.T, target string) *faultproxy.Proxy {
 	return px
 }
 
+// followerEnsemble starts three servers whose peer links pass through
+// proxies (tickTime 200 ms, syncLimit 10: the unsafe ratio against
+// nemTimeout) and returns them with the index of a follower, f, and the
+// addresses of the other two.
+func followerEnsemble(t *testing.T) (zc *zkserver.Cluster, f int, rest []string) {
+	t.Helper()
+	zc = zktest.Ensemble(t, 3, zkserver.WithPeerProxies(), zkserver.WithTickTime(200*time.Millisecond),
+		zkserver.WithSyncLimit(10))
+	ctx := ctxT(t, 30*time.Second)
+	var leader int
+	eventually(t, 20*time.Second, "a leader", func() bool {
+		var err error
+		leader, err = zc.Leader(ctx)
+		return err == nil
+	})
+	f = (leader + 1) % 3
+	for i := range zc.Size() {
+		if i != f {
+			rest = append(rest, zc.Addr(i))
+		}
+	}
+	return zc, f, rest
+}
+
 func TestNemesis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long fault scenarios")
@@ -310,22 +334,7 @@ func TestNemesis(t *testing.T) {
 	// syncLimit x tick (2s), while the leader expires A's session after its
 	// timeout (2s) and B, on the other members, is granted the lock.
 	t.Run("partition", func(t *testing.T) {
-		zc := zktest.Ensemble(t, 3, zkserver.WithPeerProxies(), zkserver.WithTickTime(200*time.Millisecond),
-			zkserver.WithSyncLimit(10))
-		ctx := ctxT(t, 30*time.Second)
-		var leader int
-		eventually(t, 20*time.Second, "a leader", func() bool {
-			var err error
-			leader, err = zc.Leader(ctx)
-			return err == nil
-		})
-		f := (leader + 1) % 3
-		var rest []string
-		for i := range zc.Size() {
-			if i != f {
-				rest = append(rest, zc.Addr(i))
-			}
-		}
+		zc, f, rest := followerEnsemble(t)
 		// A reaches the follower, and only it, through a proxy that only
 		// counts: it shows when A pings.
 		pxA := nemProxy(t, zc.Addr(f))
