@@ -26,18 +26,19 @@ import (
 //
 // A Txn enters (begin) after finding its hold current; Release, having
 // made the hold not current, closes the gate (end) and, before a hand-off,
-// waits (wait) until every request that entered has completed at the
-// server or failed. The mutex is the happens-before edge: either begin
-// runs first, and its Add is ordered before end and so before wait, which
-// then waits for the request; or end runs first, and begin sees ended and
-// refuses, sending nothing. So no guarded write of a hold can be applied
-// after the next local holder got the hold. The count is released when
-// the request ends, not when Txn returns: a Txn whose context ended first
-// leaves its request in flight, and that request still counts.
+// waits until every request that entered has completed at the server or
+// failed (idle). The mutex is the happens-before edge: either begin runs
+// first, and its count is seen by end, so idle waits for that request; or
+// end runs first, and begin sees ended and refuses, sending nothing. So
+// no guarded write of a hold can be applied after the next local holder
+// got the hold. The count drops when the request ends, not when Txn
+// returns: a Txn whose context ended first leaves its request in flight,
+// and that request still counts.
 type txnGate struct {
 	mu    sync.Mutex
 	ended bool
-	wg    sync.WaitGroup
+	n     int           // requests admitted and not over
+	idle  chan struct{} // made by end, closed once ended and n == 0
 }
 
 // begin admits one request, unless the hold was released.
@@ -47,22 +48,34 @@ func (g *txnGate) begin() bool {
 	if g.ended {
 		return false
 	}
-	g.wg.Add(1)
+	g.n++
 	return true
 }
 
 // done ends an admitted request.
-func (g *txnGate) done() { g.wg.Done() }
-
-// end admits no more requests.
-func (g *txnGate) end() {
+func (g *txnGate) done() {
 	g.mu.Lock()
-	g.ended = true
-	g.mu.Unlock()
+	defer g.mu.Unlock()
+	g.n--
+	if g.ended && g.n == 0 {
+		close(g.idle)
+	}
 }
 
-// wait returns when every admitted request is over. Call it after end.
-func (g *txnGate) wait() { g.wg.Wait() }
+// end admits no more requests and returns a channel closed once the
+// admitted ones are over.
+func (g *txnGate) end() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.ended {
+		g.ended = true
+		g.idle = make(chan struct{})
+		if g.n == 0 {
+			close(g.idle)
+		}
+	}
+	return g.idle
+}
 
 type txnResult struct {
 	res []zk.MultiResponse

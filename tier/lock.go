@@ -264,25 +264,22 @@ func (l *Lock) Release(held context.Context) error {
 	if !l.current.CompareAndSwap(h, nil) {
 		return ErrNotHolder
 	}
-	h.txns.end()
+	txnsOver := h.txns.end()
 	lossErr := context.Cause(h.ctx)
 	h.cancel(errReleased)
 	l.observe(Event{Kind: Released, Held: time.Since(h.start)})
-	err := l.leave(h)
+	err := l.leave(txnsOver)
 	if lossErr != nil && !errors.Is(err, ErrLockLost) && errors.Is(lossErr, ErrLockLost) {
 		err = lossErr
 	}
 	return err
 }
 
-// leave undoes the tiers of h, a hold just released: the node first, then
+// leave undoes the tiers of a hold just released: the node first, then
 // the gate, unless a bounded hand-off passes both to a local waiter.
-func (l *Lock) leave(h *hold) error {
-	if l.handoffAllowed() {
-		// The next holder rides on h's node, so the server's guard cannot
-		// tell its writes from h's: h's guarded writes still in flight
-		// must be over before it gets the hold (see txnGate).
-		h.txns.wait()
+// txnsOver closes once the hold's guarded writes in flight are over.
+func (l *Lock) leave(txnsOver <-chan struct{}) error {
+	if l.handoffAllowed() && l.settled(txnsOver) {
 		l.g.leave()
 		// leave handed the gate straight to a blocked waiter, if one was
 		// still there. If none was (it gave up meanwhile), the gate is free
@@ -301,6 +298,24 @@ func (l *Lock) leave(h *hold) error {
 		return fmt.Errorf("tier: release %s: %w", l.Path(), err)
 	}
 	return nil
+}
+
+// settled waits, before a hand-off, until the releasing hold's guarded
+// writes in flight are over: the next holder rides on the same node, so
+// the server's guard cannot tell its writes from the previous holder's
+// (see txnGate). It reports whether the hand-off is still allowed. A loss
+// of the node ends the wait: the next holder will not ride on it.
+func (l *Lock) settled(txnsOver <-chan struct{}) bool {
+	select {
+	case <-txnsOver:
+		return l.handoffAllowed()
+	default:
+	}
+	select {
+	case <-txnsOver:
+	case <-l.zk.Lost():
+	}
+	return l.handoffAllowed()
 }
 
 func (l *Lock) handoffAllowed() bool {
