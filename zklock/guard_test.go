@@ -284,6 +284,19 @@ func TestTxnBadInput(t *testing.T) {
 			}
 		})
 	}
+	t.Run("too large for go-zookeeper's buffer", func(t *testing.T) {
+		before := zklock.Written(s, zklock.OpMulti)
+		_, err := l.Txn(ctx, &zk.SetDataRequest{Path: dir, Data: make([]byte, 2<<20), Version: -1})
+		if !errors.Is(err, zklock.ErrInvalidOp) || errors.Is(err, zklock.ErrOutcomeUnknown) {
+			t.Fatalf("%v, want ErrInvalidOp", err)
+		}
+		if n := zklock.Written(s, zklock.OpMulti) - before; n != 0 {
+			t.Errorf("%d multi requests sent", n)
+		}
+		if _, err := l.Txn(ctx); err != nil {
+			t.Fatalf("the hold after a refused large transaction: %v", err)
+		}
+	})
 	t.Run("sequential create under a slash", func(t *testing.T) {
 		res, err := l.Txn(ctx, &zk.CreateRequest{Path: dir + "/", Acl: anyone, Flags: zk.FlagSequence})
 		if err != nil || !strings.HasPrefix(res[0].String, dir+"/") {
