@@ -105,7 +105,7 @@ func TestTxnTier(t *testing.T) {
 		t.Fatalf("TxnFailed events %+v, want one with ErrNotHolder", got)
 	}
 	if !landed(t, s.Conn(), dir+"/a") {
-		t.Fatal("a released hold's delete landed")
+		t.Fatal("the delete sent after Release landed")
 	}
 }
 
