@@ -33,8 +33,9 @@ func WithHandoff(maxHandoffs int, maxHold time.Duration) Option {
 	return func(c *config) { c.maxHandoffs, c.maxHold = maxHandoffs, maxHold }
 }
 
-// WithObserver calls fn on every acquisition, release and loss, so that
-// metrics can be plugged in without a dependency here. fn runs on the
+// WithObserver calls fn at the start of every blocking acquisition and on
+// every acquisition, release and loss, so that metrics can be plugged in
+// without a dependency here (package lockmetrics is one). fn runs on the
 // goroutine that acquired or released (on a background goroutine for a
 // loss) and must be quick.
 func WithObserver(fn func(Event)) Option { return func(c *config) { c.observer = fn } }
@@ -70,12 +71,17 @@ type EventKind int
 const (
 	// Acquired: a goroutine got the lock (Tier says how).
 	Acquired EventKind = iota
-	// Released: the last Release of a hold.
+	// Released: a hold ended: its last Release, or Close while it was held.
 	Released
 	// Lost: the ZooKeeper hold ended without Release.
 	Lost
 	// Failed: an acquisition gave up (Err says why).
 	Failed
+	// Acquiring: Acquire started a new acquisition (not a re-entry) and may
+	// block. Exactly one Acquired or Failed, with Try false, follows on the
+	// same goroutine, so an observer can count the waiters. TryAcquire,
+	// which never blocks, tells none.
+	Acquiring
 )
 
 // String names the kind, as in logs.
@@ -89,6 +95,8 @@ func (k EventKind) String() string {
 		return "lost"
 	case Failed:
 		return "failed"
+	case Acquiring:
+		return "acquiring"
 	}
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
@@ -123,4 +131,5 @@ type Event struct {
 	Wait time.Duration // Acquired, Failed: from the call to the outcome
 	Held time.Duration // Released: how long the hold lasted
 	Err  error         // Lost, Failed
+	Try  bool          // Acquired, Failed: the call was TryAcquire (no Acquiring came first)
 }
