@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"regexp"
 	"slices"
 	"sync"
@@ -14,7 +15,8 @@ import (
 
 // Errors of this package.
 var (
-	// ErrNilRegisterer reports a New without a prometheus.Registerer.
+	// ErrNilRegisterer reports a New without a prometheus.Registerer (nil,
+	// or a nil pointer such as a nil *prometheus.Registry).
 	ErrNilRegisterer = errors.New("lockmetrics: nil prometheus.Registerer")
 	// ErrInvalidOption reports an option New cannot use.
 	ErrInvalidOption = errors.New("lockmetrics: invalid option")
@@ -140,7 +142,7 @@ func WithLogger(l *slog.Logger) Option {
 // the same namespace on one registry is refused with an error that wraps
 // prometheus.AlreadyRegisteredError.
 func New(reg prometheus.Registerer, opts ...Option) (*Collector, error) {
-	if reg == nil {
+	if isNil(reg) {
 		return nil, ErrNilRegisterer
 	}
 	cfg := config{
@@ -163,6 +165,16 @@ func New(reg prometheus.Registerer, opts ...Option) (*Collector, error) {
 		return nil, fmt.Errorf("lockmetrics: register: %w", err)
 	}
 	return c, nil
+}
+
+// isNil reports a nil Registerer, typed or not: a nil *prometheus.Registry
+// in the interface would panic in Register.
+func isNil(reg prometheus.Registerer) bool {
+	if reg == nil {
+		return true
+	}
+	v := reflect.ValueOf(reg)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 func newCollector(cfg config) *Collector {

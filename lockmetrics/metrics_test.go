@@ -50,8 +50,8 @@ func TestScrapeCounts(t *testing.T) {
 	l2 := newLock(t, s2, path)
 	ctx := ctxT(t, 60*time.Second)
 	ep.eventually("the session is up", map[string]float64{
-		`tierlock_session_state{state=connected}`:            1,
-		`tierlock_session_state{state=connecting}`:           0,
+		`tierlock_session_state{state=connected}`:             1,
+		`tierlock_session_state{state=connecting}`:            0,
 		`tierlock_session_transitions_total{state=connected}`: 1,
 	})
 
@@ -123,19 +123,19 @@ func TestScrapeCounts(t *testing.T) {
 	}
 	t.Logf("tokens %v: %d through ZooKeeper, %d handed off", tokens, viaZK, n-viaZK)
 	ep.expect(map[string]float64{
-		`tierlock_acquisitions_total{lock=jobs,tier=zookeeper}`:      float64(viaZK),
-		`tierlock_acquisitions_total{lock=jobs,tier=handoff}`:        float64(n - viaZK),
-		`tierlock_waiters{lock=jobs}`:                                0,
-		`tierlock_holders{lock=jobs}`:                                0,
-		`tierlock_acquire_wait_seconds{lock=jobs}`:                   n,
-		`tierlock_hold_seconds{lock=jobs}`:                           n,
+		`tierlock_acquisitions_total{lock=jobs,tier=zookeeper}`:       float64(viaZK),
+		`tierlock_acquisitions_total{lock=jobs,tier=handoff}`:         float64(n - viaZK),
+		`tierlock_waiters{lock=jobs}`:                                 0,
+		`tierlock_holders{lock=jobs}`:                                 0,
+		`tierlock_acquire_wait_seconds{lock=jobs}`:                    n,
+		`tierlock_hold_seconds{lock=jobs}`:                            n,
 		`tierlock_failures_total{lock=jobs,reason=deadline_exceeded}`: 1,
 		`tierlock_failures_total{lock=jobs,reason=canceled}`:          1,
 		`tierlock_failures_total{lock=jobs,reason=closed}`:            0,
 		`tierlock_failures_total{lock=jobs,reason=error}`:             0,
 		`tierlock_losses_total{lock=jobs,cause=node_deleted}`:         0,
-		`tierlock_revocations_total{lock=jobs}`:                      0,
-		`tierlock_guarded_write_failures_total{lock=jobs}`:           0,
+		`tierlock_revocations_total{lock=jobs}`:                       0,
+		`tierlock_guarded_write_failures_total{lock=jobs}`:            0,
 	})
 
 	// Close ends a hold whose Release then finds nothing: the holders
@@ -155,9 +155,9 @@ func TestScrapeCounts(t *testing.T) {
 		t.Fatalf("Acquire after Close: %v", err)
 	}
 	ep.expect(map[string]float64{
-		`tierlock_holders{lock=jobs}`:                     0,
-		`tierlock_waiters{lock=jobs}`:                     0,
-		`tierlock_hold_seconds{lock=jobs}`:                n + 1,
+		`tierlock_holders{lock=jobs}`:                      0,
+		`tierlock_waiters{lock=jobs}`:                      0,
+		`tierlock_hold_seconds{lock=jobs}`:                 n + 1,
 		`tierlock_failures_total{lock=jobs,reason=closed}`: 1,
 	})
 }
@@ -215,8 +215,8 @@ func TestScrapeLosses(t *testing.T) {
 		`tierlock_session_transitions_total{state=disconnected}`: 1,
 	})
 	ep.eventually("reconnected", map[string]float64{
-		`tierlock_session_state{state=connected}`:            1,
-		`tierlock_session_state{state=disconnected}`:         0,
+		`tierlock_session_state{state=connected}`:             1,
+		`tierlock_session_state{state=disconnected}`:          0,
 		`tierlock_session_transitions_total{state=connected}`: 2,
 	})
 
@@ -325,8 +325,8 @@ func TestGaugesBalance(t *testing.T) {
 		t.Errorf("failures_total: %v, the test saw %d", fails, sum(&failed))
 	}
 	ep.expect(map[string]float64{
-		`tierlock_waiters{lock=all}`:     0,
-		`tierlock_holders{lock=all}`:     0,
+		`tierlock_waiters{lock=all}`:      0,
+		`tierlock_holders{lock=all}`:      0,
 		`tierlock_hold_seconds{lock=all}`: float64(holds),
 	})
 }
