@@ -16,6 +16,12 @@ type series struct {
 // seriesFor returns the series of the lock at path, making them on the
 // lock name's first event. Names past maxLocks share OtherLock's series:
 // once full is set, an unknown name goes there without taking mu.
+//
+// Where goroutines meet: a series is complete before makeNamed stores it,
+// and a sync.Map Store happens before the Load that returns its value, so
+// no goroutine sees a half-made series. Two goroutines with a new name
+// both reach makeNamed; mu orders them, and the second finds the first's
+// series, so a name is counted once.
 func (c *Collector) seriesFor(path string) *series {
 	name := c.cfg.lockName(path)
 	if s, ok := c.series.Load(name); ok {

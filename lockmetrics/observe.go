@@ -13,7 +13,9 @@ import (
 //
 // The waiters gauge rises on Acquiring and falls on the Acquired or Failed
 // that tier promises will follow on the same goroutine (Try false), so it
-// is never left raised by a finished call. The holders gauge rises on
+// is never left raised by a finished call; and since the rise comes before
+// the fall in that goroutine's order, and the gauge is a sum of atomic
+// adds, no scrape sees it below zero. The holders gauge rises on
 // Acquired and falls on Released, which tier also tells when Close ends a
 // hold; a lost hold stays counted until its Release, since its goroutine
 // still holds the gate until then.
