@@ -154,6 +154,22 @@
 // hit) is printed after the table, written to the JSON (faults) and shown
 // in the HTML report, whose timelines mark the faults as shaded bands.
 //
+// # Metrics
+//
+// -metrics host:port makes each worker of a tier, tier-handoff or zklock
+// run serve Prometheus metrics (package lockmetrics) while it runs: the
+// worker in slot i at http://host:(port+i)/metrics, the addresses printed
+// on stderr at the start of each implementation's run. tier workers
+// export everything (waits, holds, waiters, acquisitions by tier, losses
+// by cause), zklock workers their session's state only; the recipes and
+// the peers export nothing. Each worker is a target of its own, as a
+// process of a fleet would be: Prometheus sums them (sum without
+// (instance)). A worker killed by the kill fault takes its counts with it,
+// and its replacement serves on the same port from zero, which is how
+// Prometheus sees a crashed and restarted process (a counter reset).
+//
+//	go run ./stress -impl tier -procs 4 -duration 1m -metrics 127.0.0.1:9100
+//
 // # Output
 //
 // An aligned table on stdout, the figures as JSON (-json), and an HTML

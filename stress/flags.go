@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -107,6 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.Int64Var(&c.FaultSeed, "fault-seed", 0, "seed of the fault schedule (0: random; the seed used is printed)")
 	fs.StringVar(&c.JSON, "json", "", "write the figures as JSON to this file")
 	fs.StringVar(&c.Report, "report", "", "write an HTML report with charts to this file")
+	fs.StringVar(&c.Metrics, "metrics", "", "host:port: each tier or zklock worker serves Prometheus metrics of its locks and session while it runs, the worker in slot i at http://host:(port+i)/metrics")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&c.Verbose, "v", false, "pass the workers' logs through to stderr")
 	if err := fs.Parse(args); err != nil {
@@ -189,6 +191,9 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 			return c, usageErr("-zk: no address in %q", *zkFlag)
 		}
 	}
+	if err := metricsFlag(c.Metrics, c.Procs); err != nil {
+		return c, err
+	}
 	if err := faultFlags(&c, *fault, set); err != nil {
 		return c, err
 	}
@@ -211,6 +216,26 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// metricsFlag checks -metrics: a host and a port from which there are
+// procs ports (port 0 is refused: the workers could not be found).
+func metricsFlag(v string, procs int) error {
+	if v == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return usageErr("-metrics: %v", err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p+procs-1 > 65535 {
+		return usageErr("-metrics: port %q: want 1 to %d (the workers take port to port+%d)", port, 65535-(procs-1), procs-1)
+	}
+	if host == "" {
+		return usageErr("-metrics: %q has no host (127.0.0.1:9100, say)", v)
+	}
+	return nil
 }
 
 // faultFlags checks -fault and what it implies: a short session timeout

@@ -123,11 +123,12 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (context.Context, bool, e
 		return ctx, true, nil
 	}
 	start := time.Now()
+	if wait {
+		l.observe(Event{Kind: Acquiring})
+	}
 	held, ok, err := l.enter(ctx, wait, start)
-	if !ok {
-		if err != nil {
-			l.observe(Event{Kind: Failed, Wait: time.Since(start), Err: err})
-		}
+	if !ok && err != nil {
+		l.observe(Event{Kind: Failed, Wait: time.Since(start), Err: err, Try: !wait})
 	}
 	return held, ok, err
 }
@@ -186,7 +187,7 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 		h.cancel(l.lossCause())
 	default:
 	}
-	l.observe(Event{Kind: Acquired, Tier: tier, Wait: time.Since(start)})
+	l.observe(Event{Kind: Acquired, Tier: tier, Wait: time.Since(start), Try: !wait})
 	return h.ctx, true, nil
 }
 
@@ -377,7 +378,12 @@ func (l *Lock) Close() error {
 	}
 	close(l.done)
 	if h := l.current.Swap(nil); h != nil {
+		// The hold ends here, and its Release will find nothing (ErrClosed):
+		// tell the observer now, or a holders count would never come down.
+		// Swap and Release's CompareAndSwap take h out of current exactly
+		// once between them, so the hold is reported ended exactly once.
 		h.cancel(ErrClosed)
+		l.observe(Event{Kind: Released, Held: time.Since(h.start)})
 	}
 	err := l.zk.Close()
 	l.obsMu.Lock()

@@ -33,9 +33,10 @@ func WithHandoff(maxHandoffs int, maxHold time.Duration) Option {
 	return func(c *config) { c.maxHandoffs, c.maxHold = maxHandoffs, maxHold }
 }
 
-// WithObserver calls fn on every acquisition, release, loss and refused
-// guarded write, so that
-// metrics can be plugged in without a dependency here. fn runs on the
+// WithObserver calls fn at the start of every blocking acquisition and on
+// every acquisition, release, loss and refused guarded write, so that
+// metrics can be plugged in without a dependency here (package lockmetrics
+// is one). fn runs on the
 // goroutine that acquired or released (on a background goroutine for a
 // loss) and must be quick.
 func WithObserver(fn func(Event)) Option { return func(c *config) { c.observer = fn } }
@@ -71,7 +72,7 @@ type EventKind int
 const (
 	// Acquired: a goroutine got the lock (Tier says how).
 	Acquired EventKind = iota
-	// Released: the last Release of a hold.
+	// Released: a hold ended: its last Release, or Close while it was held.
 	Released
 	// Lost: the ZooKeeper hold ended without Release.
 	Lost
@@ -82,6 +83,11 @@ const (
 	// check) or no longer the current local hold. Err says why; nothing
 	// of the transaction was applied.
 	TxnFailed
+	// Acquiring: Acquire started a new acquisition (not a re-entry) and may
+	// block. Exactly one Acquired or Failed, with Try false, follows on the
+	// same goroutine, so an observer can count the waiters. TryAcquire,
+	// which never blocks, tells none.
+	Acquiring
 )
 
 // String names the kind, as in logs.
@@ -97,6 +103,8 @@ func (k EventKind) String() string {
 		return "failed"
 	case TxnFailed:
 		return "txn-failed"
+	case Acquiring:
+		return "acquiring"
 	}
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
@@ -131,4 +139,5 @@ type Event struct {
 	Wait time.Duration // Acquired, Failed: from the call to the outcome
 	Held time.Duration // Released: how long the hold lasted
 	Err  error         // Lost, Failed, TxnFailed
+	Try  bool          // Acquired, Failed: the call was TryAcquire (no Acquiring came first)
 }

@@ -84,6 +84,9 @@ type Task struct {
 	// counted, not an error.
 	Faults bool `json:"faults,omitempty"`
 	Slot   int  `json:"slot"` // the place among the P workers; a replacement takes its killed predecessor's
+	// Metrics, when set, is the host:port where the worker serves its
+	// locks' Prometheus metrics (package lockmetrics) while it runs.
+	Metrics string `json:"metrics,omitempty"`
 
 	// Recipe is what the goroutines take ("": Mutex). With RW, each hold
 	// is a read with probability Readers, else a write; with Semaphore,

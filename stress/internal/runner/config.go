@@ -6,6 +6,8 @@
 package runner
 
 import (
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/tierlock/tierlock/stress/internal/fault"
@@ -46,6 +48,10 @@ type Config struct {
 	Leases  int          `json:"leases,omitempty"`
 	Permits int          `json:"permits,omitempty"`
 
+	// Metrics is -metrics: host:port of the worker in slot 0; the worker
+	// in slot i serves on port+i ("": no metrics).
+	Metrics string `json:"-"`
+
 	JSON    string `json:"-"`
 	Report  string `json:"-"`
 	Quiet   bool   `json:"-"`
@@ -71,6 +77,17 @@ func (c Config) ImplOf(name proto.Impl, slot int) proto.Impl {
 		slot -= m.Procs
 	}
 	return ""
+}
+
+// MetricsAddr is where the worker in slot serves its metrics: the -metrics
+// port plus slot ("" without -metrics; parseFlags checked the address).
+func (c Config) MetricsAddr(slot int) string {
+	if c.Metrics == "" {
+		return ""
+	}
+	host, port, _ := net.SplitHostPort(c.Metrics)
+	p, _ := strconv.Atoi(port)
+	return net.JoinHostPort(host, strconv.Itoa(p+slot))
 }
 
 // faultSettings is what the fault injector needs of c.

@@ -54,6 +54,7 @@ func (r *Runner) RunImpl(ctx context.Context, name proto.Impl) (*Run, error) {
 			RecordFile: file, RecordCap: defaultRecordCap, Seed: uint64(time.Now().UnixNano()),
 			Verbose: cfg.Verbose, Faults: cfg.Faults != nil,
 			Recipe: cfg.Recipe, Readers: cfg.Readers, Leases: cfg.Leases, Permits: cfg.Permits,
+			Metrics: cfg.MetricsAddr(slot),
 		}
 		if cfg.Faults != nil {
 			// The parent ends a run with faults (it may extend it until the
@@ -68,6 +69,10 @@ func (r *Runner) RunImpl(ctx context.Context, name proto.Impl) (*Run, error) {
 	}
 	if err := r.preparePeers(ctx, name); err != nil {
 		return nil, err
+	}
+	if cfg.Metrics != "" {
+		fmt.Fprintf(r.stderr, "stress: %s: workers' metrics at http://%s/metrics ... http://%s/metrics (slot 0 to %d)\n",
+			name, cfg.MetricsAddr(0), cfg.MetricsAddr(cfg.Procs-1), cfg.Procs-1)
 	}
 	for i := range cfg.Procs {
 		if _, err := f.Start(func(proc int) proto.Task { return newTask(proc, i) }); err != nil {

@@ -8,8 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tierlock/tierlock/lockmetrics"
 	"github.com/tierlock/tierlock/stress/internal/proto"
 	"github.com/tierlock/tierlock/stress/internal/record"
+	"github.com/tierlock/tierlock/tier"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -99,16 +101,24 @@ func (ev *sessionEvents) listen(st zklock.State) {
 }
 
 // newImpl connects to ZooKeeper and makes the locks of implementation
-// task.Impl.
-func newImpl(ctx context.Context, task proto.Task, log *slog.Logger, events *sessionEvents) (impl, error) {
+// task.Impl. m, when not nil, is told the session's states (tier, zklock)
+// and the locks' events (tier, tier-handoff).
+func newImpl(ctx context.Context, task proto.Task, log *slog.Logger, events *sessionEvents, m *lockmetrics.Collector) (impl, error) {
 	if task.Recipe == proto.RW || task.Recipe == proto.Semaphore {
 		return newRecipeImpl(ctx, task, log, events)
 	}
 	switch task.Impl {
 	case proto.Tier, proto.TierHandoff, proto.Zklock:
+		listen := events.listen
+		var observe []tier.Option
+		if m != nil {
+			toMetrics := m.SessionListener()
+			listen = func(st zklock.State) { events.listen(st); toMetrics(st) }
+			observe = append(observe, tier.WithObserver(m.Observe))
+		}
 		s, err := zklock.Connect(ctx, task.Servers,
 			zklock.WithSessionTimeout(task.SessionTimeout), zklock.WithLogger(log),
-			zklock.WithStateListener(events.listen))
+			zklock.WithStateListener(listen))
 		if err != nil {
 			return nil, err
 		}
@@ -117,9 +127,9 @@ func newImpl(ctx context.Context, task proto.Task, log *slog.Logger, events *ses
 		case proto.Zklock:
 			im, err = newZklockImpl(s, task.Paths, task.Proc)
 		case proto.TierHandoff:
-			im, err = newTierHandoffImpl(s, task, log)
+			im, err = newTierHandoffImpl(s, task, log, observe...)
 		default:
-			im, err = newTierImpl(s, task, log)
+			im, err = newTierImpl(s, task, log, observe...)
 		}
 		if err != nil {
 			s.Close()

@@ -79,8 +79,16 @@ func runTask(task proto.Task, in io.Reader, out *messenger) error {
 	}()
 
 	events := &sessionEvents{}
+	var ms *metricsServer
+	if task.Metrics != "" {
+		var err error
+		if ms, err = serveMetrics(task.Metrics); err != nil {
+			return err
+		}
+		defer ms.close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), task.ConnectTimeout)
-	im, err := newImpl(ctx, task, log, events)
+	im, err := newImpl(ctx, task, log, events, ms.collector())
 	cancel()
 	if err != nil {
 		return fmt.Errorf("%s: %w", task.Impl, err)
