@@ -17,6 +17,9 @@ type lockConfig struct {
 	recheck time.Duration
 	acl     []zk.ACL
 	onLost  func(node string, cause error)
+
+	revocable bool              // WithRevocable
+	onRevoked func(node string) // WithRevocationHandler
 }
 
 // Option configures New.
@@ -60,6 +63,11 @@ type Lock struct {
 	parse    func(name string) (int32, bool) // which children queue, and their sequence: nil for Contender
 	mayQueue func() error                    // refuses an acquisition before it queues (a write lock behind our own read node); nil: none
 
+	// Revocation (revoke.go): holds watch their node's data for
+	// RevokeMessage, and onRevoked (nil: none) is told of a request.
+	revocable bool
+	onRevoked func(node string)
+
 	mu     sync.Mutex
 	busy   bool
 	closed bool
@@ -102,7 +110,8 @@ func New(s *Session, path string, opts ...Option) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zklock: node data: %w", err)
 	}
-	return &Lock{s: s, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, rule: mutexRule, marker: lockMarker}, nil
+	return &Lock{s: s, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, rule: mutexRule, marker: lockMarker,
+		revocable: cfg.revocable, onRevoked: cfg.onRevoked}, nil
 }
 
 // newRecipeLock is New for another recipe's queue on the same core: its
