@@ -384,10 +384,7 @@ func (l *Lock) Revoked(held context.Context) <-chan struct{} {
 	if h == nil {
 		return closedChan
 	}
-	if h.revoked == nil {
-		return nil
-	}
-	return h.revoked
+	return h.revoked // nil without WithRevocable
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

@@ -11,14 +11,7 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
+var isClosed = zktest.IsClosed
 
 // eventLog collects an observer's events.
 type eventLog chan tier.Event

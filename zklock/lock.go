@@ -192,6 +192,12 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // It is not closed by Release.
 // Without a hold it returns a closed channel.
 func (l *Lock) Lost() <-chan struct{} {
+	return l.holdChan(func(h *hold) <-chan struct{} { return h.lost })
+}
+
+// holdChan returns pick's channel of the current hold, or a closed channel
+// without one.
+func (l *Lock) holdChan(pick func(*hold) <-chan struct{}) <-chan struct{} {
 	if l == nil {
 		return closedChan
 	}
@@ -200,7 +206,7 @@ func (l *Lock) Lost() <-chan struct{} {
 	if l.hold == nil {
 		return closedChan
 	}
-	return l.hold.lost
+	return pick(l.hold)
 }
 
 // Err returns why the current hold was lost (wrapping ErrLockLost), or nil

@@ -48,18 +48,7 @@ func WithRevocationHandler(fn func(node string)) Option {
 // the current hold arrives. It is nil (it never closes) when the lock was
 // made without WithRevocable, and closed when there is no hold, like Lost.
 func (l *Lock) Revoked() <-chan struct{} {
-	if l == nil {
-		return closedChan
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.hold == nil {
-		return closedChan
-	}
-	if l.hold.revoked == nil {
-		return nil
-	}
-	return l.hold.revoked
+	return l.holdChan(func(h *hold) <-chan struct{} { return h.revoked }) // nil unless revocable
 }
 
 // revoke records that h's revocation was requested, once: it closes

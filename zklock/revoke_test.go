@@ -13,14 +13,7 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
+var isClosed = zktest.IsClosed
 
 func waitClosed(t *testing.T, ctx context.Context, ch <-chan struct{}, what string) {
 	t.Helper()
