@@ -70,7 +70,9 @@
 // Release), queue.go (enqueue, protection mode, parents, abandon),
 // rule.go (who may go, whom to watch), wait.go (the waiter and its
 // BooleanMutex), hold.go (install, the own-node watch, loss),
-// participants.go, retry.go (error classes, retry, guaranteed delete),
+// participants.go, revoke.go (cooperative revocation, Curator's
+// protocol: [WithRevocable], [RevokeNode], [RevokeHolder]), retry.go
+// (error classes, retry, guaranteed delete),
 // pipeline.go (pending deletes, send), wire.go (the tap on go-zookeeper's
 // connection), node.go (names, contenders of every family, ordering).
 //
