@@ -34,10 +34,11 @@ func WithHandoff(maxHandoffs int, maxHold time.Duration) Option {
 	return func(c *config) { c.maxHandoffs, c.maxHold = maxHandoffs, maxHold }
 }
 
-// WithObserver calls fn on every acquisition, release and loss, so that
-// metrics can be plugged in without a dependency here. fn runs on the
-// goroutine that acquired or released (on a background goroutine for a
-// loss) and must be quick.
+// WithObserver calls fn on every acquisition, release and loss (and
+// revocation request, see WithRevocable), so that metrics can be plugged
+// in without a dependency here. fn runs on the goroutine that acquired or
+// released (on a background goroutine for a loss or a revocation) and must
+// be quick.
 func WithObserver(fn func(Event)) Option { return func(c *config) { c.observer = fn } }
 
 // WithRevocable makes holds revocable, Curator-style: a revocation request
