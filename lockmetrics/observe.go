@@ -50,7 +50,8 @@ func (c *Collector) Observe(ev tier.Event) {
 		s.losses[lossCause(ev.Err)].Inc()
 	case tier.TxnFailed:
 		s.txns.Inc()
-		// LEAD: tier.Revoked → s.revocations.Inc() once revocation is merged.
+	case tier.Revoked:
+		s.revocations.Inc()
 	}
 }
 

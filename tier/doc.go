@@ -20,6 +20,10 @@
 // sanctioned exception: within a bound on consecutive hand-offs and on time,
 // the last Release passes the hold, node and all, to the next local waiter.
 //
+// With [WithRevocable] a holder can be asked to release (Curator's
+// revocation, [zklock.RevokeHolder]): [Lock.Revoked] tells it, and it
+// decides; the held context is not cancelled.
+//
 // [Registry] gives one lock per key below a root path, shared by all callers
 // in the process: it owns a reference count per key, so a key's lock exists
 // only while it is acquired or held. A Lock knows nothing of registries.

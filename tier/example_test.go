@@ -241,3 +241,45 @@ func ExampleLock_Txn() {
 	// resource write: <nil>
 	// after release: true
 }
+
+func ExampleLock_Revoked() {
+	ctx := context.Background()
+	s, err := exampleSession(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+
+	// Holds of this lock can be asked to end (Curator's revocation).
+	lock, err := tier.New(s, "/examples/tier-revoked", tier.WithRevocable())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lock.Close()
+	held, err := lock.Acquire(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	// Someone asks the holder to let go: another process with
+	// zklock.RevokeHolder, or a Java service with Curator's Revoker.
+	if _, err := zklock.RevokeHolder(ctx, s, lock.Path()); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	// A request, not a cancellation: the work decides when to stop.
+	select {
+	case <-lock.Revoked(held):
+		fmt.Println("asked to release; held context live:", held.Err() == nil)
+	case <-held.Done():
+		fmt.Println("lost:", context.Cause(held))
+	}
+	fmt.Println("release:", lock.Release(held))
+	// Output:
+	// asked to release; held context live: true
+	// release: <nil>
+}

@@ -30,6 +30,10 @@ type Lock struct {
 	handoffs int       // consecutive hand-offs on this node
 	zkNode   string    // the node's path
 	zkToken  int64     // its fencing token
+	// zkRevoked is closed when the node's revocation is requested; nil
+	// without WithRevocable. Taken with the node, so that it is the
+	// node's even once the zklock.Lock has moved on (Close).
+	zkRevoked <-chan struct{}
 
 	obsMu     sync.Mutex // orders loss notifications against Close
 	obsClosed bool
@@ -45,6 +49,14 @@ type hold struct {
 	node   string // the ZooKeeper node this hold rides on
 	token  int64  // its fencing token, fixed for the hold's life
 	txns   txnGate
+
+	revoked    chan struct{} // closed on a revocation request for node; nil without WithRevocable
+	revokeOnce sync.Once
+}
+
+// revoke closes h.revoked once.
+func (h *hold) revoke() {
+	h.revokeOnce.Do(func() { close(h.revoked) })
 }
 
 type holdKey struct{ l *Lock }
@@ -61,6 +73,9 @@ func New(s *zklock.Session, path string, opts ...Option) (*Lock, error) {
 func newLock(s *zklock.Session, path string, cfg config) (*Lock, error) {
 	l := &Lock{g: newGate(), cfg: cfg, log: cfg.logger.With("lock", path), done: make(chan struct{})}
 	opts := append(cfg.zkOpts[:len(cfg.zkOpts):len(cfg.zkOpts)], zklock.WithLossHandler(l.onZKLost))
+	if cfg.revocable {
+		opts = append(opts, zklock.WithRevocationHandler(l.onZKRevoked))
+	}
 	zl, err := zklock.New(s, path, opts...)
 	if err != nil {
 		return nil, err
@@ -154,6 +169,11 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 		case <-l.zk.Lost():
 			// The node we carried was lost between holders.
 			l.dropZK()
+		case <-l.zkRevoked:
+			// Its revocation was requested after the hand-off was decided
+			// (handoffAllowed): give the node back rather than pass it on,
+			// and queue behind the process that asked.
+			l.dropZK()
 		default:
 			l.handoffs++
 		}
@@ -173,8 +193,15 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 		}
 		l.zkHeld, l.zkSince, l.handoffs = true, time.Now(), 0
 		l.zkNode, l.zkToken = l.zk.Node(), l.zk.Token()
+		l.zkRevoked = nil
+		if l.cfg.revocable {
+			l.zkRevoked = l.zk.Revoked()
+		}
 	}
 	h := &hold{start: time.Now(), node: l.zkNode, token: l.zkToken}
+	if l.cfg.revocable {
+		h.revoked = make(chan struct{})
+	}
 	h.count.Store(1)
 	h.ctx, h.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), holdKey{l}, h))
 	l.current.Store(h)
@@ -185,6 +212,13 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 	select {
 	case <-l.zk.Lost():
 		h.cancel(l.lossCause())
+	default:
+	}
+	// The same for a revocation request (onZKRevoked): zklock closes the
+	// node's channel before it calls the handler.
+	select {
+	case <-l.zkRevoked:
+		h.revoke()
 	default:
 	}
 	l.observe(Event{Kind: Acquired, Tier: tier, Wait: time.Since(start), Try: !wait})
@@ -209,6 +243,27 @@ func (l *Lock) onZKLost(node string, cause error) {
 	if h := l.current.Load(); h != nil && h.node == node {
 		h.cancel(err)
 	}
+	l.notify(Event{Kind: Lost, Err: err})
+}
+
+// onZKRevoked is zklock's revocation handler: it runs when a revocation
+// request for the node is seen (on a goroutine of the session's, after
+// the node's zkRevoked channel is closed) and tells the hold riding on
+// that node, if it is current; a hold that becomes current later finds
+// the channel closed (enter). Sequential consistency of the atomics makes
+// one of the two see the other: enter stores the hold, then reads the
+// channel; this closes the channel, then loads the hold.
+func (l *Lock) onZKRevoked(node string) {
+	if h := l.current.Load(); h != nil && h.node == node {
+		h.revoke()
+	}
+	l.notify(Event{Kind: Revoked})
+}
+
+// notify tells the observer of ev from a goroutine of its own (the zklock
+// handlers that call it must not block), unless Close has begun: Close
+// waits for the notifications already started.
+func (l *Lock) notify(ev Event) {
 	if l.cfg.observer == nil {
 		return
 	}
@@ -220,7 +275,7 @@ func (l *Lock) onZKLost(node string, cause error) {
 	l.notifying.Add(1)
 	go func() {
 		defer l.notifying.Done()
-		l.observe(Event{Kind: Lost, Err: err})
+		l.observe(ev)
 	}()
 }
 
@@ -329,10 +384,32 @@ func (l *Lock) handoffAllowed() bool {
 	select {
 	case <-l.zk.Lost():
 		return false
+	case <-l.zkRevoked:
+		return false // a revoked node goes back to ZooKeeper
 	default:
 		return true
 	}
 }
+
+// Revoked returns a channel that is closed when a revocation request for
+// the hold held carries arrives (see WithRevocable): the holder was asked
+// to release. It is a request, not a cancellation: held stays live, and
+// the hold lasts until the holder's Release. The channel is nil (it never
+// closes) for a lock made without WithRevocable, and closed when held does
+// not carry a current hold of this lock (a foreign or released context, a
+// nil one, a closed lock), so that a caller selecting on it finds out.
+func (l *Lock) Revoked(held context.Context) <-chan struct{} {
+	if l == nil || held == nil {
+		return closedChan
+	}
+	h := l.holdOf(held)
+	if h == nil {
+		return closedChan
+	}
+	return h.revoked // nil without WithRevocable
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Token returns the fencing token of the hold held carries: the zxid that
 // orders this hold among all holders of the path (see zklock.Lock.Token).

@@ -14,6 +14,7 @@ type config struct {
 	observer    func(Event)
 	logger      *slog.Logger
 	zkOpts      []zklock.Option
+	revocable   bool
 }
 
 // Option configures New and NewRegistry.
@@ -34,12 +35,22 @@ func WithHandoff(maxHandoffs int, maxHold time.Duration) Option {
 }
 
 // WithObserver calls fn at the start of every blocking acquisition and on
-// every acquisition, release, loss and refused guarded write, so that
-// metrics can be plugged in without a dependency here (package lockmetrics
-// is one). fn runs on the
-// goroutine that acquired or released (on a background goroutine for a
-// loss) and must be quick.
+// every acquisition, release, loss, revocation request (see WithRevocable)
+// and refused guarded write, so that metrics can be plugged in without a
+// dependency here (package lockmetrics is one). fn runs on the goroutine
+// that acquired or released (on a background goroutine for a loss or a
+// revocation) and must be quick.
 func WithObserver(fn func(Event)) Option { return func(c *config) { c.observer = fn } }
+
+// WithRevocable makes holds revocable, Curator-style: a revocation request
+// written into the hold's node (zklock.RevokeNode, zklock.RevokeHolder,
+// Curator's Revoker.attemptRevoke) closes Lock.Revoked (Registry.Revoked)
+// for the hold riding on that node and tells the observer (Revoked). It is
+// a request, not a cancellation: the held context stays live until the
+// holder releases. A revoked node is never handed off: with WithHandoff,
+// the next Release gives it back to ZooKeeper and local waiters queue
+// there behind the other processes.
+func WithRevocable() Option { return func(c *config) { c.revocable = true } }
 
 // WithLogger sets the logger (default: slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
@@ -88,6 +99,9 @@ const (
 	// same goroutine, so an observer can count the waiters. TryAcquire,
 	// which never blocks, tells none.
 	Acquiring
+	// Revoked: a revocation request for the current hold's node arrived
+	// (see WithRevocable).
+	Revoked
 )
 
 // String names the kind, as in logs.
@@ -105,6 +119,8 @@ func (k EventKind) String() string {
 		return "txn-failed"
 	case Acquiring:
 		return "acquiring"
+	case Revoked:
+		return "revoked"
 	}
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }

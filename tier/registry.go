@@ -115,6 +115,20 @@ func (r *Registry) Token(held context.Context) (int64, error) {
 	return e.v.Token(held)
 }
 
+// Revoked is Lock.Revoked for a hold of this registry (see WithRevocable):
+// closed when a revocation request for the hold arrives, and when ctx
+// holds none of the registry's locks.
+func (r *Registry) Revoked(held context.Context) <-chan struct{} {
+	if r == nil || held == nil {
+		return closedChan
+	}
+	e, err := r.entryOf(held)
+	if err != nil {
+		return closedChan
+	}
+	return e.v.Revoked(held)
+}
+
 // HoldCount is Lock.HoldCount for a hold of this registry: 0 when ctx holds
 // none of its locks.
 func (r *Registry) HoldCount(ctx context.Context) int {

@@ -30,6 +30,9 @@ func NewRWRegistry(s *zklock.Session, root string, opts ...Option) (*RWRegistry,
 	if cfg.maxHandoffs > 0 {
 		return nil, fmt.Errorf("%w: hand-off is for Lock only", ErrInvalidOption)
 	}
+	if cfg.revocable {
+		return nil, fmt.Errorf("%w: revocation is for Lock only", ErrInvalidOption)
+	}
 	r := &RWRegistry{}
 	r.k.m = map[string]*keyedEntry[*RWLock]{}
 	r.k.mk = func(key string) (*RWLock, error) { return newRWLock(s, root+"/"+key, cfg) }
@@ -180,6 +183,9 @@ func NewSemaphoreRegistry(s *zklock.Session, root string, n int, opts ...Option)
 	}
 	if cfg.maxHandoffs > 0 {
 		return nil, fmt.Errorf("%w: hand-off is for Lock only", ErrInvalidOption)
+	}
+	if cfg.revocable {
+		return nil, fmt.Errorf("%w: revocation is for Lock only", ErrInvalidOption)
 	}
 	r := &SemaphoreRegistry{n: n}
 	r.k.m = map[string]*keyedEntry[*Semaphore]{}

@@ -100,7 +100,8 @@ type rwWaiter struct {
 }
 
 // NewRWLock returns a two-tier read/write lock on path. Of the options,
-// WithLogger and WithLockOptions apply; WithHandoff is refused.
+// WithLogger and WithLockOptions apply; WithHandoff and WithRevocable are
+// refused.
 func NewRWLock(s *zklock.Session, path string, opts ...Option) (*RWLock, error) {
 	cfg, err := buildConfig(opts)
 	if err != nil {
@@ -112,6 +113,9 @@ func NewRWLock(s *zklock.Session, path string, opts ...Option) (*RWLock, error) 
 func newRWLock(s *zklock.Session, path string, cfg config) (*RWLock, error) {
 	if cfg.maxHandoffs > 0 {
 		return nil, fmt.Errorf("%w: hand-off is for Lock only", ErrInvalidOption)
+	}
+	if cfg.revocable {
+		return nil, fmt.Errorf("%w: revocation is for Lock only", ErrInvalidOption)
 	}
 	rw := &RWLock{log: cfg.logger.With("rwlock", path), done: make(chan struct{}), live: map[*rwHold]struct{}{}}
 	zopts := append(cfg.zkOpts[:len(cfg.zkOpts):len(cfg.zkOpts)], zklock.WithLossHandler(rw.onZKLost))

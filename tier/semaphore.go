@@ -59,7 +59,8 @@ type semHold struct {
 type semKey struct{ s *Semaphore }
 
 // NewSemaphore returns a two-tier semaphore of n leases at path. Of the
-// options, WithLockOptions applies; WithHandoff is refused.
+// options, WithLockOptions applies; WithHandoff and WithRevocable are
+// refused.
 func NewSemaphore(s *zklock.Session, path string, n int, opts ...Option) (*Semaphore, error) {
 	cfg, err := buildConfig(opts)
 	if err != nil {
@@ -71,6 +72,9 @@ func NewSemaphore(s *zklock.Session, path string, n int, opts ...Option) (*Semap
 func newSemaphore(s *zklock.Session, path string, n int, cfg config) (*Semaphore, error) {
 	if cfg.maxHandoffs > 0 {
 		return nil, fmt.Errorf("%w: hand-off is for Lock only", ErrInvalidOption)
+	}
+	if cfg.revocable {
+		return nil, fmt.Errorf("%w: revocation is for Lock only", ErrInvalidOption)
 	}
 	sem := &Semaphore{n: n, free: n, done: make(chan struct{}), live: map[string]*semHold{}}
 	zopts := append(cfg.zkOpts[:len(cfg.zkOpts):len(cfg.zkOpts)], zklock.WithLossHandler(sem.onZKLost))

@@ -73,7 +73,9 @@
 // rule.go (who may go, whom to watch), wait.go (the waiter and its
 // BooleanMutex), hold.go (install, the own-node watch, loss),
 // participants.go, guard.go (Txn: writes guarded by a check of the
-// hold's node), retry.go (error classes, retry, guaranteed delete),
+// hold's node), revoke.go (cooperative revocation, Curator's protocol:
+// [WithRevocable], [RevokeNode], [RevokeHolder]), retry.go (error classes,
+// retry, guaranteed delete),
 // pipeline.go (pending deletes, send), wire.go (the tap on go-zookeeper's
 // connection), node.go (names, contenders of every family, ordering).
 //

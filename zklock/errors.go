@@ -40,6 +40,12 @@ var (
 	ErrNodeDeleted = errors.New("zklock: lock node deleted")
 	// ErrInvalidOption reports an option with an out-of-range value.
 	ErrInvalidOption = errors.New("zklock: invalid option")
+	// ErrNoHolder reports a revocation asked of a lock path that nobody
+	// holds or waits for (RevokeHolder).
+	ErrNoHolder = errors.New("zklock: lock has no holder")
+	// ErrNodeNotFound reports a revocation asked of a lock node that does
+	// not exist: it was released, or its session ended (RevokeNode).
+	ErrNodeNotFound = errors.New("zklock: lock node not found")
 )
 
 // ErrNilContext reports a nil context.Context argument.

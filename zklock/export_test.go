@@ -10,6 +10,7 @@ const (
 	OpDelete             = opDelete
 	OpExists       int32 = 3
 	OpGetData            = int32(4)
+	OpSetData            = int32(5)
 	OpSync               = opSync
 	OpGetChildren2       = int32(12)
 	OpMulti              = opMulti

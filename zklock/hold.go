@@ -21,6 +21,9 @@ type hold struct {
 	cause    error // written before lost closes
 	released atomic.Bool
 	dropOnce sync.Once
+
+	revoked    chan struct{} // closed on a revocation request; nil unless revocable (revoke.go)
+	revokeOnce sync.Once
 }
 
 func (h *hold) isLost() bool {
@@ -66,7 +69,11 @@ func (h *hold) lose(cause error) {
 // deletion, strictly below every later holder's token. Taking it from the
 // listing saves the read of our own node that czxid would cost.
 func (l *Lock) lead(node string, owner, token int64) *hold {
-	return &hold{l: l, node: node, owner: owner, token: token, lost: make(chan struct{})}
+	h := &hold{l: l, node: node, owner: owner, token: token, lost: make(chan struct{})}
+	if l.revocable {
+		h.revoked = make(chan struct{})
+	}
+	return h
 }
 
 // install makes h the current hold once the session can vouch for it: h's
@@ -142,12 +149,17 @@ func (l *Lock) install(ctx context.Context, h *hold) error {
 
 // watchOwn watches the holder's own node until the hold ends: its deletion
 // by someone else, or the watch's end with the session, ends the hold.
-// Errors that leave the node's fate open are retried.
+// Errors that leave the node's fate open are retried. The watch is a data
+// read, so every (re-)arming also reads the data: that is where a
+// revocation request is seen (revoke.go), at no extra request, whether it
+// was written before the hold began (while our node waited), while the
+// connection was down (go-zookeeper re-arms the watch with setWatches, and
+// the server fires it for a change it missed), or during the hold.
 func (l *Lock) watchOwn(h *hold) {
 	s := l.s
 	b := s.newBackOff()
 	for !h.isLost() && !h.released.Load() {
-		_, stat, ev, err := s.conn.GetW(h.node)
+		data, stat, ev, err := s.conn.GetW(h.node)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			h.lose(ErrNodeDeleted)
@@ -175,6 +187,9 @@ func (l *Lock) watchOwn(h *hold) {
 			return
 		}
 		b.Reset()
+		if h.revoked != nil && IsRevocation(data) {
+			l.revoke(h)
+		}
 		select {
 		case e := <-ev:
 			switch e.Type {

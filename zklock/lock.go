@@ -17,6 +17,9 @@ type lockConfig struct {
 	recheck time.Duration
 	acl     []zk.ACL
 	onLost  func(node string, cause error)
+
+	revocable bool              // WithRevocable
+	onRevoked func(node string) // WithRevocationHandler
 }
 
 // Option configures New.
@@ -60,6 +63,11 @@ type Lock struct {
 	parse    func(name string) (int32, bool) // which children queue, and their sequence: nil for Contender
 	mayQueue func() error                    // refuses an acquisition before it queues (a write lock behind our own read node); nil: none
 
+	// Revocation (revoke.go): holds watch their node's data for
+	// RevokeMessage, and onRevoked (nil: none) is told of a request.
+	revocable bool
+	onRevoked func(node string)
+
 	mu     sync.Mutex
 	busy   bool
 	closed bool
@@ -102,7 +110,8 @@ func New(s *Session, path string, opts ...Option) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zklock: node data: %w", err)
 	}
-	return &Lock{s: s, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, rule: mutexRule, marker: lockMarker}, nil
+	return &Lock{s: s, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, rule: mutexRule, marker: lockMarker,
+		revocable: cfg.revocable, onRevoked: cfg.onRevoked}, nil
 }
 
 // newRecipeLock is New for another recipe's queue on the same core: its
@@ -183,6 +192,12 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // It is not closed by Release.
 // Without a hold it returns a closed channel.
 func (l *Lock) Lost() <-chan struct{} {
+	return l.holdChan(func(h *hold) <-chan struct{} { return h.lost })
+}
+
+// holdChan returns pick's channel of the current hold, or a closed channel
+// without one.
+func (l *Lock) holdChan(pick func(*hold) <-chan struct{}) <-chan struct{} {
 	if l == nil {
 		return closedChan
 	}
@@ -191,7 +206,7 @@ func (l *Lock) Lost() <-chan struct{} {
 	if l.hold == nil {
 		return closedChan
 	}
-	return l.hold.lost
+	return pick(l.hold)
 }
 
 // Err returns why the current hold was lost (wrapping ErrLockLost), or nil

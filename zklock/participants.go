@@ -14,6 +14,9 @@ type Participant struct {
 	Sequence int32  // its sequence number
 	Data     []byte // what its creator wrote (zklock: JSON host, pid, label)
 	Holder   bool   // first in the queue: it holds the lock
+	// Revoked: its holder was asked to release it (RevokeNode). Data is
+	// then RevokeMessage, which replaced what its creator wrote.
+	Revoked bool
 }
 
 // Participants lists the lock's queue in order, holder first, with each
@@ -52,7 +55,7 @@ func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
 		if err != nil {
 			return nil, fmt.Errorf("zklock: read %s: %w", e.name, err)
 		}
-		out = append(out, Participant{Node: e.name, Sequence: e.seq, Data: data, Holder: len(out) == 0})
+		out = append(out, Participant{Node: e.name, Sequence: e.seq, Data: data, Holder: len(out) == 0, Revoked: IsRevocation(data)})
 	}
 	return out, nil
 }

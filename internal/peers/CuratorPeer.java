@@ -29,6 +29,15 @@
 //	    serve with an InterProcessReadWriteLock per thread and path:
 //	    "A <t> <p> r" takes its read lock, "A <t> <p> w" its write lock
 //	    (answered "H <t> -1"); "R <t> <p>" releases what the thread holds.
+//	--revocable serve ...
+//	    serve with each mutex made revocable (makeRevocable, before each
+//	    acquisition, since Curator forgets it on release): when a
+//	    revocation request for thread t's node on path p arrives, the peer
+//	    prints "V <t> <p>", and thread t releases that path if it holds it
+//	    and prints "Y <t> <p>" ("N <t> <p>" if it held nothing). In any
+//	    serve mode, "K <t> <node>" has thread t call
+//	    Revoker.attemptRevoke(client, node) (answers "K <t>" or "F <t>
+//	    <reason>").
 //	--leases=<n> serve ...
 //	    serve with one InterProcessSemaphoreV2 of n leases per path, shared
 //	    by the threads: "A <t> <p> <k>" takes k leases (answered
@@ -52,6 +61,8 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.locks.RevocationListener;
+import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public final class CuratorPeer {
@@ -90,10 +101,13 @@ public final class CuratorPeer {
 
     public static void main(String[] args) throws Exception {
         boolean rw = false;
+        boolean revocable = false;
         int leases = 0;
         while (args.length > 0 && args[0].startsWith("--")) {
             if (args[0].equals("--rw")) {
                 rw = true;
+            } else if (args[0].equals("--revocable")) {
+                revocable = true;
             } else if (args[0].startsWith("--leases=")) {
                 leases = Integer.parseInt(args[0].substring("--leases=".length()));
             } else {
@@ -102,12 +116,12 @@ public final class CuratorPeer {
             }
             args = Arrays.copyOfRange(args, 1, args.length);
         }
-        if ((rw || leases > 0) && !(args.length >= 5 && args[0].equals("serve"))) {
-            System.err.println("usage: CuratorPeer --rw|--leases=<n> serve ...");
+        if ((rw || revocable || leases > 0) && !(args.length >= 5 && args[0].equals("serve"))) {
+            System.err.println("usage: CuratorPeer --rw|--revocable|--leases=<n> serve ...");
             System.exit(2);
         }
         if (args.length >= 5 && args[0].equals("serve")) {
-            serve(args, rw, leases);
+            serve(args, rw, revocable, leases);
         } else if (args.length >= 7 && args[0].equals("loop")) {
             loop(args);
         } else if (args.length >= 9 && (args[0].equals("rwloop") || args[0].equals("semloop"))) {
@@ -251,6 +265,8 @@ public final class CuratorPeer {
         final InterProcessReadWriteLock[] rwLocks;
         final InterProcessSemaphoreV2[] sems;
         final InterProcessLock[] rwHeld;
+        /** Revocation listeners (--revocable), set again before each acquisition: Curator forgets them on release. */
+        final RevocationListener<InterProcessMutex>[] listeners;
         @SuppressWarnings("unchecked")
         final Collection<Lease>[] leases;
 
@@ -261,6 +277,7 @@ public final class CuratorPeer {
             mutexes = new Mutex[n];
             rwLocks = new InterProcessReadWriteLock[n];
             rwHeld = new InterProcessLock[n];
+            listeners = new RevocationListener[n];
             leases = new Collection[n];
             for (int p = 0; p < n; p++) {
                 if (rw) {
@@ -283,6 +300,9 @@ public final class CuratorPeer {
                 l.acquire();
                 rwHeld[p] = l;
                 return -1;
+            }
+            if (listeners[p] != null) {
+                mutexes[p].makeRevocable(listeners[p]);
             }
             mutexes[p].acquire();
             return sequence(mutexes[p].node());
@@ -321,7 +341,7 @@ public final class CuratorPeer {
         }
     }
 
-    static void serve(String[] a, boolean rw, int nLeases) throws Exception {
+    static void serve(String[] a, boolean rw, boolean revocable, int nLeases) throws Exception {
         String servers = a[1];
         int sessionMillis = Integer.parseInt(a[2]);
         int threads = Integer.parseInt(a[3]);
@@ -344,6 +364,21 @@ public final class CuratorPeer {
             queues[t] = new LinkedBlockingQueue<>();
             ts[t] = new Thread(() -> {
                 Held held = new Held(c, paths, rw, shared);
+                if (revocable && held.mutexes[0] != null) {
+                    for (int p = 0; p < paths.length; p++) {
+                        final String tp = id + " " + p;
+                        // The listener runs on a Curator thread, but only
+                        // the owning thread may release: it tells the
+                        // thread through its queue.
+                        held.listeners[p] = (m -> {
+                            synchronized (out) {
+                                out.println("V " + tp);
+                                out.flush();
+                            }
+                            queues[id].add(("Y " + tp).split(" "));
+                        });
+                    }
+                }
                 try {
                     while (true) {
                         String[] cmd = queues[id].take();
@@ -351,8 +386,32 @@ public final class CuratorPeer {
                             held.releaseAll();
                             return;
                         }
-                        int p = Integer.parseInt(cmd[2]);
                         String reply;
+                        if (cmd[0].equals("K")) {
+                            try {
+                                Revoker.attemptRevoke(c, cmd[2]);
+                                reply = "K " + id;
+                            } catch (Exception e) {
+                                reply = "F " + id + " " + String.valueOf(e).replace('\n', ' ');
+                            }
+                            synchronized (out) {
+                                out.println(reply);
+                                out.flush();
+                            }
+                            continue;
+                        }
+                        int p = Integer.parseInt(cmd[2]);
+                        if (cmd[0].equals("Y")) {
+                            boolean owned = held.mutexes[p].isOwnedByCurrentThread();
+                            if (owned) {
+                                held.mutexes[p].release();
+                            }
+                            synchronized (out) {
+                                out.println((owned ? "Y " : "N ") + id + " " + p);
+                                out.flush();
+                            }
+                            continue;
+                        }
                         try {
                             if (cmd[0].equals("A")) {
                                 reply = "H " + id + " " + held.acquire(p, cmd);

@@ -16,7 +16,9 @@
 // their arguments. In serve mode it takes, instead of its mutex, a
 // read/write lock per thread and path ([CuratorRW]: see [Proc.AcquireRead],
 // [Proc.AcquireWrite]) or one semaphore per path ([CuratorLeases]: see
-// [Proc.AcquirePermits]).
+// [Proc.AcquirePermits]), and with [CuratorRevocable] its mutexes are
+// revocable. Any Curator serve-mode thread can call Curator's
+// Revoker.attemptRevoke ([Proc.Revoke]).
 package peers
 
 import (
@@ -56,6 +58,12 @@ const (
 // CuratorRW is the Curator peer's serve-mode option that gives each
 // thread an InterProcessReadWriteLock per path instead of a mutex.
 const CuratorRW = "--rw"
+
+// CuratorRevocable is the Curator peer's serve-mode option that makes each
+// thread's mutexes revocable (InterProcessMutex.makeRevocable): on a
+// revocation request the thread releases the path, and [Proc.Notices]
+// reports both steps.
+const CuratorRevocable = "--revocable"
 
 // CuratorLeases is the Curator peer's serve-mode option that gives each
 // path one InterProcessSemaphoreV2 of n leases, shared by the threads.

@@ -24,7 +24,22 @@ type Proc struct {
 	threads []thread
 	exited  chan struct{}
 	waitErr error
+	notices chan Notice
 }
+
+// Notice is what a Curator peer started with CuratorRevocable reports of
+// its own accord about a revocation of thread Thread's lock on path index
+// Path.
+type Notice struct {
+	// Kind is "revoked" (the revocation listener fired), then "released"
+	// (the thread released the path on it) or "idle" (it held nothing).
+	Kind   string
+	Thread int
+	Path   int
+}
+
+// noticeKinds maps the peer's report letters to Notice kinds.
+var noticeKinds = map[string]string{"V": "revoked", "Y": "released", "N": "idle"}
 
 type thread struct {
 	mu      sync.Mutex // one request at a time
@@ -51,7 +66,8 @@ func Serve(ctx context.Context, kind Kind, cacheDir string, servers []string, se
 	if err != nil {
 		return nil, err
 	}
-	p := &Proc{kind: kind, cmd: cmd, stderr: &tailBuffer{max: 8 << 10}, threads: make([]thread, threads), exited: make(chan struct{})}
+	p := &Proc{kind: kind, cmd: cmd, stderr: &tailBuffer{max: 8 << 10}, threads: make([]thread, threads), exited: make(chan struct{}),
+		notices: make(chan Notice, 64)}
 	for i := range p.threads {
 		p.threads[i].replies = make(chan string, 1)
 	}
@@ -94,6 +110,15 @@ func (p *Proc) read(stdout io.Reader, ready chan struct{}) {
 		}
 		t, err := strconv.Atoi(f[1])
 		if err != nil || t < 0 || t >= len(p.threads) {
+			continue
+		}
+		if kind, ok := noticeKinds[f[0]]; ok && len(f) == 3 {
+			if path, err := strconv.Atoi(f[2]); err == nil {
+				select {
+				case p.notices <- Notice{Kind: kind, Thread: t, Path: path}:
+				default: // nobody reads them: drop rather than stall replies
+				}
+			}
 			continue
 		}
 		p.threads[t].replies <- line
@@ -208,6 +233,30 @@ func (p *Proc) Release(t, path int) error {
 		return err
 	}
 	if !strings.HasPrefix(line, "U ") {
+		return fmt.Errorf("peers: %s: %s", p.kind, line)
+	}
+	return nil
+}
+
+// Notices returns the reports of a peer started with CuratorRevocable
+// (the last 64 unread are kept).
+func (p *Proc) Notices() <-chan Notice { return p.notices }
+
+// Revoke has thread t of a Curator peer call Curator's
+// Revoker.attemptRevoke(client, node): a revocation request written into
+// node's data.
+func (p *Proc) Revoke(t int, node string) error {
+	th := &p.threads[t]
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	if err := p.send(fmt.Sprintf("K %d %s", t, node)); err != nil {
+		return err
+	}
+	line, err := p.await(t)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "K ") {
 		return fmt.Errorf("peers: %s: %s", p.kind, line)
 	}
 	return nil

@@ -214,3 +214,14 @@ func NoPanic(t testing.TB, call func() error) (err error) {
 	}()
 	return call()
 }
+
+// IsClosed reports whether ch is closed (or has a value ready), without
+// waiting.
+func IsClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
