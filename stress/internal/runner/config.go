@@ -45,6 +45,8 @@ type Config struct {
 	Readers float64      `json:"readers,omitempty"`
 	Leases  int          `json:"leases,omitempty"`
 	Permits int          `json:"permits,omitempty"`
+	// Members: with proto.Multi, the locks of each multi-lock hold.
+	Members int `json:"members,omitempty"`
 
 	JSON    string `json:"-"`
 	Report  string `json:"-"`

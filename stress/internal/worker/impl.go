@@ -101,8 +101,11 @@ func (ev *sessionEvents) listen(st zklock.State) {
 // newImpl connects to ZooKeeper and makes the locks of implementation
 // task.Impl.
 func newImpl(ctx context.Context, task proto.Task, log *slog.Logger, events *sessionEvents) (impl, error) {
-	if task.Recipe == proto.RW || task.Recipe == proto.Semaphore {
+	switch task.Recipe {
+	case proto.RW, proto.Semaphore:
 		return newRecipeImpl(ctx, task, log, events)
+	case proto.Multi:
+		return newMultiImpl(ctx, task, log, events)
 	}
 	switch task.Impl {
 	case proto.Tier, proto.TierHandoff, proto.Zklock:
