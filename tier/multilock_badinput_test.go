@@ -48,7 +48,7 @@ func TestMultiLockBadInput(t *testing.T) {
 		{"nil multi TryAcquire", tier.ErrNilMultiLock, func() error { _, _, err := nilMulti.TryAcquire(ctx); return err }},
 		{"nil multi Release", tier.ErrNilMultiLock, func() error { return nilMulti.Release(ctx) }},
 		{"nil multi Tokens", tier.ErrNilMultiLock, func() error { _, err := nilMulti.Tokens(ctx); return err }},
-		{"nil ctx Acquire", tier.ErrNilContext, func() error { _, err := m.Acquire(nil); return err }}, //nolint:staticcheck // the bad input under test
+		{"nil ctx Acquire", tier.ErrNilContext, func() error { _, err := m.Acquire(nil); return err }},          //nolint:staticcheck // the bad input under test
 		{"nil ctx TryAcquire", tier.ErrNilContext, func() error { _, _, err := m.TryAcquire(nil); return err }}, //nolint:staticcheck
 		{"nil ctx Release", tier.ErrNilContext, func() error { return m.Release(nil) }},                         //nolint:staticcheck
 		{"nil ctx Tokens", tier.ErrNilContext, func() error { _, err := m.Tokens(nil); return err }},            //nolint:staticcheck
