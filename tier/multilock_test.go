@@ -487,3 +487,47 @@ func TestMultiLockUnorderedDeadlocks(t *testing.T) {
 		t.Fatal("no round deadlocked with the members in the given order")
 	}
 }
+
+// A member lost after it was taken but before the hold is published (here:
+// while the last member is being taken) is not missed: Acquire reports the
+// loss and gives the rest back, or, if the loss reaches the multi-lock
+// only after it published the hold, the held context ends with it. Either
+// way the caller learns of it; what must never happen is a hold handed
+// out whole whose member is already gone.
+func TestMultiLockLossBeforePublish(t *testing.T) {
+	servers := zktest.Servers(t)
+	s, o := connect(t, servers), connect(t, servers)
+	root := zktest.Path(t)
+	pa, pb := root+"/a", root+"/b"
+	m := newMulti(t, newLock(t, s, pa), newLock(t, s, pb))
+	tier.SetMultiLockHookForTest(func(mm *tier.MultiLock, i int) {
+		if mm != m || i != 1 {
+			return
+		}
+		kids := children(t, o.Conn(), pa)
+		if err := o.Conn().Delete(pa+"/"+kids[0], -1); err != nil {
+			t.Error(err)
+		}
+		// Let the loss reach the multi-lock before it publishes: the
+		// case the check before publication is for. A slower machine
+		// only moves the test to the other (also checked) outcome.
+		time.Sleep(500 * time.Millisecond)
+	})
+	defer tier.SetMultiLockHookForTest(nil)
+	ctx := ctxT(t, 20*time.Second)
+	held, err := m.Acquire(ctx)
+	if err == nil {
+		t.Log("the loss came after publication")
+		select {
+		case <-held.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("a hold whose member a was deleted is still whole")
+		}
+		err = context.Cause(held)
+		_ = m.Release(held)
+	}
+	if me := memberErr(t, err); me.Path != pa || !errors.Is(err, tier.ErrNodeDeleted) {
+		t.Fatalf("reported %v, want a's deletion", err)
+	}
+	assertNoNodes(t, o.Conn(), pa, pb)
+}
