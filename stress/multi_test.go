@@ -7,11 +7,14 @@ import (
 	"testing"
 )
 
-// TestRecipeMulti: multi-lock holds of 3 of 4 paths, each hold recorded on
-// every path it covers: the checker finds no overlap and increasing tokens
-// on each path, and without a lock it finds overlaps.
+// TestRecipeMulti: multi-lock holds recorded on every path they cover.
+// With 4 members of 4 paths every hold covers every path, each given in
+// another order: the checker finds no overlap and increasing tokens on
+// each path, and each path has exactly one record per hold (one record per
+// hold, of the picked path only, would spread over the paths at random).
+// Without a lock the checker finds overlaps.
 func TestRecipeMulti(t *testing.T) {
-	s, stdout := stressJSON(t, exitOK, "-recipe", "multi", "-members", "3", "-paths", "4", "-pick", "random",
+	s, stdout := stressJSON(t, exitOK, "-recipe", "multi", "-members", "4", "-paths", "4", "-pick", "random",
 		"-impl", "tier", "-procs", "2", "-goroutines", "4", "-duration", "2s")
 	if !strings.Contains(stdout, "PASS: mutual exclusion held") {
 		t.Errorf("no verdict:\n%s", stdout)
@@ -21,12 +24,12 @@ func TestRecipeMulti(t *testing.T) {
 	if !r.Check.TokensChecked {
 		t.Error("tokens were not checked")
 	}
-	if r.Acquisitions%3 != 0 {
-		t.Errorf("%d member holds: not 3 per multi-lock hold", r.Acquisitions)
+	if len(r.Check.Paths) != 4 {
+		t.Fatalf("paths checked: %+v", r.Check.Paths)
 	}
 	for _, p := range r.Check.Paths {
-		if p.Holds == 0 {
-			t.Errorf("path %d: no hold recorded (%+v)", p.Path, r.Check.Paths)
+		if int64(p.Holds)*4 != r.Acquisitions {
+			t.Errorf("path %d: %d holds of %d member holds, want a quarter", p.Path, p.Holds, r.Acquisitions)
 		}
 	}
 
