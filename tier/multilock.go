@@ -216,8 +216,12 @@ func (m *MultiLock) acquire(ctx context.Context, wait bool) (context.Context, bo
 	}
 	h.mu.Lock()
 	if lost := h.lost; lost != nil {
-		// A member was lost before the hold was published: nobody would
-		// see its context cancelled in time to matter, so give all back.
+		// A member was lost before the hold was published: its onLost
+		// ran while h.cancel was nil and cancelled nothing a caller will
+		// see, so a hold published now would never end. Give all back.
+		// (onLost and this check both run under mu: a loss is either
+		// recorded before this check, and seen here, or finds h.cancel
+		// set below, and cancels the published hold.)
 		h.mu.Unlock()
 		return nil, false, errors.Join(lost, h.rollback(vals, len(m.members)))
 	}
