@@ -49,7 +49,9 @@ With -recipe rw the workers take a read/write lock instead (a fraction
   nolock        no lock at all, never in "all": the run must fail
 
 and the checker lets reads overlap reads (never a write), or up to -leases
-permits be in use at once.
+permits be in use at once. With -recipe multi each hold is a tier.MultiLock
+of -members mutexes (the picked path and the next ones), recorded and
+checked on every path it covers; -impl tier or nolock.
 
 Without -zk (or TIERLOCK_ZK_SERVERS) it starts a local ZooKeeper.
 
