@@ -50,6 +50,15 @@
 // apply as to the mutex (tier only: the peer does not notice a lost
 // hold); the flood fault floods tier.Locks on the worker's session.
 //
+// # Recipe: multi-lock
+//
+// -recipe multi -members k runs tier.MultiLock holds: each covers the
+// picked path and the next k-1 (wrapping around), given to NewMultiLock in
+// reverse so that its path order is what keeps overlapping sets from
+// deadlocking, over one tier.Lock per path per process. A hold is recorded
+// on every path it covers with that member's token, so the checker checks
+// exclusion and tokens per path; acquisitions count member holds.
+//
 // # How a run goes
 //
 // The parent finds ZooKeeper (-zk, else $TIERLOCK_ZK_SERVERS, else it

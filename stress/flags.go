@@ -50,7 +50,9 @@ With -recipe rw the workers take a read/write lock instead (a fraction
   nolock        no lock at all, never in "all": the run must fail
 
 and the checker lets reads overlap reads (never a write), or up to -leases
-permits be in use at once.
+permits be in use at once. With -recipe multi each hold is a tier.MultiLock
+of -members mutexes (the picked path and the next ones), recorded and
+checked on every path it covers; -impl tier or nolock.
 
 Without -zk (or TIERLOCK_ZK_SERVERS) it starts a local ZooKeeper.
 
@@ -82,7 +84,8 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	}
 	impl := fs.String("impl", "all", "implementations: tier, zklock, gozk, all, or a comma-separated list (tier-handoff too)")
 	mix := fs.String("mix", "", "one run of a mixed fleet on the same paths: impl:processes,... from tier, tier-handoff, zklock, gozk, zkcompat, curator, kazoo (sets -procs)")
-	recipe := fs.String("recipe", string(proto.Mutex), "what the workers take: mutex, rw (a read/write lock) or semaphore")
+	recipe := fs.String("recipe", string(proto.Mutex), "what the workers take: mutex, rw (a read/write lock), semaphore or multi (a multi-lock)")
+	fs.IntVar(&c.Members, "members", 2, "multi: locks per hold, the picked path and the next ones (2 to -paths)")
 	fs.Float64Var(&c.Readers, "readers", 0.9, "rw: the fraction of holds that are reads (0 to 1)")
 	fs.IntVar(&c.Leases, "leases", 3, "semaphore: leases (n) per path")
 	fs.IntVar(&c.Permits, "permits", 1, "semaphore: permits each hold takes (1 to -leases)")
@@ -128,10 +131,13 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 		return c, err
 	}
 	var err error
-	if c.Recipe != proto.Mutex {
-		c.Impls, err = expandRecipeImpls(*impl)
-	} else {
+	switch c.Recipe {
+	case proto.Mutex:
 		c.Impls, err = expandImpls(*impl, c.Handoff)
+	case proto.Multi:
+		c.Impls, err = expandMultiImpls(*impl)
+	default:
+		c.Impls, err = expandRecipeImpls(*impl)
 	}
 	if err != nil {
 		return c, err

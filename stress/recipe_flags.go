@@ -15,9 +15,12 @@ import (
 func recipeFlags(c *runner.Config, v string, set map[string]bool) error {
 	c.Recipe = proto.Recipe(v)
 	switch c.Recipe {
-	case proto.Mutex, proto.RW, proto.Semaphore:
+	case proto.Mutex, proto.RW, proto.Semaphore, proto.Multi:
 	default:
-		return usageErr("-recipe must be mutex, rw or semaphore, got %q", v)
+		return usageErr("-recipe must be mutex, rw, semaphore or multi, got %q", v)
+	}
+	if err := multiFlags(c, set); err != nil {
+		return err
 	}
 	switch {
 	case set["readers"] && c.Recipe != proto.RW:

@@ -3,3 +3,19 @@ package tier
 // GateWaiters reports how many goroutines wait at l's gate, so that tests
 // of hand-off and revocation know the next holder is there.
 func GateWaiters(l *Lock) int { return int(l.g.waiters()) }
+
+// NewUnorderedMultiLockForTest is NewMultiLock without the sort: members
+// are acquired in the order given. Tests use it to show that the sort is
+// what keeps overlapping sets from deadlocking.
+func NewUnorderedMultiLockForTest(members ...Member) (*MultiLock, error) {
+	m, err := NewMultiLock(members...)
+	if err != nil {
+		return nil, err
+	}
+	copy(m.members, members)
+	return m, nil
+}
+
+// SetMultiLockHookForTest sets a function Acquire calls after taking
+// member i of m; nil removes it.
+func SetMultiLockHookForTest(fn func(m *MultiLock, i int)) { testHookMemberAcquired = fn }

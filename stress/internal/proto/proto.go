@@ -48,6 +48,7 @@ const (
 	Mutex     Recipe = "mutex"     // a lock: every hold exclusive
 	RW        Recipe = "rw"        // a read/write lock: each hold a read or a write
 	Semaphore Recipe = "semaphore" // a semaphore of Leases leases: each hold Permits permits
+	Multi     Recipe = "multi"     // a tier.MultiLock: each hold Members mutexes at once
 )
 
 // RecipeImpls are the implementations of the read/write lock and the
@@ -95,6 +96,8 @@ type Task struct {
 	Readers float64 `json:"readers,omitempty"`
 	Leases  int     `json:"leases,omitempty"`
 	Permits int     `json:"permits,omitempty"`
+	// Members is the number of locks of a Multi hold.
+	Members int `json:"members,omitempty"`
 
 	// Derived by the worker, so that the task stays small in the
 	// environment whatever the numbers of paths and goroutines.

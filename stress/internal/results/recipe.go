@@ -186,6 +186,8 @@ func recipeSetting(cfg runner.Config) string {
 		return fmt.Sprintf("read/write lock, %.0f%% reads", 100*cfg.Readers)
 	case proto.Semaphore:
 		return fmt.Sprintf("semaphore of %d leases, %d permit(s) a hold", cfg.Leases, cfg.Permits)
+	case proto.Multi:
+		return fmt.Sprintf("multi-lock of %d mutexes a hold (acquisitions count member holds)", cfg.Members)
 	}
 	return "mutex"
 }

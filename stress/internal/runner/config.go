@@ -47,6 +47,8 @@ type Config struct {
 	Readers float64      `json:"readers,omitempty"`
 	Leases  int          `json:"leases,omitempty"`
 	Permits int          `json:"permits,omitempty"`
+	// Members: with proto.Multi, the locks of each multi-lock hold.
+	Members int `json:"members,omitempty"`
 
 	// Metrics is -metrics: host:port of the worker in slot 0; the worker
 	// in slot i serves on port+i ("": no metrics).

@@ -55,6 +55,7 @@ func (r *Runner) RunImpl(ctx context.Context, name proto.Impl) (*Run, error) {
 			Verbose: cfg.Verbose, Faults: cfg.Faults != nil,
 			Recipe: cfg.Recipe, Readers: cfg.Readers, Leases: cfg.Leases, Permits: cfg.Permits,
 			Metrics: cfg.MetricsAddr(slot),
+			Members: cfg.Members,
 		}
 		if cfg.Faults != nil {
 			// The parent ends a run with faults (it may extend it until the
@@ -62,8 +63,10 @@ func (r *Runner) RunImpl(ctx context.Context, name proto.Impl) (*Run, error) {
 			task.Duration = cfg.Timeout
 		}
 		if cfg.Acquisitions > 0 {
-			// Each goroutine's quota is at most total/(P*G) + 1.
-			task.RecordCap = int64(cfg.Goroutines) * (cfg.Acquisitions/int64(cfg.Procs*cfg.Goroutines) + 1)
+			// Each goroutine's quota is at most total/(P*G) + 1; a
+			// multi-lock hold records each of its members, so its last
+			// hold can pass the quota by Members-1.
+			task.RecordCap = int64(cfg.Goroutines) * (cfg.Acquisitions/int64(cfg.Procs*cfg.Goroutines) + int64(max(1, cfg.Members)))
 		}
 		return task
 	}

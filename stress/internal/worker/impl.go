@@ -104,8 +104,11 @@ func (ev *sessionEvents) listen(st zklock.State) {
 // task.Impl. m, when not nil, is told the session's states (tier, zklock)
 // and the locks' events (tier, tier-handoff).
 func newImpl(ctx context.Context, task proto.Task, log *slog.Logger, events *sessionEvents, m *lockmetrics.Collector) (impl, error) {
-	if task.Recipe == proto.RW || task.Recipe == proto.Semaphore {
+	switch task.Recipe {
+	case proto.RW, proto.Semaphore:
 		return newRecipeImpl(ctx, task, log, events)
+	case proto.Multi:
+		return newMultiImpl(ctx, task, log, events)
 	}
 	switch task.Impl {
 	case proto.Tier, proto.TierHandoff, proto.Zklock:

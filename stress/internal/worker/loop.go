@@ -99,6 +99,10 @@ func (w *worker) loop(ctx context.Context, g int) {
 		fails = 0
 		enter := exclusion.Now()
 		slot, err := w.rec.EnterKind(enter, token, int64(latency), int32(g), int32(p), kind)
+		var more memberSlots // a multi-lock hold's other members
+		if err == nil {
+			more, err = w.enterMembers(h, enter, latency, g, p, kind)
+		}
 		recorded := err == nil
 		if recorded {
 			w.noteEnter(enter)
@@ -114,6 +118,7 @@ func (w *worker) loop(ctx context.Context, g int) {
 				slot.Exit(exclusion.Now())
 			}
 			lw.end()
+			more.exit(exclusion.Now())
 		} else {
 			// No room to record: stop the run rather than hold unrecorded.
 			w.overflow.Store(true)
@@ -131,8 +136,8 @@ func (w *worker) loop(ctx context.Context, g int) {
 		if !recorded {
 			return
 		}
-		w.counts[g]++
-		w.total.Add(1)
+		w.counts[g] += 1 + int64(len(more))
+		w.total.Add(1 + int64(len(more)))
 	}
 }
 
