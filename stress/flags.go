@@ -109,6 +109,7 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.StringVar(&c.Report, "report", "", "write an HTML report with charts to this file")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&c.Verbose, "v", false, "pass the workers' logs through to stderr")
+	matrixFlag := defineMatrixFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, err
@@ -193,6 +194,9 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 		return c, err
 	}
 	if err := parseMix(&c, *mix, set); err != nil {
+		return c, err
+	}
+	if err := matrixFlag.apply(&c, set); err != nil {
 		return c, err
 	}
 	if c.Timeout == 0 {
