@@ -24,7 +24,7 @@ func TestHeatMap(t *testing.T) {
 		t.Errorf("%d cells drawn, want 6", n)
 	}
 	for _, want := range []string{
-		"tier &lt;strict&gt;, standalone", // labels are escaped
+		"tier &lt;strict&gt;, standalone",             // labels are escaped
 		">2.0×<", ">0.50×<", ">1.0×<", ">64×<", ">–<", // values, and missing ones
 		"16 paths", "hold 1ms", "4×1000",
 		`fill="#ffffff"`, // 1×: white
