@@ -30,7 +30,7 @@ type matrixFlags struct {
 
 func defineMatrixFlags(fs *flag.FlagSet) *matrixFlags {
 	return &matrixFlags{
-		preset:     fs.String("matrix", "", "run a matrix of cells instead of one run: full (issue 15's: 144 cells x 3 implementations, 5s each; estimated 1h35m) or quick (8 cells, 2s each; about 4 min); see -matrix-*"),
+		preset:     fs.String("matrix", "", "run a matrix of cells instead of one run: full (issue 15's: 144 cells x 3 implementations, 5s each; estimated 1h10m) or quick (8 cells, 2s each; about 3 min); see -matrix-*"),
 		servers:    fs.String("matrix-servers", "", "matrix: standalone, ensemble or both (default: the preset's; with -zk: those servers)"),
 		procs:      fs.String("matrix-procs", "", "matrix: worker processes per cell, a comma-separated list (default: the preset's)"),
 		goroutines: fs.String("matrix-goroutines", "", "matrix: goroutines per process, a list (default: the preset's)"),

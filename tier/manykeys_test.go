@@ -221,6 +221,8 @@ func BenchmarkManyKeys(b *testing.B) {
 			b.ReportMetric(float64(first.nodes), "lock-znodes")
 			b.ReportMetric(float64(first.watches), "watches")
 			b.ReportMetric(float64(first.lost+second.lost), "lost-holds")
+			b.ReportMetric(float64(first.reqAcq)/n, "reqs-acquire/key")
+			b.ReportMetric(float64(first.reqRel)/n, "reqs-release/key")
 		}
 	})
 	b.Run("idle-locks", func(b *testing.B) {
@@ -258,6 +260,7 @@ type keysRound struct {
 	gHeld, gIdle       int   // goroutines over those before the round
 	nodes, watches     int   // lock nodes and server watches while all were held
 	lost               int
+	reqAcq, reqRel     int64 // requests the server received while acquiring, releasing
 }
 
 // manyKeysRound acquires n keys on a fresh registry of s, holds them all,
@@ -298,6 +301,7 @@ func manyKeysRound(b *testing.B, c *zkserver.Cluster, s *zklock.Session, n int) 
 		b.Fatal(err)
 	}
 	m.watches = int(w1.WatchCount - w0.WatchCount)
+	m.reqAcq = w1.PacketsReceived - w0.PacketsReceived - int64(c.Size()) // mntr counts itself
 	for _, k := range children(b, s.Conn(), root) {
 		m.nodes += len(children(b, s.Conn(), root+"/"+k))
 	}
@@ -308,6 +312,18 @@ func manyKeysRound(b *testing.B, c *zkserver.Cluster, s *zklock.Session, n int) 
 		b.Fatal(err)
 	}
 	m.release = time.Since(start)
+	eventually(b, 30*time.Second, "the pipelined deletes", func() bool {
+		left := 0
+		for _, k := range children(b, s.Conn(), root) {
+			left += len(children(b, s.Conn(), root+"/"+k))
+		}
+		return left == 0
+	})
+	w2, err := c.Counters(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.reqRel = w2.PacketsReceived - w1.PacketsReceived - int64(c.Size())
 	holds = nil
 	m.gIdle = settledGoroutines(b, g0) - g0
 	m.heapIdle = heapInUse() - h0

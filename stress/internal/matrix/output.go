@@ -97,11 +97,12 @@ func (s *Summary) finish(planned int, interrupted bool) {
 	s.OK = s.Complete && len(s.Failures) == 0
 }
 
-// violated reports whether some implementation failed the checker.
+// violated reports whether some implementation failed the checker (a run
+// cut short is incomplete, not failed).
 func (s *Summary) violated() bool {
 	for _, r := range s.Results {
 		for _, f := range r.Impls {
-			if !f.OK {
+			if !f.OK && !f.Interrupted {
 				return true
 			}
 		}

@@ -35,10 +35,12 @@ type Figures struct {
 	// cell (0: no baseline).
 	Ratio    float64 `json:"throughput_vs_gozk,omitempty"`
 	P99Ratio float64 `json:"p99_vs_gozk,omitempty"`
-	// The checker's verdict.
-	OK       bool   `json:"ok"`
-	Verdict  string `json:"verdict,omitempty"` // why not OK
-	Overlaps int    `json:"violations"`
+	// The checker's verdict. Interrupted: the run was cut short (by a
+	// signal, or -timeout), a cell to run again rather than a finding.
+	Interrupted bool   `json:"interrupted,omitempty"`
+	OK          bool   `json:"ok"`
+	Verdict     string `json:"verdict,omitempty"` // why not OK
+	Overlaps    int    `json:"violations"`
 }
 
 // Result is one cell's run: every implementation, in the order they ran.
@@ -75,7 +77,7 @@ func figuresOf(run *runner.Run, cfg runner.Config) Figures {
 		P50US: full.LatencyUS.P50, P99US: full.LatencyUS.P99,
 		RequestsPerAcq: full.RequestsPerAcq, PeakZnodes: full.PeakZnodes, PeakWatches: full.PeakWatches,
 		JainGoroutines: full.FairnessGoroutines, JainProcs: full.FairnessProcs,
-		OK: full.OK(), Overlaps: full.Check.Violations(),
+		OK: full.OK(), Overlaps: full.Check.Violations(), Interrupted: run.Interrupted,
 	}
 	for _, w := range run.PeakWatches {
 		f.SumPeakWatches += max(w, 0)
