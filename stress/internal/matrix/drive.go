@@ -22,6 +22,7 @@ import (
 	"github.com/tierlock/tierlock/stress/internal/cells"
 	"github.com/tierlock/tierlock/stress/internal/fleet"
 	"github.com/tierlock/tierlock/stress/internal/proto"
+	"github.com/tierlock/tierlock/stress/internal/results"
 	"github.com/tierlock/tierlock/stress/internal/runner"
 )
 
@@ -222,18 +223,20 @@ func runCell(ctx context.Context, o Options, servers []string, cluster *zkserver
 			res.Leader = i
 		}
 	}
+	var full []results.Impl
 	for _, im := range order {
 		run, err := r.RunImpl(ctx, im)
 		if err != nil {
 			res.Error = fmt.Sprintf("%s: %s", im, trimRun(err))
 			return res
 		}
-		res.Impls = append(res.Impls, figuresOf(run, cfg))
+		full = append(full, results.FiguresOf(run, cfg))
+		res.Impls = append(res.Impls, figuresOf(run, full[len(full)-1]))
 		if run.Interrupted {
 			return res
 		}
 	}
-	compare(res.Impls)
+	compare(res.Impls, full)
 	return res
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tierlock/tierlock/stress/internal/cells"
 	"github.com/tierlock/tierlock/stress/internal/proto"
+	"github.com/tierlock/tierlock/stress/internal/results"
 	"github.com/tierlock/tierlock/stress/internal/runner"
 )
 
@@ -44,6 +45,16 @@ func fig(im proto.Impl, perSec, p99 float64) Figures {
 	return Figures{Impl: im, PerSec: perSec, P99US: p99, OK: true, Acquisitions: int64(perSec)}
 }
 
+// fulls is what results.FiguresOf would have made of fs, as far as
+// compare reads it.
+func fulls(fs []Figures) []results.Impl {
+	out := make([]results.Impl, len(fs))
+	for i, f := range fs {
+		out[i] = results.Impl{Impl: f.Impl, PerSec: f.PerSec}
+	}
+	return out
+}
+
 func cell(rep int) cells.Cell {
 	return cells.Cell{Topology: cells.Standalone, Procs: 2, Goroutines: 8, Paths: 1, Rep: rep}
 }
@@ -58,7 +69,7 @@ func TestPointsMedian(t *testing.T) {
 	var rs []Result
 	for rep, pair := range [][2]float64{{300, 400}, {500, 250}, {400, 400}, {390, 300}} {
 		fs := []Figures{fig(proto.Tier, pair[0], 100), fig(proto.Gozk, pair[1], 50)}
-		compare(fs)
+		compare(fs, fulls(fs))
 		rs = append(rs, Result{Cell: cell(rep), Key: cell(rep).Key(), Order: impls, Impls: fs})
 	}
 	rs = append(rs, Result{Cell: cell(0), Key: "x", Error: "could not start"}) // left out
@@ -88,9 +99,9 @@ func TestSpreadAndCompare(t *testing.T) {
 		t.Errorf("spread of nothing %v %v", lo, hi)
 	}
 	fs := []Figures{fig(proto.Tier, 100, 10)}
-	compare(fs) // no baseline: no ratio
-	if fs[0].Ratio != 0 {
-		t.Errorf("ratio without a baseline: %v", fs[0].Ratio)
+	compare(fs, fulls(fs)) // no baseline: no ratio
+	if fs[0].Ratio != 0 || fs[0].P99Ratio != 0 {
+		t.Errorf("ratio without a baseline: %v, %v", fs[0].Ratio, fs[0].P99Ratio)
 	}
 }
 
@@ -125,7 +136,7 @@ func TestReportData(t *testing.T) {
 	impls := []proto.Impl{proto.Tier, proto.TierHandoff, proto.Gozk}
 	fs := []Figures{fig(proto.Tier, 200, 10), fig(proto.TierHandoff, 5000, 10), fig(proto.Gozk, 100, 10)}
 	fs[1].OK, fs[1].Verdict = false, "lock errors"
-	compare(fs)
+	compare(fs, fulls(fs))
 	s := &Summary{Spec: spec, Impls: impls, Results: []Result{{Cell: cell(0), Key: cell(0).Key(), Order: impls, Impls: fs}}}
 	s.finish(len(spec.Cells()), false)
 	if s.Complete || s.OK || !s.violated() {

@@ -69,9 +69,8 @@ func (r Result) OK() bool {
 	return true
 }
 
-// figuresOf reduces a run to the matrix's figures.
-func figuresOf(run *runner.Run, cfg runner.Config) Figures {
-	full := results.FiguresOf(run, cfg)
+// figuresOf reduces a run's figures (results.FiguresOf) to the matrix's.
+func figuresOf(run *runner.Run, full results.Impl) Figures {
 	f := Figures{
 		Impl: run.Name, Acquisitions: full.Acquisitions, PerSec: full.PerSec,
 		P50US: full.LatencyUS.P50, P99US: full.LatencyUS.P99,
@@ -125,19 +124,15 @@ func verdictOf(r results.Impl) string {
 	return "failed"
 }
 
-// compare sets each implementation's ratios against the baseline's.
-func compare(fs []Figures) {
-	i := slices.IndexFunc(fs, func(f Figures) bool { return f.Impl == proto.Gozk })
-	if i < 0 {
-		return
-	}
-	base := fs[i]
+// compare sets the ratios of a cell's figures against the baseline's:
+// throughput as results.Compare has it, and the p99 acquire latency.
+func compare(fs []Figures, full []results.Impl) {
+	results.Compare(full)
+	base := slices.IndexFunc(fs, func(f Figures) bool { return f.Impl == proto.Gozk })
 	for k := range fs {
-		if base.PerSec > 0 {
-			fs[k].Ratio = fs[k].PerSec / base.PerSec
-		}
-		if base.P99US > 0 {
-			fs[k].P99Ratio = fs[k].P99US / base.P99US
+		fs[k].Ratio = full[k].ThroughputVsGozk
+		if base >= 0 && fs[base].P99US > 0 {
+			fs[k].P99Ratio = fs[k].P99US / fs[base].P99US
 		}
 	}
 }

@@ -41,19 +41,24 @@ func WriteMatrix(w io.Writer, d MatrixData) error {
 	}{d, maps})
 }
 
-var matrixPage = template.Must(template.New("matrix").Parse(`<!DOCTYPE html>
+// commonCSS is the style both pages share: headings, notes, the verdict.
+const commonCSS = `{{define "common-css"}}h1 { font-size: 22px; margin-bottom: 4px; }
+h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+.sub { color: #666; font-size: 13px; }
+.verdict { padding: 10px 14px; border-radius: 6px; font-size: 16px; font-weight: bold; margin: 16px 0; }
+.pass { background: #e3f4e1; color: #1d5e1a; border: 1px solid #9ccf97; }
+.fail { background: #fbe3e3; color: #8a1414; border: 1px solid #e59a9a; }
+{{end}}`
+
+var matrixPage = template.Must(template.Must(template.New("matrix").Parse(commonCSS)).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <title>{{.Title}}</title>
 <style>
 body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; margin: 24px; color: #222; }
-h1 { font-size: 22px; margin-bottom: 4px; }
-h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
-.sub { color: #666; font-size: 13px; max-width: 1100px; }
-.verdict { padding: 10px 14px; border-radius: 6px; font-size: 16px; font-weight: bold; margin: 16px 0; }
-.pass { background: #e3f4e1; color: #1d5e1a; border: 1px solid #9ccf97; }
-.fail { background: #fbe3e3; color: #8a1414; border: 1px solid #e59a9a; }
+{{template "common-css"}}
+.sub { max-width: 1100px; }
 .maps { display: flex; flex-wrap: wrap; gap: 20px; }
 table { border-collapse: collapse; font-size: 12px; }
 th, td { padding: 3px 7px; border-bottom: 1px solid #e5e5e5; text-align: right; white-space: nowrap; }
