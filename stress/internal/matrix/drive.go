@@ -12,7 +12,6 @@ package matrix
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -43,8 +42,6 @@ type Options struct {
 	Exe    string    // the worker executable
 	Stdout io.Writer // the final table and verdict
 	Stderr io.Writer // progress, one line per cell
-	// StartServers starts n local servers; nil: zkserver.StartEnsemble.
-	StartServers func(ctx context.Context, n int) (*zkserver.Cluster, error)
 }
 
 // Run carries out the matrix and returns the exit status: 0 when every cell
@@ -53,40 +50,20 @@ type Options struct {
 // the outputs either way).
 func Run(ctx context.Context, o Options) int {
 	spec, base := o.Spec, o.Base
-	sum := &Summary{Started: time.Now().UTC(), Spec: spec, Impls: base.Impls, Base: base}
+	sum := &Summary{Started: time.Now().UTC(), Spec: spec, Impls: base.Impls, Base: base, Results: []Result{}}
 	done := map[string]bool{}
-	if spec.Resume && base.JSON != "" {
-		prev, err := load(base.JSON)
-		switch {
-		case errors.Is(err, errNoFile):
-		case err != nil:
+	if spec.Resume {
+		var err error
+		if done, err = sum.resume(base.JSON); err != nil {
 			fmt.Fprintf(o.Stderr, "stress: -matrix-resume: %v\n", err)
 			return ExitRun
-		default:
-			if why := prev.compatible(sum); why != "" {
-				fmt.Fprintf(o.Stderr, "stress: -matrix-resume: %s: %s; move it away or drop -matrix-resume\n", base.JSON, why)
-				return ExitRun
-			}
-			for _, r := range prev.Results {
-				// A cell that ran to its end is kept, failed checks
-				// included (a finding, not a cell to run again); cells that
-				// could not be run are run again.
-				if r.Error == "" && r.complete() {
-					sum.Results = append(sum.Results, r)
-					done[r.Key] = true
-				}
-			}
-			fmt.Fprintf(o.Stderr, "stress: matrix: resuming with %d cell(s) from %s\n", len(done), base.JSON)
 		}
+		fmt.Fprintf(o.Stderr, "stress: matrix: resuming with %d cell(s) from %s\n", len(done), base.JSON)
 	}
 	all := spec.Cells()
 	fmt.Fprintf(o.Stderr, "stress: matrix %s: %d cells x %d implementations, %v each; about %v\n",
 		spec.Preset, len(all), len(base.Impls), spec.Duration,
 		spec.Estimate(len(base.Impls), PerRunOverhead, PerTopologyOverhead).Round(time.Second))
-	start := o.StartServers
-	if start == nil {
-		start = func(ctx context.Context, n int) (*zkserver.Cluster, error) { return zkserver.StartEnsemble(ctx, n) }
-	}
 	failed := false
 	for i := 0; i < len(all) && ctx.Err() == nil; {
 		topo := all[i].Topology
@@ -102,7 +79,7 @@ func Run(ctx context.Context, o Options) int {
 		if len(todo) == 0 {
 			continue
 		}
-		servers, cluster, stop, err := serversFor(ctx, topo, base, start, o.Stderr)
+		servers, cluster, stop, err := serversFor(ctx, topo, base, o.Stderr)
 		if err != nil {
 			fmt.Fprintf(o.Stderr, "stress: matrix: %s: %v\n", topo, err)
 			for _, c := range todo {
@@ -166,7 +143,7 @@ const (
 
 // serversFor starts (or, for External, names) the servers of topo. The
 // cluster is nil for servers given by -zk.
-func serversFor(ctx context.Context, topo cells.Topology, base runner.Config, start func(context.Context, int) (*zkserver.Cluster, error), stderr io.Writer) ([]string, *zkserver.Cluster, func(), error) {
+func serversFor(ctx context.Context, topo cells.Topology, base runner.Config, stderr io.Writer) ([]string, *zkserver.Cluster, func(), error) {
 	if topo == cells.External {
 		if len(base.ZK) > 0 {
 			return base.ZK, nil, func() {}, nil
@@ -184,7 +161,7 @@ func serversFor(ctx context.Context, topo cells.Topology, base runner.Config, st
 	fmt.Fprintf(stderr, "stress: matrix: starting a local ZooKeeper (%s, %d server(s))\n", topo, n)
 	sctx, cancel := context.WithTimeout(ctx, 120*time.Second)
 	defer cancel()
-	c, err := start(sctx, n)
+	c, err := zkserver.StartEnsemble(sctx, n)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("start ZooKeeper: %w", err)
 	}

@@ -1,7 +1,10 @@
 package matrix
 
 import (
+	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -163,5 +166,53 @@ func TestReportData(t *testing.T) {
 		if _, err := m.SVG(); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// Resuming keeps the cells that ran to their end, failed checks included,
+// and runs again those that could not run or were cut short; a missing
+// file is a matrix not begun, a file of other settings or not a matrix's
+// is refused.
+func TestResume(t *testing.T) {
+	impls := []proto.Impl{proto.Tier, proto.Gozk}
+	spec := cells.Spec{Duration: time.Second}
+	fresh := func() *Summary { return &Summary{Impls: impls, Spec: spec} }
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.json")
+	if done, err := fresh().resume(path); err != nil || len(done) != 0 {
+		t.Fatalf("missing file: %v, %v", done, err)
+	}
+	failed := fig(proto.Tier, 1, 1)
+	failed.OK = false
+	cut := fig(proto.Gozk, 1, 1)
+	cut.Interrupted = true
+	prev := fresh()
+	prev.Results = []Result{
+		{Cell: cell(0), Key: "ran", Order: impls, Impls: []Figures{fig(proto.Tier, 1, 1), fig(proto.Gozk, 1, 1)}},
+		{Cell: cell(1), Key: "failed", Order: impls, Impls: []Figures{failed, fig(proto.Gozk, 1, 1)}},
+		{Cell: cell(2), Key: "error", Order: impls, Error: "could not start"},
+		{Cell: cell(3), Key: "cut", Order: impls, Impls: []Figures{fig(proto.Tier, 1, 1), cut}},
+		{Cell: cell(4), Key: "half", Order: impls, Impls: []Figures{fig(proto.Tier, 1, 1)}},
+	}
+	prev.Base.JSON = path
+	prev.save(io.Discard)
+	s := fresh()
+	done, err := s.resume(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(done) != 2 || !done["ran"] || !done["failed"] || len(s.Results) != 2 {
+		t.Fatalf("kept %v (%d results), want ran and failed", done, len(s.Results))
+	}
+	other := fresh()
+	other.Spec.Duration = 5 * time.Second
+	if _, err := other.resume(path); err == nil || !strings.Contains(err.Error(), "ran 1s each") {
+		t.Errorf("a file of 1s runs taken into a 5s matrix: %v", err)
+	}
+	if err := os.WriteFile(path, []byte("<html>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh().resume(path); err == nil {
+		t.Error("a file that is not a matrix's was taken")
 	}
 }

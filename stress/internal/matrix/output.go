@@ -53,6 +53,31 @@ func load(path string) (*Summary, error) {
 	return &s, nil
 }
 
+// resume takes over the cells of the file at path that ran to their end,
+// failed checks included (a finding, not a cell to run again); cells that
+// could not be run or were cut short run again. It returns their keys. A
+// missing or empty file is a matrix not begun.
+func (s *Summary) resume(path string) (map[string]bool, error) {
+	done := map[string]bool{}
+	prev, err := load(path)
+	switch {
+	case errors.Is(err, errNoFile):
+		return done, nil
+	case err != nil:
+		return nil, err
+	}
+	if why := prev.compatible(s); why != "" {
+		return nil, fmt.Errorf("%s: %s; move it away or drop -matrix-resume", path, why)
+	}
+	for _, r := range prev.Results {
+		if r.Error == "" && r.complete() {
+			s.Results = append(s.Results, r)
+			done[r.Key] = true
+		}
+	}
+	return done, nil
+}
+
 // compatible says why prev's cells cannot be taken into cur ("": they can):
 // the same implementations, run for as long, with the same critical
 // section and hand-off settings.
