@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/tierlock/tierlock/internal/zkserver"
@@ -61,7 +61,7 @@ func (m *matrixFlags) apply(c *runner.Config, set map[string]bool) error {
 	}
 	spec, err := cells.Preset(*m.preset)
 	if err != nil {
-		return usageErr("-matrix: %v", errors.Unwrap(err))
+		return usageErr("-matrix: %s", specMsg(err))
 	}
 	_, fromEnv := zkserver.FromEnv()
 	if len(c.ZK) > 0 || fromEnv {
@@ -72,7 +72,7 @@ func (m *matrixFlags) apply(c *runner.Config, set map[string]bool) error {
 	}
 	if set["matrix-servers"] {
 		if spec.Topologies, err = cells.Topologies(*m.servers); err != nil {
-			return usageErr("%v", errors.Unwrap(err))
+			return usageErr("%s", specMsg(err))
 		}
 	}
 	for _, axis := range []struct {
@@ -82,13 +82,13 @@ func (m *matrixFlags) apply(c *runner.Config, set map[string]bool) error {
 	}{{"matrix-procs", m.procs, &spec.Procs}, {"matrix-goroutines", m.goroutines, &spec.Goroutines}, {"matrix-paths", m.paths, &spec.Paths}} {
 		if set[axis.flag] {
 			if *axis.dst, err = cells.Ints("-"+axis.flag, *axis.v); err != nil {
-				return usageErr("%v", errors.Unwrap(err))
+				return usageErr("%s", specMsg(err))
 			}
 		}
 	}
 	if set["matrix-holds"] {
 		if spec.Holds, err = cells.Durations("-matrix-holds", *m.holds); err != nil {
-			return usageErr("%v", errors.Unwrap(err))
+			return usageErr("%s", specMsg(err))
 		}
 	}
 	if set["duration"] {
@@ -99,7 +99,7 @@ func (m *matrixFlags) apply(c *runner.Config, set map[string]bool) error {
 		spec.Warmup = *m.warmup
 	}
 	if err := spec.Check(); err != nil {
-		return usageErr("%v", errors.Unwrap(err))
+		return usageErr("%s", specMsg(err))
 	}
 	if spec.Resume && c.JSON == "" {
 		return usageErr("-matrix-resume needs -json (the file to resume from)")
@@ -114,6 +114,11 @@ func (m *matrixFlags) apply(c *runner.Config, set map[string]bool) error {
 	}
 	c.Matrix = &spec
 	return nil
+}
+
+// specMsg is a cells error without its "matrix: " mark, for a usage line.
+func specMsg(err error) string {
+	return strings.TrimPrefix(err.Error(), cells.ErrSpec.Error()+": ")
 }
 
 // runMatrix is the stress command with -matrix.

@@ -53,37 +53,40 @@ func TestMatrixFlags(t *testing.T) {
 	}
 
 	jsonPath := filepath.Join(t.TempDir(), "m.json")
-	for _, args := range [][]string{
-		{"-matrix", "huge"},
-		{"-matrix", ""},
-		{"-matrix", "quick", "-matrix-procs", "0"},
-		{"-matrix", "quick", "-matrix-procs", "two"},
-		{"-matrix", "quick", "-matrix-goroutines", ""},
-		{"-matrix", "quick", "-matrix-paths", "1,,2"},
-		{"-matrix", "quick", "-matrix-holds", "-1ms"},
-		{"-matrix", "quick", "-matrix-holds", "soon"},
-		{"-matrix", "quick", "-matrix-servers", "cloud"},
-		{"-matrix", "quick", "-matrix-servers", "ensemble", "-zk", "127.0.0.1:2181"},
-		{"-matrix", "quick", "-matrix-repeat", "0"},
-		{"-matrix", "quick", "-matrix-warmup", "-1s"},
-		{"-matrix", "quick", "-duration", "0s"},
-		{"-matrix", "quick", "-matrix-resume"},
-		{"-matrix", "quick", "-procs", "4"},
-		{"-matrix", "quick", "-paths", "4"},
-		{"-matrix", "quick", "-hold", "1ms"},
-		{"-matrix", "quick", "-acquisitions", "1000"},
-		{"-matrix", "quick", "-fault", "drop"},
-		{"-matrix", "quick", "-mix", "tier:1,gozk:1"},
-		{"-matrix", "quick", "-impl", "tier,nolock"},
-		{"-matrix-procs", "1"},
-		{"-matrix-resume", "-json", jsonPath},
+	for _, tc := range []struct {
+		args []string
+		want string // in the message
+	}{
+		{[]string{"-matrix", "huge"}, `unknown preset "huge"`},
+		{[]string{"-matrix", ""}, `unknown preset ""`},
+		{[]string{"-matrix", "quick", "-matrix-procs", "0"}, `-matrix-procs: "0" is not a positive number`},
+		{[]string{"-matrix", "quick", "-matrix-procs", "two"}, `-matrix-procs: "two"`},
+		{[]string{"-matrix", "quick", "-matrix-goroutines", ""}, `-matrix-goroutines: "" is not`},
+		{[]string{"-matrix", "quick", "-matrix-paths", "1,,2"}, `-matrix-paths: "" is not`},
+		{[]string{"-matrix", "quick", "-matrix-holds", "-1ms"}, `-matrix-holds: "-1ms"`},
+		{[]string{"-matrix", "quick", "-matrix-holds", "soon"}, `-matrix-holds: "soon"`},
+		{[]string{"-matrix", "quick", "-matrix-servers", "cloud"}, `"cloud" is neither standalone nor ensemble`},
+		{[]string{"-matrix", "quick", "-matrix-servers", "ensemble", "-zk", "127.0.0.1:2181"}, "does not go with -zk"},
+		{[]string{"-matrix", "quick", "-matrix-repeat", "0"}, "-matrix-repeat must be at least 1"},
+		{[]string{"-matrix", "quick", "-matrix-warmup", "-1s"}, "-matrix-warmup must not be negative"},
+		{[]string{"-matrix", "quick", "-duration", "0s"}, "-duration must be positive"},
+		{[]string{"-matrix", "quick", "-matrix-resume"}, "-matrix-resume needs -json"},
+		{[]string{"-matrix", "quick", "-procs", "4"}, "-matrix and -procs do not go together"},
+		{[]string{"-matrix", "quick", "-paths", "4"}, "-matrix and -paths"},
+		{[]string{"-matrix", "quick", "-hold", "1ms"}, "-matrix and -hold"},
+		{[]string{"-matrix", "quick", "-acquisitions", "1000"}, "-matrix and -acquisitions"},
+		{[]string{"-matrix", "quick", "-fault", "drop"}, "-matrix and -fault"},
+		{[]string{"-matrix", "quick", "-mix", "tier:1,gozk:1"}, "-matrix and -mix"},
+		{[]string{"-matrix", "quick", "-impl", "tier,nolock"}, "nolock is a self-test"},
+		{[]string{"-matrix-procs", "1"}, "-matrix-procs needs -matrix"},
+		{[]string{"-matrix-resume", "-json", jsonPath}, "-matrix-resume needs -matrix"},
 	} {
 		var stdout, stderr bytes.Buffer
-		if code := run(context.Background(), args, &stdout, &stderr); code != exitUsage {
-			t.Errorf("stress %v: exit %d, want %d", args, code, exitUsage)
+		if code := run(context.Background(), tc.args, &stdout, &stderr); code != exitUsage {
+			t.Errorf("stress %v: exit %d, want %d", tc.args, code, exitUsage)
 		}
-		if !strings.HasPrefix(stderr.String(), "stress: ") || stdout.Len() > 0 {
-			t.Errorf("stress %v: unclear error %q (stdout %q)", args, stderr.String(), stdout.String())
+		if !strings.HasPrefix(stderr.String(), "stress: ") || !strings.Contains(stderr.String(), tc.want) || stdout.Len() > 0 {
+			t.Errorf("stress %v: error %q, want one saying %q (stdout %q)", tc.args, stderr.String(), tc.want, stdout.String())
 		}
 	}
 }
