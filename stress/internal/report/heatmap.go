@@ -23,8 +23,8 @@ type HeatMap struct {
 
 // heat-map geometry, in SVG user units (pixels).
 const (
-	hmCellW, hmCellH = 92, 30
-	hmLeft, hmTop    = 80, 74
+	hmCellW, hmCellH = 100, 30
+	hmLeft, hmTop    = 80, 80
 	hmPad            = 12
 	hmMaxLog2        = 6 // 64×: the darkest green; ½^6: the darkest red
 )
@@ -43,18 +43,20 @@ func (h HeatMap) SVG() (string, error) {
 			return "", fmt.Errorf("heat map %q: labels do not match the grid", h.Title)
 		}
 	}
-	w := hmLeft + len(h.Cols)*hmCellW + hmPad
+	// Wide enough for the grid and for the title (about 8 units a
+	// character at its size).
+	w := max(hmLeft+len(h.Cols)*hmCellW+hmPad, 2*hmPad+8*len([]rune(h.Title)))
 	ht := hmTop + len(h.Rows)*hmCellH + hmPad
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Liberation Sans, Arial, sans-serif">`, w, ht, w, ht)
 	fmt.Fprintf(&b, `<text x="%d" y="18" font-size="14" font-weight="bold">%s</text>`, hmPad, html.EscapeString(h.Title))
-	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" fill="#555">processes×goroutines ↓</text>`, hmPad, hmTop-8)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" fill="#555">processes×goroutines ↓</text>`, hmPad, hmTop-6)
 	for j, c := range h.Cols {
 		x := hmLeft + j*hmCellW + hmCellW/2
 		// Column labels are "N paths, hold D": two lines.
 		first, second, _ := strings.Cut(c, ", ")
-		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" text-anchor="middle">%s</text>`, x, hmTop-30, html.EscapeString(first))
-		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" text-anchor="middle">%s</text>`, x, hmTop-16, html.EscapeString(second))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" text-anchor="middle">%s</text>`, x, hmTop-38, html.EscapeString(first))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" text-anchor="middle">%s</text>`, x, hmTop-24, html.EscapeString(second))
 	}
 	for i, r := range h.Rows {
 		y := hmTop + i*hmCellH
