@@ -40,7 +40,7 @@ type Figures struct {
 	Interrupted bool   `json:"interrupted,omitempty"`
 	OK          bool   `json:"ok"`
 	Verdict     string `json:"verdict,omitempty"` // why not OK
-	Overlaps    int    `json:"violations"`
+	Violations  int    `json:"violations"`
 }
 
 // Result is one cell's run: every implementation, in the order they ran.
@@ -76,7 +76,7 @@ func figuresOf(run *runner.Run, full results.Impl) Figures {
 		P50US: full.LatencyUS.P50, P99US: full.LatencyUS.P99,
 		RequestsPerAcq: full.RequestsPerAcq, PeakZnodes: full.PeakZnodes, PeakWatches: full.PeakWatches,
 		JainGoroutines: full.FairnessGoroutines, JainProcs: full.FairnessProcs,
-		OK: full.OK(), Overlaps: full.Check.Violations(), Interrupted: run.Interrupted,
+		OK: full.OK(), Violations: full.Check.Violations(), Interrupted: run.Interrupted,
 	}
 	for _, w := range run.PeakWatches {
 		f.SumPeakWatches += max(w, 0)
@@ -219,7 +219,7 @@ func median(fs []Figures) PointImpl {
 		m.PeakWatches = max(m.PeakWatches, f.PeakWatches)
 		m.SumPeakWatches = max(m.SumPeakWatches, f.SumPeakWatches)
 		m.RatioMin, m.RatioMax = min(m.RatioMin, f.Ratio), max(m.RatioMax, f.Ratio)
-		m.Overlaps += f.Overlaps
+		m.Violations += f.Violations
 		if !f.OK {
 			m.OK, m.Verdict = false, f.Verdict
 		}
