@@ -11,6 +11,13 @@
 //	go run ./stress -procs 4 -goroutines 64 -fault all -duration 5m \
 //	    -report out/soak.html -json out/soak.json
 //
+// and the whole comparison as a matrix of cells (processes x goroutines x
+// paths x critical section, on a standalone server and a three-server
+// ensemble), one JSON file and one report with heat maps, saved after every
+// cell and resumable (-matrix-resume):
+//
+//	go run ./stress -matrix full -json m.json -report m.html
+//
 // # Implementations
 //
 //   - tier: one tier.Lock per path per process, shared by all goroutines
@@ -211,7 +218,10 @@
 //	internal/progress  the progress bar
 //	internal/results   figures, verdict, table, fault log, JSON, report data
 //	internal/figures   percentiles and Jain's index
-//	internal/report    the HTML page
+//	internal/report    the HTML pages (a run's; a matrix's heat maps)
+//	internal/cells     a matrix's plan: axes, presets, cells (-matrix)
+//	internal/matrix    a matrix run: cell after cell, saved after each,
+//	                   resumable
 //
 // and, shared with the rest of the module, the checker
 // (tierlock/internal/exclusion) and the child-process harness

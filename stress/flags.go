@@ -114,6 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.StringVar(&c.Metrics, "metrics", "", "host:port: each tier or zklock worker serves Prometheus metrics of its locks and session while it runs, the worker in slot i at http://host:(port+i)/metrics")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&c.Verbose, "v", false, "pass the workers' logs through to stderr")
+	matrixFlag := defineMatrixFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, err
@@ -204,6 +205,9 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 		return c, err
 	}
 	if err := parseMix(&c, *mix, set); err != nil {
+		return c, err
+	}
+	if err := matrixFlag.apply(&c, set); err != nil {
 		return c, err
 	}
 	if c.Timeout == 0 {

@@ -48,6 +48,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "stress: %s\nRun 'stress -h' for the flags.\n", strings.TrimPrefix(err.Error(), "usage: "))
 		return exitUsage
 	}
+	if cfg.Matrix != nil {
+		return runMatrix(ctx, cfg, stdout, stderr)
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		exe = os.Args[0]

@@ -152,19 +152,14 @@ func Write(w io.Writer, d Data) error {
 	}{d, cs})
 }
 
-var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+var page = template.Must(template.Must(template.New("report").Parse(commonCSS)).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <title>{{.Title}}</title>
 <style>
 body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; margin: 24px; color: #222; max-width: 1400px; }
-h1 { font-size: 22px; margin-bottom: 4px; }
-h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
-.sub { color: #666; font-size: 13px; }
-.verdict { padding: 10px 14px; border-radius: 6px; font-size: 16px; font-weight: bold; margin: 16px 0; }
-.pass { background: #e3f4e1; color: #1d5e1a; border: 1px solid #9ccf97; }
-.fail { background: #fbe3e3; color: #8a1414; border: 1px solid #e59a9a; }
+{{template "common-css"}}
 table { border-collapse: collapse; font-size: 13px; }
 th, td { padding: 4px 8px; border-bottom: 1px solid #e5e5e5; text-align: right; white-space: nowrap; }
 th { background: #f4f4f4; }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tierlock/tierlock/stress/internal/cells"
 	"github.com/tierlock/tierlock/stress/internal/fault"
 	"github.com/tierlock/tierlock/stress/internal/proto"
 )
@@ -34,7 +35,10 @@ type Config struct {
 	SessionTimeout time.Duration `json:"session_timeout_ns"`
 	ConnectTimeout time.Duration `json:"connect_timeout_ns"`
 	Timeout        time.Duration `json:"timeout_ns"`
-	Sample         time.Duration `json:"sample_ns"`
+	// Spread connects worker slot i to server i mod n only (a matrix on an
+	// ensemble), instead of the whole list, which go-zookeeper shuffles.
+	Spread bool          `json:"spread,omitempty"`
+	Sample time.Duration `json:"sample_ns"`
 	// Fault injection: the kinds picked from (nil: none), the mean time
 	// between faults and the seed of the schedule.
 	Faults     []fault.Kind  `json:"fault,omitempty"`
@@ -53,6 +57,9 @@ type Config struct {
 	// Metrics is -metrics: host:port of the worker in slot 0; the worker
 	// in slot i serves on port+i ("": no metrics).
 	Metrics string `json:"-"`
+
+	// Matrix is the plan of a matrix run (-matrix), nil for one run.
+	Matrix *cells.Spec `json:"-"`
 
 	JSON    string `json:"-"`
 	Report  string `json:"-"`

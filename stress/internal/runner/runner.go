@@ -174,8 +174,12 @@ func (r *Runner) Setup(ctx context.Context) error {
 // workerServers is the server list of the worker in slot: the servers
 // themselves, or with -fault the slot's proxies, each worker with its own
 // order of the members (go-zookeeper shuffles the list again, so the
-// clients spread over the members either way).
+// clients spread over the members either way). With Config.Spread a worker
+// gets one member, slot mod n: a deterministic spread.
 func (r *Runner) workerServers(slot int) []string {
+	if r.proxies == nil && r.cfg.Spread && len(r.servers) > 1 {
+		return []string{r.servers[slot%len(r.servers)]}
+	}
 	if r.proxies == nil {
 		return r.servers
 	}

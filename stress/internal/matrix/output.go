@@ -1,0 +1,349 @@
+package matrix
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tierlock/tierlock/stress/internal/cells"
+	"github.com/tierlock/tierlock/stress/internal/proto"
+	"github.com/tierlock/tierlock/stress/internal/report"
+	"github.com/tierlock/tierlock/stress/internal/runner"
+)
+
+// Summary is a matrix's JSON file: the plan, every cell run so far, and
+// their summary per point.
+type Summary struct {
+	Started  time.Time     `json:"started"`
+	Spec     cells.Spec    `json:"spec"`
+	Impls    []proto.Impl  `json:"impls"`
+	Base     runner.Config `json:"base_config"`
+	Results  []Result      `json:"results"`
+	Points   []Point       `json:"points"`
+	Cells    int           `json:"cells"` // in the plan
+	Complete bool          `json:"complete"`
+	OK       bool          `json:"ok"`
+	Failures []string      `json:"failures,omitempty"`
+}
+
+var errNoFile = errors.New("no file")
+
+// load reads a previous run's JSON file.
+func load(path string) (*Summary, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && len(b) == 0 {
+		return nil, errNoFile
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: not a matrix file: %w", path, err)
+	}
+	return &s, nil
+}
+
+// resume takes over the cells of the file at path that ran to their end,
+// failed checks included (a finding, not a cell to run again); cells that
+// could not be run or were cut short run again. It returns their keys. A
+// missing or empty file is a matrix not begun.
+func (s *Summary) resume(path string) (map[string]bool, error) {
+	done := map[string]bool{}
+	prev, err := load(path)
+	switch {
+	case errors.Is(err, errNoFile):
+		return done, nil
+	case err != nil:
+		return nil, err
+	}
+	if why := prev.compatible(s); why != "" {
+		return nil, fmt.Errorf("%s: %s; move it away or drop -matrix-resume", path, why)
+	}
+	for _, r := range prev.Results {
+		if r.Error == "" && r.complete() {
+			s.Results = append(s.Results, r)
+			done[r.Key] = true
+		}
+	}
+	return done, nil
+}
+
+// compatible says why prev's cells cannot be taken into cur ("": they can):
+// the same implementations, run for as long, with the same critical
+// section and hand-off settings.
+func (prev *Summary) compatible(cur *Summary) string {
+	switch {
+	case !slices.Equal(prev.Impls, cur.Impls):
+		return fmt.Sprintf("it has implementations %v, not %v", prev.Impls, cur.Impls)
+	case prev.Spec.Duration != cur.Spec.Duration:
+		return fmt.Sprintf("its cells ran %v each, not %v", prev.Spec.Duration, cur.Spec.Duration)
+	case prev.Base.HoldMode != cur.Base.HoldMode || prev.Base.HandoffMax != cur.Base.HandoffMax ||
+		prev.Base.HandoffMaxHold != cur.Base.HandoffMaxHold || prev.Base.SessionTimeout != cur.Base.SessionTimeout:
+		return "its hold mode, hand-off bounds or session timeout differ"
+	}
+	return ""
+}
+
+// finish computes the points and the verdict over the results so far.
+func (s *Summary) finish(planned int, interrupted bool) {
+	s.Cells = planned
+	s.Points = points(s.Spec, s.Impls, s.Results)
+	s.Failures = nil
+	ran := 0
+	for _, r := range s.Results {
+		switch {
+		case r.Error != "":
+			s.Failures = append(s.Failures, fmt.Sprintf("%s: not run: %s", r.Key, r.Error))
+		case !r.complete():
+			s.Failures = append(s.Failures, fmt.Sprintf("%s: interrupted", r.Key))
+		default:
+			ran++
+		}
+		for _, f := range r.Impls {
+			if !f.OK {
+				s.Failures = append(s.Failures, fmt.Sprintf("%s: %s: %s", r.Key, f.Impl, f.Verdict))
+			}
+		}
+	}
+	s.Complete = ran == planned && !interrupted
+	if !s.Complete && len(s.Results) < planned {
+		s.Failures = append(s.Failures, fmt.Sprintf("%d of %d cells ran", ran, planned))
+	}
+	s.OK = s.Complete && len(s.Failures) == 0
+}
+
+// violated reports whether some implementation failed the checker (a run
+// cut short is incomplete, not failed).
+func (s *Summary) violated() bool {
+	for _, r := range s.Results {
+		for _, f := range r.Impls {
+			if !f.OK && !f.Interrupted {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// save writes the JSON file and the report as they stand (finish first), each through a
+// temporary file renamed into place, so that an interrupted matrix leaves
+// the last complete version. Errors are said on stderr: a matrix left to
+// run does not stop for a full disk in its report.
+func (s *Summary) save(stderr io.Writer) {
+	if s.Base.JSON != "" {
+		if err := writeAtomic(s.Base.JSON, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(s)
+		}); err != nil {
+			fmt.Fprintln(stderr, "stress: -json:", err)
+		}
+	}
+	if s.Base.Report != "" {
+		if err := writeAtomic(s.Base.Report, func(w io.Writer) error { return report.WriteMatrix(w, reportData(s)) }); err != nil {
+			fmt.Fprintln(stderr, "stress: -report:", err)
+		}
+	}
+}
+
+func writeAtomic(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // after the rename: nothing
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// tableHeader is the header of the per-point table (stdout and report).
+var tableHeader = []string{"servers", "P×G", "paths", "hold", "runs", "impl", "acq/s", "vs gozk", "range", "p50 µs", "p99 µs",
+	"p99 vs gozk", "req/acq", "znodes/path", "watches/path", "Σ watches", "jain gor", "min/max share", "check"}
+
+// tableRows is the per-point table.
+func tableRows(s *Summary) [][]string {
+	var rows [][]string
+	for _, p := range s.Points {
+		c := p.Cell
+		for _, f := range p.Impls {
+			check := "ok"
+			if !f.OK {
+				check = f.Verdict
+			}
+			rng := ""
+			if f.Impl != proto.Gozk && p.Runs > 1 && f.Ratio > 0 {
+				rng = fmt.Sprintf("%.2f–%.2f", f.RatioMin, f.RatioMax)
+			}
+			rows = append(rows, []string{
+				string(c.Topology), c.Shape(), fmt.Sprint(c.Paths), strings.TrimPrefix(cells.HoldLabel(c.Hold), "hold "),
+				fmt.Sprint(p.Runs), string(f.Impl), fmt.Sprintf("%.0f", f.PerSec), ratio(f.Ratio), rng,
+				fmt.Sprintf("%.0f", f.P50US), fmt.Sprintf("%.0f", f.P99US), ratio(f.P99Ratio),
+				perAcq(f.RequestsPerAcq), count(f.PeakZnodes), count(f.PeakWatches), count(f.SumPeakWatches),
+				fmt.Sprintf("%.3f", f.JainGoroutines), fmt.Sprintf("%.2f/%.2f", f.MinShare, f.MaxShare), check,
+			})
+		}
+	}
+	return rows
+}
+
+func ratio(v float64) string {
+	if v <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", v)
+}
+
+func perAcq(v float64) string {
+	if v < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func count(n int) string {
+	if n < 0 {
+		return "n/a"
+	}
+	return fmt.Sprint(n)
+}
+
+// printTable writes the per-point table and the verdict.
+func printTable(w io.Writer, s *Summary) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, strings.Join(tableHeader, "\t")+"\t")
+	for _, r := range tableRows(s) {
+		fmt.Fprintln(tw, strings.Join(r, "\t")+"\t")
+	}
+	tw.Flush()
+	fmt.Fprintln(w, verdict(s))
+	for _, f := range s.Failures {
+		fmt.Fprintln(w, "  "+f)
+	}
+}
+
+// verdict is the matrix's one line.
+func verdict(s *Summary) string {
+	ran := 0
+	for _, r := range s.Results {
+		if r.Error == "" && r.complete() {
+			ran++
+		}
+	}
+	switch {
+	case s.OK:
+		return fmt.Sprintf("PASS: %d cells, every implementation kept mutual exclusion with no lock error", ran)
+	case s.violated():
+		return fmt.Sprintf("FAIL: a violation or lock error in %d cell(s) run (see below)", ran)
+	}
+	return fmt.Sprintf("INCOMPLETE: %d of %d cells ran; what ran passed the checker", ran, s.Cells)
+}
+
+// reportData is the matrix's report: a heat map per topology and
+// implementation (rows: processes × goroutines, columns: paths and
+// critical section; value: the median throughput ratio to gozk).
+func reportData(s *Summary) report.MatrixData {
+	d := report.MatrixData{
+		Title:     fmt.Sprintf("tierlock stress matrix (%s): %s against gozk", s.Spec.Preset, joinImpls(s.Impls)),
+		Generated: time.Now().UTC(),
+		OK:        s.OK, Verdict: verdict(s), Failures: s.Failures,
+		Header: tableHeader, Rows: tableRows(s),
+		MapNote: "Each cell: the implementation's acquisitions per second over per-goroutine zk.Lock's (gozk) in the same " +
+			"cell and run, the median over the cell's repetitions (with its range when repeated). Green: ahead, red: behind, " +
+			"grey: not run. Rows: worker processes × goroutines each; columns: lock paths and critical section.",
+		TableNote: "Medians over a point's repetitions. req/acq: requests the servers received (pings included) per acquisition; " +
+			"znodes/path and watches/path: the peak sampled under the busiest lock path; Σ watches: the sum of the paths' peaks; " +
+			"jain gor: Jain's index of acquisitions over goroutines (1 = equal); min/max share: the fewest and most acquisitions " +
+			"of one goroutine over the mean; check: the independent checker (mutual exclusion, fencing tokens, errors).",
+		Settings: [][2]string{
+			{"plan", fmt.Sprintf("%s: servers %v, processes %v, goroutines %v, paths %v, holds %v, repeat %d",
+				s.Spec.Preset, s.Spec.Topologies, s.Spec.Procs, s.Spec.Goroutines, s.Spec.Paths, s.Spec.Holds, s.Spec.Repeat)},
+			{"run per implementation and cell", s.Spec.Duration.String()},
+			{"hold mode", s.Base.HoldMode},
+			{"hand-off bounds", fmt.Sprintf("%d hand-offs, %v", s.Base.HandoffMax, s.Base.HandoffMaxHold)},
+			{"session timeout asked", s.Base.SessionTimeout.String()},
+			{"started", s.Started.Format(time.RFC3339)},
+		},
+	}
+	done := 0
+	for _, r := range s.Results {
+		if r.Error == "" && r.complete() {
+			done++
+		}
+	}
+	if !s.Complete {
+		d.Progress = fmt.Sprintf("%d of %d cells", done, s.Cells)
+	}
+	var rows, cols []string
+	for _, c := range s.Spec.Cells() {
+		if !slices.Contains(rows, c.Shape()) {
+			rows = append(rows, c.Shape())
+		}
+		if !slices.Contains(cols, c.Load()) {
+			cols = append(cols, c.Load())
+		}
+	}
+	for _, topo := range s.Spec.Topologies {
+		for _, im := range s.Impls {
+			if im == proto.Gozk {
+				continue
+			}
+			h := report.HeatMap{Title: fmt.Sprintf("%s, %s: throughput vs gozk", im, topo), Rows: rows, Cols: cols}
+			h.Values = make([][]float64, len(rows))
+			h.Labels = make([][]string, len(rows))
+			for i := range rows {
+				h.Values[i] = make([]float64, len(cols))
+				h.Labels[i] = make([]string, len(cols))
+				for j := range cols {
+					h.Values[i][j] = math.NaN()
+				}
+			}
+			for _, p := range s.Points {
+				if p.Cell.Topology != topo {
+					continue
+				}
+				k := slices.IndexFunc(p.Impls, func(f PointImpl) bool { return f.Impl == im })
+				if k < 0 {
+					continue
+				}
+				f := p.Impls[k]
+				i, j := slices.Index(rows, p.Cell.Shape()), slices.Index(cols, p.Cell.Load())
+				h.Values[i][j] = f.Ratio
+				if p.Runs > 1 && f.Ratio > 0 {
+					h.Labels[i][j] = fmt.Sprintf("%.2g (%.2g–%.2g)", f.Ratio, f.RatioMin, f.RatioMax)
+				}
+				if !f.OK {
+					h.Labels[i][j] = "FAIL"
+				}
+			}
+			d.Maps = append(d.Maps, h)
+		}
+	}
+	return d
+}
+
+func joinImpls(impls []proto.Impl) string {
+	s := make([]string, len(impls))
+	for i, im := range impls {
+		s[i] = string(im)
+	}
+	return strings.Join(s, ", ")
+}
