@@ -17,6 +17,8 @@ type lockConfig struct {
 	recheck time.Duration
 	acl     []zk.ACL
 	onLost  func(node string, cause error)
+
+	onPosition func(Position) // see position.go
 }
 
 // Option configures New.
@@ -60,6 +62,8 @@ type Lock struct {
 	parse    func(name string) (int32, bool) // which children queue, and their sequence: nil for Contender
 	mayQueue func() error                    // refuses an acquisition before it queues (a write lock behind our own read node); nil: none
 
+	onPosition func(Position) // Acquire's position handler (position.go); nil: none
+
 	mu     sync.Mutex
 	busy   bool
 	closed bool
@@ -102,7 +106,7 @@ func New(s *Session, path string, opts ...Option) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zklock: node data: %w", err)
 	}
-	return &Lock{s: s, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, rule: mutexRule, marker: lockMarker}, nil
+	return &Lock{s: s, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, onPosition: cfg.onPosition, rule: mutexRule, marker: lockMarker}, nil
 }
 
 // newRecipeLock is New for another recipe's queue on the same core: its
