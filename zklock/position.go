@@ -21,8 +21,10 @@ type Position struct {
 	// of a mutex (ours when Ahead is 0); for a read/write lock or a
 	// semaphore, the oldest of possibly several holders.
 	Holder string
-	// Leads reports that our node may go now: Acquire is about to return
-	// with the hold. It is set on the last report of a successful Acquire.
+	// Leads reports that our node may go now: Acquire is about to take
+	// the hold. It is set on the last report of a successful Acquire (a
+	// failure at that moment, such as a loss of the session, can still
+	// follow it).
 	Leads bool
 }
 
