@@ -265,3 +265,35 @@ func TestBadInput(t *testing.T) {
 		t.Fatal("Observe on a closed session sent a value")
 	}
 }
+
+// Observe keeps one watch per observer: a data watch on the leader's node,
+// replaced by the one on the next leader's when it fires.
+func TestObserveWatches(t *testing.T) {
+	servers := zktest.Servers(t)
+	p := zktest.Path(t)
+	ctx := zktest.Context(t, 20*time.Second)
+	os := zktest.Connect(t, servers)
+	a := newElection(t, zktest.Connect(t, servers), p)
+	held, err := a.Campaign(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newElection(t, zktest.Connect(t, servers), p)
+	next := campaign(ctx, b, "b")
+	obs := observe(t, newElection(t, os, p))
+	watches := func() int { return zktest.WatchesBySession(t, p)[os.SessionID()] }
+	zktest.Eventually(t, 10*time.Second, "a observed", func() bool { return len(obs.get()) == 1 })
+	if n := watches(); n != 1 {
+		t.Fatalf("observer holds %d watches under %s, want 1", n, p)
+	}
+	if err := a.Resign(held); err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, 10*time.Second, "b observed", func() bool { return len(obs.get()) == 2 })
+	if n := watches(); n != 1 {
+		t.Fatalf("after the change the observer holds %d watches, want 1", n)
+	}
+	if fheld := <-next; fheld == nil || b.Resign(fheld) != nil {
+		t.Fatal("b's campaign")
+	}
+}
