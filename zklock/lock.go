@@ -20,6 +20,8 @@ type lockConfig struct {
 
 	revocable bool              // WithRevocable
 	onRevoked func(node string) // WithRevocationHandler
+
+	onPosition func(Position) // see position.go
 }
 
 // Option configures New.
@@ -68,6 +70,8 @@ type Lock struct {
 	revocable bool
 	onRevoked func(node string)
 
+	onPosition func(Position) // Acquire's position handler (position.go); nil: none
+
 	mu     sync.Mutex
 	busy   bool
 	closed bool
@@ -111,7 +115,7 @@ func New(s *Session, path string, opts ...Option) (*Lock, error) {
 		return nil, fmt.Errorf("zklock: node data: %w", err)
 	}
 	return &Lock{s: s, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, rule: mutexRule, marker: lockMarker,
-		revocable: cfg.revocable, onRevoked: cfg.onRevoked}, nil
+		revocable: cfg.revocable, onRevoked: cfg.onRevoked, onPosition: cfg.onPosition}, nil
 }
 
 // newRecipeLock is New for another recipe's queue on the same core: its

@@ -26,6 +26,8 @@ type queued struct {
 	owner int64   // the session that created it
 	q     []entry // the pipelined listing, sorted; nil when it failed
 	pzxid int64   // the listing's pzxid
+
+	pos *positions // reports its place to the caller (position.go); nil: none
 }
 
 // attempt queues one node and waits for it to lead (or not, when !wait).
@@ -53,6 +55,8 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 		// applied (possible only across a reconnect): list again.
 		q = nil
 	}
+	n.pos = l.newPositions(n.node, wait)
+	n.pos.first(l.rule, q, name)
 	if q == nil || !leads(l.rule, q, name) {
 		if !wait {
 			if q == nil {

@@ -20,8 +20,9 @@ import (
 func (l *Lock) waitTurn(ctx context.Context, n queued, q []entry) (token int64, err error) {
 	w := &waiter{l: l, node: n.node, owner: n.owner, name: path.Base(n.node), q: q, pzxid: n.pzxid,
 		signal: mutexbool.New(false), stop: make(chan struct{})}
+	w.pos = n.pos
 	l.s.goBackground(w.run)
-	if err := w.signal.Get(ctx); err != nil {
+	if err := w.pos.await(ctx, w.signal); err != nil {
 		close(w.stop)
 		return 0, err
 	}
@@ -39,6 +40,7 @@ type waiter struct {
 	err    error // written before signal is set
 	pzxid  int64 // of the listing that found us first; written before signal
 	stop   chan struct{}
+	pos    *positions // told each position read; nil: none
 
 	// The watch on our predecessor (or childrenWatched), kept across re-checks: go-zookeeper
 	// keeps every GetW channel until its node changes, so setting a new
@@ -113,6 +115,7 @@ func (w *waiter) run() {
 			return
 		}
 		goes, watch := w.l.rule(q, i)
+		w.pos.seen(q, i, goes)
 		if goes {
 			w.finish(nil)
 			return
