@@ -323,7 +323,16 @@ func runFleet(t *testing.T, d time.Duration, members ...member) outcome {
 	servers := zktest.Servers(t)
 	path := zktest.Path(t)
 	file := t.TempDir() + "/records"
-	end := time.Now().Add(1500*time.Millisecond + d).UnixMilli()
+	// Every member starts before the window ends: a JVM can take seconds
+	// to start on a busy machine, and a member that never held fails the
+	// run, so Curator fleets get a longer start.
+	start := 1500 * time.Millisecond
+	for _, m := range members {
+		if m.family == famCurator {
+			start = 5 * time.Second
+		}
+	}
+	end := time.Now().Add(start + d).UnixMilli()
 	ctx, cancel := context.WithTimeout(context.Background(), d+2*time.Minute)
 	defer cancel()
 
