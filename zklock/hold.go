@@ -3,10 +3,12 @@ package zklock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -15,12 +17,25 @@ type hold struct {
 	l        *Lock
 	node     string // full path
 	owner    int64  // the session that created node
-	token    int64
 	lost     chan struct{}
 	lostOnce sync.Once
 	cause    error // written before lost closes
 	released atomic.Bool
 	dropOnce sync.Once
+
+	// The fencing token is our node's czxid, from the first answer of the
+	// data watch on our own node (see tokenOf). token is written before
+	// tokenKnown is closed; ended is closed by Release, so that a wait for
+	// the token cannot outlast the hold.
+	token      int64
+	tokenKnown chan struct{}
+	ended      chan struct{}
+	endOnce    sync.Once
+
+	// armed is the data watch on our node that the waiter set while it
+	// queued (see ownWatch), handed over to watchOwn; nil when we led at
+	// once and watchOwn must set it.
+	armed *ownWatch
 }
 
 func (h *hold) isLost() bool {
@@ -58,15 +73,67 @@ func (h *hold) lose(cause error) {
 	l.dropNode(h)
 }
 
-// lead turns our leading node into a hold and starts the watch on our own
-// node, through which a deletion by someone else is noticed. The fencing
-// token is the pzxid of the listing that found our node first: the zxid of
-// the last change to the queue, which is at least our node's creation zxid
-// and, since a successor can only lead on a listing taken after our node's
-// deletion, strictly below every later holder's token. Taking it from the
-// listing saves the read of our own node that czxid would cost.
-func (l *Lock) lead(node string, owner, token int64) *hold {
-	return &hold{l: l, node: node, owner: owner, token: token, lost: make(chan struct{})}
+// lead turns our leading node into a hold. armed is the waiter's watch on
+// our node, or nil.
+//
+// The fencing token is our node's czxid. Sequence numbers are handed out
+// in creation order, so along a path's queue czxid grows with the
+// sequence; a node leads only once every node ahead of it is gone, and no
+// node created later can sort ahead of it. So successive holders of a path
+// hold nodes of increasing sequence, and their czxids strictly increase,
+// whatever the order in which their listings, watches and replies travel.
+// Every hold must use this one kind of token: a listing's pzxid (the token
+// before) can exceed a later holder's czxid, since a listing sent behind
+// our create sees the nodes created after ours, so the two kinds cannot be
+// mixed along one path (a fleet upgrading from the pzxid token must not
+// compare tokens across the two versions).
+func (l *Lock) lead(node string, owner int64, armed *ownWatch) *hold {
+	h := &hold{l: l, node: node, owner: owner, lost: make(chan struct{}),
+		tokenKnown: make(chan struct{}), ended: make(chan struct{}), armed: armed}
+	if armed != nil {
+		h.setToken(armed.czxid)
+	}
+	return h
+}
+
+func (h *hold) setToken(czxid int64) {
+	h.token = czxid
+	close(h.tokenKnown)
+}
+
+// end marks the hold released.
+func (h *hold) end() {
+	h.released.Store(true)
+	h.endOnce.Do(func() { close(h.ended) })
+}
+
+// tokenOf waits for h's fencing token: it is known once the data watch on
+// our node has been answered, which, when we led at once, is a round trip
+// after the grant (the read is off the acquisition's path). It returns
+// ErrNotHeld when h ends first and ctx's error when ctx ends first.
+func (h *hold) tokenOf(ctx context.Context) (int64, error) {
+	select {
+	case <-h.tokenKnown:
+		return h.token, nil
+	default:
+	}
+	select {
+	case <-h.tokenKnown:
+		return h.token, nil
+	case <-h.ended:
+	case <-h.lost:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	select { // known after all: a token is a token even for a lost hold
+	case <-h.tokenKnown:
+		return h.token, nil
+	default:
+	}
+	if h.isLost() {
+		return 0, fmt.Errorf("%w: %w", ErrLockLost, h.cause)
+	}
+	return 0, ErrNotHeld
 }
 
 // install makes h the current hold once the session can vouch for it: h's
@@ -147,32 +214,19 @@ func (l *Lock) watchOwn(h *hold) {
 	s := l.s
 	b := s.newBackOff()
 	for !h.isLost() && !h.released.Load() {
-		_, stat, ev, err := s.conn.GetW(h.node)
-		switch {
-		case errors.Is(err, zk.ErrNoNode):
-			h.lose(ErrNodeDeleted)
-			return
-		case err != nil:
-			if s.conn.SessionID() != h.owner {
-				h.lose(ErrSessionExpired)
+		var ev <-chan zk.Event
+		if a := h.armed; a != nil {
+			// The waiter's watch, answered before the grant: wait on it.
+			h.armed, ev = nil, a.ev
+		} else {
+			_, stat, ev2, err := s.conn.GetW(h.node)
+			if !l.checkOwn(h, stat, err, b) {
 				return
 			}
-			t := time.NewTimer(b.NextBackOff())
-			select {
-			case <-t.C:
-			case <-h.lost:
-				t.Stop()
-				return
-			case <-s.ctx.Done():
-				t.Stop()
-				return
+			if ev2 == nil {
+				continue // retried after a pause
 			}
-			continue
-		case stat.EphemeralOwner != h.owner:
-			// The node was created in an older session than we thought
-			// (a reconnect raced the create's reply): it dies with that one.
-			h.lose(ErrSessionExpired)
-			return
+			ev = ev2
 		}
 		b.Reset()
 		select {
@@ -192,6 +246,43 @@ func (l *Lock) watchOwn(h *hold) {
 			return
 		}
 	}
+}
+
+// checkOwn handles the answer of a GetW on the holder's own node. It
+// returns false when the hold is over; on an error it returns true after a
+// pause, for the caller to try again (it passes a nil watch then).
+func (l *Lock) checkOwn(h *hold, stat *zk.Stat, err error, b backoff.BackOff) bool {
+	s := l.s
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		h.lose(ErrNodeDeleted)
+		return false
+	case err != nil:
+		if s.conn.SessionID() != h.owner {
+			h.lose(ErrSessionExpired)
+			return false
+		}
+		t := time.NewTimer(b.NextBackOff())
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-h.lost:
+		case <-s.ctx.Done():
+		}
+		return false
+	case stat.EphemeralOwner != h.owner:
+		// The node was created in an older session than we thought
+		// (a reconnect raced the create's reply): it dies with that one.
+		h.lose(ErrSessionExpired)
+		return false
+	}
+	select {
+	case <-h.tokenKnown:
+	default:
+		h.setToken(stat.Czxid)
+	}
+	return true
 }
 
 // dropNode deletes a lost hold's node once, through the same pending

@@ -25,7 +25,6 @@ type queued struct {
 	node  string  // full path
 	owner int64   // the session that created it
 	q     []entry // the pipelined listing, sorted; nil when it failed
-	pzxid int64   // the listing's pzxid
 }
 
 // attempt queues one node and waits for it to lead (or not, when !wait).
@@ -47,7 +46,8 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 		return nil, err
 	}
 	name := path.Base(n.node)
-	q, token := n.q, n.pzxid
+	q := n.q
+	var own *ownWatch
 	if position(q, name, "") < 0 {
 		// The listing went out on a new connection before the create was
 		// applied (possible only across a reconnect): list again.
@@ -56,18 +56,18 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 	if q == nil || !leads(l.rule, q, name) {
 		if !wait {
 			if q == nil {
-				children, stat, err := l.list(ctx)
+				children, _, err := l.list(ctx)
 				if err != nil {
 					giveUp()
 					return nil, fmt.Errorf("zklock: list %s: %w", l.path, err)
 				}
-				q, token = l.sortQueue(children), stat.Pzxid
+				q = l.sortQueue(children)
 			}
 			if !leads(l.rule, q, name) {
 				giveUp()
 				return nil, nil
 			}
-		} else if token, err = l.waitTurn(ctx, n, q); err != nil {
+		} else if own, err = l.waitTurn(ctx, n, q); err != nil {
 			// Even a node found gone is deleted: should the finding be
 			// wrong, a node left behind would block the queue for the
 			// session's life (the delete ends at once if it is gone or
@@ -76,7 +76,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 			return nil, err
 		}
 	}
-	h := l.lead(n.node, n.owner, token)
+	h := l.lead(n.node, n.owner, own)
 	if err := l.install(ctx, h); err != nil {
 		giveUp() // even when found gone: see above
 		return nil, err
@@ -211,7 +211,7 @@ func (l *Lock) enqueue(ctx context.Context, guid string, wait bool) (queued, err
 			select {
 			case r := <-lst:
 				if r.err == nil {
-					n.q, n.pzxid = l.sortQueue(r.children), r.stat.Pzxid
+					n.q = l.sortQueue(r.children)
 				}
 			case <-ctx.Done(): // the caller sees ctx and gives the node up
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -16,17 +17,31 @@ import (
 // (or the periodic re-check comes due) it re-reads the queue, and when our
 // node leads, or the wait cannot go on, it sets the BooleanMutex that this
 // call waits on. q is enqueue's listing (nil to list first). It returns the
-// fencing token (see lead).
-func (l *Lock) waitTurn(ctx context.Context, n queued, q []entry) (token int64, err error) {
-	w := &waiter{l: l, node: n.node, owner: n.owner, name: path.Base(n.node), q: q, pzxid: n.pzxid,
+// data watch the waiter set on our own node, answered, for the hold to keep
+// (nil if it has none): it carries the fencing token (see lead).
+func (l *Lock) waitTurn(ctx context.Context, n queued, q []entry) (*ownWatch, error) {
+	w := &waiter{l: l, node: n.node, owner: n.owner, name: path.Base(n.node), q: q,
 		signal: mutexbool.New(false), stop: make(chan struct{})}
 	l.s.goBackground(w.run)
 	if err := w.signal.Get(ctx); err != nil {
 		close(w.stop)
-		return 0, err
+		return nil, err
 	}
-	// The signal's Set happens after err and pzxid are written.
-	return w.pzxid, w.err
+	// The signal's Set happens after err and own are written.
+	if w.err != nil {
+		return nil, w.err
+	}
+	return w.own, nil
+}
+
+// ownWatch is a data watch on our own node, answered: the answer's czxid
+// is the fencing token, and the watch, handed to the hold, tells of the
+// node's deletion. The waiter sets it right after the create's reply, so
+// neither the token's read nor the holder's watch lies on the hand-off
+// chain (the predecessor's delete, its watch event, our grant).
+type ownWatch struct {
+	czxid int64
+	ev    <-chan zk.Event
 }
 
 type waiter struct {
@@ -36,8 +51,8 @@ type waiter struct {
 	name   string
 	q      []entry // first listing, from enqueue; nil to list
 	signal *mutexbool.BooleanMutex
-	err    error // written before signal is set
-	pzxid  int64 // of the listing that found us first; written before signal
+	err    error     // written before signal is set
+	own    *ownWatch // written before signal is set
 	stop   chan struct{}
 
 	// The watch on our predecessor (or childrenWatched), kept across re-checks: go-zookeeper
@@ -46,6 +61,9 @@ type waiter struct {
 	// predecessor holds.
 	watched string
 	ev      <-chan zk.Event
+	// onlyAhead: in the last listing, the watched predecessor was the one
+	// node ahead of ours (see shortcut).
+	onlyAhead bool
 }
 
 // childrenWatched marks a children watch on the lock path in waiter.watched
@@ -97,7 +115,7 @@ func (w *waiter) run() {
 		q := w.q
 		w.q = nil
 		if q == nil {
-			children, stat, err := s.conn.Children(w.l.path)
+			children, _, err := s.conn.Children(w.l.path)
 			if err != nil {
 				if w.failed(err, pause) {
 					continue
@@ -105,7 +123,6 @@ func (w *waiter) run() {
 				return
 			}
 			q = w.l.sortQueue(children)
-			w.pzxid = stat.Pzxid
 		}
 		i := position(q, w.name, "")
 		if i < 0 {
@@ -117,13 +134,33 @@ func (w *waiter) run() {
 			w.finish(nil)
 			return
 		}
+		w.onlyAhead = i == 1 && watch == 0
+		if w.own == nil {
+			// Our own node's data watch, before the predecessor's: the
+			// shortcut relies on its being armed first.
+			_, stat, ev, err := s.conn.GetW(w.node)
+			switch {
+			case errors.Is(err, zk.ErrNoNode):
+				w.finish(errNodeGone)
+				return
+			case err != nil:
+				if w.failed(err, pause) {
+					continue
+				}
+				return
+			case stat.EphemeralOwner != w.owner:
+				w.finish(errNodeGone) // made by an older session: it goes with it
+				return
+			}
+			w.own = &ownWatch{czxid: stat.Czxid, ev: ev}
+		}
 		if watch == watchChildren {
 			// The rule needs to hear of any change to the queue (a
 			// semaphore's lease count): a children watch, set once and
 			// kept until it fires. Its listing is re-read at once, so no
 			// change between the last listing and the watch is missed.
 			if w.watched != childrenWatched {
-				children, stat, ev, err := s.conn.ChildrenW(w.l.path)
+				children, _, ev, err := s.conn.ChildrenW(w.l.path)
 				if err != nil {
 					if w.failed(err, pause) {
 						continue
@@ -131,7 +168,7 @@ func (w *waiter) run() {
 					return
 				}
 				w.watched, w.ev = childrenWatched, ev
-				w.q, w.pzxid = w.l.sortQueue(children), stat.Pzxid
+				w.q = w.l.sortQueue(children)
 				continue
 			}
 		} else if pred := w.l.path + "/" + q[watch].name; pred != w.watched {
@@ -150,12 +187,26 @@ func (w *waiter) run() {
 			w.watched, w.ev = pred, ev
 		}
 		b.Reset()
+		var ownEv <-chan zk.Event
+		if w.own != nil {
+			ownEv = w.own.ev
+		}
 		t := time.NewTimer(w.l.recheck)
 		select {
-		case <-w.ev:
+		case e := <-w.ev:
 			// Fired (deleted, changed) or dropped with the session: either
 			// way the channel is spent.
 			w.watched, w.ev = "", nil
+			if w.shortcut(e) {
+				t.Stop()
+				w.finish(nil)
+				return
+			}
+		case <-ownEv:
+			// Our node changed: deleted, or dropped with the session (the
+			// listing will tell), or its data written (a revocation
+			// request, say): set the watch again either way.
+			w.own = nil
 		case <-t.C:
 			// A watch can be lost when a server restarts: re-read the queue,
 			// keeping the watch while the predecessor stays the same.
@@ -170,3 +221,45 @@ func (w *waiter) run() {
 		t.Stop()
 	}
 }
+
+// shortcut reports whether the event e on the watched predecessor lets our
+// node lead without listing the queue again, which takes a read off the
+// hand-off chain. It does when
+//   - e is the predecessor's deletion (not a data change, not the end of
+//     the watch with the session),
+//   - the predecessor was the one node ahead of ours in the last listing,
+//   - our own node's watch was answered (our node existed, ours) and has
+//     not fired, and the session is the one that made our node.
+//
+// Why that is enough: sequence numbers only grow, so a node created after
+// the listing sorts behind ours, and every node that could sort ahead was
+// in the listing; the one that was is gone. Our node still existed when the
+// predecessor was deleted: its deletion, or the session's end, would have
+// fired our own watch, and go-zookeeper delivers one session's watch events
+// in zxid order, each to its channel before it reads further (recvLoop), so
+// that event would be in w.own.ev before e was in w.ev; the non-blocking
+// receive below, after our receive of e, would see it. The grant still
+// waits for a valid lease (install). model/twotier.pml checks the shortcut.
+func (w *waiter) shortcut(e zk.Event) bool {
+	if e.Type != zk.EventNodeDeleted || !w.onlyAhead || w.own == nil || testNoShortcut {
+		return false
+	}
+	select {
+	case <-w.own.ev:
+		w.own = nil // fired: list again, which finds out what happened
+		return false
+	default:
+	}
+	if w.l.s.conn.SessionID() != w.owner {
+		return false
+	}
+	shortcuts.Add(1)
+	return true
+}
+
+// Test seams: testNoShortcut turns the shortcut off (set only by tests,
+// before any lock is used); shortcuts counts the grants it made.
+var (
+	testNoShortcut bool
+	shortcuts      atomic.Int64
+)
