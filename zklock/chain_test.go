@@ -11,8 +11,8 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// The fencing token is the czxid of the holder's node, read by the data
-// watch on it: not a listing's pzxid.
+// The fencing token is the czxid of the holder's node, read by the
+// holder's data watch on it: not a listing's pzxid.
 func TestTokenIsNodeCzxid(t *testing.T) {
 	servers := zktest.Servers(t)
 	p := zktest.Path(t)
@@ -46,7 +46,7 @@ func TestTokenIsNodeCzxid(t *testing.T) {
 }
 
 // queueBehind makes b's node wait right behind a's hold and returns once
-// b's waiter has armed both its watches (its own node, then a's).
+// b's waiter watches a's node.
 func queueBehind(t *testing.T, ctx context.Context, a, b *zklock.Lock, bs *zklock.Session) <-chan error {
 	t.Helper()
 	if err := a.Acquire(ctx); err != nil {
@@ -55,8 +55,8 @@ func queueBehind(t *testing.T, ctx context.Context, a, b *zklock.Lock, bs *zkloc
 	getData := zklock.Written(bs, zklock.OpGetData)
 	done := make(chan error, 1)
 	go func() { done <- b.Acquire(ctx) }()
-	eventually(t, 10*time.Second, "the waiter's two watches", func() bool {
-		return zklock.Written(bs, zklock.OpGetData) >= getData+2
+	eventually(t, 10*time.Second, "the waiter's watch", func() bool {
+		return zklock.Written(bs, zklock.OpGetData) >= getData+1
 	})
 	return done
 }
@@ -110,8 +110,8 @@ func TestShortcutNeedsOnlyOneAhead(t *testing.T) {
 	getData := zklock.Written(bs, zklock.OpGetData)
 	bDone := make(chan error, 1)
 	go func() { bDone <- b.Acquire(ctx) }()
-	eventually(t, 10*time.Second, "B's two watches", func() bool {
-		return zklock.Written(bs, zklock.OpGetData) >= getData+2
+	eventually(t, 10*time.Second, "B's watch", func() bool {
+		return zklock.Written(bs, zklock.OpGetData) >= getData+1
 	})
 	lists := zklock.Written(bs, zklock.OpGetChildren2)
 	q := children(t, as.Conn(), p)
@@ -256,4 +256,49 @@ func nodesOfSession(t *testing.T, s *zklock.Session, p string, id int64) []strin
 		}
 	}
 	return out
+}
+
+// A waiting node deleted by hand, then its predecessor's release: the
+// shortcut grants on a node that is gone (nothing in the waiter's view says
+// otherwise without a read on the chain), and the hold's own-node watch
+// ends the hold with ErrNodeDeleted a round trip later. README states this
+// limit; the test pins that the loss is reported and the lock recovers.
+func TestShortcutAfterOwnNodeDeletedByHand(t *testing.T) {
+	servers := zktest.Servers(t)
+	p := zktest.Path(t)
+	ctx := ctxT(t, 20*time.Second)
+	as, bs := connect(t, servers), connect(t, servers)
+	a := newLock(t, as, p)
+	b := newLock(t, bs, p, zklock.WithRecheckInterval(time.Hour))
+	done := queueBehind(t, ctx, a, b, bs)
+	bNodes := nodesOfSession(t, as, p, bs.SessionID())
+	if len(bNodes) != 1 {
+		t.Fatalf("B's nodes: %v", bNodes)
+	}
+	if err := as.Conn().Delete(bNodes[0], -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.Lost():
+	case <-ctx.Done():
+		t.Fatal("the hold on a node deleted by hand was never reported lost")
+	}
+	if !errors.Is(b.Err(), zklock.ErrNodeDeleted) {
+		t.Fatalf("cause %v, want ErrNodeDeleted", b.Err())
+	}
+	if err := b.Release(ctx); !errors.Is(err, zklock.ErrLockLost) {
+		t.Fatalf("Release of the lost hold: %v", err)
+	}
+	if err := a.Acquire(ctx); err != nil { // the lock still works
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

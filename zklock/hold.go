@@ -24,18 +24,13 @@ type hold struct {
 	dropOnce sync.Once
 
 	// The fencing token is our node's czxid, from the first answer of the
-	// data watch on our own node (see tokenOf). token is written before
+	// data watch on our own node (watchOwn). token is written before
 	// tokenKnown is closed; ended is closed by Release, so that a wait for
 	// the token cannot outlast the hold.
 	token      int64
 	tokenKnown chan struct{}
 	ended      chan struct{}
 	endOnce    sync.Once
-
-	// armed is the data watch on our node that the waiter set while it
-	// queued (see ownWatch), handed over to watchOwn; nil when we led at
-	// once and watchOwn must set it.
-	armed *ownWatch
 }
 
 func (h *hold) isLost() bool {
@@ -73,8 +68,7 @@ func (h *hold) lose(cause error) {
 	l.dropNode(h)
 }
 
-// lead turns our leading node into a hold. armed is the waiter's watch on
-// our node, or nil.
+// lead turns our leading node into a hold.
 //
 // The fencing token is our node's czxid. Sequence numbers are handed out
 // in creation order, so along a path's queue czxid grows with the
@@ -87,18 +81,15 @@ func (h *hold) lose(cause error) {
 // our create sees the nodes created after ours, so the two kinds cannot be
 // mixed along one path (a fleet upgrading from the pzxid token must not
 // compare tokens across the two versions).
-func (l *Lock) lead(node string, owner int64, armed *ownWatch) *hold {
-	h := &hold{l: l, node: node, owner: owner, lost: make(chan struct{}),
-		tokenKnown: make(chan struct{}), ended: make(chan struct{}), armed: armed}
-	if armed != nil {
-		h.setToken(armed.czxid)
-	}
-	return h
-}
-
-func (h *hold) setToken(czxid int64) {
-	h.token = czxid
-	close(h.tokenKnown)
+//
+// The token is read by the holder's watch on its own node, which it needs
+// anyway (a deletion by someone else ends the hold), sent right after the
+// grant; so neither the grant nor the hand-off chain waits for it, and a
+// waiting process keeps a single watch (on its predecessor). Token waits
+// for that answer when asked before it came.
+func (l *Lock) lead(node string, owner int64) *hold {
+	return &hold{l: l, node: node, owner: owner, lost: make(chan struct{}),
+		tokenKnown: make(chan struct{}), ended: make(chan struct{})}
 }
 
 // end marks the hold released.
@@ -108,8 +99,7 @@ func (h *hold) end() {
 }
 
 // tokenOf waits for h's fencing token: it is known once the data watch on
-// our node has been answered, which, when we led at once, is a round trip
-// after the grant (the read is off the acquisition's path). It returns
+// our node has been answered, a round trip after the grant. It returns
 // ErrNotHeld when h ends first and ctx's error when ctx ends first.
 func (h *hold) tokenOf(ctx context.Context) (int64, error) {
 	select {
@@ -214,19 +204,12 @@ func (l *Lock) watchOwn(h *hold) {
 	s := l.s
 	b := s.newBackOff()
 	for !h.isLost() && !h.released.Load() {
-		var ev <-chan zk.Event
-		if a := h.armed; a != nil {
-			// The waiter's watch, answered before the grant: wait on it.
-			h.armed, ev = nil, a.ev
-		} else {
-			_, stat, ev2, err := s.conn.GetW(h.node)
-			if !l.checkOwn(h, stat, err, b) {
-				return
-			}
-			if ev2 == nil {
-				continue // retried after a pause
-			}
-			ev = ev2
+		_, stat, ev, err := s.conn.GetW(h.node)
+		if !l.checkOwn(h, stat, err, b) {
+			return
+		}
+		if ev == nil {
+			continue // the request failed: try again (checkOwn paused)
 		}
 		b.Reset()
 		select {
@@ -279,8 +262,9 @@ func (l *Lock) checkOwn(h *hold, stat *zk.Stat, err error, b backoff.BackOff) bo
 	}
 	select {
 	case <-h.tokenKnown:
-	default:
-		h.setToken(stat.Czxid)
+	default: // the first answer: watchOwn is the only writer
+		h.token = stat.Czxid
+		close(h.tokenKnown)
 	}
 	return true
 }

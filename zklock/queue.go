@@ -47,7 +47,6 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 	}
 	name := path.Base(n.node)
 	q := n.q
-	var own *ownWatch
 	if position(q, name, "") < 0 {
 		// The listing went out on a new connection before the create was
 		// applied (possible only across a reconnect): list again.
@@ -67,7 +66,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 				giveUp()
 				return nil, nil
 			}
-		} else if own, err = l.waitTurn(ctx, n, q); err != nil {
+		} else if err := l.waitTurn(ctx, n, q); err != nil {
 			// Even a node found gone is deleted: should the finding be
 			// wrong, a node left behind would block the queue for the
 			// session's life (the delete ends at once if it is gone or
@@ -76,7 +75,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 			return nil, err
 		}
 	}
-	h := l.lead(n.node, n.owner, own)
+	h := l.lead(n.node, n.owner)
 	if err := l.install(ctx, h); err != nil {
 		giveUp() // even when found gone: see above
 		return nil, err

@@ -16,32 +16,17 @@ import (
 // watcher goroutine owns the watch on our predecessor; each time it fires
 // (or the periodic re-check comes due) it re-reads the queue, and when our
 // node leads, or the wait cannot go on, it sets the BooleanMutex that this
-// call waits on. q is enqueue's listing (nil to list first). It returns the
-// data watch the waiter set on our own node, answered, for the hold to keep
-// (nil if it has none): it carries the fencing token (see lead).
-func (l *Lock) waitTurn(ctx context.Context, n queued, q []entry) (*ownWatch, error) {
+// call waits on. q is enqueue's listing (nil to list first).
+func (l *Lock) waitTurn(ctx context.Context, n queued, q []entry) error {
 	w := &waiter{l: l, node: n.node, owner: n.owner, name: path.Base(n.node), q: q,
 		signal: mutexbool.New(false), stop: make(chan struct{})}
 	l.s.goBackground(w.run)
 	if err := w.signal.Get(ctx); err != nil {
 		close(w.stop)
-		return nil, err
+		return err
 	}
-	// The signal's Set happens after err and own are written.
-	if w.err != nil {
-		return nil, w.err
-	}
-	return w.own, nil
-}
-
-// ownWatch is a data watch on our own node, answered: the answer's czxid
-// is the fencing token, and the watch, handed to the hold, tells of the
-// node's deletion. The waiter sets it right after the create's reply, so
-// neither the token's read nor the holder's watch lies on the hand-off
-// chain (the predecessor's delete, its watch event, our grant).
-type ownWatch struct {
-	czxid int64
-	ev    <-chan zk.Event
+	// The signal's Set happens after err is written.
+	return w.err
 }
 
 type waiter struct {
@@ -51,8 +36,7 @@ type waiter struct {
 	name   string
 	q      []entry // first listing, from enqueue; nil to list
 	signal *mutexbool.BooleanMutex
-	err    error     // written before signal is set
-	own    *ownWatch // written before signal is set
+	err    error // written before signal is set
 	stop   chan struct{}
 
 	// The watch on our predecessor (or childrenWatched), kept across re-checks: go-zookeeper
@@ -135,25 +119,6 @@ func (w *waiter) run() {
 			return
 		}
 		w.onlyAhead = i == 1 && watch == 0
-		if w.own == nil {
-			// Our own node's data watch, before the predecessor's: the
-			// shortcut relies on its being armed first.
-			_, stat, ev, err := s.conn.GetW(w.node)
-			switch {
-			case errors.Is(err, zk.ErrNoNode):
-				w.finish(errNodeGone)
-				return
-			case err != nil:
-				if w.failed(err, pause) {
-					continue
-				}
-				return
-			case stat.EphemeralOwner != w.owner:
-				w.finish(errNodeGone) // made by an older session: it goes with it
-				return
-			}
-			w.own = &ownWatch{czxid: stat.Czxid, ev: ev}
-		}
 		if watch == watchChildren {
 			// The rule needs to hear of any change to the queue (a
 			// semaphore's lease count): a children watch, set once and
@@ -187,10 +152,6 @@ func (w *waiter) run() {
 			w.watched, w.ev = pred, ev
 		}
 		b.Reset()
-		var ownEv <-chan zk.Event
-		if w.own != nil {
-			ownEv = w.own.ev
-		}
 		t := time.NewTimer(w.l.recheck)
 		select {
 		case e := <-w.ev:
@@ -202,11 +163,6 @@ func (w *waiter) run() {
 				w.finish(nil)
 				return
 			}
-		case <-ownEv:
-			// Our node changed: deleted, or dropped with the session (the
-			// listing will tell), or its data written (a revocation
-			// request, say): set the watch again either way.
-			w.own = nil
 		case <-t.C:
 			// A watch can be lost when a server restarts: re-read the queue,
 			// keeping the watch while the predecessor stays the same.
@@ -224,31 +180,28 @@ func (w *waiter) run() {
 
 // shortcut reports whether the event e on the watched predecessor lets our
 // node lead without listing the queue again, which takes a read off the
-// hand-off chain. It does when
-//   - e is the predecessor's deletion (not a data change, not the end of
-//     the watch with the session),
-//   - the predecessor was the one node ahead of ours in the last listing,
-//   - our own node's watch was answered (our node existed, ours) and has
-//     not fired, and the session is the one that made our node.
+// hand-off chain (the holder's delete, its watch event, our grant). It
+// does when e is the predecessor's deletion (not a data change such as a
+// revocation request, not the end of the watch with the session), the
+// predecessor was the one node ahead of ours in the last listing, and the
+// session is still the one that made our node.
 //
 // Why that is enough: sequence numbers only grow, so a node created after
-// the listing sorts behind ours, and every node that could sort ahead was
-// in the listing; the one that was is gone. Our node still existed when the
-// predecessor was deleted: its deletion, or the session's end, would have
-// fired our own watch, and go-zookeeper delivers one session's watch events
-// in zxid order, each to its channel before it reads further (recvLoop), so
-// that event would be in w.own.ev before e was in w.ev; the non-blocking
-// receive below, after our receive of e, would see it. The grant still
-// waits for a valid lease (install). model/twotier.pml checks the shortcut.
+// the listing sorts behind ours, and every node that could sort ahead of
+// ours was in the listing; the one that was is gone. Our node is still
+// there: it is ephemeral to a session that is not over (an expiry ends
+// every watch with EventNotWatching, never a deletion event, and leaves the
+// client with another session id), and this session deletes it only after
+// the wait ends. A third party deleting our waiting node by hand is the
+// exception: then the grant is made on a node that is gone, and the hold's
+// own-node watch reports ErrNodeDeleted one round trip later
+// (TestShortcutAfterOwnNodeDeletedByHand); a node deleted by hand under a
+// holder lets its successor in just as fast, so deleting lock nodes by hand
+// is outside the guarantee either way. The grant still waits for a valid
+// lease (install). model/twotier.pml checks the shortcut.
 func (w *waiter) shortcut(e zk.Event) bool {
-	if e.Type != zk.EventNodeDeleted || !w.onlyAhead || w.own == nil || testNoShortcut {
+	if e.Type != zk.EventNodeDeleted || !w.onlyAhead || testNoShortcut {
 		return false
-	}
-	select {
-	case <-w.own.ev:
-		w.own = nil // fired: list again, which finds out what happened
-		return false
-	default:
 	}
 	if w.l.s.conn.SessionID() != w.owner {
 		return false
