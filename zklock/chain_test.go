@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,36 +12,62 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// The fencing token is the czxid of the holder's node, read by the
-// holder's data watch on it: not a listing's pzxid.
-func TestTokenIsNodeCzxid(t *testing.T) {
+// The fencing token is the holder node's czxid, or the pzxid of a listing
+// that found the node alone (never below the czxid); strictly increasing
+// across holders either way. A waiter granted by the shortcut has its
+// czxid exactly.
+func TestTokenKinds(t *testing.T) {
 	servers := zktest.Servers(t)
 	p := zktest.Path(t)
 	ctx := ctxT(t, 20*time.Second)
 	s := connect(t, servers)
 	other := connect(t, servers)
 	a, b := newLock(t, s, p), newLock(t, other, p)
+	var last int64
+	check := func(l *zklock.Lock, exact bool) {
+		t.Helper()
+		_, stat, err := other.Conn().Get(l.Node())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok := l.Token()
+		switch {
+		case exact && tok != stat.Czxid:
+			t.Fatalf("token %d, node's czxid %d", tok, stat.Czxid)
+		case tok < stat.Czxid:
+			t.Fatalf("token %d below the node's czxid %d", tok, stat.Czxid)
+		case tok <= last:
+			t.Fatalf("token %d after %d", tok, last)
+		}
+		last = tok
+		if got, err := l.NodeToken(ctx, l.Node()); err != nil || got != tok {
+			t.Fatalf("NodeToken = %d, %v; Token %d", got, err, tok)
+		}
+		if _, err := l.NodeToken(ctx, l.Node()+"x"); !errors.Is(err, zklock.ErrNotHeld) {
+			t.Fatalf("NodeToken of another node: %v", err)
+		}
+	}
 	for i := 0; i < 3; i++ {
-		for _, l := range []*zklock.Lock{a, b} {
+		for _, l := range []*zklock.Lock{a, b} { // alone: the listing's pzxid
 			if err := l.Acquire(ctx); err != nil {
 				t.Fatal(err)
 			}
-			_, stat, err := other.Conn().Get(l.Node())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tok := l.Token(); tok != stat.Czxid {
-				t.Fatalf("token %d, node's czxid %d (pzxid %d)", tok, stat.Czxid, stat.Pzxid)
-			}
-			if tok, err := l.NodeToken(ctx, l.Node()); err != nil || tok != stat.Czxid {
-				t.Fatalf("NodeToken = %d, %v; czxid %d", tok, err, stat.Czxid)
-			}
-			if _, err := l.NodeToken(ctx, l.Node()+"x"); !errors.Is(err, zklock.ErrNotHeld) {
-				t.Fatalf("NodeToken of another node: %v", err)
-			}
+			check(l, false)
 			if err := l.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
+		}
+		done := queueBehind(t, ctx, a, b, other) // a: alone; b: waits
+		check(a, false)
+		if err := a.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		check(b, true)
+		if err := b.Release(ctx); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
@@ -195,52 +222,71 @@ func TestShortcutNotOnDataChange(t *testing.T) {
 	}
 }
 
-// Token waits for the read of our node when the grant came first, and a
-// Release ends that wait (Token then reports 0); NodeToken's wait ends
-// with its context.
+// A node that leads at once but not alone (another node queued behind it
+// before its listing) is granted before its token is known: Token waits
+// for the holder's own-node read, a Release ends that wait (Token then
+// reports 0), and NodeToken's wait ends with its context.
 func TestTokenWaitsForOwnRead(t *testing.T) {
 	servers := zktest.Servers(t)
 	p := zktest.Path(t)
 	ctx := ctxT(t, 20*time.Second)
-	s := connect(t, servers)
-	l := newLock(t, s, p)
-	gate := make(chan struct{})
-	zklock.SetWriteHook(s, func(op int32, _ []byte) error {
-		if op == zklock.OpGetData {
-			<-gate
+	as, bs := connect(t, servers), connect(t, servers)
+	a, b := newLock(t, as, p), newLock(t, bs, p)
+	// The lock path first (its parents' creation would queue behind the
+	// held-back listing).
+	if err := a.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	listing, reads := make(chan struct{}), make(chan struct{})
+	openListing := sync.OnceFunc(func() { close(listing) })
+	openReads := sync.OnceFunc(func() { close(reads) })
+	defer openReads()
+	defer openListing()
+	zklock.SetWriteHook(as, func(op int32, _ []byte) error {
+		switch op {
+		case zklock.OpGetChildren2:
+			<-listing
+		case zklock.OpGetData:
+			<-reads
 		}
 		return nil
 	})
-	defer zklock.SetWriteHook(s, nil)
-	if err := l.Acquire(ctx); err != nil { // uncontended: granted on the listing
-		close(gate)
+	defer zklock.SetWriteHook(as, nil)
+	aDone := make(chan error, 1)
+	go func() { aDone <- a.Acquire(ctx) }()
+	eventually(t, 10*time.Second, "A's node", func() bool { return len(nodesOfSession(t, bs, p, as.SessionID())) == 1 })
+	bDone := make(chan error, 1)
+	go func() { bDone <- b.Acquire(ctx) }()
+	eventually(t, 10*time.Second, "B's node behind A's", func() bool { return len(nodesOfSession(t, bs, p, bs.SessionID())) == 1 })
+	openListing() // A lists [A, B]: it leads, not alone
+	if err := <-aDone; err != nil {
 		t.Fatal(err)
 	}
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	_, err := l.NodeToken(short, l.Node())
+	_, err := a.NodeToken(short, a.Node())
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
-		close(gate)
 		t.Fatalf("NodeToken with the read held back: %v", err)
 	}
 	tok := make(chan int64, 1)
-	go func() { tok <- l.Token() }()
-	if err := l.Release(ctx); err != nil {
-		close(gate)
+	go func() { tok <- a.Token() }()
+	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := <-tok; got != 0 {
 		t.Errorf("Token after Release = %d", got)
 	}
-	close(gate)
-	// With the reads flowing, the token comes.
-	if err := l.Acquire(ctx); err != nil {
+	openReads()
+	if err := <-bDone; err != nil {
 		t.Fatal(err)
 	}
-	if l.Token() <= 0 {
+	if b.Token() <= 0 {
 		t.Fatal("no token")
 	}
-	if err := l.Release(ctx); err != nil {
+	if err := b.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

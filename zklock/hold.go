@@ -68,28 +68,43 @@ func (h *hold) lose(cause error) {
 	l.dropNode(h)
 }
 
-// lead turns our leading node into a hold.
+// lead turns our leading node into a hold with the fencing token, or 0
+// when it is not known yet (the holder's own-node watch reads it).
 //
-// The fencing token is our node's czxid. Sequence numbers are handed out
-// in creation order, so along a path's queue czxid grows with the
-// sequence; a node leads only once every node ahead of it is gone, and no
-// node created later can sort ahead of it. So successive holders of a path
-// hold nodes of increasing sequence, and their czxids strictly increase,
-// whatever the order in which their listings, watches and replies travel.
-// Every hold must use this one kind of token: a listing's pzxid (the token
-// before) can exceed a later holder's czxid, since a listing sent behind
-// our create sees the nodes created after ours, so the two kinds cannot be
-// mixed along one path (a fleet upgrading from the pzxid token must not
-// compare tokens across the two versions).
+// The token is our node's czxid, or, when the listing that found our node
+// first had no other contender in it, that listing's pzxid. Why tokens
+// strictly increase along the holders of a path, mixing the two kinds:
+//   - Sequence numbers are handed out in creation order, and a node leads
+//     only once every node ahead of it is gone, so successive holders hold
+//     nodes of increasing sequence, and so of increasing czxid.
+//   - A listing L that found our node alone was read after our create (it
+//     is sent behind it on our session, or later), so L.pzxid >= our czxid.
+//     Every later holder's node was created after L: one created before L
+//     would have been in L (it still existed: it holds later), and we were
+//     alone. So a later holder's czxid, and any pzxid of a listing that
+//     saw its node, exceed L.pzxid.
+//   - An earlier holder's token is below ours by the same two arguments
+//     with the roles swapped.
 //
-// The token is read by the holder's watch on its own node, which it needs
-// anyway (a deletion by someone else ends the hold), sent right after the
-// grant; so neither the grant nor the hand-off chain waits for it, and a
-// waiting process keeps a single watch (on its predecessor). Token waits
-// for that answer when asked before it came.
-func (l *Lock) lead(node string, owner int64) *hold {
-	return &hold{l: l, node: node, owner: owner, lost: make(chan struct{}),
+// The pzxid of a listing that saw other contenders cannot be used: it can
+// exceed the czxid of a node behind ours that was created before the
+// listing (the token before this change took that pzxid, so a fleet
+// upgrading must not compare tokens across the two versions).
+//
+// So an uncontended acquisition (its pipelined listing finds it alone)
+// and a waiter (which reads its czxid while it waits, with a plain read:
+// a waiting process keeps one watch) are granted with their token known.
+// A node that led at once behind others in the queue gets its token from
+// the holder's own-node watch, a round trip after the grant; Token waits
+// for it.
+func (l *Lock) lead(node string, owner, token int64) *hold {
+	h := &hold{l: l, node: node, owner: owner, lost: make(chan struct{}),
 		tokenKnown: make(chan struct{}), ended: make(chan struct{})}
+	if token != 0 {
+		h.token = token
+		close(h.tokenKnown)
+	}
+	return h
 }
 
 // end marks the hold released.

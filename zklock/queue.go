@@ -22,9 +22,10 @@ var errNodeGone = errors.New("zklock: lock node vanished while queued")
 
 // queued is our node in the queue, as enqueue leaves it.
 type queued struct {
-	node  string  // full path
-	owner int64   // the session that created it
-	q     []entry // the pipelined listing, sorted; nil when it failed
+	node  string   // full path
+	owner int64    // the session that created it
+	q     []entry  // the pipelined listing, sorted; nil when it failed
+	stat  *zk.Stat // the listing's
 }
 
 // attempt queues one node and waits for it to lead (or not, when !wait).
@@ -46,7 +47,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 		return nil, err
 	}
 	name := path.Base(n.node)
-	q := n.q
+	q, token := n.q, aloneToken(n.q, n.stat)
 	if position(q, name, "") < 0 {
 		// The listing went out on a new connection before the create was
 		// applied (possible only across a reconnect): list again.
@@ -55,18 +56,19 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 	if q == nil || !leads(l.rule, q, name) {
 		if !wait {
 			if q == nil {
-				children, _, err := l.list(ctx)
+				children, stat, err := l.list(ctx)
 				if err != nil {
 					giveUp()
 					return nil, fmt.Errorf("zklock: list %s: %w", l.path, err)
 				}
 				q = l.sortQueue(children)
+				token = aloneToken(q, stat)
 			}
 			if !leads(l.rule, q, name) {
 				giveUp()
 				return nil, nil
 			}
-		} else if err := l.waitTurn(ctx, n, q); err != nil {
+		} else if token, err = l.waitTurn(ctx, n, q); err != nil {
 			// Even a node found gone is deleted: should the finding be
 			// wrong, a node left behind would block the queue for the
 			// session's life (the delete ends at once if it is gone or
@@ -75,7 +77,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 			return nil, err
 		}
 	}
-	h := l.lead(n.node, n.owner)
+	h := l.lead(n.node, n.owner, token)
 	if err := l.install(ctx, h); err != nil {
 		giveUp() // even when found gone: see above
 		return nil, err
@@ -210,7 +212,7 @@ func (l *Lock) enqueue(ctx context.Context, guid string, wait bool) (queued, err
 			select {
 			case r := <-lst:
 				if r.err == nil {
-					n.q = l.sortQueue(r.children)
+					n.q, n.stat = l.sortQueue(r.children), r.stat
 				}
 			case <-ctx.Done(): // the caller sees ctx and gives the node up
 			}

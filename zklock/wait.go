@@ -16,17 +16,18 @@ import (
 // watcher goroutine owns the watch on our predecessor; each time it fires
 // (or the periodic re-check comes due) it re-reads the queue, and when our
 // node leads, or the wait cannot go on, it sets the BooleanMutex that this
-// call waits on. q is enqueue's listing (nil to list first).
-func (l *Lock) waitTurn(ctx context.Context, n queued, q []entry) error {
+// call waits on. q is enqueue's listing (nil to list first). It returns
+// the hold's fencing token when it is known by then (see lead), else 0.
+func (l *Lock) waitTurn(ctx context.Context, n queued, q []entry) (token int64, err error) {
 	w := &waiter{l: l, node: n.node, owner: n.owner, name: path.Base(n.node), q: q,
 		signal: mutexbool.New(false), stop: make(chan struct{})}
 	l.s.goBackground(w.run)
 	if err := w.signal.Get(ctx); err != nil {
 		close(w.stop)
-		return err
+		return 0, err
 	}
-	// The signal's Set happens after err is written.
-	return w.err
+	// The signal's Set happens after err and token are written.
+	return w.token, w.err
 }
 
 type waiter struct {
@@ -37,7 +38,13 @@ type waiter struct {
 	q      []entry // first listing, from enqueue; nil to list
 	signal *mutexbool.BooleanMutex
 	err    error // written before signal is set
+	token  int64 // written before signal is set
 	stop   chan struct{}
+
+	// czxid is our node's creation zxid, read (without a watch: a waiting
+	// process keeps one watch, on its predecessor) while we wait, so that
+	// the token is known at the grant; 0 until then.
+	czxid int64
 
 	// The watch on our predecessor (or childrenWatched), kept across re-checks: go-zookeeper
 	// keeps every GetW channel until its node changes, so setting a new
@@ -96,10 +103,10 @@ func (w *waiter) run() {
 			w.finish(errNodeGone)
 			return
 		}
-		q := w.q
+		q, token := w.q, int64(0)
 		w.q = nil
 		if q == nil {
-			children, _, err := s.conn.Children(w.l.path)
+			children, stat, err := s.conn.Children(w.l.path)
 			if err != nil {
 				if w.failed(err, pause) {
 					continue
@@ -107,6 +114,7 @@ func (w *waiter) run() {
 				return
 			}
 			q = w.l.sortQueue(children)
+			token = aloneToken(q, stat)
 		}
 		i := position(q, w.name, "")
 		if i < 0 {
@@ -115,10 +123,31 @@ func (w *waiter) run() {
 		}
 		goes, watch := w.l.rule(q, i)
 		if goes {
+			if token == 0 {
+				token = w.czxid // 0 if not read yet: the holder's watch reads it
+			}
+			w.token = token
 			w.finish(nil)
 			return
 		}
 		w.onlyAhead = i == 1 && watch == 0
+		if w.czxid == 0 {
+			_, stat, err := s.conn.Get(w.node)
+			switch {
+			case errors.Is(err, zk.ErrNoNode):
+				w.finish(errNodeGone)
+				return
+			case err != nil:
+				if w.failed(err, pause) {
+					continue
+				}
+				return
+			case stat.EphemeralOwner != w.owner:
+				w.finish(errNodeGone) // made by an older session: it goes with it
+				return
+			}
+			w.czxid = stat.Czxid
+		}
 		if watch == watchChildren {
 			// The rule needs to hear of any change to the queue (a
 			// semaphore's lease count): a children watch, set once and
@@ -160,6 +189,7 @@ func (w *waiter) run() {
 			w.watched, w.ev = "", nil
 			if w.shortcut(e) {
 				t.Stop()
+				w.token = w.czxid
 				w.finish(nil)
 				return
 			}
@@ -183,8 +213,9 @@ func (w *waiter) run() {
 // hand-off chain (the holder's delete, its watch event, our grant). It
 // does when e is the predecessor's deletion (not a data change such as a
 // revocation request, not the end of the watch with the session), the
-// predecessor was the one node ahead of ours in the last listing, and the
-// session is still the one that made our node.
+// predecessor was the one node ahead of ours in the last listing, the
+// session is still the one that made our node, and our node's czxid (the
+// token) has been read.
 //
 // Why that is enough: sequence numbers only grow, so a node created after
 // the listing sorts behind ours, and every node that could sort ahead of
@@ -200,7 +231,7 @@ func (w *waiter) run() {
 // is outside the guarantee either way. The grant still waits for a valid
 // lease (install). model/twotier.pml checks the shortcut.
 func (w *waiter) shortcut(e zk.Event) bool {
-	if e.Type != zk.EventNodeDeleted || !w.onlyAhead || testNoShortcut {
+	if e.Type != zk.EventNodeDeleted || !w.onlyAhead || w.czxid == 0 || testNoShortcut {
 		return false
 	}
 	if w.l.s.conn.SessionID() != w.owner {
@@ -216,3 +247,12 @@ var (
 	testNoShortcut bool
 	shortcuts      atomic.Int64
 )
+
+// aloneToken returns the fencing token a listing gives when it finds our
+// node alone in the queue: the listing's pzxid (see lead); 0 otherwise.
+func aloneToken(q []entry, stat *zk.Stat) int64 {
+	if len(q) != 1 || stat == nil {
+		return 0
+	}
+	return stat.Pzxid
+}
