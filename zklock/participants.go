@@ -15,6 +15,19 @@ import (
 // a mutex. ListParticipants reports it.
 const FamilyLease Family = "lease"
 
+// ParseNode parses a child of a lock path as a lock node of any recipe
+// tierlock knows: a contender of the mutex and read/write lock (see
+// Contender) or a semaphore lease (FamilyLease).
+func ParseNode(name string) (Family, int32, bool) {
+	if f, seq, ok := Contender(name); ok {
+		return f, seq, true
+	}
+	if seq, ok := parseLease(name); ok {
+		return FamilyLease, seq, true
+	}
+	return "", 0, false
+}
+
 // Participant is one node in a lock's queue.
 type Participant struct {
 	Node     string    // node name under the lock path
@@ -96,10 +109,8 @@ func (s *Session) participants(ctx context.Context, path string) ([]Participant,
 		return nil, fmt.Errorf("zklock: list %s: %w", path, err)
 	}
 	q := sortQueue(children)
-	family := func(name string) Family { f, _, _ := Contender(name); return f }
 	if len(q) == 0 {
 		q = sortBy(children, parseLease)
-		family = func(string) Family { return FamilyLease }
 	}
 	out := make([]Participant, 0, len(q))
 	kept := make([]entry, 0, len(q))
@@ -117,7 +128,8 @@ func (s *Session) participants(ctx context.Context, path string) ([]Participant,
 		if err != nil {
 			return nil, fmt.Errorf("zklock: read %s/%s: %w", path, e.name, err)
 		}
-		p := Participant{Node: e.name, Sequence: e.seq, Family: family(e.name), Data: data,
+		f, _, _ := ParseNode(e.name)
+		p := Participant{Node: e.name, Sequence: e.seq, Family: f, Data: data,
 			Owner: stat.EphemeralOwner, Created: time.UnixMilli(stat.Ctime)}
 		switch p.Family {
 		case FamilyCuratorRead, FamilyKazooRead:

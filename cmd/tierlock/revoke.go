@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// runRevoke asks the holder of PATH (each holder, when readers share it),
+// or NODE, to release: Curator's revocation protocol, the message
+// __REVOKE__ written into the node's data. A holder that watches its node
+// for it (Curator's makeRevocable; tierlock's, once merged) releases; one
+// that does not keeps holding. The node's data (host, pid, label) is
+// overwritten. Cost: one setData per node, after ListParticipants for a
+// PATH.
+func runRevoke(ctx context.Context, c *cli, args []string) error {
+	arg, err := c.oneArg(args)
+	if err != nil {
+		return err
+	}
+	tg, err := parseTarget(arg)
+	if err != nil {
+		return err
+	}
+	if _, err := c.connect(ctx); err != nil {
+		return err
+	}
+	rctx, cancel := c.requestContext(ctx)
+	defer cancel()
+	nodes := []string{tg.node}
+	if tg.node == "" {
+		hs, err := c.holders(rctx, tg.lockPath)
+		if err != nil {
+			return err
+		}
+		nodes = nodes[:0]
+		for _, h := range hs {
+			nodes = append(nodes, tg.lockPath+"/"+h.Node)
+		}
+	}
+	type revoked struct {
+		Node string    `json:"node"`
+		Time time.Time `json:"time"`
+	}
+	var done []revoked
+	for _, n := range nodes {
+		if err := revokeNode(rctx, c.s, n); err != nil {
+			return err
+		}
+		done = append(done, revoked{n, time.Now().UTC()})
+		if !c.json {
+			fmt.Fprintf(c.stdout, "revocation requested: %s\n", n)
+		}
+	}
+	if c.json {
+		return printJSON(c.stdout, struct {
+			Revoked []revoked `json:"revoked"`
+		}{done})
+	}
+	return nil
+}
+
+// revokeNode asks the holder of node to release it, as Curator's Revoker
+// does: it writes __REVOKE__ into the node's data (any version). It fails
+// with zk.ErrNoNode when the node is gone and zk.ErrNoAuth when the node's
+// ACL denies this client WRITE.
+//
+// replaced by zklock.RevokeNode at merge
+func revokeNode(ctx context.Context, s *zklock.Session, node string) error {
+	switch {
+	case ctx == nil:
+		return zklock.ErrNilContext
+	case s == nil:
+		return zklock.ErrNilSession
+	}
+	if err := zklock.ValidatePath(node); err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Conn().Set(node, []byte(revokeMessage), -1)
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		if err != nil {
+			return fmt.Errorf("revoke %s: %w", node, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("revoke %s: %w", node, ctx.Err())
+	}
+}
