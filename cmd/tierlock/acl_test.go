@@ -49,7 +49,7 @@ func TestInspectorUnderACL(t *testing.T) {
 		t.Fatal(err)
 	}
 	tierlock(t, "ls", root).want(t, exitOK, "holds")
-	tierlock(t, "break", "-yes", p).want(t, exitNoAuth, "not authenticated")
+	tierlock(t, "break", "-yes", p).want(t, exitNoAuth, "not authenticated", "-digest user:password")
 	tierlock(t, "break", "-yes", "-digest", fleetUser+":wrong", p).want(t, exitNoAuth)
 	tierlock(t, "revoke", l.Node()).want(t, exitNoAuth)
 	if data, _, err := s.Conn().Get(l.Node()); err != nil || string(data) == revokeMessage {

@@ -107,8 +107,11 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	fmt.Fprintf(stderr, "tierlock %s: %v\n", name, err)
 	code := exitCode(err)
-	if code == exitUsage {
+	switch code {
+	case exitUsage:
 		fmt.Fprintf(stderr, "usage: tierlock %s [flags] %s (tierlock %s -h for the flags)\n", name, sc.usage, name)
+	case exitNoAuth:
+		fmt.Fprintln(stderr, "the ACL refuses these credentials: pass the fleet's with -digest user:password or $TIERLOCK_DIGEST")
 	}
 	return code
 }
