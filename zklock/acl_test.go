@@ -13,31 +13,14 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// The fleet's identity and the ACL that keeps strangers out: the fleet may
-// do everything, the world may only read. On a lock path this denies a
-// stranger CREATE (forging a node that jumps the queue) and DELETE
-// (removing a holder's node), which ZooKeeper checks against the parent's
-// ACL; on a lock node it denies WRITE (a forged revocation).
-const fleetUser, fleetPassword = "fleet", "s3cret"
+// The fleet: see zktest.FleetACL.
+const fleetUser, fleetPassword = zktest.FleetUser, zktest.FleetPassword
 
-func fleetACL() []zk.ACL {
-	return append(zk.DigestACL(zk.PermAll, fleetUser, fleetPassword), zk.WorldACL(zk.PermRead)...)
-}
+var fleetACL = zktest.FleetACL
 
-// aclRoot creates a persistent root under ACL acl on an authorised
-// connection, as an operator would once for the fleet, and returns it.
 func aclRoot(t *testing.T, s *zklock.Session, acl []zk.ACL) string {
 	t.Helper()
-	root := zktest.Path(t)
-	for _, p := range []string{path.Dir(path.Dir(root)), path.Dir(root)} {
-		if _, err := s.Conn().Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			t.Fatal(err)
-		}
-	}
-	if _, err := s.Conn().Create(root, nil, 0, acl); err != nil {
-		t.Fatal(err)
-	}
-	return root
+	return zktest.ACLRoot(t, s.Conn(), acl)
 }
 
 // rawConn is a plain go-zookeeper connection, optionally with digest

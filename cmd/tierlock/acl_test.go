@@ -4,36 +4,16 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/zklock"
 )
 
-const fleetUser, fleetPassword = "fleet", "s3cret"
-
-// fleetRoot makes a persistent root that the fleet may do anything under
-// and the world may only read, as docs/parts/ops.md's steps do.
-func fleetRoot(t *testing.T, s *zklock.Session) (string, []zk.ACL) {
-	t.Helper()
-	acl := append(zk.DigestACL(zk.PermAll, fleetUser, fleetPassword), zk.WorldACL(zk.PermRead)...)
-	root := zktest.Path(t)
-	for _, p := range []string{path.Dir(path.Dir(root)), path.Dir(root)} {
-		if _, err := s.Conn().Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			t.Fatal(err)
-		}
-	}
-	if _, err := s.Conn().Create(root, nil, 0, acl); err != nil {
-		t.Fatal(err)
-	}
-	return root, acl
-}
+const fleetUser, fleetPassword = zktest.FleetUser, zktest.FleetPassword
 
 // Under the fleet's ACL the inspector reads without credentials, but its
 // break and revoke are refused (exit 4) and change nothing until it is
@@ -41,7 +21,8 @@ func fleetRoot(t *testing.T, s *zklock.Session) (string, []zk.ACL) {
 // too.
 func TestInspectorUnderACL(t *testing.T) {
 	s := connect(t, zklock.WithDigestAuth(fleetUser, fleetPassword))
-	root, acl := fleetRoot(t, s)
+	acl := zktest.FleetACL()
+	root := zktest.ACLRoot(t, s.Conn(), acl)
 	ctx := zktest.Context(t, 30*time.Second)
 	p := root + "/job"
 	l := newLock(t, s, p, zklock.WithACL(acl))

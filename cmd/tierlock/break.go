@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -16,52 +15,28 @@ import (
 // hold (name the NODE). The holder, if alive, is told (zklock reports
 // ErrNodeDeleted) but may be mid-work: this breaks mutual exclusion for
 // the rest of that work unless the resource checks fencing tokens. Cost:
-// ListParticipants for a PATH (or one getData for a NODE), then one
-// delete. Deleting a node needs DELETE permission on its parent, the lock
-// path.
+// ListParticipants on the lock path, then one delete (DELETE permission
+// on the lock path, the node's parent, is what the ACL checks). The node
+// deleted is the one listed, by name: a holder that released in between
+// is not replaced by its successor, the delete finds nothing (exit 5).
 func runBreak(ctx context.Context, c *cli, args []string) error {
-	arg, err := c.oneArg(args)
-	if err != nil {
-		return err
-	}
-	tg, err := parseTarget(arg)
+	tg, err := c.targetArg(args)
 	if err != nil {
 		return err
 	}
 	if !c.yes {
-		return fmt.Errorf("%w: break deletes %s's node and hands the lock on while its holder may still be working; add -yes to confirm", errUsage, arg)
-	}
-	if _, err := c.connect(ctx); err != nil {
-		return err
+		return fmt.Errorf("%w: break deletes %s's node and hands the lock on while its holder may still be working; add -yes to confirm", errUsage, args[0])
 	}
 	rctx, cancel := c.requestContext(ctx)
 	defer cancel()
-	var victim zklock.Participant
-	if tg.node == "" {
-		hs, err := c.holders(rctx, tg.lockPath)
-		if err != nil {
-			return err
-		}
-		if len(hs) > 1 {
-			return fmt.Errorf("%w: %d readers hold %s; name the NODE to delete", errUsage, len(hs), tg.lockPath)
-		}
-		victim = hs[0]
-	} else {
-		ps, err := zklock.ListParticipants(rctx, c.s, tg.lockPath)
-		if err != nil {
-			return err
-		}
-		i := -1
-		for j, p := range ps {
-			if p.Node == path.Base(tg.node) {
-				i = j
-			}
-		}
-		if i < 0 {
-			return fmt.Errorf("%s: %w", tg.node, zk.ErrNoNode)
-		}
-		victim = ps[i]
+	ps, err := c.nodesOf(rctx, tg)
+	if err != nil {
+		return err
 	}
+	if len(ps) > 1 {
+		return fmt.Errorf("%w: %d readers hold %s; name the NODE to delete", errUsage, len(ps), tg.lockPath)
+	}
+	victim := ps[0]
 	node := tg.lockPath + "/" + victim.Node
 	if err := deleteNode(rctx, c.s.Conn(), node); err != nil {
 		return err
@@ -82,15 +57,9 @@ func runBreak(ctx context.Context, c *cli, args []string) error {
 
 // deleteNode deletes node, giving up when ctx ends.
 func deleteNode(ctx context.Context, conn *zk.Conn, node string) error {
-	errc := make(chan error, 1)
-	go func() { errc <- conn.Delete(node, -1) }()
-	select {
-	case err := <-errc:
-		if err != nil {
-			return fmt.Errorf("delete %s: %w", node, err)
-		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("delete %s: %w", node, ctx.Err())
+	_, err := await(ctx, func() (struct{}, error) { return struct{}{}, conn.Delete(node, -1) })
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", node, err)
 	}
+	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -181,22 +183,62 @@ func isLockNode(name string) bool {
 // errNoHolder reports a lock path nobody holds.
 var errNoHolder = errors.New("nobody holds it")
 
-// holders lists the holder nodes of lockPath (every reader no writer
-// precedes, for read/write locks), failing with zk.ErrNoNode when there
-// is none (errNoHolder).
-func (c *cli) holders(ctx context.Context, lockPath string) ([]zklock.Participant, error) {
-	ps, err := zklock.ListParticipants(ctx, c.s, lockPath)
+// targetArg reads the single PATH|NODE argument of revoke and break.
+func (c *cli) targetArg(args []string) (target, error) {
+	arg, err := c.oneArg(args)
+	if err != nil {
+		return target{}, err
+	}
+	return parseTarget(arg)
+}
+
+// nodesOf connects and returns the nodes tg names: NODE itself, or the
+// holders of PATH (every reader no writer precedes, for read/write locks).
+// A NODE that is not in its queue is zk.ErrNoNode; a PATH nobody holds,
+// errNoHolder. Cost: ListParticipants on the lock path.
+func (c *cli) nodesOf(ctx context.Context, tg target) ([]zklock.Participant, error) {
+	if _, err := c.connect(ctx); err != nil {
+		return nil, err
+	}
+	ps, err := zklock.ListParticipants(ctx, c.s, tg.lockPath)
 	if err != nil {
 		return nil, err
 	}
-	var hs []zklock.Participant
+	var out []zklock.Participant
 	for _, p := range ps {
-		if p.Holder {
-			hs = append(hs, p)
+		if (tg.node == "" && p.Holder) || (tg.node != "" && tg.lockPath+"/"+p.Node == tg.node) {
+			out = append(out, p)
 		}
 	}
-	if len(hs) == 0 {
-		return nil, fmt.Errorf("%s: %w", lockPath, errNoHolder)
+	switch {
+	case len(out) > 0:
+		return out, nil
+	case tg.node != "":
+		return nil, fmt.Errorf("%s: %w", tg.node, zk.ErrNoNode)
 	}
-	return hs, nil
+	return nil, fmt.Errorf("%s: %w", tg.lockPath, errNoHolder)
+}
+
+// await runs a go-zookeeper request, whose methods take no context, and
+// returns its result, or ctx's error as soon as ctx ends. An abandoned
+// request completes in the background: the reply, or the failure that
+// closing the session gives every pending request, ends its goroutine,
+// and the buffered channel lets it end without a reader.
+func await[T any](ctx context.Context, req func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := req()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
 }

@@ -67,15 +67,7 @@ func connect(t *testing.T, opts ...zklock.SessionOption) *zklock.Session {
 	return zktest.Connect(t, zktest.Servers(t), opts...)
 }
 
-func newLock(t *testing.T, s *zklock.Session, path string, opts ...zklock.Option) *zklock.Lock {
-	t.Helper()
-	l, err := zklock.New(s, path, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
+var newLock = zktest.NewLock
 
 // waitQueue waits until path has n children.
 func waitQueue(t *testing.T, s *zklock.Session, path string, n int) {

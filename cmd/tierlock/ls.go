@@ -97,22 +97,10 @@ func (c *cli) lockPaths(ctx context.Context, root string) ([]string, error) {
 	return out, walk(root, true)
 }
 
-// children reads p's children, giving up when ctx ends (the request then
-// completes in the background; closing the session fails it at once).
+// children reads p's children, giving up when ctx ends.
 func children(ctx context.Context, conn *zk.Conn, p string) ([]string, error) {
-	type result struct {
-		kids []string
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
+	return await(ctx, func() ([]string, error) {
 		kids, _, err := conn.Children(p)
-		ch <- result{kids, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.kids, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+		return kids, err
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -13,39 +15,26 @@ import (
 // __REVOKE__ written into the node's data. A holder that watches its node
 // for it (Curator's makeRevocable; tierlock's, once merged) releases; one
 // that does not keeps holding. The node's data (host, pid, label) is
-// overwritten. Cost: one setData per node, after ListParticipants for a
-// PATH.
+// overwritten. Cost: ListParticipants on the lock path, then one setData
+// per node.
 func runRevoke(ctx context.Context, c *cli, args []string) error {
-	arg, err := c.oneArg(args)
+	tg, err := c.targetArg(args)
 	if err != nil {
-		return err
-	}
-	tg, err := parseTarget(arg)
-	if err != nil {
-		return err
-	}
-	if _, err := c.connect(ctx); err != nil {
 		return err
 	}
 	rctx, cancel := c.requestContext(ctx)
 	defer cancel()
-	nodes := []string{tg.node}
-	if tg.node == "" {
-		hs, err := c.holders(rctx, tg.lockPath)
-		if err != nil {
-			return err
-		}
-		nodes = nodes[:0]
-		for _, h := range hs {
-			nodes = append(nodes, tg.lockPath+"/"+h.Node)
-		}
+	ps, err := c.nodesOf(rctx, tg)
+	if err != nil {
+		return err
 	}
 	type revoked struct {
 		Node string    `json:"node"`
 		Time time.Time `json:"time"`
 	}
 	var done []revoked
-	for _, n := range nodes {
+	for _, p := range ps {
+		n := tg.lockPath + "/" + p.Node
 		if err := revokeNode(rctx, c.s, n); err != nil {
 			return err
 		}
@@ -78,18 +67,9 @@ func revokeNode(ctx context.Context, s *zklock.Session, node string) error {
 	if err := zklock.ValidatePath(node); err != nil {
 		return err
 	}
-	errc := make(chan error, 1)
-	go func() {
-		_, err := s.Conn().Set(node, []byte(revokeMessage), -1)
-		errc <- err
-	}()
-	select {
-	case err := <-errc:
-		if err != nil {
-			return fmt.Errorf("revoke %s: %w", node, err)
-		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("revoke %s: %w", node, ctx.Err())
+	_, err := await(ctx, func() (*zk.Stat, error) { return s.Conn().Set(node, []byte(revokeMessage), -1) })
+	if err != nil {
+		return fmt.Errorf("revoke %s: %w", node, err)
 	}
+	return nil
 }
