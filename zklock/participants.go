@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -112,25 +113,20 @@ func (s *Session) participants(ctx context.Context, path string) ([]Participant,
 	if len(q) == 0 {
 		q = sortBy(children, parseLease)
 	}
+	reads := s.readAll(ctx, path, q)
 	out := make([]Participant, 0, len(q))
 	kept := make([]entry, 0, len(q))
-	for _, e := range q {
-		var data []byte
-		var stat *zk.Stat
-		err := s.retry(ctx, func() error {
-			var err error
-			data, stat, err = s.conn.Get(path + "/" + e.name)
-			return err
-		})
-		if errors.Is(err, zk.ErrNoNode) {
+	for i, e := range q {
+		r := reads[i]
+		if errors.Is(r.err, zk.ErrNoNode) {
 			continue // released since the listing
 		}
-		if err != nil {
-			return nil, fmt.Errorf("zklock: read %s/%s: %w", path, e.name, err)
+		if r.err != nil {
+			return nil, fmt.Errorf("zklock: read %s/%s: %w", path, e.name, r.err)
 		}
 		f, _, _ := ParseNode(e.name)
-		p := Participant{Node: e.name, Sequence: e.seq, Family: f, Data: data,
-			Owner: stat.EphemeralOwner, Created: time.UnixMilli(stat.Ctime)}
+		p := Participant{Node: e.name, Sequence: e.seq, Family: f, Data: r.data,
+			Owner: r.stat.EphemeralOwner, Created: time.UnixMilli(r.stat.Ctime)}
 		switch p.Family {
 		case FamilyCuratorRead, FamilyKazooRead:
 			p.Holder, _ = readRule(append(kept, e), len(kept), "")
@@ -141,4 +137,41 @@ func (s *Session) participants(ctx context.Context, path string) ([]Participant,
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// nodeRead is the outcome of one getData.
+type nodeRead struct {
+	data []byte
+	stat *zk.Stat
+	err  error
+}
+
+// maxReadsInFlight bounds the getData requests a listing has on the wire.
+const maxReadsInFlight = 64
+
+// readAll reads the data and stat of every node of q, pipelined: up to
+// maxReadsInFlight requests are in flight on the session's connection at
+// once, so a listing costs about one round trip per 64 nodes rather than
+// one per node. Each read retries on a lost connection until ctx ends.
+// The results are in q's order; each goroutine writes only its own slot
+// and wg.Wait orders those writes before the caller's reads.
+func (s *Session) readAll(ctx context.Context, path string, q []entry) []nodeRead {
+	reads := make([]nodeRead, len(q))
+	slots := make(chan struct{}, maxReadsInFlight)
+	var wg sync.WaitGroup
+	for i, e := range q {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			r := &reads[i]
+			r.err = s.retry(ctx, func() error {
+				var err error
+				r.data, r.stat, err = s.conn.Get(path + "/" + e.name)
+				return err
+			})
+		}()
+	}
+	wg.Wait()
+	return reads
 }
