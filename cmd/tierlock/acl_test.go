@@ -59,7 +59,7 @@ func TestBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "ls", "-json", p)
-	cmd.Env = append(os.Environ(), "TIERLOCK_ZK="+strings.Join(zktest.Servers(t), ","))
+	cmd.Env = append(os.Environ(), "TIERLOCK_ZK_SERVERS="+strings.Join(zktest.Servers(t), ","))
 	out, err := cmd.Output()
 	if err != nil || !strings.Contains(string(out), `"node":"`+l.Node()+`"`) {
 		t.Fatalf("ls: %v\n%s", err, out)

@@ -44,7 +44,7 @@ func newCLI(name string, sc subcommand, stdout, stderr io.Writer) *cli {
 	c := &cli{name: name, sc: sc, stdout: stdout, stderr: stderr}
 	fs := flag.NewFlagSet("tierlock "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.servers, "zk", envOr("TIERLOCK_ZK", "127.0.0.1:2181"), "ZooKeeper servers, host:port,... ($TIERLOCK_ZK)")
+	fs.StringVar(&c.servers, "zk", envOr("TIERLOCK_ZK_SERVERS", "127.0.0.1:2181"), "ZooKeeper servers, host:port,... ($TIERLOCK_ZK_SERVERS)")
 	fs.StringVar(&c.digest, "digest", os.Getenv("TIERLOCK_DIGEST"), "digest credentials user:password for ACL-protected paths ($TIERLOCK_DIGEST; the flag shows in ps, the variable does not)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "bound on connecting and on each request (watch: on connecting only)")
 	fs.BoolVar(&c.json, "json", false, "JSON output for scripts")

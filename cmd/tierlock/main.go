@@ -6,7 +6,7 @@
 //	tierlock revoke [flags] PATH|NODE      ask the holder (or NODE) to release: writes __REVOKE__ into its data
 //	tierlock break  [flags] -yes PATH|NODE delete the holder's node (or NODE): the lock passes on at once
 //
-// Every subcommand takes -zk host:port,... (default $TIERLOCK_ZK or
+// Every subcommand takes -zk host:port,... (default $TIERLOCK_ZK_SERVERS or
 // 127.0.0.1:2181), -digest user:password (default $TIERLOCK_DIGEST) for
 // ZooKeeper digest ACLs, -timeout (bounding the connection and the
 // request) and -json (one JSON document, or one line per listing under
