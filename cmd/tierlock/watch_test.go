@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierlock/tierlock/internal/faultproxy"
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -86,4 +87,65 @@ func TestWatchCount(t *testing.T) {
 	}
 	r := tierlock(t, "watch", "-count", "1", p)
 	r.want(t, exitOK, p+"  (1 node)", "holds")
+}
+
+// watch keeps printing across a dropped connection (go-zookeeper re-sets
+// the watch in the same session) and across a session expiry (the watch
+// fires with EventNotWatching and is armed again on the new session):
+// changes made while it was cut off are printed once it is back.
+func TestWatchSurvivesDropAndExpiry(t *testing.T) {
+	p := zktest.Path(t)
+	ctx := zktest.Context(t, time.Minute)
+	proxy, err := faultproxy.New(zktest.Servers(t)[0], faultproxy.WithLogger(zktest.QuietLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	var out, errOut syncBuffer
+	wctx, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	exited := make(chan int, 1)
+	go func() {
+		exited <- runContext(wctx, []string{"watch", "-zk", proxy.Addr(), "-json", "-v", p}, &out, &errOut)
+	}()
+	lines := func() int { return strings.Count(out.String(), "\n") }
+	zktest.Eventually(t, 10*time.Second, "the first listing", func() bool { return lines() >= 1 })
+
+	s := connect(t)
+	a := newLock(t, s, p, zklock.WithLabel("a"))
+	if err := a.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, 10*time.Second, "the holder", func() bool { return strings.Contains(out.String(), `"label":"a"`) })
+
+	proxy.DropAll()
+	b := newLock(t, s, p+"-b", zklock.WithLabel("unrelated")) // traffic elsewhere changes nothing
+	if err := b.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, 10*time.Second, "the release, after the drop", func() bool {
+		return strings.HasSuffix(out.String(), `"nodes":[]}`+"\n")
+	})
+
+	// Cut off for longer than the session timeout (the test server grants
+	// at most 20 ticks of 200 ms): the session expires meanwhile.
+	proxy.Partition(0)
+	if err := a.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Second)
+	proxy.Heal()
+	zktest.Eventually(t, 20*time.Second, "the acquire made while cut off", func() bool {
+		return strings.Contains(out.String()[strings.LastIndex(strings.TrimSuffix(out.String(), "\n"), "\n")+1:], `"label":"a"`)
+	})
+	if !strings.Contains(errOut.String(), "state=expired") {
+		t.Fatalf("the session did not expire; the test did not test the expiry:\n%s", errOut.String())
+	}
+	interrupt()
+	if code := <-exited; code != exitOK {
+		t.Fatalf("watch exited %d: %s", code, errOut.String())
+	}
 }
