@@ -183,6 +183,22 @@ func isLockNode(name string) bool {
 // errNoHolder reports a lock path nobody holds.
 var errNoHolder = errors.New("nobody holds it")
 
+// pathArg reads the single lock PATH (or root) argument of ls and watch;
+// root allows "/". A lock node is refused with a pointer to its path.
+func (c *cli) pathArg(args []string, root bool) (string, error) {
+	p, err := c.oneArg(args)
+	if err != nil || (root && p == "/") {
+		return p, err
+	}
+	if err := zklock.ValidatePath(p); err != nil {
+		return "", err
+	}
+	if isLockNode(path.Base(p)) {
+		return "", fmt.Errorf("%w: %s is a lock node; %s wants its lock path, %s", errUsage, p, c.name, path.Dir(p))
+	}
+	return p, nil
+}
+
 // targetArg reads the single PATH|NODE argument of revoke and break.
 func (c *cli) targetArg(args []string) (target, error) {
 	arg, err := c.oneArg(args)

@@ -20,14 +20,9 @@ import (
 // getChildren and one getData per lock node for each lock path found
 // (ListParticipants).
 func runLs(ctx context.Context, c *cli, args []string) error {
-	root, err := c.oneArg(args)
+	root, err := c.pathArg(args, true)
 	if err != nil {
 		return err
-	}
-	if root != "/" {
-		if err := zklock.ValidatePath(root); err != nil {
-			return err
-		}
 	}
 	if _, err := c.connect(ctx); err != nil {
 		return err

@@ -116,6 +116,9 @@ func TestLsKinds(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || len(got.Locks) != 1 {
 		t.Fatalf("ls of a lock path: %v %s", err, r.stdout)
 	}
+	// The whole tree, from the root.
+	tierlock(t, "ls", "/").want(t, exitOK, mutex+"  (2 nodes)", kazooPath)
+
 	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -29,11 +29,8 @@ import (
 // Cost per change: one getChildren with a watch (or exists), then
 // ListParticipants: one getChildren and one getData per node.
 func runWatch(ctx context.Context, c *cli, args []string) error {
-	p, err := c.oneArg(args)
+	p, err := c.pathArg(args, false)
 	if err != nil {
-		return err
-	}
-	if err := zklock.ValidatePath(p); err != nil {
 		return err
 	}
 	if _, err := c.connect(ctx); err != nil {
