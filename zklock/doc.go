@@ -44,6 +44,16 @@
 // retried, and deletes of our nodes are retried whatever the error until
 // the node or its session is gone.
 //
+// # Access control
+//
+// [WithDigestAuth] authenticates the session (before its first lock
+// request, and on every reconnect) and [WithACL] sets the ACL of the lock
+// nodes and of the lock paths the lock creates. ZooKeeper checks a create
+// or delete against the parent's ACL, so the fleet's identity with every
+// permission and the world with READ only, on the lock path, keeps a
+// client without the credentials from deleting a holder's node or queueing
+// a node of its own, while it can still list the queue.
+//
 // # Cost
 //
 // On a session made by [Connect], requests are pipelined, which is safe
@@ -77,10 +87,11 @@
 // Release), queue.go (enqueue, protection mode, parents, abandon),
 // rule.go (who may go, whom to watch), wait.go (the waiter and its
 // BooleanMutex), hold.go (install, the own-node watch, loss),
-// participants.go, guard.go (Txn: writes guarded by a check of the
-// hold's node), revoke.go (cooperative revocation, Curator's protocol:
-// [WithRevocable], [RevokeNode], [RevokeHolder]), retry.go (error classes,
-// retry, guaranteed delete),
+// participants.go (ListParticipants: a queue as an operator sees it),
+// guard.go (Txn: writes guarded by a check of the hold's node), revoke.go
+// (cooperative revocation, Curator's protocol: [WithRevocable],
+// [RevokeNode], [RevokeHolder]), auth.go (digest credentials before the
+// first lock request), retry.go (error classes, retry, guaranteed delete),
 // pipeline.go (pending deletes, send), wire.go (the tap on go-zookeeper's
 // connection), node.go (names, contenders of every family, ordering).
 //

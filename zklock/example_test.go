@@ -7,6 +7,8 @@ import (
 	"path"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -89,4 +91,80 @@ func ExampleLock_Acquire() {
 	// other TryAcquire: false <nil>
 	// still held
 	// after Release, token: 0
+}
+
+// ListParticipants shows who holds and who waits, as the tierlock command's
+// ls does.
+func ExampleListParticipants() {
+	ctx := context.Background()
+	s, err := zklock.Connect(ctx, zktest.Addrs(), zklock.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+	lock, err := zklock.New(s, "/examples/zklock-participants", zklock.WithLabel("report-job"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lock.Close()
+	if err := lock.Acquire(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lock.Release(ctx)
+
+	queue, err := zklock.ListParticipants(ctx, s, "/examples/zklock-participants")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, p := range queue {
+		fmt.Println(p.Family, p.Holder, p.Owner == s.SessionID())
+	}
+	// Output: lock true true
+}
+
+// WithDigestAuth and WithACL keep clients without the fleet's credentials
+// from deleting or queueing nodes on the fleet's lock paths; they can
+// still read the queue.
+func ExampleWithDigestAuth() {
+	ctx := context.Background()
+	s, err := zklock.Connect(ctx, zktest.Addrs(),
+		zklock.WithDigestAuth("fleet", "s3cret"), // sent before the first lock request and on every reconnect
+		zklock.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+
+	// The fleet may do everything, the world may only read: on the lock
+	// path (made by the lock with this ACL) that denies strangers CREATE
+	// and DELETE of lock nodes.
+	fleet := append(zk.DigestACL(zk.PermAll, "fleet", "s3cret"), zk.WorldACL(zk.PermRead)...)
+	lock, err := zklock.New(s, "/examples/zklock-acl/job", zklock.WithACL(fleet))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lock.Close()
+	if err := lock.Acquire(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lock.Release(ctx)
+
+	acl, _, err := s.Conn().GetACL("/examples/zklock-acl/job")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, a := range acl {
+		fmt.Println(a.Scheme, a.Perms == zk.PermAll)
+	}
+	// Output:
+	// digest true
+	// world false
 }

@@ -9,7 +9,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tierlock/tierlock/internal/zktest"
-	"github.com/tierlock/tierlock/zklock"
 )
 
 // One real ZooKeeper for the package; goleak checks nothing is left running.
@@ -26,15 +25,7 @@ var (
 	reportRequests   = zktest.ReportRequests
 )
 
-func newLock(t testing.TB, s *zklock.Session, path string, opts ...zklock.Option) *zklock.Lock {
-	t.Helper()
-	l, err := zklock.New(s, path, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
+var newLock = zktest.NewLock
 
 var nodeName = regexp.MustCompile(`^_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-lock-\d{10}$`)
 

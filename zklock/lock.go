@@ -37,7 +37,13 @@ func WithLabel(label string) Option { return func(c *lockConfig) { c.label = lab
 // long such a loss can delay a waiter.
 func WithRecheckInterval(d time.Duration) Option { return func(c *lockConfig) { c.recheck = d } }
 
-// WithACL sets the ACL of the nodes the lock creates (default: world, all).
+// WithACL sets the ACL of the nodes the lock creates (default: world, all):
+// its lock nodes, and the lock path and any missing ancestor it creates as
+// container nodes. ZooKeeper checks a create or delete of a node against
+// its parent's ACL, so it is the lock path's ACL that decides who may
+// queue and who may delete a holder's node; a lock path that already
+// exists keeps its own. With zk.AuthACL or zk.DigestACL, give the session
+// the credentials (WithDigestAuth). See ExampleWithDigestAuth.
 func WithACL(acl []zk.ACL) Option { return func(c *lockConfig) { c.acl = acl } }
 
 // WithLossHandler calls fn with the hold's node and the cause (ErrDisconnected,

@@ -4,23 +4,78 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
 
+// FamilyLease names the lease nodes of a semaphore (tierlock's Semaphore
+// and Curator's InterProcessSemaphoreV2: _c_<guid>-lease-<seq> under
+// <path>/leases). Contender never returns it: a lease does not contend for
+// a mutex. ListParticipants reports it.
+const FamilyLease Family = "lease"
+
+// ParseNode parses a child of a lock path as a lock node of any recipe
+// tierlock knows: a contender of the mutex and read/write lock (see
+// Contender) or a semaphore lease (FamilyLease).
+func ParseNode(name string) (Family, int32, bool) {
+	if f, seq, ok := Contender(name); ok {
+		return f, seq, true
+	}
+	if seq, ok := parseLease(name); ok {
+		return FamilyLease, seq, true
+	}
+	return "", 0, false
+}
+
 // Participant is one node in a lock's queue.
 type Participant struct {
-	Node     string // node name under the lock path
-	Sequence int32  // its sequence number
-	Data     []byte // what its creator wrote (zklock: JSON host, pid, label)
-	Holder   bool   // first in the queue: it holds the lock
+	Node     string    // node name under the lock path
+	Sequence int32     // its sequence number
+	Family   Family    // the recipe that made it (see Contender and FamilyLease)
+	Data     []byte    // what its creator wrote (zklock: JSON host, pid, label; Curator: an IP address; kazoo: its identifier)
+	Owner    int64     // the ZooKeeper session that created it (ephemeralOwner)
+	Created  time.Time // when the server created it (ctime)
+	// Holder reports that the node holds the lock: the first node; for
+	// the readers of a read/write lock, every reader no writer precedes;
+	// for a semaphore's leases only the first, the one known to hold (the
+	// size of a semaphore is not stored in ZooKeeper: the first n hold).
+	Holder bool
 	// Revoked: its holder was asked to release it (RevokeNode). Data is
 	// then RevokeMessage, which replaced what its creator wrote.
 	Revoked bool
 }
 
+// ListParticipants lists the queue at path (a lock path, a read/write
+// lock's path, or a semaphore's <path>/leases) in issue order, holder
+// first, with each node's data and stat. A path with contenders lists
+// them (every family that Contender knows); a path with none lists its
+// semaphore leases. Children that are neither are left out; a missing path
+// has an empty queue.
+//
+// It costs one getChildren and one getData per node (nodes that vanish
+// between the two are left out), and waits for the session's credentials
+// first (WithDigestAuth). The listing is a snapshot: by the time it
+// returns, the queue may have moved.
+func ListParticipants(ctx context.Context, s *Session, path string) ([]Participant, error) {
+	switch {
+	case s == nil:
+		return nil, ErrNilSession
+	case ctx == nil:
+		return nil, ErrNilContext
+	}
+	if err := ValidatePath(path); err != nil {
+		return nil, err
+	}
+	if s.isClosed() {
+		return nil, ErrSessionClosed
+	}
+	return s.participants(ctx, path)
+}
+
 // Participants lists the lock's queue in order, holder first, with each
-// node's data.
+// node's data: ListParticipants on the lock's path.
 func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
 	if l == nil {
 		return nil, ErrNilLock
@@ -34,28 +89,92 @@ func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
 	if closed {
 		return nil, ErrClosed
 	}
+	if l.s.isClosed() {
+		return nil, ErrSessionClosed
+	}
+	return l.s.participants(ctx, l.path)
+}
+
+// participants reads the queue at path: see ListParticipants.
+func (s *Session) participants(ctx context.Context, path string) ([]Participant, error) {
+	if err := s.awaitAuth(ctx); err != nil {
+		return nil, err
+	}
 	var children []string
-	err := l.s.retry(ctx, func() error {
+	err := s.retry(ctx, func() error {
 		var err error
-		children, _, err = l.s.conn.Children(l.path)
+		children, _, err = s.conn.Children(path)
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("zklock: list %s: %w", l.path, err)
+		return nil, fmt.Errorf("zklock: list %s: %w", path, err)
 	}
-	var out []Participant
-	for _, e := range sortQueue(children) {
-		data, _, err := l.s.conn.Get(l.path + "/" + e.name)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
+	q := sortQueue(children)
+	if len(q) == 0 {
+		q = sortBy(children, parseLease)
+	}
+	reads := s.readAll(ctx, path, q)
+	out := make([]Participant, 0, len(q))
+	kept := make([]entry, 0, len(q))
+	for i, e := range q {
+		r := reads[i]
+		if errors.Is(r.err, zk.ErrNoNode) {
+			continue // released since the listing
 		}
-		if err != nil {
-			return nil, fmt.Errorf("zklock: read %s: %w", e.name, err)
+		if r.err != nil {
+			return nil, fmt.Errorf("zklock: read %s/%s: %w", path, e.name, r.err)
 		}
-		out = append(out, Participant{Node: e.name, Sequence: e.seq, Data: data, Holder: len(out) == 0, Revoked: IsRevocation(data)})
+		f, _, _ := ParseNode(e.name)
+		p := Participant{Node: e.name, Sequence: e.seq, Family: f, Data: r.data,
+			Owner: r.stat.EphemeralOwner, Created: time.UnixMilli(r.stat.Ctime), Revoked: IsRevocation(r.data)}
+		switch p.Family {
+		case FamilyCuratorRead, FamilyKazooRead:
+			p.Holder, _ = readRule(append(kept, e), len(kept), "")
+		default:
+			p.Holder = len(kept) == 0
+		}
+		kept = append(kept, e)
+		out = append(out, p)
 	}
 	return out, nil
+}
+
+// nodeRead is the outcome of one getData.
+type nodeRead struct {
+	data []byte
+	stat *zk.Stat
+	err  error
+}
+
+// maxReadsInFlight bounds the getData requests a listing has on the wire.
+const maxReadsInFlight = 64
+
+// readAll reads the data and stat of every node of q, pipelined: up to
+// maxReadsInFlight requests are in flight on the session's connection at
+// once, so a listing costs about one round trip per 64 nodes rather than
+// one per node. Each read retries on a lost connection until ctx ends.
+// The results are in q's order; each goroutine writes only its own slot
+// and wg.Wait orders those writes before the caller's reads.
+func (s *Session) readAll(ctx context.Context, path string, q []entry) []nodeRead {
+	reads := make([]nodeRead, len(q))
+	slots := make(chan struct{}, maxReadsInFlight)
+	var wg sync.WaitGroup
+	for i, e := range q {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			r := &reads[i]
+			r.err = s.retry(ctx, func() error {
+				var err error
+				r.data, r.stat, err = s.conn.Get(path + "/" + e.name)
+				return err
+			})
+		}()
+	}
+	wg.Wait()
+	return reads
 }

@@ -128,6 +128,11 @@ func (l *Lock) list(ctx context.Context) ([]string, *zk.Stat, error) {
 // (protection mode), so no orphan blocks the queue.
 func (l *Lock) enqueue(ctx context.Context, guid string, wait bool) (queued, error) {
 	var n queued
+	// Credentials first (WithDigestAuth): a create under an ACL that
+	// only they satisfy would be refused, or made anonymous.
+	if err := l.s.awaitAuth(ctx); err != nil {
+		return n, err
+	}
 	prefix := l.path + "/" + protectedPrefix + guid + l.marker
 	stale, staleOwner, inFlight := l.s.pipe.take(l.path)
 	if inFlight != nil {

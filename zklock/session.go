@@ -54,6 +54,7 @@ type sessionConfig struct {
 	listener     func(State)
 	maxRetryWait time.Duration
 	noPipelining bool
+	digests      []digestCred // see auth.go
 }
 
 // SessionOption configures Connect and NewSession.
@@ -157,6 +158,9 @@ type Session struct {
 
 	notes notifier // state changes for cfg.listener
 	pipe  pipeline // see pipeline.go
+
+	auth    authGate     // see auth.go
+	connGen atomic.Int64 // connections that reached a session, as onEvent saw them
 }
 
 func buildConfig(opts []SessionOption) (sessionConfig, error) {
@@ -169,6 +173,9 @@ func buildConfig(opts []SessionOption) (sessionConfig, error) {
 	if cfg.timeout <= 0 || cfg.maxRetryWait <= 0 {
 		return cfg, fmt.Errorf("%w: session timeout and retry interval must be positive", ErrInvalidOption)
 	}
+	if err := checkDigests(cfg.digests); err != nil {
+		return cfg, err
+	}
 	if cfg.logger == nil {
 		cfg.logger = slog.Default()
 	}
@@ -176,7 +183,8 @@ func buildConfig(opts []SessionOption) (sessionConfig, error) {
 }
 
 // Connect dials the ZooKeeper servers (host:port) and waits until a session
-// is established or ctx ends.
+// is established, and its credentials (WithDigestAuth) are accepted, or ctx
+// ends.
 func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Session, error) {
 	if ctx == nil {
 		return nil, ErrNilContext
@@ -203,11 +211,17 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	s.observe(conn.State())
 	select {
 	case <-s.ready:
-		return s, nil
 	case <-ctx.Done():
 		s.Close()
 		return nil, fmt.Errorf("zklock: connect to %v: %w", servers, ctx.Err())
 	}
+	if len(cfg.digests) > 0 {
+		if err := s.authenticate(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // NewSession wraps a connection the caller already has; Close leaves conn
@@ -219,7 +233,8 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 // not pipelined (that needs the dialer Connect installs), and the session
 // cannot learn the timeout the server negotiated, so the loss bounds are
 // derived from WithSessionTimeout, which must not exceed the timeout the
-// server grants.
+// server grants. Credentials (WithDigestAuth) are sent in the background;
+// the session's lock requests wait for them, and fail with their error.
 func NewSession(conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*Session, error) {
 	if conn == nil {
 		return nil, fmt.Errorf("%w: a connection is required", ErrNilSession)
@@ -232,6 +247,9 @@ func NewSession(conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*
 	s.start(conn)
 	s.observe(conn.State())
 	s.goBackground(func() { s.poll(events) })
+	if len(cfg.digests) > 0 {
+		s.goBackground(func() { _ = s.authenticate(s.ctx) })
+	}
 	return s, nil
 }
 
@@ -248,6 +266,7 @@ func newSession(tap *wireTap, owns bool, cfg sessionConfig) *Session {
 	s.notes.init(cfg.listener)
 	s.pipe.init(s)
 	s.lease.init(s)
+	s.auth.init(len(cfg.digests) > 0)
 	return s
 }
 

@@ -15,6 +15,9 @@ import (
 func (s *Session) onEvent(ev zk.Event) {
 	switch ev.Type {
 	case zk.EventSession:
+		if ev.State == zk.StateHasSession {
+			s.connGen.Add(1) // before go-zookeeper re-sends credentials: see addDigest
+		}
 		s.observe(ev.State)
 	case zk.EventNotWatching:
 		// Sent for each watched path when the session expired: a holder

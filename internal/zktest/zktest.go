@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -224,4 +225,46 @@ func IsClosed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// NewLock returns a lock on path and closes it when the test ends.
+func NewLock(t testing.TB, s *zklock.Session, path string, opts ...zklock.Option) *zklock.Lock {
+	t.Helper()
+	l, err := zklock.New(s, path, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// The identity of the ACL tests' fleet (see FleetACL).
+const (
+	FleetUser     = "fleet"
+	FleetPassword = "s3cret"
+)
+
+// FleetACL lets the fleet (digest FleetUser:FleetPassword) do everything
+// and the world only read: on a lock path it denies strangers CREATE and
+// DELETE of lock nodes, which ZooKeeper checks against the parent's ACL.
+func FleetACL() []zk.ACL {
+	return append(zk.DigestACL(zk.PermAll, FleetUser, FleetPassword), zk.WorldACL(zk.PermRead)...)
+}
+
+// ACLRoot creates a persistent node at Path(t) with ACL acl, as an
+// operator would once for a fleet (its ancestors are world-writable), and
+// returns it. conn must hold credentials that acl lets create and delete
+// below it, or the test cannot clean up (the server is the test's own).
+func ACLRoot(t testing.TB, conn *zk.Conn, acl []zk.ACL) string {
+	t.Helper()
+	root := Path(t)
+	for _, p := range []string{path.Dir(path.Dir(root)), path.Dir(root)} {
+		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Create(root, nil, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	return root
 }

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// errHelp reports that -h was asked for and answered.
+var errHelp = errors.New("help")
+
+// cli holds what every subcommand shares: its flags, its output and, once
+// connected, its session.
+type cli struct {
+	name   string
+	sc     subcommand
+	stdout io.Writer
+	stderr io.Writer
+	fs     *flag.FlagSet
+
+	servers string
+	digest  string
+	timeout time.Duration
+	json    bool
+	verbose bool
+	yes     bool // break only
+	count   int  // watch only
+
+	s *zklock.Session
+}
+
+func newCLI(name string, sc subcommand, stdout, stderr io.Writer) *cli {
+	c := &cli{name: name, sc: sc, stdout: stdout, stderr: stderr}
+	fs := flag.NewFlagSet("tierlock "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.servers, "zk", envOr("TIERLOCK_ZK_SERVERS", "127.0.0.1:2181"), "ZooKeeper servers, host:port,... ($TIERLOCK_ZK_SERVERS)")
+	fs.StringVar(&c.digest, "digest", os.Getenv("TIERLOCK_DIGEST"), "digest credentials user:password for ACL-protected paths ($TIERLOCK_DIGEST; the flag shows in ps, the variable does not)")
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "bound on connecting and on each request (watch: on connecting only)")
+	fs.BoolVar(&c.json, "json", false, "JSON output for scripts")
+	fs.BoolVar(&c.verbose, "v", false, "log session events to stderr")
+	switch name {
+	case "break":
+		fs.BoolVar(&c.yes, "yes", false, "confirm: delete the node (required)")
+	case "watch":
+		fs.IntVar(&c.count, "count", 0, "stop after this many listings (0: until interrupted)")
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: tierlock %s [flags] %s\n  %s\n\nflags:\n", name, sc.usage, sc.help)
+		fs.PrintDefaults()
+	}
+	c.fs = fs
+	return c
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// parse parses the subcommand's flags, which may come before or after its
+// argument (tierlock break /locks/a -yes).
+func (c *cli) parse(args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := c.fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, errHelp
+			}
+			return nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		args = c.fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		rest = append(rest, args[0])
+		args = args[1:]
+	}
+	if c.timeout <= 0 {
+		return nil, fmt.Errorf("%w: -timeout must be positive", errUsage)
+	}
+	if c.count < 0 {
+		return nil, fmt.Errorf("%w: -count must not be negative", errUsage)
+	}
+	return rest, nil
+}
+
+// oneArg returns the subcommand's single argument.
+func (c *cli) oneArg(args []string) (string, error) {
+	switch len(args) {
+	case 1:
+		return args[0], nil
+	case 0:
+		return "", fmt.Errorf("%w: missing %s", errUsage, c.sc.usage)
+	}
+	return "", fmt.Errorf("%w: one argument expected, got %q", errUsage, args)
+}
+
+// connect opens the session, within -timeout, with the -digest
+// credentials in place (zklock.Connect returns only then).
+func (c *cli) connect(ctx context.Context) (*zklock.Session, error) {
+	var servers []string
+	for _, s := range strings.Split(c.servers, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			servers = append(servers, s)
+		}
+	}
+	if len(servers) == 0 {
+		return nil, fmt.Errorf("%w: -zk names no server", errUsage)
+	}
+	level := slog.LevelWarn + 1 // silent: errors are reported as values
+	if c.verbose {
+		level = slog.LevelDebug
+	}
+	opts := []zklock.SessionOption{zklock.WithLogger(slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level})))}
+	if c.digest != "" {
+		user, password, ok := strings.Cut(c.digest, ":")
+		if !ok || user == "" {
+			return nil, fmt.Errorf("%w: -digest wants user:password", errUsage)
+		}
+		opts = append(opts, zklock.WithDigestAuth(user, password))
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	s, err := zklock.Connect(cctx, servers, opts...)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return nil, fmt.Errorf("%w %s within %v: %w", errUnreachable, c.servers, c.timeout, err)
+		}
+		return nil, err
+	}
+	c.s = s
+	return s, nil
+}
+
+func (c *cli) close() {
+	if c.s != nil {
+		c.s.Close()
+	}
+}
+
+// requestContext bounds one request by -timeout.
+func (c *cli) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.timeout)
+}
+
+// await runs a go-zookeeper request, whose methods take no context, and
+// returns its result, or ctx's error as soon as ctx ends. An abandoned
+// request completes in the background: the reply, or the failure that
+// closing the session gives every pending request, ends its goroutine,
+// and the buffered channel lets it end without a reader.
+func await[T any](ctx context.Context, req func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := req()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}

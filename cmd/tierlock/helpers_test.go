@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// One real ZooKeeper for the package; goleak checks nothing is left running.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(zktest.Wrap(m)) }
+
+// result is what one run of the command left.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// tierlock runs the command's main logic with args, against the test
+// server unless args name -zk themselves.
+func tierlock(t *testing.T, args ...string) result {
+	t.Helper()
+	return tierlockCtx(t, context.Background(), args...)
+}
+
+func tierlockCtx(t *testing.T, ctx context.Context, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := runContext(ctx, withZK(t, args), &out, &errOut)
+	return result{code, out.String(), errOut.String()}
+}
+
+// withZK inserts -zk (the test server) after the subcommand.
+func withZK(t *testing.T, args []string) []string {
+	if len(args) == 0 {
+		return args
+	}
+	for _, a := range args {
+		if a == "-zk" {
+			return args
+		}
+	}
+	return append([]string{args[0], "-zk", strings.Join(zktest.Servers(t), ",")}, args[1:]...)
+}
+
+func (r result) want(t *testing.T, code int, in ...string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+	for _, s := range in {
+		if !strings.Contains(r.stdout+r.stderr, s) {
+			t.Fatalf("output lacks %q\nstdout:\n%s\nstderr:\n%s", s, r.stdout, r.stderr)
+		}
+	}
+}
+
+func connect(t *testing.T, opts ...zklock.SessionOption) *zklock.Session {
+	t.Helper()
+	return zktest.Connect(t, zktest.Servers(t), opts...)
+}
+
+var newLock = zktest.NewLock
+
+// waitQueue waits until path has n children.
+func waitQueue(t *testing.T, s *zklock.Session, path string, n int) {
+	t.Helper()
+	zktest.Eventually(t, 10*time.Second, "queue of "+path, func() bool {
+		return len(zktest.Children(t, s.Conn(), path)) == n
+	})
+}
+
+// syncBuffer is a bytes.Buffer that a running watch writes and the test
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

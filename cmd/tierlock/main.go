@@ -1,0 +1,144 @@
+// Command tierlock inspects and repairs the lock queues that tierlock,
+// Curator and kazoo keep on ZooKeeper:
+//
+//	tierlock ls     [flags] ROOT|PATH      list lock paths under ROOT with their queues, holder first
+//	tierlock watch  [flags] PATH           print PATH's queue each time it changes, until interrupted
+//	tierlock revoke [flags] PATH|NODE      ask the holder (or NODE) to release: writes __REVOKE__ into its data
+//	tierlock break  [flags] -yes PATH|NODE delete the holder's node (or NODE): the lock passes on at once
+//
+// Every subcommand takes -zk host:port,... (default $TIERLOCK_ZK_SERVERS or
+// 127.0.0.1:2181), -digest user:password (default $TIERLOCK_DIGEST) for
+// ZooKeeper digest ACLs, -timeout (bounding the connection and the
+// request) and -json (one JSON document, or one line per listing under
+// watch). Exit codes: 0 ok; 1 failed; 2 usage (unknown subcommand, bad
+// flag or argument, invalid path, break without -yes); 3 ZooKeeper
+// unreachable within -timeout; 4 not permitted (the node's or its parent's
+// ACL refuses these credentials); 5 no such node (or, for
+// revoke and break on a PATH, nobody holds it).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// Exit codes, documented in the package comment and in docs/parts/ops.md.
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitUnreachable = 3
+	exitNoAuth      = 4
+	exitNoNode      = 5
+)
+
+// The errors that choose an exit code other than exitFailed.
+var (
+	errUsage       = errors.New("usage")
+	errUnreachable = errors.New("cannot reach ZooKeeper")
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run is the command: args without the program name. An interrupt or
+// SIGTERM ends a watch (exit 0) or abandons a request (exit 1).
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runContext(ctx, args, stdout, stderr)
+}
+
+// subcommand runs one subcommand with its own flags.
+type subcommand struct {
+	usage string // arguments after the flags
+	help  string
+	run   func(ctx context.Context, c *cli, args []string) error
+}
+
+var subcommands = map[string]subcommand{
+	"ls":     {"ROOT|PATH", "list lock paths under ROOT (or PATH itself) with their queues, holder first", runLs},
+	"watch":  {"PATH", "print PATH's queue each time it changes, until interrupted", runWatch},
+	"revoke": {"PATH|NODE", "ask the holder of PATH (every holder, for readers), or NODE, to release: writes __REVOKE__ into the node's data", runRevoke},
+	"break":  {"-yes PATH|NODE", "delete the node of PATH's holder, or NODE: the lock passes to the next in line", runBreak},
+}
+
+// order lists the subcommands in help.
+var order = []string{"ls", "watch", "revoke", "break"}
+
+// runContext is run with the context the caller chooses (tests cancel a
+// watch through it).
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return exitOK
+	}
+	sc, ok := subcommands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "tierlock: unknown subcommand %q\n", name)
+		usage(stderr)
+		return exitUsage
+	}
+	c := newCLI(name, sc, stdout, stderr)
+	rest, err := c.parse(args[1:])
+	if errors.Is(err, errHelp) {
+		return exitOK
+	}
+	if err == nil {
+		err = sc.run(ctx, c, rest)
+	}
+	c.close()
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "tierlock %s: %v\n", name, err)
+	code := exitCode(err)
+	switch code {
+	case exitUsage:
+		fmt.Fprintf(stderr, "usage: tierlock %s [flags] %s (tierlock %s -h for the flags)\n", name, sc.usage, name)
+	case exitNoAuth:
+		fmt.Fprintln(stderr, "the ACL refuses these credentials: pass the fleet's with -digest user:password or $TIERLOCK_DIGEST")
+	}
+	return code
+}
+
+// exitCode maps an error to the documented exit codes.
+func exitCode(err error) int {
+	switch {
+	case errors.Is(err, errUsage), errors.Is(err, zklock.ErrInvalidPath), errors.Is(err, zklock.ErrInvalidOption):
+		return exitUsage
+	case errors.Is(err, errUnreachable):
+		return exitUnreachable
+	case errors.Is(err, zk.ErrNoAuth), errors.Is(err, zk.ErrAuthFailed):
+		return exitNoAuth
+	case errors.Is(err, zk.ErrNoNode), errors.Is(err, errNoHolder):
+		return exitNoNode
+	}
+	return exitFailed
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: tierlock SUBCOMMAND [flags] ARGS")
+	fmt.Fprintln(w)
+	for _, n := range order {
+		sc := subcommands[n]
+		fmt.Fprintf(w, "  %-7s %-15s %s\n", n, sc.usage, sc.help)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "flags of every subcommand: -zk host:port,... -digest user:password -timeout 10s -json")
+	fmt.Fprintln(w, "exit codes: 0 ok, 1 failed, 2 usage, 3 ZooKeeper unreachable, 4 not permitted (ACL), 5 no such node")
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// nodeView is one queue node as printed: the JSON form of -json, and the
+// columns of the human form.
+type nodeView struct {
+	Node    string        `json:"node"` // full path
+	Seq     int32         `json:"seq"`
+	Kind    string        `json:"kind"`   // mutex, read, write, lease
+	Family  zklock.Family `json:"family"` // the recipe's node family (zklock.Family)
+	Holder  bool          `json:"holder"`
+	Session string        `json:"session"` // ephemeralOwner, hex as ZooKeeper's logs and four-letter words print it
+	Ctime   time.Time     `json:"ctime"`
+	AgeSec  float64       `json:"age_seconds"` // local clock minus the server's ctime
+	Host    string        `json:"host,omitempty"`
+	Pid     int           `json:"pid,omitempty"`
+	Label   string        `json:"label,omitempty"`
+	Revoke  bool          `json:"revoke_requested,omitempty"` // the data is Curator's __REVOKE__
+	Data    string        `json:"data"`                       // the raw data (lossy for binary data)
+}
+
+// queueView is one lock path and its queue.
+type queueView struct {
+	Path  string     `json:"path"`
+	Time  *time.Time `json:"time,omitempty"` // watch only: when the listing was read
+	Nodes []nodeView `json:"nodes"`
+}
+
+// kindOf names what a node of family f holds or waits for.
+func kindOf(f zklock.Family) string {
+	switch f {
+	case zklock.FamilyCuratorRead, zklock.FamilyKazooRead:
+		return "read"
+	case zklock.FamilyCuratorWrite:
+		return "write"
+	case zklock.FamilyLease:
+		return "lease"
+	}
+	return "mutex" // tierlock, Curator, zk.Lock, kazoo Lock and WriteLock
+}
+
+// revokeMessage is Curator's revocation request, written into a holder's
+// node data by a revoker (zklock.RevokeMessage).
+const revokeMessage = zklock.RevokeMessage
+
+func viewOf(lockPath string, ps []zklock.Participant, now time.Time) queueView {
+	q := queueView{Path: lockPath, Nodes: make([]nodeView, 0, len(ps))}
+	for _, p := range ps {
+		v := nodeView{
+			Node: lockPath + "/" + p.Node, Seq: p.Sequence, Kind: kindOf(p.Family), Family: p.Family,
+			Holder: p.Holder, Session: fmt.Sprintf("0x%x", p.Owner), Ctime: p.Created.UTC(),
+			AgeSec: now.Sub(p.Created).Round(time.Millisecond).Seconds(), Data: string(p.Data),
+		}
+		var d struct {
+			Host  string `json:"host"`
+			Pid   int    `json:"pid"`
+			Label string `json:"label"`
+		}
+		switch {
+		case string(p.Data) == revokeMessage:
+			v.Revoke = true
+		case json.Unmarshal(p.Data, &d) == nil && (d.Host != "" || d.Pid != 0):
+			v.Host, v.Pid, v.Label = d.Host, d.Pid, d.Label
+		}
+		q.Nodes = append(q.Nodes, v)
+	}
+	return q
+}
+
+// who is the human form of a node's data.
+func (v nodeView) who() string {
+	switch {
+	case v.Revoke:
+		return "revocation requested (" + revokeMessage + ")"
+	case v.Host != "" || v.Pid != 0:
+		s := "host=" + v.Host + " pid=" + strconv.Itoa(v.Pid)
+		if v.Label != "" {
+			s += " label=" + strconv.Quote(v.Label)
+		}
+		return s
+	case v.Data == "":
+		return "-"
+	case !utf8.ValidString(v.Data):
+		return fmt.Sprintf("(%d bytes)", len(v.Data))
+	}
+	s := v.Data
+	if len(s) > 60 {
+		s = s[:60] + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// printQueues writes queues in the human form: a heading per lock path,
+// then a table of its nodes, holders first.
+func printQueues(w io.Writer, qs []queueView) error {
+	for i, q := range qs {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		heading := q.Path
+		if q.Time != nil {
+			heading = q.Time.Format("15:04:05.000") + " " + heading
+		}
+		fmt.Fprintf(w, "%s  (%s)\n", heading, plural(len(q.Nodes), "node"))
+		if len(q.Nodes) == 0 {
+			continue
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  STATE\tKIND\tFAMILY\tSEQ\tAGE\tSESSION\tNODE\tOWNER")
+		for _, v := range q.Nodes {
+			state := "waits"
+			if v.Holder {
+				state = "holds"
+			}
+			name := v.Node[strings.LastIndex(v.Node, "/")+1:]
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%010d\t%s\t%s\t%s\t%s\n", state, v.Kind, v.Family, v.Seq,
+				age(v.AgeSec), v.Session, name, v.who())
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
+func age(sec float64) string {
+	d := time.Duration(sec * float64(time.Second))
+	switch {
+	case d < 0:
+		return "0s" // the server's clock is ahead of ours
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// printJSON writes v as one line of JSON.
+func printJSON(w io.Writer, v any) error {
+	return json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,125 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Digest credentials. ZooKeeper keeps authentication per connection, not
+// per session: a client that reconnects, even into the same session, is
+// anonymous on the new connection until it sends its credentials again.
+// go-zookeeper v1.0.4 remembers every AddAuth that succeeded and re-sends
+// them on each new connection before its send loop starts (conn.go,
+// resendZkAuth), so requests queued across a reconnect always go out
+// after the credentials. What it does not cover is the first AddAuth
+// itself, which this file does: the credentials are in place before the
+// session's first lock request (see awaitAuth), and an AddAuth whose reply
+// a reconnect raced is sent again (see addDigest).
+//
+// The digest scheme never fails to authenticate: the server only derives
+// an identity from user:password. Wrong credentials are therefore not an
+// error here but a different identity, which the ACLs then refuse
+// (zk.ErrNoAuth on the request). zk.ErrAuthFailed comes from other schemes.
+
+// digestCred is one WithDigestAuth.
+type digestCred struct{ user, password string }
+
+// WithDigestAuth authenticates the session's connection with ZooKeeper's
+// digest scheme as user:password before the session's first lock request,
+// and again on every reconnect. Nodes created with zk.AuthACL or
+// zk.DigestACL(perms, user, password) are then this user's. The user must
+// be non-empty and have no colon (ZooKeeper splits at the first one).
+// Several WithDigestAuth add several identities.
+func WithDigestAuth(user, password string) SessionOption {
+	return func(c *sessionConfig) { c.digests = append(c.digests, digestCred{user, password}) }
+}
+
+func checkDigests(ds []digestCred) error {
+	for _, d := range ds {
+		if d.user == "" || strings.Contains(d.user, ":") {
+			return fmt.Errorf("%w: digest user %q must be non-empty and have no colon", ErrInvalidOption, d.user)
+		}
+	}
+	return nil
+}
+
+// authGate is closed once the session's credentials are in place, or their
+// sending failed for good.
+type authGate struct {
+	done chan struct{}
+	err  error // written before done is closed, read after
+}
+
+func (g *authGate) init(needed bool) {
+	g.done = make(chan struct{})
+	if !needed {
+		close(g.done)
+	}
+}
+
+// authenticate sends every credential of the session and opens the gate.
+// Connect runs it before returning; NewSession in the background.
+func (s *Session) authenticate(ctx context.Context) error {
+	var err error
+	for _, d := range s.cfg.digests {
+		if err = s.addDigest(ctx, d); err != nil {
+			break
+		}
+	}
+	s.auth.err = err
+	close(s.auth.done)
+	return err
+}
+
+// addDigest sends one credential until the server has taken it on the
+// connection that go-zookeeper's re-send will cover. go-zookeeper records
+// a credential only after its reply arrives: were the connection replaced
+// in between, its re-send could run before the record and the new
+// connection would stay anonymous. A new connection first raises
+// connGen (onEvent, synchronously, before go-zookeeper's re-send reads its
+// records), so an unchanged connGen after AddAuth returned means any later
+// connection's re-send comes after the record and includes it; a changed
+// one sends the credential again (a duplicate record is harmless). Under
+// NewSession, whose state is polled, a reconnect faster than the poll can
+// go unseen: that window, microseconds wide, stays.
+func (s *Session) addDigest(ctx context.Context, d digestCred) error {
+	cred := []byte(d.user + ":" + d.password)
+	err := s.retry(ctx, func() error {
+		gen := s.connGen.Load()
+		if err := s.conn.AddAuth("digest", cred); err != nil {
+			return err
+		}
+		if s.connGen.Load() != gen {
+			return errReauth
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("zklock: digest auth as %q: %w", d.user, err)
+	}
+	return nil
+}
+
+// errReauth asks retry to send a credential again on the new connection.
+var errReauth = errors.New("zklock: connection replaced during auth")
+
+// awaitAuth waits until the session's credentials are in place: every
+// request that creates, deletes or reads lock nodes goes after it. It
+// returns the auth's failure, or ctx's error.
+func (s *Session) awaitAuth(ctx context.Context) error {
+	select {
+	case <-s.auth.done:
+		return s.auth.err
+	default:
+	}
+	select {
+	case <-s.auth.done:
+		return s.auth.err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.ctx.Done():
+		return ErrSessionClosed
+	}
+}

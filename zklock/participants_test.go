@@ -1,0 +1,198 @@
+package zklock_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// ListParticipants reports every node of a mixed read/write queue in issue
+// order with its family, owner session, creation time and data, and marks
+// as holders exactly the nodes that hold: the readers no writer precedes.
+func TestListParticipantsReadWrite(t *testing.T) {
+	servers := zktest.Servers(t)
+	s1, s2 := connect(t, servers), connect(t, servers)
+	p := zktest.Path(t)
+	ctx := ctxT(t, 20*time.Second)
+	before := time.Now().Add(-time.Second)
+
+	rw1, err := zklock.NewRWLock(s1, p, zklock.WithLabel("r1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw1.Close()
+	rw2, err := zklock.NewRWLock(s2, p, zklock.WithLabel("w2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw2.Close()
+	rw3, err := zklock.NewRWLock(s2, p, zklock.WithLabel("r3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw3.Close()
+	if err := rw1.ReadLock().Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 2)
+	go func() { done <- rw2.WriteLock().Acquire(wctx) }()
+	eventually(t, 10*time.Second, "writer queued", func() bool { return len(children(t, s1.Conn(), p)) == 2 })
+	go func() { done <- rw3.ReadLock().Acquire(wctx) }()
+	eventually(t, 10*time.Second, "reader queued", func() bool { return len(children(t, s1.Conn(), p)) == 3 })
+
+	ps, err := zklock.ListParticipants(ctx, s1, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		family zklock.Family
+		holder bool
+		owner  int64
+		label  string
+	}{
+		{zklock.FamilyCuratorRead, true, s1.SessionID(), "r1"},
+		{zklock.FamilyCuratorWrite, false, s2.SessionID(), "w2"},
+		{zklock.FamilyCuratorRead, false, s2.SessionID(), "r3"}, // behind the writer
+	}
+	if len(ps) != len(want) {
+		t.Fatalf("participants %+v, want %d", ps, len(want))
+	}
+	for i, w := range want {
+		var d struct {
+			Pid   int    `json:"pid"`
+			Label string `json:"label"`
+		}
+		_ = json.Unmarshal(ps[i].Data, &d)
+		if ps[i].Family != w.family || ps[i].Holder != w.holder || ps[i].Owner != w.owner ||
+			d.Label != w.label || d.Pid != os.Getpid() || ps[i].Created.Before(before) || ps[i].Created.After(time.Now()) {
+			t.Errorf("participant %d: %+v (data %s), want %+v", i, ps[i], ps[i].Data, w)
+		}
+	}
+	if ps[0].Node != path.Base(rw1.ReadLock().Node()) {
+		t.Errorf("first is %s, want the read holder %s", ps[0].Node, rw1.ReadLock().Node())
+	}
+	cancel()
+	<-done
+	<-done
+}
+
+// A semaphore's leases are listed at <path>/leases, the first as holder.
+func TestListParticipantsLeases(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	p := zktest.Path(t)
+	ctx := ctxT(t, 20*time.Second)
+	sem, err := zklock.NewSemaphore(s, p, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sem.Close()
+	le, err := sem.Acquire(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer le.Release()
+	ps, err := zklock.ListParticipants(ctx, s, p+"/leases")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 2 || ps[0].Family != zklock.FamilyLease || !ps[0].Holder || ps[1].Holder {
+		t.Fatalf("leases %+v", ps)
+	}
+	// The semaphore's own path has no contenders and no leases.
+	if ps, err := zklock.ListParticipants(ctx, s, p); err != nil || len(ps) != 0 {
+		t.Fatalf("semaphore path: %+v %v, want nothing", ps, err)
+	}
+}
+
+// Bad input gets an error, never a panic.
+func TestListParticipantsBadInput(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	ctx := ctxT(t, 10*time.Second)
+	//nolint:staticcheck // a nil context on purpose
+	if _, err := zklock.ListParticipants(nil, s, "/x"); !errors.Is(err, zklock.ErrNilContext) {
+		t.Errorf("nil ctx: %v", err)
+	}
+	if _, err := zklock.ListParticipants(ctx, nil, "/x"); !errors.Is(err, zklock.ErrNilSession) {
+		t.Errorf("nil session: %v", err)
+	}
+	if _, err := zklock.ListParticipants(ctx, s, "x/"); !errors.Is(err, zklock.ErrInvalidPath) {
+		t.Errorf("bad path: %v", err)
+	}
+	if ps, err := zklock.ListParticipants(ctx, s, zktest.Path(t)); err != nil || ps != nil {
+		t.Errorf("missing path: %v %v, want an empty queue", ps, err)
+	}
+	closed := connect(t, zktest.Servers(t))
+	closed.Close()
+	if _, err := zklock.ListParticipants(ctx, closed, "/x"); !errors.Is(err, zklock.ErrSessionClosed) {
+		t.Errorf("closed session: %v", err)
+	}
+}
+
+// BenchmarkListParticipants measures a listing of a queue of three
+// (a holder, two waiters) and the requests it costs (reqs/op: one
+// getChildren and one getData per node, 4).
+func BenchmarkListParticipants(b *testing.B) {
+	servers := zktest.Servers(b)
+	s := connect(b, servers)
+	p := zktest.Path(b)
+	ctx := ctxT(b, time.Minute)
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 3)
+	for i := range 3 {
+		l := newLock(b, connect(b, servers), p)
+		if i == 0 {
+			if err := l.Acquire(ctx); err != nil {
+				b.Fatal(err)
+			}
+			continue
+		}
+		go func() { done <- l.Acquire(wctx) }()
+	}
+	eventually(b, 10*time.Second, "queue of 3", func() bool { return len(children(b, s.Conn(), p)) == 3 })
+	reportRequests(b, func() {
+		for range b.N {
+			if ps, err := zklock.ListParticipants(ctx, s, p); err != nil || len(ps) != 3 {
+				b.Fatal(ps, err)
+			}
+		}
+	})
+	cancel()
+	<-done
+	<-done
+}
+
+// BenchmarkListParticipants30 lists a queue of 30 (a holder and 29 plain
+// lock nodes): 31 requests, the getData pipelined (readAll). With
+// maxReadsInFlight = 1 (serial reads) it took 2.5 times as long here.
+func BenchmarkListParticipants30(b *testing.B) {
+	s := connect(b, zktest.Servers(b))
+	p := zktest.Path(b)
+	l := newLock(b, s, p)
+	ctx := ctxT(b, time.Minute)
+	if err := l.Acquire(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for range 29 {
+		if _, err := s.Conn().Create(p+"/_c_x-lock-", []byte("{}"), zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRequests(b, func() {
+		for range b.N {
+			if ps, err := zklock.ListParticipants(ctx, s, p); err != nil || len(ps) != 30 {
+				b.Fatal(ps, err)
+			}
+		}
+	})
+}
