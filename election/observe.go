@@ -15,61 +15,15 @@ import (
 // zklock.WithRecheckInterval).
 const recheck = 5 * time.Second
 
-// read lists the queue and reads the leader's node, unless it is keep
-// (its data never changes), and returns a channel that fires when the
-// leader may have changed: a data watch on the leader's node (nil when it
-// is keep: the caller's watch on it stands), or, with no leader, a
-// children watch on the path (an exists watch while the path is missing).
-func (e *Election) read(keep string) (node, v string, ev <-chan zk.Event, err error) {
-	conn := e.s.Conn()
-	for {
-		children, _, err := conn.Children(e.path)
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return "", "", nil, err
-		}
-		if node = first(children); node == keep && node != "" {
-			return node, "", nil, nil
-		}
-		if node == "" {
-			children, _, ev, err = conn.ChildrenW(e.path)
-			if errors.Is(err, zk.ErrNoNode) {
-				var ok bool
-				if ok, _, ev, err = conn.ExistsW(e.path); err == nil && ok {
-					continue // created meanwhile: list again
-				}
-			}
-			if err != nil || first(children) == "" {
-				return "", "", ev, errors.Join(err, ErrNoLeader)
-			}
-			continue // one came meanwhile (the watch fires when the next one does)
-		}
-		data, _, ev, err := conn.GetW(e.path + "/" + node)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue // it went meanwhile
-		}
-		return node, value(data), ev, err
-	}
-}
-
-// first returns the name of the first contender in children, in zklock's
-// queue order (sequence, wrapping), or "".
-func first(children []string) (name string) {
-	var seq int32
-	for _, c := range children {
-		if _, s, ok := zklock.Contender(c); ok && (name == "" || int32(uint32(seq)-uint32(s)) > 0 || (s == seq && c < name)) {
-			name, seq = c, s
-		}
-	}
-	return name
-}
-
 // Observe sends the value of each new leader, in the order they lead,
 // starting with the current one, and is closed when ctx ends or the
 // session is closed. It sends nothing while nobody leads. A reader slower
 // than the changes skips the leaders it was too slow to see, never the
-// current one. Per leader it costs two requests and one data watch on the
-// leader's node (a children watch on the path while nobody leads), plus a
-// listing every five seconds. A nil Election or ctx gets a closed channel.
+// current one. It keeps one children watch on the election's path (an
+// exists watch while the path is missing) and, each time it fires (a
+// candidate came or went) or every five seconds, lists the candidates
+// (zklock.ListParticipants: a listing and one read per candidate). A nil
+// Election or ctx gets a closed channel.
 func (e *Election) Observe(ctx context.Context) <-chan string {
 	ch := make(chan string)
 	if e == nil || ctx == nil {
@@ -82,34 +36,45 @@ func (e *Election) Observe(ctx context.Context) <-chan string {
 
 func (e *Election) observe(ctx context.Context, ch chan<- string) {
 	defer close(ch)
-	var sent string    // the leader sent last
-	var watched string // the leader whose node ev watches ("": ev, if any, is on the path)
+	var sent string // the node of the leader sent last
 	var ev <-chan zk.Event
 	for {
-		node, v, w, err := e.read(watched)
 		wait := recheck
-		switch {
-		case err == nil:
-			if node != watched {
-				watched, ev = node, w
-			}
-			if node != sent {
-				select {
-				case ch <- v:
-				case <-ctx.Done():
-					return
+		if ev == nil {
+			// The watch first, then the listing: a change after the
+			// listing fires the watch. Kept until it fires, since
+			// go-zookeeper keeps every watch channel until then.
+			var err error
+			_, _, ev, err = e.s.Conn().ChildrenW(e.path)
+			if errors.Is(err, zk.ErrNoNode) {
+				var exists bool
+				if exists, _, ev, err = e.s.Conn().ExistsW(e.path); exists {
+					// Created meanwhile: that watch is on its data,
+					// not its children; the next round sets the
+					// right one (this one fires on deletion only).
+					wait = 0
 				}
-				sent = node
 			}
-		case errors.Is(err, ErrNoLeader) && w != nil:
-			watched, ev = "", w
-		default: // a failed request (the connection is down): again soon
-			watched, ev, wait = "", nil, 100*time.Millisecond
+			if err != nil { // the connection is down: again soon
+				ev, wait = nil, 100*time.Millisecond
+			}
+		}
+		ps, err := zklock.ListParticipants(ctx, e.s, e.path)
+		if err == nil && len(ps) > 0 && ps[0].Node != sent {
+			select {
+			case ch <- value(ps[0].Data):
+				sent = ps[0].Node
+			case <-ctx.Done():
+				return
+			}
 		}
 		select { // time.After's timer is collected unfired (Go 1.23)
 		case <-ev:
-			watched, ev = "", nil // spent: read and watch afresh
+			ev = nil // spent: watch afresh
 		case <-time.After(wait):
+			if wait == 0 {
+				ev = nil
+			}
 		case <-ctx.Done():
 			return
 		case <-e.s.Done():

@@ -142,7 +142,7 @@ type Session struct {
 	// the server then ends the session, and with it every node, so guaranteed
 	// deletes can stop. Under NewSession they go on until done.
 	hardStop chan struct{}
-	bg       sync.WaitGroup // goroutines of the session and its locks
+	bg       group          // goroutines of the session and its locks
 
 	zc atomic.Pointer[zk.Conn] // conn, once zk.Connect has returned it
 
@@ -284,7 +284,7 @@ func (s *Session) start(conn *zk.Conn) {
 func (s *Session) stop() {
 	s.cancel()
 	s.notes.close()
-	s.bg.Wait()
+	s.bg.wait()
 }
 
 // State reports the session's current state.
@@ -368,7 +368,7 @@ func (s *Session) Close() error {
 	}
 	drained := make(chan struct{})
 	go func() {
-		s.bg.Wait()
+		s.bg.wait()
 		close(drained)
 	}()
 	if s.ownsConn {
@@ -414,11 +414,51 @@ func (s *Session) hardStopped() bool {
 
 // goBackground runs fn on a goroutine the session tracks.
 func (s *Session) goBackground(fn func()) {
-	s.bg.Add(1)
+	s.bg.add()
 	go func() {
-		defer s.bg.Done()
+		defer s.bg.done()
 		fn()
 	}()
+}
+
+// group counts running goroutines, like a sync.WaitGroup that may be added
+// to while a wait is under way: an acquisition racing Session.Close can
+// start background work (its node's delete) after Close began waiting,
+// which a WaitGroup forbids when its count is at zero ("WaitGroup is
+// reused before previous Wait has returned"). wait returns once the count
+// has been zero; work started after that is not waited for.
+type group struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n drops to 0; nil while n is 0
+}
+
+func (g *group) add() {
+	g.mu.Lock()
+	if g.n == 0 {
+		g.zero = make(chan struct{})
+	}
+	g.n++
+	g.mu.Unlock()
+}
+
+func (g *group) done() {
+	g.mu.Lock()
+	g.n--
+	if g.n == 0 {
+		close(g.zero)
+		g.zero = nil
+	}
+	g.mu.Unlock()
+}
+
+func (g *group) wait() {
+	g.mu.Lock()
+	z := g.zero
+	g.mu.Unlock()
+	if z != nil {
+		<-z
+	}
 }
 
 // zkLogger routes go-zookeeper's log lines to slog.
