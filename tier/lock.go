@@ -29,6 +29,7 @@ type Lock struct {
 	zkSince  time.Time // when it was acquired
 	handoffs int       // consecutive hand-offs on this node
 	zkNode   string    // the node's path
+	zkToken  int64     // its fencing token
 	// zkRevoked is closed when the node's revocation is requested; nil
 	// without WithRevocable. Taken with the node, so that it is the
 	// node's even once the zklock.Lock has moved on (Close).
@@ -46,6 +47,7 @@ type hold struct {
 	cancel context.CancelCauseFunc
 	start  time.Time
 	node   string // the ZooKeeper node this hold rides on
+	token  int64  // its fencing token, fixed for the hold's life
 	txns   txnGate
 
 	revoked    chan struct{} // closed on a revocation request for node; nil without WithRevocable
@@ -190,13 +192,13 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 			return nil, false, err
 		}
 		l.zkHeld, l.zkSince, l.handoffs = true, time.Now(), 0
-		l.zkNode = l.zk.Node()
+		l.zkNode, l.zkToken = l.zk.Node(), l.zk.Token()
 		l.zkRevoked = nil
 		if l.cfg.revocable {
 			l.zkRevoked = l.zk.Revoked()
 		}
 	}
-	h := &hold{start: time.Now(), node: l.zkNode}
+	h := &hold{start: time.Now(), node: l.zkNode, token: l.zkToken}
 	if l.cfg.revocable {
 		h.revoked = make(chan struct{})
 	}
@@ -409,11 +411,9 @@ func (l *Lock) Revoked(held context.Context) <-chan struct{} {
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// Token returns the fencing token of the hold held carries: the creation
-// zxid of its node, which orders this hold among all holders of the path
-// (see zklock.Lock.Token). Local hand-offs keep the node, and so the token.
-// The token is read off the acquisition's path: Token may wait a round
-// trip for it, until held is cancelled.
+// Token returns the fencing token of the hold held carries: the zxid that
+// orders this hold among all holders of the path (see zklock.Lock.Token).
+// Local hand-offs keep the node, and so the token.
 func (l *Lock) Token(held context.Context) (int64, error) {
 	if l == nil {
 		return 0, ErrNilLock
@@ -428,7 +428,7 @@ func (l *Lock) Token(held context.Context) (int64, error) {
 		}
 		return 0, ErrNotHolder
 	}
-	return l.zk.NodeToken(held, h.node)
+	return h.token, nil
 }
 
 // HoldCount reports how many times the hold ctx carries has been acquired

@@ -100,14 +100,14 @@ func (s rwSide) memberToken(held context.Context) (int64, error) {
 		return 0, err
 	}
 	s.rw.mu.Lock()
-	h := s.rw.holdOfLocked(held, s.write)
-	closed := s.rw.closed
-	s.rw.mu.Unlock()
-	if h == nil {
-		if closed {
-			return 0, ErrClosed
-		}
-		return 0, ErrNotHolder
+	defer s.rw.mu.Unlock()
+	if h := s.rw.holdOfLocked(held, s.write); h != nil {
+		s.rw.lossMu.Lock()
+		defer s.rw.lossMu.Unlock()
+		return h.token, nil
 	}
-	return s.rw.tokenOf(held, h)
+	if s.rw.closed {
+		return 0, ErrClosed
+	}
+	return 0, ErrNotHolder
 }

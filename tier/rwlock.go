@@ -86,6 +86,7 @@ type rwHold struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	node   string // the node it rides on, under lossMu
+	token  int64
 }
 
 type rwKey struct {
@@ -249,8 +250,8 @@ func (rw *RWLock) waitGate(ctx context.Context, w *rwWaiter) error {
 	return err
 }
 
-func (rw *RWLock) newHold(ctx context.Context, write bool, node string) *rwHold {
-	h := &rwHold{write: write, count: 1, node: node}
+func (rw *RWLock) newHold(ctx context.Context, write bool, node string, token int64) *rwHold {
+	h := &rwHold{write: write, count: 1, node: node, token: token}
 	h.ctx, h.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), rwKey{rw, write}, h))
 	rw.lossMu.Lock()
 	rw.live[h] = struct{}{}
@@ -289,7 +290,7 @@ func (rw *RWLock) rlock(ctx context.Context, wait bool) (context.Context, bool, 
 			return nil, false, context.Cause(w.ctx)
 		}
 		rw.nreaders++
-		h := rw.newHold(ctx, false, w.node)
+		h := rw.newHold(ctx, false, w.node, w.token)
 		return h.ctx, true, nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -320,7 +321,7 @@ func (rw *RWLock) rlock(ctx context.Context, wait bool) (context.Context, bool, 
 				continue
 			default:
 			}
-			h := rw.newHold(ctx, false, zr.Node())
+			h := rw.newHold(ctx, false, zr.Node(), zr.Token())
 			rw.mu.Unlock()
 			// A loss before h was live is applied here: the loss handler
 			// runs after Lost is closed, we look at Lost after h is live.
@@ -449,7 +450,7 @@ func (rw *RWLock) lock(ctx context.Context, wait bool) (context.Context, bool, e
 		return nil, false, err
 	}
 	rw.wNode = true
-	h := rw.newHold(ctx, true, zw.Node())
+	h := rw.newHold(ctx, true, zw.Node(), zw.Token())
 	rw.writer = h
 	rw.mu.Unlock()
 	select {
@@ -545,12 +546,12 @@ func (rw *RWLock) endWriteLocked() error {
 	// can be created before it later): the readers move onto it, then the
 	// write node goes.
 	rw.rState = rHeld
-	node := zr.Node()
+	node, token := zr.Node(), zr.Token()
 	wnode := zw.Node()
 	rw.lossMu.Lock()
 	for h := range rw.live {
 		if !h.write && h.node == wnode {
-			h.node = node
+			h.node, h.token = node, token
 		}
 	}
 	rw.lossMu.Unlock()
@@ -587,48 +588,25 @@ func (rw *RWLock) onZKLost(node string, cause error) {
 
 // Token returns the fencing token of the hold held carries: for a write
 // hold, the write node's (strictly increasing across writers of the path);
-// for a read hold, the node it rides on. It may wait a round trip for the
-// token (see Lock.Token), until held is cancelled.
+// for a read hold, the node it rides on.
 func (rw *RWLock) Token(held context.Context) (int64, error) {
 	if err := rw.check(held); err != nil {
 		return 0, err
 	}
 	rw.mu.Lock()
-	h := rw.holdOfLocked(held, true)
-	if h == nil {
-		h = rw.holdOfLocked(held, false)
+	defer rw.mu.Unlock()
+	if h := rw.holdOfLocked(held, true); h != nil {
+		return h.token, nil
 	}
-	closed := rw.closed
-	rw.mu.Unlock()
-	if h == nil {
-		if closed {
-			return 0, ErrClosed
-		}
-		return 0, ErrNotHolder
-	}
-	return rw.tokenOf(held, h)
-}
-
-// tokenOf returns the token of hold h: that of the node it rides on,
-// whichever lock's node that is, waiting for it until held is cancelled.
-func (rw *RWLock) tokenOf(held context.Context, h *rwHold) (int64, error) {
-	for {
+	if h := rw.holdOfLocked(held, false); h != nil {
 		rw.lossMu.Lock()
-		node := h.node
-		rw.lossMu.Unlock()
-		// The node is the write node's or the read node's; asked of the
-		// other lock, NodeToken answers ErrNotHeld.
-		t, err := rw.zk.WriteLock().NodeToken(held, node)
-		if errors.Is(err, zklock.ErrNotHeld) {
-			t, err = rw.zk.ReadLock().NodeToken(held, node)
-		}
-		rw.lossMu.Lock()
-		moved := h.node != node // a downgrade moved the readers meanwhile
-		rw.lossMu.Unlock()
-		if !moved || err == nil {
-			return t, err
-		}
+		defer rw.lossMu.Unlock()
+		return h.token, nil
 	}
+	if rw.closed {
+		return 0, ErrClosed
+	}
+	return 0, ErrNotHolder
 }
 
 // Readers reports how many local readers are past the gate.

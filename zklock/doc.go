@@ -31,12 +31,11 @@
 // disconnections, with a bounded overlap. A lost hold closes [Lock.Lost]
 // and calls the [WithLossHandler] function synchronously. A process paused
 // longer than its session timeout can still believe it holds the lock; the
-// fencing token ([Lock.Token], the creation zxid of the holder's node or
-// a zxid just above it, strictly increasing across successive holders)
-// lets a guarded resource reject such a stale holder (package fence is
-// that resource's side), and [Lock.Txn] has the server itself reject a
-// stale holder's ZooKeeper writes: its transaction carries a check of the
-// hold's node.
+// fencing token ([Lock.Token], a zxid no lower than the lock node's
+// creation zxid, increasing across successive holders) lets a guarded
+// resource reject such a stale holder (package fence is that resource's
+// side), and [Lock.Txn] has the server itself reject a stale holder's
+// ZooKeeper writes: its transaction carries a check of the hold's node.
 //
 // Errors are classified by meaning: only the server's refusals (no such
 // node, no permission, ...) are final; every error that leaves a request's
@@ -60,14 +59,10 @@
 // because ZooKeeper applies one session's requests in the order sent. The
 // create and the children listing of an acquisition go out back to back,
 // so the listing sees the new node and an uncontended acquisition costs one
-// write round trip. The fencing token is the node's czxid, read by the data
-// watch on our own node that the holder keeps anyway; a waiter sets that
-// watch while it queues, and when the one node ahead of it is deleted it
-// leads on that event without listing the queue again, so the hand-off
-// from one process to the next is the holder's delete and one watch event.
-// Release does not wait for its delete: when the session acquires the path
-// again at once, the delete and the new create travel as one multi
-// transaction (one log write on the server instead of two).
+// write round trip; the fencing token comes from that listing, not from an
+// extra read. Release does not wait for its delete: when the session
+// acquires the path again at once, the delete and the new create travel as
+// one multi transaction (one log write on the server instead of two).
 //
 // A Lock serves one holder at a time and is not reentrant: concurrent use by
 // racing goroutines returns [ErrBusy] rather than corrupting state. Package

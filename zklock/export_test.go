@@ -45,14 +45,3 @@ func SetTxnSkipLostCheck(on bool) (restore func()) {
 	old := testSkipLostCheck.Swap(on)
 	return func() { testSkipLostCheck.Store(old) }
 }
-
-// Shortcuts reports how many grants the waiter's shortcut (wait.go) made.
-func Shortcuts() int64 { return shortcuts.Load() }
-
-// SetNoShortcut turns the shortcut off (the waiter lists again after every
-// predecessor event, as before it existed), and returns the function that
-// turns it back on. Tests that use it must not run in parallel.
-func SetNoShortcut() (restore func()) {
-	testNoShortcut = true
-	return func() { testNoShortcut = false }
-}

@@ -3,12 +3,10 @@ package zklock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -17,6 +15,7 @@ type hold struct {
 	l        *Lock
 	node     string // full path
 	owner    int64  // the session that created node
+	token    int64
 	lost     chan struct{}
 	lostOnce sync.Once
 	cause    error // written before lost closes
@@ -25,15 +24,6 @@ type hold struct {
 
 	revoked    chan struct{} // closed on a revocation request; nil unless revocable (revoke.go)
 	revokeOnce sync.Once
-
-	// The fencing token is our node's czxid, from the first answer of the
-	// data watch on our own node (watchOwn). token is written before
-	// tokenKnown is closed; ended is closed by Release, so that a wait for
-	// the token cannot outlast the hold.
-	token      int64
-	tokenKnown chan struct{}
-	ended      chan struct{}
-	endOnce    sync.Once
 }
 
 func (h *hold) isLost() bool {
@@ -71,80 +61,19 @@ func (h *hold) lose(cause error) {
 	l.dropNode(h)
 }
 
-// lead turns our leading node into a hold with the fencing token, or 0
-// when it is not known yet (the holder's own-node watch reads it).
-//
-// The token is our node's czxid, or, when the listing that found our node
-// first had no other contender in it, that listing's pzxid. Why tokens
-// strictly increase along the holders of a path, mixing the two kinds:
-//   - Sequence numbers are handed out in creation order, and a node leads
-//     only once every node ahead of it is gone, so successive holders hold
-//     nodes of increasing sequence, and so of increasing czxid.
-//   - A listing L that found our node alone was read after our create (it
-//     is sent behind it on our session, or later), so L.pzxid >= our czxid.
-//     Every later holder's node was created after L: one created before L
-//     would have been in L (it still existed: it holds later), and we were
-//     alone. So a later holder's czxid, and any pzxid of a listing that
-//     saw its node, exceed L.pzxid.
-//   - An earlier holder's token is below ours by the same two arguments
-//     with the roles swapped.
-//
-// The pzxid of a listing that saw other contenders cannot be used: it can
-// exceed the czxid of a node behind ours that was created before the
-// listing (the token before this change took that pzxid, so a fleet
-// upgrading must not compare tokens across the two versions).
-//
-// So an uncontended acquisition (its pipelined listing finds it alone)
-// and a waiter (which reads its czxid while it waits, with a plain read:
-// a waiting process keeps one watch) are granted with their token known.
-// A node that led at once behind others in the queue gets its token from
-// the holder's own-node watch, a round trip after the grant; Token waits
-// for it.
+// lead turns our leading node into a hold and starts the watch on our own
+// node, through which a deletion by someone else is noticed. The fencing
+// token is the pzxid of the listing that found our node first: the zxid of
+// the last change to the queue, which is at least our node's creation zxid
+// and, since a successor can only lead on a listing taken after our node's
+// deletion, strictly below every later holder's token. Taking it from the
+// listing saves the read of our own node that czxid would cost.
 func (l *Lock) lead(node string, owner, token int64) *hold {
-	h := &hold{l: l, node: node, owner: owner, lost: make(chan struct{}),
-		tokenKnown: make(chan struct{}), ended: make(chan struct{})}
+	h := &hold{l: l, node: node, owner: owner, token: token, lost: make(chan struct{})}
 	if l.revocable {
 		h.revoked = make(chan struct{})
 	}
-	if token != 0 {
-		h.token = token
-		close(h.tokenKnown)
-	}
 	return h
-}
-
-// end marks the hold released.
-func (h *hold) end() {
-	h.released.Store(true)
-	h.endOnce.Do(func() { close(h.ended) })
-}
-
-// tokenOf waits for h's fencing token: it is known once the data watch on
-// our node has been answered, a round trip after the grant. It returns
-// ErrNotHeld when h ends first and ctx's error when ctx ends first.
-func (h *hold) tokenOf(ctx context.Context) (int64, error) {
-	select {
-	case <-h.tokenKnown:
-		return h.token, nil
-	default:
-	}
-	select {
-	case <-h.tokenKnown:
-		return h.token, nil
-	case <-h.ended:
-	case <-h.lost:
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-	select { // known after all: a token is a token even for a lost hold
-	case <-h.tokenKnown:
-		return h.token, nil
-	default:
-	}
-	if h.isLost() {
-		return 0, fmt.Errorf("%w: %w", ErrLockLost, h.cause)
-	}
-	return 0, ErrNotHeld
 }
 
 // install makes h the current hold once the session can vouch for it: h's
@@ -225,18 +154,37 @@ func (l *Lock) install(ctx context.Context, h *hold) error {
 // revocation request is seen (revoke.go), at no extra request, whether it
 // was written before the hold began (while our node waited), while the
 // connection was down (go-zookeeper re-arms the watch with setWatches, and
-// the server fires it for a change it missed), or during the hold. Its
-// first answer also gives the fencing token when the grant did not (lead).
+// the server fires it for a change it missed), or during the hold.
 func (l *Lock) watchOwn(h *hold) {
 	s := l.s
 	b := s.newBackOff()
 	for !h.isLost() && !h.released.Load() {
 		data, stat, ev, err := s.conn.GetW(h.node)
-		if !l.checkOwn(h, stat, err, b) {
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			h.lose(ErrNodeDeleted)
 			return
-		}
-		if ev == nil {
-			continue // the request failed: try again (checkOwn paused)
+		case err != nil:
+			if s.conn.SessionID() != h.owner {
+				h.lose(ErrSessionExpired)
+				return
+			}
+			t := time.NewTimer(b.NextBackOff())
+			select {
+			case <-t.C:
+			case <-h.lost:
+				t.Stop()
+				return
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			}
+			continue
+		case stat.EphemeralOwner != h.owner:
+			// The node was created in an older session than we thought
+			// (a reconnect raced the create's reply): it dies with that one.
+			h.lose(ErrSessionExpired)
+			return
 		}
 		b.Reset()
 		if h.revoked != nil && IsRevocation(data) {
@@ -259,44 +207,6 @@ func (l *Lock) watchOwn(h *hold) {
 			return
 		}
 	}
-}
-
-// checkOwn handles the answer of a GetW on the holder's own node. It
-// returns false when the hold is over; on an error it returns true after a
-// pause, for the caller to try again (it passes a nil watch then).
-func (l *Lock) checkOwn(h *hold, stat *zk.Stat, err error, b backoff.BackOff) bool {
-	s := l.s
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		h.lose(ErrNodeDeleted)
-		return false
-	case err != nil:
-		if s.conn.SessionID() != h.owner {
-			h.lose(ErrSessionExpired)
-			return false
-		}
-		t := time.NewTimer(b.NextBackOff())
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return true
-		case <-h.lost:
-		case <-s.ctx.Done():
-		}
-		return false
-	case stat.EphemeralOwner != h.owner:
-		// The node was created in an older session than we thought
-		// (a reconnect raced the create's reply): it dies with that one.
-		h.lose(ErrSessionExpired)
-		return false
-	}
-	select {
-	case <-h.tokenKnown:
-	default: // the first answer: watchOwn is the only writer
-		h.token = stat.Czxid
-		close(h.tokenKnown)
-	}
-	return true
 }
 
 // dropNode deletes a lost hold's node once, through the same pending

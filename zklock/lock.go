@@ -175,50 +175,22 @@ func (l *Lock) Node() string {
 	return l.hold.node
 }
 
-// Token returns the fencing token of the current hold: its node's creation
-// zxid (czxid), strictly greater than the token of every earlier holder of
-// the path (see lead). A resource that records the highest token it has
-// seen and rejects lower ones (package fence) cannot be written by a holder
-// that lost the lock without knowing it. The token is read by the data
-// watch on our own node, sent while the node queued or, when it led at
-// once, right after the grant: Token waits for that answer if it has not
-// come yet (a round trip, or until the hold ends). It returns 0 when the
-// lock is not held, or when the hold ends before its token is known; see
-// NodeToken for a wait bounded by a context.
+// Token returns the fencing token of the current hold: a zxid that is at
+// least the creation zxid of its node and strictly greater than the token
+// of every earlier holder of the path (see lead). A resource that records
+// the highest token it has seen and rejects lower ones cannot be written by
+// a holder that lost the lock without knowing it. Token returns 0 when the
+// lock is not held.
 func (l *Lock) Token() int64 {
 	if l == nil {
 		return 0
 	}
 	l.mu.Lock()
-	h := l.hold
-	l.mu.Unlock()
-	if h == nil {
+	defer l.mu.Unlock()
+	if l.hold == nil {
 		return 0
 	}
-	t, _ := h.tokenOf(context.Background())
-	return t
-}
-
-// NodeToken returns the fencing token (see Token) of the hold whose node
-// is node (a full path, as Node returns it), waiting for it until ctx
-// ends. It returns ErrNotHeld when node is not the current hold's, and an
-// error wrapping ErrLockLost when the hold was lost before its token was
-// known. A caller that kept the node of its hold gets its own token, never
-// the token of a later hold of the lock.
-func (l *Lock) NodeToken(ctx context.Context, node string) (int64, error) {
-	if l == nil {
-		return 0, ErrNilLock
-	}
-	if ctx == nil {
-		return 0, ErrNilContext
-	}
-	l.mu.Lock()
-	h := l.hold
-	l.mu.Unlock()
-	if h == nil || h.node != node {
-		return 0, ErrNotHeld
-	}
-	return h.tokenOf(ctx)
+	return l.hold.token
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -383,7 +355,7 @@ func (l *Lock) release(h *hold) error {
 	// the delete fires our own-node watch, which would otherwise report
 	// the release itself as a deletion by someone else.
 	lost := h.isLost()
-	h.end()
+	h.released.Store(true)
 	l.s.forget(h)
 	l.dropNode(h)
 	if lost {

@@ -110,26 +110,6 @@ func (p *positions) seen(q []entry, i int, goes bool) {
 	}
 }
 
-// seenLead records that our node leads without a listing (the waiter's
-// shortcut, wait.go): the nodes that were ahead are gone, those behind are
-// as last seen.
-func (p *positions) seenLead() {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	queued := 1
-	if p.any {
-		queued = max(1, p.last.Queued-p.last.Ahead)
-	}
-	p.last = Position{Node: p.node, Ahead: 0, Queued: queued, Holder: p.node, Leads: true}
-	p.any, p.fresh = true, true
-	if p.interrupt != nil {
-		p.interrupt()
-	}
-}
-
 // deliver calls fn with the latest position if it was not delivered yet.
 // Only the caller's goroutine calls it.
 func (p *positions) deliver() {

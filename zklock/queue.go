@@ -22,10 +22,10 @@ var errNodeGone = errors.New("zklock: lock node vanished while queued")
 
 // queued is our node in the queue, as enqueue leaves it.
 type queued struct {
-	node  string   // full path
-	owner int64    // the session that created it
-	q     []entry  // the pipelined listing, sorted; nil when it failed
-	stat  *zk.Stat // the listing's
+	node  string  // full path
+	owner int64   // the session that created it
+	q     []entry // the pipelined listing, sorted; nil when it failed
+	pzxid int64   // the listing's pzxid
 
 	pos *positions // reports its place to the caller (position.go); nil: none
 }
@@ -49,7 +49,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 		return nil, err
 	}
 	name := path.Base(n.node)
-	q, token := n.q, aloneToken(n.q, n.stat)
+	q, token := n.q, n.pzxid
 	if position(q, name, "") < 0 {
 		// The listing went out on a new connection before the create was
 		// applied (possible only across a reconnect): list again.
@@ -65,8 +65,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
 					giveUp()
 					return nil, fmt.Errorf("zklock: list %s: %w", l.path, err)
 				}
-				q = l.sortQueue(children)
-				token = aloneToken(q, stat)
+				q, token = l.sortQueue(children), stat.Pzxid
 			}
 			if !leads(l.rule, q, name) {
 				giveUp()
@@ -221,7 +220,7 @@ func (l *Lock) enqueue(ctx context.Context, guid string, wait bool) (queued, err
 			select {
 			case r := <-lst:
 				if r.err == nil {
-					n.q, n.stat = l.sortQueue(r.children), r.stat
+					n.q, n.pzxid = l.sortQueue(r.children), r.stat.Pzxid
 				}
 			case <-ctx.Done(): // the caller sees ctx and gives the node up
 			}
