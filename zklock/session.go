@@ -142,7 +142,7 @@ type Session struct {
 	// the server then ends the session, and with it every node, so guaranteed
 	// deletes can stop. Under NewSession they go on until done.
 	hardStop chan struct{}
-	bg       group          // goroutines of the session and its locks
+	bg       group // goroutines of the session and its locks
 
 	zc atomic.Pointer[zk.Conn] // conn, once zk.Connect has returned it
 
