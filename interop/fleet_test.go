@@ -2,6 +2,7 @@ package interop_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -78,7 +80,7 @@ type childSpec struct {
 	Servers    []string `json:"servers"`
 	Path       string   `json:"path"`
 	Goroutines int      `json:"goroutines"`
-	End        int64    `json:"end"` // unix ms: stop acquiring
+	End        int64    `json:"end"` // unix ms: stop acquiring; 0: wait at the start barrier (startBarrier)
 	File       string   `json:"file"`
 	Label      string   `json:"label"`
 }
@@ -95,7 +97,7 @@ func childMain(specJSON string) int {
 		fmt.Fprintln(os.Stderr, "bad", childEnv, err)
 		return 2
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), time.UnixMilli(spec.End).Add(time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	f, err := os.OpenFile(spec.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
@@ -105,6 +107,10 @@ func childMain(specJSON string) int {
 	defer f.Close()
 	lockers, closeAll, err := goMember(ctx, spec)
 	if err != nil {
+		fmt.Fprintln(os.Stderr, spec.Family, err)
+		return 1
+	}
+	if spec.End, err = startBarrier(ctx, spec.End, spec.File, spec.Label); err != nil {
 		fmt.Fprintln(os.Stderr, spec.Family, err)
 		return 1
 	}
@@ -317,22 +323,56 @@ func peerKind(family string) (peers.Kind, []string) {
 // runFleet runs members on one fresh lock path for about d (every member
 // stops acquiring at the same wall-clock time; the JVM starts slower, so
 // the first 1.5 s are for starting) and checks the records.
+// startBarrier is a member's side of the start barrier: with end 0, the
+// member, connected, creates <file>.ready.<label> and waits for <file>.go,
+// which holds the end of the window (unix ms) that runFleet sets once every
+// member is ready. So a member that starts slowly (a JVM on a busy machine)
+// still has the whole window, and every member contends from its start.
+// The Curator and kazoo peers do the same (internal/peers).
+func startBarrier(ctx context.Context, end int64, file, label string) (int64, error) {
+	if end != 0 {
+		return end, nil
+	}
+	if err := os.WriteFile(file+".ready."+label, nil, 0o644); err != nil {
+		return 0, err
+	}
+	for {
+		if b, err := os.ReadFile(file + ".go"); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			return strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("start barrier: %w", ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// openWindow is runFleet's side of the start barrier: once n members are
+// ready it writes the end of the window, d from now, into <file>.go
+// (renamed into place, so that a member never reads it half written).
+func openWindow(t *testing.T, file string, n int, d time.Duration) {
+	t.Helper()
+	zktest.Eventually(t, 2*time.Minute, "every member connected", func() bool {
+		ready, _ := filepath.Glob(file + ".ready.*")
+		return len(ready) >= n
+	})
+	end := strconv.FormatInt(time.Now().Add(d).UnixMilli(), 10)
+	if err := os.WriteFile(file+".go.tmp", []byte(end), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(file+".go.tmp", file+".go"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func runFleet(t *testing.T, d time.Duration, members ...member) outcome {
 	t.Helper()
 	requirePeers(t, members)
 	servers := zktest.Servers(t)
 	path := zktest.Path(t)
 	file := t.TempDir() + "/records"
-	// Every member starts before the window ends: a JVM can take seconds
-	// to start on a busy machine, and a member that never held fails the
-	// run, so Curator fleets get a longer start.
-	start := 1500 * time.Millisecond
-	for _, m := range members {
-		if m.family == famCurator {
-			start = 5 * time.Second
-		}
-	}
-	end := time.Now().Add(start + d).UnixMilli()
+	const end = 0 // the start barrier sets the window (openWindow)
 	ctx, cancel := context.WithTimeout(context.Background(), d+2*time.Minute)
 	defer cancel()
 
@@ -365,6 +405,7 @@ func runFleet(t *testing.T, d time.Duration, members ...member) outcome {
 		}
 		procs = append(procs, p)
 	}
+	openWindow(t, file, len(procs), d)
 	var failed []string
 	for _, p := range procs {
 		if err := p.cmd.Wait(); err != nil {

@@ -6,6 +6,8 @@
 // Modes:
 //
 //	loop  <servers> <path> <threads> <endUnixMillis> <holdMicros> <file> <label>
+//	    (endUnixMillis 0: once connected, create <file>.ready.<label> and wait
+//	    for <file>.go, which holds the end: the driver's start barrier)
 //	    each thread acquires and releases until the wall clock reaches
 //	    endUnixMillis and
 //	    appends "E <label> <pid> <thread>" after acquiring and
@@ -135,10 +137,10 @@ public final class CuratorPeer {
     static void loop(String[] a) throws Exception {
         String servers = a[1], path = a[2], label = a[7];
         int threads = Integer.parseInt(a[3]);
-        long end = Long.parseLong(a[4]);
         long holdMicros = Long.parseLong(a[5]);
         long pid = ProcessHandle.current().pid();
         CuratorFramework c = connect(servers, 10000);
+        long end = startBarrier(Long.parseLong(a[4]), a[6], label);
         AtomicLong holds = new AtomicLong();
         try (FileOutputStream out = new FileOutputStream(a[6], true)) {
             Thread[] ts = new Thread[threads];
@@ -182,6 +184,29 @@ public final class CuratorPeer {
             c.close();
         }
         System.out.println("holds " + holds.get());
+    }
+
+    /**
+     * The start barrier of loop mode: an end of 0 means that the driver
+     * sets the window once every member is connected. The member says it
+     * is ready by creating <file>.ready.<label>, then waits for <file>.go,
+     * which holds the end (unix ms).
+     */
+    static long startBarrier(long end, String file, String label) throws Exception {
+        if (end != 0) {
+            return end;
+        }
+        java.nio.file.Files.write(java.nio.file.Paths.get(file + ".ready." + label), new byte[0]);
+        java.nio.file.Path go = java.nio.file.Paths.get(file + ".go");
+        while (true) {
+            if (java.nio.file.Files.exists(go)) {
+                String v = new String(java.nio.file.Files.readAllBytes(go), StandardCharsets.US_ASCII).trim();
+                if (!v.isEmpty()) {
+                    return Long.parseLong(v);
+                }
+            }
+            Thread.sleep(5);
+        }
     }
 
     static void recipeLoop(String[] a) throws Exception {

@@ -6,6 +6,8 @@ python3-kazoo.
 Modes (after the options):
 
   loop  <servers> <path> <threads> <end_unix_millis> <hold_micros> <file> <label>
+      (end_unix_millis 0: once connected, create <file>.ready.<label> and wait
+      for <file>.go, which holds the end: the driver's start barrier)
       each thread acquires and releases until the wall clock reaches
       end_unix_millis and appends
       "E <label> <pid> <thread>" after acquiring and "X <label> <pid>
@@ -56,10 +58,30 @@ def connect(servers, session_millis):
     return client
 
 
+def start_barrier(end, file, label):
+    """The start barrier of loop mode: an end of 0 means that the driver
+    sets the window once every member is connected. The member says it is
+    ready by creating <file>.ready.<label>, then waits for <file>.go, which
+    holds the end (unix ms)."""
+    if end != 0:
+        return end
+    open(file + ".ready." + label, "wb").close()
+    while True:
+        try:
+            with open(file + ".go") as f:
+                v = f.read().strip()
+            if v:
+                return int(v) / 1000.0
+        except FileNotFoundError:
+            pass
+        time.sleep(0.005)
+
+
 def loop(args, opts):
     servers, path, threads, end_millis, hold_micros, file, label = args
     threads, end, hold = int(threads), int(end_millis) / 1000.0, int(hold_micros) / 1e6
     client = connect(servers, 10000)
+    end = start_barrier(end, file, label)
     fd = os.open(file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     pid = os.getpid()
     counts = [0] * threads
