@@ -176,10 +176,17 @@ func runMultiLockProcs(t *testing.T, procs int, task multiLockTask) []string {
 // twoPathsTask is one goroutine per process taking {p0, p1} in an order
 // drawn at random, 200 times: taken in the order drawn, two processes
 // deadlock within a few rounds (TestMultiLockMultiProcessUnorderedDeadlocks).
+// A wait longer than Wait counts as a deadlock: 3 s where one is expected
+// (each round of the sorted run takes milliseconds), 15 s where none is, so
+// that a busy machine's slow round is not taken for one.
 func twoPathsTask(t *testing.T, unordered bool) multiLockTask {
+	wait := 15 * time.Second
+	if unordered {
+		wait = 3 * time.Second
+	}
 	return multiLockTask{
 		Servers: zktest.Servers(t), Root: zktest.Path(t), Journal: t.TempDir() + "/records", Goroutines: 1,
-		Iterations: 200, Paths: 2, Members: 2, Wait: 3 * time.Second, Unordered: unordered,
+		Iterations: 200, Paths: 2, Members: 2, Wait: wait, Unordered: unordered,
 	}
 }
 
