@@ -129,10 +129,48 @@ func (le *lease) refresh() <-chan struct{} {
 	done := make(chan struct{})
 	le.inflight = done
 	id := s.sessionID
-	sent := time.Now() // before the request is queued: conservative
-	le.lastSend = sent
+	queued := time.Now()
+	le.lastSend = queued
+	// The sync's send time is when go-zookeeper wrote it (the wire tap
+	// sees the write), not when it was queued: behind a backlog of the
+	// session's own requests (thousands of acquisitions pipelined, a
+	// starved send loop) it can wait longer than the bound before it is
+	// written. The argument above needs two things of the send time s:
+	// the server heard from us after s (the write's start is no later than
+	// that), and the request before it was sent at s − T/8 or later; so s
+	// is capped at the previous write's start plus T/8, which a send loop
+	// that stalled, writing nothing for a while, would otherwise break.
+	// The tap matches the first sync written after this point: ours, or an
+	// earlier one (findOwn's), whose earlier time only shortens the lease.
+	// Without a tap, the queueing time.
+	var w *wireWaiter
+	if s.tap != nil {
+		w = s.tap.expect("/", opSync)
+	}
 	s.goBackground(func() {
 		_, err := s.conn.Sync("/")
+		sent := queued
+		if w != nil {
+			if err == nil {
+				// A reply means the request was written, but it can
+				// overtake the tap's note of the write (the send loop
+				// makes it after Write returns): wait for the note.
+				select {
+				case <-w.sent:
+				case <-time.After(time.Second):
+				}
+			}
+			select {
+			case <-w.sent: // w.at and w.prev are written before sent is closed
+				sent = w.at
+				if !w.prev.IsZero() && w.prev.Add(le.period()).Before(sent) {
+					sent = w.prev.Add(le.period())
+				}
+				sent = later(queued, sent)
+			default:
+			}
+			s.tap.forget(w)
+		}
 		s.mu.Lock()
 		if err == nil && id != 0 && id == s.sessionID && s.conn.SessionID() == id {
 			if d := sent.Add(le.bound()); d.After(le.deadline) {
@@ -147,6 +185,13 @@ func (le *lease) refresh() <-chan struct{} {
 		close(done)
 	})
 	return done
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // armLocked sets the deadline timer while holds exist. s.mu is held.

@@ -28,6 +28,7 @@ type wireTap struct {
 	// may have lowered below the one asked for.
 	timeoutMs atomic.Int32
 
+	lastWrite atomic.Int64  // unix ns when the latest write began
 	dials     atomic.Int32  // connections made; the first has no watches to re-arm
 	closing   chan struct{} // closed when the Session starts closing
 	closeOnce sync.Once
@@ -43,6 +44,8 @@ type wireWaiter struct {
 	key  []byte
 	ops  []int32
 	sent chan struct{}
+	at   time.Time // when the matching request's write began; written before sent is closed
+	prev time.Time // when the write before it began (zero if none); written before sent is closed
 }
 
 // ZooKeeper request opcodes the tap recognizes.
@@ -89,7 +92,7 @@ func opcode(b []byte) int32 {
 	return int32(binary.BigEndian.Uint32(b[8:12]))
 }
 
-func (t *wireTap) wrote(b []byte) {
+func (t *wireTap) wrote(b []byte, start, prev time.Time) {
 	op := opcode(b)
 	if op >= 0 && int(op) < len(t.written) {
 		t.written[op].Add(1)
@@ -100,6 +103,7 @@ func (t *wireTap) wrote(b []byte) {
 	t.mu.Lock()
 	for w := range t.waiters {
 		if slices.Contains(w.ops, op) && bytes.Contains(b, w.key) {
+			w.at, w.prev = start, prev
 			close(w.sent)
 			delete(t.waiters, w)
 		}
@@ -218,12 +222,17 @@ func (c *tappedConn) Write(b []byte) (int, error) {
 			return 0, err
 		}
 	}
+	start := time.Now() // before the bytes leave: no later than the server can see them
+	var prev time.Time
+	if ns := c.tap.lastWrite.Swap(start.UnixNano()); ns != 0 {
+		prev = time.Unix(0, ns)
+	}
 	n, err := c.Conn.Write(b)
 	if opcode(b) == opSetWatches {
 		c.watchesOutOnce.Do(func() { close(c.watchesOut) })
 	}
 	if err == nil {
-		c.tap.wrote(b[:n])
+		c.tap.wrote(b[:n], start, prev)
 	}
 	return n, err
 }
