@@ -364,11 +364,6 @@ func (l *Lock) leave(txnsOver <-chan struct{}) error {
 func (l *Lock) settled(txnsOver <-chan struct{}) bool {
 	select {
 	case <-txnsOver:
-		return l.handoffAllowed()
-	default:
-	}
-	select {
-	case <-txnsOver:
 	case <-l.zk.Lost():
 	}
 	return l.handoffAllowed()

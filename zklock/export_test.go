@@ -45,3 +45,10 @@ func SetTxnSkipLostCheck(on bool) (restore func()) {
 	old := testSkipLostCheck.Swap(on)
 	return func() { testSkipLostCheck.Store(old) }
 }
+
+// LeaseValid reports whether s's lease would let a hold be granted now.
+func LeaseValid(s *Session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lease.validLocked(time.Now())
+}

@@ -158,6 +158,7 @@ func (le *lease) refresh() <-chan struct{} {
 				select {
 				case <-w.sent:
 				case <-time.After(time.Second):
+				case <-s.ctx.Done(): // closing: the deadline no longer matters
 				}
 			}
 			select {

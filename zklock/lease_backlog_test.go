@@ -1,6 +1,7 @@
 package zklock_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -44,6 +45,49 @@ func TestLeaseCountsFromTheWrite(t *testing.T) {
 	}
 	zklock.SetWriteHook(s, nil)
 	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The cap on a sync's send time: a sync written after the session wrote
+// nothing for a while (its send loop stalled) counts from the previous
+// write plus T/8, not from its own write, since the argument in lease.go
+// needs the request before the sync to be that recent. Here every sync's
+// write is held back 1.8 s (0.45 T, T = 4 s; longer and go-zookeeper would time the silent connection out) while a waiter keeps the lease
+// renewer busy: after the first held-back sync is answered, the lease must
+// stay invalid (counted from its own write it would be valid for T/4, and
+// a grant could then outlive the session at the leader).
+func TestLeaseCapAfterSilence(t *testing.T) {
+	servers := zktest.Servers(t)
+	p := zktest.Path(t)
+	ctx := ctxT(t, 30*time.Second)
+	holder := newLock(t, connect(t, servers), p)
+	if err := holder.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := connect(t, servers, zklock.WithSessionTimeout(4*time.Second))
+	w := newLock(t, s, p)
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Acquire(wctx) }()
+	eventually(t, 10*time.Second, "the waiter's lease", func() bool { return zklock.LeaseValid(s) })
+	syncs := zklock.Written(s, zklock.OpSync)
+	zklock.SetWriteHook(s, func(op int32, _ []byte) error {
+		if op == zklock.OpSync {
+			time.Sleep(1800 * time.Millisecond)
+		}
+		return nil
+	})
+	eventually(t, 10*time.Second, "a held-back sync written", func() bool { return zklock.Written(s, zklock.OpSync) > syncs })
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if zklock.LeaseValid(s) {
+			t.Fatal("lease valid on a sync written after 1.8 s of silence")
+		}
+	}
+	zklock.SetWriteHook(s, nil)
+	cancel()
+	<-done
+	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
