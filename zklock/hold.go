@@ -121,6 +121,9 @@ func (l *Lock) install(ctx context.Context, h *hold) error {
 		}
 		changed := s.changed
 		s.mu.Unlock()
+		if attempt == 0 && !lagging && s.State() == StateConnected {
+			s.lease.waits.Add(1) // connected, yet the lease is not valid
+		}
 		var refreshed <-chan struct{}
 		if s.State() == StateConnected {
 			refreshed = s.lease.refresh()

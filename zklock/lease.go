@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"sync/atomic"
 	"time"
 )
 
@@ -68,6 +69,8 @@ type lease struct {
 	timer    *time.Timer   // fires at the deadline while holds exist
 	kick     chan struct{} // wakes the renewer
 	stopped  chan struct{} // closed by stop
+
+	waits, lapses atomic.Int64 // see LeaseStats
 }
 
 func (le *lease) init(s *Session) {
@@ -225,6 +228,7 @@ func (le *lease) lapse() {
 	lost := s.takeHolds()
 	s.mu.Unlock()
 	if len(lost) > 0 {
+		le.lapses.Add(1)
 		s.log.Warn("session not confirmed with the leader in time: holds end", "holds", len(lost), "bound", le.bound())
 	}
 	for _, h := range lost {

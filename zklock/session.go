@@ -55,6 +55,7 @@ type sessionConfig struct {
 	maxRetryWait time.Duration
 	noPipelining bool
 	digests      []digestCred // see auth.go
+	dialer       zk.Dialer    // nil: net.DialTimeout
 }
 
 // SessionOption configures Connect and NewSession.
@@ -108,6 +109,14 @@ func WithStateListener(fn func(State)) SessionOption {
 // wire.go), which a contract test checks.
 func WithoutPipelining() SessionOption {
 	return func(c *sessionConfig) { c.noPipelining = true }
+}
+
+// WithDialer makes Connect open its connections with d (for TLS, a proxy,
+// or a connection that counts what it carries) instead of
+// net.DialTimeout. The session still observes the bytes it writes (see
+// wire.go). It has no effect under NewSession, whose connection exists.
+func WithDialer(d zk.Dialer) SessionOption {
+	return func(c *sessionConfig) { c.dialer = d }
 }
 
 // WithMaxRetryInterval caps the exponential back-off between retries of
@@ -196,7 +205,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	if err != nil {
 		return nil, err
 	}
-	s := newSession(&wireTap{closing: make(chan struct{})}, true, cfg)
+	s := newSession(&wireTap{closing: make(chan struct{}), dial: cfg.dialer}, true, cfg)
 	conn, _, err := zk.Connect(servers, cfg.timeout,
 		zk.WithDialer(s.tap.dialer()),
 		zk.WithEventCallback(s.onEvent),
@@ -315,6 +324,25 @@ func (s *Session) Conn() *zk.Conn {
 		return nil
 	}
 	return s.conn
+}
+
+// LeaseStats counts how the session's lease (see WithLossOnExpiryOnly)
+// bore on its locks since the session was made.
+type LeaseStats struct {
+	// Waits counts grants that had to wait for the session to be
+	// confirmed with the leader before they could be made.
+	Waits int64
+	// Lapses counts the times the lease ran out while holds existed,
+	// ending them with ErrLeaseExpired.
+	Lapses int64
+}
+
+// LeaseStats reports the session's lease counters.
+func (s *Session) LeaseStats() LeaseStats {
+	if s == nil {
+		return LeaseStats{}
+	}
+	return LeaseStats{Waits: s.lease.waits.Load(), Lapses: s.lease.lapses.Load()}
 }
 
 // Done is closed when the session is closed.

@@ -18,6 +18,8 @@ import (
 // same TCP stream, and ZooKeeper applies a session's requests in the order
 // it receives them. That is what makes pipelining safe here.
 type wireTap struct {
+	dial func(network, address string, timeout time.Duration) (net.Conn, error) // nil: net.DialTimeout
+
 	mu      sync.Mutex
 	waiters map[*wireWaiter]struct{}
 	n       atomic.Int32 // len(waiters), read without the lock on every Write
@@ -115,7 +117,11 @@ func (t *wireTap) wrote(b []byte, start, prev time.Time) {
 // dialer returns a go-zookeeper Dialer whose connections report writes.
 func (t *wireTap) dialer() func(network, address string, timeout time.Duration) (net.Conn, error) {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
-		c, err := net.DialTimeout(network, address, timeout)
+		dial := t.dial
+		if dial == nil {
+			dial = net.DialTimeout
+		}
+		c, err := dial(network, address, timeout)
 		if err != nil {
 			return nil, err
 		}
