@@ -19,3 +19,12 @@ func NewUnorderedMultiLockForTest(members ...Member) (*MultiLock, error) {
 // SetMultiLockHookForTest sets a function Acquire calls after taking
 // member i of m; nil removes it.
 func SetMultiLockHookForTest(fn func(m *MultiLock, i int)) { testHookMemberAcquired = fn }
+
+// SetSemPublishHookForTest sets a function Semaphore.Acquire calls between
+// its closed check and the publication of the hold; nil removes it.
+func SetSemPublishHookForTest(fn func(*Semaphore)) { testHookSemPublish = fn }
+
+// SetDowngradeHookForTest sets a function an RWLock downgrade calls with
+// the read node between its grant and the move of the readers onto it;
+// nil removes it.
+func SetDowngradeHookForTest(fn func(readNode string)) { testHookDowngrade = fn }

@@ -545,6 +545,9 @@ func (rw *RWLock) endWriteLocked() error {
 	// The read node goes on its own (no foreign writer before it, and none
 	// can be created before it later): the readers move onto it, then the
 	// write node goes.
+	if testHookDowngrade != nil {
+		testHookDowngrade(zr.Node())
+	}
 	rw.rState = rHeld
 	node, token := zr.Node(), zr.Token()
 	wnode := zw.Node()
@@ -564,6 +567,10 @@ func (rw *RWLock) endWriteLocked() error {
 	rw.wakeLocked()
 	return err
 }
+
+// testHookDowngrade, when a test sets it, runs in a downgrade between the
+// read node's grant and the move of the readers onto it.
+var testHookDowngrade func(readNode string)
 
 func (rw *RWLock) lossCause(l *zklock.Lock) error {
 	if err := l.Err(); err != nil {

@@ -165,6 +165,9 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (context.Co
 		_ = lease.Release()
 		return nil, false, ErrClosed
 	}
+	if testHookSemPublish != nil {
+		testHookSemPublish(sem)
+	}
 	h := &semHold{k: k, lease: lease}
 	h.ctx, h.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), semKey{sem}, h))
 	sem.lossMu.Lock()
@@ -319,6 +322,10 @@ func (sem *Semaphore) InUse() int {
 	defer sem.mu.Unlock()
 	return sem.n - sem.free
 }
+
+// testHookSemPublish, when a test sets it, runs in acquire between the
+// closed check and the publication of the hold.
+var testHookSemPublish func(*Semaphore)
 
 func (sem *Semaphore) onZKLost(node string, cause error) {
 	err := fmt.Errorf("%w: %w", ErrLockLost, cause)

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
 
+	"github.com/tierlock/tierlock/internal/nilcheck"
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/tier"
 	"github.com/tierlock/tierlock/zkcompat"
@@ -23,11 +24,21 @@ func TestMain(m *testing.M) {
 
 var acl = zk.WorldACL(zk.PermAll)
 
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
 // conn connects a go-zookeeper client, as a caller of zk.Lock has one, and
 // ends the drop-in's use of it and the connection when the test ends.
 func conn(t *testing.T) *zk.Conn {
 	t.Helper()
-	c, events, err := zk.Connect(zktest.Servers(t), 4*time.Second, zk.WithLogInfo(false))
+	return connTo(t, zktest.Servers(t), 4*time.Second)
+}
+
+// connTo is conn on servers with the given session timeout.
+func connTo(t *testing.T, servers []string, timeout time.Duration) *zk.Conn {
+	t.Helper()
+	c, events, err := zk.Connect(servers, timeout, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,4 +410,30 @@ func TestBesideZkLock(t *testing.T) {
 	if holds != 120 {
 		t.Fatalf("%d holds, want 120", holds)
 	}
+}
+
+// Issue 21, item 7: on a closed connection the drop-in answers at once,
+// as zk.Lock does (zk: connection closed), instead of waiting for a
+// session that will never come.
+func TestClosedConn(t *testing.T) {
+	c := connTo(t, zktest.Servers(t), 4*time.Second)
+	c.Close()
+	l := zkcompat.NewLock(c, zktest.Path(t), acl)
+	done := make(chan error, 1)
+	go func() { done <- l.Lock() }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, zk.ErrConnectionClosed) {
+			t.Errorf("Lock on a closed connection: %v; want zk.ErrConnectionClosed", err)
+		}
+	case <-time.After(3 * time.Second):
+		zkcompat.CloseConn(c) // ends the wait
+		<-done
+		t.Fatal("Lock on a closed connection still waiting after 3s")
+	}
+}
+
+// Issue 21, item 7: methods on a nil *Lock do not panic.
+func TestNilReceivers(t *testing.T) {
+	nilcheck.Methods(t, (*zkcompat.Lock)(nil))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Digest credentials. ZooKeeper keeps authentication per connection, not
@@ -62,6 +63,9 @@ func (g *authGate) init(needed bool) {
 // authenticate sends every credential of the session and opens the gate.
 // Connect runs it before returning; NewSession in the background.
 func (s *Session) authenticate(ctx context.Context) error {
+	if d := testAuthDelay; d > 0 {
+		sleepCtx(ctx, d)
+	}
 	var err error
 	for _, d := range s.cfg.digests {
 		if err = s.addDigest(ctx, d); err != nil {
@@ -101,6 +105,10 @@ func (s *Session) addDigest(ctx context.Context, d digestCred) error {
 	}
 	return nil
 }
+
+// testAuthDelay, when a test sets it, delays the sending of credentials,
+// so that a request that does not wait for them overtakes them.
+var testAuthDelay time.Duration
 
 // errReauth asks retry to send a credential again on the new connection.
 var errReauth = errors.New("zklock: connection replaced during auth")

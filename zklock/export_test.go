@@ -52,3 +52,11 @@ func LeaseValid(s *Session) bool {
 	defer s.mu.Unlock()
 	return s.lease.validLocked(time.Now())
 }
+
+// SetAuthDelayForTest delays the sending of every session's credentials by
+// d, and returns the function that restores it.
+func SetAuthDelayForTest(d time.Duration) (restore func()) {
+	old := testAuthDelay
+	testAuthDelay = d
+	return func() { testAuthDelay = old }
+}
