@@ -7,8 +7,9 @@
 // ports, either standalone or as an ensemble of three or more members, each
 // with its own data directory under a temporary directory. Members can be
 // stopped, SIGKILLed and restarted with their data kept, and the package can
-// tell which member leads and read the server counters (mntr) that tests and
-// benchmarks use to report ZooKeeper requests per lock acquisition.
+// tell which member leads and read the server counters (mntr) and the
+// processor time that tests and benchmarks use to report ZooKeeper requests
+// and server CPU per lock acquisition.
 //
 // Setting the environment variable TIERLOCK_ZK_SERVERS to a comma-separated
 // list of host:port addresses makes [FromEnv] return a [Cluster] that points
@@ -35,6 +36,10 @@
 //     one from its peers and healing it, Close;
 //   - fourletter.go: the four-letter words (srvr, mntr, conf, ...) and what
 //     is read from them (Mode, Leader, Counters);
+//   - usage.go: what the servers use and allow: processor time (CPU, read
+//     from /proc through proc_linux.go) and the session timeouts they grant
+//     (by default 2 ticks to a minute, so that a 10s session asked for is
+//     granted);
 //   - resolve.go: servers named by TIERLOCK_ZK_SERVERS or a flag (FromEnv,
 //     Resolve).
 //

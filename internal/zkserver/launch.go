@@ -15,6 +15,12 @@ import (
 	"time"
 )
 
+// DefaultMaxSessionTimeout is the longest session timeout the servers
+// started here grant unless WithSessionTimeouts says otherwise: a client
+// that asks for 10s (the stress command's default) gets 10s, not
+// ZooKeeper's default cap of 20 ticks.
+const DefaultMaxSessionTimeout = 60 * time.Second
+
 // Default locations of Debian's ZooKeeper package.
 const (
 	DefaultJar     = "/usr/share/java/zookeeper.jar"
@@ -52,9 +58,11 @@ type config struct {
 // Option configures Start and StartEnsemble.
 type Option func(*config)
 
-// WithTickTime sets ZooKeeper's tickTime. Session timeouts are bounded by
-// 2 and 20 ticks unless WithSessionTimeouts says otherwise, so a small tick
-// (the default is 200ms) makes session-expiry tests fast.
+// WithTickTime sets ZooKeeper's tickTime (default 200ms). A small tick
+// makes session-expiry tests fast. ZooKeeper's own bounds on the session
+// timeout are 2 and 20 ticks (0.4s to 4s at 200ms), which would cut a 10s
+// session asked for to 4s; the servers started here allow 2 ticks to
+// [DefaultMaxSessionTimeout] instead (see WithSessionTimeouts).
 func WithTickTime(d time.Duration) Option { return func(c *config) { c.tickTime = d } }
 
 // WithSyncLimit sets ZooKeeper's syncLimit (default 10): how many ticks a
@@ -68,7 +76,8 @@ func WithSyncLimit(ticks int) Option { return func(c *config) { c.syncLimit = ti
 func WithInitLimit(ticks int) Option { return func(c *config) { c.initLimit = ticks } }
 
 // WithSessionTimeouts sets the bounds the server applies to the session
-// timeout that clients ask for.
+// timeout that clients ask for (default: 2 ticks and
+// [DefaultMaxSessionTimeout], or 20 ticks if that is longer).
 func WithSessionTimeouts(min, max time.Duration) Option {
 	return func(c *config) { c.minSession, c.maxSession = min, max }
 }
@@ -198,12 +207,8 @@ func (c *Cluster) writeConfig(m *member) error {
 	// Container nodes are reaped by a periodic task; run it often enough
 	// that empty lock directories disappear during a test run.
 	b.WriteString("znode.container.checkIntervalMs=1000\n")
-	if c.cfg.minSession > 0 {
-		fmt.Fprintf(&b, "minSessionTimeout=%d\n", c.cfg.minSession.Milliseconds())
-	}
-	if c.cfg.maxSession > 0 {
-		fmt.Fprintf(&b, "maxSessionTimeout=%d\n", c.cfg.maxSession.Milliseconds())
-	}
+	lo, hi := c.sessionBounds()
+	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=%d\n", lo.Milliseconds(), hi.Milliseconds())
 	if len(c.members) > 1 {
 		b.WriteString("standaloneEnabled=false\nreconfigEnabled=false\n")
 		for _, o := range c.members {
@@ -219,6 +224,20 @@ func (c *Cluster) writeConfig(m *member) error {
 		return fmt.Errorf("zkserver: %w", err)
 	}
 	return nil
+}
+
+// sessionBounds are the session timeouts the servers grant: what
+// WithSessionTimeouts set, else 2 ticks to DefaultMaxSessionTimeout (at
+// least 20 ticks, ZooKeeper's own upper bound).
+func (c *Cluster) sessionBounds() (lo, hi time.Duration) {
+	lo, hi = c.cfg.minSession, c.cfg.maxSession
+	if lo <= 0 {
+		lo = 2 * c.cfg.tickTime
+	}
+	if hi <= 0 {
+		hi = max(DefaultMaxSessionTimeout, 20*c.cfg.tickTime)
+	}
+	return lo, max(lo, hi)
 }
 
 func (c *Cluster) startAll(ctx context.Context) error {

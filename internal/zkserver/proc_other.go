@@ -3,8 +3,10 @@
 package zkserver
 
 import (
+	"errors"
 	"os"
 	"os/exec"
+	"time"
 )
 
 func setProcAttrs(cmd *exec.Cmd) {}
@@ -15,4 +17,9 @@ func terminate(cmd *exec.Cmd, kill bool) {
 		return
 	}
 	_ = cmd.Process.Signal(os.Interrupt)
+}
+
+// processCPU needs /proc.
+func processCPU(int) (time.Duration, error) {
+	return 0, errors.New("process CPU time is read from /proc, Linux only")
 }

@@ -3,6 +3,8 @@ package zkserver_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,6 +105,69 @@ func TestStandaloneRestartKeepsData(t *testing.T) {
 	})
 }
 
+// The servers grant the session timeout asked for, from 2 ticks (0.4s) up
+// to a minute, not ZooKeeper's default 20 ticks (4s at 200ms): cons shows
+// each session's negotiated timeout ("to=" in ms). CPU reads the server's
+// processor time, which grows with work.
+func TestSessionTimeoutGrantedAndCPU(t *testing.T) {
+	c := start(t, 1)
+	ctx := context.Background()
+	if lo, hi := c.SessionTimeouts(); lo != 400*time.Millisecond || hi != zkserver.DefaultMaxSessionTimeout {
+		t.Errorf("SessionTimeouts = %v, %v; want 400ms, %v", lo, hi, zkserver.DefaultMaxSessionTimeout)
+	}
+	cpu0, err := c.CPU(0)
+	if err != nil || cpu0 <= 0 {
+		t.Fatalf("CPU = %v, %v; want > 0 after a JVM start", cpu0, err)
+	}
+	for _, tc := range []struct{ ask, want time.Duration }{
+		{10 * time.Second, 10 * time.Second}, {60 * time.Second, 60 * time.Second},
+		{400 * time.Millisecond, 400 * time.Millisecond}, {100 * time.Millisecond, 400 * time.Millisecond},
+		{90 * time.Second, 60 * time.Second},
+	} {
+		conn, _, err := zk.Connect(c.Addrs(), tc.ask, zk.WithLogger(quiet{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		retry(t, "session", func() error {
+			if _, err := conn.Sync("/"); err != nil {
+				return err
+			}
+			cons, err := c.FourLetter(ctx, 0, "cons")
+			if err != nil {
+				return err
+			}
+			sid := fmt.Sprintf("sid=0x%x", conn.SessionID())
+			for _, line := range strings.Split(cons, "\n") {
+				if strings.Contains(line, sid+",") {
+					if want := fmt.Sprintf(",to=%d,", tc.want.Milliseconds()); !strings.Contains(line, want) {
+						t.Errorf("asked for %v: %s, want %s", tc.ask, line, want)
+					}
+					return nil
+				}
+			}
+			return fmt.Errorf("session %s not in cons: %s", sid, cons)
+		})
+		conn.Close()
+	}
+	for i := 0; i < 200; i++ {
+		if _, err := c.Mntr(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cpu1, err := c.CPU(0); err != nil || cpu1 <= cpu0 {
+		t.Errorf("CPU after 200 mntr = %v, %v; before %v", cpu1, err, cpu0)
+	}
+	if total, err := c.TotalCPU(); err != nil || total < cpu0 {
+		t.Errorf("TotalCPU = %v, %v", total, err)
+	}
+	if err := c.Kill(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CPU(0); !errors.Is(err, zkserver.ErrNotRunning) {
+		t.Errorf("CPU of a stopped member: %v, want ErrNotRunning", err)
+	}
+}
+
 func TestEnsembleLeaderFailover(t *testing.T) {
 	c := start(t, 3)
 	ctx := context.Background()
@@ -165,5 +230,11 @@ func TestBadInput(t *testing.T) {
 	}
 	if _, err := c.Mode(context.Background(), 5); !errors.Is(err, zkserver.ErrBadMember) {
 		t.Fatalf("Mode(5): %v", err)
+	}
+	if _, err := c.CPU(0); !errors.Is(err, zkserver.ErrExternal) {
+		t.Fatalf("CPU of an external server: %v", err)
+	}
+	if lo, hi := c.SessionTimeouts(); lo != 0 || hi != 0 {
+		t.Fatalf("SessionTimeouts of external servers = %v, %v; want unknown", lo, hi)
 	}
 }
