@@ -17,8 +17,8 @@ import (
 )
 
 var (
-	// ErrNilElection reports a method called on a nil *Election.
-	ErrNilElection = errors.New("election: nil *Election")
+	// ErrNil reports a method called on a nil *Election.
+	ErrNil = errors.New("election: method called on a nil *Election")
 	// ErrNotLeader reports a Resign with a context that Campaign did not
 	// return on this Election, or that was resigned already.
 	ErrNotLeader = errors.New("election: not a leadership of this election")
@@ -66,7 +66,7 @@ func New(s *zklock.Session, path string, opts ...zklock.Option) (*Election, erro
 // context.Cause wraps zklock.ErrLockLost), at the moment it is detected.
 func (e *Election) Campaign(ctx context.Context, value string) (context.Context, error) {
 	if e == nil {
-		return nil, ErrNilElection
+		return nil, ErrNil
 	}
 	if ctx == nil {
 		return nil, zklock.ErrNilContext
@@ -102,7 +102,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (context.Context,
 // returns ErrNotLeader.
 func (e *Election) Resign(held context.Context) error {
 	if e == nil {
-		return ErrNilElection
+		return ErrNil
 	}
 	if held == nil {
 		return zklock.ErrNilContext
@@ -122,7 +122,7 @@ func (e *Election) Resign(held context.Context) error {
 // retried through connection losses until ctx ends.
 func (e *Election) Leader(ctx context.Context) (string, error) {
 	if e == nil {
-		return "", ErrNilElection
+		return "", ErrNil
 	}
 	ps, err := e.reader.Participants(ctx)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -230,14 +231,20 @@ func TestBadInput(t *testing.T) {
 			_, err := election.New(s, p, zklock.WithRecheckInterval(-1))
 			return err
 		}},
-		{"nil Campaign", election.ErrNilElection, func() error { _, err := nilE.Campaign(ctx, "x"); return err }},
+		{"nil Campaign", election.ErrNil, func() error { _, err := nilE.Campaign(ctx, "x"); return err }},
 		{"Campaign nil ctx", zklock.ErrNilContext, func() error { _, err := e.Campaign(nilCtx, "x"); return err }},
 		{"Campaign cancelled", context.Canceled, func() error { _, err := e.Campaign(zktest.Cancelled(), "y"); return err }},
-		{"nil Resign", election.ErrNilElection, func() error { return nilE.Resign(held) }},
+		// Issue 21, item 4: a value too large for the server is refused
+		// before anything is sent, instead of taking the session down.
+		{"Campaign value of 1.1MB", zklock.ErrInvalidOption, func() error {
+			_, err := e.Campaign(ctx, strings.Repeat("v", 1100<<10))
+			return err
+		}},
+		{"nil Resign", election.ErrNil, func() error { return nilE.Resign(held) }},
 		{"Resign nil ctx", zklock.ErrNilContext, func() error { return e.Resign(nilCtx) }},
 		{"Resign a plain ctx", election.ErrNotLeader, func() error { return e.Resign(ctx) }},
 		{"Resign another election's", election.ErrNotLeader, func() error { return other.Resign(held) }},
-		{"nil Leader", election.ErrNilElection, func() error { _, err := nilE.Leader(ctx); return err }},
+		{"nil Leader", election.ErrNil, func() error { _, err := nilE.Leader(ctx); return err }},
 		{"Leader nil ctx", zklock.ErrNilContext, func() error { _, err := e.Leader(nilCtx); return err }},
 		{"Leader of none", election.ErrNoLeader, func() error { _, err := other.Leader(ctx); return err }},
 	}

@@ -14,8 +14,8 @@ var (
 	// ErrInvalidToken reports a token that no hold has: zero (what
 	// Token returns without a hold) or negative.
 	ErrInvalidToken = errors.New("fence: invalid token")
-	// ErrNilFence reports a method called on a nil *Fence or *Keyed.
-	ErrNilFence = errors.New("fence: nil fence")
+	// ErrNil reports a method called on a nil *Fence or *Keyed.
+	ErrNil = errors.New("fence: method called on a nil *Fence or *Keyed")
 	// ErrNilFunc reports a nil function given to Do.
 	ErrNilFunc = errors.New("fence: nil function")
 )
@@ -32,7 +32,7 @@ type Fence struct {
 // otherwise. See Do for a write that must not follow a later admission.
 func (f *Fence) Admit(token int64) error {
 	if f == nil {
-		return ErrNilFence
+		return ErrNil
 	}
 	if err := checkToken(token); err != nil {
 		return err
@@ -65,7 +65,7 @@ func (f *Fence) admitLocked(token int64) error {
 // fn fails: the fence only ever moves up. fn must not call the fence.
 func (f *Fence) Do(token int64, fn func() error) error {
 	if f == nil {
-		return ErrNilFence
+		return ErrNil
 	}
 	if fn == nil {
 		return ErrNilFunc

@@ -69,10 +69,10 @@ func TestBadInput(t *testing.T) {
 		err  error
 		want error
 	}{
-		{"nil fence Admit", nf.Admit(1), fence.ErrNilFence},
-		{"nil fence Do", nf.Do(1, func() error { return nil }), fence.ErrNilFence},
-		{"nil keyed Admit", nk.Admit("a", 1), fence.ErrNilFence},
-		{"nil keyed Do", nk.Do("a", 1, func() error { return nil }), fence.ErrNilFence},
+		{"nil fence Admit", nf.Admit(1), fence.ErrNil},
+		{"nil fence Do", nf.Do(1, func() error { return nil }), fence.ErrNil},
+		{"nil keyed Admit", nk.Admit("a", 1), fence.ErrNil},
+		{"nil keyed Do", nk.Do("a", 1, func() error { return nil }), fence.ErrNil},
 		{"nil func", f.Do(1, nil), fence.ErrNilFunc},
 		{"nil func keyed", k.Do("a", 1, nil), fence.ErrNilFunc},
 		{"zero token keyed", k.Admit("a", 0), fence.ErrInvalidToken},

@@ -30,7 +30,7 @@ func (k *Keyed[K]) fence(key K) *Fence {
 // Admit is Fence.Admit on key's fence.
 func (k *Keyed[K]) Admit(key K, token int64) error {
 	if k == nil {
-		return ErrNilFence
+		return ErrNil
 	}
 	if err := checkToken(token); err != nil {
 		return err // no fence made for a key that never had a token
@@ -41,7 +41,7 @@ func (k *Keyed[K]) Admit(key K, token int64) error {
 // Do is Fence.Do on key's fence.
 func (k *Keyed[K]) Do(key K, token int64, fn func() error) error {
 	if k == nil {
-		return ErrNilFence
+		return ErrNil
 	}
 	if fn == nil {
 		return ErrNilFunc

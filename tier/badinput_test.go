@@ -146,20 +146,20 @@ func TestBadInputTable(t *testing.T) {
 		}},
 
 		// Nil receivers and nil contexts.
-		newCase("nil Lock/TryAcquire", tier.ErrNilLock, func() error { _, _, err := nilLock.TryAcquire(bg); return err }),
-		newCase("nil Lock/Release", tier.ErrNilLock, func() error { return nilLock.Release(bg) }),
-		newCase("nil Lock/Token", tier.ErrNilLock, func() error { _, err := nilLock.Token(bg); return err }),
-		newCase("nil Lock/Close", tier.ErrNilLock, func() error { return nilLock.Close() }),
+		newCase("nil Lock/TryAcquire", tier.ErrNil, func() error { _, _, err := nilLock.TryAcquire(bg); return err }),
+		newCase("nil Lock/Release", tier.ErrNil, func() error { return nilLock.Release(bg) }),
+		newCase("nil Lock/Token", tier.ErrNil, func() error { _, err := nilLock.Token(bg); return err }),
+		newCase("nil Lock/Close", tier.ErrNil, func() error { return nilLock.Close() }),
 		newCase("nil Lock/HoldCount", nil, func() error {
 			if n := nilLock.HoldCount(bg); n != 0 {
 				return errors.New("HoldCount of a nil lock is not 0")
 			}
 			return nil
 		}),
-		newCase("nil Registry/Acquire", tier.ErrNilLock, func() error { _, err := nilReg.Acquire(bg, "job"); return err }),
-		newCase("nil Registry/Release", tier.ErrNilLock, func() error { return nilReg.Release(bg) }),
-		newCase("nil Registry/Token", tier.ErrNilLock, func() error { _, err := nilReg.Token(bg); return err }),
-		newCase("nil Registry/Close", tier.ErrNilLock, func() error { return nilReg.Close() }),
+		newCase("nil Registry/Acquire", tier.ErrNil, func() error { _, err := nilReg.Acquire(bg, "job"); return err }),
+		newCase("nil Registry/Release", tier.ErrNil, func() error { return nilReg.Release(bg) }),
+		newCase("nil Registry/Token", tier.ErrNil, func() error { _, err := nilReg.Token(bg); return err }),
+		newCase("nil Registry/Close", tier.ErrNil, func() error { return nilReg.Close() }),
 		//nolint:staticcheck // the nil context is the bad input under test
 		newCase("nil ctx/TryAcquire", tier.ErrNilContext, func() error { _, _, err := e.l.TryAcquire(nil); return err }),
 		//nolint:staticcheck // the nil context is the bad input under test

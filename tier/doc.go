@@ -43,8 +43,8 @@
 // one of [ErrDisconnected], [ErrLeaseExpired], [ErrSessionExpired],
 // [ErrNodeDeleted], [ErrSessionClosed]), is re-exported here as the same
 // value; the rule is stated at [ErrLockLost]'s group. A method on a nil
-// *Lock or *Registry returns an error naming it ([ErrNilLock],
-// [ErrNilRegistry]).
+// pointer of this package's types returns an error naming it, which
+// matches [ErrNil].
 //
 // Depends on package zklock (and so on go-zookeeper and mutexbool).
 package tier

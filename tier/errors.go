@@ -14,12 +14,11 @@ var (
 	ErrNotHolder = errors.New("tier: context does not hold this lock")
 	// ErrClosed reports use of a lock or registry after Close.
 	ErrClosed = errors.New("tier: lock closed")
-	// ErrNilLock reports a method called on a nil *Lock.
-	ErrNilLock error = nilError{msg: "tier: nil *Lock"}
-	// ErrNilRegistry reports a method called on a nil *Registry. It
-	// matches ErrNilLock too (errors.Is), which nil registries reported
-	// before it existed.
-	ErrNilRegistry error = nilError{msg: "tier: nil *Registry", alias: ErrNilLock}
+	// ErrNil reports a method called on a nil pointer of one of this
+	// package's types; the error's message names the type. Methods that
+	// return no error return zero values (and a closed channel where a
+	// channel reports an end), never panic.
+	ErrNil = errors.New("tier: method called on a nil pointer")
 )
 
 // Errors of package zklock, re-exported by one rule: a caller of this
@@ -78,17 +77,24 @@ var (
 // transaction at the server, by index, with the server's error.
 type OpError = zklock.OpError
 
+// fromZK maps zklock's ErrClosed, which a wait of ours gets when our own
+// Close ends it, to this package's ErrClosed.
+func fromZK(err error) error {
+	if errors.Is(err, zklock.ErrClosed) {
+		return ErrClosed
+	}
+	return err
+}
+
 // errReleased is the cause of a held context cancelled by its Release.
 var errReleased = errors.New("tier: lock released")
 
-// nilError is the error of a method called on a nil receiver: its message
-// names the receiver's type, and it matches alias (when set) in errors.Is.
-type nilError struct {
-	msg   string
-	alias error
-}
+// errNil is the error of a method called on a nil *typ: it matches ErrNil.
+func errNil(typ string) error { return nilError{msg: "tier: nil *" + typ} }
+
+type nilError struct{ msg string }
 
 func (e nilError) Error() string { return e.msg }
 
-// Is reports whether target is the error this one stands in for.
-func (e nilError) Is(target error) bool { return e.alias != nil && target == e.alias }
+// Is reports whether target is ErrNil.
+func (e nilError) Is(target error) bool { return target == ErrNil }

@@ -99,7 +99,7 @@ type txnResult struct {
 // next local holder waits until it is over.
 func (l *Lock) Txn(held context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if l == nil {
-		return nil, ErrNilLock
+		return nil, errNil("Lock")
 	}
 	if held == nil {
 		return nil, ErrNilContext
@@ -170,7 +170,7 @@ func (l *Lock) staleRefusal(held context.Context, err error) bool {
 // Txn is Lock.Txn for a hold of this registry.
 func (r *Registry) Txn(held context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if r == nil {
-		return nil, ErrNilRegistry
+		return nil, errNil("Registry")
 	}
 	if held == nil {
 		return nil, ErrNilContext

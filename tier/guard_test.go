@@ -288,8 +288,8 @@ func TestTxnTierBadInput(t *testing.T) {
 		call func() error
 		want error
 	}{
-		{"nil lock", func() error { _, err := nl.Txn(held); return err }, tier.ErrNilLock},
-		{"nil registry", func() error { _, err := nr.Txn(held); return err }, tier.ErrNilRegistry},
+		{"nil lock", func() error { _, err := nl.Txn(held); return err }, tier.ErrNil},
+		{"nil registry", func() error { _, err := nr.Txn(held); return err }, tier.ErrNil},
 		//lint:ignore SA1012 a nil context is the bad input under test
 		{"nil context", func() error { _, err := l.Txn(nil); return err }, tier.ErrNilContext}, //nolint:staticcheck
 		//lint:ignore SA1012 a nil context is the bad input under test

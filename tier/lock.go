@@ -125,7 +125,7 @@ func (l *Lock) TryAcquire(ctx context.Context) (context.Context, bool, error) {
 
 func (l *Lock) acquire(ctx context.Context, wait bool) (context.Context, bool, error) {
 	if l == nil {
-		return nil, false, ErrNilLock
+		return nil, false, errNil("Lock")
 	}
 	if ctx == nil {
 		return nil, false, ErrNilContext
@@ -189,7 +189,7 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 		}
 		if err != nil || !ok {
 			l.g.leave()
-			return nil, false, err
+			return nil, false, fromZK(err)
 		}
 		l.zkHeld, l.zkSince, l.handoffs = true, time.Now(), 0
 		l.zkNode, l.zkToken = l.zk.Node(), l.zk.Token()
@@ -293,7 +293,7 @@ func (l *Lock) dropZK() error {
 // gate and returns an error wrapping ErrLockLost.
 func (l *Lock) Release(held context.Context) error {
 	if l == nil {
-		return ErrNilLock
+		return errNil("Lock")
 	}
 	if held == nil {
 		return ErrNilContext
@@ -411,7 +411,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // Local hand-offs keep the node, and so the token.
 func (l *Lock) Token(held context.Context) (int64, error) {
 	if l == nil {
-		return 0, ErrNilLock
+		return 0, errNil("Lock")
 	}
 	if held == nil {
 		return 0, ErrNilContext
@@ -443,7 +443,7 @@ func (l *Lock) HoldCount(ctx context.Context) int {
 // Close is idempotent.
 func (l *Lock) Close() error {
 	if l == nil {
-		return ErrNilLock
+		return errNil("Lock")
 	}
 	if l.closed.Swap(true) {
 		return nil

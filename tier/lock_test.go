@@ -388,7 +388,7 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 	var nl *tier.Lock
-	if _, err := nl.Acquire(context.Background()); !errors.Is(err, tier.ErrNilLock) {
+	if _, err := nl.Acquire(context.Background()); !errors.Is(err, tier.ErrNil) {
 		t.Errorf("nil lock: %v", err)
 	}
 	l := newLock(t, s, zktest.Path(t))

@@ -21,28 +21,37 @@ import (
 //
 // The adapter is not reentrant: a goroutine that calls Lock twice without
 // Unlock deadlocks, as with sync.Mutex. Unlock without Lock, or of a hold
-// that was lost, is logged and otherwise ignored, and Lock on a closed lock
-// or session panics (there is no lock to return with). Use Acquire and
+// that was lost, is logged and otherwise ignored. Lock on a closed lock or
+// session (or a nil *Locker) cannot hold and returns at once: Context is
+// then cancelled and Err says why, as for a lost hold. Use Acquire and
 // Release for reentrancy, cancellation and error values.
 func (l *Lock) Locker() *Locker { return &Locker{l: l} }
 
 // Locker is the sync.Locker adapter of a Lock; see Lock.Locker.
 type Locker struct {
-	l    *Lock
-	held context.Context // written and read only by the holder
+	l      *Lock
+	held   context.Context // written and read only by the holder
+	failed bool            // held is not a hold: Lock could not take one
 }
 
-// Lock blocks until the lock is held.
+// Lock blocks until the lock is held, or until it is clear that it never
+// will be (see Lock.Locker).
 func (k *Locker) Lock() {
+	if k == nil {
+		return // Err reports it
+	}
 	wait := 10 * time.Millisecond
 	for {
 		held, err := k.l.Acquire(context.Background())
 		if err == nil {
-			k.held = held
+			k.held, k.failed = held, false
 			return
 		}
-		if errors.Is(err, ErrClosed) || errors.Is(err, zklock.ErrSessionClosed) || errors.Is(err, ErrNilLock) {
-			panic("tier: Locker.Lock: " + err.Error())
+		if errors.Is(err, ErrClosed) || errors.Is(err, zklock.ErrSessionClosed) || errors.Is(err, ErrNil) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			cancel(err)
+			k.held, k.failed = ctx, true
+			return
 		}
 		k.l.log.Warn("Locker.Lock: acquire failed, retrying", "err", err, "in", wait)
 		time.Sleep(wait)
@@ -55,12 +64,15 @@ func (k *Locker) Unlock() {
 	if k == nil || k.l == nil {
 		return // nothing to unlock; sync.Locker has no error to return
 	}
-	held := k.held
-	if held == nil {
+	held, failed := k.held, k.failed
+	k.held, k.failed = nil, false
+	switch {
+	case failed:
+		return // Lock could not hold: nothing to release
+	case held == nil:
 		k.l.log.Error("Locker.Unlock of an unlocked lock")
 		return
 	}
-	k.held = nil
 	if err := k.l.Release(held); err != nil {
 		k.l.log.Error("Locker.Unlock", "err", err)
 	}
@@ -77,13 +89,15 @@ func (k *Locker) Context() context.Context {
 }
 
 // Err returns nil while the current hold is valid, an error wrapping
-// ErrLockLost once it was lost, and ErrNotHolder outside a hold. Call it
-// from the goroutine that called Lock.
+// ErrLockLost once it was lost, why Lock could not hold, and ErrNotHolder
+// outside a hold. Call it from the goroutine that called Lock.
 func (k *Locker) Err() error {
-	if k == nil || k.held == nil {
+	switch {
+	case k == nil:
+		return errNil("Locker")
+	case k.held == nil:
 		return ErrNotHolder
-	}
-	if k.held.Err() != nil {
+	case k.held.Err() != nil:
 		return context.Cause(k.held)
 	}
 	return nil

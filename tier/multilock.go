@@ -20,9 +20,6 @@ var (
 	ErrDuplicateMember = errors.New("tier: two multi-lock members on one path")
 	// ErrNoMembers reports a multi-lock of no member.
 	ErrNoMembers = errors.New("tier: multi-lock of no member")
-	// ErrNilMultiLock reports a method called on a nil *MultiLock. It
-	// matches ErrNilLock too (errors.Is).
-	ErrNilMultiLock error = nilError{msg: "tier: nil *MultiLock", alias: ErrNilLock}
 )
 
 // MemberError is the error of one member of a multi-lock: the reason an
@@ -87,7 +84,7 @@ type multiKey struct{ m *MultiLock }
 // NewMultiLock returns a multi-lock of members: *Lock values, and the
 // Reader() or Writer() of *RWLock values. The members may live on different
 // sessions. It refuses no member (ErrNoMembers), a nil member (ErrNilMember,
-// or ErrNilLock for a nil lock inside a member), and two members on one path
+// or ErrNil for a nil lock inside a member), and two members on one path
 // (ErrDuplicateMember).
 func NewMultiLock(members ...Member) (*MultiLock, error) {
 	if len(members) == 0 {
@@ -170,7 +167,7 @@ func (m *MultiLock) TryAcquire(ctx context.Context) (context.Context, bool, erro
 
 func (m *MultiLock) acquire(ctx context.Context, wait bool) (context.Context, bool, error) {
 	if m == nil {
-		return nil, false, ErrNilMultiLock
+		return nil, false, errNil("MultiLock")
 	}
 	if ctx == nil {
 		return nil, false, ErrNilContext
@@ -291,7 +288,7 @@ func (m *MultiLock) releaseMembers(vals context.Context, n int) error {
 // lost member's *MemberError (and so ErrLockLost).
 func (m *MultiLock) Release(held context.Context) error {
 	if m == nil {
-		return ErrNilMultiLock
+		return errNil("MultiLock")
 	}
 	if held == nil {
 		return ErrNilContext
@@ -324,7 +321,7 @@ func (m *MultiLock) Release(held context.Context) error {
 // each resource the token of the lock that guards it.
 func (m *MultiLock) Tokens(held context.Context) (map[string]int64, error) {
 	if m == nil {
-		return nil, ErrNilMultiLock
+		return nil, errNil("MultiLock")
 	}
 	if held == nil {
 		return nil, ErrNilContext

@@ -37,17 +37,17 @@ func TestMultiLockBadInput(t *testing.T) {
 	}{
 		{"no members", tier.ErrNoMembers, newErr()},
 		{"nil member", tier.ErrNilMember, newErr(la, nil)},
-		{"nil *Lock", tier.ErrNilLock, newErr(la, nilLock)},
-		{"nil *RWLock reader", tier.ErrNilLock, newErr(nilRW.Reader(), la)},
-		{"nil *RWLock writer", tier.ErrNilLock, newErr(nilRW.Writer())},
+		{"nil *Lock", tier.ErrNil, newErr(la, nilLock)},
+		{"nil *RWLock reader", tier.ErrNil, newErr(nilRW.Reader(), la)},
+		{"nil *RWLock writer", tier.ErrNil, newErr(nilRW.Writer())},
 		{"same lock twice", tier.ErrDuplicateMember, newErr(la, rwb.Reader(), la)},
 		{"read and write of one lock", tier.ErrDuplicateMember, newErr(rwb.Reader(), rwb.Writer())},
 		{"two locks on one path", tier.ErrDuplicateMember, newErr(la, newLock(t, o, pa))},
-		{"nil multi Acquire", tier.ErrNilMultiLock, func() error { _, err := nilMulti.Acquire(ctx); return err }},
-		{"nil multi is ErrNilLock", tier.ErrNilLock, func() error { _, err := nilMulti.Acquire(ctx); return err }},
-		{"nil multi TryAcquire", tier.ErrNilMultiLock, func() error { _, _, err := nilMulti.TryAcquire(ctx); return err }},
-		{"nil multi Release", tier.ErrNilMultiLock, func() error { return nilMulti.Release(ctx) }},
-		{"nil multi Tokens", tier.ErrNilMultiLock, func() error { _, err := nilMulti.Tokens(ctx); return err }},
+		{"nil multi Acquire", tier.ErrNil, func() error { _, err := nilMulti.Acquire(ctx); return err }},
+		{"nil multi is ErrNilLock", tier.ErrNil, func() error { _, err := nilMulti.Acquire(ctx); return err }},
+		{"nil multi TryAcquire", tier.ErrNil, func() error { _, _, err := nilMulti.TryAcquire(ctx); return err }},
+		{"nil multi Release", tier.ErrNil, func() error { return nilMulti.Release(ctx) }},
+		{"nil multi Tokens", tier.ErrNil, func() error { _, err := nilMulti.Tokens(ctx); return err }},
 		{"nil ctx Acquire", tier.ErrNilContext, func() error { _, err := m.Acquire(nil); return err }},          //nolint:staticcheck // the bad input under test
 		{"nil ctx TryAcquire", tier.ErrNilContext, func() error { _, _, err := m.TryAcquire(nil); return err }}, //nolint:staticcheck
 		{"nil ctx Release", tier.ErrNilContext, func() error { return m.Release(nil) }},                         //nolint:staticcheck

@@ -30,7 +30,7 @@ func (l *Lock) memberKind() string { return "mutex" }
 
 func (l *Lock) memberCheck() error {
 	if l == nil {
-		return ErrNilLock
+		return errNil("Lock")
 	}
 	return nil
 }
@@ -74,7 +74,7 @@ func (s rwSide) memberKind() string {
 
 func (s rwSide) memberCheck() error {
 	if s.rw == nil {
-		return ErrNilLock
+		return errNil("Lock")
 	}
 	return nil
 }

@@ -53,7 +53,7 @@ func (r *Registry) TryAcquire(ctx context.Context, key string) (context.Context,
 
 func (r *Registry) acquire(ctx context.Context, key string, wait bool) (context.Context, bool, error) {
 	if r == nil {
-		return nil, false, ErrNilRegistry
+		return nil, false, errNil("Registry")
 	}
 	if ctx == nil {
 		return nil, false, ErrNilContext
@@ -83,7 +83,7 @@ func (r *Registry) acquire(ctx context.Context, key string, wait bool) (context.
 // last release of a key's last hold closes its lock.
 func (r *Registry) Release(held context.Context) error {
 	if r == nil {
-		return ErrNilRegistry
+		return errNil("Registry")
 	}
 	if held == nil {
 		return ErrNilContext
@@ -103,7 +103,7 @@ func (r *Registry) Release(held context.Context) error {
 // Token is Lock.Token for a hold of this registry.
 func (r *Registry) Token(held context.Context) (int64, error) {
 	if r == nil {
-		return 0, ErrNilRegistry
+		return 0, errNil("Registry")
 	}
 	if held == nil {
 		return 0, ErrNilContext
@@ -169,7 +169,7 @@ func (r *Registry) Len() int {
 // Close is idempotent.
 func (r *Registry) Close() error {
 	if r == nil {
-		return ErrNilRegistry
+		return errNil("Registry")
 	}
 	r.k.close()
 	return nil

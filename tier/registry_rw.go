@@ -63,7 +63,7 @@ func (r *RWRegistry) TryLock(ctx context.Context, key string) (context.Context, 
 
 func (r *RWRegistry) acquire(ctx context.Context, key string, write, wait bool) (context.Context, bool, error) {
 	if r == nil {
-		return nil, false, ErrNilLock
+		return nil, false, errNil("RWRegistry")
 	}
 	if ctx == nil {
 		return nil, false, ErrNilContext
@@ -102,7 +102,7 @@ func (r *RWRegistry) Unlock(held context.Context) error { return r.release(held,
 
 func (r *RWRegistry) release(held context.Context, write bool) error {
 	if r == nil {
-		return ErrNilLock
+		return errNil("RWRegistry")
 	}
 	if held == nil {
 		return ErrNilContext
@@ -129,7 +129,7 @@ func (r *RWRegistry) release(held context.Context, write bool) error {
 // Token is RWLock.Token for a hold of this registry.
 func (r *RWRegistry) Token(held context.Context) (int64, error) {
 	if r == nil {
-		return 0, ErrNilLock
+		return 0, errNil("RWRegistry")
 	}
 	if held == nil {
 		return 0, ErrNilContext
@@ -145,12 +145,17 @@ func (r *RWRegistry) Token(held context.Context) (int64, error) {
 }
 
 // Len reports how many keys have a lock.
-func (r *RWRegistry) Len() int { return r.k.len() }
+func (r *RWRegistry) Len() int {
+	if r == nil {
+		return 0
+	}
+	return r.k.len()
+}
 
 // Close closes every lock of the registry; later calls return ErrClosed.
 func (r *RWRegistry) Close() error {
 	if r == nil {
-		return ErrNilLock
+		return errNil("RWRegistry")
 	}
 	r.k.close()
 	return nil
@@ -206,7 +211,7 @@ func (r *SemaphoreRegistry) TryAcquire(ctx context.Context, key string, k int) (
 
 func (r *SemaphoreRegistry) acquire(ctx context.Context, key string, k int, wait bool) (context.Context, bool, error) {
 	if r == nil {
-		return nil, false, ErrNilLock
+		return nil, false, errNil("SemaphoreRegistry")
 	}
 	if ctx == nil {
 		return nil, false, ErrNilContext
@@ -232,7 +237,7 @@ func (r *SemaphoreRegistry) acquire(ctx context.Context, key string, k int, wait
 // Release is Semaphore.Release for a hold of this registry.
 func (r *SemaphoreRegistry) Release(held context.Context) error {
 	if r == nil {
-		return ErrNilLock
+		return errNil("SemaphoreRegistry")
 	}
 	if held == nil {
 		return ErrNilContext
@@ -252,13 +257,18 @@ func (r *SemaphoreRegistry) Release(held context.Context) error {
 }
 
 // Len reports how many keys have a semaphore.
-func (r *SemaphoreRegistry) Len() int { return r.k.len() }
+func (r *SemaphoreRegistry) Len() int {
+	if r == nil {
+		return 0
+	}
+	return r.k.len()
+}
 
 // Close closes every semaphore of the registry; later calls return
 // ErrClosed.
 func (r *SemaphoreRegistry) Close() error {
 	if r == nil {
-		return ErrNilLock
+		return errNil("SemaphoreRegistry")
 	}
 	r.k.close()
 	return nil

@@ -64,6 +64,7 @@ type RWLock struct {
 	wNode       bool // the write node is ours: held by writer, or kept for readers after a deferred downgrade
 	downgrading bool // a write hold ended with readers left; the read node is being tried
 	rState      int  // rIdle, rAcquiring, rHeld
+	rClosed     bool // the held read node takes no new riders: a foreign writer waits behind it (mayRideLocked)
 	rDone       chan struct{}
 	closed      bool
 	done        chan struct{}
@@ -180,14 +181,14 @@ func (rw *RWLock) holdOfLocked(ctx context.Context, write bool) *rwHold {
 func (rw *RWLock) check(ctx context.Context) error {
 	switch {
 	case rw == nil:
-		return ErrNilLock
+		return errNil("RWLock")
 	case ctx == nil:
 		return ErrNilContext
 	}
 	return nil
 }
 
-func (rw *RWLock) canReadLocked() bool  { return !rw.wAdmitted && !rw.wNode }
+func (rw *RWLock) canReadLocked() bool  { return !rw.wAdmitted && !rw.wNode && !rw.rClosed }
 func (rw *RWLock) canWriteLocked() bool { return !rw.wAdmitted && !rw.wNode && rw.nreaders == 0 }
 
 // wakeLocked admits the waiters at the head of the queue that may go: a
@@ -307,7 +308,16 @@ func (rw *RWLock) rlock(ctx context.Context, wait bool) (context.Context, bool, 
 		return nil, false, err
 	}
 	// Past the gate, counted in nreaders: now the read node.
+	return rw.readNode(ctx, wait)
+}
+
+// readNode takes this reader, past the gate and counted in nreaders, onto
+// the process's read node: it rides the held node, waits for a reader that
+// is queueing it, or queues it. It returns the held context, or false or
+// an error with the reader counted out.
+func (rw *RWLock) readNode(ctx context.Context, wait bool) (context.Context, bool, error) {
 	zr := rw.zk.ReadLock()
+	mine := false // this reader queued the held node: nobody rode it before
 	for {
 		rw.mu.Lock()
 		switch rw.rState {
@@ -321,60 +331,130 @@ func (rw *RWLock) rlock(ctx context.Context, wait bool) (context.Context, bool, 
 				continue
 			default:
 			}
-			h := rw.newHold(ctx, false, zr.Node(), zr.Token())
-			rw.mu.Unlock()
-			// A loss before h was live is applied here: the loss handler
-			// runs after Lost is closed, we look at Lost after h is live.
-			select {
-			case <-zr.Lost():
-				h.cancel(rw.lossCause(zr))
-			default:
-			}
-			return h.ctx, true, nil
-		case rAcquiring:
-			if !wait {
-				rw.leaveReaderLocked()
-				rw.mu.Unlock()
-				return nil, false, nil
-			}
-			ch := rw.rDone
-			rw.mu.Unlock()
-			select {
-			case <-ch:
+			if !mine && !rw.mayRideLocked(ctx) {
+				if !wait {
+					rw.leaveReaderLocked()
+					rw.mu.Unlock()
+					return nil, false, nil
+				}
+				if err := rw.rejoinLocked(ctx); err != nil {
+					return nil, false, err
+				}
 				continue
-			case <-ctx.Done():
-			case <-rw.done:
 			}
-			rw.mu.Lock()
-			rw.leaveReaderLocked()
-			rw.mu.Unlock()
-			if ctx.Err() != nil {
-				return nil, false, ctx.Err()
-			}
-			return nil, false, ErrClosed
-		default: // rIdle: this reader queues the node for all
-			rw.rState = rAcquiring
-			rw.rDone = make(chan struct{})
-			rw.mu.Unlock()
-			ok := true
-			var err error
-			if wait {
-				err = zr.Acquire(ctx)
-			} else {
-				ok, err = zr.TryAcquire(ctx)
-			}
-			rw.mu.Lock()
-			close(rw.rDone)
-			if err != nil || !ok {
-				rw.rState = rIdle
-				rw.leaveReaderLocked()
-				rw.mu.Unlock()
+			return rw.rideLocked(ctx, zr), true, nil
+		case rAcquiring:
+			if err := rw.awaitReadNodeLocked(ctx, wait); err != nil || !wait {
 				return nil, false, err
 			}
-			rw.rState = rHeld
-			rw.mu.Unlock()
+		default: // rIdle: this reader queues the node for all
+			if err := rw.queueReadNodeLocked(ctx, zr, wait); err != nil || !wait && rw.rState != rHeld {
+				return nil, false, err
+			}
+			mine = true
 		}
 	}
+}
+
+// mayRideLocked reports whether a new reader may ride the held read node:
+// not once a writer of another process is queued behind it, which would
+// wait for as long as overlapping local readers keep riding. The first
+// reader to see such a writer closes the node to riders (rClosed): the
+// readers on it finish, the last gives it up, and the readers waiting
+// meanwhile queue a new node behind the writer. mu is held; it is let go
+// during the check, which costs a children listing only when the queue
+// changed since the last one (zklock.RWLock.WriterWaiting).
+func (rw *RWLock) mayRideLocked(ctx context.Context) bool {
+	if rw.rClosed {
+		return false
+	}
+	node := rw.zk.ReadLock().Node()
+	rw.mu.Unlock()
+	waiting, err := rw.zk.WriterWaiting(ctx)
+	rw.mu.Lock()
+	if rw.rState != rHeld || rw.zk.ReadLock().Node() != node {
+		return false // the node changed meanwhile: the caller looks again
+	}
+	if waiting || err != nil {
+		// An error leaves it unknown: stop riding, which costs a new node.
+		rw.rClosed = true
+		return false
+	}
+	return !rw.rClosed
+}
+
+// rejoinLocked counts this reader out and queues it at the gate again,
+// behind the node's last rider; mu is held and released.
+func (rw *RWLock) rejoinLocked(ctx context.Context) error {
+	rw.leaveReaderLocked()
+	return rw.waitGate(ctx, &rwWaiter{ready: make(chan struct{})})
+}
+
+// rideLocked makes a read hold on the held read node; mu is held and
+// released.
+func (rw *RWLock) rideLocked(ctx context.Context, zr *zklock.Lock) context.Context {
+	h := rw.newHold(ctx, false, zr.Node(), zr.Token())
+	rw.mu.Unlock()
+	// A loss before h was live is applied here: the loss handler runs
+	// after Lost is closed, we look at Lost after h is live.
+	select {
+	case <-zr.Lost():
+		h.cancel(rw.lossCause(zr))
+	default:
+	}
+	return h.ctx
+}
+
+// awaitReadNodeLocked waits for the reader that is queueing the read node
+// (a try does not wait: it counts itself out); mu is held and released.
+// An error counts the reader out.
+func (rw *RWLock) awaitReadNodeLocked(ctx context.Context, wait bool) error {
+	if !wait {
+		rw.leaveReaderLocked()
+		rw.mu.Unlock()
+		return nil
+	}
+	ch := rw.rDone
+	rw.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+	case <-rw.done:
+	}
+	rw.mu.Lock()
+	rw.leaveReaderLocked()
+	rw.mu.Unlock()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return ErrClosed
+}
+
+// queueReadNodeLocked queues the process's read node for every local
+// reader; mu is held and released. On failure (an error, or a try that
+// found a writer first) the reader is counted out and rState stays rIdle.
+func (rw *RWLock) queueReadNodeLocked(ctx context.Context, zr *zklock.Lock, wait bool) error {
+	rw.rState = rAcquiring
+	rw.rDone = make(chan struct{})
+	rw.mu.Unlock()
+	ok := true
+	var err error
+	if wait {
+		err = zr.Acquire(ctx)
+	} else {
+		ok, err = zr.TryAcquire(ctx)
+	}
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	close(rw.rDone)
+	if err != nil || !ok {
+		rw.rState = rIdle
+		rw.leaveReaderLocked()
+		return fromZK(err)
+	}
+	rw.rState = rHeld
+	return nil
 }
 
 // leaveReaderLocked counts one reader out; the last one gives the read
@@ -387,7 +467,7 @@ func (rw *RWLock) leaveReaderLocked() error {
 	}
 	var errs []error
 	if rw.rState == rHeld {
-		rw.rState = rIdle
+		rw.rState, rw.rClosed = rIdle, false
 		errs = append(errs, rw.zk.ReadLock().Release(context.Background()))
 	}
 	if rw.wNode && rw.writer == nil && !rw.wAdmitted {
@@ -447,7 +527,7 @@ func (rw *RWLock) lock(ctx context.Context, wait bool) (context.Context, bool, e
 		rw.wAdmitted = false
 		rw.wakeLocked()
 		rw.mu.Unlock()
-		return nil, false, err
+		return nil, false, fromZK(err)
 	}
 	rw.wNode = true
 	h := rw.newHold(ctx, true, zw.Node(), zw.Token())
@@ -552,12 +632,26 @@ func (rw *RWLock) endWriteLocked() error {
 	node, token := zr.Node(), zr.Token()
 	wnode := zw.Node()
 	rw.lossMu.Lock()
+	var moved []*rwHold
 	for h := range rw.live {
 		if !h.write && h.node == wnode {
 			h.node, h.token = node, token
+			moved = append(moved, h)
 		}
 	}
 	rw.lossMu.Unlock()
+	// A loss of the read node before the readers moved onto it found none
+	// of them riding it: apply it here. The loss handler runs after Lost is
+	// closed, and we look at Lost after the move, so one of the two sees
+	// the other.
+	select {
+	case <-zr.Lost():
+		cause := rw.lossCause(zr)
+		for _, h := range moved {
+			h.cancel(cause)
+		}
+	default:
+	}
 	rw.wNode = false
 	err := zw.Release(context.Background())
 	if rw.nreaders == 0 {
@@ -631,7 +725,7 @@ func (rw *RWLock) Readers() int {
 // Close is idempotent.
 func (rw *RWLock) Close() error {
 	if rw == nil {
-		return ErrNilLock
+		return errNil("RWLock")
 	}
 	rw.mu.Lock()
 	if rw.closed {

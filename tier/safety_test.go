@@ -3,6 +3,7 @@ package tier_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -119,6 +120,17 @@ func TestCloseEndsQueuedAcquire(t *testing.T) {
 			rw := newRW(t, b, path)
 			return rw.Close, func() error { _, err := rw.RLock(ctx); return err }
 		}},
+		{"Semaphore", func(ctx context.Context, path string) func() {
+			sem := newSem(t, a, path, 1)
+			h, err := sem.Acquire(ctx, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() { _ = sem.Release(h) }
+		}, func(ctx context.Context, path string) (func() error, func() error) {
+			sem := newSem(t, b, path, 1)
+			return sem.Close, func() error { _, err := sem.Acquire(ctx, 1); return err }
+		}},
 	}
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
@@ -127,8 +139,11 @@ func TestCloseEndsQueuedAcquire(t *testing.T) {
 			release := k.hold(ctx, path)
 			defer release()
 			qpath := path
-			if k.name == "Registry" {
+			switch k.name {
+			case "Registry":
 				qpath = path + "/k"
+			case "Semaphore":
+				qpath = path + "/leases"
 			}
 			closer, wait := k.acquire(ctx, path)
 			done := make(chan error, 1)
@@ -217,4 +232,30 @@ func TestRWDowngradeReadNodeLostBeforeRewire(t *testing.T) {
 		t.Errorf("the reader riding the lost read node was not told (queue %v)", children(t, admin.Conn(), path))
 	}
 	_ = rw.RUnlock(r)
+}
+
+// Issue 21, item 4: a registry key too large for the server is refused
+// before anything is sent, and the session's other holds live on.
+func TestRegistryOversizedKeyRefused(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	ctx := ctxT(t, 20*time.Second)
+	other := newLock(t, s, zktest.Path(t)+"/other")
+	held, err := other.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := tier.NewRegistry(s, zktest.Path(t), tier.WithLogger(quietLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Acquire(ctx, strings.Repeat("k", 1100<<10)); !errors.Is(err, tier.ErrInvalidPath) {
+		t.Errorf("a 1.1 MB key: %v; want ErrInvalidPath", err)
+	}
+	if held.Err() != nil {
+		t.Errorf("the session's other hold was lost: %v", context.Cause(held))
+	}
+	if err := other.Release(held); err != nil {
+		t.Error(err)
+	}
 }

@@ -119,7 +119,7 @@ func (sem *Semaphore) TryAcquire(ctx context.Context, k int) (context.Context, b
 func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (context.Context, bool, error) {
 	switch {
 	case sem == nil:
-		return nil, false, ErrNilLock
+		return nil, false, errNil("Semaphore")
 	case ctx == nil:
 		return nil, false, ErrNilContext
 	case k < 1 || k > sem.n:
@@ -156,25 +156,28 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (context.Co
 		sem.mu.Lock()
 		sem.giveBackLocked(k)
 		sem.mu.Unlock()
-		return nil, false, err
-	}
-	sem.mu.Lock()
-	closed := sem.closed
-	sem.mu.Unlock()
-	if closed {
-		_ = lease.Release()
-		return nil, false, ErrClosed
+		return nil, false, fromZK(err)
 	}
 	if testHookSemPublish != nil {
 		testHookSemPublish(sem)
 	}
 	h := &semHold{k: k, lease: lease}
 	h.ctx, h.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), semKey{sem}, h))
+	// The hold is published under mu, with the closed check: Close sets
+	// closed under mu before it takes the live holds, so either it finds
+	// this hold there or this finds closed set.
+	sem.mu.Lock()
+	if sem.closed {
+		sem.mu.Unlock()
+		_ = lease.Release()
+		return nil, false, ErrClosed
+	}
 	sem.lossMu.Lock()
 	for _, n := range lease.Nodes() {
 		sem.live[n] = h
 	}
 	sem.lossMu.Unlock()
+	sem.mu.Unlock()
 	// A loss before h was live is applied here (the handler runs after
 	// Lost is closed; we look after publishing h).
 	select {
@@ -239,7 +242,7 @@ func (sem *Semaphore) wakeLocked() {
 func (sem *Semaphore) Release(held context.Context) error {
 	switch {
 	case sem == nil:
-		return ErrNilLock
+		return errNil("Semaphore")
 	case held == nil:
 		return ErrNilContext
 	}
@@ -278,7 +281,7 @@ func (sem *Semaphore) Release(held context.Context) error {
 // Token returns the fencing token of the hold's first lease node.
 func (sem *Semaphore) Token(held context.Context) (int64, error) {
 	if sem == nil {
-		return 0, ErrNilLock
+		return 0, errNil("Semaphore")
 	}
 	if held == nil {
 		return 0, ErrNilContext
@@ -341,7 +344,7 @@ func (sem *Semaphore) onZKLost(node string, cause error) {
 // ErrClosed. Close is idempotent.
 func (sem *Semaphore) Close() error {
 	if sem == nil {
-		return ErrNilLock
+		return errNil("Semaphore")
 	}
 	sem.mu.Lock()
 	if sem.closed {

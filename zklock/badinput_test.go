@@ -136,12 +136,12 @@ func TestBadInputTable(t *testing.T) {
 		}),
 
 		// Nil receivers and nil contexts.
-		newCase("nil Lock/Acquire", zklock.ErrNilSession, func() error { return nilLock.Acquire(bg) }),
-		newCase("nil Lock/TryAcquire", zklock.ErrNilSession, func() error { _, err := nilLock.TryAcquire(bg); return err }),
-		newCase("nil Lock/Release", zklock.ErrNilSession, func() error { return nilLock.Release(bg) }),
-		newCase("nil Lock/Participants", zklock.ErrNilSession, func() error { _, err := nilLock.Participants(bg); return err }),
-		newCase("nil Lock/Close", zklock.ErrNilSession, func() error { return nilLock.Close() }),
-		newCase("nil Session/Close", zklock.ErrNilSession, func() error { return nilSession.Close() }),
+		newCase("nil Lock/Acquire", zklock.ErrNil, func() error { return nilLock.Acquire(bg) }),
+		newCase("nil Lock/TryAcquire", zklock.ErrNil, func() error { _, err := nilLock.TryAcquire(bg); return err }),
+		newCase("nil Lock/Release", zklock.ErrNil, func() error { return nilLock.Release(bg) }),
+		newCase("nil Lock/Participants", zklock.ErrNil, func() error { _, err := nilLock.Participants(bg); return err }),
+		newCase("nil Lock/Close", zklock.ErrNil, func() error { return nilLock.Close() }),
+		newCase("nil Session/Close", zklock.ErrNil, func() error { return nilSession.Close() }),
 		//nolint:staticcheck // the nil context is the bad input under test
 		newCase("nil ctx/TryAcquire", zklock.ErrNilContext, func() error { _, err := e.l.TryAcquire(nil); return err }),
 		//nolint:staticcheck // the nil context is the bad input under test

@@ -9,10 +9,11 @@ var (
 	// ErrNilSession reports a nil session or connection, and a method
 	// called on a nil *Session.
 	ErrNilSession = errors.New("zklock: nil session")
-	// ErrNilLock reports a method called on a nil *Lock. It matches
-	// ErrNilSession too (errors.Is), which nil locks reported before it
-	// existed.
-	ErrNilLock error = nilError{msg: "zklock: nil *Lock", alias: ErrNilSession}
+	// ErrNil reports a method called on a nil pointer of one of this
+	// package's types; the error's message names the type. Methods that
+	// return no error return zero values (and a closed channel where a
+	// channel reports an end), never panic.
+	ErrNil = errors.New("zklock: method called on a nil pointer")
 	// ErrSessionClosed reports use of a session (or a lock on it) after Close.
 	ErrSessionClosed = errors.New("zklock: session closed")
 	// ErrClosed reports use of a lock after Close.
@@ -59,14 +60,12 @@ var ErrNilContext = errors.New("zklock: nil context")
 // WithLossOnExpiryOnly for the bounds.
 var ErrLeaseExpired = errors.New("zklock: session not confirmed with the leader in time")
 
-// nilError is the error of a method called on a nil receiver: its message
-// names the receiver's type, and it matches alias in errors.Is.
-type nilError struct {
-	msg   string
-	alias error
-}
+// errNil is the error of a method called on a nil *typ: it matches ErrNil.
+func errNil(typ string) error { return nilError{msg: "zklock: nil *" + typ} }
+
+type nilError struct{ msg string }
 
 func (e nilError) Error() string { return e.msg }
 
-// Is reports whether target is the error this one stands in for.
-func (e nilError) Is(target error) bool { return e.alias != nil && target == e.alias }
+// Is reports whether target is ErrNil.
+func (e nilError) Is(target error) bool { return target == ErrNil }

@@ -7,22 +7,19 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// TestNilLockError checks that a nil *Lock's error names it and still
-// matches ErrNilSession, which nil locks reported before it existed.
-func TestNilLockError(t *testing.T) {
-	t.Run("names the type", func(t *testing.T) {
-		if got, want := zklock.ErrNilLock.Error(), "zklock: nil *Lock"; got != want {
-			t.Errorf("message %q, want %q", got, want)
-		}
-	})
-	t.Run("matches ErrNilSession", func(t *testing.T) {
-		if !errors.Is(zklock.ErrNilLock, zklock.ErrNilSession) {
-			t.Error("errors.Is(ErrNilLock, ErrNilSession) = false")
-		}
-	})
-	t.Run("ErrNilSession does not match ErrNilLock", func(t *testing.T) {
-		if errors.Is(zklock.ErrNilSession, zklock.ErrNilLock) {
-			t.Error("errors.Is(ErrNilSession, ErrNilLock) = true")
-		}
-	})
+// A method on a nil pointer returns an error that names the type and
+// matches ErrNil; a nil argument (a session, a connection) is another
+// error, ErrNilSession.
+func TestNilError(t *testing.T) {
+	var l *zklock.Lock
+	err := l.Close()
+	if got, want := err.Error(), "zklock: nil *Lock"; got != want {
+		t.Errorf("message %q, want %q", got, want)
+	}
+	if !errors.Is(err, zklock.ErrNil) {
+		t.Errorf("errors.Is(%v, ErrNil) = false", err)
+	}
+	if errors.Is(err, zklock.ErrNilSession) || errors.Is(zklock.ErrNilSession, zklock.ErrNil) {
+		t.Error("a nil receiver and a nil argument are told apart")
+	}
 }

@@ -60,3 +60,10 @@ func SetAuthDelayForTest(d time.Duration) (restore func()) {
 	testAuthDelay = d
 	return func() { testAuthDelay = old }
 }
+
+// GrantedTimeout and ConnQuit expose conninfo.go's reads of go-zookeeper's
+// unexported fields to TestConnInternals.
+var (
+	GrantedTimeout = grantedTimeout
+	ConnQuit       = connQuit
+)

@@ -99,7 +99,7 @@ var testSkipLostCheck atomic.Bool
 //
 // Errors, by what they say of the transaction:
 //   - applied: nil.
-//   - not sent: ErrNilLock, ErrNilContext, ErrInvalidOp, ErrClosed,
+//   - not sent: errNil("Lock"), ErrNilContext, ErrInvalidOp, ErrClosed,
 //     ErrSessionClosed, ErrNotHeld (no hold), the hold's loss error (wrapping
 //     ErrLockLost) when the hold is known lost, and ctx's error when it
 //     ended before sending.
@@ -134,7 +134,7 @@ func (l *Lock) TxnOn(ctx context.Context, node string, ops ...any) ([]zk.MultiRe
 // txn is Txn for the hold on node, or for the current hold when node is "".
 func (l *Lock) txn(ctx context.Context, node string, ops []any) ([]zk.MultiResponse, error) {
 	if l == nil {
-		return nil, ErrNilLock
+		return nil, errNil("Lock")
 	}
 	if ctx == nil {
 		return nil, ErrNilContext

@@ -321,7 +321,7 @@ func TestTxnBadInput(t *testing.T) {
 	})
 	t.Run("nil lock", func(t *testing.T) {
 		var nl *zklock.Lock
-		if _, err := nl.Txn(ctx); !errors.Is(err, zklock.ErrNilLock) {
+		if _, err := nl.Txn(ctx); !errors.Is(err, zklock.ErrNil) {
 			t.Fatal(err)
 		}
 	})

@@ -28,7 +28,10 @@ type lockConfig struct {
 type Option func(*lockConfig)
 
 // WithLabel adds label to the lock node's data, next to the host name and
-// process id, so that an operator listing the queue knows who waits.
+// process id, so that an operator listing the queue knows who waits. The
+// node's data, label included, may not exceed 64 KiB (New refuses it with
+// ErrInvalidOption): a request larger than the server's jute.maxbuffer
+// (1 MB by default) makes it drop the connection, and with it the session.
 func WithLabel(label string) Option { return func(c *lockConfig) { c.label = label } }
 
 // WithRecheckInterval sets how often a waiter re-reads the queue even when
@@ -70,6 +73,7 @@ type Lock struct {
 	marker   string                          // what follows the GUID in our node names: lockMarker
 	parse    func(name string) (int32, bool) // which children queue, and their sequence: nil for Contender
 	mayQueue func() error                    // refuses an acquisition before it queues (a write lock behind our own read node); nil: none
+	noWait   func() bool                     // makes Acquire a try that fails (a downgrade that would wait for ever); nil: never
 
 	// Revocation (revoke.go): holds watch their node's data for
 	// RevokeMessage, and onRevoked (nil: none) is told of a request.
@@ -82,6 +86,7 @@ type Lock struct {
 	busy   bool
 	closed bool
 	hold   *hold
+	abort  context.CancelCauseFunc // ends the acquisition in progress (Close); nil when none
 }
 
 // nodeData says who created a lock node.
@@ -119,6 +124,9 @@ func New(s *Session, path string, opts ...Option) (*Lock, error) {
 	data, err := json.Marshal(nodeData{Host: host, Pid: os.Getpid(), Label: cfg.label})
 	if err != nil {
 		return nil, fmt.Errorf("zklock: node data: %w", err)
+	}
+	if len(data) > maxDataLen {
+		return nil, fmt.Errorf("%w: node data of %d bytes (label included): at most %d", ErrInvalidOption, len(data), maxDataLen)
 	}
 	return &Lock{s: s, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, rule: mutexRule, marker: lockMarker,
 		revocable: cfg.revocable, onRevoked: cfg.onRevoked, onPosition: cfg.onPosition}, nil
@@ -223,7 +231,7 @@ func (l *Lock) holdChan(pick func(*hold) <-chan struct{}) <-chan struct{} {
 // while it is valid or when there is no hold.
 func (l *Lock) Err() error {
 	if l == nil {
-		return ErrNilLock
+		return errNil("Lock")
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -236,7 +244,7 @@ func (l *Lock) Err() error {
 // begin claims the lock for one call, rejecting misuse.
 func (l *Lock) begin(ctx context.Context) error {
 	if l == nil {
-		return ErrNilLock
+		return errNil("Lock")
 	}
 	if ctx == nil {
 		return ErrNilContext
@@ -247,7 +255,7 @@ func (l *Lock) begin(ctx context.Context) error {
 	case l.closed:
 		return ErrClosed
 	case l.s.isClosed():
-		return ErrSessionClosed
+		return l.s.closedErr()
 	case l.busy:
 		return ErrBusy
 	}
@@ -257,7 +265,7 @@ func (l *Lock) begin(ctx context.Context) error {
 
 func (l *Lock) end() {
 	l.mu.Lock()
-	l.busy = false
+	l.busy, l.abort = false, nil
 	l.mu.Unlock()
 }
 
@@ -288,6 +296,25 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err // do not queue a node only to delete it
 	}
+	// Close ends the acquisition through its context, whatever it waits for.
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
+	l.mu.Lock()
+	l.abort = abort
+	l.mu.Unlock()
+	// A wait that could never end is refused instead (see RWLock).
+	tryOnly := wait && l.noWait != nil && l.noWait()
+	ok, err := l.acquireNode(ctx, wait && !tryOnly)
+	switch {
+	case err != nil && errors.Is(context.Cause(ctx), ErrClosed):
+		err = ErrClosed
+	case err == nil && !ok && tryOnly:
+		err = ErrDowngradeBlocked
+	}
+	return ok, err
+}
+
+func (l *Lock) acquireNode(ctx context.Context, wait bool) (bool, error) {
 	if l.mayQueue != nil {
 		if err := l.mayQueue(); err != nil {
 			return false, err
@@ -364,11 +391,12 @@ func (l *Lock) release(h *hold) error {
 	return nil
 }
 
-// Close releases a hold if there is one and detaches the lock from its
+// Close releases a hold if there is one, ends an acquisition in progress
+// (it returns ErrClosed, leaving no node), and detaches the lock from its
 // session; later calls return ErrClosed. Close is idempotent.
 func (l *Lock) Close() error {
 	if l == nil {
-		return ErrNilLock
+		return errNil("Lock")
 	}
 	l.mu.Lock()
 	if l.closed {
@@ -378,6 +406,9 @@ func (l *Lock) Close() error {
 	l.closed = true
 	h := l.hold
 	l.hold = nil
+	if l.abort != nil {
+		l.abort(ErrClosed)
+	}
 	l.mu.Unlock()
 	if h != nil {
 		_ = l.release(h)

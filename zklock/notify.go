@@ -10,6 +10,8 @@ type notifier struct {
 	queue []State
 	wake  chan struct{}
 	done  chan struct{}
+
+	closeOnce sync.Once
 }
 
 func (n *notifier) init(fn func(State)) {
@@ -29,13 +31,7 @@ func (n *notifier) push(st State) {
 	}
 }
 
-func (n *notifier) close() {
-	select {
-	case <-n.done:
-	default:
-		close(n.done)
-	}
-}
+func (n *notifier) close() { n.closeOnce.Do(func() { close(n.done) }) }
 
 func (n *notifier) run() {
 	for {

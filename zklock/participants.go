@@ -69,7 +69,10 @@ func ListParticipants(ctx context.Context, s *Session, path string) ([]Participa
 		return nil, err
 	}
 	if s.isClosed() {
-		return nil, ErrSessionClosed
+		return nil, s.closedErr()
+	}
+	if err := s.awaitAuth(ctx); err != nil {
+		return nil, err
 	}
 	return s.participants(ctx, path)
 }
@@ -78,7 +81,7 @@ func ListParticipants(ctx context.Context, s *Session, path string) ([]Participa
 // node's data: ListParticipants on the lock's path.
 func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
 	if l == nil {
-		return nil, ErrNilLock
+		return nil, errNil("Lock")
 	}
 	if ctx == nil {
 		return nil, ErrNilContext

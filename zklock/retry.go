@@ -36,6 +36,7 @@ var refusals = []error{
 	zk.ErrNoNode, zk.ErrNodeExists, zk.ErrNoAuth, zk.ErrAuthFailed, zk.ErrInvalidACL, zk.ErrInvalidFlags,
 	zk.ErrBadArguments, zk.ErrAPIError, zk.ErrNoChildrenForEphemerals,
 	zk.ErrBadVersion, zk.ErrNotEmpty, zk.ErrReconfigDisabled, zk.ErrClosing,
+	zk.ErrShortBuffer, // the request does not fit go-zookeeper's buffer: it never will
 	ErrSessionClosed, context.Canceled, context.DeadlineExceeded,
 }
 
@@ -65,7 +66,7 @@ func (s *Session) retry(ctx context.Context, op func() error) error {
 		return err
 	}, backoff.WithContext(s.newBackOff(), ctx))
 	if err != nil && s.isClosed() && !errors.Is(err, ErrSessionClosed) {
-		return fmt.Errorf("%w: %w", ErrSessionClosed, err)
+		return fmt.Errorf("%w: %w", s.closedErr(), err)
 	}
 	return err
 }

@@ -143,9 +143,14 @@ func revokeArgs(ctx context.Context, s *Session) error {
 	case s == nil:
 		return ErrNilSession
 	case s.isClosed():
-		return ErrSessionClosed
+		return s.closedErr()
 	}
-	return ctx.Err() // no request for a caller that already gave up
+	if err := ctx.Err(); err != nil {
+		return err // no request for a caller that already gave up
+	}
+	// Under NewSession credentials are sent in the background: a request
+	// that overtook them would be anonymous.
+	return s.awaitAuth(ctx)
 }
 
 // validateLockNode checks that node is a valid path whose last segment is

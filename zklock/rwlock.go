@@ -1,8 +1,13 @@
 package zklock
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"path"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // Curator's InterProcessReadWriteLock names its nodes _c_<guid>-__READ__<seq>
@@ -19,6 +24,13 @@ const (
 // Release the read lock first. (The other way round, a downgrade, is
 // allowed: a holder of the write lock may take the read lock.)
 var ErrUpgrade = errors.New("zklock: read-to-write upgrade refused (release the read lock first)")
+
+// ErrDowngradeBlocked reports a read acquisition by a holder of the write
+// lock that could not go at once: a writer of another process queued
+// before the read node, and it waits for our write lock, so waiting for it
+// would never end. Nothing is left queued; release the write lock first,
+// or keep it.
+var ErrDowngradeBlocked = errors.New("zklock: downgrade blocked by a writer of another process (release the write lock first)")
 
 // RWLock is a process-level read/write lock on one ZooKeeper path, on the
 // same queue core as Lock: two Locks, one creating read nodes and one
@@ -38,9 +50,13 @@ var ErrUpgrade = errors.New("zklock: read-to-write upgrade refused (release the 
 //     ignores this RWLock's own held write node. It ignores nothing else,
 //     so a read node that a foreign writer precedes does not go even
 //     while we hold the write lock; that is what keeps a downgrade from
-//     letting that writer in while we still read (CURATOR-621). Package
-//     tier downgrades with TryAcquire on the read lock, and keeps the write
-//     node while the try fails.
+//     letting that writer in while we still read (CURATOR-621). Such a
+//     writer waits for our write lock, so the read lock's Acquire does not
+//     wait for it: while the write lock is held, Acquire on the read lock
+//     is a try, and fails with ErrDowngradeBlocked, leaving no node, when
+//     the read node cannot go at once. Package tier downgrades with
+//     TryAcquire on the read lock, and keeps the write node while the try
+//     fails.
 //   - The write lock refuses to queue while the read lock has a hold
 //     (ErrUpgrade): the write node would wait behind our own read node.
 //
@@ -49,6 +65,13 @@ var ErrUpgrade = errors.New("zklock: read-to-write upgrade refused (release the 
 // node.
 type RWLock struct {
 	read, write *Lock
+
+	// WriterWaiting's children watch, kept while its answer is no: behind
+	// fires when the queue changes, and the answer holds for behindNode
+	// until then.
+	mu         sync.Mutex
+	behind     <-chan zk.Event
+	behindNode string
 }
 
 // NewRWLock returns a read/write lock on path. The options apply to both
@@ -62,6 +85,7 @@ func NewRWLock(s *Session, path string, opts ...Option) (*RWLock, error) {
 	if rw.read, err = newRecipeLock(s, path, readMarker, rw.readRule, nil, opts...); err != nil {
 		return nil, err
 	}
+	rw.read.noWait = func() bool { return rw.write.Node() != "" }
 	rw.write.mayQueue = func() error {
 		if rw.read.Node() != "" {
 			return ErrUpgrade
@@ -72,17 +96,94 @@ func NewRWLock(s *Session, path string, opts ...Option) (*RWLock, error) {
 }
 
 // ReadLock returns the lock whose holds are shared with other readers.
-func (rw *RWLock) ReadLock() *Lock { return rw.read }
+func (rw *RWLock) ReadLock() *Lock {
+	if rw == nil {
+		return nil
+	}
+	return rw.read
+}
 
 // WriteLock returns the lock whose holds exclude everyone else.
-func (rw *RWLock) WriteLock() *Lock { return rw.write }
+func (rw *RWLock) WriteLock() *Lock {
+	if rw == nil {
+		return nil
+	}
+	return rw.write
+}
 
 // Path returns the lock path.
-func (rw *RWLock) Path() string { return rw.write.Path() }
+func (rw *RWLock) Path() string {
+	if rw == nil {
+		return ""
+	}
+	return rw.write.Path()
+}
 
-// Close closes both locks, releasing their holds.
+// Close closes both locks, releasing their holds and ending their
+// acquisitions in progress.
 func (rw *RWLock) Close() error {
+	if rw == nil {
+		return errNil("RWLock")
+	}
 	return errors.Join(rw.read.Close(), rw.write.Close())
+}
+
+// WriterWaiting reports whether a writer of any family (our own write
+// node aside) is queued behind the read lock's held node. A caller that
+// shares the node among several local readers (package tier) stops letting
+// new ones in once one is, so that a stream of overlapping local readers
+// cannot starve that writer. It keeps a children watch on the path while
+// the answer is no, so asking again costs no request until the queue
+// changes; otherwise one children listing. Without a read hold it returns
+// ErrNotHeld.
+func (rw *RWLock) WriterWaiting(ctx context.Context) (bool, error) {
+	if rw == nil {
+		return false, errNil("RWLock")
+	}
+	if ctx == nil {
+		return false, ErrNilContext
+	}
+	node := rw.read.Node()
+	if node == "" {
+		return false, ErrNotHeld
+	}
+	rw.mu.Lock()
+	if rw.behindNode == node && rw.behind != nil {
+		select {
+		case <-rw.behind:
+			rw.behind = nil // the queue changed: look again
+		default:
+			rw.mu.Unlock()
+			return false, nil
+		}
+	}
+	rw.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s := rw.read.s
+	children, _, ev, err := s.conn.ChildrenW(rw.read.path)
+	if err != nil {
+		return false, fmt.Errorf("zklock: list %s: %w", rw.read.path, err)
+	}
+	q := sortQueue(children)
+	i := position(q, path.Base(node), "")
+	if i < 0 {
+		return false, nil // our node is gone: the hold's loss is told elsewhere
+	}
+	own := ""
+	if n := rw.write.Node(); n != "" {
+		own = path.Base(n)
+	}
+	for _, e := range q[i+1:] {
+		if e.name != own && isWriter(e.name) {
+			return true, nil
+		}
+	}
+	rw.mu.Lock()
+	rw.behind, rw.behindNode = ev, node
+	rw.mu.Unlock()
+	return false, nil
 }
 
 // readRule: our read node goes when no writer node precedes it, our own

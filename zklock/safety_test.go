@@ -96,9 +96,12 @@ func TestRWDowngradeNeverWaitsBehindForeignWriter(t *testing.T) {
 		t.Errorf("downgrade granted while a foreign writer precedes the read node")
 		_ = ra.ReadLock().Release(ctx)
 	}
-	if kids := children(t, obs.Conn(), path); len(kids) != 2 {
-		t.Errorf("after the refused downgrade the queue is %v; want our write node and B's", kids)
+	if !errors.Is(err, zklock.ErrDowngradeBlocked) {
+		t.Errorf("downgrade behind a foreign writer: %v; want ErrDowngradeBlocked", err)
 	}
+	eventually(t, 5*time.Second, "no read node left: our write node and B's", func() bool {
+		return len(children(t, obs.Conn(), path)) == 2
+	})
 	if err := ra.WriteLock().Release(ctx); err != nil {
 		t.Fatal(err)
 	}

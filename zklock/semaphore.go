@@ -51,6 +51,10 @@ type Semaphore struct {
 	onLost func(node string, cause error)
 	mutex  *Lock
 	gate   chan struct{} // one slot: the holder of the mutex's Lock
+
+	mu     sync.Mutex
+	closed bool
+	abort  context.CancelCauseFunc // ends the acquisition in progress (Close); nil when none
 }
 
 // NewSemaphore returns a semaphore of n leases at path.
@@ -75,10 +79,20 @@ func NewSemaphore(s *Session, path string, n int, opts ...Option) (*Semaphore, e
 }
 
 // Path returns the semaphore's path.
-func (sem *Semaphore) Path() string { return sem.path }
+func (sem *Semaphore) Path() string {
+	if sem == nil {
+		return ""
+	}
+	return sem.path
+}
 
 // Size returns n, the number of leases.
-func (sem *Semaphore) Size() int { return sem.n }
+func (sem *Semaphore) Size() int {
+	if sem == nil {
+		return 0
+	}
+	return sem.n
+}
 
 // Acquire waits until k leases are held, ctx ends or an error that
 // retrying cannot mend occurs. On an error no lease node of ours stays.
@@ -96,7 +110,7 @@ func (sem *Semaphore) TryAcquire(ctx context.Context, k int) (*Lease, bool, erro
 
 func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (*Lease, bool, error) {
 	if sem == nil {
-		return nil, false, ErrNilSession
+		return nil, false, errNil("Semaphore")
 	}
 	if ctx == nil {
 		return nil, false, ErrNilContext
@@ -121,6 +135,24 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (*Lease, bo
 		}
 	}
 	defer func() { <-sem.gate }()
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
+	sem.mu.Lock()
+	closed := sem.closed
+	sem.abort = abort
+	sem.mu.Unlock()
+	if closed {
+		return nil, false, ErrClosed
+	}
+	le, ok, err := sem.lease(ctx, k, wait)
+	if err != nil && errors.Is(context.Cause(ctx), ErrClosed) {
+		err = ErrClosed
+	}
+	return le, ok, err
+}
+
+// lease takes the mutex, then k lease nodes; the caller holds the gate.
+func (sem *Semaphore) lease(ctx context.Context, k int, wait bool) (*Lease, bool, error) {
 	var ok bool
 	var err error
 	if wait {
@@ -157,8 +189,21 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (*Lease, bo
 	return le, true, nil
 }
 
-// Close closes the semaphore's mutex; held leases stay until released.
-func (sem *Semaphore) Close() error { return sem.mutex.Close() }
+// Close ends an acquisition in progress (it returns ErrClosed, leaving no
+// node) and closes the semaphore's mutex; later acquisitions return
+// ErrClosed. Held leases stay until released.
+func (sem *Semaphore) Close() error {
+	if sem == nil {
+		return errNil("Semaphore")
+	}
+	sem.mu.Lock()
+	sem.closed = true
+	if sem.abort != nil {
+		sem.abort(ErrClosed)
+	}
+	sem.mu.Unlock()
+	return sem.mutex.Close()
+}
 
 // firstN is the semaphore's rule: a lease node holds while it is among the
 // first n; otherwise any change to the lease list can let it in, so it
@@ -197,10 +242,18 @@ func (le *Lease) onLost(node string, cause error) {
 
 // Lost returns a channel closed when any of the lease's nodes is lost (see
 // Lock.Lost for the causes). It is not closed by Release.
-func (le *Lease) Lost() <-chan struct{} { return le.lost }
+func (le *Lease) Lost() <-chan struct{} {
+	if le == nil {
+		return closedChan
+	}
+	return le.lost
+}
 
 // Err returns why the lease was lost (wrapping ErrLockLost), or nil.
 func (le *Lease) Err() error {
+	if le == nil {
+		return errNil("Lease")
+	}
 	select {
 	case <-le.lost:
 		return fmt.Errorf("%w: %w", ErrLockLost, le.cause)
@@ -211,6 +264,9 @@ func (le *Lease) Err() error {
 
 // Nodes returns the full paths of the lease's nodes.
 func (le *Lease) Nodes() []string {
+	if le == nil {
+		return nil
+	}
 	le.mu.Lock()
 	defer le.mu.Unlock()
 	out := make([]string, 0, len(le.locks))
@@ -223,6 +279,9 @@ func (le *Lease) Nodes() []string {
 // Token returns the fencing token of the lease's first node (see
 // Lock.Token): increasing across the holders of that node's slot order.
 func (le *Lease) Token() int64 {
+	if le == nil {
+		return 0
+	}
 	le.mu.Lock()
 	defer le.mu.Unlock()
 	if len(le.locks) == 0 {
@@ -236,7 +295,7 @@ func (le *Lease) Token() int64 {
 // returns an error wrapping ErrLockLost.
 func (le *Lease) Release() error {
 	if le == nil {
-		return ErrNotHeld
+		return errNil("Lease")
 	}
 	le.mu.Lock()
 	if le.released {

@@ -170,6 +170,14 @@ type Session struct {
 
 	auth    authGate     // see auth.go
 	connGen atomic.Int64 // connections that reached a session, as onEvent saw them
+
+	// Under NewSession: the timeout the server granted (ns), read from the
+	// connection on each new session, and the channel the connection's
+	// Close closes (see conninfo.go); connGone is set once it has.
+	granted   atomic.Int64
+	quit      <-chan struct{}
+	connGone  atomic.Bool
+	closeOnce sync.Once
 }
 
 func buildConfig(opts []SessionOption) (sessionConfig, error) {
@@ -253,6 +261,13 @@ func NewSession(conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*
 		return nil, err
 	}
 	s := newSession(nil, false, cfg)
+	s.quit = connQuit(conn)
+	select {
+	case <-s.quit:
+		s.stop()
+		return nil, fmt.Errorf("zklock: new session: %w", zk.ErrConnectionClosed)
+	default:
+	}
 	s.start(conn)
 	s.observe(conn.State())
 	s.goBackground(func() { s.poll(events) })
@@ -354,14 +369,31 @@ func (s *Session) Done() <-chan struct{} {
 }
 
 // timeout is the session timeout the loss bounds derive from: the one the
-// server negotiated when known, else the one asked for.
+// server negotiated when known (from the connect response under Connect,
+// from the connection under NewSession), else the one asked for; the
+// smaller of the two, which only shortens the bounds.
 func (s *Session) timeout() time.Duration {
+	granted := time.Duration(s.granted.Load())
 	if s.tap != nil {
-		if ms := s.tap.timeoutMs.Load(); ms > 0 {
-			return min(time.Duration(ms)*time.Millisecond, s.cfg.timeout)
-		}
+		granted = time.Duration(s.tap.timeoutMs.Load()) * time.Millisecond
+	}
+	if granted > 0 {
+		return min(granted, s.cfg.timeout)
 	}
 	return s.cfg.timeout
+}
+
+// errConnClosed is the error of requests on a session whose connection its
+// owner closed (NewSession).
+var errConnClosed = fmt.Errorf("%w: %w", ErrSessionClosed, zk.ErrConnectionClosed)
+
+// closedErr is why the session can no longer be used: it was closed, or
+// (under NewSession) its connection was.
+func (s *Session) closedErr() error {
+	if s.connGone.Load() {
+		return errConnClosed
+	}
+	return ErrSessionClosed
 }
 
 // Close ends the session: every hold on it ends (ErrSessionClosed), locks
@@ -372,14 +404,14 @@ func (s *Session) timeout() time.Duration {
 // their session is over; see deleteGuaranteed). Close is idempotent.
 func (s *Session) Close() error {
 	if s == nil {
-		return ErrNilSession
+		return errNil("Session")
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.mu.Unlock()
+	// Concurrent calls wait for the first to finish.
+	s.closeOnce.Do(s.close)
+	return nil
+}
+
+func (s *Session) close() {
 	s.closeState()
 	s.mu.Lock()
 	s.closed = true
@@ -415,7 +447,6 @@ func (s *Session) Close() error {
 		s.conn.Close()
 	}
 	<-drained
-	return nil
 }
 
 // closeGrace bounds how long Close waits for requests in flight before it

@@ -36,8 +36,16 @@ var pollEvery = 5 * time.Millisecond
 func (s *Session) poll(events <-chan zk.Event) {
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
+	quit := s.quit
 	for {
 		select {
+		case <-quit:
+			// The caller closed the connection: the session is over for
+			// good, and every wait on it must end.
+			quit = nil
+			s.connGone.Store(true)
+			s.closeState()
+			s.cancel()
 		case ev, ok := <-events:
 			if !ok {
 				events = nil
@@ -75,6 +83,12 @@ func (s *Session) observe(zs zk.State) {
 		if id == 0 {
 			s.mu.Unlock()
 			return
+		}
+		if s.tap == nil {
+			// zs was loaded after go-zookeeper wrote the timeout.
+			if d := grantedTimeout(conn); d > 0 {
+				s.granted.Store(int64(d))
+			}
 		}
 		if s.sessionID != 0 && id != s.sessionID {
 			// A new session: the old one is over, and its nodes with it,

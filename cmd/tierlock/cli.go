@@ -105,6 +105,10 @@ func (c *cli) oneArg(args []string) (string, error) {
 	return "", fmt.Errorf("%w: one argument expected, got %q", errUsage, args)
 }
 
+// sessionTimeout is the inspector's session timeout: zklock's default; a
+// test shortens it to see the session expire.
+var sessionTimeout = 10 * time.Second
+
 // connect opens the session, within -timeout, with the -digest
 // credentials in place (zklock.Connect returns only then).
 func (c *cli) connect(ctx context.Context) (*zklock.Session, error) {
@@ -121,7 +125,8 @@ func (c *cli) connect(ctx context.Context) (*zklock.Session, error) {
 	if c.verbose {
 		level = slog.LevelDebug
 	}
-	opts := []zklock.SessionOption{zklock.WithLogger(slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level})))}
+	opts := []zklock.SessionOption{zklock.WithLogger(slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))),
+		zklock.WithSessionTimeout(sessionTimeout)}
 	if c.digest != "" {
 		user, password, ok := strings.Cut(c.digest, ":")
 		if !ok || user == "" {

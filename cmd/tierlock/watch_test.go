@@ -96,6 +96,8 @@ func TestWatchCount(t *testing.T) {
 func TestWatchSurvivesDropAndExpiry(t *testing.T) {
 	p := zktest.Path(t)
 	ctx := zktest.Context(t, time.Minute)
+	defer func(d time.Duration) { sessionTimeout = d }(sessionTimeout)
+	sessionTimeout = 2 * time.Second // expires while cut off for 5 s below
 	proxy, err := faultproxy.New(zktest.Servers(t)[0], faultproxy.WithLogger(zktest.QuietLog))
 	if err != nil {
 		t.Fatal(err)
@@ -130,8 +132,8 @@ func TestWatchSurvivesDropAndExpiry(t *testing.T) {
 		return strings.HasSuffix(out.String(), `"nodes":[]}`+"\n")
 	})
 
-	// Cut off for longer than the session timeout (the test server grants
-	// at most 20 ticks of 200 ms): the session expires meanwhile.
+	// Cut off for longer than the session timeout: the session expires
+	// meanwhile.
 	proxy.Partition(0)
 	if err := a.Acquire(ctx); err != nil {
 		t.Fatal(err)

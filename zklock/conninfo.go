@@ -1,0 +1,56 @@
+package zklock
+
+import (
+	"reflect"
+	"time"
+	"unsafe"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// What a session made by NewSession must know of the caller's connection
+// and go-zookeeper v1.0.4 keeps unexported. Both are read by reflection
+// from fields whose names and types TestConnInternals pins, so that an
+// upgrade that renames them fails the suite instead of silently weakening
+// the loss bounds.
+//
+//   - sessionTimeoutMs, the timeout the server granted: the lease's bounds
+//     must derive from it (lease.go), and the server may grant less than
+//     was asked (it clamps to 2..20 ticks unless configured otherwise).
+//     go-zookeeper writes it in authenticate before it stores
+//     StateHasSession atomically; the session reads it after loading that
+//     state, so the write happens before the read.
+//   - shouldQuit, closed by Conn.Close: the one sign that the connection is
+//     closed for good rather than reconnecting (both fail requests with
+//     ErrConnectionClosed). It is made in zk.Connect and never replaced.
+
+// grantedTimeout returns the session timeout the server granted to conn,
+// or 0 when it cannot be read.
+func grantedTimeout(conn *zk.Conn) time.Duration {
+	f := connField(conn, "sessionTimeoutMs", reflect.Int32)
+	if !f.IsValid() {
+		return 0
+	}
+	return time.Duration(f.Int()) * time.Millisecond
+}
+
+// connQuit returns the channel conn's Close closes, or nil when it cannot
+// be read.
+func connQuit(conn *zk.Conn) <-chan struct{} {
+	f := connField(conn, "shouldQuit", reflect.Chan)
+	if !f.IsValid() || f.Type() != reflect.TypeFor[chan struct{}]() {
+		return nil
+	}
+	return *(*chan struct{})(unsafe.Pointer(f.UnsafeAddr()))
+}
+
+func connField(conn *zk.Conn, name string, kind reflect.Kind) reflect.Value {
+	if conn == nil {
+		return reflect.Value{}
+	}
+	f := reflect.ValueOf(conn).Elem().FieldByName(name)
+	if !f.IsValid() || f.Kind() != kind {
+		return reflect.Value{}
+	}
+	return f
+}
