@@ -5,15 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/tierlock/tierlock/internal/faultproxy"
-	"github.com/tierlock/tierlock/internal/zkserver"
+	"github.com/tierlock/tierlock/internal/nemesis"
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/tier"
 	"github.com/tierlock/tierlock/zklock"
@@ -39,16 +37,24 @@ import (
 // a fraction of the session timeout), so these orderings are not a matter
 // of scheduling luck.
 
+// The scene's bounds and helpers: see internal/nemesis.
 const (
-	// nemTimeout is A's session timeout; tickTime 200ms lets the server
-	// grant it. syncLimit 10 x 200ms = 2s against it is the unsafe ratio
-	// DESIGN.md measured.
-	nemTimeout = 2 * time.Second
-	// nemBound is how long after a fault B may take to get the lock, and A
-	// to be told: the session timeout (the server expires A) plus a margin
-	// for a slow machine.
-	nemBound = nemTimeout + 5*time.Second
+	nemTimeout = nemesis.Timeout
+	nemBound   = nemesis.Bound
 )
+
+var (
+	nemProxy         = nemesis.NewProxy
+	beforeNextPing   = nemesis.BeforeNextPing
+	followerEnsemble = nemesis.FollowerEnsemble
+	mkdirs           = nemesis.Mkdirs
+)
+
+// serverChatter is nemesis.Chatter on session s's connection.
+func serverChatter(t *testing.T, s *zklock.Session, writer *zk.Conn, n int, every time.Duration) {
+	t.Helper()
+	nemesis.Chatter(t, s.Conn(), writer, n, every)
+}
 
 type nemGrant struct {
 	held context.Context
@@ -216,113 +222,6 @@ func (s *lossScene) finish() {
 	s.a.Close()
 	s.b.Close()
 	assertNoOrphans(s.t, s.servers, s.path)
-}
-
-// serverChatter makes the server write to session s now and then without
-// s asking anything after the start: s sets n data watches and writer
-// changes one watched node every period. It keeps s's read deadline fresh
-// while its own bytes go nowhere, as the other traffic on a busy session
-// would. It stops when the test ends.
-func serverChatter(t *testing.T, s *zklock.Session, writer *zk.Conn, n int, every time.Duration) {
-	t.Helper()
-	base := zktest.Path(t) + "-chatter"
-	mkdirs(t, writer, base)
-	nodes := make([]string, n)
-	for i := range nodes {
-		nodes[i] = fmt.Sprintf("%s/n%d", base, i)
-		if _, err := writer.Create(nodes[i], nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Conn().Sync(nodes[i]); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, _, err := s.Conn().GetW(nodes[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for _, node := range nodes {
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				return
-			}
-			_, _ = writer.Set(node, []byte("x"), -1)
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		for _, node := range nodes {
-			_ = writer.Delete(node, -1)
-		}
-		_ = writer.Delete(base, -1)
-	})
-}
-
-// mkdirs creates path and its parents as persistent nodes.
-func mkdirs(t *testing.T, conn *zk.Conn, path string) {
-	t.Helper()
-	cur := ""
-	for _, part := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
-		cur += "/" + part
-		if _, err := conn.Create(cur, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			t.Fatal(err)
-		}
-	}
-}
-
-// beforeNextPing waits until A's client sends something through px (A is
-// idle, so that is a ping), then until shortly before its next ping is due:
-// go-zookeeper pings every third of the session timeout on a fixed ticker.
-// A fault struck then finds the server's last news of A's session as old as
-// it can be, the worst moment for A, and the same moment in every run.
-func beforeNextPing(t *testing.T, px *faultproxy.Proxy, timeout time.Duration) {
-	t.Helper()
-	start := px.Stats().Upstream
-	eventually(t, timeout, "a ping from A", func() bool { return px.Stats().Upstream != start })
-	time.Sleep(timeout/3 - 80*time.Millisecond)
-}
-
-// nemProxy is a fault proxy in front of the shared server, closed when the
-// test ends.
-func nemProxy(t *testing.T, target string) *faultproxy.Proxy {
-	t.Helper()
-	px, err := faultproxy.New(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { px.Close() })
-	return px
-}
-
-// followerEnsemble starts three servers whose peer links pass through
-// proxies (tickTime 200 ms, syncLimit 10: the unsafe ratio against
-// nemTimeout) and returns them with the index of a follower, f, and the
-// addresses of the other two.
-func followerEnsemble(t *testing.T) (zc *zkserver.Cluster, f int, rest []string) {
-	t.Helper()
-	zc = zktest.Ensemble(t, 3, zkserver.WithPeerProxies(), zkserver.WithTickTime(200*time.Millisecond),
-		zkserver.WithSyncLimit(10))
-	ctx := ctxT(t, 30*time.Second)
-	var leader int
-	eventually(t, 20*time.Second, "a leader", func() bool {
-		var err error
-		leader, err = zc.Leader(ctx)
-		return err == nil
-	})
-	f = (leader + 1) % 3
-	for i := range zc.Size() {
-		if i != f {
-			rest = append(rest, zc.Addr(i))
-		}
-	}
-	return zc, f, rest
 }
 
 func TestNemesis(t *testing.T) {

@@ -88,27 +88,37 @@ func New(t *testing.T, f Fault) *Env {
 		e.A, e.Others, e.All = []string{e.Proxy.Addr()}, servers, servers
 		return e
 	}
-	e.cluster = zktest.Ensemble(t, 3, zkserver.WithPeerProxies(), zkserver.WithTickTime(200*time.Millisecond),
+	e.cluster, e.follower, e.Others = FollowerEnsemble(t)
+	// A reaches the follower, and only it, through a proxy that only
+	// counts: it shows when A pings.
+	e.Proxy = NewProxy(t, e.cluster.Addr(e.follower))
+	e.A, e.All = []string{e.Proxy.Addr()}, e.cluster.Addrs()
+	return e
+}
+
+// FollowerEnsemble starts three servers whose peer links pass through
+// proxies (tickTime 200 ms, syncLimit 10: the unsafe ratio against
+// Timeout) and returns them with the index of a follower, f, and the
+// addresses of the other two.
+func FollowerEnsemble(t *testing.T) (zc *zkserver.Cluster, f int, rest []string) {
+	t.Helper()
+	zc = zktest.Ensemble(t, 3, zkserver.WithPeerProxies(), zkserver.WithTickTime(200*time.Millisecond),
 		zkserver.WithSyncLimit(10))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var leader int
 	zktest.Eventually(t, 20*time.Second, "a leader", func() bool {
 		var err error
-		leader, err = e.cluster.Leader(ctx)
+		leader, err = zc.Leader(ctx)
 		return err == nil
 	})
-	e.follower = (leader + 1) % 3
-	for i := range e.cluster.Size() {
-		if i != e.follower {
-			e.Others = append(e.Others, e.cluster.Addr(i))
+	f = (leader + 1) % 3
+	for i := range zc.Size() {
+		if i != f {
+			rest = append(rest, zc.Addr(i))
 		}
 	}
-	// A reaches the follower, and only it, through a proxy that only
-	// counts: it shows when A pings.
-	e.Proxy = NewProxy(t, e.cluster.Addr(e.follower))
-	e.A, e.All = []string{e.Proxy.Addr()}, e.cluster.Addrs()
-	return e
+	return zc, f, rest
 }
 
 // NewProxy is a fault proxy in front of target, closed when the test ends.
@@ -203,7 +213,7 @@ func BeforeNextPing(t testing.TB, px *faultproxy.Proxy, timeout time.Duration) {
 func Chatter(t testing.TB, a, writer *zk.Conn, n int, every time.Duration) {
 	t.Helper()
 	base := zktest.Path(t) + "-chatter"
-	mkdirs(t, writer, base)
+	Mkdirs(t, writer, base)
 	nodes := make([]string, n)
 	for i := range nodes {
 		nodes[i] = fmt.Sprintf("%s/n%d", base, i)
@@ -242,8 +252,8 @@ func Chatter(t testing.TB, a, writer *zk.Conn, n int, every time.Duration) {
 	})
 }
 
-// mkdirs creates path and its parents as persistent nodes.
-func mkdirs(t testing.TB, conn *zk.Conn, path string) {
+// Mkdirs creates path and its parents as persistent nodes.
+func Mkdirs(t testing.TB, conn *zk.Conn, path string) {
 	t.Helper()
 	cur := ""
 	for _, part := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
