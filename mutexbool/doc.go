@@ -4,7 +4,8 @@
 // In tierlock it is the bridge between ZooKeeper's asynchronous world and
 // the blocking, cancellable lock acquire: a watch callback calls Set(true)
 // when the lock may have become ours, and the acquiring goroutine blocks in
-// Get(ctx) until that happens or its context ends. Package zklock uses it
+// Get(ctx) (or selects on Done, beside its re-check timer) until that
+// happens or its context ends. Package zklock uses it
 // for the ZooKeeper lock tier, and package tier builds on zklock.
 //
 // The package depends on the standard library only. It is modelled on the

@@ -91,6 +91,33 @@ func (m *BooleanMutex) Get(ctx context.Context) error {
 	}
 }
 
+// Done returns a channel that is closed when the state is true: closed
+// already if it is true now, else closed by the next Set(true). It lets a
+// waiter select on the BooleanMutex together with timers and other
+// channels, as Get selects on its context. A channel obtained while the
+// state is false stays open through a Set(false); it belongs to the false
+// period in which it was obtained. On a nil *BooleanMutex it returns nil, a
+// channel that is never ready.
+func (m *BooleanMutex) Done() <-chan struct{} {
+	if m == nil {
+		return nil
+	}
+	if m.on.Load() {
+		return closed
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.on.Load() {
+		return closed
+	}
+	if m.ch == nil {
+		m.ch = make(chan struct{})
+	}
+	return m.ch
+}
+
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // State reports the current state.
 func (m *BooleanMutex) State() bool {
 	return m != nil && m.on.Load()

@@ -249,3 +249,37 @@ func TestStorm(t *testing.T) {
 	collect(t, errs, getters)
 	getWG.Wait()
 }
+
+// Done is closed by Set(true), at once when already true, and a channel
+// taken in one false period is not closed by a later Set(false).
+func TestDone(t *testing.T) {
+	m := mutexbool.New(false)
+	ch := m.Done()
+	select {
+	case <-ch:
+		t.Fatal("Done closed while false")
+	default:
+	}
+	m.Set(false)
+	go m.Set(true)
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done not closed by Set(true)")
+	}
+	select {
+	case <-m.Done():
+	default:
+		t.Fatal("Done not closed while true")
+	}
+	m.Set(false)
+	select {
+	case <-m.Done():
+		t.Fatal("a new Done closed after Set(false)")
+	default:
+	}
+	var nilM *mutexbool.BooleanMutex
+	if nilM.Done() != nil {
+		t.Fatal("nil BooleanMutex: Done is not nil (a never-ready channel)")
+	}
+}
