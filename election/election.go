@@ -39,6 +39,7 @@ type Election struct {
 
 type leadership struct {
 	lock     *zklock.Lock
+	hold     *zklock.Hold
 	cancel   context.CancelCauseFunc
 	resigned atomic.Bool
 }
@@ -75,8 +76,9 @@ func (e *Election) Campaign(ctx context.Context, value string) (context.Context,
 	opts := append(e.opts[:len(e.opts):len(e.opts)], zklock.WithLabel(value),
 		zklock.WithLossHandler(func(_ string, cause error) { cancel(fmt.Errorf("%w: %w", zklock.ErrLockLost, cause)) }))
 	l, err := zklock.New(e.s, e.path, opts...)
+	var h *zklock.Hold
 	if err == nil {
-		if err = l.Acquire(ctx); err != nil {
+		if h, err = l.Acquire(ctx); err != nil {
 			_ = l.Close()
 		}
 	}
@@ -87,11 +89,11 @@ func (e *Election) Campaign(ctx context.Context, value string) (context.Context,
 	// A loss before Acquire returned closed Lost before the hold was ours
 	// to hear of: apply it here.
 	select {
-	case <-l.Lost():
-		cancel(l.Err())
+	case <-h.Lost():
+		cancel(h.Err())
 	default:
 	}
-	ld := &leadership{lock: l, cancel: cancel}
+	ld := &leadership{lock: l, hold: h, cancel: cancel}
 	return context.WithValue(held, heldKey{e}, ld), nil
 }
 
@@ -111,7 +113,7 @@ func (e *Election) Resign(held context.Context) error {
 	if ld == nil || !ld.resigned.CompareAndSwap(false, true) {
 		return ErrNotLeader
 	}
-	err := ld.lock.Release(context.Background()) // does not wait for ZooKeeper
+	err := ld.hold.Release() // does not wait for ZooKeeper
 	_ = ld.lock.Close()
 	ld.cancel(ErrResigned)
 	return err

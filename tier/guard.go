@@ -136,9 +136,9 @@ func (l *Lock) txn(held context.Context, ops []any) ([]zk.MultiResponse, error) 
 		defer h.txns.done()
 		// Not held: the request, once sent, cannot be withdrawn, and its
 		// end, not the caller's, is what the gate must see.
-		// On h's node only: should this goroutine run after the hold was
-		// released and another acquired, zklock refuses it.
-		res, err := l.zk.TxnOn(context.WithoutCancel(held), h.node, ops...)
+		// On h's ZooKeeper hold only: should this goroutine run after
+		// that hold was released and another acquired, zklock refuses it.
+		res, err := h.zk.Txn(context.WithoutCancel(held), ops...)
 		if errors.Is(err, zklock.ErrNotHeld) {
 			err = fmt.Errorf("%w: the context's hold of %s has ended", ErrNotHolder, l.Path())
 		}

@@ -25,15 +25,9 @@ type Lock struct {
 	done    chan struct{} // closed by Close
 
 	// Tier-2 state, touched only by the goroutine that holds the gate.
-	zkHeld   bool      // the node is ours (kept across hand-offs)
-	zkSince  time.Time // when it was acquired
-	handoffs int       // consecutive hand-offs on this node
-	zkNode   string    // the node's path
-	zkToken  int64     // its fencing token
-	// zkRevoked is closed when the node's revocation is requested; nil
-	// without WithRevocable. Taken with the node, so that it is the
-	// node's even once the zklock.Lock has moved on (Close).
-	zkRevoked <-chan struct{}
+	zkHold   *zklock.Hold // the node, ours while not nil (kept across hand-offs)
+	zkSince  time.Time    // when it was acquired
+	handoffs int          // consecutive hand-offs on this node
 
 	obsMu     sync.Mutex // orders loss notifications against Close
 	obsClosed bool
@@ -46,8 +40,9 @@ type hold struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	start  time.Time
-	node   string // the ZooKeeper node this hold rides on
-	token  int64  // its fencing token, fixed for the hold's life
+	zk     *zklock.Hold // the ZooKeeper hold this hold rides on
+	node   string       // its node
+	token  int64        // its fencing token, fixed for the hold's life
 	txns   txnGate
 
 	revoked    chan struct{} // closed on a revocation request for node; nil without WithRevocable
@@ -164,12 +159,12 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 		return nil, false, ErrClosed
 	}
 	tier := TierHandoff
-	if l.zkHeld {
+	if zh := l.zkHold; zh != nil {
 		select {
-		case <-l.zk.Lost():
+		case <-zh.Lost():
 			// The node we carried was lost between holders.
 			l.dropZK()
-		case <-l.zkRevoked:
+		case <-zh.Revoked(): // nil, never ready, without WithRevocable
 			// Its revocation was requested after the hand-off was decided
 			// (handoffAllowed): give the node back rather than pass it on,
 			// and queue behind the process that asked.
@@ -178,27 +173,17 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 			l.handoffs++
 		}
 	}
-	if !l.zkHeld {
+	if l.zkHold == nil {
 		tier = TierZooKeeper
-		ok := true
-		var err error
-		if wait {
-			err = l.zk.Acquire(ctx)
-		} else {
-			ok, err = l.zk.TryAcquire(ctx)
-		}
+		zh, ok, err := zkAcquire(ctx, l.zk, wait)
 		if err != nil || !ok {
 			l.g.leave()
 			return nil, false, fromZK(err)
 		}
-		l.zkHeld, l.zkSince, l.handoffs = true, time.Now(), 0
-		l.zkNode, l.zkToken = l.zk.Node(), l.zk.Token()
-		l.zkRevoked = nil
-		if l.cfg.revocable {
-			l.zkRevoked = l.zk.Revoked()
-		}
+		l.zkHold, l.zkSince, l.handoffs = zh, time.Now(), 0
 	}
-	h := &hold{start: time.Now(), node: l.zkNode, token: l.zkToken}
+	zh := l.zkHold
+	h := &hold{start: time.Now(), zk: zh, node: zh.Node(), token: zh.Token()}
 	if l.cfg.revocable {
 		h.revoked = make(chan struct{})
 	}
@@ -210,14 +195,14 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 	// and we look at Lost after publishing h, so one of the two sees the
 	// other.
 	select {
-	case <-l.zk.Lost():
-		h.cancel(l.lossCause())
+	case <-zh.Lost():
+		h.cancel(lossCause(zh))
 	default:
 	}
 	// The same for a revocation request (onZKRevoked): zklock closes the
 	// node's channel before it calls the handler.
 	select {
-	case <-l.zkRevoked:
+	case <-zh.Revoked():
 		h.revoke()
 	default:
 	}
@@ -225,8 +210,18 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 	return h.ctx, true, nil
 }
 
-func (l *Lock) lossCause() error {
-	if err := l.zk.Err(); err != nil {
+// zkAcquire acquires zl: waiting, or trying.
+func zkAcquire(ctx context.Context, zl *zklock.Lock, wait bool) (*zklock.Hold, bool, error) {
+	if wait {
+		zh, err := zl.Acquire(ctx)
+		return zh, err == nil, err
+	}
+	return zl.TryAcquire(ctx)
+}
+
+// lossCause is why zh was lost.
+func lossCause(zh *zklock.Hold) error {
+	if err := zh.Err(); err != nil {
 		return err
 	}
 	return ErrLockLost
@@ -281,8 +276,9 @@ func (l *Lock) notify(ev Event) {
 
 // dropZK gives up the node (gate holder only) and returns Release's error.
 func (l *Lock) dropZK() error {
-	l.zkHeld = false
-	return l.zk.Release(context.Background())
+	zh := l.zkHold
+	l.zkHold = nil
+	return zh.Release()
 }
 
 // Release ends one Acquire of the hold held carries. The last one releases
@@ -346,7 +342,7 @@ func (l *Lock) leave(txnsOver <-chan struct{}) error {
 		}
 	}
 	var err error
-	if l.zkHeld {
+	if l.zkHold != nil {
 		err = l.dropZK()
 	}
 	l.g.leave()
@@ -364,22 +360,22 @@ func (l *Lock) leave(txnsOver <-chan struct{}) error {
 func (l *Lock) settled(txnsOver <-chan struct{}) bool {
 	select {
 	case <-txnsOver:
-	case <-l.zk.Lost():
+	case <-l.zkHold.Lost():
 	}
 	return l.handoffAllowed()
 }
 
 func (l *Lock) handoffAllowed() bool {
-	if l.cfg.maxHandoffs == 0 || !l.zkHeld || l.g.waiters() == 0 || l.closed.Load() {
+	if l.cfg.maxHandoffs == 0 || l.zkHold == nil || l.g.waiters() == 0 || l.closed.Load() {
 		return false
 	}
 	if l.handoffs >= l.cfg.maxHandoffs || time.Since(l.zkSince) >= l.cfg.maxHold {
 		return false
 	}
 	select {
-	case <-l.zk.Lost():
+	case <-l.zkHold.Lost():
 		return false
-	case <-l.zkRevoked:
+	case <-l.zkHold.Revoked():
 		return false // a revoked node goes back to ZooKeeper
 	default:
 		return true

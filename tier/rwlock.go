@@ -62,6 +62,8 @@ type RWLock struct {
 	wAdmitted   bool // a writer is past the gate (acquiring the write node or holding)
 	writer      *rwHold
 	wNode       bool // the write node is ours: held by writer, or kept for readers after a deferred downgrade
+	wHold       *zklock.Hold // the write node's hold, while wNode
+	rHold       *zklock.Hold // the read node's hold, while rState is rHeld
 	downgrading bool // a write hold ended with readers left; the read node is being tried
 	rState      int  // rIdle, rAcquiring, rHeld
 	rClosed     bool // the held read node takes no new riders: a foreign writer waits behind it (mayRideLocked)
@@ -323,7 +325,7 @@ func (rw *RWLock) readNode(ctx context.Context, wait bool) (context.Context, boo
 		switch rw.rState {
 		case rHeld:
 			select {
-			case <-zr.Lost():
+			case <-rw.rHold.Lost():
 				// Lost under earlier readers (their contexts are
 				// cancelled): queue a new node; zklock gives the old up.
 				rw.rState = rIdle
@@ -342,7 +344,7 @@ func (rw *RWLock) readNode(ctx context.Context, wait bool) (context.Context, boo
 				}
 				continue
 			}
-			return rw.rideLocked(ctx, zr), true, nil
+			return rw.rideLocked(ctx), true, nil
 		case rAcquiring:
 			if err := rw.awaitReadNodeLocked(ctx, wait); err != nil || !wait {
 				return nil, false, err
@@ -368,11 +370,11 @@ func (rw *RWLock) mayRideLocked(ctx context.Context) bool {
 	if rw.rClosed {
 		return false
 	}
-	node := rw.zk.ReadLock().Node()
+	zh := rw.rHold
 	rw.mu.Unlock()
 	waiting, err := rw.zk.WriterWaiting(ctx)
 	rw.mu.Lock()
-	if rw.rState != rHeld || rw.zk.ReadLock().Node() != node {
+	if rw.rState != rHeld || rw.rHold != zh {
 		return false // the node changed meanwhile: the caller looks again
 	}
 	if waiting || err != nil {
@@ -392,14 +394,15 @@ func (rw *RWLock) rejoinLocked(ctx context.Context) error {
 
 // rideLocked makes a read hold on the held read node; mu is held and
 // released.
-func (rw *RWLock) rideLocked(ctx context.Context, zr *zklock.Lock) context.Context {
-	h := rw.newHold(ctx, false, zr.Node(), zr.Token())
+func (rw *RWLock) rideLocked(ctx context.Context) context.Context {
+	zh := rw.rHold
+	h := rw.newHold(ctx, false, zh.Node(), zh.Token())
 	rw.mu.Unlock()
 	// A loss before h was live is applied here: the loss handler runs
 	// after Lost is closed, we look at Lost after h is live.
 	select {
-	case <-zr.Lost():
-		h.cancel(rw.lossCause(zr))
+	case <-zh.Lost():
+		h.cancel(lossCause(zh))
 	default:
 	}
 	return h.ctx
@@ -438,13 +441,7 @@ func (rw *RWLock) queueReadNodeLocked(ctx context.Context, zr *zklock.Lock, wait
 	rw.rState = rAcquiring
 	rw.rDone = make(chan struct{})
 	rw.mu.Unlock()
-	ok := true
-	var err error
-	if wait {
-		err = zr.Acquire(ctx)
-	} else {
-		ok, err = zr.TryAcquire(ctx)
-	}
+	zh, ok, err := zkAcquire(ctx, zr, wait)
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
 	close(rw.rDone)
@@ -453,7 +450,7 @@ func (rw *RWLock) queueReadNodeLocked(ctx context.Context, zr *zklock.Lock, wait
 		rw.leaveReaderLocked()
 		return fromZK(err)
 	}
-	rw.rState = rHeld
+	rw.rState, rw.rHold = rHeld, zh
 	return nil
 }
 
@@ -467,12 +464,12 @@ func (rw *RWLock) leaveReaderLocked() error {
 	}
 	var errs []error
 	if rw.rState == rHeld {
-		rw.rState, rw.rClosed = rIdle, false
-		errs = append(errs, rw.zk.ReadLock().Release(context.Background()))
+		errs = append(errs, rw.rHold.Release())
+		rw.rState, rw.rClosed, rw.rHold = rIdle, false, nil
 	}
 	if rw.wNode && rw.writer == nil && !rw.wAdmitted {
-		rw.wNode = false
-		errs = append(errs, rw.zk.WriteLock().Release(context.Background()))
+		errs = append(errs, rw.wHold.Release())
+		rw.wNode, rw.wHold = false, nil
 	}
 	rw.wakeLocked()
 	return errors.Join(errs...)
@@ -515,13 +512,7 @@ func (rw *RWLock) lock(ctx context.Context, wait bool) (context.Context, bool, e
 	// Past the gate: no local reader is, and the read node was given up
 	// (its delete precedes our create on the session).
 	zw := rw.zk.WriteLock()
-	ok := true
-	var err error
-	if wait {
-		err = zw.Acquire(ctx)
-	} else {
-		ok, err = zw.TryAcquire(ctx)
-	}
+	zh, ok, err := zkAcquire(ctx, zw, wait)
 	rw.mu.Lock()
 	if err != nil || !ok {
 		rw.wAdmitted = false
@@ -529,13 +520,13 @@ func (rw *RWLock) lock(ctx context.Context, wait bool) (context.Context, bool, e
 		rw.mu.Unlock()
 		return nil, false, fromZK(err)
 	}
-	rw.wNode = true
-	h := rw.newHold(ctx, true, zw.Node(), zw.Token())
+	rw.wNode, rw.wHold = true, zh
+	h := rw.newHold(ctx, true, zh.Node(), zh.Token())
 	rw.writer = h
 	rw.mu.Unlock()
 	select {
-	case <-zw.Lost():
-		h.cancel(rw.lossCause(zw))
+	case <-zh.Lost():
+		h.cancel(lossCause(zh))
 	default:
 	}
 	return h.ctx, true, nil
@@ -593,10 +584,10 @@ func (rw *RWLock) unlock(held context.Context, write bool) error {
 func (rw *RWLock) endWriteLocked() error {
 	rw.writer = nil
 	rw.wAdmitted = false
-	zw, zr := rw.zk.WriteLock(), rw.zk.ReadLock()
+	zw := rw.wHold
 	if rw.nreaders == 0 {
-		rw.wNode = false
-		err := zw.Release(context.Background())
+		rw.wNode, rw.wHold = false, nil
+		err := zw.Release()
 		rw.wakeLocked()
 		rw.mu.Unlock()
 		return err
@@ -605,7 +596,7 @@ func (rw *RWLock) endWriteLocked() error {
 	// the readers left may leave meanwhile, and leave the nodes to us.
 	rw.downgrading = true
 	rw.mu.Unlock()
-	ok, terr := zr.TryAcquire(context.Background())
+	zr, ok, terr := rw.zk.ReadLock().TryAcquire(context.Background())
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
 	rw.downgrading = false
@@ -615,8 +606,8 @@ func (rw *RWLock) endWriteLocked() error {
 		// the last reader leaves.
 		rw.log.Debug("downgrade deferred: keeping the write node for the readers", "err", terr)
 		if rw.nreaders == 0 {
-			rw.wNode = false
-			err := zw.Release(context.Background())
+			rw.wNode, rw.wHold = false, nil
+			err := zw.Release()
 			rw.wakeLocked()
 			return err
 		}
@@ -628,7 +619,7 @@ func (rw *RWLock) endWriteLocked() error {
 	if testHookDowngrade != nil {
 		testHookDowngrade(zr.Node())
 	}
-	rw.rState = rHeld
+	rw.rState, rw.rHold = rHeld, zr
 	node, token := zr.Node(), zr.Token()
 	wnode := zw.Node()
 	rw.lossMu.Lock()
@@ -646,17 +637,17 @@ func (rw *RWLock) endWriteLocked() error {
 	// the other.
 	select {
 	case <-zr.Lost():
-		cause := rw.lossCause(zr)
+		cause := lossCause(zr)
 		for _, h := range moved {
 			h.cancel(cause)
 		}
 	default:
 	}
-	rw.wNode = false
-	err := zw.Release(context.Background())
+	rw.wNode, rw.wHold = false, nil
+	err := zw.Release()
 	if rw.nreaders == 0 {
-		rw.rState = rIdle
-		err = errors.Join(err, zr.Release(context.Background()))
+		rw.rState, rw.rHold = rIdle, nil
+		err = errors.Join(err, zr.Release())
 	}
 	rw.wakeLocked()
 	return err
@@ -665,13 +656,6 @@ func (rw *RWLock) endWriteLocked() error {
 // testHookDowngrade, when a test sets it, runs in a downgrade between the
 // read node's grant and the move of the readers onto it.
 var testHookDowngrade func(readNode string)
-
-func (rw *RWLock) lossCause(l *zklock.Lock) error {
-	if err := l.Err(); err != nil {
-		return err
-	}
-	return ErrLockLost
-}
 
 // onZKLost is zklock's loss handler for both nodes: it cancels the held
 // contexts riding on the lost node, at once (possibly on go-zookeeper's

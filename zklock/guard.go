@@ -92,17 +92,17 @@ var testSkipLostCheck atomic.Bool
 
 // Txn applies ops, a ZooKeeper multi transaction of *zk.CreateRequest,
 // *zk.SetDataRequest, *zk.DeleteRequest and *zk.CheckVersionRequest, on
-// behalf of the current hold: all of them, or, if the hold has ended at
-// the server or any op fails, none. It costs one multi request (one write
-// round trip), the guard included. The responses are those of ops, in
-// order. With no ops it confirms the hold at the server.
+// behalf of the hold: all of them, or, if the hold has ended at the server
+// or any op fails, none. It costs one multi request (one write round
+// trip), the guard included. The responses are those of ops, in order.
+// With no ops it confirms the hold at the server.
 //
 // Errors, by what they say of the transaction:
 //   - applied: nil.
-//   - not sent: errNil("Lock"), ErrNilContext, ErrInvalidOp, ErrClosed,
-//     ErrSessionClosed, ErrNotHeld (no hold), the hold's loss error (wrapping
-//     ErrLockLost) when the hold is known lost, and ctx's error when it
-//     ended before sending.
+//   - not sent: ErrNil (a nil hold), ErrNilContext, ErrInvalidOp,
+//     ErrSessionClosed, ErrNotHeld (the hold was released), the hold's loss
+//     error (wrapping ErrLockLost) when it is known lost, and ctx's error
+//     when it ended before sending.
 //   - refused by the server, nothing applied: ErrStaleHold (also matching
 //     ErrLockLost; the hold is then ended with ErrNodeDeleted) when the
 //     hold's node is gone; an *OpError wrapping the server's error when
@@ -113,28 +113,11 @@ var testSkipLostCheck atomic.Bool
 // go-zookeeper cannot cancel a request: when ctx ends first, Txn returns
 // and the request completes on a goroutine of the session's, which ends
 // with it (Session.Close waits for it). Txn may run concurrently with the
-// hold's other Txn calls; one that races Release of the same hold is
-// ordered at the server before or after the release's delete.
-func (l *Lock) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
-	return l.txn(ctx, "", ops)
-}
-
-// TxnOn is Txn for the hold on node (as Node returned it): when the
-// current hold is on another node, or there is none, it returns an error
-// matching ErrNotHeld and sends nothing. A caller that keeps a hold's node
-// (package tier does) thereby cannot run one acquisition's write under the
-// next, however late its goroutine runs.
-func (l *Lock) TxnOn(ctx context.Context, node string, ops ...any) ([]zk.MultiResponse, error) {
-	if node == "" {
-		return nil, fmt.Errorf("%w: no node named", ErrNotHeld)
-	}
-	return l.txn(ctx, node, ops)
-}
-
-// txn is Txn for the hold on node, or for the current hold when node is "".
-func (l *Lock) txn(ctx context.Context, node string, ops []any) ([]zk.MultiResponse, error) {
-	if l == nil {
-		return nil, errNil("Lock")
+// hold's other Txn calls; one that races Release is ordered at the server
+// before or after the release's delete.
+func (h *Hold) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	if h == nil {
+		return nil, errNil("Hold")
 	}
 	if ctx == nil {
 		return nil, ErrNilContext
@@ -142,12 +125,8 @@ func (l *Lock) txn(ctx context.Context, node string, ops []any) ([]zk.MultiRespo
 	if err := validateOps(ops); err != nil {
 		return nil, err
 	}
-	h, err := l.txnHold()
-	if err != nil {
+	if err := h.txnable(); err != nil {
 		return nil, err
-	}
-	if node != "" && h.node != node {
-		return nil, fmt.Errorf("%w: %s is not the current hold's node", ErrNotHeld, node)
 	}
 	for i, op := range ops {
 		// Writing the hold's node would end or disguise the hold behind
@@ -163,25 +142,26 @@ func (l *Lock) txn(ctx context.Context, node string, ops []any) ([]zk.MultiRespo
 	multi := make([]any, 0, len(ops)+1)
 	multi = append(multi, &zk.CheckVersionRequest{Path: h.node, Version: -1})
 	multi = append(multi, ops...)
-	res, err := l.s.multi(ctx, multi)
-	return l.txnResult(h, ops, res, err)
+	s := h.l.s
+	p := s.newProof()
+	res, err := s.multi(ctx, multi)
+	if err == nil {
+		s.proved(p) // a write that succeeded proves the session, as any other
+	}
+	return h.txnResult(ops, res, err)
 }
 
-// txnHold returns the hold a Txn runs for, or why there is none.
-func (l *Lock) txnHold() (*hold, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// txnable reports why the hold cannot run a Txn, if it cannot.
+func (h *Hold) txnable() error {
 	switch {
-	case l.closed:
-		return nil, ErrClosed
-	case l.s.isClosed():
-		return nil, ErrSessionClosed
-	case l.hold == nil:
-		return nil, ErrNotHeld
-	case l.hold.isLost() && !testSkipLostCheck.Load():
-		return nil, fmt.Errorf("%w: %w", ErrLockLost, l.hold.cause)
+	case h.l.s.isClosed():
+		return h.l.s.closedErr()
+	case h.released.Load():
+		return ErrNotHeld
+	case h.isLost() && !testSkipLostCheck.Load():
+		return fmt.Errorf("%w: %w", ErrLockLost, h.cause)
 	}
-	return l.hold, nil
+	return nil
 }
 
 // multiResult is what Conn.Multi returned.
@@ -225,7 +205,7 @@ func (s *Session) multi(ctx context.Context, ops []any) ([]zk.MultiResponse, err
 // the session expired: they may have been applied before the expiry), or
 // ErrOutcomeUnknown from multi. Only an encoding failure (the request did
 // not fit go-zookeeper's buffer) is known not to have left the client.
-func (l *Lock) txnResult(h *hold, ops []any, res []zk.MultiResponse, err error) ([]zk.MultiResponse, error) {
+func (h *Hold) txnResult(ops []any, res []zk.MultiResponse, err error) ([]zk.MultiResponse, error) {
 	switch {
 	case err == nil && len(res) == len(ops)+1:
 		return res[1:], nil

@@ -1,8 +1,8 @@
 package zklock
 
 import (
-	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,23 +10,111 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// hold is one acquisition: our node, its fencing token and its loss.
-type hold struct {
-	l        *Lock
-	node     string // full path
-	owner    int64  // the session that created node
-	token    int64
+// Hold is one acquisition of a Lock: its node, its fencing token and its
+// loss. Acquire returns it; Release ends it. Its methods are safe for
+// concurrent use.
+type Hold struct {
+	l     *Lock
+	node  string // full path
+	owner int64  // the session that created node
+	token int64
+
 	lost     chan struct{}
 	lostOnce sync.Once
 	cause    error // written before lost closes
+
 	released atomic.Bool
 	dropOnce sync.Once
 
 	revoked    chan struct{} // closed on a revocation request; nil unless revocable (revoke.go)
 	revokeOnce sync.Once
+
+	mu       sync.Mutex
+	watching *time.Timer // arms the own-node watch (see watchOwn); nil once the hold ends
+	unwatch  func()      // removes the own-node watch's callback; nil when none
 }
 
-func (h *hold) isLost() bool {
+// newHold makes the hold of a node that leads, with its fencing token (see
+// waitTurn).
+func (l *Lock) newHold(node string, owner, token int64) *Hold {
+	h := &Hold{l: l, node: node, owner: owner, token: token, lost: make(chan struct{})}
+	if l.revocable {
+		h.revoked = make(chan struct{})
+	}
+	return h
+}
+
+// Node returns the full path of the hold's lock node.
+func (h *Hold) Node() string {
+	if h == nil {
+		return ""
+	}
+	return h.node
+}
+
+// Token returns the hold's fencing token: a zxid that is at least the
+// creation zxid of its node and strictly greater than the token of every
+// earlier holder of the path (see waitTurn). A resource that records the
+// highest token it has seen and rejects lower ones cannot be written by a
+// holder that lost the lock without knowing it.
+func (h *Hold) Token() int64 {
+	if h == nil {
+		return 0
+	}
+	return h.token
+}
+
+// Lost returns a channel that is closed when the hold is lost: the session
+// expired or was replaced, the connection dropped (under the default
+// policy), the session could not be confirmed with the leader in time (see
+// WithLossOnExpiryOnly), or the node was deleted by someone else. Release
+// does not close it.
+func (h *Hold) Lost() <-chan struct{} {
+	if h == nil {
+		return closedChan
+	}
+	return h.lost
+}
+
+// Err returns why the hold was lost (wrapping ErrLockLost), or nil while
+// it is valid.
+func (h *Hold) Err() error {
+	if h == nil {
+		return errNil("Hold")
+	}
+	if !h.isLost() {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrLockLost, h.cause)
+}
+
+// Release gives the hold up. It does not wait for ZooKeeper: the delete of
+// the node goes out with the session's next create, or a scheduling delay
+// later, and the session's next create on the path queues behind it.
+// Another process sees the lock free once the server has applied the
+// delete. The delete is guaranteed: whatever error it meets, it is retried
+// in the background until the node is gone or its session is over.
+// Releasing a lost hold returns an error wrapping ErrLockLost and its
+// cause; a second Release returns ErrNotHeld.
+func (h *Hold) Release() error {
+	if h == nil {
+		return errNil("Hold")
+	}
+	if !h.l.detach(h) {
+		return ErrNotHeld
+	}
+	// Whether the hold was lost is decided before its node is given up.
+	lost := h.isLost()
+	h.released.Store(true)
+	h.end()
+	h.drop()
+	if lost {
+		return fmt.Errorf("%w: %w", ErrLockLost, h.cause)
+	}
+	return nil
+}
+
+func (h *Hold) isLost() bool {
 	select {
 	case <-h.lost:
 		return true
@@ -39,7 +127,7 @@ func (h *hold) isLost() bool {
 // loss handler, and gives the node up (the delete waits for the connection
 // if need be, and is moot when the session is gone). It may run on
 // go-zookeeper's event goroutine: nothing here blocks.
-func (h *hold) lose(cause error) {
+func (h *Hold) lose(cause error) {
 	first := false
 	h.lostOnce.Do(func() {
 		h.cause = cause
@@ -49,187 +137,156 @@ func (h *hold) lose(cause error) {
 	if !first {
 		return
 	}
-	l := h.l
-	l.s.forget(h)
+	h.end()
 	if h.released.Load() {
 		return
 	}
+	l := h.l
 	l.s.log.Warn("lock lost", "node", h.node, "cause", cause)
 	if l.onLost != nil {
 		l.onLost(h.node, cause)
 	}
-	l.dropNode(h)
+	h.drop()
 }
 
-// lead turns our leading node into a hold and starts the watch on our own
-// node, through which a deletion by someone else is noticed. The fencing
-// token is the pzxid of the listing that found our node first: the zxid of
-// the last change to the queue, which is at least our node's creation zxid
-// and, since a successor can only lead on a listing taken after our node's
-// deletion, strictly below every later holder's token. Taking it from the
-// listing saves the read of our own node that czxid would cost.
-func (l *Lock) lead(node string, owner, token int64) *hold {
-	h := &hold{l: l, node: node, owner: owner, token: token, lost: make(chan struct{})}
-	if l.revocable {
-		h.revoked = make(chan struct{})
+// end takes the hold out of the session's valid holds and stops its
+// own-node watch.
+func (h *Hold) end() {
+	h.l.s.forget(h)
+	h.mu.Lock()
+	t, unwatch := h.watching, h.unwatch
+	h.watching, h.unwatch = nil, nil
+	h.mu.Unlock()
+	if t != nil {
+		t.Stop()
 	}
-	return h
-}
-
-// install makes h the current hold once the session can vouch for it: h's
-// session is the current one, and the lease (lease.go) lies ahead, or a
-// sync has renewed it. It returns errNodeGone when h's session is over (the
-// node went with it) and ctx's error when ctx ends first.
-func (l *Lock) install(ctx context.Context, h *hold) error {
-	s := l.s
-	for attempt := 0; ; attempt++ {
-		s.mu.Lock()
-		lagging := false
-		switch {
-		case s.closed:
-			s.mu.Unlock()
-			return ErrSessionClosed
-		case h.owner != s.conn.SessionID():
-			// The client holds another session (or none, after an expiry):
-			// the node went with the one that made it.
-			s.mu.Unlock()
-			return errNodeGone
-		case h.owner != s.sessionID:
-			// The connection has the node's session but our view of it
-			// lags (under NewSession it is polled): wait for it rather
-			// than give up a node that exists.
-			lagging = true
-		case s.state != StateConnected && !(s.cfg.expiryOnly && s.state == StateDisconnected):
-			// Not connected: wait for the connection, or for news that
-			// the session is over.
-		case s.lease.validLocked(time.Now()):
-			s.holds[h] = struct{}{}
-			s.lease.armLocked()
-			s.mu.Unlock()
-			l.mu.Lock()
-			closed := l.closed
-			if !closed {
-				l.hold = h
-			}
-			l.mu.Unlock()
-			if closed {
-				s.forget(h)
-				return ErrClosed
-			}
-			l.s.goBackground(func() { l.watchOwn(h) })
-			return nil
-		}
-		changed := s.changed
-		s.mu.Unlock()
-		if attempt == 0 && !lagging && s.State() == StateConnected {
-			s.lease.waits.Add(1) // connected, yet the lease is not valid
-		}
-		var refreshed <-chan struct{}
-		if s.State() == StateConnected {
-			refreshed = s.lease.refresh()
-		}
-		var lag <-chan time.Time
-		if lagging {
-			lag = time.After(5 * time.Millisecond) // a polled state catches up within a tick
-		}
-		select {
-		case <-lag:
-		case <-refreshed:
-			if attempt > 0 {
-				// The leader did not confirm us: do not spin.
-				if !sleepCtx(ctx, min(time.Duration(attempt)*10*time.Millisecond, s.cfg.maxRetryWait)) {
-					return ctx.Err()
-				}
-			}
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.ctx.Done():
-			return ErrSessionClosed
-		}
+	if unwatch != nil {
+		unwatch()
 	}
 }
 
-// watchOwn watches the holder's own node until the hold ends: its deletion
-// by someone else, or the watch's end with the session, ends the hold.
-// Errors that leave the node's fate open are retried. The watch is a data
-// read, so every (re-)arming also reads the data: that is where a
-// revocation request is seen (revoke.go), at no extra request, whether it
-// was written before the hold began (while our node waited), while the
-// connection was down (go-zookeeper re-arms the watch with setWatches, and
-// the server fires it for a change it missed), or during the hold.
-func (l *Lock) watchOwn(h *hold) {
-	s := l.s
-	b := s.newBackOff()
-	for !h.isLost() && !h.released.Load() {
-		data, stat, ev, err := s.conn.GetW(h.node)
-		switch {
-		case errors.Is(err, zk.ErrNoNode):
-			h.lose(ErrNodeDeleted)
-			return
-		case err != nil:
-			if s.conn.SessionID() != h.owner {
-				h.lose(ErrSessionExpired)
-				return
-			}
-			t := time.NewTimer(b.NextBackOff())
-			select {
-			case <-t.C:
-			case <-h.lost:
-				t.Stop()
-				return
-			case <-s.ctx.Done():
-				t.Stop()
-				return
-			}
-			continue
-		case stat.EphemeralOwner != h.owner:
-			// The node was created in an older session than we thought
-			// (a reconnect raced the create's reply): it dies with that one.
-			h.lose(ErrSessionExpired)
-			return
-		}
-		b.Reset()
-		if h.revoked != nil && IsRevocation(data) {
-			l.revoke(h)
-		}
-		select {
-		case e := <-ev:
-			switch e.Type {
-			case zk.EventNodeDeleted:
-				h.lose(ErrNodeDeleted)
-				return
-			case zk.EventNotWatching:
-				h.lose(ErrSessionExpired)
-				return
-			}
-			// Data changed (a revocation request, say): watch again.
-		case <-h.lost:
-			return
-		case <-s.ctx.Done():
-			return
-		}
-	}
-}
-
-// dropNode deletes a lost hold's node once, through the same pending
-// delete as a release, so that the session's next create queues behind it.
-func (l *Lock) dropNode(h *hold) {
+// drop deletes the hold's node once, through the session's pending
+// deletes, so that the session's next create on the path queues behind it.
+func (h *Hold) drop() {
 	h.dropOnce.Do(func() {
-		if l.s.hardStopped() {
+		if h.l.s.hardStopped() {
 			return // the session's close deletes it
 		}
-		l.s.pipe.queueDelete(l.path, h.node, h.owner)
+		h.l.s.queueDelete(h.l.path, h.node, h.owner)
 	})
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
+// The own-node watch: a data watch on the holder's own node, through which
+// a deletion by someone else (an operator's break) and a revocation
+// request are noticed. It does nothing for loss before grant: when our node
+// goes (an expiry, a deletion), our event and the next holder's are sent
+// concurrently, so the next grant can come before we hear; the lease
+// (lease.go) is what tells the holder first. So it is armed only where it
+// buys something: at once for a revocable hold (a request written while
+// the node waited is seen at the first read), and for other holds once
+// they have lasted the lease's bound, after which an operator's deletion
+// is seen within a round trip instead of at the release. A hold that ends
+// sooner costs no request and no event.
+
+// armWatch arms the own-node watch when it is worth it (see above).
+func (h *Hold) armWatch() {
+	d := h.l.s.lease.bound()
+	if h.revoked != nil {
+		d = 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.isLost() || h.released.Load() {
+		return
+	}
+	h.watching = time.AfterFunc(d, h.watchOwn)
+}
+
+// watchOwn reads the hold's node and watches it: a deletion, or the
+// watch's end with the session, ends the hold; a revocation request in its
+// data is passed on; a data change arms it again. Errors that leave the
+// node's fate open are retried after a pause. It runs on a goroutine of
+// its own (time.AfterFunc's, or the one a data change starts), briefly:
+// under Connect the event reaches the session's callback; under NewSession
+// it waits for the event here.
+func (h *Hold) watchOwn() {
+	s := h.l.s
+	if h.isLost() || h.released.Load() || s.isClosed() {
+		return
+	}
+	unwatch := func() {}
+	if s.dispatching() {
+		// Registered before the read, so that no event after it is missed.
+		unwatch = s.watch(h.node, h.onOwnEvent)
+	}
+	data, stat, ev, err := s.conn.GetW(h.node)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		unwatch()
+		h.lose(ErrNodeDeleted)
+		return
+	case err != nil:
+		unwatch()
+		h.retryWatch(err)
+		return
+	case stat.EphemeralOwner != h.owner:
+		// The node was created in an older session than we thought (a
+		// reconnect raced the create's reply): it dies with that one.
+		unwatch()
+		h.lose(ErrSessionExpired)
+		return
+	}
+	h.mu.Lock()
+	if h.watching == nil && (h.isLost() || h.released.Load()) {
+		h.mu.Unlock()
+		unwatch()
+		return
+	}
+	h.unwatch = unwatch
+	h.mu.Unlock()
+	if h.revoked != nil && IsRevocation(data) {
+		h.l.revoke(h)
+	}
+	if !s.dispatching() {
+		// No event callback: the event arrives on ev only.
+		select {
+		case e := <-ev:
+			h.onOwnEvent(e)
+		case <-h.lost:
+		case <-s.ctx.Done():
+		}
+	}
+}
+
+// onOwnEvent handles an event of the own-node watch. It may run on
+// go-zookeeper's event goroutine: it does not block.
+func (h *Hold) onOwnEvent(ev zk.Event) {
+	switch ev.Type {
+	case zk.EventNodeDeleted:
+		h.lose(ErrNodeDeleted)
+	case zk.EventNotWatching:
+		h.lose(ErrSessionExpired)
+	case zk.EventNodeDataChanged:
+		// A revocation request, say: read it, and watch again.
+		h.mu.Lock()
+		h.unwatch = nil
+		h.mu.Unlock()
+		h.l.s.goBackground(h.watchOwn)
+	}
+}
+
+// retryWatch arms the own-node watch again after a pause, when err left
+// the node's fate open; a session that is over ends the hold.
+func (h *Hold) retryWatch(err error) {
+	s := h.l.s
+	if s.conn.SessionID() != h.owner {
+		h.lose(ErrSessionExpired)
+		return
+	}
+	s.log.Debug("own-node watch failed; retrying", "node", h.node, "err", err)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.watching != nil {
+		h.watching = time.AfterFunc(s.cfg.maxRetryWait, h.watchOwn)
 	}
 }

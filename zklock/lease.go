@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 )
@@ -20,39 +21,57 @@ import (
 //     partition (the server's traffic arrives, ours does not) the client
 //     never disconnects at all.
 //
-// So the session confirms itself with the leader: while any of its locks
-// has a node (queued or held), it sends a sync every T/8, and a sync is
-// answered only after a round trip through the leader, which refuses it
-// once the session has expired. Holds are trusted until B = T/4 after the
-// send time of the last sync that succeeded; when that deadline passes
-// without a newer success, every hold of the session is ended
-// (ErrLeaseExpired) and its node given up. A grant is made only while the
-// deadline lies ahead.
+// So the session confirms itself with the leader. Holds are trusted until
+// B = T/4 after the send time of the last request that proved the session
+// alive at the leader; when that deadline passes without a newer proof,
+// every hold of the session is ended (ErrLeaseExpired) and its node given
+// up. A grant is made only while the deadline lies ahead.
+//
+// What proves it. A sync is answered only after a round trip through the
+// leader, which refuses it once the session has expired. So is every write:
+// the leader checks the session (PrepRequestProcessor's checkSession) for
+// every create, delete, setData and multi, exactly as for a forwarded sync,
+// and a write that succeeds was forwarded to the leader and committed
+// through it after it was sent. Reads are served by the follower alone and
+// prove nothing. So every successful write renews the lease (send.go), and
+// the session sends a sync, every T/8, only while a lock has a node and no
+// write has renewed the lease for that long: a busy session needs no sync.
 //
 // Why B = T/4 is early enough. The leader expires a session T after it
 // last heard of it (rounded up to its next tick, which only delays the
 // expiry). It hears of a session through the follower's replies to its
 // pings, sent every tickTime/2 while their link works, each listing the
-// sessions the follower served since the previous reply. Our client sends
-// the follower something at least every T/8 while a lock has a node (these
-// syncs; its pings come every T/3). Let s be the send time of the last sync
-// that succeeded. Its success shows that the link between the follower and
-// the leader worked after s; the touch of the client's previous request
-// (sent at s − T/8 or later) was reported by a ping reply sent within
+// sessions the follower served since the previous reply. Let s be the send
+// time of the last request that proved the session (a sync, or a write);
+// its success shows that the link between the follower and the leader
+// worked after s. The client's previous request was sent at s − T/8 or
+// later (see below); its touch was reported by a ping reply sent within
 // tickTime/2 of it, on that same link. So the leader heard of the session
 // at s − T/8 − tickTime/2 or later, and cannot expire it before
 // s − T/8 − tickTime/2 + T. ZooKeeper grants at least two ticks per session
 // timeout, so tickTime/2 ≤ T/4, and the expiry comes after s + 5T/8, while
 // our holds end at s + T/4: three eighths of T earlier, before even the
 // next holder's grant, which needs the expiry committed and then its own
-// watch and listing. The argument assumes that the follower's ping replies
-// flow whenever a sync gets through (they share its link, in order), that
-// the client's monotonic clock and the servers' advance at the same rate
-// within the margin, and that this process is not paused for longer than
-// the margin: a process stopped by the OS or the garbage collector can
-// outlive its session without running the timer. The fencing token is the
-// answer there. tier.TestNemesis measures it: with T = 2 s, holders are
-// told at about 0.4 s into a partition, the next grant comes at about 2 s.
+// watch and listing.
+//
+// The send time s. Under Connect the wire tap (wire.go) records when each
+// write to the socket began; a request queued after the tap's count mark
+// is written no earlier than the first write after mark, so that write's
+// start is taken as s: no later than the server saw our request. And s is
+// capped at the start of the write before it plus T/8, which is what makes
+// "the previous request was sent at s − T/8 or later" true even when the
+// send loop wrote nothing for a while (a stalled socket). Both moves only
+// make s earlier, and the deadline with it. Under NewSession there is no
+// tap, and s is when the request was queued.
+//
+// The argument assumes that the follower's ping replies flow whenever a
+// request gets through (they share its link, in order), that the client's
+// monotonic clock and the servers' advance at the same rate within the
+// margin, and that this process is not paused for longer than the margin:
+// a process stopped by the OS or the garbage collector can outlive its
+// session without running the timer. The fencing token is the answer
+// there. tier.TestNemesis measures it: with T = 2 s, holders are told at
+// about 0.4 s into a partition, the next grant comes at about 2 s.
 //
 // Under WithLossOnExpiryOnly the deadline is B = 3T/4 instead: holds
 // survive disconnections and leader-less stretches shorter than that, and
@@ -62,13 +81,12 @@ import (
 // lease is the deadline until which a session's holds are trusted; its
 // fields are guarded by the Session's mu.
 type lease struct {
-	s        *Session
-	deadline time.Time     // holds are valid until then
-	inflight chan struct{} // closed when the sync in flight completes; nil when none
-	lastSend time.Time     // when the last sync was sent
-	timer    *time.Timer   // fires at the deadline while holds exist
-	kick     chan struct{} // wakes the renewer
-	stopped  chan struct{} // closed by stop
+	s         *Session
+	deadline  time.Time     // holds are valid until then
+	renewedAt time.Time     // send time of the proof that set deadline
+	inflight  chan struct{} // closed when the sync in flight completes; nil when none
+	timer     *time.Timer   // fires at the deadline while holds exist
+	kick      chan struct{} // wakes the renewer
 
 	waits, lapses atomic.Int64 // see LeaseStats
 }
@@ -76,10 +94,9 @@ type lease struct {
 func (le *lease) init(s *Session) {
 	le.s = s
 	le.kick = make(chan struct{}, 1)
-	le.stopped = make(chan struct{})
 }
 
-// bound is B: how long after a successful sync was sent holds stay valid.
+// bound is B: how long after the send time of a proof holds stay valid.
 func (le *lease) bound() time.Duration {
 	t := le.s.timeout()
 	if le.s.cfg.expiryOnly {
@@ -88,22 +105,16 @@ func (le *lease) bound() time.Duration {
 	return t / 4
 }
 
-// period is how often the renewer confirms the session while needed.
+// period is how often the session must be proved while a lock has a node.
 func (le *lease) period() time.Duration { return le.s.timeout() / 8 }
 
 // validLocked reports whether holds may be granted now: the deadline is
 // ahead. s.mu is held.
 func (le *lease) validLocked(now time.Time) bool { return now.Before(le.deadline) }
 
-// freshLocked reports whether the deadline is far enough ahead that a new
-// grant need not ask for a sync. s.mu is held.
-func (le *lease) freshLocked(now time.Time) bool {
-	return le.deadline.Sub(now) > le.bound()-le.period()
-}
-
 // reset forgets the deadline: it was earned by a session that is over.
 // s.mu is held.
-func (le *lease) reset() { le.deadline = time.Time{} }
+func (le *lease) reset() { le.deadline, le.renewedAt = time.Time{}, time.Time{} }
 
 // wake asks the renewer to look at the session again.
 func (le *lease) wake() {
@@ -113,12 +124,57 @@ func (le *lease) wake() {
 	}
 }
 
+// proof is a request that can prove the session alive at the leader: the
+// tap's count of writes when it was queued, when it was queued, and the
+// session it was queued in.
+type proof struct {
+	mark   int64
+	queued time.Time
+	id     int64
+}
+
+// newProof notes a request about to be queued.
+func (s *Session) newProof() proof {
+	p := proof{queued: time.Now(), id: s.conn.SessionID()}
+	if s.tap != nil {
+		p.mark = s.tap.mark()
+	}
+	return p
+}
+
+// proved renews the lease with p's request, which succeeded: from its send
+// time (see the argument above), if it was sent in the current session.
+func (s *Session) proved(p proof) {
+	sent := p.queued
+	if s.tap != nil {
+		at, prev, ok := s.tap.firstWriteAfter(p.mark)
+		if !ok {
+			return // too many writes since: its send time is not known
+		}
+		sent = at
+		if cp := prev.Add(s.lease.period()); !prev.IsZero() && cp.Before(sent) {
+			sent = cp
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	le := &s.lease
+	if p.id == 0 || p.id != s.sessionID || s.conn.SessionID() != p.id || s.closed {
+		return
+	}
+	if d := sent.Add(le.bound()); d.After(le.deadline) {
+		le.deadline, le.renewedAt = d, sent
+		le.armLocked()
+	}
+}
+
 // refresh returns a channel closed once a sync sent no earlier than now
 // has completed (successfully or not), sending one unless one is already
 // in flight. A sync already in flight was sent earlier, which is as good for
 // the lease (the deadline only moves forward) except that it may be slow:
 // callers that wait on it and still find the lease stale call refresh
-// again.
+// again. The sync is not counted in the session's requests in flight
+// (send.go): it must not wait behind the requests it is to vouch for.
 func (le *lease) refresh() <-chan struct{} {
 	s := le.s
 	s.mu.Lock()
@@ -131,71 +187,20 @@ func (le *lease) refresh() <-chan struct{} {
 	}
 	done := make(chan struct{})
 	le.inflight = done
-	id := s.sessionID
-	queued := time.Now()
-	le.lastSend = queued
-	// The sync's send time is when go-zookeeper wrote it (the wire tap
-	// sees the write), not when it was queued: behind a backlog of the
-	// session's own requests (thousands of acquisitions pipelined, a
-	// starved send loop) it can wait longer than the bound before it is
-	// written. The argument above needs two things of the send time s:
-	// the server heard from us after s (the write's start is no later than
-	// that), and the request before it was sent at s − T/8 or later; so s
-	// is capped at the previous write's start plus T/8, which a send loop
-	// that stalled, writing nothing for a while, would otherwise break.
-	// The tap matches the first sync written after this point: ours, or an
-	// earlier one (findOwn's), whose earlier time only shortens the lease.
-	// Without a tap, the queueing time.
-	var w *wireWaiter
-	if s.tap != nil {
-		w = s.tap.expect("/", opSync)
-	}
 	s.goBackground(func() {
+		p := s.newProof()
 		_, err := s.conn.Sync("/")
-		sent := queued
-		if w != nil {
-			if err == nil {
-				// A reply means the request was written, but it can
-				// overtake the tap's note of the write (the send loop
-				// makes it after Write returns): wait for the note.
-				select {
-				case <-w.sent:
-				case <-time.After(time.Second):
-				case <-s.ctx.Done(): // closing: the deadline no longer matters
-				}
-			}
-			select {
-			case <-w.sent: // w.at and w.prev are written before sent is closed
-				sent = w.at
-				if !w.prev.IsZero() && w.prev.Add(le.period()).Before(sent) {
-					sent = w.prev.Add(le.period())
-				}
-				sent = later(queued, sent)
-			default:
-			}
-			s.tap.forget(w)
-		}
-		s.mu.Lock()
-		if err == nil && id != 0 && id == s.sessionID && s.conn.SessionID() == id {
-			if d := sent.Add(le.bound()); d.After(le.deadline) {
-				le.deadline = d
-				le.armLocked()
-			}
-		} else if err != nil {
+		if err == nil {
+			s.proved(p)
+		} else {
 			s.log.Debug("session not confirmed", "err", err)
 		}
+		s.mu.Lock()
 		le.inflight = nil
 		s.mu.Unlock()
 		close(done)
 	})
 	return done
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 // armLocked sets the deadline timer while holds exist. s.mu is held.
@@ -211,7 +216,7 @@ func (le *lease) armLocked() {
 	}
 }
 
-// lapse runs at the deadline: unless a sync moved it meanwhile, every hold
+// lapse runs at the deadline: unless a proof moved it meanwhile, every hold
 // of the session ends.
 func (le *lease) lapse() {
 	s := le.s
@@ -236,34 +241,28 @@ func (le *lease) lapse() {
 	}
 }
 
-// renew keeps the lease fresh while any lock of the session has a node.
+// renew keeps the lease fresh while any lock of the session has a node: it
+// sends a sync when no proof came for a period.
 func (le *lease) renew() {
 	s := le.s
 	for {
 		s.mu.Lock()
 		active := len(s.holds) > 0 || s.waiting > 0
-		next := le.lastSend.Add(le.period())
+		next := le.renewedAt.Add(le.period())
 		s.mu.Unlock()
 		changed := s.stateChanged()
-		if active && s.State() != StateConnected {
+		var t *time.Timer
+		var wake <-chan time.Time
+		switch {
+		case active && s.State() != StateConnected:
 			// No sync while the connection is down: go-zookeeper would send
 			// it first thing on the next connection, racing (in its own code)
 			// with the re-arming of watches; the lease lapses meanwhile, as
 			// it must.
-			select {
-			case <-changed:
-			case <-s.ctx.Done():
-				return
-			}
-			continue
-		}
-		if active {
-			if wait := time.Until(next); wait > 0 {
-				if !sleepCtx(s.ctx, wait) {
-					return
-				}
-				continue
-			}
+		case active && time.Until(next) > 0:
+			t = time.NewTimer(time.Until(next))
+			wake = t.C
+		case active:
 			select {
 			case <-le.refresh():
 			case <-s.ctx.Done():
@@ -272,8 +271,15 @@ func (le *lease) renew() {
 			continue
 		}
 		select {
+		case <-wake:
+		case <-changed:
 		case <-le.kick:
 		case <-s.ctx.Done():
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if s.isClosed() {
 			return
 		}
 	}
@@ -286,4 +292,105 @@ func (le *lease) stop() {
 		le.timer.Stop()
 	}
 	le.s.mu.Unlock()
+}
+
+// grant makes h one of the session's valid holds once the session can
+// vouch for it: h's session is the current one, and the lease lies ahead,
+// or a sync has renewed it. It returns errNodeGone when h's session is over
+// (the node went with it) and ctx's error when ctx ends first. Package
+// zklock's lock files ask the session, and only here, whether a hold may
+// begin.
+func (s *Session) grant(ctx context.Context, h *Hold) error {
+	for attempt := 0; ; attempt++ {
+		s.mu.Lock()
+		verdict := s.grantableLocked(h)
+		if verdict == grantNow {
+			s.holds[h] = struct{}{}
+			s.lease.armLocked()
+			s.mu.Unlock()
+			return nil
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		switch verdict {
+		case grantClosed:
+			return s.closedErr()
+		case grantGone:
+			return errNodeGone
+		}
+		if err := s.awaitGrantable(ctx, verdict, attempt, changed); err != nil {
+			return err
+		}
+	}
+}
+
+// What grantableLocked finds.
+const (
+	grantNow    = iota
+	grantClosed // the session is closed
+	grantGone   // h's session is over: its node went with it
+	grantLag    // the connection has h's session but our view of it lags
+	grantDown   // not connected: wait for the connection, or news that the session is over
+	grantLease  // connected, but the lease is not ahead
+)
+
+func (s *Session) grantableLocked(h *Hold) int {
+	switch {
+	case s.closed:
+		return grantClosed
+	case h.owner != s.conn.SessionID():
+		// The client holds another session (or none, after an expiry).
+		return grantGone
+	case h.owner != s.sessionID:
+		// Under NewSession the state is polled: wait for it rather than
+		// give up a node that exists.
+		return grantLag
+	case s.state != StateConnected && !(s.cfg.expiryOnly && s.state == StateDisconnected):
+		return grantDown
+	case !s.lease.validLocked(time.Now()):
+		return grantLease
+	}
+	return grantNow
+}
+
+// awaitGrantable waits for what may change grant's verdict.
+func (s *Session) awaitGrantable(ctx context.Context, verdict, attempt int, changed <-chan struct{}) error {
+	var refreshed <-chan struct{}
+	var lag <-chan time.Time
+	switch verdict {
+	case grantLease:
+		if attempt == 0 {
+			s.lease.waits.Add(1)
+		}
+		refreshed = s.lease.refresh()
+	case grantLag:
+		lag = time.After(5 * time.Millisecond) // a polled state catches up within a tick
+	}
+	select {
+	case <-lag:
+	case <-refreshed:
+		if attempt > 0 {
+			// The leader did not confirm us: do not spin.
+			if !sleepCtx(ctx, min(time.Duration(attempt)*10*time.Millisecond, s.cfg.maxRetryWait)) {
+				return ctx.Err()
+			}
+		}
+	case <-changed:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.ctx.Done():
+		return s.closedErr()
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

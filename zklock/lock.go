@@ -61,7 +61,10 @@ func WithLossHandler(fn func(node string, cause error)) Option {
 }
 
 // Lock is a process-level lock on one ZooKeeper path. It serves one holder
-// at a time and is not reentrant; calls that race each other get ErrBusy.
+// at a time and is not reentrant: Acquire returns a Hold, and a second
+// Acquire while it stands returns ErrAlreadyHeld; calls that race each
+// other get ErrBusy. Package tier puts a reentrant, cancellable gate in
+// front of it.
 type Lock struct {
 	s        *Session
 	path     string
@@ -75,7 +78,7 @@ type Lock struct {
 	mayQueue func() error                    // refuses an acquisition before it queues (a write lock behind our own read node); nil: none
 	noWait   func() bool                     // makes Acquire a try that fails (a downgrade that would wait for ever); nil: never
 
-	// Revocation (revoke.go): holds watch their node's data for
+	// Revocation (revoke.go): revocable holds watch their node's data for
 	// RevokeMessage, and onRevoked (nil: none) is told of a request.
 	revocable bool
 	onRevoked func(node string)
@@ -85,7 +88,7 @@ type Lock struct {
 	mu     sync.Mutex
 	busy   bool
 	closed bool
-	hold   *hold
+	hold   *Hold
 	abort  context.CancelCauseFunc // ends the acquisition in progress (Close); nil when none
 }
 
@@ -106,7 +109,7 @@ func New(s *Session, path string, opts ...Option) (*Lock, error) {
 		return nil, err
 	}
 	if s.isClosed() {
-		return nil, ErrSessionClosed
+		return nil, s.closedErr()
 	}
 	cfg := lockConfig{recheck: 5 * time.Second, acl: zk.WorldACL(zk.PermAll)}
 	for _, o := range opts {
@@ -144,16 +147,6 @@ func newRecipeLock(s *Session, path, marker string, rule queueRule, parse func(s
 	return l, nil
 }
 
-// sortQueue orders the children that queue on this lock's path: every
-// family's contenders for the mutex and the read/write lock, this lock's
-// parse otherwise.
-func (l *Lock) sortQueue(children []string) []entry {
-	if l.parse == nil {
-		return sortQueue(children)
-	}
-	return sortBy(children, l.parse)
-}
-
 // Session returns the session the lock lives on.
 func (l *Lock) Session() *Session {
 	if l == nil {
@@ -170,75 +163,68 @@ func (l *Lock) Path() string {
 	return l.path
 }
 
-// Node returns the full path of the node of the current hold, or "".
-func (l *Lock) Node() string {
-	if l == nil {
-		return ""
-	}
+// current returns the lock's hold, or nil.
+func (l *Lock) current() *Hold {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.hold == nil {
-		return ""
-	}
-	return l.hold.node
+	return l.hold
 }
 
-// Token returns the fencing token of the current hold: a zxid that is at
-// least the creation zxid of its node and strictly greater than the token
-// of every earlier holder of the path (see lead). A resource that records
-// the highest token it has seen and rejects lower ones cannot be written by
-// a holder that lost the lock without knowing it. Token returns 0 when the
-// lock is not held.
-func (l *Lock) Token() int64 {
-	if l == nil {
-		return 0
+// currentNode returns the node of the lock's hold, or "".
+func (l *Lock) currentNode() string { return l.current().Node() }
+
+// Acquire waits until the lock is held, ctx ends, Close is called, or an
+// error that retrying cannot mend occurs, and returns the hold. Connection
+// losses, failed writes and session expiries while queueing are retried.
+// When it returns an error, no node of ours is left on the server (a node
+// whose deletion meets a connection loss is deleted in the background as
+// soon as the connection is back, or goes with its session).
+func (l *Lock) Acquire(ctx context.Context) (*Hold, error) {
+	h, _, err := l.acquire(ctx, true)
+	return h, err
+}
+
+// TryAcquire takes the lock if no other node is ahead of ours, and never
+// waits for a holder: it returns false, and deletes its node, when the lock
+// is held elsewhere, or when this session's own previous node cannot be
+// deleted first because the connection is down.
+func (l *Lock) TryAcquire(ctx context.Context) (*Hold, bool, error) {
+	return l.acquire(ctx, false)
+}
+
+func (l *Lock) acquire(ctx context.Context, wait bool) (*Hold, bool, error) {
+	if err := l.begin(ctx); err != nil {
+		return nil, false, err
 	}
+	defer l.end()
+	if err := ctx.Err(); err != nil {
+		return nil, false, err // do not queue a node only to delete it
+	}
+	if l.mayQueue != nil {
+		if err := l.mayQueue(); err != nil {
+			return nil, false, err
+		}
+	}
+	// Close ends the acquisition through its context, whatever it waits for.
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.hold == nil {
-		return 0
+	l.abort = abort
+	l.mu.Unlock()
+	// A wait that could never end is refused instead (see RWLock).
+	tryOnly := wait && l.noWait != nil && l.noWait()
+	h, err := l.acquireNode(ctx, wait && !tryOnly)
+	switch {
+	case err != nil && errors.Is(context.Cause(ctx), ErrClosed):
+		return nil, false, ErrClosed
+	case err != nil:
+		return nil, false, err
+	case h == nil && tryOnly:
+		return nil, false, ErrDowngradeBlocked
+	case h == nil:
+		return nil, false, nil
 	}
-	return l.hold.token
-}
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
-// Lost returns a channel that is closed when the current hold is lost:
-// the session expired or was replaced, the connection dropped (under the
-// default policy), the session could not be confirmed with the leader in
-// time (see WithLossOnExpiryOnly), or the node was deleted by someone else.
-// It is not closed by Release.
-// Without a hold it returns a closed channel.
-func (l *Lock) Lost() <-chan struct{} {
-	return l.holdChan(func(h *hold) <-chan struct{} { return h.lost })
-}
-
-// holdChan returns pick's channel of the current hold, or a closed channel
-// without one.
-func (l *Lock) holdChan(pick func(*hold) <-chan struct{}) <-chan struct{} {
-	if l == nil {
-		return closedChan
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.hold == nil {
-		return closedChan
-	}
-	return pick(l.hold)
-}
-
-// Err returns why the current hold was lost (wrapping ErrLockLost), or nil
-// while it is valid or when there is no hold.
-func (l *Lock) Err() error {
-	if l == nil {
-		return errNil("Lock")
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.hold == nil || !l.hold.isLost() {
-		return nil
-	}
-	return fmt.Errorf("%w: %w", ErrLockLost, l.hold.cause)
+	return h, true, nil
 }
 
 // begin claims the lock for one call, rejecting misuse.
@@ -258,6 +244,8 @@ func (l *Lock) begin(ctx context.Context) error {
 		return l.s.closedErr()
 	case l.busy:
 		return ErrBusy
+	case l.hold != nil && !l.hold.isLost():
+		return ErrAlreadyHeld
 	}
 	l.busy = true
 	return nil
@@ -269,126 +257,59 @@ func (l *Lock) end() {
 	l.mu.Unlock()
 }
 
-// Acquire waits until the lock is held, ctx ends, or an error that retrying
-// cannot mend occurs. Connection losses, failed writes and session
-// expiries while queueing are retried. When it returns an error, no node of
-// ours is left on the server (a node whose deletion meets a connection
-// loss is deleted in the background as soon as the connection is back, or
-// goes with its session).
-func (l *Lock) Acquire(ctx context.Context) error {
-	_, err := l.acquire(ctx, true)
-	return err
-}
-
-// TryAcquire takes the lock if no other node is ahead of ours, and never
-// waits for a holder: it returns false, and deletes its node, when the lock
-// is held elsewhere, or when this session's own previous node cannot be
-// deleted first because the connection is down.
-func (l *Lock) TryAcquire(ctx context.Context) (bool, error) {
-	return l.acquire(ctx, false)
-}
-
-func (l *Lock) acquire(ctx context.Context, wait bool) (bool, error) {
-	if err := l.begin(ctx); err != nil {
-		return false, err
-	}
-	defer l.end()
-	if err := ctx.Err(); err != nil {
-		return false, err // do not queue a node only to delete it
-	}
-	// Close ends the acquisition through its context, whatever it waits for.
-	ctx, abort := context.WithCancelCause(ctx)
-	defer abort(nil)
-	l.mu.Lock()
-	l.abort = abort
-	l.mu.Unlock()
-	// A wait that could never end is refused instead (see RWLock).
-	tryOnly := wait && l.noWait != nil && l.noWait()
-	ok, err := l.acquireNode(ctx, wait && !tryOnly)
-	switch {
-	case err != nil && errors.Is(context.Cause(ctx), ErrClosed):
-		err = ErrClosed
-	case err == nil && !ok && tryOnly:
-		err = ErrDowngradeBlocked
-	}
-	return ok, err
-}
-
-func (l *Lock) acquireNode(ctx context.Context, wait bool) (bool, error) {
-	if l.mayQueue != nil {
-		if err := l.mayQueue(); err != nil {
-			return false, err
-		}
-	}
-	l.mu.Lock()
-	if h := l.hold; h != nil {
-		if !h.isLost() {
-			l.mu.Unlock()
-			return false, ErrAlreadyHeld
-		}
+// acquireNode queues a node until one leads (or, when !wait, finds it does
+// not), queueing again when the node vanished while it waited.
+func (l *Lock) acquireNode(ctx context.Context, wait bool) (*Hold, error) {
+	if old := l.current(); old != nil {
 		// A lost hold that was never released: give its node up now.
-		l.hold = nil
-		l.dropNode(h)
+		_ = old.Release()
 	}
-	l.mu.Unlock()
-
 	for {
 		h, err := l.attempt(ctx, wait)
 		switch {
-		case err == nil && h == nil:
-			return false, nil
 		case err == nil:
-			return true, nil
+			return h, nil
 		case errors.Is(err, errNodeGone) && wait && ctx.Err() == nil && !l.s.isClosed():
 			// Our node vanished while we queued (the session expired, or
 			// someone deleted it). We never held the lock: queue again.
-			l.s.log.Info("lock node vanished while waiting; queueing again", "path", l.path)
-			continue
+			l.s.log.Debug("lock node vanished while waiting; queueing again", "path", l.path)
 		case errors.Is(err, errNodeGone):
-			return false, fmt.Errorf("zklock: acquire %s: %w", l.path, err)
+			return nil, fmt.Errorf("zklock: acquire %s: %w", l.path, err)
 		default:
-			return false, err
+			return nil, err
 		}
 	}
 }
 
-// Release gives the lock up. It does not wait for ZooKeeper: the delete of
-// our node goes out a scheduling delay later, or, when this session
-// acquires the same path first, in one multi transaction with that
-// acquisition's create; either way the session's next create queues behind
-// it. Another process sees the lock free once the server has applied the
-// delete, so a TryAcquire that races a Release from elsewhere can still
-// fail. The delete is guaranteed: whatever error it meets, it is retried in
-// the background until the node is gone or its session is over. Releasing
-// a lost hold returns an error wrapping ErrLockLost and its cause;
-// releasing without a hold returns ErrNotHeld.
-func (l *Lock) Release(ctx context.Context) error {
-	if err := l.begin(ctx); err != nil {
-		return err
-	}
-	defer l.end()
+// publish makes the granted h the lock's hold, unless the lock was closed
+// meanwhile, and arms its own-node watch.
+func (l *Lock) publish(h *Hold) error {
 	l.mu.Lock()
-	h := l.hold
-	l.hold = nil
-	l.mu.Unlock()
-	if h == nil {
-		return ErrNotHeld
+	closed := l.closed
+	if !closed {
+		l.hold = h
 	}
-	return l.release(h)
+	l.mu.Unlock()
+	if closed {
+		h.released.Store(true)
+		h.end()
+		h.drop()
+		return ErrClosed
+	}
+	h.armWatch()
+	return nil
 }
 
-func (l *Lock) release(h *hold) error {
-	// Whether the hold was lost is decided before its node is given up:
-	// the delete fires our own-node watch, which would otherwise report
-	// the release itself as a deletion by someone else.
-	lost := h.isLost()
-	h.released.Store(true)
-	l.s.forget(h)
-	l.dropNode(h)
-	if lost {
-		return fmt.Errorf("%w: %w", ErrLockLost, h.cause)
+// detach takes h out of the lock, once: false when it is not the lock's
+// hold any more (released already).
+func (l *Lock) detach(h *Hold) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.hold != h {
+		return false
 	}
-	return nil
+	l.hold = nil
+	return true
 }
 
 // Close releases a hold if there is one, ends an acquisition in progress
@@ -405,13 +326,14 @@ func (l *Lock) Close() error {
 	}
 	l.closed = true
 	h := l.hold
-	l.hold = nil
 	if l.abort != nil {
 		l.abort(ErrClosed)
 	}
 	l.mu.Unlock()
 	if h != nil {
-		_ = l.release(h)
+		_ = h.Release()
 	}
 	return nil
 }
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

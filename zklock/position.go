@@ -1,11 +1,5 @@
 package zklock
 
-import (
-	"context"
-	"sync"
-
-	"github.com/tierlock/tierlock/mutexbool"
-)
 
 // Position is where an Acquire's node stands in the lock's queue, as of the
 // latest listing of the queue the waiter read (CURATOR-592).
@@ -41,31 +35,27 @@ type Position struct {
 // ahead of its predecessor come and go (that is the price of no herd); it
 // catches up at its next re-check.
 //
-// fn runs on the goroutine that called Acquire, between its waits, one
-// report at a time and in order, and never after Acquire returned: the
-// caller is blocked in Acquire anyway, so its own goroutine is where its
-// progress belongs. A slow fn does not hold up the queue or the waiter's
-// watch (reports made meanwhile are folded into the latest one); it delays
-// only its own Acquire's return, and while it runs a cancelled ctx is not
-// noticed. fn must not call methods of the Lock.
+// fn runs on the goroutine that called Acquire, which is where the waiter
+// reads the queue: one report at a time, in order, and never after Acquire
+// returned. A slow fn delays only its own Acquire: the waiter arms its
+// watch after fn returns, and a change made meanwhile is seen then (the
+// watch's read finds the predecessor gone, or the next listing shows it).
+// While it runs, a cancelled ctx is not noticed. fn must not call methods
+// of the Lock.
 func WithPositionHandler(fn func(Position)) Option {
 	return func(c *lockConfig) { c.onPosition = fn }
 }
 
-// positions carries one queued node's reports from the goroutines that read
-// the queue (the caller's in attempt, the waiter's in waitTurn) to the
-// caller's goroutine, which alone calls fn. A nil *positions reports
+// positions reports one queued node's place to the handler, on the
+// caller's goroutine (waitTurn reads the queue there), so reports come in
+// order and never after Acquire returned. A nil *positions reports
 // nothing, so the queue's code calls it unconditionally.
 type positions struct {
 	fn   func(Position)
 	node string
 	dir  string // the lock path, for Holder
-
-	mu        sync.Mutex
-	last      Position           // the latest position seen
-	any       bool               // last is set
-	fresh     bool               // last is not yet delivered
-	interrupt context.CancelFunc // ends the caller's current wait in await; nil outside it
+	last Position
+	any  bool // last is set
 }
 
 // newPositions returns the reporter of node, or nil when there is no
@@ -77,83 +67,17 @@ func (l *Lock) newPositions(node string, wait bool) *positions {
 	return &positions{fn: l.onPosition, node: node, dir: l.path}
 }
 
-// first reports the position in enqueue's listing, on the caller's
-// goroutine; a nil q (no usable listing) leaves the first report to the
-// waiter.
-func (p *positions) first(rule queueRule, q []entry, name string) {
-	if p == nil {
-		return
-	}
-	if i := position(q, name, ""); i >= 0 {
-		goes, _ := rule(q, i)
-		p.seen(q, i, goes)
-		p.deliver()
-	}
-}
-
-// seen records that our node is at index i of q and may go or not. It runs
-// on whichever goroutine read q and never calls fn: it only wakes the
-// caller, if it is waiting in await.
+// seen reports that our node is at index i of q and may go or not, unless
+// the position is the one reported last (re-checks that find nothing new
+// report nothing).
 func (p *positions) seen(q []entry, i int, goes bool) {
 	if p == nil {
 		return
 	}
 	pos := Position{Node: p.node, Ahead: i, Queued: len(q), Holder: p.dir + "/" + q[0].name, Leads: goes}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.any && pos == p.last {
-		return // re-checks that find nothing new report nothing
+		return
 	}
-	p.last, p.any, p.fresh = pos, true, true
-	if p.interrupt != nil {
-		p.interrupt()
-	}
-}
-
-// deliver calls fn with the latest position if it was not delivered yet.
-// Only the caller's goroutine calls it.
-func (p *positions) deliver() {
-	p.mu.Lock()
-	pos, fresh := p.last, p.fresh
-	p.fresh = false
-	p.mu.Unlock()
-	if fresh {
-		p.fn(pos)
-	}
-}
-
-// await is signal.Get(ctx) that delivers reports while it waits. Each wait
-// runs under a child of ctx whose cancel seen calls: a report made after
-// the wait began ends it, so the caller delivers it and waits again; one
-// made before is found fresh under mu (seen and this check take mu in turn,
-// so either seen sees interrupt set or we see fresh set). When signal is
-// set, the waiter's last report (its lead, made before it set signal)
-// is delivered before returning.
-func (p *positions) await(ctx context.Context, signal *mutexbool.BooleanMutex) error {
-	if p == nil {
-		return signal.Get(ctx)
-	}
-	for {
-		p.deliver()
-		wctx, cancel := context.WithCancel(ctx)
-		p.mu.Lock()
-		p.interrupt = cancel
-		fresh := p.fresh
-		p.mu.Unlock()
-		var err error
-		if !fresh {
-			err = signal.Get(wctx)
-		}
-		p.mu.Lock()
-		p.interrupt = nil
-		p.mu.Unlock()
-		cancel()
-		switch {
-		case err == nil && !fresh:
-			p.deliver()
-			return nil
-		case ctx.Err() != nil && err != nil:
-			return ctx.Err() // a report not yet delivered is dropped: Acquire returns
-		}
-	}
+	p.last, p.any = pos, true
+	p.fn(pos)
 }

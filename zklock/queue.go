@@ -3,13 +3,13 @@ package zklock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path"
-	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/mutexbool"
 )
 
 // errParentsMade asks retry to create our node again once the missing
@@ -20,348 +20,385 @@ var errParentsMade = errors.New("zklock: lock path created")
 // lock.
 var errNodeGone = errors.New("zklock: lock node vanished while queued")
 
+// errBusyDelete makes TryAcquire report false: our previous node is still
+// queued.
+var errBusyDelete = errors.New("zklock: previous node not yet deleted")
+
 // queued is our node in the queue, as enqueue leaves it.
 type queued struct {
 	node  string  // full path
 	owner int64   // the session that created it
-	q     []entry // the pipelined listing, sorted; nil when it failed
+	q     []entry // the pipelined listing, sorted; nil when it failed or missed our node
 	pzxid int64   // the listing's pzxid
-
-	pos *positions // reports its place to the caller (position.go); nil: none
 }
 
-// attempt queues one node and waits for it to lead (or not, when !wait).
-// It returns the hold, nil when !wait and the lock is taken, or an error;
-// on an error no node of ours stays queued.
-func (l *Lock) attempt(ctx context.Context, wait bool) (*hold, error) {
-	l.s.queued(1)
-	defer l.s.queued(-1)
-	n, err := l.enqueue(ctx, newGUID(), wait)
+// A recipe's queue rule answers, for our node at index i of the sorted
+// queue q, the two questions every waiter asks: may it go now, and if not,
+// which node must it watch (the one whose deletion can change the answer)?
+// The mutex's rule is below; the read/write lock's and the semaphore's are
+// other functions of the same shape over the same queue.
+type queueRule func(q []entry, i int) (goes bool, watch int)
+
+// watchChildren, as a rule's watch, asks for a watch on the whole queue
+// (any child created or deleted) instead of one node.
+const watchChildren = -2
+
+// mutexRule: the first node holds the lock; every other node watches its
+// immediate predecessor, so a release wakes exactly one waiter (no herd).
+func mutexRule(q []entry, i int) (goes bool, watch int) {
+	if i == 0 {
+		return true, -1
+	}
+	return false, i - 1
+}
+
+// sortQueue orders the children that queue on this lock's path: every
+// family's contenders for the mutex and the read/write lock, this lock's
+// parse otherwise.
+func (l *Lock) sortQueue(children []string) []entry {
+	if l.parse == nil {
+		return sortQueue(children)
+	}
+	return sortBy(children, l.parse)
+}
+
+// attempt queues one node and waits for it to lead (or not, when !wait),
+// then has the session grant the hold. It returns the hold, nil when !wait
+// and the lock is taken, or an error; on an error no node of ours stays
+// queued.
+func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
+	s := l.s
+	s.queued(1)
+	defer s.queued(-1)
+	n, err := l.enqueue(ctx, wait)
 	if errors.Is(err, errBusyDelete) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	giveUp := func() { l.s.pipe.queueDelete(l.path, n.node, n.owner) }
-	if err := ctx.Err(); err != nil {
-		giveUp()
-		return nil, err
-	}
-	name := path.Base(n.node)
-	q, token := n.q, n.pzxid
-	if position(q, name, "") < 0 {
-		// The listing went out on a new connection before the create was
-		// applied (possible only across a reconnect): list again.
-		q = nil
-	}
-	n.pos = l.newPositions(n.node, wait)
-	n.pos.first(l.rule, q, name)
-	if q == nil || !leads(l.rule, q, name) {
-		if !wait {
-			if q == nil {
-				children, stat, err := l.list(ctx)
-				if err != nil {
-					giveUp()
-					return nil, fmt.Errorf("zklock: list %s: %w", l.path, err)
-				}
-				q, token = l.sortQueue(children), stat.Pzxid
-			}
-			if !leads(l.rule, q, name) {
-				giveUp()
-				return nil, nil
-			}
-		} else if token, err = l.waitTurn(ctx, n, q); err != nil {
-			// Even a node found gone is deleted: should the finding be
-			// wrong, a node left behind would block the queue for the
-			// session's life (the delete ends at once if it is gone or
-			// its session is over).
-			giveUp()
-			return nil, err
+	token, leads, err := l.waitTurn(ctx, &n, wait)
+	if err == nil && leads {
+		h := l.newHold(n.node, n.owner, token)
+		if err = s.grant(ctx, h); err == nil {
+			return h, l.publish(h)
 		}
 	}
-	h := l.lead(n.node, n.owner, token)
-	if err := l.install(ctx, h); err != nil {
-		giveUp() // even when found gone: see above
-		return nil, err
-	}
-	return h, nil
-}
-
-// listing is the outcome of a children read of the lock path.
-type listing struct {
-	children []string
-	stat     *zk.Stat
-	err      error
-}
-
-// listAsync reads the children of the lock path on a goroutine of the
-// session's. Callers that need the listing behind an earlier request (the
-// create) call it once that request is on the wire (see send).
-func (l *Lock) listAsync() <-chan listing {
-	ch := make(chan listing, 1)
-	l.s.goBackground(func() {
-		c, st, err := l.s.conn.Children(l.path)
-		ch <- listing{c, st, err}
-	})
-	return ch
-}
-
-// list reads the children of the lock path, giving up (but letting the
-// request complete in the background) when ctx ends.
-func (l *Lock) list(ctx context.Context) ([]string, *zk.Stat, error) {
-	select {
-	case r := <-l.listAsync():
-		return r.children, r.stat, r.err
-	case <-ctx.Done():
-		return nil, nil, ctx.Err()
-	}
+	// Even a node found gone is deleted: should the finding be wrong, a
+	// node left behind would block the queue for the session's life (the
+	// delete ends at once if it is gone or its session is over).
+	s.queueDelete(l.path, n.node, n.owner)
+	return nil, err
 }
 
 // enqueue creates our node and lists the queue, pipelined: the listing is
 // sent right behind the create on the same session, so it sees our node
-// and the whole exchange costs one round trip. The delete of a release not
-// yet sent goes in the same multi transaction as the create. A create
-// whose outcome is unknown (any error that is not the server's answer) may
-// have been applied: before creating another, we look for our GUID
+// and the whole exchange costs one round trip. A pending delete of the
+// session goes in the same multi transaction as the create. A create whose
+// outcome is unknown (any error that is not the server's answer) may have
+// been applied: before creating another, enqueueAgain looks for our GUID
 // (protection mode), so no orphan blocks the queue.
-func (l *Lock) enqueue(ctx context.Context, guid string, wait bool) (queued, error) {
-	var n queued
+func (l *Lock) enqueue(ctx context.Context, wait bool) (queued, error) {
+	s := l.s
 	// Credentials first (WithDigestAuth): a create under an ACL that
 	// only they satisfy would be refused, or made anonymous.
-	if err := l.s.awaitAuth(ctx); err != nil {
+	if err := s.awaitAuth(ctx); err != nil {
+		return queued{}, err
+	}
+	stale, err := l.takeDelete(ctx, wait)
+	if err != nil {
+		return queued{}, err
+	}
+	guid := newGUID()
+	prefix := l.path + "/" + protectedPrefix + guid + l.marker
+	n, err := l.createAndList(ctx, prefix, stale)
+	if err == nil || ctx.Err() != nil {
 		return n, err
 	}
-	prefix := l.path + "/" + protectedPrefix + guid + l.marker
-	stale, staleOwner, inFlight := l.s.pipe.take(l.path)
-	if inFlight != nil {
-		if err := l.awaitDelete(ctx, inFlight, wait); err != nil {
-			return n, err
+	return l.enqueueAgain(ctx, guid, prefix, err)
+}
+
+// takeDelete returns the pending delete of the session that our create
+// carries, after waiting until this path's delete is on the wire (see
+// Session.takeDelete). TryAcquire does not wait through a disconnection:
+// the lock counts as taken (by our own old node) until the delete can be
+// sent.
+func (l *Lock) takeDelete(ctx context.Context, wait bool) (*pendingDelete, error) {
+	s := l.s
+	for {
+		d, inFlight := s.takeDelete(l.path)
+		if inFlight == nil {
+			return d, nil
 		}
-	}
-	// staleGone is set, on the goroutine that sends the create, once the
-	// stale node is known to be deleted; read when enqueue returns, which
-	// may be before that goroutine is done (ctx ended).
-	var staleGone atomic.Bool
-	if stale != "" {
-		defer func() {
-			if !staleGone.Load() { // the multi did not happen: delete it alone
-				l.s.deleteInBackground(stale, staleOwner)
-			}
-		}()
-	}
-	create := func() (string, error) {
-		if stale == "" || staleGone.Load() || staleOwner != l.s.conn.SessionID() {
-			return l.s.conn.Create(prefix, l.data, zk.FlagEphemeralSequential, l.acl)
-		}
-		res, err := l.s.conn.Multi(
-			&zk.DeleteRequest{Path: stale, Version: -1},
-			&zk.CreateRequest{Path: prefix, Data: l.data, Acl: l.acl, Flags: zk.FlagEphemeralSequential})
-		if err == nil && len(res) == 2 {
-			staleGone.Store(true)
-			return res[1].String, nil
-		}
-		if errors.Is(res0Err(res), zk.ErrNoNode) {
-			// The stale node was already gone, so the transaction did not
-			// run: create alone.
-			staleGone.Store(true)
-			return l.s.conn.Create(prefix, l.data, zk.FlagEphemeralSequential, l.acl)
-		}
-		if err == nil {
-			err = fmt.Errorf("zklock: multi: %w", res0Err(res))
-		}
-		return "", err
-	}
-	parentsMade, mayExist := false, false
-	err := l.s.retry(ctx, func() error {
-		if mayExist {
-			// An earlier create's outcome is unknown: it may have been
-			// applied. Create again only once we know it was not.
-			found, owner, err := l.findOwn(guid)
-			if err != nil {
-				return err
-			}
-			if found != "" && owner == l.s.conn.SessionID() {
-				n.node, n.owner = found, owner
-				return nil
-			}
-			if found != "" {
-				// Created in a session that is now over: it goes with it.
-				l.s.deleteInBackground(found, owner)
-			}
-			mayExist = false
-		}
-		var created string
-		var owner int64
-		var cerr error
-		fin := l.s.send(ctx, guid, []int32{opCreate, opMulti}, func() {
-			created, cerr = create()
-			owner = l.s.conn.SessionID()
-		})
-		if ctx.Err() != nil {
-			l.abandon(fin, guid, &created, &owner)
-			return backoff.Permanent(ctx.Err())
-		}
-		// Pipelined behind the create: a sync when the lease needs one
-		// (the grant will wait for it), and the listing.
-		if l.leaseStale() {
-			l.s.lease.refresh()
-		}
-		lst := l.listAsync()
-		select {
-		case <-fin:
-		case <-ctx.Done():
-			l.abandon(fin, guid, &created, &owner)
-			return backoff.Permanent(ctx.Err())
-		}
-		switch {
-		case cerr == nil:
-			n.node, n.owner = created, owner
+		changed := s.stateChanged()
+		if !wait && s.State() != StateConnected {
 			select {
-			case r := <-lst:
-				if r.err == nil {
-					n.q, n.pzxid = l.sortQueue(r.children), r.stat.Pzxid
-				}
-			case <-ctx.Done(): // the caller sees ctx and gives the node up
+			case <-inFlight:
+				continue
+			default:
+				return nil, errBusyDelete
 			}
-			return nil
-		case errors.Is(cerr, zk.ErrNoNode) && !parentsMade:
-			parentsMade = true
-			if err := l.ensureParents(); err != nil {
-				return err
-			}
-			return errParentsMade // retried like a lost connection
-		case refusal(cerr):
-			return cerr
-		default:
-			mayExist = true
-			return cerr
 		}
+		select { // microseconds while connected: the delete is being written
+		case <-inFlight:
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// createAndList is one create of our node (carrying stale's delete, unless
+// nil) with the listing pipelined behind it.
+func (l *Lock) createAndList(ctx context.Context, prefix string, stale *pendingDelete) (queued, error) {
+	s := l.s
+	var n queued
+	var dropped bool
+	c := s.pipelined(ctx, prefix, true, func() error {
+		var err error
+		n.node, dropped, err = s.createNode(prefix, l.data, l.acl, stale)
+		n.owner = s.conn.SessionID()
+		return err
+	}, opCreate, opMulti)
+	if stale != nil {
+		s.deleteSent(stale) // on the wire: a create on its path may follow
+	}
+	var children []string
+	var stat *zk.Stat
+	lerr := s.do(ctx, false, func() error {
+		var err error
+		children, stat, err = s.conn.Children(l.path)
+		return err
 	})
-	if err != nil {
-		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			return n, err
+	select {
+	case <-c.fin:
+	case <-ctx.Done():
+		l.abandon(c, prefix, &n, &dropped, stale)
+		return queued{}, ctx.Err()
+	}
+	if stale != nil && !dropped {
+		s.deleteInBackground(stale.node, stale.owner) // the multi did not run
+	}
+	if c.err != nil {
+		return queued{}, c.err
+	}
+	if lerr == nil {
+		n.q, n.pzxid = l.sortQueue(children), stat.Pzxid
+		if position(n.q, path.Base(n.node), "") < 0 {
+			// The listing went out on a new connection before the create
+			// was applied (possible only across a reconnect): list again.
+			n.q = nil
 		}
-		return n, fmt.Errorf("zklock: queue on %s: %w", l.path, err)
 	}
 	return n, nil
 }
 
-// leaseStale reports whether a grant now would have to wait for a sync.
-func (l *Lock) leaseStale() bool {
-	s := l.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return !s.lease.freshLocked(time.Now())
-}
 
-// awaitDelete waits until the delete of this session's previous node on the
-// path is on the wire, so that our create queues behind it. TryAcquire
-// does not wait through a disconnection: the lock counts as taken (by
-// our own old node) until the delete can be sent.
-func (l *Lock) awaitDelete(ctx context.Context, sent <-chan struct{}, wait bool) error {
+// waitTurn blocks until our node leads the queue (or, when !wait, looks
+// once), on the caller's goroutine: agapple's design, with no goroutine of
+// its own. Our predecessor's watch is a callback of the session's (state.go)
+// that sets a BooleanMutex; this waits on it, beside a re-check timer (a
+// watch can be lost when a server restarts) and ctx, then reads the queue
+// again. Under NewSession there is no event callback, and it waits on the
+// watch's own channel instead. It returns the fencing token: the pzxid of
+// the listing that found our node leading, the zxid of the last change to
+// the queue, which is at least our node's creation zxid and, since a
+// successor can only lead on a listing taken after our node's deletion,
+// strictly below every later holder's token.
+func (l *Lock) waitTurn(ctx context.Context, n *queued, wait bool) (token int64, leads bool, err error) {
+	w := &waiter{l: l, n: n, name: path.Base(n.node), pos: l.newPositions(n.node, wait)}
+	defer w.stop()
 	for {
-		changed := l.s.stateChanged()
-		if !wait && l.s.State() != StateConnected {
-			select {
-			case <-sent:
-				return nil
-			default:
-				return errBusyDelete
+		if l.s.conn.SessionID() != n.owner {
+			return 0, false, errNodeGone // our node was ephemeral to a session that is over
+		}
+		if n.q == nil {
+			if err := w.list(ctx); err != nil {
+				if err = w.failed(ctx, err); err != nil {
+					return 0, false, err
+				}
+				continue
 			}
 		}
-		select { // microseconds while connected: the delete is being written
-		case <-sent:
-			return nil
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
+		i := position(n.q, w.name, "")
+		if i < 0 {
+			return 0, false, errNodeGone
 		}
+		goes, watch := l.rule(n.q, i)
+		w.pos.seen(n.q, i, goes)
+		if goes || !wait {
+			return n.pzxid, goes, nil
+		}
+		fresh, err := w.arm(ctx, watch)
+		if err != nil {
+			if err = w.failed(ctx, err); err != nil {
+				return 0, false, err
+			}
+			continue
+		}
+		if fresh {
+			continue // the watch came with a listing: look at it first
+		}
+		if err := w.sleep(ctx); err != nil {
+			return 0, false, err
+		}
+		n.q = nil
 	}
 }
 
-// errBusyDelete makes TryAcquire report false: our previous node is still
-// queued.
-var errBusyDelete = errors.New("zklock: previous node not yet deleted")
-
-func res0Err(res []zk.MultiResponse) error {
-	if len(res) == 0 {
-		return nil
-	}
-	return res[0].Error
+// waiter is waitTurn's state: the watch it keeps on the node (or queue)
+// whose change can let it go, kept across re-checks while that stays the
+// same (go-zookeeper keeps every GetW channel until its node changes, so
+// setting a new one on each re-check would pile channels up for as long as
+// the predecessor holds), and the re-check timer.
+type waiter struct {
+	l       *Lock
+	n       *queued
+	name    string
+	pos     *positions
+	watched string                  // the watched path (childrenWatched for the queue); "" when none
+	signal  *mutexbool.BooleanMutex // set by the watch's callback
+	ev      <-chan zk.Event         // the watch's own channel, under NewSession only
+	unwatch func()
+	timer   *time.Timer
+	pauses  *backoff.ExponentialBackOff
 }
 
-// abandon cleans up after a create that ctx gave up on: once the request
-// completes, whatever it created is deleted, and when its outcome is
-// unknown the queue is searched for our GUID until we know.
-func (l *Lock) abandon(fin <-chan struct{}, guid string, created *string, owner *int64) {
-	l.s.goBackground(func() {
-		select {
-		case <-fin:
-		case <-l.s.hardStop:
-			return
+// childrenWatched marks a children watch on the lock path in
+// waiter.watched (no node name starts with a space).
+const childrenWatched = " children"
+
+// list reads the queue.
+func (w *waiter) list(ctx context.Context) error {
+	s := w.l.s
+	return s.do(ctx, false, func() error {
+		children, stat, err := s.conn.Children(w.l.path)
+		if err == nil {
+			w.n.q, w.n.pzxid = w.l.sortQueue(children), stat.Pzxid
 		}
-		if *created != "" {
-			l.s.deleteGuaranteed(*created, *owner)
-			return
-		}
-		l.s.untilSessionOver(l.s.conn.SessionID(), func() (bool, error) {
-			found, owner, err := l.findOwn(guid)
-			if err == nil && found != "" {
-				l.s.deleteGuaranteed(found, owner)
-			}
-			return err == nil, err
-		})
+		return err
 	})
 }
 
-// findOwn looks for the node carrying guid under the lock path, and the
-// session that owns it. It syncs first: a follower that has not applied
-// our create yet would answer "not found", and a second create would then
-// queue behind our own orphan.
-func (l *Lock) findOwn(guid string) (node string, owner int64, err error) {
-	if _, err := l.s.conn.Sync(l.path); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return "", 0, err
+// arm sets the watch the rule asks for (node watch, the index of the
+// node; or watchChildren), unless it stands. fresh reports that the queue
+// must be looked at again before waiting: a children watch came with a
+// listing, which it stored, or the node to watch was already gone.
+func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
+	s := w.l.s
+	target := childrenWatched
+	if watch != watchChildren {
+		target = w.l.path + "/" + w.n.q[watch].name
 	}
-	children, _, err := l.s.conn.Children(l.path)
-	if errors.Is(err, zk.ErrNoNode) {
-		return "", 0, nil
+	if target == w.watched {
+		return false, nil
+	}
+	w.drop()
+	w.signal = mutexbool.New(false)
+	if s.dispatching() {
+		// Registered before the request, so that no event after it is
+		// missed. The callback runs on go-zookeeper's event goroutine.
+		wp, sig := target, w.signal
+		if target == childrenWatched {
+			wp = w.l.path
+		}
+		w.unwatch = s.watch(wp, func(zk.Event) { sig.Set(true) })
+	}
+	var ev <-chan zk.Event
+	err = s.do(ctx, false, func() error {
+		if target == childrenWatched {
+			children, stat, ch, err := s.conn.ChildrenW(w.l.path)
+			if err == nil {
+				w.n.q, w.n.pzxid, ev = w.l.sortQueue(children), stat.Pzxid, ch
+			}
+			return err
+		}
+		// A data watch: an exists watch on a node that is already gone
+		// would stay behind.
+		_, _, ch, err := s.conn.GetW(target)
+		ev = ch
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) && target != childrenWatched {
+		w.drop()
+		w.n.q = nil // it went away in between: look again at once
+		return true, nil
 	}
 	if err != nil {
-		return "", 0, err
+		w.drop()
+		return false, err
 	}
-	q := l.sortQueue(children)
-	i := position(q, "", guid)
-	if i < 0 {
-		return "", 0, nil
+	w.watched = target
+	if !s.dispatching() {
+		w.ev = ev
 	}
-	node = l.path + "/" + q[i].name
-	_, stat, err := l.s.conn.Exists(node)
-	switch {
-	case err != nil:
-		return "", 0, err
-	case stat == nil:
-		return "", 0, nil
-	}
-	return node, stat.EphemeralOwner, nil
+	return target == childrenWatched, nil
 }
 
-// ensureParents creates the lock path and its missing ancestors as
-// container nodes, which the server removes once they are empty.
-func (l *Lock) ensureParents() error {
-	var mk func(p string) error
-	mk = func(p string) error {
-		_, err := l.s.conn.CreateContainer(p, nil, zk.FlagContainer, l.acl)
-		if errors.Is(err, zk.ErrNoNode) && path.Dir(p) != "/" {
-			if err := mk(path.Dir(p)); err != nil {
-				return err
-			}
-			_, err = l.s.conn.CreateContainer(p, nil, zk.FlagContainer, l.acl)
-		}
-		if err == nil || errors.Is(err, zk.ErrNodeExists) {
-			return nil
-		}
+// sleep waits for the watch, the re-check or the end of the wait.
+func (w *waiter) sleep(ctx context.Context) error {
+	s := w.l.s
+	if w.timer == nil {
+		w.timer = time.NewTimer(w.l.recheck)
+	} else {
+		w.timer.Reset(w.l.recheck)
+	}
+	w.pauses = nil // a wait that got this far has recovered
+	select {
+	case <-w.signal.Done():
+		w.drop() // fired (deleted, changed) or dropped with the session
+	case <-w.ev:
+		w.drop()
+	case <-w.timer.C:
+		// A watch can be lost when a server restarts: re-read the queue,
+		// keeping the watch while the predecessor stays the same.
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.ctx.Done():
+		return s.closedErr()
+	}
+	w.timer.Stop()
+	return nil
+}
+
+// failed handles the error of a request on the queue: the lock path gone
+// ends the wait (our node went with it), a refusal or the end of ctx ends
+// it with the error, and anything else (the request's fate unknown) is
+// retried after a pause.
+func (w *waiter) failed(ctx context.Context, err error) error {
+	s := w.l.s
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return errNodeGone
+	case refusal(err) || ctx.Err() != nil:
 		return err
 	}
-	return mk(l.path)
+	if w.pauses == nil {
+		w.pauses = s.newBackOff()
+	}
+	if !sleepCtx(ctx, w.pauses.NextBackOff()) {
+		return ctx.Err()
+	}
+	if s.isClosed() {
+		return s.closedErr()
+	}
+	return nil
+}
+
+// drop forgets the watch: its callback, and its channel.
+func (w *waiter) drop() {
+	if w.unwatch != nil {
+		w.unwatch()
+		w.unwatch = nil
+	}
+	w.watched, w.ev = "", nil
+}
+
+// stop ends the waiter.
+func (w *waiter) stop() {
+	w.drop()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
 }

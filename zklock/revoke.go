@@ -45,18 +45,21 @@ func WithRevocationHandler(fn func(node string)) Option {
 }
 
 // Revoked returns a channel that is closed when a revocation request for
-// the current hold arrives. It is nil (it never closes) when the lock was
-// made without WithRevocable, and closed when there is no hold, like Lost.
-func (l *Lock) Revoked() <-chan struct{} {
-	return l.holdChan(func(h *hold) <-chan struct{} { return h.revoked }) // nil unless revocable
+// the hold arrives. It is nil (it never closes) when the lock was made
+// without WithRevocable.
+func (h *Hold) Revoked() <-chan struct{} {
+	if h == nil {
+		return closedChan
+	}
+	return h.revoked
 }
 
 // revoke records that h's revocation was requested, once: it closes
 // h.revoked, then calls the handler, so that a handler that looks for the
 // hold it must tell and a holder that looks at the channel after
 // publishing itself cannot both miss each other (package tier relies on
-// this order). It runs on watchOwn's goroutine.
-func (l *Lock) revoke(h *hold) {
+// this order). It runs on the own-node watch's goroutine.
+func (l *Lock) revoke(h *Hold) {
 	first := false
 	h.revokeOnce.Do(func() {
 		close(h.revoked)

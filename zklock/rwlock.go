@@ -85,9 +85,9 @@ func NewRWLock(s *Session, path string, opts ...Option) (*RWLock, error) {
 	if rw.read, err = newRecipeLock(s, path, readMarker, rw.readRule, nil, opts...); err != nil {
 		return nil, err
 	}
-	rw.read.noWait = func() bool { return rw.write.Node() != "" }
+	rw.read.noWait = func() bool { return rw.write.currentNode() != "" }
 	rw.write.mayQueue = func() error {
-		if rw.read.Node() != "" {
+		if rw.read.currentNode() != "" {
 			return ErrUpgrade
 		}
 		return nil
@@ -143,7 +143,7 @@ func (rw *RWLock) WriterWaiting(ctx context.Context) (bool, error) {
 	if ctx == nil {
 		return false, ErrNilContext
 	}
-	node := rw.read.Node()
+	node := rw.read.currentNode()
 	if node == "" {
 		return false, ErrNotHeld
 	}
@@ -172,7 +172,7 @@ func (rw *RWLock) WriterWaiting(ctx context.Context) (bool, error) {
 		return false, nil // our node is gone: the hold's loss is told elsewhere
 	}
 	own := ""
-	if n := rw.write.Node(); n != "" {
+	if n := rw.write.currentNode(); n != "" {
 		own = path.Base(n)
 	}
 	for _, e := range q[i+1:] {
@@ -190,7 +190,7 @@ func (rw *RWLock) WriterWaiting(ctx context.Context) (bool, error) {
 // held write node excepted; otherwise it watches the nearest such writer.
 func (rw *RWLock) readRule(q []entry, i int) (goes bool, watch int) {
 	own := ""
-	if n := rw.write.Node(); n != "" {
+	if n := rw.write.currentNode(); n != "" {
 		own = path.Base(n)
 	}
 	return readRule(q, i, own)

@@ -153,27 +153,22 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (*Lease, bo
 
 // lease takes the mutex, then k lease nodes; the caller holds the gate.
 func (sem *Semaphore) lease(ctx context.Context, k int, wait bool) (*Lease, bool, error) {
-	var ok bool
-	var err error
-	if wait {
-		ok, err = true, sem.mutex.Acquire(ctx)
-	} else {
-		ok, err = sem.mutex.TryAcquire(ctx)
-	}
+	mh, ok, err := sem.mutex.acquire(ctx, wait)
 	if err != nil || !ok {
 		return nil, false, err
 	}
 	// Released whatever happens; a loss of the mutex while we wait does not
 	// matter for safety (the first-n rule needs no mutex), so its error is
 	// not ours.
-	defer func() { _ = sem.mutex.Release(context.Background()) }()
+	defer func() { _ = mh.Release() }()
 
 	le := &Lease{sem: sem, lost: make(chan struct{})}
 	for range k {
 		l, err := newRecipeLock(sem.s, sem.path+semLeases, leaseMarker, firstN(sem.n), parseLease,
 			append(sem.opts[:len(sem.opts):len(sem.opts)], WithLossHandler(le.onLost))...)
+		var h *Hold
 		if err == nil {
-			ok, err = l.acquire(ctx, wait)
+			h, ok, err = l.acquire(ctx, wait)
 		}
 		if err != nil || !ok {
 			if l != nil {
@@ -183,7 +178,7 @@ func (sem *Semaphore) lease(ctx context.Context, k int, wait bool) (*Lease, bool
 			return nil, false, err
 		}
 		le.mu.Lock()
-		le.locks = append(le.locks, l)
+		le.locks, le.holds = append(le.locks, l), append(le.holds, h)
 		le.mu.Unlock()
 	}
 	return le, true, nil
@@ -223,7 +218,8 @@ func parseLease(name string) (int32, bool) { return parseAfter(name, leaseMarker
 type Lease struct {
 	sem      *Semaphore
 	mu       sync.Mutex
-	locks    []*Lock
+	locks    []*Lock // one per lease node, closed by Release
+	holds    []*Hold // their holds, in the same order
 	lost     chan struct{}
 	lostOnce sync.Once
 	cause    error // written before lost closes
@@ -269,9 +265,9 @@ func (le *Lease) Nodes() []string {
 	}
 	le.mu.Lock()
 	defer le.mu.Unlock()
-	out := make([]string, 0, len(le.locks))
-	for _, l := range le.locks {
-		out = append(out, l.Node())
+	out := make([]string, 0, len(le.holds))
+	for _, h := range le.holds {
+		out = append(out, h.Node())
 	}
 	return out
 }
@@ -284,10 +280,10 @@ func (le *Lease) Token() int64 {
 	}
 	le.mu.Lock()
 	defer le.mu.Unlock()
-	if len(le.locks) == 0 {
+	if len(le.holds) == 0 {
 		return 0
 	}
-	return le.locks[0].Token()
+	return le.holds[0].Token()
 }
 
 // Release gives the leases up (their deletes are guaranteed, as a Lock's

@@ -161,12 +161,14 @@ type Session struct {
 	ready     chan struct{} // closed on the first session
 	changed   chan struct{} // closed and replaced on every state change
 	closed    bool
-	holds     map[*hold]struct{} // valid holds of this session's locks
+	holds     map[*Hold]struct{} // valid holds of this session's locks
 	waiting   int                // acquisitions with a node queued
 	lease     lease              // see lease.go
 
-	notes notifier // state changes for cfg.listener
-	pipe  pipeline // see pipeline.go
+	notes   notifier // state changes for cfg.listener
+	flight  inflight // the locks' requests in flight (send.go)
+	dels    deletes  // released nodes not yet deleted (send.go)
+	watches watches  // watch callbacks by path (state.go)
 
 	auth    authGate     // see auth.go
 	connGen atomic.Int64 // connections that reached a session, as onEvent saw them
@@ -284,11 +286,11 @@ func newSession(tap *wireTap, owns bool, cfg sessionConfig) *Session {
 		hardStop: make(chan struct{}),
 		ready:    make(chan struct{}),
 		changed:  make(chan struct{}),
-		holds:    make(map[*hold]struct{}),
+		holds:    make(map[*Hold]struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.notes.init(cfg.listener)
-	s.pipe.init(s)
+	s.initDeletes()
 	s.lease.init(s)
 	s.auth.init(len(cfg.digests) > 0)
 	return s
@@ -302,6 +304,7 @@ func (s *Session) start(conn *zk.Conn) {
 		s.goBackground(s.notes.run)
 	}
 	s.goBackground(s.lease.renew)
+	s.goBackground(s.flushDeletes)
 }
 
 // stop ends a session whose connection never came up.

@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -19,10 +20,68 @@ func (s *Session) onEvent(ev zk.Event) {
 			s.connGen.Add(1) // before go-zookeeper re-sends credentials: see addDigest
 		}
 		s.observe(ev.State)
-	case zk.EventNotWatching:
-		// Sent for each watched path when the session expired: a holder
-		// whose own-node watch is gone can no longer see its node deleted.
-		s.notWatching(ev.Path)
+	default:
+		if ev.Path != "" {
+			s.dispatch(ev)
+		}
+	}
+}
+
+// watches are the callbacks of the session's watches, by the path their
+// events name: a waiter's predecessor (the callback sets its BooleanMutex),
+// a holder's own node. Like ZooKeeper's watches they are one-shot: an
+// event for a path calls and removes every callback registered on it.
+type watches struct {
+	mu sync.Mutex
+	m  map[string][]*watchFn
+}
+
+type watchFn struct{ fn func(zk.Event) }
+
+// dispatching reports whether watch events reach the session's callbacks:
+// under Connect go-zookeeper calls the session for every event, watch
+// events included, synchronously and before it notifies the watch's own
+// channel. Under NewSession it cannot, and the watchers wait on their
+// channels.
+func (s *Session) dispatching() bool { return s.tap != nil }
+
+// watch registers fn for the next event on path and returns the function
+// that removes it (a no-op once it ran). fn runs on go-zookeeper's event
+// goroutine: it must not block.
+func (s *Session) watch(path string, fn func(zk.Event)) (unwatch func()) {
+	w := &watchFn{fn: fn}
+	s.watches.mu.Lock()
+	if s.watches.m == nil {
+		s.watches.m = make(map[string][]*watchFn)
+	}
+	s.watches.m[path] = append(s.watches.m[path], w)
+	s.watches.mu.Unlock()
+	return func() {
+		s.watches.mu.Lock()
+		defer s.watches.mu.Unlock()
+		ws := s.watches.m[path]
+		for i, x := range ws {
+			if x == w {
+				ws = append(ws[:i], ws[i+1:]...)
+				break
+			}
+		}
+		if len(ws) == 0 {
+			delete(s.watches.m, path)
+		} else {
+			s.watches.m[path] = ws
+		}
+	}
+}
+
+// dispatch calls, and removes, the callbacks registered on ev's path.
+func (s *Session) dispatch(ev zk.Event) {
+	s.watches.mu.Lock()
+	ws := s.watches.m[ev.Path]
+	delete(s.watches.m, ev.Path)
+	s.watches.mu.Unlock()
+	for _, w := range ws {
+		w.fn(ev)
 	}
 }
 
@@ -76,7 +135,7 @@ func (s *Session) observe(zs zk.State) {
 		return
 	}
 	var st State
-	var lost []*hold
+	var lost []*Hold
 	var cause error
 	switch zs {
 	case zk.StateHasSession:
@@ -157,29 +216,12 @@ func (s *Session) closeState() {
 	}
 }
 
-// notWatching ends the hold whose own-node watch on path was dropped.
-func (s *Session) notWatching(path string) {
-	s.mu.Lock()
-	var lost *hold
-	for h := range s.holds {
-		if h.node == path {
-			lost = h
-			delete(s.holds, h)
-			break
-		}
-	}
-	s.mu.Unlock()
-	if lost != nil {
-		lost.lose(ErrSessionExpired)
-	}
-}
-
 // takeHolds empties the set of valid holds and returns them. s.mu is held.
-func (s *Session) takeHolds() []*hold {
+func (s *Session) takeHolds() []*Hold {
 	if len(s.holds) == 0 {
 		return nil
 	}
-	hs := make([]*hold, 0, len(s.holds))
+	hs := make([]*Hold, 0, len(s.holds))
 	for h := range s.holds {
 		hs = append(hs, h)
 	}
@@ -189,7 +231,7 @@ func (s *Session) takeHolds() []*hold {
 
 // forget removes h from the valid holds (released, or lost by its own
 // watch).
-func (s *Session) forget(h *hold) {
+func (s *Session) forget(h *Hold) {
 	s.mu.Lock()
 	delete(s.holds, h)
 	s.mu.Unlock()

@@ -1,7 +1,6 @@
 package zklock
 
 import (
-	"bytes"
 	"encoding/binary"
 	"net"
 	"slices"
@@ -10,19 +9,31 @@ import (
 	"time"
 )
 
-// wireTap observes the bytes go-zookeeper writes to its connection, so that
-// a caller can learn that one of its requests is on the wire without waiting
-// for the reply. go-zookeeper writes each request with a single Write from
-// its one send loop, in the order requests were queued; once a request's
-// bytes are written, anything queued afterwards is written after it on the
-// same TCP stream, and ZooKeeper applies a session's requests in the order
-// it receives them. That is what makes pipelining safe here.
+// wireTap observes the bytes go-zookeeper writes to its connection, for two
+// things a synchronous client cannot otherwise know:
+//
+//   - that a request is on the wire before its reply (pipelining: a request
+//     queued after that moment is written after it on the same TCP stream,
+//     and ZooKeeper applies a session's requests in the order it receives
+//     them). A pipelined request registers its key, the first path it
+//     names, and each write finds its waiter by that path in O(1);
+//   - when each write began (the lease: a successful request proves the
+//     session was alive at the leader after it was sent, see lease.go).
+//     Every write's start goes into a ring by write number.
+//
+// go-zookeeper writes each request with a single Write, from one goroutine
+// at a time (the connecting goroutine writes the connect request before the
+// send loop starts; the send loop writes everything else, in queue order).
 type wireTap struct {
 	dial func(network, address string, timeout time.Duration) (net.Conn, error) // nil: net.DialTimeout
 
 	mu      sync.Mutex
-	waiters map[*wireWaiter]struct{}
-	n       atomic.Int32 // len(waiters), read without the lock on every Write
+	waiters map[string]*wireWaiter // by the first path the request names
+	n       atomic.Int32           // len(waiters), read without mu on every write
+
+	ringMu sync.Mutex
+	writes int64           // writes begun
+	ring   [ringSize]int64 // unix ns when write w began, at ring[w%ringSize]
 
 	// timeoutMs is the session timeout the server granted in its last
 	// connect response. go-zookeeper keeps it unexported, and the loss
@@ -30,7 +41,6 @@ type wireTap struct {
 	// may have lowered below the one asked for.
 	timeoutMs atomic.Int32
 
-	lastWrite atomic.Int64  // unix ns when the latest write began
 	dials     atomic.Int32  // connections made; the first has no watches to re-arm
 	closing   chan struct{} // closed when the Session starts closing
 	closeOnce sync.Once
@@ -42,35 +52,40 @@ type wireTap struct {
 	onWrite atomic.Pointer[func(op int32, b []byte) error]
 }
 
+// ringSize bounds how many writes a request's reply may come after its
+// own write and still renew the lease: the requests in flight are bounded
+// well below it (see inflight).
+const ringSize = 4096
+
 type wireWaiter struct {
-	key  []byte
 	ops  []int32
-	sent chan struct{}
-	at   time.Time // when the matching request's write began; written before sent is closed
-	prev time.Time // when the write before it began (zero if none); written before sent is closed
+	sent chan struct{} // closed when the request is written
 }
 
-// ZooKeeper request opcodes the tap recognizes.
+// ZooKeeper request opcodes the session uses.
 const (
-	opCreate int32 = 1
-	opDelete int32 = 2
-	opSync   int32 = 9
-	opMulti  int32 = 14
+	opCreate       int32 = 1
+	opDelete       int32 = 2
+	opGetData      int32 = 4
+	opSetData      int32 = 5
+	opSync         int32 = 9
+	opGetChildren2 int32 = 12
+	opMulti        int32 = 14
 	// opSetWatches is the request go-zookeeper sends on a new connection
 	// to re-arm the watches of the previous one.
 	opSetWatches int32 = 101
 )
 
 // expect registers interest in the next request written with one of the
-// opcodes ops whose bytes contain key. Matching the opcode matters: other
-// requests name the same node (a getData of it, say).
+// opcodes ops whose first path is key (a create's path, the first op's of a
+// multi). Keys are unique: a protected name's GUID, a node's path.
 func (t *wireTap) expect(key string, ops ...int32) *wireWaiter {
-	w := &wireWaiter{key: []byte(key), ops: ops, sent: make(chan struct{})}
+	w := &wireWaiter{ops: ops, sent: make(chan struct{})}
 	t.mu.Lock()
 	if t.waiters == nil {
-		t.waiters = make(map[*wireWaiter]struct{})
+		t.waiters = make(map[string]*wireWaiter)
 	}
-	t.waiters[w] = struct{}{}
+	t.waiters[key] = w
 	t.n.Store(int32(len(t.waiters)))
 	t.mu.Unlock()
 	return w
@@ -78,11 +93,46 @@ func (t *wireTap) expect(key string, ops ...int32) *wireWaiter {
 
 // forget drops a waiter whose request completed or failed without being
 // seen (for example because the connection closed first).
-func (t *wireTap) forget(w *wireWaiter) {
+func (t *wireTap) forget(key string, w *wireWaiter) {
 	t.mu.Lock()
-	delete(t.waiters, w)
-	t.n.Store(int32(len(t.waiters)))
+	if t.waiters[key] == w {
+		delete(t.waiters, key)
+		t.n.Store(int32(len(t.waiters)))
+	}
 	t.mu.Unlock()
+}
+
+// mark returns how many writes have begun: a request queued after mark is
+// written as a later write.
+func (t *wireTap) mark() int64 {
+	t.ringMu.Lock()
+	defer t.ringMu.Unlock()
+	return t.writes
+}
+
+// firstWriteAfter returns when the first write after mark began and when
+// the write before it began (zero if none), or ok false when that write has
+// not begun or has left the ring.
+func (t *wireTap) firstWriteAfter(mark int64) (at, prev time.Time, ok bool) {
+	t.ringMu.Lock()
+	defer t.ringMu.Unlock()
+	w := mark + 1
+	if w > t.writes || t.writes-w >= ringSize-1 {
+		return time.Time{}, time.Time{}, false
+	}
+	at = time.Unix(0, t.ring[w%ringSize])
+	if mark > 0 {
+		prev = time.Unix(0, t.ring[mark%ringSize])
+	}
+	return at, prev, true
+}
+
+// began records the start of a write.
+func (t *wireTap) began(start time.Time) {
+	t.ringMu.Lock()
+	t.writes++
+	t.ring[t.writes%ringSize] = start.UnixNano()
+	t.ringMu.Unlock()
 }
 
 // opcode returns the opcode of the request framed in b (length, xid,
@@ -94,7 +144,26 @@ func opcode(b []byte) int32 {
 	return int32(binary.BigEndian.Uint32(b[8:12]))
 }
 
-func (t *wireTap) wrote(b []byte, start, prev time.Time) {
+// firstPath returns the first path the request framed in b names: its own
+// (every request of ours begins with its path), or for a multi its first
+// op's (after the 9-byte header of type, done flag and error).
+func firstPath(b []byte, op int32) []byte {
+	off := 12
+	if op == opMulti {
+		off += 9
+	}
+	if len(b) < off+4 {
+		return nil
+	}
+	n := int(int32(binary.BigEndian.Uint32(b[off:])))
+	if n < 0 || len(b) < off+4+n {
+		return nil
+	}
+	return b[off+4 : off+4+n]
+}
+
+// wrote tells the waiter of the request just written, if any.
+func (t *wireTap) wrote(b []byte) {
 	op := opcode(b)
 	if op >= 0 && int(op) < len(t.written) {
 		t.written[op].Add(1)
@@ -102,16 +171,22 @@ func (t *wireTap) wrote(b []byte, start, prev time.Time) {
 	if t.n.Load() == 0 || op < 0 {
 		return
 	}
-	t.mu.Lock()
-	for w := range t.waiters {
-		if slices.Contains(w.ops, op) && bytes.Contains(b, w.key) {
-			w.at, w.prev = start, prev
-			close(w.sent)
-			delete(t.waiters, w)
-		}
+	p := firstPath(b, op)
+	if p == nil {
+		return
 	}
-	t.n.Store(int32(len(t.waiters)))
+	t.mu.Lock()
+	w := t.waiters[string(p)] // no allocation: the compiler looks up string(bytes) in place
+	if w != nil && slices.Contains(w.ops, op) {
+		delete(t.waiters, string(p))
+		t.n.Store(int32(len(t.waiters)))
+	} else {
+		w = nil
+	}
 	t.mu.Unlock()
+	if w != nil {
+		close(w.sent)
+	}
 }
 
 // dialer returns a go-zookeeper Dialer whose connections report writes.
@@ -173,46 +248,57 @@ const setWatchesWait = 250 * time.Millisecond
 func (c *tappedConn) Read(b []byte) (int, error) {
 	if c.respLen > 0 && c.nread >= c.respLen && !c.released {
 		c.released = true
-		t := time.NewTimer(time.Until(c.shookAt.Add(setWatchesWait)))
-		select {
-		case <-c.watchesOut:
-		case <-c.closed:
-		case <-t.C:
-			// No setWatches yet: most likely there are no watches to
-			// re-arm. But when the session is closing, go-zookeeper drops
-			// a setWatches it had queued (after reading lastZxid) instead
-			// of writing it: then wait for the write or the close, since
-			// responses on a closing connection matter to nobody.
-			select {
-			case <-c.tap.closing:
-				select {
-				case <-c.watchesOut:
-				case <-c.closed:
-				}
-			default:
-			}
-		}
-		t.Stop()
+		c.awaitSetWatches()
 	}
 	n, err := c.Conn.Read(b)
 	if c.respLen == 0 || c.nread < c.respLen {
-		if c.nread < len(c.hdr) && n > 0 {
-			copy(c.hdr[c.nread:], b[:n])
-		}
-		c.nread += n
-		if c.respLen == 0 && c.nread >= 4 {
-			c.respLen = 4 + int(binary.BigEndian.Uint32(c.hdr[0:4]))
-		}
-		if c.nread >= 12 && c.nread-n < 12 {
-			if ms := int32(binary.BigEndian.Uint32(c.hdr[8:12])); ms > 0 {
-				c.tap.timeoutMs.Store(ms)
-			}
-		}
-		if c.respLen > 0 && c.nread >= c.respLen {
-			c.shookAt = time.Now()
-		}
+		c.readHandshake(b[:n])
 	}
 	return n, err
+}
+
+// awaitSetWatches holds the first response after a connect (see Read).
+func (c *tappedConn) awaitSetWatches() {
+	t := time.NewTimer(time.Until(c.shookAt.Add(setWatchesWait)))
+	defer t.Stop()
+	select {
+	case <-c.watchesOut:
+	case <-c.closed:
+	case <-t.C:
+		// No setWatches yet: most likely there are no watches to re-arm.
+		// But when the session is closing, go-zookeeper drops a setWatches
+		// it had queued (after reading lastZxid) instead of writing it:
+		// then wait for the write or the close, since responses on a
+		// closing connection matter to nobody.
+		select {
+		case <-c.tap.closing:
+			select {
+			case <-c.watchesOut:
+			case <-c.closed:
+			}
+		default:
+		}
+	}
+}
+
+// readHandshake notes the bytes b of the connect response.
+func (c *tappedConn) readHandshake(b []byte) {
+	n := len(b)
+	if c.nread < len(c.hdr) && n > 0 {
+		copy(c.hdr[c.nread:], b)
+	}
+	c.nread += n
+	if c.respLen == 0 && c.nread >= 4 {
+		c.respLen = 4 + int(binary.BigEndian.Uint32(c.hdr[0:4]))
+	}
+	if c.nread >= 12 && c.nread-n < 12 {
+		if ms := int32(binary.BigEndian.Uint32(c.hdr[8:12])); ms > 0 {
+			c.tap.timeoutMs.Store(ms)
+		}
+	}
+	if c.respLen > 0 && c.nread >= c.respLen {
+		c.shookAt = time.Now()
+	}
 }
 
 // Close closes the connection and ends a Read's wait for setWatches.
@@ -221,6 +307,9 @@ func (c *tappedConn) Close() error {
 	return c.Conn.Close()
 }
 
+// Write records the write's start before its bytes leave (no later than
+// the server can see them, and before any reply to them can arrive), then
+// writes, then tells a pipelined request's waiter.
 func (c *tappedConn) Write(b []byte) (int, error) {
 	if fn := c.tap.onWrite.Load(); fn != nil {
 		if err := (*fn)(opcode(b), b); err != nil {
@@ -228,17 +317,13 @@ func (c *tappedConn) Write(b []byte) (int, error) {
 			return 0, err
 		}
 	}
-	start := time.Now() // before the bytes leave: no later than the server can see them
-	var prev time.Time
-	if ns := c.tap.lastWrite.Swap(start.UnixNano()); ns != 0 {
-		prev = time.Unix(0, ns)
-	}
+	c.tap.began(time.Now())
 	n, err := c.Conn.Write(b)
 	if opcode(b) == opSetWatches {
 		c.watchesOutOnce.Do(func() { close(c.watchesOut) })
 	}
 	if err == nil {
-		c.tap.wrote(b[:n], start, prev)
+		c.tap.wrote(b[:n])
 	}
 	return n, err
 }

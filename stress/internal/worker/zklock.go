@@ -16,10 +16,11 @@ type zklockImpl struct {
 	s     *zklock.Session
 	locks []*zklock.Lock
 	mus   []sync.Mutex
+	holds []*zklock.Hold // by path, written and read under its mutex
 }
 
 func newZklockImpl(s *zklock.Session, paths []string, proc int) (*zklockImpl, error) {
-	im := &zklockImpl{s: s, mus: make([]sync.Mutex, len(paths))}
+	im := &zklockImpl{s: s, mus: make([]sync.Mutex, len(paths)), holds: make([]*zklock.Hold, len(paths))}
 	for _, p := range paths {
 		l, err := zklock.New(s, p, zklock.WithLabel(fmt.Sprintf("stress worker %d", proc)))
 		if err != nil {
@@ -41,20 +42,24 @@ func (im *zklockImpl) acquire(ctx context.Context, p int) (int64, error) {
 		im.mus[p].Unlock()
 		return 0, err
 	}
-	if err := im.locks[p].Acquire(ctx); err != nil {
+	h, err := im.locks[p].Acquire(ctx)
+	if err != nil {
 		im.mus[p].Unlock()
 		return 0, err
 	}
-	return im.locks[p].Token(), nil
+	im.holds[p] = h
+	return h.Token(), nil
 }
 
 func (im *zklockImpl) lost(p int) (<-chan struct{}, func() error) {
-	return im.locks[p].Lost(), im.locks[p].Err
+	return im.holds[p].Lost(), im.holds[p].Err
 }
 
 func (im *zklockImpl) release(p int) error {
 	defer im.mus[p].Unlock()
-	return im.locks[p].Release(context.Background())
+	h := im.holds[p]
+	im.holds[p] = nil
+	return h.Release()
 }
 
 func (im *zklockImpl) close() error {

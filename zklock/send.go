@@ -1,0 +1,356 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// What the session's locks send, and how:
+//
+//   - every request of theirs is admitted under a bound on the session's
+//     requests in flight (inflight), so that a burst (a thousand goroutines
+//     queueing at once) waits in the process rather than in the server's
+//     queue, where it would hold up every later request of the session
+//     past the lease;
+//   - every write of theirs that succeeds renews the lease (lease.go);
+//   - a release's delete waits for the session's next create, on any path,
+//     and goes out in that create's multi transaction (one log write on the
+//     server instead of two); one the next create does not take within a
+//     scheduling delay is sent by the session's one flusher goroutine,
+//     with every other such delete in one multi.
+//
+// go-zookeeper's calls block until the reply, so a request that must go
+// out before its predecessor's reply (the listing behind a create) needs
+// the predecessor on a goroutine of its own: pipelined. That is the one
+// goroutine an acquisition starts, for one round trip.
+
+// inflight bounds the requests in flight, adapting the bound to the round
+// trip it measures: cut by a quarter (at most once per round trip) when a
+// request took longer than the target, raised by one when one came back
+// fast while the bound was reached. The target is an eighth of the lease's
+// bound, so that a request of the session, and the lease's sync behind it,
+// returns well within the lease.
+type inflight struct {
+	mu    sync.Mutex
+	n     int // admitted and not yet released
+	limit int
+	queue []chan struct{} // closed to admit, in order
+	cutAt time.Time       // when limit was last cut
+}
+
+const (
+	minInflight   = 8
+	startInflight = 64
+	maxInflight   = 1024 // well below the tap's ring: see wireTap
+)
+
+// acquire admits one request, waiting in order behind earlier ones, until
+// ctx ends or quit closes.
+func (f *inflight) acquire(ctx context.Context, quit <-chan struct{}) error {
+	f.mu.Lock()
+	if f.limit == 0 {
+		f.limit = startInflight
+	}
+	if f.n < f.limit && len(f.queue) == 0 {
+		f.n++
+		f.mu.Unlock()
+		return nil
+	}
+	ready := make(chan struct{})
+	f.queue = append(f.queue, ready)
+	f.mu.Unlock()
+	var err error
+	select {
+	case <-ready:
+		return nil
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-quit:
+		err = ErrSessionClosed
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	select {
+	case <-ready:
+		// Admitted as we gave up (the close happened under mu, before we
+		// took it): hand the place on.
+		f.n--
+		f.wakeLocked()
+	default:
+		for i, c := range f.queue {
+			if c == ready {
+				f.queue = append(f.queue[:i], f.queue[i+1:]...)
+				break
+			}
+		}
+	}
+	return err
+}
+
+// release ends one request that took rtt, against the target round trip.
+func (f *inflight) release(rtt, target time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	saturated := f.n >= f.limit
+	f.n--
+	switch {
+	case rtt > target && time.Since(f.cutAt) > rtt:
+		f.limit = max(minInflight, f.limit*3/4)
+		f.cutAt = time.Now()
+	case rtt <= target/2 && saturated:
+		f.limit = min(maxInflight, f.limit+1)
+	}
+	f.wakeLocked()
+}
+
+func (f *inflight) wakeLocked() {
+	for f.n < f.limit && len(f.queue) > 0 {
+		close(f.queue[0])
+		f.queue[0] = nil
+		f.queue = f.queue[1:]
+		f.n++
+	}
+}
+
+// do runs req, one request of the session's locks, once the bound admits
+// it; when it is a write and succeeds, it renews the lease.
+func (s *Session) do(ctx context.Context, write bool, req func() error) error {
+	if err := s.flight.acquire(ctx, s.ctx.Done()); err != nil {
+		return err
+	}
+	p := s.newProof()
+	err := req()
+	s.flight.release(time.Since(p.queued), s.lease.bound()/8)
+	if write && err == nil {
+		s.proved(p)
+	}
+	return err
+}
+
+// call is a request running on a goroutine of the session's.
+type call struct {
+	fin chan struct{} // closed once err is written
+	err error
+}
+
+// pipelined starts req (one request whose first path is key, with one of
+// opcodes) under do on a goroutine of the session's, and returns once it is
+// on the wire (the tap saw it written: a request queued after that is
+// written after it), once it completed, or once ctx ended. Without a tap
+// (NewSession) or under WithoutPipelining it returns once req completed
+// or ctx ended.
+func (s *Session) pipelined(ctx context.Context, key string, write bool, req func() error, opcodes ...int32) *call {
+	c := &call{fin: make(chan struct{})}
+	var sent <-chan struct{}
+	if s.tap != nil && !s.cfg.noPipelining {
+		w := s.tap.expect(key, opcodes...)
+		defer s.tap.forget(key, w)
+		sent = w.sent
+	}
+	s.goBackground(func() {
+		c.err = s.do(ctx, write, req)
+		close(c.fin)
+	})
+	select {
+	case <-sent:
+	case <-c.fin:
+	case <-ctx.Done():
+	}
+	return c
+}
+
+// Pending deletes.
+
+// deletes are the session's releases whose delete is not on the wire yet,
+// so that a create of the session can carry one in its multi, and so that
+// the session never has two nodes queued on one path: a create on a path
+// waits until the path's delete is on the wire, and ZooKeeper applies a
+// session's requests in the order they arrive.
+type deletes struct {
+	mu     sync.Mutex
+	byPath map[string]*pendingDelete // by lock path: one at most, see above
+	order  []*pendingDelete          // those not taken yet, oldest first (taken ones are skipped)
+	kick   chan struct{}             // wakes the flusher
+}
+
+// pendingDelete is a released node not yet deleted: waiting (sent == nil)
+// or taken, by a create's multi or the flusher (sent closes once it is on
+// the wire, or over).
+type pendingDelete struct {
+	path, node string
+	owner      int64 // the session that created node
+	sent       chan struct{}
+}
+
+func (s *Session) initDeletes() {
+	s.dels.byPath = make(map[string]*pendingDelete)
+	s.dels.kick = make(chan struct{}, 1)
+}
+
+// queueDelete schedules the delete of node, released or abandoned on the
+// lock at path. It does not wait: the delete goes with the session's next
+// create, or with the flusher a scheduling delay later. Either way it is
+// guaranteed: retried, whatever the error, until the node is gone or its
+// session is over.
+func (s *Session) queueDelete(path, node string, owner int64) {
+	d := &pendingDelete{path: path, node: node, owner: owner}
+	if s.cfg.noPipelining || s.tap == nil {
+		s.deleteSerial(d)
+		return
+	}
+	s.dels.mu.Lock()
+	if old := s.dels.byPath[path]; old != nil && old.sent == nil {
+		s.deleteInBackground(old.node, old.owner) // cannot happen: a create takes it first
+	}
+	s.dels.byPath[path] = d
+	s.dels.order = append(s.dels.order, d)
+	s.dels.mu.Unlock()
+	select {
+	case s.dels.kick <- struct{}{}:
+	default:
+	}
+}
+
+// deleteSerial deletes d's node without folding: the entry is in flight at
+// once, and stays until the delete is done, so that the next create on the
+// path waits for it.
+func (s *Session) deleteSerial(d *pendingDelete) {
+	d.sent = make(chan struct{})
+	s.dels.mu.Lock()
+	s.dels.byPath[d.path] = d
+	s.dels.mu.Unlock()
+	s.goBackground(func() {
+		s.deleteGuaranteed(d.node, d.owner)
+		s.deleteSent(d)
+	})
+}
+
+// takeDelete returns, for a create on path, the pending delete it must
+// carry in its multi (this path's, else the oldest other one), or a
+// channel to wait on while this path's delete is being written.
+func (s *Session) takeDelete(path string) (take *pendingDelete, inFlight <-chan struct{}) {
+	s.dels.mu.Lock()
+	defer s.dels.mu.Unlock()
+	if d := s.dels.byPath[path]; d != nil {
+		if d.sent != nil {
+			return nil, d.sent
+		}
+		d.sent = make(chan struct{})
+		return d, nil
+	}
+	for len(s.dels.order) > 0 {
+		d := s.dels.order[0]
+		s.dels.order[0] = nil
+		s.dels.order = s.dels.order[1:]
+		if d.sent == nil {
+			d.sent = make(chan struct{})
+			return d, nil
+		}
+	}
+	return nil, nil
+}
+
+// deleteSent marks d on the wire (or over): a create on its path may go.
+func (s *Session) deleteSent(d *pendingDelete) {
+	s.dels.mu.Lock()
+	if s.dels.byPath[d.path] == d {
+		delete(s.dels.byPath, d.path)
+	}
+	s.dels.mu.Unlock()
+	close(d.sent)
+}
+
+// untake gives back a delete a create took but did not send (its multi was
+// refused, or ctx ended first): it is sent on its own, guaranteed.
+func (s *Session) untake(d *pendingDelete) {
+	s.deleteInBackground(d.node, d.owner)
+	s.deleteSent(d)
+}
+
+// flushDeletes is the session's flusher: woken by a release, it yields
+// once, so that an acquisition about to run can take the delete into its
+// create, then sends every delete still waiting, several in one multi.
+func (s *Session) flushDeletes() {
+	for {
+		select {
+		case <-s.dels.kick:
+		case <-s.ctx.Done():
+			return
+		}
+		var batch []*pendingDelete
+		s.dels.mu.Lock()
+		for _, d := range s.dels.order {
+			if d.sent == nil {
+				d.sent = make(chan struct{})
+				batch = append(batch, d)
+			}
+		}
+		s.dels.order = s.dels.order[:0]
+		s.dels.mu.Unlock()
+		if len(batch) > 0 {
+			s.sendDeletes(batch)
+		}
+	}
+}
+
+// sendDeletes sends batch (a delete, or a multi of them) and returns once
+// it is on the wire; a failure falls back to a guaranteed delete each.
+func (s *Session) sendDeletes(batch []*pendingDelete) {
+	req := func() error {
+		var err error
+		if len(batch) == 1 {
+			err = s.conn.Delete(batch[0].node, -1)
+		} else {
+			ops := make([]any, len(batch))
+			for i, d := range batch {
+				ops[i] = &zk.DeleteRequest{Path: d.node, Version: -1}
+			}
+			_, err = s.conn.Multi(ops...)
+		}
+		if err != nil && !(len(batch) == 1 && errors.Is(err, zk.ErrNoNode)) {
+			for _, d := range batch {
+				s.deleteInBackground(d.node, d.owner)
+			}
+		}
+		return err
+	}
+	op := opDelete
+	if len(batch) > 1 {
+		op = opMulti
+	}
+	s.pipelined(s.ctx, batch[0].node, true, req, op)
+	for _, d := range batch {
+		s.deleteSent(d)
+	}
+}
+
+// createNode creates prefix, ephemeral and sequential, carrying d's delete
+// when d is not nil (one multi transaction; the create first, so that the
+// tap knows it by its path either way). It reports whether d was deleted:
+// also when its node was already gone, after which the create is sent
+// alone.
+func (s *Session) createNode(prefix string, data []byte, acl []zk.ACL, d *pendingDelete) (node string, dropped bool, err error) {
+	if d == nil || d.owner != s.conn.SessionID() {
+		node, err = s.conn.Create(prefix, data, zk.FlagEphemeralSequential, acl)
+		return node, false, err
+	}
+	res, err := s.conn.Multi(
+		&zk.CreateRequest{Path: prefix, Data: data, Acl: acl, Flags: zk.FlagEphemeralSequential},
+		&zk.DeleteRequest{Path: d.node, Version: -1})
+	switch {
+	case err == nil && len(res) == 2:
+		return res[0].String, true, nil
+	case len(res) == 2 && errors.Is(res[1].Error, zk.ErrNoNode) && res[0].Error == nil:
+		// The node to delete was already gone, so the transaction did not
+		// run: create alone.
+		node, err = s.conn.Create(prefix, data, zk.FlagEphemeralSequential, acl)
+		return node, true, err
+	case len(res) == 2 && res[0].Error != nil:
+		return "", false, res[0].Error
+	}
+	return "", false, err
+}
