@@ -6,7 +6,8 @@
 //
 // A run goes: the parent starts a worker (internal/child, role [Role]) with
 // its [Task]; the worker connects, makes its locks and says [Ready]; the
-// parent says [Go]; the worker sends [Progress] every 200ms and [Done] when
+// parent says [Go] with the run's start ([GoAt]), from which every worker
+// knows the measured window (after [Task.Warmup]); the worker sends [Progress] every 200ms and [Done] when
 // its run is over; the parent says [Exit]; the worker answers [ResultMsg]
 // and exits. [Stop] ends a run early. Fault injection adds [Linger] /
 // [Unlinger] (answered by [Holding] and [Lingered]) and [Flood] / [Unflood]
@@ -37,6 +38,15 @@ const (
 	// Mix names a run whose workers use different implementations on the
 	// same paths (-mix); no worker runs it.
 	Mix Impl = "mix"
+	// FakeDrain and FakeAbandon are test doubles of the two ways a lock
+	// ends a timed run, for the tests of how runs are counted (the flags
+	// refuse them): both grant one path at the same pace with one real
+	// ZooKeeper request per acquisition; at the end FakeDrain's waits
+	// cannot be abandoned (as zk.Lock's) and are granted after the
+	// deadline, while FakeAbandon gives its waits up at some cost in time
+	// and requests (as tier deletes its queued nodes).
+	FakeDrain   Impl = "fake-drain"
+	FakeAbandon Impl = "fake-abandon"
 )
 
 // Recipe names what the workers take: a mutex, a read/write lock or a
@@ -60,13 +70,17 @@ var MixImpls = []Impl{Tier, TierHandoff, Zklock, Gozk, Zkcompat, Curator, Kazoo}
 
 // Task is everything a worker process needs to know.
 type Task struct {
-	Impl           Impl          `json:"impl"`
-	Proc           int           `json:"proc"`
-	Goroutines     int           `json:"goroutines"`
-	Procs          int           `json:"procs"`
-	PathBase       string        `json:"path_base"` // lock paths are PathBase/lock-<i>
-	NPaths         int           `json:"npaths"`
-	Duration       time.Duration `json:"duration"`
+	Impl       Impl          `json:"impl"`
+	Proc       int           `json:"proc"`
+	Goroutines int           `json:"goroutines"`
+	Procs      int           `json:"procs"`
+	PathBase   string        `json:"path_base"` // lock paths are PathBase/lock-<i>
+	NPaths     int           `json:"npaths"`
+	Duration   time.Duration `json:"duration"`
+	// Warmup comes before the measured window of a timed run: the run
+	// lasts Warmup + Duration, and the worker measures itself over the
+	// last Duration (see Window).
+	Warmup         time.Duration `json:"warmup,omitempty"`
 	Acquisitions   int64         `json:"acquisitions,omitempty"` // in all; 0: run for Duration
 	Hold           time.Duration `json:"hold"`
 	HoldMode       string        `json:"hold_mode"`
@@ -210,6 +224,12 @@ type Result struct {
 	Losses       int64    `json:"losses,omitempty"`   // holds that ended by a loss (fault runs)
 	Disconnects  int64    `json:"disconnects,omitempty"`
 	Expiries     int64    `json:"expiries,omitempty"` // ZooKeeper sessions that expired
+	// Abandoned counts acquisitions begun and given up when the run ended
+	// (their wait was cancelled): work done for no grant.
+	Abandoned int64 `json:"abandoned,omitempty"`
+	// Window is what the worker measured of itself over the measured
+	// window.
+	Window *Window `json:"window,omitempty"`
 }
 
 // FloodLocks is how many locks a flooded worker waits for at once: one
