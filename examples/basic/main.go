@@ -195,8 +195,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	say("Release: released; the held context is done: %v", context.Cause(held))
 
 	// 9. Losing the lock. Acquire again (a new hold, a larger token), then
-	// let the other session delete our node halfway through the work, as an
-	// operator cleaning up with zkCli might.
+	// let the other session delete our node early in the work, as an
+	// operator cleaning up with zkCli (or tierlock break) might. A hold that
+	// lasts watches its node once it has lasted a quarter of the session
+	// timeout, so the work sees held.Done() within that and a round trip.
 	held, err = lock.Acquire(ctx)
 	if err != nil {
 		return err
@@ -218,7 +220,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		deleteErr = err
 	}
-	steps, lost = work(held, 50, deleteHolder)
+	steps, lost = work(held, 250, deleteHolder)
 	if deleteErr != nil {
 		_ = lock.Release(held)
 		return deleteErr
