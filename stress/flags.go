@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,6 +92,8 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.IntVar(&c.Paths, "paths", 1, "lock paths (L)")
 	fs.StringVar(&c.Pick, "pick", "roundrobin", "how a goroutine picks its next path: roundrobin or random")
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long each implementation runs (ignored with -acquisitions)")
+	fs.DurationVar(&c.Warmup, "warmup", 5*time.Second, "warm-up before the measured window of each timed run: acquisitions, requests and CPU count inside the window only")
+	fs.DurationVar(&c.Probe, "probe", 2*time.Second, "length of each probe of the servers' limits (hand-off chain, create+delete pairs) right after each implementation's run; 0: none")
 	fs.Int64Var(&c.Acquisitions, "acquisitions", 0, "run each implementation for this many acquisitions in all, split evenly over goroutines, instead of -duration")
 	fs.DurationVar(&c.Hold, "hold", 0, "critical section length")
 	fs.StringVar(&c.HoldMode, "hold-mode", "sleep", "how the critical section passes its time: sleep or spin (busy work)")
@@ -207,11 +207,14 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	if err := parseMix(&c, *mix, set); err != nil {
 		return c, err
 	}
+	if err := windowFlags(&c, set); err != nil {
+		return c, err
+	}
 	if err := matrixFlag.apply(&c, set); err != nil {
 		return c, err
 	}
 	if c.Timeout == 0 {
-		c.Timeout = c.Duration + time.Minute
+		c.Timeout = c.Warmup + c.Duration + time.Minute
 		if c.Faults != nil {
 			// A fault still being recovered from at the end extends the run.
 			c.Timeout = c.Duration + 2*time.Minute + c.SessionTimeout
@@ -226,26 +229,6 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 		}
 	}
 	return c, nil
-}
-
-// metricsFlag checks -metrics: a host and a port from which there are
-// procs ports (port 0 is refused: the workers could not be found).
-func metricsFlag(v string, procs int) error {
-	if v == "" {
-		return nil
-	}
-	host, port, err := net.SplitHostPort(v)
-	if err != nil {
-		return usageErr("-metrics: %v", err)
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil || p < 1 || p+procs-1 > 65535 {
-		return usageErr("-metrics: port %q: want 1 to %d (the workers take port to port+%d)", port, 65535-(procs-1), procs-1)
-	}
-	if host == "" {
-		return usageErr("-metrics: %q has no host (127.0.0.1:9100, say)", v)
-	}
-	return nil
 }
 
 // faultFlags checks -fault and what it implies: a short session timeout
@@ -380,25 +363,4 @@ func mixNames() string {
 		s[i] = string(im)
 	}
 	return strings.Join(s, ", ")
-}
-
-// checkWritable makes sure an output file can be written before a long run
-// starts. A file that did not exist is removed again.
-func checkWritable(path string) error {
-	if path == "" {
-		return nil
-	}
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return fmt.Errorf("%s is a directory", path)
-	}
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	f.Close()
-	if os.IsNotExist(statErr) {
-		os.Remove(path)
-	}
-	return nil
 }

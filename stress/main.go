@@ -74,8 +74,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitRun
 		}
 		res := results.FiguresOf(run, cfg)
-		fmt.Fprintf(stderr, "stress: %s: %d acquisitions in %.1fs, %d violations\n",
-			name, res.Acquisitions, res.ElapsedSec, res.Check.Violations())
+		fmt.Fprintf(stderr, "stress: %s: %s, %d violations in %d holds\n",
+			name, results.CountLine(res), res.Check.Violations(), res.Check.Holds)
 		runs = append(runs, run)
 		sum.Results = append(sum.Results, res)
 		if cfg.Faults != nil {
@@ -101,6 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sum.OK = !violated && !incomplete
 
 	results.PrintTable(stdout, sum.Results)
+	results.PrintCost(stdout, sum.Results)
 	results.PrintRecipe(stdout, cfg, sum.Results)
 	results.PrintMix(stdout, cfg, runs)
 	if cfg.Faults != nil {

@@ -44,7 +44,7 @@ func TestMetricsFlag(t *testing.T) {
 	code := make(chan int, 1)
 	go func() {
 		code <- run(context.Background(), []string{"-zk", strings.Join(zktest.Servers(t), ","), "-quiet",
-			"-impl", "tier", "-procs", "2", "-goroutines", "4", "-duration", "4s",
+			"-impl", "tier", "-procs", "2", "-goroutines", "4", "-duration", "4s", "-warmup", "500ms", "-probe", "0",
 			"-metrics", fmt.Sprintf("127.0.0.1:%d", port)}, &stdout, &stderr)
 	}()
 	var wg sync.WaitGroup

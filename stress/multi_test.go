@@ -28,8 +28,8 @@ func TestRecipeMulti(t *testing.T) {
 		t.Fatalf("paths checked: %+v", r.Check.Paths)
 	}
 	for _, p := range r.Check.Paths {
-		if int64(p.Holds)*4 != r.Acquisitions {
-			t.Errorf("path %d: %d holds of %d member holds, want a quarter", p.Path, p.Holds, r.Acquisitions)
+		if p.Holds*4 != r.Check.Holds {
+			t.Errorf("path %d: %d holds of %d member holds, want a quarter", p.Path, p.Holds, r.Check.Holds)
 		}
 	}
 

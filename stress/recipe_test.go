@@ -27,7 +27,7 @@ func stressJSON(t *testing.T, want int, args ...string) (results.Summary, string
 // checkClean fails t unless r found no violation and no error.
 func checkClean(t *testing.T, r results.Impl) {
 	t.Helper()
-	if c := r.Check; !c.OK() || r.Errors != 0 || r.Acquisitions <= 0 || int64(c.Holds) != r.Acquisitions {
+	if c := r.Check; !c.OK() || r.Errors != 0 || r.Acquisitions <= 0 || int64(c.Holds) != r.Cost.HoldsWarmup+r.Acquisitions+r.Cost.HoldsAfter {
 		t.Errorf("%s: check %+v, errors %d %q, %d acquisitions", r.Impl, c, r.Errors, r.ErrorSamples, r.Acquisitions)
 	}
 }

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
 
 	"github.com/tierlock/tierlock/internal/child"
+	"github.com/tierlock/tierlock/internal/zkserver"
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/stress/internal/proto"
 	"github.com/tierlock/tierlock/stress/internal/results"
@@ -26,11 +28,15 @@ func TestMain(m *testing.M) {
 }
 
 // stress runs the command in-process and returns its exit status, stdout
-// and stderr.
+// and stderr. Unless args say otherwise, timed runs have a short warm-up
+// (the tests check what is counted, not steady figures) and no probe.
 func stress(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	args = append([]string{"-zk", strings.Join(zktest.Servers(t), ","), "-quiet"}, args...)
+	if slices.Contains(args, "-duration") && !slices.Contains(args, "-fault") {
+		args = append([]string{"-warmup", "500ms"}, args...)
+	}
+	args = append([]string{"-zk", strings.Join(zktest.Servers(t), ","), "-quiet", "-probe", "0"}, args...)
 	code := run(context.Background(), args, &stdout, &stderr)
 	t.Logf("stress %s: exit %d\n%s%s", strings.Join(args, " "), code, stdout.String(), stderr.String())
 	return code, stdout.String(), stderr.String()
@@ -53,7 +59,7 @@ func TestEveryImplementation(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath, htmlPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html")
 	code, stdout, _ := stress(t, "-impl", "all", "-handoff", "-procs", "2", "-goroutines", "4",
-		"-duration", "2s", "-json", jsonPath, "-report", htmlPath)
+		"-duration", "2s", "-probe", "300ms", "-json", jsonPath, "-report", htmlPath)
 	if code != exitOK {
 		t.Fatalf("exit status %d, want 0", code)
 	}
@@ -75,10 +81,11 @@ func TestEveryImplementation(t *testing.T) {
 			t.Errorf("%s: violations %+v, errors %d %q", r.Impl, c, r.Errors, r.ErrorSamples)
 		case !c.TokensChecked:
 			t.Errorf("%s: fencing tokens were not checked", r.Impl)
-		case r.Acquisitions <= 0 || int64(c.Holds) != r.Acquisitions:
-			t.Errorf("%s: %d acquisitions, %d holds checked", r.Impl, r.Acquisitions, c.Holds)
-		case r.PerSec <= 0 || r.ElapsedSec < 1.5:
-			t.Errorf("%s: %.0f acquisitions/s over %.2fs", r.Impl, r.PerSec, r.ElapsedSec)
+		case r.Acquisitions <= 0 || int64(c.Holds) != r.Cost.HoldsWarmup+r.Acquisitions+r.Cost.HoldsAfter:
+			t.Errorf("%s: %d + %d + %d acquisitions before, inside and after the window, %d holds checked",
+				r.Impl, r.Cost.HoldsWarmup, r.Acquisitions, r.Cost.HoldsAfter, c.Holds)
+		case r.PerSec <= 0 || r.ElapsedSec < 2.5 || r.Cost.WindowSec < 1.95 || r.Cost.WindowSec > 2.05:
+			t.Errorf("%s: %.0f acquisitions/s in a window of %.2fs, run %.2fs", r.Impl, r.PerSec, r.Cost.WindowSec, r.ElapsedSec)
 		case !(r.LatencyUS.P50 > 0 && r.LatencyUS.P50 <= r.LatencyUS.P90 &&
 			r.LatencyUS.P90 <= r.LatencyUS.P99 && r.LatencyUS.P99 <= r.LatencyUS.Max):
 			t.Errorf("%s: latency percentiles %+v", r.Impl, r.LatencyUS)
@@ -91,6 +98,7 @@ func TestEveryImplementation(t *testing.T) {
 		case r.ThroughputVsGozk <= 0:
 			t.Errorf("%s: no throughput ratio against gozk", r.Impl)
 		}
+		costOK(t, r)
 		// One node per process per path is the point of tier and zklock;
 		// a release's delete still in flight can briefly add one, so this
 		// target is reported, not asserted.
@@ -112,6 +120,44 @@ func TestEveryImplementation(t *testing.T) {
 	}
 	if strings.Contains(page, "<script") || strings.Contains(page, "src=\"http") {
 		t.Error("report loads something: it must work offline")
+	}
+	for _, want := range []string{"Cost per acquisition", "client CPU/acq", "of chain", "acquisitions per second (log scale)", "granted: tier 10s"} {
+		if !strings.Contains(page, want) && (want != "granted: tier 10s" || !external()) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	for _, want := range []string{"Inside the measured window (2.0s after the warm-up", "req/acq (client)", "chain/s"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q", want)
+		}
+	}
+}
+
+func external() bool { _, ok := zkserver.FromEnv(); return ok }
+
+// costOK checks the figures counted inside the window: the workers' CPU,
+// goroutines and requests by kind, alike on the client and the servers,
+// the lease of the implementations on a zklock.Session, the timeout the
+// servers granted, and the limits probed after the run.
+func costOK(t *testing.T, r results.Impl) {
+	t.Helper()
+	c := r.Cost
+	ops := c.ClientOps
+	switch {
+	case c.ClientCPUPerAcqUS <= 0 || c.PeakGoroutines < 5:
+		t.Errorf("%s: client CPU %.1fµs/acquisition, %d goroutines at most", r.Impl, c.ClientCPUPerAcqUS, c.PeakGoroutines)
+	case c.ServerCPUPerAcqUS != -1:
+		t.Errorf("%s: server CPU %.1fµs/acquisition of servers stress did not start; want unknown", r.Impl, c.ServerCPUPerAcqUS)
+	case ops == nil || ops.GetChildren == 0 || ops.Create+ops.Multi == 0:
+		t.Errorf("%s: requests by kind %+v", r.Impl, ops)
+	case c.ClientReqPerAcq <= 0 || c.ClientReqPerAcq-r.RequestsPerAcq > 0.5 || r.RequestsPerAcq-c.ClientReqPerAcq > 0.5:
+		t.Errorf("%s: %.2f requests/acquisition written, %.2f received", r.Impl, c.ClientReqPerAcq, r.RequestsPerAcq)
+	case c.Lease != (r.Impl != proto.Gozk) || c.LeaseLapses != 0:
+		t.Errorf("%s: lease %v, %d lapses", r.Impl, c.Lease, c.LeaseLapses)
+	case c.TimeoutMinMs != c.TimeoutMaxMs || !external() && c.TimeoutMinMs != 10000:
+		t.Errorf("%s: granted %d-%dms for 10s asked", r.Impl, c.TimeoutMinMs, c.TimeoutMaxMs)
+	case c.Limits == nil || c.Limits.Err != "" || c.Limits.Chains <= 0 || c.Limits.Pairs <= 0 || c.OfChain <= 0:
+		t.Errorf("%s: limits %+v, %.2f of the chain", r.Impl, c.Limits, c.OfChain)
 	}
 }
 
@@ -161,6 +207,10 @@ func TestViolationFails(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
+		{"-warmup", "-1s"},
+		{"-probe", "-1s"},
+		{"-warmup", "1s", "-acquisitions", "100"},
+		{"-warmup", "1s", "-fault", "drop"},
 		{"-procs", "0"},
 		{"-goroutines", "-3"},
 		{"-paths", "0"},

@@ -284,14 +284,7 @@ func (humanTicks) Ticks(lo, hi float64) []plot.Tick {
 			continue
 		}
 		v := ts[i].Value
-		switch {
-		case math.Abs(v) >= 1e6:
-			ts[i].Label = strconv.FormatFloat(v/1e6, 'g', 4, 64) + "M"
-		case math.Abs(v) >= 1e3:
-			ts[i].Label = strconv.FormatFloat(v/1e3, 'g', 4, 64) + "k"
-		default:
-			ts[i].Label = strconv.FormatFloat(v, 'g', 4, 64)
-		}
+		ts[i].Label = formatCount(v)
 	}
 	return ts
 }

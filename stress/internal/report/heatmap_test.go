@@ -86,7 +86,8 @@ func TestWriteMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := buf.String()
-	for _, want := range []string{"<svg", ">1.5×<", "1 of 2 cells", "&lt;b&gt;", "2026-11-22 08:00:00", "✘ INCOMPLETE",
+	for _, want := range []string{"<svg", ">1.5×<", "1 of 2 cells", "&lt;b&gt;", "2026-11-22 08:00:00", `class="verdict warn">⚠ INCOMPLETE`,
+		`<div class="scroll tall"><table>`,
 		".verdict { padding: 10px 14px;", ".maps { display: flex;"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
@@ -96,6 +97,11 @@ func TestWriteMatrix(t *testing.T) {
 	buf.Reset()
 	if err := Write(&buf, Data{Title: "run", Impls: []Impl{{Name: "tier", PerSec: 1, ReqPerAcq: 1, LatencyUS: []float64{1, 2}}}}); err != nil || !strings.Contains(buf.String(), ".fail { background: #fbe3e3;") {
 		t.Errorf("the run report lost the shared style: %v", err)
+	}
+	buf.Reset()
+	d.Violated, d.Verdict = true, "FAIL: 1 violation"
+	if err := WriteMatrix(&buf, d); err != nil || !strings.Contains(buf.String(), `class="verdict fail">✘ FAIL: 1 violation`) {
+		t.Errorf("a violation is not a red banner: %v", err)
 	}
 	d.Maps[0].Values = nil
 	if err := WriteMatrix(&buf, d); err == nil {

@@ -14,6 +14,7 @@ type MatrixData struct {
 	Title     string
 	Generated time.Time
 	OK        bool
+	Violated  bool // a violation of mutual exclusion: red; otherwise a failure is amber
 	Verdict   string
 	Failures  []string
 	Progress  string // "72 of 144 cells" while the matrix is still running
@@ -48,7 +49,9 @@ h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #ddd; padding-b
 .verdict { padding: 10px 14px; border-radius: 6px; font-size: 16px; font-weight: bold; margin: 16px 0; }
 .pass { background: #e3f4e1; color: #1d5e1a; border: 1px solid #9ccf97; }
 .fail { background: #fbe3e3; color: #8a1414; border: 1px solid #e59a9a; }
-{{end}}`
+.warn { background: #fff4d6; color: #6b4a00; border: 1px solid #e6c36a; }
+.scroll { max-width: 100%; overflow-x: auto; margin: 6px 0; }
+{{end}}{{define "verdict"}}<div class="verdict {{if .OK}}pass{{else if .Violated}}fail{{else}}warn{{end}}">{{if .OK}}✔{{else if .Violated}}✘{{else}}⚠{{end}} {{.Verdict}}</div>{{end}}`
 
 var matrixPage = template.Must(template.Must(template.New("matrix").Parse(commonCSS)).Parse(`<!DOCTYPE html>
 <html lang="en">
@@ -63,6 +66,7 @@ body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; margin: 24p
 table { border-collapse: collapse; font-size: 12px; }
 th, td { padding: 3px 7px; border-bottom: 1px solid #e5e5e5; text-align: right; white-space: nowrap; }
 th { background: #f4f4f4; position: sticky; top: 0; }
+.tall { max-height: 80vh; overflow-y: auto; }
 .settings td { text-align: left; }
 pre { background: #f7f7f7; padding: 8px; font-size: 12px; overflow-x: auto; }
 </style>
@@ -70,7 +74,7 @@ pre { background: #f7f7f7; padding: 8px; font-size: 12px; overflow-x: auto; }
 <body>
 <h1>{{.Title}}</h1>
 <div class="sub">generated {{.Generated.Format "2006-01-02 15:04:05 MST"}}{{if .Progress}} · {{.Progress}}{{end}}</div>
-<div class="verdict {{if .OK}}pass{{else}}fail{{end}}">{{if .OK}}✔{{else}}✘{{end}} {{.Verdict}}</div>
+{{template "verdict" .}}
 {{if .Failures}}<pre>{{range .Failures}}{{.}}
 {{end}}</pre>{{end}}
 
@@ -80,10 +84,10 @@ pre { background: #f7f7f7; padding: 8px; font-size: 12px; overflow-x: auto; }
 
 <h2>Every cell</h2>
 <p class="sub">{{.TableNote}}</p>
-<table>
+<div class="scroll tall"><table>
 <tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</table>
+{{end}}</table></div>
 
 <h2>Settings</h2>
 <table class="settings">

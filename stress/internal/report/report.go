@@ -28,8 +28,20 @@ type Data struct {
 	Rows      [][]string
 	Impls     []Impl
 	OK        bool
-	Verdict   string   // one line
-	Failures  []string // details when !OK
+	// Violated tells a failure of mutual exclusion (a red banner) from
+	// lock errors or an incomplete run without violation (an amber one).
+	Violated bool
+	Verdict  string   // one line
+	Failures []string // details when !OK
+	// What an acquisition cost inside the measured window, and the
+	// throughput against the servers' limits, each with a line saying how
+	// to read it; empty when not measured.
+	CostNote     string
+	CostHeader   []string
+	CostRows     [][]string
+	LimitsNote   string
+	LimitsHeader []string
+	LimitsRows   [][]string
 	// The fault log (a run with fault injection), with a line that says
 	// how to read it.
 	FaultNote   string
@@ -116,7 +128,7 @@ func Write(w io.Writer, d Data) error {
 		}
 		return template.HTML(s) // SVG made by gonum/plot from our own numbers
 	}
-	cs.Throughput = str(barChart(d.Impls, "Throughput", "acquisitions per second",
+	cs.Throughput = str(logBarChart(d.Impls, "Throughput", "acquisitions per second",
 		func(im Impl) float64 { return im.PerSec }, "%.0f/s"))
 	cs.Requests = str(barChart(d.Impls, "ZooKeeper requests per acquisition", "requests",
 		func(im Impl) float64 { return im.ReqPerAcq }, "%.2f"))
@@ -180,25 +192,40 @@ pre { background: #f7f7f7; padding: 8px; font-size: 12px; overflow-x: auto; }
 <body>
 <h1>{{.Title}}</h1>
 <div class="sub">generated {{.Generated.Format "2006-01-02 15:04:05 MST"}}</div>
-<div class="verdict {{if .OK}}pass{{else}}fail{{end}}">{{if .OK}}✔{{else}}✘{{end}} {{.Verdict}}</div>
+{{template "verdict" .}}
 {{if .Failures}}<pre>{{range .Failures}}{{.}}
 {{end}}</pre>{{end}}
 
 <h2>Comparison</h2>
-<table>
+<div class="scroll"><table>
 <tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</table>
-<p class="sub">Latency is the time spent in Acquire; hold is the mean critical section. zk req/acq counts every
-request the ZooKeeper servers received during the run, divided by acquisitions. znodes/path and watches/path are the
-peaks sampled under a lock path. fair proc / fair gor: Jain's fairness index of acquisitions over processes /
-goroutines (1 = equal shares). overlaps, token viol and lost come from the independent checker.</p>
+{{end}}</table></div>
+<p class="sub">Acquisitions are the holds entered inside the measured window (after the warm-up, up to the deadline),
+acq/s those over the window's length. Latency is the time spent in Acquire; hold is the mean critical section. zk
+req/acq counts the requests the ZooKeeper servers received inside the window (read at its edges), divided by
+acquisitions. znodes/path and watches/path are the peaks sampled under a lock path. fair proc / fair gor: Jain's
+fairness index of acquisitions over processes / goroutines (1 = equal shares). overlaps, token viol and lost come
+from the independent checker, which checks every hold, inside the window or not.</p>
+
+{{if .CostHeader}}<h2>Cost per acquisition</h2>
+<p class="sub">{{.CostNote}}</p>
+<div class="scroll"><table>
+<tr>{{range .CostHeader}}<th>{{.}}</th>{{end}}</tr>
+{{range .CostRows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table></div>{{end}}
+
+{{if .LimitsHeader}}<p class="sub">{{.LimitsNote}}</p>
+<div class="scroll"><table>
+<tr>{{range .LimitsHeader}}<th>{{.}}</th>{{end}}</tr>
+{{range .LimitsRows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table></div>{{end}}
 
 {{if .RecipeHeader}}<p class="sub">{{.RecipeNote}}</p>
-<table>
+<div class="scroll"><table>
 <tr>{{range .RecipeHeader}}<th>{{.}}</th>{{end}}</tr>
 {{range .RecipeRows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</table>{{end}}
+{{end}}</table></div>{{end}}
 
 <div class="charts">
 <div>{{.Charts.Throughput}}</div>
@@ -214,10 +241,10 @@ goroutines (1 = equal shares). overlaps, token viol and lost come from the indep
 
 {{if .FaultHeader}}<h2>Faults</h2>
 <p class="sub">{{.FaultNote}}</p>
-<table class="faults">
+<div class="scroll"><table class="faults">
 <tr>{{range .FaultHeader}}<th>{{.}}</th>{{end}}</tr>
 {{range .FaultRows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</table>
+{{end}}</table></div>
 <p class="sub">Below, the whole run: a lane per worker (a replacement of a killed worker takes its lane), shaded where holds
 began, darker where more did. An orange band spans each fault from its start to its healing, a dashed green line
 marks the next acquisition of the worker(s) it hit; a failed fault is red.</p>

@@ -103,3 +103,51 @@ func TestWriteFaults(t *testing.T) {
 		}
 	}
 }
+
+// What a reader sees first and what a narrow window does: the banner says
+// a violation in red, lock errors without one in amber; every table
+// scrolls inside its own box; throughput is on a log axis, whose ticks
+// are round numbers.
+func TestBannerTablesAndLogThroughput(t *testing.T) {
+	d := Data{
+		Title: "t", Generated: time.Now(), Verdict: "FAIL: 0 violations in 10 holds checked, but 2 lock error(s)",
+		Header: []string{"impl", "acq/s"}, Rows: [][]string{{"tier", "100"}},
+		CostNote: "inside the window", CostHeader: []string{"impl", "client CPU/acq"}, CostRows: [][]string{{"tier", "20µs"}},
+		LimitsNote: "limits", LimitsHeader: []string{"impl", "of chain"}, LimitsRows: [][]string{{"tier", "0.97"}},
+		Impls: []Impl{{Name: "tier", PerSec: 400, ReqPerAcq: 4, LatencyUS: []float64{1, 2}},
+			{Name: "tier-handoff", PerSec: 21000, ReqPerAcq: 0.1, LatencyUS: []float64{1, 2}}},
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, want := range []string{`class="verdict warn">⚠ FAIL: 0 violations`, "inside the window", "client CPU/acq", "of chain",
+		"acquisitions per second (log scale)", ">1k<", ">10k<"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if n, m := strings.Count(page, `<div class="scroll"><table`), strings.Count(page, "<table"); n != m-1 {
+		t.Errorf("%d of %d tables scroll in a box; want all but the settings", n, m)
+	}
+	d.Violated = true
+	buf.Reset()
+	if err := Write(&buf, d); err != nil || !strings.Contains(buf.String(), `class="verdict fail">✘`) {
+		t.Errorf("a violation is not a red banner: %v", err)
+	}
+	var labels []string
+	for _, tk := range (countLogTicks{}).Ticks(100, 30000) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if got := strings.Join(labels, " "); got != "100 200 500 1k 2k 5k 10k 20k" {
+		t.Errorf("log ticks %q", got)
+	}
+	for v, want := range map[float64]string{0.5: "0.5", 20: "20", 2500: "2.5k", 25000: "25k", 1.5e6: "1.5M"} {
+		if got := formatCount(v); got != want {
+			t.Errorf("formatCount(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

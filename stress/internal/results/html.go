@@ -22,9 +22,18 @@ func WriteReport(path string, s Summary, runs []*runner.Run) error {
 		Header:    tableHeader,
 		Rows:      tableRows(s.Results),
 		OK:        s.OK,
+		Violated:  violations(s) > 0,
 		Verdict:   Verdict(s),
 		Failures:  s.Failures,
 		Settings:  settings(s),
+	}
+	if len(s.Results) > 0 {
+		d.CostNote = "Inside the measured window (" + windowNote(s.Results[0].Cost) + "). " + costNote
+		d.CostHeader, d.CostRows = costHeader(), costRows(s.Results)
+		if rows := limitsRows(s.Results); len(rows) > 0 {
+			d.LimitsNote = fmt.Sprintf(limitsNote, s.Results[0].Cost.Limits.Seconds)
+			d.LimitsHeader, d.LimitsRows = limitsHeader, rows
+		}
 	}
 	if h := recipeHeader(cfg.Recipe); h != nil {
 		d.RecipeNote, d.RecipeHeader, d.RecipeRows = recipeNote(cfg), h, recipeRows(s.Results)
@@ -81,7 +90,8 @@ func settings(s Summary) [][2]string {
 		{"critical section", fmt.Sprintf("%v (%s)", cfg.Hold, cfg.HoldMode)},
 		{"hand-off bound", fmt.Sprintf("%d hand-offs or %v (tier-handoff only)", cfg.HandoffMax, cfg.HandoffMaxHold)},
 		{"ZooKeeper", server},
-		{"session timeout", cfg.SessionTimeout.String()},
+		{"session timeout", fmt.Sprintf("%v asked; granted: %s", cfg.SessionTimeout, negotiated(s.Results))},
+		{"measured window", windowSetting(cfg)},
 	}
 	if cfg.Faults != nil {
 		out = append(out,

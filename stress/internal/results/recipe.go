@@ -47,7 +47,7 @@ func recipeFigures(r *Impl, run *runner.Run, cfg runner.Config) {
 			WriteLatencyUS: figures.Summarize(slices.Clone(run.WriteLatencies)),
 		}
 		var reads []exclusion.Hold
-		for _, h := range run.Holds {
+		for _, h := range inWindow(run) {
 			switch {
 			case h.Exit == 0:
 			case h.Shared:
@@ -65,7 +65,7 @@ func recipeFigures(r *Impl, run *runner.Run, cfg runner.Config) {
 		r.RW = rw
 	case proto.Semaphore:
 		sem := &Sem{Leases: cfg.Leases, Permits: cfg.Permits}
-		c := concurrency(run.Holds)
+		c := concurrency(inWindow(run))
 		sem.PermitsMax = c.peak
 		if c.span > 0 && cfg.Paths > 0 {
 			sem.PermitsMean = c.weighted / c.span / float64(cfg.Paths)
@@ -73,6 +73,18 @@ func recipeFigures(r *Impl, run *runner.Run, cfg runner.Config) {
 		}
 		r.Sem = sem
 	}
+}
+
+// inWindow are the holds of run entered inside its measured window: the
+// recipe's figures are counted over them, as the acquisitions are.
+func inWindow(run *runner.Run) []exclusion.Hold {
+	var out []exclusion.Hold
+	for _, h := range run.Holds {
+		if run.Window.Contains(h.Enter) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // occupancy is what a sweep over holds found: the most permits (or holds)
@@ -150,7 +162,7 @@ func recipeRows(results []Impl) [][]string {
 				micros(rw.WriteLatencyUS.P50), micros(rw.WriteLatencyUS.P99), micros(rw.WriteLatencyUS.Max)})
 		case r.Sem != nil:
 			s := r.Sem
-			rows = append(rows, []string{string(r.Impl), fmt.Sprint(r.Check.Holds), fmt.Sprint(s.Permits),
+			rows = append(rows, []string{string(r.Impl), fmt.Sprint(r.Acquisitions), fmt.Sprint(s.Permits),
 				fmt.Sprint(s.Leases), fmt.Sprint(s.PermitsMax), fmt.Sprintf("%.2f", s.PermitsMean),
 				fmt.Sprintf("%.1f%%", 100*s.Utilization)})
 		}
@@ -176,7 +188,7 @@ func recipeNote(cfg runner.Config) string {
 			"acquire latency of reads and of writes (the writer wait).", 100*cfg.Readers)
 	}
 	return fmt.Sprintf("Semaphore of %d leases, %d permit(s) a hold: permits in use at once on a path (max; mean over "+
-		"the run), lease utilization = mean in use / leases.", cfg.Leases, cfg.Permits)
+		"the measured window), lease utilization = mean in use / leases.", cfg.Leases, cfg.Permits)
 }
 
 // recipeSetting describes the recipe of a run for the report's settings.

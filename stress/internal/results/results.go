@@ -22,19 +22,23 @@ import (
 // Impl is the figures of one implementation, as printed and written
 // to JSON.
 type Impl struct {
-	Impl         proto.Impl `json:"impl"`
-	Procs        int        `json:"procs"`
-	Goroutines   int        `json:"goroutines"`
-	Paths        int        `json:"paths"`
-	Acquisitions int64      `json:"acquisitions"`
-	ElapsedSec   float64    `json:"elapsed_s"`
-	PerSec       float64    `json:"acquisitions_per_s"`
+	Impl       proto.Impl `json:"impl"`
+	Procs      int        `json:"procs"`
+	Goroutines int        `json:"goroutines"`
+	Paths      int        `json:"paths"`
+	// Acquisitions are the holds entered inside the measured window, and
+	// PerSec those over the window's length (Cost.WindowSec); ElapsedSec
+	// is the whole run, warm-up and the end after the deadline included.
+	Acquisitions int64   `json:"acquisitions"`
+	ElapsedSec   float64 `json:"elapsed_s"`
+	PerSec       float64 `json:"acquisitions_per_s"`
 	// Acquire latency: from the call to Acquire to its return, in µs.
 	LatencyUS  figures.Latency `json:"acquire_latency_us"`
 	HoldMeanUS float64         `json:"hold_mean_us"`
-	// ZooKeeper requests received by the servers during the run (the
+	// ZooKeeper requests received by the servers inside the window (the
 	// sampler's own subtracted), and per acquisition; -1 when a server
-	// restarted during the run (its counters started again).
+	// restarted during the run (its counters started again) or did not
+	// answer.
 	ZKRequests     int64   `json:"zk_requests"`
 	RequestsPerAcq float64 `json:"zk_requests_per_acquisition"`
 	// Peak children and watches of each lock path; -1: not measurable.
@@ -67,6 +71,10 @@ type Impl struct {
 	Recipe proto.Recipe `json:"recipe,omitempty"`
 	RW     *RW          `json:"rw,omitempty"`
 	Sem    *Sem         `json:"semaphore,omitempty"`
+	// Cost is what the acquisitions cost inside the window (CPU, requests
+	// by kind, goroutines, lease), the work done around it, the negotiated
+	// session timeout, and the throughput against the probed limits.
+	Cost Cost `json:"cost"`
 	// Ratios against the gozk baseline of the same run (0: no baseline).
 	ThroughputVsGozk float64 `json:"throughput_vs_gozk,omitempty"`
 	RequestsVsGozk   float64 `json:"requests_per_acquisition_vs_gozk,omitempty"`
@@ -106,8 +114,8 @@ func FiguresOf(run *runner.Run, cfg runner.Config) Impl {
 	for _, n := range run.PerProc {
 		r.Acquisitions += n
 	}
-	if r.ElapsedSec > 0 {
-		r.PerSec = float64(r.Acquisitions) / r.ElapsedSec
+	if sec := run.Window.Seconds(); sec > 0 {
+		r.PerSec = float64(r.Acquisitions) / sec
 	}
 	r.LatencyUS = figures.Summarize(slices.Clone(run.Latencies))
 	if len(run.HoldTimes) > 0 {
@@ -141,6 +149,7 @@ func FiguresOf(run *runner.Run, cfg runner.Config) Impl {
 		}
 	}
 	recipeFigures(&r, run, cfg)
+	r.Cost = costOf(run, r.Acquisitions, r.PerSec)
 	return r
 }
 

@@ -42,13 +42,15 @@ func (r *Runner) orphans(base string) []string {
 	}
 }
 
-// collect reads the workers' results and records and checks them.
-// Counts are kept by worker slot: a killed worker's and its replacement's
-// add up.
+// collect reads the workers' results and records and checks them. Every
+// hold is checked; acquisitions, latencies and hold times are counted from
+// the holds entered inside the measured window (Window), by worker slot: a
+// killed worker's and its replacement's add up.
 func (r *Runner) collect(run *Run, results []*proto.Result, files []string) error {
 	g := r.cfg.Goroutines
 	run.PerProc = make([]int64, r.cfg.Procs)
 	run.PerG = make([]int64, r.cfg.Procs*g)
+	run.Window.Workers = make([]*proto.Window, len(results))
 	var counted, complete int64
 	for p, res := range results {
 		if _, killed := run.Killed[int32(p)]; killed {
@@ -57,10 +59,7 @@ func (r *Runner) collect(run *Run, results []*proto.Result, files []string) erro
 		if res == nil {
 			return fmt.Errorf("%w: worker %d sent no result", fleet.ErrRun, p)
 		}
-		slot := run.SlotOf[p]
-		for i, n := range res.PerGoroutine {
-			run.PerProc[slot] += n
-			run.PerG[slot*g+i] += n
+		for _, n := range res.PerGoroutine {
 			counted += n
 		}
 		run.Errors += res.Errors
@@ -69,6 +68,8 @@ func (r *Runner) collect(run *Run, results []*proto.Result, files []string) erro
 		run.TokenKind = res.TokenKind
 		run.Losses += res.Losses
 		run.Expiries += res.Expiries
+		run.Window.Abandoned += res.Abandoned
+		run.Window.Workers[p] = res.Window
 	}
 	for p, file := range files {
 		recs, err := record.Read(file)
@@ -77,32 +78,15 @@ func (r *Runner) collect(run *Run, results []*proto.Result, files []string) erro
 		}
 		os.Remove(file)
 		_, killed := run.Killed[int32(p)]
-		slot := run.SlotOf[p]
 		for _, h := range recs {
 			run.Holds = append(run.Holds, exclusion.Hold{
 				Proc: int32(p), G: h.G, Path: h.Path, Token: h.Token, Enter: h.Enter, Exit: h.Exit, Loss: h.Lost,
 				Shared: h.Kind.Shared, Permits: h.Kind.Permits,
 			})
-			run.Latencies = append(run.Latencies, h.Latency)
-			if r.cfg.Recipe == proto.RW {
-				if h.Kind.Shared {
-					run.ReadLatencies = append(run.ReadLatencies, h.Latency)
-				} else {
-					run.WriteLatencies = append(run.WriteLatencies, h.Latency)
-				}
-			}
-			if h.Exit == 0 {
-				continue
-			}
-			run.HoldTimes = append(run.HoldTimes, h.Exit-h.Enter)
-			if killed {
-				run.PerProc[slot]++
-				if h.G >= 0 && int(h.G) < g {
-					run.PerG[slot*g+int(h.G)]++
-				}
-			} else {
+			if h.Exit != 0 && !killed {
 				complete++
 			}
+			r.count(run, run.SlotOf[p], h)
 		}
 	}
 	if complete != counted {
@@ -118,4 +102,41 @@ func (r *Runner) collect(run *Run, results []*proto.Result, files []string) erro
 	})
 	fault.MeasureRecovery(run.Faults, run.Holds, run.Start, r.cfg.SessionTimeout)
 	return nil
+}
+
+// count counts hold h of the worker in slot where it falls: before, inside
+// or after the window. Inside, its acquire latency counts (whether or not
+// it was left: a hold cut by a kill waited as long) and, if it was left,
+// the acquisition and its length.
+func (r *Runner) count(run *Run, slot int, h record.Hold) {
+	w := &run.Window
+	switch {
+	case h.Enter < w.Start:
+		if h.Exit != 0 {
+			w.Before++
+		}
+		return
+	case h.Enter > w.End:
+		if h.Exit != 0 {
+			w.After++
+		}
+		return
+	}
+	run.Latencies = append(run.Latencies, h.Latency)
+	if r.cfg.Recipe == proto.RW {
+		if h.Kind.Shared {
+			run.ReadLatencies = append(run.ReadLatencies, h.Latency)
+		} else {
+			run.WriteLatencies = append(run.WriteLatencies, h.Latency)
+		}
+	}
+	if h.Exit == 0 {
+		return
+	}
+	w.In++
+	run.HoldTimes = append(run.HoldTimes, h.Exit-h.Enter)
+	run.PerProc[slot]++
+	if g := r.cfg.Goroutines; h.G >= 0 && int(h.G) < g {
+		run.PerG[slot*g+int(h.G)]++
+	}
 }

@@ -17,13 +17,18 @@ import (
 
 // Config is what the flags say.
 type Config struct {
-	Impls          []proto.Impl  `json:"impls"`
-	Mix            []MixMember   `json:"mix,omitempty"` // -mix: the members of one mixed run
-	Procs          int           `json:"procs"`
-	Goroutines     int           `json:"goroutines"`
-	Paths          int           `json:"paths"`
-	Pick           string        `json:"pick"`
-	Duration       time.Duration `json:"duration_ns,omitempty"`
+	Impls      []proto.Impl  `json:"impls"`
+	Mix        []MixMember   `json:"mix,omitempty"` // -mix: the members of one mixed run
+	Procs      int           `json:"procs"`
+	Goroutines int           `json:"goroutines"`
+	Paths      int           `json:"paths"`
+	Pick       string        `json:"pick"`
+	Duration   time.Duration `json:"duration_ns,omitempty"`
+	// Warmup runs before the measured window of a timed run without
+	// faults (see Window); Probe is the length of each of the limits'
+	// probes run right after each implementation (0: none; see Limits).
+	Warmup         time.Duration `json:"warmup_ns"`
+	Probe          time.Duration `json:"probe_ns"`
 	Acquisitions   int64         `json:"acquisitions,omitempty"`
 	Hold           time.Duration `json:"hold_ns"`
 	HoldMode       string        `json:"hold_mode"`
@@ -114,4 +119,16 @@ func (c Config) semaphoreSize() int {
 		return c.Leases
 	}
 	return 0
+}
+
+// Windowed reports whether runs of c are measured over a window after a
+// warm-up (a timed run without faults), rather than whole.
+func (c Config) Windowed() bool { return c.Acquisitions == 0 && c.Faults == nil }
+
+// warmup is the warm-up of c's runs: none when they are measured whole.
+func (c Config) warmup() time.Duration {
+	if !c.Windowed() {
+		return 0
+	}
+	return c.Warmup
 }

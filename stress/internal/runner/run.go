@@ -8,13 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tierlock/tierlock/internal/exclusion"
 	"github.com/tierlock/tierlock/internal/peers"
-	"github.com/tierlock/tierlock/stress/internal/fault"
 	"github.com/tierlock/tierlock/stress/internal/fleet"
-	"github.com/tierlock/tierlock/stress/internal/progress"
 	"github.com/tierlock/tierlock/stress/internal/proto"
-	"github.com/tierlock/tierlock/stress/internal/sample"
 )
 
 // defaultRecordCap is how many holds a worker can record in a timed run;
@@ -48,7 +44,7 @@ func (r *Runner) RunImpl(ctx context.Context, name proto.Impl) (*Run, error) {
 		task := proto.Task{
 			Impl: cfg.ImplOf(name, slot), Proc: proc, Slot: slot, Procs: cfg.Procs, Goroutines: cfg.Goroutines,
 			PathBase: base, NPaths: cfg.Paths,
-			Duration: cfg.Duration, Acquisitions: cfg.Acquisitions, Hold: cfg.Hold, HoldMode: cfg.HoldMode, Pick: cfg.Pick,
+			Duration: cfg.Duration, Warmup: cfg.warmup(), Acquisitions: cfg.Acquisitions, Hold: cfg.Hold, HoldMode: cfg.HoldMode, Pick: cfg.Pick,
 			HandoffMax: cfg.HandoffMax, HandoffMaxHold: cfg.HandoffMaxHold,
 			Servers: r.workerServers(slot), SessionTimeout: cfg.SessionTimeout, ConnectTimeout: cfg.ConnectTimeout,
 			RecordFile: file, RecordCap: defaultRecordCap, Seed: uint64(time.Now().UnixNano()),
@@ -73,6 +69,7 @@ func (r *Runner) RunImpl(ctx context.Context, name proto.Impl) (*Run, error) {
 	if err := r.preparePeers(ctx, name); err != nil {
 		return nil, err
 	}
+
 	if cfg.Metrics != "" {
 		fmt.Fprintf(r.stderr, "stress: %s: workers' metrics at http://%s/metrics ... http://%s/metrics (slot 0 to %d)\n",
 			name, cfg.MetricsAddr(0), cfg.MetricsAddr(cfg.Procs-1), cfg.Procs-1)
@@ -87,54 +84,8 @@ func (r *Runner) RunImpl(ctx context.Context, name proto.Impl) (*Run, error) {
 	if _, err := f.Await(ctx, proto.Ready, cfg.ConnectTimeout+30*time.Second, nil); err != nil {
 		return nil, err
 	}
-	before, err := r.cluster.Counters(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("%w: server counters: %w", fleet.ErrRun, err)
-	}
-	smp := sample.Start(r.conn, r.cluster, sampled(cfg.Recipe, run.Paths), cfg.Sample)
-	bar := progress.New(r.stderr, r.showBar, string(name), cfg.Duration, cfg.Acquisitions)
-	counts := map[int]int64{} // by process: a replacement's count adds to its predecessor's
-	onProgress := func(m fleet.Msg) {
-		if m.Type == proto.Progress {
-			counts[m.Proc] = m.N
-			var sum int64
-			for _, n := range counts {
-				sum += n
-			}
-			bar.Update(sum)
-		}
-	}
-	run.Start = exclusion.Now()
-	start := time.Now()
-	f.Broadcast(proto.Go)
-	var interrupted bool
-	if cfg.Faults != nil {
-		var out fault.Outcome
-		out, interrupted, err = fault.Drive(ctx, string(name), run.Start, start, cfg.faultSettings(),
-			fault.Target{Cluster: r.cluster, Proxies: r.proxies, Fleet: f, NewTask: newTask}, onProgress)
-		run.Faults, run.Killed, run.CountersOff = out.Events, out.Killed, out.CountersOff
-		run.Losses, run.Expiries = out.Losses, out.Expiries
-	} else {
-		interrupted, err = f.Await(ctx, proto.Done, cfg.Timeout, onProgress)
-	}
-	run.Elapsed = time.Since(start)
-	bar.Finish()
-	run.PeakZnodes, run.PeakWatches, run.Requests = smp.Finish()
-	if err != nil {
+	if err := r.drive(ctx, run, f, newTask); err != nil {
 		return nil, err
-	}
-	run.Interrupted = interrupted
-	after, err := r.cluster.Counters(context.Background())
-	if err != nil {
-		return nil, fmt.Errorf("%w: server counters: %w", fleet.ErrRun, err)
-	}
-	// Subtract what stress itself sent: the sampler's requests and
-	// four-letter words, and the mntr of the "after" reading (the server
-	// counts it before answering). Session pings of the workers, one per
-	// connection every third of the session timeout, stay in.
-	run.Requests = after.PacketsReceived - before.PacketsReceived - run.Requests - int64(r.cluster.Size())
-	if run.CountersOff {
-		run.Requests = -1
 	}
 
 	f.Broadcast(proto.Exit)
@@ -148,6 +99,11 @@ func (r *Runner) RunImpl(ctx context.Context, name proto.Impl) (*Run, error) {
 	}
 	f.Shutdown(false)
 	run.Orphans = r.orphans(base)
+	if cfg.Probe > 0 {
+		// The limits on the same servers, warm from the run, right after
+		// it, once its sessions have ended: nothing else runs.
+		run.Limits = r.probe(ctx, base+"/probe", cfg.Probe)
+	}
 	return run, r.collect(run, results, files)
 }
 

@@ -42,15 +42,21 @@ type Run struct {
 	Errors                        int64
 	ErrSamples                    []string
 	TokenKind                     string
-	Requests                      int64 // requests the servers received; -1 with CountersOff
-	PeakZnodes                    []int
-	PeakWatches                   []int
-	Result                        exclusion.Result
-	Interrupted                   bool
-	Overflow                      bool
-	Losses                        int64    // holds that ended by a loss (their Release said so)
-	Orphans                       []string // ephemeral nodes left once every worker exited
-	Expiries                      int64    // worker sessions that expired
+	Requests                      int64 // requests the servers received in the window; -1 with CountersOff
+	// Window is how the run was counted: acquisitions, requests and
+	// processor time inside the measured window, and the work done after
+	// it; Limits, the physical limits measured right before the run (nil:
+	// not measured).
+	Window      Window
+	Limits      *Limits
+	PeakZnodes  []int
+	PeakWatches []int
+	Result      exclusion.Result
+	Interrupted bool
+	Overflow    bool
+	Losses      int64    // holds that ended by a loss (their Release said so)
+	Orphans     []string // ephemeral nodes left once every worker exited
+	Expiries    int64    // worker sessions that expired
 }
 
 // Runner carries out the implementations' runs on one ZooKeeper.
@@ -84,39 +90,23 @@ func (r *Runner) Servers() []string { return r.servers }
 // Started reports whether the runner started the servers itself.
 func (r *Runner) Started() bool { return r.started }
 
+// UseCluster makes the runs use c, servers started (and stopped) by the
+// caller, which the runner can then read the processor time of; call it
+// before Setup.
+func (r *Runner) UseCluster(c *zkserver.Cluster) { r.cluster = c }
+
 // Setup finds or starts ZooKeeper and connects to it.
 func (r *Runner) Setup(ctx context.Context) error {
 	switch c, fromEnv := zkserver.FromEnv(); {
+	case r.cluster != nil:
 	case len(r.cfg.ZK) > 0:
 		r.cluster = externalCluster(r.cfg.ZK)
 	case fromEnv:
 		r.cluster = c
 	default:
-		// leader needs an ensemble (with -fault all too); restart works on
-		// either.
-		members := 1
-		var opts []zkserver.Option
-		if slices.Contains(r.cfg.Faults, fault.Leader) || slices.Contains(r.cfg.Faults, fault.Partition) {
-			members = 3
+		if err := r.startServers(ctx); err != nil {
+			return err
 		}
-		if slices.Contains(r.cfg.Faults, fault.Partition) {
-			// Every server-to-server connection through a proxy stress
-			// controls, so that a follower can be cut from its peers while
-			// its clients stay connected.
-			opts = append(opts, zkserver.WithPeerProxies())
-		}
-		what := "a local ZooKeeper"
-		if members > 1 {
-			what = fmt.Sprintf("a local ZooKeeper ensemble of %d", members)
-		}
-		fmt.Fprintf(r.stderr, "stress: starting %s (use -zk or $%s for an existing one)\n", what, zkserver.EnvServers)
-		sctx, cancel := context.WithTimeout(ctx, 120*time.Second)
-		c, err := zkserver.StartEnsemble(sctx, members, opts...)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("%w: start ZooKeeper: %w", fleet.ErrRun, err)
-		}
-		r.cluster, r.started = c, true
 	}
 	r.servers = r.cluster.Addrs()
 
@@ -168,6 +158,37 @@ func (r *Runner) Setup(ctx context.Context) error {
 			r.proxies = append(r.proxies, row)
 		}
 	}
+	return nil
+}
+
+// startServers starts local servers for the run: one, or an ensemble of
+// three for the faults that need one.
+func (r *Runner) startServers(ctx context.Context) error {
+	// leader needs an ensemble (with -fault all too); restart works on
+	// either.
+	members := 1
+	var opts []zkserver.Option
+	if slices.Contains(r.cfg.Faults, fault.Leader) || slices.Contains(r.cfg.Faults, fault.Partition) {
+		members = 3
+	}
+	if slices.Contains(r.cfg.Faults, fault.Partition) {
+		// Every server-to-server connection through a proxy stress
+		// controls, so that a follower can be cut from its peers while
+		// its clients stay connected.
+		opts = append(opts, zkserver.WithPeerProxies())
+	}
+	what := "a local ZooKeeper"
+	if members > 1 {
+		what = fmt.Sprintf("a local ZooKeeper ensemble of %d", members)
+	}
+	fmt.Fprintf(r.stderr, "stress: starting %s (use -zk or $%s for an existing one)\n", what, zkserver.EnvServers)
+	sctx, cancel := context.WithTimeout(ctx, 120*time.Second)
+	c, err := zkserver.StartEnsemble(sctx, members, opts...)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%w: start ZooKeeper: %w", fleet.ErrRun, err)
+	}
+	r.cluster, r.started = c, true
 	return nil
 }
 

@@ -144,3 +144,12 @@ func (s *Sampler) Finish() (peakZnodes, peakWatches []int, requests int64) {
 	defer s.mu.Unlock()
 	return s.peakZnodes, s.peakWatches, s.requests
 }
+
+// Requests is the number of requests and four-letter words the sampler
+// has sent so far: a run reads it at the edges of its measured window, to
+// subtract what fell inside.
+func (s *Sampler) Requests() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
+}

@@ -22,7 +22,7 @@ type gozkImpl struct {
 
 func newGozkImpl(ctx context.Context, task proto.Task) (*gozkImpl, error) {
 	conn, events, err := zk.Connect(task.Servers, task.SessionTimeout,
-		zk.WithLogInfo(false), zk.WithLogger(discardLogger{}))
+		zk.WithLogInfo(false), zk.WithLogger(discardLogger{}), zk.WithDialer(tally.Dialer()))
 	if err != nil {
 		return nil, err
 	}

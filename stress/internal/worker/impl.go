@@ -100,6 +100,15 @@ func (ev *sessionEvents) listen(st zklock.State) {
 	}
 }
 
+// sessionOptions are the options of a worker's zklock.Session: its
+// connections are dialed through tally, which counts their requests.
+func sessionOptions(task proto.Task, log *slog.Logger, listen func(zklock.State)) []zklock.SessionOption {
+	return []zklock.SessionOption{
+		zklock.WithSessionTimeout(task.SessionTimeout), zklock.WithLogger(log),
+		zklock.WithStateListener(listen), zklock.WithDialer(tally.Dialer()),
+	}
+}
+
 // newImpl connects to ZooKeeper and makes the locks of implementation
 // task.Impl. m, when not nil, is told the session's states (tier, zklock)
 // and the locks' events (tier, tier-handoff).
@@ -119,9 +128,7 @@ func newImpl(ctx context.Context, task proto.Task, log *slog.Logger, events *ses
 			listen = func(st zklock.State) { events.listen(st); toMetrics(st) }
 			observe = append(observe, tier.WithObserver(m.Observe))
 		}
-		s, err := zklock.Connect(ctx, task.Servers,
-			zklock.WithSessionTimeout(task.SessionTimeout), zklock.WithLogger(log),
-			zklock.WithStateListener(listen))
+		s, err := zklock.Connect(ctx, task.Servers, sessionOptions(task, log, listen)...)
 		if err != nil {
 			return nil, err
 		}
@@ -147,6 +154,8 @@ func newImpl(ctx context.Context, task proto.Task, log *slog.Logger, events *ses
 		return newPeerImpl(ctx, task)
 	case proto.Nolock:
 		return nolockImpl{}, nil
+	case proto.FakeDrain, proto.FakeAbandon:
+		return newFakeImpl(ctx, task)
 	}
 	return nil, fmt.Errorf("unknown implementation %q", task.Impl)
 }

@@ -29,6 +29,7 @@ type worker struct {
 
 	lastEnter atomic.Int64 // latest enter time, for the parent's recovery watch
 	losses    atomic.Int64
+	abandoned atomic.Int64              // acquisitions begun and given up when the run ended
 	lingerReq atomic.Pointer[lingerReq] // the next hold lingers when set
 
 	errMu   sync.Mutex
@@ -87,6 +88,7 @@ func (w *worker) loop(ctx context.Context, g int) {
 		latency := time.Since(start)
 		if err != nil {
 			if ctx.Err() != nil {
+				w.abandoned.Add(1)
 				return // the run is over: the wait was abandoned
 			}
 			w.fail(fmt.Errorf("acquire %s: %w", w.task.Paths[p], err))

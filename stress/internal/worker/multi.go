@@ -72,9 +72,7 @@ func (w *worker) enterMembers(h holder, enter int64, latency time.Duration, g, p
 func newMultiImpl(ctx context.Context, task proto.Task, log *slog.Logger, events *sessionEvents) (impl, error) {
 	switch task.Impl {
 	case proto.Tier:
-		s, err := zklock.Connect(ctx, task.Servers,
-			zklock.WithSessionTimeout(task.SessionTimeout), zklock.WithLogger(log),
-			zklock.WithStateListener(events.listen))
+		s, err := zklock.Connect(ctx, task.Servers, sessionOptions(task, log, events.listen)...)
 		if err != nil {
 			return nil, err
 		}

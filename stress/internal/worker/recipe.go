@@ -19,9 +19,7 @@ import (
 func newRecipeImpl(ctx context.Context, task proto.Task, log *slog.Logger, events *sessionEvents) (impl, error) {
 	switch task.Impl {
 	case proto.Tier:
-		s, err := zklock.Connect(ctx, task.Servers,
-			zklock.WithSessionTimeout(task.SessionTimeout), zklock.WithLogger(log),
-			zklock.WithStateListener(events.listen))
+		s, err := zklock.Connect(ctx, task.Servers, sessionOptions(task, log, events.listen)...)
 		if err != nil {
 			return nil, err
 		}

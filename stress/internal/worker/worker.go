@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/tierlock/tierlock/internal/child"
+	"github.com/tierlock/tierlock/internal/exclusion"
 	"github.com/tierlock/tierlock/stress/internal/proto"
 	"github.com/tierlock/tierlock/stress/internal/record"
 )
@@ -101,19 +102,25 @@ func runTask(task proto.Task, in io.Reader, out *messenger) error {
 	w := &worker{task: task, im: im, rec: rec, out: out, events: events, counts: make([]int64, task.Goroutines)}
 	out.send(proto.Message{Type: proto.Ready})
 
-	if cmd, ok := <-cmds; !ok || cmd != proto.Go {
+	cmd, ok := <-cmds
+	t0, isGo := cmd.GoTime()
+	if !ok || !isGo {
 		im.close()
 		rec.Close()
 		return fmt.Errorf("told %q instead of %q", cmd, proto.Go)
 	}
-	exit := w.serve(cmds)
+	if t0 == 0 {
+		t0 = exclusion.Now()
+	}
+	exit, window := w.serve(cmds, t0)
 	for !exit {
 		cmd, ok := <-cmds
 		exit = !ok || cmd == proto.Exit
 	}
 
 	res := &proto.Result{PerGoroutine: w.counts, TokenKind: im.tokenKind(), Overflow: w.overflow.Load(),
-		Losses: w.losses.Load(), Disconnects: events.disconnects.Load(), Expiries: events.expiries.Load()}
+		Losses: w.losses.Load(), Disconnects: events.disconnects.Load(), Expiries: events.expiries.Load(),
+		Abandoned: w.abandoned.Load(), Window: window}
 	if err := im.close(); err != nil {
 		w.fail(fmt.Errorf("close: %w", err))
 	}
@@ -130,18 +137,32 @@ func runTask(task proto.Task, in io.Reader, out *messenger) error {
 
 // serve runs the goroutines and answers commands until the run is over,
 // then says Done; it reports whether the parent already said Exit (or went
-// away).
-func (w *worker) serve(cmds <-chan proto.Command) (exit bool) {
+// away), and what the worker measured of itself in the window.
+//
+// The run started at t0 (shared clock). A timed run ends shortly after
+// its measured window, t0 + Warmup + Duration + proto.DeadlineGrace: its
+// waits are then abandoned (those that can be: zk.Lock's cannot, and its
+// goroutines drain). A run
+// with faults or a quota has no window of its own: it is measured from t0
+// to its end.
+func (w *worker) serve(cmds <-chan proto.Command, t0 int64) (exit bool, window *proto.Window) {
 	var (
 		runCtx context.Context
 		stop   context.CancelFunc
 	)
-	if w.task.Quota == nil {
-		runCtx, stop = context.WithTimeout(context.Background(), w.task.Duration)
-	} else {
+	start, end := t0+int64(w.task.Warmup), int64(0)
+	switch {
+	case w.task.Quota != nil:
 		runCtx, stop = context.WithCancel(context.Background())
+	case w.task.Faults:
+		// The parent ends a run with faults; Duration is a safety net.
+		runCtx, stop = context.WithTimeout(context.Background(), w.task.Duration)
+	default:
+		end = start + int64(w.task.Duration)
+		runCtx, stop = context.WithTimeout(context.Background(), time.Duration(end-exclusion.Now())+proto.DeadlineGrace)
 	}
 	w.stop = stop
+	m := startMeter(w.im, start, end)
 	finished := make(chan struct{})
 	go func() { w.run(runCtx); close(finished) }()
 
@@ -189,10 +210,11 @@ wait:
 		}
 	}
 	stop()
+	window = m.finish()
 	if unflood != nil {
 		close(unflood)
 	}
 	floods.Wait()
 	w.out.send(proto.Message{Type: proto.Done, N: w.total.Load()})
-	return exit
+	return exit, window
 }
