@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -30,7 +31,7 @@ type matrixFlags struct {
 
 func defineMatrixFlags(fs *flag.FlagSet) *matrixFlags {
 	return &matrixFlags{
-		preset:     fs.String("matrix", "", "run a matrix of cells instead of one run: full (issue 15's: 144 cells x 3 implementations, 5s each; estimated 1h10m) or quick (8 cells, 2s each; about 3 min); see -matrix-*"),
+		preset:     fs.String("matrix", "", "run a matrix of cells instead of one run: "+presetHelp()+"; see -matrix-*"),
 		servers:    fs.String("matrix-servers", "", "matrix: standalone, ensemble or both (default: the preset's; with -zk: those servers)"),
 		procs:      fs.String("matrix-procs", "", "matrix: worker processes per cell, a comma-separated list (default: the preset's)"),
 		goroutines: fs.String("matrix-goroutines", "", "matrix: goroutines per process, a list (default: the preset's)"),
@@ -94,6 +95,12 @@ func (m *matrixFlags) apply(c *runner.Config, set map[string]bool) error {
 	if set["duration"] {
 		spec.Duration = c.Duration
 	}
+	if set["warmup"] {
+		spec.RunWarmup = c.Warmup
+	}
+	if set["probe"] {
+		spec.Probe = c.Probe
+	}
 	spec.Repeat, spec.Resume = *m.repeat, *m.resume
 	if set["matrix-warmup"] {
 		spec.Warmup = *m.warmup
@@ -114,6 +121,18 @@ func (m *matrixFlags) apply(c *runner.Config, set map[string]bool) error {
 	}
 	c.Matrix = &spec
 	return nil
+}
+
+// presetHelp describes the presets for -h: cells, run length, estimate.
+func presetHelp() string {
+	var out []string
+	for _, name := range cells.PresetNames() {
+		s, _ := cells.Preset(name)
+		out = append(out, fmt.Sprintf("%s (%d cells x 3 implementations, each %v measured after a %v warm-up; about %v)",
+			name, len(s.Cells()), s.Duration, s.RunWarmup,
+			matrix.Roughly(s.Estimate(3, matrix.PerRunOverhead, matrix.PerTopologyOverhead))))
+	}
+	return strings.Join(out, " or ")
 }
 
 // specMsg is a cells error without its "matrix: " mark, for a usage line.

@@ -144,10 +144,14 @@ func TestMatrixTiny(t *testing.T) {
 				t.Errorf("%s %s: missing figures %+v", r.Key, f.Impl, f)
 			case f.Impl == proto.Tier && f.PeakZnodes > 1:
 				t.Errorf("%s: tier had %d znodes on its path with one process", r.Key, f.PeakZnodes)
+			case f.ClientCPUUS <= 0 || f.PeakGoroutines <= 0 || f.OpsPerAcq == nil || f.OpsPerAcq["getChildren"] <= 0 || f.Holds <= 0:
+				t.Errorf("%s %s: missing cost figures %+v", r.Key, f.Impl, f)
+			case f.TimeoutMs != 10000 && !external():
+				t.Errorf("%s %s: session timeout granted %dms, 10s asked", r.Key, f.Impl, f.TimeoutMs)
 			}
 		}
 	}
-	if !strings.Contains(stdout, "PASS: 2 cells") {
+	if !strings.Contains(stdout, "PASS: 0 violation(s) in ") || !strings.Contains(stdout, "2 of 2 cells ran, none with a lock error") {
 		t.Errorf("verdict missing:\n%s", stdout)
 	}
 	page, err := os.ReadFile(htmlPath)

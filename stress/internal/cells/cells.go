@@ -42,8 +42,12 @@ type Spec struct {
 	Goroutines []int           `json:"goroutines"`
 	Paths      []int           `json:"paths"`
 	Holds      []time.Duration `json:"holds_ns"`
-	// Duration is each implementation's run in each cell.
-	Duration time.Duration `json:"duration_ns"`
+	// Duration is each implementation's measured window in each cell,
+	// after a warm-up of RunWarmup; Probe is the length of each probe of
+	// the servers' limits after each run (0: none).
+	Duration  time.Duration `json:"duration_ns"`
+	RunWarmup time.Duration `json:"run_warmup_ns"`
+	Probe     time.Duration `json:"probe_ns"`
 	// Warmup is a run of each implementation, not recorded, after a
 	// topology's servers start: a fresh JVM is slow for its first seconds
 	// and would handicap whichever implementation ran first. 0: none.
@@ -55,20 +59,25 @@ type Spec struct {
 	Resume bool `json:"-"`
 }
 
-// Presets: full is issue 15's matrix; quick is a subset for a first look
-// that includes the 2 x 8 cell where strict was once seen below zk.Lock.
+// Presets: full is issue 15's matrix, each run long enough for a steady
+// window (a 5s warm-up, then 20s measured: the start-up of 1,000
+// goroutines per process stays out of it); quick is a subset for a first
+// look that includes the 2 x 8 cell where strict was once seen below
+// zk.Lock.
 var presets = map[string]Spec{
 	"full": {
 		Topologies: []Topology{Standalone, Ensemble},
 		Procs:      []int{1, 4, 8}, Goroutines: []int{1, 8, 64, 1000}, Paths: []int{1, 16, 1000},
 		Holds:    []time.Duration{0, time.Millisecond},
-		Duration: 5 * time.Second, Warmup: 3 * time.Second, Repeat: 1,
+		Duration: 20 * time.Second, RunWarmup: 5 * time.Second, Probe: 2 * time.Second,
+		Warmup: 3 * time.Second, Repeat: 1,
 	},
 	"quick": {
 		Topologies: []Topology{Standalone, Ensemble},
 		Procs:      []int{2, 4}, Goroutines: []int{8, 64}, Paths: []int{1},
 		Holds:    []time.Duration{0},
-		Duration: 2 * time.Second, Warmup: 2 * time.Second, Repeat: 1,
+		Duration: 2 * time.Second, RunWarmup: 2 * time.Second, Probe: time.Second,
+		Warmup: 2 * time.Second, Repeat: 1,
 	},
 }
 
@@ -205,6 +214,8 @@ func (s Spec) Check() error {
 		return fmt.Errorf("%w: the run per implementation and cell must be positive, got %v", ErrSpec, s.Duration)
 	case s.Warmup < 0:
 		return fmt.Errorf("%w: -matrix-warmup must not be negative, got %v", ErrSpec, s.Warmup)
+	case s.RunWarmup < 0 || s.Probe < 0:
+		return fmt.Errorf("%w: the warm-up and the probe of a run must not be negative, got %v and %v", ErrSpec, s.RunWarmup, s.Probe)
 	case s.Repeat < 1:
 		return fmt.Errorf("%w: -matrix-repeat must be at least 1, got %d", ErrSpec, s.Repeat)
 	}
@@ -213,12 +224,14 @@ func (s Spec) Check() error {
 
 // Estimate is how long s takes with impls implementations per cell, given
 // the per-run overhead (start the workers, make the paths, check, clean
-// up) and a server start per topology.
+// up) and a server start per topology: each run is its warm-up, its
+// window and its probes (the limits: 2.25 probe lengths).
 func (s Spec) Estimate(impls int, perRun, perTopology time.Duration) time.Duration {
 	n := len(s.Cells())
 	warm := time.Duration(0)
 	if s.Warmup > 0 {
 		warm = time.Duration(impls) * (s.Warmup + perRun)
 	}
-	return time.Duration(n*impls)*(s.Duration+perRun) + time.Duration(len(s.Topologies))*(perTopology+warm)
+	run := s.RunWarmup + s.Duration + s.Probe*9/4 + perRun
+	return time.Duration(n*impls)*run + time.Duration(len(s.Topologies))*(perTopology+warm)
 }

@@ -32,6 +32,10 @@ func TestPresets(t *testing.T) {
 		keys[c.Key()] = true
 	}
 	// The axes, on both kinds of servers.
+	// Steady cells: 20s measured after a 5s warm-up.
+	if full.Duration < 20*time.Second || full.RunWarmup != 5*time.Second || full.Probe <= 0 {
+		t.Errorf("full runs %v after %v, probe %v", full.Duration, full.RunWarmup, full.Probe)
+	}
 	if !slices.Equal(full.Procs, []int{1, 4, 8}) || !slices.Equal(full.Goroutines, []int{1, 8, 64, 1000}) ||
 		!slices.Equal(full.Paths, []int{1, 16, 1000}) || !slices.Equal(full.Holds, []time.Duration{0, time.Millisecond}) ||
 		!slices.Equal(full.Topologies, []Topology{Standalone, Ensemble}) {
@@ -72,6 +76,12 @@ func TestCellsOrder(t *testing.T) {
 	}
 	if got := s.Estimate(3, 2*time.Second, 10*time.Second); got != 8*3*3*time.Second+2*10*time.Second {
 		t.Errorf("estimate %v", got)
+	}
+	// Each run is its warm-up, its window, its probes (2.25 probe
+	// lengths) and the overhead.
+	s.RunWarmup, s.Probe = 5*time.Second, 4*time.Second
+	if got := s.Estimate(3, 2*time.Second, 10*time.Second); got != 8*3*(5+1+9+2)*time.Second+2*10*time.Second {
+		t.Errorf("estimate with warm-up and probe %v", got)
 	}
 }
 

@@ -61,9 +61,10 @@ func Run(ctx context.Context, o Options) int {
 		fmt.Fprintf(o.Stderr, "stress: matrix: resuming with %d cell(s) from %s\n", len(done), base.JSON)
 	}
 	all := spec.Cells()
-	fmt.Fprintf(o.Stderr, "stress: matrix %s: %d cells x %d implementations, %v each; about %v\n",
-		spec.Preset, len(all), len(base.Impls), spec.Duration,
-		spec.Estimate(len(base.Impls), PerRunOverhead, PerTopologyOverhead).Round(time.Second))
+	fmt.Fprintf(o.Stderr, "stress: matrix %s: %d cells x %d implementations, each %v measured after a %v warm-up "+
+		"(probes %v); this will take about %s\n",
+		spec.Preset, len(all), len(base.Impls), spec.Duration, spec.RunWarmup, spec.Probe,
+		Roughly(spec.Estimate(len(base.Impls), PerRunOverhead, PerTopologyOverhead)))
 	failed := false
 	for i := 0; i < len(all) && ctx.Err() == nil; {
 		topo := all[i].Topology
@@ -92,7 +93,7 @@ func Run(ctx context.Context, o Options) int {
 		}
 		if spec.Warmup > 0 {
 			warm := o
-			warm.Spec.Duration = spec.Warmup
+			warm.Spec.Duration, warm.Spec.RunWarmup, warm.Spec.Probe = spec.Warmup, 0, 0
 			res := runCell(ctx, warm, servers, cluster, cells.Cell{Topology: topo, Procs: 2, Goroutines: 8, Paths: 1}, 0)
 			fmt.Fprintln(o.Stderr, "stress: matrix: warm-up (not recorded):", progressLine(res, 0, len(all)))
 		}
@@ -141,6 +142,17 @@ const (
 	PerTopologyOverhead = 10 * time.Second
 )
 
+// Roughly writes an estimated duration to the minute: 4h05m, 12m, 40s.
+func Roughly(d time.Duration) string {
+	switch {
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm", int(d.Round(time.Minute).Minutes()))
+	}
+	return d.Round(time.Second).String()
+}
+
 // serversFor starts (or, for External, names) the servers of topo. The
 // cluster is nil for servers given by -zk.
 func serversFor(ctx context.Context, topo cells.Topology, base runner.Config, stderr io.Writer) ([]string, *zkserver.Cluster, func(), error) {
@@ -177,11 +189,12 @@ func runCell(ctx context.Context, o Options, servers []string, cluster *zkserver
 	cfg := o.Base
 	cfg.Procs, cfg.Goroutines, cfg.Paths, cfg.Hold = c.Procs, c.Goroutines, c.Paths, c.Hold
 	cfg.Duration, cfg.Acquisitions = o.Spec.Duration, 0
+	cfg.Warmup, cfg.Probe = o.Spec.RunWarmup, o.Spec.Probe
 	// After the run, gozk's queued waiters still take the lock in turn
 	// (zk.Lock cannot be abandoned): 8,000 of them on one path take tens of
 	// seconds. A run past this is cut short and the cell recorded as
 	// interrupted.
-	cfg.Timeout = o.Spec.Duration + 3*time.Minute
+	cfg.Timeout = o.Spec.RunWarmup + o.Spec.Duration + 3*time.Minute
 	cfg.ZK, cfg.Spread = servers, true
 	cfg.Root = fmt.Sprintf("%s/matrix-%d-%d", o.Base.Root, time.Now().UnixNano(), index)
 	order := orderFor(cfg.Impls, index, c.Rep)
@@ -191,6 +204,9 @@ func runCell(ctx context.Context, o Options, servers []string, cluster *zkserver
 
 	r := runner.New(cfg, o.Exe, o.Stderr, false)
 	defer r.Close()
+	if cluster != nil {
+		r.UseCluster(cluster) // the servers' processor time can be read
+	}
 	if err := r.Setup(ctx); err != nil {
 		res.Error = trimRun(err)
 		return res

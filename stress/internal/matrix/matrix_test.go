@@ -45,7 +45,7 @@ func TestOrderRotates(t *testing.T) {
 }
 
 func fig(im proto.Impl, perSec, p99 float64) Figures {
-	return Figures{Impl: im, PerSec: perSec, P99US: p99, OK: true, Acquisitions: int64(perSec)}
+	return Figures{Impl: im, PerSec: perSec, P99US: p99, OK: true, Acquisitions: int64(perSec), Holds: 10}
 }
 
 // fulls is what results.FiguresOf would have made of fs, as far as
@@ -119,6 +119,7 @@ func TestCompatible(t *testing.T) {
 	for _, change := range []func(s *Summary){
 		func(s *Summary) { s.Impls = []proto.Impl{proto.Tier} },
 		func(s *Summary) { s.Spec.Duration = 2 * time.Second },
+		func(s *Summary) { s.Spec.RunWarmup = time.Second },
 		func(s *Summary) { s.Base.HoldMode = "spin" },
 		func(s *Summary) { s.Base.HandoffMax = 8 },
 	} {
@@ -138,7 +139,7 @@ func TestReportData(t *testing.T) {
 		Paths: []int{1}, Holds: []time.Duration{0, time.Millisecond}, Duration: time.Second, Repeat: 1}
 	impls := []proto.Impl{proto.Tier, proto.TierHandoff, proto.Gozk}
 	fs := []Figures{fig(proto.Tier, 200, 10), fig(proto.TierHandoff, 5000, 10), fig(proto.Gozk, 100, 10)}
-	fs[1].OK, fs[1].Verdict = false, "lock errors"
+	fs[1].OK, fs[1].Verdict, fs[1].Errors = false, "lock lost", 4
 	compare(fs, fulls(fs))
 	s := &Summary{Spec: spec, Impls: impls, Results: []Result{{Cell: cell(0), Key: cell(0).Key(), Order: impls, Impls: fs}}}
 	s.finish(len(spec.Cells()), false)
@@ -159,8 +160,17 @@ func TestReportData(t *testing.T) {
 	if d.Maps[1].Labels[0][0] != "FAIL" {
 		t.Errorf("failed cell labelled %q", d.Maps[1].Labels[0][0])
 	}
-	if !strings.HasPrefix(verdict(s), "FAIL") {
-		t.Errorf("verdict %q", verdict(s))
+	// The banner says what was found: no violation, and where the lock
+	// errors were; amber, not red.
+	want := "0 violation(s) in 30 holds checked; 1 of 4 cells had lock errors: standalone/p2/g8/l1/h0s/r0 tier-handoff 4 (lock lost); " +
+		"INCOMPLETE: 1 of 4 cells ran"
+	if got := verdict(s); got != want || d.Violated {
+		t.Errorf("verdict %q (violated %v), want %q", got, d.Violated, want)
+	}
+	s.Results[0].Impls[0].OK, s.Results[0].Impls[0].Violations = false, 2
+	s.finish(len(spec.Cells()), false)
+	if got := verdict(s); !strings.HasPrefix(got, "FAIL: 2 violation(s) in 30 holds checked; 1 of 4 cells had lock errors") || !reportData(s).Violated {
+		t.Errorf("with violations: verdict %q", got)
 	}
 	for _, m := range d.Maps {
 		if _, err := m.SVG(); err != nil {

@@ -87,6 +87,8 @@ func (prev *Summary) compatible(cur *Summary) string {
 		return fmt.Sprintf("it has implementations %v, not %v", prev.Impls, cur.Impls)
 	case prev.Spec.Duration != cur.Spec.Duration:
 		return fmt.Sprintf("its cells ran %v each, not %v", prev.Spec.Duration, cur.Spec.Duration)
+	case prev.Spec.RunWarmup != cur.Spec.RunWarmup:
+		return fmt.Sprintf("its runs were measured after a warm-up of %v, not %v", prev.Spec.RunWarmup, cur.Spec.RunWarmup)
 	case prev.Base.HoldMode != cur.Base.HoldMode || prev.Base.HandoffMax != cur.Base.HandoffMax ||
 		prev.Base.HandoffMaxHold != cur.Base.HandoffMaxHold || prev.Base.SessionTimeout != cur.Base.SessionTimeout:
 		return "its hold mode, hand-off bounds or session timeout differ"
@@ -175,57 +177,6 @@ func writeAtomic(path string, write func(io.Writer) error) error {
 	return os.Rename(f.Name(), path)
 }
 
-// tableHeader is the header of the per-point table (stdout and report).
-var tableHeader = []string{"servers", "P×G", "paths", "hold", "runs", "impl", "acq/s", "vs gozk", "range", "p50 µs", "p99 µs",
-	"p99 vs gozk", "req/acq", "znodes/path", "watches/path", "Σ watches", "jain gor", "min/max share", "check"}
-
-// tableRows is the per-point table.
-func tableRows(s *Summary) [][]string {
-	var rows [][]string
-	for _, p := range s.Points {
-		c := p.Cell
-		for _, f := range p.Impls {
-			check := "ok"
-			if !f.OK {
-				check = f.Verdict
-			}
-			rng := ""
-			if f.Impl != proto.Gozk && p.Runs > 1 && f.Ratio > 0 {
-				rng = fmt.Sprintf("%.2f–%.2f", f.RatioMin, f.RatioMax)
-			}
-			rows = append(rows, []string{
-				string(c.Topology), c.Shape(), fmt.Sprint(c.Paths), strings.TrimPrefix(cells.HoldLabel(c.Hold), "hold "),
-				fmt.Sprint(p.Runs), string(f.Impl), fmt.Sprintf("%.0f", f.PerSec), ratio(f.Ratio), rng,
-				fmt.Sprintf("%.0f", f.P50US), fmt.Sprintf("%.0f", f.P99US), ratio(f.P99Ratio),
-				perAcq(f.RequestsPerAcq), count(f.PeakZnodes), count(f.PeakWatches), count(f.SumPeakWatches),
-				fmt.Sprintf("%.3f", f.JainGoroutines), fmt.Sprintf("%.2f/%.2f", f.MinShare, f.MaxShare), check,
-			})
-		}
-	}
-	return rows
-}
-
-func ratio(v float64) string {
-	if v <= 0 {
-		return "–"
-	}
-	return fmt.Sprintf("%.2f×", v)
-}
-
-func perAcq(v float64) string {
-	if v < 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.2f", v)
-}
-
-func count(n int) string {
-	if n < 0 {
-		return "n/a"
-	}
-	return fmt.Sprint(n)
-}
-
 // printTable writes the per-point table and the verdict.
 func printTable(w io.Writer, s *Summary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -240,23 +191,6 @@ func printTable(w io.Writer, s *Summary) {
 	}
 }
 
-// verdict is the matrix's one line.
-func verdict(s *Summary) string {
-	ran := 0
-	for _, r := range s.Results {
-		if r.Error == "" && r.complete() {
-			ran++
-		}
-	}
-	switch {
-	case s.OK:
-		return fmt.Sprintf("PASS: %d cells, every implementation kept mutual exclusion with no lock error", ran)
-	case s.violated():
-		return fmt.Sprintf("FAIL: a violation or lock error in %d cell(s) run (see below)", ran)
-	}
-	return fmt.Sprintf("INCOMPLETE: %d of %d cells ran; what ran passed the checker", ran, s.Cells)
-}
-
 // reportData is the matrix's report: a heat map per topology and
 // implementation (rows: processes × goroutines, columns: paths and
 // critical section; value: the median throughput ratio to gozk).
@@ -264,22 +198,29 @@ func reportData(s *Summary) report.MatrixData {
 	d := report.MatrixData{
 		Title:     fmt.Sprintf("tierlock stress matrix (%s): %s against gozk", s.Spec.Preset, joinImpls(s.Impls)),
 		Generated: time.Now().UTC(),
-		OK:        s.OK, Verdict: verdict(s), Failures: s.Failures,
+		OK:        s.OK, Violated: violations(s) > 0, Verdict: verdict(s), Failures: s.Failures,
 		Header: tableHeader, Rows: tableRows(s),
 		MapNote: "Each cell: the implementation's acquisitions per second over per-goroutine zk.Lock's (gozk) in the same " +
 			"cell and run, the median over the cell's repetitions (with its range when repeated). Green: ahead, red: behind, " +
 			"grey: not run. Rows: worker processes × goroutines each; columns: lock paths and critical section.",
-		TableNote: "Medians over a point's repetitions. req/acq: requests the servers received (pings included) per acquisition; " +
+		TableNote: "Medians over a point's repetitions, every figure counted inside the measured window (holds entered in it; " +
+			"requests and CPU read at its edges). of chain: throughput over the hand-off chain probed on the same servers after " +
+			"the run; client / server CPU µs: the workers' / the servers' processor time per acquisition (n/a: servers stress did " +
+			"not start); gor/proc: the most goroutines of one worker process; create … sync: requests the workers wrote per " +
+			"acquisition, by kind; lease w/l: grants that waited on the lease / lapses; after: holds entered after the window " +
+			"(a drain); abandoned: waits given up at the deadline; timeout: the session timeout the servers granted. " +
+			"req/acq: requests the servers received (pings included) per acquisition; " +
 			"znodes/path and watches/path: the peak sampled under the busiest lock path; Σ watches: the sum of the paths' peaks; " +
 			"jain gor: Jain's index of acquisitions over goroutines (1 = equal); min/max share: the fewest and most acquisitions " +
 			"of one goroutine over the mean; check: the independent checker (mutual exclusion, fencing tokens, errors).",
 		Settings: [][2]string{
 			{"plan", fmt.Sprintf("%s: servers %v, processes %v, goroutines %v, paths %v, holds %v, repeat %d",
 				s.Spec.Preset, s.Spec.Topologies, s.Spec.Procs, s.Spec.Goroutines, s.Spec.Paths, s.Spec.Holds, s.Spec.Repeat)},
-			{"run per implementation and cell", s.Spec.Duration.String()},
+			{"run per implementation and cell", fmt.Sprintf("%v measured after a %v warm-up (holds entered in the window count; "+
+				"requests and CPU read at its edges); limits probed for %v each after each run", s.Spec.Duration, s.Spec.RunWarmup, s.Spec.Probe)},
 			{"hold mode", s.Base.HoldMode},
 			{"hand-off bounds", fmt.Sprintf("%d hand-offs, %v", s.Base.HandoffMax, s.Base.HandoffMaxHold)},
-			{"session timeout asked", s.Base.SessionTimeout.String()},
+			{"session timeout", fmt.Sprintf("%v asked; granted: %s", s.Base.SessionTimeout, grantedTimeouts(s))},
 			{"started", s.Started.Format(time.RFC3339)},
 		},
 	}

@@ -31,6 +31,33 @@ type Figures struct {
 	JainProcs      float64 `json:"fairness_procs"`
 	MinShare       float64 `json:"min_goroutine_share"`
 	MaxShare       float64 `json:"max_goroutine_share"`
+	// Counted inside the measured window: the processor time per
+	// acquisition of the workers and of the servers in µs (-1: unknown),
+	// the most goroutines of one worker process, the requests the workers
+	// wrote per acquisition by kind (nil: not counted), the lease's waits
+	// and lapses (implementations on a zklock.Session), and the session
+	// timeout the servers granted (ms; the least of the workers').
+	ClientCPUUS    float64            `json:"client_cpu_per_acquisition_us"`
+	ServerCPUUS    float64            `json:"server_cpu_per_acquisition_us"`
+	PeakGoroutines int                `json:"peak_goroutines_per_process"`
+	OpsPerAcq      map[string]float64 `json:"client_requests_per_acquisition,omitempty"`
+	Lease          bool               `json:"lease"`
+	LeaseWaits     int64              `json:"lease_waits"`
+	LeaseLapses    int64              `json:"lease_lapses"`
+	TimeoutMs      int64              `json:"negotiated_session_timeout_ms"`
+	// Around the window: holds entered after it (a drain) and waits
+	// abandoned at the deadline; and every hold the checker checked.
+	HoldsAfter int64 `json:"holds_after_window"`
+	Abandoned  int64 `json:"abandoned_at_deadline"`
+	Holds      int   `json:"holds_checked"`
+	// The limits probed right after the run (0: not probed) and the
+	// throughput over each.
+	ChainPerSec float64 `json:"handoff_chain_per_s,omitempty"`
+	PairsPerSec float64 `json:"create_delete_pairs_per_s,omitempty"`
+	OfChain     float64 `json:"throughput_of_chain,omitempty"`
+	OfPairs     float64 `json:"throughput_of_pairs,omitempty"`
+	// Errors counts lock errors (failed acquisitions and releases).
+	Errors int64 `json:"errors"`
 	// Throughput and p99 acquire latency over the baseline's in the same
 	// cell (0: no baseline).
 	Ratio    float64 `json:"throughput_vs_gozk,omitempty"`
@@ -77,6 +104,14 @@ func figuresOf(run *runner.Run, full results.Impl) Figures {
 		RequestsPerAcq: full.RequestsPerAcq, PeakZnodes: full.PeakZnodes, PeakWatches: full.PeakWatches,
 		JainGoroutines: full.FairnessGoroutines, JainProcs: full.FairnessProcs,
 		OK: full.OK(), Violations: full.Check.Violations(), Interrupted: run.Interrupted,
+	}
+	c := full.Cost
+	f.ClientCPUUS, f.ServerCPUUS, f.PeakGoroutines = c.ClientCPUPerAcqUS, c.ServerCPUPerAcqUS, c.PeakGoroutines
+	f.OpsPerAcq, f.Lease, f.LeaseWaits, f.LeaseLapses = c.ClientOpsPerAcq, c.Lease, c.LeaseWaits, c.LeaseLapses
+	f.TimeoutMs = c.TimeoutMinMs
+	f.HoldsAfter, f.Abandoned, f.Holds, f.Errors = c.HoldsAfter, c.Abandoned, full.Check.Holds, full.Errors
+	if l := c.Limits; l != nil && l.Err == "" {
+		f.ChainPerSec, f.PairsPerSec, f.OfChain, f.OfPairs = l.Chains, l.Pairs, c.OfChain, c.OfPairs
 	}
 	for _, w := range run.PeakWatches {
 		f.SumPeakWatches += max(w, 0)
@@ -212,8 +247,22 @@ func median(fs []Figures) PointImpl {
 	m.MaxShare = pick(func(f Figures) float64 { return f.MaxShare })
 	m.Ratio = pick(func(f Figures) float64 { return f.Ratio })
 	m.P99Ratio = pick(func(f Figures) float64 { return f.P99Ratio })
+	m.ClientCPUUS = pick(func(f Figures) float64 { return f.ClientCPUUS })
+	m.ServerCPUUS = pick(func(f Figures) float64 { return f.ServerCPUUS })
+	m.ChainPerSec = pick(func(f Figures) float64 { return f.ChainPerSec })
+	m.PairsPerSec = pick(func(f Figures) float64 { return f.PairsPerSec })
+	m.OfChain = pick(func(f Figures) float64 { return f.OfChain })
+	m.OfPairs = pick(func(f Figures) float64 { return f.OfPairs })
+	if fs[0].OpsPerAcq != nil {
+		m.OpsPerAcq = map[string]float64{}
+		for k := range fs[0].OpsPerAcq {
+			m.OpsPerAcq[k] = pick(func(f Figures) float64 { return f.OpsPerAcq[k] })
+		}
+	}
+	m.TimeoutMs, m.PeakGoroutines, m.Lease = 0, -1, fs[0].Lease
 	m.RatioMin, m.RatioMax = fs[0].Ratio, fs[0].Ratio
 	for _, f := range fs {
+		m.sum(f)
 		m.Acquisitions += f.Acquisitions
 		m.PeakZnodes = max(m.PeakZnodes, f.PeakZnodes)
 		m.PeakWatches = max(m.PeakWatches, f.PeakWatches)
@@ -225,4 +274,19 @@ func median(fs []Figures) PointImpl {
 		}
 	}
 	return m
+}
+
+// sum adds the counts of f that add up over repetitions, and keeps the
+// largest peak and the least negotiated timeout.
+func (m *PointImpl) sum(f Figures) {
+	m.LeaseWaits += f.LeaseWaits
+	m.LeaseLapses += f.LeaseLapses
+	m.HoldsAfter += f.HoldsAfter
+	m.Abandoned += f.Abandoned
+	m.Holds += f.Holds
+	m.Errors += f.Errors
+	m.PeakGoroutines = max(m.PeakGoroutines, f.PeakGoroutines)
+	if f.TimeoutMs > 0 && (m.TimeoutMs == 0 || f.TimeoutMs < m.TimeoutMs) {
+		m.TimeoutMs = f.TimeoutMs
+	}
 }
