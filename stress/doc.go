@@ -14,7 +14,9 @@
 // and the whole comparison as a matrix of cells (processes x goroutines x
 // paths x critical section, on a standalone server and a three-server
 // ensemble), one JSON file and one report with heat maps, saved after every
-// cell and resumable (-matrix-resume):
+// cell and resumable (-matrix-resume); -matrix full measures each run for
+// 20s after a 5s warm-up and says at the start how long it will take
+// (about four hours), -matrix quick is a first look in minutes:
 //
 //	go run ./stress -matrix full -json m.json -report m.html
 //
@@ -73,11 +75,71 @@
 // creates the lock paths, and for each implementation re-executes its own
 // binary P times as workers (internal/child, with the worker's task as
 // JSON in the environment). Workers connect, make their locks and say
-// "ready" on stdout; the parent reads the server counters and starts them
-// together on stdin; they send progress and "done"; the parent reads the
-// counters again, tells them to exit and collects their results. Meanwhile it samples the
-// children of each lock path and the watches on them (the wchp four-letter
-// word) every -sample.
+// "ready" on stdout; the parent starts them together on stdin, telling
+// them the run's start t0 on the shared clock; they run for -warmup +
+// -duration, send progress and "done"; the parent tells them to exit and
+// collects their results. Meanwhile it samples the children of each lock
+// path and the watches on them (the wchp four-letter word) every -sample,
+// and reads the servers' counters at the edges of the measured window
+// (below). After each implementation's run it probes the servers' limits
+// (-probe, below).
+//
+// # How a run is counted: one window for every implementation
+//
+// A timed run is measured over one window, the same for every
+// implementation: [t0 + -warmup, t0 + -warmup + -duration] on
+// CLOCK_MONOTONIC (default warm-up 5s). Only holds whose enter time lies
+// inside it count as acquisitions, and acq/s divides them by the window's
+// length. The servers' counters (mntr zk_packets_received) and processor
+// time (/proc/<pid>/stat of the servers stress started) are read on timers
+// at its two edges, and each worker reads its own at the same moments:
+// the requests it wrote by opcode (every implementation on a go-zookeeper
+// connection dials through one counting net.Conn, internal/wire, whose
+// count is an atomic add per write), its user + system time (getrusage),
+// its goroutines (peak, sampled every 100ms), its session's lease (waits,
+// lapses) and the session timeout the server granted (read from the
+// connect response). The workers stop 100ms after the window
+// (proto.DeadlineGrace), so that these readings do not race what comes
+// after: go-zookeeper's zk.Lock cannot abandon a wait, and its queued
+// waiters are granted after the deadline (a drain); tier abandons its
+// waits, deleting its queued nodes. Neither is charged to anyone: the
+// holds entered before the window (warm-up), after it, and the waits
+// abandoned at the deadline are reported apart. The independent checker
+// still checks every hold, inside the window or not. A run with -fault or
+// -acquisitions has no warm-up and is measured whole, from its start to
+// its end.
+//
+// What changed in how stress counts (issue 20). Before, acquisitions were
+// every hold of the run divided by its elapsed time including the drain
+// after the deadline, and requests were read from mntr after the drain:
+// zk.Lock's waiters granted after the deadline counted for it (70-80% of
+// its count in a 2s cell at 4 x 1,000 x 1,000), while tier's abandoned
+// nodes (about 1,000 per process) cost requests and time and counted for
+// nothing, and the start-up burst (a create and a listing per goroutine)
+// dominated a short run. Now every implementation is counted over the same
+// window after a warm-up, with the servers' and the workers' counters read
+// at its edges; stress/internal/runner's TestDrainAndAbandonCountedAlike
+// runs a lock that drains and one that abandons, at the same pace, and
+// fails on the old counting (0.6x, and 2.0 against 1.0 requests per
+// acquisition). The servers stress starts grant the session timeout asked
+// for (internal/zkserver: 2 ticks to 60s; ZooKeeper's default cap is 20
+// ticks, 4s at a 200ms tick, which cut the 10s asked for and with it the
+// lease's bound, T/4, from 2.5s to 1s), and every output states the
+// timeout granted.
+//
+// # Limits: the hand-off chain and create+delete pairs
+//
+// Right after each implementation's run, once its sessions have ended, the
+// parent probes the same servers (-probe long each; 0: no probe) from the
+// servers of worker slot 0: awaited ephemeral create + delete pairs per
+// second on one connection (what an uncontended acquire and release cost),
+// and the hand-off chain every FIFO lock on one contended path sits on:
+// two sessions take turns, the holder deletes its node, the other, which
+// watches it (GetW), gets the event and lists the children once; only
+// those links are timed (the next node and watch are set up between them,
+// as waiters queued long before would have). Each implementation's
+// throughput is reported as a fraction of both; strict tier on one path
+// is bounded by the chain.
 //
 // Every critical section is recorded by its worker: enter and exit times
 // on CLOCK_MONOTONIC (one clock for all processes of the machine, unlike
@@ -188,10 +250,20 @@
 //
 // # Output
 //
-// An aligned table on stdout, the figures as JSON (-json), and an HTML
-// report (-report) with the comparison, latency distributions and a
-// timeline of who held the first lock path, one lane per process. A
-// progress bar is drawn on stderr when it is a terminal.
+// An aligned table on stdout, then what an acquisition cost inside the
+// window (client and server CPU per acquisition, peak goroutines per
+// process, requests per acquisition as the servers received them and as
+// the workers wrote them, by kind, lease waits and lapses, the granted
+// session timeout; holds in the warm-up and after the window, waits
+// abandoned) and the throughput against the probed limits; the figures as
+// JSON (-json: cost and limits under "cost"), and an HTML report (-report)
+// with the same tables, each scrolling in its own box, the throughput on
+// a log axis (so that hand-off does not flatten strict mode's bar),
+// latency distributions and a timeline of who held the first lock path,
+// one lane per process. The banner says what was found: green when every
+// check passed, red when mutual exclusion was violated, amber for lock
+// errors or an incomplete run without a violation. A progress bar is
+// drawn on stderr when it is a terminal.
 //
 // Exit status: 0 when every check passed; 1 when the checker found a
 // violation, a lock call failed or a fault was not recovered from; 2 for bad usage (flags, output files that
@@ -212,8 +284,10 @@
 //	                   broadcast, kill, replace
 //	internal/fault     fault injection: schedule, server faults, client
 //	                   faults, recovery
-//	internal/runner    one run: ZooKeeper, paths, workers, collection,
-//	                   checking
+//	internal/runner    one run: ZooKeeper, paths, workers, the measured
+//	                   window, collection, checking, the limits' probe
+//	internal/wire      the workers' counting dialer: requests by opcode,
+//	                   the granted session timeout
 //	internal/sample    znodes and watches per path while a run goes on
 //	internal/progress  the progress bar
 //	internal/results   figures, verdict, table, fault log, JSON, report data
