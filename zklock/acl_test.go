@@ -61,11 +61,17 @@ func TestACLKeepsStrangersOut(t *testing.T) {
 
 	la := newLock(t, a, lockPath, zklock.WithACL(fleetACL()))
 	lb := newLock(t, b, lockPath, zklock.WithACL(fleetACL()))
-	if err := la.Acquire(ctx); err != nil {
+	ha, err := la.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	waited := make(chan error, 1)
-	go func() { waited <- lb.Acquire(ctx) }()
+	var hb *zklock.Hold
+	go func() {
+		var err error
+		hb, err = lb.Acquire(ctx)
+		waited <- err
+	}()
 	eventually(t, 10*time.Second, "b queued", func() bool { return len(children(t, a.Conn(), lockPath)) == 2 })
 
 	for _, who := range []struct{ name, cred string }{
@@ -79,17 +85,17 @@ func TestACLKeepsStrangersOut(t *testing.T) {
 			if err != nil || len(kids) != 2 {
 				t.Fatalf("stranger's listing: %v %v, want the 2 nodes", kids, err)
 			}
-			if _, _, err := c.Get(la.Node()); err != nil {
+			if _, _, err := c.Get(ha.Node()); err != nil {
 				t.Fatalf("stranger cannot read the holder's data: %v", err)
 			}
-			if err := c.Delete(la.Node(), -1); !errors.Is(err, zk.ErrNoAuth) {
+			if err := c.Delete(ha.Node(), -1); !errors.Is(err, zk.ErrNoAuth) {
 				t.Errorf("stranger's delete of the holder's node: %v, want ErrNoAuth", err)
 			}
 			if n, err := c.Create(lockPath+"/_c_00000000-0000-4000-8000-000000000000-lock-", nil,
 				zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
 				t.Errorf("stranger's create of a lock node: %q %v, want ErrNoAuth", n, err)
 			}
-			if _, err := c.Set(la.Node(), []byte("__REVOKE__"), -1); !errors.Is(err, zk.ErrNoAuth) {
+			if _, err := c.Set(ha.Node(), []byte("__REVOKE__"), -1); !errors.Is(err, zk.ErrNoAuth) {
 				t.Errorf("stranger's revocation: %v, want ErrNoAuth", err)
 			}
 			if _, err := c.Create(root+"/forged", nil, 0, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
@@ -99,8 +105,8 @@ func TestACLKeepsStrangersOut(t *testing.T) {
 	}
 
 	select {
-	case <-la.Lost():
-		t.Fatalf("holder lost its lock: %v", la.Err())
+	case <-ha.Lost():
+		t.Fatalf("holder lost its lock: %v", ha.Err())
 	default:
 	}
 	select {
@@ -108,13 +114,13 @@ func TestACLKeepsStrangersOut(t *testing.T) {
 		t.Fatalf("waiter got the lock while the holder held it: %v", err)
 	default:
 	}
-	if err := la.Release(ctx); err != nil {
+	if err := ha.Release(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-waited; err != nil {
 		t.Fatalf("waiter's turn: %v", err)
 	}
-	if err := lb.Release(ctx); err != nil {
+	if err := hb.Release(); err != nil {
 		t.Fatal(err)
 	}
 	acl, _, err := a.Conn().GetACL(path.Dir(lockPath))
@@ -134,15 +140,15 @@ func TestACLWrongCredentialsRefused(t *testing.T) {
 
 	// The lock path exists (made by the fleet): the refusal is the queue's.
 	la := newLock(t, a, lockPath, zklock.WithACL(fleetACL()))
-	if err := la.Acquire(ctx); err != nil {
+	if _, err := la.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
 	bad := connect(t, servers, zklock.WithDigestAuth(fleetUser, "wrong"))
 	lb := newLock(t, bad, lockPath, zklock.WithACL(fleetACL()))
-	if ok, err := lb.TryAcquire(ctx); ok || !errors.Is(err, zk.ErrNoAuth) {
+	if h, ok, err := lb.TryAcquire(ctx); ok || h != nil || !errors.Is(err, zk.ErrNoAuth) {
 		t.Fatalf("TryAcquire with the wrong password: %v %v, want ErrNoAuth", ok, err)
 	}
-	if err := lb.Acquire(ctx); !errors.Is(err, zk.ErrNoAuth) {
+	if _, err := lb.Acquire(ctx); !errors.Is(err, zk.ErrNoAuth) {
 		t.Fatalf("Acquire with the wrong password: %v, want ErrNoAuth", err)
 	}
 	if got := children(t, a.Conn(), lockPath); len(got) != 1 {
@@ -150,7 +156,7 @@ func TestACLWrongCredentialsRefused(t *testing.T) {
 	}
 	// A path not yet made: the refusal is the root's.
 	lc := newLock(t, bad, root+"/other", zklock.WithACL(fleetACL()))
-	if err := lc.Acquire(ctx); !errors.Is(err, zk.ErrNoAuth) {
+	if _, err := lc.Acquire(ctx); !errors.Is(err, zk.ErrNoAuth) {
 		t.Fatalf("Acquire under the root with the wrong password: %v, want ErrNoAuth", err)
 	}
 }
@@ -166,14 +172,15 @@ func TestDigestAuthBeforeFirstRequest(t *testing.T) {
 	ctx := ctxT(t, 20*time.Second)
 	check := func(t *testing.T, s *zklock.Session) {
 		l := newLock(t, s, zktest.Path(t), zklock.WithACL(zk.AuthACL(zk.PermAll)))
-		if err := l.Acquire(ctx); err != nil {
+		h, err := l.Acquire(ctx)
+		if err != nil {
 			t.Fatalf("first acquisition: %v", err)
 		}
-		acl, _, err := s.Conn().GetACL(l.Node())
+		acl, _, err := s.Conn().GetACL(h.Node())
 		if err != nil || len(acl) != 1 || acl[0].Scheme != "digest" || acl[0].ID[:len(fleetUser)+1] != fleetUser+":" {
 			t.Fatalf("node ACL %v (%v), want the fleet's digest", acl, err)
 		}
-		if err := l.Release(ctx); err != nil {
+		if err := h.Release(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -213,13 +220,14 @@ func TestDigestAuthSurvivesReconnect(t *testing.T) {
 	stranger := rawConn(t, "")
 	for i := range 3 {
 		l := newLock(t, s, root+"/job", zklock.WithACL(fleetACL()))
-		if err := l.Acquire(ctx); err != nil {
+		h, err := l.Acquire(ctx)
+		if err != nil {
 			t.Fatalf("round %d: acquire: %v", i, err)
 		}
 		id := s.SessionID()
 		p.DropAll()
 		select {
-		case <-l.Lost(): // the default policy: a disconnection ends the hold
+		case <-h.Lost(): // the default policy: a disconnection ends the hold
 		case <-ctx.Done():
 			t.Fatalf("round %d: hold survived the drop", i)
 		}
@@ -227,10 +235,11 @@ func TestDigestAuthSurvivesReconnect(t *testing.T) {
 		if s.SessionID() != id {
 			t.Fatalf("round %d: session changed; the test wants a reconnect into the same session", i)
 		}
-		if err := l.Acquire(ctx); err != nil {
+		h, err = l.Acquire(ctx)
+		if err != nil {
 			t.Fatalf("round %d: acquire after the reconnect: %v", i, err)
 		}
-		if err := l.Release(ctx); err != nil {
+		if err := h.Release(); err != nil {
 			t.Fatalf("round %d: release after the reconnect: %v", i, err)
 		}
 		eventually(t, 10*time.Second, "node deleted", func() bool {

@@ -66,6 +66,7 @@ func TestBadInputTable(t *testing.T) {
 	e.l = newLock(t, e.s, e.path)
 	bg := context.Background()
 	var nilLock *zklock.Lock
+	var nilHold *zklock.Hold
 	var nilSession *zklock.Session
 
 	cases := []badCase{
@@ -136,16 +137,31 @@ func TestBadInputTable(t *testing.T) {
 		}),
 
 		// Nil receivers and nil contexts.
-		newCase("nil Lock/Acquire", zklock.ErrNil, func() error { return nilLock.Acquire(bg) }),
-		newCase("nil Lock/TryAcquire", zklock.ErrNil, func() error { _, err := nilLock.TryAcquire(bg); return err }),
-		newCase("nil Lock/Release", zklock.ErrNil, func() error { return nilLock.Release(bg) }),
+		newCase("nil Lock/Acquire", zklock.ErrNil, func() error { _, err := nilLock.Acquire(bg); return err }),
+		newCase("nil Lock/TryAcquire", zklock.ErrNil, func() error { _, _, err := nilLock.TryAcquire(bg); return err }),
 		newCase("nil Lock/Participants", zklock.ErrNil, func() error { _, err := nilLock.Participants(bg); return err }),
 		newCase("nil Lock/Close", zklock.ErrNil, func() error { return nilLock.Close() }),
+		newCase("nil Hold/Release", zklock.ErrNil, func() error { return nilHold.Release() }),
+		newCase("nil Hold/Err", zklock.ErrNil, func() error { return nilHold.Err() }),
+		newCase("nil Hold/Txn", zklock.ErrNil, func() error { _, err := nilHold.Txn(bg); return err }),
 		newCase("nil Session/Close", zklock.ErrNil, func() error { return nilSession.Close() }),
 		//nolint:staticcheck // the nil context is the bad input under test
-		newCase("nil ctx/TryAcquire", zklock.ErrNilContext, func() error { _, err := e.l.TryAcquire(nil); return err }),
-		//nolint:staticcheck // the nil context is the bad input under test
-		newCase("nil ctx/Release", zklock.ErrNilContext, func() error { return e.l.Release(nil) }),
+		newCase("nil ctx/TryAcquire", zklock.ErrNilContext, func() error { _, _, err := e.l.TryAcquire(nil); return err }),
+		{name: "nil ctx/Txn", want: zklock.ErrNilContext, call: func(t *testing.T, e *badEnv) error {
+			h, err := e.l.Acquire(ctxT(t, 10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			//nolint:staticcheck // the nil context is the bad input under test
+			_, err = h.Txn(nil)
+			if h.Err() != nil {
+				t.Errorf("the hold ended: %v", h.Err())
+			}
+			if rerr := h.Release(); rerr != nil {
+				t.Errorf("release after the bad call: %v", rerr)
+			}
+			return err
+		}},
 		//nolint:staticcheck // the nil context is the bad input under test
 		newCase("nil ctx/Participants", zklock.ErrNilContext, func() error { _, err := e.l.Participants(nil); return err }),
 		{name: "nil ctx/Connect", want: zklock.ErrNilContext,
@@ -156,54 +172,64 @@ func TestBadInputTable(t *testing.T) {
 			}},
 
 		// Contexts that are already over.
-		newCase("Acquire/cancelled", context.Canceled, func() error { return e.l.Acquire(cancelled()) }),
-		newCase("TryAcquire/cancelled", context.Canceled, func() error { _, err := e.l.TryAcquire(cancelled()); return err }),
+		newCase("Acquire/cancelled", context.Canceled, func() error { _, err := e.l.Acquire(cancelled()); return err }),
+		newCase("TryAcquire/cancelled", context.Canceled, func() error { _, _, err := e.l.TryAcquire(cancelled()); return err }),
 		newCase("Acquire/past deadline", context.DeadlineExceeded, func() error {
 			ctx, cancel := context.WithDeadline(bg, time.Now().Add(-time.Second))
 			defer cancel()
-			return e.l.Acquire(ctx)
+			_, err := e.l.Acquire(ctx)
+			return err
 		}),
 
 		// Holds that are not ours, or no longer.
 		{name: "TryAcquire while held", want: zklock.ErrAlreadyHeld, call: func(t *testing.T, e *badEnv) error {
-			if err := e.l.Acquire(ctxT(t, 10*time.Second)); err != nil {
+			h, err := e.l.Acquire(ctxT(t, 10*time.Second))
+			if err != nil {
 				t.Fatal(err)
 			}
-			node, tok := e.l.Node(), e.l.Token()
-			_, err := e.l.TryAcquire(bg)
-			if e.l.Node() != node || e.l.Token() != tok || e.l.Err() != nil {
-				t.Errorf("the hold changed: node %q -> %q, token %d -> %d, err %v", node, e.l.Node(), tok, e.l.Token(), e.l.Err())
+			node, tok := h.Node(), h.Token()
+			h2, ok, err := e.l.TryAcquire(bg)
+			if h2 != nil || ok {
+				t.Errorf("TryAcquire while held returned a hold: %v, %v", h2, ok)
 			}
-			if rerr := e.l.Release(bg); rerr != nil {
+			if h.Node() != node || h.Token() != tok || h.Err() != nil {
+				t.Errorf("the hold changed: node %q -> %q, token %d -> %d, err %v", node, h.Node(), tok, h.Token(), h.Err())
+			}
+			if rerr := h.Release(); rerr != nil {
 				t.Errorf("release after the bad call: %v", rerr)
 			}
 			return err
 		}},
 		{name: "Release twice after TryAcquire", want: zklock.ErrNotHeld, call: func(t *testing.T, e *badEnv) error {
-			if ok, err := e.l.TryAcquire(ctxT(t, 10*time.Second)); !ok || err != nil {
-				t.Fatalf("TryAcquire = %v, %v", ok, err)
+			h, ok, err := e.l.TryAcquire(ctxT(t, 10*time.Second))
+			if !ok || err != nil || h == nil {
+				t.Fatalf("TryAcquire = %v, %v, %v", h, ok, err)
 			}
-			if err := e.l.Release(bg); err != nil {
+			if err := h.Release(); err != nil {
 				t.Fatal(err)
 			}
-			return e.l.Release(bg)
+			return h.Release()
 		}},
-		{name: "Release of another session's hold", want: zklock.ErrNotHeld, call: func(t *testing.T, e *badEnv) error {
+		{name: "Release of a hold its Lock's Close released", want: zklock.ErrNotHeld, call: func(t *testing.T, e *badEnv) error {
 			other := newLock(t, connect(t, e.servers), e.path)
-			return foreignRelease(t, other, e.l)
+			return closedRelease(t, other, e)
 		}},
-		{name: "Release of another Lock's hold on the same session", want: zklock.ErrNotHeld, call: func(t *testing.T, e *badEnv) error {
+		{name: "Release of a hold its Lock's Close released, same session", want: zklock.ErrNotHeld, call: func(t *testing.T, e *badEnv) error {
 			other := newLock(t, e.s, e.path)
-			return foreignRelease(t, other, e.l)
+			return closedRelease(t, other, e)
 		}},
 
 		// Use after Close.
 		{name: "closed Lock/TryAcquire", want: zklock.ErrClosed, call: func(t *testing.T, e *badEnv) error {
-			_, err := e.closedLock(t).TryAcquire(bg)
+			_, _, err := e.closedLock(t).TryAcquire(bg)
 			return err
 		}},
-		{name: "closed Lock/Release", want: zklock.ErrClosed, call: func(t *testing.T, e *badEnv) error {
-			return e.closedLock(t).Release(bg)
+		{name: "closed Lock/Acquire", want: zklock.ErrClosed, call: func(t *testing.T, e *badEnv) error {
+			h, err := e.closedLock(t).Acquire(bg)
+			if h != nil {
+				t.Errorf("closed lock returned a hold %v", h)
+			}
+			return err
 		}},
 		{name: "closed Lock/Participants", want: zklock.ErrClosed,
 			call: func(t *testing.T, e *badEnv) error {
@@ -213,24 +239,39 @@ func TestBadInputTable(t *testing.T) {
 		{name: "closed Lock/Close again", want: nil, call: func(t *testing.T, e *badEnv) error {
 			return e.closedLock(t).Close()
 		}},
-		{name: "closed Lock/state", want: nil, call: func(t *testing.T, e *badEnv) error {
-			l := e.closedLock(t)
-			if l.Token() != 0 || l.Node() != "" || l.Err() != nil {
-				t.Errorf("closed lock: token %d, node %q, err %v", l.Token(), l.Node(), l.Err())
+		{name: "nil Hold/state", want: nil, call: func(t *testing.T, e *badEnv) error {
+			if nilHold.Token() != 0 || nilHold.Node() != "" {
+				t.Errorf("nil hold: token %d, node %q", nilHold.Token(), nilHold.Node())
 			}
 			select {
-			case <-l.Lost():
+			case <-nilHold.Lost():
 			default:
-				t.Error("Lost() of a closed lock without hold is not closed")
+				t.Error("Lost() of a nil hold is not closed")
 			}
 			return nil
 		}},
 		{name: "closed Session/TryAcquire", want: zklock.ErrSessionClosed, call: func(t *testing.T, e *badEnv) error {
-			_, err := e.orphanedLock(t).TryAcquire(bg)
+			_, _, err := e.orphanedLock(t).TryAcquire(bg)
+			return err
+		}},
+		{name: "closed Session/Acquire", want: zklock.ErrSessionClosed, call: func(t *testing.T, e *badEnv) error {
+			_, err := e.orphanedLock(t).Acquire(bg)
 			return err
 		}},
 		{name: "closed Session/Release", want: zklock.ErrSessionClosed, call: func(t *testing.T, e *badEnv) error {
-			return e.orphanedLock(t).Release(bg)
+			s := connect(t, e.servers)
+			h, err := newLock(t, s, e.path).Acquire(ctxT(t, 10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			err = h.Release()
+			if !errors.Is(err, zklock.ErrLockLost) {
+				t.Errorf("Release after the session closed = %v, want ErrLockLost", err)
+			}
+			return err
 		}},
 		{name: "closed Session/Participants", want: zklock.ErrSessionClosed, call: func(t *testing.T, e *badEnv) error {
 			_, err := e.orphanedLock(t).Participants(bg)
@@ -260,19 +301,20 @@ func TestBadInputTable(t *testing.T) {
 		{name: "closed Session/hold ends", want: zklock.ErrLockLost, call: func(t *testing.T, e *badEnv) error {
 			s := connect(t, e.servers)
 			l := newLock(t, s, e.path)
-			if err := l.Acquire(ctxT(t, 10*time.Second)); err != nil {
+			h, err := l.Acquire(ctxT(t, 10*time.Second))
+			if err != nil {
 				t.Fatal(err)
 			}
 			s.Close()
 			select {
-			case <-l.Lost():
+			case <-h.Lost():
 			case <-time.After(5 * time.Second):
 				t.Error("hold not lost when its session closed")
 			}
-			if err := l.Err(); !errors.Is(err, zklock.ErrSessionClosed) {
+			if err := h.Err(); !errors.Is(err, zklock.ErrSessionClosed) {
 				t.Errorf("Err after session Close = %v, want cause ErrSessionClosed", err)
 			}
-			return l.Err()
+			return h.Err()
 		}},
 	}
 
@@ -287,30 +329,34 @@ func TestBadInputTable(t *testing.T) {
 	}
 }
 
-// foreignRelease has holder take the lock and l try to release it: l's
-// Release must fail and leave holder's hold as it was.
-func foreignRelease(t *testing.T, holder, l *zklock.Lock) error {
+// closedRelease has holder take the lock, closes holder (which releases
+// the hold), and releases the hold again: that Release must fail with
+// ErrNotHeld, and the node must go (lockStillWorks then takes the lock). (The old "Release of another lock's hold" has no counterpart: a
+// hold is released through its own value only.)
+func closedRelease(t *testing.T, holder *zklock.Lock, e *badEnv) error {
 	t.Helper()
 	ctx := ctxT(t, 10*time.Second)
-	if err := holder.Acquire(ctx); err != nil {
+	h, err := holder.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	node, tok := holder.Node(), holder.Token()
-	err := l.Release(ctx)
-	select {
-	case <-holder.Lost():
-		t.Error("the holder lost its hold")
-	default:
-	}
-	if holder.Node() != node || holder.Token() != tok {
-		t.Errorf("holder's hold changed: %q/%d -> %q/%d", node, tok, holder.Node(), holder.Token())
-	}
+	node := h.Node()
 	if ok, _, zerr := holder.Session().Conn().Exists(node); zerr != nil || !ok {
 		t.Errorf("holder's node %s: exists %v, %v", node, ok, zerr)
 	}
-	if rerr := holder.Release(ctx); rerr != nil {
-		t.Errorf("holder's release: %v", rerr)
+	if err := holder.Close(); err != nil {
+		t.Fatal(err)
 	}
+	err = h.Release()
+	select {
+	case <-h.Lost():
+		t.Error("Close closed the hold's Lost channel")
+	default:
+	}
+	eventually(t, 5*time.Second, "holder's node deleted", func() bool {
+		ok, _, zerr := e.s.Conn().Exists(node)
+		return zerr == nil && !ok
+	})
 	return err
 }
 
@@ -319,16 +365,16 @@ func foreignRelease(t *testing.T, holder, l *zklock.Lock) error {
 func lockStillWorks(t *testing.T, e *badEnv) {
 	t.Helper()
 	ctx := ctxT(t, 10*time.Second)
-	if e.l.Node() != "" {
-		t.Fatalf("shared lock holds %s after the case", e.l.Node())
-	}
-	if err := e.l.Acquire(ctx); err != nil {
+	// Acquire would return ErrAlreadyHeld if a case had left the shared
+	// lock holding.
+	h, err := e.l.Acquire(ctx)
+	if err != nil {
 		t.Fatalf("shared lock no longer acquires: %v", err)
 	}
-	if e.l.Token() <= 0 || e.l.Err() != nil {
-		t.Fatalf("shared lock's hold: token %d, err %v", e.l.Token(), e.l.Err())
+	if h.Token() <= 0 || h.Err() != nil {
+		t.Fatalf("shared lock's hold: token %d, err %v", h.Token(), h.Err())
 	}
-	if err := e.l.Release(ctx); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatalf("shared lock no longer releases: %v", err)
 	}
 }

@@ -56,10 +56,11 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	ctx := context.Background()
 	reportRequests(b, func() {
 		for i := 0; i < b.N; i++ {
-			if err := l.Acquire(ctx); err != nil {
+			h, err := l.Acquire(ctx)
+			if err != nil {
 				b.Fatal(err)
 			}
-			if err := l.Release(ctx); err != nil {
+			if err := h.Release(); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -75,10 +76,11 @@ func BenchmarkAcquireReleaseNotPipelined(b *testing.B) {
 	ctx := context.Background()
 	reportRequests(b, func() {
 		for i := 0; i < b.N; i++ {
-			if err := l.Acquire(ctx); err != nil {
+			h, err := l.Acquire(ctx)
+			if err != nil {
 				b.Fatal(err)
 			}
-			if err := l.Release(ctx); err != nil {
+			if err := h.Release(); err != nil {
 				b.Fatal(err)
 			}
 		}

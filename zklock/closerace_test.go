@@ -24,10 +24,11 @@ func TestCloseRacingAcquisitions(t *testing.T) {
 	// goroutine, which Close does not wait for, and go-zookeeper v1.0.4
 	// races (in its own code) when a connection closes under a request.
 	first := newLock(t, connect(t, servers), p)
-	if err := first.Acquire(context.Background()); err != nil {
+	h, err := first.Acquire(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := first.Release(context.Background()); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
 	for round := 0; round < 30; round++ {
@@ -44,10 +45,11 @@ func TestCloseRacingAcquisitions(t *testing.T) {
 				defer wg.Done()
 				defer l.Close()
 				for ctx.Err() == nil {
-					if err := l.Acquire(ctx); err != nil {
+					h, err := l.Acquire(ctx)
+					if err != nil {
 						return
 					}
-					_ = l.Release(ctx)
+					_ = h.Release()
 				}
 			}()
 		}

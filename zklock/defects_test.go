@@ -57,13 +57,14 @@ func TestFailedWriteOfDeleteLeavesNoNode(t *testing.T) {
 	p := zktest.Path(t)
 	l := newLock(t, s, p)
 	ctx := ctxT(t, 20*time.Second)
-	if err := l.Acquire(ctx); err != nil {
+	h, err := l.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	node := l.Node()
+	node := h.Node()
 	fired := failOnce(s, zklock.OpDelete, node)
 	defer zklock.SetWriteHook(s, nil)
-	if err := l.Release(ctx); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the released node deleted", func() bool { return !exists(t, other.Conn(), node) })
@@ -72,7 +73,7 @@ func TestFailedWriteOfDeleteLeavesNoNode(t *testing.T) {
 	}
 	// And the path is free for another process.
 	ol := newLock(t, other, p)
-	if ok, err := ol.TryAcquire(ctx); !ok || err != nil {
+	if _, ok, err := ol.TryAcquire(ctx); !ok || err != nil {
 		t.Fatalf("TryAcquire elsewhere after the release: %v, %v", ok, err)
 	}
 }
@@ -86,7 +87,8 @@ func TestFailedWriteOfCreateIsRetried(t *testing.T) {
 	ctx := ctxT(t, 20*time.Second)
 	fired := failOnce(s, zklock.OpCreate, p+"/")
 	defer zklock.SetWriteHook(s, nil)
-	if err := l.Acquire(ctx); err != nil {
+	h, err := l.Acquire(ctx)
+	if err != nil {
 		t.Fatalf("Acquire after a failed write: %v", err)
 	}
 	if !fired.Load() {
@@ -95,7 +97,7 @@ func TestFailedWriteOfCreateIsRetried(t *testing.T) {
 	if n := len(children(t, s.Conn(), p)); n != 1 {
 		t.Fatalf("%d nodes queued, want 1", n)
 	}
-	if err := l.Release(ctx); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -114,21 +116,25 @@ func TestFailedWriteOfOwnWatchIsRetried(t *testing.T) {
 	ctx := ctxT(t, 20*time.Second)
 	fired := failOnce(s, zklock.OpGetData, p+"/")
 	defer zklock.SetWriteHook(s, nil)
-	if err := l.Acquire(ctx); err != nil {
+	h, err := l.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the own-node watch's write failed", fired.Load)
+	// A hold that is not revocable arms its own-node watch once it has
+	// lasted the lease's bound (3/4 of the 4 s session timeout under
+	// WithLossOnExpiryOnly), so the failed write comes that much later.
+	eventually(t, 10*time.Second, "the own-node watch's write failed", fired.Load)
 	// Give the watch time to be set again after the reconnect, then delete.
-	eventually(t, 5*time.Second, "the own-node watch set", func() bool { return watchersOf(t, l.Node()) == 1 })
-	if err := admin.Conn().Delete(l.Node(), -1); err != nil {
+	eventually(t, 10*time.Second, "the own-node watch set", func() bool { return watchersOf(t, h.Node()) == 1 })
+	if err := admin.Conn().Delete(h.Node(), -1); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-l.Lost():
+	case <-h.Lost():
 	case <-time.After(5 * time.Second):
 		t.Fatal("deletion of the held node not noticed after the watch's write failed")
 	}
-	if err := l.Err(); !errors.Is(err, zklock.ErrNodeDeleted) && !errors.Is(err, zklock.ErrDisconnected) {
+	if err := h.Err(); !errors.Is(err, zklock.ErrNodeDeleted) && !errors.Is(err, zklock.ErrDisconnected) {
 		t.Fatalf("Err = %v, want ErrNodeDeleted", err)
 	}
 }
@@ -144,22 +150,23 @@ func TestFailedWriteOfWaiterWatchIsRetried(t *testing.T) {
 	holder := newLock(t, hs, p)
 	waiter := newLock(t, ws, p)
 	ctx := ctxT(t, 20*time.Second)
-	if err := holder.Acquire(ctx); err != nil {
+	hh, err := holder.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	fired := failOnce(ws, zklock.OpGetData, p+"/")
 	defer zklock.SetWriteHook(ws, nil)
-	got := make(chan error, 1)
-	go func() { got <- waiter.Acquire(ctx) }()
+	got := goAcquire(ctx, waiter)
 	eventually(t, 5*time.Second, "the waiter's watch write failed", fired.Load)
 	eventually(t, 5*time.Second, "the waiter queued", func() bool { return len(children(t, hs.Conn(), p)) == 2 })
-	if err := holder.Release(ctx); err != nil {
+	if err := hh.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-got; err != nil {
-		t.Fatalf("waiter's Acquire after its watch's write failed: %v", err)
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("waiter's Acquire after its watch's write failed: %v", r.err)
 	}
-	if err := waiter.Release(ctx); err != nil {
+	if err := r.h.Release(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -185,7 +192,8 @@ func TestStateSurvivesEventBurstAndSlowListener(t *testing.T) {
 	p := zktest.Path(t)
 	l := newLock(t, s, p)
 	ctx := ctxT(t, 20*time.Second)
-	if err := l.Acquire(ctx); err != nil {
+	h, err := l.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	// Twenty watch events, and then the drop.
@@ -216,11 +224,11 @@ func TestStateSurvivesEventBurstAndSlowListener(t *testing.T) {
 	}
 	px.DropAll()
 	select {
-	case <-l.Lost():
+	case <-h.Lost():
 	case <-time.After(3 * time.Second):
 		t.Fatal("holder not told of the disconnection: its event was dropped")
 	}
-	if err := l.Err(); !errors.Is(err, zklock.ErrDisconnected) {
+	if err := h.Err(); !errors.Is(err, zklock.ErrDisconnected) {
 		t.Fatalf("Err = %v, want ErrDisconnected", err)
 	}
 }
@@ -234,10 +242,11 @@ func TestAcquireHonoursContextDuringListing(t *testing.T) {
 	l := newLock(t, s, p)
 	// Make the parents, so that the acquisition below is one create and one
 	// listing.
-	if err := l.Acquire(ctxT(t, 10*time.Second)); err != nil {
+	h, err := l.Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Release(context.Background()); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
 	// Hold the listing's write for a while (the whole send loop waits).
@@ -252,10 +261,10 @@ func TestAcquireHonoursContextDuringListing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := l.Acquire(ctx)
+	h, err = l.Acquire(ctx)
 	took := time.Since(start)
-	if !errors.Is(err, context.DeadlineExceeded) || took > time.Second {
-		t.Fatalf("Acquire = %v after %v, want DeadlineExceeded at about 300ms", err, took)
+	if !errors.Is(err, context.DeadlineExceeded) || h != nil || took > time.Second {
+		t.Fatalf("Acquire = %v, %v after %v, want DeadlineExceeded at about 300ms", h, err, took)
 	}
 	eventually(t, 10*time.Second, "no node left", func() bool { return len(children(t, s.Conn(), p)) == 0 })
 }
@@ -270,15 +279,16 @@ func TestTryAcquireDoesNotWaitForPendingDeleteWhileDisconnected(t *testing.T) {
 	p := zktest.Path(t)
 	l := newLock(t, s, p)
 	ctx := ctxT(t, 20*time.Second)
-	if err := l.Acquire(ctx); err != nil {
+	h, err := l.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	px.Partition(0)
 	defer px.Heal()
 	eventually(t, 5*time.Second, "disconnected", func() bool { return s.State() == zklock.StateDisconnected })
-	_ = l.Release(ctx) // the hold was lost with the connection: ErrLockLost
+	_ = h.Release() // the hold was lost with the connection: ErrLockLost
 	start := time.Now()
-	ok, err := l.TryAcquire(ctx)
+	_, ok, err := l.TryAcquire(ctx)
 	if took := time.Since(start); took > time.Second || ok {
 		t.Fatalf("TryAcquire while disconnected = %v, %v after %v; want false at once", ok, err, took)
 	}
@@ -311,13 +321,14 @@ func TestNewSessionCloseFinishesDeletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := ctxT(t, 30*time.Second)
-	if err := l.Acquire(ctx); err != nil {
+	h, err := l.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	node := l.Node()
+	node := h.Node()
 	px.Partition(0)
 	eventually(t, 10*time.Second, "disconnected", func() bool { return conn.State() != zk.StateHasSession })
-	_ = l.Release(ctx)
+	_ = h.Release()
 	closed := make(chan struct{})
 	go func() {
 		l.Close()
@@ -360,15 +371,16 @@ func TestNewSessionBeforeHasSession(t *testing.T) {
 	}
 	defer l.Close()
 	ctx := ctxT(t, 20*time.Second)
-	if err := l.Acquire(ctx); err != nil {
+	h, err := l.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-l.Lost():
-		t.Fatalf("hold lost at once: %v", l.Err())
+	case <-h.Lost():
+		t.Fatalf("hold lost at once: %v", h.Err())
 	case <-time.After(300 * time.Millisecond):
 	}
-	if err := l.Release(ctx); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -385,24 +397,25 @@ func TestRecheckKeepsOneWatch(t *testing.T) {
 	holder := newLock(t, hs, p)
 	waiter := newLock(t, ws, p, zklock.WithRecheckInterval(20*time.Millisecond))
 	ctx := ctxT(t, 20*time.Second)
-	if err := holder.Acquire(ctx); err != nil {
+	hh, err := holder.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	before := zklock.Written(ws, zklock.OpGetData)
-	got := make(chan error, 1)
-	go func() { got <- waiter.Acquire(ctx) }()
+	got := goAcquire(ctx, waiter)
 	time.Sleep(600 * time.Millisecond) // about 30 re-checks
 	gets := zklock.Written(ws, zklock.OpGetData) - before
-	if err := holder.Release(ctx); err != nil {
+	if err := hh.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-got; err != nil {
-		t.Fatal(err)
+	r := <-got
+	if r.err != nil {
+		t.Fatal(r.err)
 	}
 	if gets > 2 {
 		t.Fatalf("%d GetW requests for one unchanged predecessor in 600ms of re-checks", gets)
 	}
-	if err := waiter.Release(ctx); err != nil {
+	if err := r.h.Release(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -433,17 +446,17 @@ func TestNewSessionGrantBeforeStateCaughtUp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := make(chan error, 1)
-		go func() { got <- l.Acquire(ctxT(t, 10*time.Second)) }()
+		got := goAcquire(ctxT(t, 10*time.Second), l)
 		time.Sleep(50 * time.Millisecond) // the create queued behind the handshake
 		px.Resume()
-		if err := <-got; err != nil {
-			t.Fatalf("round %d: Acquire: %v", round, err)
+		r := <-got
+		if r.err != nil {
+			t.Fatalf("round %d: Acquire: %v", round, r.err)
 		}
 		if n := len(children(t, conn, p)); n != 1 {
 			t.Fatalf("round %d: %d nodes of one session queued", round, n)
 		}
-		if err := l.Release(context.Background()); err != nil {
+		if err := r.h.Release(); err != nil {
 			t.Fatal(err)
 		}
 		l.Close()

@@ -14,7 +14,7 @@ import (
 
 // A write to ZooKeeper that lands only while the lock is held: the server
 // checks the hold's node in the same transaction.
-func ExampleLock_Txn() {
+func ExampleHold_Txn() {
 	ctx := context.Background()
 	s, err := zklock.Connect(ctx, zktest.Addrs(), zklock.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
@@ -28,14 +28,15 @@ func ExampleLock_Txn() {
 		return
 	}
 	defer lock.Close()
-	if err := lock.Acquire(ctx); err != nil {
+	hold, err := lock.Acquire(ctx)
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer lock.Release(ctx)
+	defer hold.Release()
 
 	acl := zk.WorldACL(zk.PermAll)
-	res, err := lock.Txn(ctx,
+	res, err := hold.Txn(ctx,
 		&zk.CreateRequest{Path: "/examples/zklock-txn/leader", Data: []byte("me"), Acl: acl, Flags: zk.FlagEphemeral},
 		&zk.SetDataRequest{Path: "/examples/zklock-txn/leader", Data: []byte("me, again"), Version: 0})
 	switch {

@@ -29,7 +29,8 @@ func ExampleWithPositionHandler() {
 	const path = "/examples/zklock-position"
 	holder, _ := zklock.New(a, path)
 	defer holder.Close()
-	if err := holder.Acquire(ctx); err != nil {
+	held, err := holder.Acquire(ctx)
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -45,16 +46,21 @@ func ExampleWithPositionHandler() {
 	}))
 	defer waiter.Close()
 	done := make(chan error)
-	go func() { done <- waiter.Acquire(ctx) }()
+	var hold *zklock.Hold
+	go func() {
+		var err error
+		hold, err = waiter.Acquire(ctx)
+		done <- err
+	}()
 
 	<-queued // the waiter's node is in the queue, behind the holder's
-	_ = holder.Release(ctx)
+	_ = held.Release()
 	if err := <-done; err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println("held")
-	_ = waiter.Release(ctx)
+	_ = hold.Release()
 	// Output:
 	// 1 ahead of 2 queued, leads: false
 	// 0 ahead of 1 queued, leads: true

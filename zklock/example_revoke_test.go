@@ -28,7 +28,8 @@ func ExampleRevokeHolder() {
 		return
 	}
 	defer lock.Close()
-	if err := lock.Acquire(ctx); err != nil {
+	hold, err := lock.Acquire(ctx)
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -46,16 +47,16 @@ func ExampleRevokeHolder() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("asked the holder:", node == lock.Node())
+	fmt.Println("asked the holder:", node == hold.Node())
 
 	// The holder is told, and decides: the hold is still valid until it
 	// releases.
 	select {
-	case <-lock.Revoked():
-		fmt.Println("revocation requested; still held:", lock.Err() == nil)
-		fmt.Println("release:", lock.Release(ctx))
-	case <-lock.Lost():
-		fmt.Println("lost:", lock.Err())
+	case <-hold.Revoked():
+		fmt.Println("revocation requested; still held:", hold.Err() == nil)
+		fmt.Println("release:", hold.Release())
+	case <-hold.Lost():
+		fmt.Println("lost:", hold.Err())
 	case <-ctx.Done():
 		fmt.Println(ctx.Err())
 	}

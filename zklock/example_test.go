@@ -55,12 +55,14 @@ func ExampleLock_Acquire() {
 	}
 	defer lock.Close()
 
-	if err := lock.Acquire(ctx); err != nil {
+	// Acquire returns the hold: its node, its fencing token, its loss.
+	hold, err := lock.Acquire(ctx)
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("node under:", path.Dir(lock.Node()))
-	fmt.Println("fencing token > 0:", lock.Token() > 0)
+	fmt.Println("node under:", path.Dir(hold.Node()))
+	fmt.Println("fencing token > 0:", hold.Token() > 0)
 
 	// Another lock on the path (as in another process) cannot have it.
 	other, err := zklock.New(s, "/examples/zklock-acquire")
@@ -69,28 +71,28 @@ func ExampleLock_Acquire() {
 		return
 	}
 	defer other.Close()
-	ok, err := other.TryAcquire(ctx)
+	_, ok, err := other.TryAcquire(ctx)
 	fmt.Println("other TryAcquire:", ok, err)
 
 	// Lost is closed if the hold ends without Release (session expired,
 	// connection lost, node deleted).
 	select {
-	case <-lock.Lost():
-		fmt.Println("lost:", lock.Err())
+	case <-hold.Lost():
+		fmt.Println("lost:", hold.Err())
 	default:
 		fmt.Println("still held")
 	}
 
-	if err := lock.Release(ctx); err != nil {
+	if err := hold.Release(); err != nil {
 		fmt.Println(err)
 	}
-	fmt.Println("after Release, token:", lock.Token())
+	fmt.Println("release again:", hold.Release())
 	// Output:
 	// node under: /examples/zklock-acquire
 	// fencing token > 0: true
 	// other TryAcquire: false <nil>
 	// still held
-	// after Release, token: 0
+	// release again: zklock: lock not held
 }
 
 // ListParticipants shows who holds and who waits, as the tierlock command's
@@ -109,11 +111,12 @@ func ExampleListParticipants() {
 		return
 	}
 	defer lock.Close()
-	if err := lock.Acquire(ctx); err != nil {
+	hold, err := lock.Acquire(ctx)
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer lock.Release(ctx)
+	defer hold.Release()
 
 	queue, err := zklock.ListParticipants(ctx, s, "/examples/zklock-participants")
 	if err != nil {
@@ -150,11 +153,12 @@ func ExampleWithDigestAuth() {
 		return
 	}
 	defer lock.Close()
-	if err := lock.Acquire(ctx); err != nil {
+	hold, err := lock.Acquire(ctx)
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer lock.Release(ctx)
+	defer hold.Release()
 
 	acl, _, err := s.Conn().GetACL("/examples/zklock-acl/job")
 	if err != nil {

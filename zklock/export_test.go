@@ -38,7 +38,7 @@ func SetPollEvery(d time.Duration) (restore func()) {
 	return func() { pollEvery = old }
 }
 
-// SetTxnSkipLostCheck makes Lock.Txn send its transaction even when the
+// SetTxnSkipLostCheck makes Hold.Txn send its transaction even when the
 // hold is known lost, so that a test sees the server's verdict on a stale
 // hold instead of the client's; it returns the function that restores it.
 func SetTxnSkipLostCheck(on bool) (restore func()) {

@@ -52,10 +52,11 @@ func TestHolderSessionExpiry(t *testing.T) {
 			holder := newLock(t, hs, p)
 			waiter := newLock(t, connect(t, servers), p)
 			ctx := ctxT(t, 30*time.Second)
-			if err := holder.Acquire(ctx); err != nil {
+			hold, err := holder.Acquire(ctx)
+			if err != nil {
 				t.Fatal(err)
 			}
-			lost := holder.Lost()
+			lost := hold.Lost()
 			if expiryOnly {
 				// A dropped connection, re-established at once on the same
 				// session, does not end the hold.
@@ -77,13 +78,15 @@ func TestHolderSessionExpiry(t *testing.T) {
 				}
 				select {
 				case <-lost:
-					t.Fatalf("hold lost on a short disconnection under WithLossOnExpiryOnly: %v", holder.Err())
+					t.Fatalf("hold lost on a short disconnection under WithLossOnExpiryOnly: %v", hold.Err())
 				default:
 				}
 			}
 			acquired := make(chan time.Time, 1)
+			var wh *zklock.Hold
 			go func() {
-				if err := waiter.Acquire(ctx); err != nil {
+				var err error
+				if wh, err = waiter.Acquire(ctx); err != nil {
 					t.Error(err)
 				}
 				acquired <- time.Now()
@@ -110,7 +113,7 @@ func TestHolderSessionExpiry(t *testing.T) {
 				t.Fatalf("holder told %v after the waiter acquired: more than an eighth of the session timeout", lostAt.Sub(at))
 			}
 			px.Resume()
-			err := holder.Release(ctx)
+			err = hold.Release()
 			if !errors.Is(err, zklock.ErrLockLost) {
 				t.Fatalf("Release after loss: %v, want ErrLockLost", err)
 			}
@@ -120,38 +123,42 @@ func TestHolderSessionExpiry(t *testing.T) {
 			if expiryOnly && errors.Is(err, zklock.ErrDisconnected) {
 				t.Fatalf("Release after loss: %v: a disconnection ended the hold under WithLossOnExpiryOnly", err)
 			}
-			if err := waiter.Release(ctx); err != nil {
+			if err := wh.Release(); err != nil {
 				t.Fatal(err)
 			}
 			// The holder's lock works again on the session's new session.
-			if err := holder.Acquire(ctx); err != nil {
+			again, err := holder.Acquire(ctx)
+			if err != nil {
 				t.Fatalf("Acquire after expiry: %v", err)
 			}
-			if err := holder.Release(ctx); err != nil {
+			if err := again.Release(); err != nil {
 				t.Fatal(err)
 			}
 		})
 	}
 }
 
-// Someone deleting the holder's node ends the hold.
+// Someone deleting the holder's node ends the hold. (A hold that is not
+// revocable arms its own-node watch once it has lasted the lease's bound,
+// 1 s here: the loss is noticed then, well within ctx.)
 func TestNodeDeletedByOther(t *testing.T) {
 	s := connect(t, zktest.Servers(t))
 	l := newLock(t, s, zktest.Path(t))
 	ctx := ctxT(t, 10*time.Second)
-	if err := l.Acquire(ctx); err != nil {
+	h, err := l.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	admin := connect(t, zktest.Servers(t))
-	if err := admin.Conn().Delete(l.Node(), -1); err != nil {
+	if err := admin.Conn().Delete(h.Node(), -1); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-l.Lost():
+	case <-h.Lost():
 	case <-ctx.Done():
 		t.Fatal("Lost not closed after the node was deleted")
 	}
-	if err := l.Release(ctx); !errors.Is(err, zklock.ErrNodeDeleted) {
+	if err := h.Release(); !errors.Is(err, zklock.ErrNodeDeleted) {
 		t.Fatalf("Release: %v, want ErrNodeDeleted", err)
 	}
 }
@@ -188,7 +195,8 @@ func TestDropAfterCreate(t *testing.T) {
 	}
 	l := newLock(t, s, p)
 	px.DropAfter(createSize(p, ""))
-	if err := l.Acquire(ctxT(t, 20*time.Second)); err != nil {
+	h, err := l.Acquire(ctxT(t, 20*time.Second))
+	if err != nil {
 		t.Fatal(err)
 	}
 	if st := px.Stats(); st.Dropped == 0 {
@@ -200,15 +208,15 @@ func TestDropAfterCreate(t *testing.T) {
 			nodes = append(nodes, c)
 		}
 	}
-	if len(nodes) != 1 || nodes[0] != path.Base(l.Node()) {
-		t.Fatalf("nodes %v, holder %s: an orphan was left", nodes, l.Node())
+	if len(nodes) != 1 || nodes[0] != path.Base(h.Node()) {
+		t.Fatalf("nodes %v, holder %s: an orphan was left", nodes, h.Node())
 	}
 	// The server numbers children by the parent's cversion: the first
 	// create got exactly that number, a second one would have the next.
 	if seq, _ := zklock.ParseSequence(nodes[0]); seq != before.Cversion {
 		t.Fatalf("holder's node has sequence %d: the first create was not recovered", seq)
 	}
-	if err := l.Release(ctxT(t, 5*time.Second)); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -236,7 +244,8 @@ func TestServerRestartWhileWaiting(t *testing.T) {
 	ctx := ctxT(t, 60*time.Second)
 	opts := []zklock.SessionOption{zklock.WithSessionTimeout(4 * time.Second)}
 	holder := newLock(t, connect(t, servers, opts...), p, zklock.WithRecheckInterval(time.Second))
-	if err := holder.Acquire(ctx); err != nil {
+	hh, err := holder.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	const n = 3
@@ -249,7 +258,8 @@ func TestServerRestartWhileWaiting(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := l.Acquire(ctx); err != nil {
+			h, err := l.Acquire(ctx)
+			if err != nil {
 				t.Error(err)
 				return
 			}
@@ -264,7 +274,7 @@ func TestServerRestartWhileWaiting(t *testing.T) {
 			mu.Lock()
 			inside--
 			mu.Unlock()
-			if err := l.Release(ctx); err != nil {
+			if err := h.Release(); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -278,11 +288,11 @@ func TestServerRestartWhileWaiting(t *testing.T) {
 	}
 	// Under the default policy the disconnection ended the hold.
 	select {
-	case <-holder.Lost():
+	case <-hh.Lost():
 	case <-ctx.Done():
 		t.Fatal("holder not told of the disconnection")
 	}
-	if err := holder.Release(ctx); !errors.Is(err, zklock.ErrLockLost) {
+	if err := hh.Release(); !errors.Is(err, zklock.ErrLockLost) {
 		t.Fatalf("holder Release: %v", err)
 	}
 	wg.Wait()
@@ -311,8 +321,8 @@ func TestPermanentErrorNotRetried(t *testing.T) {
 	l := newLock(t, s, p)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := l.Acquire(ctx)
-	if !errors.Is(err, zk.ErrNoAuth) {
+	h, err := l.Acquire(ctx)
+	if !errors.Is(err, zk.ErrNoAuth) || h != nil {
 		t.Fatalf("Acquire under a read-only node: %v, want zk.ErrNoAuth", err)
 	}
 	if ctx.Err() != nil {

@@ -26,14 +26,15 @@ func BenchmarkTxn(b *testing.B) {
 	}
 	l := newLock(b, s, p+"/lock")
 	ctx := context.Background()
-	if err := l.Acquire(ctx); err != nil {
+	h, err := l.Acquire(ctx)
+	if err != nil {
 		b.Fatal(err)
 	}
 	value := []byte("v")
 	b.Run("guarded", func(b *testing.B) {
 		reportRequests(b, func() {
 			for i := 0; i < b.N; i++ {
-				if _, err := l.Txn(ctx, &zk.SetDataRequest{Path: data, Data: value, Version: -1}); err != nil {
+				if _, err := h.Txn(ctx, &zk.SetDataRequest{Path: data, Data: value, Version: -1}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -54,7 +55,7 @@ func BenchmarkTxn(b *testing.B) {
 		var guarded, plain time.Duration
 		for i := 0; i < b.N; i++ {
 			t0 := time.Now()
-			if _, err := l.Txn(ctx, &zk.SetDataRequest{Path: data, Data: value, Version: -1}); err != nil {
+			if _, err := h.Txn(ctx, &zk.SetDataRequest{Path: data, Data: value, Version: -1}); err != nil {
 				b.Fatal(err)
 			}
 			t1 := time.Now()

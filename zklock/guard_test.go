@@ -15,9 +15,16 @@ import (
 
 var anyone = zk.WorldACL(zk.PermAll)
 
-// heldLock returns a lock on a fresh path, held, and a data directory
-// beside it for the transactions to write in.
-func heldLock(t *testing.T, s *zklock.Session) (l *zklock.Lock, dir string) {
+// heldLock returns the hold of a lock on a fresh path, and a data
+// directory beside it for the transactions to write in.
+func heldLock(t *testing.T, s *zklock.Session) (h *zklock.Hold, dir string) {
+	t.Helper()
+	h, dir, _ = heldLockOf(t, s)
+	return h, dir
+}
+
+// heldLockOf is heldLock that also returns the lock.
+func heldLockOf(t *testing.T, s *zklock.Session) (h *zklock.Hold, dir string, l *zklock.Lock) {
 	t.Helper()
 	p := zktest.Path(t)
 	dir = p + "-data"
@@ -25,10 +32,11 @@ func heldLock(t *testing.T, s *zklock.Session) (l *zklock.Lock, dir string) {
 		t.Fatal(err)
 	}
 	l = newLock(t, s, p+"/lock")
-	if err := l.Acquire(ctxT(t, 20*time.Second)); err != nil {
+	h, err := l.Acquire(ctxT(t, 20*time.Second))
+	if err != nil {
 		t.Fatal(err)
 	}
-	return l, dir
+	return h, dir, l
 }
 
 // existsSynced reports whether path exists, as the leader sees it after a
@@ -43,9 +51,9 @@ func existsSynced(t *testing.T, conn *zk.Conn, path string) bool {
 
 func TestTxnApplies(t *testing.T) {
 	s := connect(t, zktest.Servers(t))
-	l, dir := heldLock(t, s)
+	h, dir := heldLock(t, s)
 	ctx := ctxT(t, 20*time.Second)
-	res, err := l.Txn(ctx,
+	res, err := h.Txn(ctx,
 		&zk.CreateRequest{Path: dir + "/a", Data: []byte("1"), Acl: anyone},
 		&zk.SetDataRequest{Path: dir + "/a", Data: []byte("2"), Version: 0},
 		&zk.CheckVersionRequest{Path: dir + "/a", Version: 1})
@@ -60,13 +68,13 @@ func TestTxnApplies(t *testing.T) {
 		t.Fatalf("data %q, %v", data, err)
 	}
 	// No ops: a confirmation of the hold at the server.
-	if res, err := l.Txn(ctx); err != nil || len(res) != 0 {
+	if res, err := h.Txn(ctx); err != nil || len(res) != 0 {
 		t.Fatalf("empty Txn: %v, %v", res, err)
 	}
-	if err := l.Release(ctx); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Txn(ctx, &zk.DeleteRequest{Path: dir + "/a", Version: -1}); !errors.Is(err, zklock.ErrNotHeld) {
+	if _, err := h.Txn(ctx, &zk.DeleteRequest{Path: dir + "/a", Version: -1}); !errors.Is(err, zklock.ErrNotHeld) {
 		t.Fatalf("Txn after Release: %v, want ErrNotHeld", err)
 	}
 }
@@ -81,9 +89,9 @@ func TestTxnStaleHoldRefusedAtServer(t *testing.T) {
 	defer zklock.SetTxnSkipLostCheck(true)()
 	s := connect(t, zktest.Servers(t))
 	other := connect(t, zktest.Servers(t))
-	l, dir := heldLock(t, s)
+	h, dir := heldLock(t, s)
 	ctx := ctxT(t, 20*time.Second)
-	node := l.Node()
+	node := h.Node()
 	if err := other.Conn().Delete(node, -1); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +99,7 @@ func TestTxnStaleHoldRefusedAtServer(t *testing.T) {
 		&zk.CreateRequest{Path: dir + "/stale", Data: []byte("x"), Acl: anyone},
 		&zk.SetDataRequest{Path: dir, Data: []byte("stale"), Version: -1},
 	}
-	_, err := l.Txn(ctx, ops...)
+	_, err := h.Txn(ctx, ops...)
 	if !errors.Is(err, zklock.ErrStaleHold) || !errors.Is(err, zklock.ErrLockLost) {
 		t.Fatalf("stale Txn: %v, want ErrStaleHold and ErrLockLost", err)
 	}
@@ -102,11 +110,11 @@ func TestTxnStaleHoldRefusedAtServer(t *testing.T) {
 		t.Fatalf("a stale holder's set landed: %q", data)
 	}
 	select {
-	case <-l.Lost():
+	case <-h.Lost():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the hold was not ended after the server called it stale")
 	}
-	if err := l.Err(); !errors.Is(err, zklock.ErrNodeDeleted) {
+	if err := h.Err(); !errors.Is(err, zklock.ErrNodeDeleted) {
 		t.Errorf("hold's error %v, want ErrNodeDeleted", err)
 	}
 
@@ -125,16 +133,16 @@ func TestTxnStaleHoldRefusedAtServer(t *testing.T) {
 func TestTxnSurvivesWriteToOwnNode(t *testing.T) {
 	s := connect(t, zktest.Servers(t))
 	other := connect(t, zktest.Servers(t))
-	l, dir := heldLock(t, s)
-	if _, err := other.Conn().Set(l.Node(), []byte("__REVOKE__"), -1); err != nil {
+	h, dir := heldLock(t, s)
+	if _, err := other.Conn().Set(h.Node(), []byte("__REVOKE__"), -1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Txn(ctxT(t, 20*time.Second), &zk.CreateRequest{Path: dir + "/after-revoke", Acl: anyone}); err != nil {
+	if _, err := h.Txn(ctxT(t, 20*time.Second), &zk.CreateRequest{Path: dir + "/after-revoke", Acl: anyone}); err != nil {
 		t.Fatalf("Txn after a data write to the holder's node: %v", err)
 	}
 	select {
-	case <-l.Lost():
-		t.Fatalf("hold lost on a data write: %v", l.Err())
+	case <-h.Lost():
+		t.Fatalf("hold lost on a data write: %v", h.Err())
 	default:
 	}
 }
@@ -142,8 +150,8 @@ func TestTxnSurvivesWriteToOwnNode(t *testing.T) {
 // One failing op fails the transaction whole, and says which op it was.
 func TestTxnOpError(t *testing.T) {
 	s := connect(t, zktest.Servers(t))
-	l, dir := heldLock(t, s)
-	res, err := l.Txn(ctxT(t, 20*time.Second),
+	h, dir := heldLock(t, s)
+	res, err := h.Txn(ctxT(t, 20*time.Second),
 		&zk.CreateRequest{Path: dir + "/first", Acl: anyone},
 		&zk.DeleteRequest{Path: dir + "/missing", Version: -1},
 		&zk.CreateRequest{Path: dir + "/third", Acl: anyone})
@@ -161,7 +169,7 @@ func TestTxnOpError(t *testing.T) {
 		t.Fatal("op 0 landed although op 1 failed")
 	}
 	select {
-	case <-l.Lost():
+	case <-h.Lost():
 		t.Fatal("an op's failure ended the hold")
 	default:
 	}
@@ -171,17 +179,17 @@ func TestTxnOpError(t *testing.T) {
 func TestTxnKnownLost(t *testing.T) {
 	s := connect(t, zktest.Servers(t))
 	other := connect(t, zktest.Servers(t))
-	l, dir := heldLock(t, s)
-	if err := other.Conn().Delete(l.Node(), -1); err != nil {
+	h, dir := heldLock(t, s)
+	if err := other.Conn().Delete(h.Node(), -1); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-l.Lost():
+	case <-h.Lost():
 	case <-time.After(10 * time.Second):
 		t.Fatal("deletion not noticed")
 	}
 	before := zklock.Written(s, zklock.OpMulti)
-	_, err := l.Txn(ctxT(t, 20*time.Second), &zk.CreateRequest{Path: dir + "/x", Acl: anyone})
+	_, err := h.Txn(ctxT(t, 20*time.Second), &zk.CreateRequest{Path: dir + "/x", Acl: anyone})
 	if !errors.Is(err, zklock.ErrLockLost) || !errors.Is(err, zklock.ErrNodeDeleted) {
 		t.Fatalf("Txn on a lost hold: %v", err)
 	}
@@ -195,7 +203,7 @@ func TestTxnKnownLost(t *testing.T) {
 // so the order is fixed.
 func TestTxnContextEndsInFlight(t *testing.T) {
 	s := connect(t, zktest.Servers(t))
-	l, dir := heldLock(t, s)
+	h, dir := heldLock(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
 	returned := make(chan struct{})
 	zklock.SetWriteHook(s, func(op int32, _ []byte) error {
@@ -209,7 +217,7 @@ func TestTxnContextEndsInFlight(t *testing.T) {
 		return nil
 	})
 	defer zklock.SetWriteHook(s, nil)
-	_, err := l.Txn(ctx, &zk.CreateRequest{Path: dir + "/late", Acl: anyone})
+	_, err := h.Txn(ctx, &zk.CreateRequest{Path: dir + "/late", Acl: anyone})
 	close(returned)
 	if !errors.Is(err, zklock.ErrOutcomeUnknown) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("Txn: %v, want ErrOutcomeUnknown wrapping context.Canceled", err)
@@ -220,14 +228,14 @@ func TestTxnContextEndsInFlight(t *testing.T) {
 // The connection fails as the multi is written: the outcome is unknown.
 func TestTxnConnectionLostInFlight(t *testing.T) {
 	s := connect(t, zktest.Servers(t))
-	l, dir := heldLock(t, s)
+	h, dir := heldLock(t, s)
 	zklock.SetWriteHook(s, func(op int32, _ []byte) error {
 		if op == zklock.OpMulti {
 			return errors.New("injected: connection reset by peer")
 		}
 		return nil
 	})
-	_, err := l.Txn(ctxT(t, 20*time.Second), &zk.CreateRequest{Path: dir + "/cut", Acl: anyone})
+	_, err := h.Txn(ctxT(t, 20*time.Second), &zk.CreateRequest{Path: dir + "/cut", Acl: anyone})
 	zklock.SetWriteHook(s, nil)
 	if !errors.Is(err, zklock.ErrOutcomeUnknown) {
 		t.Fatalf("Txn: %v, want ErrOutcomeUnknown", err)
@@ -249,8 +257,8 @@ func TestTxnConnectionLostInFlight(t *testing.T) {
 // panics.
 func TestTxnBadInput(t *testing.T) {
 	s := connect(t, zktest.Servers(t))
-	l, dir := heldLock(t, s)
-	node := l.Node()
+	h, dir := heldLock(t, s)
+	node := h.Node()
 	ctx := ctxT(t, 20*time.Second)
 	var nilCreate *zk.CreateRequest
 	for _, c := range []struct {
@@ -273,7 +281,7 @@ func TestTxnBadInput(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := zklock.Written(s, zklock.OpMulti)
-			err := zktest.NoPanic(t, func() error { _, err := l.Txn(ctx, c.ops...); return err })
+			err := zktest.NoPanic(t, func() error { _, err := h.Txn(ctx, c.ops...); return err })
 			for _, w := range c.want {
 				if !errors.Is(err, w) {
 					t.Errorf("error %v, want %v", err, w)
@@ -286,62 +294,62 @@ func TestTxnBadInput(t *testing.T) {
 	}
 	t.Run("too large for go-zookeeper's buffer", func(t *testing.T) {
 		before := zklock.Written(s, zklock.OpMulti)
-		_, err := l.Txn(ctx, &zk.SetDataRequest{Path: dir, Data: make([]byte, 2<<20), Version: -1})
+		_, err := h.Txn(ctx, &zk.SetDataRequest{Path: dir, Data: make([]byte, 2<<20), Version: -1})
 		if !errors.Is(err, zklock.ErrInvalidOp) || errors.Is(err, zklock.ErrOutcomeUnknown) {
 			t.Fatalf("%v, want ErrInvalidOp", err)
 		}
 		if n := zklock.Written(s, zklock.OpMulti) - before; n != 0 {
 			t.Errorf("%d multi requests sent", n)
 		}
-		if _, err := l.Txn(ctx); err != nil {
+		if _, err := h.Txn(ctx); err != nil {
 			t.Fatalf("the hold after a refused large transaction: %v", err)
 		}
 	})
 	t.Run("sequential create under a slash", func(t *testing.T) {
-		res, err := l.Txn(ctx, &zk.CreateRequest{Path: dir + "/", Acl: anyone, Flags: zk.FlagSequence})
+		res, err := h.Txn(ctx, &zk.CreateRequest{Path: dir + "/", Acl: anyone, Flags: zk.FlagSequence})
 		if err != nil || !strings.HasPrefix(res[0].String, dir+"/") {
 			t.Fatalf("%v, %v", res, err)
 		}
 	})
 	t.Run("check of own node", func(t *testing.T) {
-		if _, err := l.Txn(ctx, &zk.CheckVersionRequest{Path: node, Version: 0}); err != nil {
+		if _, err := h.Txn(ctx, &zk.CheckVersionRequest{Path: node, Version: 0}); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("nil context", func(t *testing.T) {
 		//lint:ignore SA1012 a nil context is the bad input under test
-		if _, err := l.Txn(nil, &zk.CreateRequest{Path: dir + "/a", Acl: anyone}); !errors.Is(err, zklock.ErrNilContext) { //nolint:staticcheck
+		if _, err := h.Txn(nil, &zk.CreateRequest{Path: dir + "/a", Acl: anyone}); !errors.Is(err, zklock.ErrNilContext) { //nolint:staticcheck
 			t.Fatal(err)
 		}
 	})
 	t.Run("ended context", func(t *testing.T) {
-		if _, err := l.Txn(zktest.Cancelled(), &zk.CreateRequest{Path: dir + "/a", Acl: anyone}); !errors.Is(err, context.Canceled) || errors.Is(err, zklock.ErrOutcomeUnknown) {
+		if _, err := h.Txn(zktest.Cancelled(), &zk.CreateRequest{Path: dir + "/a", Acl: anyone}); !errors.Is(err, context.Canceled) || errors.Is(err, zklock.ErrOutcomeUnknown) {
 			t.Fatalf("%v, want context.Canceled, not sent", err)
 		}
 	})
-	t.Run("nil lock", func(t *testing.T) {
-		var nl *zklock.Lock
-		if _, err := nl.Txn(ctx); !errors.Is(err, zklock.ErrNil) {
+	t.Run("nil hold", func(t *testing.T) {
+		var nh *zklock.Hold
+		if _, err := nh.Txn(ctx); !errors.Is(err, zklock.ErrNil) {
 			t.Fatal(err)
 		}
 	})
 	t.Run("closed lock", func(t *testing.T) {
-		l2 := newLock(t, s, zktest.Path(t))
+		// Close released the lock's hold: the hold guards nothing.
+		h2, _, l2 := heldLockOf(t, s)
 		l2.Close()
-		if _, err := l2.Txn(ctx); !errors.Is(err, zklock.ErrClosed) {
+		before := zklock.Written(s, zklock.OpMulti)
+		if _, err := h2.Txn(ctx); !errors.Is(err, zklock.ErrNotHeld) {
 			t.Fatal(err)
 		}
-	})
-	t.Run("never held", func(t *testing.T) {
-		if _, err := newLock(t, s, zktest.Path(t)).Txn(ctx); !errors.Is(err, zklock.ErrNotHeld) {
-			t.Fatal(err)
+		if n := zklock.Written(s, zklock.OpMulti) - before; n != 0 {
+			t.Errorf("%d multi requests sent", n)
 		}
 	})
 	t.Run("closed session", func(t *testing.T) {
 		s2 := connect(t, zktest.Servers(t))
-		l2, _ := heldLock(t, s2)
+		h2, _ := heldLock(t, s2)
 		s2.Close()
-		if _, err := l2.Txn(ctx); !errors.Is(err, zklock.ErrSessionClosed) {
+		if _, err := h2.Txn(ctx); !errors.Is(err, zklock.ErrSessionClosed) {
 			t.Fatal(err)
 		}
 	})

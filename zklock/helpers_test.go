@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/zklock"
 )
 
 // One real ZooKeeper for the package; goleak checks nothing is left running.
@@ -47,4 +48,21 @@ func watchersOf(t testing.TB, path string) int {
 		}
 	}
 	return n
+}
+
+// acquired is what an Acquire run on another goroutine returned.
+type acquired struct {
+	h   *zklock.Hold
+	err error
+}
+
+// goAcquire runs l.Acquire(ctx) on a goroutine of its own and returns the
+// channel its result arrives on (buffered: nobody need read it).
+func goAcquire(ctx context.Context, l *zklock.Lock) <-chan acquired {
+	c := make(chan acquired, 1)
+	go func() {
+		h, err := l.Acquire(ctx)
+		c <- acquired{h, err}
+	}()
+	return c
 }

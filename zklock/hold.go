@@ -220,20 +220,8 @@ func (h *Hold) watchOwn() {
 		unwatch = s.watch(h.node, h.onOwnEvent)
 	}
 	data, stat, ev, err := s.conn.GetW(h.node)
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
+	if !h.watchRead(stat, err) {
 		unwatch()
-		h.lose(ErrNodeDeleted)
-		return
-	case err != nil:
-		unwatch()
-		h.retryWatch(err)
-		return
-	case stat.EphemeralOwner != h.owner:
-		// The node was created in an older session than we thought (a
-		// reconnect raced the create's reply): it dies with that one.
-		unwatch()
-		h.lose(ErrSessionExpired)
 		return
 	}
 	h.mu.Lock()
@@ -256,6 +244,24 @@ func (h *Hold) watchOwn() {
 		case <-s.ctx.Done():
 		}
 	}
+}
+
+// watchRead handles the own-node watch's read: false when it did not set a
+// watch (the node is gone, or not ours, or the read failed and is retried).
+func (h *Hold) watchRead(stat *zk.Stat, err error) bool {
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		h.lose(ErrNodeDeleted)
+	case err != nil:
+		h.retryWatch(err)
+	case stat.EphemeralOwner != h.owner:
+		// The node was created in an older session than we thought (a
+		// reconnect raced the create's reply): it dies with that one.
+		h.lose(ErrSessionExpired)
+	default:
+		return true
+	}
+	return false
 }
 
 // onOwnEvent handles an event of the own-node watch. It may run on

@@ -124,6 +124,25 @@ func (le *lease) wake() {
 	}
 }
 
+// LeaseStats counts how the session's lease (see WithLossOnExpiryOnly)
+// bore on its locks since the session was made.
+type LeaseStats struct {
+	// Waits counts grants that had to wait for the session to be
+	// confirmed with the leader before they could be made.
+	Waits int64
+	// Lapses counts the times the lease ran out while holds existed,
+	// ending them with ErrLeaseExpired.
+	Lapses int64
+}
+
+// LeaseStats reports the session's lease counters.
+func (s *Session) LeaseStats() LeaseStats {
+	if s == nil {
+		return LeaseStats{}
+	}
+	return LeaseStats{Waits: s.lease.waits.Load(), Lapses: s.lease.lapses.Load()}
+}
+
 // proof is a request that can prove the session alive at the leader: the
 // tap's count of writes when it was queued, when it was queued, and the
 // session it was queued in.
@@ -245,43 +264,42 @@ func (le *lease) lapse() {
 // sends a sync when no proof came for a period.
 func (le *lease) renew() {
 	s := le.s
-	for {
+	for !s.isClosed() {
 		s.mu.Lock()
 		active := len(s.holds) > 0 || s.waiting > 0
-		next := le.renewedAt.Add(le.period())
+		due := time.Until(le.renewedAt.Add(le.period()))
 		s.mu.Unlock()
 		changed := s.stateChanged()
-		var t *time.Timer
-		var wake <-chan time.Time
 		switch {
 		case active && s.State() != StateConnected:
 			// No sync while the connection is down: go-zookeeper would send
 			// it first thing on the next connection, racing (in its own code)
 			// with the re-arming of watches; the lease lapses meanwhile, as
 			// it must.
-		case active && time.Until(next) > 0:
-			t = time.NewTimer(time.Until(next))
-			wake = t.C
+			le.idle(changed, nil)
+		case active && due > 0:
+			t := time.NewTimer(due)
+			le.idle(changed, t.C)
+			t.Stop()
 		case active:
 			select {
 			case <-le.refresh():
 			case <-s.ctx.Done():
-				return
 			}
-			continue
+		default:
+			le.idle(changed, nil)
 		}
-		select {
-		case <-wake:
-		case <-changed:
-		case <-le.kick:
-		case <-s.ctx.Done():
-		}
-		if t != nil {
-			t.Stop()
-		}
-		if s.isClosed() {
-			return
-		}
+	}
+}
+
+// idle waits for the renewer's next look: a state change, a kick (a lock
+// queued), the timer wake (nil: none), or the session's end.
+func (le *lease) idle(changed <-chan struct{}, wake <-chan time.Time) {
+	select {
+	case <-wake:
+	case <-changed:
+	case <-le.kick:
+	case <-le.s.ctx.Done():
 	}
 }
 
@@ -292,96 +310,6 @@ func (le *lease) stop() {
 		le.timer.Stop()
 	}
 	le.s.mu.Unlock()
-}
-
-// grant makes h one of the session's valid holds once the session can
-// vouch for it: h's session is the current one, and the lease lies ahead,
-// or a sync has renewed it. It returns errNodeGone when h's session is over
-// (the node went with it) and ctx's error when ctx ends first. Package
-// zklock's lock files ask the session, and only here, whether a hold may
-// begin.
-func (s *Session) grant(ctx context.Context, h *Hold) error {
-	for attempt := 0; ; attempt++ {
-		s.mu.Lock()
-		verdict := s.grantableLocked(h)
-		if verdict == grantNow {
-			s.holds[h] = struct{}{}
-			s.lease.armLocked()
-			s.mu.Unlock()
-			return nil
-		}
-		changed := s.changed
-		s.mu.Unlock()
-		switch verdict {
-		case grantClosed:
-			return s.closedErr()
-		case grantGone:
-			return errNodeGone
-		}
-		if err := s.awaitGrantable(ctx, verdict, attempt, changed); err != nil {
-			return err
-		}
-	}
-}
-
-// What grantableLocked finds.
-const (
-	grantNow    = iota
-	grantClosed // the session is closed
-	grantGone   // h's session is over: its node went with it
-	grantLag    // the connection has h's session but our view of it lags
-	grantDown   // not connected: wait for the connection, or news that the session is over
-	grantLease  // connected, but the lease is not ahead
-)
-
-func (s *Session) grantableLocked(h *Hold) int {
-	switch {
-	case s.closed:
-		return grantClosed
-	case h.owner != s.conn.SessionID():
-		// The client holds another session (or none, after an expiry).
-		return grantGone
-	case h.owner != s.sessionID:
-		// Under NewSession the state is polled: wait for it rather than
-		// give up a node that exists.
-		return grantLag
-	case s.state != StateConnected && !(s.cfg.expiryOnly && s.state == StateDisconnected):
-		return grantDown
-	case !s.lease.validLocked(time.Now()):
-		return grantLease
-	}
-	return grantNow
-}
-
-// awaitGrantable waits for what may change grant's verdict.
-func (s *Session) awaitGrantable(ctx context.Context, verdict, attempt int, changed <-chan struct{}) error {
-	var refreshed <-chan struct{}
-	var lag <-chan time.Time
-	switch verdict {
-	case grantLease:
-		if attempt == 0 {
-			s.lease.waits.Add(1)
-		}
-		refreshed = s.lease.refresh()
-	case grantLag:
-		lag = time.After(5 * time.Millisecond) // a polled state catches up within a tick
-	}
-	select {
-	case <-lag:
-	case <-refreshed:
-		if attempt > 0 {
-			// The leader did not confirm us: do not spin.
-			if !sleepCtx(ctx, min(time.Duration(attempt)*10*time.Millisecond, s.cfg.maxRetryWait)) {
-				return ctx.Err()
-			}
-		}
-	case <-changed:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.ctx.Done():
-		return s.closedErr()
-	}
-	return nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

@@ -35,16 +35,17 @@ func TestLeaseCountsFromTheWrite(t *testing.T) {
 		return nil
 	})
 	defer zklock.SetWriteHook(s, nil)
-	if err := l.Acquire(ctx); err != nil {
+	h, err := l.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-l.Lost():
-		t.Fatalf("hold lost while every sync was answered at once once written: %v", l.Err())
+	case <-h.Lost():
+		t.Fatalf("hold lost while every sync was answered at once once written: %v", h.Err())
 	case <-time.After(5 * time.Second):
 	}
 	zklock.SetWriteHook(s, nil)
-	if err := l.Release(ctx); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -62,14 +63,14 @@ func TestLeaseCapAfterSilence(t *testing.T) {
 	p := zktest.Path(t)
 	ctx := ctxT(t, 30*time.Second)
 	holder := newLock(t, connect(t, servers), p)
-	if err := holder.Acquire(ctx); err != nil {
+	hh, err := holder.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	s := connect(t, servers, zklock.WithSessionTimeout(4*time.Second))
 	w := newLock(t, s, p)
 	wctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Acquire(wctx) }()
+	done := goAcquire(wctx, w)
 	eventually(t, 10*time.Second, "the waiter's lease", func() bool { return zklock.LeaseValid(s) })
 	syncs := zklock.Written(s, zklock.OpSync)
 	zklock.SetWriteHook(s, func(op int32, _ []byte) error {
@@ -87,7 +88,7 @@ func TestLeaseCapAfterSilence(t *testing.T) {
 	zklock.SetWriteHook(s, nil)
 	cancel()
 	<-done
-	if err := holder.Release(ctx); err != nil {
+	if err := hh.Release(); err != nil {
 		t.Fatal(err)
 	}
 }

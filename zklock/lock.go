@@ -12,54 +12,6 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-type lockConfig struct {
-	label   string
-	recheck time.Duration
-	acl     []zk.ACL
-	onLost  func(node string, cause error)
-
-	revocable bool              // WithRevocable
-	onRevoked func(node string) // WithRevocationHandler
-
-	onPosition func(Position) // see position.go
-}
-
-// Option configures New.
-type Option func(*lockConfig)
-
-// WithLabel adds label to the lock node's data, next to the host name and
-// process id, so that an operator listing the queue knows who waits. The
-// node's data, label included, may not exceed 64 KiB (New refuses it with
-// ErrInvalidOption): a request larger than the server's jute.maxbuffer
-// (1 MB by default) makes it drop the connection, and with it the session.
-func WithLabel(label string) Option { return func(c *lockConfig) { c.label = label } }
-
-// WithRecheckInterval sets how often a waiter re-reads the queue even when
-// its watch has not fired (default 5s). A watch can be lost when a server
-// restarts or the client moves to another ensemble member; this bounds how
-// long such a loss can delay a waiter.
-func WithRecheckInterval(d time.Duration) Option { return func(c *lockConfig) { c.recheck = d } }
-
-// WithACL sets the ACL of the nodes the lock creates (default: world, all):
-// its lock nodes, and the lock path and any missing ancestor it creates as
-// container nodes. ZooKeeper checks a create or delete of a node against
-// its parent's ACL, so it is the lock path's ACL that decides who may
-// queue and who may delete a holder's node; a lock path that already
-// exists keeps its own. With zk.AuthACL or zk.DigestACL, give the session
-// the credentials (WithDigestAuth). See ExampleWithDigestAuth.
-func WithACL(acl []zk.ACL) Option { return func(c *lockConfig) { c.acl = acl } }
-
-// WithLossHandler calls fn with the hold's node and the cause (ErrDisconnected,
-// ErrSessionExpired, ErrLeaseExpired, ErrNodeDeleted or ErrSessionClosed)
-// when a hold is lost, synchronously, at the moment the loss is detected,
-// so that work under the lock can be stopped with no goroutine hop in
-// between (package tier cancels its held context here). fn may run on
-// go-zookeeper's event goroutine: it must not block, nor call methods of
-// the Lock or Session.
-func WithLossHandler(fn func(node string, cause error)) Option {
-	return func(c *lockConfig) { c.onLost = fn }
-}
-
 // Lock is a process-level lock on one ZooKeeper path. It serves one holder
 // at a time and is not reentrant: Acquire returns a Hold, and a second
 // Acquire while it stands returns ErrAlreadyHeld; calls that race each

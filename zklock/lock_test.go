@@ -22,22 +22,26 @@ func TestAcquireRelease(t *testing.T) {
 	l := newLock(t, s, p, zklock.WithLabel("worker-7"))
 	ctx := ctxT(t, 10*time.Second)
 
-	if err := l.Acquire(ctx); err != nil {
+	h, err := l.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !nodeName.MatchString(path.Base(l.Node())) || path.Dir(l.Node()) != p {
-		t.Fatalf("node %q not in Curator's form under %s", l.Node(), p)
+	if !nodeName.MatchString(path.Base(h.Node())) || path.Dir(h.Node()) != p {
+		t.Fatalf("node %q not in Curator's form under %s", h.Node(), p)
 	}
-	if l.Token() <= 0 {
-		t.Fatalf("token = %d", l.Token())
+	if h.Token() <= 0 {
+		t.Fatalf("token = %d", h.Token())
 	}
 	select {
-	case <-l.Lost():
+	case <-h.Lost():
 		t.Fatal("Lost closed on a fresh hold")
 	default:
 	}
+	if err := h.Err(); err != nil {
+		t.Fatalf("Err on a fresh hold: %v", err)
+	}
 	ps, err := l.Participants(ctx)
-	if err != nil || len(ps) != 1 || !ps[0].Holder || ps[0].Node != path.Base(l.Node()) {
+	if err != nil || len(ps) != 1 || !ps[0].Holder || ps[0].Node != path.Base(h.Node()) {
 		t.Fatalf("participants = %+v, %v", ps, err)
 	}
 	var d struct {
@@ -48,17 +52,27 @@ func TestAcquireRelease(t *testing.T) {
 	if err := json.Unmarshal(ps[0].Data, &d); err != nil || d.Pid != os.Getpid() || d.Label != "worker-7" {
 		t.Fatalf("node data %s: %+v %v", ps[0].Data, d, err)
 	}
-	if err := l.Acquire(ctx); !errors.Is(err, zklock.ErrAlreadyHeld) {
-		t.Fatalf("second Acquire: %v, want ErrAlreadyHeld", err)
+	if h2, err := l.Acquire(ctx); !errors.Is(err, zklock.ErrAlreadyHeld) || h2 != nil {
+		t.Fatalf("second Acquire: %v, %v, want ErrAlreadyHeld", h2, err)
 	}
-	if err := l.Release(ctx); err != nil {
+	if _, ok, err := l.TryAcquire(ctx); ok || !errors.Is(err, zklock.ErrAlreadyHeld) {
+		t.Fatalf("TryAcquire while held: %v, %v, want ErrAlreadyHeld", ok, err)
+	}
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Release(ctx); !errors.Is(err, zklock.ErrNotHeld) {
+	if err := h.Release(); !errors.Is(err, zklock.ErrNotHeld) {
 		t.Fatalf("second Release: %v, want ErrNotHeld", err)
 	}
-	if l.Token() != 0 || l.Node() != "" {
-		t.Fatalf("after release: token %d node %q", l.Token(), l.Node())
+	// The released hold is over: it guards nothing any more, and Release
+	// does not report it lost.
+	if _, err := h.Txn(ctx); !errors.Is(err, zklock.ErrNotHeld) {
+		t.Fatalf("Txn after release: %v, want ErrNotHeld", err)
+	}
+	select {
+	case <-h.Lost():
+		t.Fatal("Release closed Lost")
+	default:
 	}
 	eventually(t, 5*time.Second, "node deleted", func() bool {
 		return len(children(t, s.Conn(), p)) == 0
@@ -72,7 +86,8 @@ func TestFIFO(t *testing.T) {
 	p := zktest.Path(t)
 	ctx := ctxT(t, 30*time.Second)
 	holder := newLock(t, connect(t, servers), p)
-	if err := holder.Acquire(ctx); err != nil {
+	hh, err := holder.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	const n = 5
@@ -84,7 +99,8 @@ func TestFIFO(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := l.Acquire(ctx); err != nil {
+			h, err := l.Acquire(ctx)
+			if err != nil {
 				t.Error(err)
 				return
 			}
@@ -92,7 +108,7 @@ func TestFIFO(t *testing.T) {
 			order = append(order, i)
 			mu.Unlock()
 			time.Sleep(5 * time.Millisecond)
-			if err := l.Release(ctx); err != nil {
+			if err := h.Release(); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -101,7 +117,7 @@ func TestFIFO(t *testing.T) {
 			return len(children(t, holder.Session().Conn(), p)) == i+2
 		})
 	}
-	if err := holder.Release(ctx); err != nil {
+	if err := hh.Release(); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
@@ -126,22 +142,29 @@ func TestHerdAvoidance(t *testing.T) {
 	for i := range locks {
 		locks[i] = newLock(t, connect(t, servers), p)
 	}
-	if err := locks[0].Acquire(ctx); err != nil {
+	h0, err := locks[0].Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	var acquired atomic.Int32
-	for _, l := range locks[1:] {
+	holds := make([]atomic.Pointer[zklock.Hold], n)
+	for i, l := range locks[1:] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := l.Acquire(ctx); err != nil {
+			h, err := l.Acquire(ctx)
+			if err != nil {
 				t.Error(err)
 				return
 			}
+			holds[i+1].Store(h)
 			acquired.Add(1)
 		}()
 	}
+	// The holder arms its own-node watch once its hold has lasted the
+	// lease's bound (a quarter of the session timeout): until then only
+	// the waiters watch.
 	eventually(t, 10*time.Second, "all queued and watching", func() bool {
 		w := watchesBySession(t, p+"/")
 		return len(children(t, locks[0].Session().Conn(), p)) == n && len(w) == n
@@ -152,10 +175,10 @@ func TestHerdAvoidance(t *testing.T) {
 		}
 	}
 	// The holder's node is watched by the holder and by exactly one waiter.
-	if got := watchersOf(t, locks[0].Node()); got != 2 {
+	if got := watchersOf(t, h0.Node()); got != 2 {
 		t.Errorf("holder's node has %d watchers, want 2 (holder + next waiter)", got)
 	}
-	if err := locks[0].Release(ctx); err != nil {
+	if err := h0.Release(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "one waiter woken", func() bool { return acquired.Load() == 1 })
@@ -163,9 +186,9 @@ func TestHerdAvoidance(t *testing.T) {
 	if got := acquired.Load(); got != 1 {
 		t.Fatalf("one release woke %d acquisitions", got)
 	}
-	for _, l := range locks[1:] {
-		if l.Node() != "" {
-			if err := l.Release(ctx); err != nil {
+	for i := range holds {
+		if h := holds[i].Swap(nil); h != nil {
+			if err := h.Release(); err != nil {
 				t.Error(err)
 			}
 		}
@@ -176,12 +199,17 @@ func TestHerdAvoidance(t *testing.T) {
 	for {
 		select {
 		case <-done:
+			for i := range holds {
+				if h := holds[i].Swap(nil); h != nil {
+					_ = h.Release()
+				}
+			}
 			return
 		case <-time.After(20 * time.Millisecond):
 		}
-		for _, l := range locks[1:] {
-			if l.Node() != "" {
-				_ = l.Release(ctx)
+		for i := range holds {
+			if h := holds[i].Swap(nil); h != nil {
+				_ = h.Release()
 			}
 		}
 	}
@@ -191,42 +219,43 @@ func TestCancelAndTimeoutLeaveNoNode(t *testing.T) {
 	servers := zktest.Servers(t)
 	p := zktest.Path(t)
 	holder := newLock(t, connect(t, servers), p)
-	if err := holder.Acquire(ctxT(t, 10*time.Second)); err != nil {
+	hh, err := holder.Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
 		t.Fatal(err)
 	}
 	other := newLock(t, connect(t, servers), p)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if err := other.Acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Acquire past deadline: %v", err)
+	if h, err := other.Acquire(ctx); !errors.Is(err, context.DeadlineExceeded) || h != nil {
+		t.Fatalf("Acquire past deadline: %v, %v", h, err)
 	}
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	go func() { time.Sleep(100 * time.Millisecond); cancel2() }()
-	if err := other.Acquire(ctx2); !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled Acquire: %v", err)
+	if h, err := other.Acquire(ctx2); !errors.Is(err, context.Canceled) || h != nil {
+		t.Fatalf("cancelled Acquire: %v, %v", h, err)
 	}
-	ok, err := other.TryAcquire(ctxT(t, 5*time.Second))
-	if ok || err != nil {
-		t.Fatalf("TryAcquire on a held lock = %v, %v", ok, err)
+	h, ok, err := other.TryAcquire(ctxT(t, 5*time.Second))
+	if ok || err != nil || h != nil {
+		t.Fatalf("TryAcquire on a held lock = %v, %v, %v", h, ok, err)
 	}
 	eventually(t, 5*time.Second, "only the holder's node left", func() bool {
 		return len(children(t, holder.Session().Conn(), p)) == 1
 	})
 	// The failed attempts poisoned nothing.
-	if err := holder.Release(ctxT(t, 5*time.Second)); err != nil {
+	if err := hh.Release(); err != nil {
 		t.Fatal(err)
 	}
 	// Release does not wait for the server to apply the delete, so the
 	// other session may need a moment to see the lock free.
 	eventually(t, 5*time.Second, "TryAcquire on a free lock", func() bool {
-		ok, err = other.TryAcquire(ctxT(t, 5*time.Second))
+		h, ok, err = other.TryAcquire(ctxT(t, 5*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ok
 	})
-	if err := other.Release(ctxT(t, 5*time.Second)); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -243,15 +272,16 @@ func TestTokensIncrease(t *testing.T) {
 		if i%3 == 0 {
 			l = b
 		}
-		if err := l.Acquire(ctx); err != nil {
+		h, err := l.Acquire(ctx)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if tok := l.Token(); tok <= last {
+		if tok := h.Token(); tok <= last {
 			t.Fatalf("token %d after %d", tok, last)
 		} else {
 			last = tok
 		}
-		if err := l.Release(ctx); err != nil {
+		if err := h.Release(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -272,20 +302,21 @@ func TestPipelinedExclusion(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := 0; j < 25; j++ {
-				if err := l.Acquire(ctx); err != nil {
+				h, err := l.Acquire(ctx)
+				if err != nil {
 					t.Error(err)
 					return
 				}
 				if n := inside.Add(1); n > maxInside.Load() {
 					maxInside.Store(n)
 				}
-				if tok := l.Token(); tok <= lastToken.Load() {
+				if tok := h.Token(); tok <= lastToken.Load() {
 					t.Errorf("token %d not above %d", tok, lastToken.Load())
 				} else {
 					lastToken.Store(tok)
 				}
 				inside.Add(-1)
-				if err := l.Release(ctx); err != nil {
+				if err := h.Release(); err != nil {
 					t.Error(err)
 					return
 				}
@@ -303,26 +334,37 @@ func TestConcurrentMisuse(t *testing.T) {
 	p := zktest.Path(t)
 	holder := newLock(t, connect(t, zktest.Servers(t)), p)
 	ctx := ctxT(t, 10*time.Second)
-	if err := holder.Acquire(ctx); err != nil {
+	hh, err := holder.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	l := newLock(t, s, p)
-	errc := make(chan error, 1)
-	go func() { errc <- l.Acquire(ctx) }()
+	type result struct {
+		h   *zklock.Hold
+		err error
+	}
+	resc := make(chan result, 1)
+	go func() {
+		h, err := l.Acquire(ctx)
+		resc <- result{h, err}
+	}()
 	eventually(t, 5*time.Second, "waiter queued", func() bool { return len(children(t, s.Conn(), p)) == 2 })
-	if err := l.Acquire(ctx); !errors.Is(err, zklock.ErrBusy) {
-		t.Fatalf("racing Acquire: %v, want ErrBusy", err)
+	if h, err := l.Acquire(ctx); !errors.Is(err, zklock.ErrBusy) || h != nil {
+		t.Fatalf("racing Acquire: %v, %v, want ErrBusy", h, err)
 	}
-	if err := l.Release(ctx); !errors.Is(err, zklock.ErrBusy) {
-		t.Fatalf("racing Release: %v, want ErrBusy", err)
+	if h, ok, err := l.TryAcquire(ctx); !errors.Is(err, zklock.ErrBusy) || ok || h != nil {
+		t.Fatalf("racing TryAcquire: %v, %v, %v, want ErrBusy", h, ok, err)
 	}
-	if err := holder.Release(ctx); err != nil {
+	// (A Release racing the Acquire no longer exists: Release is a method
+	// of the Hold, which the racing Acquire has not returned yet.)
+	if err := hh.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-errc; err != nil {
-		t.Fatalf("first Acquire: %v", err)
+	r := <-resc
+	if r.err != nil {
+		t.Fatalf("first Acquire: %v", r.err)
 	}
-	if err := l.Release(ctx); err != nil {
+	if err := r.h.Release(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -347,25 +389,26 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("Connect(no servers): %v", err)
 	}
 	var nilLock *zklock.Lock
-	if err := nilLock.Acquire(context.Background()); err == nil {
-		t.Error("Acquire on nil lock succeeded")
+	if _, err := nilLock.Acquire(context.Background()); !errors.Is(err, zklock.ErrNil) {
+		t.Errorf("Acquire on nil lock: %v, want ErrNil", err)
+	}
+	var nilHold *zklock.Hold
+	if err := nilHold.Release(); !errors.Is(err, zklock.ErrNil) {
+		t.Errorf("Release of a nil hold: %v, want ErrNil", err)
 	}
 	l := newLock(t, s, zktest.Path(t))
 	//nolint:staticcheck // a nil context is the bad input under test
-	if err := l.Acquire(nil); !errors.Is(err, zklock.ErrNilContext) {
+	if _, err := l.Acquire(nil); !errors.Is(err, zklock.ErrNilContext) {
 		t.Errorf("Acquire(nil ctx): %v", err)
 	}
-	if err := l.Release(context.Background()); !errors.Is(err, zklock.ErrNotHeld) {
-		t.Errorf("Release without hold: %v", err)
-	}
 	l.Close()
-	if err := l.Acquire(context.Background()); !errors.Is(err, zklock.ErrClosed) {
+	if _, err := l.Acquire(context.Background()); !errors.Is(err, zklock.ErrClosed) {
 		t.Errorf("Acquire after Close: %v", err)
 	}
 	s2 := connect(t, zktest.Servers(t))
 	l2 := newLock(t, s2, zktest.Path(t))
 	s2.Close()
-	if err := l2.Acquire(context.Background()); !errors.Is(err, zklock.ErrSessionClosed) {
+	if _, err := l2.Acquire(context.Background()); !errors.Is(err, zklock.ErrSessionClosed) {
 		t.Errorf("Acquire after session Close: %v", err)
 	}
 	if _, err := zklock.New(s2, "/x"); !errors.Is(err, zklock.ErrSessionClosed) {
@@ -389,11 +432,16 @@ func TestInteropWithZkLock(t *testing.T) {
 	if err := theirs.Lock(); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := ours.TryAcquire(ctx); ok || err != nil {
+	if _, ok, err := ours.TryAcquire(ctx); ok || err != nil {
 		t.Fatalf("TryAcquire while zk.Lock holds = %v, %v", ok, err)
 	}
 	acquired := make(chan error, 1)
-	go func() { acquired <- ours.Acquire(ctx) }()
+	var h *zklock.Hold
+	go func() {
+		var err error
+		h, err = ours.Acquire(ctx)
+		acquired <- err
+	}()
 	eventually(t, 5*time.Second, "zklock queued behind zk.Lock", func() bool { return len(children(t, other.Conn(), p)) == 2 })
 	select {
 	case err := <-acquired:
@@ -415,7 +463,7 @@ func TestInteropWithZkLock(t *testing.T) {
 		t.Fatal("zk.Lock acquired while zklock holds")
 	default:
 	}
-	if err := ours.Release(ctx); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-locked; err != nil {

@@ -262,3 +262,33 @@ func position(q []entry, name, guid string) int {
 	}
 	return -1
 }
+
+// A recipe's queue rule answers, for our node at index i of the sorted
+// queue q, the two questions every waiter asks: may it go now, and if not,
+// which node must it watch (the one whose deletion can change the answer)?
+// The mutex's rule is below; the read/write lock's and the semaphore's are
+// other functions of the same shape over the same queue.
+type queueRule func(q []entry, i int) (goes bool, watch int)
+
+// watchChildren, as a rule's watch, asks for a watch on the whole queue
+// (any child created or deleted) instead of one node.
+const watchChildren = -2
+
+// mutexRule: the first node holds the lock; every other node watches its
+// immediate predecessor, so a release wakes exactly one waiter (no herd).
+func mutexRule(q []entry, i int) (goes bool, watch int) {
+	if i == 0 {
+		return true, -1
+	}
+	return false, i - 1
+}
+
+// sortQueue orders the children that queue on this lock's path: every
+// family's contenders for the mutex and the read/write lock, this lock's
+// parse otherwise.
+func (l *Lock) sortQueue(children []string) []entry {
+	if l.parse == nil {
+		return sortQueue(children)
+	}
+	return sortBy(children, l.parse)
+}

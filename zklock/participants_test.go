@@ -40,15 +40,15 @@ func TestListParticipantsReadWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rw3.Close()
-	if err := rw1.ReadLock().Acquire(ctx); err != nil {
+	rh, err := rw1.ReadLock().Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan error, 2)
-	go func() { done <- rw2.WriteLock().Acquire(wctx) }()
+	wdone := goAcquire(wctx, rw2.WriteLock())
 	eventually(t, 10*time.Second, "writer queued", func() bool { return len(children(t, s1.Conn(), p)) == 2 })
-	go func() { done <- rw3.ReadLock().Acquire(wctx) }()
+	rdone := goAcquire(wctx, rw3.ReadLock())
 	eventually(t, 10*time.Second, "reader queued", func() bool { return len(children(t, s1.Conn(), p)) == 3 })
 
 	ps, err := zklock.ListParticipants(ctx, s1, p)
@@ -79,12 +79,12 @@ func TestListParticipantsReadWrite(t *testing.T) {
 			t.Errorf("participant %d: %+v (data %s), want %+v", i, ps[i], ps[i].Data, w)
 		}
 	}
-	if ps[0].Node != path.Base(rw1.ReadLock().Node()) {
-		t.Errorf("first is %s, want the read holder %s", ps[0].Node, rw1.ReadLock().Node())
+	if ps[0].Node != path.Base(rh.Node()) {
+		t.Errorf("first is %s, want the read holder %s", ps[0].Node, rh.Node())
 	}
 	cancel()
-	<-done
-	<-done
+	<-wdone
+	<-rdone
 }
 
 // A semaphore's leases are listed at <path>/leases, the first as holder.
@@ -148,16 +148,16 @@ func BenchmarkListParticipants(b *testing.B) {
 	p := zktest.Path(b)
 	ctx := ctxT(b, time.Minute)
 	wctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 3)
+	var done []<-chan acquired
 	for i := range 3 {
 		l := newLock(b, connect(b, servers), p)
 		if i == 0 {
-			if err := l.Acquire(ctx); err != nil {
+			if _, err := l.Acquire(ctx); err != nil {
 				b.Fatal(err)
 			}
 			continue
 		}
-		go func() { done <- l.Acquire(wctx) }()
+		done = append(done, goAcquire(wctx, l))
 	}
 	eventually(b, 10*time.Second, "queue of 3", func() bool { return len(children(b, s.Conn(), p)) == 3 })
 	reportRequests(b, func() {
@@ -168,8 +168,9 @@ func BenchmarkListParticipants(b *testing.B) {
 		}
 	})
 	cancel()
-	<-done
-	<-done
+	for _, d := range done {
+		<-d
+	}
 }
 
 // BenchmarkListParticipants30 lists a queue of 30 (a holder and 29 plain
@@ -180,7 +181,7 @@ func BenchmarkListParticipants30(b *testing.B) {
 	p := zktest.Path(b)
 	l := newLock(b, s, p)
 	ctx := ctxT(b, time.Minute)
-	if err := l.Acquire(ctx); err != nil {
+	if _, err := l.Acquire(ctx); err != nil {
 		b.Fatal(err)
 	}
 	for range 29 {

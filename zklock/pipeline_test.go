@@ -25,10 +25,11 @@ func TestPipelineContractOneRequestPerWrite(t *testing.T) {
 	p := zktest.Path(t)
 	l := newLock(t, s, p)
 	ctx := ctxT(t, 20*time.Second)
-	if err := l.Acquire(ctx); err != nil { // makes the parents
+	h, err := l.Acquire(ctx) // makes the parents
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Release(ctx); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
 	var writes, bad atomic.Int64
@@ -67,10 +68,11 @@ func TestPipelineContractOneRequestPerWrite(t *testing.T) {
 	}
 	// And an acquisition's create is seen on the wire, so its listing goes
 	// out right behind it.
-	if err := l.Acquire(context.Background()); err != nil {
+	h, err = l.Acquire(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Release(context.Background()); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -83,13 +85,14 @@ func TestWithoutPipelining(t *testing.T) {
 	l := newLock(t, s, p)
 	ctx := ctxT(t, 20*time.Second)
 	for i := 0; i < 20; i++ {
-		if err := l.Acquire(ctx); err != nil {
+		h, err := l.Acquire(ctx)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if n := len(children(t, s.Conn(), p)); n != 1 {
 			t.Fatalf("%d nodes queued by one session", n)
 		}
-		if err := l.Release(ctx); err != nil {
+		if err := h.Release(); err != nil {
 			t.Fatal(err)
 		}
 	}

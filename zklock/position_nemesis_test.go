@@ -30,14 +30,15 @@ func TestPositionAcrossFaults(t *testing.T) {
 			ws := connect(t, []string{px.Addr()}, zklock.WithSessionTimeout(2*time.Second), zklock.WithLossOnExpiryOnly())
 			var log positionLog
 			w := newLock(t, ws, p, zklock.WithRecheckInterval(100*time.Millisecond), zklock.WithPositionHandler(log.handle))
-			if err := a.Acquire(ctx); err != nil {
+			ah, err := a.Acquire(ctx)
+			if err != nil {
 				t.Fatal(err)
 			}
-			done := make(chan error, 1)
+			done := make(chan acquired, 1)
 			go func() {
-				err := w.Acquire(ctx)
+				h, err := w.Acquire(ctx)
 				log.returned.Store(true)
-				done <- err
+				done <- acquired{h, err}
 			}()
 			eventually(t, 10*time.Second, "the waiter's first report", func() bool { _, ok := log.last(); return ok })
 			first, _ := log.last()
@@ -63,15 +64,16 @@ func TestPositionAcrossFaults(t *testing.T) {
 					return l.Node != "" && l.Node != first.Node
 				})
 			}
-			if err := a.Release(ctx); err != nil {
+			if err := ah.Release(); err != nil {
 				t.Fatal(err)
 			}
-			if err := <-done; err != nil {
-				t.Fatal(err)
+			r := <-done
+			if r.err != nil {
+				t.Fatal(r.err)
 			}
 			last, _ := log.last()
-			if !last.Leads || last.Node != w.Node() {
-				t.Fatalf("last report %+v, holding %s", last, w.Node())
+			if !last.Leads || last.Node != r.h.Node() {
+				t.Fatalf("last report %+v, holding %s", last, r.h.Node())
 			}
 			nodes := map[string]bool{}
 			for _, r := range log.all() {
@@ -86,7 +88,7 @@ func TestPositionAcrossFaults(t *testing.T) {
 			if n := log.late.Load(); n != 0 {
 				t.Fatalf("%d reports after Acquire returned", n)
 			}
-			if err := w.Release(ctx); err != nil {
+			if err := r.h.Release(); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -70,13 +70,15 @@ func TestPositionThreeWaiters(t *testing.T) {
 	p := zktest.Path(t)
 	ctx := ctxT(t, 60*time.Second)
 	holder := newLock(t, connect(t, servers), p)
-	if err := holder.Acquire(ctx); err != nil {
+	hh, err := holder.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	const n = 3
 	var (
 		logs  [n]positionLog
 		locks [n]*zklock.Lock
+		holds [n]*zklock.Hold
 		nodes [n]string // each waiter's node once it holds
 		done  [n]chan error
 	)
@@ -87,9 +89,9 @@ func TestPositionThreeWaiters(t *testing.T) {
 			zklock.WithRecheckInterval(50*time.Millisecond), zklock.WithPositionHandler(logs[j].handle))
 		done[j] = make(chan error, 1)
 		go func() {
-			err := locks[j].Acquire(ctx)
+			h, err := locks[j].Acquire(ctx)
 			logs[j].returned.Store(true)
-			nodes[j] = locks[j].Node()
+			holds[j], nodes[j] = h, h.Node()
 			done[j] <- err
 		}()
 		eventually(t, 10*time.Second, fmt.Sprintf("waiter %d's first report", j), func() bool {
@@ -97,17 +99,17 @@ func TestPositionThreeWaiters(t *testing.T) {
 			return ok
 		})
 		first, _ := logs[j].last()
-		if first.Ahead != j+1 || first.Queued < j+2 || first.Holder != holder.Node() || first.Leads || first.Node == "" {
-			t.Fatalf("waiter %d first report %+v, want %d ahead, holder %s", j, first, j+1, holder.Node())
+		if first.Ahead != j+1 || first.Queued < j+2 || first.Holder != hh.Node() || first.Leads || first.Node == "" {
+			t.Fatalf("waiter %d first report %+v, want %d ahead, holder %s", j, first, j+1, hh.Node())
 		}
 	}
-	release := func(l *zklock.Lock) {
+	release := func(h *zklock.Hold) {
 		t.Helper()
-		if err := l.Release(ctx); err != nil {
+		if err := h.Release(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	release(holder)
+	release(hh)
 	for k := range n {
 		if err := <-done[k]; err != nil {
 			t.Fatalf("waiter %d: %v", k, err)
@@ -118,7 +120,7 @@ func TestPositionThreeWaiters(t *testing.T) {
 				return last.Ahead == j-k
 			})
 		}
-		release(locks[k])
+		release(holds[k])
 	}
 	for j := range n {
 		got := logs[j].all()
@@ -161,7 +163,8 @@ func TestPositionNoExtraRequests(t *testing.T) {
 		p := zktest.Path(t)
 		ctx := ctxT(t, 30*time.Second)
 		holder := newLock(t, connect(t, servers), p)
-		if err := holder.Acquire(ctx); err != nil {
+		hh, err := holder.Acquire(ctx)
+		if err != nil {
 			t.Fatal(err)
 		}
 		var log positionLog
@@ -171,22 +174,24 @@ func TestPositionNoExtraRequests(t *testing.T) {
 		}
 		s := connect(t, servers)
 		w := newLock(t, s, p, opts...)
-		done := make(chan error, 1)
-		go func() { done <- w.Acquire(ctx) }()
+		done := goAcquire(ctx, w)
 		// The waiter's watch on the holder's node is set (next to the
-		// holder's own watch): the release will fire it.
+		// holder's own watch, armed once the hold has lasted the lease's
+		// bound): the release will fire it.
 		eventually(t, 10*time.Second, "waiter watching the holder", func() bool {
-			return watchersOf(t, holder.Node()) == 2
+			return watchersOf(t, hh.Node()) == 2
 		})
-		if err := holder.Release(ctx); err != nil {
+		if err := hh.Release(); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-done; err != nil {
-			t.Fatal(err)
+		r := <-done
+		if r.err != nil {
+			t.Fatal(r.err)
 		}
-		// The hold's watch on its own node is set in the background.
+		// The hold's watch on its own node is set in the background, once
+		// the hold has lasted the lease's bound.
 		eventually(t, 10*time.Second, "the hold watching its node", func() bool {
-			return watchersOf(t, w.Node()) == 1
+			return watchersOf(t, r.h.Node()) == 1
 		})
 		sent := map[string]int64{}
 		for name, op := range ops {
@@ -219,7 +224,7 @@ func TestPositionNothingAfterReturn(t *testing.T) {
 	p := zktest.Path(t)
 	ctx := ctxT(t, 30*time.Second)
 	holder := newLock(t, connect(t, servers), p)
-	if err := holder.Acquire(ctx); err != nil {
+	if _, err := holder.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
 	churnCtx, stopChurn := context.WithCancel(ctx)
@@ -249,10 +254,10 @@ func TestPositionNothingAfterReturn(t *testing.T) {
 		w := newLock(t, connect(t, servers), p,
 			zklock.WithRecheckInterval(time.Millisecond), zklock.WithPositionHandler(slow))
 		wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		err := w.Acquire(wctx)
+		h, err := w.Acquire(wctx)
 		log.returned.Store(true)
 		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) {
+		if !errors.Is(err, context.DeadlineExceeded) || h != nil {
 			t.Fatalf("round %d: Acquire: %v, want the deadline", round, err)
 		}
 		time.Sleep(50 * time.Millisecond) // the waiter winds down
@@ -278,32 +283,35 @@ func TestPositionBadInput(t *testing.T) {
 	s := connect(t, servers)
 
 	nilHandler := newLock(t, s, p, zklock.WithPositionHandler(nil))
-	if err := zktest.NoPanic(t, func() error { return nilHandler.Acquire(ctx) }); err != nil {
+	var nh *zklock.Hold
+	if err := zktest.NoPanic(t, func() error { var err error; nh, err = nilHandler.Acquire(ctx); return err }); err != nil {
 		t.Fatal(err)
 	}
-	if err := nilHandler.Release(ctx); err != nil {
+	if err := nh.Release(); err != nil {
 		t.Fatal(err)
 	}
 
 	var log positionLog
 	l := newLock(t, s, p, zklock.WithPositionHandler(log.handle))
-	if ok, err := l.TryAcquire(ctx); !ok || err != nil {
+	h, ok, err := l.TryAcquire(ctx)
+	if !ok || err != nil {
 		t.Fatalf("TryAcquire: %v, %v", ok, err)
 	}
 	if got := log.all(); len(got) != 0 {
 		t.Fatalf("TryAcquire reported %+v", got)
 	}
-	if err := l.Release(ctx); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Acquire(ctx); err != nil {
+	h, err = l.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	want := zklock.Position{Node: l.Node(), Ahead: 0, Queued: 1, Holder: l.Node(), Leads: true}
+	want := zklock.Position{Node: h.Node(), Ahead: 0, Queued: 1, Holder: h.Node(), Leads: true}
 	if got := log.all(); len(got) != 1 || got[0] != want {
 		t.Fatalf("uncontended Acquire reported %+v, want [%+v]", got, want)
 	}
-	if err := l.Release(ctx); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
 }

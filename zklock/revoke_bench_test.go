@@ -22,17 +22,18 @@ func BenchmarkRevokeTold(b *testing.B) {
 	ctx := context.Background()
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
-		if err := l.Acquire(ctx); err != nil {
+		h, err := l.Acquire(ctx)
+		if err != nil {
 			b.Fatal(err)
 		}
-		node, rv := l.Node(), l.Revoked()
+		node, rv := h.Node(), h.Revoked()
 		b.StartTimer()
 		if err := zklock.RevokeNode(ctx, rs, node); err != nil {
 			b.Fatal(err)
 		}
 		<-rv
 		b.StopTimer()
-		if err := l.Release(ctx); err != nil {
+		if err := h.Release(); err != nil {
 			b.Fatal(err)
 		}
 	}

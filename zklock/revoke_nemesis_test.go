@@ -31,36 +31,37 @@ func TestRevokeAcrossDisconnection(t *testing.T) {
 			l := newLock(t, hs, p, zklock.WithRevocable())
 			rs := connect(t, servers)
 			ctx := ctxT(t, 30*time.Second)
-			if err := l.Acquire(ctx); err != nil {
+			h, err := l.Acquire(ctx)
+			if err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, 5*time.Second, "own-node watch", func() bool { return watchersOf(t, l.Node()) == 1 })
+			eventually(t, 5*time.Second, "own-node watch", func() bool { return watchersOf(t, h.Node()) == 1 })
 			if fault == "partition" {
 				px.Partition(0)
 				eventually(t, 10*time.Second, "holder disconnected", func() bool { return hs.State() != zklock.StateConnected })
 			} else {
 				px.Blackhole()
 			}
-			if err := zklock.RevokeNode(ctx, rs, l.Node()); err != nil {
+			if err := zklock.RevokeNode(ctx, rs, h.Node()); err != nil {
 				t.Fatal(err)
 			}
 			if fault == "blackhole" {
 				time.Sleep(200 * time.Millisecond) // the notification is on its way, and held
 			}
-			if isClosed(l.Revoked()) {
+			if isClosed(h.Revoked()) {
 				t.Fatal("revocation seen through the fault")
 			}
 			px.Heal()
 			select {
-			case <-l.Revoked():
+			case <-h.Revoked():
 			case <-ctx.Done():
 				t.Fatalf("revocation written during the fault not delivered after it: state %v, err %v, watchers %d",
-					hs.State(), l.Err(), watchersOf(t, l.Node()))
+					hs.State(), h.Err(), watchersOf(t, h.Node()))
 			}
-			if isClosed(l.Lost()) {
-				t.Fatalf("hold lost: %v", l.Err())
+			if isClosed(h.Lost()) {
+				t.Fatalf("hold lost: %v", h.Err())
 			}
-			if err := l.Release(ctx); err != nil {
+			if err := h.Release(); err != nil {
 				t.Fatal(err)
 			}
 		})

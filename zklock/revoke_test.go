@@ -33,46 +33,41 @@ func TestRevokeHolder(t *testing.T) {
 	l := newLock(t, connect(t, servers), p, zklock.WithRevocable())
 	rs := connect(t, servers)
 	ctx := ctxT(t, 20*time.Second)
-	if err := l.Acquire(ctx); err != nil {
+	h, err := l.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	rv := l.Revoked()
+	rv := h.Revoked()
 	if rv == nil || isClosed(rv) {
 		t.Fatalf("Revoked() = %v before any request", rv)
 	}
 	node, err := zklock.RevokeHolder(ctx, rs, p)
-	if err != nil || node != l.Node() {
-		t.Fatalf("RevokeHolder = %q, %v; holder %q", node, err, l.Node())
+	if err != nil || node != h.Node() {
+		t.Fatalf("RevokeHolder = %q, %v; holder %q", node, err, h.Node())
 	}
 	waitClosed(t, ctx, rv, "revocation not delivered")
-	if isClosed(l.Lost()) || l.Err() != nil {
-		t.Fatalf("a revocation ended the hold: %v", l.Err())
+	if isClosed(h.Lost()) || h.Err() != nil {
+		t.Fatalf("a revocation ended the hold: %v", h.Err())
 	}
 	ps, err := l.Participants(ctx)
 	if err != nil || len(ps) != 1 || !ps[0].Revoked || string(ps[0].Data) != zklock.RevokeMessage || !ps[0].Holder {
 		t.Fatalf("Participants = %+v, %v", ps, err)
 	}
-	if err := l.Release(ctx); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
 	// The request belonged to that hold: the next one starts afresh.
-	if err := l.Acquire(ctx); err != nil {
+	h, err = l.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "own-node watch armed", func() bool { return watchersOf(t, l.Node()) == 1 })
-	if isClosed(l.Revoked()) {
+	eventually(t, 5*time.Second, "own-node watch armed", func() bool { return watchersOf(t, h.Node()) == 1 })
+	if isClosed(h.Revoked()) {
 		t.Fatal("the next hold was born revoked")
 	}
-	if err := l.Release(ctx); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// acquireAsync starts l.Acquire and returns the channel of its outcome.
-func acquireAsync(ctx context.Context, l *zklock.Lock) <-chan error {
-	done := make(chan error, 1)
-	go func() { done <- l.Acquire(ctx) }()
-	return done
 }
 
 // othersNode returns the one child of p that is not mine.
@@ -98,26 +93,29 @@ func TestRevokeWhileQueued(t *testing.T) {
 	b := newLock(t, bs, p, zklock.WithRevocable())
 	rs := connect(t, servers)
 	ctx := ctxT(t, 20*time.Second)
-	if err := a.Acquire(ctx); err != nil {
+	ah, err := a.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	done := acquireAsync(ctx, b)
+	done := goAcquire(ctx, b)
 	eventually(t, 5*time.Second, "b queued", func() bool { return len(children(t, rs.Conn(), p)) == 2 })
-	bNode := othersNode(t, rs.Conn(), p, a.Node())
+	bNode := othersNode(t, rs.Conn(), p, ah.Node())
 	if err := zklock.RevokeNode(ctx, rs, bNode); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Release(ctx); err != nil {
+	if err := ah.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
 	}
-	if b.Node() != bNode {
-		t.Fatalf("b holds %s, queued %s", b.Node(), bNode)
+	bh := r.h
+	if bh.Node() != bNode {
+		t.Fatalf("b holds %s, queued %s", bh.Node(), bNode)
 	}
-	waitClosed(t, ctx, b.Revoked(), "a request written while queued was not delivered")
-	if err := b.Release(ctx); err != nil {
+	waitClosed(t, ctx, bh.Revoked(), "a request written while queued was not delivered")
+	if err := bh.Release(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -133,68 +131,76 @@ func TestRevokePredecessorWatch(t *testing.T) {
 	b := newLock(t, bs, p)
 	rs := connect(t, servers)
 	ctx := ctxT(t, 20*time.Second)
-	if err := a.Acquire(ctx); err != nil {
+	ah, err := a.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	done := acquireAsync(ctx, b)
+	done := goAcquire(ctx, b)
 	// Both watch a's node: a its own, b its predecessor.
-	eventually(t, 5*time.Second, "b waits on a", func() bool { return watchersOf(t, a.Node()) == 2 })
-	bNode := othersNode(t, rs.Conn(), p, a.Node())
+	eventually(t, 5*time.Second, "b waits on a", func() bool { return watchersOf(t, ah.Node()) == 2 })
+	bNode := othersNode(t, rs.Conn(), p, ah.Node())
 	gets := zklock.Written(bs, zklock.OpGetData)
-	if err := zklock.RevokeNode(ctx, rs, a.Node()); err != nil {
+	if err := zklock.RevokeNode(ctx, rs, ah.Node()); err != nil {
 		t.Fatal(err)
 	}
-	waitClosed(t, ctx, a.Revoked(), "revocation not delivered")
+	waitClosed(t, ctx, ah.Revoked(), "revocation not delivered")
 	// b's watch fired and b re-armed it (a second data read), and so did a.
 	eventually(t, 5*time.Second, "b re-armed its watch", func() bool {
-		return len(done) > 0 || zklock.Written(bs, zklock.OpGetData) > gets && watchersOf(t, a.Node()) == 2
+		return len(done) > 0 || zklock.Written(bs, zklock.OpGetData) > gets && watchersOf(t, ah.Node()) == 2
 	})
 	select {
-	case err := <-done:
-		t.Fatalf("b's acquisition ended while a holds: %v", err)
+	case r := <-done:
+		t.Fatalf("b's acquisition ended while a holds: %v, %v", r.h, r.err)
 	default:
 	}
-	if c := children(t, rs.Conn(), p); len(c) != 2 || othersNode(t, rs.Conn(), p, a.Node()) != bNode {
+	if c := children(t, rs.Conn(), p); len(c) != 2 || othersNode(t, rs.Conn(), p, ah.Node()) != bNode {
 		t.Fatalf("queue %v: b's node %s did not keep its place", c, bNode)
 	}
-	if err := a.Release(ctx); err != nil {
+	if err := ah.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
 	}
-	if b.Node() != bNode || isClosed(b.Lost()) {
-		t.Fatalf("b holds %s (queued %s), lost %v", b.Node(), bNode, b.Err())
+	bh := r.h
+	if bh.Node() != bNode || isClosed(bh.Lost()) {
+		t.Fatalf("b holds %s (queued %s), lost %v", bh.Node(), bNode, bh.Err())
 	}
-	if err := b.Release(ctx); err != nil {
+	if err := bh.Release(); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // Without WithRevocable a request is written (it is data on the node) but
-// the holder is not told: Revoked is nil, and the hold goes on.
+// the holder is not told: Revoked is nil, and the hold goes on. The
+// request is written once the hold's own-node watch is armed (after the
+// lease's bound, for a hold that is not revocable), so that it fires it.
 func TestRevokeNotRevocable(t *testing.T) {
 	servers := zktest.Servers(t)
 	p := zktest.Path(t)
-	l := newLock(t, connect(t, servers), p)
-	if !isClosed(l.Revoked()) {
-		t.Fatal("Revoked() without a hold is not closed")
-	}
+	s := connect(t, servers)
+	l := newLock(t, s, p)
 	ctx := ctxT(t, 20*time.Second)
-	if err := l.Acquire(ctx); err != nil {
+	h, err := l.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if rv := l.Revoked(); rv != nil {
+	if rv := h.Revoked(); rv != nil {
 		t.Fatalf("Revoked() = %v on a lock made without WithRevocable", rv)
 	}
+	eventually(t, 10*time.Second, "own-node watch armed", func() bool { return watchersOf(t, h.Node()) == 1 })
+	gets := zklock.Written(s, zklock.OpGetData)
 	if _, err := zklock.RevokeHolder(ctx, connect(t, servers), p); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "own-node watch re-armed", func() bool { return watchersOf(t, l.Node()) == 1 })
-	if l.Err() != nil || l.Revoked() != nil {
-		t.Fatalf("err %v, Revoked %v", l.Err(), l.Revoked())
+	eventually(t, 5*time.Second, "own-node watch re-armed", func() bool {
+		return zklock.Written(s, zklock.OpGetData) > gets && watchersOf(t, h.Node()) == 1
+	})
+	if h.Err() != nil || h.Revoked() != nil {
+		t.Fatalf("err %v, Revoked %v", h.Err(), h.Revoked())
 	}
-	if err := l.Release(ctx); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -207,15 +213,16 @@ func TestRevokeGone(t *testing.T) {
 	s := connect(t, servers)
 	l := newLock(t, s, p)
 	ctx := ctxT(t, 20*time.Second)
-	if err := l.Acquire(ctx); err != nil {
+	h, err := l.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	node := l.Node()
-	if err := l.Release(ctx); err != nil {
+	node := h.Node()
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "node deleted", func() bool { return len(children(t, s.Conn(), p)) == 0 })
-	err := zklock.RevokeNode(ctx, s, node)
+	err = zklock.RevokeNode(ctx, s, node)
 	if !errors.Is(err, zklock.ErrNodeNotFound) || !errors.Is(err, zk.ErrNoNode) {
 		t.Fatalf("RevokeNode of a released node: %v", err)
 	}
@@ -284,9 +291,9 @@ func TestRevokeBadInput(t *testing.T) {
 			}
 		})
 	}
-	var nl *zklock.Lock
-	if !isClosed(nl.Revoked()) {
-		t.Fatal("nil Lock's Revoked is not closed")
+	var nh *zklock.Hold
+	if !isClosed(nh.Revoked()) {
+		t.Fatal("nil Hold's Revoked is not closed")
 	}
 }
 
@@ -303,19 +310,22 @@ func TestRevokeCost(t *testing.T) {
 		s := connect(t, servers)
 		l := newLock(t, s, p, opts...)
 		g0 := zklock.Written(s, zklock.OpGetData)
-		if err := l.Acquire(ctx); err != nil {
+		h, err := l.Acquire(ctx)
+		if err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 5*time.Second, "own-node watch", func() bool { return watchersOf(t, l.Node()) == 1 })
+		// A plain hold arms its own-node watch once it has lasted the
+		// lease's bound; a revocable one at once.
+		eventually(t, 10*time.Second, "own-node watch", func() bool { return watchersOf(t, h.Node()) == 1 })
 		g1 := zklock.Written(s, zklock.OpGetData)
-		if err := zklock.RevokeNode(ctx, rs, l.Node()); err != nil {
+		if err := zklock.RevokeNode(ctx, rs, h.Node()); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, 5*time.Second, "watch re-armed", func() bool {
-			return zklock.Written(s, zklock.OpGetData) > g1 && watchersOf(t, l.Node()) == 1
+			return zklock.Written(s, zklock.OpGetData) > g1 && watchersOf(t, h.Node()) == 1
 		})
 		g2 := zklock.Written(s, zklock.OpGetData)
-		if err := l.Release(ctx); err != nil {
+		if err := h.Release(); err != nil {
 			t.Fatal(err)
 		}
 		return g1 - g0, g2 - g1
@@ -329,7 +339,8 @@ func TestRevokeCost(t *testing.T) {
 
 	p := zktest.Path(t)
 	l := newLock(t, connect(t, servers), p)
-	if err := l.Acquire(ctx); err != nil {
+	h, err := l.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	count := func() [3]int64 {
@@ -340,7 +351,7 @@ func TestRevokeCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	c1 := count()
-	if err := zklock.RevokeNode(ctx, rs, l.Node()); err != nil {
+	if err := zklock.RevokeNode(ctx, rs, h.Node()); err != nil {
 		t.Fatal(err)
 	}
 	c2 := count()
@@ -349,7 +360,7 @@ func TestRevokeCost(t *testing.T) {
 	if c1[0]-c0[0] != 1 || c1[1]-c0[1] != 1 || c1[2] != c0[2] || c2[0] != c1[0] || c2[1]-c1[1] != 1 || c2[2] != c1[2] {
 		t.Fatalf("request counts %v -> %v -> %v", c0, c1, c2)
 	}
-	if err := l.Release(ctx); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -366,7 +377,8 @@ func TestRevokeUnknownOutcome(t *testing.T) {
 	px := proxyTo(t, servers[0])
 	rs := connect(t, []string{px.Addr()})
 	ctx := ctxT(t, 30*time.Second)
-	if err := l.Acquire(ctx); err != nil {
+	h, err := l.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var armed atomic.Bool
@@ -377,14 +389,14 @@ func TestRevokeUnknownOutcome(t *testing.T) {
 		return nil
 	})
 	defer zklock.SetWriteHook(rs, nil)
-	if err := zklock.RevokeNode(ctx, rs, l.Node()); err != nil {
+	if err := zklock.RevokeNode(ctx, rs, h.Node()); err != nil {
 		t.Fatal(err)
 	}
 	if st := px.Stats(); st.Dropped == 0 {
 		t.Fatalf("proxy dropped nothing: %+v", st)
 	}
-	waitClosed(t, ctx, l.Revoked(), "revocation not delivered")
-	_, stat, err := rs.Conn().Get(l.Node())
+	waitClosed(t, ctx, h.Revoked(), "revocation not delivered")
+	_, stat, err := rs.Conn().Get(h.Node())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +404,7 @@ func TestRevokeUnknownOutcome(t *testing.T) {
 	if stat.Version != 1 {
 		t.Fatalf("data version %d: the request was written %d times", stat.Version, stat.Version)
 	}
-	if err := l.Release(ctx); err != nil {
+	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -22,8 +22,8 @@ func TestOversizedRefused(t *testing.T) {
 	servers := zktest.Servers(t)
 	s := connect(t, servers)
 	ctx := ctxT(t, 60*time.Second)
-	other := newLock(t, s, zktest.Path(t)+"/other")
-	if err := other.Acquire(ctx); err != nil {
+	other, err := newLock(t, s, zktest.Path(t)+"/other").Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range []struct {
@@ -42,7 +42,7 @@ func TestOversizedRefused(t *testing.T) {
 			l, err := zklock.New(s, v.path, v.opts...)
 			if err == nil {
 				actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				err = l.Acquire(actx)
+				_, err = l.Acquire(actx)
 				cancel()
 				l.Close()
 			}
@@ -56,7 +56,7 @@ func TestOversizedRefused(t *testing.T) {
 			}
 		})
 	}
-	if err := other.Release(ctx); err != nil {
+	if err := other.Release(); err != nil {
 		t.Fatalf("the other hold: %v", err)
 	}
 }
@@ -79,22 +79,22 @@ func TestRWDowngradeNeverWaitsBehindForeignWriter(t *testing.T) {
 	}
 	defer rb.Close()
 	ctx := ctxT(t, 30*time.Second)
-	if err := ra.WriteLock().Acquire(ctx); err != nil {
+	wa, err := ra.WriteLock().Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	bDone := make(chan error, 1)
-	go func() { bDone <- rb.WriteLock().Acquire(ctx) }()
+	bDone := goAcquire(ctx, rb.WriteLock())
 	eventually(t, 10*time.Second, "B's writer queued", func() bool { return len(children(t, obs.Conn(), path)) == 2 })
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	start := time.Now()
-	err = ra.ReadLock().Acquire(rctx)
+	rh, err := ra.ReadLock().Acquire(rctx)
 	cancel()
 	took := time.Since(start)
 	if errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("downgrade behind a foreign writer waited %v for a lock that could never come", took.Round(time.Millisecond))
 	} else if err == nil {
 		t.Errorf("downgrade granted while a foreign writer precedes the read node")
-		_ = ra.ReadLock().Release(ctx)
+		_ = rh.Release()
 	}
 	if !errors.Is(err, zklock.ErrDowngradeBlocked) {
 		t.Errorf("downgrade behind a foreign writer: %v; want ErrDowngradeBlocked", err)
@@ -102,15 +102,15 @@ func TestRWDowngradeNeverWaitsBehindForeignWriter(t *testing.T) {
 	eventually(t, 5*time.Second, "no read node left: our write node and B's", func() bool {
 		return len(children(t, obs.Conn(), path)) == 2
 	})
-	if err := ra.WriteLock().Release(ctx); err != nil {
+	if err := wa.Release(); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-bDone:
-		if err != nil {
-			t.Fatalf("B: %v", err)
+	case r := <-bDone:
+		if r.err != nil {
+			t.Fatalf("B: %v", r.err)
 		}
-		_ = rb.WriteLock().Release(ctx)
+		_ = r.h.Release()
 	case <-time.After(10 * time.Second):
 		t.Fatal("B never granted after A released")
 	}
@@ -122,7 +122,7 @@ func TestConcurrentSessionClose(t *testing.T) {
 	for round := range 100 {
 		s := connect(t, servers, zklock.WithStateListener(func(zklock.State) {}))
 		l := newLock(t, s, zktest.Path(t))
-		if err := l.Acquire(ctxT(t, 10*time.Second)); err != nil {
+		if _, err := l.Acquire(ctxT(t, 10*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
@@ -151,11 +151,12 @@ func TestRevokeWaitsForCredentials(t *testing.T) {
 	root := aclRoot(t, fleet, fleetACL())
 	l := newLock(t, fleet, root+"/job", zklock.WithACL(fleetACL()), zklock.WithRevocable())
 	ctx := ctxT(t, 20*time.Second)
-	if err := l.Acquire(ctx); err != nil {
+	h, err := l.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Release(ctx)
-	node := l.Node() // the fleet's: the world may read it, not write it
+	defer h.Release()
+	node := h.Node() // the fleet's: the world may read it, not write it
 	restore := zklock.SetAuthDelayForTest(300 * time.Millisecond)
 	defer restore()
 	conn, _, err := zk.Connect(servers, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}))
@@ -172,7 +173,7 @@ func TestRevokeWaitsForCredentials(t *testing.T) {
 		t.Fatalf("RevokeNode right after NewSession with credentials: %v", err)
 	}
 	select {
-	case <-l.Revoked():
+	case <-h.Revoked():
 	case <-time.After(5 * time.Second):
 		t.Fatal("the holder never heard of the revocation")
 	}

@@ -3,6 +3,7 @@ package zklock
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"time"
 
@@ -122,7 +123,10 @@ func (s *Session) do(ctx context.Context, write bool, req func() error) error {
 	if err := s.flight.acquire(ctx, s.ctx.Done()); err != nil {
 		return err
 	}
-	p := s.newProof()
+	p := proof{queued: time.Now()}
+	if write {
+		p = s.newProof()
+	}
 	err := req()
 	s.flight.release(time.Since(p.queued), s.lease.bound()/8)
 	if write && err == nil {
@@ -281,6 +285,7 @@ func (s *Session) flushDeletes() {
 		case <-s.ctx.Done():
 			return
 		}
+		runtime.Gosched() // the scheduling delay: see above
 		var batch []*pendingDelete
 		s.dels.mu.Lock()
 		for _, d := range s.dels.order {

@@ -4,126 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 )
-
-// State is what a Session knows about its ZooKeeper session.
-type State int
-
-// The states a Session moves through.
-const (
-	// StateConnecting: no session yet.
-	StateConnecting State = iota
-	// StateConnected: a live session; holds are valid.
-	StateConnected
-	// StateDisconnected: the connection dropped and the session may or may
-	// not survive; a holder cannot know whether it still holds its locks.
-	StateDisconnected
-	// StateExpired: the server expired the session; its ephemeral nodes,
-	// and so every hold, are gone. The client reconnects with a new session.
-	StateExpired
-	// StateClosed: Close was called or the connection was closed.
-	StateClosed
-)
-
-// String names the state, as in logs.
-func (s State) String() string {
-	switch s {
-	case StateConnecting:
-		return "connecting"
-	case StateConnected:
-		return "connected"
-	case StateDisconnected:
-		return "disconnected"
-	case StateExpired:
-		return "expired"
-	case StateClosed:
-		return "closed"
-	}
-	return fmt.Sprintf("State(%d)", int(s))
-}
-
-type sessionConfig struct {
-	timeout      time.Duration
-	logger       *slog.Logger
-	expiryOnly   bool
-	listener     func(State)
-	maxRetryWait time.Duration
-	noPipelining bool
-	digests      []digestCred // see auth.go
-	dialer       zk.Dialer    // nil: net.DialTimeout
-}
-
-// SessionOption configures Connect and NewSession.
-type SessionOption func(*sessionConfig)
-
-// WithSessionTimeout sets the session timeout asked of the server (default
-// 10s; the server bounds it between 2 and 20 ticks unless configured
-// otherwise). A crashed holder's lock passes on after about this long.
-// Under NewSession, pass the timeout given to zk.Connect: the loss bounds
-// are derived from it (see NewSession).
-func WithSessionTimeout(d time.Duration) SessionOption {
-	return func(c *sessionConfig) { c.timeout = d }
-}
-
-// WithLogger sends the session's and its locks' logs, and go-zookeeper's
-// own, to l (default: slog.Default()).
-func WithLogger(l *slog.Logger) SessionOption {
-	return func(c *sessionConfig) { c.logger = l }
-}
-
-// WithLossOnExpiryOnly keeps holds through disconnections and through
-// short failures to reach the ensemble's leader. A hold then ends when the
-// session expires, when its node is deleted, or when no round trip through
-// the leader has succeeded for three quarters of the session timeout (a
-// local timer, as Curator's session connection-state policy has): the
-// server may have expired the session by then. The price is a bounded
-// overlap: another process may be granted the lock up to an eighth of the
-// session timeout before this holder is told (the argument is in lease.go).
-// Use it only together with fencing tokens. The default ends every hold on
-// a disconnection, and when the leader has not been reached for a quarter
-// of the session timeout, before any other process can be granted the lock.
-func WithLossOnExpiryOnly() SessionOption {
-	return func(c *sessionConfig) { c.expiryOnly = true }
-}
-
-// WithStateListener calls fn on every state change, in order, from a
-// goroutine of the session's that does nothing else: a slow fn delays only
-// later calls of fn, never the detection of a loss. fn should return
-// promptly all the same.
-func WithStateListener(fn func(State)) SessionOption {
-	return func(c *sessionConfig) { c.listener = fn }
-}
-
-// WithoutPipelining makes every request of the session's locks wait for
-// the one before it: an acquisition's listing waits for its create's reply,
-// and a release's delete is not folded into the next create's multi (the
-// next create on the path waits until the delete is done; Release itself
-// still returns at once). It is the baseline the pipelined protocol is
-// measured against, and a way out should a go-zookeeper upgrade break the
-// assumption pipelining rests on (one request per socket write, see
-// wire.go), which a contract test checks.
-func WithoutPipelining() SessionOption {
-	return func(c *sessionConfig) { c.noPipelining = true }
-}
-
-// WithDialer makes Connect open its connections with d (for TLS, a proxy,
-// or a connection that counts what it carries) instead of
-// net.DialTimeout. The session still observes the bytes it writes (see
-// wire.go). It has no effect under NewSession, whose connection exists.
-func WithDialer(d zk.Dialer) SessionOption {
-	return func(c *sessionConfig) { c.dialer = d }
-}
-
-// WithMaxRetryInterval caps the exponential back-off between retries of
-// ZooKeeper operations that failed on a connection loss (default 1s).
-func WithMaxRetryInterval(d time.Duration) SessionOption {
-	return func(c *sessionConfig) { c.maxRetryWait = d }
-}
 
 // Session is one client's connection to ZooKeeper, shared by all its locks,
 // like etcd's concurrency.Session. It tracks the ZooKeeper session's state
@@ -182,40 +69,29 @@ type Session struct {
 	closeOnce sync.Once
 }
 
-func buildConfig(opts []SessionOption) (sessionConfig, error) {
-	cfg := sessionConfig{timeout: 10 * time.Second, maxRetryWait: time.Second}
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
-	if cfg.timeout <= 0 || cfg.maxRetryWait <= 0 {
-		return cfg, fmt.Errorf("%w: session timeout and retry interval must be positive", ErrInvalidOption)
-	}
-	if err := checkDigests(cfg.digests); err != nil {
-		return cfg, err
-	}
-	if cfg.logger == nil {
-		cfg.logger = slog.Default()
-	}
-	return cfg, nil
-}
-
-// Connect dials the ZooKeeper servers (host:port) and waits until a session
-// is established, and its credentials (WithDigestAuth) are accepted, or ctx
-// ends.
+// Connect dials the ZooKeeper servers (host:port; a missing port means
+// 2181) and waits until a session is established, and its credentials
+// (WithDigestAuth) are accepted, or ctx ends; when ctx has no deadline, for
+// at most ConnectTimeout. Failing, it returns ctx's error with the last
+// dial error, such as "connection refused".
 func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Session, error) {
 	if ctx == nil {
 		return nil, ErrNilContext
 	}
-	if len(servers) == 0 {
-		return nil, fmt.Errorf("%w: no servers", ErrInvalidOption)
+	servers, err := cleanServers(servers)
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := buildConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	s := newSession(&wireTap{closing: make(chan struct{}), dial: cfg.dialer}, true, cfg)
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, ConnectTimeout)
+		defer cancel()
+	}
+	s := newSession(&wireTap{closing: make(chan struct{}), dial: cfg.dialer, log: cfg.logger.With("component", "zklock")}, true, cfg)
 	conn, _, err := zk.Connect(servers, cfg.timeout,
 		zk.WithDialer(s.tap.dialer()),
 		zk.WithEventCallback(s.onEvent),
@@ -232,7 +108,10 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	case <-s.ready:
 	case <-ctx.Done():
 		s.Close()
-		return nil, fmt.Errorf("zklock: connect to %v: %w", servers, ctx.Err())
+		if dialErr := s.tap.lastDialErr(); dialErr != nil {
+			return nil, fmt.Errorf("zklock: connect to %v: no session: %w (last dial error: %w)", servers, ctx.Err(), dialErr)
+		}
+		return nil, fmt.Errorf("zklock: connect to %v: no session: %w", servers, ctx.Err())
 	}
 	if len(cfg.digests) > 0 {
 		if err := s.authenticate(ctx); err != nil {
@@ -241,6 +120,28 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 		}
 	}
 	return s, nil
+}
+
+// ConnectTimeout bounds a Connect whose context has no deadline: a server
+// that cannot be reached makes it fail after this long, with the last dial
+// error in its error, instead of waiting for ever.
+const ConnectTimeout = 10 * time.Second
+
+// cleanServers trims the server addresses and refuses an empty list or an
+// empty entry. An address without a port means ZooKeeper's 2181.
+func cleanServers(servers []string) ([]string, error) {
+	out := make([]string, 0, len(servers))
+	for _, a := range servers {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			return nil, fmt.Errorf("%w: empty server address in %q", ErrInvalidOption, servers)
+		}
+		out = append(out, a)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no servers", ErrInvalidOption)
+	}
+	return out, nil
 }
 
 // NewSession wraps a connection the caller already has; Close leaves conn
@@ -344,23 +245,13 @@ func (s *Session) Conn() *zk.Conn {
 	return s.conn
 }
 
-// LeaseStats counts how the session's lease (see WithLossOnExpiryOnly)
-// bore on its locks since the session was made.
-type LeaseStats struct {
-	// Waits counts grants that had to wait for the session to be
-	// confirmed with the leader before they could be made.
-	Waits int64
-	// Lapses counts the times the lease ran out while holds existed,
-	// ending them with ErrLeaseExpired.
-	Lapses int64
-}
-
-// LeaseStats reports the session's lease counters.
-func (s *Session) LeaseStats() LeaseStats {
+// Logger returns the logger the session and its locks log to (see
+// WithLogger), for code built on the session, such as package tier.
+func (s *Session) Logger() *slog.Logger {
 	if s == nil {
-		return LeaseStats{}
+		return slog.New(slog.DiscardHandler)
 	}
-	return LeaseStats{Waits: s.lease.waits.Load(), Lapses: s.lease.lapses.Load()}
+	return s.cfg.logger
 }
 
 // Done is closed when the session is closed.

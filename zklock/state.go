@@ -8,6 +8,42 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
+// State is what a Session knows about its ZooKeeper session.
+type State int
+
+// The states a Session moves through.
+const (
+	// StateConnecting: no session yet.
+	StateConnecting State = iota
+	// StateConnected: a live session; holds are valid.
+	StateConnected
+	// StateDisconnected: the connection dropped and the session may or may
+	// not survive; a holder cannot know whether it still holds its locks.
+	StateDisconnected
+	// StateExpired: the server expired the session; its ephemeral nodes,
+	// and so every hold, are gone. The client reconnects with a new session.
+	StateExpired
+	// StateClosed: Close was called or the connection was closed.
+	StateClosed
+)
+
+// String names the state, as in logs.
+func (s State) String() string {
+	switch s {
+	case StateConnecting:
+		return "connecting"
+	case StateConnected:
+		return "connected"
+	case StateDisconnected:
+		return "disconnected"
+	case StateExpired:
+		return "expired"
+	case StateClosed:
+		return "closed"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
 // onEvent is go-zookeeper's event callback. go-zookeeper calls it
 // synchronously, for every event, from the connection's own goroutines,
 // sometimes while holding its locks: it must not block, nor make requests;
@@ -235,17 +271,6 @@ func (s *Session) forget(h *Hold) {
 	s.mu.Lock()
 	delete(s.holds, h)
 	s.mu.Unlock()
-}
-
-// queued counts an acquisition that has (or is creating) a node, so that
-// the lease is kept fresh for its grant.
-func (s *Session) queued(delta int) {
-	s.mu.Lock()
-	s.waiting += delta
-	s.mu.Unlock()
-	if delta > 0 {
-		s.lease.wake()
-	}
 }
 
 // stateChanged returns a channel closed at the next state change.

@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"encoding/binary"
+	"log/slog"
 	"net"
 	"slices"
 	"sync"
@@ -41,7 +42,9 @@ type wireTap struct {
 	// may have lowered below the one asked for.
 	timeoutMs atomic.Int32
 
-	dials     atomic.Int32  // connections made; the first has no watches to re-arm
+	dials     atomic.Int32          // connections made; the first has no watches to re-arm
+	dialErr   atomic.Pointer[error] // the last dial's error; nil after a dial that worked
+	log       *slog.Logger
 	closing   chan struct{} // closed when the Session starts closing
 	closeOnce sync.Once
 
@@ -135,6 +138,14 @@ func (t *wireTap) began(start time.Time) {
 	t.ringMu.Unlock()
 }
 
+// lastDialErr returns the error of the last dial, if it failed.
+func (t *wireTap) lastDialErr() error {
+	if p := t.dialErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // opcode returns the opcode of the request framed in b (length, xid,
 // opcode, then its fields), or -1.
 func opcode(b []byte) int32 {
@@ -198,8 +209,17 @@ func (t *wireTap) dialer() func(network, address string, timeout time.Duration) 
 		}
 		c, err := dial(network, address, timeout)
 		if err != nil {
+			// A warning the first time (an operator must see that the
+			// servers cannot be reached), detail afterwards: go-zookeeper
+			// tries again every second or so.
+			if t.dialErr.Swap(&err) == nil && t.log != nil {
+				t.log.Warn("cannot reach ZooKeeper", "server", address, "err", err)
+			} else if t.log != nil {
+				t.log.Debug("cannot reach ZooKeeper", "server", address, "err", err)
+			}
 			return nil, err
 		}
+		t.dialErr.Store(nil)
 		tc := &tappedConn{Conn: c, tap: t, watchesOut: make(chan struct{}), closed: make(chan struct{})}
 		// A client's first connection has no watches to re-arm.
 		tc.released = t.dials.Add(1) == 1

@@ -1,0 +1,182 @@
+package zklock
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Options of sessions (Connect, NewSession) and of locks (New, NewRWLock,
+// NewSemaphore). A few live beside what they configure: WithDigestAuth
+// (auth.go), WithPositionHandler (position.go), WithRevocable and
+// WithRevocationHandler (revoke.go).
+
+type sessionConfig struct {
+	timeout      time.Duration
+	logger       *slog.Logger
+	expiryOnly   bool
+	listener     func(State)
+	maxRetryWait time.Duration
+	noPipelining bool
+	digests      []digestCred // see auth.go
+	dialer       zk.Dialer    // nil: net.DialTimeout
+}
+
+// SessionOption configures Connect and NewSession.
+type SessionOption func(*sessionConfig)
+
+// WithSessionTimeout sets the session timeout asked of the server (default
+// 10s; the server bounds it between 2 and 20 ticks unless configured
+// otherwise). A crashed holder's lock passes on after about this long.
+// Under NewSession, pass the timeout given to zk.Connect: the loss bounds
+// are derived from it (see NewSession).
+func WithSessionTimeout(d time.Duration) SessionOption {
+	return func(c *sessionConfig) { c.timeout = d }
+}
+
+// WithLogger sends the session's and its locks' logs, and go-zookeeper's
+// own (at Debug), to l. Without it the session and its locks log only
+// warnings (a lost hold, a server that cannot be reached), to
+// slog.Default(); with it, also state changes (Info) and detail (Debug).
+// Package tier logs through the session's logger too (Session.Logger).
+func WithLogger(l *slog.Logger) SessionOption {
+	return func(c *sessionConfig) { c.logger = l }
+}
+
+// WithLossOnExpiryOnly keeps holds through disconnections and through
+// short failures to reach the ensemble's leader. A hold then ends when the
+// session expires, when its node is deleted, or when no round trip through
+// the leader has succeeded for three quarters of the session timeout (a
+// local timer, as Curator's session connection-state policy has): the
+// server may have expired the session by then. The price is a bounded
+// overlap: another process may be granted the lock up to an eighth of the
+// session timeout before this holder is told (the argument is in lease.go).
+// Use it only together with fencing tokens. The default ends every hold on
+// a disconnection, and when the leader has not been reached for a quarter
+// of the session timeout, before any other process can be granted the lock.
+func WithLossOnExpiryOnly() SessionOption {
+	return func(c *sessionConfig) { c.expiryOnly = true }
+}
+
+// WithStateListener calls fn on every state change, in order, from a
+// goroutine of the session's that does nothing else: a slow fn delays only
+// later calls of fn, never the detection of a loss. fn should return
+// promptly all the same.
+func WithStateListener(fn func(State)) SessionOption {
+	return func(c *sessionConfig) { c.listener = fn }
+}
+
+// WithoutPipelining makes every request of the session's locks wait for
+// the one before it: an acquisition's listing waits for its create's reply,
+// and a release's delete is not folded into the next create's multi (the
+// next create on the path waits until the delete is done; Release itself
+// still returns at once). It is the baseline the pipelined protocol is
+// measured against, and a way out should a go-zookeeper upgrade break the
+// assumption pipelining rests on (one request per socket write, see
+// wire.go), which a contract test checks.
+func WithoutPipelining() SessionOption {
+	return func(c *sessionConfig) { c.noPipelining = true }
+}
+
+// WithDialer makes Connect open its connections with d (for TLS, a proxy,
+// or a connection that counts what it carries) instead of
+// net.DialTimeout. The session still observes the bytes it writes (see
+// wire.go). It has no effect under NewSession, whose connection exists.
+func WithDialer(d zk.Dialer) SessionOption {
+	return func(c *sessionConfig) { c.dialer = d }
+}
+
+// WithMaxRetryInterval caps the exponential back-off between retries of
+// ZooKeeper operations that failed on a connection loss (default 1s).
+func WithMaxRetryInterval(d time.Duration) SessionOption {
+	return func(c *sessionConfig) { c.maxRetryWait = d }
+}
+
+func buildConfig(opts []SessionOption) (sessionConfig, error) {
+	cfg := sessionConfig{timeout: 10 * time.Second, maxRetryWait: time.Second}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if cfg.timeout <= 0 || cfg.maxRetryWait <= 0 {
+		return cfg, fmt.Errorf("%w: session timeout and retry interval must be positive", ErrInvalidOption)
+	}
+	if err := checkDigests(cfg.digests); err != nil {
+		return cfg, err
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.New(minLevel{slog.Default().Handler(), slog.LevelWarn})
+	}
+	return cfg, nil
+}
+
+type lockConfig struct {
+	label   string
+	recheck time.Duration
+	acl     []zk.ACL
+	onLost  func(node string, cause error)
+
+	revocable bool              // WithRevocable
+	onRevoked func(node string) // WithRevocationHandler
+
+	onPosition func(Position) // see position.go
+}
+
+// Option configures New.
+type Option func(*lockConfig)
+
+// WithLabel adds label to the lock node's data, next to the host name and
+// process id, so that an operator listing the queue knows who waits. The
+// node's data, label included, may not exceed 64 KiB (New refuses it with
+// ErrInvalidOption): a request larger than the server's jute.maxbuffer
+// (1 MB by default) makes it drop the connection, and with it the session.
+func WithLabel(label string) Option { return func(c *lockConfig) { c.label = label } }
+
+// WithRecheckInterval sets how often a waiter re-reads the queue even when
+// its watch has not fired (default 5s). A watch can be lost when a server
+// restarts or the client moves to another ensemble member; this bounds how
+// long such a loss can delay a waiter.
+func WithRecheckInterval(d time.Duration) Option { return func(c *lockConfig) { c.recheck = d } }
+
+// WithACL sets the ACL of the nodes the lock creates (default: world, all):
+// its lock nodes, and the lock path and any missing ancestor it creates as
+// container nodes. ZooKeeper checks a create or delete of a node against
+// its parent's ACL, so it is the lock path's ACL that decides who may
+// queue and who may delete a holder's node; a lock path that already
+// exists keeps its own. With zk.AuthACL or zk.DigestACL, give the session
+// the credentials (WithDigestAuth). See ExampleWithDigestAuth.
+func WithACL(acl []zk.ACL) Option { return func(c *lockConfig) { c.acl = acl } }
+
+// WithLossHandler calls fn with the hold's node and the cause (ErrDisconnected,
+// ErrSessionExpired, ErrLeaseExpired, ErrNodeDeleted or ErrSessionClosed)
+// when a hold is lost, synchronously, at the moment the loss is detected,
+// so that work under the lock can be stopped with no goroutine hop in
+// between (package tier cancels its held context here). fn may run on
+// go-zookeeper's event goroutine: it must not block, nor call methods of
+// the Lock or Session.
+func WithLossHandler(fn func(node string, cause error)) Option {
+	return func(c *lockConfig) { c.onLost = fn }
+}
+
+// minLevel passes on the records of its level and above: the default
+// logger, quiet below warnings.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.Handler.Enabled(ctx, l)
+}
+
+func (m minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{m.Handler.WithAttrs(attrs), m.min}
+}
+
+func (m minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{m.Handler.WithGroup(name), m.min}
+}
