@@ -25,10 +25,7 @@ func TestInspectorUnderACL(t *testing.T) {
 	root := zktest.ACLRoot(t, s.Conn(), acl)
 	ctx := zktest.Context(t, 30*time.Second)
 	p := root + "/job"
-	l := newLock(t, s, p, zklock.WithACL(acl))
-	if err := l.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, ctx, newLock(t, s, p, zklock.WithACL(acl)))
 	tierlock(t, "ls", root).want(t, exitOK, "holds")
 	tierlock(t, "break", "-yes", p).want(t, exitNoAuth, "not authenticated", "-digest user:password")
 	tierlock(t, "break", "-yes", "-digest", fleetUser+":wrong", p).want(t, exitNoAuth)
@@ -54,10 +51,7 @@ func TestBinary(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	p := zktest.Path(t)
-	l := newLock(t, connect(t), p)
-	if err := l.Acquire(zktest.Context(t, 10*time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, zktest.Context(t, 10*time.Second), newLock(t, connect(t), p))
 	cmd := exec.Command(bin, "ls", "-json", p)
 	cmd.Env = append(os.Environ(), "TIERLOCK_ZK_SERVERS="+strings.Join(zktest.Servers(t), ","))
 	out, err := cmd.Output()

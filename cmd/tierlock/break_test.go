@@ -17,13 +17,8 @@ func TestBreak(t *testing.T) {
 	p := zktest.Path(t)
 	ctx := zktest.Context(t, 30*time.Second)
 	s1, s2, s3 := connect(t), connect(t), connect(t)
-	a := newLock(t, s1, p, zklock.WithLabel("stuck"))
-	if err := a.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b := newLock(t, s2, p)
-	waited := make(chan error, 1)
-	go func() { waited <- b.Acquire(ctx) }()
+	a := acquire(t, ctx, newLock(t, s1, p, zklock.WithLabel("stuck")))
+	waited := acquireAsync(ctx, newLock(t, s2, p))
 	waitQueue(t, s1, p, 2)
 
 	tierlock(t, "break", p).want(t, exitUsage, "-yes")
@@ -44,27 +39,21 @@ func TestBreak(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("holder not told of the break")
 	}
-	if err := <-waited; err != nil {
-		t.Fatalf("waiter: %v", err)
-	}
+	b := held(t, waited)
 
 	// A waiter's node, by name.
-	c := newLock(t, s3, p)
-	cw := make(chan error, 1)
-	go func() { cw <- c.Acquire(ctx) }()
+	cw := acquireAsync(ctx, newLock(t, s3, p))
 	waitQueue(t, s1, p, 2)
 	ps, err := zklock.ListParticipants(ctx, s1, p)
 	if err != nil || len(ps) != 2 {
 		t.Fatalf("%+v %v", ps, err)
 	}
 	tierlock(t, "break", "-yes", p+"/"+ps[1].Node).want(t, exitOK, "deleted "+p+"/"+ps[1].Node+" (waiting")
-	if err := b.Release(ctx); err != nil {
+	if err := b.Release(); err != nil {
 		t.Fatal(err)
 	}
 	// The waiter whose node was broken queues again and gets its turn.
-	if err := <-cw; err != nil {
-		t.Fatalf("broken waiter: %v", err)
-	}
+	held(t, cw)
 	tierlock(t, "break", "-yes", p+"/"+ps[1].Node).want(t, exitNoNode, "does not exist")
 }
 
@@ -78,9 +67,7 @@ func TestBreakSeveralReaders(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer rw.Close()
-		if err := rw.ReadLock().Acquire(ctx); err != nil {
-			t.Fatal(err)
-		}
+		acquire(t, ctx, rw.ReadLock())
 	}
 	tierlock(t, "break", "-yes", p).want(t, exitUsage, "2 readers hold")
 	tierlock(t, "revoke", p).want(t, exitOK) // revoke asks both

@@ -69,6 +69,43 @@ func connect(t *testing.T, opts ...zklock.SessionOption) *zklock.Session {
 
 var newLock = zktest.NewLock
 
+// acquire takes l, failing the test if it cannot.
+func acquire(t *testing.T, ctx context.Context, l *zklock.Lock) *zklock.Hold {
+	t.Helper()
+	h, err := l.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// acquired is what an Acquire run in the background returned.
+type acquired struct {
+	h   *zklock.Hold
+	err error
+}
+
+// acquireAsync starts an Acquire of l and returns where its outcome will
+// be.
+func acquireAsync(ctx context.Context, l *zklock.Lock) <-chan acquired {
+	ch := make(chan acquired, 1)
+	go func() {
+		h, err := l.Acquire(ctx)
+		ch <- acquired{h, err}
+	}()
+	return ch
+}
+
+// held waits for an Acquire started by acquireAsync and returns its hold.
+func held(t *testing.T, ch <-chan acquired) *zklock.Hold {
+	t.Helper()
+	r := <-ch
+	if r.err != nil {
+		t.Fatalf("acquire: %v", r.err)
+	}
+	return r.h
+}
+
 // waitQueue waits until path has n children.
 func waitQueue(t *testing.T, s *zklock.Session, path string, n int) {
 	t.Helper()

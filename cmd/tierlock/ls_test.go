@@ -29,13 +29,8 @@ func TestLsKinds(t *testing.T) {
 	s1, s2 := connect(t), connect(t)
 
 	mutex := root + "/mutex"
-	holder := newLock(t, s1, mutex, zklock.WithLabel("holder"))
-	if err := holder.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	waiter := newLock(t, s2, mutex, zklock.WithLabel("waiter"))
-	waited := make(chan error, 1)
-	go func() { waited <- waiter.Acquire(ctx) }()
+	holder := acquire(t, ctx, newLock(t, s1, mutex, zklock.WithLabel("holder")))
+	waited := acquireAsync(ctx, newLock(t, s2, mutex, zklock.WithLabel("waiter")))
 	waitQueue(t, s1, mutex, 2)
 
 	rw, err := zklock.NewRWLock(s1, root+"/rw")
@@ -43,9 +38,7 @@ func TestLsKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rw.Close()
-	if err := rw.ReadLock().Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
+	acquire(t, ctx, rw.ReadLock())
 	sem, err := zklock.NewSemaphore(s2, root+"/sem", 2)
 	if err != nil {
 		t.Fatal(err)
@@ -119,12 +112,10 @@ func TestLsKinds(t *testing.T) {
 	// The whole tree, from the root.
 	tierlock(t, "ls", "/").want(t, exitOK, mutex+"  (2 nodes)", kazooPath)
 
-	if err := holder.Release(ctx); err != nil {
+	if err := holder.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-waited; err != nil {
-		t.Fatal(err)
-	}
+	held(t, waited)
 }
 
 func keys(m map[string]queueView) []string {

@@ -15,13 +15,8 @@ func TestRevoke(t *testing.T) {
 	p := zktest.Path(t)
 	ctx := zktest.Context(t, 30*time.Second)
 	s1, s2 := connect(t), connect(t)
-	a := newLock(t, s1, p)
-	if err := a.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b := newLock(t, s2, p)
-	waited := make(chan error, 1)
-	go func() { waited <- b.Acquire(ctx) }()
+	a := acquire(t, ctx, newLock(t, s1, p))
+	waited := acquireAsync(ctx, newLock(t, s2, p))
 	waitQueue(t, s1, p, 2)
 
 	tierlock(t, "revoke", p).want(t, exitOK, "revocation requested: "+a.Node())
@@ -47,13 +42,10 @@ func TestRevoke(t *testing.T) {
 		t.Fatalf("holder lost the lock: %v", a.Err())
 	default:
 	}
-	if err := a.Release(ctx); err != nil {
+	if err := a.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-waited; err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Release(ctx); err != nil {
+	if err := held(t, waited).Release(); err != nil {
 		t.Fatal(err)
 	}
 	tierlock(t, "revoke", p).want(t, exitNoNode, "nobody holds it")

@@ -49,25 +49,18 @@ func TestWatchPrintsChanges(t *testing.T) {
 	if q := await(1, "the first listing"); len(q.Nodes) != 0 || q.Path != p || q.Time == nil {
 		t.Fatalf("first listing %+v", q)
 	}
-	a := newLock(t, s1, p, zklock.WithLabel("a"))
-	if err := a.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
+	a := acquire(t, ctx, newLock(t, s1, p, zklock.WithLabel("a")))
 	if q := await(2, "the holder"); len(q.Nodes) != 1 || q.Nodes[0].Label != "a" || !q.Nodes[0].Holder {
 		t.Fatalf("after the acquire: %+v", q)
 	}
-	b := newLock(t, s2, p, zklock.WithLabel("b"))
-	waited := make(chan error, 1)
-	go func() { waited <- b.Acquire(ctx) }()
+	waited := acquireAsync(ctx, newLock(t, s2, p, zklock.WithLabel("b")))
 	if q := await(3, "the waiter"); len(q.Nodes) != 2 || q.Nodes[1].Label != "b" || q.Nodes[1].Holder {
 		t.Fatalf("after the waiter queued: %+v", q)
 	}
-	if err := a.Release(ctx); err != nil {
+	if err := a.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-waited; err != nil {
-		t.Fatal(err)
-	}
+	held(t, waited)
 	if q := await(4, "the hand-off"); len(q.Nodes) != 1 || q.Nodes[0].Label != "b" || !q.Nodes[0].Holder {
 		t.Fatalf("after the hand-off: %+v", q)
 	}
@@ -81,10 +74,7 @@ func TestWatchPrintsChanges(t *testing.T) {
 func TestWatchCount(t *testing.T) {
 	p := zktest.Path(t)
 	s := connect(t)
-	l := newLock(t, s, p)
-	if err := l.Acquire(zktest.Context(t, 10*time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	acquire(t, zktest.Context(t, 10*time.Second), newLock(t, s, p))
 	r := tierlock(t, "watch", "-count", "1", p)
 	r.want(t, exitOK, p+"  (1 node)", "holds")
 }
@@ -115,17 +105,12 @@ func TestWatchSurvivesDropAndExpiry(t *testing.T) {
 
 	s := connect(t)
 	a := newLock(t, s, p, zklock.WithLabel("a"))
-	if err := a.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ha := acquire(t, ctx, a)
 	zktest.Eventually(t, 10*time.Second, "the holder", func() bool { return strings.Contains(out.String(), `"label":"a"`) })
 
 	proxy.DropAll()
-	b := newLock(t, s, p+"-b", zklock.WithLabel("unrelated")) // traffic elsewhere changes nothing
-	if err := b.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Release(ctx); err != nil {
+	acquire(t, ctx, newLock(t, s, p+"-b", zklock.WithLabel("unrelated"))) // traffic elsewhere changes nothing
+	if err := ha.Release(); err != nil {
 		t.Fatal(err)
 	}
 	zktest.Eventually(t, 10*time.Second, "the release, after the drop", func() bool {
@@ -135,9 +120,7 @@ func TestWatchSurvivesDropAndExpiry(t *testing.T) {
 	// Cut off for longer than the session timeout: the session expires
 	// meanwhile.
 	proxy.Partition(0)
-	if err := a.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
+	acquire(t, ctx, a)
 	time.Sleep(5 * time.Second)
 	proxy.Heal()
 	zktest.Eventually(t, 20*time.Second, "the acquire made while cut off", func() bool {
