@@ -98,7 +98,11 @@
 // count is an atomic add per write), its user + system time (getrusage),
 // its goroutines (peak, sampled every 100ms), its session's lease (waits,
 // lapses) and the session timeout the server granted (read from the
-// connect response). The workers stop 100ms after the window
+// connect response). Timers fire late on a loaded machine, so each count
+// is divided by the grants of the interval it was really read over (the
+// servers' by the holds entered between the parent's two readings, a
+// worker's by its own holds between its readings). The workers stop 100ms
+// after the window
 // (proto.DeadlineGrace), so that these readings do not race what comes
 // after: go-zookeeper's zk.Lock cannot abandon a wait, and its queued
 // waiters are granted after the deadline (a drain); tier abandons its

@@ -50,33 +50,29 @@ type Cost struct {
 	OfPairs float64        `json:"throughput_of_pairs,omitempty"`
 }
 
-// costOf computes the cost figures of run, whose acquisitions inside the
-// window are acq.
-func costOf(run *runner.Run, acq int64, perSec float64) Cost {
+// costOf computes the cost figures of run. Each count is divided by the
+// grants of the interval it was really read over (a timer fires late on a
+// loaded machine): the servers' by those between the parent's readings,
+// each worker's by its own between its readings.
+func costOf(run *runner.Run, perSec float64) Cost {
 	w := run.Window
 	c := Cost{
 		WindowSec: w.Seconds(), Whole: w.Whole, HoldsWarmup: w.Before, HoldsAfter: w.After, Abandoned: w.Abandoned,
 		ClientCPUPerAcqUS: -1, ServerCPUPerAcqUS: -1, PeakGoroutines: -1, Limits: run.Limits,
 	}
-	per := func(v float64) float64 {
-		if acq <= 0 {
-			return -1
-		}
-		return v / float64(acq)
-	}
 	if w.ServerCPU >= 0 {
-		c.ServerCPUPerAcqUS = per(float64(w.ServerCPU) / 1e3)
+		c.ServerCPUPerAcqUS = per(float64(w.ServerCPU)/1e3, w.ServerGrants)
 	}
-	cpu, ops, counted, reported := c.addWorkers(w.Workers)
-	if reported > 0 && reported == len(w.Workers) {
-		c.ClientCPUPerAcqUS = per(float64(cpu) / 1e3)
+	t := c.addWorkers(w.Workers, w.WorkerGrants)
+	if t.reported > 0 && t.reported == len(w.Workers) {
+		c.ClientCPUPerAcqUS = per(float64(t.cpu)/1e3, t.cpuGrants)
 	}
-	if counted {
-		c.ClientOps = &ops
-		c.ClientReqPerAcq = per(float64(ops.Total()))
+	if t.counted {
+		c.ClientOps = &t.ops
+		c.ClientReqPerAcq = per(float64(t.ops.Total()), t.opsGrants)
 		c.ClientOpsPerAcq = map[string]float64{}
-		for i, v := range ops.Values() {
-			c.ClientOpsPerAcq[proto.OpNames[i]] = per(float64(v))
+		for i, v := range t.ops.Values() {
+			c.ClientOpsPerAcq[proto.OpNames[i]] = per(float64(v), t.opsGrants)
 		}
 	}
 	if l := run.Limits; l != nil && l.Err == "" {
@@ -90,21 +86,41 @@ func costOf(run *runner.Run, acq int64, perSec float64) Cost {
 	return c
 }
 
-// addWorkers adds up what the workers measured of themselves: their CPU
-// (ns) and requests, whether any counted its requests, how many reported;
-// it keeps the peak of goroutines, the lease's counts and the range of the
-// timeouts granted in c.
-func (c *Cost) addWorkers(ws []*proto.Window) (cpu int64, ops proto.OpCounts, counted bool, reported int) {
-	for _, pw := range ws {
+// per is v per grant; -1 without a grant.
+func per(v float64, grants int64) float64 {
+	if grants <= 0 {
+		return -1
+	}
+	return v / float64(grants)
+}
+
+// workerTotals are the workers' own counts added up, with the grants of
+// the intervals they were read over.
+type workerTotals struct {
+	cpu, cpuGrants int64
+	ops            proto.OpCounts
+	opsGrants      int64
+	counted        bool // some worker counted its requests
+	reported       int  // workers that sent their window
+}
+
+// addWorkers adds up what the workers measured of themselves (ws, by
+// process; grants, the process's grants between its readings); it keeps
+// the peak of goroutines, the lease's counts and the range of the timeouts
+// granted in c.
+func (c *Cost) addWorkers(ws []*proto.Window, grants []int64) (t workerTotals) {
+	for p, pw := range ws {
 		if pw == nil {
 			continue
 		}
-		reported++
-		cpu += pw.CPUNs
+		t.reported++
+		t.cpu += pw.CPUNs
+		t.cpuGrants += grants[p]
 		c.PeakGoroutines = max(c.PeakGoroutines, pw.PeakGoroutines)
 		if pw.Counted {
-			counted = true
-			ops = ops.Add(pw.Ops)
+			t.counted = true
+			t.ops = t.ops.Add(pw.Ops)
+			t.opsGrants += grants[p]
 		}
 		if pw.Lease {
 			c.Lease = true
@@ -118,7 +134,7 @@ func (c *Cost) addWorkers(ws []*proto.Window) (cpu int64, ops proto.OpCounts, co
 			c.TimeoutMaxMs = max(c.TimeoutMaxMs, pw.TimeoutMs)
 		}
 	}
-	return cpu, ops, counted, reported
+	return t
 }
 
 // costHeader and costRows give the table of what an acquisition cost
@@ -255,7 +271,7 @@ const costNote = "warm-up holds and after window: holds entered before the windo
 	"cannot abandon a wait grants its queued waiters after the deadline); abandoned: acquisitions begun and given up at " +
 	"the deadline. Client CPU: the worker processes' user + system time (getrusage), server CPU: the ZooKeeper servers' " +
 	"(/proc; n/a for servers stress did not start; it includes the sampler's wchp and getChildren), both read at the " +
-	"window's edges. peak gor/proc: the most goroutines of one worker process. req/acq (server): requests the servers " +
+	"window's edges and divided by the holds entered between the readings. peak gor/proc: the most goroutines of one worker process. req/acq (server): requests the servers " +
 	"received (mntr), (client): requests the workers wrote, then by kind; other: pings, setData, setWatches and the " +
 	"rest. Lease waits: grants that waited for the session to be confirmed with the leader; lapses: the lease ran out " +
 	"and ended holds. Session timeout: what the servers granted."

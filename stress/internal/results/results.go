@@ -128,8 +128,10 @@ func FiguresOf(run *runner.Run, cfg runner.Config) Impl {
 	switch {
 	case r.ZKRequests < 0:
 		r.RequestsPerAcq = -1
-	case r.Acquisitions > 0:
-		r.RequestsPerAcq = float64(r.ZKRequests) / float64(r.Acquisitions)
+	case run.Window.ServerGrants > 0:
+		// Over the grants between the readings of the counters, which a
+		// loaded machine takes a little off the window's edges.
+		r.RequestsPerAcq = float64(r.ZKRequests) / float64(run.Window.ServerGrants)
 	}
 	r.Losses, r.SessionExpiries = run.Losses, run.Expiries
 	for _, ev := range run.Faults {
@@ -149,7 +151,7 @@ func FiguresOf(run *runner.Run, cfg runner.Config) Impl {
 		}
 	}
 	recipeFigures(&r, run, cfg)
-	r.Cost = costOf(run, r.Acquisitions, r.PerSec)
+	r.Cost = costOf(run, r.PerSec)
 	return r
 }
 

@@ -51,6 +51,7 @@ func (r *Runner) collect(run *Run, results []*proto.Result, files []string) erro
 	run.PerProc = make([]int64, r.cfg.Procs)
 	run.PerG = make([]int64, r.cfg.Procs*g)
 	run.Window.Workers = make([]*proto.Window, len(results))
+	run.Window.WorkerGrants = make([]int64, len(results))
 	var counted, complete int64
 	for p, res := range results {
 		if _, killed := run.Killed[int32(p)]; killed {
@@ -87,6 +88,7 @@ func (r *Runner) collect(run *Run, results []*proto.Result, files []string) erro
 				complete++
 			}
 			r.count(run, run.SlotOf[p], h)
+			countRead(&run.Window, p, h)
 		}
 	}
 	if complete != counted {
@@ -102,6 +104,20 @@ func (r *Runner) collect(run *Run, results []*proto.Result, files []string) erro
 	})
 	fault.MeasureRecovery(run.Faults, run.Holds, run.Start, r.cfg.SessionTimeout)
 	return nil
+}
+
+// countRead counts hold h of process p, if complete, in the intervals the
+// counters were really read over: the servers', and its worker's own.
+func countRead(w *Window, p int, h record.Hold) {
+	if h.Exit == 0 {
+		return
+	}
+	if h.Enter >= w.ServerFrom && h.Enter <= w.ServerTo {
+		w.ServerGrants++
+	}
+	if p < len(w.Workers) && w.Workers[p] != nil && h.Enter >= w.Workers[p].Start && h.Enter <= w.Workers[p].End {
+		w.WorkerGrants[p]++
+	}
 }
 
 // count counts hold h of the worker in slot where it falls: before, inside

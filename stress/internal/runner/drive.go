@@ -74,5 +74,6 @@ func (r *Runner) drive(ctx context.Context, run *Run, f *fleet.Fleet, newTask fu
 		run.Requests = -1
 	}
 	win.Requests, win.ServerCPU = run.Requests, e.serverCPU()
+	win.ServerFrom, win.ServerTo = e.from.at, e.to.at
 	return nil
 }

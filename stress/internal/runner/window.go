@@ -42,6 +42,16 @@ type Window struct {
 	// Workers is what each worker measured of itself, by process (nil: it
 	// sent no result).
 	Workers []*proto.Window `json:"-"`
+	// Counters are read on timers, which a loaded machine fires late: each
+	// count is divided by the grants of the interval it was really read
+	// over. ServerFrom and ServerTo are when the servers' counters were
+	// read (shared clock), ServerGrants the complete holds entered between,
+	// and WorkerGrants, by process, those of the process entered between
+	// its own readings (Workers[p].Start and End).
+	ServerFrom   int64   `json:"server_read_from"`
+	ServerTo     int64   `json:"server_read_to"`
+	ServerGrants int64   `json:"server_interval_holds"`
+	WorkerGrants []int64 `json:"-"`
 }
 
 // Seconds is the window's length.
@@ -52,6 +62,7 @@ func (w Window) Contains(t int64) bool { return t >= w.Start && t <= w.End }
 
 // edge is what the parent reads at an edge of the window.
 type edge struct {
+	at       int64 // shared clock, when the reading began
 	counters zkserver.Counters
 	ok       bool // counters read
 	cpu      time.Duration
@@ -72,7 +83,7 @@ type edges struct {
 func (e *edges) read() edge {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var g edge
+	g := edge{at: exclusion.Now()}
 	var err error
 	g.counters, err = e.cluster.Counters(ctx)
 	g.ok = err == nil
