@@ -339,15 +339,7 @@ func TestConcurrentMisuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := newLock(t, s, p)
-	type result struct {
-		h   *zklock.Hold
-		err error
-	}
-	resc := make(chan result, 1)
-	go func() {
-		h, err := l.Acquire(ctx)
-		resc <- result{h, err}
-	}()
+	resc := goAcquire(ctx, l)
 	eventually(t, 5*time.Second, "waiter queued", func() bool { return len(children(t, s.Conn(), p)) == 2 })
 	if h, err := l.Acquire(ctx); !errors.Is(err, zklock.ErrBusy) || h != nil {
 		t.Fatalf("racing Acquire: %v, %v, want ErrBusy", h, err)
