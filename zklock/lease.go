@@ -83,7 +83,8 @@ import (
 type lease struct {
 	s         *Session
 	deadline  time.Time     // holds are valid until then
-	renewedAt time.Time     // send time of the proof that set deadline
+	proofAt   time.Time     // when the latest proof that renewed was queued
+	syncAt    time.Time     // when the latest sync was queued
 	inflight  chan struct{} // closed when the sync in flight completes; nil when none
 	timer     *time.Timer   // fires at the deadline while holds exist
 	kick      chan struct{} // wakes the renewer
@@ -114,7 +115,7 @@ func (le *lease) validLocked(now time.Time) bool { return now.Before(le.deadline
 
 // reset forgets the deadline: it was earned by a session that is over.
 // s.mu is held.
-func (le *lease) reset() { le.deadline, le.renewedAt = time.Time{}, time.Time{} }
+func (le *lease) reset() { le.deadline, le.proofAt = time.Time{}, time.Time{} }
 
 // wake asks the renewer to look at the session again.
 func (le *lease) wake() {
@@ -182,8 +183,11 @@ func (s *Session) proved(p proof) {
 		return
 	}
 	if d := sent.Add(le.bound()); d.After(le.deadline) {
-		le.deadline, le.renewedAt = d, sent
+		le.deadline = d
 		le.armLocked()
+	}
+	if p.queued.After(le.proofAt) {
+		le.proofAt = p.queued
 	}
 }
 
@@ -206,6 +210,7 @@ func (le *lease) refresh() <-chan struct{} {
 	}
 	done := make(chan struct{})
 	le.inflight = done
+	le.syncAt = time.Now()
 	s.goBackground(func() {
 		p := s.newProof()
 		_, err := s.conn.Sync("/")
@@ -220,6 +225,13 @@ func (le *lease) refresh() <-chan struct{} {
 		close(done)
 	})
 	return done
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // armLocked sets the deadline timer while holds exist. s.mu is held.
@@ -267,7 +279,12 @@ func (le *lease) renew() {
 	for !s.isClosed() {
 		s.mu.Lock()
 		active := len(s.holds) > 0 || s.waiting > 0
-		due := time.Until(le.renewedAt.Add(le.period()))
+		// A sync is due a period after the latest proof, or the latest
+		// sync, was queued: timed from the queueing, so that a backlog
+		// that delays every write by more than a period still leaves the
+		// syncs back to back (a delay up to the lease's bound is then
+		// tolerated), and a sync that fails is sent again a period later.
+		due := time.Until(later(le.proofAt, le.syncAt).Add(le.period()))
 		s.mu.Unlock()
 		changed := s.stateChanged()
 		switch {

@@ -1,6 +1,5 @@
 package zklock
 
-
 // Position is where an Acquire's node stands in the lock's queue, as of the
 // latest listing of the queue the waiter read (CURATOR-592).
 type Position struct {

@@ -135,9 +135,11 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, stale *pendingD
 	}
 	var children []string
 	var stat *zk.Stat
-	lerr := s.do(ctx, false, func() error {
-		var err error
-		children, stat, err = s.conn.Children(l.path)
+	lerr := s.call(ctx, false, func() error {
+		c, st, err := s.conn.Children(l.path)
+		if err == nil {
+			children, stat = c, st // read only after call returned nil
+		}
 		return err
 	})
 	select {
@@ -162,7 +164,6 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, stale *pendingD
 	}
 	return n, nil
 }
-
 
 // waitTurn blocks until our node leads the queue (or, when !wait, looks
 // once), on the caller's goroutine: agapple's design, with no goroutine of
@@ -241,13 +242,19 @@ const childrenWatched = " children"
 // list reads the queue.
 func (w *waiter) list(ctx context.Context) error {
 	s := w.l.s
-	return s.do(ctx, false, func() error {
-		children, stat, err := s.conn.Children(w.l.path)
+	var children []string
+	var stat *zk.Stat
+	err := s.call(ctx, false, func() error {
+		c, st, err := s.conn.Children(w.l.path)
 		if err == nil {
-			w.n.q, w.n.pzxid = w.l.sortQueue(children), stat.Pzxid
+			children, stat = c, st
 		}
 		return err
 	})
+	if err == nil {
+		w.n.q, w.n.pzxid = w.l.sortQueue(children), stat.Pzxid
+	}
+	return err
 }
 
 // arm sets the watch the rule asks for (node watch, the index of the
@@ -275,20 +282,27 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 		w.unwatch = s.watch(wp, func(zk.Event) { sig.Set(true) })
 	}
 	var ev <-chan zk.Event
-	err = s.do(ctx, false, func() error {
+	var children []string
+	var stat *zk.Stat
+	err = s.call(ctx, false, func() error {
 		if target == childrenWatched {
-			children, stat, ch, err := s.conn.ChildrenW(w.l.path)
+			c, st, ch, err := s.conn.ChildrenW(w.l.path)
 			if err == nil {
-				w.n.q, w.n.pzxid, ev = w.l.sortQueue(children), stat.Pzxid, ch
+				children, stat, ev = c, st, ch
 			}
 			return err
 		}
 		// A data watch: an exists watch on a node that is already gone
 		// would stay behind.
 		_, _, ch, err := s.conn.GetW(target)
-		ev = ch
+		if err == nil {
+			ev = ch
+		}
 		return err
 	})
+	if err == nil && target == childrenWatched {
+		w.n.q, w.n.pzxid = w.l.sortQueue(children), stat.Pzxid
+	}
 	if errors.Is(err, zk.ErrNoNode) && target != childrenWatched {
 		w.drop()
 		w.n.q = nil // it went away in between: look again at once

@@ -29,7 +29,7 @@ func IsRevocation(data []byte) bool { return bytes.Equal(data, revokeData) }
 
 // WithRevocable makes the lock's holds revocable: a revocation request
 // written into the node of a hold (RevokeNode, RevokeHolder, Curator's
-// Revoker.attemptRevoke) closes Lock.Revoked. The hold does not end: the
+// Revoker.attemptRevoke) closes Hold.Revoked. The hold does not end: the
 // holder decides. A request written while our node still waits is seen
 // once it leads, since the data stays on the node. It costs no request:
 // the holder already watches its own node with a data read.

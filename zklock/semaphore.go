@@ -237,7 +237,7 @@ func (le *Lease) onLost(node string, cause error) {
 }
 
 // Lost returns a channel closed when any of the lease's nodes is lost (see
-// Lock.Lost for the causes). It is not closed by Release.
+// Hold.Lost for the causes). It is not closed by Release.
 func (le *Lease) Lost() <-chan struct{} {
 	if le == nil {
 		return closedChan
@@ -273,7 +273,7 @@ func (le *Lease) Nodes() []string {
 }
 
 // Token returns the fencing token of the lease's first node (see
-// Lock.Token): increasing across the holders of that node's slot order.
+// Hold.Token): increasing across the holders of that node's slot order.
 func (le *Lease) Token() int64 {
 	if le == nil {
 		return 0

@@ -24,10 +24,13 @@ import (
 //     scheduling delay is sent by the session's one flusher goroutine,
 //     with every other such delete in one multi.
 //
-// go-zookeeper's calls block until the reply, so a request that must go
-// out before its predecessor's reply (the listing behind a create) needs
-// the predecessor on a goroutine of its own: pipelined. That is the one
-// goroutine an acquisition starts, for one round trip.
+// go-zookeeper's calls block until the reply and cannot be withdrawn, so
+// an acquisition's request runs on a goroutine of the session's for its
+// round trip while the caller waits for it or for its ctx (call), and a
+// request that must go out before its predecessor's reply (the listing
+// behind a create) is sent once the predecessor is on the wire
+// (pipelined). Between requests, while it waits for its watch, an
+// acquisition has no goroutine but the caller's.
 
 // inflight bounds the requests in flight, adapting the bound to the round
 // trip it measures: cut by a quarter (at most once per round trip) when a
@@ -133,6 +136,26 @@ func (s *Session) do(ctx context.Context, write bool, req func() error) error {
 		s.proved(p)
 	}
 	return err
+}
+
+// call runs req under do on a goroutine of the session's and waits for it
+// or for ctx: go-zookeeper cannot withdraw a request once queued, so a
+// caller that must honour its ctx (an acquisition, whose request can sit
+// behind a stalled socket) leaves it to finish in the background. req must
+// write its results only into variables the caller reads after a nil
+// return.
+func (s *Session) call(ctx context.Context, write bool, req func() error) error {
+	c := &call{fin: make(chan struct{})}
+	s.goBackground(func() {
+		c.err = s.do(ctx, write, req)
+		close(c.fin)
+	})
+	select {
+	case <-c.fin:
+		return c.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // call is a request running on a goroutine of the session's.
