@@ -33,6 +33,7 @@ type cli struct {
 	verbose bool
 	yes     bool // break only
 	count   int  // watch only
+	long    bool // ls only
 
 	s *zklock.Session
 }
@@ -50,7 +51,9 @@ func newCLI(name string, sc subcommand, stdout, stderr io.Writer) *cli {
 	case "break":
 		fs.BoolVar(&c.yes, "yes", false, "confirm: delete the node (required)")
 	case "watch":
-		fs.IntVar(&c.count, "count", 0, "stop after this many listings (0: until interrupted)")
+		fs.IntVar(&c.count, "count", 0, "stop after this many listings (a root: this many lines, the first listing counting as one; 0: until interrupted)")
+	case "ls":
+		fs.BoolVar(&c.long, "l", false, "long: every node of every lock under ROOT, as for a single lock, instead of one line per lock")
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: tierlock %s [flags] %s\n  %s\n\nflags:\n", name, sc.usage, sc.help)

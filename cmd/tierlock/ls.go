@@ -13,12 +13,17 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// runLs lists the lock paths under ROOT (ROOT itself included) with their
-// queues. A lock path is a znode with lock nodes among its children; the
-// walk does not descend into lock nodes (ephemeral, childless) nor into
-// /zookeeper. Cost: one getChildren per znode under ROOT, plus one
-// getChildren and one getData per lock node for each lock path found
-// (ListParticipants).
+// runLs lists the lock paths under ROOT (ROOT itself included). A lock
+// path is a znode with lock nodes among its children; the walk does not
+// descend into lock nodes (ephemeral, childless) nor into /zookeeper.
+//
+// A ROOT that is itself a lock path, or -l, shows every node of every
+// queue, holder first. Any other ROOT (a registry's root, a directory of
+// locks) shows one line per lock, holder, waiters and age, and a total:
+// a root of 149 held keys is 151 lines, not 600.
+//
+// Cost: one getChildren per znode under ROOT, plus one getChildren and
+// one getData per lock node for each lock path found (ListParticipants).
 func runLs(ctx context.Context, c *cli, args []string) error {
 	root, err := c.pathArg(args, true)
 	if err != nil {
@@ -33,18 +38,47 @@ func runLs(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
+	qs, err := c.queues(rctx, paths)
+	if err != nil {
+		return err
+	}
+	if c.long || (len(paths) > 0 && paths[0] == root) {
+		return c.printLong(root, qs)
+	}
+	ls := summaries(root, qs)
+	if c.json {
+		return printJSON(c.stdout, struct {
+			Root  string        `json:"root"`
+			Locks []lockSummary `json:"locks"`
+			Total totals        `json:"total"`
+		}{root, ls, sum(ls)})
+	}
+	if len(ls) == 0 {
+		_, err := fmt.Fprintf(c.stdout, "no locks under %s\n", root)
+		return err
+	}
+	return printSummaries(c.stdout, ls)
+}
+
+// queues lists the queue of each lock path; paths emptied since the walk
+// saw them are left out.
+func (c *cli) queues(ctx context.Context, paths []string) ([]queueView, error) {
 	now := time.Now()
 	qs := make([]queueView, 0, len(paths))
 	for _, p := range paths {
-		ps, err := zklock.ListParticipants(rctx, c.s, p)
+		ps, err := zklock.ListParticipants(ctx, c.s, p)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if len(ps) == 0 {
-			continue // emptied since the walk saw it
+		if len(ps) > 0 {
+			qs = append(qs, viewOf(p, ps, now))
 		}
-		qs = append(qs, viewOf(p, ps, now))
 	}
+	return qs, nil
+}
+
+// printLong is ls's per-node form: every queue, holder first.
+func (c *cli) printLong(root string, qs []queueView) error {
 	if c.json {
 		return printJSON(c.stdout, struct {
 			Root  string      `json:"root"`

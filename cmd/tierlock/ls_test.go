@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,8 +95,8 @@ func TestLsKinds(t *testing.T) {
 		t.Errorf("kazoo queue %+v", q)
 	}
 
-	// The human form: a heading per path, holders first.
-	r = tierlock(t, "ls", root)
+	// The long form: a heading per path, holders first.
+	r = tierlock(t, "ls", "-l", root)
 	r.want(t, exitOK, mutex+"  (2 nodes)", "holds  mutex  lock", "waits  mutex  lock", `label="waiter"`,
 		"kazoo-lock", "curator-read", "lease")
 	if strings.Index(r.stdout, `label="holder"`) > strings.Index(r.stdout, `label="waiter"`) {
@@ -109,8 +110,10 @@ func TestLsKinds(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || len(got.Locks) != 1 {
 		t.Fatalf("ls of a lock path: %v %s", err, r.stdout)
 	}
-	// The whole tree, from the root.
-	tierlock(t, "ls", "/").want(t, exitOK, mutex+"  (2 nodes)", kazooPath)
+	// The whole tree, from the root: one line per lock.
+	r = tierlock(t, "ls", "/")
+	r.want(t, exitOK, " held, ")
+	wantRows(t, r.stdout, []string{mutex, "lock", "1"}, []string{kazooPath, "kazoo-lock", "0"}, []string{root + "/rw", "curator-read", "0"})
 
 	if err := holder.Release(); err != nil {
 		t.Fatal(err)
@@ -124,4 +127,20 @@ func keys(m map[string]queueView) []string {
 		ks = append(ks, k)
 	}
 	return ks
+}
+
+// wantRows checks that out has, for each row, a line that starts with
+// its fields, and contains its last field anywhere in that line.
+func wantRows(t *testing.T, out string, rows ...[]string) {
+	t.Helper()
+next:
+	for _, want := range rows {
+		for _, line := range strings.Split(out, "\n") {
+			n := len(want) - 1
+			if f := strings.Fields(line); len(f) >= n && slices.Equal(f[:n], want[:n]) && strings.Contains(line, want[n]) {
+				continue next
+			}
+		}
+		t.Errorf("no line %q in:\n%s", want, out)
+	}
 }

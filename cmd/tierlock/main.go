@@ -1,10 +1,16 @@
 // Command tierlock inspects and repairs the lock queues that tierlock,
 // Curator and kazoo keep on ZooKeeper:
 //
-//	tierlock ls     [flags] ROOT|PATH      list lock paths under ROOT with their queues, holder first
-//	tierlock watch  [flags] PATH           print PATH's queue each time it changes, until interrupted
+//	tierlock ls     [flags] ROOT|PATH      one line per lock under ROOT and a total; PATH's queue, holder first
+//	tierlock watch  [flags] ROOT|PATH      follow the locks under ROOT, or PATH's queue, until interrupted
 //	tierlock revoke [flags] PATH|NODE      ask the holder (or NODE) to release: writes __REVOKE__ into its data
 //	tierlock break  [flags] -yes PATH|NODE delete the holder's node (or NODE): the lock passes on at once
+//
+// A PATH is a lock path: a znode with lock nodes among its children. A
+// ROOT is a znode with lock paths below it (a registry's root): ls shows
+// one line per lock (holder, waiters, age) and a total, -l every node;
+// watch follows every lock below ROOT, those created later included, a
+// line per change.
 //
 // Every subcommand takes -zk host:port,... (default $TIERLOCK_ZK_SERVERS or
 // 127.0.0.1:2181), -digest user:password (default $TIERLOCK_DIGEST) for
@@ -31,7 +37,7 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// Exit codes, documented in the package comment and in docs/parts/ops.md.
+// Exit codes, documented in the package comment and in docs/operations.md.
 const (
 	exitOK          = 0
 	exitFailed      = 1
@@ -65,8 +71,8 @@ type subcommand struct {
 }
 
 var subcommands = map[string]subcommand{
-	"ls":     {"ROOT|PATH", "list lock paths under ROOT (or PATH itself) with their queues, holder first", runLs},
-	"watch":  {"PATH", "print PATH's queue each time it changes, until interrupted", runWatch},
+	"ls":     {"ROOT|PATH", "one line per lock under ROOT (holder, waiters, age) and a total; PATH's queue, holder first", runLs},
+	"watch":  {"ROOT|PATH", "a line each time a lock under ROOT changes, or PATH's queue each time it changes", runWatch},
 	"revoke": {"PATH|NODE", "ask the holder of PATH (every holder, for readers), or NODE, to release: writes __REVOKE__ into the node's data", runRevoke},
 	"break":  {"-yes PATH|NODE", "delete the node of PATH's holder, or NODE: the lock passes to the next in line", runBreak},
 }

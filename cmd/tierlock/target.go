@@ -41,14 +41,17 @@ func isLockNode(name string) bool {
 // errNoHolder reports a lock path nobody holds.
 var errNoHolder = errors.New("nobody holds it")
 
-// pathArg reads the single lock PATH (or root) argument of ls and watch;
-// root allows "/". A lock node is refused with a pointer to its path.
+// pathArg reads the single ROOT|PATH argument of ls and watch; root
+// allows "/" (ls walks the whole tree; watch would watch every znode). A lock node is refused with a pointer to its path.
 func (c *cli) pathArg(args []string, root bool) (string, error) {
 	p, err := c.oneArg(args)
 	if err != nil || (root && p == "/") {
 		return p, err
 	}
 	if err := zklock.ValidatePath(p); err != nil {
+		if p == "/" {
+			err = fmt.Errorf("%w (%s follows a lock, or the locks below a root such as /app/jobs, not the whole tree: a watch on every znode)", err, c.name)
+		}
 		return "", err
 	}
 	if isLockNode(path.Base(p)) {

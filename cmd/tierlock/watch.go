@@ -14,7 +14,10 @@ import (
 
 // runWatch prints PATH's queue at once and again each time its
 // membership changes, until ctx ends (an interrupt: exit 0) or -count
-// listings have been printed.
+// listings have been printed. A PATH with no lock nodes of its own but
+// znodes below it is a root of locks: watchRoot follows every lock below
+// it instead, and a PATH that becomes such a root while watched (it did
+// not exist yet, say) switches to that.
 //
 // It sets a children watch (or, while the path does not exist, an exists
 // watch) and lists the queue after the watch is set, so a change made
@@ -36,22 +39,27 @@ func runWatch(ctx context.Context, c *cli, args []string) error {
 	if _, err := c.connect(ctx); err != nil {
 		return err
 	}
+	return c.watchLock(ctx, p)
+}
+
+// watchLock is watch of a lock path (or of a path that does not exist).
+func (c *cli) watchLock(ctx context.Context, p string) error {
 	var last []zklock.Participant
 	printed := 0
 	for {
-		fired, err := c.arm(ctx, p)
+		kids, fired, err := c.arm(ctx, p, true)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil // interrupted
+			return unlessInterrupted(ctx, err)
+		}
+		if isRoot(kids) {
+			if printed > 0 {
+				fmt.Fprintf(c.stderr, "tierlock watch: %s has locks below it now: following them\n", p)
 			}
-			return err
+			return c.watchRoot(ctx, p, printed)
 		}
 		ps, err := zklock.ListParticipants(ctx, c.s, p)
-		if ctx.Err() != nil {
-			return nil
-		}
 		if err != nil {
-			return err
+			return unlessInterrupted(ctx, err)
 		}
 		if printed == 0 || !sameQueue(last, ps) {
 			if err := c.printListing(p, ps); err != nil {
@@ -70,35 +78,55 @@ func runWatch(ctx context.Context, c *cli, args []string) error {
 	}
 }
 
-// arm sets a watch that fires when p's children change, or when p is
-// created while it does not exist.
-func (c *cli) arm(ctx context.Context, p string) (<-chan zk.Event, error) {
+// unlessInterrupted returns err, or nil when ctx has ended: an interrupt
+// ends a watch, with exit code 0.
+func unlessInterrupted(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// isRoot reports whether a znode with these children is a root of locks:
+// no lock node of its own, and znodes below it that may be lock paths.
+func isRoot(kids []string) bool {
+	return len(kids) > 0 && !slices.ContainsFunc(kids, isLockNode)
+}
+
+// arm sets a watch that fires when p's children change, and returns them.
+// When p does not exist it sets an exists watch, which fires when p is
+// created, if orExists; else it returns zk.ErrNoNode. A lost connection is
+// retried (go-zookeeper reconnects) until ctx ends.
+func (c *cli) arm(ctx context.Context, p string, orExists bool) ([]string, <-chan zk.Event, error) {
 	conn := c.s.Conn()
 	for {
-		_, _, ch, err := conn.ChildrenW(p)
+		kids, _, ch, err := conn.ChildrenW(p)
 		if err == nil {
-			return ch, nil
+			return kids, ch, nil
+		}
+		if errors.Is(err, zk.ErrNoNode) && !orExists {
+			return nil, nil, err
 		}
 		if !errors.Is(err, zk.ErrNoNode) {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, nil, ctx.Err()
 			}
 			if errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrClosing) {
-				return nil, fmt.Errorf("watch %s: %w", p, err)
+				return nil, nil, fmt.Errorf("watch %s: %w", p, err)
 			}
 			// A lost connection: go-zookeeper reconnects; try again.
 			if err := sleep(ctx, 100*time.Millisecond); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			continue
 		}
 		ok, _, ch, err := conn.ExistsW(p)
 		if err == nil && !ok {
-			return ch, nil
+			return nil, ch, nil
 		}
 		if err != nil {
 			if err := sleep(ctx, 100*time.Millisecond); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		// Created in between (or the exists failed): list again. An exists
