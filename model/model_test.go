@@ -1,5 +1,6 @@
 // Package model runs the spin models of tierlock's protocol (gate.pml,
-// twotier.pml, rwlock.pml) and their mutants; see README.md in this directory.
+// twotier.pml, rwlock.pml, admission.pml) and their mutants; see README.md
+// in this directory.
 package model
 
 import (
@@ -81,6 +82,25 @@ var checks = []check{
 		mustReach: []string{"holders<=2"}},
 	{name: "rwlock/mutant_count", model: "rwlock.pml", defines: []string{"-DRW=0", "-DMUTANT_COUNT"},
 		ccFlags: safety, panFlags: []string{"-m100000"}, mutant: true},
+
+	// Model 4, tier 1's admission queue (admission.pml, tier/admit.go):
+	// 3 goroutines of weights 1, 2 and 1 on 2 units, the fast path with
+	// its 4 spins, tryAcquire, release and handOff, contexts that end at
+	// any point. The FIFO assertions must be reached on every path that
+	// takes units without queueing.
+	{name: "admission/safety", model: "admission.pml", ccFlags: safety, panFlags: []string{"-m1000000"},
+		mustReach: []string{"nwaiting==0"}},
+	{name: "admission/liveness", model: "admission.pml", ccFlags: liveness, panFlags: []string{"-a", "-f", "-m1000000"}},
+	{name: "admission/mutant_no_undo", model: "admission.pml", defines: []string{"-DMUTANT_NO_UNDO"},
+		ccFlags: safety, panFlags: []string{"-m1000000"}, mutant: true},
+	// The same mutant with assertions off (-A): the lost units starve the
+	// waiters, which the liveness claim sees on its own.
+	{name: "admission/mutant_no_undo_liveness", model: "admission.pml", defines: []string{"-DMUTANT_NO_UNDO"},
+		ccFlags: liveness, panFlags: []string{"-a", "-f", "-A", "-m1000000"}, mutant: true},
+	{name: "admission/mutant_no_notify", model: "admission.pml", defines: []string{"-DMUTANT_NO_NOTIFY"},
+		ccFlags: safety, panFlags: []string{"-m1000000"}, mutant: true},
+	{name: "admission/mutant_fast_ignores_queue", model: "admission.pml", defines: []string{"-DMUTANT_FAST_IGNORES_QUEUE"},
+		ccFlags: safety, panFlags: []string{"-m1000000"}, mutant: true},
 }
 
 func TestModels(t *testing.T) {
