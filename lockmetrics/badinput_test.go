@@ -80,7 +80,7 @@ func TestBadInput(t *testing.T) {
 		m.Observe(tier.Event{Kind: tier.Lost, Path: "/x"})
 		return nil
 	})
-	ep.expect(map[string]float64{`tierlock_losses_total{lock=all,cause=other}`: 1})
+	ep.expect(map[string]float64{`tierlock_holds_lost_total{lock=all,reason=other}`: 1})
 }
 
 // Lock names past WithMaxLocks share the "other" series, however many

@@ -179,8 +179,8 @@ func isNil(reg prometheus.Registerer) bool {
 
 func newCollector(cfg config) *Collector {
 	ns := cfg.namespace
-	hist := func(name, help string) *prometheus.HistogramVec {
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: name, Help: help, Buckets: cfg.buckets}, []string{"lock"})
+	hist := func(name, help string, labels ...string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: name, Help: help, Buckets: cfg.buckets}, labels)
 	}
 	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: name, Help: help}, labels)
@@ -190,16 +190,16 @@ func newCollector(cfg config) *Collector {
 	}
 	c := &Collector{
 		cfg:          cfg,
-		wait:         hist("acquire_wait_seconds", "Time from an acquisition's call to its hold (Acquire and TryAcquire that got the lock)."),
-		hold:         hist("hold_seconds", "How long holds lasted, from acquisition to the last Release (or Close)."),
+		wait:         hist("acquire_wait_seconds", "Time from an acquisition's call to its outcome: acquired, canceled (its context ended), failed (any other error).", "lock", "outcome"),
+		hold:         hist("hold_seconds", "How long holds lasted, from acquisition to the last Release (or Close).", "lock"),
 		holders:      gauge("holders", "Holds acquired and not yet ended (a lost hold counts until its Release).", "lock"),
 		waiters:      gauge("waiters", "Goroutines inside a blocking Acquire (not re-entries).", "lock"),
 		acquisitions: counter("acquisitions_total", "Acquisitions by the tier they stopped at: zookeeper (a node) or handoff (passed locally, node kept).", "lock", "tier"),
-		failures:     counter("failures_total", "Acquisitions that gave up, by reason: canceled, deadline_exceeded, closed, error.", "lock", "reason"),
-		losses:       counter("losses_total", "ZooKeeper holds that ended without Release, by cause.", "lock", "cause"),
+		failures:     counter("acquire_failures_total", "Acquisitions that gave up, by reason: canceled, deadline_exceeded, closed, error.", "lock", "reason"),
+		losses:       counter("holds_lost_total", "ZooKeeper holds that ended without Release, by reason: disconnected, lease_expired, session_expired, node_deleted, session_closed, other.", "lock", "reason"),
 		revocations:  counter("revocations_total", "Holds revoked by another client.", "lock"),
 		txns:         counter("guarded_write_failures_total", "Writes guarded by the lock that failed because the hold was gone.", "lock"),
-		sessions:     gauge("session_state", "ZooKeeper sessions in each state (one session: 1 for its state, 0 for the others).", "state"),
+		sessions:     gauge("session_state", "ZooKeeper sessions in each state (one session: 1 for its state, 0 for the others); closed sessions stay counted under closed.", "state"),
 		transitions:  counter("session_transitions_total", "ZooKeeper session state changes, by the state entered (a short disconnection shows here, not always in session_state).", "state"),
 	}
 	c.initSessions()

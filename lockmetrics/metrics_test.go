@@ -123,19 +123,21 @@ func TestScrapeCounts(t *testing.T) {
 	}
 	t.Logf("tokens %v: %d through ZooKeeper, %d handed off", tokens, viaZK, n-viaZK)
 	ep.expect(map[string]float64{
-		`tierlock_acquisitions_total{lock=jobs,tier=zookeeper}`:       float64(viaZK),
-		`tierlock_acquisitions_total{lock=jobs,tier=handoff}`:         float64(n - viaZK),
-		`tierlock_waiters{lock=jobs}`:                                 0,
-		`tierlock_holders{lock=jobs}`:                                 0,
-		`tierlock_acquire_wait_seconds{lock=jobs}`:                    n,
-		`tierlock_hold_seconds{lock=jobs}`:                            n,
-		`tierlock_failures_total{lock=jobs,reason=deadline_exceeded}`: 1,
-		`tierlock_failures_total{lock=jobs,reason=canceled}`:          1,
-		`tierlock_failures_total{lock=jobs,reason=closed}`:            0,
-		`tierlock_failures_total{lock=jobs,reason=error}`:             0,
-		`tierlock_losses_total{lock=jobs,cause=node_deleted}`:         0,
-		`tierlock_revocations_total{lock=jobs}`:                       0,
-		`tierlock_guarded_write_failures_total{lock=jobs}`:            0,
+		`tierlock_acquisitions_total{lock=jobs,tier=zookeeper}`:               float64(viaZK),
+		`tierlock_acquisitions_total{lock=jobs,tier=handoff}`:                 float64(n - viaZK),
+		`tierlock_waiters{lock=jobs}`:                                         0,
+		`tierlock_holders{lock=jobs}`:                                         0,
+		`tierlock_acquire_wait_seconds{lock=jobs,outcome=acquired}`:           n,
+		`tierlock_acquire_wait_seconds{lock=jobs,outcome=canceled}`:           2, // the missed deadline and the cancellation
+		`tierlock_acquire_wait_seconds{lock=jobs,outcome=failed}`:             0,
+		`tierlock_hold_seconds{lock=jobs}`:                                    n,
+		`tierlock_acquire_failures_total{lock=jobs,reason=deadline_exceeded}`: 1,
+		`tierlock_acquire_failures_total{lock=jobs,reason=canceled}`:          1,
+		`tierlock_acquire_failures_total{lock=jobs,reason=closed}`:            0,
+		`tierlock_acquire_failures_total{lock=jobs,reason=error}`:             0,
+		`tierlock_holds_lost_total{lock=jobs,reason=node_deleted}`:            0,
+		`tierlock_revocations_total{lock=jobs}`:                               0,
+		`tierlock_guarded_write_failures_total{lock=jobs}`:                    0,
 	})
 
 	// Close ends a hold whose Release then finds nothing: the holders
@@ -155,10 +157,11 @@ func TestScrapeCounts(t *testing.T) {
 		t.Fatalf("Acquire after Close: %v", err)
 	}
 	ep.expect(map[string]float64{
-		`tierlock_holders{lock=jobs}`:                      0,
-		`tierlock_waiters{lock=jobs}`:                      0,
-		`tierlock_hold_seconds{lock=jobs}`:                 n + 1,
-		`tierlock_failures_total{lock=jobs,reason=closed}`: 1,
+		`tierlock_holders{lock=jobs}`:                              0,
+		`tierlock_waiters{lock=jobs}`:                              0,
+		`tierlock_hold_seconds{lock=jobs}`:                         n + 1,
+		`tierlock_acquire_failures_total{lock=jobs,reason=closed}`: 1,
+		`tierlock_acquire_wait_seconds{lock=jobs,outcome=failed}`:  1, // the Acquire after Close
 	})
 }
 
@@ -189,11 +192,11 @@ func TestScrapeLosses(t *testing.T) {
 		"session_expired": tier.ErrSessionExpired, "node_deleted": tier.ErrNodeDeleted,
 		"session_closed": tier.ErrSessionClosed,
 	}
-	counted := map[string]float64{} // losses by cause label, as the test caused them
+	counted := map[string]float64{} // losses by reason label, as the test caused them
 	for label := range causes {
-		counted[`tierlock_losses_total{lock=all,cause=`+label+`}`] = 0
+		counted[`tierlock_holds_lost_total{lock=all,reason=`+label+`}`] = 0
 	}
-	counted[`tierlock_losses_total{lock=all,cause=other}`] = 0
+	counted[`tierlock_holds_lost_total{lock=all,reason=other}`] = 0
 	// lose takes a hold, causes a fault, and checks that the hold was lost
 	// with one of the causes allowed, and counted under it and nothing else.
 	lose := func(what string, fault func(), allowed ...error) {
@@ -218,7 +221,7 @@ func TestScrapeLosses(t *testing.T) {
 		if !ok || label == "" {
 			t.Fatalf("%s: lost with %v, want one of %v", what, cause, allowed)
 		}
-		counted[`tierlock_losses_total{lock=all,cause=`+label+`}`]++
+		counted[`tierlock_holds_lost_total{lock=all,reason=`+label+`}`]++
 		want := map[string]float64{`tierlock_holders{lock=all}`: 1} // until Release
 		for k, v := range counted {
 			want[k] = v
@@ -253,6 +256,7 @@ func TestScrapeLosses(t *testing.T) {
 	lose("session closed", func() { s.Close() }, tier.ErrSessionClosed)
 	ep.expect(map[string]float64{
 		`tierlock_session_state{state=connected}`:              0,
+		`tierlock_session_state{state=closed}`:                 1,
 		`tierlock_session_transitions_total{state=closed}`:     1,
 		`tierlock_acquisitions_total{lock=all,tier=zookeeper}`: 3,
 	})
@@ -344,10 +348,15 @@ func TestGaugesBalance(t *testing.T) {
 	}
 	fails := 0.0
 	for _, r := range []string{"canceled", "deadline_exceeded", "closed", "error"} {
-		fails += s2.value(`tierlock_failures_total`, "reason="+r)
+		fails += s2.value(`tierlock_acquire_failures_total`, "reason="+r)
 	}
 	if fails != float64(sum(&failed)) {
-		t.Errorf("failures_total: %v, the test saw %d", fails, sum(&failed))
+		t.Errorf("acquire_failures_total: %v, the test saw %d", fails, sum(&failed))
+	}
+	// Every wait that ended is in the histogram, under its outcome.
+	waited := s2.value(`tierlock_acquire_wait_seconds`, "outcome=canceled") + s2.value(`tierlock_acquire_wait_seconds`, "outcome=failed")
+	if got := s2.value(`tierlock_acquire_wait_seconds`, "outcome=acquired"); got != float64(holds) || waited != fails {
+		t.Errorf("acquire_wait_seconds: %v acquired, %v canceled or failed; the test made %d and saw %v fail", got, waited, holds, fails)
 	}
 	ep.expect(map[string]float64{
 		`tierlock_waiters{lock=all}`:      0,

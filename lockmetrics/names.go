@@ -5,11 +5,12 @@ import "github.com/prometheus/client_golang/prometheus"
 // series are one lock name's metrics, looked up once per name so that an
 // event costs a map read and atomic adds, not a label hash per metric.
 type series struct {
-	wait, hold               prometheus.Observer
+	wait                     [len(waitOutcomes)]prometheus.Observer
+	hold                     prometheus.Observer
 	holders, waiters         prometheus.Gauge
 	viaZooKeeper, viaHandoff prometheus.Counter
 	failures                 [len(failureReasons)]prometheus.Counter
-	losses                   [len(lossCauses)]prometheus.Counter
+	losses                   [len(lossReasons)]prometheus.Counter
 	revocations, txns        prometheus.Counter
 }
 
@@ -72,7 +73,6 @@ func (c *Collector) otherSeries(name string) *series {
 // into being misses its first increments.
 func (c *Collector) makeSeries(name string) *series {
 	s := &series{
-		wait:         c.wait.WithLabelValues(name),
 		hold:         c.hold.WithLabelValues(name),
 		holders:      c.holders.WithLabelValues(name),
 		waiters:      c.waiters.WithLabelValues(name),
@@ -81,11 +81,14 @@ func (c *Collector) makeSeries(name string) *series {
 		revocations:  c.revocations.WithLabelValues(name),
 		txns:         c.txns.WithLabelValues(name),
 	}
+	for i, o := range waitOutcomes {
+		s.wait[i] = c.wait.WithLabelValues(name, o)
+	}
 	for i, r := range failureReasons {
 		s.failures[i] = c.failures.WithLabelValues(name, r)
 	}
-	for i, lc := range lossCauses {
-		s.losses[i] = c.losses.WithLabelValues(name, lc.label)
+	for i, lr := range lossReasons {
+		s.losses[i] = c.losses.WithLabelValues(name, lr.label)
 	}
 	return s
 }

@@ -31,7 +31,7 @@ func (c *Collector) Observe(ev tier.Event) {
 		if !ev.Try {
 			s.waiters.Dec()
 		}
-		s.wait.Observe(ev.Wait.Seconds())
+		s.wait[outcomeAcquired].Observe(ev.Wait.Seconds())
 		s.holders.Inc()
 		if ev.Tier == tier.TierHandoff {
 			s.viaHandoff.Inc()
@@ -42,12 +42,14 @@ func (c *Collector) Observe(ev tier.Event) {
 		if !ev.Try {
 			s.waiters.Dec()
 		}
-		s.failures[failureReason(ev.Err)].Inc()
+		r := failureReason(ev.Err)
+		s.wait[failureOutcome(r)].Observe(ev.Wait.Seconds())
+		s.failures[r].Inc()
 	case tier.Released:
 		s.hold.Observe(ev.Held.Seconds())
 		s.holders.Dec()
 	case tier.Lost:
-		s.losses[lossCause(ev.Err)].Inc()
+		s.losses[lossReason(ev.Err)].Inc()
 	case tier.TxnFailed:
 		s.txns.Inc()
 	case tier.Revoked:
@@ -55,24 +57,50 @@ func (c *Collector) Observe(ev tier.Event) {
 	}
 }
 
-// failureReasons are the values of failures_total's reason label.
+// waitOutcomes are the values of acquire_wait_seconds's outcome label:
+// the lock was acquired; the caller's context ended the wait (cancelled
+// or past its deadline); the acquisition failed otherwise.
+var waitOutcomes = [...]string{"acquired", "canceled", "failed"}
+
+const (
+	outcomeAcquired = iota
+	outcomeCanceled
+	outcomeFailed
+)
+
+// failureReasons are the values of acquire_failures_total's reason label.
 var failureReasons = [...]string{"canceled", "deadline_exceeded", "closed", "error"}
+
+const (
+	reasonCanceled = iota
+	reasonDeadline
+	reasonClosed
+	reasonError
+)
 
 func failureReason(err error) int {
 	switch {
 	case errors.Is(err, context.Canceled):
-		return 0
+		return reasonCanceled
 	case errors.Is(err, context.DeadlineExceeded):
-		return 1
+		return reasonDeadline
 	case errors.Is(err, tier.ErrClosed), errors.Is(err, tier.ErrSessionClosed):
-		return 2
+		return reasonClosed
 	}
-	return 3
+	return reasonError
 }
 
-// lossCauses are the causes a loss's error wraps (with tier.ErrLockLost),
-// and the values of losses_total's cause label; "other" is last.
-var lossCauses = [...]struct {
+// failureOutcome is the wait's outcome of a failure of reason r.
+func failureOutcome(r int) int {
+	if r == reasonCanceled || r == reasonDeadline {
+		return outcomeCanceled
+	}
+	return outcomeFailed
+}
+
+// lossReasons are the causes a loss's error wraps (with tier.ErrLockLost),
+// and the values of holds_lost_total's reason label; "other" is last.
+var lossReasons = [...]struct {
 	err   error
 	label string
 }{
@@ -84,11 +112,11 @@ var lossCauses = [...]struct {
 	{nil, "other"},
 }
 
-func lossCause(err error) int {
-	for i, lc := range lossCauses[:len(lossCauses)-1] {
-		if errors.Is(err, lc.err) {
+func lossReason(err error) int {
+	for i, lr := range lossReasons[:len(lossReasons)-1] {
+		if errors.Is(err, lr.err) {
 			return i
 		}
 	}
-	return len(lossCauses) - 1
+	return len(lossReasons) - 1
 }
