@@ -353,14 +353,24 @@ func TestGaugesBalance(t *testing.T) {
 	if fails != float64(sum(&failed)) {
 		t.Errorf("acquire_failures_total: %v, the test saw %d", fails, sum(&failed))
 	}
-	// Every wait that ended is in the histogram, under its outcome.
-	waited := s2.value(`tierlock_acquire_wait_seconds`, "outcome=canceled") + s2.value(`tierlock_acquire_wait_seconds`, "outcome=failed")
-	if got := s2.value(`tierlock_acquire_wait_seconds`, "outcome=acquired"); got != float64(holds) || waited != fails {
-		t.Errorf("acquire_wait_seconds: %v acquired, %v canceled or failed; the test made %d and saw %v fail", got, waited, holds, fails)
-	}
+	wantWaits(t, s2, float64(holds), fails)
 	ep.expect(map[string]float64{
 		`tierlock_waiters{lock=all}`:      0,
 		`tierlock_holders{lock=all}`:      0,
 		`tierlock_hold_seconds{lock=all}`: float64(holds),
 	})
+}
+
+// wantWaits checks that every wait that ended is in the wait histogram,
+// under its outcome: acquired ones, and failed ones (canceled or failed).
+func wantWaits(t *testing.T, s scraped, acquired, failed float64) {
+	t.Helper()
+	got := s.value(`tierlock_acquire_wait_seconds`, "outcome=acquired")
+	if got != acquired {
+		t.Errorf("acquire_wait_seconds{outcome=acquired}: %v, the test made %v", got, acquired)
+	}
+	got = s.value(`tierlock_acquire_wait_seconds`, "outcome=canceled") + s.value(`tierlock_acquire_wait_seconds`, "outcome=failed")
+	if got != failed {
+		t.Errorf("acquire_wait_seconds{outcome=canceled|failed}: %v, the test saw %v fail", got, failed)
+	}
 }
