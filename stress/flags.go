@@ -54,6 +54,13 @@ checked on every path it covers; -impl tier or nolock.
 
 Without -zk (or TIERLOCK_ZK_SERVERS) it starts a local ZooKeeper.
 
+Every implementation is measured over the same window: -duration after a
+-warmup. Only holds entered inside it count; the servers' and the workers'
+counters (requests by kind, CPU) are read at its edges; what a run does
+after it (a drain, abandoned waits) is reported apart. After each run the
+servers' limits are probed (-probe): the hand-off chain and create+delete
+pairs.
+
 With -fault it injects faults at random intervals while the workers run
 (restart: SIGKILL and restart the server; leader: SIGKILL the leader of a
 three-server ensemble; expire: freeze one worker's connection past its
@@ -91,7 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.IntVar(&c.Goroutines, "goroutines", 64, "goroutines per process (G)")
 	fs.IntVar(&c.Paths, "paths", 1, "lock paths (L)")
 	fs.StringVar(&c.Pick, "pick", "roundrobin", "how a goroutine picks its next path: roundrobin or random")
-	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long each implementation runs (ignored with -acquisitions)")
+	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long each implementation's run is measured, after -warmup (ignored with -acquisitions)")
 	fs.DurationVar(&c.Warmup, "warmup", 5*time.Second, "warm-up before the measured window of each timed run: acquisitions, requests and CPU count inside the window only")
 	fs.DurationVar(&c.Probe, "probe", 2*time.Second, "length of each probe of the servers' limits (hand-off chain, create+delete pairs) right after each implementation's run; 0: none")
 	fs.Int64Var(&c.Acquisitions, "acquisitions", 0, "run each implementation for this many acquisitions in all, split evenly over goroutines, instead of -duration")

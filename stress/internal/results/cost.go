@@ -242,7 +242,7 @@ func PrintCost(w io.Writer, results []Impl) {
 	printAligned(w, append([][]string{costHeader()}, costRows(results)...))
 	if rows := limitsRows(results); len(rows) > 0 {
 		fmt.Fprintf(w, "\nLimits on these servers, probed right after each run (%gs each): the hand-off chain (a delete committed,\n"+
-			"the watcher's event, one getChildren) and awaited create+delete pairs on one connection.\n", results[0].Cost.Limits.Seconds)
+			"the watcher's event, one getChildren) and awaited create+delete pairs on one connection.\n", probeSeconds(results))
 		printAligned(w, append([][]string{limitsHeader}, rows...))
 	}
 }
@@ -311,4 +311,14 @@ func violations(s Summary) int {
 		n += r.Check.Violations()
 	}
 	return n
+}
+
+// probeSeconds is the length of the limits' probes of results.
+func probeSeconds(results []Impl) float64 {
+	for _, r := range results {
+		if r.Cost.Limits != nil {
+			return r.Cost.Limits.Seconds
+		}
+	}
+	return 0
 }

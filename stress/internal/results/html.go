@@ -31,7 +31,7 @@ func WriteReport(path string, s Summary, runs []*runner.Run) error {
 		d.CostNote = "Inside the measured window (" + windowNote(s.Results[0].Cost) + "). " + costNote
 		d.CostHeader, d.CostRows = costHeader(), costRows(s.Results)
 		if rows := limitsRows(s.Results); len(rows) > 0 {
-			d.LimitsNote = fmt.Sprintf(limitsNote, s.Results[0].Cost.Limits.Seconds)
+			d.LimitsNote = fmt.Sprintf(limitsNote, probeSeconds(s.Results))
 			d.LimitsHeader, d.LimitsRows = limitsHeader, rows
 		}
 	}
