@@ -161,7 +161,7 @@ func goMember(ctx context.Context, spec childSpec) (func(g int) (func(context.Co
 		if err != nil {
 			return nil, nil, err
 		}
-		opts := []tier.Option{tier.WithLogger(quiet)}
+		var opts []tier.Option
 		if spec.Family == famTierHandoff {
 			opts = append(opts, tier.WithHandoff(64, 50*time.Millisecond))
 		}

@@ -96,7 +96,7 @@ func TestKazooReadLockKeepsTierlockOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := zktest.Connect(t, servers)
-	l, err := tier.New(s, path, tier.WithLogger(quiet))
+	l, err := tier.New(s, path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestRevokeByCurator(t *testing.T) {
 	ctx := zktest.Context(t, time.Minute)
 	cur := startCurator(t, ctx, servers, path)
 	s := zktest.Connect(t, servers)
-	l, err := tier.New(s, path, tier.WithLogger(quiet), tier.WithRevocable())
+	l, err := tier.New(s, path, tier.WithRevocable())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestRevokeCuratorHolder(t *testing.T) {
 	ctx := zktest.Context(t, time.Minute)
 	cur := startCurator(t, ctx, servers, path, peers.CuratorRevocable)
 	s := zktest.Connect(t, servers)
-	l, err := tier.New(s, path, tier.WithLogger(quiet))
+	l, err := tier.New(s, path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func (e *badEnv) closedSession(t *testing.T) *zklock.Session {
 }
 
 func (e *badEnv) registry(t *testing.T) *tier.Registry {
-	r, err := tier.NewRegistry(e.s, zktest.Path(t), tier.WithLogger(quietLog))
+	r, err := tier.NewRegistry(e.s, zktest.Path(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestBadInputTable(t *testing.T) {
 	e.path = zktest.Path(t)
 	e.l = newLock(t, e.s, e.path)
 	e.root = zktest.Path(t)
-	reg, err := tier.NewRegistry(e.s, e.root, tier.WithLogger(quietLog))
+	reg, err := tier.NewRegistry(e.s, e.root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestBadInputTable(t *testing.T) {
 
 	newLockErr := func(path string, opts ...tier.Option) func() error {
 		return func() error {
-			l, err := tier.New(e.s, path, append([]tier.Option{tier.WithLogger(quietLog)}, opts...)...)
+			l, err := tier.New(e.s, path, opts...)
 			if err == nil {
 				l.Close()
 			}

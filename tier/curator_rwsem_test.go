@@ -110,7 +110,7 @@ func TestRWCurator(t *testing.T) {
 				emit("R " + who)
 				time.Sleep(500 * time.Microsecond)
 				emit("r " + who)
-				_ = rw.RUnlock(h)
+				_ = rw.Release(h)
 			} else {
 				h, err := rw.Lock(ctx)
 				if err != nil {
@@ -120,7 +120,7 @@ func TestRWCurator(t *testing.T) {
 				emit(fmt.Sprintf("W %s %d", who, tok))
 				time.Sleep(500 * time.Microsecond)
 				emit("w " + who)
-				_ = rw.Unlock(h)
+				_ = rw.Release(h)
 			}
 			n++
 		}

@@ -89,7 +89,7 @@ func TestDerivedContextCarriesHold(t *testing.T) {
 // for ever, and calls with a stale context on a dropped lock made new ones.
 func TestRegistryMemoryBounded(t *testing.T) {
 	s := connect(t, zktest.Servers(t))
-	r, err := tier.NewRegistry(s, zktest.Path(t), tier.WithLogger(quietLog))
+	r, err := tier.NewRegistry(s, zktest.Path(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,8 +30,8 @@ func ExampleRWLock() {
 	// An upgrade is refused, not deadlocked.
 	_, err = rw.Lock(r1)
 	fmt.Println("upgrade refused:", errors.Is(err, tier.ErrUpgrade))
-	_ = rw.RUnlock(r1)
-	_ = rw.RUnlock(r2)
+	_ = rw.Release(r1)
+	_ = rw.Release(r2)
 
 	// A writer excludes everyone, carries a fencing token, and may
 	// downgrade: read under the write hold, then end the write hold.
@@ -43,9 +43,9 @@ func ExampleRWLock() {
 	token, _ := rw.Token(w)
 	fmt.Println("writer token > 0:", token > 0)
 	r, _ := rw.RLock(w)
-	_ = rw.Unlock(w)
+	_ = rw.Release(w)
 	fmt.Println("still reading after the downgrade:", r.Err() == nil)
-	_ = rw.RUnlock(r)
+	_ = rw.Release(r)
 	// Output:
 	// readers: 2
 	// upgrade refused: true

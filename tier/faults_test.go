@@ -606,7 +606,7 @@ func killChildMain() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	l, err := tier.New(s, task.Path, tier.WithLogger(quietLog))
+	l, err := tier.New(s, task.Path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

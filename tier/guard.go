@@ -175,7 +175,7 @@ func (r *Registry) Txn(held context.Context, ops ...any) ([]zk.MultiResponse, er
 	if held == nil {
 		return nil, ErrNilContext
 	}
-	e, err := r.entryOf(held)
+	e, err := r.r.entryOf(held)
 	if err != nil {
 		return nil, err
 	}

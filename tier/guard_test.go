@@ -237,7 +237,7 @@ func TestTxnHandoffWaitsForWriteInFlight(t *testing.T) {
 func TestTxnRegistry(t *testing.T) {
 	s := connect(t, zktest.Servers(t))
 	dir := dataDir(t, s)
-	r, err := tier.NewRegistry(s, zktest.Path(t), tier.WithLogger(quietLog))
+	r, err := tier.NewRegistry(s, zktest.Path(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestTxnTierBadInput(t *testing.T) {
 	defer l.Release(held)
 	var nl *tier.Lock
 	var nr *tier.Registry
-	r, err := tier.NewRegistry(s, zktest.Path(t), tier.WithLogger(quietLog))
+	r, err := tier.NewRegistry(s, zktest.Path(t))
 	if err != nil {
 		t.Fatal(err)
 	}

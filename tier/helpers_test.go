@@ -34,7 +34,6 @@ var (
 
 func newLock(t testing.TB, s *zklock.Session, path string, opts ...tier.Option) *tier.Lock {
 	t.Helper()
-	opts = append([]tier.Option{tier.WithLogger(quietLog)}, opts...)
 	l, err := tier.New(s, path, opts...)
 	if err != nil {
 		t.Fatal(err)

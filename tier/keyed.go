@@ -1,26 +1,135 @@
 package tier
 
 import (
+	"context"
+	"errors"
 	"sync"
 
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// keyed is the bounded map behind Registry, RWRegistry and
-// SemaphoreRegistry: a key's value exists while some call is acquiring or
-// holding it (a reference count per key) and is closed and forgotten with
-// the last release, so memory stays bounded by the keys in use.
-type keyed[T interface{ Close() error }] struct {
+// keyed is the bounded map behind the registries: a key's lock exists
+// while some call is acquiring or holding it (a reference count per key)
+// and is closed and forgotten with the last release, so memory stays
+// bounded by the keys in use.
+type keyed[T keyedLock] struct {
 	mu     sync.Mutex
 	m      map[string]*keyedEntry[T]
 	closed bool
 	mk     func(key string) (T, error)
 }
 
+// keyedLock is what a registry needs of its locks: Lock, RWLock and
+// Semaphore all have it.
+type keyedLock interface {
+	Release(held context.Context) error
+	Token(held context.Context) (int64, error)
+	HoldCount(held context.Context) int
+	Close() error
+}
+
 type keyedEntry[T any] struct {
 	key  string
 	v    T
 	refs int
+}
+
+// registry is the one implementation of Registry, RWRegistry and
+// SemaphoreRegistry: acquire by key, and release, read the token or count
+// by the held context, which names the entry it holds.
+type registry[T keyedLock] struct {
+	k keyed[T]
+}
+
+// regKey keys a held context's entry by its registry.
+type regKey[T keyedLock] struct{ r *registry[T] }
+
+func (r *registry[T]) init(s *zklock.Session, root string, mk func(path string) (T, error)) error {
+	if s == nil {
+		return ErrNilSession
+	}
+	if err := zklock.ValidatePath(root); err != nil {
+		return err
+	}
+	select {
+	case <-s.Done():
+		return ErrSessionClosed // as New's would be, at the first key
+	default:
+	}
+	r.k.m = map[string]*keyedEntry[T]{}
+	r.k.mk = func(key string) (T, error) { return mk(root + "/" + key) }
+	return nil
+}
+
+// acquire takes key's lock with take (one of its acquire methods) and
+// returns the held context, naming the entry.
+func (r *registry[T]) acquire(ctx context.Context, key string, take func(T) (context.Context, bool, error)) (context.Context, bool, error) {
+	if ctx == nil {
+		return nil, false, ErrNilContext
+	}
+	e, err := r.k.ref(key)
+	if err != nil {
+		return nil, false, err
+	}
+	held, ok, err := take(e.v)
+	if err != nil || !ok {
+		r.k.unref(e)
+		return nil, ok, err
+	}
+	if cur, _ := held.Value(regKey[T]{r}).(*keyedEntry[T]); cur == e {
+		return held, true, nil // a re-entry: held already names this entry
+	}
+	return context.WithValue(held, regKey[T]{r}, e), true, nil
+}
+
+// entryOf returns the entry whose hold held carries, if it is still in use:
+// a context whose key's lock was closed after its last release holds
+// nothing (ErrNotHolder), unless the whole registry was closed (ErrClosed).
+func (r *registry[T]) entryOf(held context.Context) (*keyedEntry[T], error) {
+	if held == nil {
+		return nil, ErrNilContext
+	}
+	e, _ := held.Value(regKey[T]{r}).(*keyedEntry[T])
+	if e == nil {
+		return nil, ErrNotHolder
+	}
+	if err := r.k.live(e); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// release releases held's hold; the last release of a key's last hold
+// closes its lock (a lost hold's release frees it too).
+func (r *registry[T]) release(held context.Context) error {
+	e, err := r.entryOf(held)
+	if err != nil {
+		return err
+	}
+	err = e.v.Release(held)
+	if err == nil || errors.Is(err, ErrLockLost) {
+		r.k.unref(e)
+	}
+	return err
+}
+
+func (r *registry[T]) token(held context.Context) (int64, error) {
+	e, err := r.entryOf(held)
+	if err != nil {
+		return 0, err
+	}
+	return e.v.Token(held)
+}
+
+func (r *registry[T]) holdCount(held context.Context) int {
+	if held == nil {
+		return 0
+	}
+	e, _ := held.Value(regKey[T]{r}).(*keyedEntry[T])
+	if e == nil {
+		return 0
+	}
+	return e.v.HoldCount(held)
 }
 
 func (k *keyed[T]) ref(key string) (*keyedEntry[T], error) {

@@ -66,7 +66,7 @@ func New(s *zklock.Session, path string, opts ...Option) (*Lock, error) {
 }
 
 func newLock(s *zklock.Session, path string, cfg config) (*Lock, error) {
-	l := &Lock{g: newGate(), cfg: cfg, log: cfg.logger.With("lock", path), done: make(chan struct{})}
+	l := &Lock{g: newGate(), cfg: cfg, log: s.Logger().With("lock", path), done: make(chan struct{})}
 	opts := append(cfg.zkOpts[:len(cfg.zkOpts):len(cfg.zkOpts)], zklock.WithLossHandler(l.onZKLost))
 	if cfg.revocable {
 		opts = append(opts, zklock.WithRevocationHandler(l.onZKRevoked))

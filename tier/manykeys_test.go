@@ -108,7 +108,7 @@ func TestManyKeysBounds(t *testing.T) {
 	const n = 1000
 	root := zktest.Path(t)
 	s := connect(t, zktest.Servers(t))
-	r, err := tier.NewRegistry(s, root, tier.WithLogger(quietLog))
+	r, err := tier.NewRegistry(s, root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func BenchmarkManyKeys(b *testing.B) {
 			start := time.Now()
 			locks := make([]*tier.Lock, n)
 			for i := range locks {
-				l, err := tier.New(s, fmt.Sprintf("%s/k%05d", root, i), tier.WithLogger(quietLog))
+				l, err := tier.New(s, fmt.Sprintf("%s/k%05d", root, i))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -268,7 +268,7 @@ type keysRound struct {
 func manyKeysRound(b *testing.B, c *zkserver.Cluster, s *zklock.Session, n int) keysRound {
 	ctx := context.Background()
 	root := zktest.Path(b)
-	r, err := tier.NewRegistry(s, root, tier.WithLogger(quietLog))
+	r, err := tier.NewRegistry(s, root)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func multiLockChildMain() int {
 	defer s.Close()
 	locks := make([]tier.Member, task.Paths)
 	for i := range locks {
-		l, err := tier.New(s, fmt.Sprintf("%s/p%d", task.Root, i), tier.WithLogger(quietLog))
+		l, err := tier.New(s, fmt.Sprintf("%s/p%d", task.Root, i))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1

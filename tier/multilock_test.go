@@ -375,7 +375,7 @@ func TestMultiLockReentry(t *testing.T) {
 	if err := m.Release(hm); err != nil {
 		t.Fatal(err)
 	}
-	if err := rwb.Unlock(hw); err != nil {
+	if err := rwb.Release(hw); err != nil {
 		t.Fatal(err)
 	}
 	assertNoNodes(t, s.Conn(), pa, pb)

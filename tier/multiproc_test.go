@@ -53,7 +53,7 @@ func childMain() int {
 		return 1
 	}
 	defer s.Close()
-	l, err := tier.New(s, task.Path, tier.WithLogger(quietLog))
+	l, err := tier.New(s, task.Path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

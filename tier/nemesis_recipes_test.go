@@ -53,7 +53,7 @@ var recipes = []recipe{
 					return 0, nil, err
 				}
 				tok, _ := rw.Token(h)
-				return tok, func() error { return rw.Unlock(h) }, nil
+				return tok, func() error { return rw.Release(h) }, nil
 			}
 		}},
 	{"semaphore", func(root string) string { return root + "/leases" },

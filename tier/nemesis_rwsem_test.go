@@ -117,7 +117,7 @@ func TestRWNemesis(t *testing.T) {
 					return h, err
 				},
 				func() { f.apply(px) }, func() { f.heal(px) })
-			if err := rb.Unlock(bHeld); err != nil {
+			if err := rb.Release(bHeld); err != nil {
 				t.Fatal(err)
 			}
 			ra.Close()

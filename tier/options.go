@@ -2,7 +2,6 @@ package tier
 
 import (
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/tierlock/tierlock/zklock"
@@ -12,12 +11,15 @@ type config struct {
 	maxHandoffs int
 	maxHold     time.Duration
 	observer    func(Event)
-	logger      *slog.Logger
 	zkOpts      []zklock.Option
 	revocable   bool
 }
 
-// Option configures New and NewRegistry.
+// Option configures New and NewRegistry: a Lock. NewRWLock, NewSemaphore
+// and their registries take the underlying zklock's options directly, and
+// what only a Lock has (hand-off, revocation, the observer) cannot be
+// given to them. Every tier lock logs through its session's logger
+// (zklock.WithLogger).
 type Option func(*config)
 
 // WithHandoff turns on bounded local hand-off: when the last Release finds
@@ -52,9 +54,6 @@ func WithObserver(fn func(Event)) Option { return func(c *config) { c.observer =
 // there behind the other processes.
 func WithRevocable() Option { return func(c *config) { c.revocable = true } }
 
-// WithLogger sets the logger (default: slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
-
 // WithLockOptions passes options to the underlying zklock.Lock.
 func WithLockOptions(opts ...zklock.Option) Option {
 	return func(c *config) { c.zkOpts = append(c.zkOpts, opts...) }
@@ -69,9 +68,6 @@ func buildConfig(opts []Option) (config, error) {
 	}
 	if c.maxHandoffs < 0 || c.maxHold < 0 || (c.maxHandoffs > 0) != (c.maxHold > 0) {
 		return c, fmt.Errorf("%w: hand-off bounds %d, %v: both must be positive, or both zero", ErrInvalidOption, c.maxHandoffs, c.maxHold)
-	}
-	if c.logger == nil {
-		c.logger = slog.Default()
 	}
 	return c, nil
 }

@@ -2,102 +2,68 @@ package tier
 
 import (
 	"context"
-	"errors"
+	"fmt"
 
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// Registry hands out locks by key below a root path (one lock per job or per
-// resource), shared by every caller in the process, for schedulers with
-// many keys. It owns its locks: a key's lock exists while some call is
-// acquiring or holding it (a reference count per key), and is closed and
-// forgotten when the last hold is released, so memory stays bounded by the
-// keys in use, whatever sequence of calls passes through.
-//
-// Callers never see the *Lock: they acquire by key and release by the held
-// context, as with a Lock.
-type Registry struct{ k keyed[*Lock] }
+// The registries hand out locks by key below a root path (one lock per job
+// or per resource), shared by every caller in the process, for schedulers
+// with many keys. A registry owns its locks: a key's lock exists while some
+// call is acquiring or holding it (a reference count per key), and is
+// closed and forgotten when its last hold is released, so memory stays
+// bounded by the keys in use, whatever sequence of calls passes through.
+// Callers never see the locks: they acquire by key and release, read the
+// token or count holds by the held context. The three registries share
+// one implementation and have the same methods and errors for what they
+// have in common: Release, Token, HoldCount, Len and Close.
 
-type entryKey struct{ r *Registry }
+// Registry hands out Locks by key (see New for the path rules, and
+// ValidateKey for the keys').
+type Registry struct{ r registry[*Lock] }
 
 // NewRegistry returns a registry of locks at root/<key> on session s. The
 // options apply to every lock.
 func NewRegistry(s *zklock.Session, root string, opts ...Option) (*Registry, error) {
-	if s == nil {
-		return nil, zklock.ErrNilSession
-	}
-	if err := zklock.ValidatePath(root); err != nil {
-		return nil, err
-	}
 	cfg, err := buildConfig(opts)
 	if err != nil {
 		return nil, err
 	}
 	r := &Registry{}
-	r.k.m = map[string]*keyedEntry[*Lock]{}
-	r.k.mk = func(key string) (*Lock, error) { return newLock(s, root+"/"+key, cfg) }
+	if err := r.r.init(s, root, func(path string) (*Lock, error) { return newLock(s, path, cfg) }); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
 // Acquire is Lock.Acquire on key's lock. The returned context carries the
-// hold (and re-enters like a Lock's); release it with Registry.Release.
+// hold (and re-enters like a Lock's); release it with Release.
 func (r *Registry) Acquire(ctx context.Context, key string) (context.Context, error) {
-	held, _, err := r.acquire(ctx, key, true)
+	if r == nil {
+		return nil, errNil("Registry")
+	}
+	held, _, err := r.r.acquire(ctx, key, func(l *Lock) (context.Context, bool, error) {
+		held, err := l.Acquire(ctx)
+		return held, err == nil, err
+	})
 	return held, err
 }
 
 // TryAcquire is Lock.TryAcquire on key's lock.
 func (r *Registry) TryAcquire(ctx context.Context, key string) (context.Context, bool, error) {
-	return r.acquire(ctx, key, false)
-}
-
-func (r *Registry) acquire(ctx context.Context, key string, wait bool) (context.Context, bool, error) {
 	if r == nil {
 		return nil, false, errNil("Registry")
 	}
-	if ctx == nil {
-		return nil, false, ErrNilContext
-	}
-	e, err := r.k.ref(key)
-	if err != nil {
-		return nil, false, err
-	}
-	var held context.Context
-	ok := true
-	if wait {
-		held, err = e.v.Acquire(ctx)
-	} else {
-		held, ok, err = e.v.TryAcquire(ctx)
-	}
-	if err != nil || !ok {
-		r.k.unref(e)
-		return nil, ok, err
-	}
-	if cur, _ := held.Value(entryKey{r}).(*keyedEntry[*Lock]); cur == e {
-		return held, true, nil // a re-entry: ctx already names this entry
-	}
-	return context.WithValue(held, entryKey{r}, e), true, nil
+	return r.r.acquire(ctx, key, func(l *Lock) (context.Context, bool, error) { return l.TryAcquire(ctx) })
 }
 
-// Release is Lock.Release for a hold Acquire or TryAcquire returned. The
-// last release of a key's last hold closes its lock.
+// Release is Lock.Release for a hold of this registry. The last release of
+// a key's last hold closes its lock.
 func (r *Registry) Release(held context.Context) error {
 	if r == nil {
 		return errNil("Registry")
 	}
-	if held == nil {
-		return ErrNilContext
-	}
-	e, err := r.entryOf(held)
-	if err != nil {
-		return err
-	}
-	err = e.v.Release(held)
-	if err == nil || errors.Is(err, ErrLockLost) {
-		// Released (a lost hold's last Release frees the gate too).
-		r.k.unref(e)
-	}
-	return err
+	return r.r.release(held)
 }
 
 // Token is Lock.Token for a hold of this registry.
@@ -105,55 +71,30 @@ func (r *Registry) Token(held context.Context) (int64, error) {
 	if r == nil {
 		return 0, errNil("Registry")
 	}
-	if held == nil {
-		return 0, ErrNilContext
+	return r.r.token(held)
+}
+
+// HoldCount is Lock.HoldCount for a hold of this registry: 0 when held
+// carries none of its holds.
+func (r *Registry) HoldCount(held context.Context) int {
+	if r == nil {
+		return 0
 	}
-	e, err := r.entryOf(held)
-	if err != nil {
-		return 0, err
-	}
-	return e.v.Token(held)
+	return r.r.holdCount(held)
 }
 
 // Revoked is Lock.Revoked for a hold of this registry (see WithRevocable):
-// closed when a revocation request for the hold arrives, and when ctx
-// holds none of the registry's locks.
+// closed when a revocation request for the hold arrives, and when held
+// carries none of its holds.
 func (r *Registry) Revoked(held context.Context) <-chan struct{} {
-	if r == nil || held == nil {
+	if r == nil {
 		return closedChan
 	}
-	e, err := r.entryOf(held)
+	e, err := r.r.entryOf(held)
 	if err != nil {
 		return closedChan
 	}
 	return e.v.Revoked(held)
-}
-
-// HoldCount is Lock.HoldCount for a hold of this registry: 0 when ctx holds
-// none of its locks.
-func (r *Registry) HoldCount(ctx context.Context) int {
-	if r == nil || ctx == nil {
-		return 0
-	}
-	e, _ := ctx.Value(entryKey{r}).(*keyedEntry[*Lock])
-	if e == nil {
-		return 0
-	}
-	return e.v.HoldCount(ctx)
-}
-
-// entryOf returns the entry whose hold ctx carries, if it is still in use:
-// a context whose key's lock was closed after its last release holds
-// nothing (ErrNotHolder), unless the whole registry was closed (ErrClosed).
-func (r *Registry) entryOf(ctx context.Context) (*keyedEntry[*Lock], error) {
-	e, _ := ctx.Value(entryKey{r}).(*keyedEntry[*Lock])
-	if e == nil {
-		return nil, ErrNotHolder
-	}
-	if err := r.k.live(e); err != nil {
-		return nil, err
-	}
-	return e, nil
 }
 
 // Len reports how many keys have a lock: keys being acquired or held.
@@ -161,16 +102,181 @@ func (r *Registry) Len() int {
 	if r == nil {
 		return 0
 	}
-	return r.k.len()
+	return r.r.k.len()
 }
 
 // Close closes every lock of the registry: holds are cancelled (cause
-// ErrClosed), waiters get ErrClosed, and later calls return ErrClosed.
+// ErrClosed), waits end with ErrClosed, and later calls return ErrClosed.
 // Close is idempotent.
 func (r *Registry) Close() error {
 	if r == nil {
 		return errNil("Registry")
 	}
-	r.k.close()
+	r.r.k.close()
+	return nil
+}
+
+// RWRegistry hands out RWLocks by key, as Registry does Locks.
+type RWRegistry struct{ r registry[*RWLock] }
+
+// NewRWRegistry returns a registry of read/write locks at root/<key> on
+// session s; opts configure every lock's zklock.RWLock.
+func NewRWRegistry(s *zklock.Session, root string, opts ...zklock.Option) (*RWRegistry, error) {
+	r := &RWRegistry{}
+	if err := r.r.init(s, root, func(path string) (*RWLock, error) { return NewRWLock(s, path, opts...) }); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// RLock is RWLock.RLock on key's lock; release with Release.
+func (r *RWRegistry) RLock(ctx context.Context, key string) (context.Context, error) {
+	held, _, err := r.take(ctx, key, false, true)
+	return held, err
+}
+
+// TryRLock is RWLock.TryRLock on key's lock.
+func (r *RWRegistry) TryRLock(ctx context.Context, key string) (context.Context, bool, error) {
+	return r.take(ctx, key, false, false)
+}
+
+// Lock is RWLock.Lock on key's lock; release with Release.
+func (r *RWRegistry) Lock(ctx context.Context, key string) (context.Context, error) {
+	held, _, err := r.take(ctx, key, true, true)
+	return held, err
+}
+
+// TryLock is RWLock.TryLock on key's lock.
+func (r *RWRegistry) TryLock(ctx context.Context, key string) (context.Context, bool, error) {
+	return r.take(ctx, key, true, false)
+}
+
+func (r *RWRegistry) take(ctx context.Context, key string, write, wait bool) (context.Context, bool, error) {
+	if r == nil {
+		return nil, false, errNil("RWRegistry")
+	}
+	return r.r.acquire(ctx, key, func(rw *RWLock) (context.Context, bool, error) {
+		if write {
+			return rw.lock(ctx, wait)
+		}
+		return rw.rlock(ctx, wait)
+	})
+}
+
+// Release is RWLock.Release for a hold of this registry.
+func (r *RWRegistry) Release(held context.Context) error {
+	if r == nil {
+		return errNil("RWRegistry")
+	}
+	return r.r.release(held)
+}
+
+// Token is RWLock.Token for a hold of this registry.
+func (r *RWRegistry) Token(held context.Context) (int64, error) {
+	if r == nil {
+		return 0, errNil("RWRegistry")
+	}
+	return r.r.token(held)
+}
+
+// HoldCount is RWLock.HoldCount for a hold of this registry.
+func (r *RWRegistry) HoldCount(held context.Context) int {
+	if r == nil {
+		return 0
+	}
+	return r.r.holdCount(held)
+}
+
+// Len reports how many keys have a lock.
+func (r *RWRegistry) Len() int {
+	if r == nil {
+		return 0
+	}
+	return r.r.k.len()
+}
+
+// Close closes every lock of the registry, as Registry.Close.
+func (r *RWRegistry) Close() error {
+	if r == nil {
+		return errNil("RWRegistry")
+	}
+	r.r.k.close()
+	return nil
+}
+
+// SemaphoreRegistry hands out semaphores of n leases by key, as Registry
+// does Locks.
+type SemaphoreRegistry struct{ r registry[*Semaphore] }
+
+// NewSemaphoreRegistry returns a registry of semaphores of n leases at
+// root/<key> on session s; opts configure every semaphore's
+// zklock.Semaphore.
+func NewSemaphoreRegistry(s *zklock.Session, root string, n int, opts ...zklock.Option) (*SemaphoreRegistry, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: %d leases", ErrInvalidOption, n) // as NewSemaphore's
+	}
+	r := &SemaphoreRegistry{}
+	if err := r.r.init(s, root, func(path string) (*Semaphore, error) { return NewSemaphore(s, path, n, opts...) }); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Acquire is Semaphore.Acquire on key's semaphore; release with Release.
+func (r *SemaphoreRegistry) Acquire(ctx context.Context, key string, k int) (context.Context, error) {
+	held, _, err := r.take(ctx, key, k, true)
+	return held, err
+}
+
+// TryAcquire is Semaphore.TryAcquire on key's semaphore.
+func (r *SemaphoreRegistry) TryAcquire(ctx context.Context, key string, k int) (context.Context, bool, error) {
+	return r.take(ctx, key, k, false)
+}
+
+func (r *SemaphoreRegistry) take(ctx context.Context, key string, k int, wait bool) (context.Context, bool, error) {
+	if r == nil {
+		return nil, false, errNil("SemaphoreRegistry")
+	}
+	return r.r.acquire(ctx, key, func(sem *Semaphore) (context.Context, bool, error) { return sem.acquire(ctx, k, wait) })
+}
+
+// Release is Semaphore.Release for a hold of this registry.
+func (r *SemaphoreRegistry) Release(held context.Context) error {
+	if r == nil {
+		return errNil("SemaphoreRegistry")
+	}
+	return r.r.release(held)
+}
+
+// Token is Semaphore.Token for a hold of this registry.
+func (r *SemaphoreRegistry) Token(held context.Context) (int64, error) {
+	if r == nil {
+		return 0, errNil("SemaphoreRegistry")
+	}
+	return r.r.token(held)
+}
+
+// HoldCount is Semaphore.HoldCount for a hold of this registry.
+func (r *SemaphoreRegistry) HoldCount(held context.Context) int {
+	if r == nil {
+		return 0
+	}
+	return r.r.holdCount(held)
+}
+
+// Len reports how many keys have a semaphore.
+func (r *SemaphoreRegistry) Len() int {
+	if r == nil {
+		return 0
+	}
+	return r.r.k.len()
+}
+
+// Close closes every semaphore of the registry, as Registry.Close.
+func (r *SemaphoreRegistry) Close() error {
+	if r == nil {
+		return errNil("SemaphoreRegistry")
+	}
+	r.r.k.close()
 	return nil
 }

@@ -15,7 +15,7 @@ import (
 
 func newRegistry(t *testing.T, opts ...tier.Option) *tier.Registry {
 	t.Helper()
-	r, err := tier.NewRegistry(connect(t, zktest.Servers(t)), zktest.Path(t), append([]tier.Option{tier.WithLogger(quietLog)}, opts...)...)
+	r, err := tier.NewRegistry(connect(t, zktest.Servers(t)), zktest.Path(t), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

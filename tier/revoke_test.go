@@ -2,7 +2,6 @@ package tier_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -144,7 +143,7 @@ func TestRevokeTierNoHandoff(t *testing.T) {
 func TestRevokeRegistry(t *testing.T) {
 	servers := zktest.Servers(t)
 	root := zktest.Path(t)
-	r, err := tier.NewRegistry(connect(t, servers), root, tier.WithRevocable(), tier.WithLogger(quietLog))
+	r, err := tier.NewRegistry(connect(t, servers), root, tier.WithRevocable())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,15 +201,7 @@ func TestRevokeTierBadInput(t *testing.T) {
 	if err := plain.Release(held); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tier.NewRWLock(s, zktest.Path(t), tier.WithRevocable()); !errors.Is(err, tier.ErrInvalidOption) {
-		t.Errorf("NewRWLock(WithRevocable) = %v", err)
-	}
-	if _, err := tier.NewSemaphore(s, zktest.Path(t), 2, tier.WithRevocable()); !errors.Is(err, tier.ErrInvalidOption) {
-		t.Errorf("NewSemaphore(WithRevocable) = %v", err)
-	}
-	if _, err := tier.NewRWRegistry(s, zktest.Path(t), tier.WithRevocable()); !errors.Is(err, tier.ErrInvalidOption) {
-		t.Errorf("NewRWRegistry(WithRevocable) = %v", err)
-	}
+	// (WithRevocable is a tier.Option: RWLock and Semaphore cannot take it.)
 	// Closing a revocable lock that holds gives a closed channel, no panic.
 	held, err = revocable.Acquire(ctx)
 	if err != nil {

@@ -61,12 +61,12 @@ type RWLock struct {
 	nreaders    int  // readers past the gate (acquiring the read node or holding)
 	wAdmitted   bool // a writer is past the gate (acquiring the write node or holding)
 	writer      *rwHold
-	wNode       bool // the write node is ours: held by writer, or kept for readers after a deferred downgrade
+	wNode       bool         // the write node is ours: held by writer, or kept for readers after a deferred downgrade
 	wHold       *zklock.Hold // the write node's hold, while wNode
 	rHold       *zklock.Hold // the read node's hold, while rState is rHeld
-	downgrading bool // a write hold ended with readers left; the read node is being tried
-	rState      int  // rIdle, rAcquiring, rHeld
-	rClosed     bool // the held read node takes no new riders: a foreign writer waits behind it (mayRideLocked)
+	downgrading bool         // a write hold ended with readers left; the read node is being tried
+	rState      int          // rIdle, rAcquiring, rHeld
+	rClosed     bool         // the held read node takes no new riders: a foreign writer waits behind it (mayRideLocked)
 	rDone       chan struct{}
 	closed      bool
 	done        chan struct{}
@@ -102,26 +102,11 @@ type rwWaiter struct {
 	ready chan struct{} // closed, under mu, when admitted
 }
 
-// NewRWLock returns a two-tier read/write lock on path. Of the options,
-// WithLogger and WithLockOptions apply; WithHandoff and WithRevocable are
-// refused.
-func NewRWLock(s *zklock.Session, path string, opts ...Option) (*RWLock, error) {
-	cfg, err := buildConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	return newRWLock(s, path, cfg)
-}
-
-func newRWLock(s *zklock.Session, path string, cfg config) (*RWLock, error) {
-	if cfg.maxHandoffs > 0 {
-		return nil, fmt.Errorf("%w: hand-off is for Lock only", ErrInvalidOption)
-	}
-	if cfg.revocable {
-		return nil, fmt.Errorf("%w: revocation is for Lock only", ErrInvalidOption)
-	}
-	rw := &RWLock{log: cfg.logger.With("rwlock", path), done: make(chan struct{}), live: map[*rwHold]struct{}{}}
-	zopts := append(cfg.zkOpts[:len(cfg.zkOpts):len(cfg.zkOpts)], zklock.WithLossHandler(rw.onZKLost))
+// NewRWLock returns a two-tier read/write lock on path; opts configure the
+// underlying zklock.RWLock (its handler of losses is the RWLock's own).
+func NewRWLock(s *zklock.Session, path string, opts ...zklock.Option) (*RWLock, error) {
+	rw := &RWLock{log: s.Logger().With("rwlock", path), done: make(chan struct{}), live: map[*rwHold]struct{}{}}
+	zopts := append(opts[:len(opts):len(opts)], zklock.WithLossHandler(rw.onZKLost))
 	z, err := zklock.NewRWLock(s, path, zopts...)
 	if err != nil {
 		return nil, err
@@ -532,16 +517,37 @@ func (rw *RWLock) lock(ctx context.Context, wait bool) (context.Context, bool, e
 	return h.ctx, true, nil
 }
 
-// RUnlock ends one RLock of the hold held carries. The last local reader
-// gives the read node up before letting waiters through. ErrNotHolder for
-// a context without a read hold; a lost hold's last RUnlock returns an
-// error wrapping ErrLockLost.
-func (rw *RWLock) RUnlock(held context.Context) error { return rw.unlock(held, false) }
+// Release ends one RLock or Lock of the hold held carries: its read hold
+// when it carries one (a read taken under a write hold included), else its
+// write hold. The last release of a read hold by the process's last local
+// reader gives the read node up before letting waiters through; the last of
+// a write hold gives the write node up, unless read holds taken under it
+// remain (a downgrade: see RWLock). ErrNotHolder for a context without a
+// current hold; a lost hold's last Release returns an error wrapping
+// ErrLockLost.
+func (rw *RWLock) Release(held context.Context) error {
+	if err := rw.check(held); err != nil {
+		return err
+	}
+	_, read := held.Value(rwKey{rw, false}).(*rwHold)
+	return rw.unlock(held, !read)
+}
 
-// Unlock ends one Lock of the hold held carries. The last one gives the
-// write node up before letting waiters through, unless read holds taken
-// under it remain (a downgrade: see RWLock).
-func (rw *RWLock) Unlock(held context.Context) error { return rw.unlock(held, true) }
+// HoldCount reports how many times the hold held carries (its read hold
+// if it carries one, else its write hold) was taken and not yet released:
+// 0 when it carries no current hold of this lock.
+func (rw *RWLock) HoldCount(held context.Context) int {
+	if rw == nil || held == nil {
+		return 0
+	}
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	_, read := held.Value(rwKey{rw, false}).(*rwHold)
+	if h := rw.holdOfLocked(held, !read); h != nil {
+		return h.count
+	}
+	return 0
+}
 
 func (rw *RWLock) unlock(held context.Context, write bool) error {
 	if err := rw.check(held); err != nil {

@@ -15,9 +15,8 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-func newRW(t testing.TB, s *zklock.Session, path string, opts ...tier.Option) *tier.RWLock {
+func newRW(t testing.TB, s *zklock.Session, path string, opts ...zklock.Option) *tier.RWLock {
 	t.Helper()
-	opts = append([]tier.Option{tier.WithLogger(quietLog)}, opts...)
 	rw, err := tier.NewRWLock(s, path, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -93,15 +92,15 @@ func TestRWLocalRules(t *testing.T) {
 	if _, ok, _ := rw.TryRLock(ctx); ok {
 		t.Fatal("TryRLock overtook a waiting writer")
 	}
-	if err := rw.RUnlock(helds[0]); err != nil { // the re-entry
+	if err := rw.Release(helds[0]); err != nil { // the re-entry
 		t.Fatal(err)
 	}
 	for _, h := range helds {
-		if err := rw.RUnlock(h); err != nil {
+		if err := rw.Release(h); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := rw.RUnlock(helds[0]); !errors.Is(err, tier.ErrNotHolder) {
+	if err := rw.Release(helds[0]); !errors.Is(err, tier.ErrNotHolder) {
 		t.Fatalf("extra RUnlock: %v; want ErrNotHolder", err)
 	}
 	var wctx context.Context
@@ -118,7 +117,7 @@ func TestRWLocalRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rw.Unlock(wctx); err != nil {
+	if err := rw.Release(wctx); err != nil {
 		t.Fatal(err)
 	}
 	if rctx.Err() != nil {
@@ -132,7 +131,7 @@ func TestRWLocalRules(t *testing.T) {
 	if _, err := rw.Lock(rctx); !errors.Is(err, tier.ErrUpgrade) {
 		t.Fatalf("upgrade after downgrade: %v", err)
 	}
-	if err := rw.RUnlock(rctx); err != nil {
+	if err := rw.Release(rctx); err != nil {
 		t.Fatal(err)
 	}
 	if rctx.Err() == nil {
@@ -166,7 +165,7 @@ func TestRWDowngradeKeepsForeignWriterOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ra.Unlock(wctx); err != nil {
+	if err := ra.Release(wctx); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -177,12 +176,12 @@ func TestRWDowngradeKeepsForeignWriterOut(t *testing.T) {
 	if rctx.Err() != nil {
 		t.Fatalf("A's read hold ended: %v", context.Cause(rctx))
 	}
-	if err := ra.RUnlock(rctx); err != nil {
+	if err := ra.Release(rctx); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case h := <-granted:
-		if err := rb.Unlock(h); err != nil {
+		if err := rb.Release(h); err != nil {
 			t.Fatal(err)
 		}
 	case <-time.After(10 * time.Second):
@@ -220,7 +219,7 @@ func TestRWMultiSession(t *testing.T) {
 						rec.add(record{kind: recR, who: who})
 						time.Sleep(time.Duration(rnd.IntN(2000)) * time.Microsecond)
 						rec.add(record{kind: recRx, who: who})
-						if err := rw.RUnlock(h); err != nil {
+						if err := rw.Release(h); err != nil {
 							t.Error(err)
 							return
 						}
@@ -235,7 +234,7 @@ func TestRWMultiSession(t *testing.T) {
 					rec.add(record{kind: recW, who: who, token: tok})
 					time.Sleep(time.Duration(rnd.IntN(1000)) * time.Microsecond)
 					rec.add(record{kind: recWx, who: who})
-					if err := rw.Unlock(h); err != nil {
+					if err := rw.Release(h); err != nil {
 						t.Error(err)
 						return
 					}

@@ -45,7 +45,7 @@ func TestRWWriterNotStarvedByOverlappingReaders(t *testing.T) {
 				}
 				reads.Add(1)
 				time.Sleep(20 * time.Millisecond)
-				if err := ra.RUnlock(h); err != nil {
+				if err := ra.Release(h); err != nil {
 					t.Error(err)
 					return
 				}
@@ -62,7 +62,7 @@ func TestRWWriterNotStarvedByOverlappingReaders(t *testing.T) {
 		t.Fatalf("B's writer starved: %v after %v, while A made %d reads", err, time.Since(start).Round(time.Millisecond), reads.Load()-before)
 	}
 	waited, during := time.Since(start), reads.Load()-before
-	if err := rb.Unlock(h); err != nil {
+	if err := rb.Release(h); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("B's writer granted after %v; A made %d reads meanwhile", waited.Round(time.Millisecond), during)
@@ -103,7 +103,7 @@ func TestCloseEndsQueuedAcquire(t *testing.T) {
 			}
 			return func() { _ = l.Release(h) }
 		}, func(ctx context.Context, path string) (func() error, func() error) {
-			r, err := tier.NewRegistry(b, path, tier.WithLogger(quietLog))
+			r, err := tier.NewRegistry(b, path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +115,7 @@ func TestCloseEndsQueuedAcquire(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return func() { _ = rw.Unlock(h) }
+			return func() { _ = rw.Release(h) }
 		}, func(ctx context.Context, path string) (func() error, func() error) {
 			rw := newRW(t, b, path)
 			return rw.Close, func() error { _, err := rw.RLock(ctx); return err }
@@ -219,7 +219,7 @@ func TestRWDowngradeReadNodeLostBeforeRewire(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	})
 	defer tier.SetDowngradeHookForTest(nil)
-	if err := rw.Unlock(w); err != nil {
+	if err := rw.Release(w); err != nil {
 		t.Fatal(err)
 	}
 	tier.SetDowngradeHookForTest(nil)
@@ -231,7 +231,7 @@ func TestRWDowngradeReadNodeLostBeforeRewire(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Errorf("the reader riding the lost read node was not told (queue %v)", children(t, admin.Conn(), path))
 	}
-	_ = rw.RUnlock(r)
+	_ = rw.Release(r)
 }
 
 // Issue 21, item 4: a registry key too large for the server is refused
@@ -244,7 +244,7 @@ func TestRegistryOversizedKeyRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := tier.NewRegistry(s, zktest.Path(t), tier.WithLogger(quietLog))
+	r, err := tier.NewRegistry(s, zktest.Path(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,26 +58,12 @@ type semHold struct {
 
 type semKey struct{ s *Semaphore }
 
-// NewSemaphore returns a two-tier semaphore of n leases at path. Of the
-// options, WithLockOptions applies; WithHandoff and WithRevocable are
-// refused.
-func NewSemaphore(s *zklock.Session, path string, n int, opts ...Option) (*Semaphore, error) {
-	cfg, err := buildConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	return newSemaphore(s, path, n, cfg)
-}
-
-func newSemaphore(s *zklock.Session, path string, n int, cfg config) (*Semaphore, error) {
-	if cfg.maxHandoffs > 0 {
-		return nil, fmt.Errorf("%w: hand-off is for Lock only", ErrInvalidOption)
-	}
-	if cfg.revocable {
-		return nil, fmt.Errorf("%w: revocation is for Lock only", ErrInvalidOption)
-	}
+// NewSemaphore returns a two-tier semaphore of n leases at path; opts
+// configure the underlying zklock.Semaphore (its handler of losses is the
+// Semaphore's own).
+func NewSemaphore(s *zklock.Session, path string, n int, opts ...zklock.Option) (*Semaphore, error) {
 	sem := &Semaphore{n: n, free: n, done: make(chan struct{}), live: map[string]*semHold{}}
-	zopts := append(cfg.zkOpts[:len(cfg.zkOpts):len(cfg.zkOpts)], zklock.WithLossHandler(sem.onZKLost))
+	zopts := append(opts[:len(opts):len(opts)], zklock.WithLossHandler(sem.onZKLost))
 	z, err := zklock.NewSemaphore(s, path, n, zopts...)
 	if err != nil {
 		return nil, err
@@ -296,6 +282,15 @@ func (sem *Semaphore) Token(held context.Context) (int64, error) {
 		return 0, ErrNotHolder
 	}
 	return h.lease.Token(), nil
+}
+
+// HoldCount reports 1 while held carries a hold of this semaphore, 0
+// otherwise: semaphore holds are not reentrant.
+func (sem *Semaphore) HoldCount(held context.Context) int {
+	if sem.Permits(held) > 0 {
+		return 1
+	}
+	return 0
 }
 
 // Permits reports how many permits the hold held carries: 0 without one.

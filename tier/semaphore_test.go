@@ -16,9 +16,8 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-func newSem(t testing.TB, s *zklock.Session, path string, n int, opts ...tier.Option) *tier.Semaphore {
+func newSem(t testing.TB, s *zklock.Session, path string, n int, opts ...zklock.Option) *tier.Semaphore {
 	t.Helper()
-	opts = append([]tier.Option{tier.WithLogger(quietLog)}, opts...)
 	sem, err := tier.NewSemaphore(s, path, n, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -207,12 +206,12 @@ func TestRWSemRegistries(t *testing.T) {
 	s := connect(t, zktest.Servers(t))
 	root := zktest.Path(t)
 	ctx := ctxT(t, 20*time.Second)
-	rr, err := tier.NewRWRegistry(s, root+"/rw", tier.WithLogger(quietLog))
+	rr, err := tier.NewRWRegistry(s, root+"/rw")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rr.Close()
-	sr, err := tier.NewSemaphoreRegistry(s, root+"/sem", 2, tier.WithLogger(quietLog))
+	sr, err := tier.NewSemaphoreRegistry(s, root+"/sem", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,10 +226,10 @@ func TestRWSemRegistries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := rr.RUnlock(r2); err != nil {
+		if err := rr.Release(r2); err != nil {
 			t.Fatal(err)
 		}
-		if err := rr.RUnlock(r1); err != nil {
+		if err := rr.Release(r1); err != nil {
 			t.Fatal(err)
 		}
 		w, err := rr.Lock(ctx, key)
@@ -240,7 +239,7 @@ func TestRWSemRegistries(t *testing.T) {
 		if tok, err := rr.Token(w); err != nil || tok <= 0 {
 			t.Fatal(tok, err)
 		}
-		if err := rr.Unlock(w); err != nil {
+		if err := rr.Release(w); err != nil {
 			t.Fatal(err)
 		}
 		h, err := sr.Acquire(ctx, key, 2)

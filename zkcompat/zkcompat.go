@@ -272,8 +272,7 @@ func obtain(conn *zk.Conn, path string, acl []zk.ACL) (*pathEntry, error) {
 	}
 	e := c.paths[path]
 	if e == nil {
-		l, err := tier.New(c.s, path, tier.WithLogger(log()),
-			tier.WithLockOptions(zklock.WithACL(acl), zklock.WithLabel("zkcompat")))
+		l, err := tier.New(c.s, path, tier.WithLockOptions(zklock.WithACL(acl), zklock.WithLabel("zkcompat")))
 		if err != nil {
 			c.idle()
 			return nil, fmt.Errorf("zkcompat: %w", err)

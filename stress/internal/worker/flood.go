@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -33,7 +32,6 @@ func (w *worker) flood(unflood <-chan struct{}) {
 	s := sess.session()
 	w.events.slowOnExpiry.Store(true)
 	defer w.events.slowOnExpiry.Store(false)
-	quiet := tier.WithLogger(slog.New(slog.DiscardHandler))
 	base := fmt.Sprintf("%s/flood-%d", w.task.PathBase, w.task.Proc)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -48,13 +46,13 @@ func (w *worker) flood(unflood <-chan struct{}) {
 	held := make([]context.Context, proto.FloodLocks)
 	for i := range proto.FloodLocks {
 		path := fmt.Sprintf("%s/p%d", base, i)
-		h, err := tier.New(s, path, quiet)
+		h, err := tier.New(s, path)
 		if err != nil {
 			rep.Err = err.Error()
 			<-unflood
 			return
 		}
-		wl, err := tier.New(s, path, quiet)
+		wl, err := tier.New(s, path)
 		if err != nil {
 			h.Close()
 			rep.Err = err.Error()
@@ -135,7 +133,7 @@ collect:
 		rep.ErrSample = errSample.Error()
 	}
 	// The session must work afterwards: a fresh hold is not lost at once.
-	fresh, err := tier.New(s, base+"/fresh", quiet)
+	fresh, err := tier.New(s, base+"/fresh")
 	if err == nil {
 		fctx, fcancel := context.WithTimeout(ctx, 10*time.Second)
 		h, err := fresh.Acquire(fctx)

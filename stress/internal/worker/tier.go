@@ -22,7 +22,6 @@ type tierImpl struct {
 // (tier-handoff's).
 func newTierImpl(s *zklock.Session, task proto.Task, log *slog.Logger, extra ...tier.Option) (*tierImpl, error) {
 	opts := append([]tier.Option{
-		tier.WithLogger(log),
 		tier.WithLockOptions(zklock.WithLabel(fmt.Sprintf("stress worker %d", task.Proc))),
 	}, extra...)
 	im := &tierImpl{s: s}

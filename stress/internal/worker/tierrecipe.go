@@ -11,12 +11,10 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// tierRecipeOptions are the options of the tier recipes' locks.
-func tierRecipeOptions(task proto.Task, log *slog.Logger) []tier.Option {
-	return []tier.Option{
-		tier.WithLogger(log),
-		tier.WithLockOptions(zklock.WithLabel(fmt.Sprintf("stress worker %d", task.Proc))),
-	}
+// tierRecipeOptions are the options of the tier recipes' locks (they log
+// through the worker's session).
+func tierRecipeOptions(task proto.Task, _ *slog.Logger) []zklock.Option {
+	return []zklock.Option{zklock.WithLabel(fmt.Sprintf("stress worker %d", task.Proc))}
 }
 
 // tierRWImpl is tier's read/write lock: one tier.RWLock per path per
@@ -72,9 +70,9 @@ func (h *tierRWHolder) acquire(ctx context.Context, p int) (int64, error) {
 // the token is the node's zxid (for a read, the read node it rides on).
 func (h *tierRWHolder) acquireKind(ctx context.Context, p int, k record.Kind) (int64, error) {
 	l := h.locks[p]
-	take, undo := l.Lock, l.Unlock
+	take, undo := l.Lock, l.Release
 	if k.Shared {
-		take, undo = l.RLock, l.RUnlock
+		take = l.RLock
 	}
 	held, err := take(ctx)
 	if err != nil {
@@ -98,10 +96,7 @@ func (h *tierRWHolder) lost(p int) (<-chan struct{}, func() error) {
 func (h *tierRWHolder) release(p int) error {
 	held := h.held[p]
 	h.held[p] = nil
-	if h.write[p] {
-		return h.locks[p].Unlock(held)
-	}
-	return h.locks[p].RUnlock(held)
+	return h.locks[p].Release(held)
 }
 
 // tierSemImpl is tier's semaphore: one tier.Semaphore of task.Leases
