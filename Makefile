@@ -15,3 +15,16 @@ bench: deps
 
 deps:
 	scripts/install-deps.sh
+
+# A throwaway ZooKeeper on 127.0.0.1:2181 (ZK_PORT=2182 make zk for another
+# port), in the background; make zk-stop stops it (see scripts/zk.sh).
+.PHONY: zk zk-stop zk-status
+ZK_PORT ?= 2181
+zk:
+	scripts/zk.sh start -p $(ZK_PORT)
+
+zk-stop:
+	scripts/zk.sh stop -p $(ZK_PORT)
+
+zk-status:
+	scripts/zk.sh status -p $(ZK_PORT)
