@@ -5,10 +5,13 @@
 // lock again and lets another client delete its node, to show what losing a
 // lock looks like from the inside.
 //
-// Start a ZooKeeper (README, "Run the examples"), then:
+// Start a ZooKeeper (scripts/zk.sh start serves one on 127.0.0.1:2181),
+// then:
 //
-//	go run ./examples/basic -zk 127.0.0.1:2181
-//	TIERLOCK_ZK_SERVERS=127.0.0.1:2181 go run ./examples/basic
+//	go run ./examples/basic                        # 127.0.0.1:2181
+//	go run ./examples/basic -zk zk1:2181,zk2:2181  # or TIERLOCK_ZK_SERVERS=...
+//
+// With no server there, it says so within zklock.ConnectTimeout (10s).
 //
 // Then read examples/jobs: many goroutines, one lock per job, fencing.
 package main
@@ -47,7 +50,7 @@ func main() {
 // run is the whole program; main and the test call it.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("basic", flag.ContinueOnError)
-	zkFlag := fs.String("zk", "", "ZooKeeper servers, host:port,... (default $TIERLOCK_ZK_SERVERS)")
+	zkFlag := fs.String("zk", defaultServers(), "ZooKeeper servers, host:port,... ($TIERLOCK_ZK_SERVERS, else 127.0.0.1:2181)")
 	path := fs.String("path", "/tierlock-examples/basic", "lock path")
 	verbose := fs.Bool("v", false, "show the library's logs on stderr")
 	if err := fs.Parse(args); err != nil {
@@ -62,7 +65,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 
-	// 1. Find ZooKeeper: the flag, else the environment.
+	// 1. Find ZooKeeper: the flag, else the environment, else 127.0.0.1:2181.
 	servers, err := zkServers(*zkFlag)
 	if err != nil {
 		return err
@@ -71,8 +74,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	// 2. One Session per process: one connection, one ZooKeeper session,
 	// shared by all the locks of the process. Closing it deletes every lock
-	// node it still has.
-	s, err := zklock.Connect(ctx, servers, zklock.WithLogger(logger))
+	// node it still has. Connect waits for the session: give it a deadline
+	// (connect does), so that a server that is not there is an error, not
+	// a hang.
+	s, err := connect(ctx, servers, zklock.WithLogger(logger))
 	if err != nil {
 		return err
 	}
@@ -83,7 +88,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	// the process (tier 1) in front of one ZooKeeper lock (tier 2), so the
 	// process puts at most one node on ZooKeeper for it, however many
 	// goroutines want it.
-	lock, err := tier.New(s, *path, tier.WithLogger(logger))
+	lock, err := tier.New(s, *path)
 	if err != nil {
 		return err
 	}
@@ -148,12 +153,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	// path. Its TryAcquire reaches ZooKeeper, finds our node first in the
 	// queue, takes its own node back and returns false. A second session in
 	// this process stands in for that process here.
-	s2, err := zklock.Connect(ctx, servers, zklock.WithLogger(logger))
+	s2, err := connect(ctx, servers, zklock.WithLogger(logger))
 	if err != nil {
 		return err
 	}
 	defer s2.Close()
-	lock2, err := tier.New(s2, *path, tier.WithLogger(logger))
+	lock2, err := tier.New(s2, *path)
 	if err != nil {
 		return err
 	}
@@ -279,15 +284,19 @@ func holderNode(ctx context.Context, s *zklock.Session, path string) (string, er
 	return queue[0].Node, nil
 }
 
-// zkServers returns the servers from the -zk flag, else from
-// $TIERLOCK_ZK_SERVERS, and an error naming both when neither is set.
-func zkServers(flagValue string) ([]string, error) {
-	v := flagValue
-	if v == "" {
-		v = os.Getenv("TIERLOCK_ZK_SERVERS")
+// defaultServers is -zk's default: $TIERLOCK_ZK_SERVERS, else a server on
+// this machine's port 2181 (scripts/zk.sh start serves one there).
+func defaultServers() string {
+	if v := os.Getenv("TIERLOCK_ZK_SERVERS"); v != "" {
+		return v
 	}
+	return "127.0.0.1:2181"
+}
+
+// zkServers splits -zk's host:port list, and refuses an empty one.
+func zkServers(flagValue string) ([]string, error) {
 	var servers []string
-	for _, a := range strings.Split(v, ",") {
+	for _, a := range strings.Split(flagValue, ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			servers = append(servers, a)
 		}
@@ -296,4 +305,20 @@ func zkServers(flagValue string) ([]string, error) {
 		return nil, errors.New("no ZooKeeper given: use -zk host:port[,host:port...] or set TIERLOCK_ZK_SERVERS")
 	}
 	return servers, nil
+}
+
+// connect opens a session, giving up after zklock.ConnectTimeout, or when
+// ctx ends if that is sooner, with an error that says where it looked,
+// for how long, and the last dial error (such as "connection refused").
+func connect(ctx context.Context, servers []string, opts ...zklock.SessionOption) (*zklock.Session, error) {
+	cctx, cancel := context.WithTimeout(ctx, zklock.ConnectTimeout)
+	defer cancel()
+	deadline, _ := cctx.Deadline()
+	bound := time.Until(deadline).Round(100 * time.Millisecond)
+	s, err := zklock.Connect(cctx, servers, opts...)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil, fmt.Errorf("no ZooKeeper reachable at %s within %v (start one with scripts/zk.sh start, or give -zk host:port): %w",
+			strings.Join(servers, ","), bound, err)
+	}
+	return s, err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -55,11 +56,53 @@ func TestRunBadFlag(t *testing.T) {
 	}
 }
 
-func TestRunNoServerGiven(t *testing.T) {
+// -zk defaults to $TIERLOCK_ZK_SERVERS, else 127.0.0.1:2181; an empty
+// list is refused, naming the flag and the variable.
+func TestServersDefault(t *testing.T) {
 	t.Setenv("TIERLOCK_ZK_SERVERS", "")
-	var out bytes.Buffer
-	err := run(context.Background(), nil, &out)
-	if err == nil || !strings.Contains(err.Error(), "-zk") || !strings.Contains(err.Error(), "TIERLOCK_ZK_SERVERS") {
-		t.Errorf("run without servers: %v; want an error naming -zk and TIERLOCK_ZK_SERVERS", err)
+	if got := defaultServers(); got != "127.0.0.1:2181" {
+		t.Errorf("default %q, want 127.0.0.1:2181", got)
 	}
+	t.Setenv("TIERLOCK_ZK_SERVERS", "zk1:2181,zk2:2181")
+	if got := defaultServers(); got != "zk1:2181,zk2:2181" {
+		t.Errorf("default %q, want $TIERLOCK_ZK_SERVERS", got)
+	}
+	err := run(context.Background(), []string{"-zk", " , "}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "-zk") || !strings.Contains(err.Error(), "TIERLOCK_ZK_SERVERS") {
+		t.Errorf("run with an empty -zk: %v; want an error naming -zk and TIERLOCK_ZK_SERVERS", err)
+	}
+}
+
+// With no server at the address, run fails within its bound (here the
+// caller's deadline, shorter than zklock.ConnectTimeout), saying where it
+// looked, how long, the dial error, and how to start a server.
+func TestRunNoServer(t *testing.T) {
+	addr := deadAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := run(ctx, []string{"-zk", addr}, &bytes.Buffer{})
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("run succeeded with no server")
+	}
+	t.Logf("after %v: %v", took.Round(time.Millisecond), err)
+	if took > 1500*time.Millisecond+2*time.Second {
+		t.Errorf("took %v, the bound was 1.5s", took)
+	}
+	for _, want := range []string{"no ZooKeeper reachable at " + addr, "within 1.5s", "connection refused", "scripts/zk.sh start"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q", want)
+		}
+	}
+}
+
+// deadAddr returns a loopback address nothing listens on.
+func deadAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }

@@ -4,14 +4,18 @@
 // lock path it has to make, with an ACL that lets the fleet do everything
 // and the world only read. A client without the credentials can then list
 // the queue (tierlock ls) but can neither delete the holder's node nor
-// queue a node of its own. docs/parts/ops.md walks through the set-up.
+// queue a node of its own. docs/operations.md walks through the set-up.
 //
-//	go run ./examples/fleetacl -zk 127.0.0.1:2181 -path /locks/jobs/report
+//	FLEET_PASSWORD=... go run ./examples/fleetacl -path /locks/jobs/report
 //
-// It holds until interrupted (or for -for), then releases.
+// -zk defaults to $TIERLOCK_ZK_SERVERS, else 127.0.0.1:2181 (where
+// scripts/zk.sh start serves one); with no server there, it says so
+// within zklock.ConnectTimeout (10s) and exits 1. It holds until
+// interrupted (or for -for), then releases.
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -46,7 +50,7 @@ func main() {
 // run is the whole program; main and the test call it.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("fleetacl", flag.ContinueOnError)
-	zkFlag := fs.String("zk", os.Getenv("TIERLOCK_ZK_SERVERS"), "ZooKeeper servers, host:port,... (default $TIERLOCK_ZK_SERVERS)")
+	zkFlag := fs.String("zk", cmp.Or(os.Getenv("TIERLOCK_ZK_SERVERS"), "127.0.0.1:2181"), "ZooKeeper servers, host:port,... ($TIERLOCK_ZK_SERVERS, else 127.0.0.1:2181)")
 	path := fs.String("path", "/locks/jobs/report", "lock path")
 	user := fs.String("user", "fleet", "the fleet's digest user")
 	password := fs.String("password", os.Getenv("FLEET_PASSWORD"), "the fleet's digest password (default $FLEET_PASSWORD)")
@@ -55,15 +59,25 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *zkFlag == "" || *password == "" {
+	if strings.Trim(*zkFlag, ", ") == "" || *password == "" {
 		return errors.New("-zk (or $TIERLOCK_ZK_SERVERS) and -password (or $FLEET_PASSWORD) are required")
 	}
 
 	// The credentials go out before the session's first lock request, and
 	// again on every reconnect (ZooKeeper keeps them per connection).
-	s, err := zklock.Connect(ctx, strings.Split(*zkFlag, ","),
+	// Connect waits for the session: give it a deadline, so that a server
+	// that is not there is an error, not a hang.
+	cctx, cancel := context.WithTimeout(ctx, zklock.ConnectTimeout)
+	deadline, _ := cctx.Deadline()
+	bound := time.Until(deadline).Round(100 * time.Millisecond)
+	s, err := zklock.Connect(cctx, strings.Split(*zkFlag, ","),
 		zklock.WithDigestAuth(*user, *password),
 		zklock.WithLogger(slog.New(slog.DiscardHandler)))
+	cancel()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no ZooKeeper reachable at %s within %v (start one with scripts/zk.sh start, or give -zk host:port): %w",
+			*zkFlag, bound, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -53,6 +54,44 @@ func TestRun(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "released") {
 		t.Errorf("output:\n%s", out.String())
+	}
+}
+
+// -zk defaults to 127.0.0.1:2181 without $TIERLOCK_ZK_SERVERS; with no
+// server at the address, run fails within its bound (here the caller's
+// deadline, shorter than zklock.ConnectTimeout), saying where it looked,
+// how long, the dial error, and how to start a server.
+func TestRunNoServer(t *testing.T) {
+	t.Setenv("TIERLOCK_ZK_SERVERS", "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	err := run(ctx, []string{"-password", "x"}, &syncBuffer{})
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:2181") {
+		t.Errorf("without -zk: %v; want the default 127.0.0.1:2181 named", err)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	ctx, cancel = context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = run(ctx, []string{"-zk", addr, "-password", "x"}, &syncBuffer{})
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("run succeeded with no server")
+	}
+	t.Logf("after %v: %v", took.Round(time.Millisecond), err)
+	if took > 1500*time.Millisecond+2*time.Second {
+		t.Errorf("took %v, the bound was 1.5s", took)
+	}
+	for _, want := range []string{"no ZooKeeper reachable at " + addr + " within 1.5s", "connection refused", "scripts/zk.sh start"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q", want)
+		}
 	}
 }
 

@@ -7,11 +7,16 @@
 // the job store with every write, so that a holder that lost its lock
 // without noticing cannot overwrite a later holder's work.
 //
-// Start a ZooKeeper (README, "Run the examples"), then run it in two or
-// three terminals against the same server:
+// Start a ZooKeeper (scripts/zk.sh start serves one on 127.0.0.1:2181, the
+// default of -zk), then run it in two or three terminals against the same
+// server:
 //
-//	go run ./examples/jobs -zk 127.0.0.1:2181            # try, skip busy jobs
-//	go run ./examples/jobs -zk 127.0.0.1:2181 -wait 2s   # wait up to 2s per job
+//	go run ./examples/jobs            # try, skip busy jobs
+//	go run ./examples/jobs -wait 2s   # wait up to 2s per job
+//
+// The -duration clock starts before connecting: with no server there, it
+// says so within -duration or zklock.ConnectTimeout (10s), whichever is
+// shorter, and exits 1.
 //
 // With -metrics 127.0.0.1:9100 a process also serves Prometheus metrics of
 // its locks (package lockmetrics) at http://127.0.0.1:9100/metrics: how
@@ -69,7 +74,7 @@ type scheduler struct {
 // in for processes that write to one database.
 func run(ctx context.Context, args []string, out io.Writer, st *store) error {
 	fs := flag.NewFlagSet("jobs", flag.ContinueOnError)
-	zk := fs.String("zk", "", "ZooKeeper servers, host:port,... (default $TIERLOCK_ZK_SERVERS)")
+	zk := fs.String("zk", defaultServers(), "ZooKeeper servers, host:port,... ($TIERLOCK_ZK_SERVERS, else 127.0.0.1:2181)")
 	root := fs.String("root", "/tierlock-examples/jobs", "lock root: job k's lock is <root>/job-k")
 	workers := fs.Int("workers", 8, "worker goroutines")
 	sch := &scheduler{store: st, out: out, counts: map[string]int{}}
@@ -81,8 +86,8 @@ func run(ctx context.Context, args []string, out io.Writer, st *store) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	servers := cmp.Or(*zk, os.Getenv("TIERLOCK_ZK_SERVERS"))
-	if servers == "" {
+	servers := strings.TrimSpace(*zk)
+	if strings.Trim(servers, ", ") == "" {
 		return errors.New("no ZooKeeper given: use -zk host:port[,host:port...] or set TIERLOCK_ZK_SERVERS")
 	}
 	if *workers < 1 || sch.jobs < 1 || sch.work <= 0 || sch.wait < 0 {
@@ -100,8 +105,11 @@ func run(ctx context.Context, args []string, out io.Writer, st *store) error {
 		sessionOpts = append(sessionOpts, zklock.WithStateListener(m.SessionListener()))
 		lockOpts = append(lockOpts, tier.WithObserver(m.Observe))
 	}
+	// The run's clock starts now: connecting counts against -duration.
+	ctx, cancel := context.WithTimeout(ctx, *duration)
+	defer cancel()
 	// One session per process, shared by every lock of the process.
-	s, err := zklock.Connect(ctx, strings.Split(servers, ","), sessionOpts...)
+	s, err := connect(ctx, servers, sessionOpts...)
 	if err != nil {
 		return err
 	}
@@ -112,8 +120,6 @@ func run(ctx context.Context, args []string, out io.Writer, st *store) error {
 	defer sch.reg.Close()
 
 	fmt.Fprintf(out, "pid %d: %d workers, %d jobs under %s\n", os.Getpid(), *workers, sch.jobs, *root)
-	ctx, cancel := context.WithTimeout(ctx, *duration)
-	defer cancel()
 	var wg sync.WaitGroup
 	for id := range *workers {
 		wg.Go(func() {
@@ -137,6 +143,29 @@ func run(ctx context.Context, args []string, out io.Writer, st *store) error {
 		return fmt.Errorf("%d job runs refused or failed", n)
 	}
 	return nil
+}
+
+// defaultServers is -zk's default: $TIERLOCK_ZK_SERVERS, else a server on
+// this machine's port 2181 (scripts/zk.sh start serves one there).
+func defaultServers() string {
+	return cmp.Or(os.Getenv("TIERLOCK_ZK_SERVERS"), "127.0.0.1:2181")
+}
+
+// connect opens the process's session, giving up after
+// zklock.ConnectTimeout, or when ctx ends if that is sooner (the end of
+// -duration), with an error that says where it looked, for how long, and
+// the last dial error (such as "connection refused").
+func connect(ctx context.Context, servers string, opts ...zklock.SessionOption) (*zklock.Session, error) {
+	cctx, cancel := context.WithTimeout(ctx, zklock.ConnectTimeout)
+	defer cancel()
+	deadline, _ := cctx.Deadline()
+	bound := time.Until(deadline).Round(100 * time.Millisecond)
+	s, err := zklock.Connect(cctx, strings.Split(servers, ","), opts...)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil, fmt.Errorf("no ZooKeeper reachable at %s within %v (start one with scripts/zk.sh start, or give -zk host:port): %w",
+			servers, bound, err)
+	}
+	return s, err
 }
 
 // serveMetrics serves a registry of its own (not Prometheus's global one)

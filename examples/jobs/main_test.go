@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -94,12 +97,63 @@ func TestStore(t *testing.T) {
 	})
 }
 
-func TestNoServerGiven(t *testing.T) {
+// -zk defaults to $TIERLOCK_ZK_SERVERS, else 127.0.0.1:2181; an empty
+// list is refused, naming the flag and the variable.
+func TestServersDefault(t *testing.T) {
 	t.Setenv("TIERLOCK_ZK_SERVERS", "")
-	err := run(context.Background(), nil, &bytes.Buffer{}, newStore())
-	if err == nil || !strings.Contains(err.Error(), "-zk") || !strings.Contains(err.Error(), "TIERLOCK_ZK_SERVERS") {
-		t.Errorf("run without servers: %v; want an error naming -zk and TIERLOCK_ZK_SERVERS", err)
+	if got := defaultServers(); got != "127.0.0.1:2181" {
+		t.Errorf("default %q, want 127.0.0.1:2181", got)
 	}
+	t.Setenv("TIERLOCK_ZK_SERVERS", "zk1:2181,zk2:2181")
+	if got := defaultServers(); got != "zk1:2181,zk2:2181" {
+		t.Errorf("default %q, want $TIERLOCK_ZK_SERVERS", got)
+	}
+	err := run(context.Background(), []string{"-zk", " , "}, &bytes.Buffer{}, newStore())
+	if err == nil || !strings.Contains(err.Error(), "-zk") || !strings.Contains(err.Error(), "TIERLOCK_ZK_SERVERS") {
+		t.Errorf("run with an empty -zk: %v; want an error naming -zk and TIERLOCK_ZK_SERVERS", err)
+	}
+}
+
+// The program, built and run as a user runs it, against a port with no
+// server: its clock starts before it connects, so it fails within
+// -duration (2s here, under zklock.ConnectTimeout), exit code 1, saying
+// where it looked, the dial error, and how to start a server.
+func TestNoServer(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "jobs")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	addr := deadAddr(t)
+	cmd := exec.Command(bin, "-duration", "2s")
+	cmd.Env = append(os.Environ(), "TIERLOCK_ZK_SERVERS="+addr)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	took := time.Since(start)
+	t.Logf("after %v: %v\n%s", took.Round(time.Millisecond), err, stderr.String())
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("exit: %v, want exit status 1", err)
+	}
+	if took > 2*time.Second+3*time.Second {
+		t.Errorf("took %v; -duration was 2s", took)
+	}
+	for _, want := range []string{"jobs: no ZooKeeper reachable at " + addr + " within 2s", "connection refused", "scripts/zk.sh start"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+}
+
+// deadAddr returns a loopback address nothing listens on.
+func deadAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 func TestBadFlags(t *testing.T) {
