@@ -28,7 +28,7 @@ func newCollector(t testing.TB, opts ...lockmetrics.Option) (*lockmetrics.Collec
 
 func newLock(t testing.TB, s *zklock.Session, path string, opts ...tier.Option) *tier.Lock {
 	t.Helper()
-	l, err := tier.New(s, path, append([]tier.Option{tier.WithLogger(zktest.QuietLog)}, opts...)...)
+	l, err := tier.New(s, path, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
