@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -36,6 +37,11 @@ type Lock struct {
 	onRevoked func(node string)
 
 	onPosition func(Position) // Acquire's position handler (position.go); nil: none
+
+	// pathKnown is set once a create succeeded: the lock path exists, so a
+	// create may carry another path's delete without risking that a
+	// missing parent fails both (see createAndList).
+	pathKnown atomic.Bool
 
 	mu     sync.Mutex
 	busy   bool

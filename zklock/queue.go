@@ -118,13 +118,24 @@ func (l *Lock) takeDelete(ctx context.Context, wait bool) (*pendingDelete, error
 	}
 }
 
-// createAndList is one create of our node (carrying stale's delete, unless
-// nil) with the listing pipelined behind it.
+// createAndList is one create of our node (carrying stale's delete, or
+// else another path's pending delete) with the listing pipelined behind
+// it. The two are admitted together, and the other path's delete is taken
+// only then, so that it is never held up by the bound on requests.
 func (l *Lock) createAndList(ctx context.Context, prefix string, stale *pendingDelete) (queued, error) {
 	s := l.s
+	if err := s.flight.acquire(ctx, 2, s.ctx.Done()); err != nil {
+		if stale != nil {
+			s.untake(stale)
+		}
+		return queued{}, err
+	}
+	if stale == nil && l.pathKnown.Load() {
+		stale = s.takeOther()
+	}
 	var n queued
 	var dropped bool
-	c := s.pipelined(ctx, prefix, true, func() error {
+	c := s.pipelined(ctx, prefix, true, true, func() error {
 		var err error
 		n.node, dropped, err = s.createNode(prefix, l.data, l.acl, stale)
 		n.owner = s.conn.SessionID()
@@ -135,13 +146,19 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, stale *pendingD
 	}
 	var children []string
 	var stat *zk.Stat
-	lerr := s.call(ctx, false, func() error {
-		c, st, err := s.conn.Children(l.path)
-		if err == nil {
-			children, stat = c, st // read only after call returned nil
-		}
-		return err
-	})
+	var lerr error
+	if ctx.Err() != nil {
+		s.flight.giveBack()
+		lerr = ctx.Err()
+	} else {
+		lerr = s.await(ctx, s.launch(true, false, func() error {
+			c, st, err := s.conn.Children(l.path)
+			if err == nil {
+				children, stat = c, st // read only after await returned nil
+			}
+			return err
+		}))
+	}
 	select {
 	case <-c.fin:
 	case <-ctx.Done():
@@ -154,6 +171,7 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, stale *pendingD
 	if c.err != nil {
 		return queued{}, c.err
 	}
+	l.pathKnown.Store(true)
 	if lerr == nil {
 		n.q, n.pzxid = l.sortQueue(children), stat.Pzxid
 		if position(n.q, path.Base(n.node), "") < 0 {

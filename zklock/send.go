@@ -42,7 +42,7 @@ type inflight struct {
 	mu    sync.Mutex
 	n     int // admitted and not yet released
 	limit int
-	queue []chan struct{} // closed to admit, in order
+	queue []waitingFlight // in order
 	cutAt time.Time       // when limit was last cut
 }
 
@@ -52,20 +52,20 @@ const (
 	maxInflight   = 1024 // well below the tap's ring: see wireTap
 )
 
-// acquire admits one request, waiting in order behind earlier ones, until
-// ctx ends or quit closes.
-func (f *inflight) acquire(ctx context.Context, quit <-chan struct{}) error {
+// acquire admits k requests (1 or 2), waiting in order behind earlier
+// ones, until ctx ends or quit closes.
+func (f *inflight) acquire(ctx context.Context, k int, quit <-chan struct{}) error {
 	f.mu.Lock()
 	if f.limit == 0 {
 		f.limit = startInflight
 	}
-	if f.n < f.limit && len(f.queue) == 0 {
-		f.n++
+	if f.n+k <= f.limit && len(f.queue) == 0 {
+		f.n += k
 		f.mu.Unlock()
 		return nil
 	}
 	ready := make(chan struct{})
-	f.queue = append(f.queue, ready)
+	f.queue = append(f.queue, waitingFlight{k, ready})
 	f.mu.Unlock()
 	var err error
 	select {
@@ -81,18 +81,27 @@ func (f *inflight) acquire(ctx context.Context, quit <-chan struct{}) error {
 	select {
 	case <-ready:
 		// Admitted as we gave up (the close happened under mu, before we
-		// took it): hand the place on.
-		f.n--
+		// took it): hand the places on.
+		f.n -= k
 		f.wakeLocked()
 	default:
-		for i, c := range f.queue {
-			if c == ready {
+		for i, w := range f.queue {
+			if w.ready == ready {
 				f.queue = append(f.queue[:i], f.queue[i+1:]...)
 				break
 			}
 		}
+		f.wakeLocked() // a pair leaving the head may let a single go
 	}
 	return err
+}
+
+// giveBack returns a place admitted but not used.
+func (f *inflight) giveBack() {
+	f.mu.Lock()
+	f.n--
+	f.wakeLocked()
+	f.mu.Unlock()
 }
 
 // release ends one request that took rtt, against the target round trip.
@@ -112,50 +121,58 @@ func (f *inflight) release(rtt, target time.Duration) {
 }
 
 func (f *inflight) wakeLocked() {
-	for f.n < f.limit && len(f.queue) > 0 {
-		close(f.queue[0])
-		f.queue[0] = nil
+	for len(f.queue) > 0 && f.n+f.queue[0].k <= f.limit {
+		w := f.queue[0]
+		f.queue[0] = waitingFlight{}
 		f.queue = f.queue[1:]
-		f.n++
+		f.n += w.k
+		close(w.ready)
 	}
+}
+
+// waitingFlight is an acquire waiting for k places.
+type waitingFlight struct {
+	k     int
+	ready chan struct{} // closed, under mu, when admitted
 }
 
 // do runs req, one request of the session's locks, once the bound admits
 // it; when it is a write and succeeds, it renews the lease.
 func (s *Session) do(ctx context.Context, write bool, req func() error) error {
-	if err := s.flight.acquire(ctx, s.ctx.Done()); err != nil {
+	if err := s.flight.acquire(ctx, 1, s.ctx.Done()); err != nil {
 		return err
 	}
+	return s.run(true, write, req)
+}
+
+// run runs req; admitted, it gives its place in the bound back after.
+func (s *Session) run(admitted, write bool, req func() error) error {
 	p := proof{queued: time.Now()}
 	if write {
 		p = s.newProof()
 	}
 	err := req()
-	s.flight.release(time.Since(p.queued), s.lease.bound()/8)
+	if admitted {
+		s.flight.release(time.Since(p.queued), s.lease.bound()/8)
+	}
 	if write && err == nil {
 		s.proved(p)
 	}
 	return err
 }
 
-// call runs req under do on a goroutine of the session's and waits for it
-// or for ctx: go-zookeeper cannot withdraw a request once queued, so a
-// caller that must honour its ctx (an acquisition, whose request can sit
-// behind a stalled socket) leaves it to finish in the background. req must
-// write its results only into variables the caller reads after a nil
-// return.
+// call is do with req on a goroutine of the session's, while the caller
+// waits for it or for ctx: go-zookeeper cannot withdraw a request once
+// queued, so a caller that must honour its ctx (an acquisition, whose
+// request can sit behind a stalled socket) leaves it to finish in the
+// background. The caller waits for admission itself, so a request waiting
+// for a place has no goroutine of its own. req must write its results only
+// into variables the caller reads after a nil return.
 func (s *Session) call(ctx context.Context, write bool, req func() error) error {
-	c := &call{fin: make(chan struct{})}
-	s.goBackground(func() {
-		c.err = s.do(ctx, write, req)
-		close(c.fin)
-	})
-	select {
-	case <-c.fin:
-		return c.err
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := s.flight.acquire(ctx, 1, s.ctx.Done()); err != nil {
+		return err
 	}
+	return s.await(ctx, s.launch(true, write, req))
 }
 
 // call is a request running on a goroutine of the session's.
@@ -164,24 +181,40 @@ type call struct {
 	err error
 }
 
-// pipelined starts req (one request whose first path is key, with one of
-// opcodes) under do on a goroutine of the session's, and returns once it is
-// on the wire (the tap saw it written: a request queued after that is
-// written after it), once it completed, or once ctx ended. Without a tap
-// (NewSession) or under WithoutPipelining it returns once req completed
-// or ctx ended.
-func (s *Session) pipelined(ctx context.Context, key string, write bool, req func() error, opcodes ...int32) *call {
+// launch runs req on a goroutine of the session's: admitted already
+// (admitted), or exempt from the bound.
+func (s *Session) launch(admitted, write bool, req func() error) *call {
 	c := &call{fin: make(chan struct{})}
+	s.goBackground(func() {
+		c.err = s.run(admitted, write, req)
+		close(c.fin)
+	})
+	return c
+}
+
+// await waits for c, or for ctx.
+func (s *Session) await(ctx context.Context, c *call) error {
+	select {
+	case <-c.fin:
+		return c.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// pipelined launches req (one request whose first path is key, with one
+// of opcodes), and returns once it is on the wire (the tap saw it written:
+// a request queued after that is written after it), once it completed, or
+// once ctx ended. Without a tap (NewSession) or under WithoutPipelining it
+// returns once req completed or ctx ended.
+func (s *Session) pipelined(ctx context.Context, key string, admitted, write bool, req func() error, opcodes ...int32) *call {
 	var sent <-chan struct{}
 	if s.tap != nil && !s.cfg.noPipelining {
 		w := s.tap.expect(key, opcodes...)
 		defer s.tap.forget(key, w)
 		sent = w.sent
 	}
-	s.goBackground(func() {
-		c.err = s.do(ctx, write, req)
-		close(c.fin)
-	})
+	c := s.launch(admitted, write, req)
 	select {
 	case <-sent:
 	case <-c.fin:
@@ -256,9 +289,9 @@ func (s *Session) deleteSerial(d *pendingDelete) {
 	})
 }
 
-// takeDelete returns, for a create on path, the pending delete it must
-// carry in its multi (this path's, else the oldest other one), or a
-// channel to wait on while this path's delete is being written.
+// takeDelete returns, for a create on path, this path's pending delete,
+// which it must carry in its multi, or a channel to wait on while it is
+// being written.
 func (s *Session) takeDelete(path string) (take *pendingDelete, inFlight <-chan struct{}) {
 	s.dels.mu.Lock()
 	defer s.dels.mu.Unlock()
@@ -269,16 +302,25 @@ func (s *Session) takeDelete(path string) (take *pendingDelete, inFlight <-chan 
 		d.sent = make(chan struct{})
 		return d, nil
 	}
+	return nil, nil
+}
+
+// takeOther returns the oldest pending delete, of any path, for a create
+// about to be sent (admitted already, so that the delete is not held up
+// by the bound): one log write on the server instead of two.
+func (s *Session) takeOther() *pendingDelete {
+	s.dels.mu.Lock()
+	defer s.dels.mu.Unlock()
 	for len(s.dels.order) > 0 {
 		d := s.dels.order[0]
 		s.dels.order[0] = nil
 		s.dels.order = s.dels.order[1:]
 		if d.sent == nil {
 			d.sent = make(chan struct{})
-			return d, nil
+			return d
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 // deleteSent marks d on the wire (or over): a create on its path may go.
@@ -350,7 +392,9 @@ func (s *Session) sendDeletes(batch []*pendingDelete) {
 	if len(batch) > 1 {
 		op = opMulti
 	}
-	s.pipelined(s.ctx, batch[0].node, true, req, op)
+	// Exempt from the bound: a delete lets others in, and is never what
+	// makes a backlog (there is one per hold).
+	s.pipelined(s.ctx, batch[0].node, false, true, req, op)
 	for _, d := range batch {
 		s.deleteSent(d)
 	}

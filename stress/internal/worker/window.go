@@ -1,7 +1,12 @@
 package worker
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -58,6 +63,7 @@ func (m *meter) run() {
 		return
 	}
 	m.from = m.take()
+	defer profile(m.im)()
 	m.count()
 	tick := time.NewTicker(meterPeriod)
 	defer tick.Stop()
@@ -144,4 +150,29 @@ func processCPU() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// profile starts a CPU profile of the window when $TIERLOCK_STRESS_PROFILE
+// names a directory (<dir>/<impl>-<pid>.pprof), and returns what stops it.
+func profile(im impl) (stop func()) {
+	dir := os.Getenv("TIERLOCK_STRESS_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%T-%d.pprof", im, os.Getpid())))
+	if err != nil {
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+		if g, err := os.Create(strings.TrimSuffix(f.Name(), ".pprof") + ".goroutines"); err == nil {
+			_ = pprof.Lookup("goroutine").WriteTo(g, 1)
+			g.Close()
+		}
+	}
 }
