@@ -83,8 +83,16 @@ func newAdmission(size int64) *admission {
 
 func (a *admission) checkUnits(n int64) {
 	if n < 1 || n > a.size {
-		panic(fmt.Sprintf("tier: %d units of an admission of %d", n, a.size))
+		badUnits(n, a.size)
 	}
+}
+
+// badUnits panics, out of line so that the callers of checkUnits stay
+// small.
+//
+//go:noinline
+func badUnits(n, size int64) {
+	panic(fmt.Sprintf("tier: %d units of an admission of %d", n, size))
 }
 
 // acquire takes n units (1 <= n <= size), waiting in FIFO order behind
@@ -100,23 +108,28 @@ func (a *admission) checkUnits(n int64) {
 // release's add precedes the grant that mu orders before our wake-up
 // (close(ready) under mu, then our receive from ready).
 //
-// A short hold ends sooner than a park and a wake-up take, so before it
-// queues, acquire retries the fast path a few times, yielding in between,
-// as long as nobody is queued.
+// The fast path, one load and one CAS, runs while nobody is queued; the
+// first attempt is here, with nothing else in the way.
 func (a *admission) acquire(ctx context.Context, n int64, closed <-chan struct{}) error {
+	s := a.state.Load()
+	if queued(s) == 0 && n >= 1 && a.size-taken(s) >= n && a.state.CompareAndSwap(s, s+n) {
+		return nil
+	}
+	return a.acquireSpin(ctx, n, closed, s)
+}
+
+// acquireSpin follows a first attempt that failed after loading s. A short
+// hold ends sooner than a park and a wake-up take, so while nobody is
+// queued (as of the last load) it yields and retries the fast path, up to
+// admitSpins more times, before acquireSlow queues it.
+func (a *admission) acquireSpin(ctx context.Context, n int64, closed <-chan struct{}, s int64) error {
 	a.checkUnits(n)
-	for i := 0; ; i++ {
-		s := a.state.Load()
-		if queued(s) != 0 {
-			break // queue behind the waiters
-		}
-		if a.size-taken(s) >= n && a.state.CompareAndSwap(s, s+n) {
+	for i := 0; i < admitSpins && queued(s) == 0; i++ {
+		runtime.Gosched()
+		s = a.state.Load()
+		if queued(s) == 0 && a.size-taken(s) >= n && a.state.CompareAndSwap(s, s+n) {
 			return nil
 		}
-		if i == admitSpins {
-			break
-		}
-		runtime.Gosched()
 	}
 	return a.acquireSlow(ctx, n, closed)
 }
@@ -198,13 +211,18 @@ func (a *admission) tryAcquire(n int64) bool {
 // them (through that add, or through mu and the grant's close of ready).
 // Releasing more units than are taken panics, as x/sync's Release does.
 func (a *admission) release(n int64) {
-	a.checkUnits(n)
 	s := a.state.Add(-n)
-	if taken(s) > a.size {
-		panic("tier: admission released more units than were taken")
+	if queued(s) != 0 || n < 1 || taken(s) > a.size {
+		a.releaseSlow(n, s)
 	}
-	if queued(s) == 0 {
-		return
+}
+
+// releaseSlow follows a release whose add left s: it panics if n was out
+// of range (more units than were taken make the low bits underflow), else
+// it grants the waiters.
+func (a *admission) releaseSlow(n, s int64) {
+	if n < 1 || taken(s) > a.size {
+		panic(fmt.Sprintf("tier: %d units released to an admission of %d: more than were taken", n, a.size))
 	}
 	a.mu.Lock()
 	a.grantLocked()
