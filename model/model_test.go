@@ -1,6 +1,6 @@
-// Package model runs the spin models of tierlock's protocol (gate.pml,
-// twotier.pml, rwlock.pml, admission.pml) and their mutants; see README.md
-// in this directory.
+// Package model runs the spin models of tierlock's protocol (admission.pml,
+// twotier.pml, rwlock.pml) and their mutants; see README.md in this
+// directory.
 package model
 
 import (
@@ -44,14 +44,6 @@ var (
 )
 
 var checks = []check{
-	// Model 1, the gate: 3 goroutines, 4 spins as in gate.go.
-	{name: "gate/safety", model: "gate.pml", ccFlags: safety, panFlags: []string{"-m10000000"}},
-	{name: "gate/liveness", model: "gate.pml", ccFlags: liveness, panFlags: []string{"-a", "-f", "-m10000000"}},
-	{name: "gate/mutant_close_after_unlock", model: "gate.pml", defines: []string{"-DMUTANT_CLOSE_AFTER_UNLOCK"},
-		ccFlags: safety, panFlags: []string{"-m10000000"}, mutant: true},
-	{name: "gate/mutant_close_after_unlock_liveness", model: "gate.pml", defines: []string{"-DMUTANT_CLOSE_AFTER_UNLOCK"},
-		ccFlags: liveness, panFlags: []string{"-a", "-f", "-m10000000"}, mutant: true},
-
 	// Model 2, two tiers: 2 processes x 2 goroutines, one acquisition
 	// each, one hand-off per node. Faults (one lease lapse, with expiry
 	// or reconnection, failed writes, lost watch events) and cancelled

@@ -260,6 +260,9 @@ func (a *admission) handOff(n int64) bool {
 // word and orders nothing.
 func (a *admission) waiters() int { return int(queued(a.state.Load())) }
 
+// inUse reports how many units are taken.
+func (a *admission) inUse() int64 { return taken(a.state.Load()) }
+
 // grantLocked takes units for the waiters at the head, in order, while the
 // head's request fits, and wakes each by closing its ready channel. mu is
 // held. While the queue is not empty, units are taken only here (every

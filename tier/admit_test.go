@@ -331,17 +331,6 @@ func BenchmarkAdmissionContended8(b *testing.B) {
 	})
 }
 
-func BenchmarkGateContended8(b *testing.B) {
-	g := newGate()
-	ctx := context.Background()
-	admitContenders(b, func(pb *testing.PB) {
-		for pb.Next() {
-			_ = g.enter(ctx, nil)
-			g.leave()
-		}
-	})
-}
-
 func BenchmarkMutexContended8(b *testing.B) {
 	var mu sync.Mutex
 	admitContenders(b, func(pb *testing.PB) {

@@ -2,7 +2,11 @@ package tier
 
 // GateWaiters reports how many goroutines wait at l's gate, so that tests
 // of hand-off and revocation know the next holder is there.
-func GateWaiters(l *Lock) int { return int(l.g.waiters()) }
+func GateWaiters(l *Lock) int { return l.g.waiters() }
+
+// SetGateGaveUpHookForTest sets fn to run in l's gate when a waiter has
+// given up and before it checks whether it was granted meanwhile.
+func SetGateGaveUpHookForTest(l *Lock, fn func()) { l.g.testGaveUp = fn }
 
 // NewUnorderedMultiLockForTest is NewMultiLock without the sort: members
 // are acquired in the order given. Tests use it to show that the sort is

@@ -16,7 +16,7 @@ import (
 // use; a hold belongs to the context Acquire returned, not to a goroutine.
 type Lock struct {
 	zk  *zklock.Lock
-	g   *gate
+	g   *admission // tier 1: the gate, one unit
 	cfg config
 	log *slog.Logger
 
@@ -66,7 +66,7 @@ func New(s *zklock.Session, path string, opts ...Option) (*Lock, error) {
 }
 
 func newLock(s *zklock.Session, path string, cfg config) (*Lock, error) {
-	l := &Lock{g: newGate(), cfg: cfg, log: s.Logger().With("lock", path), done: make(chan struct{})}
+	l := &Lock{g: newAdmission(1), cfg: cfg, log: s.Logger().With("lock", path), done: make(chan struct{})}
 	opts := append(cfg.zkOpts[:len(cfg.zkOpts):len(cfg.zkOpts)], zklock.WithLossHandler(l.onZKLost))
 	if cfg.revocable {
 		opts = append(opts, zklock.WithRevocationHandler(l.onZKRevoked))
@@ -148,14 +148,15 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 		return nil, false, ErrClosed
 	}
 	if wait {
-		if err := l.g.enter(ctx, l.done); err != nil {
+		if err := l.g.acquire(ctx, 1, l.done); err != nil {
+			l.reclaim()
 			return nil, false, err
 		}
-	} else if !l.g.tryEnter() {
+	} else if !l.g.tryAcquire(1) {
 		return nil, false, nil
 	}
 	if l.closed.Load() {
-		l.g.leave()
+		l.g.release(1)
 		return nil, false, ErrClosed
 	}
 	tier := TierHandoff
@@ -177,7 +178,7 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 		tier = TierZooKeeper
 		zh, ok, err := zkAcquire(ctx, l.zk, wait)
 		if err != nil || !ok {
-			l.g.leave()
+			l.g.release(1)
 			return nil, false, fromZK(err)
 		}
 		l.zkHold, l.zkSince, l.handoffs = zh, time.Now(), 0
@@ -331,25 +332,36 @@ func (l *Lock) Release(held context.Context) error {
 // the gate, unless a bounded hand-off passes both to a local waiter.
 // txnsOver closes once the hold's guarded writes in flight are over.
 func (l *Lock) leave(txnsOver <-chan struct{}) error {
-	if l.handoffAllowed() && l.settled(txnsOver) {
-		l.g.leave()
-		// leave handed the gate straight to a blocked waiter, if one was
-		// still there. If none was (it gave up meanwhile), the gate is free
-		// and we take it back to release the node, so it is never left held
-		// by nobody.
-		if !l.g.tryEnter() {
-			return nil
-		}
+	// handOff passes the gate, and with it the node, to the next local
+	// waiter in one step; if none is waiting any more, we still hold both.
+	if l.handoffAllowed() && l.settled(txnsOver) && l.g.handOff(1) {
+		return nil
 	}
 	var err error
 	if l.zkHold != nil {
 		err = l.dropZK()
 	}
-	l.g.leave()
+	l.g.release(1)
 	if err != nil {
 		return fmt.Errorf("tier: release %s: %w", l.Path(), err)
 	}
 	return nil
+}
+
+// reclaim gives the node up when the gate is free with the node still
+// ours: a hand-off's receiver whose wait ended as it was granted gives the
+// gate back (the admission undoes the grant) after its giver has returned,
+// and no local waiter may come to ride the node or give it up. Called by
+// every wait that failed, it takes the gate only if it is free and nobody
+// queues for it (a queued waiter was granted instead, and rides the node).
+func (l *Lock) reclaim() {
+	if !l.g.tryAcquire(1) {
+		return
+	}
+	if l.zkHold != nil {
+		_ = l.dropZK()
+	}
+	l.g.release(1)
 }
 
 // settled waits, before a hand-off, until the releasing hold's guarded

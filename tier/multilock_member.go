@@ -93,7 +93,7 @@ func (s rwSide) memberHold(held context.Context) (key, val any, hctx context.Con
 	return k, h, h.ctx
 }
 
-func (s rwSide) memberRelease(held context.Context) error { return s.rw.unlock(held, s.write) }
+func (s rwSide) memberRelease(held context.Context) error { return s.rw.release(held, s.write) }
 
 func (s rwSide) memberToken(held context.Context) (int64, error) {
 	if err := s.rw.check(held); err != nil {

@@ -13,10 +13,10 @@ import (
 // 1..n.
 var ErrInvalidPermits = zklock.ErrInvalidPermits
 
-// Semaphore is the two-tier counting semaphore of n leases: a local FIFO
-// counting gate of n permits (tier 1) in front of zklock.Semaphore (tier 2,
-// Curator's InterProcessSemaphoreV2 layout, so Curator processes share the
-// n leases of the path).
+// Semaphore is the two-tier counting semaphore of n leases: tier 1's
+// admission queue of n units (the one the Lock and the RWLock use) in
+// front of zklock.Semaphore (tier 2, Curator's InterProcessSemaphoreV2
+// layout, so Curator processes share the n leases of the path).
 //
 // A goroutine asking for k permits first takes k of the process's n local
 // permits, in arrival order (a large request is not overtaken by small
@@ -29,23 +29,17 @@ var ErrInvalidPermits = zklock.ErrInvalidPermits
 // same session lease as the mutex. Semaphore holds are not reentrant:
 // every Acquire takes new permits.
 type Semaphore struct {
-	zk *zklock.Semaphore
-	n  int
+	zk  *zklock.Semaphore
+	n   int
+	adm *admission // tier 1: n units, k per hold
 
 	mu     sync.Mutex
-	free   int // local permits not taken
-	queue  []*semWaiter
 	closed bool
 	done   chan struct{}
 
 	// lossMu guards live: holds by lease node, to cancel on a loss.
 	lossMu sync.Mutex
 	live   map[string]*semHold
-}
-
-type semWaiter struct {
-	k     int
-	ready chan struct{} // closed under mu when the permits are taken for it
 }
 
 type semHold struct {
@@ -62,7 +56,10 @@ type semKey struct{ s *Semaphore }
 // configure the underlying zklock.Semaphore (its handler of losses is the
 // Semaphore's own).
 func NewSemaphore(s *zklock.Session, path string, n int, opts ...zklock.Option) (*Semaphore, error) {
-	sem := &Semaphore{n: n, free: n, done: make(chan struct{}), live: map[string]*semHold{}}
+	if n < 1 {
+		return nil, fmt.Errorf("%w: %d leases", ErrInvalidOption, n)
+	}
+	sem := &Semaphore{n: n, adm: newAdmission(int64(n)), done: make(chan struct{}), live: map[string]*semHold{}}
 	zopts := append(opts[:len(opts):len(opts)], zklock.WithLossHandler(sem.onZKLost))
 	z, err := zklock.NewSemaphore(s, path, n, zopts...)
 	if err != nil {
@@ -111,24 +108,8 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (context.Co
 	case k < 1 || k > sem.n:
 		return nil, false, fmt.Errorf("%w: %d of %d", ErrInvalidPermits, k, sem.n)
 	}
-	if err := ctx.Err(); err != nil {
+	if ok, err := sem.admit(ctx, k, wait); !ok || err != nil {
 		return nil, false, err
-	}
-	sem.mu.Lock()
-	switch {
-	case sem.closed:
-		sem.mu.Unlock()
-		return nil, false, ErrClosed
-	case len(sem.queue) == 0 && sem.free >= k:
-		sem.free -= k
-		sem.mu.Unlock()
-	case !wait:
-		sem.mu.Unlock()
-		return nil, false, nil
-	default:
-		if err := sem.waitGate(ctx, &semWaiter{k: k, ready: make(chan struct{})}); err != nil {
-			return nil, false, err
-		}
 	}
 	var lease *zklock.Lease
 	ok := true
@@ -139,9 +120,7 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (context.Co
 		lease, ok, err = sem.zk.TryAcquire(ctx, k)
 	}
 	if err != nil || !ok {
-		sem.mu.Lock()
-		sem.giveBackLocked(k)
-		sem.mu.Unlock()
+		sem.adm.release(int64(k))
 		return nil, false, fromZK(err)
 	}
 	if testHookSemPublish != nil {
@@ -156,6 +135,7 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (context.Co
 	if sem.closed {
 		sem.mu.Unlock()
 		_ = lease.Release()
+		sem.adm.release(int64(k))
 		return nil, false, ErrClosed
 	}
 	sem.lossMu.Lock()
@@ -174,51 +154,28 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (context.Co
 	return h.ctx, true, nil
 }
 
-// waitGate queues w until its permits are taken for it; mu is held on entry
-// and released on return.
-func (sem *Semaphore) waitGate(ctx context.Context, w *semWaiter) error {
-	sem.queue = append(sem.queue, w)
-	sem.mu.Unlock()
-	var err error
-	select {
-	case <-w.ready:
-		return nil
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-sem.done:
-		err = ErrClosed
+// admit takes k units of tier 1: waiting, or trying. It reports false
+// without an error when a try found them taken.
+func (sem *Semaphore) admit(ctx context.Context, k int, wait bool) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
 	}
+	if sem.isClosed() {
+		return false, ErrClosed
+	}
+	if !wait {
+		return sem.adm.tryAcquire(int64(k)), nil
+	}
+	if err := sem.adm.acquire(ctx, int64(k), sem.done); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+func (sem *Semaphore) isClosed() bool {
 	sem.mu.Lock()
 	defer sem.mu.Unlock()
-	select {
-	case <-w.ready: // given its permits as it gave up (under mu): hand them back
-		sem.giveBackLocked(w.k)
-	default:
-		for i, q := range sem.queue {
-			if q == w {
-				sem.queue = append(sem.queue[:i], sem.queue[i+1:]...)
-				break
-			}
-		}
-		sem.wakeLocked() // a large request leaving the head may let smaller ones go
-	}
-	return err
-}
-
-func (sem *Semaphore) giveBackLocked(k int) {
-	sem.free += k
-	sem.wakeLocked()
-}
-
-// wakeLocked serves the queue in order while the head's request fits.
-func (sem *Semaphore) wakeLocked() {
-	for len(sem.queue) > 0 && sem.queue[0].k <= sem.free {
-		w := sem.queue[0]
-		sem.queue[0] = nil
-		sem.queue = sem.queue[1:]
-		sem.free -= w.k
-		close(w.ready)
-	}
+	return sem.closed
 }
 
 // Release ends the hold held carries: its lease nodes are given up first
@@ -255,9 +212,7 @@ func (sem *Semaphore) Release(held context.Context) error {
 	sem.lossMu.Unlock()
 	h.cancel(errReleased)
 	err := h.lease.Release()
-	sem.mu.Lock()
-	sem.giveBackLocked(h.k)
-	sem.mu.Unlock()
+	sem.adm.release(int64(h.k)) // the lease nodes first, then the gate
 	if lossErr != nil && errors.Is(lossErr, ErrLockLost) && !errors.Is(err, ErrLockLost) {
 		err = lossErr
 	}
@@ -316,9 +271,7 @@ func (sem *Semaphore) InUse() int {
 	if sem == nil {
 		return 0
 	}
-	sem.mu.Lock()
-	defer sem.mu.Unlock()
-	return sem.n - sem.free
+	return int(sem.adm.inUse())
 }
 
 // testHookSemPublish, when a test sets it, runs in acquire between the

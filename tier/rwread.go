@@ -1,0 +1,287 @@
+package tier
+
+import (
+	"context"
+	"errors"
+
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// The read side of RWLock: readers admitted by tier 1 share the process's
+// read node; a downgrade moves the readers taken under a write hold onto a
+// read node of their own.
+
+func (rw *RWLock) rlock(ctx context.Context, wait bool) (context.Context, bool, error) {
+	if err := rw.check(ctx); err != nil {
+		return nil, false, err
+	}
+	rw.mu.Lock()
+	held, again, err := rw.reenterLocked(ctx, false)
+	switch {
+	case again:
+		rw.mu.Unlock()
+		return held, err == nil, err
+	case rw.closed:
+		rw.mu.Unlock()
+		return nil, false, ErrClosed
+	}
+	if w := rw.holdOfLocked(ctx, true); w != nil {
+		// Read under our own write hold: it rides on the write node, with
+		// no unit of its own (the writer has them all).
+		defer rw.mu.Unlock()
+		if w.ctx.Err() != nil {
+			return nil, false, context.Cause(w.ctx)
+		}
+		rw.downs++
+		h := rw.newHold(ctx, false, rw.wHold)
+		h.down = true
+		return h.ctx, true, nil
+	}
+	rw.mu.Unlock()
+	if ok, err := rw.admit(ctx, 1, wait); !ok || err != nil {
+		return nil, false, err
+	}
+	held, ok, err := rw.readNode(ctx, wait)
+	if !ok || err != nil {
+		rw.adm.release(1)
+	}
+	return held, ok, err
+}
+
+// readNode takes a reader, admitted with its unit, onto the process's read
+// node: it rides the held node, waits for the reader queueing it (or for a
+// node closed to riders to go), or queues it.
+func (rw *RWLock) readNode(ctx context.Context, wait bool) (context.Context, bool, error) {
+	mine := false // this reader queued the held node: nobody rode it before
+	for {
+		rw.mu.Lock()
+		var wake <-chan struct{}
+		switch rw.rState {
+		case rHeld:
+			if !mine {
+				switch rw.mayRideLocked(ctx) {
+				case rideAgain:
+					rw.mu.Unlock()
+					continue
+				case rideNo:
+					wake = rw.rGone
+				}
+			}
+			if wake == nil {
+				rw.riders++
+				h := rw.newHold(ctx, false, rw.rHold)
+				rw.mu.Unlock()
+				return h.ctx, true, nil
+			}
+		case rAcquiring:
+			wake = rw.rDone
+		default: // rIdle: this reader queues the node for all
+			if err := rw.queueReadNodeLocked(ctx, wait); err != nil || rw.rState != rHeld {
+				return nil, false, err
+			}
+			mine = true
+			continue
+		}
+		rw.mu.Unlock()
+		if !wait {
+			return nil, false, nil
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		case <-rw.done:
+			return nil, false, ErrClosed
+		}
+	}
+}
+
+// What mayRideLocked finds.
+const (
+	rideYes   = iota
+	rideNo    // the node is closed to riders: wait for rGone
+	rideAgain // the node changed meanwhile: look again
+)
+
+// mayRideLocked decides whether a new reader may ride the held read node:
+// not once a writer of another process is queued behind it, which would
+// wait for as long as overlapping local readers keep riding. The first
+// reader to see such a writer closes the node to riders (rClosed): the
+// readers on it finish, the last gives it up, and the readers waiting
+// meanwhile queue a new node behind the writer. mu is held; it is let go
+// during the check, which costs a children listing only when the queue
+// changed since the last one (zklock.RWLock.WriterWaiting). A lost node
+// is forgotten (its riders' contexts are cancelled) so that a new one is
+// queued.
+func (rw *RWLock) mayRideLocked(ctx context.Context) int {
+	zh := rw.rHold
+	select {
+	case <-zh.Lost():
+		rw.rState, rw.rHold = rIdle, nil
+		rw.openToRidersLocked()
+		return rideAgain
+	default:
+	}
+	if rw.rClosed {
+		return rideNo
+	}
+	rw.mu.Unlock()
+	waiting, err := rw.zk.WriterWaiting(ctx)
+	rw.mu.Lock()
+	switch {
+	case rw.rState != rHeld || rw.rHold != zh:
+		return rideAgain
+	case rw.rClosed:
+		return rideNo
+	case waiting || err != nil:
+		// An error leaves it unknown: stop riding, which costs a new node.
+		rw.rClosed = true
+		return rideNo
+	}
+	return rideYes
+}
+
+// openToRidersLocked ends a closure to riders, the read node being gone:
+// the readers waiting for that go on to queue a new one. mu is held.
+func (rw *RWLock) openToRidersLocked() {
+	if rw.rClosed {
+		rw.rClosed = false
+		close(rw.rGone)
+		rw.rGone = make(chan struct{})
+	}
+}
+
+// queueReadNodeLocked queues the process's read node for every local
+// reader; mu is held and released. On failure (an error, or a try that
+// found a writer first) rState stays rIdle.
+func (rw *RWLock) queueReadNodeLocked(ctx context.Context, wait bool) error {
+	rw.rState = rAcquiring
+	rw.rDone = make(chan struct{})
+	rw.mu.Unlock()
+	zh, ok, err := zkAcquire(ctx, rw.zk.ReadLock(), wait)
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	close(rw.rDone)
+	if err != nil || !ok {
+		rw.rState = rIdle
+		return fromZK(err)
+	}
+	rw.rState, rw.rHold = rHeld, zh
+	return nil
+}
+
+// leaveReaderLocked ends read hold h; mu is held and released. The last
+// rider gives the read node up, then its unit: the node first, then the
+// gate. The last downgraded reader of a deferred downgrade gives the write
+// node and the writer's units up.
+func (rw *RWLock) leaveReaderLocked(h *rwHold) error {
+	if h.down {
+		rw.downs--
+		zw := rw.wHold
+		if rw.downs > 0 || rw.writer != nil || zw == nil || rw.downgrading {
+			rw.mu.Unlock()
+			return nil
+		}
+		rw.wHold = nil
+		rw.mu.Unlock()
+		err := zw.Release()
+		rw.adm.release(rwUnits)
+		return err
+	}
+	rw.riders--
+	var err error
+	if rw.riders == 0 && rw.rState == rHeld {
+		err = rw.rHold.Release()
+		rw.rState, rw.rHold = rIdle, nil
+		rw.openToRidersLocked()
+	}
+	rw.mu.Unlock()
+	rw.adm.release(1)
+	return err
+}
+
+// endWriteLocked ends the write hold; mu is held and released. With read
+// holds taken under it left, it downgrades: a read node is tried, and if
+// it goes at once the readers move onto it and the write node goes;
+// otherwise the write node, and the writer's units, stay until the last of
+// those readers leaves.
+func (rw *RWLock) endWriteLocked() error {
+	rw.writer = nil
+	zw := rw.wHold
+	if rw.downs == 0 {
+		rw.wHold = nil
+		rw.mu.Unlock()
+		err := zw.Release()
+		rw.adm.release(rwUnits)
+		return err
+	}
+	rw.downgrading = true // the readers left may leave meanwhile, and leave the nodes to us
+	rw.mu.Unlock()
+	zr, ok, terr := rw.zk.ReadLock().TryAcquire(context.Background())
+	rw.mu.Lock()
+	rw.downgrading = false
+	if terr != nil || !ok {
+		// A writer of another process queued between our write node and
+		// the read node (or the try failed): keep the write node until
+		// the last reader leaves.
+		rw.log.Debug("downgrade deferred: keeping the write node for the readers", "err", terr)
+		if rw.downs > 0 {
+			rw.mu.Unlock()
+			return nil
+		}
+		rw.wHold = nil
+		rw.mu.Unlock()
+		err := zw.Release()
+		rw.adm.release(rwUnits)
+		return err
+	}
+	if testHookDowngrade != nil {
+		testHookDowngrade(zr.Node())
+	}
+	moved := rw.moveDownsLocked(zr)
+	rw.wHold = nil
+	var err error
+	if moved == 0 {
+		// They all left during the try: nobody rides the read node.
+		err = zr.Release()
+	} else {
+		rw.riders += moved
+		rw.rState, rw.rHold = rHeld, zr
+	}
+	rw.mu.Unlock()
+	err = errors.Join(zw.Release(), err)
+	// The moved readers keep a unit each; the rest of the writer's go.
+	rw.adm.release(rwUnits - int64(moved))
+	return err
+}
+
+// moveDownsLocked moves the read holds riding the write node onto zr and
+// makes them ordinary riders, each now counting one unit of the writer's;
+// mu is held. A loss of zr before they moved found none of them riding
+// it: it is applied here (the loss handler runs after Lost is closed, and
+// we look at Lost after the move, so one of the two sees the other).
+func (rw *RWLock) moveDownsLocked(zr *zklock.Hold) int {
+	var moved []*rwHold
+	rw.lossMu.Lock()
+	for h := range rw.live {
+		if h.down {
+			h.node, h.token, h.down = zr.Node(), zr.Token(), false
+			moved = append(moved, h)
+		}
+	}
+	rw.lossMu.Unlock()
+	rw.downs = 0
+	select {
+	case <-zr.Lost():
+		cause := lossCause(zr)
+		for _, h := range moved {
+			h.cancel(cause)
+		}
+	default:
+	}
+	return len(moved)
+}
+
+// testHookDowngrade, when a test sets it, runs in a downgrade between the
+// read node's grant and the move of the readers onto it.
+var testHookDowngrade func(readNode string)
