@@ -1,9 +1,10 @@
 package zklock
 
 import (
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -170,9 +171,15 @@ func validSegment(seg string) error {
 
 // newGUID returns a random (version 4) UUID in its canonical 36-character
 // form with dashes, as Curator writes it.
+//
+// The GUID only has to be unique (protection mode finds our node by it),
+// not secret, so it comes from math/rand/v2's generator, which the runtime
+// seeds from the system's entropy and keeps per thread: no system call per
+// acquisition.
 func newGUID() string {
 	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	binary.LittleEndian.PutUint64(b[0:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(b[8:16], rand.Uint64())
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	var s [36]byte

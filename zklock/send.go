@@ -47,9 +47,9 @@ type inflight struct {
 }
 
 const (
-	minInflight   = 8
-	startInflight = 64
-	maxInflight   = 1024 // well below the tap's ring: see wireTap
+	minInflight   = 16
+	startInflight = 256
+	maxInflight   = 2048 // well below the tap's ring: see wireTap
 )
 
 // acquire admits k requests (1 or 2), waiting in order behind earlier

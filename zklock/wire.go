@@ -58,7 +58,7 @@ type wireTap struct {
 // ringSize bounds how many writes a request's reply may come after its
 // own write and still renew the lease: the requests in flight are bounded
 // well below it (see inflight).
-const ringSize = 4096
+const ringSize = 8192
 
 type wireWaiter struct {
 	ops  []int32
@@ -246,7 +246,18 @@ type tappedConn struct {
 	watchesOutOnce sync.Once
 	closed         chan struct{} // closed by Close
 	closeOnce      sync.Once
+
+	// Read buffers what the socket has: go-zookeeper reads every reply
+	// in two reads (its length, then the rest), and under load several
+	// replies and events arrive together, so one system call serves
+	// them. Only one goroutine reads at a time (go-zookeeper's connecting
+	// goroutine, then its receive loop).
+	rbuf [readBuffer]byte
+	r, w int // rbuf[r:w] is read from the socket and not yet returned
 }
+
+// readBuffer is the size of a connection's read buffer.
+const readBuffer = 32 << 10
 
 // setWatchesWait bounds how long the first response after a connect is
 // held for setWatches (see Read): longer than go-zookeeper needs to send
@@ -270,11 +281,29 @@ func (c *tappedConn) Read(b []byte) (int, error) {
 		c.released = true
 		c.awaitSetWatches()
 	}
-	n, err := c.Conn.Read(b)
+	n, err := c.buffered(b)
 	if c.respLen == 0 || c.nread < c.respLen {
 		c.readHandshake(b[:n])
 	}
 	return n, err
+}
+
+// buffered fills b from the read buffer, reading the socket when it is
+// empty (straight into b when b is at least as large).
+func (c *tappedConn) buffered(b []byte) (int, error) {
+	if c.r == c.w {
+		if len(b) >= len(c.rbuf) {
+			return c.Conn.Read(b)
+		}
+		n, err := c.Conn.Read(c.rbuf[:])
+		c.r, c.w = 0, n
+		if n == 0 {
+			return 0, err
+		}
+	}
+	n := copy(b, c.rbuf[c.r:c.w])
+	c.r += n
+	return n, nil
 }
 
 // awaitSetWatches holds the first response after a connect (see Read).
