@@ -14,8 +14,11 @@ import (
 func (s *Session) queued(delta int) {
 	s.mu.Lock()
 	s.waiting += delta
+	// The renewer only needs waking when the session becomes active: it
+	// then keeps itself awake while anything has a node.
+	wake := delta > 0 && s.waiting == delta && len(s.holds) == 0
 	s.mu.Unlock()
-	if delta > 0 {
+	if wake {
 		s.lease.wake()
 	}
 }
