@@ -92,3 +92,39 @@ func TestLeaseCapAfterSilence(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A busy session needs no sync: every write that succeeds renews the lease
+// from its send time, so a session that acquires and releases without a
+// pause for several lease periods sends no sync at all, and loses no hold.
+func TestBusySessionSendsNoSync(t *testing.T) {
+	s := connect(t, zktest.Servers(t), zklock.WithSessionTimeout(2*time.Second)) // lease period 250 ms
+	l := newLock(t, s, zktest.Path(t))
+	ctx := ctxT(t, 30*time.Second)
+	h, err := l.Acquire(ctx) // the first hold starts the renewer
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	before := zklock.Written(s, zklock.OpSync)
+	n := 0
+	for start := time.Now(); time.Since(start) < 2*time.Second; n++ {
+		h, err := l.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Release(); err != nil {
+			t.Fatalf("release %d: %v", n, err)
+		}
+	}
+	syncs := zklock.Written(s, zklock.OpSync) - before
+	t.Logf("%d acquisitions in 2 s (8 lease periods), %d syncs, lease %+v", n, syncs, s.LeaseStats())
+	if syncs > 0 {
+		t.Errorf("a busy session sent %d syncs: its writes should have renewed the lease", syncs)
+	}
+	if st := s.LeaseStats(); st.Lapses > 0 || st.Waits > 0 {
+		t.Errorf("lease waits or lapses on a busy session: %+v", st)
+	}
+}
