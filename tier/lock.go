@@ -242,39 +242,6 @@ func (l *Lock) onZKLost(node string, cause error) {
 	l.notify(Event{Kind: Lost, Err: err})
 }
 
-// onZKRevoked is zklock's revocation handler: it runs when a revocation
-// request for the node is seen (on a goroutine of the session's, after
-// the node's zkRevoked channel is closed) and tells the hold riding on
-// that node, if it is current; a hold that becomes current later finds
-// the channel closed (enter). Sequential consistency of the atomics makes
-// one of the two see the other: enter stores the hold, then reads the
-// channel; this closes the channel, then loads the hold.
-func (l *Lock) onZKRevoked(node string) {
-	if h := l.current.Load(); h != nil && h.node == node {
-		h.revoke()
-	}
-	l.notify(Event{Kind: Revoked})
-}
-
-// notify tells the observer of ev from a goroutine of its own (the zklock
-// handlers that call it must not block), unless Close has begun: Close
-// waits for the notifications already started.
-func (l *Lock) notify(ev Event) {
-	if l.cfg.observer == nil {
-		return
-	}
-	l.obsMu.Lock()
-	defer l.obsMu.Unlock()
-	if l.obsClosed {
-		return
-	}
-	l.notifying.Add(1)
-	go func() {
-		defer l.notifying.Done()
-		l.observe(ev)
-	}()
-}
-
 // dropZK gives up the node (gate holder only) and returns Release's error.
 func (l *Lock) dropZK() error {
 	zh := l.zkHold
@@ -394,58 +361,6 @@ func (l *Lock) handoffAllowed() bool {
 	}
 }
 
-// Revoked returns a channel that is closed when a revocation request for
-// the hold held carries arrives (see WithRevocable): the holder was asked
-// to release. It is a request, not a cancellation: held stays live, and
-// the hold lasts until the holder's Release. The channel is nil (it never
-// closes) for a lock made without WithRevocable, and closed when held does
-// not carry a current hold of this lock (a foreign or released context, a
-// nil one, a closed lock), so that a caller selecting on it finds out.
-func (l *Lock) Revoked(held context.Context) <-chan struct{} {
-	if l == nil || held == nil {
-		return closedChan
-	}
-	h := l.holdOf(held)
-	if h == nil {
-		return closedChan
-	}
-	return h.revoked // nil without WithRevocable
-}
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
-// Token returns the fencing token of the hold held carries: the zxid that
-// orders this hold among all holders of the path (see zklock.Lock.Token).
-// Local hand-offs keep the node, and so the token.
-func (l *Lock) Token(held context.Context) (int64, error) {
-	if l == nil {
-		return 0, errNil("Lock")
-	}
-	if held == nil {
-		return 0, ErrNilContext
-	}
-	h := l.holdOf(held)
-	if h == nil {
-		if l.closed.Load() && held.Value(holdKey{l}) != nil {
-			return 0, ErrClosed
-		}
-		return 0, ErrNotHolder
-	}
-	return h.token, nil
-}
-
-// HoldCount reports how many times the hold ctx carries has been acquired
-// and not yet released: 0 when ctx does not hold this lock.
-func (l *Lock) HoldCount(ctx context.Context) int {
-	if l == nil || ctx == nil {
-		return 0
-	}
-	if h := l.holdOf(ctx); h != nil {
-		return int(h.count.Load())
-	}
-	return 0
-}
-
 // Close ends the lock: a current hold is cancelled (cause ErrClosed) and its
 // node released, waiters get ErrClosed, and later calls return ErrClosed.
 // Close is idempotent.
@@ -471,11 +386,4 @@ func (l *Lock) Close() error {
 	l.obsMu.Unlock()
 	l.notifying.Wait()
 	return err
-}
-
-func (l *Lock) observe(ev Event) {
-	if l.cfg.observer != nil {
-		ev.Path = l.Path()
-		l.cfg.observer(ev)
-	}
 }

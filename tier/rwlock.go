@@ -329,22 +329,6 @@ func (rw *RWLock) release(held context.Context, write bool) error {
 	return err
 }
 
-// HoldCount reports how many times the hold held carries (its read hold
-// if it carries one, else its write hold) was taken and not yet released:
-// 0 when it carries no current hold of this lock.
-func (rw *RWLock) HoldCount(held context.Context) int {
-	if rw == nil || held == nil {
-		return 0
-	}
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	_, read := held.Value(rwKey{rw, false}).(*rwHold)
-	if h := rw.holdOfLocked(held, !read); h != nil {
-		return h.count
-	}
-	return 0
-}
-
 // onZKLost is zklock's loss handler for both nodes: it cancels the held
 // contexts riding on the lost node, at once (possibly on go-zookeeper's
 // event goroutine; it takes only lossMu).
@@ -357,38 +341,6 @@ func (rw *RWLock) onZKLost(node string, cause error) {
 			h.cancel(err)
 		}
 	}
-}
-
-// Token returns the fencing token of the hold held carries: for a write
-// hold, the write node's (strictly increasing across writers of the path);
-// for a read hold, the node it rides on.
-func (rw *RWLock) Token(held context.Context) (int64, error) {
-	if err := rw.check(held); err != nil {
-		return 0, err
-	}
-	_, read := held.Value(rwKey{rw, false}).(*rwHold)
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	if h := rw.holdOfLocked(held, !read); h != nil {
-		rw.lossMu.Lock()
-		defer rw.lossMu.Unlock()
-		return h.token, nil
-	}
-	if rw.closed {
-		return 0, ErrClosed
-	}
-	return 0, ErrNotHolder
-}
-
-// Readers reports how many local read holds stand (on the read node, or
-// on the write node after a downgrade).
-func (rw *RWLock) Readers() int {
-	if rw == nil {
-		return 0
-	}
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	return rw.riders + rw.downs
 }
 
 // Close ends the lock: holds are cancelled (cause ErrClosed) and their

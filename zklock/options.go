@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -179,4 +180,28 @@ func (m minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (m minLevel) WithGroup(name string) slog.Handler {
 	return minLevel{m.Handler.WithGroup(name), m.min}
+}
+
+// cleanServers trims the server addresses and refuses an empty list or an
+// empty entry. An address without a port means ZooKeeper's 2181.
+func cleanServers(servers []string) ([]string, error) {
+	out := make([]string, 0, len(servers))
+	for _, a := range servers {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			return nil, fmt.Errorf("%w: empty server address in %q", ErrInvalidOption, servers)
+		}
+		out = append(out, a)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no servers", ErrInvalidOption)
+	}
+	return out, nil
+}
+
+// zkLogger routes go-zookeeper's log lines to slog.
+type zkLogger struct{ l *slog.Logger }
+
+func (z zkLogger) Printf(format string, args ...any) {
+	z.l.Debug(fmt.Sprintf(format, args...), "component", "go-zookeeper")
 }

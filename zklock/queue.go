@@ -88,36 +88,6 @@ func (l *Lock) enqueue(ctx context.Context, wait bool) (queued, error) {
 	return l.enqueueAgain(ctx, guid, prefix, err)
 }
 
-// takeDelete returns the pending delete of the session that our create
-// carries, after waiting until this path's delete is on the wire (see
-// Session.takeDelete). TryAcquire does not wait through a disconnection:
-// the lock counts as taken (by our own old node) until the delete can be
-// sent.
-func (l *Lock) takeDelete(ctx context.Context, wait bool) (*pendingDelete, error) {
-	s := l.s
-	for {
-		d, inFlight := s.takeDelete(l.path)
-		if inFlight == nil {
-			return d, nil
-		}
-		changed := s.stateChanged()
-		if !wait && s.State() != StateConnected {
-			select {
-			case <-inFlight:
-				continue
-			default:
-				return nil, errBusyDelete
-			}
-		}
-		select { // microseconds while connected: the delete is being written
-		case <-inFlight:
-		case <-changed:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
 // createAndList is one create of our node (carrying stale's delete, or
 // else another path's pending delete) with the listing pipelined behind
 // it. The two are admitted together, and the other path's delete is taken

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,23 +125,6 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 // that cannot be reached makes it fail after this long, with the last dial
 // error in its error, instead of waiting for ever.
 const ConnectTimeout = 10 * time.Second
-
-// cleanServers trims the server addresses and refuses an empty list or an
-// empty entry. An address without a port means ZooKeeper's 2181.
-func cleanServers(servers []string) ([]string, error) {
-	out := make([]string, 0, len(servers))
-	for _, a := range servers {
-		a = strings.TrimSpace(a)
-		if a == "" {
-			return nil, fmt.Errorf("%w: empty server address in %q", ErrInvalidOption, servers)
-		}
-		out = append(out, a)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: no servers", ErrInvalidOption)
-	}
-	return out, nil
-}
 
 // NewSession wraps a connection the caller already has; Close leaves conn
 // open. Since the callback that go-zookeeper calls for every event can only
@@ -412,11 +394,4 @@ func (g *group) wait() {
 	if z != nil {
 		<-z
 	}
-}
-
-// zkLogger routes go-zookeeper's log lines to slog.
-type zkLogger struct{ l *slog.Logger }
-
-func (z zkLogger) Printf(format string, args ...any) {
-	z.l.Debug(fmt.Sprintf(format, args...), "component", "go-zookeeper")
 }

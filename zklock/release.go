@@ -1,0 +1,285 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Releases: a released node's delete waits for the session's next create,
+// or for the flusher, and is guaranteed: retried until the node or its
+// session is gone.
+
+// deletes are the session's releases whose delete is not on the wire yet,
+// so that a create of the session can carry one in its multi, and so that
+// the session never has two nodes queued on one path: a create on a path
+// waits until the path's delete is on the wire, and ZooKeeper applies a
+// session's requests in the order they arrive.
+type deletes struct {
+	mu     sync.Mutex
+	byPath map[string]*pendingDelete // by lock path: one at most, see above
+	order  []*pendingDelete          // those not taken yet, oldest first (taken ones are skipped)
+	kick   chan struct{}             // wakes the flusher
+}
+
+// pendingDelete is a released node not yet deleted: waiting (sent == nil)
+// or taken, by a create's multi or the flusher (sent closes once it is on
+// the wire, or over).
+type pendingDelete struct {
+	path, node string
+	owner      int64 // the session that created node
+	sent       chan struct{}
+}
+
+func (s *Session) initDeletes() {
+	s.dels.byPath = make(map[string]*pendingDelete)
+	s.dels.kick = make(chan struct{}, 1)
+}
+
+// queueDelete schedules the delete of node, released or abandoned on the
+// lock at path. It does not wait: the delete goes with the session's next
+// create, or with the flusher a scheduling delay later. Either way it is
+// guaranteed: retried, whatever the error, until the node is gone or its
+// session is over.
+func (s *Session) queueDelete(path, node string, owner int64) {
+	d := &pendingDelete{path: path, node: node, owner: owner}
+	if s.cfg.noPipelining || s.tap == nil {
+		s.deleteSerial(d)
+		return
+	}
+	s.dels.mu.Lock()
+	if old := s.dels.byPath[path]; old != nil && old.sent == nil {
+		s.deleteInBackground(old.node, old.owner) // cannot happen: a create takes it first
+	}
+	s.dels.byPath[path] = d
+	s.dels.order = append(s.dels.order, d)
+	s.dels.mu.Unlock()
+	select {
+	case s.dels.kick <- struct{}{}:
+	default:
+	}
+}
+
+// deleteSerial deletes d's node without folding: the entry is in flight at
+// once, and stays until the delete is done, so that the next create on the
+// path waits for it.
+func (s *Session) deleteSerial(d *pendingDelete) {
+	d.sent = make(chan struct{})
+	s.dels.mu.Lock()
+	s.dels.byPath[d.path] = d
+	s.dels.mu.Unlock()
+	s.goBackground(func() {
+		s.deleteGuaranteed(d.node, d.owner)
+		s.deleteSent(d)
+	})
+}
+
+// takeDelete returns, for a create on path, this path's pending delete,
+// which it must carry in its multi, or a channel to wait on while it is
+// being written.
+func (s *Session) takeDelete(path string) (take *pendingDelete, inFlight <-chan struct{}) {
+	s.dels.mu.Lock()
+	defer s.dels.mu.Unlock()
+	if d := s.dels.byPath[path]; d != nil {
+		if d.sent != nil {
+			return nil, d.sent
+		}
+		d.sent = make(chan struct{})
+		return d, nil
+	}
+	return nil, nil
+}
+
+// takeOther returns the oldest pending delete, of any path, for a create
+// about to be sent (admitted already, so that the delete is not held up
+// by the bound): one log write on the server instead of two.
+func (s *Session) takeOther() *pendingDelete {
+	s.dels.mu.Lock()
+	defer s.dels.mu.Unlock()
+	for len(s.dels.order) > 0 {
+		d := s.dels.order[0]
+		s.dels.order[0] = nil
+		s.dels.order = s.dels.order[1:]
+		if d.sent == nil {
+			d.sent = make(chan struct{})
+			return d
+		}
+	}
+	return nil
+}
+
+// deleteSent marks d on the wire (or over): a create on its path may go.
+func (s *Session) deleteSent(d *pendingDelete) {
+	s.dels.mu.Lock()
+	if s.dels.byPath[d.path] == d {
+		delete(s.dels.byPath, d.path)
+	}
+	s.dels.mu.Unlock()
+	close(d.sent)
+}
+
+// untake gives back a delete a create took but did not send (its multi was
+// refused, or ctx ended first): it is sent on its own, guaranteed.
+func (s *Session) untake(d *pendingDelete) {
+	s.deleteInBackground(d.node, d.owner)
+	s.deleteSent(d)
+}
+
+// flushDeletes is the session's flusher: woken by a release, it yields
+// once, so that an acquisition about to run can take the delete into its
+// create, then sends every delete still waiting, several in one multi.
+func (s *Session) flushDeletes() {
+	for {
+		select {
+		case <-s.dels.kick:
+		case <-s.ctx.Done():
+			return
+		}
+		runtime.Gosched() // the scheduling delay: see above
+		var batch []*pendingDelete
+		s.dels.mu.Lock()
+		for _, d := range s.dels.order {
+			if d.sent == nil {
+				d.sent = make(chan struct{})
+				batch = append(batch, d)
+			}
+		}
+		s.dels.order = s.dels.order[:0]
+		s.dels.mu.Unlock()
+		if len(batch) > 0 {
+			s.sendDeletes(batch)
+		}
+	}
+}
+
+// sendDeletes sends batch (a delete, or a multi of them) and returns once
+// it is on the wire; a failure falls back to a guaranteed delete each.
+func (s *Session) sendDeletes(batch []*pendingDelete) {
+	req := func() error {
+		var err error
+		if len(batch) == 1 {
+			err = s.conn.Delete(batch[0].node, -1)
+		} else {
+			ops := make([]any, len(batch))
+			for i, d := range batch {
+				ops[i] = &zk.DeleteRequest{Path: d.node, Version: -1}
+			}
+			_, err = s.conn.Multi(ops...)
+		}
+		if err != nil && !(len(batch) == 1 && errors.Is(err, zk.ErrNoNode)) {
+			for _, d := range batch {
+				s.deleteInBackground(d.node, d.owner)
+			}
+		}
+		return err
+	}
+	op := opDelete
+	if len(batch) > 1 {
+		op = opMulti
+	}
+	// Exempt from the bound: a delete lets others in, and is never what
+	// makes a backlog (there is one per hold).
+	s.pipelined(s.ctx, batch[0].node, false, true, req, op)
+	for _, d := range batch {
+		s.deleteSent(d)
+	}
+}
+
+// takeDelete returns the pending delete of the session that our create
+// carries, after waiting until this path's delete is on the wire (see
+// Session.takeDelete). TryAcquire does not wait through a disconnection:
+// the lock counts as taken (by our own old node) until the delete can be
+// sent.
+func (l *Lock) takeDelete(ctx context.Context, wait bool) (*pendingDelete, error) {
+	s := l.s
+	for {
+		d, inFlight := s.takeDelete(l.path)
+		if inFlight == nil {
+			return d, nil
+		}
+		changed := s.stateChanged()
+		if !wait && s.State() != StateConnected {
+			select {
+			case <-inFlight:
+				continue
+			default:
+				return nil, errBusyDelete
+			}
+		}
+		select { // microseconds while connected: the delete is being written
+		case <-inFlight:
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// deleteGuaranteed deletes node, created by session owner, retrying
+// whatever the error until the node is gone or its session is over
+// (Curator's guaranteed delete). A session is over when the client holds
+// another one (the server expired it, and its ephemeral nodes with it), or
+// when the client has had no session for twice the session timeout (the
+// server has expired it by then; this also ends the loop when the caller's
+// connection was closed under a NewSession), or when the Session closed a
+// connection of its own (the server then ends the session at once).
+func (s *Session) deleteGuaranteed(node string, owner int64) {
+	s.untilSessionOver(owner, func() (bool, error) {
+		err := s.conn.Delete(node, -1)
+		if refusal(err) && !errors.Is(err, zk.ErrNoNode) {
+			s.log.Warn("lock node delete refused; retrying", "node", node, "err", err)
+		}
+		return err == nil || errors.Is(err, zk.ErrNoNode), err
+	})
+}
+
+// untilSessionOver runs op, backing off between attempts, until it reports
+// done or session owner is over (see deleteGuaranteed), whatever errors op
+// meets. Closing the Session does not stop it unless the Session owns the
+// connection.
+func (s *Session) untilSessionOver(owner int64, op func() (done bool, err error)) {
+	b := s.newBackOff()
+	var downSince time.Time
+	for {
+		// While the connection is down the request would only be queued,
+		// to go out first thing on the next connection (where go-zookeeper
+		// races with its own re-arming of watches): wait instead.
+		if s.conn.State() == zk.StateHasSession {
+			if done, _ := op(); done {
+				return
+			}
+		}
+		if s.hardStopped() {
+			return
+		}
+		if id := s.conn.SessionID(); id != owner && owner != 0 {
+			return
+		}
+		if s.conn.State() != zk.StateHasSession {
+			if downSince.IsZero() {
+				downSince = time.Now()
+			} else if time.Since(downSince) > 2*s.timeout() {
+				return
+			}
+		} else {
+			downSince = time.Time{}
+		}
+		t := time.NewTimer(b.NextBackOff())
+		select {
+		case <-t.C:
+		case <-s.hardStop:
+			t.Stop()
+			return
+		}
+	}
+}
+
+// deleteInBackground runs deleteGuaranteed on a goroutine the session
+// tracks.
+func (s *Session) deleteInBackground(node string, owner int64) {
+	s.goBackground(func() { s.deleteGuaranteed(node, owner) })
+}
