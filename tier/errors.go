@@ -2,6 +2,8 @@ package tier
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -77,14 +79,33 @@ var (
 // transaction at the server, by index, with the server's error.
 type OpError = zklock.OpError
 
-// fromZK maps zklock's ErrClosed, which a wait of ours gets when our own
-// Close ends it, to this package's ErrClosed.
+// fromZK presents an error of package zklock as this package's: zklock's
+// ErrClosed, which a wait of ours gets when our own Close ends it, is this
+// package's ErrClosed, and any other error names this package, the one
+// called (see tierError). nil stays nil.
 func fromZK(err error) error {
-	if errors.Is(err, zklock.ErrClosed) {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, zklock.ErrClosed):
 		return ErrClosed
 	}
-	return err
+	return tierError{err}
 }
+
+// tierError is an error of package zklock returned by this package: its
+// message begins with "tier: " and says nothing of zklock, while errors.Is
+// and errors.As see the original (the sentinels are the same values).
+type tierError struct{ err error }
+
+func (e tierError) Error() string {
+	return "tier: " + strings.ReplaceAll(e.err.Error(), "zklock: ", "")
+}
+
+func (e tierError) Unwrap() error { return e.err }
+
+// lossErr is the cause of a held context whose ZooKeeper hold was lost.
+func lossErr(cause error) error { return fromZK(fmt.Errorf("%w: %w", ErrLockLost, cause)) }
 
 // errReleased is the cause of a held context cancelled by its Release.
 var errReleased = errors.New("tier: lock released")

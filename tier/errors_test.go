@@ -1,10 +1,13 @@
 package tier_test
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"fmt"
 	"testing"
 
+	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/tier"
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -79,5 +82,33 @@ func TestTierString(t *testing.T) {
 		if got := tr.String(); got != want {
 			t.Errorf("Tier(%d).String() = %q, want %q", int(tr), got, want)
 		}
+	}
+}
+
+// Errors of tier calls name tier, the package called, whatever package
+// they came from; errors.Is still sees the sentinels (issue 23).
+func TestErrorsNameTier(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	r, err := tier.NewRegistry(s, zktest.Path(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	_, err = r.Acquire(context.Background(), "")
+	if !errors.Is(err, tier.ErrInvalidPath) || !strings.HasPrefix(err.Error(), "tier: ") || strings.Contains(err.Error(), "zklock") {
+		t.Errorf("a bad key: %q; want a tier error matching ErrInvalidPath", err)
+	}
+	if _, err := tier.New(s, "relative/path"); !errors.Is(err, tier.ErrInvalidPath) || !strings.HasPrefix(err.Error(), "tier: ") {
+		t.Errorf("a bad path: %q; want a tier error matching ErrInvalidPath", err)
+	}
+	if _, err := tier.NewRWLock(s, "/zookeeper/x"); !errors.Is(err, tier.ErrInvalidPath) || !strings.HasPrefix(err.Error(), "tier: ") {
+		t.Errorf("NewRWLock on a reserved path: %q", err)
+	}
+	s.Close()
+	if _, err := tier.NewRegistry(s, zktest.Path(t)); !errors.Is(err, tier.ErrSessionClosed) {
+		t.Errorf("NewRegistry after Close: %v; want ErrSessionClosed, as tier.New", err)
+	}
+	if _, err := tier.New(s, zktest.Path(t)); !errors.Is(err, tier.ErrSessionClosed) {
+		t.Errorf("New after Close: %v; want ErrSessionClosed", err)
 	}
 }

@@ -49,7 +49,7 @@ func (r *registry[T]) init(s *zklock.Session, root string, mk func(path string) 
 		return ErrNilSession
 	}
 	if err := zklock.ValidatePath(root); err != nil {
-		return err
+		return fromZK(err)
 	}
 	select {
 	case <-s.Done():
@@ -134,7 +134,7 @@ func (r *registry[T]) holdCount(held context.Context) int {
 
 func (k *keyed[T]) ref(key string) (*keyedEntry[T], error) {
 	if err := zklock.ValidateKey(key); err != nil {
-		return nil, err
+		return nil, fromZK(err)
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -145,7 +145,7 @@ func (k *keyed[T]) ref(key string) (*keyedEntry[T], error) {
 	if e == nil {
 		v, err := k.mk(key)
 		if err != nil {
-			return nil, err
+			return nil, fromZK(err)
 		}
 		e = &keyedEntry[T]{key: key, v: v}
 		k.m[key] = e

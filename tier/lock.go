@@ -73,7 +73,7 @@ func newLock(s *zklock.Session, path string, cfg config) (*Lock, error) {
 	}
 	zl, err := zklock.New(s, path, opts...)
 	if err != nil {
-		return nil, err
+		return nil, fromZK(err)
 	}
 	l.zk = zl
 	return l, nil
@@ -223,7 +223,7 @@ func zkAcquire(ctx context.Context, zl *zklock.Lock, wait bool) (*zklock.Hold, b
 // lossCause is why zh was lost.
 func lossCause(zh *zklock.Hold) error {
 	if err := zh.Err(); err != nil {
-		return err
+		return fromZK(err)
 	}
 	return ErrLockLost
 }
@@ -235,7 +235,7 @@ func lossCause(zh *zklock.Hold) error {
 // on another node (a later acquisition) is left alone. The observer, user
 // code, is told from a goroutine of its own.
 func (l *Lock) onZKLost(node string, cause error) {
-	err := fmt.Errorf("%w: %w", ErrLockLost, cause)
+	err := lossErr(cause)
 	if h := l.current.Load(); h != nil && h.node == node {
 		h.cancel(err)
 	}
@@ -310,7 +310,7 @@ func (l *Lock) leave(txnsOver <-chan struct{}) error {
 	}
 	l.g.release(1)
 	if err != nil {
-		return fmt.Errorf("tier: release %s: %w", l.Path(), err)
+		return fromZK(fmt.Errorf("release %s: %w", l.Path(), err))
 	}
 	return nil
 }

@@ -115,7 +115,7 @@ func NewRWLock(s *zklock.Session, path string, opts ...zklock.Option) (*RWLock, 
 	zopts := append(opts[:len(opts):len(opts)], zklock.WithLossHandler(rw.onZKLost))
 	z, err := zklock.NewRWLock(s, path, zopts...)
 	if err != nil {
-		return nil, err
+		return nil, fromZK(err)
 	}
 	rw.zk = z
 	return rw, nil
@@ -324,7 +324,7 @@ func (rw *RWLock) release(held context.Context, write bool) error {
 		err = lossErr
 	}
 	if err != nil && !errors.Is(err, ErrLockLost) {
-		err = fmt.Errorf("tier: release %s: %w", rw.Path(), err)
+		err = fromZK(fmt.Errorf("release %s: %w", rw.Path(), err))
 	}
 	return err
 }
@@ -333,7 +333,7 @@ func (rw *RWLock) release(held context.Context, write bool) error {
 // contexts riding on the lost node, at once (possibly on go-zookeeper's
 // event goroutine; it takes only lossMu).
 func (rw *RWLock) onZKLost(node string, cause error) {
-	err := fmt.Errorf("%w: %w", ErrLockLost, cause)
+	err := lossErr(cause)
 	rw.lossMu.Lock()
 	defer rw.lossMu.Unlock()
 	for h := range rw.live {

@@ -63,7 +63,7 @@ func NewSemaphore(s *zklock.Session, path string, n int, opts ...zklock.Option) 
 	zopts := append(opts[:len(opts):len(opts)], zklock.WithLossHandler(sem.onZKLost))
 	z, err := zklock.NewSemaphore(s, path, n, zopts...)
 	if err != nil {
-		return nil, err
+		return nil, fromZK(err)
 	}
 	sem.zk = z
 	return sem, nil
@@ -211,7 +211,7 @@ func (sem *Semaphore) Release(held context.Context) error {
 	}
 	sem.lossMu.Unlock()
 	h.cancel(errReleased)
-	err := h.lease.Release()
+	err := fromZK(h.lease.Release())
 	sem.adm.release(int64(h.k)) // the lease nodes first, then the gate
 	if lossErr != nil && errors.Is(lossErr, ErrLockLost) && !errors.Is(err, ErrLockLost) {
 		err = lossErr
@@ -279,7 +279,7 @@ func (sem *Semaphore) InUse() int {
 var testHookSemPublish func(*Semaphore)
 
 func (sem *Semaphore) onZKLost(node string, cause error) {
-	err := fmt.Errorf("%w: %w", ErrLockLost, cause)
+	err := lossErr(cause)
 	sem.lossMu.Lock()
 	defer sem.lossMu.Unlock()
 	if h := sem.live[node]; h != nil {
