@@ -152,7 +152,8 @@
 // worker killed in the middle of a hold. The independent checker (package
 // internal/exclusion, which the tier tests use too) then reads all of them and reports, per lock path,
 // overlapping holds, fencing tokens that go backwards, and holds entered but
-// never left.
+// never left; in runs with faults, also holds whose loss was seen after the
+// next grant, and stale writes that landed (below).
 //
 // Tokens are zxids for tier and zklock (see zklock.Lock.Token) and, for
 // gozk, the lock node's sequence number (zk.Lock keeps it in an unexported
@@ -202,14 +203,66 @@
 //     hold.
 //   - stall: one worker's writes are blocked (faultproxy.Stall) while the
 //     server's bytes flow, for longer than the session timeout.
+//   - pause: SIGSTOP one worker while it holds a lock, for the session
+//     timeout + 1-2s and until a later holder of its path has written to
+//     the fenced store (at most 10s more), then SIGCONT it: a process
+//     paused past its session (a long garbage collection, a debugger, a
+//     frozen virtual machine). The server expires its session and grants
+//     the lock to another worker meanwhile; the paused one cannot know. On
+//     waking it writes at once, before looking at its lock (a holder
+//     paused between its check and its write), through its lock's guarded
+//     transaction and to the fenced store; both writes must be refused
+//     (the guarded one by the server, its node being gone, or by the lock,
+//     which may learn of the loss first; the fenced one by the fence, a
+//     later token having been admitted), and the holder must see its hold
+//     lost within the session timeout of waking. The fault log says how
+//     each write ended and when the loss was seen.
 //
 // Workers in fault runs record when they saw each hold lost (the held
 // context cancelled, CLOCK_MONOTONIC); the checker reports a late-loss
 // violation when another process entered the path before that moment
 // (loss before grant), and after the run every ephemeral node left under
 // the run's paths once the workers' sessions ended is an orphan, a failure.
+// A paused process cannot run its timers, so no lock can tell it its loss
+// before the next grant: its holds in progress at the stop are cut there
+// (exclusion.Options.Paused, counted apart; a hold it was granted before
+// the stop and entered only on waking is recognised by its token, lower
+// than one granted meanwhile), checked for overlaps up to the stop and
+// not for a late loss. What proves it harmless is the fencing, next.
 //
-// Faults on a worker (expire, drop, kill) are put, where possible, on a
+// # Guarded writes: what proves a paused holder harmless
+//
+// In a run with faults (and -writes, the default) every exclusive hold (a
+// mutex's, a writer's) writes, right after it is entered and before its
+// critical section, to two resources that its token guards
+// (stress/internal/writes):
+//
+//   - the guarded node of its path, <run>/guarded/lock-<i>, through the
+//     lock's guarded transaction (tier.Lock.Txn, zklock.Hold.Txn: a multi
+//     whose first op checks that the hold's node exists): the multi sets
+//     the node's data to the token and creates a persistent sequential
+//     child named after the token and the process, so the children's
+//     sequence numbers are the order in which the server applied the
+//     writes. The parent lists and deletes the children every 500ms and
+//     keeps their history; after the run the nodes' versions must equal
+//     the writes collected and their data the last one.
+//   - a fenced store in the parent, on a Unix socket: a fence.Keyed per
+//     path, which admits a token no lower than the highest it admitted,
+//     and logs the admitted writes in order, inside the fence.
+//
+// The checker (exclusion.CheckWrites) reads both histories and reports
+// "stale writes landed": a write whose token is lower than that of a
+// write that landed before it on its path (or equal to another process's),
+// a failure of the run. A read/write lock has no guarded transaction: its
+// writers write to the fenced store only (readers do not write). A
+// semaphore's holds do not write: its leases are held side by side, so
+// their tokens are not ordered among them and no fence could tell a stale
+// one; nor do multi-lock holds. The pause is what makes the check bite:
+// the paused holder's writes on waking are the stale writes, and the
+// fault log and the summary (the store's refusals "made by paused workers
+// on waking") show them refused.
+//
+// Faults on a worker (expire, drop, kill, pause) are put, where possible, on a
 // process that holds a lock: the parent asks the worker to keep its next
 // hold until it is lost ("linger"), and strikes once it holds. The holder
 // must see the hold lost (the held context is cancelled: tier and zklock
@@ -287,7 +340,9 @@
 //	internal/fleet     the parent's handle on the workers: start, await,
 //	                   broadcast, kill, replace
 //	internal/fault     fault injection: schedule, server faults, client
-//	                   faults, recovery
+//	                   faults (the pause among them), recovery
+//	internal/writes    the guarded resources of a fault run: guarded
+//	                   nodes and their collector, the fenced store
 //	internal/runner    one run: ZooKeeper, paths, workers, the measured
 //	                   window, collection, checking, the limits' probe
 //	internal/wire      the workers' counting dialer: requests by opcode,

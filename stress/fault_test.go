@@ -10,6 +10,7 @@ import (
 	"github.com/tierlock/tierlock/internal/zkserver"
 	"github.com/tierlock/tierlock/stress/internal/fault"
 	"github.com/tierlock/tierlock/stress/internal/results"
+	"github.com/tierlock/tierlock/stress/internal/runner"
 )
 
 // Fault runs are short (P=2, G=4, a few seconds) with a fault about every
@@ -145,5 +146,74 @@ func TestFaultLeader(t *testing.T) {
 		if ev.Kind != fault.Leader || !strings.Contains(ev.Note, "led after") {
 			t.Errorf("fault %+v", *ev)
 		}
+	}
+}
+
+// TestFaultPause stops a holder past its session (one pause): the holder
+// must write on waking and be refused, by its lock or the server for the
+// guarded write and by the fence for the fenced one, since a later holder
+// wrote meanwhile; it must see its loss at once; its hold is cut at the
+// stop, and no stale write landed in either history.
+func TestFaultPause(t *testing.T) {
+	s := stressFaults(t, false, "-fault", "pause", "-duration", "5s")
+	session := s.Config.SessionTimeout.Seconds()
+	for _, ev := range s.Faults {
+		if ev.Kind != fault.Pause || ev.Variant != "holder stopped" {
+			t.Fatalf("fault %d: %s: %s", ev.N, ev.Kind, ev.Variant)
+		}
+		if ev.HealedSec <= session || ev.SessionExpired == nil || !*ev.SessionExpired {
+			t.Errorf("fault %d: stopped %.2fs; session expired: %v", ev.N, ev.HealedSec, ev.SessionExpired)
+		}
+		// Nobody could be granted before the server expired the session.
+		if ev.RecoveryAnySec < session/2 {
+			t.Errorf("fault %d: another worker acquired %.2fs after the stop", ev.N, ev.RecoveryAnySec)
+		}
+		if ev.LaterToken == 0 || !strings.HasPrefix(ev.WakeFence, "fenced write refused") ||
+			!strings.HasPrefix(ev.WakeGuarded, "guarded write") || strings.Contains(ev.WakeGuarded, "applied") {
+			t.Errorf("fault %d: later token %d; on waking: %q, %q", ev.N, ev.LaterToken, ev.WakeGuarded, ev.WakeFence)
+		}
+		if ev.LossAfterWakeSec == nil || *ev.LossAfterWakeSec > session || !strings.Contains(ev.HolderCause, "lock lost") {
+			t.Errorf("fault %d: loss seen %v s after waking (%q)", ev.N, ev.LossAfterWakeSec, ev.HolderCause)
+		}
+	}
+	r := s.Results[0]
+	w := r.Writes
+	switch {
+	case r.Check.PausedCut < len(s.Faults) || r.SessionExpiries == 0:
+		t.Errorf("%d holds cut at a stop, %d sessions expired, for %d pauses", r.Check.PausedCut, r.SessionExpiries, len(s.Faults))
+	case w == nil || w.Guarded == nil || w.Guarded.Writes == 0 || w.Fenced.Writes == 0:
+		t.Fatalf("writes %+v", w)
+	case w.Stale() != 0 || w.GuardedErr != "":
+		t.Errorf("stale writes landed: %s (%s)", w.Line(), w.GuardedErr)
+	case w.RefusedWoken < len(s.Faults):
+		t.Errorf("%d writes of paused workers refused on waking, for %d pauses", w.RefusedWoken, len(s.Faults))
+	case int64(w.Guarded.Writes) < w.Workers.GuardedApplied || int64(w.Guarded.Writes) > w.Workers.GuardedApplied+w.Workers.GuardedUnknown:
+		// The history holds every write seen applied, and of the others
+		// at most those whose outcome was unknown.
+		t.Errorf("%d guarded writes in the history; the workers saw %d applied, %d unknown",
+			w.Guarded.Writes, w.Workers.GuardedApplied, w.Workers.GuardedUnknown)
+	}
+}
+
+// TestFaultPauseUnfenced is the self-test of the check of stale writes:
+// with the fenced store's fence off, the paused holder's write on waking
+// lands after the later holder's, and the run must fail, naming it.
+func TestFaultPauseUnfenced(t *testing.T) {
+	t.Setenv(runner.EnvUnfenced, "1")
+	jsonPath := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, _ := stress(t, "-procs", "2", "-goroutines", "4", "-fault-every", "1s", "-fault-seed", "7",
+		"-fault", "pause", "-duration", "5s", "-json", jsonPath)
+	if code != exitViolation || !strings.Contains(stdout, "a stale holder's write landed") {
+		t.Fatalf("exit status %d, want %d, and the verdict", code, exitViolation)
+	}
+	s := readSummary(t, jsonPath)
+	w := s.Results[0].Writes
+	if s.OK || w == nil || w.Fenced.Stale == 0 || w.Guarded == nil || w.Guarded.Stale != 0 {
+		t.Fatalf("ok %v, writes %+v", s.OK, w)
+	}
+	ex := w.Fenced.Examples[0]
+	if ev := s.Faults[0]; ev.Kind != fault.Pause || ex.Write.Token >= ex.Prev.Token || ex.Write.Token >= ev.LaterToken ||
+		!strings.Contains(ev.Failure, "fenced store admitted") {
+		t.Errorf("stale write %+v; fault %+v", ex, *ev)
 	}
 }

@@ -69,7 +69,13 @@ worker, preferably while it holds a lock, and start a replacement;
 partition: cut a follower of a three-server ensemble from its peers while
 its clients stay connected; reset: TCP resets of one worker's connections;
 flood: expire a worker's session while it waits for 200 locks; stall: block
-one worker's writes while the server's bytes flow) and checks that every fault is recovered from and mutual exclusion still held.
+one worker's writes while the server's bytes flow; pause: SIGSTOP a worker
+holding a lock past its session timeout, then SIGCONT it) and checks that
+every fault is recovered from and mutual exclusion still held. With
+-writes (the default) every exclusive hold also writes through its lock's
+guarded transaction to a node of its path and to a fenced store in the
+parent, and the checker shows that no stale holder's write (the paused
+one's on waking) landed after a later holder's.
 restart, leader and partition need a ZooKeeper that stress starts itself.
 
 Exit status: 0 all checks passed, 1 a mutual-exclusion violation or lock
@@ -113,7 +119,8 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", 10*time.Second, "how long to wait for ZooKeeper to answer")
 	fs.DurationVar(&c.Timeout, "timeout", 0, "give up on an implementation's run after this long (default: -duration + 1m, or 10m with -acquisitions)")
 	fs.DurationVar(&c.Sample, "sample", 200*time.Millisecond, "how often znodes and watches under the lock paths are counted")
-	fault := fs.String("fault", "none", "faults to inject: none, restart, leader, expire, drop, kill, partition, reset, flood, stall, all, or a comma-separated list")
+	fault := fs.String("fault", "none", "faults to inject: none, restart, leader, expire, drop, kill, partition, reset, flood, stall, pause, all, or a comma-separated list")
+	fs.BoolVar(&c.Writes, "writes", true, "with -fault: every exclusive hold (a mutex's, a writer's) writes through its lock's guarded transaction (tier, tier-handoff, zklock) and to a fenced store, and the checker checks both histories for stale writes")
 	fs.DurationVar(&c.FaultEvery, "fault-every", 5*time.Second, "mean time between faults (randomized, counted from the previous fault's recovery)")
 	fs.Int64Var(&c.FaultSeed, "fault-seed", 0, "seed of the fault schedule (0: random; the seed used is printed)")
 	fs.StringVar(&c.JSON, "json", "", "write the figures as JSON to this file")

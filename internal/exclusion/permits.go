@@ -26,7 +26,12 @@ func checkPermits(holds []Hold, opt Options, res *Result) PathResult {
 	for i := range holds {
 		h := &holds[i]
 		cutKilled(h, opt, &pr)
-		if h.Loss != 0 {
+		loss := h.Loss
+		if h.Paused {
+			pr.PausedCut++
+			loss = 0 // not checked: it could not be told while stopped
+		}
+		if loss != 0 {
 			res.LossesChecked++
 		}
 		if h.Exit == 0 || h.Exit < h.Enter {
@@ -56,7 +61,7 @@ func checkPermits(holds []Hold, opt Options, res *Result) PathResult {
 				Detail: fmt.Sprintf("granted while a lost hold's holder did not know yet: %d of %d permits", late.used+h.permits(), n)})
 		}
 		in.enter(h, h.Exit)
-		late.enter(h, max(h.Exit, h.Loss))
+		late.enter(h, max(h.Exit, loss))
 	}
 	return pr
 }

@@ -2,7 +2,7 @@
 // one at a time, and tells whether each was recovered from: server faults
 // (server.go: restart, leader, partition), faults of one worker's
 // connections or process (client.go: expire, drop, kill, reset, stall;
-// flood.go: flood), the schedule and the parent's message loop meanwhile
+// flood.go: flood; pause.go: pause), the schedule and the parent's message loop meanwhile
 // (run.go), and the recovery times measured on the checked holds
 // (recovery.go).
 //
@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tierlock/tierlock/internal/exclusion"
 	"github.com/tierlock/tierlock/internal/faultproxy"
 	"github.com/tierlock/tierlock/internal/zkserver"
 	"github.com/tierlock/tierlock/stress/internal/fleet"
@@ -38,7 +39,13 @@ const (
 	Reset     Kind = "reset" // TCP resets of one worker's connections, at random moments
 	Flood     Kind = "flood" // expire a worker's session while it waits for proto.FloodLocks locks
 	Stall     Kind = "stall" // block one worker's writes while the server's bytes flow
+	// Pause stops a worker holding a lock (SIGSTOP) past its session
+	// timeout, then lets it go on (SIGCONT).
+	Pause Kind = "pause"
 )
+
+// All is every kind, in the order -fault all lists them.
+var All = []Kind{Restart, Leader, Expire, Drop, Kill, Partition, Reset, Flood, Stall, Pause}
 
 // NeedOwnServers reports whether a kind needs servers that stress started
 // (it kills or cuts them).
@@ -61,7 +68,7 @@ func Parse(v string, external bool) ([]Kind, error) {
 		switch k := Kind(strings.TrimSpace(name)); k {
 		case "none", "":
 		case "all":
-			for _, k := range []Kind{Restart, Leader, Expire, Drop, Kill, Partition, Reset, Flood, Stall} {
+			for _, k := range All {
 				if !external || !k.NeedOwnServers() {
 					add(k)
 				}
@@ -72,10 +79,10 @@ func Parse(v string, external bool) ([]Kind, error) {
 					k, zkserver.EnvServers)
 			}
 			add(k)
-		case Expire, Drop, Kill, Reset, Flood, Stall:
+		case Expire, Drop, Kill, Reset, Flood, Stall, Pause:
 			add(k)
 		default:
-			return nil, fmt.Errorf("-fault: unknown fault %q (want none, restart, leader, expire, drop, kill, partition, reset, flood, stall or all)", k)
+			return nil, fmt.Errorf("-fault: unknown fault %q (want none, restart, leader, expire, drop, kill, partition, reset, flood, stall, pause or all)", k)
 		}
 	}
 	return out, nil
@@ -106,6 +113,9 @@ type Target struct {
 	Fleet   *fleet.Fleet
 	// NewTask describes worker proc in slot, for a replacement.
 	NewTask func(proc, slot int) proto.Task
+	// Fence is the run's fenced store (nil: none), which the pause fault
+	// watches for a later holder's write while the holder is stopped.
+	Fence interface{ High(path int32) int64 }
 }
 
 // Outcome is what the faults did to a run.
@@ -120,6 +130,9 @@ type Outcome struct {
 	// Losses and Expiries are what killed workers reported last: holds
 	// ended by a loss, and session expiries (they send no result).
 	Losses, Expiries int64
+	// Paused maps the processes stopped by the pause fault to their
+	// pauses: exclusion.Options.Paused.
+	Paused map[int32][]exclusion.Pause
 }
 
 // Event is one injected fault: the fault log's line.
@@ -146,15 +159,23 @@ type Event struct {
 	// its hold lost, and why.
 	HolderLossSec *float64 `json:"holder_saw_loss_s,omitempty"`
 	HolderCause   string   `json:"holder_loss_cause,omitempty"`
-	// expire: whether the worker's session did expire.
-	SessionExpired *bool  `json:"session_expired,omitempty"`
-	Note           string `json:"note,omitempty"`
-	Failure        string `json:"failure,omitempty"`
+	// expire, pause: whether the worker's session did expire.
+	SessionExpired *bool `json:"session_expired,omitempty"`
+	// pause: the token a later holder of the paused holder's path had
+	// written to the fenced store when the holder was let go on (0: none
+	// did); how long after waking the holder saw its loss; how the writes
+	// it made on waking ended (proto.WakeReport).
+	LaterToken       int64    `json:"later_token,omitempty"`
+	LossAfterWakeSec *float64 `json:"loss_after_wake_s,omitempty"`
+	WakeGuarded      string   `json:"wake_guarded_write,omitempty"`
+	WakeFence        string   `json:"wake_fenced_write,omitempty"`
+	Note             string   `json:"note,omitempty"`
+	Failure          string   `json:"failure,omitempty"`
 
 	start, healed, ref int64 // shared clock; recovery of the affected workers counts from ref
 	affected           []int // processes
-	target             int   // expire: the worker process frozen
-	expiredBefore      int64 // expire: its session expiries before
+	target             int   // expire, pause: the worker process frozen or stopped
+	expiredBefore      int64 // expire, pause: its session expiries before
 }
 
 // Injected reports whether the fault was injected (it may have failed

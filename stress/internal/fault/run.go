@@ -67,7 +67,7 @@ func Drive(ctx context.Context, impl string, start int64, startAt time.Time, s S
 		impl: impl, s: s, tg: tg, f: tg.Fleet, start: start, startAt: startAt,
 		// The same seed gives every implementation the same schedule.
 		rng:     rand.New(rand.NewPCG(uint64(s.Seed), 0x746965726c6f636b)),
-		out:     Outcome{Killed: map[int32]int64{}},
+		out:     Outcome{Killed: map[int32]int64{}, Paused: map[int32][]exclusion.Pause{}},
 		events:  make(chan fleet.Msg, 64),
 		stopNew: make(chan struct{}),
 		abort:   make(chan struct{}),
@@ -210,13 +210,15 @@ func (fr *injector) inject() {
 			fr.flood(ev)
 		case Stall:
 			fr.stall(ev)
+		case Pause:
+			fr.pause(ev)
 		}
 		fr.out.Events = append(fr.out.Events, ev)
 		if ev.Failure != "" {
 			return
 		}
 		fr.awaitRecovery(ev)
-		if ev.Kind == Expire && ev.Recovered {
+		if (ev.Kind == Expire || ev.Kind == Pause) && ev.Recovered {
 			// Its new acquisition needed a new session, so its progress
 			// report already counts the expiry, if there was one.
 			fr.mu.Lock()
@@ -321,9 +323,15 @@ func (fr *injector) drainEvents() {
 // waits until it holds; nil if it did not within d (the request is then
 // withdrawn).
 func (fr *injector) lingerOn(proc int, d time.Duration) *proto.Message {
+	return fr.lingerWith(proc, proto.Linger, d)
+}
+
+// lingerWith is lingerOn with the request cmd (proto.Linger or
+// proto.LingerPause).
+func (fr *injector) lingerWith(proc int, cmd proto.Command, d time.Duration) *proto.Message {
 	fr.drainEvents()
 	w := fr.f.Get(proc)
-	w.Send(proto.Linger)
+	w.Send(cmd)
 	m := fr.waitEvent(proc, proto.Holding, d)
 	if m == nil {
 		w.Send(proto.Unlinger)

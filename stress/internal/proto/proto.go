@@ -10,7 +10,8 @@
 // knows the measured window (after [Task.Warmup]); the worker sends [Progress] every 200ms and [Done] when
 // its run is over; the parent says [Exit]; the worker answers [ResultMsg]
 // and exits. [Stop] ends a run early. Fault injection adds [Linger] /
-// [Unlinger] (answered by [Holding] and [Lingered]) and [Flood] / [Unflood]
+// [Unlinger] (answered by [Holding] and [Lingered]; [LingerPause] for a
+// holder about to be stopped with SIGSTOP) and [Flood] / [Unflood]
 // (answered by [Flooding] and [Flooded]).
 package proto
 
@@ -102,6 +103,14 @@ type Task struct {
 	// Metrics, when set, is the host:port where the worker serves its
 	// locks' Prometheus metrics (package lockmetrics) while it runs.
 	Metrics string `json:"metrics,omitempty"`
+	// Fence, when set, is the Unix socket of the parent's fenced store
+	// (stress/internal/writes): every exclusive hold writes to it with its
+	// token. Guard, when set, is where the guarded nodes are
+	// (Guard/lock-<i> for path i): every exclusive hold of an
+	// implementation with guarded transactions writes to its path's node
+	// through the lock. Runs with faults only.
+	Fence string `json:"fence,omitempty"`
+	Guard string `json:"guard,omitempty"`
 
 	// Recipe is what the goroutines take ("": Mutex). With RW, each hold
 	// is a read with probability Readers, else a write; with Semaphore,
@@ -167,6 +176,13 @@ const (
 	// on a process that certainly holds a lock.
 	Linger   Command = "linger"
 	Unlinger Command = "unlinger"
+	// LingerPause is Linger for a holder that the parent is about to stop
+	// (SIGSTOP) past its session timeout: the next exclusive hold (a
+	// write, for a read/write lock) lingers, and on waking the holder
+	// writes at once, through its lock's guarded transaction and to the
+	// fenced store, as a holder paused between its check and its write
+	// would; its Lingered message says how those writes ended (Wake).
+	LingerPause Command = "linger-pause"
 	// Flood asks for a flood: the worker queues FloodLocks waiters on
 	// locks its own session holds and says Flooding; the parent then
 	// expires the session; Unflood makes the worker let the holders go,
@@ -209,6 +225,8 @@ type Message struct {
 	Path  int32  `json:"path,omitempty"`
 	Token int64  `json:"token,omitempty"`
 	Cause string `json:"cause,omitempty"` // Lingered: why the hold was lost; "" if it was not
+	// Lingered after LingerPause: what the holder did on waking.
+	Wake *WakeReport `json:"wake,omitempty"`
 	// Flooded: how the flood's waiters ended.
 	Flood *FloodReport `json:"flood,omitempty"`
 }
@@ -230,6 +248,63 @@ type Result struct {
 	// Window is what the worker measured of itself over the measured
 	// window.
 	Window *Window `json:"window,omitempty"`
+	// Writes counts how the holds' writes to the guarded resources ended
+	// (runs with faults).
+	Writes *WriteCounts `json:"writes,omitempty"`
+}
+
+// WriteCounts counts how the writes of a worker's holds ended: through the
+// lock's guarded transaction (applied; refused by the server because the
+// hold's node was gone; refused by the lock, which knew the hold lost;
+// outcome unknown; another error) and to the fenced store (admitted;
+// refused as stale; the store not reached). Holds that were not written
+// for (reads, semaphores) are not counted.
+type WriteCounts struct {
+	GuardedApplied int64    `json:"guarded_applied"`
+	GuardedStale   int64    `json:"guarded_refused_by_server"`
+	GuardedLost    int64    `json:"guarded_refused_loss_known"`
+	GuardedUnknown int64    `json:"guarded_outcome_unknown"`
+	GuardedOther   int64    `json:"guarded_other_errors"`
+	FenceAdmitted  int64    `json:"fence_admitted"`
+	FenceRefused   int64    `json:"fence_refused"`
+	FenceErrors    int64    `json:"fence_errors"`
+	Samples        []string `json:"samples,omitempty"` // of the other errors
+}
+
+// Add adds o to c.
+func (c *WriteCounts) Add(o *WriteCounts) {
+	if o == nil {
+		return
+	}
+	c.GuardedApplied += o.GuardedApplied
+	c.GuardedStale += o.GuardedStale
+	c.GuardedLost += o.GuardedLost
+	c.GuardedUnknown += o.GuardedUnknown
+	c.GuardedOther += o.GuardedOther
+	c.FenceAdmitted += o.FenceAdmitted
+	c.FenceRefused += o.FenceRefused
+	c.FenceErrors += o.FenceErrors
+	if len(c.Samples) < 5 {
+		c.Samples = append(c.Samples, o.Samples[:min(len(o.Samples), 5-len(c.Samples))]...)
+	}
+}
+
+// WakeReport is what a holder stopped past its session did on waking: when
+// it noticed it had been stopped (shared clock), and how its writes made
+// right then ended. Guarded is "applied", "refused by the server" (the
+// hold's node was gone), "refused by the lock" (it knew the hold lost),
+// "unknown" or "error", with Err; "" when the implementation has none.
+// Fence is "admitted", "refused" (with High, the token that stopped it) or
+// "error"; "" without a fenced store.
+type WakeReport struct {
+	At         int64  `json:"at"`
+	Guarded    string `json:"guarded,omitempty"`
+	GuardedAt  int64  `json:"guarded_at,omitempty"`
+	GuardedErr string `json:"guarded_err,omitempty"`
+	Fence      string `json:"fence,omitempty"`
+	FenceAt    int64  `json:"fence_at,omitempty"`
+	FenceHigh  int64  `json:"fence_high,omitempty"`
+	FenceErr   string `json:"fence_err,omitempty"`
 }
 
 // FloodLocks is how many locks a flooded worker waits for at once: one

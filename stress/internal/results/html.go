@@ -120,6 +120,12 @@ func implVerdict(r Impl) string {
 		if r.Check.Cut > 0 {
 			v += fmt.Sprintf("; %d hold(s) of killed workers cut at the kill", r.Check.Cut)
 		}
+		if r.Check.PausedCut > 0 {
+			v += fmt.Sprintf("; %d hold(s) of paused workers cut at the stop", r.Check.PausedCut)
+		}
+		if r.Writes != nil {
+			v += "; " + r.Writes.Line()
+		}
 	}
 	return v
 }

@@ -63,6 +63,12 @@ type Impl struct {
 	SessionExpiries int64 `json:"session_expiries"`
 	FaultsInjected  int   `json:"faults_injected"`
 	FaultsRecovered int   `json:"faults_recovered"`
+	// FaultsByKind counts the faults injected, by kind.
+	FaultsByKind map[fault.Kind]int `json:"faults_by_kind,omitempty"`
+	// Writes is the check of what the holds wrote to the guarded
+	// resources (fault runs with -writes): no write of a stale holder may
+	// have landed after a later holder's.
+	Writes *runner.WritesCheck `json:"writes,omitempty"`
 	// Orphans are the ephemeral nodes left under the run's paths once every
 	// worker exited and its session ended (none may be).
 	Orphans []string `json:"orphans,omitempty"`
@@ -83,7 +89,8 @@ type Impl struct {
 // OK reports whether the run proved mutual exclusion, met no error, and
 // recovered from every fault.
 func (r Impl) OK() bool {
-	return r.Check.OK() && r.Errors == 0 && !r.Overflow && r.FaultsRecovered == r.FaultsInjected && len(r.Orphans) == 0
+	return r.Check.OK() && r.Errors == 0 && !r.Overflow && r.FaultsRecovered == r.FaultsInjected && len(r.Orphans) == 0 &&
+		r.Writes.OK()
 }
 
 // Summary is the whole output of a stress run.
@@ -109,7 +116,7 @@ func FiguresOf(run *runner.Run, cfg runner.Config) Impl {
 		TokenKind: run.TokenKind, Check: run.Result,
 		Errors: run.Errors, ErrorSamples: run.ErrSamples,
 		Interrupted: run.Interrupted, Overflow: run.Overflow,
-		Orphans: run.Orphans,
+		Orphans: run.Orphans, Writes: run.Writes,
 	}
 	for _, n := range run.PerProc {
 		r.Acquisitions += n
@@ -135,6 +142,10 @@ func FiguresOf(run *runner.Run, cfg runner.Config) Impl {
 	}
 	r.Losses, r.SessionExpiries = run.Losses, run.Expiries
 	for _, ev := range run.Faults {
+		if r.FaultsByKind == nil {
+			r.FaultsByKind = map[fault.Kind]int{}
+		}
+		r.FaultsByKind[ev.Kind]++
 		r.FaultsInjected++
 		if ev.Recovered && ev.Failure == "" {
 			r.FaultsRecovered++
@@ -189,6 +200,20 @@ func Failures(results []Impl) []string {
 					prev = fmt.Sprintf(" after %v", *ex.Prev)
 				}
 				out = append(out, fmt.Sprintf("  %s on path %d: %v%s: %s", ex.Kind, ex.Path, ex.Hold, prev, ex.Detail))
+			}
+		}
+		if w := r.Writes; !w.OK() {
+			out = append(out, fmt.Sprintf("%s: %s", r.Impl, w.Line()))
+			for _, res := range []*exclusion.WriteResult{w.Guarded, w.Fenced} {
+				if res == nil {
+					continue
+				}
+				for _, ex := range res.Examples[:min(len(res.Examples), 3)] {
+					out = append(out, fmt.Sprintf("  stale write on path %d: %v after %v: %s", ex.Path, ex.Write, ex.Prev, ex.Detail))
+				}
+			}
+			if w.GuardedErr != "" {
+				out = append(out, fmt.Sprintf("%s: the guarded nodes' history is incomplete: %s", r.Impl, w.GuardedErr))
 			}
 		}
 		if r.Errors > 0 {
@@ -246,6 +271,19 @@ func Verdict(s Summary) string {
 			}
 		}
 		faults = fmt.Sprintf("; %d fault(s) injected, %d recovered from", len(s.Faults), recovered)
+		written, stale := 0, 0
+		for _, r := range s.Results {
+			if w := r.Writes; w != nil {
+				stale += w.Stale()
+				written += w.Fenced.Writes
+				if w.Guarded != nil {
+					written += w.Guarded.Writes
+				}
+			}
+		}
+		if written > 0 {
+			faults += fmt.Sprintf("; %d stale write(s) landed in %d checked", stale, written)
+		}
 	}
 	switch {
 	case s.OK && s.Config.Recipe == proto.RW:
@@ -259,6 +297,8 @@ func Verdict(s Summary) string {
 			holds, len(s.Results), faults)
 	case viol > 0:
 		return fmt.Sprintf("FAIL: %d violation(s) in %d holds checked%s", viol, holds, faults)
+	case staleWrites(s) > 0:
+		return fmt.Sprintf("FAIL: 0 violations in %d holds checked, but a stale holder's write landed%s", holds, faults)
 	case errs > 0:
 		return fmt.Sprintf("FAIL: 0 violations in %d holds checked, but %d lock error(s)%s", holds, errs, faults)
 	case len(FaultFailures(s.Faults)) > 0:
@@ -283,4 +323,16 @@ func joinImpls(impls []proto.Impl, sep string) string {
 		s[i] = string(im)
 	}
 	return strings.Join(s, sep)
+}
+
+// staleWrites is the number of stale writes that landed, in every result.
+func staleWrites(s Summary) int {
+	n := 0
+	for _, r := range s.Results {
+		n += r.Writes.Stale()
+		if r.Writes != nil && r.Writes.GuardedErr != "" {
+			n++
+		}
+	}
+	return n
 }

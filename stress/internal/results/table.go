@@ -154,9 +154,31 @@ func PrintFaultLog(w io.Writer, s Summary) {
 	}
 	for _, r := range s.Results {
 		fmt.Fprintf(w, "  %s: %d fault(s) injected, %d recovered from; %d hold(s) ended by a loss; %d session expiries; "+
-			"%d hold(s) of killed workers cut at the kill (not violations); loss before grant: %d lost hold(s) checked, %d violation(s); "+
-			"%d orphan node(s)\n",
-			r.Impl, r.FaultsInjected, r.FaultsRecovered, r.Losses, r.SessionExpiries, r.Check.Cut,
+			"%d hold(s) of killed workers cut at the kill, %d of paused workers cut at the stop (not violations); "+
+			"loss before grant: %d lost hold(s) checked, %d violation(s); %d orphan node(s)\n",
+			r.Impl, r.FaultsInjected, r.FaultsRecovered, r.Losses, r.SessionExpiries, r.Check.Cut, r.Check.PausedCut,
 			r.Check.LossesChecked, r.Check.LateLosses, len(r.Orphans))
+		fmt.Fprintf(w, "    injected by kind: %s\n", byKind(cfg.Faults, r.FaultsByKind))
+		if wr := r.Writes; wr != nil {
+			fmt.Fprintf(w, "    %s\n", wr.Line())
+			c := wr.Workers
+			fmt.Fprintf(w, "    as the workers saw them: guarded %d applied, %d refused by the server, %d refused by the lock (loss known), "+
+				"%d outcome unknown, %d other errors; fenced %d admitted, %d refused, %d errors\n",
+				c.GuardedApplied, c.GuardedStale, c.GuardedLost, c.GuardedUnknown, c.GuardedOther,
+				c.FenceAdmitted, c.FenceRefused, c.FenceErrors)
+			for _, e := range c.Samples {
+				fmt.Fprintf(w, "      e.g. %s\n", e)
+			}
+		}
 	}
+}
+
+// byKind lists the faults injected of each kind asked for, in -fault's
+// order.
+func byKind(kinds []fault.Kind, n map[fault.Kind]int) string {
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %d", k, n[k])
+	}
+	return strings.Join(parts, ", ")
 }

@@ -100,6 +100,7 @@ func (r *Runner) collect(run *Run, results []*proto.Result, files []string) erro
 		Tokens:          run.TokenKind != "" && run.Name != proto.Mix, // a mix's tokens are of different kinds
 		SameNodeHandoff: run.Name == proto.TierHandoff,
 		Killed:          run.Killed,
+		Paused:          run.Paused,
 		Permits:         r.cfg.semaphoreSize(),
 	})
 	fault.MeasureRecovery(run.Faults, run.Holds, run.Start, r.cfg.SessionTimeout)

@@ -49,6 +49,10 @@ type Config struct {
 	Faults     []fault.Kind  `json:"fault,omitempty"`
 	FaultEvery time.Duration `json:"fault_every_ns,omitempty"`
 	FaultSeed  int64         `json:"fault_seed,omitempty"`
+	// Writes: in a run with faults, every exclusive hold writes to the
+	// guarded resources (stress/internal/writes), whose histories are
+	// checked for stale writes.
+	Writes bool `json:"writes,omitempty"`
 	// Recipe is what the workers take (proto.Mutex, RW or Semaphore):
 	// with RW a fraction Readers of the holds are reads; with Semaphore
 	// each hold takes Permits of the Leases leases of its path.

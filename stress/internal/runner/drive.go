@@ -15,7 +15,7 @@ import (
 // drive starts the ready workers together, lets them run (injecting faults
 // with -fault), samples the lock paths meanwhile and reads the servers at
 // the edges of the measured window.
-func (r *Runner) drive(ctx context.Context, run *Run, f *fleet.Fleet, newTask func(proc, slot int) proto.Task) error {
+func (r *Runner) drive(ctx context.Context, run *Run, f *fleet.Fleet, newTask func(proc, slot int) proto.Task, res *resources) error {
 	cfg := r.cfg
 	smp := sample.Start(r.conn, r.cluster, sampled(cfg.Recipe, run.Paths), cfg.Sample)
 	length := cfg.warmup() + cfg.Duration
@@ -49,8 +49,8 @@ func (r *Runner) drive(ctx context.Context, run *Run, f *fleet.Fleet, newTask fu
 	if cfg.Faults != nil {
 		var out fault.Outcome
 		out, interrupted, err = fault.Drive(ctx, string(run.Name), run.Start, start, cfg.faultSettings(),
-			fault.Target{Cluster: r.cluster, Proxies: r.proxies, Fleet: f, NewTask: newTask}, onProgress)
-		run.Faults, run.Killed, run.CountersOff = out.Events, out.Killed, out.CountersOff
+			res.target(fault.Target{Cluster: r.cluster, Proxies: r.proxies, Fleet: f, NewTask: newTask}), onProgress)
+		run.Faults, run.Killed, run.Paused, run.CountersOff = out.Events, out.Killed, out.Paused, out.CountersOff
 		run.Losses, run.Expiries = out.Losses, out.Expiries
 	} else {
 		interrupted, err = f.Await(ctx, proto.Done, cfg.Timeout, onProgress)

@@ -32,6 +32,11 @@ func (r *Runner) RunImpl(ctx context.Context, name proto.Impl) (*Run, error) {
 	if cfg.Verbose {
 		passthrough = r.stderr
 	}
+	wr, err := r.startResources(name, base)
+	if err != nil {
+		return nil, err
+	}
+	defer wr.close()
 	f := fleet.New(r.exe, passthrough)
 	defer f.Shutdown(true)
 	var files []string
@@ -52,6 +57,7 @@ func (r *Runner) RunImpl(ctx context.Context, name proto.Impl) (*Run, error) {
 			Recipe: cfg.Recipe, Readers: cfg.Readers, Leases: cfg.Leases, Permits: cfg.Permits,
 			Metrics: cfg.MetricsAddr(slot),
 			Members: cfg.Members,
+			Fence:   wr.fenceAddr(), Guard: wr.guard,
 		}
 		if cfg.Faults != nil {
 			// The parent ends a run with faults (it may extend it until the
@@ -84,7 +90,7 @@ func (r *Runner) RunImpl(ctx context.Context, name proto.Impl) (*Run, error) {
 	if _, err := f.Await(ctx, proto.Ready, cfg.ConnectTimeout+30*time.Second, nil); err != nil {
 		return nil, err
 	}
-	if err := r.drive(ctx, run, f, newTask); err != nil {
+	if err := r.drive(ctx, run, f, newTask, wr); err != nil {
 		return nil, err
 	}
 
@@ -98,6 +104,7 @@ func (r *Runner) RunImpl(ctx context.Context, name proto.Impl) (*Run, error) {
 		return nil, err
 	}
 	f.Shutdown(false)
+	run.Writes = wr.check(results, run.Paused)
 	run.Orphans = r.orphans(base)
 	if cfg.Probe > 0 {
 		// The limits on the same servers, warm from the run, right after

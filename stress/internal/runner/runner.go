@@ -29,8 +29,9 @@ type Run struct {
 	Start       int64 // shared clock when the workers were told to go
 	Elapsed     time.Duration
 	Holds       []exclusion.Hold
-	SlotOf      []int           // worker slot of each process (index: process)
-	Killed      map[int32]int64 // processes killed by a fault: when they were known dead
+	SlotOf      []int                       // worker slot of each process (index: process)
+	Killed      map[int32]int64             // processes killed by a fault: when they were known dead
+	Paused      map[int32][]exclusion.Pause // processes stopped by the pause fault: their pauses
 	Faults      []*fault.Event
 	CountersOff bool    // a server restarted: its request counters started again
 	Latencies   []int64 // ns per hold, in the order of holds before checking
@@ -57,6 +58,9 @@ type Run struct {
 	Losses      int64    // holds that ended by a loss (their Release said so)
 	Orphans     []string // ephemeral nodes left once every worker exited
 	Expiries    int64    // worker sessions that expired
+	// Writes is the verdict on the holds' writes to the guarded resources
+	// (runs with faults and -writes); nil: none.
+	Writes *WritesCheck
 }
 
 // Runner carries out the implementations' runs on one ZooKeeper.

@@ -31,6 +31,8 @@ type worker struct {
 	losses    atomic.Int64
 	abandoned atomic.Int64              // acquisitions begun and given up when the run ended
 	lingerReq atomic.Pointer[lingerReq] // the next hold lingers when set
+	hw        *holdWriter               // writes of the holds (runs with faults); nil: none
+	wakes     *wakeWatch                // SIGCONTs received (runs with faults)
 
 	errMu   sync.Mutex
 	errors  int64
@@ -113,9 +115,16 @@ func (w *worker) loop(ctx context.Context, g int) {
 			if w.task.Faults && lost != nil {
 				lw = watchLoss(lost, slot)
 			}
-			if req := w.lingerReq.Swap(nil); req != nil {
+			write := w.writesFor(kind)
+			if write {
+				w.hw.write(h, p, g, token)
+			}
+			switch req := w.takeLinger(kind); {
+			case req != nil && req.pause:
+				w.lingerPause(ctx, req, h, g, p, token, slot, lost, cause, write)
+			case req != nil:
 				w.linger(ctx, req, g, p, token, slot, lost, cause)
-			} else {
+			default:
 				w.critical(lost)
 				slot.Exit(exclusion.Now())
 			}
@@ -192,8 +201,23 @@ func (w *worker) noteEnter(t int64) {
 	}
 }
 
-// lingerReq is a pending proto.Linger; cancel is closed by proto.Unlinger.
-type lingerReq struct{ cancel chan struct{} }
+// lingerReq is a pending proto.Linger (or, with pause, proto.LingerPause);
+// cancel is closed by proto.Unlinger.
+type lingerReq struct {
+	cancel chan struct{}
+	pause  bool
+}
+
+// takeLinger takes the pending linger request for a hold of kind k, if
+// there is one for it: a pause lingers on an exclusive hold only (a
+// write, of a read/write lock), the hold that writes.
+func (w *worker) takeLinger(k record.Kind) *lingerReq {
+	req := w.lingerReq.Load()
+	if req == nil || req.pause && k.Shared || !w.lingerReq.CompareAndSwap(req, nil) {
+		return nil
+	}
+	return req
+}
 
 // linger keeps a hold until it is lost, the parent withdraws the request,
 // the run ends, or a bound passes; the parent hears of its start and end.

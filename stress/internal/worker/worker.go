@@ -99,7 +99,13 @@ func runTask(task proto.Task, in io.Reader, out *messenger) error {
 		im.close()
 		return err
 	}
-	w := &worker{task: task, im: im, rec: rec, out: out, events: events, counts: make([]int64, task.Goroutines)}
+	w := &worker{task: task, im: im, rec: rec, out: out, events: events, counts: make([]int64, task.Goroutines),
+		hw: newHoldWriter(task)}
+	defer w.hw.close()
+	if task.Faults {
+		w.wakes = watchWakes()
+		defer w.wakes.stop()
+	}
 	out.send(proto.Message{Type: proto.Ready})
 
 	cmd, ok := <-cmds
@@ -120,7 +126,7 @@ func runTask(task proto.Task, in io.Reader, out *messenger) error {
 
 	res := &proto.Result{PerGoroutine: w.counts, TokenKind: im.tokenKind(), Overflow: w.overflow.Load(),
 		Losses: w.losses.Load(), Disconnects: events.disconnects.Load(), Expiries: events.expiries.Load(),
-		Abandoned: w.abandoned.Load(), Window: window}
+		Abandoned: w.abandoned.Load(), Window: window, Writes: w.hw.counts()}
 	if err := im.close(); err != nil {
 		w.fail(fmt.Errorf("close: %w", err))
 	}
@@ -189,8 +195,8 @@ wait:
 			case !ok || cmd == proto.Stop || cmd == proto.Exit:
 				exit = exit || !ok || cmd == proto.Exit
 				stop()
-			case cmd == proto.Linger:
-				linger = &lingerReq{cancel: make(chan struct{})}
+			case cmd == proto.Linger || cmd == proto.LingerPause:
+				linger = &lingerReq{cancel: make(chan struct{}), pause: cmd == proto.LingerPause}
 				w.lingerReq.Store(linger)
 			case cmd == proto.Unlinger && linger != nil:
 				w.lingerReq.Store(nil)

@@ -1,0 +1,81 @@
+package exclusion
+
+import (
+	"cmp"
+	"slices"
+)
+
+// cutPaused cuts, at the stop, the holds of paused processes that were in
+// progress when they were stopped, and those granted before a stop but
+// entered after the process woke (see the package doc). It runs before the
+// holds are sorted for the checks; the paths' order is its own.
+func cutPaused(holds []Hold, paused map[int32][]Pause) {
+	if len(paused) == 0 {
+		return
+	}
+	late := false // some hold of a paused process entered in an aftermath
+	for i := range holds {
+		h := &holds[i]
+		for _, p := range paused[h.Proc] {
+			if h.Enter < p.Stop && (h.Exit == 0 || h.Exit > p.Stop) {
+				h.Exit, h.Paused = p.Stop, true
+				break
+			}
+			if h.Enter >= p.Cont && h.Enter <= max(p.Until, p.Cont) {
+				late = true
+			}
+		}
+	}
+	if !late {
+		return
+	}
+	// Holds by path in enter order, to find the tokens granted to other
+	// processes between a stop and a late enter.
+	byPath := map[int32][]*Hold{}
+	for i := range holds {
+		byPath[holds[i].Path] = append(byPath[holds[i].Path], &holds[i])
+	}
+	type cut struct {
+		h    *Hold
+		stop int64
+	}
+	var cuts []cut // applied once every path is searched: the search needs the enter order
+	for _, hs := range byPath {
+		slices.SortFunc(hs, func(a, b *Hold) int { return cmp.Compare(a.Enter, b.Enter) })
+		for _, h := range hs {
+			if h.Paused || h.Token == 0 {
+				continue
+			}
+			for _, p := range paused[h.Proc] {
+				if h.Enter < p.Cont || h.Enter > max(p.Until, p.Cont) {
+					continue
+				}
+				if grantedBefore(hs, h, p.Stop) {
+					cuts = append(cuts, cut{h, p.Stop})
+				}
+				break
+			}
+		}
+	}
+	for _, c := range cuts {
+		c.h.Enter, c.h.Exit, c.h.Paused = c.stop, c.stop, true
+	}
+}
+
+// grantedBefore reports whether h, entered after its process woke, carries
+// a token below that of a hold of another process entered since stop that
+// excludes it (for a read hold: a write hold; hs is in enter order): h's
+// node queued before that one, so it was granted before the stop.
+func grantedBefore(hs []*Hold, h *Hold, stop int64) bool {
+	i, _ := slices.BinarySearchFunc(hs, stop, func(k *Hold, t int64) int { return cmp.Compare(k.Enter, t) })
+	for ; i < len(hs) && hs[i].Enter < h.Enter; i++ {
+		k := hs[i]
+		if k.Proc == h.Proc || k.Token == 0 || (h.Shared && k.Shared) {
+			continue
+		}
+		if h.Token < k.Token {
+			return true
+		}
+	}
+	return false
+}
