@@ -1,8 +1,8 @@
 // Package tier is the lock users hold: a two-tier, reentrant lock in the
 // style of agapple's DistributedReentrantLock.
 //
-// Tier 1 is a gate in the process: a one-slot channel that serializes the
-// goroutines, so that every wait can be abandoned through a
+// Tier 1 is an admission queue in the process (admit.go): a FIFO that
+// serializes the goroutines, so that every wait can be abandoned through a
 // context.Context and a try never blocks. Tier 2 is a [zklock.Lock]: the
 // gate's holder competes for the lock across processes through a single
 // ZooKeeper node, so a process puts at most one znode and one watch on
@@ -33,9 +33,11 @@
 // context whose hold is no longer the current one (under WithHandoff the
 // next local holder shares the node, so the server could not tell).
 //
-// Files: gate.go (tier 1), lock.go (the two-tier lock), locker.go (the
-// sync.Locker adapter), guard.go (guarded writes), registry.go,
-// options.go, errors.go.
+// Files: admit.go (tier 1, shared by Lock, RWLock and Semaphore), lock.go
+// (the two-tier lock), held.go (a hold's token, count, revocation and
+// events), locker.go (the sync.Locker adapter), guard.go (guarded
+// writes), rwlock.go and rwread.go, semaphore.go, multilock*.go,
+// keyed.go and registry.go (one lock per key), options.go, errors.go.
 //
 // Errors are values to test with errors.Is. A tier caller never needs to
 // import zklock for that: every zklock error a tier call can return, or

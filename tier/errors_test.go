@@ -3,8 +3,8 @@ package tier_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/tierlock/tierlock/internal/zktest"

@@ -1,5 +1,7 @@
 package tier
 
+import "github.com/tierlock/tierlock/zklock"
+
 // GateWaiters reports how many goroutines wait at l's gate, so that tests
 // of hand-off and revocation know the next holder is there.
 func GateWaiters(l *Lock) int { return l.g.waiters() }
@@ -32,3 +34,7 @@ func SetSemPublishHookForTest(fn func(*Semaphore)) { testHookSemPublish = fn }
 // the read node between its grant and the move of the readers onto it;
 // nil removes it.
 func SetDowngradeHookForTest(fn func(readNode string)) { testHookDowngrade = fn }
+
+// SetPublishHookForTest sets a function Lock.Acquire calls with the
+// node's hold just before it publishes the local hold; nil removes it.
+func SetPublishHookForTest(fn func(*zklock.Hold)) { testHookPublish = fn }

@@ -11,7 +11,7 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// Guarded writes on the two-tier lock: zklock.Lock.Txn (a multi
+// Guarded writes on the two-tier lock: zklock.Hold.Txn (a multi
 // transaction the server applies only while the hold's node exists) plus
 // the one check the server cannot make. Under WithHandoff consecutive
 // local holders share one node, so a write of a hold already handed on
@@ -21,7 +21,7 @@ import (
 
 // txnGate orders a hold's guarded writes against its hand-off. (A hold
 // that ends with its node needs no gate: its writes go out on that node
-// alone, through zklock.Lock.TxnOn, and the server orders them against the
+// alone, through zklock.Hold.Txn, and the server orders them against the
 // node's delete.)
 //
 // A Txn enters (begin) after finding its hold current; Release, having
@@ -84,7 +84,7 @@ type txnResult struct {
 
 // Txn runs ops as one ZooKeeper transaction on behalf of the hold held
 // carries (held, or a context derived from it, such as one with a
-// deadline): see zklock.Lock.Txn for the ops, the guard and the errors. It
+// deadline): see zklock.Hold.Txn for the ops, the guard and the errors. It
 // costs one multi request. Besides the server's check of the hold's node,
 // it refuses a context whose hold is no longer this lock's current one
 // (ErrNotHolder), which under WithHandoff is what tells a previous local

@@ -2,6 +2,8 @@ package tier
 
 import (
 	"context"
+
+	"github.com/tierlock/tierlock/zklock"
 )
 
 // What a Lock's holder and observer are told: the hold's token, count and
@@ -59,7 +61,7 @@ func (l *Lock) Revoked(held context.Context) <-chan struct{} {
 }
 
 // Token returns the fencing token of the hold held carries: the zxid that
-// orders this hold among all holders of the path (see zklock.Lock.Token).
+// orders this hold among all holders of the path (see zklock.Hold.Token).
 // Local hand-offs keep the node, and so the token.
 func (l *Lock) Token(held context.Context) (int64, error) {
 	if l == nil {
@@ -98,3 +100,7 @@ func (l *Lock) observe(ev Event) {
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// testHookPublish, when a test sets it, runs in enter with the node's hold
+// just before the hold is published (made current).
+var testHookPublish func(*zklock.Hold)

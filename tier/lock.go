@@ -190,6 +190,9 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 	}
 	h.count.Store(1)
 	h.ctx, h.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), holdKey{l}, h))
+	if testHookPublish != nil {
+		testHookPublish(zh)
+	}
 	l.current.Store(h)
 	// A loss that came before the hold was current (onZKLost found another
 	// hold, or none) is applied here: onZKLost runs after Lost is closed,

@@ -55,11 +55,12 @@ type rwSide struct {
 }
 
 // Reader returns the read side of rw as a MultiLock member: the multi-lock
-// takes it with RLock and gives it back with RUnlock.
+// takes a read hold with Acquire and gives it back with Release.
 func (rw *RWLock) Reader() Member { return rwSide{rw: rw} }
 
 // Writer returns the write side of rw as a MultiLock member: the
-// multi-lock takes it with Lock and gives it back with Unlock.
+// multi-lock takes a write hold with Acquire and gives it back with
+// Release.
 func (rw *RWLock) Writer() Member { return rwSide{rw: rw, write: true} }
 
 // Path returns the lock path.

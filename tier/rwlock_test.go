@@ -101,7 +101,7 @@ func TestRWLocalRules(t *testing.T) {
 		}
 	}
 	if err := rw.Release(helds[0]); !errors.Is(err, tier.ErrNotHolder) {
-		t.Fatalf("extra RUnlock: %v; want ErrNotHolder", err)
+		t.Fatalf("extra Release: %v; want ErrNotHolder", err)
 	}
 	var wctx context.Context
 	select {

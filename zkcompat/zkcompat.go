@@ -224,15 +224,18 @@ var registry = struct {
 var logger atomic.Pointer[slog.Logger]
 
 // SetLogger sets the logger of the sessions and locks the drop-in makes
-// from then on (default: slog.Default()). zk.NewLock takes no options, so
-// this is package-wide.
+// from then on: state changes and detail as well as warnings. Without it
+// they log only warnings (a lost hold, a server that cannot be reached),
+// to slog.Default(), as zklock sessions do by default. zk.NewLock takes no
+// options, so this is package-wide; nil restores the default.
 func SetLogger(l *slog.Logger) { logger.Store(l) }
 
-func log() *slog.Logger {
+// sessionOptions are the options of the sessions the drop-in makes.
+func sessionOptions() []zklock.SessionOption {
 	if l := logger.Load(); l != nil {
-		return l
+		return []zklock.SessionOption{zklock.WithLogger(l.With("component", "zkcompat"))}
 	}
-	return slog.Default()
+	return nil
 }
 
 // sessionLinger is how long a connection's session is kept after its last
@@ -351,7 +354,7 @@ func (c *connEntry) close() { _ = c.s.Close() }
 // belongs to the caller, so none is passed: the session then learns its
 // state by polling the connection's state and session id.
 func newConnEntry(conn *zk.Conn) (*connEntry, error) {
-	s, err := zklock.NewSession(conn, nil, zklock.WithLogger(log().With("component", "zkcompat")))
+	s, err := zklock.NewSession(conn, nil, sessionOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("zkcompat: %w", err)
 	}

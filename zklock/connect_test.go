@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -40,5 +43,65 @@ func TestConnectNoServerFailsFast(t *testing.T) {
 func TestConnectServerList(t *testing.T) {
 	if _, err := zklock.Connect(context.Background(), []string{"127.0.0.1:1", " "}); !errors.Is(err, zklock.ErrInvalidOption) {
 		t.Errorf("an empty address: %v; want ErrInvalidOption", err)
+	}
+}
+
+// Under NewSession the connection is the caller's: when the caller closes
+// it mid-run, the session is over for good. An acquisition waiting in the
+// queue ends with ErrSessionClosed, a hold is told it is lost, and Close
+// returns.
+func TestNewSessionEndsWhenConnClosed(t *testing.T) {
+	servers := zktest.Servers(t)
+	conn, events, err := zk.Connect(servers, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(zkQuiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	eventually(t, 10*time.Second, "a session", func() bool { return conn.State() == zk.StateHasSession })
+	s, err := zklock.NewSession(conn, events, zklock.WithSessionTimeout(10*time.Second), zklock.WithLogger(quietLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	other := connect(t, servers)
+	ctx := ctxT(t, 30*time.Second)
+	p := zktest.Path(t)
+	blocker, err := newLock(t, other, p+"/contended").Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Release()
+	held, err := newLock(t, s, p+"/held").Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := goAcquire(ctx, newLock(t, s, p+"/contended"))
+	eventually(t, 5*time.Second, "the waiter queued", func() bool { return len(children(t, other.Conn(), p+"/contended")) == 2 })
+
+	conn.Close()
+	closedAt := time.Now()
+	select {
+	case r := <-waiting:
+		if !errors.Is(r.err, zklock.ErrSessionClosed) {
+			t.Errorf("the waiting Acquire: %v; want ErrSessionClosed", r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting Acquire did not end when the connection was closed")
+	}
+	select {
+	case <-held.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hold was not told its connection was closed")
+	}
+	t.Logf("waiter and hold told %v after the close", time.Since(closedAt).Round(time.Millisecond))
+	if _, err := zklock.New(s, p+"/after"); !errors.Is(err, zklock.ErrSessionClosed) {
+		t.Errorf("New after the close: %v; want ErrSessionClosed", err)
+	}
+	done := make(chan struct{})
+	go func() { s.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Session.Close did not return")
 	}
 }

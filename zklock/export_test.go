@@ -1,6 +1,9 @@
 package zklock
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // Test seams over the wire tap of a session made by Connect.
 
@@ -67,3 +70,38 @@ var (
 	GrantedTimeout = grantedTimeout
 	ConnQuit       = connQuit
 )
+
+// HoldFlusherForTest holds every session's flusher (the goroutine that
+// sends the deletes no create carried) until the returned function is
+// called.
+func HoldFlusherForTest() (let func()) {
+	gate := make(chan struct{})
+	testFlushGate.Store(&gate)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			testFlushGate.Store(nil)
+			close(gate)
+		})
+	}
+}
+
+// FillInflightForTest takes every free place in s's bound on requests in
+// flight, as a burst of acquisitions would, and returns the function that
+// gives them back.
+func FillInflightForTest(s *Session) (giveBack func()) {
+	f := &s.flight
+	f.mu.Lock()
+	if f.limit == 0 {
+		f.limit = startInflight
+	}
+	k := max(0, f.limit-f.n)
+	f.n += k
+	f.mu.Unlock()
+	return func() {
+		f.mu.Lock()
+		f.n -= k
+		f.wakeLocked()
+		f.mu.Unlock()
+	}
+}

@@ -30,7 +30,7 @@ func proxyTo(t *testing.T, target string) *faultproxy.Proxy {
 // A holder whose traffic stops is told it may have lost the lock before
 // the server expires its session and the next waiter gets the lock: under
 // the default policy when its lease lapses (a quarter of the session
-// timeout after its last confirmed sync) or it sees the disconnection,
+// timeout after its last confirmed write or sync) or it sees the disconnection,
 // whichever comes first. Under WithLossOnExpiryOnly a short disconnection
 // leaves the hold alone, and a long one ends it by the local timer at most
 // an eighth of the session timeout after the next holder got the lock

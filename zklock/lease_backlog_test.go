@@ -14,8 +14,8 @@ import (
 // send loop) keeps its holds as long as each sync, once written, is
 // answered within the bound: the lease counts from when the sync was
 // written, not from when it was queued. Here every sync's write is held
-// back 600 ms, with T = 4 s (the test server's largest: a sync every T/8 =
-// 500 ms, holds trusted for T/4 = 1 s after a sync's send time), from
+// back 600 ms, with T = 4 s (the hold idle, so a sync every T/8 = 500 ms,
+// holds trusted for T/4 = 1 s after a sync's send time), from
 // before the acquisition on: counted from the queueing, the second sync
 // comes back about 200 ms after the deadline it was to renew, and the hold
 // ended with ErrLeaseExpired. (A delay

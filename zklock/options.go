@@ -32,8 +32,9 @@ type SessionOption func(*sessionConfig)
 // WithSessionTimeout sets the session timeout asked of the server (default
 // 10s; the server bounds it between 2 and 20 ticks unless configured
 // otherwise). A crashed holder's lock passes on after about this long.
-// Under NewSession, pass the timeout given to zk.Connect: the loss bounds
-// are derived from it (see NewSession).
+// Under NewSession it asks nothing of the server: the loss bounds derive
+// from the timeout the server granted the connection, or from this one
+// when it is smaller (see NewSession).
 func WithSessionTimeout(d time.Duration) SessionOption {
 	return func(c *sessionConfig) { c.timeout = d }
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -140,6 +141,13 @@ func (s *Session) flushDeletes() {
 			return
 		}
 		runtime.Gosched() // the scheduling delay: see above
+		if gate := testFlushGate.Load(); gate != nil {
+			select {
+			case <-*gate:
+			case <-s.ctx.Done():
+				return
+			}
+		}
 		var batch []*pendingDelete
 		s.dels.mu.Lock()
 		for _, d := range s.dels.order {
@@ -155,6 +163,11 @@ func (s *Session) flushDeletes() {
 		}
 	}
 }
+
+// testFlushGate, when a test sets it, holds every session's flusher until
+// the channel closes, so that a test can see which create carries a
+// pending delete.
+var testFlushGate atomic.Pointer[chan struct{}]
 
 // sendDeletes sends batch (a delete, or a multi of them) and returns once
 // it is on the wire; a failure falls back to a guaranteed delete each.
@@ -240,7 +253,8 @@ func (s *Session) deleteGuaranteed(node string, owner int64) {
 // untilSessionOver runs op, backing off between attempts, until it reports
 // done or session owner is over (see deleteGuaranteed), whatever errors op
 // meets. Closing the Session does not stop it unless the Session owns the
-// connection.
+// connection; under NewSession, the owner's closing of the connection
+// does.
 func (s *Session) untilSessionOver(owner int64, op func() (done bool, err error)) {
 	b := s.newBackOff()
 	var downSince time.Time
@@ -253,7 +267,10 @@ func (s *Session) untilSessionOver(owner int64, op func() (done bool, err error)
 				return
 			}
 		}
-		if s.hardStopped() {
+		if s.hardStopped() || s.connGone.Load() {
+			// Our connection is closed (by us, or under NewSession by its
+			// owner): go-zookeeper's Close ended the session, and the
+			// server deletes its nodes.
 			return
 		}
 		if id := s.conn.SessionID(); id != owner && owner != 0 {

@@ -31,8 +31,9 @@ func IsRevocation(data []byte) bool { return bytes.Equal(data, revokeData) }
 // written into the node of a hold (RevokeNode, RevokeHolder, Curator's
 // Revoker.attemptRevoke) closes Hold.Revoked. The hold does not end: the
 // holder decides. A request written while our node still waits is seen
-// once it leads, since the data stays on the node. It costs no request:
-// the holder already watches its own node with a data read.
+// once it leads, since the data stays on the node. It costs one data read
+// per hold: a revocable hold watches its own node from the grant on (other
+// holds only once they have lasted a quarter of the session timeout).
 func WithRevocable() Option { return func(c *lockConfig) { c.revocable = true } }
 
 // WithRevocationHandler is WithRevocable that also calls fn with the

@@ -178,3 +178,48 @@ func TestRevokeWaitsForCredentials(t *testing.T) {
 		t.Fatal("the holder never heard of the revocation")
 	}
 }
+
+// The size limits are exact, and what they admit works: a lock path of
+// 4000 bytes and a label of 60 KiB are acquired (their nodes made and
+// deleted on the server); one byte more of path, or a node's data past
+// 64 KiB, is refused before anything is sent.
+func TestSizeLimitsExact(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	ctx := ctxT(t, 30*time.Second)
+	base := zktest.Path(t) + "/"
+	path := func(n int) string { return base + strings.Repeat("p", n-len(base)) }
+	for _, v := range []struct {
+		name string
+		path string
+		opts []zklock.Option
+		want error // nil: acquired
+	}{
+		{"path 4000 bytes", path(4000), nil, nil},
+		{"path 4001 bytes", path(4001), nil, zklock.ErrInvalidPath},
+		{"label 60 KiB", base + "label", []zklock.Option{zklock.WithLabel(strings.Repeat("l", 60<<10))}, nil},
+		{"label 64 KiB", base + "label64", []zklock.Option{zklock.WithLabel(strings.Repeat("l", 64<<10))}, zklock.ErrInvalidOption},
+	} {
+		sent := zklock.Written(s, zklock.OpCreate) + zklock.Written(s, zklock.OpMulti)
+		l, err := zklock.New(s, v.path, v.opts...)
+		if v.want != nil {
+			if !errors.Is(err, v.want) {
+				t.Errorf("%s: New: %v; want %v", v.name, err, v.want)
+			}
+			if n := zklock.Written(s, zklock.OpCreate) + zklock.Written(s, zklock.OpMulti) - sent; n != 0 {
+				t.Errorf("%s: %d creates sent", v.name, n)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: New: %v", v.name, err)
+		}
+		h, err := l.Acquire(ctx)
+		if err != nil {
+			t.Fatalf("%s: Acquire: %v", v.name, err)
+		}
+		if err := h.Release(); err != nil {
+			t.Errorf("%s: Release: %v", v.name, err)
+		}
+		l.Close()
+	}
+}

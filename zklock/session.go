@@ -131,12 +131,14 @@ const ConnectTimeout = 10 * time.Second
 // be installed by zk.Connect, such a session learns its state by polling
 // conn.State and conn.SessionID every few milliseconds, and by reading
 // events, which may be nil (it then must not be read by anyone else: the
-// session drains it). Two limits follow, so prefer Connect: requests are
-// not pipelined (that needs the dialer Connect installs), and the session
-// cannot learn the timeout the server negotiated, so the loss bounds are
-// derived from WithSessionTimeout, which must not exceed the timeout the
-// server grants. Credentials (WithDigestAuth) are sent in the background;
-// the session's lock requests wait for them, and fail with their error.
+// session drains it). Requests are not pipelined (that needs the dialer
+// Connect installs), so prefer Connect. The loss bounds are derived from
+// the timeout the server granted, read from the connection (conninfo.go),
+// or from WithSessionTimeout when that is smaller. When the caller closes
+// conn, the session is over: waits on it end with ErrSessionClosed and
+// holds are told they are lost. Credentials (WithDigestAuth) are sent in
+// the background; the session's lock requests wait for them, and fail
+// with their error.
 func NewSession(conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*Session, error) {
 	if conn == nil {
 		return nil, fmt.Errorf("%w: a connection is required", ErrNilSession)

@@ -1,0 +1,246 @@
+package zklock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// The cost claims of docs/design.md, each counted on the wire: what a
+// request the lean path leaves out would cost if it came back.
+
+// A hold that ends before the lease's bound (T/4) arms no watch on its own
+// node: no read, no watch event. A revocable hold reads its node at once
+// (a revocation request written while it waited must be seen).
+func TestShortHoldSendsNoOwnWatch(t *testing.T) {
+	s := connect(t, zktest.Servers(t)) // T = 10 s: the bound is 2.5 s
+	ctx := ctxT(t, 30*time.Second)
+	for _, v := range []struct {
+		name  string
+		opts  []zklock.Option
+		reads int64
+	}{
+		{"plain", nil, 0},
+		{"revocable", []zklock.Option{zklock.WithRevocable()}, 20},
+	} {
+		l := newLock(t, s, zktest.Path(t), v.opts...)
+		before := zklock.Written(s, zklock.OpGetData) + zklock.Written(s, zklock.OpExists)
+		for i := 0; i < 20; i++ {
+			h, err := l.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(20 * time.Millisecond) // a watch armed at once would be read by now
+			if v.reads > 0 {
+				// The read is armed at once, on a goroutine of its own.
+				want := before + int64(i) + 1
+				eventually(t, 5*time.Second, "the own-node read", func() bool {
+					return zklock.Written(s, zklock.OpGetData) >= want
+				})
+			}
+			if err := h.Release(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := zklock.Written(s, zklock.OpGetData) + zklock.Written(s, zklock.OpExists) - before
+		if got != v.reads {
+			t.Errorf("%s: 20 short holds read their nodes %d times; want %d", v.name, got, v.reads)
+		}
+	}
+}
+
+// A release's delete goes out in the next create of the session, on the
+// same path or on any other path the session has locked before (one multi,
+// no delete of its own), and a create on a path not known to exist carries
+// none, so that a missing parent cannot fail both.
+func TestReleaseFoldsIntoNextCreate(t *testing.T) {
+	servers := zktest.Servers(t)
+	s := connect(t, servers)
+	obs := connect(t, servers).Conn()
+	ctx := ctxT(t, 30*time.Second)
+	root := zktest.Path(t)
+	a, b, c := newLock(t, s, root+"/a"), newLock(t, s, root+"/b"), newLock(t, s, root+"/c")
+	// b's path is known: it was created by an earlier hold.
+	hb, err := b.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hb.Release(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "b's node deleted", func() bool { return len(children(t, obs, root+"/b")) == 0 })
+
+	let := zklock.HoldFlusherForTest()
+	defer let()
+	exists := func(node string) bool {
+		ok, _, err := obs.Exists(node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	acquire := func(l *zklock.Lock) (h *zklock.Hold, multis, deletes int64) {
+		t.Helper()
+		m0, d0 := zklock.Written(s, zklock.OpMulti), zklock.Written(s, zklock.OpDelete)
+		h, err := l.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h, zklock.Written(s, zklock.OpMulti) - m0, zklock.Written(s, zklock.OpDelete) - d0
+	}
+
+	ha, _, _ := acquire(a)
+	released := ha.Node()
+	if err := ha.Release(); err != nil {
+		t.Fatal(err)
+	}
+	hb, multis, deletes := acquire(b) // another path, known
+	if multis != 1 || deletes != 0 || exists(released) {
+		t.Errorf("acquire on another known path after a release: %d multis, %d deletes, released node there: %v; want 1, 0, false",
+			multis, deletes, exists(released))
+	}
+
+	released = hb.Node()
+	if err := hb.Release(); err != nil {
+		t.Fatal(err)
+	}
+	hb, multis, deletes = acquire(b) // the same path
+	if multis != 1 || deletes != 0 || exists(released) {
+		t.Errorf("acquire on the same path after a release: %d multis, %d deletes, released node there: %v; want 1, 0, false",
+			multis, deletes, exists(released))
+	}
+
+	released = hb.Node()
+	if err := hb.Release(); err != nil {
+		t.Fatal(err)
+	}
+	hc, multis, _ := acquire(c) // a path never locked: its parent is made first
+	if multis != 0 || !exists(released) {
+		t.Errorf("acquire on a new path after a release: %d multis, released node there: %v; want 0, true", multis, exists(released))
+	}
+	let() // the flusher sends the delete no create took
+	eventually(t, 5*time.Second, "the flusher's delete", func() bool { return !exists(released) })
+	if err := hc.Release(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The bound on requests in flight holds acquisitions back in the process
+// while it is full; a release's delete and the lease's sync are exempt, so
+// a burst can neither keep a node from going nor let the lease lapse.
+func TestBoundHoldsAcquisitionsNotDeletesOrSync(t *testing.T) {
+	servers := zktest.Servers(t)
+	s := connect(t, servers, zklock.WithSessionTimeout(4*time.Second)) // a sync after 0.5 s of silence
+	obs := connect(t, servers).Conn()
+	ctx := ctxT(t, 30*time.Second)
+	p := zktest.Path(t)
+	held, other := newLock(t, s, p+"/held"), newLock(t, s, p+"/other")
+	h, err := held.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := newLock(t, s, p+"/kept").Acquire(ctx) // keeps the renewer busy
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	giveBack := zklock.FillInflightForTest(s)
+	defer giveBack()
+	creates := zklock.Written(s, zklock.OpCreate) + zklock.Written(s, zklock.OpMulti)
+	syncs := zklock.Written(s, zklock.OpSync)
+	got := goAcquire(ctx, other)
+
+	node := h.Node()
+	if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the released node deleted", func() bool {
+		ok, _, err := obs.Exists(node)
+		return err == nil && !ok
+	})
+	eventually(t, 5*time.Second, "a lease sync", func() bool { return zklock.Written(s, zklock.OpSync) > syncs })
+	if !zklock.LeaseValid(s) {
+		t.Error("the lease lapsed while the bound was full")
+	}
+	select {
+	case r := <-got:
+		t.Fatalf("an acquisition went past a full bound: %v", r.err)
+	default:
+	}
+	if n := zklock.Written(s, zklock.OpCreate) + zklock.Written(s, zklock.OpMulti) - creates; n != 0 {
+		t.Errorf("%d creates written while the bound was full", n)
+	}
+
+	giveBack()
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("the held-back acquisition: %v", r.err)
+	}
+	for _, h := range []*zklock.Hold{r.h, kept} {
+		if err := h.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Held back, an acquisition still honours its ctx.
+	giveBack = zklock.FillInflightForTest(s)
+	defer giveBack()
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := other.Acquire(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Acquire held back by the bound past its ctx: %v; want context.DeadlineExceeded", err)
+	}
+}
+
+// RWLock.WriterWaiting lists the queue once, then keeps a children watch
+// and answers from it until the queue changes.
+func TestWriterWaitingListsOnlyWhenQueueChanged(t *testing.T) {
+	servers := zktest.Servers(t)
+	s, w := connect(t, servers), connect(t, servers)
+	ctx := ctxT(t, 30*time.Second)
+	p := zktest.Path(t)
+	rw, err := zklock.NewRWLock(s, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.Close()
+	h, err := rw.ReadLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listings := zklock.Written(s, zklock.OpGetChildren2)
+	for i := 0; i < 100; i++ {
+		waiting, err := rw.WriterWaiting(ctx)
+		if err != nil || waiting {
+			t.Fatalf("WriterWaiting = %v, %v with no writer", waiting, err)
+		}
+	}
+	if n := zklock.Written(s, zklock.OpGetChildren2) - listings; n != 1 {
+		t.Errorf("100 asks of an unchanged queue listed it %d times; want 1", n)
+	}
+
+	wrw, err := zklock.NewRWLock(w, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wrw.Close()
+	got := goAcquire(ctx, wrw.WriteLock())
+	eventually(t, 5*time.Second, "the writer seen", func() bool {
+		waiting, err := rw.WriterWaiting(ctx)
+		return err == nil && waiting
+	})
+	if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if err := r.h.Release(); err != nil {
+		t.Fatal(err)
+	}
+}
