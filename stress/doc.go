@@ -260,7 +260,10 @@
 // one; nor do multi-lock holds. The pause is what makes the check bite:
 // the paused holder's writes on waking are the stale writes, and the
 // fault log and the summary (the store's refusals "made by paused workers
-// on waking") show them refused.
+// on waking") show them refused. With $TIERLOCK_STRESS_UNFENCED=1 the
+// store's fence is off (it admits every write): a run with the pause
+// fault must then fail, naming the stale write, which is how the check is
+// seen to bite (TestFaultPauseUnfenced).
 //
 // Faults on a worker (expire, drop, kill, pause) are put, where possible, on a
 // process that holds a lock: the parent asks the worker to keep its next
