@@ -28,11 +28,16 @@ type check struct {
 	name     string
 	model    string   // .pml file in this directory
 	defines  []string // spin -D flags: model size and mutant
-	ccFlags  []string // what pan checks: -DSAFETY, -DNFAIR, -DCOLLAPSE
+	ccFlags  []string // what pan checks: -DSAFETY, -DNFAIR, -DCOLLAPSE; -O0 (quick)
 	panFlags []string // -a -f for liveness, -m depth, -w hash size
 	mutant   bool     // must report errors
-	// mustReach lists assertions (as pan prints them) that must not be
-	// reported unreached: the properties this run is meant to exercise.
+	// violates, for a mutant, is what pan must report violated (a
+	// substring of its "assertion violated" line): the failure the mutant
+	// is meant to show, not some other.
+	violates string
+	// mustReach lists statements (substrings of them as pan prints them)
+	// that must not be reported unreached: the properties this run is
+	// meant to check, and the steps it is meant to take.
 	mustReach []string
 }
 
@@ -41,58 +46,81 @@ var (
 	// weak fairness for the acceptance-cycle search; NFAIR sizes its
 	// copies of the state space (one per process plus two).
 	liveness = []string{"-DNFAIR=3"}
+	// quick: pan.c compiled without optimisation (cc takes the last -O).
+	// Compiling it with -O2 takes 4-11 s of CPU, which only a search of
+	// millions of states (twotier's fault runs) or a long liveness search
+	// earns back; a mutant's search stops at its first error.
+	quick       = "-O0"
+	quickSafety = append([]string{quick}, safety...)
 )
 
 var checks = []check{
-	// Model 2, two tiers: 2 processes x 2 goroutines, one acquisition
-	// each, one hand-off per node. Faults (one lease lapse, with expiry
-	// or reconnection, failed writes, lost watch events) and cancelled
-	// waits are checked in two runs: together they do not fit the time
-	// budget. COLLAPSE keeps the faults run's memory near 600 MB.
-	{name: "twotier/faults", model: "twotier.pml", defines: []string{"-DF=1", "-DC=0"},
+	// Model 2, two tiers and the lease: 2 processes x 2 goroutines, one
+	// acquisition each, one hand-off per node. One fault in each run (process
+	// 0's: the processes are alike), a disconnection or process 0's server
+	// cut from the leader, with what follows (the lease's lapse, the leader's
+	// expiry, reconnection in the same session or a new one; for the cut,
+	// reads answered from the server's frozen view, the heal or the server
+	// dropping its clients), and failed writes and lost watch events;
+	// cancelled waits in a run of their own: together they do not fit the
+	// time budget. COLLAPSE keeps each fault run's memory under 1 GB.
+	{name: "twotier/disconnect", model: "twotier.pml", defines: []string{"-DF=1", "-DC=0", "-DCUT=0"},
 		ccFlags: append([]string{"-DCOLLAPSE"}, safety...), panFlags: []string{"-m1000000", "-w25"},
-		mustReach: []string{"nvalid==0", "lasttok"}},
+		mustReach: []string{"nvalid==0", "lasttok", "assert(!((valid[", "sid[p] = (1-sid[p])"}},
+	{name: "twotier/cut", model: "twotier.pml", defines: []string{"-DF=1", "-DC=0", "-DDISC=0"},
+		ccFlags: append([]string{"-DCOLLAPSE"}, safety...), panFlags: []string{"-m1000000", "-w25"},
+		mustReach: []string{"nvalid==0", "lasttok", "assert(!((valid[", "sid[p] = (1-sid[p])", "cview"}},
 	{name: "twotier/cancel", model: "twotier.pml", defines: []string{"-DF=0", "-DC=1"},
-		ccFlags: append([]string{"-DCOLLAPSE"}, safety...), panFlags: []string{"-m1000000", "-w22"},
+		ccFlags: append([]string{quick, "-DCOLLAPSE"}, safety...), panFlags: []string{"-m1000000", "-w22"},
 		mustReach: []string{"nvalid==0", "lasttok"}},
 	{name: "twotier/mutant_forget_failed_delete", model: "twotier.pml",
-		defines: []string{"-DF=1", "-DC=0", "-DMUTANT_FORGET_FAILED_DELETE"},
-		ccFlags: safety, panFlags: []string{"-m1000000", "-w22"}, mutant: true},
+		defines: []string{"-DF=1", "-DC=0", "-DCUT=0", "-DMUTANT_FORGET_FAILED_DELETE"},
+		ccFlags: quickSafety, panFlags: []string{"-m1000000", "-w22"}, mutant: true, violates: "assertion violated 0"},
 	{name: "twotier/mutant_no_loss_signal", model: "twotier.pml",
 		defines: []string{"-DF=1", "-DC=0", "-DMUTANT_NO_LOSS_SIGNAL"},
-		ccFlags: safety, panFlags: []string{"-m1000000", "-w22"}, mutant: true},
+		ccFlags: quickSafety, panFlags: []string{"-m1000000", "-w22"}, mutant: true, violates: "!((valid["},
+	// The lease's mutants, with the cut (a disconnection cannot show them)
+	// and without the fencing assertion, which depth-first search meets a
+	// step earlier (the stale holder granted just after the other released):
+	// the trail shows two valid holders.
+	{name: "twotier/mutant_read_renews", model: "twotier.pml",
+		defines: []string{"-DF=1", "-DC=0", "-DDISC=0", "-DNOFENCE", "-DMUTANT_READ_RENEWS"},
+		ccFlags: quickSafety, panFlags: []string{"-m1000000", "-w22"}, mutant: true, violates: "(nvalid==0)"},
+	{name: "twotier/mutant_renew_after_expiry", model: "twotier.pml",
+		defines: []string{"-DF=1", "-DC=0", "-DDISC=0", "-DNOFENCE", "-DMUTANT_RENEW_AFTER_EXPIRY"},
+		ccFlags: quickSafety, panFlags: []string{"-m1000000", "-w22"}, mutant: true, violates: "(nvalid==0)"},
 
 	// Model 3, the read/write lock's and the semaphore's queue rules
 	// (rwlock.pml): 2 processes x 2 episodes of reads, writes and
 	// downgrades; 3 processes sharing 2 leases.
-	{name: "rwlock/rw", model: "rwlock.pml", defines: []string{"-DRW=1"}, ccFlags: safety, panFlags: []string{"-m100000"}},
+	{name: "rwlock/rw", model: "rwlock.pml", defines: []string{"-DRW=1"}, ccFlags: quickSafety, panFlags: []string{"-m100000"}},
 	{name: "rwlock/mutant_later_writer", model: "rwlock.pml", defines: []string{"-DRW=1", "-DMUTANT_LATER_WRITER"},
-		ccFlags: safety, panFlags: []string{"-m100000"}, mutant: true},
+		ccFlags: quickSafety, panFlags: []string{"-m100000"}, mutant: true},
 	{name: "rwlock/mutant_621", model: "rwlock.pml", defines: []string{"-DRW=1", "-DMUTANT_621"},
-		ccFlags: safety, panFlags: []string{"-m100000"}, mutant: true},
-	{name: "rwlock/semaphore", model: "rwlock.pml", defines: []string{"-DRW=0"}, ccFlags: safety, panFlags: []string{"-m100000"},
+		ccFlags: quickSafety, panFlags: []string{"-m100000"}, mutant: true},
+	{name: "rwlock/semaphore", model: "rwlock.pml", defines: []string{"-DRW=0"}, ccFlags: quickSafety, panFlags: []string{"-m100000"},
 		mustReach: []string{"holders<=2"}},
 	{name: "rwlock/mutant_count", model: "rwlock.pml", defines: []string{"-DRW=0", "-DMUTANT_COUNT"},
-		ccFlags: safety, panFlags: []string{"-m100000"}, mutant: true},
+		ccFlags: quickSafety, panFlags: []string{"-m100000"}, mutant: true},
 
 	// Model 4, tier 1's admission queue (admission.pml, tier/admit.go):
 	// 3 goroutines of weights 1, 2 and 1 on 2 units, the fast path with
 	// its 4 spins, tryAcquire, release and handOff, contexts that end at
 	// any point. The FIFO assertions must be reached on every path that
 	// takes units without queueing.
-	{name: "admission/safety", model: "admission.pml", ccFlags: safety, panFlags: []string{"-m1000000"},
+	{name: "admission/safety", model: "admission.pml", ccFlags: quickSafety, panFlags: []string{"-m1000000"},
 		mustReach: []string{"nwaiting==0"}},
 	{name: "admission/liveness", model: "admission.pml", ccFlags: liveness, panFlags: []string{"-a", "-f", "-m1000000"}},
 	{name: "admission/mutant_no_undo", model: "admission.pml", defines: []string{"-DMUTANT_NO_UNDO"},
-		ccFlags: safety, panFlags: []string{"-m1000000"}, mutant: true},
+		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true},
 	// The same mutant with assertions off (-A): the lost units starve the
 	// waiters, which the liveness claim sees on its own.
 	{name: "admission/mutant_no_undo_liveness", model: "admission.pml", defines: []string{"-DMUTANT_NO_UNDO"},
-		ccFlags: liveness, panFlags: []string{"-a", "-f", "-A", "-m1000000"}, mutant: true},
+		ccFlags: append([]string{quick}, liveness...), panFlags: []string{"-a", "-f", "-A", "-m1000000"}, mutant: true},
 	{name: "admission/mutant_no_notify", model: "admission.pml", defines: []string{"-DMUTANT_NO_NOTIFY"},
-		ccFlags: safety, panFlags: []string{"-m1000000"}, mutant: true},
+		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true},
 	{name: "admission/mutant_fast_ignores_queue", model: "admission.pml", defines: []string{"-DMUTANT_FAST_IGNORES_QUEUE"},
-		ccFlags: safety, panFlags: []string{"-m1000000"}, mutant: true},
+		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true},
 }
 
 func TestModels(t *testing.T) {
@@ -114,6 +142,8 @@ func TestModels(t *testing.T) {
 			if c.mutant {
 				if res.errors == 0 {
 					t.Errorf("mutant verified clean: the model cannot see this bug\n%s", res.out)
+				} else if c.violates != "" && !strings.Contains(res.violated, c.violates) {
+					t.Errorf("mutant fails, but not on %s: %q\n%s", c.violates, res.violated, res.out)
 				}
 				return
 			}
@@ -125,8 +155,8 @@ func TestModels(t *testing.T) {
 				t.Errorf("search truncated (depth limit): raise -m\n%s", res.out)
 			}
 			for _, a := range c.mustReach {
-				if u := res.unreachedAssertion(a); u != "" {
-					t.Errorf("assertion never reached, so never checked: %s", u)
+				if u := res.unreachedStatement(a); u != "" {
+					t.Errorf("never reached, so never checked: %s", u)
 				}
 			}
 		})
@@ -140,10 +170,11 @@ type result struct {
 	depth     int64
 	seconds   float64
 	truncated bool
-	unreached []string // assertion lines pan reports unreached
+	violated  string   // pan's "assertion violated" line, if any
+	unreached []string // statements pan reports unreached
 }
 
-func (r result) unreachedAssertion(substr string) string {
+func (r result) unreachedStatement(substr string) string {
 	for _, u := range r.unreached {
 		if strings.Contains(u, substr) {
 			return u
@@ -185,6 +216,7 @@ func (c check) run(t *testing.T, tools map[string]string) result {
 	}
 	sh(tools["spin"], append(append([]string{}, c.defines...), "-a", c.model)...)
 	// -w: pan.c's many generated warnings say nothing about the model.
+	// -O2 unless ccFlags ask for less: cc takes the last -O.
 	sh(tools["cc"], append(append([]string{"-O2", "-w"}, c.ccFlags...), "-o", "pan", "pan.c")...)
 	out := sh("./pan", c.panFlags...)
 
@@ -204,15 +236,19 @@ func (c check) run(t *testing.T, tools map[string]string) result {
 	if m := reElapsed.FindStringSubmatch(out); m != nil {
 		r.seconds, _ = strconv.ParseFloat(m[1], 64)
 	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "assertion violated") {
+			r.violated = strings.TrimSpace(line)
+			break
+		}
+	}
 	inUnreached := false
 	for _, line := range strings.Split(out, "\n") {
 		switch {
 		case strings.HasPrefix(line, "unreached in"):
 			inUnreached = true
 		case inUnreached && strings.HasPrefix(line, "\t"):
-			if strings.Contains(line, "assert(") {
-				r.unreached = append(r.unreached, strings.TrimSpace(line))
-			}
+			r.unreached = append(r.unreached, strings.TrimSpace(line))
 		default:
 			inUnreached = false
 		}

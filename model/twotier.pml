@@ -1,52 +1,103 @@
 /*
  * Model 2: the two-tier protocol, P processes x G goroutines on one lock
- * path.
+ * path, and the lease that decides when a session may trust its holds.
  *
  * Per process p:
  *   - the gate (tier 1), abstracted as a correct mutex that can hand the
- *     gate straight to a local waiter (Model 1 checks the real gate);
+ *     gate straight to a local waiter (Model 4 checks the real one);
  *   - the tier lock's state (zkHeld, hand-off count) and the zklock's
  *     (the node of the current acquisition or hold, its loss);
- *   - the session: its lease (the client's trust in its view), the
- *     server's expiry of it, its FIFO wire to the server, the pending
- *     delete of a release and the guaranteed (retried) deletes.
- * The server (one step per request, taken from a session's wire in order)
+ *   - the session: its connection to a server, that server's link to the
+ *     leader, the lease (zklock/lease.go), the leader's expiry of the
+ *     session, its FIFO wire to the server, the pending delete of a release
+ *     and the guaranteed (retried) deletes.
+ * The leader (one step per request, taken from a session's wire in order)
  * keeps the ephemeral-sequential nodes: node n is the n-th created, so n
  * is its sequence number and its creation zxid (the fencing token).
  *
- * Time is modelled as an order of events. lapse(p) (lost connectivity,
- * any time, at most F times in all) invalidates p's lease and, in the same
- * step, cancels p's holds: the code's timing argument (the held context is
- * cancelled at most B after the last successful round trip through the
- * leader, B < session timeout - slack) is what makes this order real; it is
- * argued in prose in zklock, not here. expire(p) is enabled only while p's
- * lease is lapsed. Requests written when the connection dies are applied
- * or not, and their callers get an error; requests sent while the
- * connection is down wait for the next one (possibly in a new session).
- * A reply that arrived is read before the connection can die again
- * (reading it takes no time), so lapse waits while a "you are first"
- * reply is unread.
+ * Faults, at most F in all, met by process 0 (FAULTY: the processes are
+ * alike, so process 0's faults stand for anyone's); each kind can be left
+ * out, -DDISC=0, -DCUT=0:
+ *   - a disconnection (DISC): requests on the wire are applied or not and
+ *     their callers get an error; requests sent while disconnected wait for
+ *     the next connection, in the same session or, after an expiry, in a
+ *     new one. The client knows: under the default policy its holds end;
+ *   - p's server cut from the leader (CUT), the client still connected to
+ *     it: the server answers p's reads from its own view, frozen when it was
+ *     cut; p's writes and syncs, and every request behind them (a session's
+ *     requests are answered in order), wait. The cut heals (the waiting
+ *     requests go on) while the leader has not expired the session, or the
+ *     server drops its clients (syncLimit; or, after the heal, because the
+ *     session expired): a disconnection in which a write forwarded before
+ *     the cut may have been applied, unless the session expired.
+ *
+ * The lease. lease[p] is "the deadline lies ahead"; a session starts
+ * without one. It is renewed only by the answer of a request that proves
+ * the session alive at the leader after the request was sent
+ * (Session.proved, counted from the send time):
+ *   - a sync (lease.refresh, sent by the renewer or by a grant that finds
+ *     the lease stale): one step, enabled while a lock has a node and p's
+ *     server is linked to the leader (the leader refuses it once the
+ *     session expired, so it never renews an expired session);
+ *   - a write of the session's locks that succeeded (send.go run, write):
+ *     the create or multi of an acquisition (renewing when its caller reads
+ *     the answer) and the flusher's delete of a released node (sendDeletes);
+ *     the background retries of deleteGuaranteed do not go through run and
+ *     renew nothing.
+ * Reads (listings, getW) renew nothing. Time is an order of events: the
+ * lease lapses at any moment while p is disconnected or cut (lapse(p): its
+ * holds end in the same step, lease.lapse), and expire(p), the leader's, is
+ * enabled only while p's lease has lapsed and p is disconnected or cut. That
+ * order is what the timing argument in zklock/lease.go guarantees (holds end
+ * B = T/4 after the send time of the last proof, the leader cannot expire
+ * the session before 5T/8 after it); the bounds, and the T/8 cap on the send
+ * time, are argued there, not here. The same argument says that a proof
+ * whose answer is read after the expiry comes too late to renew (its send
+ * time plus B has passed): the create's answer renews only if the session
+ * has not expired since the create was applied, and was sent in the
+ * current session (the proof's session id). Left out: a lapse while p is
+ * connected to a server linked to the leader (a slow round trip), and a
+ * proof answered after its window closed for that reason: either only ends
+ * holds early or delays a grant, and cannot let the leader expire the
+ * session, which hears of it.
+ *
+ * A grant (grant.go) needs the connection, the lease, and the node's
+ * session still the client's (a node created in a session that has since
+ * been replaced went with it: errNodeGone, queue again). zsid/sid record
+ * the session of p's node and the client's current one, as the code's
+ * Hold.owner and conn.SessionID(). The owner is the session the create was
+ * applied in; the code reads conn.SessionID() once the create has
+ * returned, the same unless the goroutine is delayed past an expiry and a
+ * reconnection: -DOWNER_AFTER_REPLY reads it there (see README).
  *
  * Properties:
  *   - mutual exclusion among holders whose hold is valid (held context not
  *     cancelled): assert(nvalid == 0) whenever a hold becomes valid;
  *   - fencing: the token of each valid hold is greater than the previous
  *     valid holder's, equal only for a local hand-off of the same node;
+ *   - loss before expiry: when the leader expires a session, none of its
+ *     holds is valid (the holders were told: the lease lapsed, or the
+ *     connection dropped);
  *   - no orphan (monitor): every node of a live session belongs to an
  *     acquisition that creates, waits or holds, or to a delete that is
  *     pending, on the wire or to be retried;
- *   - no deadlock: no invalid end state (pan's default) and no cycle
- *     without progress (pan -l, compiled with -DNP): the periodic re-check
- *     of a waiter fires only when nothing else can move (spin's timeout),
- *     so a waiter stuck behind a node that never goes away loops there.
+ *   - no deadlock: no invalid end state.
  *
  * Mutants:
  *   -DMUTANT_FORGET_FAILED_DELETE  a delete that meets a connection loss
  *       is not retried: its node stays (orphan), its session's next
  *       acquisition and everyone else wait behind it forever;
  *   -DMUTANT_NO_LOSS_SIGNAL  the holder never learns that its lease
- *       lapsed or its session expired: after the expiry another process
- *       acquires while it still holds.
+ *       lapsed or its connection dropped: the leader expires the session
+ *       while the hold is valid, and another process can acquire;
+ *   -DMUTANT_READ_RENEWS  a read's answer renews the lease: a listing
+ *       served by a server cut from the leader, after the leader expired
+ *       the session, finds our node first and the lease fresh;
+ *   -DMUTANT_RENEW_AFTER_EXPIRY  a create's answer renews the lease from
+ *       when it arrives, not from its send: read after the expiry, it makes
+ *       the lease of an expired session valid again.
+ * -DNOFENCE leaves the fencing assertion out, so that a mutant's trail ends
+ * on two valid holders rather than on the stale holder's token.
  */
 
 #ifndef P
@@ -62,17 +113,26 @@
 #define K 1     /* bounded local hand-off: hand-offs per node */
 #endif
 #ifndef F
-#define F 1     /* lease lapses (connection losses) in all */
+#define F 1     /* faults in all */
+#endif
+#ifndef DISC
+#define DISC 1  /* a fault may be a disconnection */
+#endif
+#ifndef CUT
+#define CUT 1   /* a fault may cut a client's server from the leader */
 #endif
 #ifndef C
 #define C 1     /* cancelled waits in all */
+#endif
+#ifndef FAULTY
+#define FAULTY(p) ((p) == 0) /* who may meet a fault: the processes are alike, so one stands for all */
 #endif
 #define MAXN 8  /* nodes ever created: sequence numbers 0..MAXN-1 */
 #define WIRE 4  /* requests on one session's wire */
 #define NGUID 4 /* distinct GUIDs per process */
 
-#if P > 3 || MAXN > 8
-#error the orphan invariant below is spelled out for P <= 3 and MAXN == 8
+#if P > 3 || MAXN > 8 || G > 3
+#error the orphan invariant and HOLDS are spelled out for P <= 3, G <= 3 and MAXN == 8
 #endif
 
 /* byte codes: node numbers are 0..MAXN-1 */
@@ -91,19 +151,27 @@
 #define HELD     3
 
 #define BIT(n) (1 << (n))
+#define IN(m, n) (((m) >> (n)) & 1)
+#define LIVE(n) IN(live, n)
 
 mtype = { DEL, CRE, MULTI, LIST, GETW };
 
-/* the server */
-byte nowner[MAXN]; /* 0: no such node (never created or deleted); p+1: ephemeral node of p */
+/* the ensemble, as the leader sees it */
+byte live;         /* bit n: node n exists */
+byte nowner[MAXN]; /* p+1: node n is an ephemeral node of p (or was, and a cut server still has it) */
 byte nguid[MAXN];  /* GUID in the node's name */
 byte nseq;         /* next sequence number */
 byte watch[P];     /* node p's waiter has a data watch on, or NONE */
-bool expired[P];   /* the server expired p's session; p has not reconnected yet */
+bool expired[P];   /* the leader expired p's session; p has no new one yet */
+byte cutp = NONE;  /* the process whose server is cut from the leader */
+byte cview;        /* that server's view: the nodes live when it was cut */
 
 /* per session */
 chan wire[P] = [WIRE] of { mtype, byte, byte };
-bool lease[P];     /* the client may trust its holds */
+bool conn[P];      /* connected to a server */
+bool lease[P];     /* the lease: its deadline lies ahead */
+bit sid[P];        /* the session (its parity): flips when a new one replaces an expired one */
+bit zsid[P];       /* the session of p's last node created or found (Hold.owner) */
 bool wev[P];       /* a watch event for p is on its way */
 byte pend[P];      /* released node whose delete is not on the wire yet, or NONE */
 byte bgdel[P];     /* nodes whose (failed) delete is retried in the background */
@@ -129,6 +197,13 @@ bool hlost[P];     /* zklock: the hold's Lost channel is closed */
 
 /* ghost: who holds */
 bool valid[P * G]; /* the goroutine holds and its held context is not cancelled */
+#if G == 1
+#define HOLDS(q) (valid[(q) * G])
+#elif G == 2
+#define HOLDS(q) (valid[(q) * G] || valid[(q) * G + 1])
+#else
+#define HOLDS(q) (valid[(q) * G] || valid[(q) * G + 1] || valid[(q) * G + 2])
+#endif
 byte nvalid;
 byte lasttok = NONE;
 byte cancels;
@@ -143,14 +218,19 @@ inline queueDelete(q, n) {
 	pend[q] = n
 }
 
-/* the server deletes node n and fires the data watches on it */
+/* the leader deletes node n and fires the data watches on it, except the
+ * one kept by a server cut from it, which fires when the cut ends */
 inline delnode(n) {
-	nowner[n] = 0;
+	live = live & ~BIT(n);
+	if
+	:: !IN(cview, n) -> nowner[n] = 0; nguid[n] = 0
+	:: else /* still in the cut server's view */
+	fi;
 	k = 0;
 	do
 	:: k < P ->
 		if
-		:: watch[k] == n -> watch[k] = NONE; wev[k] = 1
+		:: watch[k] == n && k != cutp -> watch[k] = NONE; wev[k] = 1
 		:: else
 		fi;
 		k++
@@ -158,41 +238,82 @@ inline delnode(n) {
 	od
 }
 
+/* the cut ends: the server's view goes, with the nodes only it still had */
+inline endcut() {
+	cutp = NONE;
+	k = 0;
+	do
+	:: k < nseq ->
+		if
+		:: IN(cview, k) && !LIVE(k) -> nowner[k] = 0; nguid[k] = 0
+		:: else
+		fi;
+		k++
+	:: else -> k = 0; break
+	od;
+	cview = 0
+}
+
+/* p's server catches up with the leader (the cut healed, or p connected
+ * again and re-armed its watches): a watch on a node gone meanwhile fires */
+inline catchup(q) {
+	if
+	:: watch[q] != NONE && !LIVE(watch[q]) -> watch[q] = NONE; wev[q] = 1
+	:: else
+	fi
+}
+
 inline mknode(q, id) {
 	assert(nseq < MAXN);
 	k = 0;
 	do
-	:: k < nseq -> assert(nowner[k] != q + 1 || nguid[k] != id); k++
+	:: k < nseq -> assert(!LIVE(k) || nowner[k] != q + 1 || nguid[k] != id); k++
 	:: else -> k = 0; break
 	od;
 	nowner[nseq] = q + 1;
 	nguid[nseq] = id;
+	live = live | BIT(nseq);
+	zsid[q] = sid[q];
 	rc[q] = nseq;
 	nseq++
 }
 
-/* The server applies one request of session q. */
-inline apply(q, op, a, b) {
+/* A write of session q, applied by the leader. ans: its answer reaches the
+ * client (else the connection died with it on the way). */
+inline apply(q, op, a, b, ans) {
 	if
 	:: op == DEL ->
 		onwire[q] = onwire[q] & ~BIT(a);
 		if
-		:: nowner[a] != 0 -> delnode(a)
-		:: else /* NoNode: done too */
+		:: LIVE(a) ->
+			delnode(a);
+			if
+			:: ans && b -> lease[q] = 1 /* the flusher's delete: proved */
+			:: else
+			fi
+		:: else /* NoNode: done too; an error, which proves nothing */
 		fi
 	:: op == CRE -> mknode(q, b)
 	:: op == MULTI -> /* delete the released node and create ours, or neither */
 		onwire[q] = onwire[q] & ~BIT(a);
 		if
-		:: nowner[a] != 0 -> delnode(a); mknode(q, b)
+		:: LIVE(a) -> delnode(a); mknode(q, b)
 		:: else -> rc[q] = NONODE
 		fi
+	fi
+}
+
+/* A read of session q, answered by a server whose live nodes are m: the
+ * leader's (live) when the server is linked to it, its own frozen view
+ * (cview) when cut. */
+inline serve(q, op, a, b, m) {
+	if
 	:: op == LIST -> /* the children, seen from our node (found by GUID) */
 		rln[q] = NONE;
 		k = 0;
 		do
-		:: k < nseq && (nowner[k] != q + 1 || nguid[k] != b) -> k++
-		:: k < nseq && nowner[k] == q + 1 && nguid[k] == b -> rln[q] = k; break
+		:: k < nseq && !(IN(m, k) && nowner[k] == q + 1 && nguid[k] == b) -> k++
+		:: k < nseq && IN(m, k) && nowner[k] == q + 1 && nguid[k] == b -> rln[q] = k; zsid[q] = sid[q]; break
 		:: else -> break
 		od;
 		if
@@ -203,7 +324,7 @@ inline apply(q, op, a, b) {
 			:: k > 0 ->
 				k--;
 				if
-				:: nowner[k] != 0 -> rl[q] = k; break
+				:: IN(m, k) -> rl[q] = k; break
 				:: else
 				fi
 			:: else -> break
@@ -212,10 +333,14 @@ inline apply(q, op, a, b) {
 		k = 0
 	:: op == GETW ->
 		if
-		:: nowner[a] != 0 -> watch[q] = a; rw[q] = OK
+		:: IN(m, a) -> watch[q] = a; rw[q] = OK
 		:: else -> rw[q] = NONODE
 		fi
-	fi
+	fi;
+#ifdef MUTANT_READ_RENEWS
+	lease[q] = 1;
+#endif
+	skip
 }
 
 /* The caller of a request that was on the wire when the connection died
@@ -226,7 +351,7 @@ inline failed(q, op, a) {
 		onwire[q] = onwire[q] & ~BIT(a);
 #ifndef MUTANT_FORGET_FAILED_DELETE
 		if
-		:: nowner[a] != 0 -> bgdel[q] = bgdel[q] | BIT(a) /* guaranteed delete: retry */
+		:: LIVE(a) -> bgdel[q] = bgdel[q] | BIT(a) /* guaranteed delete: retry */
 		:: else
 		fi
 #endif
@@ -237,42 +362,133 @@ inline failed(q, op, a) {
 	fi
 }
 
+/* The session's holds end (takeHolds, Hold.lose): the node goes through the
+ * pending delete (dropNode), the holders' contexts are cancelled. */
+inline losehold(q) {
+#ifndef MUTANT_NO_LOSS_SIGNAL
+	if
+	:: zst[q] == HELD && !hlost[q] ->
+		hlost[q] = 1;
+		queueDelete(q, znode[q]);
+		n = 0;
+		do
+		:: n < G ->
+			if
+			:: valid[q * G + n] -> valid[q * G + n] = 0; nvalid--
+			:: else
+			fi;
+			n++
+		:: else -> n = 0; break
+		od
+	:: else
+	fi;
+#endif
+	skip
+}
+
+/* The connection is lost (a disconnection, or p's cut server dropping its
+ * clients). applied: a write on the wire may have been applied, its answer
+ * lost (else none reached the leader). */
+inline disconnect(q, applied) {
+	conn[q] = 0;
+	n = len(wire[q]);
+	do
+	:: n > 0 ->
+		wire[q]?op,a,b;
+		if
+		:: applied && (op == CRE || op == MULTI || op == DEL) ->
+			if
+			:: apply(q, op, a, b, 0) /* applied, the answer lost */
+			:: skip                  /* lost on the way */
+			fi
+		:: else /* a read: whether it ran does not matter */
+		fi;
+		failed(q, op, a);
+		n--
+	:: else -> break
+	od;
+	op = 0; a = 0; b = 0;
+	losehold(q) /* observe: StateDisconnected ends the holds */
+}
+
 /* A goroutine's hold becomes valid (unless already lost). */
 inline become(viaHandoff) {
 	if
 	:: !hlost[p] ->
+		valid[me] = 1; /* first: a statement after the guard, so that pan names the assertion if unreached */
 		assert(nvalid == 0); /* mutual exclusion among valid holders */
+#ifndef NOFENCE
 		/* fencing: tokens increase; equal only for a local hand-off */
 		assert(lasttok == NONE || znode[p] > lasttok || (viaHandoff && znode[p] == lasttok));
+#endif
 		lasttok = znode[p];
-		nvalid++;
-		valid[me] = 1
+		nvalid++
 	:: else
 	fi
 }
 
-/* Every session's environment: the server's side of it (apply, expire),
- * connectivity (lapse, reconnect) and the client's background work (flush
- * the pending delete, retry failed deletes, lose watch events). */
+/* The create's answer is read (send.go run): a node renews the lease if
+ * the create was sent in the current session (the proof's id) and its
+ * window is open (Session.proved): the session has not expired since it
+ * was applied. */
+inline proved(q) {
+	if
+#ifdef MUTANT_RENEW_AFTER_EXPIRY
+	:: rc[q] < MAXN && zsid[q] == sid[q] -> lease[q] = 1 /* from its arrival: the window ignored */
+#else
+	:: rc[q] < MAXN && zsid[q] == sid[q] && !expired[q] -> lease[q] = 1
+#endif
+	:: else
+	fi;
+#ifdef OWNER_AFTER_REPLY
+	/* the node's owner read as createAndList reads it, conn.SessionID()
+	 * once the create has returned, however late that is */
+	if
+	:: rc[q] < MAXN -> zsid[q] = sid[q]
+	:: else
+	fi;
+#endif
+	skip
+}
+
+/* Every session's environment: the ensemble's side of it (apply, expire),
+ * connectivity (faults, reconnection), the lease's time (lapse, sync) and
+ * the client's background work (flush the pending delete, retry failed
+ * deletes, lose watch events). */
 proctype session(byte p) {
 	mtype op;
 	byte a, b, k, n;
 end:
 	do
-	:: atomic {
-		lease[p] && nempty(wire[p]) ->
+	:: atomic { /* the leader applies p's next request, through p's server */
+		conn[p] && cutp != p && nempty(wire[p]) ->
+		assert(!expired[p]); /* an expired session has no server linked to the leader */
 		wire[p]?op,a,b;
-		apply(p, op, a, b);
+		if
+		:: op == LIST || op == GETW -> serve(p, op, a, b, live)
+		:: else -> apply(p, op, a, b, 1)
+		fi;
 		op = 0; a = 0; b = 0
 	}
-	:: atomic {
-		!lease[p] && !expired[p] ->
+	:: atomic { /* lapse: the deadline passes, no proof getting through; every hold ends (lease.lapse) */
+		lease[p] && (!conn[p] || cutp == p) ->
+		lease[p] = 0;
+		losehold(p)
+	}
+	:: atomic { /* a sync through the leader (lease.refresh), while a lock has a node */
+		conn[p] && cutp != p && !lease[p] && zst[p] != IDLE ->
+		assert(!expired[p]);
+		lease[p] = 1
+	}
+	:: atomic { /* the leader expires the session: it has not heard of it for T */
+		!lease[p] && !expired[p] && (!conn[p] || cutp == p) ->
 		expired[p] = 1;
+		assert(!HOLDS(p)); /* loss before expiry: no hold of the session is valid any more */
 		n = 0;
 		do
 		:: n < nseq ->
 			if
-			:: nowner[n] == p + 1 -> delnode(n)
+			:: LIVE(n) && nowner[n] == p + 1 -> delnode(n)
 			:: else
 			fi;
 			n++
@@ -283,61 +499,54 @@ end:
 		:: else
 		fi
 	}
-	:: atomic {
-		lease[p] && faults < F && rl[p] != FIRST ->
-		lease[p] = 0;
+#if DISC
+	:: atomic { /* fault: the connection drops */
+		conn[p] && cutp != p && faults < F && FAULTY(p) ->
 		faults++;
-		n = len(wire[p]);
-		do
-		:: n > 0 ->
-			wire[p]?op,a,b;
-			if
-			:: op == CRE || op == MULTI || op == DEL ->
-				if
-				:: apply(p, op, a, b) /* applied, the reply lost */
-				:: skip               /* lost on the way */
-				fi
-			:: else /* a read: whether it ran does not matter */
-			fi;
-			failed(p, op, a);
-			n--
-		:: else -> break
-		od;
-		op = 0; a = 0; b = 0;
-#ifndef MUTANT_NO_LOSS_SIGNAL
-		/* the hold is lost: its node goes through the pending delete
-		 * (dropNode), its holders' contexts are cancelled */
-		if
-		:: zst[p] == HELD && !hlost[p] ->
-			hlost[p] = 1;
-			queueDelete(p, znode[p]);
-			n = 0;
-			do
-			:: n < G ->
-				if
-				:: valid[p * G + n] -> valid[p * G + n] = 0; nvalid--
-				:: else
-				fi;
-				n++
-			:: else -> n = 0; break
-			od
-		:: else
-		fi
+		disconnect(p, 1)
+	}
 #endif
+#if CUT
+	:: atomic { /* fault: p's server is cut from the leader; p stays connected to it */
+		conn[p] && cutp == NONE && faults < F && FAULTY(p) ->
+		faults++;
+		cutp = p;
+		cview = live
+	}
+	:: atomic { /* the cut server answers a read at the head of p's wire from its view */
+		cutp == p && (wire[p]?[LIST,a,b] || wire[p]?[GETW,a,b]) ->
+		wire[p]?op,a,b;
+		serve(p, op, a, b, cview);
+		op = 0; a = 0; b = 0
+	}
+	:: atomic { /* the cut heals before the session expired: what waited goes on */
+		cutp == p && !expired[p] ->
+		endcut();
+		catchup(p)
+	}
+	:: atomic { /* the server drops its clients (syncLimit, or the session expired) */
+		cutp == p ->
+		endcut();
+		disconnect(p, !expired[p]) /* a write forwarded before the cut may have been applied */
+	}
+#endif
+	:: atomic { /* reconnect: same session, or a new one after expiry */
+		!conn[p] ->
+		conn[p] = 1;
+		if
+		:: expired[p] -> expired[p] = 0; sid[p] = 1 - sid[p]; lease[p] = 0 /* lease.reset */
+		:: else
+		fi;
+		catchup(p)
 	}
 	:: atomic {
-		!lease[p] -> /* reconnect: same session, or a new one after expiry */
-		lease[p] = 1;
-		expired[p] = 0
-	}
-	:: atomic {
-		pend[p] != NONE && nfull(wire[p]) -> /* flushPending */
-		wire[p]!DEL,pend[p],0;
+		pend[p] != NONE && nfull(wire[p]) -> /* flushDeletes */
+		wire[p]!DEL,pend[p],1;
 		onwire[p] = onwire[p] | BIT(pend[p]);
 		pend[p] = NONE
 	}
 	:: atomic {
-		bgdel[p] != 0 && nfull(wire[p]) -> /* deleteNow's retry */
+		bgdel[p] != 0 && nfull(wire[p]) -> /* deleteGuaranteed's retry */
 		n = 0;
 		do
 		:: bgdel[p] & BIT(n) -> break
@@ -417,12 +626,12 @@ create:
 		fi;
 		wire[p]!LIST,0,guid[p]
 	};
-	rc[p] != PEND;
+	atomic { rc[p] != PEND -> proved(p) };
 	if
 	:: rc[p] == NONODE -> /* the released node is gone: create alone */
 		d_step { stale[p] = NONE; rc[p] = PEND };
 		wire[p]!CRE,0,guid[p];
-		rc[p] != PEND
+		atomic { rc[p] != PEND -> proved(p) }
 	:: else
 	fi;
 	atomic {
@@ -499,22 +708,29 @@ watchpred:
 		goto next
 	fi;
 
-lead: /* reading the "first" reply and install happen at once */
-	atomic {
+lead: /* our node leads: the session grants the hold once it can vouch for it (grant.go) */
+	if
+	:: atomic { /* grantNow: connected, the lease ahead, the node's session the current one */
+		conn[p] && lease[p] && zsid[p] == sid[p] ->
 		rl[p] = PEND;
 		x = 0;
 		zst[p] = HELD;
 		hlost[p] = 0;
-#ifndef MUTANT_NO_LOSS_SIGNAL
-		if
-		:: !lease[p] -> hlost[p] = 1; queueDelete(p, znode[p])
-		:: else
-		fi;
-#endif
 		zkHeld[p] = 1;
 		handoffs[p] = 0;
 		become(0)
+	}
+	:: atomic { /* grantGone: the node went with its session; queue again */
+		zsid[p] != sid[p] ->
+		rl[p] = PEND;
+		x = 0;
+		zst[p] = IDLE;
+		znode[p] = NONE
 	};
+		goto acquire
+	fi;
+	/* otherwise (grantDown, grantLease) it waits: for the connection, or
+	 * the renewer's or refresh's sync */
 
 holding: /* the critical section */
 	atomic {
@@ -567,7 +783,7 @@ init {
 	atomic {
 		do
 		:: i < P ->
-			lease[i] = 1;
+			conn[i] = 1;
 			pend[i] = NONE;
 			stale[i] = NONE;
 			znode[i] = NONE;
@@ -591,7 +807,7 @@ init {
 #define REF(q, n) ((zst[q] != IDLE && znode[q] == n) || pend[q] == n || stale[q] == n || \
 	(bgdel[q] & BIT(n)) || (onwire[q] & BIT(n)) || \
 	(zst[q] == CREATING && nguid[n] == guid[q]))
-#define ORPHAN(q, n) (nowner[n] == (q) + 1 && !REF(q, n))
+#define ORPHAN(q, n) (LIVE(n) && nowner[n] == (q) + 1 && !REF(q, n))
 #define ORPHANS(q) (ORPHAN(q, 0) || ORPHAN(q, 1) || ORPHAN(q, 2) || ORPHAN(q, 3) || \
 	ORPHAN(q, 4) || ORPHAN(q, 5) || ORPHAN(q, 6) || ORPHAN(q, 7))
 #if P == 1
