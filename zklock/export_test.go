@@ -105,3 +105,14 @@ func FillInflightForTest(s *Session) (giveBack func()) {
 		f.mu.Unlock()
 	}
 }
+
+// SetCreatedHookForTest sets a function every acquisition runs between its
+// create's answer and the read of the session that owns the node; nil
+// removes it.
+func SetCreatedHookForTest(fn func()) {
+	if fn == nil {
+		testHookCreated.Store(nil)
+		return
+	}
+	testHookCreated.Store(&fn)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -106,9 +107,20 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, stale *pendingD
 	var n queued
 	var dropped bool
 	c := s.pipelined(ctx, prefix, true, true, func() error {
+		before := s.conn.SessionID()
 		var err error
 		n.node, dropped, err = s.createNode(prefix, l.data, l.acl, stale)
+		if hook := testHookCreated.Load(); hook != nil {
+			(*hook)()
+		}
 		n.owner = s.conn.SessionID()
+		if err == nil && n.owner != before {
+			// The session changed around the create (a pause past the
+			// session's life, say): the node may be the old session's,
+			// gone with it, and the listing behind it from before. Its
+			// outcome is unknown: protection mode reads its true owner.
+			err = errSessionChanged
+		}
 		return err
 	}, opCreate, opMulti)
 	if stale != nil {
@@ -152,6 +164,14 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, stale *pendingD
 	}
 	return n, nil
 }
+
+// errSessionChanged is a create answered while the session changed: its
+// node's owner is unknown (see createAndList).
+var errSessionChanged = errors.New("zklock: the session changed while a create was out")
+
+// testHookCreated, when a test sets it, runs in createAndList between the
+// create's answer and the read of the session that owns the node.
+var testHookCreated atomic.Pointer[func()]
 
 // waitTurn blocks until our node leads the queue (or, when !wait, looks
 // once), on the caller's goroutine: agapple's design, with no goroutine of
