@@ -104,3 +104,11 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // testHookPublish, when a test sets it, runs in enter with the node's hold
 // just before the hold is published (made current).
 var testHookPublish func(*zklock.Hold)
+
+// lossCause is why zh was lost.
+func lossCause(zh *zklock.Hold) error {
+	if err := zh.Err(); err != nil {
+		return fromZK(err)
+	}
+	return ErrLockLost
+}

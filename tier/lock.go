@@ -159,29 +159,10 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 		l.g.release(1)
 		return nil, false, ErrClosed
 	}
-	tier := TierHandoff
-	if zh := l.zkHold; zh != nil {
-		select {
-		case <-zh.Lost():
-			// The node we carried was lost between holders.
-			l.dropZK()
-		case <-zh.Revoked(): // nil, never ready, without WithRevocable
-			// Its revocation was requested after the hand-off was decided
-			// (handoffAllowed): give the node back rather than pass it on,
-			// and queue behind the process that asked.
-			l.dropZK()
-		default:
-			l.handoffs++
-		}
-	}
-	if l.zkHold == nil {
-		tier = TierZooKeeper
-		zh, ok, err := zkAcquire(ctx, l.zk, wait)
-		if err != nil || !ok {
-			l.g.release(1)
-			return nil, false, fromZK(err)
-		}
-		l.zkHold, l.zkSince, l.handoffs = zh, time.Now(), 0
+	tier, err := l.takeNode(ctx, wait)
+	if err != nil || tier == 0 {
+		l.g.release(1)
+		return nil, false, err
 	}
 	zh := l.zkHold
 	h := &hold{start: time.Now(), zk: zh, node: zh.Node(), token: zh.Token()}
@@ -214,6 +195,33 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 	return h.ctx, true, nil
 }
 
+// takeNode gives the gate's holder the node: the one a hand-off carries,
+// unless it was lost or revoked meanwhile, or a new one. It returns the
+// tier that served, or 0 when a try found the node taken.
+func (l *Lock) takeNode(ctx context.Context, wait bool) (Tier, error) {
+	if zh := l.zkHold; zh != nil {
+		select {
+		case <-zh.Lost():
+			// The node we carried was lost between holders.
+			l.dropZK()
+		case <-zh.Revoked(): // nil, never ready, without WithRevocable
+			// Its revocation was requested after the hand-off was decided
+			// (handoffAllowed): give the node back rather than pass it on,
+			// and queue behind the process that asked.
+			l.dropZK()
+		default:
+			l.handoffs++
+			return TierHandoff, nil
+		}
+	}
+	zh, ok, err := zkAcquire(ctx, l.zk, wait)
+	if err != nil || !ok {
+		return 0, fromZK(err)
+	}
+	l.zkHold, l.zkSince, l.handoffs = zh, time.Now(), 0
+	return TierZooKeeper, nil
+}
+
 // zkAcquire acquires zl: waiting, or trying.
 func zkAcquire(ctx context.Context, zl *zklock.Lock, wait bool) (*zklock.Hold, bool, error) {
 	if wait {
@@ -221,14 +229,6 @@ func zkAcquire(ctx context.Context, zl *zklock.Lock, wait bool) (*zklock.Hold, b
 		return zh, err == nil, err
 	}
 	return zl.TryAcquire(ctx)
-}
-
-// lossCause is why zh was lost.
-func lossCause(zh *zklock.Hold) error {
-	if err := zh.Err(); err != nil {
-		return fromZK(err)
-	}
-	return ErrLockLost
 }
 
 // onZKLost is zklock's loss handler: it runs at the moment the ZooKeeper

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"path"
-	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -107,40 +106,14 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, stale *pendingD
 	var n queued
 	var dropped bool
 	c := s.pipelined(ctx, prefix, true, true, func() error {
-		before := s.conn.SessionID()
 		var err error
-		n.node, dropped, err = s.createNode(prefix, l.data, l.acl, stale)
-		if hook := testHookCreated.Load(); hook != nil {
-			(*hook)()
-		}
-		n.owner = s.conn.SessionID()
-		if err == nil && n.owner != before {
-			// The session changed around the create (a pause past the
-			// session's life, say): the node may be the old session's,
-			// gone with it, and the listing behind it from before. Its
-			// outcome is unknown: protection mode reads its true owner.
-			err = errSessionChanged
-		}
+		n.node, n.owner, dropped, err = l.create(prefix, stale)
 		return err
 	}, opCreate, opMulti)
 	if stale != nil {
 		s.deleteSent(stale) // on the wire: a create on its path may follow
 	}
-	var children []string
-	var stat *zk.Stat
-	var lerr error
-	if ctx.Err() != nil {
-		s.flight.giveBack()
-		lerr = ctx.Err()
-	} else {
-		lerr = s.await(ctx, s.launch(true, false, func() error {
-			c, st, err := s.conn.Children(l.path)
-			if err == nil {
-				children, stat = c, st // read only after await returned nil
-			}
-			return err
-		}))
-	}
+	children, stat, lerr := l.listBehind(ctx)
 	select {
 	case <-c.fin:
 	case <-ctx.Done():
@@ -165,13 +138,23 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, stale *pendingD
 	return n, nil
 }
 
-// errSessionChanged is a create answered while the session changed: its
-// node's owner is unknown (see createAndList).
-var errSessionChanged = errors.New("zklock: the session changed while a create was out")
-
-// testHookCreated, when a test sets it, runs in createAndList between the
-// create's answer and the read of the session that owns the node.
-var testHookCreated atomic.Pointer[func()]
+// listBehind lists the queue, the request pipelined behind our create
+// (admitted with it: its place is given back if ctx ended first).
+func (l *Lock) listBehind(ctx context.Context) (children []string, stat *zk.Stat, err error) {
+	s := l.s
+	if ctx.Err() != nil {
+		s.flight.giveBack()
+		return nil, nil, ctx.Err()
+	}
+	err = s.await(ctx, s.launch(true, false, func() error {
+		c, st, err := s.conn.Children(l.path)
+		if err == nil {
+			children, stat = c, st // read only after await returned nil
+		}
+		return err
+	}))
+	return children, stat, err
+}
 
 // waitTurn blocks until our node leads the queue (or, when !wait, looks
 // once), on the caller's goroutine: agapple's design, with no goroutine of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -221,6 +222,34 @@ func (s *Session) pipelined(ctx context.Context, key string, admitted, write boo
 	}
 	return c
 }
+
+// create sends our node's create (carrying stale's delete) and reports the
+// node, its owner and whether stale's node is gone. A create answered
+// while the session changed (a pause past the session's life, say) fails
+// with errSessionChanged: the node may be the old session's, gone with it,
+// and the listing behind it from before. Its outcome is unknown, and
+// protection mode reads its true owner from the node.
+func (l *Lock) create(prefix string, stale *pendingDelete) (node string, owner int64, dropped bool, err error) {
+	s := l.s
+	before := s.conn.SessionID()
+	node, dropped, err = s.createNode(prefix, l.data, l.acl, stale)
+	if hook := testHookCreated.Load(); hook != nil {
+		(*hook)()
+	}
+	owner = s.conn.SessionID()
+	if err == nil && owner != before {
+		err = errSessionChanged
+	}
+	return node, owner, dropped, err
+}
+
+// errSessionChanged is a create answered while the session changed: its
+// node's owner is unknown (see createAndList).
+var errSessionChanged = errors.New("zklock: the session changed while a create was out")
+
+// testHookCreated, when a test sets it, runs in createAndList between the
+// create's answer and the read of the session that owns the node.
+var testHookCreated atomic.Pointer[func()]
 
 // createNode creates prefix, ephemeral and sequential, carrying d's delete
 // when d is not nil (one multi transaction; the create first, so that the
