@@ -89,6 +89,11 @@ var checks = []check{
 	{name: "twotier/mutant_renew_after_expiry", model: "twotier.pml",
 		defines: []string{"-DF=1", "-DC=0", "-DDISC=0", "-DNOFENCE", "-DMUTANT_RENEW_AFTER_EXPIRY"},
 		ccFlags: quickSafety, panFlags: []string{"-m1000000", "-w22"}, mutant: true, violates: "(nvalid==0)"},
+	// The node's owner read once the create returned, however late (the
+	// code before TestPauseBetweenCreateAndOwner's fix).
+	{name: "twotier/mutant_owner_after_reply", model: "twotier.pml",
+		defines: []string{"-DF=1", "-DC=0", "-DCUT=0", "-DNOFENCE", "-DOWNER_AFTER_REPLY"},
+		ccFlags: quickSafety, panFlags: []string{"-m1000000", "-w22"}, mutant: true, violates: "(nvalid==0)"},
 
 	// Model 3, the read/write lock's and the semaphore's queue rules
 	// (rwlock.pml): 2 processes x 2 episodes of reads, writes and

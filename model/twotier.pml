@@ -66,9 +66,11 @@
  * been replaced went with it: errNodeGone, queue again). zsid/sid record
  * the session of p's node and the client's current one, as the code's
  * Hold.owner and conn.SessionID(). The owner is the session the create was
- * applied in; the code reads conn.SessionID() once the create has
- * returned, the same unless the goroutine is delayed past an expiry and a
- * reconnection: -DOWNER_AFTER_REPLY reads it there (see README).
+ * applied in: the code reads conn.SessionID() before the create and after
+ * its answer, and a change between the two makes the outcome unknown
+ * (protection mode reads the node's owner). -DOWNER_AFTER_REPLY is the
+ * code before that: the owner read once the create returned, however late
+ * (a mutant; see README).
  *
  * Properties:
  *   - mutual exclusion among holders whose hold is valid (held context not
