@@ -61,3 +61,37 @@ func TestCloseRacingAcquisitions(t *testing.T) {
 		wg.Wait()
 	}
 }
+
+// An acquisition whose ctx ends while the listing behind its create is in
+// flight returns at once, and must not read what that listing's goroutine
+// is still writing. The hook cancels ctx as the create's answer arrives,
+// so the caller's await picks ctx.Done while the listing's request runs:
+// with the results in named return values read on that path, the race
+// detector saw the caller's read and the request goroutine's write with
+// nothing ordering them (examples/jobs found it in CI first).
+func TestCancelWhileListingBehindCreate(t *testing.T) {
+	servers := zktest.Servers(t)
+	s := connect(t, servers)
+	p := zktest.Path(t)
+	l := newLock(t, s, p)
+	warm, err := l.Acquire(context.Background()) // the path made
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 20; round++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		zklock.SetCreatedHookForTest(cancel)
+		h, err := l.Acquire(ctx)
+		zklock.SetCreatedHookForTest(nil)
+		cancel()
+		if err == nil {
+			// The answers won the race with ctx: a hold like any other.
+			if err := h.Release(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/zklock"
+	"go.uber.org/goleak"
 )
 
 // A Connect to a port where no server listens, with a context that has no
@@ -104,4 +105,29 @@ func TestNewSessionEndsWhenConnClosed(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Session.Close did not return")
 	}
+}
+
+// A Session closed right after it reconnected lets its connection go at
+// once. The tap holds a connection's first response for setWatches
+// (wire.go); while closing it waited for the setWatches or the close
+// without a bound, and the close comes only once that same loop reads the
+// server's answer (or a ping fails): the connection's goroutines stayed
+// until the next ping, a third of the session timeout later.
+func TestCloseRightAfterReconnect(t *testing.T) {
+	px := proxyTo(t, zktest.Servers(t)[0])
+	ignore := goleak.IgnoreCurrent()
+	s, err := zklock.Connect(ctxT(t, 10*time.Second), []string{px.Addr()}, zklock.WithSessionTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s.SessionID()
+	px.Reset()
+	eventually(t, 10*time.Second, "the connection down", func() bool { return s.Conn().State() != zk.StateHasSession })
+	eventually(t, 10*time.Second, "the session back", func() bool {
+		return s.Conn().State() == zk.StateHasSession && s.SessionID() == id
+	})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	goleak.VerifyNone(t, ignore)
 }

@@ -329,3 +329,39 @@ func TestPermanentErrorNotRetried(t *testing.T) {
 		t.Fatal("Acquire retried a permanent error until its deadline")
 	}
 }
+
+// A released node's delete outlives an outage longer than twice the
+// session timeout when the session survives it: ZooKeeper gives every
+// session a fresh timeout when a server takes over (a restart here, a new
+// leader in an ensemble). The delete used to give up after 2T without a
+// session, leaving the node of a live session first in the queue for that
+// session's life: the stress soak's "leader" fault, after which no worker
+// acquired again.
+func TestDeleteOutlivesLongOutage(t *testing.T) {
+	c := zktest.Ensemble(t, 1)
+	servers := c.Addrs()
+	p := "/outage/lock"
+	ctx := ctxT(t, 60*time.Second)
+	const timeout = 3 * time.Second
+	s := connect(t, servers, zklock.WithSessionTimeout(timeout))
+	h, err := newLock(t, s, p).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s.SessionID()
+	if err := c.Stop(0); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the connection down", func() bool { return s.Conn().State() != zk.StateHasSession })
+	_ = h.Release() // lost already, most likely: the node must go all the same
+	time.Sleep(2*timeout + time.Second)
+	if err := c.Restart(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the session back", func() bool { return s.Conn().State() == zk.StateHasSession })
+	if got := s.SessionID(); got != id {
+		t.Fatalf("the session did not survive the outage (%#x, then %#x): the test needs it to", id, got)
+	}
+	obs := connect(t, servers).Conn()
+	eventually(t, 10*time.Second, "the released node deleted", func() bool { return len(children(t, obs, p)) == 0 })
+}

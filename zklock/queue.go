@@ -140,20 +140,28 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, stale *pendingD
 
 // listBehind lists the queue, the request pipelined behind our create
 // (admitted with it: its place is given back if ctx ended first).
-func (l *Lock) listBehind(ctx context.Context) (children []string, stat *zk.Stat, err error) {
+func (l *Lock) listBehind(ctx context.Context) ([]string, *zk.Stat, error) {
 	s := l.s
 	if ctx.Err() != nil {
 		s.flight.giveBack()
 		return nil, nil, ctx.Err()
 	}
-	err = s.await(ctx, s.launch(true, false, func() error {
+	// Written by the request's goroutine, read only after await returned
+	// nil (close(c.fin) happens before): on ctx's end the request may
+	// still be running, and these must not be touched.
+	var children []string
+	var stat *zk.Stat
+	err := s.await(ctx, s.launch(true, false, func() error {
 		c, st, err := s.conn.Children(l.path)
 		if err == nil {
-			children, stat = c, st // read only after await returned nil
+			children, stat = c, st
 		}
 		return err
 	}))
-	return children, stat, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return children, stat, nil
 }
 
 // waitTurn blocks until our node leads the queue (or, when !wait, looks

@@ -236,10 +236,10 @@ func (l *Lock) takeDelete(ctx context.Context, wait bool) (*pendingDelete, error
 // whatever the error until the node is gone or its session is over
 // (Curator's guaranteed delete). A session is over when the client holds
 // another one (the server expired it, and its ephemeral nodes with it), or
-// when the client has had no session for twice the session timeout (the
-// server has expired it by then; this also ends the loop when the caller's
-// connection was closed under a NewSession), or when the Session closed a
-// connection of its own (the server then ends the session at once).
+// when the connection was closed (by the Session, which owns it, or under
+// NewSession by its owner: go-zookeeper's Close ends the session at once).
+// Once the Session is closed, it also stops after twice the session
+// timeout without a session, so that Close under NewSession is bounded.
 func (s *Session) deleteGuaranteed(node string, owner int64) {
 	s.untilSessionOver(owner, func() (bool, error) {
 		err := s.conn.Delete(node, -1)
@@ -276,7 +276,13 @@ func (s *Session) untilSessionOver(owner int64, op func() (done bool, err error)
 		if id := s.conn.SessionID(); id != owner && owner != 0 {
 			return
 		}
-		if s.conn.State() != zk.StateHasSession {
+		// No give-up by time while the Session is open: a session can
+		// outlive any outage, since a server that takes over (a restart, a
+		// new leader) gives every session a fresh timeout, and a node left
+		// to a live session would block its queue for the session's life.
+		// Only a closed Session (under NewSession: Close waits for this)
+		// stops after 2T without a session.
+		if s.conn.State() != zk.StateHasSession && s.isClosed() {
 			if downSince.IsZero() {
 				downSince = time.Now()
 			} else if time.Since(downSince) > 2*s.timeout() {

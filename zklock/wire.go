@@ -317,13 +317,18 @@ func (c *tappedConn) awaitSetWatches() {
 		// No setWatches yet: most likely there are no watches to re-arm.
 		// But when the session is closing, go-zookeeper drops a setWatches
 		// it had queued (after reading lastZxid) instead of writing it:
-		// then wait for the write or the close, since responses on a
-		// closing connection matter to nobody.
+		// then wait a little longer for the write or the close, since
+		// responses on a closing connection matter to nobody. Bounded:
+		// the close comes only once this loop reads the server's answer
+		// to it (or a ping fails), so an unbounded wait held a closed
+		// connection's goroutines until the next ping.
 		select {
 		case <-c.tap.closing:
+			t.Reset(closeGrace)
 			select {
 			case <-c.watchesOut:
 			case <-c.closed:
+			case <-t.C:
 			}
 		default:
 		}

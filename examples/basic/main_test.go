@@ -39,7 +39,7 @@ func TestRun(t *testing.T) {
 		"TryAcquire from another session (another process): false",
 		"3 steps done, held.Done() never fired",
 		"the held context is done: tier: lock released",
-		"held.Done() fired: zklock: lock lost: zklock: lock node deleted",
+		"held.Done() fired: tier: lock lost: lock node deleted",
 		"errors.Is(err, tier.ErrLockLost) = true",
 		"done",
 	} {
