@@ -365,3 +365,38 @@ func TestDeleteOutlivesLongOutage(t *testing.T) {
 	obs := connect(t, servers).Conn()
 	eventually(t, 10*time.Second, "the released node deleted", func() bool { return len(children(t, obs, p)) == 0 })
 }
+
+// The same drop, with the caller's ctx ending as the create fails: the
+// node the server made must still be found and deleted. Acquire used to
+// return the create's error when ctx had ended, with no search for the
+// node, and the node, of a session that lives on, stayed first in the
+// queue for the session's life.
+func TestDropAfterCreateThenCancel(t *testing.T) {
+	servers := zktest.Servers(t)
+	px := proxyTo(t, servers[0])
+	s := connect(t, []string{px.Addr()})
+	p := zktest.Path(t)
+	admin := connect(t, servers)
+	if err := zkCreateAll(admin.Conn(), p+"/keep"); err != nil {
+		t.Fatal(err)
+	}
+	l := newLock(t, s, p)
+	defer zklock.SetCreatedHookForTest(nil)
+	for round := range 6 {
+		eventually(t, 10*time.Second, "connected", func() bool { return s.Conn().State() == zk.StateHasSession })
+		ctx, cancel := context.WithCancel(context.Background())
+		zklock.SetCreatedHookForTest(cancel) // the create failed (the drop): the caller gives up now
+		px.DropAfter(createSize(p, ""))
+		h, err := l.Acquire(ctx)
+		zklock.SetCreatedHookForTest(nil)
+		cancel()
+		if err == nil {
+			_ = h.Release()
+			t.Fatalf("round %d: Acquire succeeded although its ctx ended with the create", round)
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("round %d: Acquire: %v, want context.Canceled", round, err)
+		}
+		eventually(t, 10*time.Second, "no node of ours left", func() bool { return len(children(t, admin.Conn(), p)) == 1 })
+	}
+}

@@ -82,10 +82,18 @@ func (l *Lock) enqueue(ctx context.Context, wait bool) (queued, error) {
 	guid := newGUID()
 	prefix := l.path + "/" + protectedPrefix + guid + l.marker
 	n, err := l.createAndList(ctx, prefix, stale)
-	if err == nil || ctx.Err() != nil {
-		return n, err
+	switch {
+	case err == nil:
+		return n, nil
+	case ctx.Err() == nil:
+		return l.enqueueAgain(ctx, guid, prefix, err)
+	case !refusal(err) && !errors.Is(err, ctx.Err()):
+		// The create failed, its outcome unknown, as ctx ended (when ctx
+		// ended first, abandon sweeps): the node may be there.
+		l.sweepInBackground(guid)
+		return queued{}, ctx.Err()
 	}
-	return l.enqueueAgain(ctx, guid, prefix, err)
+	return queued{}, err
 }
 
 // createAndList is one create of our node (carrying stale's delete, or

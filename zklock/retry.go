@@ -111,6 +111,9 @@ func (l *Lock) enqueueAgain(ctx context.Context, guid, prefix string, first erro
 		return l.createFailed(cerr, &parentsMade, &mayExist)
 	})
 	if err != nil {
+		if mayExist {
+			l.sweepInBackground(guid) // given up with a create of unknown outcome
+		}
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return queued{}, err
 		}
@@ -160,14 +163,28 @@ func (l *Lock) abandon(c *call, prefix string, n *queued, dropped *bool, stale *
 		if refusal(c.err) {
 			return // the server refused it: nothing was created
 		}
-		s.untilSessionOver(s.conn.SessionID(), func() (bool, error) {
-			found, owner, err := l.findOwn(guid)
-			if err == nil && found != "" {
-				s.deleteGuaranteed(found, owner)
-			}
-			return err == nil, err
-		})
+		l.sweep(guid)
 	})
+}
+
+// sweep searches the queue for the node carrying guid, a create of
+// unknown outcome, until it knows or the session is over, and deletes the
+// node if it is there: left, it would lead the queue for the session's
+// life, and the session outlives any outage it reconnects within.
+func (l *Lock) sweep(guid string) {
+	s := l.s
+	s.untilSessionOver(s.conn.SessionID(), func() (bool, error) {
+		found, owner, err := l.findOwn(guid)
+		if err == nil && found != "" {
+			s.deleteGuaranteed(found, owner)
+		}
+		return err == nil, err
+	})
+}
+
+// sweepInBackground runs sweep on a goroutine the session tracks.
+func (l *Lock) sweepInBackground(guid string) {
+	l.s.goBackground(func() { l.sweep(guid) })
 }
 
 // findOwn looks for the node carrying guid under the lock path, and the
