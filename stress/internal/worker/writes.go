@@ -224,6 +224,12 @@ func (ww *wakeWatch) stop() {
 func (w *worker) lingerPause(ctx context.Context, req *lingerReq, h holder, g, p int, token int64, slot record.Slot,
 	lost <-chan struct{}, cause func() error, write bool) {
 	conts := w.wakes.count()
+	// The first look is taken before the parent is told: it stops us only
+	// after that, so that a stop anywhere from here on shows as a gap. (A
+	// look taken after the message missed a stop that fell between the
+	// two, and a loss seen before the SIGCONT's delivery then hid the
+	// wake: a 30-minute soak reported "did not notice" once.)
+	last := exclusion.Now()
 	w.out.send(proto.Message{Type: proto.Holding, At: exclusion.Now(), G: int32(g), Path: int32(p), Token: token})
 	gap := int64(w.task.SessionTimeout / 2)
 	bound := time.NewTimer(3*w.task.SessionTimeout + 10*time.Second)
@@ -231,7 +237,6 @@ func (w *worker) lingerPause(ctx context.Context, req *lingerReq, h holder, g, p
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	var wake *proto.WakeReport
-	last := exclusion.Now()
 	// woke checks for a wake since the last look and, the first time,
 	// makes the writes.
 	woke := func() {
