@@ -180,20 +180,12 @@ func createSize(lockPath string, label string) int {
 // the server made the node, and Acquire must find it by its GUID rather
 // than leave it behind as an orphan that would block the queue.
 func TestDropAfterCreate(t *testing.T) {
-	servers := zktest.Servers(t)
-	px := proxyTo(t, servers[0])
-	s := connect(t, []string{px.Addr()})
-	p := zktest.Path(t)
-	// A persistent child keeps the container lock path alive.
-	admin := connect(t, servers)
-	if err := zkCreateAll(admin.Conn(), p+"/keep"); err != nil {
-		t.Fatal(err)
-	}
+	px, l, admin := dropScene(t)
+	p := l.Path()
 	_, before, err := admin.Conn().Get(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newLock(t, s, p)
 	px.DropAfter(createSize(p, ""))
 	h, err := l.Acquire(ctxT(t, 20*time.Second))
 	if err != nil {
@@ -219,6 +211,20 @@ func TestDropAfterCreate(t *testing.T) {
 	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// dropScene is a lock whose session goes through a proxy, and a session
+// of its own (admin) on the server; a persistent child keeps the container
+// lock path alive.
+func dropScene(t *testing.T) (*faultproxy.Proxy, *zklock.Lock, *zklock.Session) {
+	servers := zktest.Servers(t)
+	px := proxyTo(t, servers[0])
+	p := zktest.Path(t)
+	admin := connect(t, servers)
+	if err := zkCreateAll(admin.Conn(), p+"/keep"); err != nil {
+		t.Fatal(err)
+	}
+	return px, newLock(t, connect(t, []string{px.Addr()}), p), admin
 }
 
 func zkCreateAll(conn *zk.Conn, p string) error {
@@ -372,15 +378,8 @@ func TestDeleteOutlivesLongOutage(t *testing.T) {
 // node, and the node, of a session that lives on, stayed first in the
 // queue for the session's life.
 func TestDropAfterCreateThenCancel(t *testing.T) {
-	servers := zktest.Servers(t)
-	px := proxyTo(t, servers[0])
-	s := connect(t, []string{px.Addr()})
-	p := zktest.Path(t)
-	admin := connect(t, servers)
-	if err := zkCreateAll(admin.Conn(), p+"/keep"); err != nil {
-		t.Fatal(err)
-	}
-	l := newLock(t, s, p)
+	px, l, admin := dropScene(t)
+	s, p := l.Session(), l.Path()
 	defer zklock.SetCreatedHookForTest(nil)
 	for round := range 6 {
 		eventually(t, 10*time.Second, "connected", func() bool { return s.Conn().State() == zk.StateHasSession })
