@@ -182,11 +182,7 @@ func (rw *RWLock) leaveReaderLocked(h *rwHold) error {
 			rw.mu.Unlock()
 			return nil
 		}
-		rw.wHold = nil
-		rw.mu.Unlock()
-		err := zw.Release()
-		rw.adm.release(rwUnits)
-		return err
+		return rw.dropWriteLocked(zw)
 	}
 	rw.riders--
 	var err error
@@ -200,6 +196,16 @@ func (rw *RWLock) leaveReaderLocked(h *rwHold) error {
 	return err
 }
 
+// dropWriteLocked gives the write node zw up, then the writer's units:
+// the node first, then the gate; mu is held and released.
+func (rw *RWLock) dropWriteLocked(zw *zklock.Hold) error {
+	rw.wHold = nil
+	rw.mu.Unlock()
+	err := zw.Release()
+	rw.adm.release(rwUnits)
+	return err
+}
+
 // endWriteLocked ends the write hold; mu is held and released. With read
 // holds taken under it left, it downgrades: a read node is tried, and if
 // it goes at once the readers move onto it and the write node goes;
@@ -209,11 +215,7 @@ func (rw *RWLock) endWriteLocked() error {
 	rw.writer = nil
 	zw := rw.wHold
 	if rw.downs == 0 {
-		rw.wHold = nil
-		rw.mu.Unlock()
-		err := zw.Release()
-		rw.adm.release(rwUnits)
-		return err
+		return rw.dropWriteLocked(zw)
 	}
 	rw.downgrading = true // the readers left may leave meanwhile, and leave the nodes to us
 	rw.mu.Unlock()
@@ -229,11 +231,7 @@ func (rw *RWLock) endWriteLocked() error {
 			rw.mu.Unlock()
 			return nil
 		}
-		rw.wHold = nil
-		rw.mu.Unlock()
-		err := zw.Release()
-		rw.adm.release(rwUnits)
-		return err
+		return rw.dropWriteLocked(zw)
 	}
 	if testHookDowngrade != nil {
 		testHookDowngrade(zr.Node())

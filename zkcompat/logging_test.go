@@ -1,9 +1,7 @@
 package zkcompat_test
 
 import (
-	"bytes"
 	"log/slog"
-	"sync"
 	"testing"
 
 	"github.com/tierlock/tierlock/internal/zktest"
@@ -14,7 +12,7 @@ import (
 // write nothing to slog.Default() (its sessions log warnings only); with
 // SetLogger, the session's state changes are logged there.
 func TestQuietByDefault(t *testing.T) {
-	var buf syncBuffer
+	var buf zktest.SyncBuffer
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	defer slog.SetDefault(old)
@@ -36,7 +34,7 @@ func TestQuietByDefault(t *testing.T) {
 		t.Errorf("default logging wrote:\n%s", out)
 	}
 
-	var verbose syncBuffer
+	var verbose zktest.SyncBuffer
 	zkcompat.SetLogger(slog.New(slog.NewTextHandler(&verbose, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	c = conn(t)
 	l = zkcompat.NewLock(c, zktest.Path(t), acl)
@@ -50,22 +48,4 @@ func TestQuietByDefault(t *testing.T) {
 	if verbose.String() == "" {
 		t.Error("SetLogger's logger got nothing")
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the session's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -112,23 +111,4 @@ func waitQueue(t *testing.T, s *zklock.Session, path string, n int) {
 	zktest.Eventually(t, 10*time.Second, "queue of "+path, func() bool {
 		return len(zktest.Children(t, s.Conn(), path)) == n
 	})
-}
-
-// syncBuffer is a bytes.Buffer that a running watch writes and the test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

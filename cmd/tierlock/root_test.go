@@ -107,9 +107,9 @@ type watchLine struct {
 // watchJSON runs watch -json args in the background until the test ends
 // it, and returns its lines so far, and a function that interrupts it and
 // returns its exit code.
-func watchJSON(t *testing.T, ctx context.Context, args ...string) (lines func() []watchLine, stop func() int, errOut *syncBuffer) {
-	var out syncBuffer
-	errOut = &syncBuffer{}
+func watchJSON(t *testing.T, ctx context.Context, args ...string) (lines func() []watchLine, stop func() int, errOut *zktest.SyncBuffer) {
+	var out zktest.SyncBuffer
+	errOut = &zktest.SyncBuffer{}
 	wctx, interrupt := context.WithCancel(ctx)
 	t.Cleanup(interrupt)
 	exited := make(chan int, 1)

@@ -18,7 +18,7 @@ func TestWatchPrintsChanges(t *testing.T) {
 	p := zktest.Path(t)
 	ctx := zktest.Context(t, time.Minute)
 	s1, s2 := connect(t), connect(t)
-	var out, errOut syncBuffer
+	var out, errOut zktest.SyncBuffer
 	wctx, interrupt := context.WithCancel(ctx)
 	defer interrupt()
 	exited := make(chan int, 1)
@@ -93,7 +93,7 @@ func TestWatchSurvivesDropAndExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer proxy.Close()
-	var out, errOut syncBuffer
+	var out, errOut zktest.SyncBuffer
 	wctx, interrupt := context.WithCancel(ctx)
 	defer interrupt()
 	exited := make(chan int, 1)

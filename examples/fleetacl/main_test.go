@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +24,7 @@ func TestRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	path := zktest.Path(t) + "/jobs/report"
-	var out syncBuffer
+	var out zktest.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-zk", strings.Join(zktest.Servers(t), ","), "-path", path,
@@ -64,7 +63,7 @@ func TestRun(t *testing.T) {
 func TestRunNoServer(t *testing.T) {
 	t.Setenv("TIERLOCK_ZK_SERVERS", "")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
-	err := run(ctx, []string{"-password", "x"}, &syncBuffer{})
+	err := run(ctx, []string{"-password", "x"}, &zktest.SyncBuffer{})
 	cancel()
 	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:2181") {
 		t.Errorf("without -zk: %v; want the default 127.0.0.1:2181 named", err)
@@ -79,7 +78,7 @@ func TestRunNoServer(t *testing.T) {
 	ctx, cancel = context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err = run(ctx, []string{"-zk", addr, "-password", "x"}, &syncBuffer{})
+	err = run(ctx, []string{"-zk", addr, "-password", "x"}, &zktest.SyncBuffer{})
 	took := time.Since(start)
 	if err == nil {
 		t.Fatal("run succeeded with no server")
@@ -93,21 +92,4 @@ func TestRunNoServer(t *testing.T) {
 			t.Errorf("error lacks %q", want)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

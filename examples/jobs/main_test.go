@@ -164,31 +164,13 @@ func TestBadFlags(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer that the test may read while run writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // With -metrics the program serves its locks' metrics while it runs: the
 // test scrapes them over HTTP until jobs have run, labelled by the root.
 func TestMetrics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	root := fmt.Sprintf("/tierlock-examples-test/jobs-metrics-%d", os.Getpid())
-	var out syncBuffer
+	var out zktest.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-zk", strings.Join(zktest.Servers(t), ","), "-root", root, "-metrics", "127.0.0.1:0",

@@ -10,6 +10,7 @@
 package zktest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -267,4 +269,25 @@ func ACLRoot(t testing.TB, conn *zk.Conn, acl []zk.ACL) string {
 		t.Fatal(err)
 	}
 	return root
+}
+
+// SyncBuffer is a bytes.Buffer that goroutines under test write (a
+// session's logger, a running command) while the test reads it.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
