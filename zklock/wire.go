@@ -13,17 +13,18 @@ import (
 // wireTap observes the bytes go-zookeeper writes to its connection, for two
 // things a synchronous client cannot otherwise know:
 //
-//   - that a request is on the wire before its reply (pipelining: a request
-//     queued after that moment is written after it on the same TCP stream,
-//     and ZooKeeper applies a session's requests in the order it receives
+//   - that a request has left go-zookeeper before its reply (pipelining: a
+//     request go-zookeeper writes after that moment goes out after it on the
+//     same TCP stream, since the connection sends in the order written, and
+//     ZooKeeper applies a session's requests in the order it receives
 //     them). A pipelined request registers its key, the first path it
 //     names, and each write finds its waiter by that path in O(1);
 //   - when each write began (the lease: a successful request proves the
 //     session was alive at the leader after it was sent, see lease.go).
 //     Every write's start goes into a ring by write number.
 //
-// go-zookeeper writes each request with a single Write, from one goroutine
-// at a time (the connecting goroutine writes the connect request before the
+// go-zookeeper writes each request with a single Write (tapconn.go queues
+// it for the socket), from one goroutine at a time (the connecting goroutine writes the connect request before the
 // send loop starts; the send loop writes everything else, in queue order).
 type wireTap struct {
 	dial func(network, address string, timeout time.Duration) (net.Conn, error) // nil: net.DialTimeout
@@ -225,159 +226,4 @@ func (t *wireTap) dialer() func(network, address string, timeout time.Duration) 
 		tc.released = t.dials.Add(1) == 1
 		return tc, nil
 	}
-}
-
-type tappedConn struct {
-	net.Conn
-	tap *wireTap
-
-	// The first bytes read on a connection are the server's connect
-	// response: length, protocol version, timeout (ms), session id,
-	// password. go-zookeeper's connecting goroutine reads them, in exactly
-	// two reads (the length, then the rest), before any other reader
-	// exists; hdr collects the first 12 bytes.
-	hdr      [12]byte
-	nread    int       // bytes of the connect response read so far
-	respLen  int       // its total length, once known
-	shookAt  time.Time // when the connect response was read in full
-	released bool      // responses flow freely (see Read)
-
-	watchesOut     chan struct{} // closed when setWatches is written
-	watchesOutOnce sync.Once
-	closed         chan struct{} // closed by Close
-	closeOnce      sync.Once
-
-	// Read buffers what the socket has: go-zookeeper reads every reply
-	// in two reads (its length, then the rest), and under load several
-	// replies and events arrive together, so one system call serves
-	// them. Only one goroutine reads at a time (go-zookeeper's connecting
-	// goroutine, then its receive loop).
-	rbuf [readBuffer]byte
-	r, w int // rbuf[r:w] is read from the socket and not yet returned
-}
-
-// readBuffer is the size of a connection's read buffer.
-const readBuffer = 32 << 10
-
-// setWatchesWait bounds how long the first response after a connect is
-// held for setWatches (see Read): longer than go-zookeeper needs to send
-// it, short enough not to matter when it has no watches to send.
-const setWatchesWait = 250 * time.Millisecond
-
-// Read passes the bytes on, noting the negotiated session timeout from the
-// connect response.
-//
-// It also works around a data race in go-zookeeper v1.0.4 (an unsynchronized
-// read of Conn.lastZxid when it re-arms watches on a new connection,
-// against the receive loop's write of it for every response; upstream PR
-// #35). The race detector sees the two ordered only if the response was
-// read after a write that follows the re-arming, so the first response on
-// a connection is held until go-zookeeper has written its setWatches
-// request (or, when it has no watches and so sends none, for at most
-// setWatchesWait). The write closes watchesOut, this Read receives from
-// it: that is the happens-before edge.
-func (c *tappedConn) Read(b []byte) (int, error) {
-	if c.respLen > 0 && c.nread >= c.respLen && !c.released {
-		c.released = true
-		c.awaitSetWatches()
-	}
-	n, err := c.buffered(b)
-	if c.respLen == 0 || c.nread < c.respLen {
-		c.readHandshake(b[:n])
-	}
-	return n, err
-}
-
-// buffered fills b from the read buffer, reading the socket when it is
-// empty (straight into b when b is at least as large).
-func (c *tappedConn) buffered(b []byte) (int, error) {
-	if c.r == c.w {
-		if len(b) >= len(c.rbuf) {
-			return c.Conn.Read(b)
-		}
-		n, err := c.Conn.Read(c.rbuf[:])
-		c.r, c.w = 0, n
-		if n == 0 {
-			return 0, err
-		}
-	}
-	n := copy(b, c.rbuf[c.r:c.w])
-	c.r += n
-	return n, nil
-}
-
-// awaitSetWatches holds the first response after a connect (see Read).
-func (c *tappedConn) awaitSetWatches() {
-	t := time.NewTimer(time.Until(c.shookAt.Add(setWatchesWait)))
-	defer t.Stop()
-	select {
-	case <-c.watchesOut:
-	case <-c.closed:
-	case <-t.C:
-		// No setWatches yet: most likely there are no watches to re-arm.
-		// But when the session is closing, go-zookeeper drops a setWatches
-		// it had queued (after reading lastZxid) instead of writing it:
-		// then wait a little longer for the write or the close, since
-		// responses on a closing connection matter to nobody. Bounded:
-		// the close comes only once this loop reads the server's answer
-		// to it (or a ping fails), so an unbounded wait held a closed
-		// connection's goroutines until the next ping.
-		select {
-		case <-c.tap.closing:
-			t.Reset(closeGrace)
-			select {
-			case <-c.watchesOut:
-			case <-c.closed:
-			case <-t.C:
-			}
-		default:
-		}
-	}
-}
-
-// readHandshake notes the bytes b of the connect response.
-func (c *tappedConn) readHandshake(b []byte) {
-	n := len(b)
-	if c.nread < len(c.hdr) && n > 0 {
-		copy(c.hdr[c.nread:], b)
-	}
-	c.nread += n
-	if c.respLen == 0 && c.nread >= 4 {
-		c.respLen = 4 + int(binary.BigEndian.Uint32(c.hdr[0:4]))
-	}
-	if c.nread >= 12 && c.nread-n < 12 {
-		if ms := int32(binary.BigEndian.Uint32(c.hdr[8:12])); ms > 0 {
-			c.tap.timeoutMs.Store(ms)
-		}
-	}
-	if c.respLen > 0 && c.nread >= c.respLen {
-		c.shookAt = time.Now()
-	}
-}
-
-// Close closes the connection and ends a Read's wait for setWatches.
-func (c *tappedConn) Close() error {
-	c.closeOnce.Do(func() { close(c.closed) })
-	return c.Conn.Close()
-}
-
-// Write records the write's start before its bytes leave (no later than
-// the server can see them, and before any reply to them can arrive), then
-// writes, then tells a pipelined request's waiter.
-func (c *tappedConn) Write(b []byte) (int, error) {
-	if fn := c.tap.onWrite.Load(); fn != nil {
-		if err := (*fn)(opcode(b), b); err != nil {
-			c.Conn.Close()
-			return 0, err
-		}
-	}
-	c.tap.began(time.Now())
-	n, err := c.Conn.Write(b)
-	if opcode(b) == opSetWatches {
-		c.watchesOutOnce.Do(func() { close(c.watchesOut) })
-	}
-	if err == nil {
-		c.tap.wrote(b[:n])
-	}
-	return n, err
 }

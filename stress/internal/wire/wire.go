@@ -7,8 +7,8 @@
 // way for all of them, kind by kind, on the client's side.
 //
 // go-zookeeper v1.0.4 writes each request with one Write from its send
-// loop: a 4-byte length, the xid, then the opcode (bytes 8 to 12,
-// big-endian). The first write on a connection is the connect request,
+// loop (zklock's connections batch several into one): a 4-byte length,
+// the xid, then the opcode (bytes 8 to 12 of the frame, big-endian). The first write on a connection is the connect request,
 // which has no opcode there, and the first bytes the server sends back
 // are the connect response: length, protocol version, then the negotiated
 // timeout in ms (bytes 8 to 12). Counting costs an atomic add per write.
@@ -94,26 +94,49 @@ type conn struct {
 	net.Conn
 	c *Counter
 
-	connected atomic.Bool // the connect request was written
+	// The frame being written (one writer at a time: go-zookeeper's send
+	// loop, or zklock's flusher, which sends several frames per Write).
+	connected bool   // the connect request was written
+	hdr       []byte // the current frame's first bytes, up to its opcode
+	skip      int    // the bytes of the current frame after its opcode still to come
 
 	mu   sync.Mutex
 	head []byte // the first bytes read, until the timeout is known
 	read atomic.Bool
 }
 
+// Write counts each request framed in b (a 4-byte length, the xid, then
+// the opcode): go-zookeeper writes one per Write, zklock's connections
+// several at once; a frame may also end in a later Write.
 func (cn *conn) Write(b []byte) (int, error) {
-	if !cn.connected.Load() {
-		// The connect request: no opcode.
-		cn.connected.Store(true)
-	} else if len(b) >= 12 {
-		op := int32(binary.BigEndian.Uint32(b[8:12]))
-		if op >= 0 && int(op) < len(cn.c.ops) {
+	cn.count(b)
+	return cn.Conn.Write(b)
+}
+
+func (cn *conn) count(b []byte) {
+	for len(b) > 0 {
+		if cn.skip > 0 {
+			k := min(cn.skip, len(b))
+			cn.skip, b = cn.skip-k, b[k:]
+			continue
+		}
+		k := min(12-len(cn.hdr), len(b))
+		cn.hdr, b = append(cn.hdr, b[:k]...), b[k:]
+		if len(cn.hdr) < 12 {
+			return
+		}
+		cn.skip = max(0, 4+int(int32(binary.BigEndian.Uint32(cn.hdr[0:4])))-12)
+		op := int32(binary.BigEndian.Uint32(cn.hdr[8:12]))
+		cn.hdr = cn.hdr[:0]
+		switch {
+		case !cn.connected:
+			cn.connected = true // the connect request: no opcode
+		case op >= 0 && int(op) < len(cn.c.ops):
 			cn.c.ops[op].Add(1)
-		} else {
+		default:
 			cn.c.other.Add(1)
 		}
 	}
-	return cn.Conn.Write(b)
 }
 
 func (cn *conn) Read(b []byte) (int, error) {
