@@ -41,32 +41,10 @@ func (e *Election) observe(ctx context.Context, ch chan<- string) {
 	for {
 		wait := recheck
 		if ev == nil {
-			// The watch first, then the listing: a change after the
-			// listing fires the watch. Kept until it fires, since
-			// go-zookeeper keeps every watch channel until then.
-			var err error
-			_, _, ev, err = e.s.Conn().ChildrenW(e.path)
-			if errors.Is(err, zk.ErrNoNode) {
-				var exists bool
-				if exists, _, ev, err = e.s.Conn().ExistsW(e.path); exists {
-					// Created meanwhile: that watch is on its data,
-					// not its children; the next round sets the
-					// right one (this one fires on deletion only).
-					wait = 0
-				}
-			}
-			if err != nil { // the connection is down: again soon
-				ev, wait = nil, 100*time.Millisecond
-			}
+			ev, wait = e.watchQueue()
 		}
-		ps, err := zklock.ListParticipants(ctx, e.s, e.path)
-		if err == nil && len(ps) > 0 && ps[0].Node != sent {
-			select {
-			case ch <- value(ps[0].Data):
-				sent = ps[0].Node
-			case <-ctx.Done():
-				return
-			}
+		if !e.sendLeader(ctx, ch, &sent) {
+			return
 		}
 		select { // time.After's timer is collected unfired (Go 1.23)
 		case <-ev:
@@ -80,5 +58,42 @@ func (e *Election) observe(ctx context.Context, ch chan<- string) {
 		case <-e.s.Done():
 			return
 		}
+	}
+}
+
+// watchQueue sets the watch Observe waits on, before its listing (a change
+// after the listing fires it), and says how long to wait at most. The
+// watch is kept until it fires, since go-zookeeper keeps every watch
+// channel until then.
+func (e *Election) watchQueue() (ev <-chan zk.Event, wait time.Duration) {
+	_, _, ev, err := e.s.Conn().ChildrenW(e.path)
+	if errors.Is(err, zk.ErrNoNode) {
+		var exists bool
+		if exists, _, ev, err = e.s.Conn().ExistsW(e.path); exists {
+			// Created meanwhile: that watch is on its data, not its
+			// children; the next round sets the right one (this one
+			// fires on deletion only).
+			return ev, 0
+		}
+	}
+	if err != nil { // the connection is down: again soon
+		return nil, 100 * time.Millisecond
+	}
+	return ev, recheck
+}
+
+// sendLeader lists the candidates and sends the leader's value when the
+// leader is not the one sent last; false when ctx ended first.
+func (e *Election) sendLeader(ctx context.Context, ch chan<- string, sent *string) bool {
+	ps, err := zklock.ListParticipants(ctx, e.s, e.path)
+	if err != nil || len(ps) == 0 || ps[0].Node == *sent {
+		return true
+	}
+	select {
+	case ch <- value(ps[0].Data):
+		*sent = ps[0].Node
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }

@@ -94,65 +94,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer lock.Close()
 
-	// 4. Acquire waits for the gate, then for the ZooKeeper lock. ctx bounds
-	// the wait (cancel it, or give it a deadline, to give up waiting).
-	//
-	// What it returns, held, is the hold itself: pass it to everything done
-	// under the lock, and to Release. A hold belongs to a context, not to a
-	// goroutine (Go has no goroutine identity to hang it on).
-	held, err := lock.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	// The fencing token is the ZooKeeper transaction id that made this hold;
-	// every later holder of the path gets a larger one. Send it with every
-	// write to the resource the lock guards, and have the resource reject a
-	// token smaller than the largest it has seen: a holder that was paused
-	// (GC, a stopped VM) past its session and no longer holds the lock, but
-	// does not know it yet, is then refused.
-	token, err := lock.Token(held)
-	if err != nil {
-		return err
-	}
-	say("Acquire: holding %s, hold count %d, fencing token %d", lock.Path(), lock.HoldCount(held), token)
-
-	// 5. Reentrancy: acquiring again WITH THE HELD CONTEXT counts up and
-	// returns at once; no ZooKeeper request. Each Acquire needs its Release.
-	inner, err := lock.Acquire(held)
-	if err != nil {
-		return err
-	}
-	say("Acquire with the held context: re-entered, hold count %d (no ZooKeeper request)", lock.HoldCount(held))
-	if err := lock.Release(inner); err != nil {
-		return err
-	}
-	say("Release of the inner hold: hold count %d, still held", lock.HoldCount(held))
-
-	// 6. Anyone else is kept out. Another goroutine, with a context that
-	// does not carry the hold, is stopped at the gate in this process: a
-	// TryAcquire returns false at once, without asking ZooKeeper.
-	type result struct {
-		ok  bool
-		err error
-	}
-	other := make(chan result)
-	go func() {
-		h, ok, err := lock.TryAcquire(context.Background())
-		if ok { // cannot happen while we hold the lock; tidy up if it did
-			_ = lock.Release(h)
-		}
-		other <- result{ok, err}
-	}()
-	r := <-other
-	if r.err != nil {
-		return r.err
-	}
-	say("TryAcquire from another goroutine: %v (stopped at the gate in this process)", r.ok)
-
-	// Another process has its own session and its own tier.Lock on the same
-	// path. Its TryAcquire reaches ZooKeeper, finds our node first in the
-	// queue, takes its own node back and returns false. A second session in
-	// this process stands in for that process here.
+	// Another process has its own session and its own tier.Lock on the
+	// same path. A second session in this process stands in for it.
 	s2, err := connect(ctx, servers, zklock.WithLogger(logger))
 	if err != nil {
 		return err
@@ -163,13 +106,45 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer lock2.Close()
-	if h, ok, err := lock2.TryAcquire(ctx); err != nil {
+
+	token, err := holdAndRelease(ctx, lock, lock2, say)
+	if err != nil {
 		return err
-	} else if ok {
-		_ = lock2.Release(h)
-		return errors.New("another session got the lock while we held it")
 	}
-	say("TryAcquire from another session (another process): false (ZooKeeper queue: our node is first)")
+	return loseTheLock(ctx, lock, s2, token, say)
+}
+
+// holdAndRelease takes the lock, re-enters it, shows another goroutine and
+// another process kept out, works under it and releases it (steps 4 to
+// 8). It returns the hold's fencing token.
+func holdAndRelease(ctx context.Context, lock, lock2 *tier.Lock, say func(string, ...any)) (int64, error) {
+	// 4. Acquire waits for the gate, then for the ZooKeeper lock. ctx bounds
+	// the wait (cancel it, or give it a deadline, to give up waiting).
+	//
+	// What it returns, held, is the hold itself: pass it to everything done
+	// under the lock, and to Release. A hold belongs to a context, not to a
+	// goroutine (Go has no goroutine identity to hang it on).
+	held, err := lock.Acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	// The fencing token is the ZooKeeper transaction id that made this hold;
+	// every later holder of the path gets a larger one. Send it with every
+	// write to the resource the lock guards, and have the resource reject a
+	// token smaller than the largest it has seen: a holder that was paused
+	// (GC, a stopped VM) past its session and no longer holds the lock, but
+	// does not know it yet, is then refused.
+	token, err := lock.Token(held)
+	if err != nil {
+		return 0, err
+	}
+	say("Acquire: holding %s, hold count %d, fencing token %d", lock.Path(), lock.HoldCount(held), token)
+	if err := reenter(lock, held, say); err != nil {
+		return 0, err
+	}
+	if err := keptOut(ctx, lock, lock2, say); err != nil {
+		return 0, err
+	}
 
 	// 7. Work under the lock. held.Done() is closed when the hold ends, and
 	// what closes it is one of:
@@ -188,23 +163,78 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	// wait. So work in steps and stop as soon as held.Done() fires.
 	steps, lost := work(held, 3, nil)
 	if lost != nil {
-		return fmt.Errorf("lock lost during work: %w", lost)
+		return 0, fmt.Errorf("lock lost during work: %w", lost)
 	}
 	say("work under the lock: %d steps done, held.Done() never fired", steps)
 
 	// 8. Release: the ZooKeeper node first, then the gate. The held context
 	// is cancelled now; don't use it any more.
 	if err := lock.Release(held); err != nil {
-		return err
+		return 0, err
 	}
 	say("Release: released; the held context is done: %v", context.Cause(held))
+	return token, nil
+}
 
-	// 9. Losing the lock. Acquire again (a new hold, a larger token), then
-	// let the other session delete our node early in the work, as an
-	// operator cleaning up with zkCli (or tierlock break) might. A hold that
-	// lasts watches its node once it has lasted a quarter of the session
-	// timeout, so the work sees held.Done() within that and a round trip.
-	held, err = lock.Acquire(ctx)
+// reenter is step 5. Reentrancy: acquiring again WITH THE HELD CONTEXT
+// counts up and returns at once; no ZooKeeper request. Each Acquire needs
+// its Release.
+func reenter(lock *tier.Lock, held context.Context, say func(string, ...any)) error {
+	inner, err := lock.Acquire(held)
+	if err != nil {
+		return err
+	}
+	say("Acquire with the held context: re-entered, hold count %d (no ZooKeeper request)", lock.HoldCount(held))
+	if err := lock.Release(inner); err != nil {
+		return err
+	}
+	say("Release of the inner hold: hold count %d, still held", lock.HoldCount(held))
+	return nil
+}
+
+// keptOut is step 6: anyone else is kept out while we hold the lock.
+func keptOut(ctx context.Context, lock, lock2 *tier.Lock, say func(string, ...any)) error {
+	// Another goroutine, with a context that does not carry the hold, is
+	// stopped at the gate in this process: a TryAcquire returns false at
+	// once, without asking ZooKeeper.
+	type result struct {
+		ok  bool
+		err error
+	}
+	other := make(chan result)
+	go func() {
+		h, ok, err := lock.TryAcquire(context.Background())
+		if ok { // cannot happen while we hold the lock; tidy up if it did
+			_ = lock.Release(h)
+		}
+		other <- result{ok, err}
+	}()
+	r := <-other
+	if r.err != nil {
+		return r.err
+	}
+	say("TryAcquire from another goroutine: %v (stopped at the gate in this process)", r.ok)
+
+	// Another process's TryAcquire reaches ZooKeeper, finds our node first
+	// in the queue, takes its own node back and returns false.
+	if h, ok, err := lock2.TryAcquire(ctx); err != nil {
+		return err
+	} else if ok {
+		_ = lock2.Release(h)
+		return errors.New("another session got the lock while we held it")
+	}
+	say("TryAcquire from another session (another process): false (ZooKeeper queue: our node is first)")
+	return nil
+}
+
+// loseTheLock is step 9. Losing the lock: acquire again (a new hold, a
+// larger token than token), then let the other session delete our node
+// early in the work, as an operator cleaning up with zkCli (or tierlock
+// break) might. A hold that lasts watches its node once it has lasted a
+// quarter of the session timeout, so the work sees held.Done() within that
+// and a round trip.
+func loseTheLock(ctx context.Context, lock *tier.Lock, s2 *zklock.Session, token int64, say func(string, ...any)) error {
+	held, err := lock.Acquire(ctx)
 	if err != nil {
 		return err
 	}
@@ -225,7 +255,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		deleteErr = err
 	}
-	steps, lost = work(held, 250, deleteHolder)
+	steps, lost := work(held, 250, deleteHolder)
 	if deleteErr != nil {
 		_ = lock.Release(held)
 		return deleteErr

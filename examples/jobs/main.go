@@ -122,20 +122,7 @@ func run(ctx context.Context, args []string, out io.Writer, st *store) error {
 	fmt.Fprintf(out, "pid %d: %d workers, %d jobs under %s\n", os.Getpid(), *workers, sch.jobs, *root)
 	var wg sync.WaitGroup
 	for id := range *workers {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				outcome := sch.runJob(ctx, id, fmt.Sprintf("job-%d", rand.IntN(sch.jobs)))
-				sch.mu.Lock()
-				sch.counts[outcome]++
-				sch.mu.Unlock()
-				if outcome != "ran" { // most jobs are busy: don't spin
-					select {
-					case <-ctx.Done():
-					case <-time.After(sch.work / 4):
-					}
-				}
-			}
-		})
+		wg.Go(func() { sch.worker(ctx, id) })
 	}
 	wg.Wait()
 	fmt.Fprintf(out, "pid %d: outcomes %v\n", os.Getpid(), sch.counts)
@@ -192,6 +179,22 @@ func serveMetrics(addr, root string, out io.Writer) (m *lockmetrics.Collector, s
 	}()
 	fmt.Fprintf(out, "metrics at http://%s/metrics\n", ln.Addr())
 	return m, func() { srv.Close(); <-done }, nil
+}
+
+// worker runs random jobs until ctx ends, counting what happened.
+func (sch *scheduler) worker(ctx context.Context, id int) {
+	for ctx.Err() == nil {
+		outcome := sch.runJob(ctx, id, fmt.Sprintf("job-%d", rand.IntN(sch.jobs)))
+		sch.mu.Lock()
+		sch.counts[outcome]++
+		sch.mu.Unlock()
+		if outcome != "ran" { // most jobs are busy: don't spin
+			select {
+			case <-ctx.Done():
+			case <-time.After(sch.work / 4):
+			}
+		}
+	}
 }
 
 // runJob runs job key if it gets the job's lock, and says what happened.
