@@ -146,96 +146,32 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 		return c, err
 	}
 	var err error
-	switch c.Recipe {
-	case proto.Mutex:
-		c.Impls, err = expandImpls(*impl, c.Handoff)
-	case proto.Multi:
-		c.Impls, err = expandMultiImpls(*impl)
-	default:
-		c.Impls, err = expandRecipeImpls(*impl)
-	}
-	if err != nil {
+	if c.Impls, err = recipeImpls(c.Recipe, *impl, c.Handoff); err != nil {
 		return c, err
 	}
-	switch {
-	case c.Procs <= 0:
-		return c, usageErr("-procs must be at least 1, got %d", c.Procs)
-	case c.Goroutines <= 0:
-		return c, usageErr("-goroutines must be at least 1, got %d", c.Goroutines)
-	case c.Paths <= 0:
-		return c, usageErr("-paths must be at least 1, got %d", c.Paths)
-	case acqSet && c.Acquisitions <= 0:
-		return c, usageErr("-acquisitions must be at least 1, got %d", c.Acquisitions)
-	case !acqSet && c.Duration <= 0:
-		return c, usageErr("-duration must be positive, got %v", c.Duration)
-	case c.Hold < 0:
-		return c, usageErr("-hold must not be negative, got %v", c.Hold)
-	case c.HoldMode != "sleep" && c.HoldMode != "spin":
-		return c, usageErr("-hold-mode must be sleep or spin, got %q", c.HoldMode)
-	case c.Pick != "roundrobin" && c.Pick != "random":
-		return c, usageErr("-pick must be roundrobin or random, got %q", c.Pick)
-	case c.HandoffMax <= 0:
-		return c, usageErr("-handoff-max must be at least 1, got %d", c.HandoffMax)
-	case c.HandoffMaxHold <= 0:
-		return c, usageErr("-handoff-max-hold must be positive, got %v", c.HandoffMaxHold)
-	case c.SessionTimeout <= 0:
-		return c, usageErr("-session-timeout must be positive, got %v", c.SessionTimeout)
-	case c.ConnectTimeout <= 0:
-		return c, usageErr("-connect-timeout must be positive, got %v", c.ConnectTimeout)
-	case c.Timeout < 0:
-		return c, usageErr("-timeout must not be negative, got %v", c.Timeout)
-	case c.Sample <= 0:
-		return c, usageErr("-sample must be positive, got %v", c.Sample)
-	}
-	if acqSet {
-		c.Duration = 0
-		if c.Acquisitions < int64(c.Procs*c.Goroutines) {
-			return c, usageErr("-acquisitions %d is fewer than procs x goroutines = %d: every goroutine needs at least one",
-				c.Acquisitions, c.Procs*c.Goroutines)
-		}
+	if err := checkShape(&c, acqSet); err != nil {
+		return c, err
 	}
 	if err := zklock.ValidatePath(c.Root); err != nil {
 		return c, usageErr("-root: %v", err)
 	}
-	if *zkFlag != "" {
-		for _, a := range strings.Split(*zkFlag, ",") {
-			a = strings.TrimSpace(a)
-			if a == "" {
-				continue
-			}
-			if !strings.Contains(a, ":") {
-				return c, usageErr("-zk: %q is not host:port", a)
-			}
-			c.ZK = append(c.ZK, a)
+	if c.ZK, err = zkList(*zkFlag); err != nil {
+		return c, err
+	}
+	// In this order: each reads what the ones before settled.
+	for _, apply := range []func() error{
+		func() error { return metricsFlag(c.Metrics, c.Procs) },
+		func() error { return faultFlags(&c, *fault, set) },
+		func() error { return parseMix(&c, *mix, set) },
+		func() error { return windowFlags(&c, set) },
+		func() error { return matrixFlag.apply(&c, set) },
+	} {
+		if err := apply(); err != nil {
+			return c, err
 		}
-		if len(c.ZK) == 0 {
-			return c, usageErr("-zk: no address in %q", *zkFlag)
-		}
-	}
-	if err := metricsFlag(c.Metrics, c.Procs); err != nil {
-		return c, err
-	}
-	if err := faultFlags(&c, *fault, set); err != nil {
-		return c, err
-	}
-	if err := parseMix(&c, *mix, set); err != nil {
-		return c, err
-	}
-	if err := windowFlags(&c, set); err != nil {
-		return c, err
-	}
-	if err := matrixFlag.apply(&c, set); err != nil {
-		return c, err
 	}
 	if c.Timeout == 0 {
-		c.Timeout = c.Warmup + c.Duration + time.Minute
-		if c.Faults != nil {
-			// A fault still being recovered from at the end extends the run.
-			c.Timeout = c.Duration + 2*time.Minute + c.SessionTimeout
-		}
-		if c.Acquisitions > 0 {
-			c.Timeout = 10 * time.Minute
-		}
+		c.Timeout = defaultTimeout(c)
 	}
 	for _, out := range []struct{ flag, path string }{{"-json", c.JSON}, {"-report", c.Report}} {
 		if err := checkWritable(out.path); err != nil {
@@ -243,6 +179,89 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// recipeImpls reads -impl for the recipe.
+func recipeImpls(r proto.Recipe, impl string, handoff bool) ([]proto.Impl, error) {
+	switch r {
+	case proto.Mutex:
+		return expandImpls(impl, handoff)
+	case proto.Multi:
+		return expandMultiImpls(impl)
+	}
+	return expandRecipeImpls(impl)
+}
+
+// checkShape refuses a run shape out of range (exit 2); a run of
+// -acquisitions has no duration.
+func checkShape(c *runner.Config, acqSet bool) error {
+	for _, k := range []struct {
+		bad  bool
+		what string
+		got  any
+	}{
+		{c.Procs <= 0, "-procs must be at least 1", c.Procs},
+		{c.Goroutines <= 0, "-goroutines must be at least 1", c.Goroutines},
+		{c.Paths <= 0, "-paths must be at least 1", c.Paths},
+		{acqSet && c.Acquisitions <= 0, "-acquisitions must be at least 1", c.Acquisitions},
+		{!acqSet && c.Duration <= 0, "-duration must be positive", c.Duration},
+		{c.Hold < 0, "-hold must not be negative", c.Hold},
+		{c.HoldMode != "sleep" && c.HoldMode != "spin", "-hold-mode must be sleep or spin", fmt.Sprintf("%q", c.HoldMode)},
+		{c.Pick != "roundrobin" && c.Pick != "random", "-pick must be roundrobin or random", fmt.Sprintf("%q", c.Pick)},
+		{c.HandoffMax <= 0, "-handoff-max must be at least 1", c.HandoffMax},
+		{c.HandoffMaxHold <= 0, "-handoff-max-hold must be positive", c.HandoffMaxHold},
+		{c.SessionTimeout <= 0, "-session-timeout must be positive", c.SessionTimeout},
+		{c.ConnectTimeout <= 0, "-connect-timeout must be positive", c.ConnectTimeout},
+		{c.Timeout < 0, "-timeout must not be negative", c.Timeout},
+		{c.Sample <= 0, "-sample must be positive", c.Sample},
+	} {
+		if k.bad {
+			return usageErr("%s, got %v", k.what, k.got)
+		}
+	}
+	if acqSet {
+		c.Duration = 0
+		if c.Acquisitions < int64(c.Procs*c.Goroutines) {
+			return usageErr("-acquisitions %d is fewer than procs x goroutines = %d: every goroutine needs at least one",
+				c.Acquisitions, c.Procs*c.Goroutines)
+		}
+	}
+	return nil
+}
+
+// zkList reads -zk: host:port,... (empty: none given).
+func zkList(v string) ([]string, error) {
+	if v == "" {
+		return nil, nil
+	}
+	var zk []string
+	for _, a := range strings.Split(v, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			continue
+		}
+		if !strings.Contains(a, ":") {
+			return nil, usageErr("-zk: %q is not host:port", a)
+		}
+		zk = append(zk, a)
+	}
+	if len(zk) == 0 {
+		return nil, usageErr("-zk: no address in %q", v)
+	}
+	return zk, nil
+}
+
+// defaultTimeout is -timeout's default: the run and a minute; with faults,
+// long enough for a fault still being recovered from at the end; 10
+// minutes for a run of -acquisitions.
+func defaultTimeout(c runner.Config) time.Duration {
+	switch {
+	case c.Acquisitions > 0:
+		return 10 * time.Minute
+	case c.Faults != nil:
+		return c.Duration + 2*time.Minute + c.SessionTimeout
+	}
+	return c.Warmup + c.Duration + time.Minute
 }
 
 // faultFlags checks -fault and what it implies: a short session timeout
