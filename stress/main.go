@@ -55,7 +55,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		exe = os.Args[0]
 	}
-	runErr := func(err error) string { return strings.TrimPrefix(err.Error(), fleet.ErrRun.Error()+": ") }
 	r := runner.New(cfg, exe, stderr, !cfg.Quiet && progress.IsTerminal(stderr))
 	defer r.Close()
 	if err := r.Setup(ctx); err != nil {
@@ -63,6 +62,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitRun
 	}
 	sum := results.Summary{Started: time.Now().UTC(), Config: cfg, Servers: r.Servers(), Local: r.Started()}
+	runs, err := runImpls(ctx, r, &sum, stderr)
+	if err != nil {
+		return exitRun
+	}
+	code := judge(&sum)
+	printSummary(stdout, sum, runs)
+	return max(code, writeOutputs(sum, runs, stderr))
+}
+
+// runErr is a run's error without its package mark.
+func runErr(err error) string { return strings.TrimPrefix(err.Error(), fleet.ErrRun.Error()+": ") }
+
+// runImpls runs each implementation in turn until ctx ends, adding its
+// figures (and faults) to sum; an error is a run that could not be carried
+// out, already reported.
+func runImpls(ctx context.Context, r *runner.Runner, sum *results.Summary, stderr io.Writer) ([]*runner.Run, error) {
+	cfg := sum.Config
 	var runs []*runner.Run
 	for _, name := range cfg.Impls {
 		if ctx.Err() != nil {
@@ -71,7 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		run, err := r.RunImpl(ctx, name)
 		if err != nil {
 			fmt.Fprintf(stderr, "stress: %s: %s\n", name, runErr(err))
-			return exitRun
+			return nil, err
 		}
 		res := results.FiguresOf(run, cfg)
 		fmt.Fprintf(stderr, "stress: %s: %s, %d violations in %d holds\n",
@@ -80,26 +96,43 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		sum.Results = append(sum.Results, res)
 		if cfg.Faults != nil {
 			if sum.Faults == nil {
-				sum.Faults = []*fault.Event{}
+				sum.Faults = []*fault.Event{} // faults asked for: [] in the JSON, not null
 			}
 			sum.Faults = append(sum.Faults, run.Faults...)
 		}
 	}
+	return runs, nil
+}
+
+// judge compares the runs, lists the failures and returns the exit status
+// they make: a violation or lock error, or a run cut short.
+func judge(sum *results.Summary) int {
 	results.Compare(sum.Results)
 	sum.Failures = append(results.Failures(sum.Results), results.FaultFailures(sum.Faults)...)
 	violated := len(sum.Failures) > 0
-	incomplete := len(sum.Results) < len(cfg.Impls)
+	incomplete := len(sum.Results) < len(sum.Config.Impls)
 	for _, res := range sum.Results {
 		if res.Interrupted {
 			incomplete = true
 			sum.Failures = append(sum.Failures, fmt.Sprintf("%s: interrupted after %.1fs (what ran was checked)", res.Impl, res.ElapsedSec))
 		}
 	}
-	if len(sum.Results) < len(cfg.Impls) {
-		sum.Failures = append(sum.Failures, fmt.Sprintf("interrupted: %d of %d implementations ran", len(sum.Results), len(cfg.Impls)))
+	if len(sum.Results) < len(sum.Config.Impls) {
+		sum.Failures = append(sum.Failures, fmt.Sprintf("interrupted: %d of %d implementations ran", len(sum.Results), len(sum.Config.Impls)))
 	}
 	sum.OK = !violated && !incomplete
+	switch {
+	case violated:
+		return exitViolation
+	case incomplete:
+		return exitRun
+	}
+	return exitOK
+}
 
+// printSummary prints the tables and the verdict.
+func printSummary(stdout io.Writer, sum results.Summary, runs []*runner.Run) {
+	cfg := sum.Config
 	results.PrintTable(stdout, sum.Results)
 	results.PrintCost(stdout, sum.Results)
 	results.PrintRecipe(stdout, cfg, sum.Results)
@@ -111,23 +144,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, f := range sum.Failures {
 		fmt.Fprintln(stdout, "  "+f)
 	}
+}
+
+// writeOutputs writes -json and -report; exitRun when one failed.
+func writeOutputs(sum results.Summary, runs []*runner.Run, stderr io.Writer) int {
 	code := exitOK
-	switch {
-	case violated:
-		code = exitViolation
-	case incomplete:
-		code = exitRun
-	}
-	if cfg.JSON != "" {
-		if err := results.WriteJSON(cfg.JSON, sum); err != nil {
+	if sum.Config.JSON != "" {
+		if err := results.WriteJSON(sum.Config.JSON, sum); err != nil {
 			fmt.Fprintln(stderr, "stress: -json:", err)
-			code = max(code, exitRun)
+			code = exitRun
 		}
 	}
-	if cfg.Report != "" {
-		if err := results.WriteReport(cfg.Report, sum, runs); err != nil {
+	if sum.Config.Report != "" {
+		if err := results.WriteReport(sum.Config.Report, sum, runs); err != nil {
 			fmt.Fprintln(stderr, "stress: -report:", err)
-			code = max(code, exitRun)
+			code = exitRun
 		}
 	}
 	return code

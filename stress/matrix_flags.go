@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,6 +65,29 @@ func (m *matrixFlags) apply(c *runner.Config, set map[string]bool) error {
 	if err != nil {
 		return usageErr("-matrix: %s", specMsg(err))
 	}
+	if err := m.axes(&spec, c, set); err != nil {
+		return err
+	}
+	m.runs(&spec, c, set)
+	if err := spec.Check(); err != nil {
+		return usageErr("%s", specMsg(err))
+	}
+	if spec.Resume && c.JSON == "" {
+		return usageErr("-matrix-resume needs -json (the file to resume from)")
+	}
+	if !set["impl"] {
+		c.Impls = []proto.Impl{proto.Tier, proto.TierHandoff, proto.Gozk}
+	}
+	if slices.Contains(c.Impls, proto.Nolock) {
+		return usageErr("-matrix: nolock is a self-test of the checker, not a matrix implementation")
+	}
+	c.Matrix = &spec
+	return nil
+}
+
+// axes sets the preset's axes the flags name: servers, processes,
+// goroutines, paths, critical sections.
+func (m *matrixFlags) axes(spec *cells.Spec, c *runner.Config, set map[string]bool) error {
 	_, fromEnv := zkserver.FromEnv()
 	if len(c.ZK) > 0 || fromEnv {
 		if set["matrix-servers"] {
@@ -71,6 +95,7 @@ func (m *matrixFlags) apply(c *runner.Config, set map[string]bool) error {
 		}
 		spec.Topologies = []cells.Topology{cells.External}
 	}
+	var err error
 	if set["matrix-servers"] {
 		if spec.Topologies, err = cells.Topologies(*m.servers); err != nil {
 			return usageErr("%s", specMsg(err))
@@ -92,6 +117,12 @@ func (m *matrixFlags) apply(c *runner.Config, set map[string]bool) error {
 			return usageErr("%s", specMsg(err))
 		}
 	}
+	return nil
+}
+
+// runs sets how each cell runs: the single-run flags given override the
+// preset's run length, warm-ups and probe.
+func (m *matrixFlags) runs(spec *cells.Spec, c *runner.Config, set map[string]bool) {
 	if set["duration"] {
 		spec.Duration = c.Duration
 	}
@@ -105,22 +136,6 @@ func (m *matrixFlags) apply(c *runner.Config, set map[string]bool) error {
 	if set["matrix-warmup"] {
 		spec.Warmup = *m.warmup
 	}
-	if err := spec.Check(); err != nil {
-		return usageErr("%s", specMsg(err))
-	}
-	if spec.Resume && c.JSON == "" {
-		return usageErr("-matrix-resume needs -json (the file to resume from)")
-	}
-	if !set["impl"] {
-		c.Impls = []proto.Impl{proto.Tier, proto.TierHandoff, proto.Gozk}
-	}
-	for _, im := range c.Impls {
-		if im == proto.Nolock {
-			return usageErr("-matrix: nolock is a self-test of the checker, not a matrix implementation")
-		}
-	}
-	c.Matrix = &spec
-	return nil
 }
 
 // presetHelp describes the presets for -h: cells, run length, estimate.

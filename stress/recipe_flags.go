@@ -22,27 +22,45 @@ func recipeFlags(c *runner.Config, v string, set map[string]bool) error {
 	if err := multiFlags(c, set); err != nil {
 		return err
 	}
-	switch {
-	case set["readers"] && c.Recipe != proto.RW:
-		return usageErr("-readers goes with -recipe rw")
-	case (set["leases"] || set["permits"]) && c.Recipe != proto.Semaphore:
-		return usageErr("-leases and -permits go with -recipe semaphore")
-	case c.Recipe == proto.RW && !(c.Readers >= 0 && c.Readers <= 1):
-		return usageErr("-readers must be between 0 and 1, got %v", c.Readers)
-	case c.Recipe == proto.Semaphore && c.Leases < 1:
-		return usageErr("-leases must be at least 1, got %d", c.Leases)
-	case c.Recipe == proto.Semaphore && (c.Permits < 1 || c.Permits > c.Leases):
-		return usageErr("-permits must be between 1 and -leases (%d), got %d", c.Leases, c.Permits)
-	case c.Recipe != proto.Mutex && (c.Handoff || set["handoff-max"] || set["handoff-max-hold"]):
-		return usageErr("-recipe %s: hand-off is the mutex's only (tier.RWLock and tier.Semaphore refuse it)", c.Recipe)
-	case c.Recipe != proto.Mutex && set["mix"]:
-		return usageErr("-recipe %s does not go with -mix (a mixed fleet of mutexes)", c.Recipe)
+	if err := recipeFlagsMatch(c, set); err != nil {
+		return err
+	}
+	if err := recipeRanges(c); err != nil {
+		return err
 	}
 	if c.Recipe != proto.RW {
 		c.Readers = 0
 	}
 	if c.Recipe != proto.Semaphore {
 		c.Leases, c.Permits = 0, 0
+	}
+	return nil
+}
+
+// recipeFlagsMatch refuses a flag of another recipe than the one run.
+func recipeFlagsMatch(c *runner.Config, set map[string]bool) error {
+	switch {
+	case set["readers"] && c.Recipe != proto.RW:
+		return usageErr("-readers goes with -recipe rw")
+	case (set["leases"] || set["permits"]) && c.Recipe != proto.Semaphore:
+		return usageErr("-leases and -permits go with -recipe semaphore")
+	case c.Recipe != proto.Mutex && (c.Handoff || set["handoff-max"] || set["handoff-max-hold"]):
+		return usageErr("-recipe %s: hand-off is the mutex's only (tier.RWLock and tier.Semaphore refuse it)", c.Recipe)
+	case c.Recipe != proto.Mutex && set["mix"]:
+		return usageErr("-recipe %s does not go with -mix (a mixed fleet of mutexes)", c.Recipe)
+	}
+	return nil
+}
+
+// recipeRanges refuses a recipe's figure out of its range.
+func recipeRanges(c *runner.Config) error {
+	switch {
+	case c.Recipe == proto.RW && !(c.Readers >= 0 && c.Readers <= 1):
+		return usageErr("-readers must be between 0 and 1, got %v", c.Readers)
+	case c.Recipe == proto.Semaphore && c.Leases < 1:
+		return usageErr("-leases must be at least 1, got %d", c.Leases)
+	case c.Recipe == proto.Semaphore && (c.Permits < 1 || c.Permits > c.Leases):
+		return usageErr("-permits must be between 1 and -leases (%d), got %d", c.Leases, c.Permits)
 	}
 	return nil
 }
