@@ -276,6 +276,10 @@ func (le *lease) lapse() {
 // sends a sync when no proof came for a period.
 func (le *lease) renew() {
 	s := le.s
+	// One timer for the renewer's life, reset at each look (since Go 1.23
+	// a Reset timer delivers no value from before the Reset).
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
 	for !s.isClosed() {
 		s.mu.Lock()
 		active := len(s.holds) > 0 || s.waiting > 0
@@ -295,9 +299,8 @@ func (le *lease) renew() {
 			// it must.
 			le.idle(changed, nil)
 		case active && due > 0:
-			t := time.NewTimer(due)
+			t.Reset(due)
 			le.idle(changed, t.C)
-			t.Stop()
 		case active:
 			select {
 			case <-le.refresh():
