@@ -116,3 +116,11 @@ func SetCreatedHookForTest(fn func()) {
 	}
 	testHookCreated.Store(&fn)
 }
+
+// SetBatchFromForTest sets how many requests of a session must be out for
+// its writes to be queued for the flusher (0: always), and returns the
+// function that restores it.
+func SetBatchFromForTest(n int32) (restore func()) {
+	old := batchFrom.Swap(n)
+	return func() { batchFrom.Store(old) }
+}

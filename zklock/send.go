@@ -151,7 +151,13 @@ func (s *Session) run(admitted, write bool, req func() error) error {
 	if write {
 		p = s.newProof()
 	}
+	if s.tap != nil {
+		s.tap.out.Add(1)
+	}
 	err := req()
+	if s.tap != nil {
+		s.tap.out.Add(-1)
+	}
 	if admitted {
 		s.flight.release(time.Since(p.queued), s.lease.bound()/8)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -183,11 +184,15 @@ func (c *tappedConn) Close() error {
 //
 // go-zookeeper writes each request with its own Write from its send loop,
 // and each Write on a socket is a system call that, on loopback, also runs
-// the server side's receive. Queued instead, the requests a burst writes
+// the server side's receive. When many requests of the session are out,
+// the bytes are queued instead, and a flushing goroutine, which exists only
+// while there is something to send, sends them: the requests written
 // while the socket is busy go out together, in one system call, and reach
-// the server as one segment. A flushing goroutine exists only while there
-// is something to send. The queue is bounded (maxUnsent): beyond it Write
-// waits, as it waited for a full socket before.
+// the server as one segment. With few out (batchFrom) there is nothing to
+// batch with, and the hop to the flusher would cost more than it saves:
+// then the send loop writes itself, as without the tap. The queue is
+// bounded (maxUnsent): beyond it Write waits, as it waited for a full
+// socket before.
 func (c *tappedConn) Write(b []byte) (int, error) {
 	if fn := c.tap.onWrite.Load(); fn != nil {
 		if err := (*fn)(opcode(b), b); err != nil {
@@ -209,6 +214,13 @@ func (c *tappedConn) Write(b []byte) (int, error) {
 // maxUnsent bounds the bytes queued for the socket.
 const maxUnsent = 1 << 20
 
+// batchFrom is how many of the session's requests must be out for a write
+// to be queued for the flusher rather than written at once (a variable for
+// the tests).
+var batchFrom atomic.Int32
+
+func init() { batchFrom.Store(4) }
+
 // SetWriteDeadline sets the deadline for the bytes written from now on:
 // a batch is sent under the deadline of its first bytes, the earliest.
 func (c *tappedConn) SetWriteDeadline(t time.Time) error {
@@ -218,19 +230,28 @@ func (c *tappedConn) SetWriteDeadline(t time.Time) error {
 	return nil
 }
 
-// queue appends b to what the flusher sends, starting one if none runs.
+// queue appends b to what the flusher sends, starting one if none runs,
+// or writes it at once when nothing is queued or being sent and few
+// requests are out (see Write). Writes come from one goroutine at a time,
+// so nothing is queued while that write runs.
 func (c *tappedConn) queue(b []byte) error {
 	c.wmu.Lock()
-	defer c.wmu.Unlock()
 	if c.wcond.L == nil {
 		c.wcond.L = &c.wmu
 	}
 	for c.werr == nil && len(c.out) >= maxUnsent {
 		c.wcond.Wait()
 	}
-	if c.werr != nil {
-		return c.werr
+	if err := c.werr; err != nil {
+		c.wmu.Unlock()
+		return err
 	}
+	if !c.flushing && len(c.out) == 0 && c.tap.out.Load() < batchFrom.Load() {
+		by := c.deadline
+		c.wmu.Unlock()
+		return c.send(b, by)
+	}
+	defer c.wmu.Unlock()
 	if len(c.out) == 0 {
 		c.outBy = c.deadline
 		if c.out == nil {
@@ -255,19 +276,26 @@ func (c *tappedConn) flush() {
 		c.out = nil
 		c.wcond.Broadcast()
 		c.wmu.Unlock()
-		err := c.Conn.SetWriteDeadline(by)
-		if err == nil {
-			_, err = c.Conn.Write(batch)
-		}
-		if err != nil {
-			c.fail(err)
-			c.Conn.Close()
-		}
+		_ = c.send(batch, by)
 		c.wmu.Lock()
 		c.spare = batch[:0]
 	}
 	c.flushing = false
 	c.wmu.Unlock()
+}
+
+// send writes b to the socket under the write deadline by; a failure
+// closes the connection, and every later Write fails.
+func (c *tappedConn) send(b []byte, by time.Time) error {
+	err := c.Conn.SetWriteDeadline(by)
+	if err == nil {
+		_, err = c.Conn.Write(b)
+	}
+	if err != nil {
+		c.fail(err)
+		c.Conn.Close()
+	}
+	return err
 }
 
 // fail makes every later Write return err, and wakes those waiting.

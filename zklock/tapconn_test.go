@@ -82,8 +82,10 @@ func (c *socketConn) Write(b []byte) (int, error) {
 
 // TestRequestsBehindABusySocketGoTogether: requests written while the
 // socket is still busy with an earlier one leave in one system call, in
-// the order written, and are all answered.
+// the order written, and are all answered. (Writes are queued when many
+// requests of the session are out; here always.)
 func TestRequestsBehindABusySocketGoTogether(t *testing.T) {
+	defer zklock.SetBatchFromForTest(0)()
 	var k socket
 	s := connect(t, zktest.Servers(t), zklock.WithDialer(k.dial))
 	const p = "/"
@@ -120,11 +122,24 @@ func TestRequestsBehindABusySocketGoTogether(t *testing.T) {
 	}
 }
 
-// TestFailedSocketWriteReconnects: a socket write that fails after
-// go-zookeeper's Write returned closes the connection, as a failed write
-// of its own would: the hold is told, the session comes back on a new
-// connection, and the lock is taken again.
+// TestFailedSocketWriteReconnects: a socket write that fails, after
+// go-zookeeper's Write returned (queued) or in it (written at once),
+// closes the connection, as a failed write of its own would: the hold is
+// told, the session comes back on a new connection, and the lock is taken
+// again.
 func TestFailedSocketWriteReconnects(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		from int32
+	}{{"queued", 0}, {"written at once", 1 << 20}} {
+		t.Run(mode.name, func(t *testing.T) {
+			defer zklock.SetBatchFromForTest(mode.from)()
+			failedWriteReconnects(t)
+		})
+	}
+}
+
+func failedWriteReconnects(t *testing.T) {
 	var k socket
 	s := connect(t, zktest.Servers(t), zklock.WithDialer(k.dial))
 	ctx := ctxT(t, 20*time.Second)

@@ -43,6 +43,12 @@ type wireTap struct {
 	// may have lowered below the one asked for.
 	timeoutMs atomic.Int32
 
+	// out counts the requests of the session's locks handed to
+	// go-zookeeper and not answered yet (Session.run): with few out, a
+	// write has nothing to batch with, and goes out on the writer's own
+	// goroutine (see tappedConn.Write).
+	out atomic.Int32
+
 	dials     atomic.Int32          // connections made; the first has no watches to re-arm
 	dialErr   atomic.Pointer[error] // the last dial's error; nil after a dial that worked
 	log       *slog.Logger
