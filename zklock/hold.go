@@ -89,7 +89,7 @@ func (h *Hold) Err() error {
 }
 
 // Release gives the hold up. It does not wait for ZooKeeper: the delete of
-// the node goes out with the session's next create, or a scheduling delay
+// the node goes out with the session's next create, or a moment (100µs)
 // later, and the session's next create on the path queues behind it.
 // Another process sees the lock free once the server has applied the
 // delete. The delete is guaranteed: whatever error it meets, it is retried

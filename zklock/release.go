@@ -3,7 +3,6 @@ package zklock
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,10 +20,14 @@ import (
 // waits until the path's delete is on the wire, and ZooKeeper applies a
 // session's requests in the order they arrive.
 type deletes struct {
-	mu     sync.Mutex
-	byPath map[string]*pendingDelete // by lock path: one at most, see above
-	order  []*pendingDelete          // those not taken yet, oldest first (taken ones are skipped)
-	kick   chan struct{}             // wakes the flusher
+	mu      sync.Mutex
+	byPath  map[string]*pendingDelete // by lock path: one at most, see above
+	order   []*pendingDelete          // those not taken yet, oldest first (taken ones are skipped)
+	untaken int                       // in order and not taken
+	// flush sends, foldWait after a release, the deletes no create took;
+	// stopped (no goroutine woken) when creates took them all first.
+	flush *time.Timer
+	armed bool // flush is set to fire
 }
 
 // pendingDelete is a released node not yet deleted: waiting (sent == nil)
@@ -38,12 +41,11 @@ type pendingDelete struct {
 
 func (s *Session) initDeletes() {
 	s.dels.byPath = make(map[string]*pendingDelete)
-	s.dels.kick = make(chan struct{}, 1)
 }
 
 // queueDelete schedules the delete of node, released or abandoned on the
 // lock at path. It does not wait: the delete goes with the session's next
-// create, or with the flusher a scheduling delay later. Either way it is
+// create, or with the flusher foldWait later. Either way it is
 // guaranteed: retried, whatever the error, until the node is gone or its
 // session is over.
 func (s *Session) queueDelete(path, node string, owner int64) {
@@ -53,16 +55,44 @@ func (s *Session) queueDelete(path, node string, owner int64) {
 		return
 	}
 	s.dels.mu.Lock()
+	defer s.dels.mu.Unlock()
 	if old := s.dels.byPath[path]; old != nil && old.sent == nil {
 		s.deleteInBackground(old.node, old.owner) // cannot happen: a create takes it first
 	}
 	s.dels.byPath[path] = d
 	s.dels.order = append(s.dels.order, d)
-	s.dels.mu.Unlock()
-	select {
-	case s.dels.kick <- struct{}{}:
+	s.dels.untaken++
+	switch {
+	case s.dels.armed || s.ctx.Err() != nil:
+	case s.dels.flush == nil:
+		s.dels.flush = time.AfterFunc(foldWait, s.flushDeletes)
+		s.dels.armed = true
 	default:
+		s.dels.flush.Reset(foldWait)
+		s.dels.armed = true
 	}
+}
+
+// takenLocked marks d taken; when no delete is left for the flusher, its
+// timer stops. s.dels.mu is held.
+func (s *Session) takenLocked(d *pendingDelete) {
+	d.sent = make(chan struct{})
+	s.dels.untaken--
+	if s.dels.untaken == 0 && s.dels.armed {
+		s.dels.flush.Stop()
+		s.dels.armed = false
+	}
+}
+
+// stopFlush stops the flusher's timer (the session is closing: its nodes
+// go with it).
+func (s *Session) stopFlush() {
+	s.dels.mu.Lock()
+	if s.dels.flush != nil {
+		s.dels.flush.Stop()
+	}
+	s.dels.armed = false
+	s.dels.mu.Unlock()
 }
 
 // deleteSerial deletes d's node without folding: the entry is in flight at
@@ -89,7 +119,7 @@ func (s *Session) takeDelete(path string) (take *pendingDelete, inFlight <-chan 
 		if d.sent != nil {
 			return nil, d.sent
 		}
-		d.sent = make(chan struct{})
+		s.takenLocked(d)
 		return d, nil
 	}
 	return nil, nil
@@ -106,7 +136,7 @@ func (s *Session) takeOther() *pendingDelete {
 		s.dels.order[0] = nil
 		s.dels.order = s.dels.order[1:]
 		if d.sent == nil {
-			d.sent = make(chan struct{})
+			s.takenLocked(d)
 			return d
 		}
 	}
@@ -130,39 +160,49 @@ func (s *Session) untake(d *pendingDelete) {
 	s.deleteSent(d)
 }
 
-// flushDeletes is the session's flusher: woken by a release, it yields
-// once, so that an acquisition about to run can take the delete into its
-// create, then sends every delete still waiting, several in one multi.
+// flushDeletes is the session's flusher, run by its timer foldWait after a
+// release, so that an acquisition about to run (the releasing goroutine's
+// next one, typically) can take the delete into its create first: it
+// sends every delete still waiting, several in one multi. (Yielding once
+// instead of waiting was not enough: with a processor idle, the flusher
+// ran at once beside the releasing goroutine and sent the delete before
+// that goroutine's next create could take it.)
 func (s *Session) flushDeletes() {
-	for {
+	s.bg.add()
+	defer s.bg.done()
+	if s.ctx.Err() != nil {
+		return // closing: the session's nodes go with it
+	}
+	if gate := testFlushGate.Load(); gate != nil {
 		select {
-		case <-s.dels.kick:
+		case <-*gate:
 		case <-s.ctx.Done():
 			return
 		}
-		runtime.Gosched() // the scheduling delay: see above
-		if gate := testFlushGate.Load(); gate != nil {
-			select {
-			case <-*gate:
-			case <-s.ctx.Done():
-				return
-			}
-		}
-		var batch []*pendingDelete
-		s.dels.mu.Lock()
-		for _, d := range s.dels.order {
-			if d.sent == nil {
-				d.sent = make(chan struct{})
-				batch = append(batch, d)
-			}
-		}
-		s.dels.order = s.dels.order[:0]
-		s.dels.mu.Unlock()
-		if len(batch) > 0 {
-			s.sendDeletes(batch)
+	}
+	var batch []*pendingDelete
+	s.dels.mu.Lock()
+	s.dels.armed = false
+	for _, d := range s.dels.order {
+		if d.sent == nil {
+			d.sent = make(chan struct{})
+			batch = append(batch, d)
 		}
 	}
+	s.dels.order = s.dels.order[:0]
+	s.dels.untaken = 0
+	s.dels.mu.Unlock()
+	if len(batch) > 0 {
+		s.sendDeletes(batch)
+	}
 }
+
+// foldWait is how long a released node's delete waits for a create of
+// the session to carry it before the flusher sends it: short beside a
+// hand-off between processes (a committed write, an event and a read),
+// long beside the path from a release to the releasing goroutine's next
+// create.
+const foldWait = 100 * time.Microsecond
 
 // testFlushGate, when a test sets it, holds every session's flusher until
 // the channel closes, so that a test can see which create carries a

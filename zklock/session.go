@@ -189,7 +189,6 @@ func (s *Session) start(conn *zk.Conn) {
 		s.goBackground(s.notes.run)
 	}
 	s.goBackground(s.lease.renew)
-	s.goBackground(s.flushDeletes)
 }
 
 // stop ends a session whose connection never came up.
@@ -296,6 +295,7 @@ func (s *Session) close() {
 	s.mu.Unlock()
 	s.cancel()
 	s.lease.stop()
+	s.stopFlush()
 	s.notes.close()
 	// Every goroutine of ours ends on s.ctx, on hardStop, or on a request
 	// that completes (the closed connection fails it at once), except the

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -187,9 +188,11 @@ func ReportRequests(b *testing.B, fn func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	cpu := processCPU()
 	b.ResetTimer()
 	fn()
 	b.StopTimer()
+	cpu = processCPU() - cpu
 	after, err := c.Counters(context.Background())
 	if err != nil {
 		b.Fatal(err)
@@ -197,6 +200,17 @@ func ReportRequests(b *testing.B, fn func()) {
 	// mntr itself counts as one packet per member.
 	reqs := after.PacketsReceived - before.PacketsReceived - int64(c.Size())
 	b.ReportMetric(float64(reqs)/float64(b.N), "reqs/op")
+	// The client's CPU: the server is another process.
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "client-µs/op")
+}
+
+// processCPU is the CPU time (user + system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // Cancelled returns a context that is already cancelled.
