@@ -293,7 +293,7 @@ func (c *tappedConn) send(b []byte, by time.Time) error {
 	}
 	if err != nil {
 		c.fail(err)
-		c.Conn.Close()
+		c.Close()
 	}
 	return err
 }
