@@ -21,7 +21,7 @@ import (
 //   - a release's delete waits for the session's next create, on any path,
 //     and goes out in that create's multi transaction (one log write on the
 //     server instead of two); one the next create does not take within a
-//     short wait (foldWait) is sent by the session's one flusher goroutine,
+//     short wait (foldWait) is sent by the flusher its timer starts,
 //     with every other such delete in one multi.
 //
 // go-zookeeper's calls block until the reply and cannot be withdrawn, so
