@@ -86,7 +86,9 @@ func WithoutPipelining() SessionOption {
 // WithDialer makes Connect open its connections with d (for TLS, a proxy,
 // or a connection that counts what it carries) instead of
 // net.DialTimeout. The session still observes the bytes it writes (see
-// wire.go). It has no effect under NewSession, whose connection exists.
+// wire.go), and writes them to d's connection in batches when many of its
+// requests are out: one Write may carry several requests (tapconn.go). It
+// has no effect under NewSession, whose connection exists.
 func WithDialer(d zk.Dialer) SessionOption {
 	return func(c *sessionConfig) { c.dialer = d }
 }
