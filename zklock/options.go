@@ -77,7 +77,7 @@ func WithStateListener(fn func(State)) SessionOption {
 // next create on the path waits until the delete is done; Release itself
 // still returns at once). It is the baseline the pipelined protocol is
 // measured against, and a way out should a go-zookeeper upgrade break the
-// assumption pipelining rests on (one request per socket write, see
+// assumption pipelining rests on (one request per Write by go-zookeeper, see
 // wire.go), which a contract test checks.
 func WithoutPipelining() SessionOption {
 	return func(c *sessionConfig) { c.noPipelining = true }
