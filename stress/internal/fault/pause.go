@@ -65,22 +65,7 @@ func (fr *injector) pause(ev *Event) {
 	}
 	// Known stopped: no hold of it enters from now until it goes on.
 	stop := exclusion.Now()
-	minEnd := time.Now().Add(d)
-	limit := minEnd.Add(10 * time.Second)
-	laterWrote := func() bool {
-		return holding == nil || fr.tg.Fence == nil || fr.tg.Fence.High(holding.Path) > holding.Token
-	}
-	for {
-		now := time.Now()
-		if now.After(limit) || !now.Before(minEnd) && laterWrote() {
-			break
-		}
-		select {
-		case <-fr.abort:
-			limit = now
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	fr.stayStopped(d, holding)
 	contAt := exclusion.Now() // it is still stopped: nothing of it enters before
 	cont()
 	ev.healed = exclusion.Now()
@@ -100,6 +85,35 @@ func (fr *injector) pause(ev *Event) {
 			ev.Note += "; no later holder wrote while it was stopped"
 		}
 	}
+	fr.judgeWake(ev, proc, holding, contAt)
+}
+
+// stayStopped returns once the worker has been stopped for d and, when the
+// run has a fenced store and the worker held, a later holder's token was
+// admitted there; at most 10s more, or until the injector aborts.
+func (fr *injector) stayStopped(d time.Duration, holding *proto.Message) {
+	minEnd := time.Now().Add(d)
+	limit := minEnd.Add(10 * time.Second)
+	laterWrote := func() bool {
+		return holding == nil || fr.tg.Fence == nil || fr.tg.Fence.High(holding.Path) > holding.Token
+	}
+	for {
+		now := time.Now()
+		if now.After(limit) || !now.Before(minEnd) && laterWrote() {
+			return
+		}
+		select {
+		case <-fr.abort:
+			limit = now
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// judgeWake waits for the woken holder to report its loss, notes what it
+// did on waking, and fails the event when that was not refused, or not
+// seen in time.
+func (fr *injector) judgeWake(ev *Event, proc int, holding *proto.Message, contAt int64) {
 	within := fr.s.SessionTimeout + 5*time.Second
 	m := fr.waitEvent(proc, proto.Lingered, within)
 	fr.noteHolder(ev, proc, m, within)
@@ -108,14 +122,11 @@ func (fr *injector) pause(ev *Event) {
 	}
 	after := float64(m.At-contAt) / 1e9
 	ev.LossAfterWakeSec = &after
-	fail := func(format string, args ...any) {
-		if ev.Failure == "" {
-			ev.Failure = fmt.Sprintf(format, args...)
-		}
-	}
 	wk := m.Wake
 	if wk == nil {
-		fail("the holder did not notice that it had been stopped")
+		if ev.Failure == "" {
+			ev.Failure = "the holder did not notice that it had been stopped"
+		}
 		return
 	}
 	ev.WakeGuarded, ev.WakeFence = describeGuarded(wk), describeFence(wk, holding.Token)
@@ -131,20 +142,29 @@ func (fr *injector) pause(ev *Event) {
 	if m.Cause != "" {
 		ev.Note += fmt.Sprintf("; loss seen %.3fs after waking", after)
 	}
+	if f := fr.wakeFailure(ev, m, holding, contAt, after); f != "" && ev.Failure == "" {
+		ev.Failure = f
+	}
+}
+
+// wakeFailure is what the woken holder did wrong, or "".
+func (fr *injector) wakeFailure(ev *Event, m *proto.Message, holding *proto.Message, contAt int64, after float64) string {
+	wk := m.Wake
 	switch {
 	case wk.At < contAt:
-		fail("the holder took itself for woken %.3fs before it was let go on", float64(contAt-wk.At)/1e9)
+		return fmt.Sprintf("the holder took itself for woken %.3fs before it was let go on", float64(contAt-wk.At)/1e9)
 	case wk.Guarded == "applied":
-		fail("the server applied the guarded write the paused holder made on waking (token %d)", holding.Token)
+		return fmt.Sprintf("the server applied the guarded write the paused holder made on waking (token %d)", holding.Token)
 	case wk.Guarded == "error":
-		fail("the paused holder's guarded write on waking failed: %s", wk.GuardedErr)
+		return fmt.Sprintf("the paused holder's guarded write on waking failed: %s", wk.GuardedErr)
 	case wk.Fence == "admitted" && ev.LaterToken != 0:
-		fail("the fenced store admitted the paused holder's token %d after token %d", holding.Token, ev.LaterToken)
+		return fmt.Sprintf("the fenced store admitted the paused holder's token %d after token %d", holding.Token, ev.LaterToken)
 	case wk.Fence == "error":
-		fail("the paused holder's write to the fenced store on waking failed: %s", wk.FenceErr)
+		return fmt.Sprintf("the paused holder's write to the fenced store on waking failed: %s", wk.FenceErr)
 	case m.Cause != "" && after > fr.s.SessionTimeout.Seconds():
-		fail("the holder saw its hold lost only %.2fs after waking", after)
+		return fmt.Sprintf("the holder saw its hold lost only %.2fs after waking", after)
 	}
+	return ""
 }
 
 // describeGuarded says how a paused holder's guarded write on waking
