@@ -121,36 +121,7 @@ func (fr *injector) partition(ev *Event) {
 		}
 		return
 	}
-	on := -1 // the server the worker is connected to
-	for i, p := range fr.tg.Proxies[slot] {
-		if p.Stats().Active > 0 {
-			on = i
-		}
-	}
-	target := on
-	switch {
-	case holding == nil:
-		ev.Variant = "a follower (no hold within 5s)"
-	case on >= 0 && on != leader:
-		ev.Variant = "the holder's follower"
-	default:
-		ev.Variant = "a follower (the holder is on the leader)"
-	}
-	onTarget := holding != nil && on >= 0 && on != leader
-	if holding != nil && !onTarget {
-		// The cut does not touch the holder: it keeps its hold.
-		fr.f.Get(proc).Send(proto.Unlinger)
-		holding = nil
-	}
-	if target < 0 || target == leader {
-		var others []int
-		for i := range c.Size() {
-			if i != leader {
-				others = append(others, i)
-			}
-		}
-		target = others[fr.rng.IntN(len(others))]
-	}
+	target, holding := fr.partitionTarget(ev, slot, proc, holding, leader)
 	ev.Target = fmt.Sprintf("server %d (%s) from its peers; holder %s", target, c.Addr(target), fr.workerTarget(slot, proc))
 	ev.affected = fr.allLive()
 	ev.start = exclusion.Now()
@@ -164,6 +135,53 @@ func (fr *injector) partition(ev *Event) {
 	if holding != nil {
 		seen = fr.waitEvent(proc, proto.Lingered, within)
 	}
+	fr.healAt(ctx, ev, target, minEnd)
+	ev.healed = exclusion.Now()
+	ev.ref = ev.healed
+	ev.Note = fmt.Sprintf("cut %.2fs; leader was server %d", float64(ev.healed-ev.start)/1e9, leader)
+	if holding != nil && ev.Failure == "" {
+		fr.noteHolder(ev, proc, seen, within)
+	}
+}
+
+// partitionTarget picks the follower to cut: the one the lingering holder
+// is connected to, else a random follower. It names the variant, and lets
+// a holder the cut does not touch go on (nil: no holder to watch).
+func (fr *injector) partitionTarget(ev *Event, slot, proc int, holding *proto.Message, leader int) (int, *proto.Message) {
+	on := -1 // the server the worker is connected to
+	for i, p := range fr.tg.Proxies[slot] {
+		if p.Stats().Active > 0 {
+			on = i
+		}
+	}
+	onFollower := on >= 0 && on != leader
+	switch {
+	case holding == nil:
+		ev.Variant = "a follower (no hold within 5s)"
+	case onFollower:
+		ev.Variant = "the holder's follower"
+	default:
+		ev.Variant = "a follower (the holder is on the leader)"
+		// The cut does not touch the holder: it keeps its hold.
+		fr.f.Get(proc).Send(proto.Unlinger)
+		holding = nil
+	}
+	if onFollower {
+		return on, holding
+	}
+	var others []int
+	for i := range fr.tg.Cluster.Size() {
+		if i != leader {
+			others = append(others, i)
+		}
+	}
+	return others[fr.rng.IntN(len(others))], holding
+}
+
+// healAt heals the cut member target once minEnd has passed (or the
+// injector aborts) and waits until it serves again.
+func (fr *injector) healAt(ctx context.Context, ev *Event, target int, minEnd time.Time) {
+	c := fr.tg.Cluster
 	if d := time.Until(minEnd); d > 0 {
 		t := time.NewTimer(d)
 		select {
@@ -177,11 +195,5 @@ func (fr *injector) partition(ev *Event) {
 	}
 	if err := c.WaitReady(ctx, target); err != nil && ev.Failure == "" {
 		ev.Failure = fmt.Sprintf("server %d did not serve again: %v", target, err)
-	}
-	ev.healed = exclusion.Now()
-	ev.ref = ev.healed
-	ev.Note = fmt.Sprintf("cut %.2fs; leader was server %d", float64(ev.healed-ev.start)/1e9, leader)
-	if holding != nil && ev.Failure == "" {
-		fr.noteHolder(ev, proc, seen, within)
 	}
 }
