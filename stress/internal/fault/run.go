@@ -106,40 +106,13 @@ func (fr *injector) drive(ctx context.Context, onProgress func(fleet.Msg)) (inte
 		ctxDone  = ctx.Done()
 	)
 	for {
-		if stopping {
-			all := true
-			for _, p := range fr.f.Live() {
-				all = all && doneFrom[p]
-			}
-			if all {
-				return interrupted, nil
-			}
+		if stopping && fr.allDone(doneFrom) {
+			return interrupted, nil
 		}
 		select {
 		case m := <-fr.f.Msgs:
-			switch {
-			case m.EOF:
-				if fr.f.Ended(m.Proc) {
-					continue // killed on purpose
-				}
-				return interrupted, fmt.Errorf("%w: %s", fleet.ErrRun, fr.f.Get(m.Proc).Describe())
-			case m.Type == proto.Error:
-				return interrupted, fmt.Errorf("%w: worker %d: %s", fleet.ErrRun, m.Proc, m.Err)
-			case m.Type == proto.Progress:
-				fr.mu.Lock()
-				fr.last[m.Proc] = max(fr.last[m.Proc], m.Last)
-				fr.expired[m.Proc] = max(fr.expired[m.Proc], m.Expired)
-				fr.losses[m.Proc] = max(fr.losses[m.Proc], m.Losses)
-				fr.mu.Unlock()
-				onProgress(m)
-			case m.Type == proto.Done:
-				doneFrom[m.Proc] = true
-			case m.Type == proto.Ready || m.Type == proto.Holding || m.Type == proto.Lingered ||
-				m.Type == proto.Flooding || m.Type == proto.Flooded:
-				select {
-				case fr.events <- m:
-				default: // nobody waits for it
-				}
+			if err := fr.take(m, doneFrom, onProgress); err != nil {
+				return interrupted, err
 			}
 		case <-end.C:
 			ending = true
@@ -163,6 +136,54 @@ func (fr *injector) drive(ctx context.Context, onProgress func(fleet.Msg)) (inte
 			stopping = true
 			fr.f.Broadcast(proto.Stop)
 		}
+	}
+}
+
+// allDone says whether every live worker said Done.
+func (fr *injector) allDone(doneFrom map[int]bool) bool {
+	for _, p := range fr.f.Live() {
+		if !doneFrom[p] {
+			return false
+		}
+	}
+	return true
+}
+
+// take handles one message of the workers; an error ends the run (a worker
+// that died not on purpose, or reported an error).
+func (fr *injector) take(m fleet.Msg, doneFrom map[int]bool, onProgress func(fleet.Msg)) error {
+	switch {
+	case m.EOF:
+		if fr.f.Ended(m.Proc) {
+			return nil // killed on purpose
+		}
+		return fmt.Errorf("%w: %s", fleet.ErrRun, fr.f.Get(m.Proc).Describe())
+	case m.Type == proto.Error:
+		return fmt.Errorf("%w: worker %d: %s", fleet.ErrRun, m.Proc, m.Err)
+	case m.Type == proto.Progress:
+		fr.mu.Lock()
+		fr.last[m.Proc] = max(fr.last[m.Proc], m.Last)
+		fr.expired[m.Proc] = max(fr.expired[m.Proc], m.Expired)
+		fr.losses[m.Proc] = max(fr.losses[m.Proc], m.Losses)
+		fr.mu.Unlock()
+		onProgress(m)
+	case m.Type == proto.Done:
+		doneFrom[m.Proc] = true
+	case m.Type == proto.Ready || m.Type == proto.Holding || m.Type == proto.Lingered ||
+		m.Type == proto.Flooding || m.Type == proto.Flooded:
+		select {
+		case fr.events <- m:
+		default: // nobody waits for it
+		}
+	}
+	return nil
+}
+
+// faults maps each kind to the method that injects it.
+func (fr *injector) faults() map[Kind]func(*Event) {
+	return map[Kind]func(*Event){
+		Restart: fr.restart, Leader: fr.leader, Expire: fr.expire, Drop: fr.drop, Kill: fr.kill,
+		Partition: fr.partition, Reset: fr.reset, Flood: fr.flood, Stall: fr.stall, Pause: fr.pause,
 	}
 }
 
@@ -191,27 +212,8 @@ func (fr *injector) inject() {
 		}
 		kind := fr.nextKind()
 		ev := &Event{Impl: fr.impl, N: n, Kind: kind}
-		switch kind {
-		case Restart:
-			fr.restart(ev)
-		case Leader:
-			fr.leader(ev)
-		case Expire:
-			fr.expire(ev)
-		case Drop:
-			fr.drop(ev)
-		case Kill:
-			fr.kill(ev)
-		case Partition:
-			fr.partition(ev)
-		case Reset:
-			fr.reset(ev)
-		case Flood:
-			fr.flood(ev)
-		case Stall:
-			fr.stall(ev)
-		case Pause:
-			fr.pause(ev)
+		if f := fr.faults()[kind]; f != nil {
+			f(ev)
 		}
 		fr.out.Events = append(fr.out.Events, ev)
 		if ev.Failure != "" {
