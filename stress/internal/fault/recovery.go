@@ -49,15 +49,7 @@ func MeasureRecovery(events []*Event, holds []exclusion.Hold, start int64, sessi
 		if t := next(all, ev.start); t >= 0 {
 			ev.RecoveryAnySec = sec(t - ev.start)
 		}
-		own, ok := int64(0), len(ev.affected) > 0 && ev.ref != 0
-		for _, p := range ev.affected {
-			t := next(per[p], ev.ref)
-			if t < 0 {
-				ok = false
-				break
-			}
-			own = max(own, t)
-		}
+		own, ok := ownRecovery(ev, per, next)
 		if ok {
 			ev.RecoveryOwnSec = sec(own - ev.start)
 		}
@@ -66,4 +58,21 @@ func MeasureRecovery(events []*Event, holds []exclusion.Hold, start int64, sessi
 			ev.Failure = fmt.Sprintf("not recovered: the worker(s) it hit did not acquire within %v of its healing", limit)
 		}
 	}
+}
+
+// ownRecovery is when the last of the workers ev hit acquired again after
+// ev.ref, or false when one has not (or ev hit none).
+func ownRecovery(ev *Event, per map[int][]int64, next func([]int64, int64) int64) (int64, bool) {
+	if len(ev.affected) == 0 || ev.ref == 0 {
+		return 0, false
+	}
+	var own int64
+	for _, p := range ev.affected {
+		t := next(per[p], ev.ref)
+		if t < 0 {
+			return 0, false
+		}
+		own = max(own, t)
+	}
+	return own, true
 }
