@@ -78,22 +78,7 @@ func Watch(t *testing.T, ctx context.Context, obs *zk.Conn, nodeA string, a Hold
 // is above A's. B's hold is released.
 func (s *Scene) Verdict(t *testing.T, faultAt time.Time) {
 	t.Helper()
-	deadline := time.NewTimer(time.Until(faultAt.Add(Bound)))
-	defer deadline.Stop()
-	var (
-		g            grantResult
-		told, goneAt time.Time
-	)
-wait:
-	for g.at.IsZero() || told.IsZero() || goneAt.IsZero() {
-		select {
-		case g = <-s.granted:
-		case told = <-s.told:
-		case goneAt = <-s.gone:
-		case <-deadline.C:
-			break wait
-		}
-	}
+	g, told, goneAt := s.await(faultAt)
 	ms := func(at time.Time) string {
 		if at.IsZero() {
 			return "never"
@@ -115,21 +100,46 @@ wait:
 		t.Errorf("LOSS AFTER GRANTABLE: A's node was gone %s before A was told: from then on another process could be granted the lock",
 			lag(goneAt, told, faultAt.Add(Bound)))
 	}
+	s.judgeGrant(t, g, told, faultAt)
+}
+
+// await collects the three moments: B's grant, A told, A's node gone (zero
+// if not within Bound of faultAt).
+func (s *Scene) await(faultAt time.Time) (g grantResult, told, goneAt time.Time) {
+	deadline := time.NewTimer(time.Until(faultAt.Add(Bound)))
+	defer deadline.Stop()
+	for g.at.IsZero() || told.IsZero() || goneAt.IsZero() {
+		select {
+		case g = <-s.granted:
+		case told = <-s.told:
+		case goneAt = <-s.gone:
+		case <-deadline.C:
+			return g, told, goneAt
+		}
+	}
+	return g, told, goneAt
+}
+
+// judgeGrant fails t unless B was granted after A was told, with a larger
+// token; it releases B's hold.
+func (s *Scene) judgeGrant(t *testing.T, g grantResult, told, faultAt time.Time) {
+	t.Helper()
 	switch {
 	case g.at.IsZero():
 		t.Errorf("B was not granted the lock within %v of the fault", Bound)
+		return
 	case g.err != nil:
 		t.Errorf("B's acquisition: %v", g.err)
-	default:
-		if told.IsZero() || !told.Before(g.at) {
-			t.Errorf("LOSS AFTER GRANT: B was granted the lock %s before A was told", lag(g.at, told, faultAt.Add(Bound)))
-		}
-		if g.token <= s.a.Token {
-			t.Errorf("B's token %d, not above A's %d", g.token, s.a.Token)
-		}
-		if err := g.release(); err != nil && !errors.Is(err, zklock.ErrLockLost) {
-			t.Errorf("B's release: %v", err)
-		}
+		return
+	}
+	if told.IsZero() || !told.Before(g.at) {
+		t.Errorf("LOSS AFTER GRANT: B was granted the lock %s before A was told", lag(g.at, told, faultAt.Add(Bound)))
+	}
+	if g.token <= s.a.Token {
+		t.Errorf("B's token %d, not above A's %d", g.token, s.a.Token)
+	}
+	if err := g.release(); err != nil && !errors.Is(err, zklock.ErrLockLost) {
+		t.Errorf("B's release: %v", err)
 	}
 }
 
