@@ -271,11 +271,7 @@ func (r *Result) example(v Violation) {
 // holds overlap nothing, shared ones only other shared ones.
 func checkPath(holds []Hold, opt Options, res *Result) PathResult {
 	pr := PathResult{Path: holds[0].Path, Holds: len(holds)}
-	var (
-		last      *Hold // the complete hold that ends latest so far
-		lastExcl  *Hold // the complete exclusive hold that ends latest so far
-		lastToken *Hold // the latest exclusive hold with a known token
-	)
+	c := pathCheck{opt: opt, pr: &pr, res: res}
 	for i := range holds {
 		h := &holds[i]
 		cutKilled(h, opt, &pr)
@@ -285,48 +281,69 @@ func checkPath(holds []Hold, opt Options, res *Result) PathResult {
 		if h.Exit == 0 || h.Exit < h.Enter {
 			lost(h, &pr, res)
 		} else {
-			// A shared hold conflicts with exclusive holds only.
-			prev := last
-			if h.Shared {
-				prev = lastExcl
-			}
-			if prev != nil && h.Enter < prev.Exit {
-				pr.Overlaps++
-				res.example(Violation{Kind: Overlap, Path: h.Path, Prev: prev, Hold: *h,
-					Detail: fmt.Sprintf("entered %d ns before the holder left", prev.Exit-h.Enter)})
-			}
-			if last == nil || h.Exit > last.Exit {
-				last = h
-			}
-			if !h.Shared && (lastExcl == nil || h.Exit > lastExcl.Exit) {
-				lastExcl = h
-			}
+			c.overlap(h)
 		}
 		if h.Loss != 0 && !h.Paused {
 			res.LossesChecked++
 			checkLoss(holds, i, &pr, res)
 		}
-		if !opt.Tokens || h.Token == 0 || h.Shared {
-			continue
-		}
-		if p := lastToken; p != nil {
-			switch {
-			case h.Token < p.Token:
-				pr.TokenRegressions++
-				res.example(Violation{Kind: Token, Path: h.Path, Prev: p, Hold: *h,
-					Detail: fmt.Sprintf("token %d after %d", h.Token, p.Token)})
-			case h.Token == p.Token && !(opt.SameNodeHandoff && h.Proc == p.Proc):
-				pr.TokenRegressions++
-				detail := fmt.Sprintf("token %d repeated by another process", h.Token)
-				if h.Proc == p.Proc {
-					detail = fmt.Sprintf("token %d repeated without hand-off", h.Token)
-				}
-				res.example(Violation{Kind: Token, Path: h.Path, Prev: p, Hold: *h, Detail: detail})
-			}
-		}
-		lastToken = h
+		c.token(h)
 	}
 	return pr
+}
+
+// pathCheck is what checkPath keeps of the holds before the current one.
+type pathCheck struct {
+	opt       Options
+	pr        *PathResult
+	res       *Result
+	last      *Hold // the complete hold that ends latest so far
+	lastExcl  *Hold // the complete exclusive hold that ends latest so far
+	lastToken *Hold // the latest exclusive hold with a known token
+}
+
+// overlap checks the complete hold h against those before it.
+func (c *pathCheck) overlap(h *Hold) {
+	// A shared hold conflicts with exclusive holds only.
+	prev := c.last
+	if h.Shared {
+		prev = c.lastExcl
+	}
+	if prev != nil && h.Enter < prev.Exit {
+		c.pr.Overlaps++
+		c.res.example(Violation{Kind: Overlap, Path: h.Path, Prev: prev, Hold: *h,
+			Detail: fmt.Sprintf("entered %d ns before the holder left", prev.Exit-h.Enter)})
+	}
+	if c.last == nil || h.Exit > c.last.Exit {
+		c.last = h
+	}
+	if !h.Shared && (c.lastExcl == nil || h.Exit > c.lastExcl.Exit) {
+		c.lastExcl = h
+	}
+}
+
+// token checks that h's token is above the previous exclusive hold's
+// (equal only for a hand-off within one process, when allowed).
+func (c *pathCheck) token(h *Hold) {
+	if !c.opt.Tokens || h.Token == 0 || h.Shared {
+		return
+	}
+	if p := c.lastToken; p != nil {
+		switch {
+		case h.Token < p.Token:
+			c.pr.TokenRegressions++
+			c.res.example(Violation{Kind: Token, Path: h.Path, Prev: p, Hold: *h,
+				Detail: fmt.Sprintf("token %d after %d", h.Token, p.Token)})
+		case h.Token == p.Token && !(c.opt.SameNodeHandoff && h.Proc == p.Proc):
+			c.pr.TokenRegressions++
+			detail := fmt.Sprintf("token %d repeated by another process", h.Token)
+			if h.Proc == p.Proc {
+				detail = fmt.Sprintf("token %d repeated without hand-off", h.Token)
+			}
+			c.res.example(Violation{Kind: Token, Path: h.Path, Prev: p, Hold: *h, Detail: detail})
+		}
+	}
+	c.lastToken = h
 }
 
 // cutKilled ends a hold of a killed process that never ended at the kill.

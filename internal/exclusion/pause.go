@@ -13,20 +13,7 @@ func cutPaused(holds []Hold, paused map[int32][]Pause) {
 	if len(paused) == 0 {
 		return
 	}
-	late := false // some hold of a paused process entered in an aftermath
-	for i := range holds {
-		h := &holds[i]
-		for _, p := range paused[h.Proc] {
-			if h.Enter < p.Stop && (h.Exit == 0 || h.Exit > p.Stop) {
-				h.Exit, h.Paused = p.Stop, true
-				break
-			}
-			if h.Enter >= p.Cont && h.Enter <= max(p.Until, p.Cont) {
-				late = true
-			}
-		}
-	}
-	if !late {
+	if !cutAtStop(holds, paused) {
 		return
 	}
 	// Holds by path in enter order, to find the tokens granted to other
@@ -43,23 +30,48 @@ func cutPaused(holds []Hold, paused map[int32][]Pause) {
 	for _, hs := range byPath {
 		slices.SortFunc(hs, func(a, b *Hold) int { return cmp.Compare(a.Enter, b.Enter) })
 		for _, h := range hs {
-			if h.Paused || h.Token == 0 {
-				continue
-			}
-			for _, p := range paused[h.Proc] {
-				if h.Enter < p.Cont || h.Enter > max(p.Until, p.Cont) {
-					continue
-				}
-				if grantedBefore(hs, h, p.Stop) {
-					cuts = append(cuts, cut{h, p.Stop})
-				}
-				break
+			if stop, ok := lateGrant(hs, h, paused[h.Proc]); ok {
+				cuts = append(cuts, cut{h, stop})
 			}
 		}
 	}
 	for _, c := range cuts {
 		c.h.Enter, c.h.Exit, c.h.Paused = c.stop, c.stop, true
 	}
+}
+
+// cutAtStop cuts at the stop the holds in progress when their process was
+// stopped, and reports whether some hold of a paused process entered in
+// an aftermath (after a wake, before its Until).
+func cutAtStop(holds []Hold, paused map[int32][]Pause) (late bool) {
+	for i := range holds {
+		h := &holds[i]
+		for _, p := range paused[h.Proc] {
+			if h.Enter < p.Stop && (h.Exit == 0 || h.Exit > p.Stop) {
+				h.Exit, h.Paused = p.Stop, true
+				break
+			}
+			if h.Enter >= p.Cont && h.Enter <= max(p.Until, p.Cont) {
+				late = true
+			}
+		}
+	}
+	return late
+}
+
+// lateGrant reports whether h, entered in the aftermath of one of its
+// process's pauses, was granted before that pause's stop (and the stop).
+func lateGrant(hs []*Hold, h *Hold, pauses []Pause) (int64, bool) {
+	if h.Paused || h.Token == 0 {
+		return 0, false
+	}
+	for _, p := range pauses {
+		if h.Enter < p.Cont || h.Enter > max(p.Until, p.Cont) {
+			continue
+		}
+		return p.Stop, grantedBefore(hs, h, p.Stop)
+	}
+	return 0, false
 }
 
 // grantedBefore reports whether h, entered after its process woke, carries
