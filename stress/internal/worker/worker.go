@@ -152,21 +152,7 @@ func runTask(task proto.Task, in io.Reader, out *messenger) error {
 // with faults or a quota has no window of its own: it is measured from t0
 // to its end.
 func (w *worker) serve(cmds <-chan proto.Command, t0 int64) (exit bool, window *proto.Window) {
-	var (
-		runCtx context.Context
-		stop   context.CancelFunc
-	)
-	start, end := t0+int64(w.task.Warmup), int64(0)
-	switch {
-	case w.task.Quota != nil:
-		runCtx, stop = context.WithCancel(context.Background())
-	case w.task.Faults:
-		// The parent ends a run with faults; Duration is a safety net.
-		runCtx, stop = context.WithTimeout(context.Background(), w.task.Duration)
-	default:
-		end = start + int64(w.task.Duration)
-		runCtx, stop = context.WithTimeout(context.Background(), time.Duration(end-exclusion.Now())+proto.DeadlineGrace)
-	}
+	runCtx, stop, start, end := w.runContext(t0)
 	w.stop = stop
 	m := startMeter(w.im, start, end)
 	finished := make(chan struct{})
@@ -175,10 +161,8 @@ func (w *worker) serve(cmds <-chan proto.Command, t0 int64) (exit bool, window *
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	pending := cmds // nil once closed, so that select does not spin on it
-	var linger *lingerReq
-	var unflood chan struct{}
-	var floods sync.WaitGroup
-	defer floods.Wait()
+	c := &commander{w: w, stop: stop}
+	defer c.floods.Wait()
 wait:
 	for {
 		select {
@@ -191,36 +175,71 @@ wait:
 			if !ok {
 				pending = nil
 			}
-			switch {
-			case !ok || cmd == proto.Stop || cmd == proto.Exit:
-				exit = exit || !ok || cmd == proto.Exit
-				stop()
-			case cmd == proto.Linger || cmd == proto.LingerPause:
-				linger = &lingerReq{cancel: make(chan struct{}), pause: cmd == proto.LingerPause}
-				w.lingerReq.Store(linger)
-			case cmd == proto.Unlinger && linger != nil:
-				w.lingerReq.Store(nil)
-				close(linger.cancel)
-				linger = nil
-			case cmd == proto.Flood && unflood == nil:
-				unflood = make(chan struct{})
-				floods.Add(1)
-				go func(unflood <-chan struct{}) {
-					defer floods.Done()
-					w.flood(unflood)
-				}(unflood)
-			case cmd == proto.Unflood && unflood != nil:
-				close(unflood)
-				unflood = nil
-			}
+			c.take(cmd, ok)
 		}
 	}
 	stop()
 	window = m.finish()
-	if unflood != nil {
-		close(unflood)
-	}
-	floods.Wait()
+	c.end()
 	w.out.send(proto.Message{Type: proto.Done, N: w.total.Load()})
-	return exit, window
+	return c.exit, window
+}
+
+// runContext is the context of the run that started at t0, and its
+// measured window [start, end) (end 0: until the run ends; see serve).
+func (w *worker) runContext(t0 int64) (ctx context.Context, stop context.CancelFunc, start, end int64) {
+	start = t0 + int64(w.task.Warmup)
+	switch {
+	case w.task.Quota != nil:
+		ctx, stop = context.WithCancel(context.Background())
+	case w.task.Faults:
+		// The parent ends a run with faults; Duration is a safety net.
+		ctx, stop = context.WithTimeout(context.Background(), w.task.Duration)
+	default:
+		end = start + int64(w.task.Duration)
+		ctx, stop = context.WithTimeout(context.Background(), time.Duration(end-exclusion.Now())+proto.DeadlineGrace)
+	}
+	return ctx, stop, start, end
+}
+
+// commander carries out the parent's commands during a run.
+type commander struct {
+	w       *worker
+	stop    context.CancelFunc
+	exit    bool // the parent said Exit, or went away
+	linger  *lingerReq
+	unflood chan struct{}
+	floods  sync.WaitGroup
+}
+
+// take carries out cmd (ok false: the parent closed the commands).
+func (c *commander) take(cmd proto.Command, ok bool) {
+	switch {
+	case !ok || cmd == proto.Stop || cmd == proto.Exit:
+		c.exit = c.exit || !ok || cmd == proto.Exit
+		c.stop()
+	case cmd == proto.Linger || cmd == proto.LingerPause:
+		c.linger = &lingerReq{cancel: make(chan struct{}), pause: cmd == proto.LingerPause}
+		c.w.lingerReq.Store(c.linger)
+	case cmd == proto.Unlinger && c.linger != nil:
+		c.w.lingerReq.Store(nil)
+		close(c.linger.cancel)
+		c.linger = nil
+	case cmd == proto.Flood && c.unflood == nil:
+		c.unflood = make(chan struct{})
+		unflood := c.unflood
+		c.floods.Go(func() { c.w.flood(unflood) })
+	case cmd == proto.Unflood && c.unflood != nil:
+		close(c.unflood)
+		c.unflood = nil
+	}
+}
+
+// end ends a flood still going, and waits for it.
+func (c *commander) end() {
+	if c.unflood != nil {
+		close(c.unflood)
+		c.unflood = nil
+	}
+	c.floods.Wait()
 }
