@@ -110,45 +110,59 @@ func (w *worker) loop(ctx context.Context, g int) {
 		recorded := err == nil
 		if recorded {
 			w.noteEnter(enter)
-			lost, cause := h.lost(p)
-			var lw *lossWatch
-			if w.task.Faults && lost != nil {
-				lw = watchLoss(lost, slot)
-			}
-			write := w.writesFor(kind)
-			if write {
-				w.hw.write(h, p, g, token)
-			}
-			switch req := w.takeLinger(kind); {
-			case req != nil && req.pause:
-				w.lingerPause(ctx, req, h, g, p, token, slot, lost, cause, write)
-			case req != nil:
-				w.linger(ctx, req, g, p, token, slot, lost, cause)
-			default:
-				w.critical(lost)
-				slot.Exit(exclusion.Now())
-			}
-			lw.end()
+			w.inside(ctx, h, g, p, kind, token, slot)
 			more.exit(exclusion.Now())
 		} else {
 			// No room to record: stop the run rather than hold unrecorded.
 			w.overflow.Store(true)
 			w.stop()
 		}
-		if err := h.release(p); err != nil {
-			lost := errors.Is(err, zklock.ErrLockLost)
-			if lost {
-				w.losses.Add(1)
-			}
-			if !lost || !w.task.Faults {
-				w.fail(fmt.Errorf("release %s: %w", w.task.Paths[p], err))
-			}
-		}
+		w.release(h, p)
 		if !recorded {
 			return
 		}
 		w.counts[g] += 1 + int64(len(more))
 		w.total.Add(1 + int64(len(more)))
+	}
+}
+
+// inside is a recorded hold of path p, from its enter to its exit: the
+// guarded writes, a linger the parent asked for, or the critical section.
+func (w *worker) inside(ctx context.Context, h holder, g, p int, kind record.Kind, token int64, slot record.Slot) {
+	lost, cause := h.lost(p)
+	var lw *lossWatch
+	if w.task.Faults && lost != nil {
+		lw = watchLoss(lost, slot)
+	}
+	defer lw.end()
+	write := w.writesFor(kind)
+	if write {
+		w.hw.write(h, p, g, token)
+	}
+	switch req := w.takeLinger(kind); {
+	case req != nil && req.pause:
+		w.lingerPause(ctx, req, h, g, p, token, slot, lost, cause, write)
+	case req != nil:
+		w.linger(ctx, req, g, p, token, slot, lost, cause)
+	default:
+		w.critical(lost)
+		slot.Exit(exclusion.Now())
+	}
+}
+
+// release releases path p; a lost hold is counted, and an error only when
+// it is not a loss in a run with faults.
+func (w *worker) release(h holder, p int) {
+	err := h.release(p)
+	if err == nil {
+		return
+	}
+	lost := errors.Is(err, zklock.ErrLockLost)
+	if lost {
+		w.losses.Add(1)
+	}
+	if !lost || !w.task.Faults {
+		w.fail(fmt.Errorf("release %s: %w", w.task.Paths[p], err))
 	}
 }
 
