@@ -164,15 +164,7 @@ func timelineOf(run *runner.Run, procs int) report.Timeline {
 	if len(holds)-i < 40 {
 		i = max(0, len(holds)-40)
 	}
-	bad := map[[3]int64]bool{}
-	for _, ex := range run.Result.Examples {
-		if ex.Kind == exclusion.Overlap {
-			bad[[3]int64{int64(ex.Hold.Proc), int64(ex.Hold.G), ex.Hold.Enter}] = true
-			if ex.Prev != nil {
-				bad[[3]int64{int64(ex.Prev.Proc), int64(ex.Prev.G), ex.Prev.Enter}] = true
-			}
-		}
-	}
+	bad := overlapping(run)
 	ms := func(t int64) float64 { return float64(t-run.Start) / 1e6 }
 	changes := 0
 	end := holds[i].Exit
@@ -195,6 +187,21 @@ func timelineOf(run *runner.Run, procs int) report.Timeline {
 	tl.From, tl.To = tl.From-pad, tl.To+pad
 	tl.Faults = faultMarks(run, 1e3)
 	return tl
+}
+
+// overlapping marks the holds of the run's overlap examples, by process,
+// goroutine and enter time.
+func overlapping(run *runner.Run) map[[3]int64]bool {
+	bad := map[[3]int64]bool{}
+	for _, ex := range run.Result.Examples {
+		if ex.Kind == exclusion.Overlap {
+			bad[[3]int64{int64(ex.Hold.Proc), int64(ex.Hold.G), ex.Hold.Enter}] = true
+			if ex.Prev != nil {
+				bad[[3]int64{int64(ex.Prev.Proc), int64(ex.Prev.G), ex.Prev.Enter}] = true
+			}
+		}
+	}
+	return bad
 }
 
 // laneOf is the lane of a process: its worker slot.

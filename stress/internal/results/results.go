@@ -262,29 +262,7 @@ func Verdict(s Summary) string {
 			errs++
 		}
 	}
-	faults := ""
-	if s.Config.Faults != nil {
-		recovered := 0
-		for _, ev := range s.Faults {
-			if ev.Recovered && ev.Failure == "" {
-				recovered++
-			}
-		}
-		faults = fmt.Sprintf("; %d fault(s) injected, %d recovered from", len(s.Faults), recovered)
-		written, stale := 0, 0
-		for _, r := range s.Results {
-			if w := r.Writes; w != nil {
-				stale += w.Stale()
-				written += w.Fenced.Writes
-				if w.Guarded != nil {
-					written += w.Guarded.Writes
-				}
-			}
-		}
-		if written > 0 {
-			faults += fmt.Sprintf("; %d stale write(s) landed in %d checked", stale, written)
-		}
-	}
+	faults := faultSummary(s)
 	switch {
 	case s.OK && s.Config.Recipe == proto.RW:
 		return fmt.Sprintf("PASS: read/write exclusion held (writers alone, readers together): 0 violations in %d holds checked (%d implementation(s))%s",
@@ -305,6 +283,36 @@ func Verdict(s Summary) string {
 		return fmt.Sprintf("FAIL: 0 violations in %d holds checked, but a fault was not recovered from%s", holds, faults)
 	}
 	return fmt.Sprintf("INCOMPLETE: 0 violations in %d holds checked, but the run did not complete", holds)
+}
+
+// faultSummary is the verdict's clause on faults ("" in a run without):
+// how many were injected and recovered from, and the stale writes that
+// landed among those checked.
+func faultSummary(s Summary) string {
+	if s.Config.Faults == nil {
+		return ""
+	}
+	recovered := 0
+	for _, ev := range s.Faults {
+		if ev.Recovered && ev.Failure == "" {
+			recovered++
+		}
+	}
+	out := fmt.Sprintf("; %d fault(s) injected, %d recovered from", len(s.Faults), recovered)
+	written, stale := 0, 0
+	for _, r := range s.Results {
+		if w := r.Writes; w != nil {
+			stale += w.Stale()
+			written += w.Fenced.Writes
+			if w.Guarded != nil {
+				written += w.Guarded.Writes
+			}
+		}
+	}
+	if written > 0 {
+		out += fmt.Sprintf("; %d stale write(s) landed in %d checked", stale, written)
+	}
+	return out
 }
 
 // joinKinds lists fault kinds as -fault takes them.
