@@ -67,56 +67,16 @@ func Run(ctx context.Context, o Options) int {
 		Roughly(spec.Estimate(len(base.Impls), PerRunOverhead, PerTopologyOverhead)))
 	failed := false
 	for i := 0; i < len(all) && ctx.Err() == nil; {
-		topo := all[i].Topology
 		j := i
-		for j < len(all) && all[j].Topology == topo {
+		for j < len(all) && all[j].Topology == all[i].Topology {
 			j++
 		}
 		// A cell's index within its topology rotates its order; it stays
 		// the same when a resumed matrix skips the cells before it.
-		block := all[i:j]
-		i = j
-		todo := slices.DeleteFunc(slices.Clone(block), func(c cells.Cell) bool { return done[c.Key()] })
-		if len(todo) == 0 {
-			continue
-		}
-		servers, cluster, stop, err := serversFor(ctx, topo, base, o.Stderr)
-		if err != nil {
-			fmt.Fprintf(o.Stderr, "stress: matrix: %s: %v\n", topo, err)
-			for _, c := range todo {
-				sum.Results = append(sum.Results, Result{Cell: c, Key: c.Key(), Leader: -1, Error: err.Error()})
-			}
+		if !runTopology(ctx, o, sum, all[i:j], done, len(all)) {
 			failed = true
-			sum.finish(len(all), false)
-			sum.save(o.Stderr)
-			continue
 		}
-		if spec.Warmup > 0 {
-			warm := o
-			warm.Spec.Duration, warm.Spec.RunWarmup, warm.Spec.Probe = spec.Warmup, 0, 0
-			res := runCell(ctx, warm, servers, cluster, cells.Cell{Topology: topo, Procs: 2, Goroutines: 8, Paths: 1}, 0)
-			fmt.Fprintln(o.Stderr, "stress: matrix: warm-up (not recorded):", progressLine(res, 0, len(all)))
-		}
-		for k, c := range block {
-			if ctx.Err() != nil {
-				break
-			}
-			if done[c.Key()] {
-				continue
-			}
-			res := runCell(ctx, o, servers, cluster, c, k)
-			if ctx.Err() != nil && !res.complete() {
-				break // interrupted: not a result
-			}
-			sum.Results = append(sum.Results, res)
-			fmt.Fprintln(o.Stderr, "stress: matrix:", progressLine(res, len(sum.Results), len(all)))
-			if res.Error != "" {
-				failed = true
-			}
-			sum.finish(len(all), false)
-			sum.save(o.Stderr)
-		}
-		stop()
+		i = j
 	}
 	sum.finish(len(all), ctx.Err() != nil)
 	sum.save(o.Stderr)
@@ -128,6 +88,55 @@ func Run(ctx context.Context, o Options) int {
 		return ExitRun
 	}
 	return ExitOK
+}
+
+// runTopology runs the cells of block (one topology's) not done yet, on
+// servers started for them, saving the outputs after each; false when a
+// cell could not be run.
+func runTopology(ctx context.Context, o Options, sum *Summary, block []cells.Cell, done map[string]bool, total int) (ok bool) {
+	todo := slices.DeleteFunc(slices.Clone(block), func(c cells.Cell) bool { return done[c.Key()] })
+	if len(todo) == 0 {
+		return true
+	}
+	topo := block[0].Topology
+	servers, cluster, stop, err := serversFor(ctx, topo, o.Base, o.Stderr)
+	if err != nil {
+		fmt.Fprintf(o.Stderr, "stress: matrix: %s: %v\n", topo, err)
+		for _, c := range todo {
+			sum.Results = append(sum.Results, Result{Cell: c, Key: c.Key(), Leader: -1, Error: err.Error()})
+		}
+		sum.finish(total, false)
+		sum.save(o.Stderr)
+		return false
+	}
+	defer stop()
+	if o.Spec.Warmup > 0 {
+		warm := o
+		warm.Spec.Duration, warm.Spec.RunWarmup, warm.Spec.Probe = o.Spec.Warmup, 0, 0
+		res := runCell(ctx, warm, servers, cluster, cells.Cell{Topology: topo, Procs: 2, Goroutines: 8, Paths: 1}, 0)
+		fmt.Fprintln(o.Stderr, "stress: matrix: warm-up (not recorded):", progressLine(res, 0, total))
+	}
+	ok = true
+	for k, c := range block {
+		if ctx.Err() != nil {
+			break
+		}
+		if done[c.Key()] {
+			continue
+		}
+		res := runCell(ctx, o, servers, cluster, c, k)
+		if ctx.Err() != nil && !res.complete() {
+			break // interrupted: not a result
+		}
+		sum.Results = append(sum.Results, res)
+		fmt.Fprintln(o.Stderr, "stress: matrix:", progressLine(res, len(sum.Results), total))
+		if res.Error != "" {
+			ok = false
+		}
+		sum.finish(total, false)
+		sum.save(o.Stderr)
+	}
+	return ok
 }
 
 // Estimated overheads, for the announced duration and the documentation:

@@ -244,41 +244,46 @@ func reportData(s *Summary) report.MatrixData {
 	}
 	for _, topo := range s.Spec.Topologies {
 		for _, im := range s.Impls {
-			if im == proto.Gozk {
-				continue
+			if im != proto.Gozk {
+				d.Maps = append(d.Maps, heatMap(s, topo, im, rows, cols))
 			}
-			h := report.HeatMap{Title: fmt.Sprintf("%s, %s: throughput vs gozk", im, topo), Rows: rows, Cols: cols}
-			h.Values = make([][]float64, len(rows))
-			h.Labels = make([][]string, len(rows))
-			for i := range rows {
-				h.Values[i] = make([]float64, len(cols))
-				h.Labels[i] = make([]string, len(cols))
-				for j := range cols {
-					h.Values[i][j] = math.NaN()
-				}
-			}
-			for _, p := range s.Points {
-				if p.Cell.Topology != topo {
-					continue
-				}
-				k := slices.IndexFunc(p.Impls, func(f PointImpl) bool { return f.Impl == im })
-				if k < 0 {
-					continue
-				}
-				f := p.Impls[k]
-				i, j := slices.Index(rows, p.Cell.Shape()), slices.Index(cols, p.Cell.Load())
-				h.Values[i][j] = f.Ratio
-				if p.Runs > 1 && f.Ratio > 0 {
-					h.Labels[i][j] = fmt.Sprintf("%.2g (%.2g–%.2g)", f.Ratio, f.RatioMin, f.RatioMax)
-				}
-				if !f.OK {
-					h.Labels[i][j] = "FAIL"
-				}
-			}
-			d.Maps = append(d.Maps, h)
 		}
 	}
 	return d
+}
+
+// heatMap is im's map on topo: its throughput ratio to gozk at each point,
+// NaN where none ran.
+func heatMap(s *Summary, topo cells.Topology, im proto.Impl, rows, cols []string) report.HeatMap {
+	h := report.HeatMap{Title: fmt.Sprintf("%s, %s: throughput vs gozk", im, topo), Rows: rows, Cols: cols}
+	h.Values = make([][]float64, len(rows))
+	h.Labels = make([][]string, len(rows))
+	for i := range rows {
+		h.Values[i] = make([]float64, len(cols))
+		h.Labels[i] = make([]string, len(cols))
+		for j := range cols {
+			h.Values[i][j] = math.NaN()
+		}
+	}
+	for _, p := range s.Points {
+		if p.Cell.Topology != topo {
+			continue
+		}
+		k := slices.IndexFunc(p.Impls, func(f PointImpl) bool { return f.Impl == im })
+		if k < 0 {
+			continue
+		}
+		f := p.Impls[k]
+		i, j := slices.Index(rows, p.Cell.Shape()), slices.Index(cols, p.Cell.Load())
+		h.Values[i][j] = f.Ratio
+		if p.Runs > 1 && f.Ratio > 0 {
+			h.Labels[i][j] = fmt.Sprintf("%.2g (%.2g–%.2g)", f.Ratio, f.RatioMin, f.RatioMax)
+		}
+		if !f.OK {
+			h.Labels[i][j] = "FAIL"
+		}
+	}
+	return h
 }
 
 func joinImpls(impls []proto.Impl) string {
