@@ -212,21 +212,14 @@ func (f *Fleet) Await(ctx context.Context, typ proto.MsgType, timeout time.Durat
 	for n < want {
 		select {
 		case m := <-f.Msgs:
-			switch {
-			case m.EOF:
-				if f.Ended(m.Proc) || got[m.Proc] && typ == proto.ResultMsg {
-					continue // killed on purpose, or it reported, then exited, as it should
-				}
-				return interrupted, fmt.Errorf("%w: %s", ErrRun, f.Get(m.Proc).Describe())
-			case m.Type == proto.Error:
-				return interrupted, fmt.Errorf("%w: worker %d: %s", ErrRun, m.Proc, m.Err)
-			case m.Type == typ:
-				if !got[m.Proc] {
-					got[m.Proc] = true
-					n++
-				}
+			first, skip, err := f.awaitMsg(m, typ, got)
+			if err != nil {
+				return interrupted, err
 			}
-			if fn != nil {
+			if first {
+				n++
+			}
+			if fn != nil && !skip {
 				fn(m)
 			}
 		case <-ctxDone:
@@ -238,20 +231,46 @@ func (f *Fleet) Await(ctx context.Context, typ proto.MsgType, timeout time.Durat
 			stopAll()
 		case <-timer.C:
 			if typ != proto.Done || stopped {
-				var waiting []string
-				for _, i := range f.Live() {
-					if !got[i] {
-						waiting = append(waiting, f.Get(i).Describe())
-					}
-				}
-				return interrupted, fmt.Errorf("%w: no %q from %d worker(s) within %v:\n  %s",
-					ErrRun, typ, len(waiting), timeout, strings.Join(waiting, "\n  "))
+				return interrupted, f.notHeard(typ, got, timeout)
 			}
 			interrupted = true
 			stopAll() // -timeout: stop, then give up if they do not finish
 		}
 	}
 	return interrupted, nil
+}
+
+// awaitMsg handles one message for Await: whether it is the first of typ
+// from its worker, whether fn skips it (a worker that ended as expected:
+// killed on purpose, or exited after it reported its result), or the
+// error that ends the wait.
+func (f *Fleet) awaitMsg(m Msg, typ proto.MsgType, got []bool) (first, skip bool, err error) {
+	switch {
+	case m.EOF:
+		if f.Ended(m.Proc) || got[m.Proc] && typ == proto.ResultMsg {
+			return false, true, nil
+		}
+		return false, false, fmt.Errorf("%w: %s", ErrRun, f.Get(m.Proc).Describe())
+	case m.Type == proto.Error:
+		return false, false, fmt.Errorf("%w: worker %d: %s", ErrRun, m.Proc, m.Err)
+	case m.Type == typ && !got[m.Proc]:
+		got[m.Proc] = true
+		return true, false, nil
+	}
+	return false, false, nil
+}
+
+// notHeard is Await's error when the live workers not in got did not send
+// typ within timeout.
+func (f *Fleet) notHeard(typ proto.MsgType, got []bool, timeout time.Duration) error {
+	var waiting []string
+	for _, i := range f.Live() {
+		if !got[i] {
+			waiting = append(waiting, f.Get(i).Describe())
+		}
+	}
+	return fmt.Errorf("%w: no %q from %d worker(s) within %v:\n  %s",
+		ErrRun, typ, len(waiting), timeout, strings.Join(waiting, "\n  "))
 }
 
 // Shutdown waits until every worker has exited and been reaped, killing
