@@ -145,22 +145,27 @@ func (r *Runner) Setup(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", fleet.ErrRun, err)
 	}
 	if r.cfg.Faults != nil {
-		// One proxy per worker slot and server, so that a fault can hit one
-		// worker's connections and nothing else.
-		for range r.cfg.Procs {
-			var row []*faultproxy.Proxy
-			for _, addr := range r.servers {
-				p, err := faultproxy.New(addr)
-				if err != nil {
-					for _, q := range row {
-						q.Close()
-					}
-					return fmt.Errorf("%w: fault proxy: %w", fleet.ErrRun, err)
+		return r.startProxies()
+	}
+	return nil
+}
+
+// startProxies starts one fault proxy per worker slot and server, so that
+// a fault can hit one worker's connections and nothing else.
+func (r *Runner) startProxies() error {
+	for range r.cfg.Procs {
+		var row []*faultproxy.Proxy
+		for _, addr := range r.servers {
+			p, err := faultproxy.New(addr)
+			if err != nil {
+				for _, q := range row {
+					q.Close()
 				}
-				row = append(row, p)
+				return fmt.Errorf("%w: fault proxy: %w", fleet.ErrRun, err)
 			}
-			r.proxies = append(r.proxies, row)
+			row = append(row, p)
 		}
+		r.proxies = append(r.proxies, row)
 	}
 	return nil
 }
