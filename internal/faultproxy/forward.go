@@ -111,22 +111,43 @@ func (p *Proxy) awaitReadable(l *link, toServer bool) bool {
 	return !l.closed
 }
 
-// forward writes one chunk to dst once its latency has elapsed and the proxy
-// is not paused. It reports whether forwarding should continue.
-func (p *Proxy) forward(l *link, dst net.Conn, data []byte, toServer bool) bool {
+// delay waits out the proxy's latency; false when the link closed first.
+func (p *Proxy) delay(l *link) bool {
 	p.mu.Lock()
 	lat := p.latency
 	p.mu.Unlock()
-	if lat > 0 {
-		t := time.NewTimer(lat)
-		select {
-		case <-t.C:
-		case <-l.done:
-			t.Stop()
-			return false
-		}
+	if lat <= 0 {
+		return true
 	}
+	t := time.NewTimer(lat)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-l.done:
+		return false
+	}
+}
 
+// countDropLocked counts data against an armed DropAfter/ResetAfter: it
+// returns the part to forward, and whether the drop fires after it (the
+// arming is then spent). p.mu is held.
+func (p *Proxy) countDropLocked(data []byte) ([]byte, bool) {
+	if len(data) < p.dropLeft {
+		p.dropLeft -= len(data)
+		return data, false
+	}
+	data = data[:p.dropLeft]
+	p.dropArmed, p.dropLeft, p.dropReset = false, 0, false
+	return data, true
+}
+
+// forward writes one chunk to dst once its latency has elapsed and the proxy
+// is not paused. It reports whether forwarding should continue.
+func (p *Proxy) forward(l *link, dst net.Conn, data []byte, toServer bool) bool {
+	if !p.delay(l) {
+		return false
+	}
 	p.mu.Lock()
 	for (p.paused || p.holdLocked(toServer)) && !l.closed {
 		p.cond.Wait()
@@ -142,12 +163,7 @@ func (p *Proxy) forward(l *link, dst net.Conn, data []byte, toServer bool) bool 
 	}
 	trigger, reset := false, p.dropReset
 	if toServer && p.dropArmed {
-		if len(data) >= p.dropLeft {
-			data = data[:p.dropLeft]
-			p.dropArmed, p.dropLeft, p.dropReset, trigger = false, 0, false, true
-		} else {
-			p.dropLeft -= len(data)
-		}
+		data, trigger = p.countDropLocked(data)
 	}
 	p.mu.Unlock()
 
