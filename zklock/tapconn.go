@@ -46,7 +46,7 @@ type tappedConn struct {
 	// The write side (see Write): what go-zookeeper wrote and the socket
 	// has not taken yet, sent by one flushing goroutine at a time.
 	wmu      sync.Mutex
-	wcond    sync.Cond // signalled, under wmu, when out is taken or werr set
+	wcond    sync.Cond // on wmu; signalled when out is taken or werr set
 	out      []byte    // written by go-zookeeper, not yet handed to the socket
 	spare    []byte    // the flusher's last batch, for reuse
 	outBy    time.Time // the write deadline in force when out's first bytes came
@@ -236,9 +236,6 @@ func (c *tappedConn) SetWriteDeadline(t time.Time) error {
 // so nothing is queued while that write runs.
 func (c *tappedConn) queue(b []byte) error {
 	c.wmu.Lock()
-	if c.wcond.L == nil {
-		c.wcond.L = &c.wmu
-	}
 	for c.werr == nil && len(c.out) >= maxUnsent {
 		c.wcond.Wait()
 	}
@@ -304,8 +301,6 @@ func (c *tappedConn) fail(err error) {
 	if c.werr == nil {
 		c.werr = err
 	}
-	if c.wcond.L != nil {
-		c.wcond.Broadcast()
-	}
+	c.wcond.Broadcast()
 	c.wmu.Unlock()
 }

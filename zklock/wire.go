@@ -228,6 +228,7 @@ func (t *wireTap) dialer() func(network, address string, timeout time.Duration) 
 		}
 		t.dialErr.Store(nil)
 		tc := &tappedConn{Conn: c, tap: t, watchesOut: make(chan struct{}), closed: make(chan struct{})}
+		tc.wcond.L = &tc.wmu
 		// A client's first connection has no watches to re-arm.
 		tc.released = t.dials.Add(1) == 1
 		return tc, nil
