@@ -3,6 +3,7 @@ package zklock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -270,16 +271,26 @@ func TestReleaseFoldsWithAProcessorIdle(t *testing.T) {
 	for _, l := range locks { // both paths known: a create on either may carry a delete
 		hold(l, 0)
 	}
-	time.Sleep(100 * time.Millisecond) // those deletes go out, alone
-	d0, m0 := zklock.Written(s, zklock.OpDelete), zklock.Written(s, zklock.OpMulti)
-	const rounds = 200
-	for i := range rounds {
-		hold(locks[i%2], time.Millisecond)
+	// Up to three rounds of 200: the code before fails every round (it is
+	// systematic: the flusher ran as soon as a processor was idle), while
+	// a machine busy with other work can delay the releasing goroutine past
+	// foldWait in one round, the more so under -race (seen: 23 to 32 alone
+	// with a stress matrix beside it, 6 on an idle machine).
+	const rounds, limit = 200, 200 / 5
+	var seen []string
+	for range 3 {
+		time.Sleep(100 * time.Millisecond) // earlier deletes go out, alone
+		d0, m0 := zklock.Written(s, zklock.OpDelete), zklock.Written(s, zklock.OpMulti)
+		for i := range rounds {
+			hold(locks[i%2], time.Millisecond)
+		}
+		time.Sleep(100 * time.Millisecond) // the last delete: no create takes it
+		alone, carried := zklock.Written(s, zklock.OpDelete)-d0, zklock.Written(s, zklock.OpMulti)-m0
+		seen = append(seen, fmt.Sprintf("%d alone, %d carried", alone, carried))
+		if alone <= limit {
+			t.Logf("rounds: %v", seen)
+			return
+		}
 	}
-	time.Sleep(100 * time.Millisecond) // the last delete: no create takes it
-	alone, carried := zklock.Written(s, zklock.OpDelete)-d0, zklock.Written(s, zklock.OpMulti)-m0
-	if alone > 1+rounds/10 {
-		t.Errorf("%d of %d released nodes deleted alone, %d carried by a create; want at most %d alone",
-			alone, rounds, carried, 1+rounds/10)
-	}
+	t.Errorf("released nodes deleted alone in each round of %d: %v; want at most %d alone in one", rounds, seen, limit)
 }
