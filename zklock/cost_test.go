@@ -294,3 +294,30 @@ func TestReleaseFoldsWithAProcessorIdle(t *testing.T) {
 	}
 	t.Errorf("released nodes deleted alone in each round of %d: %v; want at most %d alone in one", rounds, seen, limit)
 }
+
+// TestLoopOnOneLockKeepsNoReleasedNodes: a goroutine that takes one lock
+// in a loop has each released node's delete carried by its next create on
+// the path; the session must then forget the node. (It kept every one in
+// its list of pending deletes, which only the flusher emptied: with the
+// creates always first, the list grew by one entry per hold for the
+// session's life.)
+func TestLoopOnOneLockKeepsNoReleasedNodes(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	ctx := ctxT(t, 60*time.Second)
+	l := newLock(t, s, zktest.Path(t))
+	let := zklock.HoldFlusherForTest() // every delete is carried by a create
+	defer let()
+	const holds = 300
+	for range holds {
+		h, err := l.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := zklock.PendingDeletesForTest(s); n > 1 {
+		t.Errorf("after %d holds of one lock, the session keeps %d released nodes; want at most the last one", holds, n)
+	}
+}

@@ -124,3 +124,11 @@ func SetBatchFromForTest(n int32) (restore func()) {
 	old := batchFrom.Swap(n)
 	return func() { batchFrom.Store(old) }
 }
+
+// PendingDeletesForTest returns how many released nodes s still keeps in
+// its list of deletes waiting for a create or the flusher, taken or not.
+func PendingDeletesForTest(s *Session) int {
+	s.dels.mu.Lock()
+	defer s.dels.mu.Unlock()
+	return len(s.dels.order)
+}

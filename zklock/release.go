@@ -73,15 +73,27 @@ func (s *Session) queueDelete(path, node string, owner int64) {
 	}
 }
 
-// takenLocked marks d taken; when no delete is left for the flusher, its
-// timer stops. s.dels.mu is held.
+// takenLocked marks d taken; when no delete is left for the flusher, the
+// list is emptied and its timer stops. (The list must be emptied here: a
+// loop on one lock has every delete taken by its path's next create, and
+// the flusher, which empties it too, then never runs.) s.dels.mu is held.
 func (s *Session) takenLocked(d *pendingDelete) {
 	d.sent = make(chan struct{})
 	s.dels.untaken--
-	if s.dels.untaken == 0 && s.dels.armed {
+	if s.dels.untaken > 0 {
+		return
+	}
+	s.dels.order = emptied(s.dels.order)
+	if s.dels.armed {
 		s.dels.flush.Stop()
 		s.dels.armed = false
 	}
+}
+
+// emptied returns ds with no element, its array holding no pointer.
+func emptied(ds []*pendingDelete) []*pendingDelete {
+	clear(ds)
+	return ds[:0]
 }
 
 // stopFlush stops the flusher's timer (the session is closing: its nodes
@@ -189,7 +201,7 @@ func (s *Session) flushDeletes() {
 			batch = append(batch, d)
 		}
 	}
-	s.dels.order = s.dels.order[:0]
+	s.dels.order = emptied(s.dels.order)
 	s.dels.untaken = 0
 	s.dels.mu.Unlock()
 	if len(batch) > 0 {
