@@ -92,7 +92,9 @@
 // inside it count as acquisitions, and acq/s divides them by the window's
 // length. The servers' counters (mntr zk_packets_received) and processor
 // time (/proc/<pid>/stat of the servers stress started) are read on timers
-// at its two edges, and each worker reads its own at the same moments:
+// at its two edges, with how the machine's processors were spent (/proc/stat:
+// busy, and stolen by a hypervisor, the "machine busy/steal" column: a run
+// that met more steal is a slow machine, not a slow lock), and each worker reads its own at the same moments:
 // the requests it wrote by opcode (every implementation on a go-zookeeper
 // connection dials through one counting net.Conn, internal/wire, whose
 // count is an atomic add per write), its user + system time (getrusage),

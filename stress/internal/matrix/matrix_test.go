@@ -88,6 +88,21 @@ func TestPointsMedian(t *testing.T) {
 	if tier.PerSec != 395 || tier.P99Ratio != 2 || tier.Acquisitions != 1590 || !tier.OK {
 		t.Errorf("tier point %+v", tier)
 	}
+	if tier.Host != nil {
+		t.Errorf("machine figures without any run's: %+v", tier.Host)
+	}
+	// The machine's figures: the median of the runs that have them.
+	for i, steal := range []float64{0.3, 0.1, 0.2} {
+		rs[i].Impls[0].Host = &runner.HostCPU{Busy: 0.9, Steal: steal}
+	}
+	if h := points(spec, impls, rs)[0].Impls[0].Host; h == nil || h.Busy != 0.9 || h.Steal != 0.2 {
+		t.Errorf("machine figures %+v; want busy 0.9, steal 0.2", h)
+	} else if got := results.HostText(h); got != "90% / 20%" {
+		t.Errorf("HostText = %q", got)
+	}
+	if got := results.HostText(nil); got != "n/a" {
+		t.Errorf("HostText(nil) = %q", got)
+	}
 	rs[1].Impls[0].OK, rs[1].Impls[0].Verdict = false, "mutual exclusion violated"
 	if p := points(spec, impls, rs)[0].Impls[0]; p.OK || p.Verdict != "mutual exclusion violated" {
 		t.Errorf("a failed run left the point %+v", p)

@@ -45,6 +45,9 @@ type Figures struct {
 	LeaseWaits     int64              `json:"lease_waits"`
 	LeaseLapses    int64              `json:"lease_lapses"`
 	TimeoutMs      int64              `json:"negotiated_session_timeout_ms"`
+	// Host is how the machine's processors were spent inside the window:
+	// busy, and stolen by a hypervisor (nil: unknown).
+	Host *runner.HostCPU `json:"host_cpu,omitempty"`
 	// Around the window: holds entered after it (a drain) and waits
 	// abandoned at the deadline; and every hold the checker checked.
 	HoldsAfter int64 `json:"holds_after_window"`
@@ -108,7 +111,7 @@ func figuresOf(run *runner.Run, full results.Impl) Figures {
 	c := full.Cost
 	f.ClientCPUUS, f.ServerCPUUS, f.PeakGoroutines = c.ClientCPUPerAcqUS, c.ServerCPUPerAcqUS, c.PeakGoroutines
 	f.OpsPerAcq, f.Lease, f.LeaseWaits, f.LeaseLapses = c.ClientOpsPerAcq, c.Lease, c.LeaseWaits, c.LeaseLapses
-	f.TimeoutMs = c.TimeoutMinMs
+	f.TimeoutMs, f.Host = c.TimeoutMinMs, c.Host
 	f.HoldsAfter, f.Abandoned, f.Holds, f.Errors = c.HoldsAfter, c.Abandoned, full.Check.Holds, full.Errors
 	if l := c.Limits; l != nil && l.Err == "" {
 		f.ChainPerSec, f.PairsPerSec, f.OfChain, f.OfPairs = l.Chains, l.Pairs, c.OfChain, c.OfPairs
@@ -230,11 +233,7 @@ func median(fs []Figures) PointImpl {
 		for i, f := range fs {
 			v[i] = get(f)
 		}
-		slices.Sort(v)
-		if len(v)%2 == 0 {
-			return (v[len(v)/2-1] + v[len(v)/2]) / 2
-		}
-		return v[len(v)/2]
+		return medianOf(v)
 	}
 	m := PointImpl{Figures: Figures{Impl: fs[0].Impl, OK: true}}
 	m.PerSec = pick(func(f Figures) float64 { return f.PerSec })
@@ -253,6 +252,7 @@ func median(fs []Figures) PointImpl {
 	m.PairsPerSec = pick(func(f Figures) float64 { return f.PairsPerSec })
 	m.OfChain = pick(func(f Figures) float64 { return f.OfChain })
 	m.OfPairs = pick(func(f Figures) float64 { return f.OfPairs })
+	m.Host = medianHost(fs)
 	if fs[0].OpsPerAcq != nil {
 		m.OpsPerAcq = map[string]float64{}
 		for k := range fs[0].OpsPerAcq {
@@ -289,4 +289,29 @@ func (m *PointImpl) sum(f Figures) {
 	if f.TimeoutMs > 0 && (m.TimeoutMs == 0 || f.TimeoutMs < m.TimeoutMs) {
 		m.TimeoutMs = f.TimeoutMs
 	}
+}
+
+// medianHost is the median of the runs' machine figures that are known
+// (nil: none is).
+func medianHost(fs []Figures) *runner.HostCPU {
+	var busy, steal []float64
+	for _, f := range fs {
+		if f.Host != nil {
+			busy, steal = append(busy, f.Host.Busy), append(steal, f.Host.Steal)
+		}
+	}
+	if len(busy) == 0 {
+		return nil
+	}
+	return &runner.HostCPU{Busy: medianOf(busy), Steal: medianOf(steal)}
+}
+
+// medianOf is the median of v (the mean of the middle two of an even
+// count); it sorts v.
+func medianOf(v []float64) float64 {
+	slices.Sort(v)
+	if len(v)%2 == 0 {
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return v[len(v)/2]
 }

@@ -7,12 +7,14 @@ import (
 
 	"github.com/tierlock/tierlock/stress/internal/cells"
 	"github.com/tierlock/tierlock/stress/internal/proto"
+	"github.com/tierlock/tierlock/stress/internal/results"
 )
 
 // tableHeader is the header of the per-point table (stdout and report).
 var tableHeader = append(append([]string{"servers", "P×G", "paths", "hold", "runs", "impl", "acq/s", "vs gozk", "range",
 	"of chain", "p50 µs", "p99 µs", "p99 vs gozk", "req/acq", "client CPU µs", "server CPU µs", "gor/proc"}, opHeader...),
-	"lease w/l", "after", "abandoned", "timeout", "znodes/path", "watches/path", "Σ watches", "jain gor", "min/max share", "check")
+	"lease w/l", "after", "abandoned", "timeout", "znodes/path", "watches/path", "Σ watches", "jain gor", "min/max share",
+	"machine busy/steal", "check")
 
 // opHeader are the request kinds shown per acquisition (the workers'
 // count; pings and the rest are in req/acq only).
@@ -43,7 +45,8 @@ func tableRows(s *Summary) [][]string {
 			}
 			rows = append(rows, append(row, lease(f), fmt.Sprint(f.HoldsAfter), fmt.Sprint(f.Abandoned), timeout(f.TimeoutMs),
 				count(f.PeakZnodes), count(f.PeakWatches), count(f.SumPeakWatches),
-				fmt.Sprintf("%.3f", f.JainGoroutines), fmt.Sprintf("%.2f/%.2f", f.MinShare, f.MaxShare), check))
+				fmt.Sprintf("%.3f", f.JainGoroutines), fmt.Sprintf("%.2f/%.2f", f.MinShare, f.MaxShare),
+				results.HostText(f.Host), check))
 		}
 	}
 	return rows

@@ -43,6 +43,9 @@ type Cost struct {
 	// least and the most; 0: unknown).
 	TimeoutMinMs int64 `json:"negotiated_session_timeout_min_ms"`
 	TimeoutMaxMs int64 `json:"negotiated_session_timeout_max_ms"`
+	// Host is how this machine's processors were spent inside the window:
+	// busy, and stolen by a hypervisor (nil: unknown).
+	Host *runner.HostCPU `json:"host_cpu,omitempty"`
 	// The physical limits measured before the run (nil: not measured), and
 	// the throughput as a fraction of each.
 	Limits  *runner.Limits `json:"limits,omitempty"`
@@ -58,7 +61,7 @@ func costOf(run *runner.Run, perSec float64) Cost {
 	w := run.Window
 	c := Cost{
 		WindowSec: w.Seconds(), Whole: w.Whole, HoldsWarmup: w.Before, HoldsAfter: w.After, Abandoned: w.Abandoned,
-		ClientCPUPerAcqUS: -1, ServerCPUPerAcqUS: -1, PeakGoroutines: -1, Limits: run.Limits,
+		ClientCPUPerAcqUS: -1, ServerCPUPerAcqUS: -1, PeakGoroutines: -1, Limits: run.Limits, Host: w.Host,
 	}
 	if w.ServerCPU >= 0 {
 		c.ServerCPUPerAcqUS = per(float64(w.ServerCPU)/1e3, w.ServerGrants)
@@ -143,7 +146,7 @@ func costHeader() []string {
 	h := []string{"impl", "window", "warm-up holds", "after window", "abandoned", "client CPU/acq", "server CPU/acq",
 		"peak gor/proc", "req/acq (server)", "req/acq (client)"}
 	h = append(h, opColumns...)
-	return append(h, "lease waits", "lease lapses", "session timeout")
+	return append(h, "lease waits", "lease lapses", "session timeout", "machine busy/steal")
 }
 
 // opColumns are the request kinds shown per acquisition; the rest (ping,
@@ -171,7 +174,7 @@ func costRows(results []Impl) [][]string {
 		if c.Lease {
 			waits, lapses = fmt.Sprint(c.LeaseWaits), fmt.Sprint(c.LeaseLapses)
 		}
-		rows = append(rows, append(row, waits, lapses, timeoutText(c)))
+		rows = append(rows, append(row, waits, lapses, timeoutText(c), HostText(c.Host)))
 	}
 	return rows
 }
@@ -321,4 +324,13 @@ func probeSeconds(results []Impl) float64 {
 		}
 	}
 	return 0
+}
+
+// HostText writes how the machine's processors were spent, as "busy% /
+// steal%", or n/a.
+func HostText(h *runner.HostCPU) string {
+	if h == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f%% / %.0f%%", 100*h.Busy, 100*h.Steal)
 }

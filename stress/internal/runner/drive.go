@@ -73,7 +73,7 @@ func (r *Runner) drive(ctx context.Context, run *Run, f *fleet.Fleet, newTask fu
 	if run.CountersOff {
 		run.Requests = -1
 	}
-	win.Requests, win.ServerCPU = run.Requests, e.serverCPU()
+	win.Requests, win.ServerCPU, win.Host = run.Requests, e.serverCPU(), e.host()
 	win.ServerFrom, win.ServerTo = e.from.at, e.to.at
 	return nil
 }

@@ -39,6 +39,9 @@ type Window struct {
 	// ServerCPU is the servers' processor time inside the window (-1:
 	// unknown, for servers stress did not start).
 	ServerCPU time.Duration `json:"server_cpu_ns"`
+	// Host is how this machine's processors were spent between the
+	// servers' readings (nil: unknown, no /proc/stat).
+	Host *HostCPU `json:"host_cpu,omitempty"`
 	// Workers is what each worker measured of itself, by process (nil: it
 	// sent no result).
 	Workers []*proto.Window `json:"-"`
@@ -67,6 +70,8 @@ type edge struct {
 	ok       bool // counters read
 	cpu      time.Duration
 	cpuOK    bool
+	host     cpuTimes // this machine's processors
+	hostOK   bool
 	sampler  int64
 }
 
@@ -94,6 +99,7 @@ func (e *edges) read() edge {
 	if e.smp != nil {
 		g.sampler = e.smp.Requests()
 	}
+	g.host, g.hostOK = readCPUTimes()
 	return g
 }
 
@@ -146,6 +152,15 @@ func (e *edges) requests(members int) int64 {
 		return -1
 	}
 	return e.to.counters.PacketsReceived - e.from.counters.PacketsReceived - (e.to.sampler - e.from.sampler) - int64(members)
+}
+
+// host is how the machine's processors were spent between the readings;
+// nil if unknown.
+func (e *edges) host() *HostCPU {
+	if !e.from.hostOK || !e.to.hostOK {
+		return nil
+	}
+	return hostBetween(e.from.host, e.to.host)
 }
 
 // serverCPU is the servers' processor time between the readings; -1 if
