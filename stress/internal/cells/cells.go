@@ -205,6 +205,18 @@ func (s Spec) Cells() []Cell {
 	return out
 }
 
+// Place returns c's row (its processes × goroutines) and column (its
+// paths × critical section) in the grid of s, the layout of the heat maps;
+// -1, -1 for a cell not on s's axes.
+func (s Spec) Place(c Cell) (row, col int) {
+	p, g := slices.Index(s.Procs, c.Procs), slices.Index(s.Goroutines, c.Goroutines)
+	l, h := slices.Index(s.Paths, c.Paths), slices.Index(s.Holds, c.Hold)
+	if p < 0 || g < 0 || l < 0 || h < 0 {
+		return -1, -1
+	}
+	return p*len(s.Goroutines) + g, l*len(s.Holds) + h
+}
+
 // Check reports what is wrong with s.
 func (s Spec) Check() error {
 	switch {

@@ -190,7 +190,8 @@ func serversFor(ctx context.Context, topo cells.Topology, base runner.Config, st
 }
 
 // runCell runs every implementation in one cell, in an order rotated by
-// the cell's index and repetition: the machine's load drifts, and an
+// the cell's place in the grid and its repetition (orderFor): the
+// machine's load drifts, and an
 // implementation that always ran first (or right after the baseline's
 // thousands of nodes were cleaned up) would carry that drift into every
 // ratio. Repetitions (-matrix-repeat) then see each order.
@@ -206,7 +207,8 @@ func runCell(ctx context.Context, o Options, servers []string, cluster *zkserver
 	cfg.Timeout = o.Spec.RunWarmup + o.Spec.Duration + 3*time.Minute
 	cfg.ZK, cfg.Spread = servers, true
 	cfg.Root = fmt.Sprintf("%s/matrix-%d-%d", o.Base.Root, time.Now().UnixNano(), index)
-	order := orderFor(cfg.Impls, index, c.Rep)
+	row, col := o.Spec.Place(c)
+	order := orderFor(cfg.Impls, row, col, c.Rep)
 	cfg.Impls = order
 	res = Result{Cell: c, Key: c.Key(), Order: order, Started: time.Now().UTC(), Leader: -1}
 	defer func() { res.Seconds = time.Since(res.Started).Seconds() }()
@@ -242,13 +244,18 @@ func runCell(ctx context.Context, o Options, servers []string, cluster *zkserver
 	return res
 }
 
-// orderFor is the order of impls in the cell with this index (within its
-// topology) and repetition: rotated by both.
-func orderFor(impls []proto.Impl, index, rep int) []proto.Impl {
+// orderFor is the order of impls in the cell at row and col of the grid
+// (Spec.Place), in repetition rep: rotated by all three, so that along a
+// row and down a column of a heat map every implementation runs in every
+// position (a Latin square). Rotated by the cell's index alone, as it was,
+// the order repeated down each column whenever the columns were a multiple
+// of the implementations (6 and 3 in the full preset): strict mode then
+// always ran last on one path with 1 ms holds, and first with none.
+func orderFor(impls []proto.Impl, row, col, rep int) []proto.Impl {
 	if len(impls) == 0 {
 		return nil
 	}
-	shift := (index + rep) % len(impls)
+	shift := (max(row, 0) + max(col, 0) + rep) % len(impls)
 	return append(slices.Clone(impls[shift:]), impls[:shift]...)
 }
 

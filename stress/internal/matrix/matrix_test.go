@@ -25,22 +25,50 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // the first (or the one after the baseline) meets.
 func TestOrderRotates(t *testing.T) {
 	impls := []proto.Impl{proto.Tier, proto.TierHandoff, proto.Gozk}
-	firsts := map[proto.Impl]bool{}
-	for i := range 3 {
-		o := orderFor(impls, i, 0)
-		firsts[o[0]] = true
-		if len(o) != 3 || !slices.ContainsFunc(o, func(im proto.Impl) bool { return im == proto.Gozk }) {
+	spec, err := cells.Preset("full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Along every row and down every column of the grid (a heat map's),
+	// strict mode runs in every position: rotated by the cell's index, it
+	// always ran last in the column "1 path, hold 1 ms" (6 columns, 3
+	// implementations).
+	rows, cols := map[int]map[int]bool{}, map[int]map[int]bool{}
+	for _, c := range spec.Cells() {
+		if c.Topology != cells.Standalone {
+			continue
+		}
+		row, col := spec.Place(c)
+		if row < 0 || col < 0 {
+			t.Fatalf("cell %s not placed", c.Key())
+		}
+		o := orderFor(impls, row, col, c.Rep)
+		if len(o) != 3 || !slices.Contains(o, proto.Gozk) || !slices.Contains(o, proto.TierHandoff) {
 			t.Fatalf("order %v", o)
 		}
+		pos := slices.Index(o, proto.Tier)
+		for m, k := range map[*map[int]map[int]bool]int{&rows: row, &cols: col} {
+			if (*m)[k] == nil {
+				(*m)[k] = map[int]bool{}
+			}
+			(*m)[k][pos] = true
+		}
 	}
-	if len(firsts) != 3 {
-		t.Errorf("only %v ever ran first", firsts)
+	for name, m := range map[string]map[int]map[int]bool{"row": rows, "column": cols} {
+		for k, seen := range m {
+			if len(seen) != 3 {
+				t.Errorf("%s %d: strict ran only in positions %v", name, k, seen)
+			}
+		}
 	}
-	if slices.Equal(orderFor(impls, 4, 0), orderFor(impls, 4, 1)) {
+	if slices.Equal(orderFor(impls, 1, 4, 0), orderFor(impls, 1, 4, 1)) {
 		t.Error("two repetitions of a cell ran in the same order")
 	}
-	if orderFor(nil, 1, 1) != nil {
+	if orderFor(nil, 1, 1, 1) != nil {
 		t.Error("no implementations: an order")
+	}
+	if r, c := spec.Place(cells.Cell{Procs: 2, Goroutines: 8, Paths: 1}); r != -1 || c != -1 {
+		t.Errorf("a cell off the grid placed at %d, %d", r, c)
 	}
 }
 
