@@ -305,6 +305,25 @@ func requirePeers(t *testing.T, members []member) {
 	}
 }
 
+// startPeer starts kind in serve mode, one thread on path, closed when the
+// test ends.
+func startPeer(t *testing.T, ctx context.Context, kind peers.Kind, servers []string, path string, flags ...string) *peers.Proc {
+	t.Helper()
+	if err := peers.Check(kind); err != nil {
+		t.Fatalf("%s: %v", kind, err)
+	}
+	p, err := peers.Serve(ctx, kind, cacheDir, servers, 10*time.Second, 1, []string{path}, flags...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return p
+}
+
 // peerKind maps a family to its peer and options; "" for Go families.
 func peerKind(family string) (peers.Kind, []string) {
 	switch family {

@@ -69,28 +69,14 @@ func TestKazooWithoutExtraPatterns(t *testing.T) {
 // (A fleet of both looping for 2 s showed it only when they happened to
 // interleave so; on a busy machine, 24 holds in one run never did.)
 func TestCuratorAndKazooConflict(t *testing.T) {
-	requirePeers(t, []member{{famCurator, 1}, {famKazoo, 1}})
 	servers := zktest.Servers(t)
 	path := zktest.Path(t)
 	ctx := zktest.Context(t, 2*time.Minute)
-	serve := func(kind peers.Kind) *peers.Proc {
-		t.Helper()
-		p, err := peers.Serve(ctx, kind, cacheDir, servers, 10*time.Second, 1, []string{path})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := p.Close(); err != nil {
-				t.Error(err)
-			}
-		})
-		return p
-	}
-	kazoo := serve(peers.Kazoo)
+	kazoo := startPeer(t, ctx, peers.Kazoo, servers, path)
 	if _, err := kazoo.Acquire(ctx, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	curator := serve(peers.Curator)
+	curator := startPeer(t, ctx, peers.Curator, servers, path)
 	wait, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	if _, err := curator.Acquire(wait, 0, 0); err != nil {

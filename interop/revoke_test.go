@@ -13,17 +13,7 @@ import (
 
 func startCurator(t *testing.T, ctx context.Context, servers []string, path string, flags ...string) *peers.Proc {
 	t.Helper()
-	requirePeers(t, []member{{famCurator, 1}})
-	p, err := peers.Serve(ctx, peers.Curator, cacheDir, servers, 10*time.Second, 1, []string{path}, flags...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return p
+	return startPeer(t, ctx, peers.Curator, servers, path, flags...)
 }
 
 // Curator's Revoker.attemptRevoke on a tierlock holder's node: the holder
