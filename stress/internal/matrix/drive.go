@@ -191,10 +191,10 @@ func serversFor(ctx context.Context, topo cells.Topology, base runner.Config, st
 
 // runCell runs every implementation in one cell, in an order rotated by
 // the cell's place in the grid and its repetition (orderFor): the
-// machine's load drifts, and an
-// implementation that always ran first (or right after the baseline's
-// thousands of nodes were cleaned up) would carry that drift into every
-// ratio. Repetitions (-matrix-repeat) then see each order.
+// machine's load drifts, and an implementation that always ran first (or
+// right after the baseline's thousands of nodes were cleaned up) would
+// carry that drift into every ratio. Repetitions (-matrix-repeat) then see
+// each order.
 func runCell(ctx context.Context, o Options, servers []string, cluster *zkserver.Cluster, c cells.Cell, index int) (res Result) {
 	cfg := o.Base
 	cfg.Procs, cfg.Goroutines, cfg.Paths, cfg.Hold = c.Procs, c.Goroutines, c.Paths, c.Hold

@@ -47,12 +47,8 @@ func TestOrderRotates(t *testing.T) {
 			t.Fatalf("order %v", o)
 		}
 		pos := slices.Index(o, proto.Tier)
-		for m, k := range map[*map[int]map[int]bool]int{&rows: row, &cols: col} {
-			if (*m)[k] == nil {
-				(*m)[k] = map[int]bool{}
-			}
-			(*m)[k][pos] = true
-		}
+		seenAt(rows, row)[pos] = true
+		seenAt(cols, col)[pos] = true
 	}
 	for name, m := range map[string]map[int]map[int]bool{"row": rows, "column": cols} {
 		for k, seen := range m {
@@ -70,6 +66,14 @@ func TestOrderRotates(t *testing.T) {
 	if r, c := spec.Place(cells.Cell{Procs: 2, Goroutines: 8, Paths: 1}); r != -1 || c != -1 {
 		t.Errorf("a cell off the grid placed at %d, %d", r, c)
 	}
+}
+
+// seenAt returns m's set for k, made on first use.
+func seenAt(m map[int]map[int]bool, k int) map[int]bool {
+	if m[k] == nil {
+		m[k] = map[int]bool{}
+	}
+	return m[k]
 }
 
 func fig(im proto.Impl, perSec, p99 float64) Figures {
