@@ -38,3 +38,7 @@ func SetDowngradeHookForTest(fn func(readNode string)) { testHookDowngrade = fn 
 // SetPublishHookForTest sets a function Lock.Acquire calls with the
 // node's hold just before it publishes the local hold; nil removes it.
 func SetPublishHookForTest(fn func(*zklock.Hold)) { testHookPublish = fn }
+
+// SetRWPublishHookForTest sets a function an RWLock calls between a grant
+// and the publication of its hold (rw.mu may be held); nil removes it.
+func SetRWPublishHookForTest(fn func(*RWLock)) { testHookRWPublish = fn }

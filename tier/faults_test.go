@@ -588,7 +588,7 @@ type killTask struct {
 // exitIfKillChild runs killChildMain and exits when the test binary was
 // started as TestFaultKill's child (TestMain calls it first).
 func exitIfKillChild() {
-	child.Dispatch(map[string]func() int{killRole: killChildMain})
+	child.Dispatch(map[string]func() int{killRole: killChildMain, closeStormRole: closeStormMain})
 }
 
 // killChildMain acquires the lock, prints "held <token>" and waits to be

@@ -114,7 +114,7 @@ func (l *Lock) Txn(held context.Context, ops ...any) ([]zk.MultiResponse, error)
 func (l *Lock) txn(held context.Context, ops []any) ([]zk.MultiResponse, error) {
 	h := l.holdOf(held)
 	switch {
-	case h == nil && l.closed.Load() && held.Value(holdKey{l}) != nil:
+	case h == nil && l.life.isClosed() && held.Value(holdKey{l}) != nil:
 		return nil, ErrClosed
 	case h == nil && held.Value(holdKey{l}) != nil:
 		return nil, fmt.Errorf("%w: the context's hold of %s has ended", ErrNotHolder, l.Path())

@@ -72,7 +72,7 @@ func (l *Lock) Token(held context.Context) (int64, error) {
 	}
 	h := l.holdOf(held)
 	if h == nil {
-		if l.closed.Load() && held.Value(holdKey{l}) != nil {
+		if l.life.isClosed() && held.Value(holdKey{l}) != nil {
 			return 0, ErrClosed
 		}
 		return 0, ErrNotHolder

@@ -100,14 +100,18 @@ func (r *registry[T]) entryOf(held context.Context) (*keyedEntry[T], error) {
 }
 
 // release releases held's hold; the last release of a key's last hold
-// closes its lock (a lost hold's release frees it too).
+// closes its lock. Every Release that ended the acquisition drops its
+// reference, whatever it returns (a lost hold, a failed delete): only
+// ErrNotHolder and ErrNilContext say that nothing was released, and
+// keeping the reference on any other error would keep the key's lock, and
+// its node, for the session's life.
 func (r *registry[T]) release(held context.Context) error {
 	e, err := r.entryOf(held)
 	if err != nil {
 		return err
 	}
 	err = e.v.Release(held)
-	if err == nil || errors.Is(err, ErrLockLost) {
+	if !errors.Is(err, ErrNotHolder) && !errors.Is(err, ErrNilContext) {
 		r.k.unref(e)
 	}
 	return err

@@ -21,8 +21,7 @@ type Lock struct {
 	log *slog.Logger
 
 	current atomic.Pointer[hold] // the hold past the gate, or nil
-	closed  atomic.Bool
-	done    chan struct{} // closed by Close
+	life    closing              // Close, ordered against grants (closing.go)
 
 	// Tier-2 state, touched only by the goroutine that holds the gate.
 	zkHold   *zklock.Hold // the node, ours while not nil (kept across hand-offs)
@@ -66,7 +65,7 @@ func New(s *zklock.Session, path string, opts ...Option) (*Lock, error) {
 }
 
 func newLock(s *zklock.Session, path string, cfg config) (*Lock, error) {
-	l := &Lock{g: newAdmission(1), cfg: cfg, log: s.Logger().With("lock", path), done: make(chan struct{})}
+	l := &Lock{g: newAdmission(1), cfg: cfg, log: s.Logger().With("lock", path), life: newClosing()}
 	opts := append(cfg.zkOpts[:len(cfg.zkOpts):len(cfg.zkOpts)], zklock.WithLossHandler(l.onZKLost))
 	if cfg.revocable {
 		opts = append(opts, zklock.WithRevocationHandler(l.onZKRevoked))
@@ -144,18 +143,18 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (context.Context, bool, e
 }
 
 func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.Context, bool, error) {
-	if l.closed.Load() {
+	if l.life.isClosed() {
 		return nil, false, ErrClosed
 	}
 	if wait {
-		if err := l.g.acquire(ctx, 1, l.done); err != nil {
+		if err := l.g.acquire(ctx, 1, l.life.done); err != nil {
 			l.reclaim()
 			return nil, false, err
 		}
 	} else if !l.g.tryAcquire(1) {
 		return nil, false, nil
 	}
-	if l.closed.Load() {
+	if l.life.isClosed() {
 		l.g.release(1)
 		return nil, false, ErrClosed
 	}
@@ -164,6 +163,45 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 		l.g.release(1)
 		return nil, false, err
 	}
+	h := l.newHold(ctx)
+	if testHookPublish != nil {
+		testHookPublish(h.zk)
+	}
+	// Published, then the closed flag looked at: see closing. Close's Swap
+	// of current and the CompareAndSwap here take h out exactly once; the
+	// one that does ends it.
+	err = l.life.publish(func() { l.current.Store(h) }, func() {
+		if l.current.CompareAndSwap(h, nil) {
+			h.cancel(ErrClosed)
+			_ = l.dropZK()
+			l.g.release(1)
+		}
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	// A loss that came before the hold was current (onZKLost found another
+	// hold, or none) is applied here: onZKLost runs after Lost is closed,
+	// and we look at Lost after publishing h, so one of the two sees the
+	// other.
+	select {
+	case <-h.zk.Lost():
+		h.cancel(lossCause(h.zk))
+	default:
+	}
+	// The same for a revocation request (onZKRevoked): zklock closes the
+	// node's channel before it calls the handler.
+	select {
+	case <-h.zk.Revoked():
+		h.revoke()
+	default:
+	}
+	l.observe(Event{Kind: Acquired, Tier: tier, Wait: time.Since(start), Try: !wait})
+	return h.ctx, true, nil
+}
+
+// newHold makes the hold of the gate's holder, riding on l.zkHold.
+func (l *Lock) newHold(ctx context.Context) *hold {
 	zh := l.zkHold
 	h := &hold{start: time.Now(), zk: zh, node: zh.Node(), token: zh.Token()}
 	if l.cfg.revocable {
@@ -171,28 +209,7 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 	}
 	h.count.Store(1)
 	h.ctx, h.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), holdKey{l}, h))
-	if testHookPublish != nil {
-		testHookPublish(zh)
-	}
-	l.current.Store(h)
-	// A loss that came before the hold was current (onZKLost found another
-	// hold, or none) is applied here: onZKLost runs after Lost is closed,
-	// and we look at Lost after publishing h, so one of the two sees the
-	// other.
-	select {
-	case <-zh.Lost():
-		h.cancel(lossCause(zh))
-	default:
-	}
-	// The same for a revocation request (onZKRevoked): zklock closes the
-	// node's channel before it calls the handler.
-	select {
-	case <-zh.Revoked():
-		h.revoke()
-	default:
-	}
-	l.observe(Event{Kind: Acquired, Tier: tier, Wait: time.Since(start), Try: !wait})
-	return h.ctx, true, nil
+	return h
 }
 
 // takeNode gives the gate's holder the node: the one a hand-off carries,
@@ -267,7 +284,7 @@ func (l *Lock) Release(held context.Context) error {
 	}
 	h := l.holdOf(held)
 	if h == nil {
-		if l.closed.Load() && held.Value(holdKey{l}) != nil {
+		if l.life.isClosed() && held.Value(holdKey{l}) != nil {
 			return ErrClosed
 		}
 		return ErrNotHolder
@@ -312,10 +329,10 @@ func (l *Lock) leave(txnsOver <-chan struct{}) error {
 		err = l.dropZK()
 	}
 	l.g.release(1)
-	if err != nil {
+	if err = l.life.releaseErr(err); err != nil && err != ErrClosed {
 		return fromZK(fmt.Errorf("release %s: %w", l.Path(), err))
 	}
-	return nil
+	return err
 }
 
 // reclaim gives the node up when the gate is free with the node still
@@ -348,7 +365,7 @@ func (l *Lock) settled(txnsOver <-chan struct{}) bool {
 }
 
 func (l *Lock) handoffAllowed() bool {
-	if l.cfg.maxHandoffs == 0 || l.zkHold == nil || l.g.waiters() == 0 || l.closed.Load() {
+	if l.cfg.maxHandoffs == 0 || l.zkHold == nil || l.g.waiters() == 0 || l.life.isClosed() {
 		return false
 	}
 	if l.handoffs >= l.cfg.maxHandoffs || time.Since(l.zkSince) >= l.cfg.maxHold {
@@ -371,10 +388,9 @@ func (l *Lock) Close() error {
 	if l == nil {
 		return errNil("Lock")
 	}
-	if l.closed.Swap(true) {
+	if !l.life.begin() {
 		return nil
 	}
-	close(l.done)
 	if h := l.current.Swap(nil); h != nil {
 		// The hold ends here, and its Release will find nothing (ErrClosed):
 		// tell the observer now, or a holders count would never come down.

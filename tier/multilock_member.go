@@ -107,7 +107,7 @@ func (s rwSide) memberToken(held context.Context) (int64, error) {
 		defer s.rw.lossMu.Unlock()
 		return h.token, nil
 	}
-	if s.rw.closed {
+	if s.rw.life.isClosed() {
 		return 0, ErrClosed
 	}
 	return 0, ErrNotHolder

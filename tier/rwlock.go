@@ -54,8 +54,8 @@ var ErrUpgrade = zklock.ErrUpgrade
 type RWLock struct {
 	zk   *zklock.RWLock
 	log  *slog.Logger
-	adm  *admission    // tier 1: a reader takes 1 unit, a writer rwUnits
-	done chan struct{} // closed by Close
+	adm  *admission // tier 1: a reader takes 1 unit, a writer rwUnits
+	life closing    // Close, ordered against grants (closing.go)
 
 	// mu guards the node state below. It is never held across a request
 	// that waits for ZooKeeper: the loss handler runs on go-zookeeper's
@@ -70,7 +70,6 @@ type RWLock struct {
 	writer  *rwHold       // the write hold, while one stands
 	wHold   *zklock.Hold  // the write node: the writer's, or kept for downgraded readers
 	downs   int           // read holds riding the write node (a downgrade's)
-	closed  bool
 
 	// downgrading is set while a downgrade tries the read node with mu let
 	// go: the readers it moves may leave meanwhile, and leave the nodes to
@@ -111,7 +110,7 @@ type rwKey struct {
 // underlying zklock.RWLock (its handler of losses is the RWLock's own).
 func NewRWLock(s *zklock.Session, path string, opts ...zklock.Option) (*RWLock, error) {
 	rw := &RWLock{log: s.Logger().With("rwlock", path), adm: newAdmission(rwUnits),
-		done: make(chan struct{}), rGone: make(chan struct{}), live: map[*rwHold]struct{}{}}
+		life: newClosing(), rGone: make(chan struct{}), live: map[*rwHold]struct{}{}}
 	zopts := append(opts[:len(opts):len(opts)], zklock.WithLossHandler(rw.onZKLost))
 	z, err := zklock.NewRWLock(s, path, zopts...)
 	if err != nil {
@@ -198,6 +197,20 @@ func (rw *RWLock) newHold(ctx context.Context, write bool, zh *zklock.Hold) *rwH
 	return h
 }
 
+// withdraw takes h, published as Close began, back out of live, unless
+// Close took it first (see closing), and cancels it. It reports whether it
+// took it: the caller then undoes the grant.
+func (rw *RWLock) withdraw(h *rwHold) bool {
+	rw.lossMu.Lock()
+	_, ok := rw.live[h]
+	delete(rw.live, h)
+	rw.lossMu.Unlock()
+	if ok {
+		h.cancel(ErrClosed)
+	}
+	return ok
+}
+
 func (rw *RWLock) endHold(h *rwHold, cause error) {
 	rw.lossMu.Lock()
 	delete(rw.live, h)
@@ -229,7 +242,7 @@ func (rw *RWLock) lock(ctx context.Context, wait bool) (context.Context, bool, e
 	case again:
 		rw.mu.Unlock()
 		return held, err == nil, err
-	case rw.closed:
+	case rw.life.isClosed():
 		rw.mu.Unlock()
 		return nil, false, ErrClosed
 	case rw.holdOfLocked(ctx, false) != nil:
@@ -247,11 +260,29 @@ func (rw *RWLock) lock(ctx context.Context, wait bool) (context.Context, bool, e
 		rw.adm.release(rwUnits)
 		return nil, false, fromZK(err)
 	}
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	rw.wHold = zh
-	rw.writer = rw.newHold(ctx, true, zh)
-	return rw.writer.ctx, true, nil
+	if testHookRWPublish != nil {
+		testHookRWPublish(rw)
+	}
+	var h *rwHold
+	err = rw.life.publish(func() {
+		rw.mu.Lock()
+		rw.wHold = zh
+		rw.writer = rw.newHold(ctx, true, zh)
+		h = rw.writer
+		rw.mu.Unlock()
+	}, func() {
+		if rw.withdraw(h) {
+			rw.mu.Lock()
+			rw.writer, rw.wHold = nil, nil
+			rw.mu.Unlock()
+			_ = zh.Release()
+			rw.adm.release(rwUnits)
+		}
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return h.ctx, true, nil
 }
 
 // admit takes n units of tier 1: waiting, or trying. It reports false
@@ -263,20 +294,14 @@ func (rw *RWLock) admit(ctx context.Context, n int64, wait bool) (bool, error) {
 	if !wait {
 		return rw.adm.tryAcquire(n), nil
 	}
-	if err := rw.adm.acquire(ctx, n, rw.done); err != nil {
+	if err := rw.adm.acquire(ctx, n, rw.life.done); err != nil {
 		return false, err
 	}
-	if rw.isClosed() {
+	if rw.life.isClosed() {
 		rw.adm.release(n)
 		return false, ErrClosed
 	}
 	return true, nil
-}
-
-func (rw *RWLock) isClosed() bool {
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	return rw.closed
 }
 
 // Release ends one RLock or Lock of the hold held carries: its read hold
@@ -299,8 +324,8 @@ func (rw *RWLock) Release(held context.Context) error {
 func (rw *RWLock) release(held context.Context, write bool) error {
 	rw.mu.Lock()
 	h := rw.holdOfLocked(held, write)
-	if h == nil || rw.closed {
-		closed := rw.closed
+	if h == nil || rw.life.isClosed() {
+		closed := rw.life.isClosed()
 		rw.mu.Unlock()
 		if closed && held.Value(rwKey{rw, write}) != nil {
 			return ErrClosed
@@ -323,7 +348,7 @@ func (rw *RWLock) release(held context.Context, write bool) error {
 	if lossErr != nil && errors.Is(lossErr, ErrLockLost) && !errors.Is(err, ErrLockLost) {
 		err = lossErr
 	}
-	if err != nil && !errors.Is(err, ErrLockLost) {
+	if err = rw.life.releaseErr(err); err != nil && err != ErrClosed && !errors.Is(err, ErrLockLost) {
 		err = fromZK(fmt.Errorf("release %s: %w", rw.Path(), err))
 	}
 	return err
@@ -350,14 +375,9 @@ func (rw *RWLock) Close() error {
 	if rw == nil {
 		return errNil("RWLock")
 	}
-	rw.mu.Lock()
-	if rw.closed {
-		rw.mu.Unlock()
+	if !rw.life.begin() {
 		return nil
 	}
-	rw.closed = true
-	close(rw.done)
-	rw.mu.Unlock()
 	rw.lossMu.Lock()
 	for h := range rw.live {
 		h.cancel(ErrClosed)

@@ -21,21 +21,12 @@ func (rw *RWLock) rlock(ctx context.Context, wait bool) (context.Context, bool, 
 	case again:
 		rw.mu.Unlock()
 		return held, err == nil, err
-	case rw.closed:
+	case rw.life.isClosed():
 		rw.mu.Unlock()
 		return nil, false, ErrClosed
 	}
 	if w := rw.holdOfLocked(ctx, true); w != nil {
-		// Read under our own write hold: it rides on the write node, with
-		// no unit of its own (the writer has them all).
-		defer rw.mu.Unlock()
-		if w.ctx.Err() != nil {
-			return nil, false, context.Cause(w.ctx)
-		}
-		rw.downs++
-		h := rw.newHold(ctx, false, rw.wHold)
-		h.down = true
-		return h.ctx, true, nil
+		return rw.readUnderWriteLocked(ctx, w) // unlocks mu
 	}
 	rw.mu.Unlock()
 	if ok, err := rw.admit(ctx, 1, wait); !ok || err != nil {
@@ -46,6 +37,33 @@ func (rw *RWLock) rlock(ctx context.Context, wait bool) (context.Context, bool, 
 		rw.adm.release(1)
 	}
 	return held, ok, err
+}
+
+// readUnderWriteLocked takes a read hold under our own write hold w: it
+// rides on the write node, with no unit of its own (the writer has them
+// all). mu is held and released.
+func (rw *RWLock) readUnderWriteLocked(ctx context.Context, w *rwHold) (context.Context, bool, error) {
+	defer rw.mu.Unlock()
+	if w.ctx.Err() != nil {
+		return nil, false, context.Cause(w.ctx)
+	}
+	if testHookRWPublish != nil {
+		testHookRWPublish(rw)
+	}
+	var h *rwHold
+	err := rw.life.publish(func() {
+		rw.downs++
+		h = rw.newHold(ctx, false, rw.wHold)
+		h.down = true
+	}, func() {
+		if rw.withdraw(h) {
+			rw.downs--
+		}
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return h.ctx, true, nil
 }
 
 // readNode takes a reader, admitted with its unit, onto the process's read
@@ -68,17 +86,16 @@ func (rw *RWLock) readNode(ctx context.Context, wait bool) (context.Context, boo
 				}
 			}
 			if wake == nil {
-				rw.riders++
-				h := rw.newHold(ctx, false, rw.rHold)
-				rw.mu.Unlock()
-				return h.ctx, true, nil
+				return rw.rideLocked(ctx) // unlocks mu
 			}
 		case rAcquiring:
 			wake = rw.rDone
 		default: // rIdle: this reader queues the node for all
-			if err := rw.queueReadNodeLocked(ctx, wait); err != nil || rw.rState != rHeld {
+			if ok, err := rw.queueReadNodeLocked(ctx, wait); err != nil || !ok {
 				return nil, false, err
 			}
+			// Queued and held; look again under mu (the node may have
+			// been lost, and forgotten, meanwhile).
 			mine = true
 			continue
 		}
@@ -90,10 +107,37 @@ func (rw *RWLock) readNode(ctx context.Context, wait bool) (context.Context, boo
 		case <-wake:
 		case <-ctx.Done():
 			return nil, false, ctx.Err()
-		case <-rw.done:
+		case <-rw.life.done:
 			return nil, false, ErrClosed
 		}
 	}
+}
+
+// rideLocked puts a reader on the held read node; mu is held and released.
+// The caller gives the reader's unit back on an error.
+func (rw *RWLock) rideLocked(ctx context.Context) (context.Context, bool, error) {
+	if testHookRWPublish != nil {
+		testHookRWPublish(rw)
+	}
+	var h *rwHold
+	err := rw.life.publish(func() {
+		rw.riders++
+		h = rw.newHold(ctx, false, rw.rHold)
+		rw.mu.Unlock()
+	}, func() {
+		if rw.withdraw(h) {
+			rw.mu.Lock()
+			err := rw.dropRiderLocked()
+			rw.mu.Unlock()
+			if err != nil {
+				rw.log.Debug("read node release after Close", "err", err)
+			}
+		}
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return h.ctx, true, nil
 }
 
 // What mayRideLocked finds.
@@ -152,9 +196,10 @@ func (rw *RWLock) openToRidersLocked() {
 }
 
 // queueReadNodeLocked queues the process's read node for every local
-// reader; mu is held and released. On failure (an error, or a try that
-// found a writer first) rState stays rIdle.
-func (rw *RWLock) queueReadNodeLocked(ctx context.Context, wait bool) error {
+// reader; mu is held and released. It reports false, rState staying rIdle,
+// on an error or a try that found a writer first. What it reports is
+// decided under mu: the caller looks at the node's state again under mu.
+func (rw *RWLock) queueReadNodeLocked(ctx context.Context, wait bool) (bool, error) {
 	rw.rState = rAcquiring
 	rw.rDone = make(chan struct{})
 	rw.mu.Unlock()
@@ -164,10 +209,10 @@ func (rw *RWLock) queueReadNodeLocked(ctx context.Context, wait bool) error {
 	close(rw.rDone)
 	if err != nil || !ok {
 		rw.rState = rIdle
-		return fromZK(err)
+		return false, fromZK(err)
 	}
 	rw.rState, rw.rHold = rHeld, zh
-	return nil
+	return true, nil
 }
 
 // leaveReaderLocked ends read hold h; mu is held and released. The last
@@ -184,15 +229,22 @@ func (rw *RWLock) leaveReaderLocked(h *rwHold) error {
 		}
 		return rw.dropWriteLocked(zw)
 	}
-	rw.riders--
-	var err error
-	if rw.riders == 0 && rw.rState == rHeld {
-		err = rw.rHold.Release()
-		rw.rState, rw.rHold = rIdle, nil
-		rw.openToRidersLocked()
-	}
+	err := rw.dropRiderLocked()
 	rw.mu.Unlock()
 	rw.adm.release(1)
+	return err
+}
+
+// dropRiderLocked takes one rider off the read node; the last gives the
+// node up. mu is held.
+func (rw *RWLock) dropRiderLocked() error {
+	rw.riders--
+	if rw.riders > 0 || rw.rState != rHeld {
+		return nil
+	}
+	err := rw.rHold.Release()
+	rw.rState, rw.rHold = rIdle, nil
+	rw.openToRidersLocked()
 	return err
 }
 
@@ -295,7 +347,7 @@ func (rw *RWLock) Token(held context.Context) (int64, error) {
 		defer rw.lossMu.Unlock()
 		return h.token, nil
 	}
-	if rw.closed {
+	if rw.life.isClosed() {
 		return 0, ErrClosed
 	}
 	return 0, ErrNotHolder
@@ -331,3 +383,8 @@ func (rw *RWLock) Readers() int {
 // testHookDowngrade, when a test sets it, runs in a downgrade between the
 // read node's grant and the move of the readers onto it.
 var testHookDowngrade func(readNode string)
+
+// testHookRWPublish, when a test sets it, runs between a grant (the write
+// node's, a reader's admission to the read node, or a read under our own
+// write hold) and the publication of its hold; rw.mu may be held.
+var testHookRWPublish func(*RWLock)

@@ -33,9 +33,8 @@ type Semaphore struct {
 	n   int
 	adm *admission // tier 1: n units, k per hold
 
-	mu     sync.Mutex
-	closed bool
-	done   chan struct{}
+	mu   sync.Mutex // guards each hold's done
+	life closing    // Close, ordered against grants (closing.go)
 
 	// lossMu guards live: holds by lease node, to cancel on a loss.
 	lossMu sync.Mutex
@@ -59,7 +58,7 @@ func NewSemaphore(s *zklock.Session, path string, n int, opts ...zklock.Option) 
 	if n < 1 {
 		return nil, fmt.Errorf("%w: %d leases", ErrInvalidOption, n)
 	}
-	sem := &Semaphore{n: n, adm: newAdmission(int64(n)), done: make(chan struct{}), live: map[string]*semHold{}}
+	sem := &Semaphore{n: n, adm: newAdmission(int64(n)), life: newClosing(), live: map[string]*semHold{}}
 	zopts := append(opts[:len(opts):len(opts)], zklock.WithLossHandler(sem.onZKLost))
 	z, err := zklock.NewSemaphore(s, path, n, zopts...)
 	if err != nil {
@@ -128,22 +127,23 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (context.Co
 	}
 	h := &semHold{k: k, lease: lease}
 	h.ctx, h.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), semKey{sem}, h))
-	// The hold is published under mu, with the closed check: Close sets
-	// closed under mu before it takes the live holds, so either it finds
-	// this hold there or this finds closed set.
-	sem.mu.Lock()
-	if sem.closed {
-		sem.mu.Unlock()
-		_ = lease.Release()
-		sem.adm.release(int64(k))
-		return nil, false, ErrClosed
+	// Published, then the closed flag looked at (see closing).
+	err = sem.life.publish(func() {
+		sem.lossMu.Lock()
+		for _, n := range lease.Nodes() {
+			sem.live[n] = h
+		}
+		sem.lossMu.Unlock()
+	}, func() {
+		if sem.withdraw(h) {
+			h.cancel(ErrClosed)
+			_ = lease.Release()
+			sem.adm.release(int64(k))
+		}
+	})
+	if err != nil {
+		return nil, false, err
 	}
-	sem.lossMu.Lock()
-	for _, n := range lease.Nodes() {
-		sem.live[n] = h
-	}
-	sem.lossMu.Unlock()
-	sem.mu.Unlock()
 	// A loss before h was live is applied here (the handler runs after
 	// Lost is closed; we look after publishing h).
 	select {
@@ -160,22 +160,31 @@ func (sem *Semaphore) admit(ctx context.Context, k int, wait bool) (bool, error)
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	if sem.isClosed() {
+	if sem.life.isClosed() {
 		return false, ErrClosed
 	}
 	if !wait {
 		return sem.adm.tryAcquire(int64(k)), nil
 	}
-	if err := sem.adm.acquire(ctx, int64(k), sem.done); err != nil {
+	if err := sem.adm.acquire(ctx, int64(k), sem.life.done); err != nil {
 		return false, err
 	}
 	return true, nil
 }
 
-func (sem *Semaphore) isClosed() bool {
-	sem.mu.Lock()
-	defer sem.mu.Unlock()
-	return sem.closed
+// withdraw takes h, published as Close began, back out of live, unless
+// Close took it first (see closing); it reports whether it took it.
+func (sem *Semaphore) withdraw(h *semHold) bool {
+	sem.lossMu.Lock()
+	defer sem.lossMu.Unlock()
+	nodes := h.lease.Nodes()
+	if len(nodes) == 0 || sem.live[nodes[0]] != h {
+		return false
+	}
+	for _, n := range nodes {
+		delete(sem.live, n)
+	}
+	return true
 }
 
 // Release ends the hold held carries: its lease nodes are given up first
@@ -199,7 +208,7 @@ func (sem *Semaphore) Release(held context.Context) error {
 		return ErrNotHolder
 	}
 	h.done = true
-	if sem.closed {
+	if sem.life.isClosed() {
 		sem.mu.Unlock()
 		return ErrClosed
 	}
@@ -211,7 +220,7 @@ func (sem *Semaphore) Release(held context.Context) error {
 	}
 	sem.lossMu.Unlock()
 	h.cancel(errReleased)
-	err := fromZK(h.lease.Release())
+	err := fromZK(sem.life.releaseErr(h.lease.Release()))
 	sem.adm.release(int64(h.k)) // the lease nodes first, then the gate
 	if lossErr != nil && errors.Is(lossErr, ErrLockLost) && !errors.Is(err, ErrLockLost) {
 		err = lossErr
@@ -275,7 +284,7 @@ func (sem *Semaphore) InUse() int {
 }
 
 // testHookSemPublish, when a test sets it, runs in acquire between the
-// closed check and the publication of the hold.
+// grant and the publication of the hold.
 var testHookSemPublish func(*Semaphore)
 
 func (sem *Semaphore) onZKLost(node string, cause error) {
@@ -294,14 +303,9 @@ func (sem *Semaphore) Close() error {
 	if sem == nil {
 		return errNil("Semaphore")
 	}
-	sem.mu.Lock()
-	if sem.closed {
-		sem.mu.Unlock()
+	if !sem.life.begin() {
 		return nil
 	}
-	sem.closed = true
-	close(sem.done)
-	sem.mu.Unlock()
 	sem.lossMu.Lock()
 	holds := map[*semHold]struct{}{}
 	for n, h := range sem.live {

@@ -1,0 +1,233 @@
+package tier_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tierlock/tierlock/internal/child"
+	"github.com/tierlock/tierlock/internal/exclusion"
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/tier"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// Close racing grants, without hooks (issue 29, item 1): two processes,
+// each round making a Lock, an RWLock and a one-lease Semaphore on shared
+// paths, with goroutines acquiring them while a closer closes all three at
+// a random moment. A hold is journalled from its grant until its held
+// context ends (Close cancels it) or its work is done; the independent
+// checker (internal/exclusion) finds an overlap if a grant that Close
+// raced published a hold nobody cancels while the other process holds.
+// Readers of the RWLock race Close too (they are not journalled: readers
+// share); RLock must never return a nil context without an error.
+
+const closeStormRole = "tier-close-storm"
+
+type closeStormTask struct {
+	Servers    []string
+	Paths      [3]string // Lock, RWLock, Semaphore
+	Journals   [3]string
+	Proc       int
+	Rounds     int
+	Goroutines int
+}
+
+func TestCloseStormTwoProcesses(t *testing.T) {
+	const procs = 2
+	servers := zktest.Servers(t)
+	root := zktest.Path(t)
+	dir := t.TempDir()
+	task := closeStormTask{Servers: servers, Rounds: 60, Goroutines: 4}
+	for i, name := range []string{"lock", "rw", "sem"} {
+		task.Paths[i] = root + "/" + name
+		task.Journals[i] = dir + "/" + name
+	}
+	var workers []*child.Proc
+	for i := range procs {
+		task.Proc = i
+		c, err := child.Start(child.Spec{Role: closeStormRole, Args: []string{"-test.run=^$"}, Stderr: os.Stderr, Task: task})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Kill(); _ = c.Wait() })
+		workers = append(workers, c)
+	}
+	for i, c := range workers {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("worker %d: %v (%s)", i, err, c.Describe("worker"))
+		}
+	}
+	for i, opt := range []exclusion.Options{{Tokens: true}, {Tokens: true}, {Permits: 1}} {
+		holds := readJournal(t, task.Journals[i])
+		res := exclusion.Check(holds, opt)
+		for _, v := range res.Examples {
+			t.Errorf("%s: %s: %v after %v: %s", task.Paths[i], v.Kind, v.Hold, v.Prev, v.Detail)
+		}
+		t.Logf("%s: %d holds checked", task.Paths[i], res.Holds)
+		if res.Holds == 0 {
+			t.Errorf("%s: no hold recorded: the storm tested nothing", task.Paths[i])
+		}
+	}
+}
+
+func readJournal(t *testing.T, file string) []exclusion.Hold {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	holds, err := exclusion.ReadJournal(f)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return holds
+}
+
+// closeStormMain is a storm worker process.
+func closeStormMain() int {
+	var task closeStormTask
+	if err := child.Task(&task); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := zklock.Connect(ctx, task.Servers, zklock.WithLogger(quietLog))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer s.Close()
+	var js [3]*exclusion.Journal
+	for i, file := range task.Journals {
+		if js[i], err = exclusion.OpenJournal(file); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer js[i].Close()
+	}
+	w := stormWorker{proc: int32(task.Proc), js: js, g: task.Goroutines}
+	for range task.Rounds {
+		if err := w.round(ctx, s, task.Paths); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return 0
+}
+
+type stormWorker struct {
+	proc int32
+	js   [3]*exclusion.Journal
+	g    int
+}
+
+// acquirer is one recipe's Acquire, Release and Token, for the storm.
+type acquirer struct {
+	acquire func(context.Context) (context.Context, error)
+	release func(context.Context) error
+	token   func(context.Context) (int64, error)
+}
+
+// round makes the three locks, runs w.g goroutines on each and closes them
+// all at a random moment.
+func (w *stormWorker) round(ctx context.Context, s *zklock.Session, paths [3]string) error {
+	l, err := tier.New(s, paths[0])
+	if err != nil {
+		return err
+	}
+	rw, err := tier.NewRWLock(s, paths[1])
+	if err != nil {
+		return err
+	}
+	sem, err := tier.NewSemaphore(s, paths[2], 1)
+	if err != nil {
+		return err
+	}
+	one := func(ctx context.Context) (context.Context, error) { return sem.Acquire(ctx, 1) }
+	recipes := [3]acquirer{
+		{l.Acquire, l.Release, l.Token},
+		{rw.Lock, rw.Release, rw.Token},
+		{one, sem.Release, sem.Token},
+	}
+	errs := make(chan error, 4*w.g)
+	var wg sync.WaitGroup
+	for i, r := range recipes {
+		for g := range w.g {
+			wg.Go(func() { errs <- w.loop(ctx, int32(i), int32(g), r) })
+		}
+	}
+	for g := range w.g {
+		wg.Go(func() { errs <- readLoop(ctx, rw, g) })
+	}
+	time.Sleep(time.Duration(rand.IntN(25000)) * time.Microsecond)
+	_ = l.Close()
+	_ = rw.Close()
+	_ = sem.Close()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loop acquires r until it is closed, journalling each hold on path index
+// i from its grant to the end of its work or of its held context.
+func (w *stormWorker) loop(ctx context.Context, i, g int32, r acquirer) error {
+	for {
+		held, err := r.acquire(ctx)
+		switch {
+		case errors.Is(err, tier.ErrClosed):
+			return nil
+		case err != nil:
+			return fmt.Errorf("path %d: %w", i, err)
+		}
+		tok, _ := r.token(held)
+		if i == 2 {
+			tok = 0 // leases: no order of tokens
+		}
+		if err := w.js[i].Enter(w.proc, g, i, tok); err != nil {
+			return err
+		}
+		select {
+		case <-held.Done():
+		case <-time.After(3 * time.Millisecond):
+		}
+		if err := w.js[i].Exit(w.proc, g, i); err != nil {
+			return err
+		}
+		if err := r.release(held); err != nil && !errors.Is(err, tier.ErrClosed) && !errors.Is(err, tier.ErrLockLost) {
+			return fmt.Errorf("path %d: release: %w", i, err)
+		}
+	}
+}
+
+// readLoop takes the read lock until it is closed: RLock never returns a
+// nil context without an error (issue 29, item 4).
+func readLoop(ctx context.Context, rw *tier.RWLock, g int) error {
+	for {
+		held, err := rw.RLock(ctx)
+		switch {
+		case errors.Is(err, tier.ErrClosed):
+			return nil
+		case err != nil:
+			return fmt.Errorf("reader %d: %w", g, err)
+		case held == nil:
+			return fmt.Errorf("reader %d: RLock returned a nil context and no error", g)
+		}
+		time.Sleep(time.Duration(rand.IntN(1000)) * time.Microsecond)
+		if err := rw.Release(held); err != nil && !errors.Is(err, tier.ErrClosed) && !errors.Is(err, tier.ErrLockLost) {
+			return fmt.Errorf("reader %d: release: %w", g, err)
+		}
+	}
+}
