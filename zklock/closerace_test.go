@@ -2,6 +2,7 @@ package zklock_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -94,4 +95,30 @@ func TestCancelWhileListingBehindCreate(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Lock.Close right after a grant was published, before Acquire returned
+// (issue 29, item 1): Close finds the hold and releases it, so Acquire must
+// not return it as held. Before the fix Acquire returned (h, nil) for the
+// released hold: its Release said ErrNotHeld, and its node was gone.
+func TestCloseAfterPublishIsNotAGrant(t *testing.T) {
+	servers := zktest.Servers(t)
+	s, obs := connect(t, servers), connect(t, servers)
+	p := zktest.Path(t)
+	l, err := zklock.New(s, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zklock.SetAcquiredHookForTest(func(got *zklock.Lock) {
+		if got == l {
+			_ = l.Close()
+		}
+	})
+	defer zklock.SetAcquiredHookForTest(nil)
+	h, err := l.Acquire(ctxT(t, 10*time.Second))
+	zklock.SetAcquiredHookForTest(nil)
+	if !errors.Is(err, zklock.ErrClosed) {
+		t.Fatalf("Acquire with Close between its grant and its return = (%v, %v), want ErrClosed", h.Node(), err)
+	}
+	eventually(t, 5*time.Second, "no node left", func() bool { return len(children(t, obs.Conn(), p)) == 0 })
 }

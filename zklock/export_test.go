@@ -132,3 +132,27 @@ func PendingDeletesForTest(s *Session) int {
 	defer s.dels.mu.Unlock()
 	return len(s.dels.order)
 }
+
+// SetAcquiredHookForTest sets a function every acquisition runs once its
+// node was granted and published, before Acquire returns; nil removes it.
+func SetAcquiredHookForTest(fn func(*Lock)) {
+	if fn == nil {
+		testHookAcquired.Store(nil)
+		return
+	}
+	testHookAcquired.Store(&fn)
+}
+
+// QueueDeleteForTest queues the delete of node, created by s's current
+// session, as a release on the lock at path does.
+func QueueDeleteForTest(s *Session, path, node string) {
+	s.queueDelete(path, node, s.conn.SessionID())
+}
+
+// UntakenDeletesForTest returns how many of s's pending deletes wait for a
+// create or the flusher to take them.
+func UntakenDeletesForTest(s *Session) int {
+	s.dels.mu.Lock()
+	defer s.dels.mu.Unlock()
+	return s.dels.untaken
+}

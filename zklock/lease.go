@@ -90,6 +90,11 @@ type lease struct {
 	kick     chan struct{} // wakes the renewer
 
 	waits, lapses atomic.Int64 // see LeaseStats
+
+	// Proofs answered too late to renew anything: see tooLate.
+	late     atomic.Int64
+	lateRTT  atomic.Int64 // the latest one's round trip, ns
+	warnedAt atomic.Int64 // when tooLate last warned, unix ns
 }
 
 func (le *lease) init(s *Session) {
@@ -134,6 +139,17 @@ type LeaseStats struct {
 	// Lapses counts the times the lease ran out while holds existed,
 	// ending them with ErrLeaseExpired.
 	Lapses int64
+	// LateProofs counts the session's writes and syncs that succeeded but
+	// came back too late to renew the lease: their round trip, from the
+	// send, was above Bound. While every round trip is, no lock of the
+	// session can be granted, free or not: the network (or the server) is
+	// too slow for the session timeout, not the lock held.
+	LateProofs int64
+	// LastLateRoundTrip is the round trip of the latest late proof.
+	LastLateRoundTrip time.Duration
+	// Bound is the lease's bound: a quarter of the negotiated session
+	// timeout (three quarters under WithLossOnExpiryOnly).
+	Bound time.Duration
 }
 
 // LeaseStats reports the session's lease counters.
@@ -141,7 +157,29 @@ func (s *Session) LeaseStats() LeaseStats {
 	if s == nil {
 		return LeaseStats{}
 	}
-	return LeaseStats{Waits: s.lease.waits.Load(), Lapses: s.lease.lapses.Load()}
+	le := &s.lease
+	return LeaseStats{Waits: le.waits.Load(), Lapses: le.lapses.Load(), LateProofs: le.late.Load(),
+		LastLateRoundTrip: time.Duration(le.lateRTT.Load()), Bound: le.bound()}
+}
+
+// lateWarnEvery spaces tooLate's warnings.
+const lateWarnEvery = 10 * time.Second
+
+// tooLate notes a proof whose answer came rtt after its send, past the
+// lease's bound: it renewed nothing. With every round trip that long, a
+// grant waits for ever while the lock may be free, so an operator is told,
+// at most every lateWarnEvery, with the round trip and the bound, and
+// LeaseStats counts it.
+func (le *lease) tooLate(rtt time.Duration) {
+	le.late.Add(1)
+	le.lateRTT.Store(int64(rtt))
+	now := time.Now().UnixNano()
+	last := le.warnedAt.Load()
+	if now-last < int64(lateWarnEvery) || !le.warnedAt.CompareAndSwap(last, now) {
+		return
+	}
+	le.s.log.Warn("session round trip above the lease's bound: no lock of the session can be granted until it is shorter (a slow network or server, not a held lock)",
+		"round_trip", rtt, "bound", le.bound(), "session_timeout", le.s.timeout())
 }
 
 // proof is a request that can prove the session alive at the leader: the
@@ -176,19 +214,30 @@ func (s *Session) proved(p proof) {
 			sent = cp
 		}
 	}
+	if s.renewFrom(p, sent) {
+		s.lease.tooLate(time.Since(sent))
+	}
+}
+
+// renewFrom moves the lease's deadline to sent + B for p's proof, if it
+// was sent in the current session; it reports a proof too late to renew
+// anything (its deadline already past).
+func (s *Session) renewFrom(p proof, sent time.Time) (late bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	le := &s.lease
 	if p.id == 0 || p.id != s.sessionID || s.conn.SessionID() != p.id || s.closed {
-		return
+		return false
 	}
-	if d := sent.Add(le.bound()); d.After(le.deadline) {
+	d := sent.Add(le.bound())
+	if d.After(le.deadline) {
 		le.deadline = d
 		le.armLocked()
 	}
 	if p.queued.After(le.proofAt) {
 		le.proofAt = p.queued
 	}
+	return !d.After(time.Now())
 }
 
 // refresh returns a channel closed once a sync sent no earlier than now

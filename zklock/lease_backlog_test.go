@@ -1,7 +1,11 @@
 package zklock_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -127,4 +131,59 @@ func TestBusySessionSendsNoSync(t *testing.T) {
 	if st := s.LeaseStats(); st.Lapses > 0 || st.Waits > 0 {
 		t.Errorf("lease waits or lapses on a busy session: %+v", st)
 	}
+}
+
+// With a round trip above the lease's bound (T/4) no proof renews the
+// lease in time, so no grant is possible even on a free lock (issue 29,
+// item 6). The wait cannot end well; it must not be silent: the session
+// warns, naming the round trip and the bound, and counts the late proofs
+// in LeaseStats, so an operator can tell a slow network from a held lock.
+// Before, Acquire waited until its context ended, with nothing logged and
+// nothing counted.
+func TestRoundTripAboveTheBoundIsReported(t *testing.T) {
+	const timeout = 2 * time.Second // B = 500 ms
+	servers := zktest.Servers(t)
+	proxy := proxyTo(t, servers[0])
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s := connect(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(timeout), zklock.WithLogger(log))
+	l := newLock(t, s, zktest.Path(t))
+	proxy.SetLatency(300 * time.Millisecond) // a 600 ms round trip
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if h, err := l.Acquire(ctx); err == nil {
+		_ = h.Release()
+		t.Fatalf("granted with a round trip above the lease's bound")
+	}
+	st := s.LeaseStats()
+	if st.LateProofs == 0 || st.LastLateRoundTrip < st.Bound || st.Bound != timeout/4 {
+		t.Errorf("LeaseStats = %+v: want late proofs counted, with a round trip above the bound %v", st, timeout/4)
+	}
+	if out := logs.String(); !strings.Contains(out, "round_trip=") || !strings.Contains(out, "bound=500ms") {
+		t.Errorf("no warning naming the round trip and the bound; logged:\n%s", out)
+	}
+	proxy.SetLatency(0)
+	h, err := l.Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatalf("Acquire once the round trip is short again: %v", err)
+	}
+	_ = h.Release()
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

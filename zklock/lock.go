@@ -172,8 +172,14 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (*Hold, bool, error) {
 	// A wait that could never end is refused instead (see RWLock).
 	tryOnly := wait && l.noWait != nil && l.noWait()
 	h, err := l.acquireNode(ctx, wait && !tryOnly)
+	if hook := testHookAcquired.Load(); hook != nil {
+		(*hook)(l)
+	}
 	switch {
-	case err != nil && errors.Is(context.Cause(ctx), ErrClosed):
+	case errors.Is(context.Cause(ctx), ErrClosed):
+		// Close ended the acquisition: it released h too if h was
+		// published before it looked (publish checks closed under mu, and
+		// Close aborts under mu before it releases the hold it found).
 		return nil, false, ErrClosed
 	case err != nil:
 		return nil, false, err
@@ -293,5 +299,9 @@ func (l *Lock) Close() error {
 	}
 	return nil
 }
+
+// testHookAcquired, when a test sets it, runs in acquire once the node
+// was granted and published (or not), before the result is returned.
+var testHookAcquired atomic.Pointer[func(*Lock)]
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

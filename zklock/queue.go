@@ -64,7 +64,8 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 // enqueue creates our node and lists the queue, pipelined: the listing is
 // sent right behind the create on the same session, so it sees our node
 // and the whole exchange costs one round trip. A pending delete of the
-// session goes in the same multi transaction as the create. A create whose
+// session goes in the same multi transaction as the create (see
+// createAndList for which, and when it is taken). A create whose
 // outcome is unknown (any error that is not the server's answer) may have
 // been applied: before creating another, enqueueAgain looks for our GUID
 // (protection mode), so no orphan blocks the queue.
@@ -75,16 +76,14 @@ func (l *Lock) enqueue(ctx context.Context, wait bool) (queued, error) {
 	if err := s.awaitAuth(ctx); err != nil {
 		return queued{}, err
 	}
-	stale, err := l.takeDelete(ctx, wait)
-	if err != nil {
-		return queued{}, err
-	}
 	guid := newGUID()
 	prefix := l.path + "/" + protectedPrefix + guid + l.marker
-	n, err := l.createAndList(ctx, prefix, stale)
+	n, err := l.createAndList(ctx, prefix, wait)
 	switch {
 	case err == nil:
 		return n, nil
+	case errors.Is(err, errBusyDelete):
+		return queued{}, err // nothing was sent
 	case ctx.Err() == nil:
 		return l.enqueueAgain(ctx, guid, prefix, err)
 	case !refusal(err) && !errors.Is(err, ctx.Err()):
@@ -96,16 +95,23 @@ func (l *Lock) enqueue(ctx context.Context, wait bool) (queued, error) {
 	return queued{}, err
 }
 
-// createAndList is one create of our node (carrying stale's delete, or
-// else another path's pending delete) with the listing pipelined behind
-// it. The two are admitted together, and the other path's delete is taken
-// only then, so that it is never held up by the bound on requests.
-func (l *Lock) createAndList(ctx context.Context, prefix string, stale *pendingDelete) (queued, error) {
+// createAndList is one create of our node with the listing pipelined
+// behind it, the two admitted together by the bound on requests in flight.
+// Only once admitted does the create take a pending delete to carry: this
+// path's own (a released node of ours on the path, which it must carry or
+// wait to see written), or else another path's. Taken before admission, a
+// delete would wait behind the session's whole backlog, its node first in
+// its queue all the while, where the flusher, exempt from the bound, sends
+// it within foldWait (model/deletes.pml, MUTANT_TAKE_BEFORE_ADMISSION).
+func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (queued, error) {
 	s := l.s
 	if err := s.flight.acquire(ctx, 2, s.ctx.Done()); err != nil {
-		if stale != nil {
-			s.untake(stale)
-		}
+		return queued{}, err
+	}
+	stale, err := l.takeDelete(ctx, wait)
+	if err != nil {
+		s.flight.giveBack()
+		s.flight.giveBack()
 		return queued{}, err
 	}
 	if stale == nil && l.pathKnown.Load() {

@@ -57,7 +57,11 @@ func (s *Session) queueDelete(path, node string, owner int64) {
 	s.dels.mu.Lock()
 	defer s.dels.mu.Unlock()
 	if old := s.dels.byPath[path]; old != nil && old.sent == nil {
-		s.deleteInBackground(old.node, old.owner) // cannot happen: a create takes it first
+		// Two Locks of the session on one path, both releasing before
+		// either delete went out: the older one goes on its own, taken
+		// here so that the flusher does not send it a second time.
+		s.takenLocked(old)
+		s.sendAlone(old)
 	}
 	s.dels.byPath[path] = d
 	s.dels.order = append(s.dels.order, d)
@@ -115,10 +119,7 @@ func (s *Session) deleteSerial(d *pendingDelete) {
 	s.dels.mu.Lock()
 	s.dels.byPath[d.path] = d
 	s.dels.mu.Unlock()
-	s.goBackground(func() {
-		s.deleteGuaranteed(d.node, d.owner)
-		s.deleteSent(d)
-	})
+	s.sendAlone(d)
 }
 
 // takeDelete returns, for a create on path, this path's pending delete,
@@ -165,11 +166,14 @@ func (s *Session) deleteSent(d *pendingDelete) {
 	close(d.sent)
 }
 
-// untake gives back a delete a create took but did not send (its multi was
-// refused, or ctx ended first): it is sent on its own, guaranteed.
-func (s *Session) untake(d *pendingDelete) {
-	s.deleteInBackground(d.node, d.owner)
-	s.deleteSent(d)
+// sendAlone sends taken d on its own, guaranteed, and marks it on the wire
+// only once it is over, so that no create on its path goes out first (the
+// session would have two nodes queued on the path meanwhile).
+func (s *Session) sendAlone(d *pendingDelete) {
+	s.goBackground(func() {
+		s.deleteGuaranteed(d.node, d.owner)
+		s.deleteSent(d)
+	})
 }
 
 // flushDeletes is the session's flusher, run by its timer foldWait after a

@@ -104,7 +104,7 @@ func (l *Lock) enqueueAgain(ctx context.Context, guid, prefix string, first erro
 			mayExist = false
 		}
 		var cerr error
-		n, cerr = l.createAndList(ctx, prefix, nil)
+		n, cerr = l.createAndList(ctx, prefix, true)
 		if cerr == nil {
 			return nil
 		}

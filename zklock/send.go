@@ -259,9 +259,9 @@ var testHookCreated atomic.Pointer[func()]
 
 // createNode creates prefix, ephemeral and sequential, carrying d's delete
 // when d is not nil (one multi transaction; the create first, so that the
-// tap knows it by its path either way). It reports whether d was deleted:
-// also when its node was already gone, after which the create is sent
-// alone.
+// tap knows it by its path either way). It reports whether d's node is
+// gone: deleted, or already gone. When the delete fails (gone, or refused)
+// the create is sent alone.
 func (s *Session) createNode(prefix string, data []byte, acl []zk.ACL, d *pendingDelete) (node string, dropped bool, err error) {
 	if d == nil || d.owner != s.conn.SessionID() {
 		node, err = s.conn.Create(prefix, data, zk.FlagEphemeralSequential, acl)
@@ -273,11 +273,14 @@ func (s *Session) createNode(prefix string, data []byte, acl []zk.ACL, d *pendin
 	switch {
 	case err == nil && len(res) == 2:
 		return res[0].String, true, nil
-	case len(res) == 2 && errors.Is(res[1].Error, zk.ErrNoNode) && res[0].Error == nil:
-		// The node to delete was already gone, so the transaction did not
-		// run: create alone.
+	case len(res) == 2 && res[0].Error == nil && res[1].Error != nil:
+		// The carried delete failed, so the transaction did not run:
+		// create alone. Its node was already gone, or the delete was
+		// refused (an ACL on that node's path without DELETE: another
+		// lock's affair, which must not fail this acquisition); a refused
+		// delete is left to createAndList's guaranteed one.
 		node, err = s.conn.Create(prefix, data, zk.FlagEphemeralSequential, acl)
-		return node, true, err
+		return node, errors.Is(res[1].Error, zk.ErrNoNode), err
 	case len(res) == 2 && res[0].Error != nil:
 		return "", false, res[0].Error
 	}

@@ -1,0 +1,152 @@
+package zklock_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// The session's delete queue (release.go): a released node's delete rides
+// the session's next create, or the flusher sends it, exempt from the
+// bound on requests in flight; either way it is guaranteed.
+
+// A job loop releases its lock and acquires it again at once while the
+// session's bound on requests in flight is full (issue 29, item 2). The
+// next Acquire used to take the path's pending delete before it waited for
+// admission: the flusher then skipped it, and the released node stayed
+// first in the queue, every other process waiting for the session's whole
+// backlog (measured 6.1-7.2 s through 100 ms of latency, against 0.2 s).
+// Now the delete is taken only after admission, so the flusher sends it:
+// the other process is granted while the bound is still full. On the old
+// order this test's waiter is never granted until the bound frees.
+func TestReleasedNodeNotHeldBehindTheBound(t *testing.T) {
+	servers := zktest.Servers(t)
+	a, b := connect(t, servers), connect(t, servers)
+	p := zktest.Path(t)
+	la, lb := newLock(t, a, p), newLock(t, b, p)
+	ha, err := la.Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiter := goAcquire(ctxT(t, 20*time.Second), lb)
+	eventually(t, 5*time.Second, "b queued", func() bool { return len(children(t, a.Conn(), p)) == 2 })
+
+	giveBack := zklock.FillInflightForTest(a)
+	defer giveBack()
+	let := zklock.HoldFlusherForTest() // the next Acquire reaches its take first
+	defer let()
+	if err := ha.Release(); err != nil {
+		t.Fatal(err)
+	}
+	again := goAcquire(ctxT(t, 20*time.Second), la) // the job loop's next turn
+	time.Sleep(100 * time.Millisecond)              // it waits for admission
+	let()
+
+	select {
+	case r := <-waiter:
+		if r.err != nil {
+			t.Fatalf("waiter: %v", r.err)
+		}
+		_ = r.h.Release()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the released node's delete waited behind the full bound: the other process not granted 5 s after the release")
+	}
+	giveBack()
+	r := <-again
+	if r.err != nil {
+		t.Fatalf("the job loop's next Acquire: %v", r.err)
+	}
+	_ = r.h.Release()
+}
+
+// A create that carries another path's pending delete in its multi must
+// not fail because that delete is refused (issue 29, item 3): an operator
+// took DELETE out of the other lock path's ACL. The create goes alone, the
+// refused delete is retried in the background, and the Acquire succeeds.
+// Before, Acquire on x failed with the delete's "zk: not authenticated".
+func TestCarriedDeleteRefusalFailsNothingElse(t *testing.T) {
+	servers := zktest.Servers(t)
+	s, admin := connect(t, servers), connect(t, servers)
+	root := zktest.Path(t)
+	x, y := root+"/x", root+"/y"
+	lx, ly := newLock(t, s, x), newLock(t, s, y)
+	ctx := ctxT(t, 20*time.Second)
+	hx, err := lx.Acquire(ctx) // x's path known: its creates may carry others' deletes
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hx.Release(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "x empty", func() bool { return len(children(t, admin.Conn(), x)) == 0 })
+	hy, err := ly.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noDelete := zk.WorldACL(zk.PermAll &^ zk.PermDelete)
+	if _, err := admin.Conn().SetACL(y, noDelete, -1); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = admin.Conn().SetACL(y, zk.WorldACL(zk.PermAll), -1) }()
+	let := zklock.HoldFlusherForTest() // y's delete waits for a create to carry it
+	defer let()
+	if err := hy.Release(); err != nil {
+		t.Fatal(err)
+	}
+	hx, err = lx.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("Acquire on %s, carrying %s's refused delete: %v", x, y, err)
+	}
+	if err := hx.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(children(t, admin.Conn(), y)); n != 1 {
+		t.Fatalf("%d nodes on %s while its delete is refused, want the released one", n, y)
+	}
+	if _, err := admin.Conn().SetACL(y, zk.WorldACL(zk.PermAll), -1); err != nil {
+		t.Fatal(err)
+	}
+	let()
+	eventually(t, 10*time.Second, "y's released node deleted once allowed", func() bool { return len(children(t, admin.Conn(), y)) == 0 })
+}
+
+// Two Locks of one session on one path, both releasing before either
+// delete went out (issue 29, item 5): the older delete is sent on its own
+// and must not stay in the flusher's list, which would send it a second
+// time (before the fix: 2 deletes left for the flusher, one of them
+// already on its way).
+func TestSecondReleaseOnAPathSendsTheFirstOnce(t *testing.T) {
+	servers := zktest.Servers(t)
+	s, admin := connect(t, servers), connect(t, servers)
+	p := zktest.Path(t)
+	made, err := newLock(t, admin, p).Acquire(ctxT(t, 10*time.Second)) // the path made
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := made.Release(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "path empty", func() bool { return len(children(t, admin.Conn(), p)) == 0 })
+	var nodes []string
+	for range 2 {
+		n, err := s.Conn().Create(p+"/n-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	let := zklock.HoldFlusherForTest()
+	defer let()
+	zklock.QueueDeleteForTest(s, p, nodes[0])
+	zklock.QueueDeleteForTest(s, p, nodes[1])
+	if n := zklock.UntakenDeletesForTest(s); n != 1 {
+		t.Fatalf("%d deletes left for the flusher after a second release on the path, want 1 (the first is sent alone)", n)
+	}
+	eventually(t, 5*time.Second, "the first node deleted on its own", func() bool { return len(children(t, admin.Conn(), p)) == 1 })
+	let()
+	eventually(t, 5*time.Second, "the second deleted by the flusher", func() bool { return len(children(t, admin.Conn(), p)) == 0 })
+}
