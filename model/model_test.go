@@ -1,6 +1,6 @@
 // Package model runs the spin models of tierlock's protocol (admission.pml,
-// twotier.pml, rwlock.pml) and their mutants; see README.md in this
-// directory.
+// twotier.pml, rwlock.pml, deletes.pml) and their mutants; see README.md in
+// this directory.
 package model
 
 import (
@@ -126,6 +126,41 @@ var checks = []check{
 		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true},
 	{name: "admission/mutant_fast_ignores_queue", model: "admission.pml", defines: []string{"-DMUTANT_FAST_IGNORES_QUEUE"},
 		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true},
+
+	// Model 5, a session's pending deletes and its bound on requests in
+	// flight (deletes.pml; zklock/release.go, queue.go, send.go): locks on
+	// two paths and a reader sharing a bound of 2 places (4 in the _size4
+	// runs: both creates in flight at once), the flusher exempt from it,
+	// the server applying the session's requests in order, answers as late
+	// as the environment likes. Safety: one node per path at the server,
+	// and no released node's delete held by a create waiting for admission;
+	// liveness: every released node is deleted at the server, under weak
+	// fairness, even if no answer ever comes.
+	{name: "deletes/safety", model: "deletes.pml", ccFlags: quickSafety, panFlags: []string{"-m1000000"},
+		mustReach: []string{"nodes[0]<=1", "stale = (1<<me)", "stale = (1<<(1-me))", "dtaker[0] = 3",
+			"batch = (batch|2)", "dstate[me]!=2"}},
+	{name: "deletes/liveness", model: "deletes.pml", ccFlags: append([]string{quick}, liveness...),
+		panFlags: []string{"-a", "-f", "-m1000000"}},
+	{name: "deletes/safety_size4", model: "deletes.pml", defines: []string{"-DSIZE=4"}, ccFlags: quickSafety,
+		panFlags: []string{"-m1000000"}, mustReach: []string{"nodes[0]<=1", "dstate[me]!=2"}},
+	{name: "deletes/liveness_size4", model: "deletes.pml", defines: []string{"-DSIZE=4"},
+		ccFlags: append([]string{quick}, liveness...), panFlags: []string{"-a", "-f", "-m1000000"}},
+	// The code before the fix: enqueue takes the path's pending delete,
+	// then waits for admission. The monitor sees the taken delete behind
+	// the admission queue...
+	{name: "deletes/mutant_take_before_admission", model: "deletes.pml", defines: []string{"-DMUTANT_TAKE_BEFORE_ADMISSION"},
+		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true, violates: "queued[dtaker[0]]"},
+	// ...and, with assertions off (-A) and end states not checked (-E), so
+	// that an acceptance cycle is the only error pan can report, the
+	// liveness claim: the released node stays while the bound's occupants
+	// are not answered.
+	{name: "deletes/mutant_take_before_admission_liveness", model: "deletes.pml", defines: []string{"-DMUTANT_TAKE_BEFORE_ADMISSION"},
+		ccFlags: append([]string{quick}, liveness...), panFlags: []string{"-a", "-f", "-A", "-E", "-m1000000"}, mutant: true},
+	// The fixed order without the wait for a delete already taken (by the
+	// flusher, or another path's create) and not yet on the wire: the
+	// create overtakes it, two nodes on the path.
+	{name: "deletes/mutant_no_wait_sent", model: "deletes.pml", defines: []string{"-DMUTANT_NO_WAIT_SENT"},
+		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true, violates: "(nodes[0]<=1)"},
 }
 
 func TestModels(t *testing.T) {
