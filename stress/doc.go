@@ -219,6 +219,15 @@
 //     later token having been admitted), and the holder must see its hold
 //     lost within the session timeout of waking. The fault log says how
 //     each write ended and when the loss was seen.
+//   - close: one worker closes its locks and makes new ones on the same
+//     paths, 20 times about 20 ms apart, while its goroutines acquire
+//     them: grants racing Close. A grant published after its lock's Close
+//     looked for holds must be withdrawn (ErrClosed; the goroutine
+//     acquires again on the new lock), never left live with its node
+//     gone, which the checker would see as an overlap. tier and
+//     tier-handoff do it (including their read/write lock and semaphore
+//     recipes when -recipe says so); other implementations say they
+//     cannot, and the fault is only a pause.
 //
 // Workers in fault runs record when they saw each hold lost (the held
 // context cancelled, CLOCK_MONOTONIC); the checker reports a late-loss

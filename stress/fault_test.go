@@ -100,6 +100,22 @@ func TestFaultDrop(t *testing.T) {
 	}
 }
 
+// TestFaultClose: a worker's locks closed and made anew, 20 times, while
+// its goroutines acquire them (grants racing Close, issue 29): no overlap,
+// every fault recovered from, for tier and tier-handoff alike.
+func TestFaultClose(t *testing.T) {
+	for _, impl := range []string{"tier", "tier-handoff"} {
+		t.Run(impl, func(t *testing.T) {
+			s := stressFaults(t, false, "-fault", "close", "-impl", impl, "-duration", "5s", "-fault-every", "1s")
+			for _, ev := range s.Faults {
+				if ev.Kind != fault.Close || !strings.HasPrefix(ev.Variant, "locks closed and made anew 20 times") {
+					t.Errorf("fault %d: %s %q", ev.N, ev.Kind, ev.Variant)
+				}
+			}
+		})
+	}
+}
+
 func TestFaultKill(t *testing.T) {
 	s := stressFaults(t, false, "-fault", "kill", "-duration", "7s")
 	holders := 0

@@ -119,7 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", 10*time.Second, "how long to wait for ZooKeeper to answer")
 	fs.DurationVar(&c.Timeout, "timeout", 0, "give up on an implementation's run after this long (default: -duration + 1m, or 10m with -acquisitions)")
 	fs.DurationVar(&c.Sample, "sample", 200*time.Millisecond, "how often znodes and watches under the lock paths are counted")
-	fault := fs.String("fault", "none", "faults to inject: none, restart, leader, expire, drop, kill, partition, reset, flood, stall, pause, all, or a comma-separated list")
+	fault := fs.String("fault", "none", "faults to inject: none, restart, leader, expire, drop, kill, partition, reset, flood, stall, pause, close, all, or a comma-separated list")
 	fs.BoolVar(&c.Writes, "writes", true, "with -fault: every exclusive hold (a mutex's, a writer's) writes through its lock's guarded transaction (tier, tier-handoff, zklock) and to a fenced store, and the checker checks both histories for stale writes")
 	fs.DurationVar(&c.FaultEvery, "fault-every", 5*time.Second, "mean time between faults (randomized, counted from the previous fault's recovery)")
 	fs.Int64Var(&c.FaultSeed, "fault-seed", 0, "seed of the fault schedule (0: random; the seed used is printed)")

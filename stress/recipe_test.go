@@ -146,6 +146,31 @@ func TestRecipeUsageErrors(t *testing.T) {
 	}
 }
 
+// TestRecipeFaultClose: the close fault (grants racing Close, issue 29) on
+// the read/write lock's and the semaphore's workers: no violation, every
+// fault recovered from.
+func TestRecipeFaultClose(t *testing.T) {
+	for _, args := range [][]string{
+		{"-recipe", "rw", "-readers", "0.7"},
+		{"-recipe", "semaphore", "-leases", "2"},
+	} {
+		t.Run(args[1], func(t *testing.T) {
+			s, _ := stressJSON(t, exitOK, append(args, "-procs", "2", "-goroutines", "4", "-fault", "close",
+				"-fault-every", "1s", "-fault-seed", "7", "-duration", "5s")...)
+			r := s.Results[0]
+			if !r.OK() || r.FaultsInjected == 0 || r.FaultsRecovered != r.FaultsInjected {
+				t.Fatalf("%s: check %+v, %d of %d faults recovered from, failures %q",
+					r.Impl, r.Check, r.FaultsRecovered, r.FaultsInjected, s.Failures)
+			}
+			for _, ev := range s.Faults {
+				if !strings.HasPrefix(ev.Variant, "locks closed and made anew 20 times") {
+					t.Errorf("fault %d: %q", ev.N, ev.Variant)
+				}
+			}
+		})
+	}
+}
+
 // TestRecipeFaults: faults on the workers of each recipe are recovered
 // from, and every hold they took was seen lost in time.
 func TestRecipeFaults(t *testing.T) {

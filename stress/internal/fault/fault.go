@@ -2,7 +2,7 @@
 // one at a time, and tells whether each was recovered from: server faults
 // (server.go: restart, leader, partition), faults of one worker's
 // connections or process (client.go: expire, drop, kill, reset, stall;
-// flood.go: flood; pause.go: pause), the schedule and the parent's message loop meanwhile
+// flood.go: flood; pause.go: pause; reopen.go: close), the schedule and the parent's message loop meanwhile
 // (run.go), and the recovery times measured on the checked holds
 // (recovery.go).
 //
@@ -42,10 +42,13 @@ const (
 	// Pause stops a worker holding a lock (SIGSTOP) past its session
 	// timeout, then lets it go on (SIGCONT).
 	Pause Kind = "pause"
+	// Close has one worker close its locks and make new ones, again and
+	// again, while its goroutines acquire them (grants racing Close).
+	Close Kind = "close"
 )
 
 // All is every kind, in the order -fault all lists them.
-var All = []Kind{Restart, Leader, Expire, Drop, Kill, Partition, Reset, Flood, Stall, Pause}
+var All = []Kind{Restart, Leader, Expire, Drop, Kill, Partition, Reset, Flood, Stall, Pause, Close}
 
 // NeedOwnServers reports whether a kind needs servers that stress started
 // (it kills or cuts them).
@@ -79,10 +82,10 @@ func Parse(v string, external bool) ([]Kind, error) {
 					k, zkserver.EnvServers)
 			}
 			add(k)
-		case Expire, Drop, Kill, Reset, Flood, Stall, Pause:
+		case Expire, Drop, Kill, Reset, Flood, Stall, Pause, Close:
 			add(k)
 		default:
-			return nil, fmt.Errorf("-fault: unknown fault %q (want none, restart, leader, expire, drop, kill, partition, reset, flood, stall, pause or all)", k)
+			return nil, fmt.Errorf("-fault: unknown fault %q (want none, restart, leader, expire, drop, kill, partition, reset, flood, stall, pause, close or all)", k)
 		}
 	}
 	return out, nil

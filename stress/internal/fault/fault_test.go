@@ -16,8 +16,8 @@ func TestParseFaults(t *testing.T) {
 		want     string
 	}{
 		{"none", false, ""},
-		{"all", false, "restart,leader,expire,drop,kill,partition,reset,flood,stall,pause"},
-		{"all", true, "expire,drop,kill,reset,flood,stall,pause"}, // servers given: nothing to kill or cut
+		{"all", false, "restart,leader,expire,drop,kill,partition,reset,flood,stall,pause,close"},
+		{"all", true, "expire,drop,kill,reset,flood,stall,pause,close"}, // servers given: nothing to kill or cut
 		{"kill, drop,kill", true, "kill,drop"},
 	} {
 		got, err := Parse(tc.v, tc.external)

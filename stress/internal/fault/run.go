@@ -170,7 +170,7 @@ func (fr *injector) take(m fleet.Msg, doneFrom map[int]bool, onProgress func(fle
 	case m.Type == proto.Done:
 		doneFrom[m.Proc] = true
 	case m.Type == proto.Ready || m.Type == proto.Holding || m.Type == proto.Lingered ||
-		m.Type == proto.Flooding || m.Type == proto.Flooded:
+		m.Type == proto.Flooding || m.Type == proto.Flooded || m.Type == proto.Reopened:
 		select {
 		case fr.events <- m:
 		default: // nobody waits for it
@@ -184,6 +184,7 @@ func (fr *injector) faults() map[Kind]func(*Event) {
 	return map[Kind]func(*Event){
 		Restart: fr.restart, Leader: fr.leader, Expire: fr.expire, Drop: fr.drop, Kill: fr.kill,
 		Partition: fr.partition, Reset: fr.reset, Flood: fr.flood, Stall: fr.stall, Pause: fr.pause,
+		Close: fr.closeLocks,
 	}
 }
 

@@ -189,6 +189,18 @@ const (
 	// wait for every waiter to end and say Flooded with a FloodReport.
 	Flood   Command = "flood"
 	Unflood Command = "unflood"
+	// CloseLocks asks for the close fault: the worker closes its locks
+	// and makes new ones on the same paths, CloseRounds times, while its
+	// goroutines acquire them, and says Reopened with how many rounds it
+	// made (N; 0 when its implementation cannot: then Err says why).
+	CloseLocks Command = "close-locks"
+)
+
+// CloseRounds is how many times the close fault closes a worker's locks,
+// CloseEvery apart on average.
+const (
+	CloseRounds = 20
+	CloseEvery  = 20 * time.Millisecond
 )
 
 // MsgType is the type of a worker's message.
@@ -205,6 +217,7 @@ const (
 	Lingered  MsgType = "lingered" // the lingering hold was left
 	Flooding  MsgType = "flooding" // the flood's waiters are queued
 	Flooded   MsgType = "flooded"  // the flood's waiters ended
+	Reopened  MsgType = "reopened" // the close fault's rounds are done
 )
 
 // Message is one line a worker writes on its stdout for the parent.

@@ -87,7 +87,7 @@ func newMultiImpl(ctx context.Context, task proto.Task, log *slog.Logger, events
 			set := multiSet(task, p)
 			members := make([]tier.Member, len(set))
 			for i, q := range set {
-				members[len(set)-1-i] = locks.locks[q]
+				members[len(set)-1-i] = locks.get(q)
 			}
 			m, err := tier.NewMultiLock(members...)
 			if err != nil {
@@ -157,3 +157,6 @@ func (h *tierMultiHolder) release(p int) error {
 	h.held[p], h.toks[p] = nil, nil
 	return h.im.multis[p].Release(held)
 }
+
+// reopen is refused: a multi-lock's members are fixed at its making.
+func (im *tierMultiImpl) reopen() error { return errNoReopen }

@@ -12,10 +12,11 @@ import (
 
 // tierImpl is what tierlock offers (tier, and tier-handoff): one tier.Lock
 // per path per process, shared by all goroutines, optionally with bounded
-// local hand-off.
+// local hand-off. The close fault replaces the locks while goroutines
+// acquire them (lockSet).
 type tierImpl struct {
-	s     *zklock.Session
-	locks []*tier.Lock
+	s *zklock.Session
+	*lockSet[*tier.Lock]
 }
 
 // newTierImpl makes the tier implementation's locks, with extra options
@@ -24,16 +25,14 @@ func newTierImpl(s *zklock.Session, task proto.Task, log *slog.Logger, extra ...
 	opts := append([]tier.Option{
 		tier.WithLockOptions(zklock.WithLabel(fmt.Sprintf("stress worker %d", task.Proc))),
 	}, extra...)
-	im := &tierImpl{s: s}
-	for _, p := range task.Paths {
-		l, err := tier.New(s, p, opts...)
-		if err != nil {
-			im.close()
-			return nil, err
-		}
-		im.locks = append(im.locks, l)
+	ls, err := newLockSet(func() ([]*tier.Lock, error) {
+		return makeEach(task.Paths, func(p string) (*tier.Lock, error) { return tier.New(s, p, opts...) })
+	})
+	if err != nil {
+		s.Close()
+		return nil, err
 	}
-	return im, nil
+	return &tierImpl{s: s, lockSet: ls}, nil
 }
 
 func (im *tierImpl) tokenKind() string { return "zxid" }
@@ -41,45 +40,60 @@ func (im *tierImpl) tokenKind() string { return "zxid" }
 func (im *tierImpl) session() *zklock.Session { return im.s }
 
 func (im *tierImpl) holder(int) holder {
-	return &tierHolder{locks: im.locks, held: make([]context.Context, len(im.locks))}
+	n := im.len()
+	return &tierHolder{im: im, used: make([]*tier.Lock, n), held: make([]context.Context, n)}
 }
 
 func (im *tierImpl) close() error {
-	for _, l := range im.locks {
-		l.Close()
-	}
+	im.lockSet.close()
 	return im.s.Close()
 }
 
-// tierHolder keeps the held context of the one path a goroutine holds.
+// tierHolder keeps the held context of the one path a goroutine holds, and
+// the lock it holds it from.
 type tierHolder struct {
-	locks []*tier.Lock
-	held  []context.Context
+	im   *tierImpl
+	used []*tier.Lock
+	held []context.Context
 }
 
 func (h *tierHolder) acquire(ctx context.Context, p int) (int64, error) {
-	held, err := h.locks[p].Acquire(ctx)
-	if err != nil {
-		return 0, err
+	for {
+		l := h.im.get(p)
+		held, err := l.Acquire(ctx)
+		if err != nil {
+			if h.im.retry(l, err) {
+				continue
+			}
+			return 0, err
+		}
+		tok, err := l.Token(held)
+		if err != nil {
+			l.Release(held)
+			if h.im.retry(l, err) {
+				continue
+			}
+			return 0, fmt.Errorf("token: %w", err)
+		}
+		h.used[p], h.held[p] = l, held
+		return tok, nil
 	}
-	tok, err := h.locks[p].Token(held)
-	if err != nil {
-		h.locks[p].Release(held)
-		return 0, fmt.Errorf("token: %w", err)
-	}
-	h.held[p] = held
-	return tok, nil
 }
 
 // lost: the held context is cancelled when the hold is lost, with the
-// cause (wrapping tier.ErrLockLost).
+// cause (wrapping tier.ErrLockLost), or when the close fault closes its
+// lock (tier.ErrClosed).
 func (h *tierHolder) lost(p int) (<-chan struct{}, func() error) {
 	held := h.held[p]
 	return held.Done(), func() error { return context.Cause(held) }
 }
 
 func (h *tierHolder) release(p int) error {
-	held := h.held[p]
-	h.held[p] = nil
-	return h.locks[p].Release(held)
+	l, held := h.used[p], h.held[p]
+	h.used[p], h.held[p] = nil, nil
+	err := l.Release(held)
+	if h.im.retry(l, err) {
+		return nil // the close fault ended the hold: its Close released it
+	}
+	return err
 }

@@ -18,47 +18,44 @@ func tierRecipeOptions(task proto.Task, _ *slog.Logger) []zklock.Option {
 }
 
 // tierRWImpl is tier's read/write lock: one tier.RWLock per path per
-// process, shared by all goroutines (strict: RWLock has no hand-off).
+// process, shared by all goroutines (strict: RWLock has no hand-off); the
+// close fault replaces them while goroutines acquire them (lockSet).
 type tierRWImpl struct {
-	s     *zklock.Session
-	locks []*tier.RWLock
+	s *zklock.Session
+	*lockSet[*tier.RWLock]
 }
 
 func newTierRWImpl(s *zklock.Session, task proto.Task, log *slog.Logger) (*tierRWImpl, error) {
-	im := &tierRWImpl{s: s}
-	for _, p := range task.Paths {
-		l, err := tier.NewRWLock(s, p, tierRecipeOptions(task, log)...)
-		if err != nil {
-			for _, l := range im.locks {
-				l.Close()
-			}
-			return nil, err
-		}
-		im.locks = append(im.locks, l)
+	ls, err := newLockSet(func() ([]*tier.RWLock, error) {
+		return makeEach(task.Paths, func(p string) (*tier.RWLock, error) {
+			return tier.NewRWLock(s, p, tierRecipeOptions(task, log)...)
+		})
+	})
+	if err != nil {
+		return nil, err
 	}
-	return im, nil
+	return &tierRWImpl{s: s, lockSet: ls}, nil
 }
 
 func (im *tierRWImpl) tokenKind() string        { return "zxid" }
 func (im *tierRWImpl) session() *zklock.Session { return im.s }
 
 func (im *tierRWImpl) holder(int) holder {
-	return &tierRWHolder{locks: im.locks, held: make([]context.Context, len(im.locks)), write: make([]bool, len(im.locks))}
+	n := im.len()
+	return &tierRWHolder{ls: im.lockSet, used: make([]*tier.RWLock, n), held: make([]context.Context, n)}
 }
 
 func (im *tierRWImpl) close() error {
-	for _, l := range im.locks {
-		l.Close()
-	}
+	im.lockSet.close()
 	return im.s.Close()
 }
 
-// tierRWHolder keeps the held context of the one path a goroutine holds
-// and whether it is a write.
+// tierRWHolder keeps the held context of the one path a goroutine holds,
+// and the lock it holds it from.
 type tierRWHolder struct {
-	locks []*tier.RWLock
-	held  []context.Context
-	write []bool
+	ls   *lockSet[*tier.RWLock]
+	used []*tier.RWLock
+	held []context.Context
 }
 
 // acquire is a write.
@@ -69,22 +66,26 @@ func (h *tierRWHolder) acquire(ctx context.Context, p int) (int64, error) {
 // acquireKind takes the read lock (k.Shared) or the write lock of path p;
 // the token is the node's zxid (for a read, the read node it rides on).
 func (h *tierRWHolder) acquireKind(ctx context.Context, p int, k record.Kind) (int64, error) {
-	l := h.locks[p]
-	take, undo := l.Lock, l.Release
-	if k.Shared {
-		take = l.RLock
+	for {
+		l := h.ls.get(p)
+		take := l.Lock
+		if k.Shared {
+			take = l.RLock
+		}
+		held, err := take(ctx)
+		if err == nil {
+			var tok int64
+			if tok, err = l.Token(held); err == nil {
+				h.used[p], h.held[p] = l, held
+				return tok, nil
+			}
+			l.Release(held)
+			err = fmt.Errorf("token: %w", err)
+		}
+		if !h.ls.retry(l, err) {
+			return 0, err
+		}
 	}
-	held, err := take(ctx)
-	if err != nil {
-		return 0, err
-	}
-	tok, err := l.Token(held)
-	if err != nil {
-		undo(held)
-		return 0, fmt.Errorf("token: %w", err)
-	}
-	h.held[p], h.write[p] = held, !k.Shared
-	return tok, nil
 }
 
 // lost: the held context is cancelled when the hold is lost.
@@ -94,50 +95,52 @@ func (h *tierRWHolder) lost(p int) (<-chan struct{}, func() error) {
 }
 
 func (h *tierRWHolder) release(p int) error {
-	held := h.held[p]
-	h.held[p] = nil
-	return h.locks[p].Release(held)
+	l, held := h.used[p], h.held[p]
+	h.used[p], h.held[p] = nil, nil
+	if err := l.Release(held); !h.ls.retry(l, err) {
+		return err
+	}
+	return nil // the close fault ended the hold: its Close released it
 }
 
 // tierSemImpl is tier's semaphore: one tier.Semaphore of task.Leases
-// leases per path per process, shared by all goroutines.
+// leases per path per process, shared by all goroutines; the close fault
+// replaces them while goroutines acquire them (lockSet).
 type tierSemImpl struct {
-	s    *zklock.Session
-	sems []*tier.Semaphore
+	s *zklock.Session
+	*lockSet[*tier.Semaphore]
 }
 
 func newTierSemImpl(s *zklock.Session, task proto.Task, log *slog.Logger) (*tierSemImpl, error) {
-	im := &tierSemImpl{s: s}
-	for _, p := range task.Paths {
-		sem, err := tier.NewSemaphore(s, p, task.Leases, tierRecipeOptions(task, log)...)
-		if err != nil {
-			for _, sem := range im.sems {
-				sem.Close()
-			}
-			return nil, err
-		}
-		im.sems = append(im.sems, sem)
+	ls, err := newLockSet(func() ([]*tier.Semaphore, error) {
+		return makeEach(task.Paths, func(p string) (*tier.Semaphore, error) {
+			return tier.NewSemaphore(s, p, task.Leases, tierRecipeOptions(task, log)...)
+		})
+	})
+	if err != nil {
+		return nil, err
 	}
-	return im, nil
+	return &tierSemImpl{s: s, lockSet: ls}, nil
 }
 
 func (im *tierSemImpl) tokenKind() string        { return "zxid" }
 func (im *tierSemImpl) session() *zklock.Session { return im.s }
 
 func (im *tierSemImpl) holder(int) holder {
-	return &tierSemHolder{sems: im.sems, held: make([]context.Context, len(im.sems))}
+	n := im.len()
+	return &tierSemHolder{ls: im.lockSet, used: make([]*tier.Semaphore, n), held: make([]context.Context, n)}
 }
 
 func (im *tierSemImpl) close() error {
-	for _, sem := range im.sems {
-		sem.Close()
-	}
+	im.lockSet.close()
 	return im.s.Close()
 }
 
-// tierSemHolder keeps the held context of the one path a goroutine holds.
+// tierSemHolder keeps the held context of the one path a goroutine holds,
+// and the semaphore it holds it from.
 type tierSemHolder struct {
-	sems []*tier.Semaphore
+	ls   *lockSet[*tier.Semaphore]
+	used []*tier.Semaphore
 	held []context.Context
 }
 
@@ -149,18 +152,22 @@ func (h *tierSemHolder) acquire(ctx context.Context, p int) (int64, error) {
 // acquireKind takes k.Permits permits (at least one) of path p's
 // semaphore; the token is its first lease node's zxid.
 func (h *tierSemHolder) acquireKind(ctx context.Context, p int, k record.Kind) (int64, error) {
-	sem := h.sems[p]
-	held, err := sem.Acquire(ctx, max(1, int(k.Permits)))
-	if err != nil {
-		return 0, err
+	for {
+		sem := h.ls.get(p)
+		held, err := sem.Acquire(ctx, max(1, int(k.Permits)))
+		if err == nil {
+			var tok int64
+			if tok, err = sem.Token(held); err == nil {
+				h.used[p], h.held[p] = sem, held
+				return tok, nil
+			}
+			sem.Release(held)
+			err = fmt.Errorf("token: %w", err)
+		}
+		if !h.ls.retry(sem, err) {
+			return 0, err
+		}
 	}
-	tok, err := sem.Token(held)
-	if err != nil {
-		sem.Release(held)
-		return 0, fmt.Errorf("token: %w", err)
-	}
-	h.held[p] = held
-	return tok, nil
 }
 
 // lost: the held context is cancelled when any of its lease nodes is lost.
@@ -170,7 +177,10 @@ func (h *tierSemHolder) lost(p int) (<-chan struct{}, func() error) {
 }
 
 func (h *tierSemHolder) release(p int) error {
-	held := h.held[p]
-	h.held[p] = nil
-	return h.sems[p].Release(held)
+	sem, held := h.used[p], h.held[p]
+	h.used[p], h.held[p] = nil, nil
+	if err := sem.Release(held); !h.ls.retry(sem, err) {
+		return err
+	}
+	return nil // the close fault ended the hold: its Close released it
 }

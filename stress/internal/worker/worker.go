@@ -229,6 +229,8 @@ func (c *commander) take(cmd proto.Command, ok bool) {
 		c.unflood = make(chan struct{})
 		unflood := c.unflood
 		c.floods.Go(func() { c.w.flood(unflood) })
+	case cmd == proto.CloseLocks:
+		c.floods.Go(c.w.closeLocks)
 	case cmd == proto.Unflood && c.unflood != nil:
 		close(c.unflood)
 		c.unflood = nil

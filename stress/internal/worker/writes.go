@@ -25,7 +25,7 @@ type guarder interface {
 }
 
 func (h *tierHolder) txn(p int, ops []any) error {
-	_, err := h.locks[p].Txn(h.held[p], ops...)
+	_, err := h.used[p].Txn(h.held[p], ops...)
 	return err
 }
 
