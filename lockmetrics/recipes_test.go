@@ -57,3 +57,34 @@ func TestScrapeRevocationsAndRefusedWrites(t *testing.T) {
 		t.Fatalf("Release of the lost hold: %v", err)
 	}
 }
+
+// The read/write lock and the semaphore take the collector's observer too
+// (tier.WithObserver on every tier constructor): their holds count in the
+// holders gauge and their acquisitions in the counters.
+func TestScrapeRecipes(t *testing.T) {
+	m, ep := newCollector(t)
+	s := zktest.Connect(t, zktest.Servers(t))
+	ctx := ctxT(t, 30*time.Second)
+	rw, err := tier.NewRWLock(s, zktest.Path(t), tier.WithObserver(m.Observe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.Close()
+	sem, err := tier.NewSemaphore(s, zktest.Path(t), 2, tier.WithObserver(m.Observe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sem.Close()
+	w, err := rw.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := sem.Acquire(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep.eventually("a write hold and a lease", map[string]float64{`tierlock_holders{lock=all}`: 2})
+	rw.Release(w)
+	sem.Release(h)
+	ep.eventually("both released", map[string]float64{`tierlock_holders{lock=all}`: 0})
+}

@@ -69,3 +69,13 @@ func (c *closing) releaseErr(err error) error {
 	}
 	return err
 }
+
+// reportLoss is what the last Release of a hold returns: err, unless the
+// hold was lost (cause, its context's cause before it ended, wraps
+// ErrLockLost) and err does not say so already.
+func reportLoss(err, cause error) error {
+	if cause != nil && errors.Is(cause, ErrLockLost) && !errors.Is(err, ErrLockLost) {
+		return cause
+	}
+	return err
+}

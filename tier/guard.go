@@ -106,7 +106,7 @@ func (l *Lock) Txn(held context.Context, ops ...any) ([]zk.MultiResponse, error)
 	}
 	res, err := l.txn(held, ops)
 	if err != nil && l.staleRefusal(held, err) {
-		l.observe(Event{Kind: TxnFailed, Err: err})
+		l.obs.observe(Event{Kind: TxnFailed, Err: err})
 	}
 	return res, err
 }

@@ -3,6 +3,7 @@ package tier
 import (
 	"context"
 
+	"github.com/tierlock/tierlock/internal/closed"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -20,26 +21,7 @@ func (l *Lock) onZKRevoked(node string) {
 	if h := l.current.Load(); h != nil && h.node == node {
 		h.revoke()
 	}
-	l.notify(Event{Kind: Revoked})
-}
-
-// notify tells the observer of ev from a goroutine of its own (the zklock
-// handlers that call it must not block), unless Close has begun: Close
-// waits for the notifications already started.
-func (l *Lock) notify(ev Event) {
-	if l.cfg.observer == nil {
-		return
-	}
-	l.obsMu.Lock()
-	defer l.obsMu.Unlock()
-	if l.obsClosed {
-		return
-	}
-	l.notifying.Add(1)
-	go func() {
-		defer l.notifying.Done()
-		l.observe(ev)
-	}()
+	l.obs.notify(Event{Kind: Revoked})
 }
 
 // Revoked returns a channel that is closed when a revocation request for
@@ -51,11 +33,11 @@ func (l *Lock) notify(ev Event) {
 // nil one, a closed lock), so that a caller selecting on it finds out.
 func (l *Lock) Revoked(held context.Context) <-chan struct{} {
 	if l == nil || held == nil {
-		return closedChan
+		return closed.Chan
 	}
 	h := l.holdOf(held)
 	if h == nil {
-		return closedChan
+		return closed.Chan
 	}
 	return h.revoked // nil without WithRevocable
 }
@@ -91,15 +73,6 @@ func (l *Lock) HoldCount(ctx context.Context) int {
 	}
 	return 0
 }
-
-func (l *Lock) observe(ev Event) {
-	if l.cfg.observer != nil {
-		ev.Path = l.Path()
-		l.cfg.observer(ev)
-	}
-}
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // testHookPublish, when a test sets it, runs in enter with the node's hold
 // just before the hold is published (made current).

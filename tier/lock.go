@@ -2,7 +2,6 @@ package tier
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -28,9 +27,7 @@ type Lock struct {
 	zkSince  time.Time    // when it was acquired
 	handoffs int          // consecutive hand-offs on this node
 
-	obsMu     sync.Mutex // orders loss notifications against Close
-	obsClosed bool
-	notifying sync.WaitGroup // loss notifications to the observer
+	obs observer
 }
 
 // hold is one goroutine's (one context's) hold, reentrant by count.
@@ -65,7 +62,8 @@ func New(s *zklock.Session, path string, opts ...Option) (*Lock, error) {
 }
 
 func newLock(s *zklock.Session, path string, cfg config) (*Lock, error) {
-	l := &Lock{g: newAdmission(1), cfg: cfg, log: s.Logger().With("lock", path), life: newClosing()}
+	l := &Lock{g: newAdmission(1), cfg: cfg, log: s.Logger().With("lock", path), life: newClosing(),
+		obs: observer{fn: cfg.observer, path: path}}
 	opts := append(cfg.zkOpts[:len(cfg.zkOpts):len(cfg.zkOpts)], zklock.WithLossHandler(l.onZKLost))
 	if cfg.revocable {
 		opts = append(opts, zklock.WithRevocationHandler(l.onZKRevoked))
@@ -133,11 +131,11 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (context.Context, bool, e
 	}
 	start := time.Now()
 	if wait {
-		l.observe(Event{Kind: Acquiring})
+		l.obs.observe(Event{Kind: Acquiring})
 	}
 	held, ok, err := l.enter(ctx, wait, start)
 	if !ok && err != nil {
-		l.observe(Event{Kind: Failed, Wait: time.Since(start), Err: err, Try: !wait})
+		l.obs.observe(Event{Kind: Failed, Wait: time.Since(start), Err: err, Try: !wait})
 	}
 	return held, ok, err
 }
@@ -196,7 +194,7 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 		h.revoke()
 	default:
 	}
-	l.observe(Event{Kind: Acquired, Tier: tier, Wait: time.Since(start), Try: !wait})
+	l.obs.observe(Event{Kind: Acquired, Tier: tier, Wait: time.Since(start), Try: !wait})
 	return h.ctx, true, nil
 }
 
@@ -259,7 +257,7 @@ func (l *Lock) onZKLost(node string, cause error) {
 	if h := l.current.Load(); h != nil && h.node == node {
 		h.cancel(err)
 	}
-	l.notify(Event{Kind: Lost, Err: err})
+	l.obs.notify(Event{Kind: Lost, Err: err})
 }
 
 // dropZK gives up the node (gate holder only) and returns Release's error.
@@ -305,13 +303,11 @@ func (l *Lock) Release(held context.Context) error {
 		return ErrNotHolder
 	}
 	txnsOver := h.txns.end()
-	lossErr := context.Cause(h.ctx)
+	cause := context.Cause(h.ctx) // before the hold ends: a loss, or nil
 	h.cancel(errReleased)
-	l.observe(Event{Kind: Released, Held: time.Since(h.start)})
+	l.obs.observe(Event{Kind: Released, Held: time.Since(h.start)})
 	err := l.leave(txnsOver)
-	if lossErr != nil && !errors.Is(err, ErrLockLost) && errors.Is(lossErr, ErrLockLost) {
-		err = lossErr
-	}
+	err = reportLoss(err, cause)
 	return err
 }
 
@@ -397,12 +393,9 @@ func (l *Lock) Close() error {
 		// Swap and Release's CompareAndSwap take h out of current exactly
 		// once between them, so the hold is reported ended exactly once.
 		h.cancel(ErrClosed)
-		l.observe(Event{Kind: Released, Held: time.Since(h.start)})
+		l.obs.observe(Event{Kind: Released, Held: time.Since(h.start)})
 	}
 	err := l.zk.Close()
-	l.obsMu.Lock()
-	l.obsClosed = true
-	l.obsMu.Unlock()
-	l.notifying.Wait()
+	l.obs.close()
 	return err
 }

@@ -101,3 +101,89 @@ func TestObserverEvents(t *testing.T) {
 	}
 	expect("a hold ended by Close, then an Acquire", "acquiring", "acquired", "released", "acquiring", "failed")
 }
+
+// recipeEvents records an observer's events by name, for the recipes' tests.
+type recipeEvents struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (l *recipeEvents) observe(ev tier.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	name := ev.Kind.String()
+	if ev.Kind == tier.Acquired {
+		name += "/" + ev.Tier.String()
+	}
+	l.got = append(l.got, name)
+}
+
+func (l *recipeEvents) expect(t *testing.T, what string, want ...string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !slices.Equal(l.got, want) {
+		t.Errorf("%s: events %v, want %v", what, l.got, want)
+	}
+	l.got = nil
+}
+
+// Every tier constructor takes tier.Option (issue 30): an observer, and so
+// lockmetrics, reaches the read/write lock and the semaphore, with the
+// Lock's contract (Acquiring, then one Acquired or Failed; Released when a
+// hold ends; re-entries tell nothing). A reader riding the process's read
+// node is acquired at TierHandoff. Before, NewRWLock and NewSemaphore took
+// zklock options only, and told nobody anything.
+func TestRecipeObserverEvents(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	ctx := ctxT(t, 30*time.Second)
+	var log recipeEvents
+	rw := newRW(t, s, zktest.Path(t), tier.WithObserver(log.observe))
+	w, err := rw.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rw.RLock(w) // a read under our own write hold
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw.Release(r)
+	rw.Release(w)
+	log.expect(t, "write, read under it", "acquiring", "acquired/zookeeper", "acquired/handoff", "released", "released")
+	r1, err := rw.RLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := rw.RLock(ctx) // rides the read node
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw.Release(r1)
+	rw.Release(r2)
+	log.expect(t, "two readers", "acquiring", "acquired/zookeeper", "acquiring", "acquired/handoff", "released", "released")
+
+	sem := newSem(t, s, zktest.Path(t), 2, tier.WithObserver(log.observe))
+	h, err := sem.Acquire(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sem.TryAcquire(zktest.Cancelled(), 1); err == nil {
+		t.Fatal("TryAcquire with a cancelled context succeeded")
+	}
+	sem.Release(h)
+	log.expect(t, "semaphore", "acquiring", "acquired/zookeeper", "failed", "released")
+}
+
+// WithHandoff and WithRevocable are a Lock's: the recipes refuse them
+// rather than ignore them.
+func TestRecipesRefuseLockOnlyOptions(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	for _, opt := range []tier.Option{tier.WithHandoff(2, time.Second), tier.WithRevocable()} {
+		if _, err := tier.NewRWLock(s, zktest.Path(t), opt); !errors.Is(err, tier.ErrInvalidOption) {
+			t.Errorf("NewRWLock: %v, want ErrInvalidOption", err)
+		}
+		if _, err := tier.NewSemaphore(s, zktest.Path(t), 2, opt); !errors.Is(err, tier.ErrInvalidOption) {
+			t.Errorf("NewSemaphore: %v, want ErrInvalidOption", err)
+		}
+	}
+}

@@ -15,11 +15,11 @@ type config struct {
 	revocable   bool
 }
 
-// Option configures New and NewRegistry: a Lock. NewRWLock, NewSemaphore
-// and their registries take the underlying zklock's options directly, and
-// what only a Lock has (hand-off, revocation, the observer) cannot be
-// given to them. Every tier lock logs through its session's logger
-// (zklock.WithLogger).
+// Option configures every tier lock: New, NewRWLock, NewSemaphore and
+// their registries. WithObserver and WithLockOptions apply to all of them;
+// WithHandoff and WithRevocable are a Lock's (and a Registry's) only, and
+// NewRWLock and NewSemaphore refuse them with ErrInvalidOption. Every tier
+// lock logs through its session's logger (zklock.WithLogger).
 type Option func(*config)
 
 // WithHandoff turns on bounded local hand-off: when the last Release finds
@@ -54,7 +54,8 @@ func WithObserver(fn func(Event)) Option { return func(c *config) { c.observer =
 // there behind the other processes.
 func WithRevocable() Option { return func(c *config) { c.revocable = true } }
 
-// WithLockOptions passes options to the underlying zklock.Lock.
+// WithLockOptions passes options to the underlying zklock lock
+// (zklock.Lock, RWLock or Semaphore).
 func WithLockOptions(opts ...zklock.Option) Option {
 	return func(c *config) { c.zkOpts = append(c.zkOpts, opts...) }
 }
@@ -72,84 +73,17 @@ func buildConfig(opts []Option) (config, error) {
 	return c, nil
 }
 
-// EventKind says what an Event reports.
-type EventKind int
-
-// The kinds of Event.
-const (
-	// Acquired: a goroutine got the lock (Tier says how).
-	Acquired EventKind = iota
-	// Released: a hold ended: its last Release, or Close while it was held.
-	Released
-	// Lost: the ZooKeeper hold ended without Release.
-	Lost
-	// Failed: an acquisition gave up (Err says why).
-	Failed
-	// TxnFailed: a guarded write (Lock.Txn) was refused because its hold
-	// is stale: lost (known to the client, or found so by the server's
-	// check) or no longer the current local hold. Err says why; nothing
-	// of the transaction was applied.
-	TxnFailed
-	// Acquiring: Acquire started a new acquisition (not a re-entry) and may
-	// block. Exactly one Acquired or Failed, with Try false, follows on the
-	// same goroutine, so an observer can count the waiters. TryAcquire,
-	// which never blocks, tells none.
-	Acquiring
-	// Revoked: a revocation request for the current hold's node arrived
-	// (see WithRevocable).
-	Revoked
-)
-
-// String names the kind, as in logs.
-func (k EventKind) String() string {
-	switch k {
-	case Acquired:
-		return "acquired"
-	case Released:
-		return "released"
-	case Lost:
-		return "lost"
-	case Failed:
-		return "failed"
-	case TxnFailed:
-		return "txn-failed"
-	case Acquiring:
-		return "acquiring"
-	case Revoked:
-		return "revoked"
+// buildRecipeConfig is buildConfig for a read/write lock or a semaphore
+// (what), which have no hand-off and no revocation of their own.
+func buildRecipeConfig(what string, opts []Option) (config, error) {
+	c, err := buildConfig(opts)
+	switch {
+	case err != nil:
+		return c, err
+	case c.maxHandoffs > 0:
+		return c, fmt.Errorf("%w: WithHandoff is a Lock's option, not a %s's", ErrInvalidOption, what)
+	case c.revocable:
+		return c, fmt.Errorf("%w: WithRevocable is a Lock's option, not a %s's", ErrInvalidOption, what)
 	}
-	return fmt.Sprintf("EventKind(%d)", int(k))
-}
-
-// Tier says which tier an acquisition stopped at.
-type Tier int
-
-// The tiers an acquisition can stop at.
-const (
-	// TierHandoff: the hold came from a local hand-off; the node was kept.
-	TierHandoff Tier = 1
-	// TierZooKeeper: the hold needed the ZooKeeper lock.
-	TierZooKeeper Tier = 2
-)
-
-// String names the tier, as in logs.
-func (t Tier) String() string {
-	switch t {
-	case TierHandoff:
-		return "handoff"
-	case TierZooKeeper:
-		return "zookeeper"
-	}
-	return fmt.Sprintf("Tier(%d)", int(t))
-}
-
-// Event is what an observer is told.
-type Event struct {
-	Kind EventKind
-	Path string
-	Tier Tier          // Acquired: TierHandoff or TierZooKeeper
-	Wait time.Duration // Acquired, Failed: from the call to the outcome
-	Held time.Duration // Released: how long the hold lasted
-	Err  error         // Lost, Failed, TxnFailed
-	Try  bool          // Acquired, Failed: the call was TryAcquire (no Acquiring came first)
+	return c, nil
 }

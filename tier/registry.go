@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/tierlock/tierlock/internal/closed"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -88,11 +89,11 @@ func (r *Registry) HoldCount(held context.Context) int {
 // carries none of its holds.
 func (r *Registry) Revoked(held context.Context) <-chan struct{} {
 	if r == nil {
-		return closedChan
+		return closed.Chan
 	}
 	e, err := r.r.entryOf(held)
 	if err != nil {
-		return closedChan
+		return closed.Chan
 	}
 	return e.v.Revoked(held)
 }
@@ -120,8 +121,8 @@ func (r *Registry) Close() error {
 type RWRegistry struct{ r registry[*RWLock] }
 
 // NewRWRegistry returns a registry of read/write locks at root/<key> on
-// session s; opts configure every lock's zklock.RWLock.
-func NewRWRegistry(s *zklock.Session, root string, opts ...zklock.Option) (*RWRegistry, error) {
+// session s; opts configure every lock (see NewRWLock).
+func NewRWRegistry(s *zklock.Session, root string, opts ...Option) (*RWRegistry, error) {
 	r := &RWRegistry{}
 	if err := r.r.init(s, root, func(path string) (*RWLock, error) { return NewRWLock(s, path, opts...) }); err != nil {
 		return nil, err
@@ -209,9 +210,9 @@ func (r *RWRegistry) Close() error {
 type SemaphoreRegistry struct{ r registry[*Semaphore] }
 
 // NewSemaphoreRegistry returns a registry of semaphores of n leases at
-// root/<key> on session s; opts configure every semaphore's
-// zklock.Semaphore.
-func NewSemaphoreRegistry(s *zklock.Session, root string, n int, opts ...zklock.Option) (*SemaphoreRegistry, error) {
+// root/<key> on session s; opts configure every semaphore (see
+// NewSemaphore).
+func NewSemaphoreRegistry(s *zklock.Session, root string, n int, opts ...Option) (*SemaphoreRegistry, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%w: %d leases", ErrInvalidOption, n) // as NewSemaphore's
 	}

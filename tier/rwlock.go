@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -56,6 +57,7 @@ type RWLock struct {
 	log  *slog.Logger
 	adm  *admission // tier 1: a reader takes 1 unit, a writer rwUnits
 	life closing    // Close, ordered against grants (closing.go)
+	obs  observer
 
 	// mu guards the node state below. It is never held across a request
 	// that waits for ZooKeeper: the loss handler runs on go-zookeeper's
@@ -99,6 +101,7 @@ type rwHold struct {
 	cancel context.CancelCauseFunc
 	node   string // the node it rides on, under lossMu
 	token  int64
+	start  time.Time
 }
 
 type rwKey struct {
@@ -106,12 +109,20 @@ type rwKey struct {
 	write bool
 }
 
-// NewRWLock returns a two-tier read/write lock on path; opts configure the
-// underlying zklock.RWLock (its handler of losses is the RWLock's own).
-func NewRWLock(s *zklock.Session, path string, opts ...zklock.Option) (*RWLock, error) {
+// NewRWLock returns a two-tier read/write lock on path. WithObserver is
+// told its events (a reader riding the process's read node is acquired at
+// TierHandoff); WithLockOptions configures the underlying zklock.RWLock
+// (its handler of losses is the RWLock's own); WithHandoff and
+// WithRevocable are refused (ErrInvalidOption).
+func NewRWLock(s *zklock.Session, path string, opts ...Option) (*RWLock, error) {
+	cfg, err := buildRecipeConfig("read/write lock", opts)
+	if err != nil {
+		return nil, err
+	}
 	rw := &RWLock{log: s.Logger().With("rwlock", path), adm: newAdmission(rwUnits),
-		life: newClosing(), rGone: make(chan struct{}), live: map[*rwHold]struct{}{}}
-	zopts := append(opts[:len(opts):len(opts)], zklock.WithLossHandler(rw.onZKLost))
+		life: newClosing(), obs: observer{fn: cfg.observer, path: path},
+		rGone: make(chan struct{}), live: map[*rwHold]struct{}{}}
+	zopts := append(cfg.zkOpts[:len(cfg.zkOpts):len(cfg.zkOpts)], zklock.WithLossHandler(rw.onZKLost))
 	z, err := zklock.NewRWLock(s, path, zopts...)
 	if err != nil {
 		return nil, fromZK(err)
@@ -182,7 +193,7 @@ func (rw *RWLock) check(ctx context.Context) error {
 }
 
 func (rw *RWLock) newHold(ctx context.Context, write bool, zh *zklock.Hold) *rwHold {
-	h := &rwHold{write: write, count: 1, node: zh.Node(), token: zh.Token()}
+	h := &rwHold{write: write, count: 1, node: zh.Node(), token: zh.Token(), start: time.Now()}
 	h.ctx, h.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), rwKey{rw, write}, h))
 	rw.lossMu.Lock()
 	rw.live[h] = struct{}{}
@@ -211,11 +222,15 @@ func (rw *RWLock) withdraw(h *rwHold) bool {
 	return ok
 }
 
-func (rw *RWLock) endHold(h *rwHold, cause error) {
+// endHold takes h out of live and cancels it; it reports whether h was
+// still live (Close takes the live holds too: one of the two ends it).
+func (rw *RWLock) endHold(h *rwHold, cause error) bool {
 	rw.lossMu.Lock()
+	_, live := rw.live[h]
 	delete(rw.live, h)
 	rw.lossMu.Unlock()
 	h.cancel(cause)
+	return live
 }
 
 // reenterLocked counts a re-entry of ctx's hold of kind write, if it has
@@ -242,23 +257,49 @@ func (rw *RWLock) lock(ctx context.Context, wait bool) (context.Context, bool, e
 	case again:
 		rw.mu.Unlock()
 		return held, err == nil, err
-	case rw.life.isClosed():
-		rw.mu.Unlock()
-		return nil, false, ErrClosed
 	case rw.holdOfLocked(ctx, false) != nil:
 		rw.mu.Unlock()
 		return nil, false, ErrUpgrade
 	}
 	rw.mu.Unlock()
-	if ok, err := rw.admit(ctx, rwUnits, wait); !ok || err != nil {
+	start := time.Now()
+	if wait {
+		rw.obs.observe(Event{Kind: Acquiring})
+	}
+	held, err = rw.writeNode(ctx, wait)
+	return rw.acquired(held, TierZooKeeper, start, wait, err)
+}
+
+// acquired tells the observer how a new acquisition that began at start
+// ended (held nil: not acquired; err nil too: a try found it taken), and
+// returns it as lock and rlock do.
+func (rw *RWLock) acquired(held context.Context, tier Tier, start time.Time, wait bool, err error) (context.Context, bool, error) {
+	switch {
+	case err != nil:
+		rw.obs.observe(Event{Kind: Failed, Wait: time.Since(start), Err: err, Try: !wait})
 		return nil, false, err
+	case held == nil:
+		return nil, false, nil
+	}
+	rw.obs.observe(Event{Kind: Acquired, Tier: tier, Wait: time.Since(start), Try: !wait})
+	return held, true, nil
+}
+
+// writeNode admits a writer (every unit of tier 1) and takes the write
+// node; the units go back if it fails.
+func (rw *RWLock) writeNode(ctx context.Context, wait bool) (context.Context, error) {
+	if rw.life.isClosed() {
+		return nil, ErrClosed
+	}
+	if ok, err := rw.admit(ctx, rwUnits, wait); !ok || err != nil {
+		return nil, err
 	}
 	// Admitted: no local reader holds a unit, so the read node is gone
 	// (its delete precedes our create on the session).
 	zh, ok, err := zkAcquire(ctx, rw.zk.WriteLock(), wait)
 	if err != nil || !ok {
 		rw.adm.release(rwUnits)
-		return nil, false, fromZK(err)
+		return nil, fromZK(err)
 	}
 	if testHookRWPublish != nil {
 		testHookRWPublish(rw)
@@ -280,9 +321,9 @@ func (rw *RWLock) lock(ctx context.Context, wait bool) (context.Context, bool, e
 		}
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return h.ctx, true, nil
+	return h.ctx, nil
 }
 
 // admit takes n units of tier 1: waiting, or trying. It reports false
@@ -337,17 +378,17 @@ func (rw *RWLock) release(held context.Context, write bool) error {
 		rw.mu.Unlock()
 		return nil
 	}
-	lossErr := context.Cause(h.ctx)
-	rw.endHold(h, errReleased)
+	cause := context.Cause(h.ctx) // before the hold ends: a loss, or nil
+	if rw.endHold(h, errReleased) {
+		rw.obs.observe(Event{Kind: Released, Held: time.Since(h.start)})
+	}
 	var err error
 	if write {
 		err = rw.endWriteLocked() // unlocks mu
 	} else {
 		err = rw.leaveReaderLocked(h) // unlocks mu
 	}
-	if lossErr != nil && errors.Is(lossErr, ErrLockLost) && !errors.Is(err, ErrLockLost) {
-		err = lossErr
-	}
+	err = reportLoss(err, cause)
 	if err = rw.life.releaseErr(err); err != nil && err != ErrClosed && !errors.Is(err, ErrLockLost) {
 		err = fromZK(fmt.Errorf("release %s: %w", rw.Path(), err))
 	}
@@ -366,6 +407,7 @@ func (rw *RWLock) onZKLost(node string, cause error) {
 			h.cancel(err)
 		}
 	}
+	rw.obs.notify(Event{Kind: Lost, Err: err})
 }
 
 // Close ends the lock: holds are cancelled (cause ErrClosed) and their
@@ -379,10 +421,18 @@ func (rw *RWLock) Close() error {
 		return nil
 	}
 	rw.lossMu.Lock()
+	var ended []*rwHold
 	for h := range rw.live {
 		h.cancel(ErrClosed)
 		delete(rw.live, h)
+		ended = append(ended, h)
 	}
 	rw.lossMu.Unlock()
-	return rw.zk.Close()
+	// Their Release will find nothing (ErrClosed): they end here.
+	for _, h := range ended {
+		rw.obs.observe(Event{Kind: Released, Held: time.Since(h.start)})
+	}
+	err := rw.zk.Close()
+	rw.obs.close()
+	return err
 }

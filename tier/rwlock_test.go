@@ -15,7 +15,7 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-func newRW(t testing.TB, s *zklock.Session, path string, opts ...zklock.Option) *tier.RWLock {
+func newRW(t testing.TB, s *zklock.Session, path string, opts ...tier.Option) *tier.RWLock {
 	t.Helper()
 	rw, err := tier.NewRWLock(s, path, opts...)
 	if err != nil {

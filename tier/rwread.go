@@ -3,6 +3,7 @@ package tier
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -17,35 +18,46 @@ func (rw *RWLock) rlock(ctx context.Context, wait bool) (context.Context, bool, 
 	}
 	rw.mu.Lock()
 	held, again, err := rw.reenterLocked(ctx, false)
-	switch {
-	case again:
+	if again {
 		rw.mu.Unlock()
 		return held, err == nil, err
-	case rw.life.isClosed():
-		rw.mu.Unlock()
-		return nil, false, ErrClosed
 	}
-	if w := rw.holdOfLocked(ctx, true); w != nil {
-		return rw.readUnderWriteLocked(ctx, w) // unlocks mu
+	start := time.Now()
+	if w := rw.holdOfLocked(ctx, true); w != nil && !rw.life.isClosed() {
+		held, err := rw.readUnderWriteLocked(ctx, w) // unlocks mu
+		return rw.acquired(held, TierHandoff, start, wait, err)
 	}
 	rw.mu.Unlock()
-	if ok, err := rw.admit(ctx, 1, wait); !ok || err != nil {
-		return nil, false, err
+	if wait {
+		rw.obs.observe(Event{Kind: Acquiring})
 	}
-	held, ok, err := rw.readNode(ctx, wait)
-	if !ok || err != nil {
+	held, tier, err := rw.readAdmitted(ctx, wait)
+	return rw.acquired(held, tier, start, wait, err)
+}
+
+// readAdmitted admits a reader (one unit of tier 1) and takes it onto the
+// read node; the unit goes back if it fails.
+func (rw *RWLock) readAdmitted(ctx context.Context, wait bool) (context.Context, Tier, error) {
+	if rw.life.isClosed() {
+		return nil, 0, ErrClosed
+	}
+	if ok, err := rw.admit(ctx, 1, wait); !ok || err != nil {
+		return nil, 0, err
+	}
+	held, tier, err := rw.readNode(ctx, wait)
+	if held == nil {
 		rw.adm.release(1)
 	}
-	return held, ok, err
+	return held, tier, err
 }
 
 // readUnderWriteLocked takes a read hold under our own write hold w: it
 // rides on the write node, with no unit of its own (the writer has them
 // all). mu is held and released.
-func (rw *RWLock) readUnderWriteLocked(ctx context.Context, w *rwHold) (context.Context, bool, error) {
+func (rw *RWLock) readUnderWriteLocked(ctx context.Context, w *rwHold) (context.Context, error) {
 	defer rw.mu.Unlock()
 	if w.ctx.Err() != nil {
-		return nil, false, context.Cause(w.ctx)
+		return nil, context.Cause(w.ctx)
 	}
 	if testHookRWPublish != nil {
 		testHookRWPublish(rw)
@@ -61,15 +73,16 @@ func (rw *RWLock) readUnderWriteLocked(ctx context.Context, w *rwHold) (context.
 		}
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return h.ctx, true, nil
+	return h.ctx, nil
 }
 
 // readNode takes a reader, admitted with its unit, onto the process's read
-// node: it rides the held node, waits for the reader queueing it (or for a
-// node closed to riders to go), or queues it.
-func (rw *RWLock) readNode(ctx context.Context, wait bool) (context.Context, bool, error) {
+// node: it rides the held node (TierHandoff), waits for the reader queueing
+// it (or for a node closed to riders to go), or queues it (TierZooKeeper).
+// A try that finds a writer first returns no context and no error.
+func (rw *RWLock) readNode(ctx context.Context, wait bool) (context.Context, Tier, error) {
 	mine := false // this reader queued the held node: nobody rode it before
 	for {
 		rw.mu.Lock()
@@ -86,13 +99,17 @@ func (rw *RWLock) readNode(ctx context.Context, wait bool) (context.Context, boo
 				}
 			}
 			if wake == nil {
-				return rw.rideLocked(ctx) // unlocks mu
+				held, err := rw.rideLocked(ctx) // unlocks mu
+				if mine {
+					return held, TierZooKeeper, err
+				}
+				return held, TierHandoff, err
 			}
 		case rAcquiring:
 			wake = rw.rDone
 		default: // rIdle: this reader queues the node for all
 			if ok, err := rw.queueReadNodeLocked(ctx, wait); err != nil || !ok {
-				return nil, false, err
+				return nil, 0, err
 			}
 			// Queued and held; look again under mu (the node may have
 			// been lost, and forgotten, meanwhile).
@@ -101,21 +118,21 @@ func (rw *RWLock) readNode(ctx context.Context, wait bool) (context.Context, boo
 		}
 		rw.mu.Unlock()
 		if !wait {
-			return nil, false, nil
+			return nil, 0, nil
 		}
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return nil, false, ctx.Err()
+			return nil, 0, ctx.Err()
 		case <-rw.life.done:
-			return nil, false, ErrClosed
+			return nil, 0, ErrClosed
 		}
 	}
 }
 
 // rideLocked puts a reader on the held read node; mu is held and released.
 // The caller gives the reader's unit back on an error.
-func (rw *RWLock) rideLocked(ctx context.Context) (context.Context, bool, error) {
+func (rw *RWLock) rideLocked(ctx context.Context) (context.Context, error) {
 	if testHookRWPublish != nil {
 		testHookRWPublish(rw)
 	}
@@ -135,9 +152,9 @@ func (rw *RWLock) rideLocked(ctx context.Context) (context.Context, bool, error)
 		}
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return h.ctx, true, nil
+	return h.ctx, nil
 }
 
 // What mayRideLocked finds.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -35,6 +36,7 @@ type Semaphore struct {
 
 	mu   sync.Mutex // guards each hold's done
 	life closing    // Close, ordered against grants (closing.go)
+	obs  observer
 
 	// lossMu guards live: holds by lease node, to cancel on a loss.
 	lossMu sync.Mutex
@@ -47,19 +49,26 @@ type semHold struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   bool // under Semaphore.mu
+	start  time.Time
 }
 
 type semKey struct{ s *Semaphore }
 
-// NewSemaphore returns a two-tier semaphore of n leases at path; opts
-// configure the underlying zklock.Semaphore (its handler of losses is the
-// Semaphore's own).
-func NewSemaphore(s *zklock.Session, path string, n int, opts ...zklock.Option) (*Semaphore, error) {
+// NewSemaphore returns a two-tier semaphore of n leases at path.
+// WithObserver is told its events; WithLockOptions configures the
+// underlying zklock.Semaphore (its handler of losses is the Semaphore's
+// own); WithHandoff and WithRevocable are refused (ErrInvalidOption).
+func NewSemaphore(s *zklock.Session, path string, n int, opts ...Option) (*Semaphore, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%w: %d leases", ErrInvalidOption, n)
 	}
-	sem := &Semaphore{n: n, adm: newAdmission(int64(n)), life: newClosing(), live: map[string]*semHold{}}
-	zopts := append(opts[:len(opts):len(opts)], zklock.WithLossHandler(sem.onZKLost))
+	cfg, err := buildRecipeConfig("semaphore", opts)
+	if err != nil {
+		return nil, err
+	}
+	sem := &Semaphore{n: n, adm: newAdmission(int64(n)), life: newClosing(), live: map[string]*semHold{},
+		obs: observer{fn: cfg.observer, path: path}}
+	zopts := append(cfg.zkOpts[:len(cfg.zkOpts):len(cfg.zkOpts)], zklock.WithLossHandler(sem.onZKLost))
 	z, err := zklock.NewSemaphore(s, path, n, zopts...)
 	if err != nil {
 		return nil, fromZK(err)
@@ -107,8 +116,27 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (context.Co
 	case k < 1 || k > sem.n:
 		return nil, false, fmt.Errorf("%w: %d of %d", ErrInvalidPermits, k, sem.n)
 	}
-	if ok, err := sem.admit(ctx, k, wait); !ok || err != nil {
+	start := time.Now()
+	if wait {
+		sem.obs.observe(Event{Kind: Acquiring})
+	}
+	held, err := sem.take(ctx, k, wait)
+	switch {
+	case err != nil:
+		sem.obs.observe(Event{Kind: Failed, Wait: time.Since(start), Err: err, Try: !wait})
 		return nil, false, err
+	case held == nil:
+		return nil, false, nil
+	}
+	sem.obs.observe(Event{Kind: Acquired, Tier: TierZooKeeper, Wait: time.Since(start), Try: !wait})
+	return held, true, nil
+}
+
+// take takes k units of tier 1, then k leases: nil, and no error, when a
+// try found them taken.
+func (sem *Semaphore) take(ctx context.Context, k int, wait bool) (context.Context, error) {
+	if ok, err := sem.admit(ctx, k, wait); !ok || err != nil {
+		return nil, err
 	}
 	var lease *zklock.Lease
 	ok := true
@@ -120,12 +148,12 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (context.Co
 	}
 	if err != nil || !ok {
 		sem.adm.release(int64(k))
-		return nil, false, fromZK(err)
+		return nil, fromZK(err)
 	}
 	if testHookSemPublish != nil {
 		testHookSemPublish(sem)
 	}
-	h := &semHold{k: k, lease: lease}
+	h := &semHold{k: k, lease: lease, start: time.Now()}
 	h.ctx, h.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), semKey{sem}, h))
 	// Published, then the closed flag looked at (see closing).
 	err = sem.life.publish(func() {
@@ -142,7 +170,7 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (context.Co
 		}
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	// A loss before h was live is applied here (the handler runs after
 	// Lost is closed; we look after publishing h).
@@ -151,7 +179,7 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (context.Co
 		h.cancel(lease.Err())
 	default:
 	}
-	return h.ctx, true, nil
+	return h.ctx, nil
 }
 
 // admit takes k units of tier 1: waiting, or trying. It reports false
@@ -172,8 +200,9 @@ func (sem *Semaphore) admit(ctx context.Context, k int, wait bool) (bool, error)
 	return true, nil
 }
 
-// withdraw takes h, published as Close began, back out of live, unless
-// Close took it first (see closing); it reports whether it took it.
+// withdraw takes h out of live, unless Close took it first (see closing):
+// a grant published as Close began, or a Release racing Close. It reports
+// whether it took it.
 func (sem *Semaphore) withdraw(h *semHold) bool {
 	sem.lossMu.Lock()
 	defer sem.lossMu.Unlock()
@@ -213,18 +242,14 @@ func (sem *Semaphore) Release(held context.Context) error {
 		return ErrClosed
 	}
 	sem.mu.Unlock()
-	lossErr := context.Cause(h.ctx)
-	sem.lossMu.Lock()
-	for _, n := range h.lease.Nodes() {
-		delete(sem.live, n)
+	cause := context.Cause(h.ctx) // before the hold ends: a loss, or nil
+	if sem.withdraw(h) { // else Close took it, and told the observer
+		sem.obs.observe(Event{Kind: Released, Held: time.Since(h.start)})
 	}
-	sem.lossMu.Unlock()
 	h.cancel(errReleased)
 	err := fromZK(sem.life.releaseErr(h.lease.Release()))
 	sem.adm.release(int64(h.k)) // the lease nodes first, then the gate
-	if lossErr != nil && errors.Is(lossErr, ErrLockLost) && !errors.Is(err, ErrLockLost) {
-		err = lossErr
-	}
+	err = reportLoss(err, cause)
 	return err
 }
 
@@ -294,6 +319,7 @@ func (sem *Semaphore) onZKLost(node string, cause error) {
 	if h := sem.live[node]; h != nil {
 		h.cancel(err)
 	}
+	sem.obs.notify(Event{Kind: Lost, Err: err})
 }
 
 // Close ends the semaphore: holds are cancelled (cause ErrClosed) and
@@ -316,10 +342,12 @@ func (sem *Semaphore) Close() error {
 	var errs []error
 	for h := range holds {
 		h.cancel(ErrClosed)
+		sem.obs.observe(Event{Kind: Released, Held: time.Since(h.start)})
 		if err := h.lease.Release(); err != nil && !errors.Is(err, zklock.ErrNotHeld) {
 			errs = append(errs, err)
 		}
 	}
 	errs = append(errs, sem.zk.Close())
+	sem.obs.close()
 	return errors.Join(errs...)
 }

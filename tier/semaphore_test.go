@@ -16,7 +16,7 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-func newSem(t testing.TB, s *zklock.Session, path string, n int, opts ...zklock.Option) *tier.Semaphore {
+func newSem(t testing.TB, s *zklock.Session, path string, n int, opts ...tier.Option) *tier.Semaphore {
 	t.Helper()
 	sem, err := tier.NewSemaphore(s, path, n, opts...)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/closed"
 )
 
 // Hold is one acquisition of a Lock: its node, its fencing token and its
@@ -71,7 +73,7 @@ func (h *Hold) Token() int64 {
 // does not close it.
 func (h *Hold) Lost() <-chan struct{} {
 	if h == nil {
-		return closedChan
+		return closed.Chan
 	}
 	return h.lost
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/tierlock/tierlock/internal/closed"
 )
 
 // The lease: loss before grant, whatever the fault.
@@ -255,7 +257,7 @@ func (le *lease) refresh() <-chan struct{} {
 		return le.inflight
 	}
 	if s.closed {
-		return closedChan
+		return closed.Chan
 	}
 	done := make(chan struct{})
 	le.inflight = done

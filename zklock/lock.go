@@ -303,5 +303,3 @@ func (l *Lock) Close() error {
 // testHookAcquired, when a test sets it, runs in acquire once the node
 // was granted and published (or not), before the result is returned.
 var testHookAcquired atomic.Pointer[func(*Lock)]
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

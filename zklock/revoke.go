@@ -8,6 +8,8 @@ import (
 	"path"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/closed"
 )
 
 // Cooperative revocation, as Curator has it: a requester writes
@@ -50,7 +52,7 @@ func WithRevocationHandler(fn func(node string)) Option {
 // without WithRevocable.
 func (h *Hold) Revoked() <-chan struct{} {
 	if h == nil {
-		return closedChan
+		return closed.Chan
 	}
 	return h.revoked
 }

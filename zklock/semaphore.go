@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/tierlock/tierlock/internal/closed"
 )
 
 // Curator's InterProcessSemaphoreV2 layout: a mutex at <path>/locks
@@ -240,7 +242,7 @@ func (le *Lease) onLost(node string, cause error) {
 // Hold.Lost for the causes). It is not closed by Release.
 func (le *Lease) Lost() <-chan struct{} {
 	if le == nil {
-		return closedChan
+		return closed.Chan
 	}
 	return le.lost
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/closed"
 )
 
 // Session is one client's connection to ZooKeeper, shared by all its locks,
@@ -240,7 +242,7 @@ func (s *Session) Logger() *slog.Logger {
 // Done is closed when the session is closed.
 func (s *Session) Done() <-chan struct{} {
 	if s == nil {
-		return closedChan
+		return closed.Chan
 	}
 	return s.ctx.Done()
 }

@@ -13,8 +13,8 @@ import (
 
 // tierRecipeOptions are the options of the tier recipes' locks (they log
 // through the worker's session).
-func tierRecipeOptions(task proto.Task, _ *slog.Logger) []zklock.Option {
-	return []zklock.Option{zklock.WithLabel(fmt.Sprintf("stress worker %d", task.Proc))}
+func tierRecipeOptions(task proto.Task, _ *slog.Logger) []tier.Option {
+	return []tier.Option{tier.WithLockOptions(zklock.WithLabel(fmt.Sprintf("stress worker %d", task.Proc)))}
 }
 
 // tierRWImpl is tier's read/write lock: one tier.RWLock per path per
