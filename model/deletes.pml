@@ -1,6 +1,6 @@
 /*
  * Model 5: a session's pending deletes and its bound on requests in
- * flight (zklock/release.go, queue.go, send.go).
+ * flight (zklock/release.go, enqueue.go, send.go).
  *
  * One session, three goroutines that send through its bound, the flusher,
  * and the ZooKeeper server that applies the session's requests:

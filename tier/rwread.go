@@ -2,15 +2,12 @@ package tier
 
 import (
 	"context"
-	"errors"
 	"time"
-
-	"github.com/tierlock/tierlock/zklock"
 )
 
 // The read side of RWLock: readers admitted by tier 1 share the process's
-// read node; a downgrade moves the readers taken under a write hold onto a
-// read node of their own.
+// read node (the downgrade that moves reads taken under a write hold onto
+// one is in rwwrite.go).
 
 func (rw *RWLock) rlock(ctx context.Context, wait bool) (context.Context, bool, error) {
 	if err := rw.check(ctx); err != nil {
@@ -263,90 +260,6 @@ func (rw *RWLock) dropRiderLocked() error {
 	rw.rState, rw.rHold = rIdle, nil
 	rw.openToRidersLocked()
 	return err
-}
-
-// dropWriteLocked gives the write node zw up, then the writer's units:
-// the node first, then the gate; mu is held and released.
-func (rw *RWLock) dropWriteLocked(zw *zklock.Hold) error {
-	rw.wHold = nil
-	rw.mu.Unlock()
-	err := zw.Release()
-	rw.adm.release(rwUnits)
-	return err
-}
-
-// endWriteLocked ends the write hold; mu is held and released. With read
-// holds taken under it left, it downgrades: a read node is tried, and if
-// it goes at once the readers move onto it and the write node goes;
-// otherwise the write node, and the writer's units, stay until the last of
-// those readers leaves.
-func (rw *RWLock) endWriteLocked() error {
-	rw.writer = nil
-	zw := rw.wHold
-	if rw.downs == 0 {
-		return rw.dropWriteLocked(zw)
-	}
-	rw.downgrading = true // the readers left may leave meanwhile, and leave the nodes to us
-	rw.mu.Unlock()
-	zr, ok, terr := rw.zk.ReadLock().TryAcquire(context.Background())
-	rw.mu.Lock()
-	rw.downgrading = false
-	if terr != nil || !ok {
-		// A writer of another process queued between our write node and
-		// the read node (or the try failed): keep the write node until
-		// the last reader leaves.
-		rw.log.Debug("downgrade deferred: keeping the write node for the readers", "err", terr)
-		if rw.downs > 0 {
-			rw.mu.Unlock()
-			return nil
-		}
-		return rw.dropWriteLocked(zw)
-	}
-	if testHookDowngrade != nil {
-		testHookDowngrade(zr.Node())
-	}
-	moved := rw.moveDownsLocked(zr)
-	rw.wHold = nil
-	var err error
-	if moved == 0 {
-		// They all left during the try: nobody rides the read node.
-		err = zr.Release()
-	} else {
-		rw.riders += moved
-		rw.rState, rw.rHold = rHeld, zr
-	}
-	rw.mu.Unlock()
-	err = errors.Join(zw.Release(), err)
-	// The moved readers keep a unit each; the rest of the writer's go.
-	rw.adm.release(rwUnits - int64(moved))
-	return err
-}
-
-// moveDownsLocked moves the read holds riding the write node onto zr and
-// makes them ordinary riders, each now counting one unit of the writer's;
-// mu is held. A loss of zr before they moved found none of them riding
-// it: it is applied here (the loss handler runs after Lost is closed, and
-// we look at Lost after the move, so one of the two sees the other).
-func (rw *RWLock) moveDownsLocked(zr *zklock.Hold) int {
-	var moved []*rwHold
-	rw.lossMu.Lock()
-	for h := range rw.live {
-		if h.down {
-			h.node, h.token, h.down = zr.Node(), zr.Token(), false
-			moved = append(moved, h)
-		}
-	}
-	rw.lossMu.Unlock()
-	rw.downs = 0
-	select {
-	case <-zr.Lost():
-		cause := lossCause(zr)
-		for _, h := range moved {
-			h.cancel(cause)
-		}
-	default:
-	}
-	return len(moved)
 }
 
 // Token returns the fencing token of the hold held carries: for a write

@@ -243,7 +243,8 @@ func (sem *Semaphore) Release(held context.Context) error {
 	}
 	sem.mu.Unlock()
 	cause := context.Cause(h.ctx) // before the hold ends: a loss, or nil
-	if sem.withdraw(h) { // else Close took it, and told the observer
+	// Close may have taken h first, and told the observer.
+	if sem.withdraw(h) {
 		sem.obs.observe(Event{Kind: Released, Held: time.Since(h.start)})
 	}
 	h.cancel(errReleased)

@@ -49,7 +49,7 @@ func (nopLogger) Printf(string, ...any) {}
 // its own, nor write a revocation into the holder's node, nor create a
 // lock path under the fleet's root; holders keep holding and waiters get
 // their turn. The lock path and its parents are created by the lock with
-// the ACL of WithACL (queue.go's ensureParents): with world-all parents
+// the ACL of WithACL (retry.go's ensureParents): with world-all parents
 // the stranger's create and delete would succeed.
 func TestACLKeepsStrangersOut(t *testing.T) {
 	servers := zktest.Servers(t)
