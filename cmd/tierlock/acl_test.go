@@ -26,7 +26,7 @@ func TestInspectorUnderACL(t *testing.T) {
 	ctx := zktest.Context(t, 30*time.Second)
 	p := root + "/job"
 	l := acquire(t, ctx, newLock(t, s, p, zklock.WithACL(acl)))
-	tierlock(t, "ls", root).want(t, exitOK, "1 lock, 1 held, 0 waiting")
+	tierlock(t, "ls", root).want(t, exitOK, "1 lock, 1 held, 0 processes waiting")
 	tierlock(t, "break", "-yes", p).want(t, exitNoAuth, "not authenticated", "-digest user:password")
 	tierlock(t, "break", "-yes", "-digest", fleetUser+":wrong", p).want(t, exitNoAuth)
 	tierlock(t, "revoke", l.Node()).want(t, exitNoAuth)

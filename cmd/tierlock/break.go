@@ -41,7 +41,7 @@ func runBreak(ctx context.Context, c *cli, args []string) error {
 	if err := deleteNode(rctx, c.s.Conn(), node); err != nil {
 		return err
 	}
-	v := viewOf(tg.lockPath, []zklock.Participant{victim}, time.Now()).Nodes[0]
+	v := viewOf(tg.lockPath, []zklock.Participant{victim}, queueStat{}, time.Now()).Nodes[0]
 	if c.json {
 		return printJSON(c.stdout, struct {
 			Deleted nodeView `json:"deleted"`

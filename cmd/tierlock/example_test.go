@@ -24,7 +24,7 @@ func Example_unknownSubcommand() {
 	// tierlock: unknown subcommand "frob"
 	// usage: tierlock SUBCOMMAND [flags] ARGS
 	//
-	//   ls      ROOT|PATH       one line per lock under ROOT (holder, waiters, age) and a total; PATH's queue, holder first
+	//   ls      ROOT|PATH       one line per lock under ROOT (held since, token, waiting processes, holder) and a total; PATH's queue
 	//   watch   ROOT|PATH       a line each time a lock under ROOT changes, or PATH's queue each time it changes
 	//   revoke  PATH|NODE       ask the holder of PATH (every holder, for readers), or NODE, to release: writes __REVOKE__ into the node's data
 	//   break   -yes PATH|NODE  delete the node of PATH's holder, or NODE: the lock passes to the next in line

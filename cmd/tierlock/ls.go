@@ -19,11 +19,15 @@ import (
 //
 // A ROOT that is itself a lock path, or -l, shows every node of every
 // queue, holder first. Any other ROOT (a registry's root, a directory of
-// locks) shows one line per lock, holder, waiters and age, and a total:
-// a root of 149 held keys is 151 lines, not 600.
+// locks) shows one line per lock, in natural order (job-2 before
+// job-10): how long its holder has held it and since it queued, its
+// token, the processes waiting, the holder; then a legend and a total: a
+// root of 149 held keys is 155 lines, not 600.
 //
-// Cost: one getChildren per znode under ROOT, plus one getChildren and
-// one getData per lock node for each lock path found (ListParticipants).
+// Cost: one getChildren per znode under ROOT, plus for each lock path
+// found one getChildren and one getData per lock node (ListParticipants),
+// then two or three exists per lock, all in flight together
+// (readQueueStats).
 func runLs(ctx context.Context, c *cli, args []string) error {
 	root, err := c.pathArg(args, true)
 	if err != nil {
@@ -60,19 +64,26 @@ func runLs(ctx context.Context, c *cli, args []string) error {
 	return printSummaries(c.stdout, ls)
 }
 
-// queues lists the queue of each lock path; paths emptied since the walk
-// saw them are left out.
+// queues lists the queue of each lock path, with the stats that bound its
+// holder's time and token; paths emptied since the walk saw them are left
+// out.
 func (c *cli) queues(ctx context.Context, paths []string) ([]queueView, error) {
-	now := time.Now()
-	qs := make([]queueView, 0, len(paths))
+	var held []string
+	var lists [][]zklock.Participant
 	for _, p := range paths {
 		ps, err := zklock.ListParticipants(ctx, c.s, p)
 		if err != nil {
 			return nil, err
 		}
 		if len(ps) > 0 {
-			qs = append(qs, viewOf(p, ps, now))
+			held, lists = append(held, p), append(lists, ps)
 		}
+	}
+	sts := c.readQueueStats(ctx, held, lists) // all at once, after every listing
+	now := time.Now()
+	qs := make([]queueView, 0, len(held))
+	for i, p := range held {
+		qs = append(qs, viewOf(p, lists[i], sts[i], now))
 	}
 	return qs, nil
 }
@@ -92,7 +103,8 @@ func (c *cli) printLong(root string, qs []queueView) error {
 	return printQueues(c.stdout, qs)
 }
 
-// lockPaths walks the tree under root, depth first in name order, and
+// lockPaths walks the tree under root, depth first in natural order
+// (naturalCompare: the order comparePaths gives the paths), and
 // returns the znodes that have lock nodes among their children. A missing
 // root is zk.ErrNoNode; a znode that vanishes during the walk is skipped.
 func (c *cli) lockPaths(ctx context.Context, root string) ([]string, error) {
@@ -109,7 +121,7 @@ func (c *cli) lockPaths(ctx context.Context, root string) ([]string, error) {
 		if err != nil {
 			return fmt.Errorf("list %s: %w", p, err)
 		}
-		slices.Sort(kids)
+		slices.SortFunc(kids, naturalCompare)
 		if slices.ContainsFunc(kids, isLockNode) {
 			out = append(out, p)
 		}

@@ -8,9 +8,12 @@
 //
 // A PATH is a lock path: a znode with lock nodes among its children. A
 // ROOT is a znode with lock paths below it (a registry's root): ls shows
-// one line per lock (holder, waiters, age) and a total, -l every node;
-// watch follows every lock below ROOT, those created later included, a
-// line per change.
+// one line per lock, in natural order (job-2 before job-10: who holds it,
+// since when, with which fencing token, how many processes wait), a legend
+// and a total, -l every node; watch follows every lock below ROOT, those
+// created later included, a line per change. ZooKeeper has one node per
+// waiting process, not per goroutine, and keeps no hand-off time: the
+// table marks what is a bound (≥) or unknown (?).
 //
 // Every subcommand takes -zk host:port,... (default $TIERLOCK_ZK_SERVERS or
 // 127.0.0.1:2181), -digest user:password (default $TIERLOCK_DIGEST) for
@@ -71,7 +74,7 @@ type subcommand struct {
 }
 
 var subcommands = map[string]subcommand{
-	"ls":     {"ROOT|PATH", "one line per lock under ROOT (holder, waiters, age) and a total; PATH's queue, holder first", runLs},
+	"ls":     {"ROOT|PATH", "one line per lock under ROOT (held since, token, waiting processes, holder) and a total; PATH's queue", runLs},
 	"watch":  {"ROOT|PATH", "a line each time a lock under ROOT changes, or PATH's queue each time it changes", runWatch},
 	"revoke": {"PATH|NODE", "ask the holder of PATH (every holder, for readers), or NODE, to release: writes __REVOKE__ into the node's data", runRevoke},
 	"break":  {"-yes PATH|NODE", "delete the node of PATH's holder, or NODE: the lock passes to the next in line", runBreak},

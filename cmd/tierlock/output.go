@@ -23,12 +23,21 @@ type nodeView struct {
 	Holder  bool          `json:"holder"`
 	Session string        `json:"session"` // ephemeralOwner, hex as ZooKeeper's logs and four-letter words print it
 	Ctime   time.Time     `json:"ctime"`
-	AgeSec  float64       `json:"age_seconds"` // local clock minus the server's ctime
+	AgeSec  float64       `json:"age_seconds"` // local clock minus the server's ctime: since it queued
 	Host    string        `json:"host,omitempty"`
 	Pid     int           `json:"pid,omitempty"`
 	Label   string        `json:"label,omitempty"`
 	Revoke  bool          `json:"revoke_requested,omitempty"` // the data is Curator's __REVOKE__
 	Data    string        `json:"data"`                       // the raw data (lossy for binary data)
+
+	// The first holder only (see holding.go): how long it has led the
+	// queue, at least (exactly when HeldExact; nil when ZooKeeper does not
+	// show it), and its fencing token, at least (exactly when TokenExact;
+	// 0 when unknown): the zxid Hold.Token returns.
+	HeldSec    *float64 `json:"held_seconds,omitempty"`
+	HeldExact  bool     `json:"held_exact,omitempty"`
+	Token      int64    `json:"token,omitempty"`
+	TokenExact bool     `json:"token_exact,omitempty"`
 }
 
 // queueView is one lock path and its queue.
@@ -55,13 +64,19 @@ func kindOf(f zklock.Family) string {
 // node data by a revoker (zklock.RevokeMessage).
 const revokeMessage = zklock.RevokeMessage
 
-func viewOf(lockPath string, ps []zklock.Participant, now time.Time) queueView {
+// viewOf is the view of a listing ps of lockPath, taken at now; st, the
+// stats read after it, bounds its first holder's time and token (the zero
+// queueStat: unknown).
+func viewOf(lockPath string, ps []zklock.Participant, st queueStat, now time.Time) queueView {
 	q := queueView{Path: lockPath, Nodes: make([]nodeView, 0, len(ps))}
-	for _, p := range ps {
+	for i, p := range ps {
 		v := nodeView{
 			Node: lockPath + "/" + p.Node, Seq: p.Sequence, Kind: kindOf(p.Family), Family: p.Family,
 			Holder: p.Holder, Session: fmt.Sprintf("0x%x", p.Owner), Ctime: p.Created.UTC(),
-			AgeSec: now.Sub(p.Created).Round(time.Millisecond).Seconds(), Data: string(p.Data),
+			AgeSec: seconds(now.Sub(p.Created)), Data: string(p.Data),
+		}
+		if i == 0 && p.Holder {
+			st.holding(&v, ps[len(ps)-1], now)
 		}
 		var d struct {
 			Host  string `json:"host"`
@@ -103,7 +118,9 @@ func (v nodeView) who() string {
 }
 
 // printQueues writes queues in the human form: a heading per lock path,
-// then a table of its nodes, holders first.
+// with how long the first holder has led the queue and its token (as in
+// ls's table of a root), then a table of its nodes, holders first, each
+// with how long ago it queued.
 func printQueues(w io.Writer, qs []queueView) error {
 	for i, q := range qs {
 		if i > 0 {
@@ -113,12 +130,17 @@ func printQueues(w io.Writer, qs []queueView) error {
 		if q.Time != nil {
 			heading = q.Time.Format("15:04:05.000") + " " + heading
 		}
-		fmt.Fprintf(w, "%s  (%s)\n", heading, plural(len(q.Nodes), "node"))
+		heading += "  (" + plural(len(q.Nodes), "node") + ")"
+		if len(q.Nodes) > 0 && q.Nodes[0].Holder {
+			h := &q.Nodes[0]
+			heading += "  held " + h.heldText() + "  token " + h.tokenText()
+		}
+		fmt.Fprintln(w, heading)
 		if len(q.Nodes) == 0 {
 			continue
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  STATE\tKIND\tFAMILY\tSEQ\tAGE\tSESSION\tNODE\tOWNER")
+		fmt.Fprintln(tw, "  STATE\tKIND\tFAMILY\tSEQ\tQUEUED\tSESSION\tNODE\tOWNER")
 		for _, v := range q.Nodes {
 			state := "waits"
 			if v.Holder {

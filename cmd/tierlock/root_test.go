@@ -29,22 +29,23 @@ func rootOfLocks(t *testing.T) string {
 }
 
 // ls of a root of locks (a registry's root): one line per lock, named
-// relative to the root, with its family, waiters, age and holder, then a
-// total; -l, and ls of a lock path itself, give every node.
+// relative to the root, with its family, held and queued times, token,
+// waiting processes and holder, then a legend and a total; -l, and ls of
+// a lock path itself, give every node.
 func TestLsRoot(t *testing.T) {
 	root := rootOfLocks(t)
 	r := tierlock(t, "ls", root)
-	r.want(t, exitOK, "4 locks, 4 held, 1 waiting")
-	if n := strings.Count(r.stdout, "\n"); n != 6 || !strings.HasPrefix(r.stdout, "LOCK ") {
-		t.Fatalf("want a header, 4 locks and a total, %d lines:\n%s", n, r.stdout)
+	r.want(t, exitOK, "4 locks, 4 held, 1 process waiting")
+	if n := strings.Count(r.stdout, "\n"); n != 9 || !strings.HasPrefix(r.stdout, "LOCK ") ||
+		!strings.HasSuffix(r.stdout, "\n4 locks, 4 held, 1 process waiting\n") {
+		t.Fatalf("want a header, 4 locks, a legend of 3 lines and the total last, %d lines:\n%s", n, r.stdout)
 	}
-	wantRows(t, r.stdout,
-		[]string{"job-0", "lock", "1", `label="worker-0"`},
-		[]string{"job-1", "lock", "0", `label="worker-1"`},
-		[]string{"job-2", "lock", "0", `label="worker-2"`},
-		[]string{"nested/job-9", "lock", "0", fmt.Sprintf("pid=%d", os.Getpid())})
+	wantLock(t, r.stdout, "job-0", "lock", "1", `"worker-0"`)
+	wantLock(t, r.stdout, "job-1", "lock", "0", `"worker-1"`)
+	wantLock(t, r.stdout, "job-2", "lock", "0", `"worker-2"`)
+	wantLock(t, r.stdout, "nested/job-9", "lock", "0", fmt.Sprintf("%d@", os.Getpid()))
 	if strings.Contains(r.stdout, "  -  ") {
-		t.Errorf("a held lock without an age or a holder:\n%s", r.stdout)
+		t.Errorf("a held lock without a held time, token or holder:\n%s", r.stdout)
 	}
 
 	// Every node: -l, or a lock path itself.
@@ -209,7 +210,7 @@ func TestWatchRootCount(t *testing.T) {
 	ctx := zktest.Context(t, 30*time.Second)
 	acquire(t, ctx, newLock(t, connect(t), root+"/job-1", zklock.WithLabel("w")))
 	r := tierlock(t, "watch", "-count", "1", root)
-	r.want(t, exitOK, "TIME", "EVENT", "listed", "job-1", `label="w"`, "1 lock, 1 held, 0 waiting under "+root)
+	r.want(t, exitOK, "TIME", "EVENT", "listed", "job-1", `"w"`, "1 lock, 1 held, 0 processes waiting under "+root)
 }
 
 // A path that does not exist yet is watched as a lock; when locks appear

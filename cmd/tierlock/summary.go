@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -12,17 +13,18 @@ import (
 // A root of locks (a registry's root, a directory of lock paths) as ls and
 // watch show it: one line per lock, and a total.
 
-// lockSummary is one lock path in one line: who holds it, how many wait,
-// for how long. Its JSON keeps "path" and "nodes" of queueView, so that a
-// script written for ls -json's per-node form reads it unchanged.
+// lockSummary is one lock path in one line: who holds it, since when,
+// with which token, how many processes wait. Its JSON keeps "path" and
+// "nodes" of queueView, so that a script written for ls -json's per-node
+// form reads it unchanged.
 type lockSummary struct {
 	Path    string     `json:"path"`
 	Name    string     `json:"name"`   // the path relative to the root
 	Family  string     `json:"family"` // the families of its nodes, in queue order, comma-separated
 	Holders int        `json:"holders"`
-	Waiting int        `json:"waiting"`
-	Holder  *nodeView  `json:"holder,omitempty"` // the first holder
-	AgeSec  float64    `json:"age_seconds"`      // the first holder's node's age (since it queued)
+	Waiting int        `json:"waiting"`          // nodes that do not hold: one per waiting process (tierlock)
+	Holder  *nodeView  `json:"holder,omitempty"` // the first holder, with held_seconds and token
+	AgeSec  float64    `json:"age_seconds"`      // the first holder's node's age: since it queued, its wait included
 	Nodes   []nodeView `json:"nodes"`
 }
 
@@ -34,7 +36,11 @@ type totals struct {
 }
 
 func (t totals) String() string {
-	return fmt.Sprintf("%s, %d held, %d waiting", plural(t.Locks, "lock"), t.Held, t.Waiting)
+	procs := "processes"
+	if t.Waiting == 1 {
+		procs = "process"
+	}
+	return fmt.Sprintf("%s, %d held, %d %s waiting", plural(t.Locks, "lock"), t.Held, t.Waiting, procs)
 }
 
 // relName names lockPath relative to root ("/" keeps the whole path; the
@@ -80,9 +86,10 @@ func sum(ls []lockSummary) totals {
 	return t
 }
 
-// holderText is the HOLDER column: host, pid and label from the node's
-// data; else the holder's node, with its data when it has any (Curator
-// writes an IP address, kazoo its identifier).
+// holderText is the HOLDER column: pid@host and the label from the
+// node's data, short enough to keep the label on a line of watch; else
+// the holder's node, with its data when it has any (Curator writes an IP
+// address, kazoo its identifier).
 func (s lockSummary) holderText() string {
 	h := s.Holder
 	if h == nil {
@@ -92,7 +99,10 @@ func (s lockSummary) holderText() string {
 	var t string
 	switch {
 	case h.Host != "" || h.Pid != 0:
-		t = h.who()
+		t = strconv.Itoa(h.Pid) + "@" + h.Host // as Java names a process
+		if h.Label != "" {
+			t += " " + strconv.Quote(h.Label)
+		}
 	case h.Revoke:
 		t = name + " (revocation requested)"
 	case h.Data == "":
@@ -106,24 +116,37 @@ func (s lockSummary) holderText() string {
 	return t
 }
 
-func (s lockSummary) ageText() string {
+// queuedText is the QUEUED column: how long ago the holder queued.
+func (s lockSummary) queuedText() string {
 	if s.Holder == nil {
 		return "-"
 	}
 	return age(s.AgeSec)
 }
 
-// cells are the columns of ls's table: LOCK FAMILY WAITING AGE HOLDER.
+// cells are the columns of the table of a root (summaryHeader).
 func (s lockSummary) cells() []string {
-	return []string{s.Name, s.Family, fmt.Sprint(s.Waiting), s.ageText(), s.holderText()}
+	return []string{s.Name, s.Family, s.Holder.heldText(), s.queuedText(), s.Holder.tokenText(),
+		fmt.Sprint(s.Waiting), s.holderText()}
 }
 
-var summaryHeader = []string{"LOCK", "FAMILY", "WAITING", "AGE", "HOLDER"}
+var summaryHeader = []string{"LOCK", "FAMILY", "HELD", "QUEUED", "TOKEN", "WAITING-PROCS", "HOLDER"}
+
+// legend says what the columns of the table of a root do and do not
+// show; it follows the table, the total stays the last line.
+const legend = `HELD           since the holder took over (≥ at least; ? not in ZooKeeper: at most QUEUED, since it queued)
+TOKEN          its fencing token, as Hold.Token returns it (≥ at least: its node's czxid)
+WAITING-PROCS  nodes queued behind it, one per process; goroutines waiting inside a process are not in ZooKeeper
+`
+
+// maxWidth bounds the lines of the table of a root: the HOLDER column is
+// cut short to fit (ls -l and -json show all of it).
+const maxWidth = 120
 
 // printSummaries writes ls's view of a root: a table, one line per lock,
-// then the total.
+// the legend, then the total.
 func printSummaries(w io.Writer, ls []lockSummary) error {
-	t := &table{w: w}
+	t := &table{w: w, max: maxWidth}
 	rows := [][]string{summaryHeader}
 	for _, l := range ls {
 		rows = append(rows, l.cells())
@@ -131,22 +154,27 @@ func printSummaries(w io.Writer, ls []lockSummary) error {
 	if err := t.rows(rows...); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, sum(ls))
+	_, err := fmt.Fprint(w, legend, sum(ls), "\n")
 	return err
 }
 
 // table writes rows of aligned columns, the last column unpadded. Unlike
 // text/tabwriter it can go on writing rows later (watch's rows, one per
 // change) in the widths the first rows set, widening a column when a
-// later cell needs it.
+// later cell needs it. With max set, a last cell that would end a line
+// past max columns is cut short, to no fewer than minLast columns.
 type table struct {
 	w      io.Writer
 	widths []int
+	max    int
 }
+
+// minLast is the fewest columns max leaves the last cell.
+const minLast = 16
 
 func (t *table) rows(rows ...[]string) error {
 	for _, r := range rows {
-		for i, c := range r {
+		for i, c := range r[:len(r)-1] {
 			if i >= len(t.widths) {
 				t.widths = append(t.widths, 0)
 			}
@@ -155,16 +183,28 @@ func (t *table) rows(rows ...[]string) error {
 	}
 	var b strings.Builder
 	for _, r := range rows {
-		for i, c := range r {
+		col := 0
+		for i, c := range r[:len(r)-1] {
 			b.WriteString(c)
-			if i < len(r)-1 {
-				b.WriteString(strings.Repeat(" ", t.widths[i]-utf8.RuneCountInString(c)+2))
-			}
+			b.WriteString(strings.Repeat(" ", t.widths[i]-utf8.RuneCountInString(c)+2))
+			col += t.widths[i] + 2
 		}
+		b.WriteString(t.cut(r[len(r)-1], col))
 		b.WriteByte('\n')
 	}
 	_, err := io.WriteString(t.w, b.String())
 	return err
+}
+
+// cut shortens c, the last cell of a row starting at column col, to end
+// by column t.max, an ellipsis marking the cut.
+func (t *table) cut(c string, col int) string {
+	room := max(t.max-col, minLast)
+	if t.max == 0 || utf8.RuneCountInString(c) <= room {
+		return c
+	}
+	r := []rune(c)
+	return string(r[:room-1]) + "…"
 }
 
 // summaries summarizes the queues of the lock paths under root.

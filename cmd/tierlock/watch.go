@@ -30,7 +30,8 @@ import (
 // session. Changes of a node's data (a revocation) are not watched.
 //
 // Cost per change: one getChildren with a watch (or exists), then
-// ListParticipants: one getChildren and one getData per node.
+// ListParticipants: one getChildren and one getData per node, then two or
+// three exists in flight together (readQueueStat).
 func runWatch(ctx context.Context, c *cli, args []string) error {
 	p, err := c.pathArg(args, false)
 	if err != nil {
@@ -45,6 +46,7 @@ func runWatch(ctx context.Context, c *cli, args []string) error {
 // watchLock is watch of a lock path (or of a path that does not exist).
 func (c *cli) watchLock(ctx context.Context, p string) error {
 	var last []zklock.Participant
+	seen := seenHolders{}
 	printed := 0
 	for {
 		kids, fired, err := c.arm(ctx, p, true)
@@ -61,8 +63,10 @@ func (c *cli) watchLock(ctx context.Context, p string) error {
 		if err != nil {
 			return unlessInterrupted(ctx, err)
 		}
+		listed := time.Now()
+		seen.note(p, ps, listed)
 		if printed == 0 || !sameQueue(last, ps) {
-			if err := c.printListing(p, ps); err != nil {
+			if err := c.printListing(ctx, p, ps, listed, seen); err != nil {
 				return err
 			}
 			last = ps
@@ -154,9 +158,13 @@ func sameQueue(a, b []zklock.Participant) bool {
 	})
 }
 
-func (c *cli) printListing(p string, ps []zklock.Participant) error {
+// printListing prints a listing ps of p, read at listed, with the stats
+// that bound its holder's time and token, and what the watch saw of it.
+func (c *cli) printListing(ctx context.Context, p string, ps []zklock.Participant, listed time.Time, seen seenHolders) error {
+	st := c.readQueueStat(ctx, p, ps)
 	now := time.Now()
-	q := viewOf(p, ps, now)
+	q := viewOf(p, ps, st, now)
+	seen.bound(&q, listed, now)
 	q.Time = &now
 	if c.json {
 		return printJSON(c.stdout, q)

@@ -18,10 +18,10 @@ import (
 // started included, until ctx ends or -count lines (the first listing
 // counting as one) have been printed; printed says how many listings
 // watch printed before it switched here. It prints the locks as ls does
-// (one line each, a TIME and an EVENT column added, then the total), then
-// one line each time a lock's holder or queue changes: acquired (a lock
-// that had no node has one), released (its last node went), new-holder,
-// queue (the waiters changed, or a node's data).
+// (one line each, a TIME and an EVENT column added, then the legend and
+// the total), then one line each time a lock's holder or queue changes:
+// acquired (a lock that had no node has one), released (its last node
+// went), new-holder, queue (the waiters changed, or a node's data).
 //
 // Every znode under root that is not a lock node keeps a children watch:
 // a directory's fires when a lock path (or a directory) is created or
@@ -32,19 +32,19 @@ import (
 // which re-arms it on the new session.
 //
 // Cost: one watch per znode under root on the server; per change, one
-// getChildren with a watch, and a ListParticipants of the lock that
-// changed.
+// getChildren with a watch, and a ListParticipants and readQueueStat of
+// the lock that changed.
 func (c *cli) watchRoot(ctx context.Context, root string, printed int) error {
 	w := &rootWatch{
 		c: c, root: root, printed: printed,
-		out:   &table{w: c.stdout, widths: []int{len("15:04:05.000"), len("new-holder")}},
+		out:   &table{w: c.stdout, widths: []int{len("15:04:05.000"), len("new-holder")}, max: maxWidth},
 		fired: make(chan string), done: make(chan struct{}),
-		armed: map[string]bool{}, last: map[string][]zklock.Participant{},
+		armed: map[string]bool{}, last: map[string]listing{}, seen: seenHolders{},
 	}
 	defer close(w.done) // ends the goroutines that wait for a watch
 	err := w.scan(ctx, root)
 	if err == nil {
-		err = w.printFirst()
+		err = w.printFirst(ctx)
 	}
 	for err == nil && !w.enough() {
 		select {
@@ -70,8 +70,17 @@ type rootWatch struct {
 	fired chan string   // the path of a fired watch
 	done  chan struct{} // closed when watchRoot returns
 
-	armed map[string]bool                 // znodes with a children watch set
-	last  map[string][]zklock.Participant // each lock path's queue as last shown (non-empty)
+	armed map[string]bool    // znodes with a children watch set
+	last  map[string]listing // each lock path's queue as last shown (non-empty)
+	seen  seenHolders        // each lock path's holder, and when first listed
+}
+
+// listing is a lock path's queue as read, when the read returned, and the
+// stats read after it.
+type listing struct {
+	ps []zklock.Participant
+	at time.Time
+	st queueStat
 }
 
 func (w *rootWatch) enough() bool { return w.c.count > 0 && w.printed >= w.c.count }
@@ -92,16 +101,20 @@ func (w *rootWatch) scan(ctx context.Context, p string) error {
 	}
 	w.armed[p] = true
 	go w.forward(p, fired)
-	var ps []zklock.Participant
+	var l listing
 	if slices.ContainsFunc(kids, isLockNode) {
-		if ps, err = zklock.ListParticipants(ctx, w.c.s, p); err != nil {
+		if l.ps, err = zklock.ListParticipants(ctx, w.c.s, p); err != nil {
 			return err
 		}
+		l.at = time.Now()
+		if w.started { // the first listing's are read together (printFirst)
+			l.st = w.c.readQueueStat(ctx, p, l.ps)
+		}
 	}
-	if err := w.update(p, ps); err != nil {
+	if err := w.update(p, l); err != nil {
 		return err
 	}
-	slices.Sort(kids)
+	slices.SortFunc(kids, naturalCompare)
 	for _, k := range kids {
 		if isLockNode(k) {
 			continue
@@ -134,9 +147,9 @@ func (w *rootWatch) gone(p string) error {
 			locks = append(locks, lp)
 		}
 	}
-	slices.Sort(locks)
+	slices.SortFunc(locks, comparePaths)
 	for _, lp := range locks {
-		if err := w.update(lp, nil); err != nil {
+		if err := w.update(lp, listing{}); err != nil {
 			return err
 		}
 	}
@@ -145,8 +158,10 @@ func (w *rootWatch) gone(p string) error {
 
 // update records lock path p's queue, and prints a line when it differs
 // from the one last shown.
-func (w *rootWatch) update(p string, ps []zklock.Participant) error {
+func (w *rootWatch) update(p string, l listing) error {
+	w.seen.note(p, l.ps, l.at)
 	prev, known := w.last[p]
+	ps := l.ps
 	var event string
 	switch {
 	case len(ps) == 0 && !known:
@@ -156,28 +171,31 @@ func (w *rootWatch) update(p string, ps []zklock.Participant) error {
 		delete(w.last, p)
 	case !known:
 		event = "acquired"
-	case sameQueue(prev, ps):
+	case sameQueue(prev.ps, ps):
 		return nil
-	case prev[0].Node != ps[0].Node:
+	case prev.ps[0].Node != ps[0].Node:
 		event = "new-holder"
 	default:
 		event = "queue"
 	}
 	if len(ps) > 0 {
-		w.last[p] = ps
+		w.last[p] = l
 	}
 	if !w.started {
 		return nil
 	}
-	l := w.summary(p, ps, time.Now())
+	s := w.summary(p, l, time.Now())
 	if len(ps) == 0 {
-		l.Family = w.summary(p, prev, time.Now()).Family // what it was
+		s.Family = w.summary(p, prev, time.Now()).Family // what it was
 	}
-	return w.print(event, l)
+	return w.print(event, s)
 }
 
-func (w *rootWatch) summary(p string, ps []zklock.Participant, now time.Time) lockSummary {
-	return summarize(w.root, viewOf(p, ps, now))
+// summary is the line of lock path p, listed as l, at now.
+func (w *rootWatch) summary(p string, l listing, now time.Time) lockSummary {
+	q := viewOf(p, l.ps, l.st, now)
+	w.seen.bound(&q, l.at, now)
+	return summarize(w.root, q)
 }
 
 // rootEvent is one line of watch -json on a root: a lock's state and
@@ -193,16 +211,26 @@ type rootEvent struct {
 
 var watchHeader = append([]string{"TIME", "EVENT"}, summaryHeader...)
 
-// printFirst prints every lock known after the first scan, and the total.
-func (w *rootWatch) printFirst() error {
+// printFirst prints every lock known after the first scan, with the
+// stats of them all, read together, then the legend and the total.
+func (w *rootWatch) printFirst(ctx context.Context) error {
 	w.started = true
 	w.printed++
-	now := time.Now()
 	paths := make([]string, 0, len(w.last))
+	lists := make([][]zklock.Participant, 0, len(w.last))
 	for p := range w.last {
 		paths = append(paths, p)
 	}
-	slices.Sort(paths)
+	slices.SortFunc(paths, comparePaths)
+	for _, p := range paths {
+		lists = append(lists, w.last[p].ps)
+	}
+	for i, st := range w.c.readQueueStats(ctx, paths, lists) {
+		l := w.last[paths[i]]
+		l.st = st
+		w.last[paths[i]] = l
+	}
+	now := time.Now()
 	ls := make([]lockSummary, 0, len(paths))
 	for _, p := range paths {
 		ls = append(ls, w.summary(p, w.last[p], now))
@@ -223,7 +251,7 @@ func (w *rootWatch) printFirst() error {
 	if err := w.out.rows(rows...); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w.c.stdout, "%s under %s; changes follow\n", t, w.root)
+	_, err := fmt.Fprintf(w.c.stdout, "%s%s under %s; changes follow\n", legend, t, w.root)
 	return err
 }
 
