@@ -69,9 +69,9 @@ const (
 	admitSpins    = 4                // fast-path retries before queueing
 )
 
-// taken and queued decode state.
-func taken(s int64) int64  { return s & admitUnitMask }
-func queued(s int64) int64 { return s >> 32 }
+// taken and waitersIn decode state.
+func taken(s int64) int64     { return s & admitUnitMask }
+func waitersIn(s int64) int64 { return s >> 32 }
 
 // newAdmission returns an empty queue of size units (1..math.MaxInt32).
 func newAdmission(size int64) *admission {
@@ -112,7 +112,7 @@ func badUnits(n, size int64) {
 // first attempt is here, with nothing else in the way.
 func (a *admission) acquire(ctx context.Context, n int64, closed <-chan struct{}) error {
 	s := a.state.Load()
-	if queued(s) == 0 && n >= 1 && a.size-taken(s) >= n && a.state.CompareAndSwap(s, s+n) {
+	if waitersIn(s) == 0 && n >= 1 && a.size-taken(s) >= n && a.state.CompareAndSwap(s, s+n) {
 		return nil
 	}
 	return a.acquireSpin(ctx, n, closed, s)
@@ -124,10 +124,10 @@ func (a *admission) acquire(ctx context.Context, n int64, closed <-chan struct{}
 // admitSpins more times, before acquireSlow queues it.
 func (a *admission) acquireSpin(ctx context.Context, n int64, closed <-chan struct{}, s int64) error {
 	a.checkUnits(n)
-	for i := 0; i < admitSpins && queued(s) == 0; i++ {
+	for i := 0; i < admitSpins && waitersIn(s) == 0; i++ {
 		runtime.Gosched()
 		s = a.state.Load()
-		if queued(s) == 0 && a.size-taken(s) >= n && a.state.CompareAndSwap(s, s+n) {
+		if waitersIn(s) == 0 && a.size-taken(s) >= n && a.state.CompareAndSwap(s, s+n) {
 			return nil
 		}
 	}
@@ -146,7 +146,7 @@ func (a *admission) acquireSpin(ctx context.Context, n int64, closed <-chan stru
 func (a *admission) acquireSlow(ctx context.Context, n int64, closed <-chan struct{}) error {
 	a.mu.Lock()
 	s := a.state.Add(admitWaitOne)
-	if queued(s) == 1 && a.size-taken(s) >= n {
+	if waitersIn(s) == 1 && a.size-taken(s) >= n {
 		// Nobody queued before us. Units only come back meanwhile (takers
 		// see us counted), so they still fit: take them, count us out.
 		a.state.Add(n - admitWaitOne)
@@ -196,7 +196,7 @@ func (a *admission) tryAcquire(n int64) bool {
 	a.checkUnits(n)
 	for {
 		s := a.state.Load()
-		if queued(s) != 0 || a.size-taken(s) < n {
+		if waitersIn(s) != 0 || a.size-taken(s) < n {
 			return false
 		}
 		if a.state.CompareAndSwap(s, s+n) {
@@ -212,7 +212,7 @@ func (a *admission) tryAcquire(n int64) bool {
 // Releasing more units than are taken panics, as x/sync's Release does.
 func (a *admission) release(n int64) {
 	s := a.state.Add(-n)
-	if queued(s) != 0 || n < 1 || taken(s) > a.size {
+	if waitersIn(s) != 0 || n < 1 || taken(s) > a.size {
 		a.releaseSlow(n, s)
 	}
 }
@@ -242,7 +242,7 @@ func (a *admission) releaseSlow(n, s int64) {
 // after it, under mu, and the waiter returns after receiving from ready.
 func (a *admission) handOff(n int64) bool {
 	a.checkUnits(n)
-	if queued(a.state.Load()) == 0 {
+	if waitersIn(a.state.Load()) == 0 {
 		return false
 	}
 	a.mu.Lock()
@@ -258,7 +258,7 @@ func (a *admission) handOff(n int64) bool {
 // waiters reports how many goroutines are queued (counting, for a moment,
 // one that holds mu and is deciding whether to queue). It reads one atomic
 // word and orders nothing.
-func (a *admission) waiters() int { return int(queued(a.state.Load())) }
+func (a *admission) waiters() int { return int(waitersIn(a.state.Load())) }
 
 // inUse reports how many units are taken.
 func (a *admission) inUse() int64 { return taken(a.state.Load()) }

@@ -67,7 +67,7 @@ func TestAdmissionHandOff(t *testing.T) {
 		t.Fatal("no hand-off to a queued waiter")
 	}
 	// The unit went to the waiter without ever being free.
-	if s := a.state.Load(); taken(s) != 1 || queued(s) != 0 || a.tryAcquire(1) {
+	if s := a.state.Load(); taken(s) != 1 || waitersIn(s) != 0 || a.tryAcquire(1) {
 		t.Fatalf("state %#x after the hand-off", s)
 	}
 	if err := admitResult(t, done, "handed the unit"); err != nil {

@@ -91,11 +91,11 @@ func (s *Session) authenticate(ctx context.Context) error {
 func (s *Session) addDigest(ctx context.Context, d digestCred) error {
 	cred := []byte(d.user + ":" + d.password)
 	err := s.retry(ctx, func() error {
-		gen := s.connGen.Load()
+		gen := s.link.connGen.Load()
 		if err := s.conn.AddAuth("digest", cred); err != nil {
 			return err
 		}
-		if s.connGen.Load() != gen {
+		if s.link.connGen.Load() != gen {
 			return errReauth
 		}
 		return nil
@@ -127,7 +127,7 @@ func (s *Session) awaitAuth(ctx context.Context) error {
 		return s.auth.err
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-s.ctx.Done():
+	case <-s.life.ctx.Done():
 		return ErrSessionClosed
 	}
 }

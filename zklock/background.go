@@ -8,9 +8,9 @@ import "sync"
 
 // goBackground runs fn on a goroutine the session tracks.
 func (s *Session) goBackground(fn func()) {
-	s.bg.add()
+	s.life.bg.add()
 	go func() {
-		defer s.bg.done()
+		defer s.life.bg.done()
 		fn()
 	}()
 }

@@ -3,7 +3,9 @@ package zklock_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -121,4 +123,27 @@ func TestCloseAfterPublishIsNotAGrant(t *testing.T) {
 		t.Fatalf("Acquire with Close between its grant and its return = (%v, %v), want ErrClosed", h.Node(), err)
 	}
 	eventually(t, 5*time.Second, "no node left", func() bool { return len(children(t, obs.Conn(), p)) == 0 })
+}
+
+// Session.Close while a hold stands ends the hold (ErrSessionClosed) but
+// warns of no loss: the program closed its own session (issue 31, seam 6).
+// Before, every such Close logged "lock lost" at warning level.
+func TestSessionCloseWhileHoldingWarnsOfNoLoss(t *testing.T) {
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s := connect(t, zktest.Servers(t), zklock.WithLogger(log))
+	h, err := newLock(t, s, zktest.Path(t)).Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-h.Lost()
+	if !errors.Is(h.Err(), zklock.ErrSessionClosed) {
+		t.Fatalf("hold ended by %v, want ErrSessionClosed", h.Err())
+	}
+	if out := logs.String(); strings.Contains(out, "lock lost") {
+		t.Errorf("Session.Close warned of a loss:\n%s", out)
+	}
 }

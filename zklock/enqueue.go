@@ -6,6 +6,8 @@ import (
 	"path"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
 // Queueing: an acquisition's attempt, and the creation of our node with the
@@ -24,8 +26,8 @@ var errNodeGone = errors.New("zklock: lock node vanished while queued")
 // queued.
 var errBusyDelete = errors.New("zklock: previous node not yet deleted")
 
-// queued is our node in the queue, as enqueue leaves it.
-type queued struct {
+// ourNode is our node in the queue, as enqueue leaves it.
+type ourNode struct {
 	node  string  // full path
 	owner int64   // the session that created it
 	q     []entry // the pipelined listing, sorted; nil when it failed or missed our node
@@ -38,8 +40,8 @@ type queued struct {
 // queued.
 func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 	s := l.s
-	s.queued(1)
-	defer s.queued(-1)
+	s.countWaiting(1)
+	defer s.countWaiting(-1)
 	n, err := l.enqueue(ctx, wait)
 	if errors.Is(err, errBusyDelete) {
 		return nil, nil
@@ -57,7 +59,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 	// Even a node found gone is deleted: should the finding be wrong, a
 	// node left behind would block the queue for the session's life (the
 	// delete ends at once if it is gone or its session is over).
-	s.queueDelete(l.path, n.node, n.owner)
+	s.dels.add(l.path, n.node, n.owner)
 	return nil, err
 }
 
@@ -69,12 +71,12 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 // outcome is unknown (any error that is not the server's answer) may have
 // been applied: before creating another, enqueueAgain looks for our GUID
 // (protection mode), so no orphan blocks the queue.
-func (l *Lock) enqueue(ctx context.Context, wait bool) (queued, error) {
+func (l *Lock) enqueue(ctx context.Context, wait bool) (ourNode, error) {
 	s := l.s
 	// Credentials first (WithDigestAuth): a create under an ACL that
 	// only they satisfy would be refused, or made anonymous.
 	if err := s.awaitAuth(ctx); err != nil {
-		return queued{}, err
+		return ourNode{}, err
 	}
 	guid := newGUID()
 	prefix := l.path + "/" + protectedPrefix + guid + l.marker
@@ -83,16 +85,16 @@ func (l *Lock) enqueue(ctx context.Context, wait bool) (queued, error) {
 	case err == nil:
 		return n, nil
 	case errors.Is(err, errBusyDelete):
-		return queued{}, err // nothing was sent
+		return ourNode{}, err // nothing was sent
 	case ctx.Err() == nil:
 		return l.enqueueAgain(ctx, guid, prefix, err)
 	case !refusal(err) && !errors.Is(err, ctx.Err()):
 		// The create failed, its outcome unknown, as ctx ended (when ctx
 		// ended first, abandon sweeps): the node may be there.
 		l.sweepInBackground(guid)
-		return queued{}, ctx.Err()
+		return ourNode{}, ctx.Err()
 	}
-	return queued{}, err
+	return ourNode{}, err
 }
 
 // createAndList is one create of our node with the listing pipelined
@@ -103,42 +105,42 @@ func (l *Lock) enqueue(ctx context.Context, wait bool) (queued, error) {
 // delete would wait behind the session's whole backlog, its node first in
 // its queue all the while, where the flusher, exempt from the bound, sends
 // it within foldWait (model/deletes.pml, MUTANT_TAKE_BEFORE_ADMISSION).
-func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (queued, error) {
+func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (ourNode, error) {
 	s := l.s
-	if err := s.flight.acquire(ctx, 2, s.ctx.Done()); err != nil {
-		return queued{}, err
+	if err := s.flight.acquire(ctx, 2, s.life.ctx.Done()); err != nil {
+		return ourNode{}, err
 	}
 	stale, err := l.takeDelete(ctx, wait)
 	if err != nil {
 		s.flight.giveBack()
 		s.flight.giveBack()
-		return queued{}, err
+		return ourNode{}, err
 	}
 	if stale == nil && l.pathKnown.Load() {
-		stale = s.takeOther()
+		stale = s.dels.takeOther()
 	}
-	var n queued
+	var n ourNode
 	var dropped bool
-	c := s.pipelined(ctx, prefix, true, true, func() error {
+	c := s.pipeline(ctx, prefix, request{write: true, admitted: true, do: func() error {
 		var err error
 		n.node, n.owner, dropped, err = l.create(prefix, stale)
 		return err
-	}, opCreate, opMulti)
+	}}, wire.OpCreate, wire.OpMulti)
 	if stale != nil {
-		s.deleteSent(stale) // on the wire: a create on its path may follow
+		s.dels.sent(stale) // on the wire: a create on its path may follow
 	}
 	children, stat, lerr := l.listBehind(ctx)
 	select {
 	case <-c.fin:
 	case <-ctx.Done():
 		l.abandon(c, prefix, &n, &dropped, stale)
-		return queued{}, ctx.Err()
+		return ourNode{}, ctx.Err()
 	}
 	if stale != nil && !dropped {
 		s.deleteInBackground(stale.node, stale.owner) // the multi did not run
 	}
 	if c.err != nil {
-		return queued{}, c.err
+		return ourNode{}, c.err
 	}
 	l.pathKnown.Store(true)
 	if lerr == nil {
@@ -160,20 +162,50 @@ func (l *Lock) listBehind(ctx context.Context) ([]string, *zk.Stat, error) {
 		s.flight.giveBack()
 		return nil, nil, ctx.Err()
 	}
-	// Written by the request's goroutine, read only after await returned
+	// Written by the request's goroutine, read only after wait returned
 	// nil (close(c.fin) happens before): on ctx's end the request may
 	// still be running, and these must not be touched.
 	var children []string
 	var stat *zk.Stat
-	err := s.await(ctx, s.launch(true, false, func() error {
+	err := s.launch(request{admitted: true, do: func() error {
 		c, st, err := s.conn.Children(l.path)
 		if err == nil {
 			children, stat = c, st
 		}
 		return err
-	}))
+	}}).wait(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	return children, stat, nil
+}
+
+// takeDelete returns the pending delete of the session that our create
+// carries, after waiting until this path's delete is on the wire (see
+// deleteQueue.take). TryAcquire does not wait through a disconnection:
+// the lock counts as taken (by our own old node) until the delete can be
+// sent.
+func (l *Lock) takeDelete(ctx context.Context, wait bool) (*pendingDelete, error) {
+	s := l.s
+	for {
+		d, inFlight := s.dels.take(l.path)
+		if inFlight == nil {
+			return d, nil
+		}
+		changed := s.stateChanged()
+		if !wait && s.State() != StateConnected {
+			select {
+			case <-inFlight:
+				continue
+			default:
+				return nil, errBusyDelete
+			}
+		}
+		select { // microseconds while connected: the delete is being written
+		case <-inFlight:
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }

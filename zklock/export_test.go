@@ -3,35 +3,31 @@ package zklock
 import (
 	"sync"
 	"time"
+
+	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
 // Test seams over the wire tap of a session made by Connect.
 
 // Request opcodes, for the hooks below.
 const (
-	OpCreate             = opCreate
-	OpDelete             = opDelete
+	OpCreate             = wire.OpCreate
+	OpDelete             = wire.OpDelete
 	OpExists       int32 = 3
-	OpGetData            = int32(4)
-	OpSetData            = int32(5)
-	OpSync               = opSync
-	OpGetChildren2       = int32(12)
-	OpMulti              = opMulti
+	OpGetData            = wire.OpGetData
+	OpSetData            = wire.OpSetData
+	OpSync               = wire.OpSync
+	OpGetChildren2       = wire.OpGetChildren2
+	OpMulti              = wire.OpMulti
 )
 
 // SetWriteHook runs fn before every request s writes; a non-nil error
 // fails that write as a failed socket write would (go-zookeeper gets the
 // error, and the connection is closed). nil removes the hook.
-func SetWriteHook(s *Session, fn func(op int32, b []byte) error) {
-	if fn == nil {
-		s.tap.onWrite.Store(nil)
-		return
-	}
-	s.tap.onWrite.Store(&fn)
-}
+func SetWriteHook(s *Session, fn func(op int32, b []byte) error) { s.tap.SetOnWrite(fn) }
 
 // Written reports how many requests with opcode op s has written.
-func Written(s *Session, op int32) int64 { return s.tap.written[op].Load() }
+func Written(s *Session, op int32) int64 { return s.tap.Written(op) }
 
 // SetPollEvery sets how often sessions made by NewSession poll their
 // connection's state, and returns the function that restores it.
@@ -51,9 +47,9 @@ func SetTxnSkipLostCheck(on bool) (restore func()) {
 
 // LeaseValid reports whether s's lease would let a hold be granted now.
 func LeaseValid(s *Session) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lease.validLocked(time.Now())
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	return s.st.lease.validLocked(time.Now())
 }
 
 // SetAuthDelayForTest delays the sending of every session's credentials by
@@ -121,8 +117,7 @@ func SetCreatedHookForTest(fn func()) {
 // its writes to be queued for the flusher (0: always), and returns the
 // function that restores it.
 func SetBatchFromForTest(n int32) (restore func()) {
-	old := batchFrom.Swap(n)
-	return func() { batchFrom.Store(old) }
+	return wire.SetBatchFrom(n)
 }
 
 // PendingDeletesForTest returns how many released nodes s still keeps in
@@ -146,7 +141,7 @@ func SetAcquiredHookForTest(fn func(*Lock)) {
 // QueueDeleteForTest queues the delete of node, created by s's current
 // session, as a release on the lock at path does.
 func QueueDeleteForTest(s *Session, path, node string) {
-	s.queueDelete(path, node, s.conn.SessionID())
+	s.dels.add(path, node, s.conn.SessionID())
 }
 
 // UntakenDeletesForTest returns how many of s's pending deletes wait for a

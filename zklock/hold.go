@@ -108,8 +108,7 @@ func (h *Hold) Release() error {
 	// Whether the hold was lost is decided before its node is given up.
 	lost := h.isLost()
 	h.released.Store(true)
-	h.end()
-	h.drop()
+	h.giveUp()
 	if lost {
 		return fmt.Errorf("%w: %w", ErrLockLost, h.cause)
 	}
@@ -126,9 +125,11 @@ func (h *Hold) isLost() bool {
 }
 
 // lose ends the hold with cause, once: it closes lost, tells the lock's
-// loss handler, and gives the node up (the delete waits for the connection
-// if need be, and is moot when the session is gone). It may run on
-// go-zookeeper's event goroutine: nothing here blocks.
+// loss handler (unless the hold was released), and gives the hold up (the
+// delete waits for the connection if need be, and is moot when the session
+// is gone). A hold ended by its own Session's Close is not warned of: the
+// program closed it. It may run on go-zookeeper's event goroutine: nothing
+// here blocks.
 func (h *Hold) lose(cause error) {
 	first := false
 	h.lostOnce.Do(func() {
@@ -139,21 +140,21 @@ func (h *Hold) lose(cause error) {
 	if !first {
 		return
 	}
-	h.end()
-	if h.released.Load() {
-		return
+	if l := h.l; !h.released.Load() {
+		if !errors.Is(cause, ErrSessionClosed) {
+			l.s.log.Warn("lock lost", "node", h.node, "cause", cause)
+		}
+		if l.onLost != nil {
+			l.onLost(h.node, cause)
+		}
 	}
-	l := h.l
-	l.s.log.Warn("lock lost", "node", h.node, "cause", cause)
-	if l.onLost != nil {
-		l.onLost(h.node, cause)
-	}
-	h.drop()
+	h.giveUp()
 }
 
-// end takes the hold out of the session's valid holds and stops its
-// own-node watch.
-func (h *Hold) end() {
+// giveUp is every hold's end, by Release or by lose: the hold leaves the
+// session's valid holds, its own-node watch stops, and its node is deleted
+// (once).
+func (h *Hold) giveUp() {
 	h.l.s.forget(h)
 	h.mu.Lock()
 	t, unwatch := h.watching, h.unwatch
@@ -165,16 +166,13 @@ func (h *Hold) end() {
 	if unwatch != nil {
 		unwatch()
 	}
-}
-
-// drop deletes the hold's node once, through the session's pending
-// deletes, so that the session's next create on the path queues behind it.
-func (h *Hold) drop() {
+	// Through the session's delete queue, so that its next create on the
+	// path queues behind the delete.
 	h.dropOnce.Do(func() {
 		if h.l.s.hardStopped() {
 			return // the session's close deletes it
 		}
-		h.l.s.queueDelete(h.l.path, h.node, h.owner)
+		h.l.s.dels.add(h.l.path, h.node, h.owner)
 	})
 }
 
@@ -192,7 +190,7 @@ func (h *Hold) drop() {
 
 // armWatch arms the own-node watch when it is worth it (see above).
 func (h *Hold) armWatch() {
-	d := h.l.s.lease.bound()
+	d := h.l.s.st.lease.bound()
 	if h.revoked != nil {
 		d = 0
 	}
@@ -243,7 +241,7 @@ func (h *Hold) watchOwn() {
 		case e := <-ev:
 			h.onOwnEvent(e)
 		case <-h.lost:
-		case <-s.ctx.Done():
+		case <-s.life.ctx.Done():
 		}
 	}
 }

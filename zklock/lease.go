@@ -117,11 +117,11 @@ func (le *lease) bound() time.Duration {
 func (le *lease) period() time.Duration { return le.s.timeout() / 8 }
 
 // validLocked reports whether holds may be granted now: the deadline is
-// ahead. s.mu is held.
+// ahead. s.st.mu is held.
 func (le *lease) validLocked(now time.Time) bool { return now.Before(le.deadline) }
 
 // reset forgets the deadline: it was earned by a session that is over.
-// s.mu is held.
+// s.st.mu is held.
 func (le *lease) reset() { le.deadline, le.proofAt = time.Time{}, time.Time{} }
 
 // wake asks the renewer to look at the session again.
@@ -159,7 +159,7 @@ func (s *Session) LeaseStats() LeaseStats {
 	if s == nil {
 		return LeaseStats{}
 	}
-	le := &s.lease
+	le := &s.st.lease
 	return LeaseStats{Waits: le.waits.Load(), Lapses: le.lapses.Load(), LateProofs: le.late.Load(),
 		LastLateRoundTrip: time.Duration(le.lateRTT.Load()), Bound: le.bound()}
 }
@@ -188,16 +188,16 @@ func (le *lease) tooLate(rtt time.Duration) {
 // tap's count of writes when it was queued, when it was queued, and the
 // session it was queued in.
 type proof struct {
-	mark   int64
-	queued time.Time
-	id     int64
+	mark int64
+	at   time.Time
+	id   int64
 }
 
 // newProof notes a request about to be queued.
 func (s *Session) newProof() proof {
-	p := proof{queued: time.Now(), id: s.conn.SessionID()}
+	p := proof{at: time.Now(), id: s.conn.SessionID()}
 	if s.tap != nil {
-		p.mark = s.tap.mark()
+		p.mark = s.tap.Mark()
 	}
 	return p
 }
@@ -205,19 +205,19 @@ func (s *Session) newProof() proof {
 // proved renews the lease with p's request, which succeeded: from its send
 // time (see the argument above), if it was sent in the current session.
 func (s *Session) proved(p proof) {
-	sent := p.queued
+	sent := p.at
 	if s.tap != nil {
-		at, prev, ok := s.tap.firstWriteAfter(p.mark)
+		at, prev, ok := s.tap.FirstWriteAfter(p.mark)
 		if !ok {
 			return // too many writes since: its send time is not known
 		}
 		sent = at
-		if cp := prev.Add(s.lease.period()); !prev.IsZero() && cp.Before(sent) {
+		if cp := prev.Add(s.st.lease.period()); !prev.IsZero() && cp.Before(sent) {
 			sent = cp
 		}
 	}
 	if s.renewFrom(p, sent) {
-		s.lease.tooLate(time.Since(sent))
+		s.st.lease.tooLate(time.Since(sent))
 	}
 }
 
@@ -225,10 +225,10 @@ func (s *Session) proved(p proof) {
 // was sent in the current session; it reports a proof too late to renew
 // anything (its deadline already past).
 func (s *Session) renewFrom(p proof, sent time.Time) (late bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	le := &s.lease
-	if p.id == 0 || p.id != s.sessionID || s.conn.SessionID() != p.id || s.closed {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	le := &s.st.lease
+	if p.id == 0 || p.id != s.st.sessionID || s.conn.SessionID() != p.id || s.st.closed {
 		return false
 	}
 	d := sent.Add(le.bound())
@@ -236,8 +236,8 @@ func (s *Session) renewFrom(p proof, sent time.Time) (late bool) {
 		le.deadline = d
 		le.armLocked()
 	}
-	if p.queued.After(le.proofAt) {
-		le.proofAt = p.queued
+	if p.at.After(le.proofAt) {
+		le.proofAt = p.at
 	}
 	return !d.After(time.Now())
 }
@@ -251,12 +251,12 @@ func (s *Session) renewFrom(p proof, sent time.Time) (late bool) {
 // (send.go): it must not wait behind the requests it is to vouch for.
 func (le *lease) refresh() <-chan struct{} {
 	s := le.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
 	if le.inflight != nil {
 		return le.inflight
 	}
-	if s.closed {
+	if s.st.closed {
 		return closed.Chan
 	}
 	done := make(chan struct{})
@@ -270,9 +270,9 @@ func (le *lease) refresh() <-chan struct{} {
 		} else {
 			s.log.Debug("session not confirmed", "err", err)
 		}
-		s.mu.Lock()
+		s.st.mu.Lock()
 		le.inflight = nil
-		s.mu.Unlock()
+		s.st.mu.Unlock()
 		close(done)
 	})
 	return done
@@ -285,9 +285,9 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// armLocked sets the deadline timer while holds exist. s.mu is held.
+// armLocked sets the deadline timer while holds exist. s.st.mu is held.
 func (le *lease) armLocked() {
-	if len(le.s.holds) == 0 {
+	if len(le.s.st.holds) == 0 {
 		return
 	}
 	d := time.Until(le.deadline)
@@ -302,18 +302,18 @@ func (le *lease) armLocked() {
 // of the session ends.
 func (le *lease) lapse() {
 	s := le.s
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	s.st.mu.Lock()
+	if s.st.closed {
+		s.st.mu.Unlock()
 		return
 	}
 	if now := time.Now(); le.validLocked(now) {
 		le.armLocked()
-		s.mu.Unlock()
+		s.st.mu.Unlock()
 		return
 	}
 	lost := s.takeHolds()
-	s.mu.Unlock()
+	s.st.mu.Unlock()
 	if len(lost) > 0 {
 		le.lapses.Add(1)
 		s.log.Warn("session not confirmed with the leader in time: holds end", "holds", len(lost), "bound", le.bound())
@@ -332,15 +332,15 @@ func (le *lease) renew() {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for !s.isClosed() {
-		s.mu.Lock()
-		active := len(s.holds) > 0 || s.waiting > 0
+		s.st.mu.Lock()
+		active := len(s.st.holds) > 0 || s.st.waiting > 0
 		// A sync is due a period after the latest proof, or the latest
 		// sync, was queued: timed from the queueing, so that a backlog
 		// that delays every write by more than a period still leaves the
 		// syncs back to back (a delay up to the lease's bound is then
 		// tolerated), and a sync that fails is sent again a period later.
 		due := time.Until(later(le.proofAt, le.syncAt).Add(le.period()))
-		s.mu.Unlock()
+		s.st.mu.Unlock()
 		changed := s.stateChanged()
 		switch {
 		case active && s.State() != StateConnected:
@@ -355,7 +355,7 @@ func (le *lease) renew() {
 		case active:
 			select {
 			case <-le.refresh():
-			case <-s.ctx.Done():
+			case <-s.life.ctx.Done():
 			}
 		default:
 			le.idle(changed, nil)
@@ -370,17 +370,17 @@ func (le *lease) idle(changed <-chan struct{}, wake <-chan time.Time) {
 	case <-wake:
 	case <-changed:
 	case <-le.kick:
-	case <-le.s.ctx.Done():
+	case <-le.s.life.ctx.Done():
 	}
 }
 
 // stop ends the timer; the renewer ends with the session's context.
 func (le *lease) stop() {
-	le.s.mu.Lock()
+	le.s.st.mu.Lock()
 	if le.timer != nil {
 		le.timer.Stop()
 	}
-	le.s.mu.Unlock()
+	le.s.st.mu.Unlock()
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

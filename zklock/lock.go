@@ -256,8 +256,7 @@ func (l *Lock) publish(h *Hold) error {
 	l.mu.Unlock()
 	if closed {
 		h.released.Store(true)
-		h.end()
-		h.drop()
+		h.giveUp()
 		return ErrClosed
 	}
 	h.armWatch()

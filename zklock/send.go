@@ -2,12 +2,8 @@ package zklock
 
 import (
 	"context"
-	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 )
 
 // What the session's locks send, and how:
@@ -26,10 +22,10 @@ import (
 //
 // go-zookeeper's calls block until the reply and cannot be withdrawn, so
 // an acquisition's request runs on a goroutine of the session's for its
-// round trip while the caller waits for it or for its ctx (call), and a
+// round trip while the caller waits for it or for its ctx (send), and a
 // request that must go out before its predecessor's reply (the listing
 // behind a create) is sent once the predecessor is on the wire
-// (pipelined). Between requests, while it waits for its watch, an
+// (pipeline). Between requests, while it waits for its watch, an
 // acquisition has no goroutine but the caller's.
 
 // inflight bounds the requests in flight, adapting the bound to the round
@@ -49,7 +45,7 @@ type inflight struct {
 const (
 	minInflight   = 16
 	startInflight = 256
-	maxInflight   = 2048 // well below the tap's ring: see wireTap
+	maxInflight   = 2048 // well below the tap's ring: see wire.RingSize
 )
 
 // acquire admits k requests (1 or 2), waiting in order behind earlier
@@ -136,91 +132,50 @@ type waitingFlight struct {
 	ready chan struct{} // closed, under mu, when admitted
 }
 
-// do runs req, one request of the session's locks, once the bound admits
-// it; when it is a write and succeeds, it renews the lease.
-func (s *Session) do(ctx context.Context, write bool, req func() error) error {
-	if err := s.flight.acquire(ctx, 1, s.ctx.Done()); err != nil {
+// request is one request of the session's locks: do makes it on the
+// connection (it must write its results only into variables its caller
+// reads after the request ended well: on ctx's end the request may still
+// be running); write says that its success proves the session alive at the
+// leader (a write: it renews the lease); admitted, that it holds a place in
+// the bound on requests in flight, given back when it ends (otherwise it is
+// exempt: a delete, a request pipelined behind its admitted create).
+type request struct {
+	do       func() error
+	write    bool
+	admitted bool
+}
+
+// The session's two verbs for its locks' requests: send, for a plain
+// request, and pipeline, for a request that must be on the wire before the
+// next one is sent. go-zookeeper's calls block until the reply and cannot
+// be withdrawn, so both run the request on a goroutine of the session's
+// (launch): a caller that must honour its ctx leaves it to finish in the
+// background.
+
+// send admits r under the bound (the caller waits for its place itself, so
+// a request waiting for one has no goroutine of its own), makes it, and
+// waits for it or for ctx.
+func (s *Session) send(ctx context.Context, r request) error {
+	if err := s.flight.acquire(ctx, 1, s.life.ctx.Done()); err != nil {
 		return err
 	}
-	return s.run(true, write, req)
+	r.admitted = true
+	return s.launch(r).wait(ctx)
 }
 
-// run runs req; admitted, it gives its place in the bound back after.
-func (s *Session) run(admitted, write bool, req func() error) error {
-	p := proof{queued: time.Now()}
-	if write {
-		p = s.newProof()
-	}
-	if s.tap != nil {
-		s.tap.out.Add(1)
-	}
-	err := req()
-	if s.tap != nil {
-		s.tap.out.Add(-1)
-	}
-	if admitted {
-		s.flight.release(time.Since(p.queued), s.lease.bound()/8)
-	}
-	if write && err == nil {
-		s.proved(p)
-	}
-	return err
-}
-
-// call is do with req on a goroutine of the session's, while the caller
-// waits for it or for ctx: go-zookeeper cannot withdraw a request once
-// queued, so a caller that must honour its ctx (an acquisition, whose
-// request can sit behind a stalled socket) leaves it to finish in the
-// background. The caller waits for admission itself, so a request waiting
-// for a place has no goroutine of its own. req must write its results only
-// into variables the caller reads after a nil return.
-func (s *Session) call(ctx context.Context, write bool, req func() error) error {
-	if err := s.flight.acquire(ctx, 1, s.ctx.Done()); err != nil {
-		return err
-	}
-	return s.await(ctx, s.launch(true, write, req))
-}
-
-// call is a request running on a goroutine of the session's.
-type call struct {
-	fin chan struct{} // closed once err is written
-	err error
-}
-
-// launch runs req on a goroutine of the session's: admitted already
-// (admitted), or exempt from the bound.
-func (s *Session) launch(admitted, write bool, req func() error) *call {
-	c := &call{fin: make(chan struct{})}
-	s.goBackground(func() {
-		c.err = s.run(admitted, write, req)
-		close(c.fin)
-	})
-	return c
-}
-
-// await waits for c, or for ctx.
-func (s *Session) await(ctx context.Context, c *call) error {
-	select {
-	case <-c.fin:
-		return c.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// pipelined launches req (one request whose first path is key, with one
-// of opcodes), and returns once it is on the wire (the tap saw it written:
-// a request queued after that is written after it), once it completed, or
-// once ctx ended. Without a tap (NewSession) or under WithoutPipelining it
-// returns once req completed or ctx ended.
-func (s *Session) pipelined(ctx context.Context, key string, admitted, write bool, req func() error, opcodes ...int32) *call {
+// pipeline starts r, one request whose first path is key, with one of
+// opcodes (admitted already, or exempt), and returns once it is on the
+// wire (the tap saw it written: a request sent after that is written after
+// it), once it ended, or once ctx ended. Without a tap (NewSession) or
+// under WithoutPipelining it returns once r ended or ctx ended.
+func (s *Session) pipeline(ctx context.Context, key string, r request, opcodes ...int32) *call {
 	var sent <-chan struct{}
 	if s.tap != nil && !s.cfg.noPipelining {
-		w := s.tap.expect(key, opcodes...)
-		defer s.tap.forget(key, w)
-		sent = w.sent
+		w := s.tap.Expect(key, opcodes...)
+		defer s.tap.Forget(key, w)
+		sent = w.Sent()
 	}
-	c := s.launch(admitted, write, req)
+	c := s.launch(r)
 	select {
 	case <-sent:
 	case <-c.fin:
@@ -229,60 +184,52 @@ func (s *Session) pipelined(ctx context.Context, key string, admitted, write boo
 	return c
 }
 
-// create sends our node's create (carrying stale's delete) and reports the
-// node, its owner and whether stale's node is gone. A create answered
-// while the session changed (a pause past the session's life, say) fails
-// with errSessionChanged: the node may be the old session's, gone with it,
-// and the listing behind it from before. Its outcome is unknown, and
-// protection mode reads its true owner from the node.
-func (l *Lock) create(prefix string, stale *pendingDelete) (node string, owner int64, dropped bool, err error) {
-	s := l.s
-	before := s.conn.SessionID()
-	node, dropped, err = s.createNode(prefix, l.data, l.acl, stale)
-	if hook := testHookCreated.Load(); hook != nil {
-		(*hook)()
-	}
-	owner = s.conn.SessionID()
-	if err == nil && owner != before {
-		err = errSessionChanged
-	}
-	return node, owner, dropped, err
+// call is a request running on a goroutine of the session's.
+type call struct {
+	fin chan struct{} // closed once err is written
+	err error
 }
 
-// errSessionChanged is a create answered while the session changed: its
-// node's owner is unknown (see createAndList).
-var errSessionChanged = errors.New("zklock: the session changed while a create was out")
+// launch makes r on a goroutine of the session's.
+func (s *Session) launch(r request) *call {
+	c := &call{fin: make(chan struct{})}
+	s.goBackground(func() {
+		c.err = s.make(r)
+		close(c.fin)
+	})
+	return c
+}
 
-// testHookCreated, when a test sets it, runs in createAndList between the
-// create's answer and the read of the session that owns the node.
-var testHookCreated atomic.Pointer[func()]
+// wait waits for c, or for ctx.
+func (c *call) wait(ctx context.Context) error {
+	select {
+	case <-c.fin:
+		return c.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
-// createNode creates prefix, ephemeral and sequential, carrying d's delete
-// when d is not nil (one multi transaction; the create first, so that the
-// tap knows it by its path either way). It reports whether d's node is
-// gone: deleted, or already gone. When the delete fails (gone, or refused)
-// the create is sent alone.
-func (s *Session) createNode(prefix string, data []byte, acl []zk.ACL, d *pendingDelete) (node string, dropped bool, err error) {
-	if d == nil || d.owner != s.conn.SessionID() {
-		node, err = s.conn.Create(prefix, data, zk.FlagEphemeralSequential, acl)
-		return node, false, err
+// make makes r: it counts it out on the wire tap, gives its place in the
+// bound back after (admitted), and renews the lease when it is a write
+// that succeeded.
+func (s *Session) make(r request) error {
+	p := proof{at: time.Now()}
+	if r.write {
+		p = s.newProof()
 	}
-	res, err := s.conn.Multi(
-		&zk.CreateRequest{Path: prefix, Data: data, Acl: acl, Flags: zk.FlagEphemeralSequential},
-		&zk.DeleteRequest{Path: d.node, Version: -1})
-	switch {
-	case err == nil && len(res) == 2:
-		return res[0].String, true, nil
-	case len(res) == 2 && res[0].Error == nil && res[1].Error != nil:
-		// The carried delete failed, so the transaction did not run:
-		// create alone. Its node was already gone, or the delete was
-		// refused (an ACL on that node's path without DELETE: another
-		// lock's affair, which must not fail this acquisition); a refused
-		// delete is left to createAndList's guaranteed one.
-		node, err = s.conn.Create(prefix, data, zk.FlagEphemeralSequential, acl)
-		return node, errors.Is(res[1].Error, zk.ErrNoNode), err
-	case len(res) == 2 && res[0].Error != nil:
-		return "", false, res[0].Error
+	if s.tap != nil {
+		s.tap.Handed()
 	}
-	return "", false, err
+	err := r.do()
+	if s.tap != nil {
+		s.tap.Answered()
+	}
+	if r.admitted {
+		s.flight.release(time.Since(p.at), s.st.lease.bound()/8)
+	}
+	if r.write && err == nil {
+		s.proved(p)
+	}
+	return err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/tierlock/tierlock/internal/closed"
+	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
 // Session is one client's connection to ZooKeeper, shared by all its locks,
@@ -27,22 +28,52 @@ import (
 // Its event channel, which drops events once six are unread, is not relied
 // on.
 type Session struct {
-	conn     *zk.Conn
-	tap      *wireTap // nil when the connection is the caller's: no pipelining
-	ownsConn bool
-	cfg      sessionConfig
-	log      *slog.Logger
+	conn *zk.Conn
+	tap  *wire.Tap // nil when the connection is the caller's: no pipelining
+	link link      // what the session knows of its connection
+	cfg  sessionConfig
+	log  *slog.Logger
+	life lifetime // Close: the session's context, its background goroutines
 
+	st      sessionState // state, valid holds, the lease: under st.mu (state.go)
+	notes   notifier     // state changes for cfg.listener
+	flight  inflight     // the locks' requests in flight (send.go)
+	dels    deleteQueue  // released nodes not yet deleted (deletes.go)
+	watches watches      // watch callbacks by path (state.go)
+	auth    authGate     // see auth.go
+}
+
+// link is what a session knows of its connection besides the connection
+// itself.
+type link struct {
+	ownsConn bool
+	zc       atomic.Pointer[zk.Conn] // conn, once zk.Connect has returned it
+	connGen  atomic.Int64            // connections that reached a session, as onEvent saw them
+
+	// Under NewSession: the timeout the server granted (ns), read from the
+	// connection on each new session, and the channel the connection's
+	// Close closes (see conninfo.go); connGone is set once it has.
+	granted  atomic.Int64
+	quit     <-chan struct{}
+	connGone atomic.Bool
+}
+
+// lifetime is how a session ends: Close cancels ctx, and waits for the
+// goroutines of the session and its locks (bg).
+type lifetime struct {
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 	// hardStop is closed by Close when it closes a connection of its own:
 	// the server then ends the session, and with it every node, so guaranteed
 	// deletes can stop. Under NewSession they go on until done.
-	hardStop chan struct{}
-	bg       group // goroutines of the session and its locks
+	hardStop  chan struct{}
+	bg        group // goroutines of the session and its locks
+	closeOnce sync.Once
+}
 
-	zc atomic.Pointer[zk.Conn] // conn, once zk.Connect has returned it
-
+// sessionState is the session's state as its locks see it, under mu: the
+// lease's fields are guarded by mu too.
+type sessionState struct {
 	mu        sync.Mutex
 	state     State
 	sessionID int64
@@ -52,22 +83,6 @@ type Session struct {
 	holds     map[*Hold]struct{} // valid holds of this session's locks
 	waiting   int                // acquisitions with a node queued
 	lease     lease              // see lease.go
-
-	notes   notifier // state changes for cfg.listener
-	flight  inflight // the locks' requests in flight (send.go)
-	dels    deletes  // released nodes not yet deleted (send.go)
-	watches watches  // watch callbacks by path (state.go)
-
-	auth    authGate     // see auth.go
-	connGen atomic.Int64 // connections that reached a session, as onEvent saw them
-
-	// Under NewSession: the timeout the server granted (ns), read from the
-	// connection on each new session, and the channel the connection's
-	// Close closes (see conninfo.go); connGone is set once it has.
-	granted   atomic.Int64
-	quit      <-chan struct{}
-	connGone  atomic.Bool
-	closeOnce sync.Once
 }
 
 // Connect dials the ZooKeeper servers (host:port; a missing port means
@@ -92,9 +107,9 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 		ctx, cancel = context.WithTimeout(ctx, ConnectTimeout)
 		defer cancel()
 	}
-	s := newSession(&wireTap{closing: make(chan struct{}), dial: cfg.dialer, log: cfg.logger.With("component", "zklock")}, true, cfg)
+	s := newSession(wire.New(cfg.dialer, cfg.logger.With("component", "zklock")), true, cfg)
 	conn, _, err := zk.Connect(servers, cfg.timeout,
-		zk.WithDialer(s.tap.dialer()),
+		zk.WithDialer(s.tap.Dialer()),
 		zk.WithEventCallback(s.onEvent),
 		zk.WithLogger(zkLogger{cfg.logger}),
 		zk.WithLogInfo(false))
@@ -106,10 +121,10 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	// Events that came before conn was known were ignored: catch up.
 	s.observe(conn.State())
 	select {
-	case <-s.ready:
+	case <-s.st.ready:
 	case <-ctx.Done():
 		s.Close()
-		if dialErr := s.tap.lastDialErr(); dialErr != nil {
+		if dialErr := s.tap.LastDialErr(); dialErr != nil {
 			return nil, fmt.Errorf("zklock: connect to %v: no session: %w (last dial error: %w)", servers, ctx.Err(), dialErr)
 		}
 		return nil, fmt.Errorf("zklock: connect to %v: no session: %w", servers, ctx.Err())
@@ -150,9 +165,9 @@ func NewSession(conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*
 		return nil, err
 	}
 	s := newSession(nil, false, cfg)
-	s.quit = connQuit(conn)
+	s.link.quit = connQuit(conn)
 	select {
-	case <-s.quit:
+	case <-s.link.quit:
 		s.stop()
 		return nil, fmt.Errorf("zklock: new session: %w", zk.ErrConnectionClosed)
 	default:
@@ -161,24 +176,21 @@ func NewSession(conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*
 	s.observe(conn.State())
 	s.goBackground(func() { s.poll(events) })
 	if len(cfg.digests) > 0 {
-		s.goBackground(func() { _ = s.authenticate(s.ctx) })
+		s.goBackground(func() { _ = s.authenticate(s.life.ctx) })
 	}
 	return s, nil
 }
 
-func newSession(tap *wireTap, owns bool, cfg sessionConfig) *Session {
-	s := &Session{
-		tap: tap, ownsConn: owns, cfg: cfg,
-		log:      cfg.logger.With("component", "zklock"),
-		hardStop: make(chan struct{}),
-		ready:    make(chan struct{}),
-		changed:  make(chan struct{}),
-		holds:    make(map[*Hold]struct{}),
-	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+func newSession(tap *wire.Tap, owns bool, cfg sessionConfig) *Session {
+	s := &Session{tap: tap, cfg: cfg, log: cfg.logger.With("component", "zklock")}
+	s.link.ownsConn = owns
+	s.life.hardStop = make(chan struct{})
+	s.life.ctx, s.life.cancel = context.WithCancel(context.Background())
+	s.st.ready, s.st.changed = make(chan struct{}), make(chan struct{})
+	s.st.holds = make(map[*Hold]struct{})
 	s.notes.init(cfg.listener)
-	s.initDeletes()
-	s.lease.init(s)
+	s.dels.init(s)
+	s.st.lease.init(s)
 	s.auth.init(len(cfg.digests) > 0)
 	return s
 }
@@ -186,18 +198,18 @@ func newSession(tap *wireTap, owns bool, cfg sessionConfig) *Session {
 // start records conn and starts the session's goroutines.
 func (s *Session) start(conn *zk.Conn) {
 	s.conn = conn
-	s.zc.Store(conn)
+	s.link.zc.Store(conn)
 	if s.cfg.listener != nil {
 		s.goBackground(s.notes.run)
 	}
-	s.goBackground(s.lease.renew)
+	s.goBackground(s.st.lease.renew)
 }
 
 // stop ends a session whose connection never came up.
 func (s *Session) stop() {
-	s.cancel()
+	s.life.cancel()
 	s.notes.close()
-	s.bg.wait()
+	s.life.bg.wait()
 }
 
 // State reports the session's current state.
@@ -205,9 +217,9 @@ func (s *Session) State() State {
 	if s == nil {
 		return StateClosed
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.state
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	return s.st.state
 }
 
 // SessionID returns the id of the current ZooKeeper session (0 before the
@@ -216,9 +228,9 @@ func (s *Session) SessionID() int64 {
 	if s == nil {
 		return 0
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sessionID
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	return s.st.sessionID
 }
 
 // Conn returns the underlying go-zookeeper connection, for reads and for
@@ -244,7 +256,7 @@ func (s *Session) Done() <-chan struct{} {
 	if s == nil {
 		return closed.Chan
 	}
-	return s.ctx.Done()
+	return s.life.ctx.Done()
 }
 
 // timeout is the session timeout the loss bounds derive from: the one the
@@ -252,9 +264,9 @@ func (s *Session) Done() <-chan struct{} {
 // from the connection under NewSession), else the one asked for; the
 // smaller of the two, which only shortens the bounds.
 func (s *Session) timeout() time.Duration {
-	granted := time.Duration(s.granted.Load())
+	granted := time.Duration(s.link.granted.Load())
 	if s.tap != nil {
-		granted = time.Duration(s.tap.timeoutMs.Load()) * time.Millisecond
+		granted = s.tap.GrantedTimeout()
 	}
 	if granted > 0 {
 		return min(granted, s.cfg.timeout)
@@ -269,7 +281,7 @@ var errConnClosed = fmt.Errorf("%w: %w", ErrSessionClosed, zk.ErrConnectionClose
 // closedErr is why the session can no longer be used: it was closed, or
 // (under NewSession) its connection was.
 func (s *Session) closedErr() error {
-	if s.connGone.Load() {
+	if s.link.connGone.Load() {
 		return errConnClosed
 	}
 	return ErrSessionClosed
@@ -286,56 +298,52 @@ func (s *Session) Close() error {
 		return errNil("Session")
 	}
 	// Concurrent calls wait for the first to finish.
-	s.closeOnce.Do(s.close)
+	s.life.closeOnce.Do(s.close)
 	return nil
 }
 
 func (s *Session) close() {
 	s.closeState()
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.cancel()
-	s.lease.stop()
-	s.stopFlush()
+	s.st.mu.Lock()
+	s.st.closed = true
+	s.st.mu.Unlock()
+	s.life.cancel()
+	s.st.lease.stop()
+	s.dels.stop()
 	s.notes.close()
-	// Every goroutine of ours ends on s.ctx, on hardStop, or on a request
+	// Every goroutine of ours ends on s.life.ctx, on hardStop, or on a request
 	// that completes (the closed connection fails it at once), except the
 	// guaranteed deletes under NewSession, which end when their node or
 	// session is gone.
 	if s.tap != nil {
-		s.tap.closeOnce.Do(func() { close(s.tap.closing) })
+		s.tap.Close()
 	}
 	drained := make(chan struct{})
 	go func() {
-		s.bg.wait()
+		s.life.bg.wait()
 		close(drained)
 	}()
-	if s.ownsConn {
+	if s.link.ownsConn {
 		// Let requests in flight finish before closing the connection:
 		// go-zookeeper v1.0.4 can block its connection goroutine for ever
 		// when a request queued as Close begins also fails its write (its
 		// reply channel then gets one answer too many). Normally this takes
-		// milliseconds; a connection that is down gets closeGrace.
-		t := time.NewTimer(closeGrace)
+		// milliseconds; a connection that is down gets wire.CloseGrace.
+		t := time.NewTimer(wire.CloseGrace)
 		select {
 		case <-drained:
 		case <-t.C:
 		}
 		t.Stop()
-		close(s.hardStop)
+		close(s.life.hardStop)
 		s.conn.Close()
 	}
 	<-drained
 }
 
-// closeGrace bounds how long Close waits for requests in flight before it
-// closes a connection of its own.
-const closeGrace = time.Second
-
 func (s *Session) isClosed() bool {
 	select {
-	case <-s.ctx.Done():
+	case <-s.life.ctx.Done():
 		return true
 	default:
 		return false
@@ -344,7 +352,7 @@ func (s *Session) isClosed() bool {
 
 func (s *Session) hardStopped() bool {
 	select {
-	case <-s.hardStop:
+	case <-s.life.hardStop:
 		return true
 	default:
 		return false

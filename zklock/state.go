@@ -54,7 +54,7 @@ func (s *Session) onEvent(ev zk.Event) {
 	switch ev.Type {
 	case zk.EventSession:
 		if ev.State == zk.StateHasSession {
-			s.connGen.Add(1) // before go-zookeeper re-sends credentials: see addDigest
+			s.link.connGen.Add(1) // before go-zookeeper re-sends credentials: see addDigest
 		}
 		s.observe(ev.State)
 	default:
@@ -132,16 +132,16 @@ var pollEvery = 5 * time.Millisecond
 func (s *Session) poll(events <-chan zk.Event) {
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
-	quit := s.quit
+	quit := s.link.quit
 	for {
 		select {
 		case <-quit:
 			// The caller closed the connection: the session is over for
 			// good, and every wait on it must end.
 			quit = nil
-			s.connGone.Store(true)
+			s.link.connGone.Store(true)
 			s.closeState()
-			s.cancel()
+			s.life.cancel()
 		case ev, ok := <-events:
 			if !ok {
 				events = nil
@@ -151,7 +151,7 @@ func (s *Session) poll(events <-chan zk.Event) {
 			s.onEvent(ev)
 		case <-t.C:
 			s.observe(s.conn.State())
-		case <-s.ctx.Done():
+		case <-s.life.ctx.Done():
 			return
 		}
 	}
@@ -161,14 +161,14 @@ func (s *Session) poll(events <-chan zk.Event) {
 // must hear of a possible loss as soon as the client knows of it, so the
 // holds are ended here, synchronously.
 func (s *Session) observe(zs zk.State) {
-	conn := s.zc.Load()
+	conn := s.link.zc.Load()
 	if conn == nil {
 		return // Connect has not returned yet; it calls observe then
 	}
 	id := conn.SessionID()
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	s.st.mu.Lock()
+	if s.st.closed {
+		s.st.mu.Unlock()
 		return
 	}
 	var st State
@@ -177,27 +177,27 @@ func (s *Session) observe(zs zk.State) {
 	switch zs {
 	case zk.StateHasSession:
 		if id == 0 {
-			s.mu.Unlock()
+			s.st.mu.Unlock()
 			return
 		}
 		if s.tap == nil {
 			// zs was loaded after go-zookeeper wrote the timeout.
 			if d := grantedTimeout(conn); d > 0 {
-				s.granted.Store(int64(d))
+				s.link.granted.Store(int64(d))
 			}
 		}
-		if s.sessionID != 0 && id != s.sessionID {
+		if s.st.sessionID != 0 && id != s.st.sessionID {
 			// A new session: the old one is over, and its nodes with it,
 			// whatever events we saw or missed in between.
 			lost, cause = s.takeHolds(), ErrSessionExpired
-			s.lease.reset()
+			s.st.lease.reset()
 		}
-		s.sessionID = id
+		s.st.sessionID = id
 		st = StateConnected
 	case zk.StateDisconnected, zk.StateConnecting, zk.StateConnected:
 		// Connecting and Connected are TCP states: no session on them yet.
-		if s.state != StateConnected {
-			s.mu.Unlock()
+		if s.st.state != StateConnected {
+			s.st.mu.Unlock()
 			return
 		}
 		st = StateDisconnected
@@ -207,13 +207,13 @@ func (s *Session) observe(zs zk.State) {
 	case zk.StateExpired:
 		st = StateExpired
 		lost, cause = s.takeHolds(), ErrSessionExpired
-		s.lease.reset()
+		s.st.lease.reset()
 	default:
-		s.mu.Unlock()
+		s.st.mu.Unlock()
 		return
 	}
 	s.setStateLocked(st, id)
-	s.mu.Unlock()
+	s.st.mu.Unlock()
 	for _, h := range lost {
 		h.lose(cause)
 	}
@@ -221,17 +221,17 @@ func (s *Session) observe(zs zk.State) {
 
 // setStateLocked records st and tells whoever waits on a change.
 func (s *Session) setStateLocked(st State, id int64) {
-	if st == s.state {
+	if st == s.st.state {
 		return
 	}
-	s.state = st
-	close(s.changed)
-	s.changed = make(chan struct{})
+	s.st.state = st
+	close(s.st.changed)
+	s.st.changed = make(chan struct{})
 	if st == StateConnected {
 		select {
-		case <-s.ready:
+		case <-s.st.ready:
 		default:
-			close(s.ready)
+			close(s.st.ready)
 		}
 	}
 	s.notes.push(st)
@@ -240,62 +240,62 @@ func (s *Session) setStateLocked(st State, id int64) {
 
 // closeState moves the session to StateClosed and ends every hold.
 func (s *Session) closeState() {
-	s.mu.Lock()
-	if s.state == StateClosed {
-		s.mu.Unlock()
+	s.st.mu.Lock()
+	if s.st.state == StateClosed {
+		s.st.mu.Unlock()
 		return
 	}
 	lost := s.takeHolds()
-	s.setStateLocked(StateClosed, s.sessionID)
-	s.mu.Unlock()
+	s.setStateLocked(StateClosed, s.st.sessionID)
+	s.st.mu.Unlock()
 	for _, h := range lost {
 		h.lose(ErrSessionClosed)
 	}
 }
 
-// takeHolds empties the set of valid holds and returns them. s.mu is held.
+// takeHolds empties the set of valid holds and returns them. s.st.mu is held.
 func (s *Session) takeHolds() []*Hold {
-	if len(s.holds) == 0 {
+	if len(s.st.holds) == 0 {
 		return nil
 	}
-	hs := make([]*Hold, 0, len(s.holds))
-	for h := range s.holds {
+	hs := make([]*Hold, 0, len(s.st.holds))
+	for h := range s.st.holds {
 		hs = append(hs, h)
 	}
-	clear(s.holds)
+	clear(s.st.holds)
 	return hs
 }
 
 // forget removes h from the valid holds (released, or lost by its own
 // watch).
 func (s *Session) forget(h *Hold) {
-	s.mu.Lock()
-	delete(s.holds, h)
-	s.mu.Unlock()
+	s.st.mu.Lock()
+	delete(s.st.holds, h)
+	s.st.mu.Unlock()
 }
 
 // stateChanged returns a channel closed at the next state change.
 func (s *Session) stateChanged() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	return s.st.changed
 }
 
 // The admission decision: whether a hold may begin. Package zklock's lock
 // files ask the session here, and only here; the answer rests on the
 // session's state and its lease (lease.go).
 
-// queued counts an acquisition that has (or is creating) a node, so that
-// the lease is kept fresh for its grant.
-func (s *Session) queued(delta int) {
-	s.mu.Lock()
-	s.waiting += delta
+// countWaiting counts an acquisition that has (or is creating) a node, so
+// that the lease is kept fresh for its grant.
+func (s *Session) countWaiting(delta int) {
+	s.st.mu.Lock()
+	s.st.waiting += delta
 	// The renewer only needs waking when the session becomes active: it
 	// then keeps itself awake while anything has a node.
-	wake := delta > 0 && s.waiting == delta && len(s.holds) == 0
-	s.mu.Unlock()
+	wake := delta > 0 && s.st.waiting == delta && len(s.st.holds) == 0
+	s.st.mu.Unlock()
 	if wake {
-		s.lease.wake()
+		s.st.lease.wake()
 	}
 }
 
@@ -307,16 +307,16 @@ func (s *Session) queued(delta int) {
 // begin.
 func (s *Session) grant(ctx context.Context, h *Hold) error {
 	for attempt := 0; ; attempt++ {
-		s.mu.Lock()
+		s.st.mu.Lock()
 		verdict := s.grantableLocked(h)
 		if verdict == grantNow {
-			s.holds[h] = struct{}{}
-			s.lease.armLocked()
-			s.mu.Unlock()
+			s.st.holds[h] = struct{}{}
+			s.st.lease.armLocked()
+			s.st.mu.Unlock()
 			return nil
 		}
-		changed := s.changed
-		s.mu.Unlock()
+		changed := s.st.changed
+		s.st.mu.Unlock()
 		switch verdict {
 		case grantClosed:
 			return s.closedErr()
@@ -341,18 +341,18 @@ const (
 
 func (s *Session) grantableLocked(h *Hold) int {
 	switch {
-	case s.closed:
+	case s.st.closed:
 		return grantClosed
 	case h.owner != s.conn.SessionID():
 		// The client holds another session (or none, after an expiry).
 		return grantGone
-	case h.owner != s.sessionID:
+	case h.owner != s.st.sessionID:
 		// Under NewSession the state is polled: wait for it rather than
 		// give up a node that exists.
 		return grantLag
-	case s.state != StateConnected && !(s.cfg.expiryOnly && s.state == StateDisconnected):
+	case s.st.state != StateConnected && !(s.cfg.expiryOnly && s.st.state == StateDisconnected):
 		return grantDown
-	case !s.lease.validLocked(time.Now()):
+	case !s.st.lease.validLocked(time.Now()):
 		return grantLease
 	}
 	return grantNow
@@ -365,9 +365,9 @@ func (s *Session) awaitGrantable(ctx context.Context, verdict, attempt int, chan
 	switch verdict {
 	case grantLease:
 		if attempt == 0 {
-			s.lease.waits.Add(1)
+			s.st.lease.waits.Add(1)
 		}
-		refreshed = s.lease.refresh()
+		refreshed = s.st.lease.refresh()
 	case grantLag:
 		lag = time.After(5 * time.Millisecond) // a polled state catches up within a tick
 	}
@@ -383,7 +383,7 @@ func (s *Session) awaitGrantable(ctx context.Context, verdict, attempt int, chan
 	case <-changed:
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-s.ctx.Done():
+	case <-s.life.ctx.Done():
 		return s.closedErr()
 	}
 	return nil

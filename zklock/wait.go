@@ -26,7 +26,7 @@ import (
 // the queue, which is at least our node's creation zxid and, since a
 // successor can only lead on a listing taken after our node's deletion,
 // strictly below every later holder's token.
-func (l *Lock) waitTurn(ctx context.Context, n *queued, wait bool) (token int64, leads bool, err error) {
+func (l *Lock) waitTurn(ctx context.Context, n *ourNode, wait bool) (token int64, leads bool, err error) {
 	w := &waiter{l: l, n: n, name: path.Base(n.node), pos: l.newPositions(n.node, wait)}
 	defer w.stop()
 	for {
@@ -74,7 +74,7 @@ func (l *Lock) waitTurn(ctx context.Context, n *queued, wait bool) (token int64,
 // the predecessor holds), and the re-check timer.
 type waiter struct {
 	l       *Lock
-	n       *queued
+	n       *ourNode
 	name    string
 	pos     *positions
 	watched string                  // the watched path (childrenWatched for the queue); "" when none
@@ -94,13 +94,13 @@ func (w *waiter) list(ctx context.Context) error {
 	s := w.l.s
 	var children []string
 	var stat *zk.Stat
-	err := s.call(ctx, false, func() error {
+	err := s.send(ctx, request{do: func() error {
 		c, st, err := s.conn.Children(w.l.path)
 		if err == nil {
 			children, stat = c, st
 		}
 		return err
-	})
+	}})
 	if err == nil {
 		w.n.q, w.n.pzxid = w.l.sortQueue(children), stat.Pzxid
 	}
@@ -134,7 +134,7 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 	var ev <-chan zk.Event
 	var children []string
 	var stat *zk.Stat
-	err = s.call(ctx, false, func() error {
+	err = s.send(ctx, request{do: func() error {
 		if target == childrenWatched {
 			c, st, ch, err := s.conn.ChildrenW(w.l.path)
 			if err == nil {
@@ -149,7 +149,7 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 			ev = ch
 		}
 		return err
-	})
+	}})
 	if err == nil && target == childrenWatched {
 		w.n.q, w.n.pzxid = w.l.sortQueue(children), stat.Pzxid
 	}
@@ -189,7 +189,7 @@ func (w *waiter) sleep(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-s.ctx.Done():
+	case <-s.life.ctx.Done():
 		return s.closedErr()
 	}
 	w.timer.Stop()

@@ -1,0 +1,262 @@
+package zklock
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/zklock/internal/wire"
+)
+
+// The delete queue: a released node's delete waits for the session's next
+// create, or for the flusher, and is guaranteed (guaranteed.go): retried
+// until the node or its session is gone.
+
+// deleteQueue holds the session's releases whose delete is not on the
+// wire yet, so that a create of the session can carry one in its multi,
+// and so that the session never has two nodes queued on one path: a create
+// on a path waits until the path's delete is on the wire, and ZooKeeper
+// applies a session's requests in the order they arrive.
+type deleteQueue struct {
+	s       *Session
+	mu      sync.Mutex
+	byPath  map[string]*pendingDelete // by lock path: one at most, see above
+	order   []*pendingDelete          // those not taken yet, oldest first (taken ones are skipped)
+	untaken int                       // in order and not taken
+	// timer runs flush foldWait after a release, to send the deletes no
+	// create took; stopped (no goroutine woken) when creates took them all.
+	timer *time.Timer
+	armed bool // flush is set to fire
+}
+
+// pendingDelete is a released node not yet deleted: waiting (sent == nil)
+// or taken, by a create's multi or the flusher (sent closes once it is on
+// the wire, or over).
+type pendingDelete struct {
+	path, node string
+	owner      int64 // the session that created node
+	sent       chan struct{}
+}
+
+func (q *deleteQueue) init(s *Session) {
+	q.s = s
+	q.byPath = make(map[string]*pendingDelete)
+}
+
+// add schedules the delete of node, released or abandoned on the
+// lock at path. It does not wait: the delete goes with the session's next
+// create, or with the flusher foldWait later. Either way it is
+// guaranteed: retried, whatever the error, until the node is gone or its
+// session is over.
+func (q *deleteQueue) add(path, node string, owner int64) {
+	d := &pendingDelete{path: path, node: node, owner: owner}
+	if q.s.cfg.noPipelining || q.s.tap == nil {
+		q.serial(d)
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if old := q.byPath[path]; old != nil && old.sent == nil {
+		// Two Locks of the session on one path, both releasing before
+		// either delete went out: the older one goes on its own, taken
+		// here so that the flusher does not send it a second time.
+		q.takenLocked(old)
+		q.sendAlone(old)
+	}
+	q.byPath[path] = d
+	q.order = append(q.order, d)
+	q.untaken++
+	switch {
+	case q.armed || q.s.life.ctx.Err() != nil:
+	case q.timer == nil:
+		q.timer = time.AfterFunc(foldWait, q.flush)
+		q.armed = true
+	default:
+		q.timer.Reset(foldWait)
+		q.armed = true
+	}
+}
+
+// takenLocked marks d taken; when no delete is left for the flusher, the
+// list is emptied and its timer stops. (The list must be emptied here: a
+// loop on one lock has every delete taken by its path's next create, and
+// the flusher, which empties it too, then never runs.) q.mu is held.
+func (q *deleteQueue) takenLocked(d *pendingDelete) {
+	d.sent = make(chan struct{})
+	q.untaken--
+	if q.untaken > 0 {
+		return
+	}
+	q.order = emptied(q.order)
+	if q.armed {
+		q.timer.Stop()
+		q.armed = false
+	}
+}
+
+// emptied returns ds with no element, its array holding no pointer.
+func emptied(ds []*pendingDelete) []*pendingDelete {
+	clear(ds)
+	return ds[:0]
+}
+
+// stop stops the flusher's timer (the session is closing: its nodes
+// go with it).
+func (q *deleteQueue) stop() {
+	q.mu.Lock()
+	if q.timer != nil {
+		q.timer.Stop()
+	}
+	q.armed = false
+	q.mu.Unlock()
+}
+
+// serial deletes d's node without folding: the entry is in flight at
+// once, and stays until the delete is done, so that the next create on the
+// path waits for it.
+func (q *deleteQueue) serial(d *pendingDelete) {
+	d.sent = make(chan struct{})
+	q.mu.Lock()
+	q.byPath[d.path] = d
+	q.mu.Unlock()
+	q.sendAlone(d)
+}
+
+// take returns, for a create on path, this path's pending delete,
+// which it must carry in its multi, or a channel to wait on while it is
+// being written.
+func (q *deleteQueue) take(path string) (take *pendingDelete, inFlight <-chan struct{}) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if d := q.byPath[path]; d != nil {
+		if d.sent != nil {
+			return nil, d.sent
+		}
+		q.takenLocked(d)
+		return d, nil
+	}
+	return nil, nil
+}
+
+// takeOther returns the oldest pending delete, of any path, for a create
+// about to be sent (admitted already, so that the delete is not held up
+// by the bound): one log write on the server instead of two.
+func (q *deleteQueue) takeOther() *pendingDelete {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.order) > 0 {
+		d := q.order[0]
+		q.order[0] = nil
+		q.order = q.order[1:]
+		if d.sent == nil {
+			q.takenLocked(d)
+			return d
+		}
+	}
+	return nil
+}
+
+// sent marks d on the wire (or over): a create on its path may go.
+func (q *deleteQueue) sent(d *pendingDelete) {
+	q.mu.Lock()
+	if q.byPath[d.path] == d {
+		delete(q.byPath, d.path)
+	}
+	q.mu.Unlock()
+	close(d.sent)
+}
+
+// sendAlone sends taken d on its own, guaranteed, and marks it on the wire
+// only once it is over, so that no create on its path goes out first (the
+// session would have two nodes queued on the path meanwhile).
+func (q *deleteQueue) sendAlone(d *pendingDelete) {
+	q.s.goBackground(func() {
+		q.s.deleteGuaranteed(d.node, d.owner)
+		q.sent(d)
+	})
+}
+
+// flush is the session's flusher, run by its timer foldWait after a
+// release, so that an acquisition about to run (the releasing goroutine's
+// next one, typically) can take the delete into its create first: it
+// sends every delete still waiting, several in one multi. (Yielding once
+// instead of waiting was not enough: with a processor idle, the flusher
+// ran at once beside the releasing goroutine and sent the delete before
+// that goroutine's next create could take it.)
+func (q *deleteQueue) flush() {
+	q.s.life.bg.add()
+	defer q.s.life.bg.done()
+	if q.s.life.ctx.Err() != nil {
+		return // closing: the session's nodes go with it
+	}
+	if gate := testFlushGate.Load(); gate != nil {
+		select {
+		case <-*gate:
+		case <-q.s.life.ctx.Done():
+			return
+		}
+	}
+	var batch []*pendingDelete
+	q.mu.Lock()
+	q.armed = false
+	for _, d := range q.order {
+		if d.sent == nil {
+			d.sent = make(chan struct{})
+			batch = append(batch, d)
+		}
+	}
+	q.order = emptied(q.order)
+	q.untaken = 0
+	q.mu.Unlock()
+	if len(batch) > 0 {
+		q.send(batch)
+	}
+}
+
+// foldWait is how long a released node's delete waits for a create of
+// the session to carry it before the flusher sends it: short beside a
+// hand-off between processes (a committed write, an event and a read),
+// long beside the path from a release to the releasing goroutine's next
+// create.
+const foldWait = 100 * time.Microsecond
+
+// testFlushGate, when a test sets it, holds every session's flusher until
+// the channel closes, so that a test can see which create carries a
+// pending delete.
+var testFlushGate atomic.Pointer[chan struct{}]
+
+// send sends batch (a delete, or a multi of them) and returns once
+// it is on the wire; a failure falls back to a guaranteed delete each.
+func (q *deleteQueue) send(batch []*pendingDelete) {
+	req := func() error {
+		var err error
+		if len(batch) == 1 {
+			err = q.s.conn.Delete(batch[0].node, -1)
+		} else {
+			ops := make([]any, len(batch))
+			for i, d := range batch {
+				ops[i] = &zk.DeleteRequest{Path: d.node, Version: -1}
+			}
+			_, err = q.s.conn.Multi(ops...)
+		}
+		if err != nil && !(len(batch) == 1 && errors.Is(err, zk.ErrNoNode)) {
+			for _, d := range batch {
+				q.s.deleteInBackground(d.node, d.owner)
+			}
+		}
+		return err
+	}
+	op := wire.OpDelete
+	if len(batch) > 1 {
+		op = wire.OpMulti
+	}
+	// Exempt from the bound: a delete lets others in, and is never what
+	// makes a backlog (there is one per hold).
+	q.s.pipeline(q.s.life.ctx, batch[0].node, request{write: true, do: req}, op)
+	for _, d := range batch {
+		q.sent(d)
+	}
+}

@@ -1,0 +1,318 @@
+package wire
+
+import (
+	"encoding/binary"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// tappedConn is a connection of the session's go-zookeeper client, dialed
+// through the wire tap: it reports each request written to the tap, reads
+// and writes through buffers, and notes the connect response.
+type tappedConn struct {
+	net.Conn
+	tap *Tap
+
+	// The first bytes read on a connection are the server's connect
+	// response: length, protocol version, timeout (ms), session id,
+	// password. go-zookeeper's connecting goroutine reads them, in exactly
+	// two reads (the length, then the rest), before any other reader
+	// exists; hdr collects the first 12 bytes.
+	hdr      [12]byte
+	nread    int       // bytes of the connect response read so far
+	respLen  int       // its total length, once known
+	shookAt  time.Time // when the connect response was read in full
+	released bool      // responses flow freely (see Read)
+
+	watchesOut     chan struct{} // closed when setWatches is written
+	watchesOutOnce sync.Once
+	closed         chan struct{} // closed by Close
+	closeOnce      sync.Once
+
+	// Read buffers what the socket has: go-zookeeper reads every reply
+	// in two reads (its length, then the rest), and under load several
+	// replies and events arrive together, so one system call serves
+	// them. Only one goroutine reads at a time (go-zookeeper's connecting
+	// goroutine, then its receive loop).
+	rbuf [readBuffer]byte
+	r, w int // rbuf[r:w] is read from the socket and not yet returned
+	// go-zookeeper sets a read deadline before each reply and clears it
+	// after, on the reading goroutine; the socket needs one only when it
+	// is read (see SetReadDeadline).
+	rdeadline, rapplied time.Time
+
+	// The write side (see Write): what go-zookeeper wrote and the socket
+	// has not taken yet, sent by one flushing goroutine at a time.
+	wmu      sync.Mutex
+	wcond    sync.Cond // on wmu; signalled when out is taken or werr set
+	out      []byte    // written by go-zookeeper, not yet handed to the socket
+	spare    []byte    // the flusher's last batch, for reuse
+	outBy    time.Time // the write deadline in force when out's first bytes came
+	deadline time.Time // the write deadline go-zookeeper set last
+	flushing bool      // a flusher goroutine is running
+	werr     error     // the socket failed, or the connection closed
+}
+
+// CloseGrace bounds how long a closing session waits for its requests in
+// flight (zklock's Close), and a closing connection for go-zookeeper's
+// setWatches (see awaitSetWatches).
+const CloseGrace = time.Second
+
+// readBuffer is the size of a connection's read buffer.
+const readBuffer = 32 << 10
+
+// setWatchesWait bounds how long the first response after a connect is
+// held for setWatches (see Read): longer than go-zookeeper needs to send
+// it, short enough not to matter when it has no watches to send.
+const setWatchesWait = 250 * time.Millisecond
+
+// Read passes the bytes on, noting the negotiated session timeout from the
+// connect response.
+//
+// It also works around a data race in go-zookeeper v1.0.4 (an unsynchronized
+// read of Conn.lastZxid when it re-arms watches on a new connection,
+// against the receive loop's write of it for every response; upstream PR
+// #35). The race detector sees the two ordered only if the response was
+// read after a write that follows the re-arming, so the first response on
+// a connection is held until go-zookeeper has written its setWatches
+// request (or, when it has no watches and so sends none, for at most
+// setWatchesWait). The write closes watchesOut, this Read receives from
+// it: that is the happens-before edge.
+func (c *tappedConn) Read(b []byte) (int, error) {
+	if c.respLen > 0 && c.nread >= c.respLen && !c.released {
+		c.released = true
+		c.awaitSetWatches()
+	}
+	n, err := c.buffered(b)
+	if c.respLen == 0 || c.nread < c.respLen {
+		c.readHandshake(b[:n])
+	}
+	return n, err
+}
+
+// SetReadDeadline sets the deadline for reads from now on. It reaches the
+// socket when the socket is next read: a reply served from the buffer needs
+// none, and most are under load.
+func (c *tappedConn) SetReadDeadline(t time.Time) error {
+	c.rdeadline = t
+	return nil
+}
+
+// buffered fills b from the read buffer, reading the socket when it is
+// empty (straight into b when b is at least as large).
+func (c *tappedConn) buffered(b []byte) (int, error) {
+	if c.r == c.w {
+		if !c.rdeadline.Equal(c.rapplied) {
+			if err := c.Conn.SetReadDeadline(c.rdeadline); err != nil {
+				return 0, err
+			}
+			c.rapplied = c.rdeadline
+		}
+		if len(b) >= len(c.rbuf) {
+			return c.Conn.Read(b)
+		}
+		n, err := c.Conn.Read(c.rbuf[:])
+		c.r, c.w = 0, n
+		if n == 0 {
+			return 0, err
+		}
+	}
+	n := copy(b, c.rbuf[c.r:c.w])
+	c.r += n
+	return n, nil
+}
+
+// awaitSetWatches holds the first response after a connect (see Read).
+func (c *tappedConn) awaitSetWatches() {
+	t := time.NewTimer(time.Until(c.shookAt.Add(setWatchesWait)))
+	defer t.Stop()
+	select {
+	case <-c.watchesOut:
+	case <-c.closed:
+	case <-t.C:
+		// No setWatches yet: most likely there are no watches to re-arm.
+		// But when the session is closing, go-zookeeper drops a setWatches
+		// it had queued (after reading lastZxid) instead of writing it:
+		// then wait a little longer for the write or the close, since
+		// responses on a closing connection matter to nobody. Bounded:
+		// the close comes only once this loop reads the server's answer
+		// to it (or a ping fails), so an unbounded wait held a closed
+		// connection's goroutines until the next ping.
+		select {
+		case <-c.tap.closing:
+			t.Reset(CloseGrace)
+			select {
+			case <-c.watchesOut:
+			case <-c.closed:
+			case <-t.C:
+			}
+		default:
+		}
+	}
+}
+
+// readHandshake notes the bytes b of the connect response.
+func (c *tappedConn) readHandshake(b []byte) {
+	n := len(b)
+	if c.nread < len(c.hdr) && n > 0 {
+		copy(c.hdr[c.nread:], b)
+	}
+	c.nread += n
+	if c.respLen == 0 && c.nread >= 4 {
+		c.respLen = 4 + int(binary.BigEndian.Uint32(c.hdr[0:4]))
+	}
+	if c.nread >= 12 && c.nread-n < 12 {
+		if ms := int32(binary.BigEndian.Uint32(c.hdr[8:12])); ms > 0 {
+			c.tap.timeoutMs.Store(ms)
+		}
+	}
+	if c.respLen > 0 && c.nread >= c.respLen {
+		c.shookAt = time.Now()
+	}
+}
+
+// Close closes the connection, ends a Read's wait for setWatches and
+// fails later writes (what is not sent yet is dropped: go-zookeeper fails
+// the requests in flight of a closed connection).
+func (c *tappedConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	c.fail(net.ErrClosed)
+	return c.Conn.Close()
+}
+
+// Write records the write's start (no later than the server can see its
+// bytes, and before any reply to them can arrive), queues the bytes for
+// the socket, then tells a pipelined request's waiter: a request written
+// after this one is queued, and so sent, after it.
+//
+// go-zookeeper writes each request with its own Write from its send loop,
+// and each Write on a socket is a system call that, on loopback, also runs
+// the server side's receive. When many requests of the session are out,
+// the bytes are queued instead, and a flushing goroutine, which exists only
+// while there is something to send, sends them: the requests written
+// while the socket is busy go out together, in one system call, and reach
+// the server as one segment. With few out (batchFrom) there is nothing to
+// batch with, and the hop to the flusher would cost more than it saves:
+// then the send loop writes itself, as without the tap. The queue is
+// bounded (maxUnsent): beyond it Write waits, as it waited for a full
+// socket before.
+func (c *tappedConn) Write(b []byte) (int, error) {
+	if fn := c.tap.onWrite.Load(); fn != nil {
+		if err := (*fn)(opcode(b), b); err != nil {
+			c.Close()
+			return 0, err
+		}
+	}
+	c.tap.began(time.Now())
+	if err := c.queue(b); err != nil {
+		return 0, err
+	}
+	if opcode(b) == OpSetWatches {
+		c.watchesOutOnce.Do(func() { close(c.watchesOut) })
+	}
+	c.tap.wrote(b)
+	return len(b), nil
+}
+
+// maxUnsent bounds the bytes queued for the socket.
+const maxUnsent = 1 << 20
+
+// batchFrom is how many of the session's requests must be out for a write
+// to be queued for the flusher rather than written at once (a variable for
+// the tests).
+var batchFrom atomic.Int32
+
+func init() { batchFrom.Store(4) }
+
+// SetBatchFrom sets batchFrom (a test seam) and returns the function that
+// restores it.
+func SetBatchFrom(n int32) (restore func()) {
+	old := batchFrom.Swap(n)
+	return func() { batchFrom.Store(old) }
+}
+
+// SetWriteDeadline sets the deadline for the bytes written from now on:
+// a batch is sent under the deadline of its first bytes, the earliest.
+func (c *tappedConn) SetWriteDeadline(t time.Time) error {
+	c.wmu.Lock()
+	c.deadline = t
+	c.wmu.Unlock()
+	return nil
+}
+
+// queue appends b to what the flusher sends, starting one if none runs,
+// or writes it at once when nothing is queued or being sent and few
+// requests are out (see Write). Writes come from one goroutine at a time,
+// so nothing is queued while that write runs.
+func (c *tappedConn) queue(b []byte) error {
+	c.wmu.Lock()
+	for c.werr == nil && len(c.out) >= maxUnsent {
+		c.wcond.Wait()
+	}
+	if err := c.werr; err != nil {
+		c.wmu.Unlock()
+		return err
+	}
+	if !c.flushing && len(c.out) == 0 && c.tap.out.Load() < batchFrom.Load() {
+		by := c.deadline
+		c.wmu.Unlock()
+		return c.send(b, by)
+	}
+	defer c.wmu.Unlock()
+	if len(c.out) == 0 {
+		c.outBy = c.deadline
+		if c.out == nil {
+			c.out, c.spare = c.spare, nil
+		}
+	}
+	c.out = append(c.out, b...)
+	if !c.flushing {
+		c.flushing = true
+		go c.flush()
+	}
+	return nil
+}
+
+// flush sends what is queued, batch by batch, until nothing is; the first
+// failure closes the connection (go-zookeeper's receive loop then ends and
+// it reconnects, as after a failed write of its own).
+func (c *tappedConn) flush() {
+	c.wmu.Lock()
+	for len(c.out) > 0 && c.werr == nil {
+		batch, by := c.out, c.outBy
+		c.out = nil
+		c.wcond.Broadcast()
+		c.wmu.Unlock()
+		_ = c.send(batch, by)
+		c.wmu.Lock()
+		c.spare = batch[:0]
+	}
+	c.flushing = false
+	c.wmu.Unlock()
+}
+
+// send writes b to the socket under the write deadline by; a failure
+// closes the connection, and every later Write fails.
+func (c *tappedConn) send(b []byte, by time.Time) error {
+	err := c.Conn.SetWriteDeadline(by)
+	if err == nil {
+		_, err = c.Conn.Write(b)
+	}
+	if err != nil {
+		c.fail(err)
+		c.Close()
+	}
+	return err
+}
+
+// fail makes every later Write return err, and wakes those waiting.
+func (c *tappedConn) fail(err error) {
+	c.wmu.Lock()
+	if c.werr == nil {
+		c.werr = err
+	}
+	c.wcond.Broadcast()
+	c.wmu.Unlock()
+}

@@ -1,0 +1,283 @@
+package wire
+
+import (
+	"encoding/binary"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Tap observes the bytes go-zookeeper writes to its connection, for two
+// things a synchronous client cannot otherwise know:
+//
+//   - that a request has left go-zookeeper before its reply (pipelining: a
+//     request go-zookeeper writes after that moment goes out after it on the
+//     same TCP stream, since the connection sends in the order written, and
+//     ZooKeeper applies a session's requests in the order it receives
+//     them). A pipelined request registers its key, the first path it
+//     names, and each write finds its waiter by that path in O(1);
+//   - when each write began (the lease: a successful request proves the
+//     session was alive at the leader after it was sent, see lease.go).
+//     Every write's start goes into a ring by write number.
+//
+// go-zookeeper writes each request with a single Write (tapconn.go queues
+// it for the socket), from one goroutine at a time (the connecting goroutine writes the connect request before the
+// send loop starts; the send loop writes everything else, in queue order).
+type Tap struct {
+	dial func(network, address string, timeout time.Duration) (net.Conn, error) // nil: net.DialTimeout
+
+	mu      sync.Mutex
+	waiters map[string]*Waiter // by the first path the request names
+	n       atomic.Int32       // len(waiters), read without mu on every write
+
+	ringMu sync.Mutex
+	writes int64           // writes begun
+	ring   [RingSize]int64 // unix ns when write w began, at ring[w%RingSize]
+
+	// timeoutMs is the session timeout the server granted in its last
+	// connect response. go-zookeeper keeps it unexported, and the loss
+	// bounds (see lease.go) must use the negotiated value, which the server
+	// may have lowered below the one asked for.
+	timeoutMs atomic.Int32
+
+	// out counts the requests of the session's locks handed to
+	// go-zookeeper and not answered yet (Session.run): with few out, a
+	// write has nothing to batch with, and goes out on the writer's own
+	// goroutine (see tappedConn.Write).
+	out atomic.Int32
+
+	dials     atomic.Int32          // connections made; the first has no watches to re-arm
+	dialErr   atomic.Pointer[error] // the last dial's error; nil after a dial that worked
+	log       *slog.Logger
+	closing   chan struct{} // closed when the Session starts closing
+	closeOnce sync.Once
+
+	// Test seams: written counts every request written, by opcode; onWrite,
+	// when set, runs before each write and may fail it (the connection is
+	// then closed, as a real failed write leaves it).
+	written [32]atomic.Int64
+	onWrite atomic.Pointer[func(op int32, b []byte) error]
+}
+
+// New returns a tap whose connections are dialed with dial (nil:
+// net.DialTimeout); log (nil: none) is told when the servers cannot be
+// reached.
+func New(dial func(network, address string, timeout time.Duration) (net.Conn, error), log *slog.Logger) *Tap {
+	return &Tap{dial: dial, log: log, closing: make(chan struct{})}
+}
+
+// Handed counts a request handed to go-zookeeper, Answered its answer:
+// with few out, a write has nothing to batch with (see tappedConn.Write).
+func (t *Tap) Handed()   { t.out.Add(1) }
+func (t *Tap) Answered() { t.out.Add(-1) }
+
+// GrantedTimeout is the session timeout the server granted in its last
+// connect response; 0 before the first.
+func (t *Tap) GrantedTimeout() time.Duration {
+	return time.Duration(t.timeoutMs.Load()) * time.Millisecond
+}
+
+// Close tells the connections that the session is closing: a write held
+// for batching goes out at once.
+func (t *Tap) Close() { t.closeOnce.Do(func() { close(t.closing) }) }
+
+// Written reports how many requests with opcode op were written (a test
+// seam, and a count for the curious).
+func (t *Tap) Written(op int32) int64 {
+	if op < 0 || int(op) >= len(t.written) {
+		return 0
+	}
+	return t.written[op].Load()
+}
+
+// SetOnWrite sets fn (nil: none) to run before each write; an error fails
+// the write and closes the connection, as a real failed write does. A
+// test seam.
+func (t *Tap) SetOnWrite(fn func(op int32, b []byte) error) {
+	if fn == nil {
+		t.onWrite.Store(nil)
+		return
+	}
+	t.onWrite.Store(&fn)
+}
+
+// RingSize bounds how many writes a request's reply may come after its
+// own write and still renew the lease: the requests in flight are bounded
+// well below it (see inflight).
+const RingSize = 8192
+
+// Waiter is a pipelined request's interest in its own write (Expect).
+type Waiter struct {
+	ops  []int32
+	sent chan struct{} // closed when the request is written
+}
+
+// Sent is closed once the request is written: a request queued after that
+// is written after it.
+func (w *Waiter) Sent() <-chan struct{} { return w.sent }
+
+// The ZooKeeper request opcodes the session uses.
+const (
+	OpCreate       int32 = 1
+	OpDelete       int32 = 2
+	OpGetData      int32 = 4
+	OpSetData      int32 = 5
+	OpSync         int32 = 9
+	OpGetChildren2 int32 = 12
+	OpMulti        int32 = 14
+	// OpSetWatches is the request go-zookeeper sends on a new connection
+	// to re-arm the watches of the previous one.
+	OpSetWatches int32 = 101
+)
+
+// Expect registers interest in the next request written with one of the
+// opcodes ops whose first path is key (a create's path, the first op's of a
+// multi). Keys are unique: a protected name's GUID, a node's path.
+func (t *Tap) Expect(key string, ops ...int32) *Waiter {
+	w := &Waiter{ops: ops, sent: make(chan struct{})}
+	t.mu.Lock()
+	if t.waiters == nil {
+		t.waiters = make(map[string]*Waiter)
+	}
+	t.waiters[key] = w
+	t.n.Store(int32(len(t.waiters)))
+	t.mu.Unlock()
+	return w
+}
+
+// Forget drops a waiter whose request completed or failed without being
+// seen (for example because the connection closed first).
+func (t *Tap) Forget(key string, w *Waiter) {
+	t.mu.Lock()
+	if t.waiters[key] == w {
+		delete(t.waiters, key)
+		t.n.Store(int32(len(t.waiters)))
+	}
+	t.mu.Unlock()
+}
+
+// Mark returns how many writes have begun: a request queued after mark is
+// written as a later write.
+func (t *Tap) Mark() int64 {
+	t.ringMu.Lock()
+	defer t.ringMu.Unlock()
+	return t.writes
+}
+
+// FirstWriteAfter returns when the first write after mark began and when
+// the write before it began (zero if none), or ok false when that write has
+// not begun or has left the ring.
+func (t *Tap) FirstWriteAfter(mark int64) (at, prev time.Time, ok bool) {
+	t.ringMu.Lock()
+	defer t.ringMu.Unlock()
+	w := mark + 1
+	if w > t.writes || t.writes-w >= RingSize-1 {
+		return time.Time{}, time.Time{}, false
+	}
+	at = time.Unix(0, t.ring[w%RingSize])
+	if mark > 0 {
+		prev = time.Unix(0, t.ring[mark%RingSize])
+	}
+	return at, prev, true
+}
+
+// began records the start of a write.
+func (t *Tap) began(start time.Time) {
+	t.ringMu.Lock()
+	t.writes++
+	t.ring[t.writes%RingSize] = start.UnixNano()
+	t.ringMu.Unlock()
+}
+
+// LastDialErr returns the error of the last dial, if it failed.
+func (t *Tap) LastDialErr() error {
+	if p := t.dialErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// opcode returns the opcode of the request framed in b (length, xid,
+// opcode, then its fields), or -1.
+func opcode(b []byte) int32 {
+	if len(b) < 12 {
+		return -1
+	}
+	return int32(binary.BigEndian.Uint32(b[8:12]))
+}
+
+// firstPath returns the first path the request framed in b names: its own
+// (every request of ours begins with its path), or for a multi its first
+// op's (after the 9-byte header of type, done flag and error).
+func firstPath(b []byte, op int32) []byte {
+	off := 12
+	if op == OpMulti {
+		off += 9
+	}
+	if len(b) < off+4 {
+		return nil
+	}
+	n := int(int32(binary.BigEndian.Uint32(b[off:])))
+	if n < 0 || len(b) < off+4+n {
+		return nil
+	}
+	return b[off+4 : off+4+n]
+}
+
+// wrote tells the waiter of the request just written, if any.
+func (t *Tap) wrote(b []byte) {
+	op := opcode(b)
+	if op >= 0 && int(op) < len(t.written) {
+		t.written[op].Add(1)
+	}
+	if t.n.Load() == 0 || op < 0 {
+		return
+	}
+	p := firstPath(b, op)
+	if p == nil {
+		return
+	}
+	t.mu.Lock()
+	w := t.waiters[string(p)] // no allocation: the compiler looks up string(bytes) in place
+	if w != nil && slices.Contains(w.ops, op) {
+		delete(t.waiters, string(p))
+		t.n.Store(int32(len(t.waiters)))
+	} else {
+		w = nil
+	}
+	t.mu.Unlock()
+	if w != nil {
+		close(w.sent)
+	}
+}
+
+// Dialer returns a go-zookeeper Dialer whose connections report writes.
+func (t *Tap) Dialer() func(network, address string, timeout time.Duration) (net.Conn, error) {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		dial := t.dial
+		if dial == nil {
+			dial = net.DialTimeout
+		}
+		c, err := dial(network, address, timeout)
+		if err != nil {
+			// A warning the first time (an operator must see that the
+			// servers cannot be reached), detail afterwards: go-zookeeper
+			// tries again every second or so.
+			if t.dialErr.Swap(&err) == nil && t.log != nil {
+				t.log.Warn("cannot reach ZooKeeper", "server", address, "err", err)
+			} else if t.log != nil {
+				t.log.Debug("cannot reach ZooKeeper", "server", address, "err", err)
+			}
+			return nil, err
+		}
+		t.dialErr.Store(nil)
+		tc := &tappedConn{Conn: c, tap: t, watchesOut: make(chan struct{}), closed: make(chan struct{})}
+		tc.wcond.L = &tc.wmu
+		// A client's first connection has no watches to re-arm.
+		tc.released = t.dials.Add(1) == 1
+		return tc, nil
+	}
+}
