@@ -22,8 +22,31 @@
 // (_c_<uuid>-lock-<seq>), which zk.Lock parses like its own, so processes
 // still on zk.Lock and processes on zkcompat exclude each other on one path.
 //
-// Different, where zk.Lock's behaviour is a defect: a lost connection is
-// retried with back-off instead of failing Lock and leaving a node behind;
+// Kept too, with no server to reach: Lock fails with an error wrapping
+// zk.ErrNoServer when zk.Lock's would. go-zookeeper fails the requests it
+// has queued with zk.ErrNoServer each time it has tried every server in
+// turn without connecting (then it pauses a second before the next round),
+// so a zk.Lock whose create finds no session fails within about a second.
+// A Lock called while the connection has no session sends a request of its
+// own through it first (an exists of the path, which writes nothing), and
+// fails so if go-zookeeper fails that request; answered, it goes on.
+//
+// Kept too, Unlock's wait: Unlock returns once the server has answered the
+// delete of the node, as zk.Lock's does, so that a caller may delete the
+// lock's path next; it costs one request more than zk.Lock's (the delete
+// that finds the node gone) and no wait more. It returns a failed delete's
+// error, wrapped (zk.ErrNoAuth when an ACL refuses it,
+// zk.ErrConnectionClosed or zk.ErrNoServer when the connection is lost),
+// but the handle is unlocked all the same, where zk.Lock's stays locked
+// for Unlock to be called again: the delete is retried in the background
+// until the node or its session is gone, and the lock stays taken until
+// then.
+//
+// Different, where zk.Lock's behaviour is a defect: a connection lost once
+// Lock has reached a server (it was called with a session, or its request
+// was answered) is retried with back-off instead of failing Lock and
+// leaving a node behind, however long the outage (LockContext's context
+// bounds the wait), where zk.Lock's Lock fails if it has a request out;
 // a hold lost to session expiry is reported (Lost) and Unlock then returns
 // an error wrapping tier.ErrLockLost and leaves the handle usable, where
 // zk.Lock's Unlock fails and every later Lock returns ErrDeadlock. The
@@ -47,6 +70,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/closed"
 	"github.com/tierlock/tierlock/tier"
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -76,13 +100,11 @@ const (
 type handleHold struct {
 	e         *pathEntry
 	held      context.Context // what tier.Lock.Acquire returned
+	node      string          // its node, for Unlock to delete ("" if unknown)
 	lost      chan struct{}
 	releasing atomic.Bool
 	stop      func() bool // stops the loss watch
 }
-
-// closedChan is what Lost returns without a hold.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // NewLock returns a handle on path for conn, with the ACL its nodes are
 // created with, as zk.NewLock does. Nothing is sent to ZooKeeper until
@@ -93,7 +115,10 @@ func NewLock(conn *zk.Conn, path string, acl []zk.ACL) *Lock {
 }
 
 // Lock waits until the lock is held. It returns zk.ErrDeadlock if this
-// handle already holds it or is acquiring it.
+// handle already holds it or is acquiring it, and an error wrapping
+// zk.ErrNoServer if the connection has no session and go-zookeeper fails
+// to reach any of its servers (see the package doc); a connection lost
+// once a server was reached is retried.
 func (l *Lock) Lock() error { return l.LockContext(context.Background()) }
 
 // LockWithData is Lock; zk.Lock writes data into its node, but the
@@ -135,6 +160,9 @@ func (l *Lock) LockContext(ctx context.Context) error {
 }
 
 func acquire(ctx context.Context, conn *zk.Conn, path string, acl []zk.ACL) (*handleHold, error) {
+	if err := reachable(ctx, conn, path); err != nil {
+		return nil, err
+	}
 	e, err := obtain(conn, path, acl)
 	if err != nil {
 		return nil, err
@@ -144,7 +172,7 @@ func acquire(ctx context.Context, conn *zk.Conn, path string, acl []zk.ACL) (*ha
 		e.done()
 		return nil, err
 	}
-	h := &handleHold{e: e, held: held, lost: make(chan struct{})}
+	h := &handleHold{e: e, held: held, node: e.takeLeader(), lost: make(chan struct{})}
 	h.stop = context.AfterFunc(held, func() {
 		if !h.releasing.Load() {
 			close(h.lost)
@@ -153,41 +181,18 @@ func acquire(ctx context.Context, conn *zk.Conn, path string, acl []zk.ACL) (*ha
 	return h, nil
 }
 
-// Unlock releases the hold. It returns zk.ErrNotLocked without a hold, and
-// an error wrapping tier.ErrLockLost if the hold was lost (the handle is
-// released all the same and can lock again).
-func (l *Lock) Unlock() error {
-	if l == nil {
-		return zk.ErrNotLocked
-	}
-	l.mu.Lock()
-	if l.state != holding {
-		l.mu.Unlock()
-		return zk.ErrNotLocked
-	}
-	h := l.h
-	l.state, l.h = idle, nil
-	l.mu.Unlock()
-
-	h.releasing.Store(true)
-	h.stop()
-	err := h.e.l.Release(h.held)
-	h.e.done()
-	return err
-}
-
 // Lost returns a channel that is closed when the current hold is lost
 // (session expired, connection lost under zklock's default policy, node
 // deleted by someone else, CloseConn); Unlock does not close it. Without a
 // hold it returns a closed channel.
 func (l *Lock) Lost() <-chan struct{} {
 	if l == nil {
-		return closedChan
+		return closed.Chan
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state != holding {
-		return closedChan
+		return closed.Chan
 	}
 	return l.h.lost
 }
@@ -251,10 +256,11 @@ type connEntry struct {
 }
 
 type pathEntry struct {
-	c    *connEntry
-	path string
-	l    *tier.Lock
-	refs int // handles locking or holding, under registry.mu
+	c      *connEntry
+	path   string
+	l      *tier.Lock
+	refs   int                    // handles locking or holding, under registry.mu
+	leader atomic.Pointer[string] // the node that leads, for takeLeader (unlock.go)
 }
 
 // obtain returns the shared lock of path on conn, counting one more user.
@@ -275,12 +281,15 @@ func obtain(conn *zk.Conn, path string, acl []zk.ACL) (*pathEntry, error) {
 	}
 	e := c.paths[path]
 	if e == nil {
-		l, err := tier.New(c.s, path, tier.WithLockOptions(zklock.WithACL(acl), zklock.WithLabel("zkcompat")))
+		e = &pathEntry{c: c, path: path}
+		l, err := tier.New(c.s, path,
+			tier.WithLockOptions(zklock.WithACL(acl), zklock.WithLabel("zkcompat")),
+			tier.WithPositionHandler(e.onPosition))
 		if err != nil {
 			c.idle()
 			return nil, fmt.Errorf("zkcompat: %w", err)
 		}
-		e = &pathEntry{c: c, path: path, l: l}
+		e.l = l
 		c.paths[path] = e
 	}
 	e.refs++
@@ -323,7 +332,9 @@ func (c *connEntry) idle() {
 // Lost channels close, waits return an error), its locks and session are
 // closed and its background goroutines end. Call it before closing a
 // connection for good; conn itself stays open. Handles of conn can lock
-// again afterwards, on a new session.
+// again afterwards, on a new session. It waits for the background deletes
+// of released nodes (see Unlock): one that the server keeps refusing keeps
+// it waiting until it succeeds or conn is closed.
 func CloseConn(conn *zk.Conn) {
 	registry.mu.Lock()
 	c := registry.conns[conn]

@@ -1,0 +1,141 @@
+package zkcompat_test
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/zkcompat"
+)
+
+// locker is what zk.Lock and the drop-in have in common.
+type locker interface {
+	Lock() error
+	Unlock() error
+}
+
+// impls are the two, side by side: zk.Lock first, as the reference.
+var impls = []struct {
+	name    string
+	newLock func(c *zk.Conn, p string) locker
+}{
+	{"zk.Lock", func(c *zk.Conn, p string) locker { return zk.NewLock(c, p, acl) }},
+	{"zkcompat", func(c *zk.Conn, p string) locker { return zkcompat.NewLock(c, p, acl) }},
+}
+
+// createParents creates p's ancestors, persistent, if missing.
+func createParents(t *testing.T, c *zk.Conn, p string) {
+	t.Helper()
+	if d := path.Dir(p); d != "/" {
+		createParents(t, c, d)
+		if _, err := c.Create(d, nil, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Issue 31, seam 2: go-zookeeper's TestIntegration_MultiLevelLock, ported
+// and run 20 times: create a parent, lock and unlock a lock below it, then
+// delete the lock's path and the parent. Unlock returns once its node is
+// deleted, so neither delete meets zk.ErrNotEmpty. Unlock's latencies are
+// logged, the drop-in's beside zk.Lock's.
+func TestUnlockThenDeletePath(t *testing.T) {
+	const runs = 20
+	for _, im := range impls {
+		t.Run(im.name, func(t *testing.T) {
+			c := conn(t)
+			base := zktest.Path(t)
+			createParents(t, c, base+"/x")
+			var took []time.Duration
+			failed := 0
+			for i := range runs {
+				parent := fmt.Sprintf("%s/test-multi-level-%d", base, i)
+				if _, err := c.Create(parent, []byte{1, 2, 3, 4}, 0, acl); err != nil {
+					t.Fatal(err)
+				}
+				l := im.newLock(c, parent+"/lock")
+				if err := l.Lock(); err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				if err := l.Unlock(); err != nil {
+					t.Fatal(err)
+				}
+				took = append(took, time.Since(start))
+				if err := c.Delete(parent+"/lock", -1); err != nil {
+					failed++
+					t.Errorf("run %d: delete of the lock's path after Unlock: %v", i, err)
+					zktest.Eventually(t, 10*time.Second, "the node deleted", func() bool {
+						return len(zktest.Children(t, c, parent+"/lock")) == 0
+					})
+					if err := c.Delete(parent+"/lock", -1); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := c.Delete(parent, -1); err != nil {
+					t.Fatalf("run %d: delete of the parent: %v", i, err)
+				}
+			}
+			slices.Sort(took)
+			t.Logf("%s: Unlock took median %v, min %v, max %v over %d runs; %d of %d deletes of the lock's path failed",
+				im.name, took[runs/2], took[0], took[runs-1], runs, failed, runs)
+		})
+	}
+}
+
+// Issue 31, seam 2: an Unlock whose delete is refused (an administrator
+// took DELETE away on the lock's path) says so, as zk.Lock's does, with the
+// server's error. The drop-in's handle is unlocked all the same, and the
+// background delete still runs: once DELETE is given back the node goes.
+// zk.Lock's handle stays locked instead, for Unlock to be called again.
+func TestUnlockReportsFailedDelete(t *testing.T) {
+	for _, im := range impls {
+		t.Run(im.name, func(t *testing.T) {
+			c, admin := conn(t), conn(t)
+			p := zktest.Path(t)
+			l := im.newLock(c, p)
+			if err := l.Lock(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := admin.SetACL(p, zk.WorldACL(zk.PermAll&^zk.PermDelete), -1); err != nil {
+				t.Fatal(err)
+			}
+			// Should the test fail with the node still there, DELETE is
+			// given back before CloseConn, which waits for the delete.
+			t.Cleanup(func() { _, _ = admin.SetACL(p, acl, -1) })
+			err := l.Unlock()
+			if !errors.Is(err, zk.ErrNoAuth) {
+				t.Fatalf("Unlock whose delete is refused = %v, want zk.ErrNoAuth", err)
+			}
+			t.Logf("%s: Unlock whose delete is refused: %v", im.name, err)
+			if kids := zktest.Children(t, admin, p); len(kids) != 1 {
+				t.Fatalf("nodes after the refused delete: %v, want the lock's", kids)
+			}
+			if _, err := admin.SetACL(p, acl, -1); err != nil {
+				t.Fatal(err)
+			}
+			if im.name == "zk.Lock" {
+				if err := l.Unlock(); err != nil {
+					t.Fatalf("zk.Lock's second Unlock: %v", err)
+				}
+			} else if err := l.Unlock(); !errors.Is(err, zk.ErrNotLocked) {
+				t.Fatalf("second Unlock = %v, want zk.ErrNotLocked", err)
+			}
+			zktest.Eventually(t, 15*time.Second, "the node deleted", func() bool {
+				return len(zktest.Children(t, admin, p)) == 0
+			})
+			if err := l.Lock(); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Unlock(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
