@@ -159,15 +159,25 @@ func (w *stormWorker) round(ctx context.Context, s *zklock.Session, paths [3]str
 	}
 	errs := make(chan error, 4*w.g)
 	var wg sync.WaitGroup
+	var first [3]sync.WaitGroup // each recipe's first grant of the round
 	for i, r := range recipes {
+		first[i].Add(1)
+		var once sync.Once
+		granted := func() { once.Do(first[i].Done) }
 		for g := range w.g {
-			wg.Go(func() { errs <- w.loop(ctx, int32(i), int32(g), r) })
+			wg.Go(func() { errs <- w.loop(ctx, int32(i), int32(g), r, granted) })
 		}
 	}
 	for g := range w.g {
 		wg.Go(func() { errs <- readLoop(ctx, rw, g) })
 	}
-	time.Sleep(time.Duration(rand.IntN(25000)) * time.Microsecond)
+	// Close lands among the grants that follow each recipe's first one,
+	// whatever the machine's load (without this, a loaded machine closed
+	// most rounds before any grant).
+	for i := range first {
+		waitFor(&first[i], 2*time.Second)
+	}
+	time.Sleep(time.Duration(rand.IntN(10000)) * time.Microsecond)
 	_ = l.Close()
 	_ = rw.Close()
 	_ = sem.Close()
@@ -183,7 +193,7 @@ func (w *stormWorker) round(ctx context.Context, s *zklock.Session, paths [3]str
 
 // loop acquires r until it is closed, journalling each hold on path index
 // i from its grant to the end of its work or of its held context.
-func (w *stormWorker) loop(ctx context.Context, i, g int32, r acquirer) error {
+func (w *stormWorker) loop(ctx context.Context, i, g int32, r acquirer, granted func()) error {
 	for {
 		held, err := r.acquire(ctx)
 		switch {
@@ -192,6 +202,7 @@ func (w *stormWorker) loop(ctx context.Context, i, g int32, r acquirer) error {
 		case err != nil:
 			return fmt.Errorf("path %d: %w", i, err)
 		}
+		granted()
 		tok, _ := r.token(held)
 		if i == 2 {
 			tok = 0 // leases: no order of tokens
@@ -229,5 +240,15 @@ func readLoop(ctx context.Context, rw *tier.RWLock, g int) error {
 		if err := rw.Release(held); err != nil && !errors.Is(err, tier.ErrClosed) && !errors.Is(err, tier.ErrLockLost) {
 			return fmt.Errorf("reader %d: release: %w", g, err)
 		}
+	}
+}
+
+// waitFor waits for wg, at most d.
+func waitFor(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
 	}
 }

@@ -39,7 +39,8 @@
 // the rule every recipe follows), events.go (what an observer is told),
 // locker.go (the sync.Locker adapter), guard.go (guarded writes),
 // rwlock.go, rwwrite.go and rwread.go, semaphore.go, multilock*.go,
-// keyed.go and registry.go (one lock per key), options.go, errors.go.
+// keyed.go and registry.go (one lock per key), options.go, errors.go,
+// misuse.go (the warning of a Release given a context that holds nothing).
 //
 // Errors are values to test with errors.Is. A tier caller never needs to
 // import zklock for that: every zklock error a tier call can return, or

@@ -12,7 +12,9 @@ import (
 var (
 	// ErrNotHolder reports a Release, Token or re-entry with a context that
 	// does not carry the current hold of this lock (a foreign context, or
-	// one whose hold was already released).
+	// one whose hold was already released). A Release given a context
+	// that never carried a hold of the lock or registry, such as the one
+	// passed to Acquire, also logs a warning (see Lock.Release).
 	ErrNotHolder = errors.New("tier: context does not hold this lock")
 	// ErrClosed reports use of a lock or registry after Close.
 	ErrClosed = errors.New("tier: lock closed")
@@ -103,6 +105,18 @@ func (e tierError) Error() string {
 }
 
 func (e tierError) Unwrap() error { return e.err }
+
+// rootError reports an invalid registry root: its message speaks of a
+// registry root, not of a lock, and errors.Is sees zklock's error, and so
+// ErrInvalidPath.
+type rootError struct {
+	root, why string
+	err       error
+}
+
+func (e rootError) Error() string { return fmt.Sprintf("tier: registry root %q: %s", e.root, e.why) }
+
+func (e rootError) Unwrap() error { return e.err }
 
 // lossErr is the cause of a held context whose ZooKeeper hold was lost.
 func lossErr(cause error) error { return fromZK(fmt.Errorf("%w: %w", ErrLockLost, cause)) }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/tier"
@@ -110,5 +111,54 @@ func TestErrorsNameTier(t *testing.T) {
 	}
 	if _, err := tier.New(s, zktest.Path(t)); !errors.Is(err, tier.ErrSessionClosed) {
 		t.Errorf("New after Close: %v; want ErrSessionClosed", err)
+	}
+}
+
+// Issue 31, seam 6: the registries' constructors name tier, as tier.New
+// does, for a nil session too; and an invalid root is reported as a
+// registry root, not as a lock path, while errors.Is still sees the
+// sentinels. Before the fix a nil session's error said "zklock: nil
+// session" and "/" was "the root cannot be a lock".
+func TestRegistryErrorsNameTier(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	type newFn func(s *zklock.Session, root string) error
+	news := map[string]newFn{
+		"NewRegistry":   func(s *zklock.Session, root string) error { _, err := tier.NewRegistry(s, root); return err },
+		"NewRWRegistry": func(s *zklock.Session, root string) error { _, err := tier.NewRWRegistry(s, root); return err },
+		"NewSemaphoreRegistry": func(s *zklock.Session, root string) error {
+			_, err := tier.NewSemaphoreRegistry(s, root, 2)
+			return err
+		},
+	}
+	for name, mk := range news {
+		t.Run(name, func(t *testing.T) {
+			err := mk(nil, "/x")
+			if !errors.Is(err, tier.ErrNilSession) || !strings.HasPrefix(err.Error(), "tier: ") || strings.Contains(err.Error(), "zklock") {
+				t.Errorf("nil session: %q; want a tier error matching ErrNilSession", err)
+			}
+			for _, root := range []string{"/", "relative", "/a/", "/zookeeper/x", "/a//b", "/a/./b"} {
+				err := mk(s, root)
+				msg := fmt.Sprint(err)
+				if !errors.Is(err, tier.ErrInvalidPath) || !strings.HasPrefix(msg, "tier: registry root ") ||
+					strings.Contains(msg, "lock") {
+					t.Errorf("root %q: %q; want \"tier: registry root ...\" matching ErrInvalidPath", root, msg)
+				}
+			}
+		})
+	}
+}
+
+// The other errors of tier's constructors name tier too: bad options and
+// a semaphore of no leases.
+func TestConstructorErrorsNameTier(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	_, errNew := tier.New(s, zktest.Path(t), tier.WithHandoff(-1, time.Second))
+	_, errRW := tier.NewRWLock(s, zktest.Path(t), tier.WithRevocable())
+	_, errSem := tier.NewSemaphore(s, zktest.Path(t), 0)
+	_, errSemReg := tier.NewSemaphoreRegistry(s, zktest.Path(t), 0)
+	for _, err := range []error{errNew, errRW, errSem, errSemReg} {
+		if !errors.Is(err, tier.ErrInvalidOption) || !strings.HasPrefix(fmt.Sprint(err), "tier: ") || strings.Contains(fmt.Sprint(err), "zklock") {
+			t.Errorf("%q; want a tier error matching ErrInvalidOption", err)
+		}
 	}
 }

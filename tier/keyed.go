@@ -3,6 +3,9 @@ package tier
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/tierlock/tierlock/zklock"
@@ -38,24 +41,30 @@ type keyedEntry[T any] struct {
 // SemaphoreRegistry: acquire by key, and release, read the token or count
 // by the held context, which names the entry it holds.
 type registry[T keyedLock] struct {
-	k keyed[T]
+	k      keyed[T]
+	log    *slog.Logger // the session's, naming the root
+	takers string       // the methods that return a held context
 }
 
 // regKey keys a held context's entry by its registry.
 type regKey[T keyedLock] struct{ r *registry[T] }
 
-func (r *registry[T]) init(s *zklock.Session, root string, mk func(path string) (T, error)) error {
+// init makes r a registry at root on s, of locks mk makes by path;
+// takers names the registry's methods that return a held context, for
+// the warning of a Release given another context (misuse.go).
+func (r *registry[T]) init(s *zklock.Session, root, takers string, mk func(path string) (T, error)) error {
 	if s == nil {
-		return ErrNilSession
+		return fromZK(ErrNilSession) // as New's
 	}
-	if err := zklock.ValidatePath(root); err != nil {
-		return fromZK(err)
+	if err := validateRoot(root); err != nil {
+		return err
 	}
 	select {
 	case <-s.Done():
-		return ErrSessionClosed // as New's would be, at the first key
+		return fromZK(ErrSessionClosed) // as New's would be, at the first key
 	default:
 	}
+	r.log, r.takers = s.Logger().With("registry", root), takers
 	r.k.m = map[string]*keyedEntry[T]{}
 	r.k.mk = func(key string) (T, error) { return mk(root + "/" + key) }
 	return nil
@@ -105,7 +114,14 @@ func (r *registry[T]) entryOf(held context.Context) (*keyedEntry[T], error) {
 // ErrNotHolder and ErrNilContext say that nothing was released, and
 // keeping the reference on any other error would keep the key's lock, and
 // its node, for the session's life.
+//
+// A context that carries no hold of this registry at all (the one passed
+// to Acquire, say) releases nothing and is logged at Warn (misuse.go): the
+// registry cannot know which of its holds was meant.
 func (r *registry[T]) release(held context.Context) error {
+	if held != nil && held.Value(regKey[T]{r}) == nil {
+		return warnNotHolder(r.log, "registry", r.takers)
+	}
 	e, err := r.entryOf(held)
 	if err != nil {
 		return err
@@ -134,6 +150,23 @@ func (r *registry[T]) holdCount(held context.Context) int {
 		return 0
 	}
 	return e.v.HoldCount(held)
+}
+
+// validateRoot checks a registry's root as a lock path (the keys' locks
+// are below it), and reports a bad one as a registry root, not as a lock:
+// the error matches ErrInvalidPath.
+func validateRoot(root string) error {
+	err := zklock.ValidatePath(root)
+	switch {
+	case err == nil:
+		return nil
+	case root == "/":
+		return rootError{root: root, why: "the registry needs a node of its own below ZooKeeper's root", err: err}
+	}
+	// zklock's detail, without its sentinel's text and the path it quotes.
+	why := strings.TrimPrefix(err.Error(), ErrInvalidPath.Error()+": ")
+	why = strings.TrimLeft(strings.TrimPrefix(why, strconv.Quote(root)), ": ")
+	return rootError{root: root, why: strings.ReplaceAll(why, "zklock: ", ""), err: err}
 }
 
 func (k *keyed[T]) ref(key string) (*keyedEntry[T], error) {

@@ -271,8 +271,10 @@ func (l *Lock) dropZK() error {
 // the ZooKeeper node first and then the gate (or, with WithHandoff and a
 // local waiter, passes both on). Releasing with a context that does not
 // hold this lock, or more often than acquired, returns ErrNotHolder and
-// changes nothing. If the hold was lost, the last Release still frees the
-// gate and returns an error wrapping ErrLockLost.
+// changes nothing; a context that never carried a hold of this lock (the
+// one passed to Acquire, say) is also logged at Warn (see misuse.go). If
+// the hold was lost, the last Release still frees the gate and returns an
+// error wrapping ErrLockLost.
 func (l *Lock) Release(held context.Context) error {
 	if l == nil {
 		return errNil("Lock")
@@ -282,7 +284,10 @@ func (l *Lock) Release(held context.Context) error {
 	}
 	h := l.holdOf(held)
 	if h == nil {
-		if l.life.isClosed() && held.Value(holdKey{l}) != nil {
+		switch {
+		case held.Value(holdKey{l}) == nil:
+			return warnNotHolder(l.log, "lock", "Acquire") // misuse.go
+		case l.life.isClosed():
 			return ErrClosed
 		}
 		return ErrNotHolder

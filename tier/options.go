@@ -68,7 +68,7 @@ func buildConfig(opts []Option) (config, error) {
 		}
 	}
 	if c.maxHandoffs < 0 || c.maxHold < 0 || (c.maxHandoffs > 0) != (c.maxHold > 0) {
-		return c, fmt.Errorf("%w: hand-off bounds %d, %v: both must be positive, or both zero", ErrInvalidOption, c.maxHandoffs, c.maxHold)
+		return c, fromZK(fmt.Errorf("%w: hand-off bounds %d, %v: both must be positive, or both zero", ErrInvalidOption, c.maxHandoffs, c.maxHold))
 	}
 	return c, nil
 }
@@ -81,9 +81,9 @@ func buildRecipeConfig(what string, opts []Option) (config, error) {
 	case err != nil:
 		return c, err
 	case c.maxHandoffs > 0:
-		return c, fmt.Errorf("%w: WithHandoff is a Lock's option, not a %s's", ErrInvalidOption, what)
+		return c, fromZK(fmt.Errorf("%w: WithHandoff is a Lock's option, not a %s's", ErrInvalidOption, what))
 	case c.revocable:
-		return c, fmt.Errorf("%w: WithRevocable is a Lock's option, not a %s's", ErrInvalidOption, what)
+		return c, fromZK(fmt.Errorf("%w: WithRevocable is a Lock's option, not a %s's", ErrInvalidOption, what))
 	}
 	return c, nil
 }

@@ -31,7 +31,7 @@ func NewRegistry(s *zklock.Session, root string, opts ...Option) (*Registry, err
 		return nil, err
 	}
 	r := &Registry{}
-	if err := r.r.init(s, root, func(path string) (*Lock, error) { return newLock(s, path, cfg) }); err != nil {
+	if err := r.r.init(s, root, "Acquire", func(path string) (*Lock, error) { return newLock(s, path, cfg) }); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -59,7 +59,9 @@ func (r *Registry) TryAcquire(ctx context.Context, key string) (context.Context,
 }
 
 // Release is Lock.Release for a hold of this registry. The last release of
-// a key's last hold closes its lock.
+// a key's last hold closes its lock. A context that carries no hold of this
+// registry (the one passed to Acquire, say) releases nothing: Release
+// returns ErrNotHolder and logs a warning naming the root.
 func (r *Registry) Release(held context.Context) error {
 	if r == nil {
 		return errNil("Registry")
@@ -124,7 +126,7 @@ type RWRegistry struct{ r registry[*RWLock] }
 // session s; opts configure every lock (see NewRWLock).
 func NewRWRegistry(s *zklock.Session, root string, opts ...Option) (*RWRegistry, error) {
 	r := &RWRegistry{}
-	if err := r.r.init(s, root, func(path string) (*RWLock, error) { return NewRWLock(s, path, opts...) }); err != nil {
+	if err := r.r.init(s, root, "RLock or Lock", func(path string) (*RWLock, error) { return NewRWLock(s, path, opts...) }); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -214,10 +216,10 @@ type SemaphoreRegistry struct{ r registry[*Semaphore] }
 // NewSemaphore).
 func NewSemaphoreRegistry(s *zklock.Session, root string, n int, opts ...Option) (*SemaphoreRegistry, error) {
 	if n < 1 {
-		return nil, fmt.Errorf("%w: %d leases", ErrInvalidOption, n) // as NewSemaphore's
+		return nil, fromZK(fmt.Errorf("%w: %d leases", ErrInvalidOption, n)) // as NewSemaphore's
 	}
 	r := &SemaphoreRegistry{}
-	if err := r.r.init(s, root, func(path string) (*Semaphore, error) { return NewSemaphore(s, path, n, opts...) }); err != nil {
+	if err := r.r.init(s, root, "Acquire", func(path string) (*Semaphore, error) { return NewSemaphore(s, path, n, opts...) }); err != nil {
 		return nil, err
 	}
 	return r, nil

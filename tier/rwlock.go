@@ -272,13 +272,17 @@ func (rw *RWLock) admit(ctx context.Context, n int64, wait bool) (bool, error) {
 // reader gives the read node up before letting waiters through; the last of
 // a write hold gives the write node up, unless read holds taken under it
 // remain (a downgrade: see RWLock). ErrNotHolder for a context without a
-// current hold; a lost hold's last Release returns an error wrapping
+// current hold, logged at Warn too if it never carried a hold of this lock
+// (see misuse.go); a lost hold's last Release returns an error wrapping
 // ErrLockLost.
 func (rw *RWLock) Release(held context.Context) error {
 	if err := rw.check(held); err != nil {
 		return err
 	}
 	_, read := held.Value(rwKey{rw, false}).(*rwHold)
+	if !read && held.Value(rwKey{rw, true}) == nil {
+		return warnNotHolder(rw.log, "read/write lock", "RLock or Lock") // misuse.go
+	}
 	return rw.release(held, !read)
 }
 

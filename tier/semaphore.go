@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -33,6 +34,7 @@ type Semaphore struct {
 	zk  *zklock.Semaphore
 	n   int
 	adm *admission // tier 1: n units, k per hold
+	log *slog.Logger
 
 	mu   sync.Mutex // guards each hold's done
 	life closing    // Close, ordered against grants (closing.go)
@@ -60,14 +62,14 @@ type semKey struct{ s *Semaphore }
 // own); WithHandoff and WithRevocable are refused (ErrInvalidOption).
 func NewSemaphore(s *zklock.Session, path string, n int, opts ...Option) (*Semaphore, error) {
 	if n < 1 {
-		return nil, fmt.Errorf("%w: %d leases", ErrInvalidOption, n)
+		return nil, fromZK(fmt.Errorf("%w: %d leases", ErrInvalidOption, n))
 	}
 	cfg, err := buildRecipeConfig("semaphore", opts)
 	if err != nil {
 		return nil, err
 	}
-	sem := &Semaphore{n: n, adm: newAdmission(int64(n)), life: newClosing(), live: map[string]*semHold{},
-		obs: observer{fn: cfg.observer, path: path}}
+	sem := &Semaphore{n: n, adm: newAdmission(int64(n)), log: s.Logger().With("semaphore", path),
+		life: newClosing(), live: map[string]*semHold{}, obs: observer{fn: cfg.observer, path: path}}
 	zopts := append(cfg.zkOpts[:len(cfg.zkOpts):len(cfg.zkOpts)], zklock.WithLossHandler(sem.onZKLost))
 	z, err := zklock.NewSemaphore(s, path, n, zopts...)
 	if err != nil {
@@ -114,7 +116,7 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (context.Co
 	case ctx == nil:
 		return nil, false, ErrNilContext
 	case k < 1 || k > sem.n:
-		return nil, false, fmt.Errorf("%w: %d of %d", ErrInvalidPermits, k, sem.n)
+		return nil, false, fromZK(fmt.Errorf("%w: %d of %d", ErrInvalidPermits, k, sem.n))
 	}
 	start := time.Now()
 	if wait {
@@ -218,8 +220,9 @@ func (sem *Semaphore) withdraw(h *semHold) bool {
 
 // Release ends the hold held carries: its lease nodes are given up first
 // (guaranteed deletes), then its local permits. ErrNotHolder for a context
-// without a live hold; a lost hold's Release returns an error wrapping
-// ErrLockLost.
+// without a live hold, logged at Warn too if it never carried a hold of
+// this semaphore (see misuse.go); a lost hold's Release returns an error
+// wrapping ErrLockLost.
 func (sem *Semaphore) Release(held context.Context) error {
 	switch {
 	case sem == nil:
@@ -229,7 +232,7 @@ func (sem *Semaphore) Release(held context.Context) error {
 	}
 	h, _ := held.Value(semKey{sem}).(*semHold)
 	if h == nil {
-		return ErrNotHolder
+		return warnNotHolder(sem.log, "semaphore", "Acquire") // misuse.go
 	}
 	sem.mu.Lock()
 	if h.done {
