@@ -3,6 +3,14 @@
 # (it starts a local ZooKeeper itself unless TIERLOCK_ZK_SERVERS is set):
 # 4 processes x 64 goroutines, every implementation side by side, about 20 s
 # each, and writes an HTML report and the figures as JSON under out/.
+#
+# On the console: the comparison, its tables at most 120 columns wide (a
+# wider one is split into panels that repeat the implementation's name);
+# under it what each implementation is (tier is tierlock's lock, the one to
+# use; zklock its process-level building block behind a sync.Mutex; gozk
+# go-zookeeper's zk.Lock, the baseline); and warnings when the machine was
+# saturated during a run, and that each ratio rests on one run (the spread
+# of many: docs/matrix.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -321,8 +321,11 @@
 //
 // # Output
 //
-// An aligned table on stdout, then what an acquisition cost inside the
-// window (client and server CPU per acquisition, peak goroutines per
+// An aligned table on stdout (every console table at most 120 columns
+// wide: a wider one is split into panels that repeat the rows' names),
+// under it what each implementation is and warnings when the machine was
+// saturated (busy above 90 % or steal above 10 %) or the ratios rest on
+// one run; then what an acquisition cost inside the window (client and server CPU per acquisition, peak goroutines per
 // process, requests per acquisition as the servers received them and as
 // the workers wrote them, by kind, lease waits and lapses, the granted
 // session timeout; holds in the warm-up and after the window, waits

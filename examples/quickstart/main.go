@@ -16,25 +16,38 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
+// sessionTimeout is the session timeout asked of ZooKeeper: a copy of this
+// program killed while it holds a job keeps the job's lock until its
+// session expires, about this long after it last spoke to the server.
+const sessionTimeout = 10 * time.Second
+
+// jobWait is how long a job waits for its lock: longer than a session
+// timeout, so that a killed copy's job passes on to this one rather than
+// the wait ending just before.
+const jobWait = 2 * sessionTimeout
+
 func main() {
 	servers := flag.String("zk", "127.0.0.1:2181", "ZooKeeper servers, host:port,...")
 	flag.Parse()
-	// Ctrl-C ends the program cleanly: holds are released, the session closed.
+	// Ctrl-C ends the program cleanly, with status 0: the job in hand
+	// stops, its hold is released and the session closed.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, strings.Split(*servers, ",")); err != nil {
+	if err := run(ctx, strings.Split(*servers, ",")); err != nil && ctx.Err() == nil {
 		log.Fatal(err)
 	}
 }
 
+// run connects to servers and runs the jobs one after the other; it
+// returns the first error, or ctx's once it ends.
 func run(ctx context.Context, servers []string) error {
 	// One session per process. Without a deadline Connect gives up after
 	// zklock.ConnectTimeout; here after 5 s.
 	dial, cancel := context.WithTimeout(ctx, 5*time.Second)
-	s, err := zklock.Connect(dial, servers)
+	s, err := zklock.Connect(dial, servers, zklock.WithSessionTimeout(sessionTimeout))
 	cancel()
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (is ZooKeeper running? scripts/zk.sh start starts one)", err)
 	}
 	defer s.Close()
 	// One lock per job below a root, shared by every goroutine of the
@@ -52,9 +65,10 @@ func run(ctx context.Context, servers []string) error {
 	return nil
 }
 
-// runJob waits up to 10 s for job's lock, then does the job while it holds it.
+// runJob waits up to jobWait for job's lock, then does the job while it
+// holds it.
 func runJob(ctx context.Context, jobs *tier.Registry, job string) error {
-	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	wait, cancel := context.WithTimeout(ctx, jobWait)
 	defer cancel()
 	held, err := jobs.Acquire(wait, job)
 	if err != nil {

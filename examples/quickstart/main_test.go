@@ -17,9 +17,18 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
+// TestMain: the test binary is also the children of the tests (see
+// child_test.go), chosen by an environment variable.
 func TestMain(m *testing.M) {
 	if servers := os.Getenv(quietChild); servers != "" {
 		os.Exit(quietRun(strings.Split(servers, ",")))
+	}
+	if servers := os.Getenv(peerChild); servers != "" {
+		os.Exit(peerRun(strings.Split(servers, ",")))
+	}
+	if args, ok := os.LookupEnv(mainChild); ok {
+		childMain(args)
+		os.Exit(0)
 	}
 	goleak.VerifyTestMain(zktest.Wrap(m))
 }
@@ -67,34 +76,6 @@ func TestQuietByDefault(t *testing.T) {
 	}
 	if stderr.Len() > 0 {
 		t.Errorf("100 acquisitions with default options wrote to stderr:\n%s", stderr.String())
-	}
-}
-
-// README's quick start is this program, word for word: the README block
-// between "```go" and "```" under "## Quick start" must equal main.go, so
-// that what a reader pastes compiles (main.go does) and runs (below).
-func TestReadmeQuickStartIsThisProgram(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile("main.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, after, ok := strings.Cut(string(readme), "## Quick start")
-	if !ok {
-		t.Fatal(`README has no "## Quick start" section`)
-	}
-	_, block, ok := strings.Cut(after, "```go\n")
-	if ok {
-		block, _, ok = strings.Cut(block, "```")
-	}
-	if !ok {
-		t.Fatal("README's quick start has no ```go block")
-	}
-	if block != string(src) {
-		t.Errorf("README's quick start differs from examples/quickstart/main.go: copy main.go into README")
 	}
 }
 

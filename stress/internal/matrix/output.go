@@ -11,12 +11,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/tierlock/tierlock/stress/internal/cells"
 	"github.com/tierlock/tierlock/stress/internal/proto"
 	"github.com/tierlock/tierlock/stress/internal/report"
+	"github.com/tierlock/tierlock/stress/internal/results"
 	"github.com/tierlock/tierlock/stress/internal/runner"
 )
 
@@ -177,14 +177,14 @@ func writeAtomic(path string, write func(io.Writer) error) error {
 	return os.Rename(f.Name(), path)
 }
 
-// printTable writes the per-point table and the verdict.
+// printTable writes the per-point table, split to fit results.Width and
+// keyed by the point and implementation; what each implementation is; the
+// warnings against reading too much into it; and the verdict.
 func printTable(w io.Writer, s *Summary) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, strings.Join(tableHeader, "\t")+"\t")
-	for _, r := range tableRows(s) {
-		fmt.Fprintln(tw, strings.Join(r, "\t")+"\t")
-	}
-	tw.Flush()
+	results.Table{Rows: append([][]string{tableHeader}, tableRows(s)...), Keys: tableKeys}.Print(w)
+	fmt.Fprintln(w)
+	results.PrintLegend(w, s.Impls, s.Base.Recipe)
+	results.PrintWarnings(w, warnings(s))
 	fmt.Fprintln(w, verdict(s))
 	for _, f := range s.Failures {
 		fmt.Fprintln(w, "  "+f)

@@ -16,6 +16,10 @@ var tableHeader = append(append([]string{"servers", "P×G", "paths", "hold", "ru
 	"lease w/l", "after", "abandoned", "timeout", "znodes/path", "watches/path", "Σ watches", "jain gor", "min/max share",
 	"machine busy/steal", "check")
 
+// tableKeys is the number of tableHeader's leading columns that name a
+// row: the point (servers, P×G, paths, hold, runs) and the implementation.
+const tableKeys = 6
+
 // opHeader are the request kinds shown per acquisition (the workers'
 // count; pings and the rest are in req/acq only).
 var opHeader = []string{"create", "multi", "delete", "getChildren", "getData", "exists", "sync"}
@@ -110,6 +114,35 @@ func count(n int) string {
 	return fmt.Sprint(n)
 }
 
+// warnings say why the matrix's ratios are not to be taken at face value:
+// points that rest on one run, and points whose runs met a saturated
+// machine (the median of their runs' machine figures).
+func warnings(s *Summary) []string {
+	var out []string
+	single, hot := 0, []string{}
+	for _, p := range s.Points {
+		if p.Runs == 1 && len(p.Impls) > 1 {
+			single++
+		}
+		for _, f := range p.Impls {
+			if results.Saturated(f.Host) {
+				hot = append(hot, p.Cell.Point())
+				break
+			}
+		}
+	}
+	if single > 0 {
+		out = append(out, fmt.Sprintf("warning: %d of %d points rest on one run: their ratios are single measurements, "+
+			"not medians; %s", single, len(s.Points), results.OneRunNote))
+	}
+	if len(hot) > 0 {
+		out = append(out, fmt.Sprintf("warning: the machine was saturated (machine busy/steal: busy above %.0f%% or steal "+
+			"above %.0f%%) in %d of %d points, e.g. %s: %s", 100*results.SaturatedBusy, 100*results.SaturatedSteal,
+			len(hot), len(s.Points), firstOf(hot), results.SaturatedNote))
+	}
+	return out
+}
+
 // verdict is the matrix's one line: what the checker found over every
 // hold, and which cells had lock errors, failed otherwise or did not run.
 func verdict(s *Summary) string {
@@ -170,6 +203,14 @@ func (r Result) findings() (holds, viol int, errs, other []string) {
 		}
 	}
 	return holds, viol, errs, other
+}
+
+// firstOf writes up to three items and how many more there are.
+func firstOf(items []string) string {
+	if len(items) <= 3 {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:3], ", "), len(items)-3)
 }
 
 // listed writes up to three items and how many more there are.

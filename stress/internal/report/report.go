@@ -53,6 +53,12 @@ type Data struct {
 	RecipeNote   string
 	RecipeHeader []string
 	RecipeRows   [][]string
+	// ImplLegend says what each implementation of the comparison table is
+	// (name, what it is), and Warnings why the comparison is not to be
+	// taken at face value (a saturated machine, one run); both shown
+	// under the table.
+	ImplLegend [][2]string
+	Warnings   []string
 }
 
 // Impl is what the report shows of one implementation.
@@ -186,6 +192,7 @@ td:first-child, th:first-child { text-align: left; font-weight: bold; }
 .legend { font-size: 14px; margin: 6px 0 2px 60px; }
 .legend span { margin-right: 22px; }
 .legend i { display: inline-block; width: 22px; height: 4px; margin: 0 6px 4px 0; vertical-align: middle; }
+.note { padding: 6px 12px; border-radius: 6px; font-size: 14px; margin: 8px 0; max-width: 1100px; }
 pre { background: #f7f7f7; padding: 8px; font-size: 12px; overflow-x: auto; }
 </style>
 </head>
@@ -201,7 +208,11 @@ pre { background: #f7f7f7; padding: 8px; font-size: 12px; overflow-x: auto; }
 <tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table></div>
-<p class="sub">Acquisitions are the holds entered inside the measured window (after the warm-up, up to the deadline),
+{{if .ImplLegend}}<table class="settings">
+{{range .ImplLegend}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>
+{{end}}</table>{{end}}
+{{range .Warnings}}<div class="note warn">⚠ {{.}}</div>
+{{end}}<p class="sub">Acquisitions are the holds entered inside the measured window (after the warm-up, up to the deadline),
 acq/s those over the window's length. Latency is the time spent in Acquire; hold is the mean critical section. zk
 req/acq counts the requests the ZooKeeper servers received inside the window (read at its edges), divided by
 acquisitions. znodes/path and watches/path are the peaks sampled under a lock path. fair proc / fair gor: Jain's

@@ -13,7 +13,9 @@ func TestWrite(t *testing.T) {
 		Title: "t", Generated: time.Now(), OK: false, Verdict: "FAIL: 1 violation",
 		Failures: []string{"x: 1 overlap"},
 		Header:   []string{"impl", "acq/s"}, Rows: [][]string{{"a", "10"}, {"b", "<20>"}},
-		Settings: [][2]string{{"procs", "2"}},
+		Settings:   [][2]string{{"procs", "2"}},
+		ImplLegend: [][2]string{{"a", "the lock to use"}},
+		Warnings:   []string{"warning: the machine was saturated"},
 	}
 	for i, name := range []string{"a", "b"} {
 		im := Impl{Name: name, PerSec: float64(10 * (i + 1)), ReqPerAcq: 3, OK: i == 0, Verdict: "v"}
@@ -32,7 +34,8 @@ func TestWrite(t *testing.T) {
 	if n := strings.Count(page, "<svg"); n != 6 {
 		t.Errorf("%d charts, want 6", n)
 	}
-	for _, want := range []string{"FAIL: 1 violation", "x: 1 overlap", "&lt;20&gt;", "proc 1"} {
+	for _, want := range []string{"FAIL: 1 violation", "x: 1 overlap", "&lt;20&gt;", "proc 1", "the lock to use",
+		"warning: the machine was saturated"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}

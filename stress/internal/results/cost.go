@@ -241,11 +241,15 @@ func PrintCost(w io.Writer, results []Impl) {
 	if len(results) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nInside the measured window (%s): per acquisition, and the work done around it.\n", windowNote(results[0].Cost))
+	fmt.Fprintln(w)
+	printNote(w, "", "", fmt.Sprintf("Inside the measured window (%s): per acquisition, and the work done around it.",
+		windowNote(results[0].Cost)))
 	printAligned(w, append([][]string{costHeader()}, costRows(results)...))
 	if rows := limitsRows(results); len(rows) > 0 {
-		fmt.Fprintf(w, "\nLimits on these servers, probed right after each run (%gs each): the hand-off chain (a delete committed,\n"+
-			"the watcher's event, one getChildren) and awaited create+delete pairs on one connection.\n", probeSeconds(results))
+		fmt.Fprintln(w)
+		printNote(w, "", "", fmt.Sprintf("Limits on these servers, probed right after each run (%gs each): the hand-off chain "+
+			"(a delete committed, the watcher's event, one getChildren) and awaited create+delete pairs on one connection.",
+			probeSeconds(results)))
 		printAligned(w, append([][]string{limitsHeader}, rows...))
 	}
 }

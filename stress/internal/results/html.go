@@ -26,6 +26,10 @@ func WriteReport(path string, s Summary, runs []*runner.Run) error {
 		Verdict:   Verdict(s),
 		Failures:  s.Failures,
 		Settings:  settings(s),
+		Warnings:  Warnings(s.Results),
+	}
+	for _, r := range s.Results {
+		d.ImplLegend = append(d.ImplLegend, [2]string{string(r.Impl), Legend(r.Impl, r.Recipe)})
 	}
 	if len(s.Results) > 0 {
 		d.CostNote = "Inside the measured window (" + windowNote(s.Results[0].Cost) + "). " + costNote

@@ -177,7 +177,8 @@ func PrintRecipe(w io.Writer, cfg runner.Config, results []Impl) {
 	if header == nil {
 		return
 	}
-	fmt.Fprintf(w, "\n%s\n", recipeNote(cfg))
+	fmt.Fprintln(w)
+	printNote(w, "", "", recipeNote(cfg))
 	printAligned(w, append([][]string{header}, recipeRows(results)...))
 }
 

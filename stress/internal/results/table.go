@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/tierlock/tierlock/stress/internal/fault"
+	"github.com/tierlock/tierlock/stress/internal/proto"
 )
 
 // tableHeader and tableRows give the comparison table, printed on stdout
@@ -67,25 +67,25 @@ func orNA(n int) string {
 	return fmt.Sprint(n)
 }
 
-// PrintTable writes the comparison as an aligned table, numbers right-aligned.
+// PrintTable writes the comparison as an aligned table, numbers
+// right-aligned, split to fit Width; under it what each implementation is,
+// and the warnings against reading too much into it.
 func PrintTable(w io.Writer, results []Impl) {
 	printAligned(w, append([][]string{tableHeader}, tableRows(results)...))
+	impls := make([]proto.Impl, len(results))
+	var recipe proto.Recipe
+	for i, r := range results {
+		impls[i], recipe = r.Impl, r.Recipe
+	}
+	fmt.Fprintln(w)
+	PrintLegend(w, impls, recipe)
+	PrintWarnings(w, Warnings(results))
 }
 
-// printAligned writes rows (the first a header) as a table, the first
-// column left-aligned, the others right-aligned.
+// printAligned writes rows (the first a header) as a table that fits
+// Width, the first column left-aligned, the others right-aligned.
 func printAligned(w io.Writer, rows [][]string) {
-	// The first column is left-aligned: pad it to one width.
-	width := 0
-	for _, row := range rows {
-		width = max(width, len(row[0]))
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	for _, row := range rows {
-		first := row[0] + strings.Repeat(" ", width-len(row[0]))
-		fmt.Fprintln(tw, first+"\t"+strings.Join(row[1:], "\t")+"\t")
-	}
-	tw.Flush()
+	Table{Rows: rows, Keys: 1}.Print(w)
 }
 
 // faultHeader and faultRows give the fault log, printed after the table
@@ -140,34 +140,31 @@ func shortCause(c string) string {
 // PrintFaultLog writes the fault log of a run with -fault.
 func PrintFaultLog(w io.Writer, s Summary) {
 	cfg := s.Config
-	fmt.Fprintf(w, "\nFault log (-fault %s, seed %d, every ~%v; session timeout %v). Recovered: the workers a fault hit acquired\n"+
-		"again within the session timeout + %v of its healing. Times after \"at\" count from the fault's start.\n",
-		joinKinds(cfg.Faults, ","), cfg.FaultSeed, cfg.FaultEvery, cfg.SessionTimeout, fault.RecoveryBound)
+	fmt.Fprintln(w)
+	printNote(w, "", "", fmt.Sprintf("Fault log (-fault %s, seed %d, every ~%v; session timeout %v). Recovered: the workers a fault "+
+		"hit acquired again within the session timeout + %v of its healing. Times after \"at\" count from the fault's start.",
+		joinKinds(cfg.Faults, ","), cfg.FaultSeed, cfg.FaultEvery, cfg.SessionTimeout, fault.RecoveryBound))
 	if len(s.Faults) == 0 {
 		fmt.Fprintln(w, "  no fault was injected (the run was too short for one)")
 	} else {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		for _, row := range append([][]string{faultHeader}, faultRows(s.Faults)...) {
-			fmt.Fprintln(tw, "  "+strings.Join(row, "\t"))
-		}
-		tw.Flush()
+		Table{Rows: append([][]string{faultHeader}, faultRows(s.Faults)...), Keys: 2, Text: true, Indent: "  "}.Print(w)
 	}
 	for _, r := range s.Results {
-		fmt.Fprintf(w, "  %s: %d fault(s) injected, %d recovered from; %d hold(s) ended by a loss; %d session expiries; "+
-			"%d hold(s) of killed workers cut at the kill, %d of paused workers cut at the stop (not violations); "+
-			"loss before grant: %d lost hold(s) checked, %d violation(s); %d orphan node(s)\n",
+		printNote(w, "  ", "    ", fmt.Sprintf("%s: %d fault(s) injected, %d recovered from; %d hold(s) ended by a loss; "+
+			"%d session expiries; %d hold(s) of killed workers cut at the kill, %d of paused workers cut at the stop "+
+			"(not violations); loss before grant: %d lost hold(s) checked, %d violation(s); %d orphan node(s)",
 			r.Impl, r.FaultsInjected, r.FaultsRecovered, r.Losses, r.SessionExpiries, r.Check.Cut, r.Check.PausedCut,
-			r.Check.LossesChecked, r.Check.LateLosses, len(r.Orphans))
-		fmt.Fprintf(w, "    injected by kind: %s\n", byKind(cfg.Faults, r.FaultsByKind))
+			r.Check.LossesChecked, r.Check.LateLosses, len(r.Orphans)))
+		printNote(w, "    ", "      ", "injected by kind: "+byKind(cfg.Faults, r.FaultsByKind))
 		if wr := r.Writes; wr != nil {
-			fmt.Fprintf(w, "    %s\n", wr.Line())
+			printNote(w, "    ", "      ", wr.Line())
 			c := wr.Workers
-			fmt.Fprintf(w, "    as the workers saw them: guarded %d applied, %d refused by the server, %d refused by the lock (loss known), "+
-				"%d outcome unknown, %d other errors; fenced %d admitted, %d refused, %d errors\n",
+			printNote(w, "    ", "      ", fmt.Sprintf("as the workers saw them: guarded %d applied, %d refused by the server, "+
+				"%d refused by the lock (loss known), %d outcome unknown, %d other errors; fenced %d admitted, %d refused, %d errors",
 				c.GuardedApplied, c.GuardedStale, c.GuardedLost, c.GuardedUnknown, c.GuardedOther,
-				c.FenceAdmitted, c.FenceRefused, c.FenceErrors)
+				c.FenceAdmitted, c.FenceRefused, c.FenceErrors))
 			for _, e := range c.Samples {
-				fmt.Fprintf(w, "      e.g. %s\n", e)
+				printNote(w, "      e.g. ", "        ", e)
 			}
 		}
 	}
