@@ -1,0 +1,89 @@
+// Package gocronlock runs gocron v2 jobs once per tick across a fleet of
+// processes, on tierlock's ZooKeeper locks: a Locker for
+// gocron.WithDistributedLocker (every instance schedules every job, one
+// runs each tick) and an Elector for gocron.WithDistributedElector (one
+// leader runs everything).
+//
+// It is a module of its own, so that tierlock does not depend on gocron.
+//
+// # Why a lock is not enough
+//
+// gocron calls Locker.Lock once per tick on every instance, when that
+// instance's timer fires, with the job's name as key and nothing that
+// names the tick. A lock held only while the job runs stops runs from
+// overlapping, not a tick from running twice: when the instances' timers
+// are 150 ms apart and the job takes 10 ms, each instance finds the lock
+// free in turn and runs the same tick again (gocron issue #841). Once per
+// tick needs a rule tied to the tick, judged by one clock: the ZooKeeper
+// server's, never the instances'.
+//
+// # The rule
+//
+// Each job has, below the Locker's root, a zklock.Lock (root/<job>/lock)
+// and a persistent run node (root/<job>/run). Lock(ctx, job):
+//
+//  1. takes the job's lock without waiting (zklock.Lock.TryAcquire); a run
+//     that cannot take it at once is skipped, not queued (ErrLockHeld);
+//  2. holding it, reads the run node, and from its data and its mtime
+//     derives T, the server time at which the job's last run started;
+//  3. writes the run node (data: T and this instance's window W) in a
+//     transaction guarded by the hold (zklock.Hold.Txn) and by the version
+//     it read; the reply's mtime is now, the server's clock at that write;
+//  4. runs if now - T >= W, and otherwise releases the lock and skips
+//     (ErrAlreadyRan).
+//
+// The write of step 3 is the run's timestamp when the run goes ahead: the
+// next attempt finds its data (T, W) and its mtime M, and knows that the
+// attempt which wrote them ran exactly when M - T >= W. So each attempt
+// costs one read and one write, the lock's create and delete aside, and no
+// clock but the server's is read.
+//
+// Two instances cannot both run one tick. The decisions are serialized by
+// the job's lock, and each stands on the server's record of the previous
+// one: the write is refused if the hold has ended at the server (the
+// guard) or if anyone wrote the node since it was read (the version), and
+// a refused write skips the run. So an instance that lost its lock without
+// knowing it (paused, partitioned) cannot pass on a stale view.
+//
+// # The window
+//
+// W (WithWindow, WithJobWindow; DefaultWindow, 500 ms) is one value for
+// the whole fleet, per job. Let S be the spread of one tick across the
+// fleet: the largest gap between the first and the last instance's timer
+// for the same tick, plus Lock's latency. Each tick runs once when
+//
+//	S < W <= P - S
+//
+// for a job of period P: every later attempt of a tick falls within W of
+// the run, and the first attempt of the next tick comes at least W after
+// it. The default suits ticks of one second or more whose instances fire
+// within about 400 ms of each other: cron jobs on clocks kept by NTP, or
+// duration jobs started on a common boundary (gocron.WithStartAt). Duration
+// jobs started at each instance's own start time have a spread up to the
+// period: then no window gives once per tick, and W close to P gives at
+// most one run per W.
+//
+// What the rule trades: a run whose outcome is unknown (its write timed
+// out, its hold was lost after the write) counts as run, so a tick can be
+// lost but is never run twice. The server time is the leader's wall clock
+// when it ordered the write: a new ensemble leader whose clock is behind by
+// less than W can cost ticks, and one ahead by more than W can repeat one.
+//
+// # Bounds
+//
+// Lock never blocks gocron's tick longer than the lock timeout
+// (WithLockTimeout, DefaultLockTimeout): it works under its own deadline,
+// whatever ZooKeeper does. Unlock does not wait: the release goes out in
+// the background and is retried until it lands, so the cancelled context
+// gocron hands the last Unlock at shutdown is fine.
+//
+// # The Elector
+//
+// An Elector campaigns in tierlock's election (package election) on one
+// goroutine and IsLeader returns nil while it leads. When the leader's
+// process dies its session expires, and another instance leads one session
+// timeout later (zklock.WithSessionTimeout). The Elector makes no
+// per-tick decision: a leadership that passes within a tick's spread (a
+// leader that lost its connection after running a tick, say) can run that
+// tick twice. Use the Locker where that matters.
+package gocronlock

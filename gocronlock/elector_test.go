@@ -1,0 +1,159 @@
+package gocronlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tierlock/tierlock/gocronlock"
+	"github.com/tierlock/tierlock/internal/faultproxy"
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// newElector campaigns on s as name; it is closed when the test ends.
+func newElector(t testing.TB, s *zklock.Session, path, name string, opts ...gocronlock.ElectorOption) *gocronlock.Elector {
+	t.Helper()
+	opts = append([]gocronlock.ElectorOption{gocronlock.WithCandidate(name)}, opts...)
+	e, err := gocronlock.NewElector(s, path, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// leaders returns the indexes of the electors that lead.
+func leaders(es []*gocronlock.Elector) []int {
+	var out []int
+	for i, e := range es {
+		if e.IsLeader(context.Background()) == nil {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// TestElectorOneLeader: of three instances one leads, Leader names it,
+// and when it closes another leads at once.
+func TestElectorOneLeader(t *testing.T) {
+	path := zktest.Path(t)
+	es := make([]*gocronlock.Elector, 3)
+	for i := range es {
+		es[i] = newElector(t, zktest.Connect(t, zktest.Servers(t)), path, fmt.Sprintf("node-%d", i))
+	}
+	zktest.Eventually(t, 5*time.Second, "one leader", func() bool { return len(leaders(es)) == 1 })
+	first := leaders(es)[0]
+	ctx := zktest.Context(t, 10*time.Second)
+	name, err := es[(first+1)%3].Leader(ctx)
+	if err != nil || name != fmt.Sprintf("node-%d", first) {
+		t.Fatalf("Leader: %q, %v; want node-%d", name, err, first)
+	}
+	for i := range es {
+		if i != first && !errors.Is(es[i].IsLeader(ctx), gocronlock.ErrNotLeader) {
+			t.Errorf("follower %d: IsLeader = %v, want ErrNotLeader", i, es[i].IsLeader(ctx))
+		}
+	}
+	if err := es[first].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := es[first].IsLeader(ctx); !errors.Is(err, gocronlock.ErrClosed) {
+		t.Errorf("IsLeader after Close: %v, want ErrClosed", err)
+	}
+	zktest.Eventually(t, 3*time.Second, "a new leader", func() bool {
+		l := leaders(es)
+		return len(l) == 1 && l[0] != first
+	})
+}
+
+// TestElectorHandsOverOnPartition: the leader's connection goes silent.
+// It stops leading before another instance starts (zklock's lease), and
+// another leads within the session timeout and a second.
+func TestElectorHandsOverOnPartition(t *testing.T) {
+	const sessionTimeout = 2 * time.Second
+	path := zktest.Path(t)
+	p, err := faultproxy.New(zktest.Servers(t)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	timeout := zklock.WithSessionTimeout(sessionTimeout)
+	var mu sync.Mutex
+	var stopped, started time.Time
+	old := newElector(t, zktest.Connect(t, []string{p.Addr()}, timeout), path, "old",
+		gocronlock.WithLeaderHandler(func(leading bool) {
+			if !leading {
+				mu.Lock()
+				stopped = time.Now()
+				mu.Unlock()
+			}
+		}))
+	zktest.Eventually(t, 5*time.Second, "the first leader", func() bool { return old.IsLeader(context.Background()) == nil })
+	_ = newElector(t, zktest.Connect(t, zktest.Servers(t), timeout), path, "new",
+		gocronlock.WithLeaderHandler(func(leading bool) {
+			if leading {
+				mu.Lock()
+				started = time.Now()
+				mu.Unlock()
+			}
+		}))
+	time.Sleep(100 * time.Millisecond)
+	cut := time.Now()
+	p.Blackhole()
+	defer p.Heal()
+	zktest.Eventually(t, sessionTimeout+time.Second, "a new leader", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return !started.IsZero()
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("old leader stopped %v after the cut, new one started %v after it", stopped.Sub(cut), started.Sub(cut))
+	if stopped.IsZero() || !stopped.Before(started) {
+		t.Errorf("the old leader stopped at %v, the new one started at %v: two leaders", stopped, started)
+	}
+}
+
+// TestElectorLeaderHandler: the handler hears of the leadership and of its
+// end at Close.
+func TestElectorLeaderHandler(t *testing.T) {
+	var mu sync.Mutex
+	var seen []bool
+	e, err := gocronlock.NewElector(zktest.Connect(t, zktest.Servers(t)), zktest.Path(t),
+		gocronlock.WithLeaderHandler(func(leading bool) {
+			mu.Lock()
+			seen = append(seen, leading)
+			mu.Unlock()
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, 5*time.Second, "leading", func() bool { return e.IsLeader(context.Background()) == nil })
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(seen) != "[true false]" {
+		t.Errorf("handler saw %v, want [true false]", seen)
+	}
+}
+
+// TestElectorSessionClosed: an Elector whose session is closed stops
+// campaigning, leads no more, and closes.
+func TestElectorSessionClosed(t *testing.T) {
+	s := zktest.Connect(t, zktest.Servers(t))
+	e := newElector(t, s, zktest.Path(t), "me")
+	zktest.Eventually(t, 5*time.Second, "leading", func() bool { return e.IsLeader(context.Background()) == nil })
+	s.Close()
+	zktest.Eventually(t, 5*time.Second, "not leading", func() bool { return e.IsLeader(context.Background()) != nil })
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

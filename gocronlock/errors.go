@@ -1,0 +1,42 @@
+package gocronlock
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// Errors, for errors.Is. Every error Locker.Lock returns makes gocron skip
+// that run; ErrSkipped marks the deliberate skips, the others are failures
+// worth a warning.
+var (
+	// ErrSkipped reports a run this instance must not make because another
+	// made it or is making it: ErrLockHeld and ErrAlreadyRan match it.
+	ErrSkipped = errors.New("gocronlock: run skipped")
+	// ErrLockHeld reports a job whose lock is held elsewhere (another
+	// instance runs it) or by a run of this instance still going: the run
+	// is skipped, not queued. It matches ErrSkipped.
+	ErrLockHeld = fmt.Errorf("%w: job lock held", ErrSkipped)
+	// ErrAlreadyRan reports a tick that a run started less than the job's
+	// window ago, by the server's clock, already covered. It matches
+	// ErrSkipped.
+	ErrAlreadyRan = fmt.Errorf("%w: this tick already ran", ErrSkipped)
+	// ErrInvalidKey reports a job name that cannot name a lock: empty, or
+	// longer than MaxKeyLen bytes.
+	ErrInvalidKey = errors.New("gocronlock: invalid job key")
+	// ErrInvalidOption reports an option with a value out of its range, or
+	// a nil session.
+	ErrInvalidOption = errors.New("gocronlock: invalid option")
+	// ErrNotLeader is IsLeader's answer while this instance does not lead.
+	ErrNotLeader = errors.New("gocronlock: not the leader")
+	// ErrClosed reports a call on a Locker or Elector after its Close.
+	ErrClosed = errors.New("gocronlock: closed")
+	// ErrNil reports a method called on a nil pointer.
+	ErrNil = errors.New("gocronlock: method called on a nil pointer")
+	// ErrNilSession reports a nil *zklock.Session given to NewLocker or
+	// NewElector. It matches zklock.ErrNilSession.
+	ErrNilSession = fmt.Errorf("gocronlock: %w", zklock.ErrNilSession)
+	// ErrNilContext reports a nil context. It matches zklock.ErrNilContext.
+	ErrNilContext = fmt.Errorf("gocronlock: %w", zklock.ErrNilContext)
+)

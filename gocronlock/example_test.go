@@ -1,0 +1,101 @@
+package gocronlock_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+
+	"github.com/tierlock/tierlock/gocronlock"
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// Three instances of one program (here in one process, each with its own
+// session, as separate processes would have) schedule the same job; it
+// runs once.
+func ExampleNewLocker() {
+	ctx := context.Background()
+	var runs atomic.Int32
+	for range 3 {
+		s, err := zklock.Connect(ctx, zktest.Addrs(), zklock.WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer s.Close()
+		// One Locker per process, on a root of the fleet's own. The window
+		// (default 500 ms) must exceed the spread of the instances' timers.
+		locker, err := gocronlock.NewLocker(s, "/examples/gocronlock/locker")
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer locker.Close()
+		sched, err := gocron.NewScheduler(gocron.WithDistributedLocker(locker))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer sched.Shutdown()
+		// The job's name is the lock's key: give every job its own.
+		_, err = sched.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()),
+			gocron.NewTask(func() { runs.Add(1) }), gocron.WithName("nightly-report"))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		sched.Start()
+	}
+	time.Sleep(time.Second)
+	fmt.Println("runs:", runs.Load())
+	// Output: runs: 1
+}
+
+// Two instances campaign; one leads and runs every job. When it stops
+// (here: Close; a crash costs a session timeout), the other leads.
+func ExampleNewElector() {
+	ctx := context.Background()
+	electors := make([]*gocronlock.Elector, 2)
+	for i := range electors {
+		s, err := zklock.Connect(ctx, zktest.Addrs(), zklock.WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer s.Close()
+		e, err := gocronlock.NewElector(s, "/examples/gocronlock/election",
+			gocronlock.WithCandidate(fmt.Sprintf("instance-%d", i)))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer e.Close()
+		// Give it to the scheduler: gocron.NewScheduler(gocron.WithDistributedElector(e)).
+		electors[i] = e
+		if i == 0 {
+			waitLeader(e) // for a known first leader in this example
+		}
+	}
+	leader, _ := electors[1].Leader(ctx)
+	fmt.Println("leader:", leader)
+	_ = electors[0].Close()
+	waitLeader(electors[1])
+	leader, _ = electors[1].Leader(ctx)
+	fmt.Println("leader:", leader)
+	// Output:
+	// leader: instance-0
+	// leader: instance-1
+}
+
+// waitLeader waits up to 5 s until e leads.
+func waitLeader(e *gocronlock.Elector) {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if e.IsLeader(context.Background()) == nil {
+			return
+		}
+	}
+}

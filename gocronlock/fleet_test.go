@@ -1,0 +1,208 @@
+package gocronlock_test
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tierlock/tierlock/gocronlock/internal/fleet"
+	"github.com/tierlock/tierlock/internal/child"
+	"github.com/tierlock/tierlock/internal/zktest"
+)
+
+// fleetDuration is how long the fleet tests' instances schedule: the
+// default keeps `go test` short; the full run is
+// `go test -run TestFleet -fleet.duration 2m .`.
+var fleetDuration = flag.Duration("fleet.duration", 15*time.Second, "how long the fleet tests' instances schedule")
+
+// The shape of gocron issue #841: 3 instances whose timers are 0, 150 and
+// 300 ms apart, 20 jobs every second, jobs of 1 to 50 ms.
+var fleetOffsets = []time.Duration{0, 150 * time.Millisecond, 300 * time.Millisecond}
+
+const (
+	fleetJobs   = 20
+	fleetPeriod = time.Second
+)
+
+// instance is one running fleet process and what it wrote.
+type instance struct {
+	name string
+	proc *child.Proc
+}
+
+// fleetRun is a fleet of instances and the records they write, gathered
+// as they come.
+type fleetRun struct {
+	start     time.Time
+	instances []*instance
+	mu        sync.Mutex
+	records   fleet.Records
+	readers   sync.WaitGroup
+}
+
+// startFleet starts one instance per offset, in mode, scheduling from a
+// common start two seconds ahead for duration.
+func startFleet(t *testing.T, mode string, duration time.Duration, extra ...string) *fleetRun {
+	t.Helper()
+	f := &fleetRun{start: time.Now().Truncate(time.Second).Add(3 * time.Second)}
+	root := zktest.Path(t)
+	for i, off := range fleetOffsets {
+		name := fmt.Sprintf("node-%d", i)
+		args := append([]string{
+			"-zk", strings.Join(zktest.Servers(t), ","), "-name", name, "-mode", mode, "-root", root,
+			"-jobs", fmt.Sprint(fleetJobs), "-period", fleetPeriod.String(), "-offset", off.String(),
+			"-start", fmt.Sprint(f.start.UnixMilli()), "-duration", duration.String(),
+		}, extra...)
+		p, err := child.Start(child.Spec{Role: fleetRole, Task: args, Args: []string{"-test.run=^$"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := &instance{name: name, proc: p}
+		f.instances = append(f.instances, in)
+		t.Cleanup(p.Kill)
+		f.readers.Go(func() { f.read(t, in) })
+	}
+	return f
+}
+
+// read gathers an instance's records until it exits.
+func (f *fleetRun) read(t *testing.T, in *instance) {
+	for line := range in.proc.Lines() {
+		f.mu.Lock()
+		err := f.records.Parse(strings.NewReader(string(line) + "\n"))
+		f.mu.Unlock()
+		if err != nil {
+			t.Errorf("%s: %v", in.name, err)
+		}
+	}
+}
+
+// wait waits for every instance to end and reports those that failed,
+// except the killed ones.
+func (f *fleetRun) wait(t *testing.T, limit time.Duration, killed map[string]bool) fleet.Records {
+	t.Helper()
+	deadline := time.After(limit)
+	for _, in := range f.instances {
+		select {
+		case <-in.proc.Exited():
+		case <-deadline:
+			t.Fatalf("%s still runs after %v", in.name, limit)
+		}
+		if err := in.proc.Err(); err != nil && !killed[in.name] {
+			t.Errorf("%s", in.proc.Describe(in.name))
+		}
+	}
+	f.readers.Wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.records
+}
+
+// lastTick is the last tick every instance scheduled within duration.
+func lastTick(duration time.Duration) int64 { return int64(duration/fleetPeriod) - 1 }
+
+// TestFleetLocker runs #841's shape with real gocron schedulers in three
+// processes: every (job, tick) runs once, and at least 99 % of the ticks
+// run. The first and the last tick (start-up, shutdown) are not counted
+// for coverage; duplicates are counted over all.
+func TestFleetLocker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fleet test: -short")
+	}
+	d := *fleetDuration
+	f := startFleet(t, fleet.ModeLocker, d)
+	rs := f.wait(t, time.Until(f.start)+d+40*time.Second, nil)
+	rep := fleet.Check(rs.Runs, fleetJobs, 1, lastTick(d)-1, nil)
+	t.Logf("locker fleet, %v, 3 processes, offsets %v, %d jobs every %v: %v", d, fleetOffsets, fleetJobs, fleetPeriod, rep)
+	if len(rep.Duplicates) > 0 {
+		t.Errorf("%d (job, tick) ran more than once: %v", len(rep.Duplicates), rep.Duplicates)
+	}
+	if rep.Coverage() < 0.99 {
+		t.Errorf("%.2f%% of the ticks ran, want at least 99%%", 100*rep.Coverage())
+	}
+}
+
+// TestFleetWindowTooSmall is the check's own check: with a window shorter
+// than the instances' offsets the Locker is a lock held for the run and
+// no more, and the same fleet runs every tick on every instance, as
+// gocron's Redis adapter does in #841. The checker must see it.
+func TestFleetWindowTooSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fleet test: -short")
+	}
+	const d = 6 * time.Second
+	f := startFleet(t, fleet.ModeLocker, d, "-window", "1ms")
+	rs := f.wait(t, time.Until(f.start)+d+40*time.Second, nil)
+	rep := fleet.Check(rs.Runs, fleetJobs, 1, lastTick(d)-1, nil)
+	t.Logf("locker fleet with a 1 ms window, %v: %v", d, rep)
+	if rep.RunsPerTick() < 2.5 || len(rep.Duplicates) < rep.Expected*9/10 {
+		t.Errorf("%.3f runs per tick, %d duplicated: the check would not catch a lock without the rule", rep.RunsPerTick(), len(rep.Duplicates))
+	}
+}
+
+// TestFleetElector runs three processes with the Elector (2 s sessions),
+// SIGKILLs the leader, and checks that another leads within the session
+// timeout and a second, that no (job, tick) runs twice, and that the
+// ticks outside the failover all run.
+func TestFleetElector(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fleet test: -short")
+	}
+	const sessionTimeout = 2 * time.Second
+	d := *fleetDuration
+	f := startFleet(t, fleet.ModeElector, d, "-session-timeout", sessionTimeout.String())
+	time.Sleep(time.Until(f.start.Add(d / 3)))
+	victim := f.leader()
+	if victim == nil {
+		t.Fatal("no leader a third into the run")
+	}
+	killed := time.Now()
+	victim.proc.Kill()
+	var next string
+	var led time.Time
+	zktest.Eventually(t, sessionTimeout+5*time.Second, "a new leader", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, l := range f.records.Leaders {
+			if l.Leading && l.Node != victim.name && l.At.After(killed) {
+				next, led = l.Node, l.At
+				return true
+			}
+		}
+		return false
+	})
+	failover := led.Sub(killed)
+	rs := f.wait(t, time.Until(f.start)+d+40*time.Second, map[string]bool{victim.name: true})
+	from, to := int64(killed.Sub(f.start)/fleetPeriod), int64(led.Sub(f.start)/fleetPeriod)+1
+	rep := fleet.Check(rs.Runs, fleetJobs, 1, lastTick(d)-1, func(tick int64) bool { return tick >= from && tick <= to })
+	t.Logf("elector fleet, %v: %s killed, %s led %v later (session timeout %v); ticks %d-%d left out: %v",
+		d, victim.name, next, failover.Round(time.Millisecond), sessionTimeout, from, to, rep)
+	if failover > sessionTimeout+time.Second {
+		t.Errorf("failover took %v, want at most %v", failover, sessionTimeout+time.Second)
+	}
+	if len(rep.Duplicates) > 0 {
+		t.Errorf("%d (job, tick) ran more than once: %v", len(rep.Duplicates), rep.Duplicates)
+	}
+	if rep.Coverage() < 0.99 {
+		t.Errorf("%.2f%% of the ticks ran, want at least 99%%", 100*rep.Coverage())
+	}
+}
+
+// leader returns the instance leading now, by the records.
+func (f *fleetRun) leader() *instance {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	leading := map[string]bool{}
+	for _, l := range f.records.Leaders {
+		leading[l.Node] = l.Leading
+	}
+	for _, in := range f.instances {
+		if leading[in.name] {
+			return in
+		}
+	}
+	return nil
+}

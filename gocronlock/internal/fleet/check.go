@@ -1,0 +1,152 @@
+package fleet
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Run is one run of a job, as an instance recorded it.
+type Run struct {
+	Job  string
+	Tick int64
+	Node string
+	At   time.Time
+}
+
+// Leadership is a change of an Elector's leadership.
+type Leadership struct {
+	Node    string
+	At      time.Time
+	Leading bool
+}
+
+// Records are what the instances wrote.
+type Records struct {
+	Runs    []Run
+	Leaders []Leadership
+	Ready   map[string]time.Time
+}
+
+// Parse reads records from r and adds them to rs. A last line cut short
+// (a process killed while writing) is ignored.
+func (rs *Records) Parse(r io.Reader) error {
+	if rs.Ready == nil {
+		rs.Ready = map[string]time.Time{}
+	}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		if err := rs.add(f); err != nil {
+			return fmt.Errorf("fleet: record %q: %w", sc.Text(), err)
+		}
+	}
+	return sc.Err()
+}
+
+func (rs *Records) add(f []string) error {
+	switch {
+	case f[0] == "run" && len(f) == 5:
+		tick, err := strconv.ParseInt(f[2], 10, 64)
+		at, err2 := strconv.ParseInt(f[4], 10, 64)
+		if err != nil || err2 != nil {
+			return fmt.Errorf("bad number")
+		}
+		rs.Runs = append(rs.Runs, Run{Job: f[1], Tick: tick, Node: f[3], At: time.UnixMicro(at)})
+	case f[0] == "leader" && len(f) == 4:
+		at, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			return err
+		}
+		rs.Leaders = append(rs.Leaders, Leadership{Node: f[1], At: time.UnixMicro(at), Leading: f[3] == "true"})
+	case f[0] == "ready" && len(f) == 3:
+		at, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			return err
+		}
+		rs.Ready[f[1]] = time.UnixMicro(at)
+	default:
+		// A line cut short by a kill: not a record.
+	}
+	return nil
+}
+
+// Key names one scheduled run: a job's tick.
+type Key struct {
+	Job  string
+	Tick int64
+}
+
+// Report is what Check found.
+type Report struct {
+	Expected   int            // jobs × ticks in the checked range
+	Covered    int            // of those, ticks that ran at least once
+	Runs       int            // runs in the checked range
+	Duplicates map[Key]int    // (job, tick), over all ticks, that ran more than once: the count
+	PerNode    map[string]int // runs in the checked range per instance
+}
+
+// Coverage is Covered / Expected.
+func (r Report) Coverage() float64 {
+	if r.Expected == 0 {
+		return 0
+	}
+	return float64(r.Covered) / float64(r.Expected)
+}
+
+// RunsPerTick is the mean number of runs of a tick that ran.
+func (r Report) RunsPerTick() float64 {
+	if r.Covered == 0 {
+		return 0
+	}
+	return float64(r.Runs) / float64(r.Covered)
+}
+
+func (r Report) String() string {
+	nodes := make([]string, 0, len(r.PerNode))
+	for n, c := range r.PerNode {
+		nodes = append(nodes, fmt.Sprintf("%s=%d", n, c))
+	}
+	slices.Sort(nodes)
+	return fmt.Sprintf("%d/%d ticks ran (%.2f%%), %d runs, %.3f runs per tick, %d duplicated ticks; per instance: %s",
+		r.Covered, r.Expected, 100*r.Coverage(), r.Runs, r.RunsPerTick(), len(r.Duplicates), strings.Join(nodes, " "))
+}
+
+// Check counts runs per (job, tick) for jobs job-00 … job-<jobs-1> and the
+// ticks first … last, skipping the ticks skip says to (nil: none).
+// Duplicates are counted over every tick recorded.
+func Check(runs []Run, jobs int, first, last int64, skip func(tick int64) bool) Report {
+	count := map[Key]int{}
+	rep := Report{Duplicates: map[Key]int{}, PerNode: map[string]int{}}
+	for _, r := range runs {
+		k := Key{r.Job, r.Tick}
+		count[k]++
+		if count[k] > 1 {
+			rep.Duplicates[k] = count[k]
+		}
+		if r.Tick >= first && r.Tick <= last && (skip == nil || !skip(r.Tick)) {
+			rep.Runs++
+			rep.PerNode[r.Node]++
+		}
+	}
+	for i := range jobs {
+		job := fmt.Sprintf("job-%02d", i)
+		for t := first; t <= last; t++ {
+			if skip != nil && skip(t) {
+				continue
+			}
+			rep.Expected++
+			if count[Key{job, t}] > 0 {
+				rep.Covered++
+			}
+		}
+	}
+	return rep
+}

@@ -1,0 +1,181 @@
+// Package fleet is the fleet test's instance and checker: Main runs one
+// instance (a gocron scheduler with the Locker or the Elector, in a
+// process of its own), which writes a record of each run to its stdout, and
+// Check counts the runs of every (job, tick) from all the instances'
+// records.
+package fleet
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+
+	"github.com/tierlock/tierlock/gocronlock"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// Modes of an instance.
+const (
+	ModeLocker  = "locker"
+	ModeElector = "elector"
+)
+
+// config is an instance's flags.
+type config struct {
+	zk, name, mode, root     string
+	jobs                     int
+	period, offset, duration time.Duration
+	window, sessionTimeout   time.Duration
+	workMin, workMax         time.Duration
+	start                    time.Time
+}
+
+func parse(args []string, stderr io.Writer) (config, error) {
+	var c config
+	var startMs int64
+	fs := flag.NewFlagSet("fleetnode", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.zk, "zk", "127.0.0.1:2181", "ZooKeeper servers, host:port,...")
+	fs.StringVar(&c.name, "name", "node", "this instance's name in the records")
+	fs.StringVar(&c.mode, "mode", ModeLocker, "locker or elector")
+	fs.StringVar(&c.root, "root", "/gocronlock-fleet", "the Locker's root or the election's path")
+	fs.IntVar(&c.jobs, "jobs", 20, "number of jobs")
+	fs.DurationVar(&c.period, "period", time.Second, "every job's period")
+	fs.DurationVar(&c.offset, "offset", 0, "this instance's timer offset from the common start")
+	fs.DurationVar(&c.duration, "duration", 15*time.Second, "how long to schedule, from the start")
+	fs.DurationVar(&c.window, "window", gocronlock.DefaultWindow, "the Locker's window")
+	fs.DurationVar(&c.sessionTimeout, "session-timeout", 4*time.Second, "ZooKeeper session timeout")
+	fs.DurationVar(&c.workMin, "work-min", time.Millisecond, "shortest job")
+	fs.DurationVar(&c.workMax, "work-max", 50*time.Millisecond, "longest job")
+	fs.Int64Var(&startMs, "start", 0, "common start, Unix ms: tick 0 of every job (default: the next whole second)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	c.start = time.UnixMilli(startMs)
+	if startMs == 0 {
+		c.start = time.Now().Truncate(time.Second).Add(time.Second)
+	}
+	if c.mode != ModeLocker && c.mode != ModeElector {
+		return c, fmt.Errorf("-mode %q: want %s or %s", c.mode, ModeLocker, ModeElector)
+	}
+	if c.jobs < 1 || c.period <= 0 || c.workMin < 0 || c.workMax < c.workMin {
+		return c, fmt.Errorf("bad -jobs, -period or -work-min/-work-max")
+	}
+	return c, nil
+}
+
+// Main runs one instance with args (the flags above) until its duration is
+// over or it gets SIGTERM or SIGINT, writes its records to stdout, and
+// returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	c, err := parse(args, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "fleetnode:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, c, &recorder{w: stdout, name: c.name}); err != nil {
+		fmt.Fprintln(stderr, "fleetnode:", err)
+		return 1
+	}
+	return 0
+}
+
+func run(ctx context.Context, c config, rec *recorder) error {
+	dial, cancel := context.WithTimeout(ctx, 20*time.Second)
+	s, err := zklock.Connect(dial, strings.Split(c.zk, ","), zklock.WithSessionTimeout(c.sessionTimeout))
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	var opt gocron.SchedulerOption
+	if c.mode == ModeElector {
+		e, err := gocronlock.NewElector(s, c.root, gocronlock.WithCandidate(c.name),
+			gocronlock.WithLeaderHandler(rec.leader))
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		opt = gocron.WithDistributedElector(e)
+	} else {
+		l, err := gocronlock.NewLocker(s, c.root, gocronlock.WithWindow(c.window))
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		opt = gocron.WithDistributedLocker(l)
+	}
+	sched, err := gocron.NewScheduler(opt)
+	if err != nil {
+		return err
+	}
+	first := c.start.Add(c.offset)
+	for i := range c.jobs {
+		job := fmt.Sprintf("job-%02d", i)
+		task := gocron.NewTask(func() { rec.run(job, tickOf(time.Now(), first, c.period), c.work()) })
+		if _, err := sched.NewJob(gocron.DurationJob(c.period), task, gocron.WithName(job),
+			gocron.WithStartAt(gocron.WithStartDateTime(first))); err != nil {
+			_ = sched.Shutdown()
+			return err
+		}
+	}
+	rec.ready()
+	sched.Start()
+	end := time.NewTimer(time.Until(c.start.Add(c.duration)))
+	defer end.Stop()
+	select {
+	case <-end.C:
+	case <-ctx.Done():
+	}
+	return sched.Shutdown()
+}
+
+// tickOf returns the tick a run that started at now belongs to: the
+// nearest multiple of period after the instance's first tick.
+func tickOf(now, first time.Time, period time.Duration) int64 {
+	return int64(math.Round(float64(now.Sub(first)) / float64(period)))
+}
+
+// work returns a random job length between workMin and workMax.
+func (c config) work() time.Duration {
+	return c.workMin + rand.N(c.workMax-c.workMin+1)
+}
+
+// recorder writes records, one line and one write(2) each, so that a
+// SIGKILL loses none that were written.
+type recorder struct {
+	mu   sync.Mutex
+	w    io.Writer
+	name string
+}
+
+func (r *recorder) line(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, _ = io.WriteString(r.w, fmt.Sprintf(format, args...)+"\n")
+}
+
+func (r *recorder) ready() { r.line("ready %s %d", r.name, time.Now().UnixMicro()) }
+
+// run records a run of job for tick, then does the job's work.
+func (r *recorder) run(job string, tick int64, work time.Duration) {
+	r.line("run %s %d %s %d", job, tick, r.name, time.Now().UnixMicro())
+	time.Sleep(work)
+}
+
+func (r *recorder) leader(leading bool) {
+	r.line("leader %s %d %t", r.name, time.Now().UnixMicro(), leading)
+}

@@ -1,0 +1,326 @@
+package gocronlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// The names below a job's node (root/<job>): the lock's path and the run
+// node.
+const (
+	lockName = "lock"
+	runName  = "run"
+)
+
+var (
+	_ gocron.Locker = (*Locker)(nil)
+	_ gocron.Lock   = (*runLock)(nil)
+)
+
+// Locker is a gocron.Locker on ZooKeeper: each tick of a job runs on one
+// instance of the fleet, decided by the rule in the package doc. Make one
+// per process and session with NewLocker and pass it to
+// gocron.WithDistributedLocker or gocron.WithDistributedJobLocker. It is
+// safe for concurrent use.
+type Locker struct {
+	s    *zklock.Session
+	root string
+	cfg  lockerConfig
+	by   string
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	jobs   map[string]*job
+	closed bool
+}
+
+// job is the Locker's state for one job key.
+type job struct {
+	key     string
+	lock    *zklock.Lock
+	runPath string
+	window  time.Duration
+	busy    atomic.Bool // a Lock of this process holds or takes the lock
+}
+
+// NewLocker returns a Locker whose jobs live below root, an absolute
+// ZooKeeper path of their own: root/<job>/lock is the job's zklock.Lock and
+// root/<job>/run its run node, a persistent node of about 100 bytes per
+// job name. Every instance of a fleet must use the same root and windows.
+// It logs to the session's logger (zklock.WithLogger).
+func NewLocker(s *zklock.Session, root string, opts ...LockerOption) (*Locker, error) {
+	if s == nil {
+		return nil, ErrNilSession
+	}
+	if err := zklock.ValidatePath(root); err != nil {
+		return nil, fmt.Errorf("gocronlock: root: %w", err)
+	}
+	cfg := defaultLockerConfig()
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	return &Locker{
+		s:    s,
+		root: root,
+		cfg:  cfg,
+		by:   instanceName(),
+		log:  s.Logger().With("component", "gocronlock", "root", root),
+		jobs: map[string]*job{},
+	}, nil
+}
+
+// Lock decides whether this instance runs the job named key now: it
+// returns a gocron.Lock, held for the run, when it does, and an error
+// (ErrLockHeld or ErrAlreadyRan, matching ErrSkipped, or a failure) when
+// it does not. It never waits for another instance and returns within the
+// lock timeout (WithLockTimeout), or sooner when ctx ends.
+func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
+	if l == nil {
+		return nil, ErrNil
+	}
+	if ctx == nil {
+		return nil, ErrNilContext
+	}
+	j, err := l.job(key)
+	if err != nil {
+		return nil, err
+	}
+	if !j.busy.CompareAndSwap(false, true) {
+		l.log.Debug("run skipped: a run of this instance holds the job", "job", key)
+		return nil, fmt.Errorf("%w: job %q: by a run of this instance", ErrLockHeld, key)
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.timeout)
+	defer cancel()
+	h, err := l.take(ctx, j)
+	if err != nil {
+		j.busy.Store(false)
+		if errors.Is(err, ErrSkipped) {
+			l.log.Debug("run skipped", "job", key, "reason", err)
+		} else {
+			l.log.Warn("run skipped: lock failed", "job", key, "err", err)
+		}
+		return nil, err
+	}
+	return &runLock{l: l, j: j, hold: h}, nil
+}
+
+// take takes the job's lock without waiting and claims the tick under it;
+// it returns the hold when this instance runs.
+func (l *Locker) take(ctx context.Context, j *job) (*zklock.Hold, error) {
+	h, ok, err := j.lock.TryAcquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("gocronlock: job %q: %w", j.key, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: job %q: by another instance", ErrLockHeld, j.key)
+	}
+	run, err := l.claim(ctx, j, h)
+	if err == nil && !run {
+		err = fmt.Errorf("%w: job %q", ErrAlreadyRan, j.key)
+	}
+	if err == nil && h.Err() != nil {
+		err = fmt.Errorf("gocronlock: job %q: %w", j.key, h.Err())
+	}
+	if err != nil {
+		_ = h.Release() // a lost hold's error says nothing new
+		return nil, err
+	}
+	return h, nil
+}
+
+// claim applies the rule while h holds the job's lock: it reads the run
+// node, writes it back with a version check and the hold's guard, and
+// compares the server time of that write with the last run. A version
+// conflict (a write this instance did not see) is read again once.
+func (l *Locker) claim(ctx context.Context, j *job, h *zklock.Hold) (bool, error) {
+	var err error
+	for range 2 {
+		var run bool
+		run, err = l.attempt(ctx, j, h)
+		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) {
+			return run, err
+		}
+	}
+	return false, err
+}
+
+// attempt is one read and one guarded write of the run node.
+func (l *Locker) attempt(ctx context.Context, j *job, h *zklock.Hold) (bool, error) {
+	w := ms(j.window)
+	data, stat, err := getNode(ctx, l.s.Conn(), j.runPath)
+	if errors.Is(err, zk.ErrNoNode) {
+		// The job's first run: the create's mtime is its time, read back by
+		// the next attempt (Last 0 is at least a window before it).
+		rec := record{Window: w, By: l.by}
+		_, err = h.Txn(ctx, &zk.CreateRequest{Path: j.runPath, Data: rec.encode(), Acl: l.cfg.acl})
+		if err != nil {
+			return false, fmt.Errorf("gocronlock: job %q: create run node: %w", j.key, err)
+		}
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("gocronlock: job %q: read run node: %w", j.key, err)
+	}
+	if testHookAfterRead != nil {
+		testHookAfterRead(j.runPath, h)
+	}
+	last := lastRun(data, stat.Mtime)
+	rec := record{Last: last, Window: w, By: l.by}
+	res, err := h.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: rec.encode(), Version: stat.Version})
+	if err != nil {
+		return false, fmt.Errorf("gocronlock: job %q: write run node: %w", j.key, err)
+	}
+	if len(res) != 1 || res[0].Stat == nil {
+		return false, fmt.Errorf("gocronlock: job %q: write run node: no stat in the reply", j.key)
+	}
+	return ran(res[0].Stat.Mtime, last, w), nil
+}
+
+// testHookAfterRead, set by tests only, runs between the read and the
+// write of a run node.
+var testHookAfterRead func(runPath string, h *zklock.Hold)
+
+// job returns the state of key, making it on first use.
+func (l *Locker) job(key string) (*job, error) {
+	name, err := nodeName(key)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, ErrClosed
+	}
+	if j := l.jobs[key]; j != nil {
+		return j, nil
+	}
+	dir := path.Join(l.root, name)
+	lock, err := zklock.New(l.s, path.Join(dir, lockName), zklock.WithACL(l.cfg.acl))
+	if err != nil {
+		return nil, fmt.Errorf("gocronlock: job %q: %w", key, err)
+	}
+	window, ok := l.cfg.windows[key]
+	if !ok {
+		window = l.cfg.window
+	}
+	j := &job{key: key, lock: lock, runPath: path.Join(dir, runName), window: window}
+	l.jobs[key] = j
+	return j, nil
+}
+
+// LastRun returns the ZooKeeper server's time of the job's last run as the
+// run node records it, or the zero time if the job never ran (the node
+// does not exist).
+func (l *Locker) LastRun(ctx context.Context, key string) (time.Time, error) {
+	if l == nil {
+		return time.Time{}, ErrNil
+	}
+	if ctx == nil {
+		return time.Time{}, ErrNilContext
+	}
+	j, err := l.job(key)
+	if err != nil {
+		return time.Time{}, err
+	}
+	data, stat, err := getNode(ctx, l.s.Conn(), j.runPath)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return time.Time{}, nil
+	case err != nil:
+		return time.Time{}, fmt.Errorf("gocronlock: job %q: read run node: %w", key, err)
+	}
+	return time.UnixMilli(lastRun(data, stat.Mtime)), nil
+}
+
+// Close releases the locks of runs still going and detaches the Locker
+// from its session; later Lock calls return ErrClosed. It leaves the run
+// nodes, which the next instances need. Close is idempotent.
+func (l *Locker) Close() error {
+	if l == nil {
+		return ErrNil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	var errs []error
+	for _, j := range l.jobs {
+		if err := j.lock.Close(); err != nil && !errors.Is(err, zklock.ErrSessionClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// runLock is the gocron.Lock of one run.
+type runLock struct {
+	l    *Locker
+	j    *job
+	hold *zklock.Hold
+	done atomic.Bool
+}
+
+// Unlock releases the job's lock. It does not wait for ZooKeeper (the
+// delete goes out in the background and is retried until it lands or the
+// session ends), so it releases also when ctx is already cancelled, as it
+// is when gocron shuts down. It returns an error wrapping
+// zklock.ErrLockLost when the lock was lost during the run, and
+// zklock.ErrNotHeld on a second call.
+func (r *runLock) Unlock(context.Context) error {
+	if r == nil {
+		return ErrNil
+	}
+	if !r.done.CompareAndSwap(false, true) {
+		return fmt.Errorf("gocronlock: job %q: %w", r.j.key, zklock.ErrNotHeld)
+	}
+	err := r.hold.Release()
+	r.j.busy.Store(false)
+	if err != nil {
+		r.l.log.Warn("lock lost during the run", "job", r.j.key, "err", err)
+		return fmt.Errorf("gocronlock: job %q: %w", r.j.key, err)
+	}
+	return nil
+}
+
+// getNode reads path on conn, giving up when ctx ends. go-zookeeper cannot
+// cancel a request: an abandoned read ends on its goroutine when its reply
+// comes or the connection closes.
+func getNode(ctx context.Context, conn *zk.Conn, p string) ([]byte, *zk.Stat, error) {
+	if conn == nil {
+		return nil, nil, zklock.ErrSessionClosed
+	}
+	type result struct {
+		data []byte
+		stat *zk.Stat
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		data, stat, err := conn.Get(p)
+		ch <- result{data, stat, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.data, r.stat, r.err
+	case <-ctx.Done():
+		return nil, nil, context.Cause(ctx)
+	}
+}
