@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierlock/tierlock/internal/nilcheck"
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/lockmetrics"
 	"github.com/tierlock/tierlock/tier"
@@ -121,3 +122,6 @@ func TestPrefix(t *testing.T) {
 		}
 	}
 }
+
+// Methods on a nil *Collector do not panic (the module's convention).
+func TestNilReceivers(t *testing.T) { nilcheck.Methods(t, (*lockmetrics.Collector)(nil)) }

@@ -86,3 +86,124 @@ func TestCloseRacingGrantRWLock(t *testing.T) {
 		})
 	}
 }
+
+// Issue 21, item 3: Close ends an Acquire already queued on ZooKeeper, at
+// once, with tier.ErrClosed, and leaves no node.
+func TestCloseEndsQueuedAcquire(t *testing.T) {
+	servers := zktest.Servers(t)
+	a, b := connect(t, servers), connect(t, servers)
+	obs := connect(t, servers)
+	kinds := []struct {
+		name    string
+		hold    func(ctx context.Context, path string) func() // A holds; returns the release
+		acquire func(ctx context.Context, path string) (closer func() error, wait func() error)
+	}{
+		{"Lock", func(ctx context.Context, path string) func() {
+			l := newLock(t, a, path)
+			h, err := l.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() { _ = l.Release(h) }
+		}, func(ctx context.Context, path string) (func() error, func() error) {
+			l := newLock(t, b, path)
+			return l.Close, func() error { _, err := l.Acquire(ctx); return err }
+		}},
+		{"Registry", func(ctx context.Context, path string) func() {
+			l := newLock(t, a, path+"/k")
+			h, err := l.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() { _ = l.Release(h) }
+		}, func(ctx context.Context, path string) (func() error, func() error) {
+			r, err := tier.NewRegistry(b, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Close, func() error { _, err := r.Acquire(ctx, "k"); return err }
+		}},
+		{"RWLock", func(ctx context.Context, path string) func() {
+			rw := newRW(t, a, path)
+			h, err := rw.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() { _ = rw.Release(h) }
+		}, func(ctx context.Context, path string) (func() error, func() error) {
+			rw := newRW(t, b, path)
+			return rw.Close, func() error { _, err := rw.RLock(ctx); return err }
+		}},
+		{"Semaphore", func(ctx context.Context, path string) func() {
+			sem := newSem(t, a, path, 1)
+			h, err := sem.Acquire(ctx, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() { _ = sem.Release(h) }
+		}, func(ctx context.Context, path string) (func() error, func() error) {
+			sem := newSem(t, b, path, 1)
+			return sem.Close, func() error { _, err := sem.Acquire(ctx, 1); return err }
+		}},
+	}
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			ctx := ctxT(t, 30*time.Second)
+			path := zktest.Path(t)
+			release := k.hold(ctx, path)
+			defer release()
+			qpath := path
+			switch k.name {
+			case "Registry":
+				qpath = path + "/k"
+			case "Semaphore":
+				qpath = path + "/leases"
+			}
+			closer, wait := k.acquire(ctx, path)
+			done := make(chan error, 1)
+			go func() { done <- wait() }()
+			zktest.Eventually(t, 10*time.Second, "B queued", func() bool { return len(children(t, obs.Conn(), qpath)) == 2 })
+			closedAt := time.Now()
+			_ = closer()
+			select {
+			case err := <-done:
+				if !errors.Is(err, tier.ErrClosed) {
+					t.Errorf("queued Acquire ended by Close with %v; want tier.ErrClosed", err)
+				}
+				t.Logf("queued Acquire ended %v after Close: %v", time.Since(closedAt).Round(time.Millisecond), err)
+			case <-time.After(2 * time.Second):
+				t.Errorf("queued Acquire still waiting 2s after Close")
+				release()
+				<-done
+			}
+			zktest.Eventually(t, 5*time.Second, "B's node gone", func() bool { return len(children(t, obs.Conn(), qpath)) == 1 })
+		})
+	}
+}
+
+// Issue 21, item 8: Close racing an Acquire between its closed check and
+// the publication of its hold must not leave a hold that Close never saw:
+// the held context would never be cancelled and the lease never given up.
+func TestSemaphoreCloseRacingAcquire(t *testing.T) {
+	servers := zktest.Servers(t)
+	s, obs := connect(t, servers), connect(t, servers)
+	path := zktest.Path(t)
+	sem := newSem(t, s, path, 2)
+	tier.SetSemPublishHookForTest(func(sem *tier.Semaphore) { _ = sem.Close() })
+	defer tier.SetSemPublishHookForTest(nil)
+	ctx := ctxT(t, 10*time.Second)
+	held, err := sem.Acquire(ctx, 1)
+	tier.SetSemPublishHookForTest(nil)
+	if err == nil {
+		select {
+		case <-held.Done():
+		case <-time.After(2 * time.Second):
+			t.Errorf("a hold that Close raced is not cancelled 2s later")
+		}
+	} else if !errors.Is(err, tier.ErrClosed) {
+		t.Errorf("Acquire racing Close: %v; want success then cancellation, or ErrClosed", err)
+	}
+	zktest.Eventually(t, 5*time.Second, "the lease given up", func() bool {
+		return len(children(t, obs.Conn(), path+"/leases")) == 0
+	})
+}

@@ -51,14 +51,24 @@ func dataDir(t *testing.T, s *zklock.Session) string {
 // landed reports whether path exists, as the leader sees it.
 func landed(t *testing.T, conn *zk.Conn, path string) bool {
 	t.Helper()
-	if _, err := conn.Sync("/"); err != nil {
-		t.Fatal(err)
+	// The observer's own connection can fail under load (a request cut
+	// by its reconnect: "zk: connection closed", once in TestNemesisTxn):
+	// that says nothing about the write, so ask again, for a while.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := conn.Sync("/")
+		var ok bool
+		if err == nil {
+			ok, _, err = conn.Exists(path)
+		}
+		if err == nil {
+			return ok
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the observer could not read %s: %v", path, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	ok, _, err := conn.Exists(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ok
 }
 
 func TestTxnTier(t *testing.T) {

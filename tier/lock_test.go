@@ -3,6 +3,7 @@ package tier_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -425,5 +426,76 @@ func TestCloseWakesWaiters(t *testing.T) {
 	}
 	if held.Err() == nil || !errors.Is(context.Cause(held), tier.ErrClosed) {
 		t.Fatalf("held context after Close: %v", context.Cause(held))
+	}
+}
+
+// A context derived from a held one carries the hold: it re-enters, and
+// can release, from any goroutine. That is the documented rule (the hold
+// belongs to the context, not to a goroutine); this test pins it down.
+func TestDerivedContextCarriesHold(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	l := newLock(t, s, zktest.Path(t))
+	held, err := l.Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	derived, cancel := context.WithCancel(held)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		again, err := l.Acquire(derived) // another goroutine, a derived context
+		if err == nil && l.HoldCount(again) != 2 {
+			err = fmt.Errorf("count %d after re-entry, want 2", l.HoldCount(again))
+		}
+		if err == nil {
+			err = l.Release(again)
+		}
+		done <- err
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(held); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A loss of the node between zklock's grant and the publication of the
+// local hold (onZKLost finds no current hold to cancel) still ends the
+// hold: Acquire returns a held context already cancelled with the loss.
+// The hook deletes the node of a revocable lock (whose own-node watch is
+// armed at once) and waits until the loss is told, just before the hold
+// is published.
+func TestLossBeforePublishEndsHold(t *testing.T) {
+	servers := zktest.Servers(t)
+	s, admin := connect(t, servers), connect(t, servers)
+	p := zktest.Path(t)
+	l := newLock(t, s, p, tier.WithRevocable())
+	tier.SetPublishHookForTest(func(zh *zklock.Hold) {
+		if err := admin.Conn().Delete(zh.Node(), -1); err != nil {
+			t.Error(err)
+		}
+		select {
+		case <-zh.Lost():
+		case <-time.After(5 * time.Second):
+			t.Error("the node's deletion was not told")
+		}
+	})
+	defer tier.SetPublishHookForTest(nil)
+	held, err := l.Acquire(ctxT(t, 10*time.Second))
+	tier.SetPublishHookForTest(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held.Done():
+		if c := context.Cause(held); !errors.Is(c, tier.ErrLockLost) || !errors.Is(c, zklock.ErrNodeDeleted) {
+			t.Errorf("cause %v; want ErrLockLost wrapping ErrNodeDeleted", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a hold whose node was lost before it was published is live")
+	}
+	if err := l.Release(held); !errors.Is(err, tier.ErrLockLost) {
+		t.Errorf("Release: %v; want ErrLockLost", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -165,5 +166,78 @@ func TestLocker(t *testing.T) {
 	wg.Wait()
 	if _, ok, _ := l.TryAcquire(context.Background()); !ok {
 		t.Fatal("lock not free after the Locker's last Unlock")
+	}
+}
+
+// The registry's memory stays bounded for any sequence of calls: keys
+// tried and refused, acquired and released, or acquired past a deadline
+// leave no lock behind. Before: a lock obtained and never acquired stayed
+// for ever, and calls with a stale context on a dropped lock made new ones.
+func TestRegistryMemoryBounded(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	r, err := tier.NewRegistry(s, zktest.Path(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx := ctxT(t, 30*time.Second)
+	held, err := r.Acquire(ctx, "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 200; i++ {
+		if _, ok, err := r.TryAcquire(ctx, "busy"); ok || err != nil {
+			t.Fatalf("TryAcquire of a held key: %v, %v", ok, err)
+		}
+		h, err := r.Acquire(ctx, fmt.Sprintf("job-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Release(h); err != nil {
+			t.Fatal(err)
+		}
+		// Stale context: calls change nothing and make nothing.
+		if err := r.Release(h); !errors.Is(err, tier.ErrNotHolder) {
+			t.Fatalf("second Release = %v, want ErrNotHolder", err)
+		}
+		if _, err := r.Token(h); !errors.Is(err, tier.ErrNotHolder) {
+			t.Fatalf("Token after release = %v, want ErrNotHolder", err)
+		}
+		_ = r.HoldCount(h)
+	}
+	if n := r.Len(); n != 1 {
+		t.Fatalf("registry keeps %d locks with one key held", n)
+	}
+	if err := r.Release(held); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.Len(); n != 0 {
+		t.Fatalf("registry keeps %d locks with nothing held", n)
+	}
+}
+
+// Issue 21, item 4: a registry key too large for the server is refused
+// before anything is sent, and the session's other holds live on.
+func TestRegistryOversizedKeyRefused(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	ctx := ctxT(t, 20*time.Second)
+	other := newLock(t, s, zktest.Path(t)+"/other")
+	held, err := other.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := tier.NewRegistry(s, zktest.Path(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Acquire(ctx, strings.Repeat("k", 1100<<10)); !errors.Is(err, tier.ErrInvalidPath) {
+		t.Errorf("a 1.1 MB key: %v; want ErrInvalidPath", err)
+	}
+	if held.Err() != nil {
+		t.Errorf("the session's other hold was lost: %v", context.Cause(held))
+	}
+	if err := other.Release(held); err != nil {
+		t.Error(err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -254,4 +255,104 @@ func TestRWMultiSession(t *testing.T) {
 	}
 	obs := connect(t, servers)
 	eventually(t, 5*time.Second, "empty queue", func() bool { return len(children(t, obs.Conn(), path)) == 0 })
+}
+
+// Issue 21, item 2: one process's overlapping readers must not starve a
+// writer of another process. Four goroutines of A read in a loop, 20 ms
+// each, staggered so that A always has a reader in; B's writer queues and
+// must be granted once the readers that were in when it queued are done,
+// not after A stops reading.
+func TestRWWriterNotStarvedByOverlappingReaders(t *testing.T) {
+	servers := zktest.Servers(t)
+	a, b := connect(t, servers), connect(t, servers)
+	path := zktest.Path(t)
+	ra, rb := newRW(t, a, path), newRW(t, b, path)
+	ctx := ctxT(t, 30*time.Second)
+	stop := make(chan struct{})
+	var reads atomic.Int64
+	var readers sync.WaitGroup
+	for i := range 4 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			time.Sleep(time.Duration(i) * 5 * time.Millisecond)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				h, err := ra.RLock(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				reads.Add(1)
+				time.Sleep(20 * time.Millisecond)
+				if err := ra.Release(h); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); readers.Wait() }()
+	zktest.Eventually(t, 5*time.Second, "A reading", func() bool { return reads.Load() > 10 })
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start, before := time.Now(), reads.Load()
+	h, err := rb.Lock(wctx)
+	if err != nil {
+		t.Fatalf("B's writer starved: %v after %v, while A made %d reads", err, time.Since(start).Round(time.Millisecond), reads.Load()-before)
+	}
+	waited, during := time.Since(start), reads.Load()-before
+	if err := rb.Release(h); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("B's writer granted after %v; A made %d reads meanwhile", waited.Round(time.Millisecond), during)
+	// The readers in when B queued hold 20 ms; a few more may have been
+	// admitted before B's node was seen. Dozens mean A kept the read node.
+	if during > 20 {
+		t.Errorf("A made %d reads while B's writer waited %v: readers kept riding the read node", during, waited)
+	}
+}
+
+// Issue 21, item 9: a downgrade whose new read node is lost between its
+// grant and the move of the readers onto it must tell those readers.
+func TestRWDowngradeReadNodeLostBeforeRewire(t *testing.T) {
+	servers := zktest.Servers(t)
+	s, admin := connect(t, servers), connect(t, servers)
+	path := zktest.Path(t)
+	rw := newRW(t, s, path)
+	ctx := ctxT(t, 10*time.Second)
+	w, err := rw.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rw.RLock(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tier.SetDowngradeHookForTest(func(node string) {
+		// Someone deletes the new read node, and its hold is found lost,
+		// before the readers move onto it.
+		if err := admin.Conn().Delete(node, -1); err != nil {
+			t.Error(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	})
+	defer tier.SetDowngradeHookForTest(nil)
+	if err := rw.Release(w); err != nil {
+		t.Fatal(err)
+	}
+	tier.SetDowngradeHookForTest(nil)
+	select {
+	case <-r.Done():
+		if !errors.Is(context.Cause(r), tier.ErrLockLost) {
+			t.Errorf("reader's cause %v; want ErrLockLost", context.Cause(r))
+		}
+	case <-time.After(3 * time.Second):
+		t.Errorf("the reader riding the lost read node was not told (queue %v)", children(t, admin.Conn(), path))
+	}
+	_ = rw.Release(r)
 }

@@ -258,3 +258,40 @@ func TestDigestAuthBadUser(t *testing.T) {
 		}
 	}
 }
+
+// Issue 21, item 10: revocation requests wait for the session's
+// credentials, as lock requests do: under NewSession they are sent in the
+// background, and a request that overtakes them is made anonymously.
+func TestRevokeWaitsForCredentials(t *testing.T) {
+	servers := zktest.Servers(t)
+	fleet := connect(t, servers, zklock.WithDigestAuth(fleetUser, fleetPassword))
+	root := aclRoot(t, fleet, fleetACL())
+	l := newLock(t, fleet, root+"/job", zklock.WithACL(fleetACL()), zklock.WithRevocable())
+	ctx := ctxT(t, 20*time.Second)
+	h, err := l.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	node := h.Node() // the fleet's: the world may read it, not write it
+	restore := zklock.SetAuthDelayForTest(300 * time.Millisecond)
+	defer restore()
+	conn, _, err := zk.Connect(servers, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	s, err := zklock.NewSession(conn, nil, zklock.WithLogger(quietLog), zklock.WithDigestAuth(fleetUser, fleetPassword))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := zklock.RevokeNode(ctx, s, node); err != nil {
+		t.Fatalf("RevokeNode right after NewSession with credentials: %v", err)
+	}
+	select {
+	case <-h.Revoked():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the holder never heard of the revocation")
+	}
+}

@@ -3,11 +3,13 @@ package zklock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/nilcheck"
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -377,4 +379,103 @@ func lockStillWorks(t *testing.T, e *badEnv) {
 	if err := h.Release(); err != nil {
 		t.Fatalf("shared lock no longer releases: %v", err)
 	}
+}
+
+// Issue 21, item 4: a path or node data too large for the server (its
+// jute.maxbuffer is 1 MB) or for go-zookeeper's 1.5 MB buffer is refused
+// before anything is sent; it must not take the session, and every other
+// hold on it, down.
+func TestOversizedRefused(t *testing.T) {
+	servers := zktest.Servers(t)
+	s := connect(t, servers)
+	ctx := ctxT(t, 60*time.Second)
+	other, err := newLock(t, s, zktest.Path(t)+"/other").Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []struct {
+		name  string
+		path  string
+		opts  []zklock.Option
+		match error
+	}{
+		{"path 1.1MB", "/big/" + strings.Repeat("p", 1100<<10), nil, zklock.ErrInvalidPath},
+		{"path 2MB", "/big/" + strings.Repeat("p", 2<<20), nil, zklock.ErrInvalidPath},
+		{"label 1.1MB", zktest.Path(t) + "/label", []zklock.Option{zklock.WithLabel(strings.Repeat("l", 1100<<10))}, zklock.ErrInvalidOption},
+		{"label 2MB", zktest.Path(t) + "/label2", []zklock.Option{zklock.WithLabel(strings.Repeat("l", 2<<20))}, zklock.ErrInvalidOption},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			start := time.Now()
+			l, err := zklock.New(s, v.path, v.opts...)
+			if err == nil {
+				actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				_, err = l.Acquire(actx)
+				cancel()
+				l.Close()
+			}
+			if !errors.Is(err, v.match) {
+				t.Errorf("got %v after %v; want an error wrapping %v at once", err, time.Since(start).Round(time.Millisecond), v.match)
+			}
+			select {
+			case <-other.Lost():
+				t.Fatalf("the session's other hold was lost: %v", other.Err())
+			default:
+			}
+		})
+	}
+	if err := other.Release(); err != nil {
+		t.Fatalf("the other hold: %v", err)
+	}
+}
+
+// The size limits are exact, and what they admit works: a lock path of
+// 4000 bytes and a label of 60 KiB are acquired (their nodes made and
+// deleted on the server); one byte more of path, or a node's data past
+// 64 KiB, is refused before anything is sent.
+func TestSizeLimitsExact(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	ctx := ctxT(t, 30*time.Second)
+	base := zktest.Path(t) + "/"
+	path := func(n int) string { return base + strings.Repeat("p", n-len(base)) }
+	for _, v := range []struct {
+		name string
+		path string
+		opts []zklock.Option
+		want error // nil: acquired
+	}{
+		{"path 4000 bytes", path(4000), nil, nil},
+		{"path 4001 bytes", path(4001), nil, zklock.ErrInvalidPath},
+		{"label 60 KiB", base + "label", []zklock.Option{zklock.WithLabel(strings.Repeat("l", 60<<10))}, nil},
+		{"label 64 KiB", base + "label64", []zklock.Option{zklock.WithLabel(strings.Repeat("l", 64<<10))}, zklock.ErrInvalidOption},
+	} {
+		sent := zklock.Written(s, zklock.OpCreate) + zklock.Written(s, zklock.OpMulti)
+		l, err := zklock.New(s, v.path, v.opts...)
+		if v.want != nil {
+			if !errors.Is(err, v.want) {
+				t.Errorf("%s: New: %v; want %v", v.name, err, v.want)
+			}
+			if n := zklock.Written(s, zklock.OpCreate) + zklock.Written(s, zklock.OpMulti) - sent; n != 0 {
+				t.Errorf("%s: %d creates sent", v.name, n)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: New: %v", v.name, err)
+		}
+		h, err := l.Acquire(ctx)
+		if err != nil {
+			t.Fatalf("%s: Acquire: %v", v.name, err)
+		}
+		if err := h.Release(); err != nil {
+			t.Errorf("%s: Release: %v", v.name, err)
+		}
+		l.Close()
+	}
+}
+
+// Issue 21, item 7: one convention for methods on nil pointers, applied to
+// every type: no panic, an error when the method returns one.
+func TestNilReceivers(t *testing.T) {
+	nilcheck.Methods(t, (*zklock.Session)(nil), (*zklock.Lock)(nil), (*zklock.Hold)(nil), (*zklock.RWLock)(nil),
+		(*zklock.Semaphore)(nil), (*zklock.Lease)(nil))
 }

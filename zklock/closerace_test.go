@@ -147,3 +147,29 @@ func TestSessionCloseWhileHoldingWarnsOfNoLoss(t *testing.T) {
 		t.Errorf("Session.Close warned of a loss:\n%s", out)
 	}
 }
+
+// Issue 21, item 6: Close may be called from several goroutines at once.
+func TestConcurrentSessionClose(t *testing.T) {
+	servers := zktest.Servers(t)
+	for round := range 100 {
+		s := connect(t, servers, zklock.WithStateListener(func(zklock.State) {}))
+		l := newLock(t, s, zktest.Path(t))
+		if _, err := l.Acquire(ctxT(t, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := s.Close(); err != nil {
+					t.Errorf("round %d: Close: %v", round, err)
+				}
+			}()
+		}
+		wg.Wait()
+		if st := s.State(); st != zklock.StateClosed {
+			t.Errorf("round %d: state %v after Close", round, st)
+		}
+	}
+}

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
 
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/zklock"
-	"go.uber.org/goleak"
 )
 
 // A Connect to a port where no server listens, with a context that has no
@@ -130,4 +130,37 @@ func TestCloseRightAfterReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	goleak.VerifyNone(t, ignore)
+}
+
+// A hold acquired through a session wrapped before its connection had a
+// session is not spuriously lost.
+func TestNewSessionBeforeHasSession(t *testing.T) {
+	conn, events, err := zk.Connect(zktest.Servers(t), 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(zkQuiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	s, err := zklock.NewSession(conn, events, zklock.WithLogger(quietLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l, err := zklock.New(s, zktest.Path(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := ctxT(t, 20*time.Second)
+	h, err := l.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Lost():
+		t.Fatalf("hold lost at once: %v", h.Err())
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -150,3 +150,113 @@ func TestSecondReleaseOnAPathSendsTheFirstOnce(t *testing.T) {
 	let()
 	eventually(t, 5*time.Second, "the second deleted by the flusher", func() bool { return len(children(t, admin.Conn(), p)) == 0 })
 }
+
+// A release whose delete meets a failed socket write still deletes the
+// node once the connection is back. Before: the error was taken as
+// permanent, the delete given up, and the node blocked the path for the
+// session's life (this test timed out waiting for it to go).
+func TestFailedWriteOfDeleteLeavesNoNode(t *testing.T) {
+	servers := zktest.Servers(t)
+	s := connect(t, servers)
+	other := connect(t, servers)
+	p := zktest.Path(t)
+	l := newLock(t, s, p)
+	ctx := ctxT(t, 20*time.Second)
+	h, err := l.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := h.Node()
+	fired := failOnce(s, zklock.OpDelete, node)
+	defer zklock.SetWriteHook(s, nil)
+	if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the released node deleted", func() bool { return !exists(t, other.Conn(), node) })
+	if !fired.Load() {
+		t.Fatal("the delete's write was not failed")
+	}
+	// And the path is free for another process.
+	ol := newLock(t, other, p)
+	if _, ok, err := ol.TryAcquire(ctx); !ok || err != nil {
+		t.Fatalf("TryAcquire elsewhere after the release: %v, %v", ok, err)
+	}
+}
+
+// TryAcquire does not wait for the connection when this session's
+// previous node is still to be deleted: it reports the lock as taken.
+// Before: it blocked until the connection came back (or ctx ended).
+func TestTryAcquireDoesNotWaitForPendingDeleteWhileDisconnected(t *testing.T) {
+	servers := zktest.Servers(t)
+	px := proxyTo(t, servers[0])
+	s := connect(t, []string{px.Addr()}, zklock.WithSessionTimeout(10*time.Second))
+	p := zktest.Path(t)
+	l := newLock(t, s, p)
+	ctx := ctxT(t, 20*time.Second)
+	h, err := l.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px.Partition(0)
+	defer px.Heal()
+	eventually(t, 5*time.Second, "disconnected", func() bool { return s.State() == zklock.StateDisconnected })
+	_ = h.Release() // the hold was lost with the connection: ErrLockLost
+	start := time.Now()
+	_, ok, err := l.TryAcquire(ctx)
+	if took := time.Since(start); took > time.Second || ok {
+		t.Fatalf("TryAcquire while disconnected = %v, %v after %v; want false at once", ok, err, took)
+	}
+	px.Heal()
+	eventually(t, 10*time.Second, "reconnected", func() bool { return s.State() == zklock.StateConnected })
+	eventually(t, 10*time.Second, "old node deleted", func() bool { return len(children(t, s.Conn(), p)) == 0 })
+}
+
+// Under NewSession the connection is the caller's and stays open, so Close
+// must finish the deletes of released nodes, through a connection loss if
+// need be. Before: Close gave them one attempt, and a node whose delete
+// failed stayed for the connection's life.
+func TestNewSessionCloseFinishesDeletes(t *testing.T) {
+	servers := zktest.Servers(t)
+	px := proxyTo(t, servers[0])
+	conn, events, err := zk.Connect([]string{px.Addr()}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(zkQuiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	eventually(t, 10*time.Second, "connected", func() bool { return conn.State() == zk.StateHasSession })
+	s, err := zklock.NewSession(conn, events, zklock.WithSessionTimeout(10*time.Second), zklock.WithLogger(quietLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := connect(t, servers)
+	p := zktest.Path(t)
+	l, err := zklock.New(s, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t, 30*time.Second)
+	h, err := l.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := h.Node()
+	px.Partition(0)
+	eventually(t, 10*time.Second, "disconnected", func() bool { return conn.State() != zk.StateHasSession })
+	_ = h.Release()
+	closed := make(chan struct{})
+	go func() {
+		l.Close()
+		s.Close()
+		close(closed)
+	}()
+	time.Sleep(300 * time.Millisecond) // let the delete fail while partitioned
+	px.Heal()
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	if exists(t, admin.Conn(), node) {
+		t.Fatal("released node still there after Close, on a connection that stays open")
+	}
+}

@@ -1,11 +1,16 @@
 package zklock_test
 
 import (
+	"bytes"
 	"context"
+	"net"
 	"regexp"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 
+	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
 
 	"github.com/tierlock/tierlock/internal/zktest"
@@ -66,3 +71,37 @@ func goAcquire(ctx context.Context, l *zklock.Lock) <-chan acquired {
 	}()
 	return c
 }
+
+// Regression tests for the defects of the hostile review (issue 9). Each
+// failed on the code before the fix; the comment says how.
+
+// epipe is what go-zookeeper hands a request whose socket write failed: the
+// raw *net.OpError, not zk.ErrConnectionClosed.
+var epipe = &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}
+
+// failOnce fails the first write of a request with opcode op whose bytes
+// contain key.
+func failOnce(s *zklock.Session, op int32, key string) *atomic.Bool {
+	var fired atomic.Bool
+	zklock.SetWriteHook(s, func(o int32, b []byte) error {
+		if o == op && bytes.Contains(b, []byte(key)) && fired.CompareAndSwap(false, true) {
+			return epipe
+		}
+		return nil
+	})
+	return &fired
+}
+
+func exists(t *testing.T, conn *zk.Conn, node string) bool {
+	t.Helper()
+	ok, _, err := conn.Exists(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// zkQuiet silences go-zookeeper's own logger.
+type zkQuiet struct{}
+
+func (zkQuiet) Printf(string, ...any) {}

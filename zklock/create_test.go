@@ -1,0 +1,76 @@
+package zklock_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// Creating our node (create.go, enqueue.go): the create, the listing
+// pipelined behind it, and what a failed create's unknown outcome asks for.
+
+// A create whose write fails is retried, and leaves exactly one node.
+// Before: Acquire returned the *net.OpError.
+func TestFailedWriteOfCreateIsRetried(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	p := zktest.Path(t)
+	l := newLock(t, s, p)
+	ctx := ctxT(t, 20*time.Second)
+	fired := failOnce(s, zklock.OpCreate, p+"/")
+	defer zklock.SetWriteHook(s, nil)
+	h, err := l.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("Acquire after a failed write: %v", err)
+	}
+	if !fired.Load() {
+		t.Fatal("the create's write was not failed")
+	}
+	if n := len(children(t, s.Conn(), p)); n != 1 {
+		t.Fatalf("%d nodes queued, want 1", n)
+	}
+	if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Acquire honours its context while it waits for the listing pipelined
+// behind its create, and leaves no node behind. Before: it waited for the
+// listing whatever ctx said, and returned success after the deadline.
+func TestAcquireHonoursContextDuringListing(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	p := zktest.Path(t)
+	l := newLock(t, s, p)
+	// Make the parents, so that the acquisition below is one create and one
+	// listing.
+	h, err := l.Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
+	// Hold the listing's write for a while (the whole send loop waits).
+	var held atomic.Bool
+	zklock.SetWriteHook(s, func(op int32, b []byte) error {
+		if op == zklock.OpGetChildren2 && bytes.Contains(b, []byte(p)) && held.CompareAndSwap(false, true) {
+			time.Sleep(1500 * time.Millisecond)
+		}
+		return nil
+	})
+	defer zklock.SetWriteHook(s, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	h, err = l.Acquire(ctx)
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) || h != nil || took > time.Second {
+		t.Fatalf("Acquire = %v, %v after %v, want DeadlineExceeded at about 300ms", h, err, took)
+	}
+	eventually(t, 10*time.Second, "no node left", func() bool { return len(children(t, s.Conn(), p)) == 0 })
+}
