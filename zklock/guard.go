@@ -287,6 +287,13 @@ func validateOp(op any) error {
 		}
 		return ValidatePath(o.Path)
 	}
+	switch op.(type) {
+	case zk.CreateRequest, zk.SetDataRequest, zk.DeleteRequest, zk.CheckVersionRequest:
+		// Txn's ops are ...any (go-zookeeper's Multi's own form), so a
+		// value cannot be refused at compile time without changing the
+		// signature: it is refused here, saying what to write instead.
+		return fmt.Errorf("%T is a value: pass a pointer, &%T{...}", op, op)
+	}
 	return fmt.Errorf("unsupported type %T (want *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest or *zk.CheckVersionRequest)", op)
 }
 

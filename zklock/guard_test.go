@@ -354,3 +354,20 @@ func TestTxnBadInput(t *testing.T) {
 		}
 	})
 }
+
+// A request given as a value, not a pointer, is refused saying what to
+// write instead (issue 31, seam 6). Go cannot refuse it at compile time
+// while Txn takes go-zookeeper's ...any; before, the error only said the
+// type was unsupported.
+func TestTxnValueOpSaysPassAPointer(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	h, err := newLock(t, s, zktest.Path(t)).Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	_, err = h.Txn(ctxT(t, 10*time.Second), zk.CreateRequest{Path: "/x", Acl: zk.WorldACL(zk.PermAll)})
+	if !errors.Is(err, zklock.ErrInvalidOp) || !strings.Contains(err.Error(), "pass a pointer, &zk.CreateRequest{...}") {
+		t.Fatalf("Txn with a value: %v", err)
+	}
+}
