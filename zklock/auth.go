@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -23,35 +22,6 @@ import (
 // an identity from user:password. Wrong credentials are therefore not an
 // error here but a different identity, which the ACLs then refuse
 // (zk.ErrNoAuth on the request). zk.ErrAuthFailed comes from other schemes.
-
-// digestCred is one WithDigestAuth.
-type digestCred struct{ user, password string }
-
-// WithDigestAuth authenticates the session's connection with ZooKeeper's
-// digest scheme as user:password before the session's first lock request,
-// and again on every reconnect. Nodes created with zk.AuthACL or
-// zk.DigestACL(perms, user, password) are then this user's. The user must
-// be non-empty and have no colon (ZooKeeper splits at the first one).
-// Several WithDigestAuth add several identities.
-func WithDigestAuth(user, password string) SessionOption {
-	return func(c *sessionConfig) { c.digests = append(c.digests, digestCred{user, password}) }
-}
-
-func checkDigests(ds []digestCred) error {
-	for _, d := range ds {
-		if d.user == "" || strings.Contains(d.user, ":") {
-			return fmt.Errorf("%w: digest user %q must be non-empty and have no colon", ErrInvalidOption, d.user)
-		}
-	}
-	return nil
-}
-
-// authGate is closed once the session's credentials are in place, or their
-// sending failed for good.
-type authGate struct {
-	done chan struct{}
-	err  error // written before done is closed, read after
-}
 
 func (g *authGate) init(needed bool) {
 	g.done = make(chan struct{})

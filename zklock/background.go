@@ -2,18 +2,9 @@ package zklock
 
 import "sync"
 
-// The session's background goroutines: requests left to finish after
-// their caller gave up, guaranteed deletes, the flusher's sends. Close
-// waits for them (a group).
-
-// goBackground runs fn on a goroutine the session tracks.
-func (s *Session) goBackground(fn func()) {
-	s.life.bg.add()
-	go func() {
-		defer s.life.bg.done()
-		fn()
-	}()
-}
+// The background goroutines of a session (goBackground): requests left to
+// finish after their caller gave up, guaranteed deletes, the flusher's
+// sends. Close waits for them: a group.
 
 // group counts running goroutines, like a sync.WaitGroup that may be added
 // to while a wait is under way: an acquisition racing Session.Close can

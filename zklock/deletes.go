@@ -2,7 +2,6 @@ package zklock
 
 import (
 	"errors"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,32 +13,6 @@ import (
 // The delete queue: a released node's delete waits for the session's next
 // create, or for the flusher, and is guaranteed (guaranteed.go): retried
 // until the node or its session is gone.
-
-// deleteQueue holds the session's releases whose delete is not on the
-// wire yet, so that a create of the session can carry one in its multi,
-// and so that the session never has two nodes queued on one path: a create
-// on a path waits until the path's delete is on the wire, and ZooKeeper
-// applies a session's requests in the order they arrive.
-type deleteQueue struct {
-	s       *Session
-	mu      sync.Mutex
-	byPath  map[string]*pendingDelete // by lock path: one at most, see above
-	order   []*pendingDelete          // those not taken yet, oldest first (taken ones are skipped)
-	untaken int                       // in order and not taken
-	// timer runs flush foldWait after a release, to send the deletes no
-	// create took; stopped (no goroutine woken) when creates took them all.
-	timer *time.Timer
-	armed bool // flush is set to fire
-}
-
-// pendingDelete is a released node not yet deleted: waiting (sent == nil)
-// or taken, by a create's multi or the flusher (sent closes once it is on
-// the wire, or over).
-type pendingDelete struct {
-	path, node string
-	owner      int64 // the session that created node
-	sent       chan struct{}
-}
 
 func (q *deleteQueue) init(s *Session) {
 	q.s = s

@@ -25,7 +25,7 @@ var (
 	ErrAlreadyHeld = errors.New("zklock: lock already held")
 	// ErrBusy reports concurrent calls on one Lock: a Lock serves one holder
 	// at a time, and tier's gate is what serializes goroutines in front of it.
-	ErrBusy = errors.New("zklock: concurrent use of a Lock")
+	ErrBusy = errors.New("zklock: concurrent use of a lock")
 	// ErrLockLost reports that a hold ended without Release; the error wraps
 	// the cause (ErrDisconnected, ErrLeaseExpired, ErrSessionExpired,
 	// ErrNodeDeleted or ErrSessionClosed).
@@ -69,3 +69,17 @@ func (e nilError) Error() string { return e.msg }
 
 // Is reports whether target is ErrNil.
 func (e nilError) Is(target error) bool { return target == ErrNil }
+
+// ErrUpgrade reports a write acquisition by a holder of the read lock: an
+// upgrade from read to write is refused rather than queued, because the
+// write node would wait behind the holder's own read node forever.
+// Release the read lock first. (The other way round, a downgrade, is
+// allowed: a holder of the write lock may take the read lock.)
+var ErrUpgrade = errors.New("zklock: read-to-write upgrade refused (release the read lock first)")
+
+// ErrDowngradeBlocked reports a read acquisition by a holder of the write
+// lock that could not go at once: a writer of another process queued
+// before the read node, and it waits for our write lock, so waiting for it
+// would never end. Nothing is left queued; release the write lock first,
+// or keep it.
+var ErrDowngradeBlocked = errors.New("zklock: downgrade blocked by a writer of another process (release the write lock first)")

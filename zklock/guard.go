@@ -142,7 +142,7 @@ func (h *Hold) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) 
 	multi := make([]any, 0, len(ops)+1)
 	multi = append(multi, &zk.CheckVersionRequest{Path: h.node, Version: -1})
 	multi = append(multi, ops...)
-	s := h.l.s
+	s := h.s
 	p := s.newProof()
 	res, err := s.multi(ctx, multi)
 	if err == nil {
@@ -154,8 +154,8 @@ func (h *Hold) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) 
 // txnable reports why the hold cannot run a Txn, if it cannot.
 func (h *Hold) txnable() error {
 	switch {
-	case h.l.s.isClosed():
-		return h.l.s.closedErr()
+	case h.s.isClosed():
+		return h.s.closedErr()
 	case h.released.Load():
 		return ErrNotHeld
 	case h.isLost() && !testSkipLostCheck.Load():

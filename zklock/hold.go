@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -16,9 +17,11 @@ import (
 // loss. Acquire returns it; Release ends it. Its methods are safe for
 // concurrent use.
 type Hold struct {
-	l     *Lock
-	node  string // full path
-	owner int64  // the session that created node
+	s     *Session
+	path  string   // the lock path
+	lock  holdLock // the lock it is a hold of
+	node  string   // full path
+	owner int64    // the session that created node
 	token int64
 
 	lost     chan struct{}
@@ -36,14 +39,15 @@ type Hold struct {
 	unwatch  func()      // removes the own-node watch's callback; nil when none
 }
 
-// newHold makes the hold of a node that leads, with its fencing token (see
-// waitTurn).
-func (l *Lock) newHold(node string, owner, token int64) *Hold {
-	h := &Hold{l: l, node: node, owner: owner, token: token, lost: make(chan struct{})}
-	if l.revocable {
-		h.revoked = make(chan struct{})
-	}
-	return h
+// holdLock is what a hold needs of its lock (a Lock is one).
+type holdLock interface {
+	// detach takes h out of the lock, once: false when it is not the
+	// lock's hold any more.
+	detach(h *Hold) bool
+	// lost tells the lock's loss handler of h's node lost with cause.
+	lost(node string, cause error)
+	// revoke tells the lock of a revocation request for h (revoke.go).
+	revoke(h *Hold)
 }
 
 // Node returns the full path of the hold's lock node.
@@ -102,7 +106,7 @@ func (h *Hold) Release() error {
 	if h == nil {
 		return errNil("Hold")
 	}
-	if !h.l.detach(h) {
+	if !h.lock.detach(h) {
 		return ErrNotHeld
 	}
 	// Whether the hold was lost is decided before its node is given up.
@@ -140,13 +144,11 @@ func (h *Hold) lose(cause error) {
 	if !first {
 		return
 	}
-	if l := h.l; !h.released.Load() {
+	if !h.released.Load() {
 		if !errors.Is(cause, ErrSessionClosed) {
-			l.s.log.Warn("lock lost", "node", h.node, "cause", cause)
+			h.s.log.Warn("lock lost", "node", h.node, "cause", cause)
 		}
-		if l.onLost != nil {
-			l.onLost(h.node, cause)
-		}
+		h.lock.lost(h.node, cause)
 	}
 	h.giveUp()
 }
@@ -155,7 +157,7 @@ func (h *Hold) lose(cause error) {
 // session's valid holds, its own-node watch stops, and its node is deleted
 // (once).
 func (h *Hold) giveUp() {
-	h.l.s.forget(h)
+	h.s.forget(h)
 	h.mu.Lock()
 	t, unwatch := h.watching, h.unwatch
 	h.watching, h.unwatch = nil, nil
@@ -169,10 +171,10 @@ func (h *Hold) giveUp() {
 	// Through the session's delete queue, so that its next create on the
 	// path queues behind the delete.
 	h.dropOnce.Do(func() {
-		if h.l.s.hardStopped() {
+		if h.s.hardStopped() {
 			return // the session's close deletes it
 		}
-		h.l.s.dels.add(h.l.path, h.node, h.owner)
+		h.s.dels.add(h.path, h.node, h.owner)
 	})
 }
 
@@ -190,7 +192,7 @@ func (h *Hold) giveUp() {
 
 // armWatch arms the own-node watch when it is worth it (see above).
 func (h *Hold) armWatch() {
-	d := h.l.s.st.lease.bound()
+	d := h.s.st.lease.bound()
 	if h.revoked != nil {
 		d = 0
 	}
@@ -210,7 +212,7 @@ func (h *Hold) armWatch() {
 // under Connect the event reaches the session's callback; under NewSession
 // it waits for the event here.
 func (h *Hold) watchOwn() {
-	s := h.l.s
+	s := h.s
 	if h.isLost() || h.released.Load() || s.isClosed() {
 		return
 	}
@@ -233,7 +235,7 @@ func (h *Hold) watchOwn() {
 	h.unwatch = unwatch
 	h.mu.Unlock()
 	if h.revoked != nil && IsRevocation(data) {
-		h.l.revoke(h)
+		h.lock.revoke(h)
 	}
 	if !s.dispatching() {
 		// No event callback: the event arrives on ev only.
@@ -277,14 +279,14 @@ func (h *Hold) onOwnEvent(ev zk.Event) {
 		h.mu.Lock()
 		h.unwatch = nil
 		h.mu.Unlock()
-		h.l.s.goBackground(h.watchOwn)
+		h.s.goBackground(h.watchOwn)
 	}
 }
 
 // retryWatch arms the own-node watch again after a pause, when err left
 // the node's fate open; a session that is over ends the hold.
 func (h *Hold) retryWatch(err error) {
-	s := h.l.s
+	s := h.s
 	if s.conn.SessionID() != h.owner {
 		h.lose(ErrSessionExpired)
 		return
@@ -296,3 +298,14 @@ func (h *Hold) retryWatch(err error) {
 		h.watching = time.AfterFunc(s.cfg.maxRetryWait, h.watchOwn)
 	}
 }
+
+// RevokeMessage is what a revocation request writes into a lock node's
+// data: Curator's LockInternals.REVOKE_MESSAGE.
+const RevokeMessage = "__REVOKE__"
+
+var revokeData = []byte(RevokeMessage)
+
+// IsRevocation reports whether a lock node's data is a revocation request.
+// A revoked node's data no longer says who created it (the request
+// overwrote the host, pid and label).
+func IsRevocation(data []byte) bool { return bytes.Equal(data, revokeData) }

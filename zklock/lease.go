@@ -2,7 +2,6 @@ package zklock
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 
 	"github.com/tierlock/tierlock/internal/closed"
@@ -79,25 +78,6 @@ import (
 // survive disconnections and leader-less stretches shorter than that, and
 // by the argument above the next holder can be granted the lock at most
 // 3T/4 − 5T/8 = T/8 before this one is told.
-
-// lease is the deadline until which a session's holds are trusted; its
-// fields are guarded by the Session's mu.
-type lease struct {
-	s        *Session
-	deadline time.Time     // holds are valid until then
-	proofAt  time.Time     // when the latest proof that renewed was queued
-	syncAt   time.Time     // when the latest sync was queued
-	inflight chan struct{} // closed when the sync in flight completes; nil when none
-	timer    *time.Timer   // fires at the deadline while holds exist
-	kick     chan struct{} // wakes the renewer
-
-	waits, lapses atomic.Int64 // see LeaseStats
-
-	// Proofs answered too late to renew anything: see tooLate.
-	late     atomic.Int64
-	lateRTT  atomic.Int64 // the latest one's round trip, ns
-	warnedAt atomic.Int64 // when tooLate last warned, unix ns
-}
 
 func (le *lease) init(s *Session) {
 	le.s = s

@@ -263,6 +263,13 @@ func (l *Lock) publish(h *Hold) error {
 	return nil
 }
 
+// lost tells the lock's loss handler (WithLossHandler) of node lost.
+func (l *Lock) lost(node string, cause error) {
+	if l.onLost != nil {
+		l.onLost(node, cause)
+	}
+}
+
 // detach takes h out of the lock, once: false when it is not the lock's
 // hold any more (released already).
 func (l *Lock) detach(h *Hold) bool {

@@ -1,19 +1,5 @@
 package zklock
 
-import "sync"
-
-// notifier delivers state changes to the user's listener in order, from
-// its own goroutine, so that user code never runs where state is tracked.
-type notifier struct {
-	fn    func(State)
-	mu    sync.Mutex
-	queue []State
-	wake  chan struct{}
-	done  chan struct{}
-
-	closeOnce sync.Once
-}
-
 func (n *notifier) init(fn func(State)) {
 	n.fn, n.wake, n.done = fn, make(chan struct{}, 1), make(chan struct{})
 }

@@ -208,3 +208,25 @@ type zkLogger struct{ l *slog.Logger }
 func (z zkLogger) Printf(format string, args ...any) {
 	z.l.Debug(fmt.Sprintf(format, args...), "component", "go-zookeeper")
 }
+
+// digestCred is one WithDigestAuth.
+type digestCred struct{ user, password string }
+
+// WithDigestAuth authenticates the session's connection with ZooKeeper's
+// digest scheme as user:password before the session's first lock request,
+// and again on every reconnect. Nodes created with zk.AuthACL or
+// zk.DigestACL(perms, user, password) are then this user's. The user must
+// be non-empty and have no colon (ZooKeeper splits at the first one).
+// Several WithDigestAuth add several identities.
+func WithDigestAuth(user, password string) SessionOption {
+	return func(c *sessionConfig) { c.digests = append(c.digests, digestCred{user, password}) }
+}
+
+func checkDigests(ds []digestCred) error {
+	for _, d := range ds {
+		if d.user == "" || strings.Contains(d.user, ":") {
+			return fmt.Errorf("%w: digest user %q must be non-empty and have no colon", ErrInvalidOption, d.user)
+		}
+	}
+	return nil
+}

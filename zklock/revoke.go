@@ -1,7 +1,6 @@
 package zklock
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,17 +16,6 @@ import (
 // and a holder that opted in (Curator's makeRevocable, WithRevocable here)
 // is told through the data watch on its own node. Nothing ends by itself:
 // the holder decides whether and when to release.
-
-// RevokeMessage is what a revocation request writes into a lock node's
-// data: Curator's LockInternals.REVOKE_MESSAGE.
-const RevokeMessage = "__REVOKE__"
-
-var revokeData = []byte(RevokeMessage)
-
-// IsRevocation reports whether a lock node's data is a revocation request.
-// A revoked node's data no longer says who created it (the request
-// overwrote the host, pid and label).
-func IsRevocation(data []byte) bool { return bytes.Equal(data, revokeData) }
 
 // WithRevocable makes the lock's holds revocable: a revocation request
 // written into the node of a hold (RevokeNode, RevokeHolder, Curator's

@@ -18,20 +18,6 @@ const (
 	writeMarker = "-__WRIT__"
 )
 
-// ErrUpgrade reports a write acquisition by a holder of the read lock: an
-// upgrade from read to write is refused rather than queued, because the
-// write node would wait behind the holder's own read node forever.
-// Release the read lock first. (The other way round, a downgrade, is
-// allowed: a holder of the write lock may take the read lock.)
-var ErrUpgrade = errors.New("zklock: read-to-write upgrade refused (release the read lock first)")
-
-// ErrDowngradeBlocked reports a read acquisition by a holder of the write
-// lock that could not go at once: a writer of another process queued
-// before the read node, and it waits for our write lock, so waiting for it
-// would never end. Nothing is left queued; release the write lock first,
-// or keep it.
-var ErrDowngradeBlocked = errors.New("zklock: downgrade blocked by a writer of another process (release the write lock first)")
-
 // RWLock is a process-level read/write lock on one ZooKeeper path, on the
 // same queue core as Lock: two Locks, one creating read nodes and one
 // creating write nodes, each with its own queue rule over the path's

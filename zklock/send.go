@@ -2,7 +2,6 @@ package zklock
 
 import (
 	"context"
-	"sync"
 	"time"
 )
 
@@ -27,20 +26,6 @@ import (
 // behind a create) is sent once the predecessor is on the wire
 // (pipeline). Between requests, while it waits for its watch, an
 // acquisition has no goroutine but the caller's.
-
-// inflight bounds the requests in flight, adapting the bound to the round
-// trip it measures: cut by a quarter (at most once per round trip) when a
-// request took longer than the target, raised by one when one came back
-// fast while the bound was reached. The target is an eighth of the lease's
-// bound, so that a request of the session, and the lease's sync behind it,
-// returns well within the lease.
-type inflight struct {
-	mu    sync.Mutex
-	n     int // admitted and not yet released
-	limit int
-	queue []waitingFlight // in order
-	cutAt time.Time       // when limit was last cut
-}
 
 const (
 	minInflight   = 16
@@ -124,12 +109,6 @@ func (f *inflight) wakeLocked() {
 		f.n += w.k
 		close(w.ready)
 	}
-}
-
-// waitingFlight is an acquire waiting for k places.
-type waitingFlight struct {
-	k     int
-	ready chan struct{} // closed, under mu, when admitted
 }
 
 // request is one request of the session's locks: do makes it on the

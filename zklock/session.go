@@ -80,136 +80,9 @@ type sessionState struct {
 	ready     chan struct{} // closed on the first session
 	changed   chan struct{} // closed and replaced on every state change
 	closed    bool
-	holds     map[*Hold]struct{} // valid holds of this session's locks
-	waiting   int                // acquisitions with a node queued
-	lease     lease              // see lease.go
-}
-
-// Connect dials the ZooKeeper servers (host:port; a missing port means
-// 2181) and waits until a session is established, and its credentials
-// (WithDigestAuth) are accepted, or ctx ends; when ctx has no deadline, for
-// at most ConnectTimeout. Failing, it returns ctx's error with the last
-// dial error, such as "connection refused".
-func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Session, error) {
-	if ctx == nil {
-		return nil, ErrNilContext
-	}
-	servers, err := cleanServers(servers)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := buildConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, ConnectTimeout)
-		defer cancel()
-	}
-	s := newSession(wire.New(cfg.dialer, cfg.logger.With("component", "zklock")), true, cfg)
-	conn, _, err := zk.Connect(servers, cfg.timeout,
-		zk.WithDialer(s.tap.Dialer()),
-		zk.WithEventCallback(s.onEvent),
-		zk.WithLogger(zkLogger{cfg.logger}),
-		zk.WithLogInfo(false))
-	if err != nil {
-		s.stop()
-		return nil, fmt.Errorf("zklock: connect: %w", err)
-	}
-	s.start(conn)
-	// Events that came before conn was known were ignored: catch up.
-	s.observe(conn.State())
-	select {
-	case <-s.st.ready:
-	case <-ctx.Done():
-		s.Close()
-		if dialErr := s.tap.LastDialErr(); dialErr != nil {
-			return nil, fmt.Errorf("zklock: connect to %v: no session: %w (last dial error: %w)", servers, ctx.Err(), dialErr)
-		}
-		return nil, fmt.Errorf("zklock: connect to %v: no session: %w", servers, ctx.Err())
-	}
-	if len(cfg.digests) > 0 {
-		if err := s.authenticate(ctx); err != nil {
-			s.Close()
-			return nil, err
-		}
-	}
-	return s, nil
-}
-
-// ConnectTimeout bounds a Connect whose context has no deadline: a server
-// that cannot be reached makes it fail after this long, with the last dial
-// error in its error, instead of waiting for ever.
-const ConnectTimeout = 10 * time.Second
-
-// NewSession wraps a connection the caller already has; Close leaves conn
-// open. Since the callback that go-zookeeper calls for every event can only
-// be installed by zk.Connect, such a session learns its state by polling
-// conn.State and conn.SessionID every few milliseconds, and by reading
-// events, which may be nil (it then must not be read by anyone else: the
-// session drains it). Requests are not pipelined (that needs the dialer
-// Connect installs), so prefer Connect. The loss bounds are derived from
-// the timeout the server granted, read from the connection (conninfo.go),
-// or from WithSessionTimeout when that is smaller. When the caller closes
-// conn, the session is over: waits on it end with ErrSessionClosed and
-// holds are told they are lost. Credentials (WithDigestAuth) are sent in
-// the background; the session's lock requests wait for them, and fail
-// with their error.
-func NewSession(conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*Session, error) {
-	if conn == nil {
-		return nil, fmt.Errorf("%w: a connection is required", ErrNilSession)
-	}
-	cfg, err := buildConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	s := newSession(nil, false, cfg)
-	s.link.quit = connQuit(conn)
-	select {
-	case <-s.link.quit:
-		s.stop()
-		return nil, fmt.Errorf("zklock: new session: %w", zk.ErrConnectionClosed)
-	default:
-	}
-	s.start(conn)
-	s.observe(conn.State())
-	s.goBackground(func() { s.poll(events) })
-	if len(cfg.digests) > 0 {
-		s.goBackground(func() { _ = s.authenticate(s.life.ctx) })
-	}
-	return s, nil
-}
-
-func newSession(tap *wire.Tap, owns bool, cfg sessionConfig) *Session {
-	s := &Session{tap: tap, cfg: cfg, log: cfg.logger.With("component", "zklock")}
-	s.link.ownsConn = owns
-	s.life.hardStop = make(chan struct{})
-	s.life.ctx, s.life.cancel = context.WithCancel(context.Background())
-	s.st.ready, s.st.changed = make(chan struct{}), make(chan struct{})
-	s.st.holds = make(map[*Hold]struct{})
-	s.notes.init(cfg.listener)
-	s.dels.init(s)
-	s.st.lease.init(s)
-	s.auth.init(len(cfg.digests) > 0)
-	return s
-}
-
-// start records conn and starts the session's goroutines.
-func (s *Session) start(conn *zk.Conn) {
-	s.conn = conn
-	s.link.zc.Store(conn)
-	if s.cfg.listener != nil {
-		s.goBackground(s.notes.run)
-	}
-	s.goBackground(s.st.lease.renew)
-}
-
-// stop ends a session whose connection never came up.
-func (s *Session) stop() {
-	s.life.cancel()
-	s.notes.close()
-	s.life.bg.wait()
+	holds     map[sessionHold]struct{} // valid holds of this session's locks
+	waiting   int                      // acquisitions with a node queued
+	lease     lease                    // see lease.go
 }
 
 // State reports the session's current state.
@@ -287,60 +160,6 @@ func (s *Session) closedErr() error {
 	return ErrSessionClosed
 }
 
-// Close ends the session: every hold on it ends (ErrSessionClosed), locks
-// on it report ErrSessionClosed, and background work stops. A connection
-// made by Connect is closed, and the server deletes the session's
-// ephemeral nodes at once. Under NewSession the caller's connection stays
-// open, so Close waits until the deletes of released nodes are done (or
-// their session is over; see deleteGuaranteed). Close is idempotent.
-func (s *Session) Close() error {
-	if s == nil {
-		return errNil("Session")
-	}
-	// Concurrent calls wait for the first to finish.
-	s.life.closeOnce.Do(s.close)
-	return nil
-}
-
-func (s *Session) close() {
-	s.closeState()
-	s.st.mu.Lock()
-	s.st.closed = true
-	s.st.mu.Unlock()
-	s.life.cancel()
-	s.st.lease.stop()
-	s.dels.stop()
-	s.notes.close()
-	// Every goroutine of ours ends on s.life.ctx, on hardStop, or on a request
-	// that completes (the closed connection fails it at once), except the
-	// guaranteed deletes under NewSession, which end when their node or
-	// session is gone.
-	if s.tap != nil {
-		s.tap.Close()
-	}
-	drained := make(chan struct{})
-	go func() {
-		s.life.bg.wait()
-		close(drained)
-	}()
-	if s.link.ownsConn {
-		// Let requests in flight finish before closing the connection:
-		// go-zookeeper v1.0.4 can block its connection goroutine for ever
-		// when a request queued as Close begins also fails its write (its
-		// reply channel then gets one answer too many). Normally this takes
-		// milliseconds; a connection that is down gets wire.CloseGrace.
-		t := time.NewTimer(wire.CloseGrace)
-		select {
-		case <-drained:
-		case <-t.C:
-		}
-		t.Stop()
-		close(s.life.hardStop)
-		s.conn.Close()
-	}
-	<-drained
-}
-
 func (s *Session) isClosed() bool {
 	select {
 	case <-s.life.ctx.Done():
@@ -358,3 +177,150 @@ func (s *Session) hardStopped() bool {
 		return false
 	}
 }
+
+// goBackground runs fn on a goroutine the session tracks.
+func (s *Session) goBackground(fn func()) {
+	s.life.bg.add()
+	go func() {
+		defer s.life.bg.done()
+		fn()
+	}()
+}
+
+// The parts of a session: their types here, their workings in the file
+// each names.
+
+// State is what a Session knows about its ZooKeeper session.
+type State int
+
+// The states a Session moves through.
+const (
+	// StateConnecting: no session yet.
+	StateConnecting State = iota
+	// StateConnected: a live session; holds are valid.
+	StateConnected
+	// StateDisconnected: the connection dropped and the session may or may
+	// not survive; a holder cannot know whether it still holds its locks.
+	StateDisconnected
+	// StateExpired: the server expired the session; its ephemeral nodes,
+	// and so every hold, are gone. The client reconnects with a new session.
+	StateExpired
+	// StateClosed: Close was called or the connection was closed.
+	StateClosed
+)
+
+// String names the state, as in logs.
+func (s State) String() string {
+	switch s {
+	case StateConnecting:
+		return "connecting"
+	case StateConnected:
+		return "connected"
+	case StateDisconnected:
+		return "disconnected"
+	case StateExpired:
+		return "expired"
+	case StateClosed:
+		return "closed"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// watches are the callbacks of the session's watches, by the path their
+// events name: a waiter's predecessor (the callback sets its BooleanMutex),
+// a holder's own node. Like ZooKeeper's watches they are one-shot: an
+// event for a path calls and removes every callback registered on it.
+type watches struct {
+	mu sync.Mutex
+	m  map[string][]*watchFn
+}
+
+type watchFn struct{ fn func(zk.Event) }
+
+// notifier delivers state changes to the user's listener in order, from
+// its own goroutine, so that user code never runs where state is tracked.
+type notifier struct {
+	fn    func(State)
+	mu    sync.Mutex
+	queue []State
+	wake  chan struct{}
+	done  chan struct{}
+
+	closeOnce sync.Once
+}
+
+// authGate is closed once the session's credentials are in place, or their
+// sending failed for good.
+type authGate struct {
+	done chan struct{}
+	err  error // written before done is closed, read after
+}
+
+// deleteQueue holds the session's releases whose delete is not on the
+// wire yet, so that a create of the session can carry one in its multi,
+// and so that the session never has two nodes queued on one path: a create
+// on a path waits until the path's delete is on the wire, and ZooKeeper
+// applies a session's requests in the order they arrive.
+type deleteQueue struct {
+	s       *Session
+	mu      sync.Mutex
+	byPath  map[string]*pendingDelete // by lock path: one at most, see above
+	order   []*pendingDelete          // those not taken yet, oldest first (taken ones are skipped)
+	untaken int                       // in order and not taken
+	// timer runs flush foldWait after a release, to send the deletes no
+	// create took; stopped (no goroutine woken) when creates took them all.
+	timer *time.Timer
+	armed bool // flush is set to fire
+}
+
+// pendingDelete is a released node not yet deleted: waiting (sent == nil)
+// or taken, by a create's multi or the flusher (sent closes once it is on
+// the wire, or over).
+type pendingDelete struct {
+	path, node string
+	owner      int64 // the session that created node
+	sent       chan struct{}
+}
+
+// inflight bounds the requests in flight, adapting the bound to the round
+// trip it measures: cut by a quarter (at most once per round trip) when a
+// request took longer than the target, raised by one when one came back
+// fast while the bound was reached. The target is an eighth of the lease's
+// bound, so that a request of the session, and the lease's sync behind it,
+// returns well within the lease.
+type inflight struct {
+	mu    sync.Mutex
+	n     int // admitted and not yet released
+	limit int
+	queue []waitingFlight // in order
+	cutAt time.Time       // when limit was last cut
+}
+
+// waitingFlight is an acquire waiting for k places.
+type waitingFlight struct {
+	k     int
+	ready chan struct{} // closed, under mu, when admitted
+}
+
+// lease is the deadline until which a session's holds are trusted; its
+// fields are guarded by the Session's mu.
+type lease struct {
+	s        *Session
+	deadline time.Time     // holds are valid until then
+	proofAt  time.Time     // when the latest proof that renewed was queued
+	syncAt   time.Time     // when the latest sync was queued
+	inflight chan struct{} // closed when the sync in flight completes; nil when none
+	timer    *time.Timer   // fires at the deadline while holds exist
+	kick     chan struct{} // wakes the renewer
+
+	waits, lapses atomic.Int64 // see LeaseStats
+
+	// Proofs answered too late to renew anything: see tooLate.
+	late     atomic.Int64
+	lateRTT  atomic.Int64 // the latest one's round trip, ns
+	warnedAt atomic.Int64 // when tooLate last warned, unix ns
+}
+
+// sessionHold is what the session needs of a hold of one of its locks (a
+// Hold is one): to end it when the session can no longer vouch for it.
+type sessionHold interface{ lose(cause error) }

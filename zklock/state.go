@@ -3,47 +3,10 @@ package zklock
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 )
-
-// State is what a Session knows about its ZooKeeper session.
-type State int
-
-// The states a Session moves through.
-const (
-	// StateConnecting: no session yet.
-	StateConnecting State = iota
-	// StateConnected: a live session; holds are valid.
-	StateConnected
-	// StateDisconnected: the connection dropped and the session may or may
-	// not survive; a holder cannot know whether it still holds its locks.
-	StateDisconnected
-	// StateExpired: the server expired the session; its ephemeral nodes,
-	// and so every hold, are gone. The client reconnects with a new session.
-	StateExpired
-	// StateClosed: Close was called or the connection was closed.
-	StateClosed
-)
-
-// String names the state, as in logs.
-func (s State) String() string {
-	switch s {
-	case StateConnecting:
-		return "connecting"
-	case StateConnected:
-		return "connected"
-	case StateDisconnected:
-		return "disconnected"
-	case StateExpired:
-		return "expired"
-	case StateClosed:
-		return "closed"
-	}
-	return fmt.Sprintf("State(%d)", int(s))
-}
 
 // onEvent is go-zookeeper's event callback. go-zookeeper calls it
 // synchronously, for every event, from the connection's own goroutines,
@@ -63,17 +26,6 @@ func (s *Session) onEvent(ev zk.Event) {
 		}
 	}
 }
-
-// watches are the callbacks of the session's watches, by the path their
-// events name: a waiter's predecessor (the callback sets its BooleanMutex),
-// a holder's own node. Like ZooKeeper's watches they are one-shot: an
-// event for a path calls and removes every callback registered on it.
-type watches struct {
-	mu sync.Mutex
-	m  map[string][]*watchFn
-}
-
-type watchFn struct{ fn func(zk.Event) }
 
 // dispatching reports whether watch events reach the session's callbacks:
 // under Connect go-zookeeper calls the session for every event, watch
@@ -172,7 +124,7 @@ func (s *Session) observe(zs zk.State) {
 		return
 	}
 	var st State
-	var lost []*Hold
+	var lost []sessionHold
 	var cause error
 	switch zs {
 	case zk.StateHasSession:
@@ -254,11 +206,11 @@ func (s *Session) closeState() {
 }
 
 // takeHolds empties the set of valid holds and returns them. s.st.mu is held.
-func (s *Session) takeHolds() []*Hold {
+func (s *Session) takeHolds() []sessionHold {
 	if len(s.st.holds) == 0 {
 		return nil
 	}
-	hs := make([]*Hold, 0, len(s.st.holds))
+	hs := make([]sessionHold, 0, len(s.st.holds))
 	for h := range s.st.holds {
 		hs = append(hs, h)
 	}
@@ -268,7 +220,7 @@ func (s *Session) takeHolds() []*Hold {
 
 // forget removes h from the valid holds (released, or lost by its own
 // watch).
-func (s *Session) forget(h *Hold) {
+func (s *Session) forget(h sessionHold) {
 	s.st.mu.Lock()
 	delete(s.st.holds, h)
 	s.st.mu.Unlock()
@@ -305,10 +257,10 @@ func (s *Session) countWaiting(delta int) {
 // (the node went with it) and ctx's error when ctx ends first. Package
 // zklock's lock files ask the session, and only here, whether a hold may
 // begin.
-func (s *Session) grant(ctx context.Context, h *Hold) error {
+func (s *Session) grant(ctx context.Context, owner int64, h sessionHold) error {
 	for attempt := 0; ; attempt++ {
 		s.st.mu.Lock()
-		verdict := s.grantableLocked(h)
+		verdict := s.grantableLocked(owner)
 		if verdict == grantNow {
 			s.st.holds[h] = struct{}{}
 			s.st.lease.armLocked()
@@ -339,14 +291,14 @@ const (
 	grantLease  // connected, but the lease is not ahead
 )
 
-func (s *Session) grantableLocked(h *Hold) int {
+func (s *Session) grantableLocked(owner int64) int {
 	switch {
 	case s.st.closed:
 		return grantClosed
-	case h.owner != s.conn.SessionID():
+	case owner != s.conn.SessionID():
 		// The client holds another session (or none, after an expiry).
 		return grantGone
-	case h.owner != s.st.sessionID:
+	case owner != s.st.sessionID:
 		// Under NewSession the state is polled: wait for it rather than
 		// give up a node that exists.
 		return grantLag
