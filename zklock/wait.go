@@ -172,11 +172,7 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 // sleep waits for the watch, the re-check or the end of the wait.
 func (w *waiter) sleep(ctx context.Context) error {
 	s := w.l.s
-	if w.timer == nil {
-		w.timer = time.NewTimer(w.l.recheck)
-	} else {
-		w.timer.Reset(w.l.recheck)
-	}
+	w.setTimer(w.l.recheck)
 	w.pauses = nil // a wait that got this far has recovered
 	select {
 	case <-w.signal.Done():
@@ -211,13 +207,28 @@ func (w *waiter) failed(ctx context.Context, err error) error {
 	if w.pauses == nil {
 		w.pauses = s.newBackOff()
 	}
-	if !sleepCtx(ctx, w.pauses.NextBackOff()) {
+	w.setTimer(w.pauses.NextBackOff())
+	select {
+	case <-w.timer.C:
+	case <-ctx.Done():
+		w.timer.Stop()
 		return ctx.Err()
 	}
 	if s.isClosed() {
 		return s.closedErr()
 	}
 	return nil
+}
+
+// setTimer sets the waiter's one timer (the re-check, or a pause after a
+// failed request) to fire after d. Since Go 1.23 a Reset timer delivers no
+// value from before the Reset.
+func (w *waiter) setTimer(d time.Duration) {
+	if w.timer == nil {
+		w.timer = time.NewTimer(d)
+		return
+	}
+	w.timer.Reset(d)
 }
 
 // drop forgets the watch: its callback, and its channel.
