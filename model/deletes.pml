@@ -1,33 +1,33 @@
 /*
  * Model 5: a session's pending deletes and its bound on requests in
- * flight (zklock/release.go, enqueue.go, send.go).
+ * flight (zklock/deletes.go, create.go, send.go).
  *
  * One session, three goroutines that send through its bound, the flusher,
  * and the ZooKeeper server that applies the session's requests:
  *
  *   lock(0), lock(1)  a Lock on path p (0) and one on path q (1), each
  *            looping: it holds a node on its path (the model starts with
- *            both held), releases it (queueDelete), acquires again
+ *            both held), releases it (deleteQueue.add), acquires again
  *            (Lock.enqueue, createAndList: admission for the create and
  *            the listing pipelined behind it, the path's pending delete
  *            taken or waited for, or another path's taken, the create or
- *            the multi {create new, delete old} on the wire, deleteSent),
+ *            the multi {create new, delete old} on the wire, deleteQueue.sent),
  *            waits for the answer, holds, releases... Each is the other's
  *            backlog: q's create in flight keeps p's acquisition queued.
  *   reader   a waiter's read (s.call: a listing or getW, one place),
  *            looping: the bound's other kind of occupant.
- *   flusher  flushDeletes, run by its timer "foldWait after a release":
+ *   flusher  deleteQueue.flush, run by its timer "foldWait after a release":
  *            enabled whenever a delete is pending and untaken; it marks
  *            every such delete sent (under dels.mu), writes them
- *            (sendDeletes: one request, a delete or a multi of deletes,
- *            exempt from the bound) and calls deleteSent on each.
+ *            (deleteQueue.send: one request, a delete or a multi of deletes,
+ *            exempt from the bound) and calls deleteQueue.sent on each.
  *   server   applies the session's requests in the order they were
  *            written (ZooKeeper is FIFO per session); a multi is applied
  *            in one step.
  *   network  returns the answers, in order, as late as it likes: its
  *            answer step may be put off for ever (skip) while one is due.
  *            An answer frees the request's places in the bound
- *            (Session.run's flight.release, then wakeLocked) and wakes
+ *            (Session.make's flight.release, then wakeLocked) and wakes
  *            its caller (c.fin); the flusher's answers free nothing.
  *
  * The bound (inflight.acquire, release, wakeLocked): SIZE places (2),
@@ -38,17 +38,17 @@
  *
  * The deletes (Session.dels): dstate[x] for the Lock on path x,
  *   0  byPath[x] == nil: no delete of x's node unsent;
- *   1  pending: queued (queueDelete), not taken (d.sent == nil, in order,
+ *   1  pending: queued (deleteQueue.add), not taken (d.sent == nil, in order,
  *      counted in untaken: the flusher will send it);
  *   2  taken (d.sent != nil), not yet on the wire: by a create of the
  *      path (takeDelete), of the other path (takeOther), or by the
- *      flusher; dtaker[x] says which (ghost). deleteSent, once the
+ *      flusher; dtaker[x] says which (ghost). deleteQueue.sent, once the
  *      request carrying it is on the wire, sets it back to 0.
  *
  * Ghost variables:
  *   nodes[x]    the session's nodes on path x at the server;
  *   waitdel[x]  x's released node is not yet deleted at the server (set
- *               by queueDelete, cleared when the server applies the
+ *               by deleteQueue.add, cleared when the server applies the
  *               request carrying its delete);
  *   queued[i]   goroutine i waits in inflight.acquire (in f.queue, its
  *               ready not closed); the model's "ready" is !queued[i].
@@ -71,7 +71,7 @@
  *   no invalid end state (deadlock): the locks and the reader loop for
  *       ever; the server, the network and the flusher may idle.
  *
- * Abstracted: the flusher's timer (armed by queueDelete, stopped by
+ * Abstracted: the flusher's timer (armed by deleteQueue.add, stopped by
  * takenLocked only when no delete is left untaken) is "enabled while a
  * delete is pending and untaken"; one flusher run at a time (the code's
  * runs can overlap only on deletes of different paths, whose order
@@ -135,7 +135,7 @@ inline write(who, cre, del) {
 	rqwho[rqlen] = who; rqcre[rqlen] = cre; rqdel[rqlen] = del; rqlen++
 }
 
-/* deleteSent for each delete in mask m, taken by who: byPath[x] cleared
+/* deleteQueue.sent for each delete in mask m, taken by who: byPath[x] cleared
    if it is still that delete (a delete queued since, by a release after
    our create overtook it, stays: MUTANT_NO_WAIT_SENT only), sent closed. */
 inline deleteSent(m, who) {
@@ -187,7 +187,7 @@ inline takeOrWait() {
 	:: atomic { dstate[me] == 0 -> break }
 	:: atomic { dstate[me] == 2 -> skip };
 #ifndef MUTANT_NO_WAIT_SENT
-		/* <-inFlight (deleteSent), then takeDelete again (it finds
+		/* <-inFlight (deleteQueue.sent), then takeDelete again (it finds
 		   none: only our own release queues a delete on our path) */
 		dstate[me] != 2
 #else
@@ -200,7 +200,7 @@ proctype lock(byte me) {
 	byte stale; /* the deletes our create carries: bit x */
 	/* Starts holding a node on path me, created before the model starts
 	   (so pathKnown holds). */
-release: /* Hold.Release -> Session.queueDelete */
+release: /* Hold.Release -> Session.deleteQueue.add */
 	atomic {
 		/* our create took or waited for our last delete: none is
 		   pending ("cannot happen"), and the server applied it */
@@ -222,12 +222,12 @@ release: /* Hold.Release -> Session.queueDelete */
 		:: else
 		fi
 	};
-	/* s.pipelined(... l.create(prefix, stale) ...): the create, a multi
+	/* s.pipeline(... l.create(prefix, stale) ...): the create, a multi
 	   {create, delete stale} when it carries one, with the listing behind
 	   it, on the wire */
 	atomic { write(me, me, stale) };
 	if
-	:: atomic { stale != 0 -> deleteSent(stale, me); stale = 0 } /* s.deleteSent(stale) */
+	:: atomic { stale != 0 -> deleteSent(stale, me); stale = 0 } /* s.deleteQueue.sent(stale) */
 	:: else
 	fi;
 	/* <-c.fin (and the listing's answer); waitTurn and the grant, which
@@ -251,7 +251,7 @@ proctype flusher() {
 	byte batch;
 end:
 	do
-	:: atomic { /* flushDeletes, under dels.mu: every delete not taken */
+	:: atomic { /* deleteQueue.flush, under dels.mu: every delete not taken */
 		dstate[0] == 1 || dstate[1] == 1 ->
 		if
 		:: dstate[0] == 1 -> dstate[0] = 2; dtaker[0] = FL; batch = 1
@@ -262,7 +262,7 @@ end:
 		:: else
 		fi
 	   };
-	   /* sendDeletes: pipelined(s.ctx, ..., admitted false): exempt */
+	   /* deleteQueue.send: pipelined(s.ctx, ..., admitted false): exempt */
 	   atomic { write(FL, NONE, batch) };
 	   atomic { deleteSent(batch, FL); batch = 0 }
 	od
@@ -298,7 +298,7 @@ proctype network() {
 	byte i;
 end:
 	do
-	:: atomic { /* the oldest answer comes back: Session.run's release */
+	:: atomic { /* the oldest answer comes back: Session.make's release */
 		napplied > 0 ->
 		w = rqwho[0];
 		if

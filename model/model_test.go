@@ -128,7 +128,7 @@ var checks = []check{
 		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true},
 
 	// Model 5, a session's pending deletes and its bound on requests in
-	// flight (deletes.pml; zklock/release.go, enqueue.go, send.go): locks on
+	// flight (deletes.pml; zklock/deletes.go, create.go, send.go): locks on
 	// two paths and a reader sharing a bound of 2 places (4 in the _size4
 	// runs: both creates in flight at once), the flusher exempt from it,
 	// the server applying the session's requests in order, answers as late

@@ -39,9 +39,9 @@
  *     the lease stale): one step, enabled while a lock has a node and p's
  *     server is linked to the leader (the leader refuses it once the
  *     session expired, so it never renews an expired session);
- *   - a write of the session's locks that succeeded (send.go run, write):
+ *   - a write of the session's locks that succeeded (send.go make, write):
  *     the create or multi of an acquisition (renewing when its caller reads
- *     the answer) and the flusher's delete of a released node (sendDeletes);
+ *     the answer) and the flusher's delete of a released node (deleteQueue.send);
  *     the background retries of deleteGuaranteed do not go through run and
  *     renew nothing.
  * Reads (listings, getW) renew nothing. Time is an order of events: the
@@ -542,7 +542,7 @@ end:
 		catchup(p)
 	}
 	:: atomic {
-		pend[p] != NONE && nfull(wire[p]) -> /* flushDeletes */
+		pend[p] != NONE && nfull(wire[p]) -> /* deleteQueue.flush */
 		wire[p]!DEL,pend[p],1;
 		onwire[p] = onwire[p] | BIT(pend[p]);
 		pend[p] = NONE

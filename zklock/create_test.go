@@ -12,7 +12,7 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// Creating our node (create.go, enqueue.go): the create, the listing
+// Creating our node (create.go): the create, the listing
 // pipelined behind it, and what a failed create's unknown outcome asks for.
 
 // A create whose write fails is retried, and leaves exactly one node.
