@@ -31,11 +31,9 @@ paths, proves that mutual exclusion held (an independent checker reads
 every critical section's enter and exit times and fencing token), and
 compares lock implementations side by side:
 
-  tier          tier.Lock, one per path per process, shared by all goroutines
-                (tierlock's two-tier lock: what you use)
+  tier          tier.Lock (what you use), one per path per process, shared
   tier-handoff  the same with bounded local hand-off (-handoff)
-  zklock        zklock.Lock, one per path per process, behind a sync.Mutex
-                (tier 2 alone: a building block, not what to use)
+  zklock        zklock.Lock (tier 2 alone, a building block), behind a mutex
   gozk          go-zookeeper's zk.Lock, one per goroutine and path (baseline)
   nolock        no lock at all, never in "all": a self-test that the checker
                 catches violations (the run must fail)
