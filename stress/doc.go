@@ -339,8 +339,15 @@
 // errors or an incomplete run without a violation. A progress bar is
 // drawn on stderr when it is a terminal.
 //
-// Exit status: 0 when every check passed; 1 when the checker found a
-// violation, a lock call failed or a fault was not recovered from; 2 for bad usage (flags, output files that
+// Every run's holds, and the fenced store's writes, also go through
+// Porcupine against a model of a lock with fencing tokens (internal/linear,
+// docs/histories.md): per lock path, in windows of 5,000 operations; its
+// verdict ("porcupine: linearizable (P paths, O operations, T ms)") ends
+// each implementation's line and the verdict, and a history it finds not
+// linearizable, or cannot decide in time, fails the run.
+//
+// Exit status: 0 when every check passed; 1 when the checker or Porcupine
+// found a violation, a lock call failed or a fault was not recovered from; 2 for bad usage (flags, output files that
 // cannot be written); 3 when the run could not be carried out (ZooKeeper
 // unreachable, a worker died, interrupted).
 //

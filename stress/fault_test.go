@@ -227,6 +227,8 @@ func TestFaultPauseUnfenced(t *testing.T) {
 	if s.OK || w == nil || w.Fenced.Stale == 0 || w.Guarded == nil || w.Guarded.Stale != 0 {
 		t.Fatalf("ok %v, writes %+v", s.OK, w)
 	}
+	// Porcupine's check of the same history fails on the same write.
+	porcupineFailed(t, s.Results[0].Porcupine, "the store admitted token")
 	ex := w.Fenced.Examples[0]
 	if ev := s.Faults[0]; ev.Kind != fault.Pause || ex.Write.Token >= ex.Prev.Token || ex.Write.Token >= ev.LaterToken ||
 		!strings.Contains(ev.Failure, "fenced store admitted") {

@@ -90,8 +90,8 @@ func runImpls(ctx context.Context, r *runner.Runner, sum *results.Summary, stder
 			return nil, err
 		}
 		res := results.FiguresOf(run, cfg)
-		fmt.Fprintf(stderr, "stress: %s: %s, %d violations in %d holds\n",
-			name, results.CountLine(res), res.Check.Violations(), res.Check.Holds)
+		fmt.Fprintf(stderr, "stress: %s: %s, %d violations in %d holds; %s\n",
+			name, results.CountLine(res), res.Check.Violations(), res.Check.Holds, res.Porcupine)
 		runs = append(runs, run)
 		sum.Results = append(sum.Results, res)
 		if cfg.Faults != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tierlock/tierlock/internal/child"
 	"github.com/tierlock/tierlock/internal/exclusion"
+	"github.com/tierlock/tierlock/internal/linear"
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/tier"
 	"github.com/tierlock/tierlock/zklock"
@@ -69,7 +70,11 @@ func TestCloseStormTwoProcesses(t *testing.T) {
 		for _, v := range res.Examples {
 			t.Errorf("%s: %s: %v after %v: %s", task.Paths[i], v.Kind, v.Hold, v.Prev, v.Detail)
 		}
-		t.Logf("%s: %d holds checked", task.Paths[i], res.Holds)
+		p := linear.Check(linear.History{Holds: holds}, linear.Options{Tokens: opt.Tokens, Permits: opt.Permits})
+		if !p.OK() {
+			t.Errorf("%s: %v", task.Paths[i], p)
+		}
+		t.Logf("%s: %d holds checked; %v", task.Paths[i], res.Holds, p)
 		if res.Holds == 0 {
 			t.Errorf("%s: no hold recorded: the storm tested nothing", task.Paths[i])
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/tierlock/tierlock/internal/child"
 	"github.com/tierlock/tierlock/internal/exclusion"
 	"github.com/tierlock/tierlock/internal/faultproxy"
+	"github.com/tierlock/tierlock/internal/linear"
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/tier"
 	"github.com/tierlock/tierlock/zklock"
@@ -72,6 +73,9 @@ func verifyExclusion(t *testing.T, log *exclusion.Log) {
 		last = max(last, h.Token)
 	}
 	t.Logf("%d holds checked, %d violations, last token %d", res.Holds, res.Violations(), last)
+	if p := linear.Check(linear.History{Holds: log.Holds()}, linear.Options{Tokens: true}); !p.OK() {
+		t.Error(p)
+	}
 }
 
 // worker is one goroutine of a process: acquire, work briefly under the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tierlock/tierlock/internal/child"
 	"github.com/tierlock/tierlock/internal/exclusion"
+	"github.com/tierlock/tierlock/internal/linear"
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/tier"
 	"github.com/tierlock/tierlock/zklock"
@@ -167,7 +168,8 @@ func TestMultiProcessExclusion(t *testing.T) {
 
 // checkRecords is the independent checker (internal/exclusion) over the
 // journal: at most one holder between an enter and its exit, and every
-// hold's token above the previous one's.
+// hold's token above the previous one's; and Porcupine's check of the same
+// holds against a model of a lock with fencing tokens (internal/linear).
 func checkRecords(t *testing.T, file string, want int) {
 	t.Helper()
 	f, err := os.Open(file)
@@ -193,4 +195,9 @@ func checkRecords(t *testing.T, file string, want int) {
 	if res.Holds != want {
 		t.Fatalf("%d holds recorded, want %d", res.Holds, want)
 	}
+	p := linear.Check(linear.History{Holds: holds}, linear.Options{Tokens: true})
+	if !p.OK() {
+		t.Fatal(p)
+	}
+	t.Log(p)
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/exclusion"
+	"github.com/tierlock/tierlock/internal/linear"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -37,6 +39,7 @@ type Scene struct {
 	gone    chan time.Time
 	granted chan grantResult
 	a       Holder
+	start   time.Time // when the watch began: A held then
 }
 
 // Watch starts watching: obs (a connection on B's side) watches nodeA,
@@ -44,7 +47,7 @@ type Scene struct {
 // with ctx.
 func Watch(t *testing.T, ctx context.Context, obs *zk.Conn, nodeA string, a Holder, grant Grant) *Scene {
 	t.Helper()
-	s := &Scene{told: make(chan time.Time, 1), gone: make(chan time.Time, 1), granted: make(chan grantResult, 1), a: a}
+	s := &Scene{told: make(chan time.Time, 1), gone: make(chan time.Time, 1), granted: make(chan grantResult, 1), a: a, start: time.Now()}
 	_, _, ch, err := obs.GetW(nodeA)
 	if err != nil {
 		t.Fatalf("watch A's node %s: %v", nodeA, err)
@@ -75,7 +78,8 @@ func Watch(t *testing.T, ctx context.Context, obs *zk.Conn, nodeA string, a Hold
 // Verdict waits for the three moments (each at most Bound after faultAt),
 // logs them and fails t unless A was told before its node was gone and
 // before B's grant, with a cause wrapping zklock.ErrLockLost, and B's token
-// is above A's. B's hold is released.
+// is above A's. B's hold is released. The scene's two holds then go
+// through Porcupine's check (internal/linear).
 func (s *Scene) Verdict(t *testing.T, faultAt time.Time) {
 	t.Helper()
 	g, told, goneAt := s.await(faultAt)
@@ -100,7 +104,37 @@ func (s *Scene) Verdict(t *testing.T, faultAt time.Time) {
 		t.Errorf("LOSS AFTER GRANTABLE: A's node was gone %s before A was told: from then on another process could be granted the lock",
 			lag(goneAt, told, faultAt.Add(Bound)))
 	}
-	s.judgeGrant(t, g, told, faultAt)
+	released := s.judgeGrant(t, g, told, faultAt)
+	s.checkHistory(t, g, told, released)
+}
+
+// checkHistory checks the scene's two holds (sceneHolds) with Porcupine
+// against a model of a lock with fencing tokens.
+func (s *Scene) checkHistory(t *testing.T, g grantResult, told, released time.Time) {
+	t.Helper()
+	if g.at.IsZero() || g.err != nil {
+		return // B never held: there is no second hold to order
+	}
+	holds := sceneHolds(s.start, s.a.Token, told, g.at, g.token, released)
+	if p := linear.Check(linear.History{Holds: holds}, linear.Options{Tokens: true}); !p.OK() {
+		t.Errorf("A's and B's holds: %v", p)
+	}
+}
+
+// sceneHolds is a scene as a history of two holds, in ns from start (from
+// 1; 0: never): A's (proc 0) from start until it was told of its loss,
+// B's (proc 1) from its grant until its release, each with its token.
+func sceneHolds(start time.Time, tokenA int64, told, granted time.Time, tokenB int64, released time.Time) []exclusion.Hold {
+	at := func(x time.Time) int64 {
+		if x.IsZero() {
+			return 0
+		}
+		return int64(x.Sub(start)) + 1
+	}
+	return []exclusion.Hold{
+		{Proc: 0, Token: tokenA, Enter: at(start), Exit: at(told)},
+		{Proc: 1, Token: tokenB, Enter: at(granted), Exit: at(released)},
+	}
 }
 
 // await collects the three moments: B's grant, A told, A's node gone (zero
@@ -121,16 +155,16 @@ func (s *Scene) await(faultAt time.Time) (g grantResult, told, goneAt time.Time)
 }
 
 // judgeGrant fails t unless B was granted after A was told, with a larger
-// token; it releases B's hold.
-func (s *Scene) judgeGrant(t *testing.T, g grantResult, told, faultAt time.Time) {
+// token; it releases B's hold, and returns when (zero: B held nothing).
+func (s *Scene) judgeGrant(t *testing.T, g grantResult, told, faultAt time.Time) time.Time {
 	t.Helper()
 	switch {
 	case g.at.IsZero():
 		t.Errorf("B was not granted the lock within %v of the fault", Bound)
-		return
+		return time.Time{}
 	case g.err != nil:
 		t.Errorf("B's acquisition: %v", g.err)
-		return
+		return time.Time{}
 	}
 	if told.IsZero() || !told.Before(g.at) {
 		t.Errorf("LOSS AFTER GRANT: B was granted the lock %s before A was told", lag(g.at, told, faultAt.Add(Bound)))
@@ -138,9 +172,12 @@ func (s *Scene) judgeGrant(t *testing.T, g grantResult, told, faultAt time.Time)
 	if g.token <= s.a.Token {
 		t.Errorf("B's token %d, not above A's %d", g.token, s.a.Token)
 	}
-	if err := g.release(); err != nil && !errors.Is(err, zklock.ErrLockLost) {
+	err := g.release()
+	released := time.Now()
+	if err != nil && !errors.Is(err, zklock.ErrLockLost) {
 		t.Errorf("B's release: %v", err)
 	}
+	return released
 }
 
 // lag says how long before b (or before end, if b never came) a came.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tierlock/tierlock/internal/exclusion"
+	"github.com/tierlock/tierlock/internal/linear"
 	"github.com/tierlock/tierlock/stress/internal/fault"
 	"github.com/tierlock/tierlock/stress/internal/figures"
 	"github.com/tierlock/tierlock/stress/internal/proto"
@@ -53,6 +54,7 @@ type Impl struct {
 	GoroutinesIdle     int              `json:"goroutines_without_acquisition"`
 	TokenKind          string           `json:"token_kind"` // zxid, seq, or "" (none)
 	Check              exclusion.Result `json:"check"`
+	Porcupine          *linear.Result   `json:"porcupine,omitempty"` // the same holds and the fenced writes through Porcupine (internal/linear)
 	Errors             int64            `json:"errors"`
 	ErrorSamples       []string         `json:"error_samples,omitempty"`
 	Interrupted        bool             `json:"interrupted,omitempty"`
@@ -90,7 +92,7 @@ type Impl struct {
 // recovered from every fault.
 func (r Impl) OK() bool {
 	return r.Check.OK() && r.Errors == 0 && !r.Overflow && r.FaultsRecovered == r.FaultsInjected && len(r.Orphans) == 0 &&
-		r.Writes.OK()
+		r.Writes.OK() && r.porcupineOK()
 }
 
 // Summary is the whole output of a stress run.
@@ -118,6 +120,8 @@ func FiguresOf(run *runner.Run, cfg runner.Config) Impl {
 		Interrupted: run.Interrupted, Overflow: run.Overflow,
 		Orphans: run.Orphans, Writes: run.Writes,
 	}
+	p := run.Porcupine
+	r.Porcupine = &p
 	for _, n := range run.PerProc {
 		r.Acquisitions += n
 	}
@@ -216,6 +220,9 @@ func Failures(results []Impl) []string {
 				out = append(out, fmt.Sprintf("%s: the guarded nodes' history is incomplete: %s", r.Impl, w.GuardedErr))
 			}
 		}
+		if !r.porcupineOK() {
+			out = append(out, fmt.Sprintf("%s: %s", r.Impl, r.Porcupine))
+		}
 		if r.Errors > 0 {
 			out = append(out, fmt.Sprintf("%s: %d lock error(s), e.g. %q", r.Impl, r.Errors, r.ErrorSamples))
 		}
@@ -262,7 +269,7 @@ func Verdict(s Summary) string {
 			errs++
 		}
 	}
-	faults := faultSummary(s)
+	faults := faultSummary(s) + porcupineSummary(s)
 	switch {
 	case s.OK && s.Config.Recipe == proto.RW:
 		return fmt.Sprintf("PASS: read/write exclusion held (writers alone, readers together): 0 violations in %d holds checked (%d implementation(s))%s",
@@ -277,6 +284,8 @@ func Verdict(s Summary) string {
 		return fmt.Sprintf("FAIL: %d violation(s) in %d holds checked%s", viol, holds, faults)
 	case staleWrites(s) > 0:
 		return fmt.Sprintf("FAIL: 0 violations in %d holds checked, but a stale holder's write landed%s", holds, faults)
+	case !allPorcupineOK(s):
+		return fmt.Sprintf("FAIL: 0 violations in %d holds checked, but the history check failed%s", holds, faults)
 	case errs > 0:
 		return fmt.Sprintf("FAIL: 0 violations in %d holds checked, but %d lock error(s)%s", holds, errs, faults)
 	case len(FaultFailures(s.Faults)) > 0:

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tierlock/tierlock/internal/exclusion"
+	"github.com/tierlock/tierlock/internal/linear"
 	"github.com/tierlock/tierlock/stress/internal/fault"
 	"github.com/tierlock/tierlock/stress/internal/fleet"
 	"github.com/tierlock/tierlock/stress/internal/proto"
@@ -96,13 +97,19 @@ func (r *Runner) collect(run *Run, results []*proto.Result, files []string) erro
 		run.ErrSamples = append(run.ErrSamples,
 			fmt.Sprintf("workers counted %d acquisitions but recorded %d complete holds", counted, complete))
 	}
-	run.Result = exclusion.Check(run.Holds, exclusion.Options{
+	opt := exclusion.Options{
 		Tokens:          run.TokenKind != "" && run.Name != proto.Mix, // a mix's tokens are of different kinds
 		SameNodeHandoff: run.Name == proto.TierHandoff,
 		Killed:          run.Killed,
 		Paused:          run.Paused,
 		Permits:         r.cfg.semaphoreSize(),
-	})
+	}
+	run.Result = exclusion.Check(run.Holds, opt)
+	// The same holds, cut where Check cut them, and the fenced store's
+	// writes, through Porcupine.
+	admitted, refused := run.Writes.fenceLog()
+	run.Porcupine = linear.Check(linear.History{Holds: run.Holds, Admitted: admitted, Refused: refused},
+		linear.Options{Tokens: opt.Tokens, SameNodeHandoff: opt.SameNodeHandoff, Permits: opt.Permits})
 	fault.MeasureRecovery(run.Faults, run.Holds, run.Start, r.cfg.SessionTimeout)
 	return nil
 }

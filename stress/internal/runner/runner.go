@@ -16,6 +16,7 @@ import (
 
 	"github.com/tierlock/tierlock/internal/exclusion"
 	"github.com/tierlock/tierlock/internal/faultproxy"
+	"github.com/tierlock/tierlock/internal/linear"
 	"github.com/tierlock/tierlock/internal/zkserver"
 	"github.com/tierlock/tierlock/stress/internal/fault"
 	"github.com/tierlock/tierlock/stress/internal/fleet"
@@ -53,6 +54,7 @@ type Run struct {
 	PeakZnodes  []int
 	PeakWatches []int
 	Result      exclusion.Result
+	Porcupine   linear.Result // the holds and the fenced store's writes through Porcupine (internal/linear)
 	Interrupted bool
 	Overflow    bool
 	Losses      int64    // holds that ended by a loss (their Release said so)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/tierlock/tierlock/internal/exclusion"
 	"github.com/tierlock/tierlock/stress/internal/fault"
@@ -33,6 +34,19 @@ type WritesCheck struct {
 	// Workers sums how the workers saw their writes end (killed workers'
 	// not included: they sent no result).
 	Workers proto.WriteCounts `json:"workers"`
+
+	// The fenced store's writes, admitted and refused, each at the instant
+	// the store decided: the history checker's (internal/linear).
+	admitted, refused []exclusion.Write
+}
+
+// fenceLog returns the fenced store's writes, admitted and refused (none
+// when c is nil).
+func (c *WritesCheck) fenceLog() (admitted, refused []exclusion.Write) {
+	if c == nil {
+		return nil, nil
+	}
+	return c.admitted, c.refused
 }
 
 // Stale is the number of stale writes that landed, on both resources.
@@ -126,11 +140,13 @@ func (res *resources) check(results []*proto.Result, paused map[int32][]exclusio
 			c.GuardedErr = err.Error()
 		}
 	}
-	f := exclusion.CheckWrites(res.fence.Admitted())
+	c.admitted = res.fence.Admitted()
+	f := exclusion.CheckWrites(slices.Clone(c.admitted))
 	c.Fenced = &f
 	refused := res.fence.Refused()
 	c.Refused = len(refused)
 	for _, w := range refused {
+		c.refused = append(c.refused, w.Write)
 		for _, p := range paused[w.Proc] {
 			if w.At >= p.Cont && w.At <= p.Until {
 				c.RefusedWoken++
