@@ -19,3 +19,4 @@ go test -race -count=1 -timeout 12m "$@" ./...
 # gocronlock is a module of its own, so that tierlock does not depend on
 # gocron: vet and test it the same way (its fleet tests run 15 s each).
 (cd gocronlock && go vet ./... && go test -race -count=1 -timeout 8m "$@" ./...)
+go test -race -count=1 -tags tierlocktrace -run 'TestTrace|TestOn|TestRecorder|TestClass' ./internal/trace/ ./zklock/ ./tier/

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -152,12 +153,15 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 	} else if !l.g.tryAcquire(1) {
 		return nil, false, nil
 	}
+	trace.GateEntered(l.zk.Session().Conn(), l.zk.Path(), wait)
 	if l.life.isClosed() {
+		trace.GateLeft(l.zk.Session().Conn(), l.zk.Path())
 		l.g.release(1)
 		return nil, false, ErrClosed
 	}
 	tier, err := l.takeNode(ctx, wait)
 	if err != nil || tier == 0 {
+		trace.GateLeft(l.zk.Session().Conn(), l.zk.Path())
 		l.g.release(1)
 		return nil, false, err
 	}
@@ -172,6 +176,7 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 		if l.current.CompareAndSwap(h, nil) {
 			h.cancel(ErrClosed)
 			_ = l.dropZK()
+			trace.GateLeft(l.zk.Session().Conn(), l.zk.Path())
 			l.g.release(1)
 		}
 	})
@@ -226,6 +231,7 @@ func (l *Lock) takeNode(ctx context.Context, wait bool) (Tier, error) {
 			l.dropZK()
 		default:
 			l.handoffs++
+			trace.HandoffRide(l.zk.Session().Conn(), l.zk.Path(), zh.Node())
 			return TierHandoff, nil
 		}
 	}
@@ -323,12 +329,14 @@ func (l *Lock) leave(txnsOver <-chan struct{}) error {
 	// handOff passes the gate, and with it the node, to the next local
 	// waiter in one step; if none is waiting any more, we still hold both.
 	if l.handoffAllowed() && l.settled(txnsOver) && l.g.handOff(1) {
+		trace.GatePassed(l.zk.Session().Conn(), l.zk.Path())
 		return nil
 	}
 	var err error
 	if l.zkHold != nil {
 		err = l.dropZK()
 	}
+	trace.GateLeft(l.zk.Session().Conn(), l.zk.Path())
 	l.g.release(1)
 	if err = l.life.releaseErr(err); err != nil && err != ErrClosed {
 		return fromZK(fmt.Errorf("release %s: %w", l.Path(), err))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
@@ -109,7 +110,9 @@ func (l *Lock) listBehind(ctx context.Context) ([]string, *zk.Stat, error) {
 	var children []string
 	var stat *zk.Stat
 	err := s.launch(request{admitted: true, do: func() error {
+		trace.Sent(s.conn, trace.OpList, l.path)
 		c, st, err := s.conn.Children(l.path)
+		trace.Listed(s.conn, trace.OpList, l.path, c, st, err)
 		if err == nil {
 			children, stat = c, st
 		}
@@ -186,12 +189,16 @@ var testHookCreated atomic.Pointer[func()]
 // the create is sent alone.
 func (s *Session) createNode(prefix string, data []byte, acl []zk.ACL, d *pendingDelete) (node string, dropped bool, err error) {
 	if d == nil || d.owner != s.conn.SessionID() {
+		trace.Sent(s.conn, trace.OpCreate, prefix)
 		node, err = s.conn.Create(prefix, data, zk.FlagEphemeralSequential, acl)
+		trace.Answered(s.conn, trace.OpCreate, prefix, node, err)
 		return node, false, err
 	}
+	trace.Sent(s.conn, trace.OpMulti, prefix)
 	res, err := s.conn.Multi(
 		&zk.CreateRequest{Path: prefix, Data: data, Acl: acl, Flags: zk.FlagEphemeralSequential},
 		&zk.DeleteRequest{Path: d.node, Version: -1})
+	trace.MultiAnswered(s.conn, prefix, res, err)
 	switch {
 	case err == nil && len(res) == 2:
 		return res[0].String, true, nil
@@ -201,7 +208,9 @@ func (s *Session) createNode(prefix string, data []byte, acl []zk.ACL, d *pendin
 		// refused (an ACL on that node's path without DELETE: another
 		// lock's affair, which must not fail this acquisition); a refused
 		// delete is left to createAndList's guaranteed one.
+		trace.Sent(s.conn, trace.OpCreate, prefix)
 		node, err = s.conn.Create(prefix, data, zk.FlagEphemeralSequential, acl)
+		trace.Answered(s.conn, trace.OpCreate, prefix, node, err)
 		return node, errors.Is(res[1].Error, zk.ErrNoNode), err
 	case len(res) == 2 && res[0].Error != nil:
 		return "", false, res[0].Error
@@ -333,7 +342,9 @@ func (l *Lock) findOwn(guid string) (node string, owner int64, err error) {
 	if _, err := conn.Sync(l.path); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return "", 0, err
 	}
-	children, _, err := conn.Children(l.path)
+	trace.Sent(conn, trace.OpList, l.path)
+	children, st, err := conn.Children(l.path)
+	trace.Listed(conn, trace.OpList, l.path, children, st, err)
 	if errors.Is(err, zk.ErrNoNode) {
 		return "", 0, nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
@@ -26,6 +27,7 @@ func (q *deleteQueue) init(s *Session) {
 // session is over.
 func (q *deleteQueue) add(path, node string, owner int64) {
 	d := &pendingDelete{path: path, node: node, owner: owner}
+	trace.DelAdded(q.s.conn, path, node)
 	if q.s.cfg.noPipelining || q.s.tap == nil {
 		q.serial(d)
 		return
@@ -109,6 +111,7 @@ func (q *deleteQueue) take(path string) (take *pendingDelete, inFlight <-chan st
 			return nil, d.sent
 		}
 		q.takenLocked(d)
+		trace.DelTaken(q.s.conn, d.path, d.node)
 		return d, nil
 	}
 	return nil, nil
@@ -126,6 +129,7 @@ func (q *deleteQueue) takeOther() *pendingDelete {
 		q.order = q.order[1:]
 		if d.sent == nil {
 			q.takenLocked(d)
+			trace.DelTaken(q.s.conn, d.path, d.node)
 			return d
 		}
 	}
@@ -177,6 +181,7 @@ func (q *deleteQueue) flush() {
 	q.armed = false
 	for _, d := range q.order {
 		if d.sent == nil {
+			trace.DelFlushed(q.s.conn, d.path, d.node)
 			d.sent = make(chan struct{})
 			batch = append(batch, d)
 		}
@@ -207,13 +212,18 @@ func (q *deleteQueue) send(batch []*pendingDelete) {
 	req := func() error {
 		var err error
 		if len(batch) == 1 {
+			trace.Sent(q.s.conn, trace.OpDelete, batch[0].node)
 			err = q.s.conn.Delete(batch[0].node, -1)
+			trace.Answered(q.s.conn, trace.OpDelete, batch[0].node, batch[0].node, err)
 		} else {
 			ops := make([]any, len(batch))
 			for i, d := range batch {
 				ops[i] = &zk.DeleteRequest{Path: d.node, Version: -1}
 			}
-			_, err = q.s.conn.Multi(ops...)
+			trace.Sent(q.s.conn, trace.OpMulti, batch[0].node)
+			var res []zk.MultiResponse
+			res, err = q.s.conn.Multi(ops...)
+			trace.MultiAnswered(q.s.conn, batch[0].node, res, err)
 		}
 		if err != nil && !(len(batch) == 1 && errors.Is(err, zk.ErrNoNode)) {
 			for _, d := range batch {

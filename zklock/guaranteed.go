@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/trace"
 )
 
 // Guaranteed deletes (Curator's): retried whatever the error until the
@@ -20,7 +22,15 @@ import (
 // timeout without a session, so that Close under NewSession is bounded.
 func (s *Session) deleteGuaranteed(node string, owner int64) {
 	s.untilSessionOver(owner, func() (bool, error) {
+		// Guarded: this closure is copied where deleteGuaranteed is
+		// inlined, and the copies' calls are not inlined themselves.
+		if trace.Enabled {
+			trace.RetrySent(s.conn, node)
+		}
 		err := s.conn.Delete(node, -1)
+		if trace.Enabled {
+			trace.RetryAnswered(s.conn, node, err)
+		}
 		if refusal(err) && !errors.Is(err, zk.ErrNoNode) {
 			s.log.Warn("lock node delete refused; retrying", "node", node, "err", err)
 		}

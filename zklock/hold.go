@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/tierlock/tierlock/internal/closed"
+	"github.com/tierlock/tierlock/internal/trace"
 )
 
 // Hold is one acquisition of a Lock: its node, its fencing token and its
@@ -111,6 +112,7 @@ func (h *Hold) Release() error {
 	}
 	// Whether the hold was lost is decided before its node is given up.
 	lost := h.isLost()
+	trace.Released(h.s.conn, h.path, h.node)
 	h.released.Store(true)
 	h.giveUp()
 	if lost {
@@ -144,6 +146,7 @@ func (h *Hold) lose(cause error) {
 	if !first {
 		return
 	}
+	trace.Lost(h.s.conn, h.node, cause)
 	if !h.released.Load() {
 		if !errors.Is(cause, ErrSessionClosed) {
 			h.s.log.Warn("lock lost", "node", h.node, "cause", cause)

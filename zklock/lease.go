@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tierlock/tierlock/internal/closed"
+	"github.com/tierlock/tierlock/internal/trace"
 )
 
 // The lease: loss before grant, whatever the fault.
@@ -213,6 +214,7 @@ func (s *Session) renewFrom(p proof, sent time.Time) (late bool) {
 	}
 	d := sent.Add(le.bound())
 	if d.After(le.deadline) {
+		trace.Renewed(s.conn, p.id, sent, d)
 		le.deadline = d
 		le.armLocked()
 	}
@@ -244,7 +246,9 @@ func (le *lease) refresh() <-chan struct{} {
 	le.syncAt = time.Now()
 	s.goBackground(func() {
 		p := s.newProof()
+		trace.Sent(s.conn, trace.OpSync, "/")
 		_, err := s.conn.Sync("/")
+		trace.Answered(s.conn, trace.OpSync, "/", "", err)
 		if err == nil {
 			s.proved(p)
 		} else {
@@ -294,6 +298,7 @@ func (le *lease) lapse() {
 	}
 	lost := s.takeHolds()
 	s.st.mu.Unlock()
+	trace.Lapsed(s.conn, len(lost))
 	if len(lost) > 0 {
 		le.lapses.Add(1)
 		s.log.Warn("session not confirmed with the leader in time: holds end", "holds", len(lost), "bound", le.bound())

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/trace"
 )
 
 // Lock is a process-level lock on one ZooKeeper path. It serves one holder
@@ -328,7 +330,9 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 	token, leads, err := l.waitTurn(ctx, &n, wait)
 	if err == nil && leads {
 		h := l.newHold(n.node, n.owner, token)
-		if err = s.grant(ctx, n.owner, h); err == nil {
+		err = s.grant(ctx, n.owner, h)
+		trace.Granted(s.conn, l.path, n.node, n.owner, token, err)
+		if err == nil {
 			return h, l.publish(h)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/trace"
 )
 
 // onEvent is go-zookeeper's event callback. go-zookeeper calls it
@@ -14,6 +16,9 @@ import (
 // it may read Conn.State and Conn.SessionID. It does only what tracking
 // the state needs; user code (the state listener) runs elsewhere.
 func (s *Session) onEvent(ev zk.Event) {
+	if trace.Enabled { // guarded: the atomic load would stay in a build without the tag
+		trace.Evented(s.link.zc.Load(), ev) // nil until Connect returns (s.conn is set then)
+	}
 	switch ev.Type {
 	case zk.EventSession:
 		if ev.State == zk.StateHasSession {
@@ -261,6 +266,7 @@ func (s *Session) grant(ctx context.Context, owner int64, h sessionHold) error {
 	for attempt := 0; ; attempt++ {
 		s.st.mu.Lock()
 		verdict := s.grantableLocked(owner)
+		trace.Judged(s.conn, owner, verdict)
 		if verdict == grantNow {
 			s.st.holds[h] = struct{}{}
 			s.st.lease.armLocked()

@@ -9,6 +9,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/mutexbool"
 )
 
@@ -43,9 +44,11 @@ func (l *Lock) waitTurn(ctx context.Context, n *ourNode, wait bool) (token int64
 		}
 		i := position(n.q, w.name, "")
 		if i < 0 {
+			trace.Turned(l.s.conn, n.node, i, false, n.pzxid)
 			return 0, false, errNodeGone
 		}
 		goes, watch := l.rule(n.q, i)
+		trace.Turned(l.s.conn, n.node, i, goes, n.pzxid)
 		w.pos.seen(n.q, i, goes)
 		if goes || !wait {
 			return n.pzxid, goes, nil
@@ -95,7 +98,9 @@ func (w *waiter) list(ctx context.Context) error {
 	var children []string
 	var stat *zk.Stat
 	err := s.send(ctx, request{do: func() error {
+		trace.Sent(s.conn, trace.OpList, w.l.path)
 		c, st, err := s.conn.Children(w.l.path)
+		trace.Listed(s.conn, trace.OpList, w.l.path, c, st, err)
 		if err == nil {
 			children, stat = c, st
 		}
@@ -136,7 +141,9 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 	var stat *zk.Stat
 	err = s.send(ctx, request{do: func() error {
 		if target == childrenWatched {
+			trace.Sent(s.conn, trace.OpChildrenW, w.l.path)
 			c, st, ch, err := s.conn.ChildrenW(w.l.path)
+			trace.Listed(s.conn, trace.OpChildrenW, w.l.path, c, st, err)
 			if err == nil {
 				children, stat, ev = c, st, ch
 			}
@@ -144,7 +151,9 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 		}
 		// A data watch: an exists watch on a node that is already gone
 		// would stay behind.
-		_, _, ch, err := s.conn.GetW(target)
+		trace.Sent(s.conn, trace.OpGetW, target)
+		_, st, ch, err := s.conn.GetW(target)
+		trace.Watched(s.conn, target, st, err)
 		if err == nil {
 			ev = ch
 		}

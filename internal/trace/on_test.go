@@ -1,0 +1,53 @@
+//go:build tierlocktrace
+
+package trace_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/trace"
+)
+
+// With the tag, Start records every step, in order, into
+// dir/trace-<pid>.jsonl; Stop ends it.
+func TestOnRecords(t *testing.T) {
+	dir := t.TempDir()
+	r, err := trace.Start(dir)
+	if err != nil || r == nil {
+		t.Fatalf("Start = %v, %v", r, err)
+	}
+	start := time.Now()
+	trace.GateEntered(nil, "/l", true)
+	trace.Sent(nil, trace.OpCreate, "/l/p")
+	trace.Answered(nil, trace.OpCreate, "/l/p", "/l/p0000000001", nil)
+	trace.Listed(nil, trace.OpList, "/l", []string{"p0000000001"}, &zk.Stat{Pzxid: 7}, nil)
+	trace.Turned(nil, "/l/p0000000001", 0, true, 7)
+	trace.Renewed(nil, 1, start, start.Add(time.Second))
+	trace.Granted(nil, "/l", "/l/p0000000001", 1, 7, nil)
+	if err := trace.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	trace.GateLeft(nil, "/l") // after Stop: not recorded
+	steps, err := trace.ReadFile(trace.FileName(dir, r.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []trace.Kind{trace.GateEnter, trace.Send, trace.Answer, trace.Answer, trace.Turn, trace.Renew, trace.Grant}
+	if len(steps) != len(want) {
+		t.Fatalf("%d steps, want %d: %v", len(steps), len(want), steps)
+	}
+	for i, s := range steps {
+		if s.Kind != want[i] || s.Seq != uint64(i+1) {
+			t.Errorf("step %d: %v, want kind %v", i, s, want[i])
+		}
+	}
+	if l := steps[3]; l.Pzxid != 7 || l.N != 1 {
+		t.Errorf("listing step %v", l)
+	}
+	if rn := steps[5]; rn.Until-rn.At != int64(time.Second) {
+		t.Errorf("renew step %v: deadline not a second after the send", rn)
+	}
+}

@@ -1,0 +1,128 @@
+package trace
+
+import "encoding/json"
+
+// Kind is a step's kind, named after the twotier.pml step it stands for
+// (see the package doc for the mapping).
+type Kind uint8
+
+// The step kinds.
+const (
+	KindNone Kind = iota
+	// GateEnter: a goroutine is past the gate (goroutine: "gate enter").
+	GateEnter
+	// Handoff: the gate's new holder rides the node it was handed
+	// (goroutine: "zkHeld[p] && !hlost[p] -> handoffs[p]++; become(1)").
+	Handoff
+	// GatePass: the releasing holder passes gate and node to a local
+	// waiter (goroutine holding: "bounded local hand-off").
+	GatePass
+	// GateLeave: the gate is given back (goroutine: "gate[p] = 0").
+	GateLeave
+	// Send: a request handed to the connection (session wire: "wire[p]!op").
+	Send
+	// Answer: a request's answer read by its caller (rc, rl, rw; or ERR).
+	Answer
+	// Turn: the waiter's reading of a listing (wait: FIRST, a
+	// predecessor, or GONE).
+	Turn
+	// Event: an event from go-zookeeper: a watch event (wev[p]) or a
+	// session state (conn, disconnect, expire, reconnect).
+	Event
+	// Renew: a proof moved the lease's deadline (proved(p): lease[p] = 1).
+	Renew
+	// Lapse: the lease's deadline passed with holds (lapse(p)).
+	Lapse
+	// Grant: the session's verdict on a node that leads (lead: grantNow,
+	// grantGone, or a wait).
+	Grant
+	// Lose: a hold's loss told (losehold).
+	Lose
+	// Release: a hold released (holding: "Release: the delete is not
+	// awaited").
+	Release
+	// DelAdd: a released node's delete queued (queueDelete).
+	DelAdd
+	// DelTake: a pending delete taken by a create (takePending, stale[p]).
+	DelTake
+	// DelFlush: a pending delete sent by the flusher (deleteQueue.flush).
+	DelFlush
+	kindCount
+)
+
+var kindNames = [kindCount]string{"", "gate_enter", "handoff", "gate_pass", "gate_leave",
+	"send", "answer", "turn", "event", "renew", "lapse", "grant", "lose", "release",
+	"del_add", "del_take", "del_flush"}
+
+// String returns the kind's name, as the trace file spells it.
+func (k Kind) String() string {
+	if k < kindCount {
+		return kindNames[k]
+	}
+	return "kind?"
+}
+
+// MarshalText writes the kind's name.
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText reads a kind's name.
+func (k *Kind) UnmarshalText(b []byte) error {
+	for i, n := range kindNames {
+		if n == string(b) {
+			*k = Kind(i)
+			return nil
+		}
+	}
+	*k = KindNone
+	return nil
+}
+
+// Op is a request's kind, as twotier.pml's mtype names it (plus the ones
+// the model folds into its steps).
+type Op string
+
+// The requests.
+const (
+	OpCreate    Op = "CRE"   // create of our node
+	OpMulti     Op = "MULTI" // create carrying a pending delete, or the flusher's batch
+	OpDelete    Op = "DEL"   // the flusher's delete (or a guaranteed retry: Step.Retry)
+	OpList      Op = "LIST"  // getChildren of the lock path
+	OpGetW      Op = "GETW"  // getData with a watch on the predecessor
+	OpChildrenW Op = "LISTW" // getChildren with a watch (a rule that watches the queue)
+	OpSync      Op = "SYNC"  // the lease's sync (lease.refresh)
+)
+
+// Step is one recorded step. Times are nanoseconds since the recorder
+// started (monotonic); Seq orders the steps of one file.
+type Step struct {
+	Seq   uint64 `json:"seq"`
+	T     int64  `json:"t"`
+	Wall  int64  `json:"wall,omitempty"` // first step only: the wall clock (Unix ns) at T = 0
+	Pid   int    `json:"pid"`
+	Proc  int    `json:"proc"`          // the session object (the model's p), numbered in order of first sight
+	Sid   int64  `json:"sid,omitempty"` // the ZooKeeper session id at the step (the model's sid[p], by value)
+	Kind  Kind   `json:"kind"`
+	Op    Op     `json:"op,omitempty"`
+	Path  string `json:"path,omitempty"` // the lock path, or the request's path
+	Node  string `json:"node,omitempty"` // the node concerned (ours, the predecessor, the deleted one)
+	Out   string `json:"out,omitempty"`  // outcome: ok, or an error class (see Class)
+	Zxid  int64  `json:"zxid,omitempty"` // a node's czxid (GETW) or the fencing token (grant)
+	Pzxid int64  `json:"pzxid,omitempty"`
+	N     int    `json:"n,omitempty"`     // listing: children; turn: our index (-1 gone); lapse: holds ended
+	Owner int64  `json:"owner,omitempty"` // the session that owns Node (grant, renew: the proof's)
+	At    int64  `json:"at,omitempty"`    // renew: the proof's send time; event: the state
+	Until int64  `json:"until,omitempty"` // renew: the new deadline (ns, same clock as T)
+	Retry bool   `json:"retry,omitempty"` // a deleteGuaranteed attempt (the model's bgdel)
+	Wait  bool   `json:"wait,omitempty"`  // gate_enter: a waiting acquisition (not a try)
+	Note  string `json:"note,omitempty"`  // event type, state, verdict, loss cause
+}
+
+// String returns the step as its JSON line (without the newline).
+func (s Step) String() string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// Verdicts names zklock's grant verdicts (Session.grantableLocked), in
+// the order of its constants.
+var Verdicts = [...]string{"now", "closed", "gone", "lag", "down", "lease"}
