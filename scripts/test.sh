@@ -20,3 +20,4 @@ go test -race -count=1 -timeout 12m "$@" ./...
 # gocron: vet and test it the same way (its fleet tests run 15 s each).
 (cd gocronlock && go vet ./... && go test -race -count=1 -timeout 8m "$@" ./...)
 go test -race -count=1 -tags tierlocktrace -run 'TestTrace|TestOn|TestRecorder|TestClass' ./internal/trace/ ./zklock/ ./tier/
+go test -count=1 -tags tierlockmutants -run TestMutant ./stress/

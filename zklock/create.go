@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
@@ -100,6 +101,10 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (our
 // (admitted with it: its place is given back if ctx ended first).
 func (l *Lock) listBehind(ctx context.Context) ([]string, *zk.Stat, error) {
 	s := l.s
+	if mutant.On(mutant.GrantBeforeListing) {
+		s.flight.giveBack()
+		return nil, nil, errNotListed // seeded bug: the listing not sent nor waited for
+	}
 	if ctx.Err() != nil {
 		s.flight.giveBack()
 		return nil, nil, ctx.Err()
@@ -162,6 +167,9 @@ func (l *Lock) takeDelete(ctx context.Context, wait bool) (*pendingDelete, error
 // protection mode reads its true owner from the node.
 func (l *Lock) create(prefix string, stale *pendingDelete) (node string, owner int64, dropped bool, err error) {
 	s := l.s
+	if mutant.On(mutant.DeleteWrongCreate) {
+		stale = l.wrongDelete(stale) // seeded bug: another node's delete carried
+	}
 	before := s.conn.SessionID()
 	node, dropped, err = s.createNode(prefix, l.data, l.acl, stale)
 	if hook := testHookCreated.Load(); hook != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tierlock/tierlock/internal/closed"
+	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
 )
 
@@ -196,6 +197,9 @@ func (s *Session) proved(p proof) {
 		if cp := prev.Add(s.st.lease.period()); !prev.IsZero() && cp.Before(sent) {
 			sent = cp
 		}
+	}
+	if mutant.On(mutant.LeaseFromAnswer) {
+		sent = time.Now() // seeded bug: the answer's arrival, not the send
 	}
 	if s.renewFrom(p, sent) {
 		s.st.lease.tooLate(time.Since(sent))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
 )
 
@@ -326,6 +327,9 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if mutant.On(mutant.GrantBeforeListing) {
+		l.leadAtOnce(&n) // seeded bug: leads without the listing's answer
 	}
 	token, leads, err := l.waitTurn(ctx, &n, wait)
 	if err == nil && leads {

@@ -1,0 +1,49 @@
+// Package mutant switches on seeded bugs in tierlock's code, so that a test
+// can show that the history checks (package exclusion, and Porcupine through
+// package linear) catch them: a checker that passes a broken lock proves
+// nothing (docs/histories.md, "Seeded bugs").
+//
+// A seeded bug is one branch at its place in the code:
+//
+//	if mutant.On(mutant.GrantBeforeListing) {
+//		...
+//	}
+//
+// Bugs are compiled in only with the tierlockmutants build tag:
+//
+//	go test -tags tierlockmutants -run TestMutant ./stress/
+//
+// In such a build, a process started with TIERLOCK_MUTANT=name runs with
+// that one bug (the variable is read once, at start; child processes
+// inherit it). Without the tag, On is a constant false that the compiler
+// inlines, and every branch goes with it: a normal build has no code of
+// this package (`go tool nm` of the stress binary lists no symbol of it).
+package mutant
+
+// Env is the environment variable that names the bug a process runs with,
+// in a build with the tierlockmutants tag.
+const Env = "TIERLOCK_MUTANT"
+
+// The seeded bugs.
+const (
+	// GrantBeforeListing: an acquisition takes its node to lead as soon as
+	// the create succeeded, without the pipelined listing's answer
+	// (zklock: listBehind, Lock.attempt).
+	GrantBeforeListing = "grant-before-listing"
+	// LeaseFromAnswer: the lease is counted from the arrival of a proof's
+	// answer instead of its send time (zklock: Session.proved).
+	LeaseFromAnswer = "lease-from-answer"
+	// DeleteWrongCreate: the create carries the delete of the wrong node,
+	// the queue's first that is not the released one (another process's,
+	// holding or next to hold), in place of the released node's (zklock:
+	// Lock.create).
+	DeleteWrongCreate = "delete-wrong-create"
+	// WatchGrantsEarly: a waiter whose predecessor's watch fired goes on as
+	// leading, without reading the queue again (zklock: Lock.waitTurn).
+	WatchGrantsEarly = "watch-grants-early"
+)
+
+// Names lists the seeded bugs.
+func Names() []string {
+	return []string{GrantBeforeListing, LeaseFromAnswer, DeleteWrongCreate, WatchGrantsEarly}
+}

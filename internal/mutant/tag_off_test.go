@@ -1,0 +1,5 @@
+//go:build !tierlockmutants
+
+package mutant
+
+const tagged = false
