@@ -164,11 +164,11 @@ func (w *stormWorker) round(ctx context.Context, s *zklock.Session, paths [3]str
 	}
 	errs := make(chan error, 4*w.g)
 	var wg sync.WaitGroup
-	var first [3]sync.WaitGroup // each recipe's first grant of the round
+	var first [3]chan struct{} // closed at each recipe's first grant of the round
 	for i, r := range recipes {
-		first[i].Add(1)
+		first[i] = make(chan struct{})
 		var once sync.Once
-		granted := func() { once.Do(first[i].Done) }
+		granted := func() { once.Do(func() { close(first[i]) }) }
 		for g := range w.g {
 			wg.Go(func() { errs <- w.loop(ctx, int32(i), int32(g), r, granted) })
 		}
@@ -179,8 +179,12 @@ func (w *stormWorker) round(ctx context.Context, s *zklock.Session, paths [3]str
 	// Close lands among the grants that follow each recipe's first one,
 	// whatever the machine's load (without this, a loaded machine closed
 	// most rounds before any grant).
-	for i := range first {
-		waitFor(&first[i], 2*time.Second)
+	timeout := time.After(2 * time.Second)
+	for _, c := range first {
+		select {
+		case <-c:
+		case <-timeout:
+		}
 	}
 	time.Sleep(time.Duration(rand.IntN(10000)) * time.Microsecond)
 	_ = l.Close()
@@ -245,15 +249,5 @@ func readLoop(ctx context.Context, rw *tier.RWLock, g int) error {
 		if err := rw.Release(held); err != nil && !errors.Is(err, tier.ErrClosed) && !errors.Is(err, tier.ErrLockLost) {
 			return fmt.Errorf("reader %d: release: %w", g, err)
 		}
-	}
-}
-
-// waitFor waits for wg, at most d.
-func waitFor(wg *sync.WaitGroup, d time.Duration) {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(d):
 	}
 }

@@ -172,15 +172,7 @@ func TestMultiProcessExclusion(t *testing.T) {
 // holds against a model of a lock with fencing tokens (internal/linear).
 func checkRecords(t *testing.T, file string, want int) {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	holds, err := exclusion.ReadJournal(f)
-	if err != nil {
-		t.Fatalf("bad record: %v", err)
-	}
+	holds := readJournal(t, file)
 	res := exclusion.Check(holds, exclusion.Options{Tokens: true})
 	for _, v := range res.Examples {
 		switch v.Kind {
