@@ -34,12 +34,14 @@
 // next local holder shares the node, so the server could not tell).
 //
 // Files: admit.go (tier 1, shared by Lock, RWLock and Semaphore), lock.go
-// (the two-tier lock), handoff.go (its bounded local hand-off), held.go (a
-// hold's token, count and revocation), closing.go (Close against a grant:
-// the rule every recipe follows), events.go (what an observer is told),
-// locker.go (the sync.Locker adapter), guard.go (guarded writes),
-// rwlock.go, rwwrite.go and rwread.go, semaphore.go, multilock*.go,
-// keyed.go and registry.go (one lock per key), options.go, errors.go,
+// (the two-tier lock's acquisition and release, its bounded local
+// hand-off, and the two rules every recipe shares: Close against a grant,
+// and telling the observer), lifecycle.go (New, Close, the loss handler),
+// held.go (a hold's type, token, count and revocation), events.go (what
+// an observer is told), locker.go (the sync.Locker adapter), guard.go
+// (guarded writes), rwlock.go, rwwrite.go and rwread.go, semaphore.go,
+// multilock*.go, keyed.go and registry.go (one lock per key), options.go,
+// errors.go,
 // misuse.go (the warning of a Release given a context that holds nothing).
 //
 // Errors are values to test with errors.Is. A tier caller never needs to

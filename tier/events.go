@@ -92,10 +92,11 @@ type Event struct {
 	Try  bool          // Acquired, Failed: the call was TryAcquire (no Acquiring came first)
 }
 
-// observer tells a lock's observer (nil fn: none) of its events: observe on
-// the caller's goroutine, notify from a goroutine of its own for what
-// zklock's handlers report (they must not block). close, in the lock's
-// Close, waits for the notifications already started and stops new ones.
+// observer tells a lock's observer (nil fn: none) of its events: observe (lock.go)
+// on the caller's goroutine, notify from a goroutine of its own
+// for what zklock's handlers report (they must not block). close, in the
+// lock's Close, waits for the notifications already started and stops new
+// ones.
 type observer struct {
 	fn   func(Event)
 	path string
@@ -103,13 +104,6 @@ type observer struct {
 	mu        sync.Mutex // orders notifications against close
 	closed    bool
 	notifying sync.WaitGroup
-}
-
-func (o *observer) observe(ev Event) {
-	if o.fn != nil {
-		ev.Path = o.path
-		o.fn(ev)
-	}
 }
 
 func (o *observer) notify(ev Event) {

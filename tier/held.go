@@ -2,6 +2,9 @@ package tier
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/tierlock/tierlock/internal/closed"
 	"github.com/tierlock/tierlock/zklock"
@@ -85,3 +88,25 @@ func lossCause(zh *zklock.Hold) error {
 	}
 	return ErrLockLost
 }
+
+// hold is one goroutine's (one context's) hold, reentrant by count.
+type hold struct {
+	count  atomic.Int32
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	start  time.Time
+	zk     *zklock.Hold // the ZooKeeper hold this hold rides on
+	node   string       // its node
+	token  int64        // its fencing token, fixed for the hold's life
+	txns   txnGate
+
+	revoked    chan struct{} // closed on a revocation request for node; nil without WithRevocable
+	revokeOnce sync.Once
+}
+
+// revoke closes h.revoked once.
+func (h *hold) revoke() {
+	h.revokeOnce.Do(func() { close(h.revoked) })
+}
+
+type holdKey struct{ l *Lock }

@@ -2,9 +2,9 @@ package tier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,60 +29,6 @@ type Lock struct {
 	handoffs int          // consecutive hand-offs on this node
 
 	obs observer
-}
-
-// hold is one goroutine's (one context's) hold, reentrant by count.
-type hold struct {
-	count  atomic.Int32
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	start  time.Time
-	zk     *zklock.Hold // the ZooKeeper hold this hold rides on
-	node   string       // its node
-	token  int64        // its fencing token, fixed for the hold's life
-	txns   txnGate
-
-	revoked    chan struct{} // closed on a revocation request for node; nil without WithRevocable
-	revokeOnce sync.Once
-}
-
-// revoke closes h.revoked once.
-func (h *hold) revoke() {
-	h.revokeOnce.Do(func() { close(h.revoked) })
-}
-
-type holdKey struct{ l *Lock }
-
-// New returns a two-tier lock on path (see zklock.New for the path rules).
-func New(s *zklock.Session, path string, opts ...Option) (*Lock, error) {
-	cfg, err := buildConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	return newLock(s, path, cfg)
-}
-
-func newLock(s *zklock.Session, path string, cfg config) (*Lock, error) {
-	l := &Lock{g: newAdmission(1), cfg: cfg, log: s.Logger().With("lock", path), life: newClosing(),
-		obs: observer{fn: cfg.observer, path: path}}
-	opts := append(cfg.zkOpts[:len(cfg.zkOpts):len(cfg.zkOpts)], zklock.WithLossHandler(l.onZKLost))
-	if cfg.revocable {
-		opts = append(opts, zklock.WithRevocationHandler(l.onZKRevoked))
-	}
-	zl, err := zklock.New(s, path, opts...)
-	if err != nil {
-		return nil, fromZK(err)
-	}
-	l.zk = zl
-	return l, nil
-}
-
-// Path returns the ZooKeeper path of the lock.
-func (l *Lock) Path() string {
-	if l == nil {
-		return ""
-	}
-	return l.zk.Path()
 }
 
 // holdOf returns the hold ctx carries if it is this lock's current one.
@@ -252,20 +198,6 @@ func zkAcquire(ctx context.Context, zl *zklock.Lock, wait bool) (*zklock.Hold, b
 	return zl.TryAcquire(ctx)
 }
 
-// onZKLost is zklock's loss handler: it runs at the moment the ZooKeeper
-// hold is found lost, possibly on go-zookeeper's event goroutine, and
-// cancels the held context of the hold riding on that node, so that work
-// under the lock sees ctx.Done() with no goroutine hop in between. A hold
-// on another node (a later acquisition) is left alone. The observer, user
-// code, is told from a goroutine of its own.
-func (l *Lock) onZKLost(node string, cause error) {
-	err := lossErr(cause)
-	if h := l.current.Load(); h != nil && h.node == node {
-		h.cancel(err)
-	}
-	l.obs.notify(Event{Kind: Lost, Err: err})
-}
-
 // dropZK gives up the node (gate holder only) and returns Release's error.
 func (l *Lock) dropZK() error {
 	zh := l.zkHold
@@ -344,41 +276,117 @@ func (l *Lock) leave(txnsOver <-chan struct{}) error {
 	return err
 }
 
-// reclaim gives the node up when the gate is free with the node still
-// ours: a hand-off's receiver whose wait ended as it was granted gives the
-// gate back (the admission undoes the grant) after its giver has returned,
-// and no local waiter may come to ride the node or give it up. Called by
-// every wait that failed, it takes the gate only if it is free and nobody
-// queues for it (a queued waiter was granted instead, and rides the node).
-func (l *Lock) reclaim() {
-	if !l.g.tryAcquire(1) {
-		return
+// settled waits, before a hand-off, until the releasing hold's guarded
+// writes in flight are over: the next holder rides on the same node, so
+// the server's guard cannot tell its writes from the previous holder's
+// (see txnGate). It reports whether the hand-off is still allowed. A loss
+// of the node ends the wait: the next holder will not ride on it.
+func (l *Lock) settled(txnsOver <-chan struct{}) bool {
+	select {
+	case <-txnsOver:
+	case <-l.zkHold.Lost():
 	}
-	if l.zkHold != nil {
-		_ = l.dropZK()
-	}
-	l.g.release(1)
+	return l.handoffAllowed()
 }
 
-// Close ends the lock: a current hold is cancelled (cause ErrClosed) and its
-// node released, waiters get ErrClosed, and later calls return ErrClosed.
-// Close is idempotent.
-func (l *Lock) Close() error {
-	if l == nil {
-		return errNil("Lock")
+func (l *Lock) handoffAllowed() bool {
+	if l.cfg.maxHandoffs == 0 || l.zkHold == nil || l.g.waiters() == 0 || l.life.isClosed() {
+		return false
 	}
-	if !l.life.begin() {
+	if l.handoffs >= l.cfg.maxHandoffs || time.Since(l.zkSince) >= l.cfg.maxHold {
+		return false
+	}
+	select {
+	case <-l.zkHold.Lost():
+		return false
+	case <-l.zkHold.Revoked():
+		return false // a revoked node goes back to ZooKeeper
+	default:
+		return true
+	}
+}
+
+// The two rules every tier lock (Lock, RWLock, Semaphore) shares, kept
+// here with the lock that runs them on every acquisition and release: the
+// closed state, ordered against grants, and the observer.
+
+// closing is a lock's closed state, and the one rule by which every tier
+// recipe (Lock, RWLock's readers and writers, Semaphore) orders Close
+// against a grant that is being published.
+//
+// The race: a grant comes back from ZooKeeper, and before its hold is
+// visible to Close, Close runs: it finds no hold to cancel, gives the
+// node up (through the zklock lock's Close), and the grant then publishes
+// a hold that nobody will ever cancel, while another process is granted
+// the lock. (Checking the flag before publishing does not help: Close can
+// run between the check and the publication.)
+//
+// The rule, as x/sync's semaphore orders a cancel against a grant: the
+// grant publishes first and looks at the flag after; Close sets the flag
+// first and looks for published holds after. Both flag operations are
+// sequentially consistent atomics, so of the two, at least one sees the
+// other: either Close finds the hold (and ends it), or the grant finds the
+// flag set and withdraws the hold itself. When both see each other, both
+// try to take the hold out of where it was published, and exactly one
+// succeeds (a CompareAndSwap, or a delete under a mutex); that one ends it.
+type closing struct {
+	closed atomic.Bool
+	done   chan struct{} // closed by begin: ends the waits in tier 1
+}
+
+func newClosing() closing { return closing{done: make(chan struct{})} }
+
+// begin marks the lock closed, before Close looks for published holds,
+// and ends tier-1 waits. It reports false when the lock was closed
+// already (Close is idempotent).
+func (c *closing) begin() bool {
+	if c.closed.Swap(true) {
+		return false
+	}
+	close(c.done)
+	return true
+}
+
+func (c *closing) isClosed() bool { return c.closed.Load() }
+
+// publish makes a granted hold visible to Close (add), then looks at the
+// flag. It returns nil when Close had not begun: a Close that comes later
+// finds the hold. Otherwise it calls withdraw, which takes the hold back
+// unless Close already took it, and then undoes what the grant took (the
+// node, the units of tier 1), and publish returns ErrClosed.
+func (c *closing) publish(add, withdraw func()) error {
+	add()
+	if !c.closed.Load() {
 		return nil
 	}
-	if h := l.current.Swap(nil); h != nil {
-		// The hold ends here, and its Release will find nothing (ErrClosed):
-		// tell the observer now, or a holders count would never come down.
-		// Swap and Release's CompareAndSwap take h out of current exactly
-		// once between them, so the hold is reported ended exactly once.
-		h.cancel(ErrClosed)
-		l.obs.observe(Event{Kind: Released, Held: time.Since(h.start)})
+	withdraw()
+	return ErrClosed
+}
+
+// releaseErr is what a Release racing Close reports for its node's
+// release: a node that Close gave up first (zklock.ErrNotHeld once closed)
+// is ErrClosed, as for a Release that comes after Close.
+func (c *closing) releaseErr(err error) error {
+	if errors.Is(err, zklock.ErrNotHeld) && c.isClosed() {
+		return ErrClosed
 	}
-	err := l.zk.Close()
-	l.obs.close()
 	return err
+}
+
+// reportLoss is what the last Release of a hold returns: err, unless the
+// hold was lost (cause, its context's cause before it ended, wraps
+// ErrLockLost) and err does not say so already.
+func reportLoss(err, cause error) error {
+	if cause != nil && errors.Is(cause, ErrLockLost) && !errors.Is(err, ErrLockLost) {
+		return cause
+	}
+	return err
+}
+
+// observe tells the observer (events.go) of ev on the caller's goroutine.
+func (o *observer) observe(ev Event) {
+	if o.fn != nil {
+		ev.Path = o.path
+		o.fn(ev)
+	}
 }

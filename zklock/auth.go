@@ -82,22 +82,3 @@ var testAuthDelay time.Duration
 
 // errReauth asks retry to send a credential again on the new connection.
 var errReauth = errors.New("zklock: connection replaced during auth")
-
-// awaitAuth waits until the session's credentials are in place: every
-// request that creates, deletes or reads lock nodes goes after it. It
-// returns the auth's failure, or ctx's error.
-func (s *Session) awaitAuth(ctx context.Context) error {
-	select {
-	case <-s.auth.done:
-		return s.auth.err
-	default:
-	}
-	select {
-	case <-s.auth.done:
-		return s.auth.err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.life.ctx.Done():
-		return ErrSessionClosed
-	}
-}

@@ -193,20 +193,6 @@ func (h *Hold) giveUp() {
 // is seen within a round trip instead of at the release. A hold that ends
 // sooner costs no request and no event.
 
-// armWatch arms the own-node watch when it is worth it (see above).
-func (h *Hold) armWatch() {
-	d := h.s.st.lease.bound()
-	if h.revoked != nil {
-		d = 0
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.isLost() || h.released.Load() {
-		return
-	}
-	h.watching = time.AfterFunc(d, h.watchOwn)
-}
-
 // watchOwn reads the hold's node and watches it: a deletion, or the
 // watch's end with the session, ends the hold; a revocation request in its
 // data is passed on; a data change arms it again. Errors that leave the

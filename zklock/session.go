@@ -132,61 +132,6 @@ func (s *Session) Done() <-chan struct{} {
 	return s.life.ctx.Done()
 }
 
-// timeout is the session timeout the loss bounds derive from: the one the
-// server negotiated when known (from the connect response under Connect,
-// from the connection under NewSession), else the one asked for; the
-// smaller of the two, which only shortens the bounds.
-func (s *Session) timeout() time.Duration {
-	granted := time.Duration(s.link.granted.Load())
-	if s.tap != nil {
-		granted = s.tap.GrantedTimeout()
-	}
-	if granted > 0 {
-		return min(granted, s.cfg.timeout)
-	}
-	return s.cfg.timeout
-}
-
-// errConnClosed is the error of requests on a session whose connection its
-// owner closed (NewSession).
-var errConnClosed = fmt.Errorf("%w: %w", ErrSessionClosed, zk.ErrConnectionClosed)
-
-// closedErr is why the session can no longer be used: it was closed, or
-// (under NewSession) its connection was.
-func (s *Session) closedErr() error {
-	if s.link.connGone.Load() {
-		return errConnClosed
-	}
-	return ErrSessionClosed
-}
-
-func (s *Session) isClosed() bool {
-	select {
-	case <-s.life.ctx.Done():
-		return true
-	default:
-		return false
-	}
-}
-
-func (s *Session) hardStopped() bool {
-	select {
-	case <-s.life.hardStop:
-		return true
-	default:
-		return false
-	}
-}
-
-// goBackground runs fn on a goroutine the session tracks.
-func (s *Session) goBackground(fn func()) {
-	s.life.bg.add()
-	go func() {
-		defer s.life.bg.done()
-		fn()
-	}()
-}
-
 // The parts of a session: their types here, their workings in the file
 // each names.
 

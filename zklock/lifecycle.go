@@ -1,0 +1,105 @@
+package zklock
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// nodeData says who created a lock node.
+type nodeData struct {
+	Host  string `json:"host"`
+	Pid   int    `json:"pid"`
+	Label string `json:"label,omitempty"`
+}
+
+// New returns a lock on path (an absolute ZooKeeper path; its parents are
+// created as container nodes when first needed).
+func New(s *Session, path string, opts ...Option) (*Lock, error) {
+	if s == nil {
+		return nil, ErrNilSession
+	}
+	if err := ValidatePath(path); err != nil {
+		return nil, err
+	}
+	if s.isClosed() {
+		return nil, s.closedErr()
+	}
+	cfg := lockConfig{recheck: 5 * time.Second, acl: zk.WorldACL(zk.PermAll)}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if cfg.recheck <= 0 {
+		return nil, fmt.Errorf("%w: recheck interval %v", ErrInvalidOption, cfg.recheck)
+	}
+	if len(cfg.acl) == 0 {
+		return nil, fmt.Errorf("%w: empty ACL", ErrInvalidOption)
+	}
+	host, _ := os.Hostname()
+	data, err := json.Marshal(nodeData{Host: host, Pid: os.Getpid(), Label: cfg.label})
+	if err != nil {
+		return nil, fmt.Errorf("zklock: node data: %w", err)
+	}
+	if len(data) > maxDataLen {
+		return nil, fmt.Errorf("%w: node data of %d bytes (label included): at most %d", ErrInvalidOption, len(data), maxDataLen)
+	}
+	return &Lock{s: s, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, rule: mutexRule, marker: lockMarker,
+		revocable: cfg.revocable, onRevoked: cfg.onRevoked, onPosition: cfg.onPosition}, nil
+}
+
+// newRecipeLock is New for another recipe's queue on the same core: its
+// nodes are named _c_<guid><marker><seq>, rule decides who goes and whom
+// to watch, and parse (nil: Contender) picks the children that queue.
+func newRecipeLock(s *Session, path, marker string, rule queueRule, parse func(string) (int32, bool), opts ...Option) (*Lock, error) {
+	l, err := New(s, path, opts...)
+	if err != nil {
+		return nil, err
+	}
+	l.marker, l.rule, l.parse = marker, rule, parse
+	return l, nil
+}
+
+// Session returns the session the lock lives on.
+func (l *Lock) Session() *Session {
+	if l == nil {
+		return nil
+	}
+	return l.s
+}
+
+// Path returns the lock path the lock's nodes are created under.
+func (l *Lock) Path() string {
+	if l == nil {
+		return ""
+	}
+	return l.path
+}
+
+// Close releases a hold if there is one, ends an acquisition in progress
+// (it returns ErrClosed, leaving no node), and detaches the lock from its
+// session; later calls return ErrClosed. Close is idempotent.
+func (l *Lock) Close() error {
+	if l == nil {
+		return errNil("Lock")
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	h := l.hold
+	if l.abort != nil {
+		l.abort(ErrClosed)
+	}
+	l.mu.Unlock()
+	if h != nil {
+		_ = h.Release()
+	}
+	return nil
+}
