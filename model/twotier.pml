@@ -158,6 +158,60 @@
 
 mtype = { DEL, CRE, MULTI, LIST, GETW };
 
+/* -DEMIT: every client step is also printed, as it is taken, as one line of
+ * internal/trace's JSONL vocabulary (the kinds and fields a recorded run
+ * writes), so that `spin -DEMIT` random simulations give traces that
+ * internal/replay, the Go rendering of these transitions, must accept (and
+ * a mutant's, reject). Off by default: without it E(...) is empty, and the
+ * verification runs have neither these statements nor the ghosts below. */
+#ifdef EMIT
+mtype = { gate_enter, handoff, gate_pass, gate_leave, send, answer, turn, event,
+	renew, lapse, grant, lose, release, del_add, del_take, del_flush, SYNC };
+hidden int et;    /* ghost: the emitted steps' clock, their seq and t */
+hidden byte egid[MAXN]; /* ghost: node n's GUID (creator * NGUID + guid), kept after it is deleted */
+hidden int esent[P]; /* ghost: when the create or multi of p's acquisition was sent */
+hidden int edsent[MAXN]; /* ghost: when the delete of node n was sent */
+#define E(x) atomic { x };   /* before a statement (a step of its own outside atomic sequences) */
+#define EA(x) ; atomic { x }  /* after one */
+#define EH(q, k) printf("{\"seq\":%d,\"t\":%d,\"pid\":1,\"proc\":%d,\"sid\":%d,\"kind\":\"%e\"", et + 1, et, (q) + 1, sid[q] + 1, k); et++
+#define EOP(op) printf(",\"op\":\"%e\"", op)
+#define EPATH printf(",\"path\":\"/m\"")
+#define EPFX(q) printf(",\"path\":\"/m/_c_%d-lock-\"", (q) * NGUID + guid[q])
+#define ENODE(n) printf(",\"node\":\"/m/_c_%d-lock-%d\"", egid[n], n)
+#define ENPATH(n) printf(",\"path\":\"/m/_c_%d-lock-%d\"", egid[n], n)
+#define EOUTCONN printf(",\"out\":\"conn\"")
+#define EOUTNONODE printf(",\"out\":\"nonode\"")
+#define EEND printf("}\n")
+/* a renew: the proof sent at time at, of session q's current id */
+#define ERENEW(q, at) EH(q, renew); printf(",\"owner\":%d,\"at\":%d,\"until\":%d}\n", sid[q] + 1, at, (at) + 1000000)
+/* the waiter's reading of a listing: our node at index i (0 first, -1 gone) */
+#define ETURN(q, i) EH(q, turn); ENODE(znode[q]); printf(",\"n\":%d,\"pzxid\":%d", i, znode[q] + 1); \
+	if \
+	:: i == 0 -> printf(",\"note\":\"first\"}\n") \
+	:: i > 0 -> printf(",\"note\":\"wait\"}\n") \
+	:: else -> printf(",\"note\":\"gone\"}\n") \
+	fi
+/* the reading of a listing's reply x by the gate's holder */
+#define ETURNX(q, x) \
+	if \
+	:: x == FIRST -> ETURN(q, 0) \
+	:: x < MAXN -> ETURN(q, 1) \
+	:: x == GONE -> ETURN(q, -1) \
+	:: else \
+	fi
+/* -DREACH=k (with EMIT): an assertion fails at the k-th of the steps
+ * below that random simulation seldom reaches, so that pan's error trail,
+ * replayed by spin -t, is a trace of the correct model through it. */
+#ifdef REACH
+#define REACHED(k) assert(REACH != k)
+#else
+#define REACHED(k) skip
+#endif
+#else
+#define E(x)
+#define EA(x)
+#endif
+
 /* the ensemble, as the leader sees it */
 byte live;         /* bit n: node n exists */
 byte nowner[MAXN]; /* p+1: node n is an ephemeral node of p (or was, and a cut server still has it) */
@@ -213,6 +267,7 @@ byte cancels;
 /* queueDelete(node): the previous pending delete, if unsent, is retried in
  * the background. */
 inline queueDelete(q, n) {
+	E(EH(q, del_add); EPATH; ENODE(n); EEND)
 	if
 	:: pend[q] != NONE -> bgdel[q] = bgdel[q] | BIT(pend[q])
 	:: else
@@ -274,6 +329,7 @@ inline mknode(q, id) {
 	od;
 	nowner[nseq] = q + 1;
 	nguid[nseq] = id;
+	E(egid[nseq] = q * NGUID + id)
 	live = live | BIT(nseq);
 	zsid[q] = sid[q];
 	rc[q] = nseq;
@@ -289,18 +345,24 @@ inline apply(q, op, a, b, ans) {
 		if
 		:: LIVE(a) ->
 			delnode(a);
+			E(if :: ans -> EH(q, answer); EOP(DEL); ENPATH(a); ENODE(a); if :: !b -> printf(",\"retry\":true") :: else fi; EEND :: else fi)
 			if
 			:: ans && b -> lease[q] = 1 /* the flusher's delete: proved */
+				EA(ERENEW(q, edsent[a]))
 			:: else
 			fi
 		:: else /* NoNode: done too; an error, which proves nothing */
+			EA(if :: ans -> EH(q, answer); EOP(DEL); ENPATH(a); ENODE(a); EOUTNONODE; if :: !b -> printf(",\"retry\":true") :: else fi; EEND :: else fi)
 		fi
 	:: op == CRE -> mknode(q, b)
+		EA(if :: ans -> EH(q, answer); EOP(CRE); EPFX(q); ENODE(rc[q]); EEND :: else fi)
 	:: op == MULTI -> /* delete the released node and create ours, or neither */
 		onwire[q] = onwire[q] & ~BIT(a);
 		if
 		:: LIVE(a) -> delnode(a); mknode(q, b)
+			EA(if :: ans -> EH(q, answer); EOP(MULTI); EPFX(q); ENODE(rc[q]); EEND :: else fi)
 		:: else -> rc[q] = NONODE
+			EA(if :: ans -> EH(q, answer); EOP(MULTI); EPFX(q); EOUTNONODE; EEND :: else fi)
 		fi
 	fi
 }
@@ -333,14 +395,19 @@ inline serve(q, op, a, b, m) {
 			od
 		fi;
 		k = 0
+		EA(EH(q, answer); EOP(LIST); EPATH; printf(",\"n\":1"); EEND)
 	:: op == GETW ->
 		if
 		:: IN(m, a) -> watch[q] = a; rw[q] = OK
+			EA(EH(q, answer); EOP(GETW); ENODE(a); EEND)
 		:: else -> rw[q] = NONODE
+			EA(EH(q, answer); EOP(GETW); ENODE(a); EOUTNONODE; EEND)
 		fi
 	fi;
 #ifdef MUTANT_READ_RENEWS
+	E(printf("MUTANT a read renews\n"))
 	lease[q] = 1;
+	E(ERENEW(q, et)) /* what the code would record: a renew whose proof is a read */
 #endif
 	skip
 }
@@ -351,16 +418,23 @@ inline failed(q, op, a) {
 	if
 	:: op == DEL ->
 		onwire[q] = onwire[q] & ~BIT(a);
+		E(EH(q, answer); EOP(DEL); ENPATH(a); ENODE(a); EOUTCONN; if :: !b -> printf(",\"retry\":true") :: else fi; EEND)
 #ifndef MUTANT_FORGET_FAILED_DELETE
 		if
 		:: LIVE(a) -> bgdel[q] = bgdel[q] | BIT(a) /* guaranteed delete: retry */
 		:: else
 		fi
+#else
+		EA(if :: LIVE(a) -> printf("MUTANT a failed delete not retried\n") :: else fi)
 #endif
 	:: op == CRE -> rc[q] = ERR
+		EA(EH(q, answer); EOP(CRE); EPFX(q); EOUTCONN; EEND)
 	:: op == MULTI -> onwire[q] = onwire[q] & ~BIT(a); rc[q] = ERR
+		EA(EH(q, answer); EOP(MULTI); EPFX(q); EOUTCONN; EEND)
 	:: op == LIST -> rl[q] = ERR
+		EA(EH(q, answer); EOP(LIST); EPATH; EOUTCONN; EEND)
 	:: op == GETW -> rw[q] = ERR
+		EA(EH(q, answer); EOP(GETW); ENODE(a); EOUTCONN; EEND)
 	fi
 }
 
@@ -371,6 +445,7 @@ inline losehold(q) {
 	if
 	:: zst[q] == HELD && !hlost[q] ->
 		hlost[q] = 1;
+		E(EH(q, lose); ENODE(znode[q]); EEND; REACHED(1))
 		queueDelete(q, znode[q]);
 		n = 0;
 		do
@@ -384,6 +459,8 @@ inline losehold(q) {
 		od
 	:: else
 	fi;
+#else
+	E(if :: zst[q] == HELD && !hlost[q] -> printf("MUTANT a hold not told lost\n") :: else fi)
 #endif
 	skip
 }
@@ -393,6 +470,7 @@ inline losehold(q) {
  * lost (else none reached the leader). */
 inline disconnect(q, applied) {
 	conn[q] = 0;
+	E(EH(q, event); printf(",\"note\":\"EventSession StateDisconnected\"}\n"))
 	n = len(wire[q]);
 	do
 	:: n > 0 ->
@@ -436,9 +514,11 @@ inline become(viaHandoff) {
 inline proved(q) {
 	if
 #ifdef MUTANT_RENEW_AFTER_EXPIRY
-	:: rc[q] < MAXN && zsid[q] == sid[q] -> lease[q] = 1 /* from its arrival: the window ignored */
+	:: rc[q] < MAXN && zsid[q] == sid[q] -> E(if :: expired[q] -> printf("MUTANT a renew after the expiry\n") :: else fi) lease[q] = 1 /* from its arrival: the window ignored */
+		EA(ERENEW(q, et))
 #else
 	:: rc[q] < MAXN && zsid[q] == sid[q] && !expired[q] -> lease[q] = 1
+		EA(ERENEW(q, esent[q]))
 #endif
 	:: else
 	fi;
@@ -446,7 +526,7 @@ inline proved(q) {
 	/* the node's owner read as createAndList reads it, conn.SessionID()
 	 * once the create has returned, however late that is */
 	if
-	:: rc[q] < MAXN -> zsid[q] = sid[q]
+	:: rc[q] < MAXN -> E(if :: zsid[q] != sid[q] -> printf("MUTANT an owner read after the reply\n") :: else fi) zsid[q] = sid[q]
 	:: else
 	fi;
 #endif
@@ -475,12 +555,14 @@ end:
 	:: atomic { /* lapse: the deadline passes, no proof getting through; every hold ends (lease.lapse) */
 		lease[p] && (!conn[p] || cutp == p) ->
 		lease[p] = 0;
+		E(EH(p, lapse); printf(",\"n\":%d}\n", zst[p] == HELD && !hlost[p]))
 		losehold(p)
 	}
 	:: atomic { /* a sync through the leader (lease.refresh), while a lock has a node */
 		conn[p] && cutp != p && !lease[p] && zst[p] != IDLE ->
 		assert(!expired[p]);
 		lease[p] = 1
+		EA(EH(p, send); EOP(SYNC); printf(",\"path\":\"/\"}\n"); EH(p, answer); EOP(SYNC); printf(",\"path\":\"/\"}\n"); ERENEW(p, et - 2))
 	}
 	:: atomic { /* the leader expires the session: it has not heard of it for T */
 		!lease[p] && !expired[p] && (!conn[p] || cutp == p) ->
@@ -539,10 +621,13 @@ end:
 		:: expired[p] -> expired[p] = 0; sid[p] = 1 - sid[p]; lease[p] = 0 /* lease.reset */
 		:: else
 		fi;
+		E(EH(p, event); printf(",\"note\":\"EventSession StateHasSession\"}\n"))
 		catchup(p)
 	}
 	:: atomic {
 		pend[p] != NONE && nfull(wire[p]) -> /* deleteQueue.flush */
+		E(EH(p, del_flush); EPATH; ENODE(pend[p]); EEND)
+		E(edsent[pend[p]] = et; EH(p, send); EOP(DEL); ENPATH(pend[p]); EEND)
 		wire[p]!DEL,pend[p],1;
 		onwire[p] = onwire[p] | BIT(pend[p]);
 		pend[p] = NONE
@@ -555,6 +640,7 @@ end:
 		:: else -> n++
 		od;
 		bgdel[p] = bgdel[p] & ~BIT(n);
+		E(EH(p, send); EOP(DEL); ENPATH(n); printf(",\"retry\":true}\n"); REACHED(2))
 		wire[p]!DEL,n,0;
 		onwire[p] = onwire[p] | BIT(n);
 		n = 0
@@ -578,17 +664,20 @@ round:
 	atomic { /* gate enter; blocks here while another goroutine is past the gate */
 		gw[me] = 1;
 		(gate[p] == 0 || gate[p] == g + 1) -> gate[p] = g + 1; gw[me] = 0
+		EA(EH(p, gate_enter); EPATH; printf(",\"wait\":true}\n"))
 	};
 	if
-	:: atomic { zkHeld[p] && !hlost[p] -> handoffs[p]++; become(1) };
+	:: atomic { zkHeld[p] && !hlost[p] -> handoffs[p]++; E(EH(p, handoff); EPATH; ENODE(znode[p]); EEND) become(1) };
 		goto holding
 	:: atomic { zkHeld[p] && hlost[p] -> /* lost between holders: dropZK */
+		E(EH(p, release); EPATH; ENODE(znode[p]); EEND)
 		zkHeld[p] = 0; zst[p] = IDLE; znode[p] = NONE; hlost[p] = 0 }
 	:: else
 	fi;
 
 acquire: /* zklock attempt: enqueue */
 	atomic {
+		E(if :: pend[p] != NONE -> EH(p, del_take); EPATH; ENODE(pend[p]); EEND :: else fi)
 		stale[p] = pend[p]; /* takePending */
 		pend[p] = NONE;
 		guid[p] = (guid[p] + 1) % NGUID;
@@ -599,12 +688,14 @@ create:
 	if
 	:: mayExist -> /* protection mode: look for our GUID before creating again */
 		rl[p] = PEND;
+		E(EH(p, send); EOP(LIST); EPATH; EEND)
 		wire[p]!LIST,0,guid[p];
 		atomic { rl[p] != PEND -> x = rl[p]; rl[p] = PEND };
 		if
 		:: x == ERR -> goto create
 		:: x == GONE -> mayExist = 0
 		:: else ->
+			E(REACHED(4))
 			d_step {
 				znode[p] = rln[p];
 				zst[p] = QUEUED;
@@ -622,16 +713,20 @@ create:
 	atomic { /* the create (or multi), and the listing pipelined behind it */
 		if
 		:: stale[p] != NONE ->
+			E(esent[p] = et; EH(p, send); EOP(MULTI); EPFX(p); EEND)
 			wire[p]!MULTI,stale[p],guid[p];
 			onwire[p] = onwire[p] | BIT(stale[p])
-		:: else -> wire[p]!CRE,0,guid[p]
+		:: else -> E(esent[p] = et; EH(p, send); EOP(CRE); EPFX(p); EEND) wire[p]!CRE,0,guid[p]
 		fi;
+		E(EH(p, send); EOP(LIST); EPATH; EEND)
 		wire[p]!LIST,0,guid[p]
 	};
 	atomic { rc[p] != PEND -> proved(p) };
 	if
 	:: rc[p] == NONODE -> /* the released node is gone: create alone */
+		E(REACHED(5))
 		d_step { stale[p] = NONE; rc[p] = PEND };
+		E(esent[p] = et; EH(p, send); EOP(CRE); EPFX(p); EEND)
 		wire[p]!CRE,0,guid[p];
 		atomic { rc[p] != PEND -> proved(p) }
 	:: else
@@ -645,6 +740,7 @@ create:
 			zst[p] = QUEUED;
 			x = rl[p];
 			stale[p] = NONE /* the multi deleted it */
+			EA(ETURNX(p, x))
 		fi;
 		rc[p] = PEND;
 		if
@@ -671,10 +767,11 @@ wait: /* x: the first listing, or GONE/ERR to list again */
 	fi;
 list:
 	rl[p] = PEND;
+	E(EH(p, send); EOP(LIST); EPATH; EEND)
 	wire[p]!LIST,0,guid[p];
 	if
-	:: rl[p] == FIRST -> goto lead
-	:: atomic { rl[p] != PEND && rl[p] != FIRST -> x = rl[p]; rl[p] = PEND }
+	:: rl[p] == FIRST -> E(ETURN(p, 0)) goto lead
+	:: atomic { rl[p] != PEND && rl[p] != FIRST -> x = rl[p]; rl[p] = PEND EA(ETURNX(p, x)) }
 	fi;
 	if
 	:: x == GONE -> /* our node vanished while queued: queue again */
@@ -685,6 +782,7 @@ list:
 	fi;
 watchpred:
 	rw[p] = PEND;
+	E(EH(p, send); EOP(GETW); ENPATH(x); EEND)
 	wire[p]!GETW,x,0;
 	atomic {
 		rw[p] != PEND ->
@@ -699,13 +797,14 @@ watchpred:
 	:: else
 	fi;
 	if
-	:: atomic { wev[p] -> wev[p] = 0; x = 0 }; goto list
+	:: atomic { wev[p] -> wev[p] = 0; x = 0 EA(EH(p, event); printf(",\"note\":\"EventNodeDeleted StateSyncConnected\"}\n")) }; goto list
 	:: atomic { watch[p] == NONE && !wev[p] -> x = 0 }; goto list
 		/* the periodic re-check, which matters only once the watch is
 		 * gone and its event lost: while the watch stands the listing
 		 * would find the same predecessor */
 	:: atomic { cancels < C -> cancels++; x = 0 }; /* ctx ends: delete our node, leave the gate */
 		d_step { queueDelete(p, znode[p]); znode[p] = NONE; zst[p] = IDLE };
+		E(EH(p, gate_leave); EPATH; EEND) /* before the gate is free: the next holder's steps follow */
 		gate[p] = 0;
 		goto next
 	fi;
@@ -720,10 +819,14 @@ lead: /* our node leads: the session grants the hold once it can vouch for it (g
 		hlost[p] = 0;
 		zkHeld[p] = 1;
 		handoffs[p] = 0;
+		E(EH(p, grant); printf(",\"owner\":%d,\"note\":\"now\"}\n", zsid[p] + 1))
+		E(EH(p, grant); EPATH; ENODE(znode[p]); printf(",\"zxid\":%d,\"owner\":%d}\n", znode[p] + 1, zsid[p] + 1))
 		become(0)
 	}
 	:: atomic { /* grantGone: the node went with its session; queue again */
 		zsid[p] != sid[p] ->
+		E(EH(p, grant); printf(",\"owner\":%d,\"note\":\"gone\"}\n", zsid[p] + 1))
+		E(EH(p, grant); EPATH; ENODE(znode[p]); printf(",\"owner\":%d,\"out\":\"err\",\"note\":\"gone\"}\n", zsid[p] + 1); REACHED(3))
 		rl[p] = PEND;
 		x = 0;
 		zst[p] = IDLE;
@@ -753,6 +856,7 @@ holding: /* the critical section */
 		k < G && K > handoffs[p] && zkHeld[p] && !hlost[p] ->
 		gate[p] = k + 1;
 		k = 0
+		EA(EH(p, gate_pass); EPATH; EEND)
 	};
 		goto next
 	:: k = 0 /* no hand-off (no local waiter, count or time limit reached, or lost) */
@@ -760,6 +864,7 @@ holding: /* the critical section */
 	d_step {
 		if
 		:: zkHeld[p] ->
+			E(EH(p, release); EPATH; ENODE(znode[p]); EEND)
 			zkHeld[p] = 0;
 			if
 			:: !hlost[p] -> queueDelete(p, znode[p]) /* Release: the delete is not awaited */
@@ -771,6 +876,7 @@ holding: /* the critical section */
 		:: else
 		fi
 	};
+	E(EH(p, gate_leave); EPATH; EEND)
 	gate[p] = 0;
 next:
 progress:

@@ -1,0 +1,75 @@
+// Package replay checks recorded traces (package internal/trace) against
+// model/twotier.pml: each recorded step must be a step the model can take
+// from the state the earlier steps led to. A step it cannot take is a
+// Violation naming the step (file, Seq, kind), the process (Pid, Proc)
+// and the model's state before it.
+//
+// # An executable rendering of twotier.pml's client steps
+//
+// Traces are far too large for spin (a 10-minute stress run writes
+// millions of steps), so the replay is the model's client side written in
+// Go: one state machine per recorded process (a file's Pid and Proc: the
+// model's p, proctype session's variables as the client knows them) and,
+// in it, one per lock path (proctype goroutine's: the gate, the
+// acquisition, the hold). Each transition's doc comment quotes the .pml
+// line it renders. What the client does not see, the leader's steps and a
+// cut, is inferred from the answers: a create's answer names our node (its
+// sequence number is its order of creation) and the session it was applied
+// in (the one current at both its send and its answer); a listing's answer
+// is what a turn reads; a cut server is invisible, so a lapse needs only
+// the lease. The model's G goroutines are interchangeable and only the
+// gate's holder acts on its lock, so a recorded step needs no goroutine
+// id: the gate's order says whose it is, the create's prefix (its GUID)
+// and then the node name which acquisition.
+//
+// Across processes, on the clock merged from each file's Wall and T, the
+// replay checks what the model asserts of all of them: at most one valid
+// hold per path at a time (a hold is valid from its grant until its
+// release, its loss, the lapse, disconnection or new session that ended
+// it, or its lease's deadline passing unrenewed), and fencing tokens
+// increasing from one hold to the next.
+//
+// Where the code takes steps the model abstracts, the rendering accepts
+// them as the model's: a lapse while linked to the leader (left out of
+// the model; it only ends holds early); a re-check listing while the
+// watch stands (the model lists again only once the watch is gone: a
+// reduction, the listing finds the same predecessor); a node found gone
+// queued for deletion anyway; a delete carried from another path when the
+// path has none (takeOther, model/deletes.pml's rule); TryAcquire as a wait
+// that ends at once. It also checks deletes.pml's rule that a create never
+// goes out while its path's released node's delete is pending or held
+// unwritten by the flusher.
+//
+// # Checked against the .pml
+//
+// So that the rendering cannot drift from the model, twotier.pml built
+// with -DEMIT prints each client step, as the model takes it, as a line of
+// the trace's JSONL vocabulary (kind, op, proc, sid, node by sequence
+// number, out, note, the renew's At on a logical clock). Without EMIT the
+// model is unchanged (its preprocessed text is the same token for token),
+// and so are the verification runs of go test ./model/. The tests here
+// require:
+//   - every random simulation of the correct model (spin -n<seed> -DEMIT,
+//     40 seeds x 7 settings: each fault kind, cancellation, 3 goroutines, 3
+//     processes, 3 rounds) to replay clean (TestSpinSimulations);
+//   - the correct model's paths to the steps random simulation seldom
+//     takes (a hold told lost after a disconnection or a lapse, a
+//     guaranteed delete retried, grantGone, protection mode finding our
+//     node, a NONODE multi), pan's error trails to an assertion -DREACH=k
+//     placed there and replayed by spin -t, to replay clean
+//     (TestSpinReach);
+//   - each client mutant's counterexample (pan's trail, in which the
+//     mutant's wrong step shows: the model prints a MUTANT line there) to
+//     be refused (TestSpinMutants): MUTANT_NO_LOSS_SIGNAL at the
+//     disconnection or lapse whose hold is never told lost;
+//     MUTANT_READ_RENEWS at the renew whose proof is a read;
+//     MUTANT_RENEW_AFTER_EXPIRY at the renew counted from its answer's
+//     arrival; OWNER_AFTER_REPLY at the grant naming the new session the
+//     owner of a node created in the old one. MUTANT_FORGET_FAILED_DELETE
+//     is accepted: its wrong step is an omission (no retry of a failed
+//     delete) that only the leader's state calls for, the node still being
+//     there; the client's steps are the correct model's when the node is
+//     gone. (twotier.pml has no mutant that changes only the environment.)
+//     Random simulations of the two lease mutants, which take their wrong
+//     step in every run, are refused too (TestSpinMutantSimulations).
+package replay

@@ -1,0 +1,388 @@
+package replay
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tierlock/tierlock/internal/trace"
+)
+
+// lock is one lock path of a process: the gate and the acquisition of
+// proctype goroutine. The model's G goroutines are interchangeable and
+// only the gate's holder acts on the lock, so a lock needs no goroutine
+// of its own: the gate's order says whose step each is (gate_enter starts
+// a holder; a create's prefix, with its GUID, and then its node name the
+// acquisition).
+type lock struct {
+	s     *session
+	path  string
+	gated bool // a gate was seen (tier.Lock); zklock alone has none
+	gate  bool // gate[p] != 0
+	// passOwed counts receivers past the gate whose giver has not yet
+	// recorded its gate_pass (recorded once done); passed is a gate_pass
+	// whose receiver has not entered yet (the model's order).
+	passOwed int
+	passed   bool
+	zst      int    // zst[p]
+	prefix   string // the create's prefix (GUID)
+	sendSid  int64  // the session its create was sent in
+	node     string // znode[p]
+	owner    int64  // zsid[p] of our node: 0 while unknown
+	unknown  bool   // mayExist: the create's outcome unknown (protection mode)
+	stale    string // stale[p]: the delete our create carries
+	lists    int    // listings answered since the create or the last turn
+	token    int64  // the pzxid of the listing that found our node first
+	zkHeld   bool   // zkHeld[p]
+	hlost    bool   // hlost[p]
+	span     *span  // the valid hold of this process on the path, if any
+	mine     map[string]bool
+}
+
+// The states of an acquisition (zst[p], with the lead split out).
+const (
+	idle     = iota // IDLE
+	creating        // CREATING: create sent, our node not read yet
+	queued          // QUEUED: the last turn found a predecessor
+	leading         // QUEUED, at lead: the last turn found our node first
+	held            // HELD
+)
+
+var zstNames = [...]string{"idle", "creating", "queued", "leading", "held"}
+
+// gateEnter is "gate enter": "(gate[p] == 0 || gate[p] == g + 1) -> gate[p]
+// = g + 1", the gate free, or passed to this goroutine.
+func (l *lock) gateEnter() error {
+	l.gated = true
+	switch {
+	case !l.gate:
+		l.gate = true
+	case l.passed:
+		l.passed = false
+	case l.zkHeld:
+		l.passOwed++ // the giver's gate_pass is recorded once it is done
+	default:
+		return refuse("gate entered while another goroutine is past it (gate[p] == 0 || gate[p] == g + 1)")
+	}
+	return nil
+}
+
+// gatePass is holding's bounded local hand-off, "k < G && K > handoffs[p]
+// && zkHeld[p] && !hlost[p] -> gate[p] = k + 1".
+func (l *lock) gatePass() error {
+	switch {
+	case l.passOwed > 0:
+		l.passOwed--
+	case l.gate && l.zkHeld && !l.passed:
+		l.passed = true
+	default:
+		return refuse("the gate passed on with no node kept (zkHeld[p] && !hlost[p] -> gate[p] = k + 1)")
+	}
+	return nil
+}
+
+// gateLeave is "gate[p] = 0", at the end of holding (the node released
+// first) or of a wait given up.
+func (l *lock) gateLeave() error {
+	switch {
+	case !l.gate:
+		return refuse("the gate left while free (gate[p] = 0)")
+	case l.zkHeld && l.passOwed == 0:
+		return refuse("the gate left with the node still kept: release first (zkHeld[p] = 0, then gate[p] = 0)")
+	}
+	if l.passOwed > 0 {
+		l.passOwed-- // the receiver leaves before its giver recorded the pass
+		return nil
+	}
+	if l.zst != idle && l.zst != held {
+		l.abandon()
+	}
+	l.gate = false
+	return nil
+}
+
+// abandon ends an acquisition given up with its create in flight or its
+// node queued: whatever the create made is deleted in the background, and
+// a create of unknown outcome is swept for (the code's abandon).
+func (l *lock) abandon() {
+	if l.prefix != "" {
+		l.s.sweep[l.prefix] = true
+	}
+	l.zst, l.node, l.unknown = idle, "", false
+}
+
+// handoff is "zkHeld[p] && !hlost[p] -> handoffs[p]++; become(1)": the
+// gate's new holder rides the node handed over.
+func (l *lock) handoff(st trace.Step) error {
+	switch {
+	case !l.gate:
+		return refuse("a hand-off ridden with the gate free")
+	case !l.zkHeld || l.node != st.Node:
+		return refuse("a hand-off of a node not kept (zkHeld[p])")
+	case l.hlost:
+		return refuse("a hand-off of a node lost (!hlost[p])")
+	}
+	return nil
+}
+
+// create is the acquisition's "wire[p]!CRE,0,guid[p]" or
+// "wire[p]!MULTI,stale[p],guid[p]", after "stale[p] = pend[p]".
+func (l *lock) create(st trace.Step) error {
+	s := l.s
+	switch {
+	case l.gated && !l.gate:
+		return refuse("a create with the gate free: only the gate's holder acquires")
+	case l.zst == queued || l.zst == leading || l.zst == held:
+		return refusef("a create while our node %s is %s: one node per lock", l.node, zstNames[l.zst])
+	}
+	if err := l.pathClear(); err != nil {
+		return err
+	}
+	if st.Op == trace.OpMulti {
+		if err := l.carry(); err != nil {
+			return err
+		}
+	} else if l.stale != "" {
+		// "rc[p] == NONODE -> stale[p] = NONE; ... wire[p]!CRE" (or an
+		// old session's delete, which the code sends on its own)
+		l.stale = ""
+	}
+	for i := 0; i < len(s.taken); i++ {
+		if d := s.dels[s.taken[i]]; d != nil && d.path == l.path && st.Op == trace.OpCreate {
+			d.state = delBackground // taken, not carried: deleted alone (the code's deleteInBackground)
+			s.taken = append(s.taken[:i], s.taken[i+1:]...)
+			i--
+		}
+	}
+	if st.Path != l.prefix {
+		l.unknown = false
+	}
+	l.zst, l.prefix, l.sendSid, l.lists = creating, st.Path, st.Sid, 0
+	return nil
+}
+
+// pathClear is deletes.pml's rule for a create: the path's own released
+// node's delete is carried, or on the wire already, never pending behind
+// it nor held by the flusher unwritten (assertion (a), one node per path).
+func (l *lock) pathClear() error {
+	for n, d := range l.s.dels {
+		if d.path == l.path && (d.state == delPending || d.state == delFlushed) {
+			return refusef("a create on a path whose released node %s has its delete %s, not on the wire "+
+				"(deletes.pml: take it, or wait until it is sent)", n, delNames[d.state])
+		}
+	}
+	return nil
+}
+
+// carry takes the delete a multi carries: the one taken for this path, or
+// the oldest taken (takeOther, of another path, only when this one has
+// none), or stale[p] kept from a multi whose answer was lost.
+func (l *lock) carry() error {
+	s := l.s
+	pick := -1
+	for i, n := range s.taken {
+		if d := s.dels[n]; d != nil && d.path == l.path {
+			pick = i
+			break
+		}
+	}
+	if pick < 0 && len(s.taken) > 0 {
+		pick = 0
+	}
+	switch {
+	case pick >= 0:
+		l.stale = s.taken[pick]
+		s.taken = append(s.taken[:pick], s.taken[pick+1:]...)
+	case l.stale == "":
+		return refuse("a multi carrying no delete taken (stale[p] != NONE -> wire[p]!MULTI,stale[p],guid[p])")
+	}
+	if d := s.dels[l.stale]; d != nil {
+		d.state = delWire // "onwire[p] = onwire[p] | BIT(stale[p])"
+	}
+	return nil
+}
+
+// created applies the create's (or multi's) answer, "rc[p]": our node,
+// NONODE (the released node gone: create alone), or ERR (protection mode).
+func (l *lock) created(st trace.Step) error {
+	s := l.s
+	switch {
+	case st.Out == "":
+		s.proved(st) // a write: "proved(p)" may renew
+		l.mine[st.Node] = true
+		if l.stale != "" && st.Op == trace.OpMulti {
+			delete(s.dels, l.stale) // "stale[p] = NONE /* the multi deleted it */"
+			l.stale = ""
+		}
+		if l.zst != creating || prefixOf(st.Node) != l.prefix {
+			s.sweep[prefixOf(st.Node)] = true // answered after the wait was given up
+			return nil
+		}
+		l.node, l.owner = st.Node, 0
+		if st.Sid == l.sendSid {
+			l.owner = st.Sid // mknode: "zsid[q] = sid[q]", the session it was applied in
+		} else {
+			l.unknown = true // the session changed while it was out: protection mode
+		}
+	case st.Out == "nonode" && st.Op == trace.OpMulti:
+		if l.stale != "" {
+			delete(s.dels, l.stale) // "rc[q] = NONODE": the released node is gone
+			l.stale = ""
+		}
+	case st.Out != "nonode":
+		// "rc[p] == ERR -> mayExist = 1": protection mode, and the carried
+		// delete may have gone with it or not
+		l.unknown = true
+		s.sweep[l.prefix] = true
+		if d := s.dels[l.stale]; d != nil {
+			d.state = delBackground
+		}
+	}
+	return nil
+}
+
+// getW is watchpred's "wire[p]!GETW,x,0", after a turn that found a
+// predecessor.
+func (l *lock) getW() error {
+	if l.zst != queued {
+		return refusef("a watch set while our node is %s, not waiting (x < MAXN -> goto watchpred)", zstNames[l.zst])
+	}
+	return nil
+}
+
+// turn is wait's branch on a listing's answer: "x == FIRST -> goto lead",
+// "x < MAXN -> goto watchpred", "x == GONE -> ... goto acquire".
+func (l *lock) turn(st trace.Step) error {
+	if err := l.turnAllowed(st); err != nil {
+		return err
+	}
+	if l.node != st.Node {
+		l.node, l.owner = st.Node, 0 // found by its GUID: its owner is the one findOwn read
+		l.mine[st.Node] = true
+	}
+	l.lists = 0
+	switch st.Note {
+	case "first":
+		l.zst, l.token = leading, st.Pzxid
+	case "wait":
+		l.zst = queued
+	default:
+		l.zst = idle // "zst[p] = IDLE; znode[p] = NONE; goto acquire"
+	}
+	return nil
+}
+
+// turnAllowed says whether the model reads a listing here: while our node
+// is created or queued, a listing answered since (rl[p]), on our node, or
+// on the node protection mode found by our GUID.
+func (l *lock) turnAllowed(st trace.Step) error {
+	found := l.unknown && strings.HasPrefix(st.Node, l.prefix)
+	switch {
+	case l.zst != creating && l.zst != queued:
+		return refusef("a turn while our node is %s", zstNames[l.zst])
+	case l.lists == 0:
+		return refuse("a turn with no listing answered since our create or our last turn: " +
+			"only a listing's answer (rl[p]) says where our node stands")
+	case l.node == "" && !found:
+		return refuse("a turn on a node whose create was not answered, nor found by its GUID (protection mode)")
+	case l.node != "" && st.Node != l.node && !found:
+		return refusef("a turn on %s, not our node %s", st.Node, l.node)
+	case (st.Note == "first") != (st.N == 0) || (st.Note == "gone") != (st.N < 0):
+		return refusef("a turn %q at index %d", st.Note, st.N)
+	}
+	return nil
+}
+
+// granted is the acquisition's grant: lead's grantNow, "conn[p] &&
+// lease[p] && zsid[p] == sid[p] -> ... zst[p] = HELD; ... become(0)", or
+// its end without a hold (grantGone, a wait given up).
+func (l *lock) granted(st trace.Step) error {
+	s := l.s
+	if st.Out != "" {
+		if l.zst == leading {
+			l.zst = idle // "zsid[p] != sid[p] -> ... goto acquire", or the wait's end
+		}
+		return nil
+	}
+	switch {
+	case l.zst != leading || st.Node != l.node:
+		return refusef("a grant of %s, which no listing found first since it was queued (x == FIRST -> goto lead)", st.Node)
+	case st.Zxid != l.token:
+		return refusef("a grant with token %d where the listing that found our node first had pzxid %d", st.Zxid, l.token)
+	case l.owner != 0 && st.Owner != l.owner:
+		return refusef("a grant naming session %d the owner of a node created in session %d (zsid[p]: the session the create was applied in)",
+			st.Owner, l.owner)
+	case s.now[st.Owner] == 0:
+		return refuse("a grant with no verdict now before it (grantNow)")
+	}
+	s.now[st.Owner]--
+	l.zst, l.zkHeld, l.hlost = held, true, false
+	l.span = s.c.openSpan(s, l.path, st)
+	return nil
+}
+
+// release is holding's "zkHeld[p] -> zkHeld[p] = 0; if :: !hlost[p] ->
+// queueDelete(p, znode[p])", or dropZK, "zkHeld[p] && hlost[p] -> zkHeld[p]
+// = 0".
+func (l *lock) release(st trace.Step) error {
+	if !l.zkHeld || l.node != st.Node {
+		return refusef("a release of %s, which is not held (zkHeld[p])", st.Node)
+	}
+	l.zkHeld = false
+	l.endSpan(l.s.global(st.T))
+	l.zst, l.node = idle, ""
+	return nil
+}
+
+// delAdd is queueDelete(q, n), "pend[q] != NONE -> bgdel[q] = bgdel[q] |
+// BIT(pend[q]); pend[q] = n", for a node of ours given up: released,
+// lost, or abandoned by a wait that ended (which ends the acquisition:
+// "queueDelete(p, znode[p]); znode[p] = NONE; zst[p] = IDLE").
+func (l *lock) delAdd(st trace.Step) error {
+	s := l.s
+	if !l.mine[st.Node] {
+		return refuse("a delete queued for a node that is not one of this lock's, or was queued already")
+	}
+	if l.zkHeld && l.node == st.Node && !l.hlost {
+		return refuse("a delete queued for a node still held (release or losehold first)")
+	}
+	delete(l.mine, st.Node)
+	if l.node == st.Node && l.zst != held {
+		l.zst, l.node = idle, ""
+	}
+	for _, d := range s.dels {
+		if d.path == l.path && d.state == delPending {
+			d.state = delBackground // the older one goes on its own
+		}
+	}
+	s.dels[st.Node] = &del{path: l.path}
+	return nil
+}
+
+// endSpan ends the validity of the lock's hold at time t (merged clock).
+func (l *lock) endSpan(t int64) {
+	if l.span != nil {
+		l.span.end = min(l.span.end, t)
+		l.span = nil
+	}
+}
+
+// state names the lock's model state.
+func (l *lock) state() string {
+	s := fmt.Sprintf("%s: gate=%v zst=%s", l.path, l.gate, zstNames[l.zst])
+	if l.node != "" {
+		s += " node=" + l.node
+	}
+	if l.zkHeld {
+		s += fmt.Sprintf(" zkHeld hlost=%v", l.hlost)
+	}
+	if l.stale != "" {
+		s += " stale=" + l.stale
+	}
+	if l.unknown {
+		s += " mayExist"
+	}
+	if l.passOwed > 0 || l.passed {
+		s += " passing"
+	}
+	return s
+}

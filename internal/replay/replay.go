@@ -1,0 +1,210 @@
+package replay
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/tierlock/tierlock/internal/trace"
+)
+
+// Checker replays traces, file by file, each process through its own
+// state machine, and then checks the holds of all of them together.
+type Checker struct {
+	spans  map[string][]*span // valid holds by lock path, of every process
+	states map[string]struct{}
+	res    Result
+}
+
+// Result is what a replay found.
+type Result struct {
+	Traces int           // files replayed
+	Steps  int           // steps replayed
+	States int           // distinct per-process model states visited
+	Holds  int           // grants replayed
+	Took   time.Duration // time taken
+	// Violations are the steps refused, at most one per file (a process's
+	// state after a refused step is not the model's), then those of the
+	// checks across processes; First is the earliest of all, on the merged
+	// clock.
+	Violations []*Violation
+}
+
+// First returns the earliest violation, or nil when the replay passed.
+func (r Result) First() *Violation {
+	if len(r.Violations) == 0 {
+		return nil
+	}
+	return r.Violations[0]
+}
+
+// span is one valid hold: from its grant until its release, its loss, or
+// the lapse, disconnection or new session that ended it (merged clock).
+type span struct {
+	start, end int64
+	token      int64
+	file       string
+	step       trace.Step
+}
+
+// New returns a checker with nothing replayed.
+func New() *Checker {
+	return &Checker{spans: map[string][]*span{}, states: map[string]struct{}{}}
+}
+
+// openSpan starts the span of a hold granted at st.
+func (c *Checker) openSpan(s *session, path string, st trace.Step) *span {
+	sp := &span{start: s.global(st.T), end: math.MaxInt64, token: st.Zxid, file: s.file, step: st}
+	c.spans[path] = append(c.spans[path], sp)
+	c.res.Holds++
+	return sp
+}
+
+// ReplayFile replays one trace file.
+func (c *Checker) ReplayFile(name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return c.Replay(name, f)
+}
+
+// Replay replays the steps read from r, one JSON object a line, as the
+// trace named name. A step the model does not allow is recorded as a
+// violation (the rest of that process's steps are not judged); an error
+// is returned only when r cannot be read.
+func (c *Checker) Replay(name string, r io.Reader) error {
+	start := time.Now()
+	defer func() { c.res.Took += time.Since(start) }()
+	c.res.Traces++
+	procs := map[[2]int]*session{}
+	dead := map[[2]int]bool{}
+	var wall int64
+	dec := json.NewDecoder(r)
+	for {
+		var st trace.Step
+		if err := dec.Decode(&st); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return fmt.Errorf("replay: %s: %w", name, err)
+		}
+		if st.Wall != 0 {
+			wall = st.Wall
+		}
+		k := [2]int{st.Pid, st.Proc}
+		if st.Proc == 0 || dead[k] {
+			continue // no session yet (an event before Connect returned), or refused already
+		}
+		s := procs[k]
+		if s == nil {
+			s = newSession(c, name)
+			procs[k] = s
+		}
+		s.wall = wall
+		c.res.Steps++
+		before := ""
+		if err := s.step(st); err != nil {
+			before = s.state()
+			c.res.Violations = append(c.res.Violations, &Violation{File: name, Step: st, Rule: err.Error(), State: before})
+			dead[k] = true
+			continue
+		}
+		c.states[s.key()] = struct{}{}
+	}
+	for k, s := range procs {
+		if dead[k] {
+			continue
+		}
+		if st := s.finish(); st != nil {
+			c.res.Violations = append(c.res.Violations, &Violation{File: name, Step: *st, State: s.state(),
+				Rule: "a hold ended by this step was never told lost (losehold: hlost[q] = 1 in the same step)"})
+		}
+		for _, l := range s.locks {
+			l.endSpan(s.global(s.last)) // a trace that stops while holding
+		}
+	}
+	return nil
+}
+
+// ReplayDir replays every trace-*.jsonl file of dir.
+func (c *Checker) ReplayDir(dir string) error {
+	names, err := filepath.Glob(filepath.Join(dir, "trace-*.jsonl"))
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("replay: no trace-*.jsonl in %s", dir)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := c.ReplayFile(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Result checks the holds of all the processes replayed so far together
+// and returns what the replay found.
+func (c *Checker) Result() Result {
+	start := time.Now()
+	r := c.res
+	r.Violations = append([]*Violation(nil), c.res.Violations...)
+	r.Violations = append(r.Violations, c.across()...)
+	r.States = len(c.states)
+	r.Took += time.Since(start)
+	sort.SliceStable(r.Violations, func(i, j int) bool { return r.Violations[i].Step.Seq < r.Violations[j].Step.Seq })
+	return r
+}
+
+// across checks, per lock path on the merged clock, the model's mutual
+// exclusion among valid holders ("assert(nvalid == 0)" as a hold becomes
+// valid) and its fencing ("znode[p] > lasttok").
+func (c *Checker) across() []*Violation {
+	var vs []*Violation
+	for _, p := range sortedKeys(c.spans) {
+		ss := c.spans[p]
+		sort.SliceStable(ss, func(i, j int) bool { return ss[i].start < ss[j].start })
+		var prev *span
+		for _, sp := range ss {
+			switch {
+			case prev != nil && sp.start < prev.end:
+				vs = append(vs, &Violation{File: sp.file, Step: sp.step,
+					Rule:  "granted while another process's hold on the path was valid (assert(nvalid == 0))",
+					Other: fmt.Sprintf("%s step %d", prev.file, prev.step.Seq)})
+			case prev != nil && sp.token <= prev.token:
+				vs = append(vs, &Violation{File: sp.file, Step: sp.step,
+					Rule:  fmt.Sprintf("a fencing token %d not above the previous holder's %d (znode[p] > lasttok)", sp.token, prev.token),
+					Other: fmt.Sprintf("%s step %d", prev.file, prev.step.Seq)})
+			}
+			if prev == nil || sp.end > prev.end {
+				prev = sp
+			}
+		}
+	}
+	return vs
+}
+
+// key is the session's model state with node names and ids left out, so
+// that states repeat as the model's do.
+func (s *session) key() string {
+	b := fmt.Sprintf("%v%v%v", s.conn, s.lease, len(s.owed) > 0)
+	var n [5]int
+	for _, d := range s.dels {
+		n[d.state]++
+	}
+	b += fmt.Sprint(n)
+	for _, p := range sortedKeys(s.locks) {
+		l := s.locks[p]
+		b += fmt.Sprintf("|%v%d%v%d%v%v%v%v%v", l.gate, l.passOwed, l.passed, l.zst, l.zkHeld, l.hlost,
+			l.stale != "", l.unknown, l.lists > 0)
+	}
+	return b
+}

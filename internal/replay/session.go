@@ -1,0 +1,309 @@
+package replay
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tierlock/tierlock/internal/trace"
+)
+
+// session is the state of one recorded process (a session object, the
+// model's p): proctype session's variables as the client knows them, and
+// the locks of the process by path (proctype goroutine's, one gate each).
+type session struct {
+	c     *Checker
+	file  string
+	wall  int64 // the file's clock origin (Unix ns), for the checks across processes
+	sid   int64 // sid[p]: the session id the steps carry
+	conn  bool  // conn[p], as the client sees it (session events)
+	lease bool  // lease[p]: renewed, and no lapse or new session since
+	// deadline is the last renew's Until; bound its Until - At, the same
+	// for every renew of a session (B).
+	deadline, bound int64
+	proofs          []proof        // writes' and syncs' answers that may renew the lease
+	now             map[int64]int  // grant verdicts "now", by owner, not yet followed by their grant
+	sent            map[string]int // requests sent, not answered: the session's wire
+	dels            map[string]*del
+	taken           []string        // deletes taken (del_take) that no create has carried yet
+	sweep           map[string]bool // prefixes of creates whose outcome was unknown or abandoned
+	locks           map[string]*lock
+	epoch           int                    // lapses, disconnections and new sessions: what ends holds
+	owed            map[string]*trace.Step // held nodes whose loss a lapse or disconnection owes
+	last            int64                  // T of the last step
+}
+
+// proof is a successful write's or sync's answer, which a renew must
+// follow (Session.proved): its time and session.
+type proof struct{ t, sid int64 }
+
+// del is one of the session's deletes (the model's pend, stale, onwire
+// and bgdel, which a session keeps per node here: the code's queue holds
+// one per lock path).
+type del struct {
+	path  string
+	state int
+	batch string // the flusher's batch it was sent in (its first node)
+}
+
+// The states of a delete.
+const (
+	delPending    = iota // pend[p]: queued, untaken
+	delTaken             // stale[p]: taken by a create (takePending)
+	delFlushed           // taken by the flusher, not yet written
+	delWire              // onwire[p]: written (the flusher's, or a multi's)
+	delBackground        // bgdel[p]: retried by deleteGuaranteed
+)
+
+var delNames = [...]string{"pending", "taken", "flushed", "wire", "background"}
+
+func newSession(c *Checker, file string) *session {
+	return &session{c: c, file: file, now: map[int64]int{}, sent: map[string]int{}, dels: map[string]*del{},
+		sweep: map[string]bool{}, locks: map[string]*lock{}, owed: map[string]*trace.Step{}, conn: true}
+}
+
+// lock returns the lock on path, made at its first step.
+func (s *session) lock(p string) *lock {
+	l := s.locks[p]
+	if l == nil {
+		l = &lock{s: s, path: p, mine: map[string]bool{}}
+		s.locks[p] = l
+	}
+	return l
+}
+
+// step applies one recorded step, or refuses it.
+func (s *session) step(st trace.Step) error {
+	s.last = st.T
+	if err := s.follow(st); err != nil {
+		return err
+	}
+	switch st.Kind {
+	case trace.GateEnter:
+		return s.lock(st.Path).gateEnter()
+	case trace.GatePass:
+		return s.lock(st.Path).gatePass()
+	case trace.GateLeave:
+		return s.lock(st.Path).gateLeave()
+	case trace.Handoff:
+		return s.lock(st.Path).handoff(st)
+	case trace.Send:
+		return s.send(st)
+	case trace.Answer:
+		return s.answer(st)
+	case trace.Turn:
+		return s.lock(lockOf(st.Node)).turn(st)
+	case trace.Grant:
+		if st.Path == "" {
+			return s.verdict(st)
+		}
+		return s.lock(st.Path).granted(st)
+	case trace.Release:
+		return s.lock(st.Path).release(st)
+	case trace.DelAdd:
+		return s.lock(st.Path).delAdd(st)
+	case trace.DelTake:
+		return s.delTake(st)
+	case trace.DelFlush:
+		return s.delFlush(st)
+	}
+	return s.sessionStep(st)
+}
+
+// sessionStep applies the steps of proctype session: events, renewals,
+// lapses, losses.
+func (s *session) sessionStep(st trace.Step) error {
+	switch st.Kind {
+	case trace.Event:
+		return s.event(st)
+	case trace.Renew:
+		return s.renew(st)
+	case trace.Lapse:
+		// lapse(p): "lease[p] && (!conn[p] || cutp == p) -> lease[p] = 0;
+		// losehold(p)". A cut is invisible to the client, so the guard is
+		// the lease alone; a lapse while linked to the leader (a slow
+		// round trip) is left out of the model and only ends holds early.
+		s.lease = false
+		s.endHolds(st)
+		return nil
+	case trace.Lose:
+		return s.lose(st)
+	}
+	return refusef("a step of kind %q, which the model has no transition for", st.Kind)
+}
+
+// follow notes a new session id: the model's reconnection after expire(p),
+// "expired[p] -> expired[p] = 0; sid[p] = 1 - sid[p]; lease[p] = 0 /*
+// lease.reset */". The holds of the old session are over.
+func (s *session) follow(st trace.Step) error {
+	if st.Sid == 0 || st.Sid == s.sid {
+		return nil
+	}
+	if s.sid != 0 {
+		s.lease = false
+		s.proofs = s.proofs[:0]
+		clear(s.now)
+		s.endHolds(st)
+	}
+	s.sid = st.Sid
+	return nil
+}
+
+// endHolds is losehold(q) as the client meets it: every valid hold of the
+// session ends at st (a lapse, a disconnection, a new session), and each
+// is owed a loss step ("hlost[q] = 1").
+func (s *session) endHolds(st trace.Step) {
+	s.epoch++
+	for _, l := range s.locks {
+		if l.zkHeld && !l.hlost {
+			if _, ok := s.owed[l.node]; !ok {
+				c := st
+				s.owed[l.node] = &c
+			}
+		}
+		l.endSpan(s.global(st.T))
+	}
+}
+
+// event applies a session state seen by the client; watch events are the
+// model's "wev[p] -> wev[p] = 0; goto list", which asks nothing.
+func (s *session) event(st trace.Step) error {
+	switch {
+	case strings.HasSuffix(st.Note, "StateDisconnected"), strings.HasSuffix(st.Note, "StateExpired"):
+		// disconnect(q): "conn[q] = 0; ... losehold(q) /* observe:
+		// StateDisconnected ends the holds */"
+		s.conn = false
+		s.endHolds(st)
+	case strings.HasSuffix(st.Note, "StateHasSession"):
+		// reconnect: "!conn[p] -> conn[p] = 1"
+		s.conn = true
+	}
+	return nil
+}
+
+// renew is proved(q)'s or the sync's "lease[q] = 1", from the proof's
+// send time: the proof must be of the current session, sent no later
+// than its answer came, and the deadline its send time plus B.
+func (s *session) renew(st trace.Step) error {
+	// proved: "rc[q] < MAXN && zsid[q] == sid[q] && !expired[q] -> lease[q] = 1"
+	if st.Owner != s.sid {
+		return refusef("a renew by a proof of session %d while the session is %d (zsid[q] == sid[q])", st.Owner, s.sid)
+	}
+	i := -1
+	for k := len(s.proofs) - 1; k >= 0; k-- {
+		if p := s.proofs[k]; p.sid == st.Owner && p.t >= st.At {
+			i = k
+			break
+		}
+	}
+	if i < 0 {
+		return refusef("a renew counted from %d, with no write's or sync's answer of the session at or after it: "+
+			"the lease counts from the proof's send, not its answer (proved(q))", st.At)
+	}
+	s.proofs = append(s.proofs[:i], s.proofs[i+1:]...)
+	if b := st.Until - st.At; s.bound == 0 {
+		s.bound = b
+	} else if b != s.bound {
+		return refusef("a renew to %d ns after its proof's send, where the session's others gave %d (B)", b, s.bound)
+	}
+	if s.lease && st.T > s.deadline {
+		s.expireSpans(s.deadline) // the deadline passed before this proof came
+	}
+	s.lease, s.deadline = true, st.Until
+	return nil
+}
+
+// expireSpans ends the validity of the session's holds at the lease's
+// deadline d, which passed unrenewed (a pause, say, that the lapse's timer
+// did not see in time).
+func (s *session) expireSpans(d int64) {
+	for _, l := range s.locks {
+		l.endSpan(s.global(d))
+	}
+}
+
+// verdict is Session.grant's look at a node that leads: grantNow's guard,
+// "conn[p] && lease[p] && zsid[p] == sid[p]", or grantGone's, "zsid[p] !=
+// sid[p]"; the others are waits (the guards false).
+func (s *session) verdict(st trace.Step) error {
+	switch st.Note {
+	case "now":
+		switch {
+		case !s.conn:
+			return refuse("granted while disconnected (grantNow: conn[p])")
+		case !s.lease:
+			return refuse("granted with no lease: no renew since the last lapse or new session (grantNow: lease[p])")
+		case st.Owner != s.sid:
+			return refusef("granted a node of session %d in session %d (grantNow: zsid[p] == sid[p])", st.Owner, s.sid)
+		}
+		s.now[st.Owner]++
+	case "gone":
+		if st.Owner == s.sid {
+			return refuse("a node found gone with its session, which is the current one (grantGone: zsid[p] != sid[p])")
+		}
+	}
+	return nil
+}
+
+// lose is losehold's "hlost[q] = 1" for one hold, which only a lapse, a
+// disconnection or a new session may cause.
+func (s *session) lose(st trace.Step) error {
+	if _, ok := s.owed[st.Node]; !ok && !strings.Contains(st.Note, "closed") {
+		return refusef("a loss (%s) told with no lapse, disconnection or new session since the hold began: "+
+			"losehold runs only in lapse(p) and disconnect(p)", st.Note)
+	}
+	delete(s.owed, st.Node)
+	for _, l := range s.locks {
+		if l.zkHeld && l.node == st.Node {
+			l.hlost = true
+			l.endSpan(s.global(st.T))
+		}
+	}
+	return nil
+}
+
+// global is a time of this file on the merged clock.
+func (s *session) global(t int64) int64 { return s.wall + t }
+
+// finish checks what a complete trace owes: every hold a lapse or a
+// disconnection ended was told.
+func (s *session) finish() *trace.Step {
+	var first *trace.Step
+	for _, st := range s.owed {
+		if first == nil || st.Seq < first.Seq {
+			first = st
+		}
+	}
+	return first
+}
+
+// state names the model state of the session and its locks, as a
+// violation reports it and as states are counted.
+func (s *session) state() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "sid=%d conn=%v lease=%v", s.sid, s.conn, s.lease)
+	if len(s.owed) > 0 {
+		fmt.Fprintf(&b, " owed=%d", len(s.owed))
+	}
+	var ds []string
+	for n, d := range s.dels {
+		ds = append(ds, delNames[d.state]+":"+n)
+	}
+	sort.Strings(ds)
+	if len(ds) > 0 {
+		fmt.Fprintf(&b, " dels=%v", ds)
+	}
+	for _, p := range sortedKeys(s.locks) {
+		b.WriteString("; " + s.locks[p].state())
+	}
+	return b.String()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

@@ -1,0 +1,167 @@
+package replay
+
+import (
+	"github.com/tierlock/tierlock/internal/trace"
+)
+
+// The session's wire: requests sent and answered, and the deletes of
+// released nodes (pend, stale, onwire, bgdel in twotier.pml).
+
+// key names a request on the wire by its op and what it concerns; a
+// retry's delete is not the flusher's.
+func key(st trace.Step) string {
+	k := string(st.Op) + " " + st.Path
+	switch {
+	case st.Op == trace.OpGetW:
+		k = string(st.Op) + " " + stepNode(st)
+	case st.Op == trace.OpDelete && st.Retry:
+		k = "RETRY " + stepNode(st)
+	case st.Op == trace.OpDelete:
+		k = "DEL " + stepNode(st)
+	}
+	return k
+}
+
+// send applies a request handed to the connection: "wire[p]!op,...".
+func (s *session) send(st trace.Step) error {
+	var err error
+	switch {
+	case st.Op == trace.OpChildrenW:
+		return nil // a children watch: no transition of Model 2 (another recipe's rule)
+	case (st.Op == trace.OpCreate || st.Op == trace.OpMulti) && !isNode(st.Path):
+		err = s.lock(lockOf(st.Path)).create(st)
+	case st.Op == trace.OpMulti, st.Op == trace.OpDelete && !st.Retry:
+		err = s.flushSend(st)
+	case st.Op == trace.OpDelete:
+		err = s.retrySend(st)
+	case st.Op == trace.OpGetW:
+		err = s.lock(lockOf(st.Path)).getW()
+	}
+	if err == nil {
+		s.sent[key(st)]++
+	}
+	return err
+}
+
+// answer applies a request's answer, which needs the request on the wire:
+// the leader's apply or serve, or failed(q) after a disconnection.
+func (s *session) answer(st trace.Step) error {
+	if st.Op == trace.OpChildrenW {
+		return nil
+	}
+	k := key(st)
+	if st.Op == trace.OpMulti && isNode(st.Path) {
+		k = "MULTI " + st.Path
+	}
+	if s.sent[k] == 0 {
+		return refusef("an answer to no %s request on the wire", st.Op)
+	}
+	s.sent[k]--
+	if s.sent[k] == 0 {
+		delete(s.sent, k)
+	}
+	switch {
+	case (st.Op == trace.OpCreate || st.Op == trace.OpMulti) && !isNode(st.Path):
+		return s.lock(lockOf(st.Path)).created(st)
+	case st.Op == trace.OpMulti, st.Op == trace.OpDelete:
+		s.deleted(st)
+	case st.Op == trace.OpList && st.Out == "":
+		s.lock(st.Path).lists++ // rl[p]: the listing's answer, which a turn reads
+	case st.Op == trace.OpSync && st.Out == "":
+		s.proved(st) // the sync: "lease[p] = 1" follows
+	}
+	return nil
+}
+
+// proved notes a successful write's or sync's answer, which a renew may
+// follow (Session.proved).
+func (s *session) proved(st trace.Step) {
+	const keep = 256 // proofs whose renew moved nothing are never followed by one
+	if len(s.proofs) == keep {
+		s.proofs = append(s.proofs[:0], s.proofs[1:]...)
+	}
+	s.proofs = append(s.proofs, proof{t: st.T, sid: st.Sid})
+}
+
+// delTake is takePending, "stale[p] = pend[p]": a pending delete taken by
+// the create about to be sent.
+func (s *session) delTake(st trace.Step) error {
+	d := s.dels[st.Node]
+	if d == nil || d.state != delPending {
+		return refuse("a delete taken that is not pending (stale[p] = pend[p])")
+	}
+	d.state = delTaken
+	s.taken = append(s.taken, st.Node)
+	return nil
+}
+
+// delFlush is deleteQueue.flush, "pend[p] != NONE -> wire[p]!DEL,pend[p],1"
+// (its first half: the delete taken by the flusher).
+func (s *session) delFlush(st trace.Step) error {
+	d := s.dels[st.Node]
+	if d == nil || d.state != delPending {
+		return refuse("the flusher sends a delete that is not pending (pend[p] != NONE)")
+	}
+	d.state = delFlushed
+	return nil
+}
+
+// flushSend is the flusher's request on the wire: a delete, or a multi of
+// every delete it took ("onwire[p] = onwire[p] | BIT(pend[p])").
+func (s *session) flushSend(st trace.Step) error {
+	node := stepNode(st)
+	if d := s.dels[node]; d == nil || d.state != delFlushed {
+		return refuse("the flusher's delete of a node it did not take (deleteQueue.flush)")
+	}
+	for _, d := range s.dels {
+		if d.state == delFlushed && (st.Op == trace.OpMulti || d == s.dels[node]) {
+			d.state, d.batch = delWire, node
+		}
+	}
+	return nil
+}
+
+// retrySend is deleteGuaranteed's attempt, "bgdel[p] != 0 ->
+// wire[p]!DEL,n,0": only a node whose delete failed, was left over by a
+// create that did not carry it, or was replaced (queueDelete), or a node
+// of a create whose outcome is unknown (protection mode's sweep).
+func (s *session) retrySend(st trace.Step) error {
+	node := stepNode(st)
+	if d := s.dels[node]; d != nil && (d.state == delBackground || d.state == delPending) {
+		d.state = delBackground
+		return nil
+	}
+	if s.sweep[prefixOf(node)] {
+		return nil
+	}
+	state := "none"
+	if d := s.dels[node]; d != nil {
+		state = delNames[d.state]
+	}
+	return refusef("a guaranteed delete of a node with no failed or left-over delete (bgdel[p]; its delete: %s)", state)
+}
+
+// deleted applies a delete's answer: "LIVE(a) -> delnode(a)" and, for the
+// flusher's, "ans && b -> lease[q] = 1"; NoNode is done too; an error
+// hands the node to the background retry ("LIVE(a) -> bgdel[q] =
+// bgdel[q] | BIT(a) /* guaranteed delete: retry */").
+func (s *session) deleted(st trace.Step) {
+	node := stepNode(st)
+	var batch []string
+	for n, d := range s.dels {
+		if n == node || (!st.Retry && d.state == delWire && d.batch == node) {
+			batch = append(batch, n)
+		}
+	}
+	for _, n := range batch {
+		switch {
+		case st.Out == "" || st.Out == "nonode":
+			delete(s.dels, n)
+		default:
+			s.dels[n].state = delBackground
+		}
+	}
+	if st.Out == "" && !st.Retry {
+		s.proved(st)
+	}
+}
