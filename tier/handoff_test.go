@@ -10,7 +10,7 @@ import (
 	"github.com/tierlock/tierlock/tier"
 )
 
-// The bounded local hand-off (handoff.go, lock.go's leave).
+// The bounded local hand-off (lock.go: leave, handoffAllowed, settled).
 
 // A hand-off whose receiver's wait ends as it is granted: the receiver
 // gives the gate back (the admission undoes the grant) after the giver has

@@ -93,3 +93,16 @@ func (l *Lock) Close() error {
 	l.obs.close()
 	return err
 }
+
+func newClosing() closing { return closing{done: make(chan struct{})} }
+
+// begin marks the lock closed, before Close looks for published holds,
+// and ends tier-1 waits. It reports false when the lock was closed
+// already (Close is idempotent).
+func (c *closing) begin() bool {
+	if c.closed.Swap(true) {
+		return false
+	}
+	close(c.done)
+	return true
+}

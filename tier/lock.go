@@ -21,7 +21,7 @@ type Lock struct {
 	log *slog.Logger
 
 	current atomic.Pointer[hold] // the hold past the gate, or nil
-	life    closing              // Close, ordered against grants (closing.go)
+	life    closing              // Close, ordered against grants (closing, below)
 
 	// Tier-2 state, touched only by the goroutine that holds the gate.
 	zkHold   *zklock.Hold // the node, ours while not nil (kept across hand-offs)
@@ -99,15 +99,21 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 	} else if !l.g.tryAcquire(1) {
 		return nil, false, nil
 	}
-	trace.GateEntered(l.zk.Session().Conn(), l.zk.Path(), wait)
+	if trace.Enabled { // a constant: without the tag, no argument is evaluated
+		trace.GateEntered(l.zk.Session().Conn(), l.zk.Path(), wait)
+	}
 	if l.life.isClosed() {
-		trace.GateLeft(l.zk.Session().Conn(), l.zk.Path())
+		if trace.Enabled {
+			trace.GateLeft(l.zk.Session().Conn(), l.zk.Path())
+		}
 		l.g.release(1)
 		return nil, false, ErrClosed
 	}
 	tier, err := l.takeNode(ctx, wait)
 	if err != nil || tier == 0 {
-		trace.GateLeft(l.zk.Session().Conn(), l.zk.Path())
+		if trace.Enabled {
+			trace.GateLeft(l.zk.Session().Conn(), l.zk.Path())
+		}
 		l.g.release(1)
 		return nil, false, err
 	}
@@ -122,7 +128,9 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 		if l.current.CompareAndSwap(h, nil) {
 			h.cancel(ErrClosed)
 			_ = l.dropZK()
-			trace.GateLeft(l.zk.Session().Conn(), l.zk.Path())
+			if trace.Enabled {
+				trace.GateLeft(l.zk.Session().Conn(), l.zk.Path())
+			}
 			l.g.release(1)
 		}
 	})
@@ -177,7 +185,9 @@ func (l *Lock) takeNode(ctx context.Context, wait bool) (Tier, error) {
 			l.dropZK()
 		default:
 			l.handoffs++
-			trace.HandoffRide(l.zk.Session().Conn(), l.zk.Path(), zh.Node())
+			if trace.Enabled {
+				trace.HandoffRide(l.zk.Session().Conn(), l.zk.Path(), zh.Node())
+			}
 			return TierHandoff, nil
 		}
 	}
@@ -261,14 +271,18 @@ func (l *Lock) leave(txnsOver <-chan struct{}) error {
 	// handOff passes the gate, and with it the node, to the next local
 	// waiter in one step; if none is waiting any more, we still hold both.
 	if l.handoffAllowed() && l.settled(txnsOver) && l.g.handOff(1) {
-		trace.GatePassed(l.zk.Session().Conn(), l.zk.Path())
+		if trace.Enabled {
+			trace.GatePassed(l.zk.Session().Conn(), l.zk.Path())
+		}
 		return nil
 	}
 	var err error
 	if l.zkHold != nil {
 		err = l.dropZK()
 	}
-	trace.GateLeft(l.zk.Session().Conn(), l.zk.Path())
+	if trace.Enabled {
+		trace.GateLeft(l.zk.Session().Conn(), l.zk.Path())
+	}
 	l.g.release(1)
 	if err = l.life.releaseErr(err); err != nil && err != ErrClosed {
 		return fromZK(fmt.Errorf("release %s: %w", l.Path(), err))
@@ -332,19 +346,6 @@ func (l *Lock) handoffAllowed() bool {
 type closing struct {
 	closed atomic.Bool
 	done   chan struct{} // closed by begin: ends the waits in tier 1
-}
-
-func newClosing() closing { return closing{done: make(chan struct{})} }
-
-// begin marks the lock closed, before Close looks for published holds,
-// and ends tier-1 waits. It reports false when the lock was closed
-// already (Close is idempotent).
-func (c *closing) begin() bool {
-	if c.closed.Swap(true) {
-		return false
-	}
-	close(c.done)
-	return true
 }
 
 func (c *closing) isClosed() bool { return c.closed.Load() }

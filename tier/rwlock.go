@@ -56,7 +56,7 @@ type RWLock struct {
 	zk   *zklock.RWLock
 	log  *slog.Logger
 	adm  *admission // tier 1: a reader takes 1 unit, a writer rwUnits
-	life closing    // Close, ordered against grants (closing.go)
+	life closing    // Close, ordered against grants (see closing, lock.go)
 	obs  observer
 
 	// mu guards the node state below. It is never held across a request

@@ -37,7 +37,7 @@ type Semaphore struct {
 	log *slog.Logger
 
 	mu   sync.Mutex // guards each hold's done
-	life closing    // Close, ordered against grants (closing.go)
+	life closing    // Close, ordered against grants (see closing, lock.go)
 	obs  observer
 
 	// lossMu guards live: holds by lease node, to cancel on a loss.

@@ -298,3 +298,28 @@ var revokeData = []byte(RevokeMessage)
 // A revoked node's data no longer says who created it (the request
 // overwrote the host, pid and label).
 func IsRevocation(data []byte) bool { return bytes.Equal(data, revokeData) }
+
+// armWatch arms the hold's own-node watch when it is worth it (see
+// hold.go, where the watch runs).
+func (h *Hold) armWatch() {
+	d := h.s.st.lease.bound()
+	if h.revoked != nil {
+		d = 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.isLost() || h.released.Load() {
+		return
+	}
+	h.watching = time.AfterFunc(d, h.watchOwn)
+}
+
+// Revoked returns a channel that is closed when a revocation request for
+// the hold arrives. It is nil (it never closes) when the lock was made
+// without WithRevocable.
+func (h *Hold) Revoked() <-chan struct{} {
+	if h == nil {
+		return closed.Chan
+	}
+	return h.revoked
+}

@@ -382,18 +382,3 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
-
-// timeout is the session timeout the loss bounds derive from: the one the
-// server negotiated when known (from the connect response under Connect,
-// from the connection under NewSession), else the one asked for; the
-// smaller of the two, which only shortens the bounds.
-func (s *Session) timeout() time.Duration {
-	granted := time.Duration(s.link.granted.Load())
-	if s.tap != nil {
-		granted = s.tap.GrantedTimeout()
-	}
-	if granted > 0 {
-		return min(granted, s.cfg.timeout)
-	}
-	return s.cfg.timeout
-}

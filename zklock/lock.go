@@ -293,18 +293,3 @@ func (l *Lock) newHold(node string, owner, token int64) *Hold {
 	}
 	return h
 }
-
-// armWatch arms the hold's own-node watch when it is worth it (see
-// hold.go, where the watch runs).
-func (h *Hold) armWatch() {
-	d := h.s.st.lease.bound()
-	if h.revoked != nil {
-		d = 0
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.isLost() || h.released.Load() {
-		return
-	}
-	h.watching = time.AfterFunc(d, h.watchOwn)
-}

@@ -1,7 +1,11 @@
 package zklock
 
 import (
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -163,4 +167,135 @@ func validSegment(seg string) error {
 		}
 	}
 	return nil
+}
+
+// sequenceBefore reports whether sequence a was issued before b. It uses
+// serial-number arithmetic (RFC 1982) on the 32-bit counter: a precedes b
+// when b-a, computed with wrap-around, is positive. This keeps the order of
+// a live queue across the wrap from 2147483647 to -2147483648, provided
+// its nodes span fewer than 2^31 sequence numbers (always the case: a
+// queue that long would not fit in any server).
+//
+// Tierlock orders every path this way, mixed or not. The other clients
+// do not: after the wrap Curator and kazoo compare the sequence suffixes
+// as strings ("-2147483648" sorts before "2147483647", and among negative
+// numbers -2147483647 before -2147483648) and go-zookeeper's zk.Lock
+// compares the parsed numbers (negative before positive). Each of them
+// then puts some new nodes ahead of older ones, so no order that tierlock
+// could pick agrees with all of them, and those that agree with one let a
+// newer tierlock node jump an older holder. Issue order is the one in
+// which tierlock never takes the lock while a contender created before its
+// own node exists, so tierlock itself never causes an overlap; what the
+// others do after the wrap is theirs (an overlap among them, or a wait on
+// a tierlock node that waits on them). A mixed path must not wrap: the
+// counter is the parent's, and tierlock creates lock paths as container
+// nodes, which the server deletes (resetting the counter) once the queue
+// has been empty for a while.
+func sequenceBefore(a, b int32) bool { return int32(uint32(b)-uint32(a)) > 0 }
+
+type entry struct {
+	name string
+	seq  int32
+}
+
+// sortQueue keeps the contenders among children (see Contender: the lock
+// nodes of every family; other children are ignored) and orders them by
+// sequence only, in issue order (sequenceBefore).
+func sortQueue(children []string) []entry {
+	return sortBy(children, func(c string) (int32, bool) {
+		_, seq, ok := Contender(c)
+		return seq, ok
+	})
+}
+
+// sortBy keeps the children parse accepts and orders them by the sequence
+// it returns, in issue order.
+func sortBy(children []string, parse func(string) (int32, bool)) []entry {
+	q := make([]entry, 0, len(children))
+	for _, c := range children {
+		if seq, ok := parse(c); ok {
+			q = append(q, entry{c, seq})
+		}
+	}
+	slices.SortFunc(q, func(a, b entry) int {
+		switch {
+		case a.seq == b.seq:
+			return strings.Compare(a.name, b.name)
+		case sequenceBefore(a.seq, b.seq):
+			return -1
+		default:
+			return 1
+		}
+	})
+	return q
+}
+
+// position finds our node in the queue: the node named name, or, when name
+// is empty (the create's reply was lost), the node carrying our GUID.
+func position(q []entry, name, guid string) int {
+	for i, e := range q {
+		if name != "" && e.name == name {
+			return i
+		}
+		if name == "" && strings.HasPrefix(e.name, protectedPrefix+guid) {
+			return i
+		}
+	}
+	return -1
+}
+
+// sortQueue orders the children that queue on this lock's path: every
+// family's contenders for the mutex and the read/write lock, this lock's
+// parse otherwise.
+func (l *Lock) sortQueue(children []string) []entry {
+	if l.parse == nil {
+		return sortQueue(children)
+	}
+	return sortBy(children, l.parse)
+}
+
+// newGUID returns a random (version 4) UUID in its canonical 36-character
+// form with dashes, as Curator writes it.
+//
+// The GUID only has to be unique (protection mode finds our node by it),
+// not secret, so it comes from math/rand/v2's generator, which the runtime
+// seeds from the system's entropy and keeps per thread: no system call per
+// acquisition.
+func newGUID() string {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[0:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(b[8:16], rand.Uint64())
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	var s [36]byte
+	hex.Encode(s[0:8], b[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], b[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], b[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], b[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], b[10:])
+	return string(s[:])
+}
+
+// A recipe's queue rule answers, for our node at index i of the sorted
+// queue q, the two questions every waiter asks: may it go now, and if not,
+// which node must it watch (the one whose deletion can change the answer)?
+// The mutex's rule is below; the read/write lock's and the semaphore's are
+// other functions of the same shape over the same queue.
+type queueRule func(q []entry, i int) (goes bool, watch int)
+
+// watchChildren, as a rule's watch, asks for a watch on the whole queue
+// (any child created or deleted) instead of one node.
+const watchChildren = -2
+
+// mutexRule: the first node holds the lock; every other node watches its
+// immediate predecessor, so a release wakes exactly one waiter (no herd).
+func mutexRule(q []entry, i int) (goes bool, watch int) {
+	if i == 0 {
+		return true, -1
+	}
+	return false, i - 1
 }

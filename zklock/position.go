@@ -44,39 +44,3 @@ type Position struct {
 func WithPositionHandler(fn func(Position)) Option {
 	return func(c *lockConfig) { c.onPosition = fn }
 }
-
-// positions reports one queued node's place to the handler, on the
-// caller's goroutine (waitTurn reads the queue there), so reports come in
-// order and never after Acquire returned. newPositions returns nil when
-// there is no handler, and waitTurn then makes no call.
-type positions struct {
-	fn   func(Position)
-	node string
-	dir  string // the lock path, for Holder
-	last Position
-	any  bool // last is set
-}
-
-// newPositions returns the reporter of node, or nil when there is no
-// handler or the acquisition does not wait.
-func (l *Lock) newPositions(node string, wait bool) *positions {
-	if l.onPosition == nil || !wait {
-		return nil
-	}
-	return &positions{fn: l.onPosition, node: node, dir: l.path}
-}
-
-// seen reports that our node is at index i of q and may go or not, unless
-// the position is the one reported last (re-checks that find nothing new
-// report nothing).
-func (p *positions) seen(q []entry, i int, goes bool) {
-	if p == nil {
-		return
-	}
-	pos := Position{Node: p.node, Ahead: i, Queued: len(q), Holder: p.dir + "/" + q[0].name, Leads: goes}
-	if p.any && pos == p.last {
-		return
-	}
-	p.last, p.any = pos, true
-	p.fn(pos)
-}

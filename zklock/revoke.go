@@ -7,8 +7,6 @@ import (
 	"path"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/tierlock/tierlock/internal/closed"
 )
 
 // Cooperative revocation, as Curator has it: a requester writes
@@ -33,16 +31,6 @@ func WithRevocable() Option { return func(c *lockConfig) { c.revocable = true } 
 // must not block, nor call methods of the Lock or Session.
 func WithRevocationHandler(fn func(node string)) Option {
 	return func(c *lockConfig) { c.revocable, c.onRevoked = true, fn }
-}
-
-// Revoked returns a channel that is closed when a revocation request for
-// the hold arrives. It is nil (it never closes) when the lock was made
-// without WithRevocable.
-func (h *Hold) Revoked() <-chan struct{} {
-	if h == nil {
-		return closed.Chan
-	}
-	return h.revoked
 }
 
 // revoke records that h's revocation was requested, once: it closes

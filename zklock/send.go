@@ -2,7 +2,6 @@ package zklock
 
 import (
 	"context"
-	"sync"
 	"time"
 )
 
@@ -231,53 +230,4 @@ func (s *Session) awaitAuth(ctx context.Context) error {
 	case <-s.life.ctx.Done():
 		return ErrSessionClosed
 	}
-}
-
-// group counts running goroutines, like a sync.WaitGroup that may be added
-// to while a wait is under way: an acquisition racing Session.Close can
-// start background work (its node's delete) after Close began waiting,
-// which a WaitGroup forbids when its count is at zero ("WaitGroup is
-// reused before previous Wait has returned"). wait returns once the count
-// has been zero; work started after that is not waited for.
-type group struct {
-	mu   sync.Mutex
-	n    int
-	zero chan struct{} // closed when n drops to 0; nil while n is 0
-}
-
-func (g *group) add() {
-	g.mu.Lock()
-	if g.n == 0 {
-		g.zero = make(chan struct{})
-	}
-	g.n++
-	g.mu.Unlock()
-}
-
-func (g *group) done() {
-	g.mu.Lock()
-	g.n--
-	if g.n == 0 {
-		close(g.zero)
-		g.zero = nil
-	}
-	g.mu.Unlock()
-}
-
-func (g *group) wait() {
-	g.mu.Lock()
-	z := g.zero
-	g.mu.Unlock()
-	if z != nil {
-		<-z
-	}
-}
-
-// goBackground runs fn on a goroutine the session tracks.
-func (s *Session) goBackground(fn func()) {
-	s.life.bg.add()
-	go func() {
-		defer s.life.bg.done()
-		fn()
-	}()
 }

@@ -269,3 +269,102 @@ type lease struct {
 // sessionHold is what the session needs of a hold of one of its locks (a
 // Hold is one): to end it when the session can no longer vouch for it.
 type sessionHold interface{ lose(cause error) }
+
+// errConnClosed is the error of requests on a session whose connection its
+// owner closed (NewSession).
+var errConnClosed = fmt.Errorf("%w: %w", ErrSessionClosed, zk.ErrConnectionClosed)
+
+// closedErr is why the session can no longer be used: it was closed, or
+// (under NewSession) its connection was.
+func (s *Session) closedErr() error {
+	if s.link.connGone.Load() {
+		return errConnClosed
+	}
+	return ErrSessionClosed
+}
+
+func (s *Session) isClosed() bool {
+	select {
+	case <-s.life.ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Session) hardStopped() bool {
+	select {
+	case <-s.life.hardStop:
+		return true
+	default:
+		return false
+	}
+}
+
+// timeout is the session timeout the loss bounds derive from: the one the
+// server negotiated when known (from the connect response under Connect,
+// from the connection under NewSession), else the one asked for; the
+// smaller of the two, which only shortens the bounds.
+func (s *Session) timeout() time.Duration {
+	granted := time.Duration(s.link.granted.Load())
+	if s.tap != nil {
+		granted = s.tap.GrantedTimeout()
+	}
+	if granted > 0 {
+		return min(granted, s.cfg.timeout)
+	}
+	return s.cfg.timeout
+}
+
+// The background goroutines of a session (goBackground): requests left to
+// finish after their caller gave up, guaranteed deletes, the flusher's
+// sends. Close waits for them: a group.
+
+// group counts running goroutines, like a sync.WaitGroup that may be added
+// to while a wait is under way: an acquisition racing Session.Close can
+// start background work (its node's delete) after Close began waiting,
+// which a WaitGroup forbids when its count is at zero ("WaitGroup is
+// reused before previous Wait has returned"). wait returns once the count
+// has been zero; work started after that is not waited for.
+type group struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n drops to 0; nil while n is 0
+}
+
+func (g *group) add() {
+	g.mu.Lock()
+	if g.n == 0 {
+		g.zero = make(chan struct{})
+	}
+	g.n++
+	g.mu.Unlock()
+}
+
+func (g *group) done() {
+	g.mu.Lock()
+	g.n--
+	if g.n == 0 {
+		close(g.zero)
+		g.zero = nil
+	}
+	g.mu.Unlock()
+}
+
+func (g *group) wait() {
+	g.mu.Lock()
+	z := g.zero
+	g.mu.Unlock()
+	if z != nil {
+		<-z
+	}
+}
+
+// goBackground runs fn on a goroutine the session tracks.
+func (s *Session) goBackground(fn func()) {
+	s.life.bg.add()
+	go func() {
+		defer s.life.bg.done()
+		fn()
+	}()
+}

@@ -346,34 +346,3 @@ func (s *Session) awaitGrantable(ctx context.Context, verdict, attempt int, chan
 	}
 	return nil
 }
-
-// errConnClosed is the error of requests on a session whose connection its
-// owner closed (NewSession).
-var errConnClosed = fmt.Errorf("%w: %w", ErrSessionClosed, zk.ErrConnectionClosed)
-
-// closedErr is why the session can no longer be used: it was closed, or
-// (under NewSession) its connection was.
-func (s *Session) closedErr() error {
-	if s.link.connGone.Load() {
-		return errConnClosed
-	}
-	return ErrSessionClosed
-}
-
-func (s *Session) isClosed() bool {
-	select {
-	case <-s.life.ctx.Done():
-		return true
-	default:
-		return false
-	}
-}
-
-func (s *Session) hardStopped() bool {
-	select {
-	case <-s.life.hardStop:
-		return true
-	default:
-		return false
-	}
-}

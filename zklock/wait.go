@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"path"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -264,107 +262,38 @@ func (w *waiter) stop() {
 	}
 }
 
-// sequenceBefore reports whether sequence a was issued before b. It uses
-// serial-number arithmetic (RFC 1982) on the 32-bit counter: a precedes b
-// when b-a, computed with wrap-around, is positive. This keeps the order of
-// a live queue across the wrap from 2147483647 to -2147483648, provided
-// its nodes span fewer than 2^31 sequence numbers (always the case: a
-// queue that long would not fit in any server).
-//
-// Tierlock orders every path this way, mixed or not. The other clients
-// do not: after the wrap Curator and kazoo compare the sequence suffixes
-// as strings ("-2147483648" sorts before "2147483647", and among negative
-// numbers -2147483647 before -2147483648) and go-zookeeper's zk.Lock
-// compares the parsed numbers (negative before positive). Each of them
-// then puts some new nodes ahead of older ones, so no order that tierlock
-// could pick agrees with all of them, and those that agree with one let a
-// newer tierlock node jump an older holder. Issue order is the one in
-// which tierlock never takes the lock while a contender created before its
-// own node exists, so tierlock itself never causes an overlap; what the
-// others do after the wrap is theirs (an overlap among them, or a wait on
-// a tierlock node that waits on them). A mixed path must not wrap: the
-// counter is the parent's, and tierlock creates lock paths as container
-// nodes, which the server deletes (resetting the counter) once the queue
-// has been empty for a while.
-func sequenceBefore(a, b int32) bool { return int32(uint32(b)-uint32(a)) > 0 }
-
-type entry struct {
-	name string
-	seq  int32
+// positions reports one queued node's place to the handler, on the
+// caller's goroutine (waitTurn reads the queue there), so reports come in
+// order and never after Acquire returned. newPositions returns nil when
+// there is no handler, and waitTurn then makes no call.
+type positions struct {
+	fn   func(Position)
+	node string
+	dir  string // the lock path, for Holder
+	last Position
+	any  bool // last is set
 }
 
-// sortQueue keeps the contenders among children (see Contender: the lock
-// nodes of every family; other children are ignored) and orders them by
-// sequence only, in issue order (sequenceBefore).
-func sortQueue(children []string) []entry {
-	return sortBy(children, func(c string) (int32, bool) {
-		_, seq, ok := Contender(c)
-		return seq, ok
-	})
-}
-
-// sortBy keeps the children parse accepts and orders them by the sequence
-// it returns, in issue order.
-func sortBy(children []string, parse func(string) (int32, bool)) []entry {
-	q := make([]entry, 0, len(children))
-	for _, c := range children {
-		if seq, ok := parse(c); ok {
-			q = append(q, entry{c, seq})
-		}
+// newPositions returns the reporter of node, or nil when there is no
+// handler or the acquisition does not wait.
+func (l *Lock) newPositions(node string, wait bool) *positions {
+	if l.onPosition == nil || !wait {
+		return nil
 	}
-	slices.SortFunc(q, func(a, b entry) int {
-		switch {
-		case a.seq == b.seq:
-			return strings.Compare(a.name, b.name)
-		case sequenceBefore(a.seq, b.seq):
-			return -1
-		default:
-			return 1
-		}
-	})
-	return q
+	return &positions{fn: l.onPosition, node: node, dir: l.path}
 }
 
-// position finds our node in the queue: the node named name, or, when name
-// is empty (the create's reply was lost), the node carrying our GUID.
-func position(q []entry, name, guid string) int {
-	for i, e := range q {
-		if name != "" && e.name == name {
-			return i
-		}
-		if name == "" && strings.HasPrefix(e.name, protectedPrefix+guid) {
-			return i
-		}
+// seen reports that our node is at index i of q and may go or not, unless
+// the position is the one reported last (re-checks that find nothing new
+// report nothing).
+func (p *positions) seen(q []entry, i int, goes bool) {
+	if p == nil {
+		return
 	}
-	return -1
-}
-
-// A recipe's queue rule answers, for our node at index i of the sorted
-// queue q, the two questions every waiter asks: may it go now, and if not,
-// which node must it watch (the one whose deletion can change the answer)?
-// The mutex's rule is below; the read/write lock's and the semaphore's are
-// other functions of the same shape over the same queue.
-type queueRule func(q []entry, i int) (goes bool, watch int)
-
-// watchChildren, as a rule's watch, asks for a watch on the whole queue
-// (any child created or deleted) instead of one node.
-const watchChildren = -2
-
-// mutexRule: the first node holds the lock; every other node watches its
-// immediate predecessor, so a release wakes exactly one waiter (no herd).
-func mutexRule(q []entry, i int) (goes bool, watch int) {
-	if i == 0 {
-		return true, -1
+	pos := Position{Node: p.node, Ahead: i, Queued: len(q), Holder: p.dir + "/" + q[0].name, Leads: goes}
+	if p.any && pos == p.last {
+		return
 	}
-	return false, i - 1
-}
-
-// sortQueue orders the children that queue on this lock's path: every
-// family's contenders for the mutex and the read/write lock, this lock's
-// parse otherwise.
-func (l *Lock) sortQueue(children []string) []entry {
-	if l.parse == nil {
-		return sortQueue(children)
-	}
-	return sortBy(children, l.parse)
+	p.last, p.any = pos, true
+	p.fn(pos)
 }
