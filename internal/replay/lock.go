@@ -36,6 +36,10 @@ type lock struct {
 	hlost    bool   // hlost[p]
 	span     *span  // the valid hold of this process on the path, if any
 	mine     map[string]bool
+	// maybePass marks an instance made by a gate entry while every other
+	// instance's gate was held: a pass's receiver or another Lock, which
+	// its next step tells (see forGateEnter).
+	maybePass bool
 }
 
 // The states of an acquisition (zst[p], with the lead split out).

@@ -111,8 +111,9 @@ func (c *Checker) Replay(name string, r io.Reader) error {
 		c.res.Steps++
 		before := ""
 		if err := s.step(st); err != nil {
-			before = s.state()
-			c.res.Violations = append(c.res.Violations, &Violation{File: name, Step: st, Rule: err.Error(), State: before})
+			before = s.stateAt(st)
+			c.res.Violations = append(c.res.Violations, &Violation{File: name, Step: st, Rule: err.Error(), State: before,
+				at: s.global(st.T)})
 			dead[k] = true
 			continue
 		}
@@ -123,12 +124,14 @@ func (c *Checker) Replay(name string, r io.Reader) error {
 			continue
 		}
 		if st := s.finish(); st != nil {
-			c.res.Violations = append(c.res.Violations, &Violation{File: name, Step: *st, State: s.state(),
+			c.res.Violations = append(c.res.Violations, &Violation{File: name, Step: *st, State: s.stateAt(*st), at: s.global(st.T),
 				Rule: "a hold ended by this step was never told lost (losehold: hlost[q] = 1 in the same step)"})
 		}
-		for _, l := range s.locks {
-			l.endSpan(s.global(s.last)) // a trace that stops while holding
+		end := s.last
+		if s.lease && s.deadline > end {
+			end = s.deadline // a trace that stops while holding: valid until the lease's deadline
 		}
+		s.all(func(l *lock) { l.endSpan(s.global(end)) })
 	}
 	return nil
 }
@@ -160,7 +163,7 @@ func (c *Checker) Result() Result {
 	r.Violations = append(r.Violations, c.across()...)
 	r.States = len(c.states)
 	r.Took += time.Since(start)
-	sort.SliceStable(r.Violations, func(i, j int) bool { return r.Violations[i].Step.Seq < r.Violations[j].Step.Seq })
+	sort.SliceStable(r.Violations, func(i, j int) bool { return r.Violations[i].at < r.Violations[j].at })
 	return r
 }
 
@@ -177,11 +180,11 @@ func (c *Checker) across() []*Violation {
 			switch {
 			case prev != nil && sp.start < prev.end:
 				vs = append(vs, &Violation{File: sp.file, Step: sp.step,
-					Rule:  "granted while another process's hold on the path was valid (assert(nvalid == 0))",
+					Rule: "granted while another process's hold on the path was valid (assert(nvalid == 0))", at: sp.start,
 					Other: fmt.Sprintf("%s step %d", prev.file, prev.step.Seq)})
 			case prev != nil && sp.token <= prev.token:
 				vs = append(vs, &Violation{File: sp.file, Step: sp.step,
-					Rule:  fmt.Sprintf("a fencing token %d not above the previous holder's %d (znode[p] > lasttok)", sp.token, prev.token),
+					Rule: fmt.Sprintf("a fencing token %d not above the previous holder's %d (znode[p] > lasttok)", sp.token, prev.token), at: sp.start,
 					Other: fmt.Sprintf("%s step %d", prev.file, prev.step.Seq)})
 			}
 			if prev == nil || sp.end > prev.end {
@@ -192,17 +195,12 @@ func (c *Checker) across() []*Violation {
 	return vs
 }
 
-// key is the session's model state with node names and ids left out, so
-// that states repeat as the model's do.
+// key is the model state of the session and of the lock the last step
+// concerned (a process of the model has one lock), node names and ids
+// left out so that states repeat as the model's do.
 func (s *session) key() string {
-	b := fmt.Sprintf("%v%v%v", s.conn, s.lease, len(s.owed) > 0)
-	var n [5]int
-	for _, d := range s.dels {
-		n[d.state]++
-	}
-	b += fmt.Sprint(n)
-	for _, p := range sortedKeys(s.locks) {
-		l := s.locks[p]
+	b := fmt.Sprintf("%v%v%v%v%v", s.conn, s.lease, len(s.owed) > 0, len(s.dels) > 0, len(s.taken) > 0)
+	if l := s.touched; l != nil {
 		b += fmt.Sprintf("|%v%d%v%d%v%v%v%v%v", l.gate, l.passOwed, l.passed, l.zst, l.zkHeld, l.hlost,
 			l.stale != "", l.unknown, l.lists > 0)
 	}

@@ -27,10 +27,13 @@ type session struct {
 	dels            map[string]*del
 	taken           []string        // deletes taken (del_take) that no create has carried yet
 	sweep           map[string]bool // prefixes of creates whose outcome was unknown or abandoned
-	locks           map[string]*lock
+	locks           map[string][]*lock
 	epoch           int                    // lapses, disconnections and new sessions: what ends holds
 	owed            map[string]*trace.Step // held nodes whose loss a lapse or disconnection owes
 	last            int64                  // T of the last step
+	prev            trace.Kind             // the kind of the last step
+	touched         *lock                  // the lock the step under way concerns
+	run             string                 // the flush under way: its first delete
 }
 
 // proof is a successful write's or sync's answer, which a renew must
@@ -59,49 +62,40 @@ var delNames = [...]string{"pending", "taken", "flushed", "wire", "background"}
 
 func newSession(c *Checker, file string) *session {
 	return &session{c: c, file: file, now: map[int64]int{}, sent: map[string]int{}, dels: map[string]*del{},
-		sweep: map[string]bool{}, locks: map[string]*lock{}, owed: map[string]*trace.Step{}, conn: true}
-}
-
-// lock returns the lock on path, made at its first step.
-func (s *session) lock(p string) *lock {
-	l := s.locks[p]
-	if l == nil {
-		l = &lock{s: s, path: p, mine: map[string]bool{}}
-		s.locks[p] = l
-	}
-	return l
+		sweep: map[string]bool{}, locks: map[string][]*lock{}, owed: map[string]*trace.Step{}, conn: true}
 }
 
 // step applies one recorded step, or refuses it.
 func (s *session) step(st trace.Step) error {
-	s.last = st.T
+	s.last, s.touched = st.T, nil
+	defer func() { s.prev = st.Kind }()
 	if err := s.follow(st); err != nil {
 		return err
 	}
 	switch st.Kind {
 	case trace.GateEnter:
-		return s.lock(st.Path).gateEnter()
+		return s.at(s.forGateEnter(st.Path)).gateEnter()
 	case trace.GatePass:
-		return s.lock(st.Path).gatePass()
+		return s.at(s.forPass(st.Path, "")).gatePass()
 	case trace.GateLeave:
-		return s.lock(st.Path).gateLeave()
+		return s.at(s.forLeave(st.Path)).gateLeave()
 	case trace.Handoff:
-		return s.lock(st.Path).handoff(st)
+		return s.at(s.forPass(st.Path, st.Node)).handoff(st)
 	case trace.Send:
 		return s.send(st)
 	case trace.Answer:
 		return s.answer(st)
 	case trace.Turn:
-		return s.lock(lockOf(st.Node)).turn(st)
+		return s.at(s.forTurn(st.Node)).turn(st)
 	case trace.Grant:
 		if st.Path == "" {
 			return s.verdict(st)
 		}
-		return s.lock(st.Path).granted(st)
+		return s.at(s.byNode(st.Node)).granted(st)
 	case trace.Release:
-		return s.lock(st.Path).release(st)
+		return s.at(s.byNode(st.Node)).release(st)
 	case trace.DelAdd:
-		return s.lock(st.Path).delAdd(st)
+		return s.at(s.forDelAdd(st)).delAdd(st)
 	case trace.DelTake:
 		return s.delTake(st)
 	case trace.DelFlush:
@@ -154,7 +148,7 @@ func (s *session) follow(st trace.Step) error {
 // is owed a loss step ("hlost[q] = 1").
 func (s *session) endHolds(st trace.Step) {
 	s.epoch++
-	for _, l := range s.locks {
+	s.all(func(l *lock) {
 		if l.zkHeld && !l.hlost {
 			if _, ok := s.owed[l.node]; !ok {
 				c := st
@@ -162,7 +156,7 @@ func (s *session) endHolds(st trace.Step) {
 			}
 		}
 		l.endSpan(s.global(st.T))
-	}
+	})
 }
 
 // event applies a session state seen by the client; watch events are the
@@ -174,6 +168,14 @@ func (s *session) event(st trace.Step) error {
 		// StateDisconnected ends the holds */"
 		s.conn = false
 		s.endHolds(st)
+		// failed(q) of the flusher's deletes not yet written: "LIVE(a) ->
+		// bgdel[q] = bgdel[q] | BIT(a)" (the code's request fails unwritten
+		// and falls back to the guaranteed delete)
+		for _, d := range s.dels {
+			if d.state == delFlushed {
+				d.state = delBackground
+			}
+		}
 	case strings.HasSuffix(st.Note, "StateHasSession"):
 		// reconnect: "!conn[p] -> conn[p] = 1"
 		s.conn = true
@@ -217,9 +219,7 @@ func (s *session) renew(st trace.Step) error {
 // deadline d, which passed unrenewed (a pause, say, that the lapse's timer
 // did not see in time).
 func (s *session) expireSpans(d int64) {
-	for _, l := range s.locks {
-		l.endSpan(s.global(d))
-	}
+	s.all(func(l *lock) { l.endSpan(s.global(d)) })
 }
 
 // verdict is Session.grant's look at a node that leads: grantNow's guard,
@@ -253,12 +253,12 @@ func (s *session) lose(st trace.Step) error {
 			"losehold runs only in lapse(p) and disconnect(p)", st.Note)
 	}
 	delete(s.owed, st.Node)
-	for _, l := range s.locks {
+	s.all(func(l *lock) {
 		if l.zkHeld && l.node == st.Node {
 			l.hlost = true
 			l.endSpan(s.global(st.T))
 		}
-	}
+	})
 	return nil
 }
 
@@ -277,8 +277,24 @@ func (s *session) finish() *trace.Step {
 	return first
 }
 
-// state names the model state of the session and its locks, as a
-// violation reports it and as states are counted.
+// stateAt names the model state of the session and of its locks on the
+// path st concerns, as a violation reports it.
+func (s *session) stateAt(st trace.Step) string {
+	b := s.state()
+	seen := map[string]bool{}
+	for _, p := range []string{st.Path, lockOf(st.Path), lockOf(st.Node)} {
+		if p == "" || seen[p] {
+			continue
+		}
+		seen[p] = true
+		for _, l := range s.locks[p] {
+			b += "; " + l.state()
+		}
+	}
+	return b
+}
+
+// state names the model state of the session.
 func (s *session) state() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "sid=%d conn=%v lease=%v", s.sid, s.conn, s.lease)
@@ -290,11 +306,11 @@ func (s *session) state() string {
 		ds = append(ds, delNames[d.state]+":"+n)
 	}
 	sort.Strings(ds)
+	if len(ds) > 4 {
+		ds = append(ds[:4], fmt.Sprintf("(%d more)", len(ds)-4))
+	}
 	if len(ds) > 0 {
 		fmt.Fprintf(&b, " dels=%v", ds)
-	}
-	for _, p := range sortedKeys(s.locks) {
-		b.WriteString("; " + s.locks[p].state())
 	}
 	return b.String()
 }

@@ -17,6 +17,7 @@ type Violation struct {
 	Rule  string     // why: the model's guard or assertion it fails
 	State string     // the process's model state before the step
 	Other string     // checks across processes: the other step involved
+	at    int64      // the step's time on the merged clock, for ordering
 }
 
 // Error words the violation as the replay reports it.

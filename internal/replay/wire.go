@@ -29,13 +29,13 @@ func (s *session) send(st trace.Step) error {
 	case st.Op == trace.OpChildrenW:
 		return nil // a children watch: no transition of Model 2 (another recipe's rule)
 	case (st.Op == trace.OpCreate || st.Op == trace.OpMulti) && !isNode(st.Path):
-		err = s.lock(lockOf(st.Path)).create(st)
+		err = s.at(s.forCreate(st.Path)).create(st)
 	case st.Op == trace.OpMulti, st.Op == trace.OpDelete && !st.Retry:
 		err = s.flushSend(st)
 	case st.Op == trace.OpDelete:
 		err = s.retrySend(st)
 	case st.Op == trace.OpGetW:
-		err = s.lock(lockOf(st.Path)).getW()
+		err = s.at(s.forGetW(st.Path)).getW()
 	}
 	if err == nil {
 		s.sent[key(st)]++
@@ -62,13 +62,13 @@ func (s *session) answer(st trace.Step) error {
 	}
 	switch {
 	case (st.Op == trace.OpCreate || st.Op == trace.OpMulti) && !isNode(st.Path):
-		return s.lock(lockOf(st.Path)).created(st)
+		return s.at(s.forCreate(st.Path)).created(st)
 	case st.Op == trace.OpMulti, st.Op == trace.OpDelete:
 		s.deleted(st)
 	case st.Op == trace.OpList && st.Out == "":
-		s.lock(st.Path).lists++ // rl[p]: the listing's answer, which a turn reads
-	case st.Op == trace.OpSync && st.Out == "":
-		s.proved(st) // the sync: "lease[p] = 1" follows
+		s.listed(st.Path)
+	case (st.Op == trace.OpSync || st.Op == trace.OpTxn) && st.Out == "":
+		s.proved(st) // the sync, or a guarded write: "lease[p] = 1" follows
 	}
 	return nil
 }
@@ -103,6 +103,12 @@ func (s *session) delFlush(st trace.Step) error {
 		return refuse("the flusher sends a delete that is not pending (pend[p] != NONE)")
 	}
 	d.state = delFlushed
+	// One flush takes its deletes in a row: they go in one request, named
+	// by the first (a delete, or a multi of them all).
+	if s.prev != trace.DelFlush || s.run == "" {
+		s.run = st.Node
+	}
+	d.batch = s.run
 	return nil
 }
 
@@ -110,11 +116,12 @@ func (s *session) delFlush(st trace.Step) error {
 // every delete it took ("onwire[p] = onwire[p] | BIT(pend[p])").
 func (s *session) flushSend(st trace.Step) error {
 	node := stepNode(st)
-	if d := s.dels[node]; d == nil || d.state != delFlushed {
+	if d := s.dels[node]; d == nil || (d.state != delFlushed && d.state != delBackground) {
 		return refuse("the flusher's delete of a node it did not take (deleteQueue.flush)")
 	}
-	for _, d := range s.dels {
-		if d.state == delFlushed && (st.Op == trace.OpMulti || d == s.dels[node]) {
+	batch := s.dels[node].batch
+	for n, d := range s.dels {
+		if n == node || (st.Op == trace.OpMulti && d.state == delFlushed && d.batch == batch) {
 			d.state, d.batch = delWire, node
 		}
 	}
@@ -127,7 +134,9 @@ func (s *session) flushSend(st trace.Step) error {
 // of a create whose outcome is unknown (protection mode's sweep).
 func (s *session) retrySend(st trace.Step) error {
 	node := stepNode(st)
-	if d := s.dels[node]; d != nil && (d.state == delBackground || d.state == delPending) {
+	// A delete the flusher took but could not write (its session over, say)
+	// falls back to the guaranteed one, like a failed delete.
+	if d := s.dels[node]; d != nil && (d.state == delBackground || d.state == delPending || d.state == delFlushed) {
 		d.state = delBackground
 		return nil
 	}
@@ -155,7 +164,8 @@ func (s *session) deleted(st trace.Step) {
 	}
 	for _, n := range batch {
 		switch {
-		case st.Out == "" || st.Out == "nonode":
+		// a multi fails whole: one node gone, and none is deleted
+		case st.Out == "" || (st.Out == "nonode" && st.Op == trace.OpDelete):
 			delete(s.dels, n)
 		default:
 			s.dels[n].state = delBackground

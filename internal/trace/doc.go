@@ -89,6 +89,9 @@
 //   - send and answer op DEL with Retry: "bgdel[p] != 0 -> wire[p]!DEL,n,0",
 //     deleteGuaranteed's attempts, which renew nothing.
 //   - send and answer op SYNC: the sync step of lease.refresh, then renew.
+//   - send and answer op TXN (Node the hold's node): a hold's guarded
+//     transaction, a write the model folds into "a write of the session
+//     that succeeded"; its answer may be followed by a renew.
 //   - renew: "lease[p] = 1" by proved(p): At the proof's send time, Until
 //     the new deadline (the lease is "ahead" while T < Until), Owner the
 //     proof's session. A proof that moves nothing (an older session's, or

@@ -90,6 +90,7 @@ const (
 	OpGetW      Op = "GETW"  // getData with a watch on the predecessor
 	OpChildrenW Op = "LISTW" // getChildren with a watch (a rule that watches the queue)
 	OpSync      Op = "SYNC"  // the lease's sync (lease.refresh)
+	OpTxn       Op = "TXN"   // a hold's guarded transaction (Hold.Txn): a write that proves the session
 )
 
 // Step is one recorded step. Times are nanoseconds since the recorder
