@@ -21,3 +21,6 @@ go test -race -count=1 -timeout 12m "$@" ./...
 (cd gocronlock && go vet ./... && go test -race -count=1 -timeout 8m "$@" ./...)
 go test -race -count=1 -tags tierlocktrace -run 'TestTrace|TestOn|TestRecorder|TestClass' ./internal/trace/ ./zklock/ ./tier/
 go test -count=1 -tags tierlockmutants -run TestMutant ./stress/
+# The replay (internal/replay) of real runs recorded against a real
+# ZooKeeper, and of hand-made traces it must refuse (about 6 s).
+go test -race -count=1 -tags tierlocktrace -run 'TestRecorded|TestHandMade' ./internal/replay/

@@ -1,3 +1,5 @@
+//go:build !tierlocktrace
+
 package replay
 
 import (
@@ -6,4 +8,5 @@ import (
 	"go.uber.org/goleak"
 )
 
+// Without the tierlocktrace tag no test here needs a server.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
