@@ -164,12 +164,13 @@ func (l *lock) create(st trace.Step) error {
 	return nil
 }
 
-// pathClear is deletes.pml's rule for a create: the path's own released
+// pathClear is deletes.pml's rule for a create: the lock's own released
 // node's delete is carried, or on the wire already, never pending behind
-// it nor held by the flusher unwritten (assertion (a), one node per path).
+// it nor held by the flusher unwritten (assertion (a), one node per path
+// and lock: another Lock of the session on the path has its own node).
 func (l *lock) pathClear() error {
 	for n, d := range l.s.dels {
-		if d.path == l.path && (d.state == delPending || d.state == delFlushed) {
+		if d.by == l && (d.state == delPending || d.state == delFlushed) {
 			return refusef("a create on a path whose released node %s has its delete %s, not on the wire "+
 				"(deletes.pml: take it, or wait until it is sent)", n, delNames[d.state])
 		}
@@ -358,16 +359,24 @@ func (l *lock) delAdd(st trace.Step) error {
 			d.state = delBackground // the older one goes on its own
 		}
 	}
-	s.dels[st.Node] = &del{path: l.path}
+	s.dels[st.Node] = &del{path: l.path, by: l}
 	return nil
 }
 
-// endSpan ends the validity of the lock's hold at time t (merged clock).
+// endSpan ends the validity of the lock's hold at time t (merged clock),
+// or at the lease's deadline if that came first: a hold is valid only
+// while the lease is (a process paused past it is told late, but its
+// hold was over at the deadline, which is what the leader's expiry waits
+// for).
 func (l *lock) endSpan(t int64) {
-	if l.span != nil {
-		l.span.end = min(l.span.end, t)
-		l.span = nil
+	if l.span == nil {
+		return
 	}
+	if d := l.s.deadline; d > 0 {
+		t = min(t, l.s.global(d))
+	}
+	l.span.end = min(l.span.end, t)
+	l.span = nil
 }
 
 // state names the lock's model state.

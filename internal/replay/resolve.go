@@ -130,11 +130,19 @@ func (s *session) forCreate(prefix string) *lock {
 }
 
 // forLeave is the instance whose gate is given back: one past its gate
-// that keeps no node, or owes a pass.
+// with nothing under way (released, or its wait given up and its node's
+// delete queued), else one that owes a pass, else one whose acquisition
+// is abandoned (a create in flight when its wait ended).
 func (s *session) forLeave(p string) *lock {
-	for _, l := range s.locks[p] {
-		if l.gate && (!l.zkHeld || l.passOwed > 0) {
-			return l
+	for _, ok := range []func(*lock) bool{
+		func(l *lock) bool { return l.zst == idle && !l.zkHeld },
+		func(l *lock) bool { return l.passOwed > 0 },
+		func(l *lock) bool { return !l.zkHeld },
+	} {
+		for _, l := range s.locks[p] {
+			if l.gate && ok(l) {
+				return l
+			}
 		}
 	}
 	return s.first(p)

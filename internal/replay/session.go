@@ -47,6 +47,7 @@ type del struct {
 	path  string
 	state int
 	batch string // the flusher's batch it was sent in (its first node)
+	by    *lock  // the lock whose node it is
 }
 
 // The states of a delete.

@@ -1,15 +1,17 @@
 // Command replay replays the trace files of a recorded run through
 // internal/replay, the Go rendering of model/twotier.pml's client steps:
 //
-//	go run ./internal/replay/cmd/replay DIR
+//	go run ./internal/replay/cmd/replay [-n N] DIR
 //
 // It reads DIR/trace-*.jsonl (written by a build with the tierlocktrace
-// tag, TIERLOCK_TRACE=DIR) and prints the traces, steps, distinct model
-// states and time taken, then PASS, or the first step the model does not
-// allow with its process and model state (exit status 1).
+// tag, TIERLOCK_TRACE=DIR) and prints the traces, steps, holds, distinct
+// model states and time taken, then PASS, or the first step the model does
+// not allow with its process and model state (exit status 1); -n prints
+// the first N such steps.
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 
@@ -17,20 +19,33 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: replay DIR")
+	n := flag.Int("n", 1, "disallowed steps to print")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: replay [-n N] DIR")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() != 1 {
+		flag.Usage()
 		os.Exit(2)
 	}
 	c := replay.New()
-	if err := c.ReplayDir(os.Args[1]); err != nil {
+	if err := c.ReplayDir(flag.Arg(0)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
 	r := c.Result()
 	fmt.Printf("%d traces, %d steps, %d holds, %d states, %v\n", r.Traces, r.Steps, r.Holds, r.States, r.Took.Round(1e6))
-	if v := r.First(); v != nil {
-		fmt.Printf("FAIL: %d disallowed step(s); first: %v\n", len(r.Violations), v)
-		os.Exit(1)
+	if len(r.Violations) == 0 {
+		fmt.Println("PASS")
+		return
 	}
-	fmt.Println("PASS")
+	fmt.Printf("FAIL: %d disallowed step(s)\n", len(r.Violations))
+	for i, v := range r.Violations {
+		if i == *n {
+			break
+		}
+		fmt.Println(v)
+	}
+	os.Exit(1)
 }
