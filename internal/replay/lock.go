@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/tierlock/tierlock/internal/trace"
@@ -377,25 +376,4 @@ func (l *lock) endSpan(t int64) {
 	}
 	l.span.end = min(l.span.end, t)
 	l.span = nil
-}
-
-// state names the lock's model state.
-func (l *lock) state() string {
-	s := fmt.Sprintf("%s: gate=%v zst=%s", l.path, l.gate, zstNames[l.zst])
-	if l.node != "" {
-		s += " node=" + l.node
-	}
-	if l.zkHeld {
-		s += fmt.Sprintf(" zkHeld hlost=%v", l.hlost)
-	}
-	if l.stale != "" {
-		s += " stale=" + l.stale
-	}
-	if l.unknown {
-		s += " mayExist"
-	}
-	if l.passOwed > 0 || l.passed {
-		s += " passing"
-	}
-	return s
 }

@@ -324,3 +324,24 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(ks)
 	return ks
 }
+
+// state names the lock's model state.
+func (l *lock) state() string {
+	s := fmt.Sprintf("%s: gate=%v zst=%s", l.path, l.gate, zstNames[l.zst])
+	if l.node != "" {
+		s += " node=" + l.node
+	}
+	if l.zkHeld {
+		s += fmt.Sprintf(" zkHeld hlost=%v", l.hlost)
+	}
+	if l.stale != "" {
+		s += " stale=" + l.stale
+	}
+	if l.unknown {
+		s += " mayExist"
+	}
+	if l.passOwed > 0 || l.passed {
+		s += " passing"
+	}
+	return s
+}
