@@ -109,6 +109,7 @@ func TestHandMadeRefused(t *testing.T) {
 		{"gate passed with no node kept", passEmpty, trace.GatePass, "no node kept"},
 		{"two processes holding", twoHolders, trace.Grant, "assert(nvalid == 0)"},
 		{"token going back", tokenBack, trace.Grant, "fencing token"},
+		{"node numbered out of creation order", numberBack, trace.Answer, "order of creation"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := c.trace()
@@ -221,4 +222,12 @@ func tokenBack() *tr {
 	b := newTr(7).acquire(lockA, pfxA, nodeA, 20).release(lockA, nodeA)
 	b.proc, b.sid = 2, 9
 	return b.acquire(lockA, lockA+"/_c_4444-lock-", lockA+"/_c_4444-lock-0000000005", 19)
+}
+
+// numberBack: process 2's create, sent after process 1's was answered
+// with node 3, is answered with node 2.
+func numberBack() *tr {
+	b := newTr(7).acquire(lockA, pfxA, nodeA, 20).release(lockA, nodeA)
+	b.proc, b.sid = 2, 9
+	return b.acquire(lockA, lockA+"/_c_4444-lock-", lockA+"/_c_4444-lock-0000000002", 22)
 }

@@ -25,6 +25,7 @@ type lock struct {
 	zst      int    // zst[p]
 	prefix   string // the create's prefix (GUID)
 	sendSid  int64  // the session its create was sent in
+	sentT    int64  // when it was sent
 	node     string // znode[p]
 	owner    int64  // zsid[p] of our node: 0 while unknown
 	unknown  bool   // mayExist: the create's outcome unknown (protection mode)
@@ -159,7 +160,7 @@ func (l *lock) create(st trace.Step) error {
 	if st.Path != l.prefix {
 		l.unknown = false
 	}
-	l.zst, l.prefix, l.sendSid, l.lists = creating, st.Path, st.Sid, 0
+	l.zst, l.prefix, l.sendSid, l.sentT, l.lists = creating, st.Path, st.Sid, st.T, 0
 	return nil
 }
 
@@ -222,6 +223,7 @@ func (l *lock) created(st trace.Step) error {
 			return nil
 		}
 		l.node, l.owner = st.Node, 0
+		s.c.created(s, l.sentT, st)
 		if st.Sid == l.sendSid {
 			l.owner = st.Sid // mknode: "zsid[q] = sid[q]", the session it was applied in
 		} else {

@@ -17,9 +17,10 @@ import (
 // Checker replays traces, file by file, each process through its own
 // state machine, and then checks the holds of all of them together.
 type Checker struct {
-	spans  map[string][]*span // valid holds by lock path, of every process
-	states map[string]struct{}
-	res    Result
+	spans   map[string][]*span    // valid holds by lock path, of every process
+	creates map[string][]creation // nodes created, by lock path
+	states  map[string]struct{}
+	res     Result
 }
 
 // Result is what a replay found.
@@ -55,7 +56,7 @@ type span struct {
 
 // New returns a checker with nothing replayed.
 func New() *Checker {
-	return &Checker{spans: map[string][]*span{}, states: map[string]struct{}{}}
+	return &Checker{spans: map[string][]*span{}, creates: map[string][]creation{}, states: map[string]struct{}{}}
 }
 
 // openSpan starts the span of a hold granted at st.
@@ -161,38 +162,11 @@ func (c *Checker) Result() Result {
 	r := c.res
 	r.Violations = append([]*Violation(nil), c.res.Violations...)
 	r.Violations = append(r.Violations, c.across()...)
+	r.Violations = append(r.Violations, c.order()...)
 	r.States = len(c.states)
 	r.Took += time.Since(start)
 	sort.SliceStable(r.Violations, func(i, j int) bool { return r.Violations[i].at < r.Violations[j].at })
 	return r
-}
-
-// across checks, per lock path on the merged clock, the model's mutual
-// exclusion among valid holders ("assert(nvalid == 0)" as a hold becomes
-// valid) and its fencing ("znode[p] > lasttok").
-func (c *Checker) across() []*Violation {
-	var vs []*Violation
-	for _, p := range sortedKeys(c.spans) {
-		ss := c.spans[p]
-		sort.SliceStable(ss, func(i, j int) bool { return ss[i].start < ss[j].start })
-		var prev *span
-		for _, sp := range ss {
-			switch {
-			case prev != nil && sp.start < prev.end:
-				vs = append(vs, &Violation{File: sp.file, Step: sp.step,
-					Rule: "granted while another process's hold on the path was valid (assert(nvalid == 0))", at: sp.start,
-					Other: fmt.Sprintf("%s step %d", prev.file, prev.step.Seq)})
-			case prev != nil && sp.token <= prev.token:
-				vs = append(vs, &Violation{File: sp.file, Step: sp.step,
-					Rule: fmt.Sprintf("a fencing token %d not above the previous holder's %d (znode[p] > lasttok)", sp.token, prev.token), at: sp.start,
-					Other: fmt.Sprintf("%s step %d", prev.file, prev.step.Seq)})
-			}
-			if prev == nil || sp.end > prev.end {
-				prev = sp
-			}
-		}
-	}
-	return vs
 }
 
 // key is the model state of the session and of the lock the last step
