@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/tierlock/tierlock/internal/trace"
 )
 
 // Guarded writes: a ZooKeeper transaction that the server applies only
@@ -142,13 +143,27 @@ func (h *Hold) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) 
 	multi := make([]any, 0, len(ops)+1)
 	multi = append(multi, &zk.CheckVersionRequest{Path: h.node, Version: -1})
 	multi = append(multi, ops...)
+	// Made like every request of the session's locks (send.go: launch,
+	// make): on a goroutine of the session's, the lease renewed from its
+	// send time when it succeeds. It is exempt from the bound on requests
+	// in flight, like a delete: it serves a hold, which must not wait
+	// behind the acquisitions queued on the session.
 	s := h.s
-	p := s.newProof()
-	res, err := s.multi(ctx, multi)
-	if err == nil {
-		s.proved(p) // a write that succeeded proves the session, as any other
+	var res []zk.MultiResponse // written before c.fin closes, read after
+	c := s.launch(request{write: true, do: func() error {
+		trace.Sent(s.conn, trace.OpTxn, h.node)
+		r, err := s.conn.Multi(multi...)
+		trace.Answered(s.conn, trace.OpTxn, h.node, h.node, err)
+		res = r
+		return err
+	}})
+	select {
+	case <-c.fin:
+		return h.txnResult(ops, res, c.err)
+	case <-ctx.Done():
+		// The request may already be on the wire.
+		return h.txnResult(ops, nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err()))
 	}
-	return h.txnResult(ops, res, err)
 }
 
 // txnable reports why the hold cannot run a Txn, if it cannot.
@@ -164,35 +179,6 @@ func (h *Hold) txnable() error {
 	return nil
 }
 
-// multiResult is what Conn.Multi returned.
-type multiResult struct {
-	res []zk.MultiResponse
-	err error
-}
-
-// multi sends ops as one multi request and waits for its answer or for
-// ctx. The request runs on a goroutine of the session's: go-zookeeper
-// cannot withdraw a request once queued, so when ctx ends first the
-// goroutine stays until Multi returns, which it does when the server
-// answers or the connection closes (go-zookeeper fails every request
-// written on a dead connection, and Session.Close waits for the session's
-// goroutines). The channel has room for the result, so the goroutine never
-// blocks on a caller that left. A ctx that ends first yields
-// ErrOutcomeUnknown: the request may already be on the wire.
-func (s *Session) multi(ctx context.Context, ops []any) ([]zk.MultiResponse, error) {
-	done := make(chan multiResult, 1)
-	s.goBackground(func() {
-		res, err := s.conn.Multi(ops...)
-		done <- multiResult{res, err}
-	})
-	select {
-	case r := <-done:
-		return r.res, r.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err())
-	}
-}
-
 // txnResult classifies Multi's answer. The server answers a multi it
 // evaluated with one result per op (go-zookeeper then returns the first
 // failing op's error): then the outcome is known. ZooKeeper reports the
@@ -203,7 +189,7 @@ func (s *Session) multi(ctx context.Context, ops []any) ([]zk.MultiResponse, err
 // error (a failed write, perhaps partial), ErrSessionExpired (go-zookeeper
 // fails requests written on the old connection so when its reconnect finds
 // the session expired: they may have been applied before the expiry), or
-// ErrOutcomeUnknown from multi. Only an encoding failure (the request did
+// ErrOutcomeUnknown when ctx ended first. Only an encoding failure (the request did
 // not fit go-zookeeper's buffer) is known not to have left the client.
 func (h *Hold) txnResult(ops []any, res []zk.MultiResponse, err error) ([]zk.MultiResponse, error) {
 	switch {
