@@ -59,9 +59,26 @@ func (c *Checker) created(s *session, sent int64, st trace.Step) {
 		file: s.file, step: st})
 }
 
+// missing notes a create answered NoNode on path p at t (merged clock):
+// the lock path was missing (a container node, removed once empty), and
+// the one made again numbers its children from 0.
+func (c *Checker) missing(p string, t int64) { c.gone[p] = append(c.gone[p], t) }
+
+// renumbered reports whether the path's node was made again between a and
+// b: a create on it was answered NoNode in between.
+func (c *Checker) renumbered(p string, a, b int64) bool {
+	for _, t := range c.gone[p] {
+		if t > a && t < b {
+			return true
+		}
+	}
+	return false
+}
+
 // order checks, per lock path, that a node's sequence number is its order
 // of creation: a create sent after another's answer came makes a greater
-// number ("nowner[nseq] = q + 1; ... nseq++").
+// number ("nowner[nseq] = q + 1; ... nseq++"), unless the path was made
+// again in between.
 func (c *Checker) order() []*Violation {
 	var vs []*Violation
 	for _, p := range sortedKeys(c.creates) {
@@ -77,7 +94,7 @@ func (c *Checker) order() []*Violation {
 				}
 				k++
 			}
-			if top >= 0 && cr.seq <= byAnswer[top].seq {
+			if top >= 0 && cr.seq <= byAnswer[top].seq && !c.renumbered(p, byAnswer[top].answered, cr.answered) {
 				prev := byAnswer[top]
 				vs = append(vs, &Violation{File: cr.file, Step: cr.step, at: cr.answered,
 					Rule:  fmt.Sprintf("node %d created by a create sent after node %d's was answered (nseq++: nodes are numbered in their order of creation)", cr.seq, prev.seq),

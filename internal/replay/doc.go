@@ -27,7 +27,9 @@
 // hold per path at a time (a hold is valid from its grant until its
 // release, its loss, the lapse, disconnection or new session that ended
 // it, or its lease's deadline passing unrenewed), and fencing tokens
-// increasing from one hold to the next.
+// increasing from one hold to the next; and the leader's order the
+// answers imply: a create sent after another's answer came makes a
+// greater sequence number.
 //
 // Where the code takes steps the model abstracts, the rendering accepts
 // them as the model's: a lapse while linked to the leader (left out of

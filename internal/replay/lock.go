@@ -32,6 +32,7 @@ type lock struct {
 	stale    string // stale[p]: the delete our create carries
 	lists    int    // listings answered since the create or the last turn
 	token    int64  // the pzxid of the listing that found our node first
+	waitedOn int64  // the pzxid of the last listing that found a predecessor
 	zkHeld   bool   // zkHeld[p]
 	hlost    bool   // hlost[p]
 	span     *span  // the valid hold of this process on the path, if any
@@ -229,7 +230,10 @@ func (l *lock) created(st trace.Step) error {
 		} else {
 			l.unknown = true // the session changed while it was out: protection mode
 		}
+	case st.Out == "nonode" && st.Op == trace.OpCreate:
+		s.c.missing(l.path, s.global(st.T)) // the lock path is missing: made again before the next create
 	case st.Out == "nonode" && st.Op == trace.OpMulti:
+		s.c.missing(l.path, s.global(st.T)) // the released node gone, or the path missing
 		if l.stale != "" {
 			delete(s.dels, l.stale) // "rc[q] = NONODE": the released node is gone
 			l.stale = ""
@@ -270,7 +274,7 @@ func (l *lock) turn(st trace.Step) error {
 	case "first":
 		l.zst, l.token = leading, st.Pzxid
 	case "wait":
-		l.zst = queued
+		l.zst, l.waitedOn = queued, st.Pzxid
 	default:
 		l.zst = idle // "zst[p] = IDLE; znode[p] = NONE; goto acquire"
 	}
@@ -285,7 +289,7 @@ func (l *lock) turnAllowed(st trace.Step) error {
 	switch {
 	case l.zst != creating && l.zst != queued:
 		return refusef("a turn while our node is %s", zstNames[l.zst])
-	case l.lists == 0:
+	case l.lists == 0 && !l.rereads(st):
 		return refuse("a turn with no listing answered since our create or our last turn: " +
 			"only a listing's answer (rl[p]) says where our node stands")
 	case l.node == "" && !found:
@@ -296,6 +300,14 @@ func (l *lock) turnAllowed(st trace.Step) error {
 		return refusef("a turn %q at index %d", st.Note, st.N)
 	}
 	return nil
+}
+
+// rereads reports a turn on the last listing again: the code reads it
+// again after a watch it could not set, where the model lists again ("x ->
+// x = 0; goto list"); the same predecessor is watched once more, which is
+// what a new listing would find, or not, and the watch then says.
+func (l *lock) rereads(st trace.Step) bool {
+	return st.Note == "wait" && l.zst == queued && st.Pzxid == l.waitedOn && st.Node == l.node
 }
 
 // granted is the acquisition's grant: lead's grantNow, "conn[p] &&

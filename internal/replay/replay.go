@@ -19,6 +19,7 @@ import (
 type Checker struct {
 	spans   map[string][]*span    // valid holds by lock path, of every process
 	creates map[string][]creation // nodes created, by lock path
+	gone    map[string][]int64    // when a create found its lock path missing, by path
 	states  map[string]struct{}
 	res     Result
 }
@@ -56,7 +57,7 @@ type span struct {
 
 // New returns a checker with nothing replayed.
 func New() *Checker {
-	return &Checker{spans: map[string][]*span{}, creates: map[string][]creation{}, states: map[string]struct{}{}}
+	return &Checker{spans: map[string][]*span{}, creates: map[string][]creation{}, gone: map[string][]int64{}, states: map[string]struct{}{}}
 }
 
 // openSpan starts the span of a hold granted at st.

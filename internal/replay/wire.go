@@ -143,6 +143,13 @@ func (s *session) retrySend(st trace.Step) error {
 	if s.sweep[prefixOf(node)] {
 		return nil
 	}
+	// A wait given up (ctx, Lock.Close) while its create was out: the
+	// node the create made is deleted once its answer comes (the code's
+	// abandon; the model cancels only a queued wait).
+	if l := s.byNode(node); l.node == node && l.zst == creating {
+		l.abandon()
+		return nil
+	}
 	state := "none"
 	if d := s.dels[node]; d != nil {
 		state = delNames[d.state]
