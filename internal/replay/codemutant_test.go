@@ -40,8 +40,8 @@ var codeMutants = []struct {
 }
 
 // mutantRun is stress's TestMutant run (2 processes x 4 goroutines on one
-// path, 3 s), without the guarded writes, whose proofs are not recorded
-// yet (docs/replay.md).
+// path, 3 s; guarded writes go with -fault only, so -writes=false changes
+// nothing here but says so).
 var mutantRun = []string{"-impl", "tier", "-procs", "2", "-goroutines", "4", "-paths", "1",
 	"-duration", "3s", "-hold", "200us", "-writes=false"}
 
