@@ -24,3 +24,15 @@ go test -count=1 -tags tierlockmutants -run TestMutant ./stress/
 # The replay (internal/replay) of real runs recorded against a real
 # ZooKeeper, and of hand-made traces it must refuse (about 6 s).
 go test -race -count=1 -tags tierlocktrace -run 'TestRecorded|TestHandMade' ./internal/replay/
+# The code's seeded bugs (internal/mutant), each in a short stress run
+# recorded with the bug on: the replay must refuse the run at the step
+# named, and replay the control run clean (about 80 s).
+go test -count=1 -tags 'tierlocktrace tierlockmutants' -run TestCodeMutants ./internal/replay/
+# The nemesis tests recorded and replayed through the model's client steps
+# (docs/replay.md): every fault kind of tier's mutex nemesis (partition,
+# asymmetric, stall, drop, reset, flood; a guarded write's outcome across a
+# partition and a drop; NewSession's polled state). About 60 s.
+trace_dir=$(mktemp -d)
+TIERLOCK_TRACE="$trace_dir" go test -count=1 -tags tierlocktrace -run 'TestNemesis$|TestNemesisTxn$|TestNemesisNewSession$' ./tier/
+go run ./internal/replay/cmd/replay "$trace_dir"
+rm -rf "$trace_dir"
