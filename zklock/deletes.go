@@ -220,7 +220,7 @@ func (q *deleteQueue) send(batch []*pendingDelete) {
 			for i, d := range batch {
 				ops[i] = &zk.DeleteRequest{Path: d.node, Version: -1}
 			}
-			trace.Sent(q.s.conn, trace.OpMulti, batch[0].node)
+			trace.DeletesSent(q.s.conn, ops)
 			var res []zk.MultiResponse
 			res, err = q.s.conn.Multi(ops...)
 			trace.MultiAnswered(q.s.conn, batch[0].node, res, err)

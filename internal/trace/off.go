@@ -88,3 +88,10 @@ func DelTaken(c *zk.Conn, path, node string) {}
 
 // DelFlushed records a pending delete taken by the flusher.
 func DelFlushed(c *zk.Conn, path, node string) {}
+
+// SessionOpened records a session made on c, with its loss policy.
+func SessionOpened(c *zk.Conn, expiryOnly bool) {}
+
+// DeletesSent records the flusher's multi of delete requests ops (the
+// *zk.DeleteRequest values it sends), naming every node.
+func DeletesSent(c *zk.Conn, ops []any) {}

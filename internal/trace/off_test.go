@@ -74,4 +74,6 @@ func recordAll() {
 	trace.DelAdded(c, "/l", "/l/n")
 	trace.DelTaken(c, "/l", "/l/n")
 	trace.DelFlushed(c, "/l", "/l/n")
+	trace.SessionOpened(c, true)
+	trace.DeletesSent(c, nil)
 }

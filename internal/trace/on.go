@@ -221,6 +221,35 @@ func DelTaken(c *zk.Conn, path, node string) { rec(c, Step{Kind: DelTake, Path: 
 // DelFlushed records a pending delete taken by the flusher.
 func DelFlushed(c *zk.Conn, path, node string) { rec(c, Step{Kind: DelFlush, Path: path, Node: node}) }
 
+// SessionOpened records a session made on c, with its loss policy: the
+// first step of c, so that a replay knows the policy before any other.
+func SessionOpened(c *zk.Conn, expiryOnly bool) {
+	note := PolicyDefault
+	if expiryOnly {
+		note = PolicyExpiryOnly
+	}
+	rec(c, Step{Kind: SessionOpen, Note: note})
+}
+
+// DeletesSent records the flusher's multi of delete requests ops (the
+// *zk.DeleteRequest values it sends), naming every node: a replay must
+// know each of them is on the wire, not only the first.
+func DeletesSent(c *zk.Conn, ops []any) {
+	if off() {
+		return
+	}
+	s := Step{Kind: Send, Op: OpMulti, Nodes: make([]string, 0, len(ops))}
+	for _, op := range ops {
+		if d, ok := op.(*zk.DeleteRequest); ok {
+			s.Nodes = append(s.Nodes, d.Path)
+		}
+	}
+	if len(s.Nodes) > 0 {
+		s.Path = s.Nodes[0]
+	}
+	rec(c, s)
+}
+
 func errNote(err error) string {
 	if err == nil {
 		return ""

@@ -51,3 +51,35 @@ func TestOnRecords(t *testing.T) {
 		t.Errorf("renew step %v: deadline not a second after the send", rn)
 	}
 }
+
+// A session step names its policy, and the flusher's multi every node it
+// deletes.
+func TestOnSessionAndBatch(t *testing.T) {
+	dir := t.TempDir()
+	r, err := trace.Start(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace.SessionOpened(nil, true)
+	trace.SessionOpened(nil, false)
+	trace.DeletesSent(nil, []any{&zk.DeleteRequest{Path: "/l/a1"}, &zk.DeleteRequest{Path: "/m/b2"}})
+	if err := trace.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	steps, err := trace.ReadFile(trace.FileName(dir, r.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 3 {
+		t.Fatalf("%d steps: %v", len(steps), steps)
+	}
+	if s := steps[0]; s.Kind != trace.SessionOpen || s.Note != trace.PolicyExpiryOnly {
+		t.Errorf("session step %v", s)
+	}
+	if s := steps[1]; s.Note != trace.PolicyDefault {
+		t.Errorf("session step %v", s)
+	}
+	if s := steps[2]; s.Kind != trace.Send || s.Op != trace.OpMulti || s.Path != "/l/a1" || len(s.Nodes) != 2 || s.Nodes[1] != "/m/b2" {
+		t.Errorf("batch step %v", s)
+	}
+}

@@ -47,12 +47,16 @@ const (
 	DelTake
 	// DelFlush: a pending delete sent by the flusher (deleteQueue.flush).
 	DelFlush
+	// SessionOpen: a session object made (Connect, NewSession), recorded
+	// once, before any other step of its connection; Note its loss policy
+	// (PolicyDefault, PolicyExpiryOnly).
+	SessionOpen
 	kindCount
 )
 
 var kindNames = [kindCount]string{"", "gate_enter", "handoff", "gate_pass", "gate_leave",
 	"send", "answer", "turn", "event", "renew", "lapse", "grant", "lose", "release",
-	"del_add", "del_take", "del_flush"}
+	"del_add", "del_take", "del_flush", "session"}
 
 // String returns the kind's name, as the trace file spells it.
 func (k Kind) String() string {
@@ -115,8 +119,21 @@ type Step struct {
 	Until int64  `json:"until,omitempty"` // renew: the new deadline (ns, same clock as T)
 	Retry bool   `json:"retry,omitempty"` // a deleteGuaranteed attempt (the model's bgdel)
 	Wait  bool   `json:"wait,omitempty"`  // gate_enter: a waiting acquisition (not a try)
-	Note  string `json:"note,omitempty"`  // event type, state, verdict, loss cause
+	Note  string `json:"note,omitempty"`  // event type, state, verdict, loss cause, session policy
+	// Nodes are the nodes a flusher's multi deletes (send MULTI on a node),
+	// the first of them also in Path.
+	Nodes []string `json:"nodes,omitempty"`
 }
+
+// The loss policies a session step names (zklock.WithLossOnExpiryOnly).
+const (
+	// PolicyDefault: a disconnection, a lapse of the lease (B = T/4) or a
+	// new session ends every hold; twotier.pml's policy.
+	PolicyDefault = "default"
+	// PolicyExpiryOnly: holds survive disconnections; a lapse (B = 3T/4),
+	// an expiry or a new session ends them. Not in twotier.pml.
+	PolicyExpiryOnly = "expiry-only"
+)
 
 // String returns the step as its JSON line (without the newline).
 func (s Step) String() string {
