@@ -13,30 +13,100 @@ import (
 
 // across checks, per lock path on the merged clock, the model's mutual
 // exclusion among valid holders ("assert(nvalid == 0)" as a hold becomes
-// valid) and its fencing ("znode[p] > lasttok").
-func (c *Checker) across() []*Violation {
-	var vs []*Violation
+// valid) and its fencing ("znode[p] > lasttok"), for the recipes whose
+// holds exclude each other (recipe.go). A hold of an expiry-only session
+// may still be valid, by its lease, up to its slack after another
+// process's grant (policy.go): such a grant is counted, not refused.
+func (c *Checker) across() (vs []*Violation, within int) {
 	for _, p := range sortedKeys(c.spans) {
 		ss := c.spans[p]
 		sort.SliceStable(ss, func(i, j int) bool { return ss[i].start < ss[j].start })
-		var prev *span
+		last := map[int64]map[int]*span{} // by session, by recipe: the hold that ends last
+		var topAll, topX *span            // the highest token so far: any hold, exclusive holds
 		for _, sp := range ss {
-			switch {
-			case prev != nil && sp.start < prev.end:
-				vs = append(vs, &Violation{File: sp.file, Step: sp.step,
-					Rule: "granted while another process's hold on the path was valid (assert(nvalid == 0))", at: sp.start,
-					Other: fmt.Sprintf("%s step %d", prev.file, prev.step.Seq)})
-			case prev != nil && sp.token <= prev.token:
-				vs = append(vs, &Violation{File: sp.file, Step: sp.step,
-					Rule: fmt.Sprintf("a fencing token %d not above the previous holder's %d (znode[p] > lasttok)", sp.token, prev.token), at: sp.start,
-					Other: fmt.Sprintf("%s step %d", prev.file, prev.step.Seq)})
+			if sp.kind == lease {
+				continue // the semaphore's n is not recorded (recipe.go)
 			}
-			if prev == nil || sp.end > prev.end {
-				prev = sp
+			if v := overlap(sp, last, &within); v != nil {
+				vs = append(vs, v)
+			}
+			top := topX // a reader's token is above every earlier writer's
+			if sp.kind == exclusive {
+				top = topAll // a writer's, above every earlier hold's
+			}
+			if v := fenced(sp, top); v != nil {
+				vs = append(vs, v)
+			}
+			topAll = higher(topAll, sp)
+			if sp.kind == exclusive {
+				topX = higher(topX, sp)
+			}
+			if last[sp.owner] == nil {
+				last[sp.owner] = map[int]*span{}
+			}
+			if l := last[sp.owner][sp.kind]; l == nil || sp.end > l.end {
+				last[sp.owner][sp.kind] = sp
 			}
 		}
 	}
-	return vs
+	return vs, within
+}
+
+// fenced checks sp's token against top's, the highest of the earlier
+// holds it must exceed ("znode[p] > lasttok").
+func fenced(sp, top *span) *Violation {
+	if top == nil || sp.token > top.token {
+		return nil
+	}
+	return &Violation{File: sp.file, Step: sp.step, at: sp.start,
+		Rule:  fmt.Sprintf("a fencing token %d not above the previous holder's %d (znode[p] > lasttok)", sp.token, top.token),
+		Other: fmt.Sprintf("%s step %d", top.file, top.step.Seq)}
+}
+
+// higher is whichever of a and b has the higher token (a when b's is not).
+func higher(a, b *span) *span {
+	if a == nil || b.token > a.token {
+		return b
+	}
+	return a
+}
+
+// overlap finds a hold still valid at sp's grant that sp's recipe
+// excludes: of another session, or of sp's own when readers are involved
+// (recipe.go's conflicts). Holds that ended before sp began are dropped
+// from last, which keeps it small.
+func overlap(sp *span, last map[int64]map[int]*span, within *int) *Violation {
+	var v *Violation
+	for _, owner := range sortedInts(last) {
+		for _, kind := range []int{exclusive, reader} {
+			o := last[owner][kind]
+			switch {
+			case o == nil:
+				continue
+			case o.end <= sp.start:
+				delete(last[owner], kind)
+				continue
+			case !conflicts(sp.kind, o.kind, owner == sp.owner) || v != nil:
+				continue
+			case sp.start >= o.end-o.slack:
+				*within++ // within the expiry-only policy's bound (policy.go)
+				continue
+			}
+			v = &Violation{File: sp.file, Step: sp.step, at: sp.start,
+				Rule:  "granted while another process's hold on the path was valid (assert(nvalid == 0))",
+				Other: fmt.Sprintf("%s step %d", o.file, o.step.Seq)}
+		}
+	}
+	return v
+}
+
+func sortedInts[V any](m map[int64]V) []int64 {
+	ks := make([]int64, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
+	return ks
 }
 
 // creation is a create of ours answered with its node: when it was sent

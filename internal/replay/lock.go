@@ -296,7 +296,11 @@ func (l *lock) turnAllowed(st trace.Step) error {
 		return refuse("a turn on a node whose create was not answered, nor found by its GUID (protection mode)")
 	case l.node != "" && st.Node != l.node && !found:
 		return refusef("a turn on %s, not our node %s", st.Node, l.node)
-	case (st.Note == "first") != (st.N == 0) || (st.Note == "gone") != (st.N < 0):
+	case (st.Note == "gone") != (st.N < 0):
+		return refusef("a turn %q at index %d", st.Note, st.N)
+	case !ruleChecked(st.Node):
+		l.s.c.res.RecipeTurns++ // a read or lease node: its recipe's rule (recipe.go)
+	case (st.Note == "first") != (st.N == 0):
 		return refusef("a turn %q at index %d", st.Note, st.N)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tierlock/tierlock/internal/trace"
@@ -31,6 +32,14 @@ type Result struct {
 	States int           // distinct per-process model states visited
 	Holds  int           // grants replayed
 	Took   time.Duration // time taken
+	// What the model does not have (policy.go, recipe.go), counted so that
+	// a summary says so: sessions under WithLossOnExpiryOnly, checked by
+	// that policy's rendering; grants of another process within such a
+	// session's bounded overlap; read and lease holds, and turns of read
+	// and lease nodes, whose recipe's rule is not checked.
+	ExpiryOnly, Overlaps  int
+	ReadHolds, LeaseHolds int
+	RecipeTurns           int
 	// Violations are the steps refused, at most one per file (a process's
 	// state after a refused step is not the model's), then those of the
 	// checks across processes; First is the earliest of all, on the merged
@@ -46,11 +55,30 @@ func (r Result) First() *Violation {
 	return r.Violations[0]
 }
 
+// Outside words what the replay met that twotier.pml does not have, and
+// how it was checked, or "" when nothing.
+func (r Result) Outside() string {
+	var parts []string
+	if r.ExpiryOnly > 0 {
+		parts = append(parts, fmt.Sprintf("%d expiry-only session(s), replayed by that policy's rendering, "+
+			"%d grant(s) within its T/8 overlap", r.ExpiryOnly, r.Overlaps))
+	}
+	if r.ReadHolds+r.LeaseHolds+r.RecipeTurns > 0 {
+		parts = append(parts, fmt.Sprintf("%d read and %d lease hold(s), %d turn(s) of read or lease nodes "+
+			"whose recipe rule is not checked (reads: exclusion from writers only; leases: no exclusion nor token check)",
+			r.ReadHolds, r.LeaseHolds, r.RecipeTurns))
+	}
+	return strings.Join(parts, "; ")
+}
+
 // span is one valid hold: from its grant until its release, its loss, or
 // the lapse, disconnection or new session that ended it (merged clock).
 type span struct {
 	start, end int64
 	token      int64
+	owner      int64 // the session holding it
+	kind       int   // its recipe (recipe.go)
+	slack      int64 // how long before end another process may be granted (policy.go)
 	file       string
 	step       trace.Step
 }
@@ -62,9 +90,16 @@ func New() *Checker {
 
 // openSpan starts the span of a hold granted at st.
 func (c *Checker) openSpan(s *session, path string, st trace.Step) *span {
-	sp := &span{start: s.global(st.T), end: math.MaxInt64, token: st.Zxid, file: s.file, step: st}
+	sp := &span{start: s.global(st.T), end: math.MaxInt64, token: st.Zxid, owner: st.Owner, kind: recipeOf(st.Node),
+		slack: s.slack(), file: s.file, step: st}
 	c.spans[path] = append(c.spans[path], sp)
 	c.res.Holds++
+	switch sp.kind {
+	case reader:
+		c.res.ReadHolds++
+	case lease:
+		c.res.LeaseHolds++
+	}
 	return sp
 }
 
@@ -162,7 +197,9 @@ func (c *Checker) Result() Result {
 	start := time.Now()
 	r := c.res
 	r.Violations = append([]*Violation(nil), c.res.Violations...)
-	r.Violations = append(r.Violations, c.across()...)
+	vs, within := c.across()
+	r.Violations = append(r.Violations, vs...)
+	r.Overlaps = within
 	r.Violations = append(r.Violations, c.order()...)
 	r.States = len(c.states)
 	r.Took += time.Since(start)

@@ -18,6 +18,9 @@ type session struct {
 	sid   int64 // sid[p]: the session id the steps carry
 	conn  bool  // conn[p], as the client sees it (session events)
 	lease bool  // lease[p]: renewed, and no lapse or new session since
+	// expiryOnly is the session's loss policy (policy.go): holds survive
+	// disconnections. Not in twotier.pml.
+	expiryOnly bool
 	// deadline is the last renew's Until; bound its Until - At, the same
 	// for every renew of a session (B).
 	deadline, bound int64
@@ -123,6 +126,8 @@ func (s *session) sessionStep(st trace.Step) error {
 		return nil
 	case trace.Lose:
 		return s.lose(st)
+	case trace.SessionOpen:
+		return s.open(st)
 	}
 	return refusef("a step of kind %q, which the model has no transition for", st.Kind)
 }
@@ -166,9 +171,12 @@ func (s *session) event(st trace.Step) error {
 	switch {
 	case strings.HasSuffix(st.Note, "StateDisconnected"), strings.HasSuffix(st.Note, "StateExpired"):
 		// disconnect(q): "conn[q] = 0; ... losehold(q) /* observe:
-		// StateDisconnected ends the holds */"
+		// StateDisconnected ends the holds */" (an expiry-only session's
+		// disconnection ends none: policy.go)
 		s.conn = false
-		s.endHolds(st)
+		if s.endsHolds(strings.HasSuffix(st.Note, "StateExpired")) {
+			s.endHolds(st)
+		}
 		// failed(q) of the flusher's deletes not yet written: "LIVE(a) ->
 		// bgdel[q] = bgdel[q] | BIT(a)" (the code's request fails unwritten
 		// and falls back to the guaranteed delete)
@@ -230,7 +238,7 @@ func (s *session) verdict(st trace.Step) error {
 	switch st.Note {
 	case "now":
 		switch {
-		case !s.conn:
+		case !s.conn && !s.mayGrantDown():
 			return refuse("granted while disconnected (grantNow: conn[p])")
 		case !s.lease:
 			return refuse("granted with no lease: no renew since the last lapse or new session (grantNow: lease[p])")

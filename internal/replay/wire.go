@@ -27,7 +27,8 @@ func (s *session) send(st trace.Step) error {
 	var err error
 	switch {
 	case st.Op == trace.OpChildrenW:
-		return nil // a children watch: no transition of Model 2 (another recipe's rule)
+		// a children watch (a semaphore's lease node waiting, recipe.go):
+		// no transition of the model, but its answer is a listing
 	case (st.Op == trace.OpCreate || st.Op == trace.OpMulti) && !isNode(st.Path):
 		err = s.at(s.forCreate(st.Path)).create(st)
 	case st.Op == trace.OpMulti, st.Op == trace.OpDelete && !st.Retry:
@@ -46,9 +47,6 @@ func (s *session) send(st trace.Step) error {
 // answer applies a request's answer, which needs the request on the wire:
 // the leader's apply or serve, or failed(q) after a disconnection.
 func (s *session) answer(st trace.Step) error {
-	if st.Op == trace.OpChildrenW {
-		return nil
-	}
 	k := key(st)
 	if st.Op == trace.OpMulti && isNode(st.Path) {
 		k = "MULTI " + st.Path
@@ -65,8 +63,8 @@ func (s *session) answer(st trace.Step) error {
 		return s.at(s.forCreate(st.Path)).created(st)
 	case st.Op == trace.OpMulti, st.Op == trace.OpDelete:
 		s.deleted(st)
-	case st.Op == trace.OpList && st.Out == "":
-		s.listed(st.Path)
+	case (st.Op == trace.OpList || st.Op == trace.OpChildrenW) && st.Out == "":
+		s.listed(st.Path) // a children watch's answer is read as a listing is (waiter.arm)
 	case (st.Op == trace.OpSync || st.Op == trace.OpTxn) && st.Out == "":
 		s.proved(st) // the sync, or a guarded write: "lease[p] = 1" follows
 	}
@@ -115,6 +113,9 @@ func (s *session) delFlush(st trace.Step) error {
 // flushSend is the flusher's request on the wire: a delete, or a multi of
 // every delete it took ("onwire[p] = onwire[p] | BIT(pend[p])").
 func (s *session) flushSend(st trace.Step) error {
+	if len(st.Nodes) > 0 {
+		return s.batchSend(st)
+	}
 	node := stepNode(st)
 	if d := s.dels[node]; d == nil || (d.state != delFlushed && d.state != delBackground) {
 		return refuse("the flusher's delete of a node it did not take (deleteQueue.flush)")
@@ -124,6 +125,23 @@ func (s *session) flushSend(st trace.Step) error {
 		if n == node || (st.Op == trace.OpMulti && d.state == delFlushed && d.batch == batch) {
 			d.state, d.batch = delWire, node
 		}
+	}
+	return nil
+}
+
+// batchSend is the flusher's multi as recorded with every node it
+// deletes (trace.DeletesSent): each must be one it took, and each is on
+// the wire now, named by the first. (Without the list, the batch was
+// inferred from a run of del_flush steps in a row, which another
+// goroutine's step recorded in between splits.)
+func (s *session) batchSend(st trace.Step) error {
+	for _, n := range st.Nodes {
+		if d := s.dels[n]; d == nil || (d.state != delFlushed && d.state != delBackground) {
+			return refusef("the flusher's multi deletes %s, which it did not take (deleteQueue.flush)", n)
+		}
+	}
+	for _, n := range st.Nodes {
+		s.dels[n].state, s.dels[n].batch = delWire, st.Nodes[0]
 	}
 	return nil
 }

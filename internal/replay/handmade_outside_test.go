@@ -1,0 +1,161 @@
+package replay
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tierlock/tierlock/internal/trace"
+)
+
+// Hand-made traces of what twotier.pml does not have (policy.go,
+// recipe.go) and of the flusher's batch: each replays clean as recorded,
+// and the same steps under the model's rules are refused.
+
+// opened starts a trace with its session step.
+func opened(sid int64, policy string) *tr {
+	return newTr(sid).add(trace.Step{Kind: trace.SessionOpen, Note: policy})
+}
+
+// shift moves the steps from index i on by d in time (T, and a renew's At
+// and Until): a second process's steps, later on the merged clock.
+func (b *tr) shift(i int, d int64) *tr {
+	for k := i; k < len(b.steps); k++ {
+		s := &b.steps[k]
+		s.T += d
+		if s.Kind == trace.Renew {
+			s.At, s.Until = s.At+d, s.Until+d
+		}
+	}
+	return b
+}
+
+// holdAcrossDisconnection: a hold kept through a disconnection, released
+// after the reconnection, and a grant made while disconnected.
+func holdAcrossDisconnection(policy string) *tr {
+	b := newTr(7)
+	if policy != "" {
+		b = opened(7, policy)
+	}
+	b.acquire(lockA, pfxA, nodeA, 20).
+		add(trace.Step{Kind: trace.Event, Note: "EventSession StateDisconnected"}).
+		add(trace.Step{Kind: trace.Event, Note: "EventSession StateHasSession"}).
+		release(lockA, nodeA)
+	return b
+}
+
+func TestHandMadeExpiryOnly(t *testing.T) {
+	r := replayed(t, "expiry-only", holdAcrossDisconnection(trace.PolicyExpiryOnly).jsonl(t))
+	if v := r.First(); v != nil {
+		t.Fatal(v)
+	}
+	if r.ExpiryOnly != 1 || !strings.Contains(r.Outside(), "1 expiry-only") {
+		t.Errorf("expiry-only sessions %d, summary %q", r.ExpiryOnly, r.Outside())
+	}
+	for _, policy := range []string{trace.PolicyDefault, ""} {
+		v := replayed(t, "default", holdAcrossDisconnection(policy).jsonl(t)).First()
+		if v == nil || v.Step.Kind != trace.Event || !strings.Contains(v.Rule, "never told lost") {
+			t.Errorf("policy %q: refused %v, want the disconnection", policy, v)
+		}
+	}
+	down := opened(7, trace.PolicyExpiryOnly)
+	down.steps = append(down.steps, grantDisconnected().steps...)
+	for i := range down.steps {
+		down.steps[i].Seq, down.steps[i].T = uint64(i+1), int64(i+1)*10
+	}
+	if v := replayed(t, "grant down", down.jsonl(t)).First(); v != nil {
+		t.Errorf("a grant while disconnected under expiry-only refused: %v", v)
+	}
+}
+
+// overlapAt: process 1 (policy) holds with a lease to 1020 (B = 1000),
+// never released; process 2 is granted at 180 + d.
+func overlapAt(policy string, d int64) *tr {
+	b := opened(7, policy).acquire(lockA, pfxA, nodeA, 20)
+	i := len(b.steps)
+	b.proc, b.sid = 2, 9
+	b.add(trace.Step{Kind: trace.SessionOpen, Note: trace.PolicyDefault}).
+		acquire(lockA, lockA+"/_c_4444-lock-", lockA+"/_c_4444-lock-0000000005", 22)
+	return b.shift(i, d)
+}
+
+// The expiry-only policy's overlap: a grant up to B/6 before the holder's
+// deadline is counted, an earlier one refused; under the model's policy
+// both are refused.
+func TestHandMadeExpiryOnlyOverlap(t *testing.T) {
+	r := replayed(t, "within", overlapAt(trace.PolicyExpiryOnly, 750).jsonl(t)) // granted at 930: 90 before 1020
+	if v := r.First(); v != nil || r.Overlaps != 1 {
+		t.Errorf("within B/6: %v, %d overlaps", v, r.Overlaps)
+	}
+	for _, c := range []struct {
+		policy string
+		d      int64
+	}{{trace.PolicyExpiryOnly, 500}, {trace.PolicyDefault, 750}} {
+		v := replayed(t, "overlap", overlapAt(c.policy, c.d).jsonl(t)).First()
+		if v == nil || !strings.Contains(v.Rule, "assert(nvalid == 0)") {
+			t.Errorf("%s granted at %d: %v, want refused", c.policy, 180+c.d, v)
+		}
+	}
+}
+
+// batchAcross: both released nodes go in the flusher's one multi, whose
+// del_flush steps another step splits, then a create on b.
+func batchAcross(listed bool) *tr {
+	b := newTr(7).acquire(lockA, pfxA, nodeA, 20).release(lockA, nodeA).
+		acquire(lockB, pfxB, nodeB, 21).release(lockB, nodeB).
+		add(trace.Step{Kind: trace.DelFlush, Path: lockA, Node: nodeA}).
+		add(trace.Step{Kind: trace.Send, Op: trace.OpSync, Path: "/"}).
+		add(trace.Step{Kind: trace.DelFlush, Path: lockB, Node: nodeB})
+	send := trace.Step{Kind: trace.Send, Op: trace.OpMulti, Path: nodeA}
+	if listed {
+		send.Nodes = []string{nodeA, nodeB}
+	}
+	return b.add(send).
+		add(trace.Step{Kind: trace.GateEnter, Path: lockB, Wait: true}).
+		add(trace.Step{Kind: trace.Send, Op: trace.OpCreate, Path: lockB + "/_c_5555-lock-"})
+}
+
+func TestHandMadeBatch(t *testing.T) {
+	if v := replayed(t, "batch", batchAcross(true).jsonl(t)).First(); v != nil {
+		t.Fatal(v)
+	}
+	// Without the list, the run of del_flush steps was the batch: split,
+	// its second node looked unwritten.
+	v := replayed(t, "batch", batchAcross(false).jsonl(t)).First()
+	if v == nil || !strings.Contains(v.Rule, "flushed, not on the wire") {
+		t.Errorf("refused %v, want the create behind the split batch", v)
+	}
+}
+
+// Read nodes of two processes hold together; a write node granted while a
+// read of another process holds is refused, and so is a write node's turn
+// "first" behind another node.
+func TestHandMadeRecipes(t *testing.T) {
+	const (
+		readA  = lockA + "/_c_1111-__READ__"
+		readB  = lockA + "/_c_4444-__READ__"
+		writeB = lockA + "/_c_4444-__WRIT__"
+	)
+	two := func(second, node string, n int) *tr {
+		b := newTr(7).acquire(lockA, readA, readA+"0000000003", 20)
+		b.proc, b.sid = 2, 9
+		b.acquire(lockA, second, node, 22)
+		for i := range b.steps {
+			if s := &b.steps[i]; s.Kind == trace.Turn && s.Node == node {
+				s.N = n
+			}
+		}
+		return b
+	}
+	r := replayed(t, "readers", two(readB, readB+"0000000005", 1).jsonl(t))
+	if v := r.First(); v != nil || r.ReadHolds != 2 || r.RecipeTurns != 2 {
+		t.Errorf("two readers: %v; %d read holds, %d recipe turns", v, r.ReadHolds, r.RecipeTurns)
+	}
+	if v := replayed(t, "writer", two(writeB, writeB+"0000000005", 0).jsonl(t)).First(); v == nil ||
+		!strings.Contains(v.Rule, "assert(nvalid == 0)") {
+		t.Errorf("a writer beside a reader: %v, want refused", v)
+	}
+	if v := replayed(t, "writer", two(writeB, writeB+"0000000005", 1).jsonl(t)).First(); v == nil ||
+		v.Step.Kind != trace.Turn {
+		t.Errorf("a writer first at index 1: %v, want its turn refused", v)
+	}
+}
