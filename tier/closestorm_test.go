@@ -22,7 +22,8 @@ import (
 // each round making a Lock, an RWLock and a one-lease Semaphore on shared
 // paths, with goroutines acquiring them while a closer closes all three at
 // a random moment. A hold is journalled from its grant until its held
-// context ends (Close cancels it) or its work is done; the independent
+// context ends (Close cancels it; the closer journals that it is about to
+// close, which ends there the holds Close will find) or its work is done; the independent
 // checker (internal/exclusion) finds an overlap if a grant that Close
 // raced published a hold nobody cancels while the other process holds.
 // Readers of the RWLock race Close too (they are not journalled: readers
@@ -187,9 +188,15 @@ func (w *stormWorker) round(ctx context.Context, s *zklock.Session, paths [3]str
 		}
 	}
 	time.Sleep(time.Duration(rand.IntN(10000)) * time.Microsecond)
-	_ = l.Close()
-	_ = rw.Close()
-	_ = sem.Close()
+	// Each Close is journalled first (a C line): a hold it finds is
+	// cancelled before its node is given up, so it ends there, whenever
+	// its goroutine gets to write its exit (internal/exclusion's Journal).
+	for i, c := range []func() error{l.Close, rw.Close, sem.Close} {
+		if err := w.js[i].Closing(w.proc, int32(i)); err != nil {
+			return err
+		}
+		_ = c()
+	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {

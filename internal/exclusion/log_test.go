@@ -90,3 +90,49 @@ func TestJournal(t *testing.T) {
 		}
 	}
 }
+
+// A C line ends proc's open holds of the path there: the holder's own
+// exit, written late (after another process entered), is then ignored. A
+// hold entered after the C line (a grant racing Close) is not cut, and its
+// overlap is still found.
+func TestJournalClosingEndsOpenHolds(t *testing.T) {
+	j := strings.Join([]string{
+		"E 0 1 0 5", // 1: proc 0 holds
+		"C 0 0",     // 2: proc 0 is about to close its lock: the hold ends here
+		"E 1 0 0 6", // 3: proc 1 enters after Close gave the node up
+		"L 0 1 0",   // 4: proc 0's goroutine saw the cancellation late: what it
+		"X 0 1 0",   // 5: writes for that hold is ignored
+		"X 1 0 0",   // 6
+		"E 0 2 0 7", // 7: a grant that raced Close: not cut
+		"E 1 1 0 8", // 8: overlaps proc 0 goroutine 2
+		"X 0 2 0",   // 9
+		"X 1 1 0",   // 10
+	}, "\n") + "\n"
+	holds, err := ReadJournal(strings.NewReader(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(holds) != 4 || holds[0].Exit != 2 || holds[0].Loss != 0 || holds[2].Exit != 9 {
+		t.Fatalf("holds %+v", holds)
+	}
+	r := Check(holds, Options{Tokens: true})
+	if r.Overlaps != 1 || r.Holds != 4 || r.Lost != 0 {
+		t.Fatalf("journal check: %+v (want the racing grant's overlap only)", r)
+	}
+	if v := r.Examples[0]; v.Hold.Proc != 1 || v.Hold.G != 1 || v.Prev.Proc != 0 || v.Prev.G != 2 {
+		t.Fatalf("overlap %v after %v: want proc 1 goroutine 1 after proc 0 goroutine 2", v.Hold, v.Prev)
+	}
+	// Without the C line, the late exit is an overlap.
+	late := strings.Replace(j, "C 0 0\n", "", 1)
+	late = strings.Replace(late, "L 0 1 0\n", "", 1)
+	holds, err = ReadJournal(strings.NewReader(late))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := Check(holds, Options{Tokens: true}); r.Overlaps != 2 {
+		t.Fatalf("without C: %d overlaps, want 2", r.Overlaps)
+	}
+	if _, err := ReadJournal(strings.NewReader("E 0 1 0 5\nC 0 0\nE 0 1 0 6\n")); err == nil {
+		t.Error("an enter before the exit of the hold Close ended: no error")
+	}
+}
