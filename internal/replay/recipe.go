@@ -43,6 +43,29 @@ const (
 	leaseMarker = "-lease-"
 )
 
+// markers are what follows the GUID in the names of zklock's nodes: the
+// mutex's, a read/write lock's two, a semaphore's lease.
+var markers = []string{"-lock-", readMarker, "-__WRIT__", leaseMarker}
+
+// markerOf is the marker a node or a create's prefix carries, or "".
+// The two Locks of a read/write lock on one path differ by it, which
+// tells their creates apart (forCreate).
+func markerOf(node string) string {
+	base := path.Base(prefixOf(node))
+	for _, m := range markers {
+		if strings.HasSuffix(base, m) {
+			return m
+		}
+	}
+	return ""
+}
+
+// sameMarker reports whether a create on prefix may be lock l's: l has
+// made no create yet, or its creates carry the same marker.
+func sameMarker(l *lock, prefix string) bool {
+	return l.prefix == "" || markerOf(l.prefix) == markerOf(prefix)
+}
+
 // recipeOf is the recipe of a node or a create's prefix: its marker ends
 // the name once the sequence number is cut.
 func recipeOf(node string) int {

@@ -107,7 +107,9 @@ func (s *session) forPass(p, node string) *lock {
 
 // forCreate is the instance a create on prefix is of: the one that sent
 // it before (a retry, protection mode), else a gate holder with no node,
-// else (zklock alone, no gate) one with no node, else a new one.
+// else (zklock alone, no gate) one with no node, else a new one; never
+// one whose creates carry another marker (the other Lock of a read/write
+// lock on the path).
 func (s *session) forCreate(prefix string) *lock {
 	p := lockOf(prefix)
 	for _, l := range s.locks[p] {
@@ -116,13 +118,13 @@ func (s *session) forCreate(prefix string) *lock {
 		}
 	}
 	for _, l := range s.locks[p] {
-		if l.gate && l.zst == idle && !l.zkHeld {
+		if l.gate && l.zst == idle && !l.zkHeld && sameMarker(l, prefix) {
 			l.maybePass = false // it acquires: not a pass's receiver
 			return l
 		}
 	}
 	for _, l := range s.locks[p] {
-		if !l.gated && l.zst == idle && !l.zkHeld {
+		if !l.gated && l.zst == idle && !l.zkHeld && sameMarker(l, prefix) {
 			return l
 		}
 	}
