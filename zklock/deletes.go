@@ -27,13 +27,14 @@ func (q *deleteQueue) init(s *Session) {
 // session is over.
 func (q *deleteQueue) add(path, node string, owner int64) {
 	d := &pendingDelete{path: path, node: node, owner: owner}
-	trace.DelAdded(q.s.conn, path, node)
 	if q.s.cfg.noPipelining || q.s.tap == nil {
+		trace.DelAdded(q.s.conn, path, node)
 		q.serial(d)
 		return
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	trace.DelAdded(q.s.conn, path, node) // under q.mu: recorded in the queue's order, as take and flush record
 	if old := q.byPath[path]; old != nil && old.sent == nil {
 		// Two Locks of the session on one path, both releasing before
 		// either delete went out: the older one goes on its own, taken

@@ -42,6 +42,18 @@
 // goes out while its path's released node's delete is pending or held
 // unwritten by the flusher.
 //
+// # Outside the model
+//
+// Two things the code has and twotier.pml does not are replayed by
+// renderings of their own, each counted in Result (and in the command's
+// "outside twotier.pml" line) so that no step passes unremarked: a session
+// of the expiry-only loss policy (its session step says so), whose
+// disconnection ends no hold, which may grant while disconnected, and
+// whose holds may overlap another process's grant by B/6 (policy.go); and
+// the read/write lock's and semaphore's nodes, checked as the mutex's
+// except for their recipe's rule, which a turn's index cannot show
+// (recipe.go).
+//
 // # Checked against the .pml
 //
 // So that the rendering cannot drift from the model, twotier.pml built

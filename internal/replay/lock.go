@@ -373,7 +373,7 @@ func (l *lock) delAdd(st trace.Step) error {
 	}
 	for _, d := range s.dels {
 		if d.path == l.path && d.state == delPending {
-			d.state, d.replaced = delBackground, true // the older one goes on its own
+			d.state = delBackground // the older one goes on its own
 		}
 	}
 	s.dels[st.Node] = &del{path: l.path, by: l}

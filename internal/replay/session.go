@@ -51,11 +51,6 @@ type del struct {
 	state int
 	batch string // the flusher's batch it was sent in (its first node)
 	by    *lock  // the lock whose node it is
-	// replaced: a later delete on its path was queued while it was
-	// pending, so it goes on its own; but del_add is recorded before the
-	// queue's lock is taken, so the flusher or a create may still have
-	// taken it just before (deleteQueue.add finds it sent then).
-	replaced bool
 }
 
 // The states of a delete.

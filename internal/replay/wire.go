@@ -85,7 +85,7 @@ func (s *session) proved(st trace.Step) {
 // the create about to be sent.
 func (s *session) delTake(st trace.Step) error {
 	d := s.dels[st.Node]
-	if d == nil || !d.takeable() {
+	if d == nil || d.state != delPending {
 		return refuse("a delete taken that is not pending (stale[p] = pend[p])")
 	}
 	d.state = delTaken
@@ -93,17 +93,11 @@ func (s *session) delTake(st trace.Step) error {
 	return nil
 }
 
-// takeable reports whether a create or the flusher may take d: pending,
-// or replaced by a later delete whose del_add was recorded first.
-func (d *del) takeable() bool {
-	return d.state == delPending || (d.state == delBackground && d.replaced)
-}
-
 // delFlush is deleteQueue.flush, "pend[p] != NONE -> wire[p]!DEL,pend[p],1"
 // (its first half: the delete taken by the flusher).
 func (s *session) delFlush(st trace.Step) error {
 	d := s.dels[st.Node]
-	if d == nil || !d.takeable() {
+	if d == nil || d.state != delPending {
 		return refuse("the flusher sends a delete that is not pending (pend[p] != NONE)")
 	}
 	d.state = delFlushed
@@ -161,7 +155,7 @@ func (s *session) retrySend(st trace.Step) error {
 	// A delete the flusher took but could not write (its session over, say)
 	// falls back to the guaranteed one, like a failed delete.
 	if d := s.dels[node]; d != nil && (d.state == delBackground || d.state == delPending || d.state == delFlushed) {
-		d.state, d.replaced = delBackground, false // sent alone: neither a create nor the flusher takes it now
+		d.state = delBackground
 		return nil
 	}
 	if s.sweep[prefixOf(node)] {

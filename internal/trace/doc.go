@@ -83,8 +83,13 @@
 //
 // Per session (proctype session):
 //
+//   - session: the session object made (Session.start, under Connect or
+//     NewSession), recorded before any other step of its connection; Note
+//     its loss policy, "default" (twotier.pml's) or "expiry-only"
+//     (zklock.WithLossOnExpiryOnly, which the model does not have).
 //   - del_flush, then send op DEL: "pend[p] != NONE -> wire[p]!DEL,pend[p],1"
-//     (deleteQueue.flush and send; several deletes go as one MULTI);
+//     (deleteQueue.flush and send; several deletes go as one MULTI, whose
+//     send names every node in Nodes, the first also in Path);
 //     answer DEL Out "": the apply's "ans && b -> lease[q] = 1", then renew.
 //   - send and answer op DEL with Retry: "bgdel[p] != 0 -> wire[p]!DEL,n,0",
 //     deleteGuaranteed's attempts, which renew nothing.
@@ -110,6 +115,6 @@
 // cut), which a replay infers from the answers (a create's answer names the
 // node, whose sequence number is its order of creation) or reads from the
 // servers; and steps the model has no transition for: a children watch
-// (op LISTW, the read/write lock's and the semaphore's rule), the
-// own-node watch of a long hold, participants' reads.
+// (op LISTW, a semaphore's lease node waiting: its answer is a listing),
+// the own-node watch of a long hold, participants' reads.
 package trace
