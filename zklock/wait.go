@@ -60,6 +60,7 @@ func (l *Lock) waitTurn(ctx context.Context, n *ourNode, wait bool) (token int64
 			if err = w.failed(ctx, err); err != nil {
 				return 0, false, err
 			}
+			n.q = nil // read the queue again, as twotier.pml's wait does after a failed watch
 			continue
 		}
 		if fresh {
