@@ -103,18 +103,12 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 		trace.GateEntered(l.zk.Session().Conn(), l.zk.Path(), wait)
 	}
 	if l.life.isClosed() {
-		if trace.Enabled {
-			trace.GateLeft(l.zk.Session().Conn(), l.zk.Path())
-		}
-		l.g.release(1)
+		l.leaveGate()
 		return nil, false, ErrClosed
 	}
 	tier, err := l.takeNode(ctx, wait)
 	if err != nil || tier == 0 {
-		if trace.Enabled {
-			trace.GateLeft(l.zk.Session().Conn(), l.zk.Path())
-		}
-		l.g.release(1)
+		l.leaveGate()
 		return nil, false, err
 	}
 	h := l.newHold(ctx)
@@ -128,10 +122,7 @@ func (l *Lock) enter(ctx context.Context, wait bool, start time.Time) (context.C
 		if l.current.CompareAndSwap(h, nil) {
 			h.cancel(ErrClosed)
 			_ = l.dropZK()
-			if trace.Enabled {
-				trace.GateLeft(l.zk.Session().Conn(), l.zk.Path())
-			}
-			l.g.release(1)
+			l.leaveGate()
 		}
 	})
 	if err != nil {
@@ -280,10 +271,7 @@ func (l *Lock) leave(txnsOver <-chan struct{}) error {
 	if l.zkHold != nil {
 		err = l.dropZK()
 	}
-	if trace.Enabled {
-		trace.GateLeft(l.zk.Session().Conn(), l.zk.Path())
-	}
-	l.g.release(1)
+	l.leaveGate()
 	if err = l.life.releaseErr(err); err != nil && err != ErrClosed {
 		return fromZK(fmt.Errorf("release %s: %w", l.Path(), err))
 	}
@@ -390,4 +378,13 @@ func (o *observer) observe(ev Event) {
 		ev.Path = o.path
 		o.fn(ev)
 	}
+}
+
+// leaveGate gives the gate back, and records it (internal/trace) in a
+// build with the tierlocktrace tag.
+func (l *Lock) leaveGate() {
+	if trace.Enabled {
+		trace.GateLeft(l.zk.Session().Conn(), l.zk.Path())
+	}
+	l.g.release(1)
 }
