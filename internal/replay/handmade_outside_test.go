@@ -159,3 +159,31 @@ func TestHandMadeRecipes(t *testing.T) {
 		t.Errorf("a writer first at index 1: %v, want its turn refused", v)
 	}
 }
+
+// An old session's node, queued for deletion once its wait found the
+// session over, is taken by a create of another path in the new session:
+// createNode sends that create alone and the delete goes in the
+// background (deleteInBackground), which the replay must accept.
+func TestHandMadeOldSessionDeleteTaken(t *testing.T) {
+	b := newTr(7).add(trace.Step{Kind: trace.GateEnter, Path: lockA, Wait: true}).
+		add(trace.Step{Kind: trace.Send, Op: trace.OpCreate, Path: pfxA}).
+		add(trace.Step{Kind: trace.Answer, Op: trace.OpCreate, Path: pfxA, Node: nodeA}).
+		add(trace.Step{Kind: trace.Event, Note: "EventSession StateExpired"})
+	b.sid = 8
+	b.add(trace.Step{Kind: trace.Event, Note: "EventSession StateHasSession"}).
+		add(trace.Step{Kind: trace.DelAdd, Path: lockA, Node: nodeA}).
+		add(trace.Step{Kind: trace.GateLeave, Path: lockA}).
+		add(trace.Step{Kind: trace.GateEnter, Path: lockB, Wait: true}).
+		add(trace.Step{Kind: trace.DelTake, Path: lockA, Node: nodeA}).
+		add(trace.Step{Kind: trace.Send, Op: trace.OpCreate, Path: pfxB}).
+		add(trace.Step{Kind: trace.Send, Op: trace.OpDelete, Path: nodeA, Node: nodeA, Retry: true})
+	if v := replayed(t, "old delete", b.jsonl(t)).First(); v != nil {
+		t.Fatal(v)
+	}
+	// Carried by a multi instead, it would be a delete createNode never sends.
+	b.steps = b.steps[:len(b.steps)-2]
+	b.add(trace.Step{Kind: trace.Send, Op: trace.OpMulti, Path: pfxB})
+	if v := replayed(t, "old delete carried", b.jsonl(t)).First(); v == nil || !strings.Contains(v.Rule, "carrying no delete") {
+		t.Errorf("refused %v, want the multi refused", v)
+	}
+}

@@ -143,7 +143,7 @@ func (l *lock) create(st trace.Step) error {
 		return err
 	}
 	if st.Op == trace.OpMulti {
-		if err := l.carry(); err != nil {
+		if err := l.carry(st.Sid); err != nil {
 			return err
 		}
 	} else if l.stale != "" {
@@ -151,12 +151,8 @@ func (l *lock) create(st trace.Step) error {
 		// old session's delete, which the code sends on its own)
 		l.stale = ""
 	}
-	for i := 0; i < len(s.taken); i++ {
-		if d := s.dels[s.taken[i]]; d != nil && d.path == l.path && st.Op == trace.OpCreate {
-			d.state = delBackground // taken, not carried: deleted alone (the code's deleteInBackground)
-			s.taken = append(s.taken[:i], s.taken[i+1:]...)
-			i--
-		}
+	if st.Op == trace.OpCreate {
+		s.notCarried(l.path, st.Sid)
 	}
 	if st.Path != l.prefix {
 		l.unknown = false
@@ -182,18 +178,9 @@ func (l *lock) pathClear() error {
 // carry takes the delete a multi carries: the one taken for this path, or
 // the oldest taken (takeOther, of another path, only when this one has
 // none), or stale[p] kept from a multi whose answer was lost.
-func (l *lock) carry() error {
+func (l *lock) carry(sid int64) error {
 	s := l.s
-	pick := -1
-	for i, n := range s.taken {
-		if d := s.dels[n]; d != nil && d.path == l.path {
-			pick = i
-			break
-		}
-	}
-	if pick < 0 && len(s.taken) > 0 {
-		pick = 0
-	}
+	pick := s.pickTaken(l.path, sid)
 	switch {
 	case pick >= 0:
 		l.stale = s.taken[pick]
@@ -226,7 +213,7 @@ func (l *lock) created(st trace.Step) error {
 		l.node, l.owner = st.Node, 0
 		s.c.created(s, l.sentT, st)
 		if st.Sid == l.sendSid {
-			l.owner = st.Sid // mknode: "zsid[q] = sid[q]", the session it was applied in
+			l.owner, s.owners[st.Node] = st.Sid, st.Sid // mknode: "zsid[q] = sid[q]", the session it was applied in
 		} else {
 			l.unknown = true // the session changed while it was out: protection mode
 		}
@@ -376,7 +363,8 @@ func (l *lock) delAdd(st trace.Step) error {
 			d.state = delBackground // the older one goes on its own
 		}
 	}
-	s.dels[st.Node] = &del{path: l.path, by: l}
+	s.dels[st.Node] = &del{path: l.path, by: l, owner: s.owners[st.Node]}
+	delete(s.owners, st.Node)
 	return nil
 }
 

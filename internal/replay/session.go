@@ -28,8 +28,9 @@ type session struct {
 	now             map[int64]int  // grant verdicts "now", by owner, not yet followed by their grant
 	sent            map[string]int // requests sent, not answered: the session's wire
 	dels            map[string]*del
-	taken           []string        // deletes taken (del_take) that no create has carried yet
-	sweep           map[string]bool // prefixes of creates whose outcome was unknown or abandoned
+	owners          map[string]int64 // the session each node of ours was made in, until its delete is queued
+	taken           []string         // deletes taken (del_take) that no create has carried yet
+	sweep           map[string]bool  // prefixes of creates whose outcome was unknown or abandoned
 	locks           map[string][]*lock
 	epoch           int                    // lapses, disconnections and new sessions: what ends holds
 	owed            map[string]*trace.Step // held nodes whose loss a lapse or disconnection owes
@@ -51,7 +52,13 @@ type del struct {
 	state int
 	batch string // the flusher's batch it was sent in (its first node)
 	by    *lock  // the lock whose node it is
+	owner int64  // the session its node was made in, 0 when unknown
 }
+
+// oldAt reports whether d's node was made in a session other than sid:
+// a create never carries such a delete (createNode sends the create alone
+// and the delete goes in the background), whichever create took it.
+func (d *del) oldAt(sid int64) bool { return d.owner != 0 && d.owner != sid }
 
 // The states of a delete.
 const (
@@ -65,7 +72,7 @@ const (
 var delNames = [...]string{"pending", "taken", "flushed", "wire", "background"}
 
 func newSession(c *Checker, file string) *session {
-	return &session{c: c, file: file, now: map[int64]int{}, sent: map[string]int{}, dels: map[string]*del{},
+	return &session{c: c, file: file, now: map[int64]int{}, sent: map[string]int{}, dels: map[string]*del{}, owners: map[string]int64{},
 		sweep: map[string]bool{}, locks: map[string][]*lock{}, owed: map[string]*trace.Step{}, conn: true}
 }
 

@@ -93,6 +93,39 @@ func (s *session) delTake(st trace.Step) error {
 	return nil
 }
 
+// notCarried applies a create sent alone on path in session sid to the
+// deletes taken and not carried: its path's, and any of a node made in
+// another session (createNode carries neither), go in the background (the
+// code's deleteInBackground).
+func (s *session) notCarried(path string, sid int64) {
+	for i := 0; i < len(s.taken); i++ {
+		if d := s.dels[s.taken[i]]; d != nil && (d.path == path || d.oldAt(sid)) {
+			d.state = delBackground
+			s.taken = append(s.taken[:i], s.taken[i+1:]...)
+			i--
+		}
+	}
+}
+
+// pickTaken is the index in s.taken of the delete a multi on path sent in
+// session sid carries: the one taken for path, else the oldest taken
+// (takeOther); never one of a node made in another session, which
+// createNode does not carry. -1 when there is none.
+func (s *session) pickTaken(path string, sid int64) int {
+	pick := -1
+	for i, n := range s.taken {
+		d := s.dels[n]
+		switch {
+		case d != nil && d.oldAt(sid):
+		case d != nil && d.path == path:
+			return i
+		case pick < 0:
+			pick = i
+		}
+	}
+	return pick
+}
+
 // delFlush is deleteQueue.flush, "pend[p] != NONE -> wire[p]!DEL,pend[p],1"
 // (its first half: the delete taken by the flusher).
 func (s *session) delFlush(st trace.Step) error {
