@@ -29,10 +29,15 @@ go test -race -count=1 -tags tierlocktrace -run 'TestRecorded|TestHandMade' ./in
 # named, and replay the control run clean (about 80 s).
 go test -count=1 -tags 'tierlocktrace tierlockmutants' -run TestCodeMutants ./internal/replay/
 # The nemesis tests recorded and replayed through the model's client steps
-# (docs/replay.md): every fault kind of tier's mutex nemesis (partition,
+# (docs/replay.md): every fault kind of tier's nemesis (partition,
 # asymmetric, stall, drop, reset, flood; a guarded write's outcome across a
-# partition and a drop; NewSession's polled state). About 60 s.
-trace_dir=$(mktemp -d)
-TIERLOCK_TRACE="$trace_dir" go test -count=1 -tags tierlocktrace -run 'TestNemesis$|TestNemesisTxn$|TestNemesisNewSession$' ./tier/
-go run ./internal/replay/cmd/replay "$trace_dir"
-rm -rf "$trace_dir"
+# partition and a drop; NewSession's polled state; the recipes' and the
+# multi-lock's scenes) and zklock's expiry-only scenes. One directory per
+# package: trace files are named by pid. About 2.5 minutes.
+tier_traces=$(mktemp -d)
+TIERLOCK_TRACE="$tier_traces" go test -count=1 -tags tierlocktrace -run 'TestNemesis$|TestNemesisTxn$|TestNemesisNewSession$|TestRecipeNemesis$|TestRecipeFlood$|TestRWNemesis$|TestSemNemesis$|TestMultiLockNemesis$' ./tier/
+go run ./internal/replay/cmd/replay "$tier_traces"
+zklock_traces=$(mktemp -d)
+TIERLOCK_TRACE="$zklock_traces" go test -count=1 -tags tierlocktrace -run 'TestPositionAcrossFaults$|TestRevokeAcrossDisconnection$' ./zklock/
+go run ./internal/replay/cmd/replay "$zklock_traces"
+rm -rf "$tier_traces" "$zklock_traces"

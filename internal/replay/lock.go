@@ -34,6 +34,7 @@ type lock struct {
 	token    int64  // the pzxid of the listing that found our node first
 	waitedOn int64  // the pzxid of the last listing that found a predecessor
 	zkHeld   bool   // zkHeld[p]
+	ended    bool   // an acquisition ended past the gate (released, or its node's delete queued): the gate's next leave is its
 	hlost    bool   // hlost[p]
 	span     *span  // the valid hold of this process on the path, if any
 	mine     map[string]bool
@@ -57,7 +58,7 @@ var zstNames = [...]string{"idle", "creating", "queued", "leading", "held"}
 // gateEnter is "gate enter": "(gate[p] == 0 || gate[p] == g + 1) -> gate[p]
 // = g + 1", the gate free, or passed to this goroutine.
 func (l *lock) gateEnter() error {
-	l.gated = true
+	l.gated, l.ended = true, false
 	switch {
 	case !l.gate:
 		l.gate = true
@@ -101,7 +102,7 @@ func (l *lock) gateLeave() error {
 	if l.zst != idle && l.zst != held {
 		l.abandon()
 	}
-	l.gate = false
+	l.gate, l.ended = false, false
 	return nil
 }
 
@@ -338,7 +339,7 @@ func (l *lock) release(st trace.Step) error {
 	}
 	l.zkHeld = false
 	l.endSpan(l.s.global(st.T))
-	l.zst, l.node = idle, ""
+	l.zst, l.node, l.ended = idle, "", true
 	return nil
 }
 
@@ -356,7 +357,7 @@ func (l *lock) delAdd(st trace.Step) error {
 	}
 	delete(l.mine, st.Node)
 	if l.node == st.Node && l.zst != held {
-		l.zst, l.node = idle, ""
+		l.zst, l.node, l.ended = idle, "", true
 	}
 	for _, d := range s.dels {
 		if d.path == l.path && d.state == delPending {

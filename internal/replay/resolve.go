@@ -132,11 +132,17 @@ func (s *session) forCreate(prefix string) *lock {
 }
 
 // forLeave is the instance whose gate is given back: one past its gate
-// with nothing under way (released, or its wait given up and its node's
-// delete queued), else one that owes a pass, else one whose acquisition
-// is abandoned (a create in flight when its wait ended).
+// whose acquisition just ended (released, or its wait given up and its
+// node's delete queued), else one with nothing under way (a goroutine
+// that entered and leaves at once: a closed Lock, a try), else one that
+// owes a pass, else one whose acquisition is abandoned (a create in
+// flight when its wait ended). Ended first: with two Locks of the session
+// on the path (stress's close fault remakes them), a goroutine entering
+// the new one's gate while the old one's acquisition ends must not take
+// that acquisition's leave.
 func (s *session) forLeave(p string) *lock {
 	for _, ok := range []func(*lock) bool{
+		func(l *lock) bool { return l.ended && l.zst == idle && !l.zkHeld },
 		func(l *lock) bool { return l.zst == idle && !l.zkHeld },
 		func(l *lock) bool { return l.passOwed > 0 },
 		func(l *lock) bool { return !l.zkHeld },

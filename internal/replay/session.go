@@ -207,9 +207,13 @@ func (s *session) renew(st trace.Step) error {
 	if st.Owner != s.sid {
 		return refusef("a renew by a proof of session %d while the session is %d (zsid[q] == sid[q])", st.Owner, s.sid)
 	}
+	// The earliest answer at or after the send time: a later one may be
+	// the only one a later renew can use (answers come in the order the
+	// session's requests were sent, renews in the order their goroutines
+	// get to run, which a flood of acquisitions on one session scrambles).
 	i := -1
-	for k := len(s.proofs) - 1; k >= 0; k-- {
-		if p := s.proofs[k]; p.sid == st.Owner && p.t >= st.At {
+	for k, p := range s.proofs {
+		if p.sid == st.Owner && p.t >= st.At {
 			i = k
 			break
 		}

@@ -74,7 +74,11 @@ func (s *session) answer(st trace.Step) error {
 // proved notes a successful write's or sync's answer, which a renew may
 // follow (Session.proved).
 func (s *session) proved(st trace.Step) {
-	const keep = 256 // proofs whose renew moved nothing are never followed by one
+	// Proofs whose renew moved nothing are never followed by one: the
+	// oldest go. A flood of acquisitions on one session can answer
+	// hundreds of writes before the goroutine of one of them records its
+	// renew (a 10-minute stress -fault all run needed more than 256).
+	const keep = 4096
 	if len(s.proofs) == keep {
 		s.proofs = append(s.proofs[:0], s.proofs[1:]...)
 	}

@@ -1,0 +1,77 @@
+package replay
+
+import (
+	"testing"
+
+	"github.com/tierlock/tierlock/internal/trace"
+)
+
+// Two Locks of one session on one path (stress's close fault remakes a
+// worker's locks while its goroutines acquire): the old Lock's wait ends
+// (its node's delete queued, its gate left) right after a goroutine
+// entered the gate of a Lock whose instance the replay reuses. The gate
+// left is the ended acquisition's, not the one just entered; taken for
+// the entered one, the next create was given to the ended Lock and
+// refused at pathClear (seen in a 10-minute stress -fault all run, at its
+// step 64,413, before forLeave preferred the ended acquisition).
+func TestHandMadeTwoLocksOnAPath(t *testing.T) {
+	const (
+		pfxB  = lockA + "/_c_3333-lock-"
+		pfxC  = lockA + "/_c_4444-lock-"
+		nodeB = pfxB + "0000000005"
+	)
+	b := newTr(7).
+		// Lock A: queued behind another process's node.
+		add(trace.Step{Kind: trace.GateEnter, Path: lockA, Wait: true}).
+		add(trace.Step{Kind: trace.Send, Op: trace.OpCreate, Path: pfxA}).
+		add(trace.Step{Kind: trace.Send, Op: trace.OpList, Path: lockA}).
+		add(trace.Step{Kind: trace.Answer, Op: trace.OpCreate, Path: pfxA, Node: nodeA}).
+		add(trace.Step{Kind: trace.Answer, Op: trace.OpList, Path: lockA, N: 2, Pzxid: 30}).
+		add(trace.Step{Kind: trace.Turn, Node: nodeA, N: 1, Pzxid: 30, Note: "wait"}).
+		// Lock B, made by the fault: queued behind A's node.
+		add(trace.Step{Kind: trace.GateEnter, Path: lockA, Wait: true}).
+		add(trace.Step{Kind: trace.Send, Op: trace.OpCreate, Path: pfxB}).
+		add(trace.Step{Kind: trace.Send, Op: trace.OpList, Path: lockA}).
+		add(trace.Step{Kind: trace.Answer, Op: trace.OpCreate, Path: pfxB, Node: nodeB}).
+		add(trace.Step{Kind: trace.Answer, Op: trace.OpList, Path: lockA, N: 3, Pzxid: 31}).
+		add(trace.Step{Kind: trace.Turn, Node: nodeB, N: 2, Pzxid: 31, Note: "wait"}).
+		// A is closed: its wait ends, its node's delete goes out.
+		add(trace.Step{Kind: trace.DelAdd, Path: lockA, Node: nodeA}).
+		add(trace.Step{Kind: trace.GateLeave, Path: lockA}).
+		add(trace.Step{Kind: trace.DelFlush, Path: lockA, Node: nodeA}).
+		add(trace.Step{Kind: trace.Send, Op: trace.OpDelete, Path: nodeA}).
+		// Lock C's goroutine enters (the replay reuses A's instance), and
+		// B is closed in turn: B's wait ends and B's gate is left.
+		add(trace.Step{Kind: trace.GateEnter, Path: lockA, Wait: true}).
+		add(trace.Step{Kind: trace.DelAdd, Path: lockA, Node: nodeB}).
+		add(trace.Step{Kind: trace.GateLeave, Path: lockA}).
+		// C creates: its own Lock has no released node pending.
+		add(trace.Step{Kind: trace.Send, Op: trace.OpCreate, Path: pfxC})
+	if v := replayed(t, "two-locks", b.jsonl(t)).First(); v != nil {
+		t.Fatal(v)
+	}
+}
+
+// Two writes answered before either's renew is recorded, the renews then
+// in the order of their send times: each renew is matched with the
+// earliest answer at or after its send, so the later answer is left for
+// the later renew (matched with the latest answer first, the first renew
+// took the only answer the second could use, and the second was refused:
+// a flood of acquisitions on one session in a 10-minute stress run).
+func TestHandMadeRenewsAfterTheirAnswers(t *testing.T) {
+	b := newTr(7).
+		add(trace.Step{Kind: trace.Send, Op: trace.OpSync, Path: "/"}).         // t 10
+		add(trace.Step{Kind: trace.Answer, Op: trace.OpSync, Path: "/"}).       // t 20
+		add(trace.Step{Kind: trace.Send, Op: trace.OpSync, Path: "/"}).         // t 30
+		add(trace.Step{Kind: trace.Answer, Op: trace.OpSync, Path: "/"}).       // t 40
+		add(trace.Step{Kind: trace.Renew, Owner: 7, At: 10, Until: 10 + 1000}). // the first's
+		add(trace.Step{Kind: trace.Renew, Owner: 7, At: 30, Until: 30 + 1000})  // the second's
+	if v := replayed(t, "renews", b.jsonl(t)).First(); v != nil {
+		t.Fatal(v)
+	}
+	// A renew from after every answer is still refused.
+	b.add(trace.Step{Kind: trace.Renew, Owner: 7, At: 65, Until: 65 + 1000})
+	if v := replayed(t, "late renew", b.jsonl(t)).First(); v == nil || v.Step.Kind != trace.Renew {
+		t.Fatalf("refused %v, want the renew counted from after every answer", v)
+	}
+}
