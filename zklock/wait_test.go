@@ -1,6 +1,10 @@
 package zklock_test
 
 import (
+	"bytes"
+	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,6 +41,65 @@ func TestFailedWriteOfWaiterWatchIsRetried(t *testing.T) {
 	r := <-got
 	if r.err != nil {
 		t.Fatalf("waiter's Acquire after its watch's write failed: %v", r.err)
+	}
+	if err := r.h.Release(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// After a watch it could not set, the waiter reads the queue again before
+// it watches anew, as twotier.pml's wait does ("goto list"), rather than
+// deciding again on the listing from before the failure. Before: the next
+// request after the failed GetW was another GetW.
+func TestFailedWatchListsAgain(t *testing.T) {
+	servers := zktest.Servers(t)
+	hs := connect(t, servers)
+	ws := connect(t, servers)
+	p := zktest.Path(t)
+	holder := newLock(t, hs, p)
+	waiter := newLock(t, ws, p)
+	ctx := ctxT(t, 20*time.Second)
+	hh, err := holder.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var ops []int32 // the waiter's reads of the queue and watches, from the failed watch on
+	var failed bool
+	zklock.SetWriteHook(ws, func(op int32, b []byte) error {
+		if op != zklock.OpGetData && op != zklock.OpGetChildren2 {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if op == zklock.OpGetData && bytes.Contains(b, []byte(p+"/")) && !failed {
+			failed = true
+			return errors.New("test: the watch's write fails")
+		}
+		if failed {
+			ops = append(ops, op)
+		}
+		return nil
+	})
+	defer zklock.SetWriteHook(ws, nil)
+	got := goAcquire(ctx, waiter)
+	eventually(t, 10*time.Second, "the watch set again after its failed write", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(ops, zklock.OpGetData)
+	})
+	mu.Lock()
+	first := ops[0]
+	mu.Unlock()
+	if first != zklock.OpGetChildren2 {
+		t.Errorf("after the failed watch the waiter sent opcode %d first, want a listing (%d)", first, zklock.OpGetChildren2)
+	}
+	if err := hh.Release(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatal(r.err)
 	}
 	if err := r.h.Release(); err != nil {
 		t.Fatal(err)
