@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/go-zookeeper/zk"
 
@@ -17,65 +16,7 @@ import (
 // local holders share one node, so a write of a hold already handed on
 // would pass the server's check: it must be refused here, and a write of
 // the hold that is still on the wire when the hold is handed on must be
-// over before the next holder starts.
-
-// txnGate orders a hold's guarded writes against its hand-off. (A hold
-// that ends with its node needs no gate: its writes go out on that node
-// alone, through zklock.Hold.Txn, and the server orders them against the
-// node's delete.)
-//
-// A Txn enters (begin) after finding its hold current; Release, having
-// made the hold not current, closes the gate (end) and, before a hand-off,
-// waits until every request that entered has completed at the server or
-// failed (idle). The mutex is the happens-before edge: either begin runs
-// first, and its count is seen by end, so idle waits for that request; or
-// end runs first, and begin sees ended and refuses, sending nothing. So
-// no guarded write of a hold can be applied after the next local holder
-// got the hold. The count drops when the request ends, not when Txn
-// returns: a Txn whose context ended first leaves its request in flight,
-// and that request still counts.
-type txnGate struct {
-	mu    sync.Mutex
-	ended bool
-	n     int           // requests admitted and not over
-	idle  chan struct{} // made by end, closed once ended and n == 0
-}
-
-// begin admits one request, unless the hold was released.
-func (g *txnGate) begin() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.ended {
-		return false
-	}
-	g.n++
-	return true
-}
-
-// done ends an admitted request.
-func (g *txnGate) done() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.n--
-	if g.ended && g.n == 0 {
-		close(g.idle)
-	}
-}
-
-// end admits no more requests and returns a channel closed once the
-// admitted ones are over.
-func (g *txnGate) end() <-chan struct{} {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.ended {
-		g.ended = true
-		g.idle = make(chan struct{})
-		if g.n == 0 {
-			close(g.idle)
-		}
-	}
-	return g.idle
-}
+// over before the next holder starts: the hold's txnGate (held.go).
 
 type txnResult struct {
 	res []zk.MultiResponse

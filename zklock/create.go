@@ -2,8 +2,10 @@ package zklock
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
-	"fmt"
+	"math/rand/v2"
 	"path"
 	"sync/atomic"
 
@@ -16,9 +18,10 @@ import (
 
 // Creating our node: admitted with the listing pipelined behind it, the
 // path's pending delete taken (createAndList), the create request (a multi
-// when it carries a pending delete), and what an acquisition does when a
-// create fails, its outcome unknown (protection mode: the GUID looked for
-// before another create).
+// when it carries a pending delete), and the search for our GUID after a
+// create of unknown outcome (findOwn; the clean-up of an abandoned create,
+// abandon and sweep). What the next attempt does after a failed create is
+// protection.go's; the queue's order and the wait are wait.go's.
 
 // errNodeGone reports that our queued node disappeared before we held the
 // lock.
@@ -58,11 +61,15 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (our
 	if stale == nil && l.pathKnown.Load() {
 		stale = s.dels.takeOther()
 	}
+	carried := stale
+	if mutant.On(mutant.DeleteWrongCreate) {
+		carried = l.wrongDelete(stale) // seeded bug: another node's delete carried
+	}
 	var n ourNode
 	var dropped bool
 	c := s.pipeline(ctx, prefix, request{write: true, admitted: true, do: func() error {
 		var err error
-		n.node, n.owner, dropped, err = l.create(prefix, stale)
+		n.node, n.owner, dropped, err = l.create(prefix, carried)
 		return err
 	}}, wire.OpCreate, wire.OpMulti)
 	if stale != nil {
@@ -163,9 +170,6 @@ func (l *Lock) takeDelete(ctx context.Context, wait bool) (*pendingDelete, error
 // protection mode reads its true owner from the node.
 func (l *Lock) create(prefix string, stale *pendingDelete) (node string, owner int64, dropped bool, err error) {
 	s := l.s
-	if mutant.On(mutant.DeleteWrongCreate) {
-		stale = l.wrongDelete(stale) // seeded bug: another node's delete carried
-	}
 	before := s.conn.SessionID()
 	node, dropped, err = s.createNode(prefix, l.data, l.acl, stale)
 	if hook := testHookCreated.Load(); hook != nil {
@@ -222,76 +226,57 @@ func (s *Session) createNode(prefix string, data []byte, acl []zk.ACL, d *pendin
 	return "", false, err
 }
 
-// What an acquisition does when its first create fails.
+// errNotListed is listBehind's answer under the grant-before-listing bug:
+// the listing was not waited for.
+var errNotListed = errors.New("zklock: mutant: listing not waited for")
 
-// errParentsMade asks retry to create our node again once the missing
-// parents exist.
-var errParentsMade = errors.New("zklock: lock path created")
-
-// enqueueAgain is the retry machinery, which a first create that
-// succeeded never pays for: it makes the missing parents, and after a
-// create of unknown outcome looks for our GUID before creating again.
-func (l *Lock) enqueueAgain(ctx context.Context, guid, prefix string, first error) (ourNode, error) {
+// wrongDelete is the delete-wrong-create bug: the create carries the
+// delete of the wrong node, the queue's first that is not the released one
+// (stale's): another process's, holding or next to hold, in place of
+// stale, which is deleted on its own.
+func (l *Lock) wrongDelete(stale *pendingDelete) *pendingDelete {
 	s := l.s
-	var n ourNode
-	parentsMade, mayExist := false, false
-	pending := first // the first attempt's error, classified in the first round
-	err := s.retry(ctx, func() error {
-		if pending != nil {
-			e := pending
-			pending = nil
-			return l.createFailed(e, &parentsMade, &mayExist)
-		}
-		if mayExist {
-			found, owner, err := l.findOwn(guid)
-			if err != nil {
-				return err
-			}
-			if found != "" && owner == s.conn.SessionID() {
-				n.node, n.owner = found, owner
-				return nil
-			}
-			if found != "" {
-				// Created in a session that is now over: it goes with it.
-				s.deleteInBackground(found, owner)
-			}
-			mayExist = false
-		}
-		var cerr error
-		n, cerr = l.createAndList(ctx, prefix, true)
-		if cerr == nil {
-			return nil
-		}
-		return l.createFailed(cerr, &parentsMade, &mayExist)
-	})
+	children, _, err := s.conn.Children(l.path)
 	if err != nil {
-		if mayExist {
-			l.sweepInBackground(guid) // given up with a create of unknown outcome
-		}
-		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			return ourNode{}, err
-		}
-		return ourNode{}, fmt.Errorf("zklock: queue on %s: %w", l.path, err)
+		return stale
 	}
-	return n, nil
+	for _, e := range l.sortQueue(children) {
+		victim := l.path + "/" + e.name
+		if stale != nil && victim == stale.node {
+			continue
+		}
+		if stale != nil {
+			s.deleteInBackground(stale.node, stale.owner)
+		}
+		return &pendingDelete{path: l.path, node: victim, owner: s.conn.SessionID()}
+	}
+	return stale
 }
 
-// createFailed decides what a failed create asks for: the parents made
-// (once), the caller told (a refusal), or protection mode (its outcome
-// unknown). The error it returns is retried unless it is a refusal.
-func (l *Lock) createFailed(err error, parentsMade, mayExist *bool) error {
-	switch {
-	case errors.Is(err, zk.ErrNoNode) && !*parentsMade:
-		*parentsMade = true
-		if err := l.ensureParents(); err != nil {
-			return err
-		}
-		return errParentsMade // retried like a lost connection
-	case refusal(err):
-		return err
-	}
-	*mayExist = true
-	return err
+// newGUID returns a random (version 4) UUID in its canonical 36-character
+// form with dashes, as Curator writes it.
+//
+// The GUID only has to be unique (protection mode finds our node by it),
+// not secret, so it comes from math/rand/v2's generator, which the runtime
+// seeds from the system's entropy and keeps per thread: no system call per
+// acquisition.
+func newGUID() string {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[0:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(b[8:16], rand.Uint64())
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	var s [36]byte
+	hex.Encode(s[0:8], b[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], b[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], b[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], b[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], b[10:])
+	return string(s[:])
 }
 
 // abandon cleans up after a create that ctx gave up on: once the request
@@ -336,11 +321,6 @@ func (l *Lock) sweep(guid string) {
 	})
 }
 
-// sweepInBackground runs sweep on a goroutine the session tracks.
-func (l *Lock) sweepInBackground(guid string) {
-	l.s.goBackground(func() { l.sweep(guid) })
-}
-
 // findOwn looks for the node carrying guid under the lock path, and the
 // session that owns it. It syncs first: a follower that has not applied
 // our create yet would answer "not found", and a second create would then
@@ -373,25 +353,4 @@ func (l *Lock) findOwn(guid string) (node string, owner int64, err error) {
 		return "", 0, nil
 	}
 	return node, stat.EphemeralOwner, nil
-}
-
-// ensureParents creates the lock path and its missing ancestors as
-// container nodes, which the server removes once they are empty.
-func (l *Lock) ensureParents() error {
-	conn := l.s.conn
-	var mk func(p string) error
-	mk = func(p string) error {
-		_, err := conn.CreateContainer(p, nil, zk.FlagContainer, l.acl)
-		if errors.Is(err, zk.ErrNoNode) && path.Dir(p) != "/" {
-			if err := mk(path.Dir(p)); err != nil {
-				return err
-			}
-			_, err = conn.CreateContainer(p, nil, zk.FlagContainer, l.acl)
-		}
-		if err == nil || errors.Is(err, zk.ErrNodeExists) {
-			return nil
-		}
-		return err
-	}
-	return mk(l.path)
 }

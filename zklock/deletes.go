@@ -12,7 +12,7 @@ import (
 )
 
 // The delete queue: a released node's delete waits for the session's next
-// create, or for the flusher, and is guaranteed (guaranteed.go): retried
+// create, or for the flusher, and is guaranteed (deleteGuaranteed, below): retried
 // until the node or its session is gone.
 
 func (q *deleteQueue) init(s *Session) {
@@ -242,5 +242,100 @@ func (q *deleteQueue) send(batch []*pendingDelete) {
 	q.s.pipeline(q.s.life.ctx, batch[0].node, request{write: true, do: req}, op)
 	for _, d := range batch {
 		q.sent(d)
+	}
+}
+
+// Guaranteed deletes (Curator's): retried whatever the error until the
+// node is gone or its session is over.
+
+// deleteGuaranteed deletes node, created by session owner, retrying
+// whatever the error until the node is gone or its session is over
+// (Curator's guaranteed delete). A session is over when the client holds
+// another one (the server expired it, and its ephemeral nodes with it), or
+// when the connection was closed (by the Session, which owns it, or under
+// NewSession by its owner: go-zookeeper's Close ends the session at once).
+// Once the Session is closed, it also stops after twice the session
+// timeout without a session, so that Close under NewSession is bounded.
+func (s *Session) deleteGuaranteed(node string, owner int64) {
+	s.untilSessionOver(owner, func() (bool, error) {
+		// Guarded: this closure is copied where deleteGuaranteed is
+		// inlined, and the copies' calls are not inlined themselves.
+		if trace.Enabled {
+			trace.RetrySent(s.conn, node)
+		}
+		err := s.conn.Delete(node, -1)
+		if trace.Enabled {
+			trace.RetryAnswered(s.conn, node, err)
+		}
+		if refusal(err) && !errors.Is(err, zk.ErrNoNode) {
+			s.log.Warn("lock node delete refused; retrying", "node", node, "err", err)
+		}
+		return err == nil || errors.Is(err, zk.ErrNoNode), err
+	})
+}
+
+// untilSessionOver runs op, backing off between attempts, until it reports
+// done or session owner is over (see deleteGuaranteed), whatever errors op
+// meets. Closing the Session does not stop it unless the Session owns the
+// connection; under NewSession, the owner's closing of the connection
+// does.
+func (s *Session) untilSessionOver(owner int64, op func() (done bool, err error)) {
+	b := s.newBackOff()
+	var downSince time.Time
+	for {
+		// While the connection is down the request would only be queued,
+		// to go out first thing on the next connection (where go-zookeeper
+		// races with its own re-arming of watches): wait instead.
+		if s.conn.State() == zk.StateHasSession {
+			if done, _ := op(); done {
+				return
+			}
+		}
+		if s.hardStopped() || s.link.connGone.Load() {
+			// Our connection is closed (by us, or under NewSession by its
+			// owner): go-zookeeper's Close ended the session, and the
+			// server deletes its nodes.
+			return
+		}
+		if id := s.conn.SessionID(); id != owner && owner != 0 {
+			return
+		}
+		// No give-up by time while the Session is open: a session can
+		// outlive any outage, since a server that takes over (a restart, a
+		// new leader) gives every session a fresh timeout, and a node left
+		// to a live session would block its queue for the session's life.
+		// Only a closed Session (under NewSession: Close waits for this)
+		// stops after 2T without a session.
+		if s.conn.State() != zk.StateHasSession && s.isClosed() {
+			if downSince.IsZero() {
+				downSince = time.Now()
+			} else if time.Since(downSince) > 2*s.timeout() {
+				return
+			}
+		} else {
+			downSince = time.Time{}
+		}
+		t := time.NewTimer(b.NextBackOff())
+		select {
+		case <-t.C:
+		case <-s.life.hardStop:
+			t.Stop()
+			return
+		}
+	}
+}
+
+// deleteInBackground runs deleteGuaranteed on a goroutine the session
+// tracks.
+func (s *Session) deleteInBackground(node string, owner int64) {
+	s.goBackground(func() { s.deleteGuaranteed(node, owner) })
+}
+
+func (s *Session) hardStopped() bool {
+	select {
+	case <-s.life.hardStop:
+		return true
+	default:
+		return false
 	}
 }

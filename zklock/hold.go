@@ -1,14 +1,12 @@
 package zklock
 
 import (
-	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/tierlock/tierlock/internal/closed"
 	"github.com/tierlock/tierlock/internal/trace"
@@ -95,6 +93,171 @@ func (h *Hold) Err() error {
 	return fmt.Errorf("%w: %w", ErrLockLost, h.cause)
 }
 
+// Revoked returns a channel that is closed when a revocation request for
+// the hold arrives. It is nil (it never closes) when the lock was made
+// without WithRevocable.
+func (h *Hold) Revoked() <-chan struct{} {
+	if h == nil {
+		return closed.Chan
+	}
+	return h.revoked
+}
+
+// A hold begins (attempt, lock.go): newHold makes it for a node that
+// leads; the session grants it (grant: the one place where package
+// zklock's lock files ask whether a hold may begin, an answer that rests
+// on the session's state and its lease, lease.go); publish makes it the
+// lock's; armWatch watches its node when that is worth it (holdwatch.go).
+
+// newHold makes the hold of a node that leads, with its fencing token (see
+// waitTurn).
+func (l *Lock) newHold(node string, owner, token int64) *Hold {
+	h := &Hold{s: l.s, path: l.path, lock: l, node: node, owner: owner, token: token, lost: make(chan struct{})}
+	if l.revocable {
+		h.revoked = make(chan struct{})
+	}
+	return h
+}
+
+// grant makes h one of the session's valid holds once the session can
+// vouch for it: h's session is the current one, and the lease lies ahead,
+// or a sync has renewed it. It returns errNodeGone when h's session is over
+// (the node went with it) and ctx's error when ctx ends first. Package
+// zklock's lock files ask the session, and only here, whether a hold may
+// begin.
+func (s *Session) grant(ctx context.Context, owner int64, h sessionHold) error {
+	for attempt := 0; ; attempt++ {
+		s.st.mu.Lock()
+		verdict := s.grantableLocked(owner)
+		trace.Judged(s.conn, owner, verdict)
+		if verdict == grantNow {
+			s.st.holds[h] = struct{}{}
+			s.st.lease.armLocked()
+			s.st.mu.Unlock()
+			return nil
+		}
+		changed := s.st.changed
+		s.st.mu.Unlock()
+		switch verdict {
+		case grantClosed:
+			return s.closedErr()
+		case grantGone:
+			return errNodeGone
+		}
+		if err := s.awaitGrantable(ctx, verdict, attempt, changed); err != nil {
+			return err
+		}
+	}
+}
+
+// What grantableLocked finds.
+const (
+	grantNow    = iota
+	grantClosed // the session is closed
+	grantGone   // h's session is over: its node went with it
+	grantLag    // the connection has h's session but our view of it lags
+	grantDown   // not connected: wait for the connection, or news that the session is over
+	grantLease  // connected, but the lease is not ahead
+)
+
+func (s *Session) grantableLocked(owner int64) int {
+	switch {
+	case s.st.closed:
+		return grantClosed
+	case owner != s.conn.SessionID():
+		// The client holds another session (or none, after an expiry).
+		return grantGone
+	case owner != s.st.sessionID:
+		// Under NewSession the state is polled: wait for it rather than
+		// give up a node that exists.
+		return grantLag
+	case s.st.state != StateConnected && !(s.cfg.expiryOnly && s.st.state == StateDisconnected):
+		return grantDown
+	case !s.st.lease.validLocked(time.Now()):
+		return grantLease
+	}
+	return grantNow
+}
+
+// awaitGrantable waits for what may change grant's verdict.
+func (s *Session) awaitGrantable(ctx context.Context, verdict, attempt int, changed <-chan struct{}) error {
+	var refreshed <-chan struct{}
+	var lag <-chan time.Time
+	switch verdict {
+	case grantLease:
+		if attempt == 0 {
+			s.st.lease.waits.Add(1)
+		}
+		refreshed = s.st.lease.refresh()
+	case grantLag:
+		lag = time.After(5 * time.Millisecond) // a polled state catches up within a tick
+	}
+	select {
+	case <-lag:
+	case <-refreshed:
+		if attempt > 0 {
+			// The leader did not confirm us: do not spin.
+			if !sleepCtx(ctx, min(time.Duration(attempt)*10*time.Millisecond, s.cfg.maxRetryWait)) {
+				return ctx.Err()
+			}
+		}
+	case <-changed:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.life.ctx.Done():
+		return s.closedErr()
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// publish makes the granted h the lock's hold, unless the lock was closed
+// meanwhile, and arms its own-node watch.
+func (l *Lock) publish(h *Hold) error {
+	l.mu.Lock()
+	closed := l.closed
+	if !closed {
+		l.hold = h
+	}
+	l.mu.Unlock()
+	if closed {
+		h.released.Store(true)
+		h.giveUp()
+		return ErrClosed
+	}
+	h.armWatch()
+	return nil
+}
+
+// armWatch arms the hold's own-node watch when it is worth it (see
+// holdwatch.go, where the watch runs).
+func (h *Hold) armWatch() {
+	d := h.s.st.lease.bound()
+	if h.revoked != nil {
+		d = 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.isLost() || h.released.Load() {
+		return
+	}
+	h.watching = time.AfterFunc(d, h.watchOwn)
+}
+
+// A hold ends by Release or by lose, both through giveUp: out of the
+// lock (detach), out of the session's valid holds (forget), its watch
+// stopped, its node's delete queued (deletes.go).
+
 // Release gives the hold up. It does not wait for ZooKeeper: the delete of
 // the node goes out with the session's next create, or a moment (100µs)
 // later, and the session's next create on the path queues behind it.
@@ -119,6 +282,18 @@ func (h *Hold) Release() error {
 		return fmt.Errorf("%w: %w", ErrLockLost, h.cause)
 	}
 	return nil
+}
+
+// detach takes h out of the lock, once: false when it is not the lock's
+// hold any more (released already).
+func (l *Lock) detach(h *Hold) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.hold != h {
+		return false
+	}
+	l.hold = nil
+	return true
 }
 
 func (h *Hold) isLost() bool {
@@ -181,145 +356,10 @@ func (h *Hold) giveUp() {
 	})
 }
 
-// The own-node watch: a data watch on the holder's own node, through which
-// a deletion by someone else (an operator's break) and a revocation
-// request are noticed. It does nothing for loss before grant: when our node
-// goes (an expiry, a deletion), our event and the next holder's are sent
-// concurrently, so the next grant can come before we hear; the lease
-// (lease.go) is what tells the holder first. So it is armed only where it
-// buys something: at once for a revocable hold (a request written while
-// the node waited is seen at the first read), and for other holds once
-// they have lasted the lease's bound, after which an operator's deletion
-// is seen within a round trip instead of at the release. A hold that ends
-// sooner costs no request and no event.
-
-// watchOwn reads the hold's node and watches it: a deletion, or the
-// watch's end with the session, ends the hold; a revocation request in its
-// data is passed on; a data change arms it again. Errors that leave the
-// node's fate open are retried after a pause. It runs on a goroutine of
-// its own (time.AfterFunc's, or the one a data change starts), briefly:
-// under Connect the event reaches the session's callback; under NewSession
-// it waits for the event here.
-func (h *Hold) watchOwn() {
-	s := h.s
-	if h.isLost() || h.released.Load() || s.isClosed() {
-		return
-	}
-	unwatch := func() {}
-	if s.dispatching() {
-		// Registered before the read, so that no event after it is missed.
-		unwatch = s.watch(h.node, h.onOwnEvent)
-	}
-	data, stat, ev, err := s.conn.GetW(h.node)
-	if !h.watchRead(stat, err) {
-		unwatch()
-		return
-	}
-	h.mu.Lock()
-	if h.watching == nil && (h.isLost() || h.released.Load()) {
-		h.mu.Unlock()
-		unwatch()
-		return
-	}
-	h.unwatch = unwatch
-	h.mu.Unlock()
-	if h.revoked != nil && IsRevocation(data) {
-		h.lock.revoke(h)
-	}
-	if !s.dispatching() {
-		// No event callback: the event arrives on ev only.
-		select {
-		case e := <-ev:
-			h.onOwnEvent(e)
-		case <-h.lost:
-		case <-s.life.ctx.Done():
-		}
-	}
-}
-
-// watchRead handles the own-node watch's read: false when it did not set a
-// watch (the node is gone, or not ours, or the read failed and is retried).
-func (h *Hold) watchRead(stat *zk.Stat, err error) bool {
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		h.lose(ErrNodeDeleted)
-	case err != nil:
-		h.retryWatch(err)
-	case stat.EphemeralOwner != h.owner:
-		// The node was created in an older session than we thought (a
-		// reconnect raced the create's reply): it dies with that one.
-		h.lose(ErrSessionExpired)
-	default:
-		return true
-	}
-	return false
-}
-
-// onOwnEvent handles an event of the own-node watch. It may run on
-// go-zookeeper's event goroutine: it does not block.
-func (h *Hold) onOwnEvent(ev zk.Event) {
-	switch ev.Type {
-	case zk.EventNodeDeleted:
-		h.lose(ErrNodeDeleted)
-	case zk.EventNotWatching:
-		h.lose(ErrSessionExpired)
-	case zk.EventNodeDataChanged:
-		// A revocation request, say: read it, and watch again.
-		h.mu.Lock()
-		h.unwatch = nil
-		h.mu.Unlock()
-		h.s.goBackground(h.watchOwn)
-	}
-}
-
-// retryWatch arms the own-node watch again after a pause, when err left
-// the node's fate open; a session that is over ends the hold.
-func (h *Hold) retryWatch(err error) {
-	s := h.s
-	if s.conn.SessionID() != h.owner {
-		h.lose(ErrSessionExpired)
-		return
-	}
-	s.log.Debug("own-node watch failed; retrying", "node", h.node, "err", err)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.watching != nil {
-		h.watching = time.AfterFunc(s.cfg.maxRetryWait, h.watchOwn)
-	}
-}
-
-// RevokeMessage is what a revocation request writes into a lock node's
-// data: Curator's LockInternals.REVOKE_MESSAGE.
-const RevokeMessage = "__REVOKE__"
-
-var revokeData = []byte(RevokeMessage)
-
-// IsRevocation reports whether a lock node's data is a revocation request.
-// A revoked node's data no longer says who created it (the request
-// overwrote the host, pid and label).
-func IsRevocation(data []byte) bool { return bytes.Equal(data, revokeData) }
-
-// armWatch arms the hold's own-node watch when it is worth it (see
-// hold.go, where the watch runs).
-func (h *Hold) armWatch() {
-	d := h.s.st.lease.bound()
-	if h.revoked != nil {
-		d = 0
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.isLost() || h.released.Load() {
-		return
-	}
-	h.watching = time.AfterFunc(d, h.watchOwn)
-}
-
-// Revoked returns a channel that is closed when a revocation request for
-// the hold arrives. It is nil (it never closes) when the lock was made
-// without WithRevocable.
-func (h *Hold) Revoked() <-chan struct{} {
-	if h == nil {
-		return closed.Chan
-	}
-	return h.revoked
+// forget removes h from the valid holds (released, or lost by its own
+// watch).
+func (s *Session) forget(h sessionHold) {
+	s.st.mu.Lock()
+	delete(s.st.holds, h)
+	s.st.mu.Unlock()
 }

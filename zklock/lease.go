@@ -1,7 +1,6 @@
 package zklock
 
 import (
-	"context"
 	"time"
 
 	"github.com/tierlock/tierlock/internal/closed"
@@ -372,13 +371,17 @@ func (le *lease) stop() {
 	le.s.st.mu.Unlock()
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
+// timeout is the session timeout the loss bounds derive from: the one the
+// server negotiated when known (from the connect response under Connect,
+// from the connection under NewSession), else the one asked for; the
+// smaller of the two, which only shortens the bounds.
+func (s *Session) timeout() time.Duration {
+	granted := time.Duration(s.link.granted.Load())
+	if s.tap != nil {
+		granted = s.tap.GrantedTimeout()
 	}
+	if granted > 0 {
+		return min(granted, s.cfg.timeout)
+	}
+	return s.cfg.timeout
 }

@@ -175,41 +175,11 @@ func (l *Lock) acquireNode(ctx context.Context, wait bool) (*Hold, error) {
 	}
 }
 
-// publish makes the granted h the lock's hold, unless the lock was closed
-// meanwhile, and arms its own-node watch.
-func (l *Lock) publish(h *Hold) error {
-	l.mu.Lock()
-	closed := l.closed
-	if !closed {
-		l.hold = h
-	}
-	l.mu.Unlock()
-	if closed {
-		h.released.Store(true)
-		h.giveUp()
-		return ErrClosed
-	}
-	h.armWatch()
-	return nil
-}
-
 // lost tells the lock's loss handler (WithLossHandler) of node lost.
 func (l *Lock) lost(node string, cause error) {
 	if l.onLost != nil {
 		l.onLost(node, cause)
 	}
-}
-
-// detach takes h out of the lock, once: false when it is not the lock's
-// hold any more (released already).
-func (l *Lock) detach(h *Hold) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.hold != h {
-		return false
-	}
-	l.hold = nil
-	return true
 }
 
 // testHookAcquired, when a test sets it, runs in acquire once the node
@@ -282,14 +252,4 @@ func (l *Lock) enqueue(ctx context.Context, wait bool) (ourNode, error) {
 		return ourNode{}, ctx.Err()
 	}
 	return ourNode{}, err
-}
-
-// newHold makes the hold of a node that leads, with its fencing token (see
-// waitTurn).
-func (l *Lock) newHold(node string, owner, token int64) *Hold {
-	h := &Hold{s: l.s, path: l.path, lock: l, node: node, owner: owner, token: token, lost: make(chan struct{})}
-	if l.revocable {
-		h.revoked = make(chan struct{})
-	}
-	return h
 }

@@ -212,22 +212,3 @@ func (s *Session) make(r request) error {
 	}
 	return err
 }
-
-// awaitAuth waits until the session's credentials are in place: every
-// request that creates, deletes or reads lock nodes goes after it. It
-// returns the auth's failure, or ctx's error.
-func (s *Session) awaitAuth(ctx context.Context) error {
-	select {
-	case <-s.auth.done:
-		return s.auth.err
-	default:
-	}
-	select {
-	case <-s.auth.done:
-		return s.auth.err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.life.ctx.Done():
-		return ErrSessionClosed
-	}
-}

@@ -292,30 +292,6 @@ func (s *Session) isClosed() bool {
 	}
 }
 
-func (s *Session) hardStopped() bool {
-	select {
-	case <-s.life.hardStop:
-		return true
-	default:
-		return false
-	}
-}
-
-// timeout is the session timeout the loss bounds derive from: the one the
-// server negotiated when known (from the connect response under Connect,
-// from the connection under NewSession), else the one asked for; the
-// smaller of the two, which only shortens the bounds.
-func (s *Session) timeout() time.Duration {
-	granted := time.Duration(s.link.granted.Load())
-	if s.tap != nil {
-		granted = s.tap.GrantedTimeout()
-	}
-	if granted > 0 {
-		return min(granted, s.cfg.timeout)
-	}
-	return s.cfg.timeout
-}
-
 // The background goroutines of a session (goBackground): requests left to
 // finish after their caller gave up, guaranteed deletes, the flusher's
 // sends. Close waits for them: a group.
@@ -367,4 +343,23 @@ func (s *Session) goBackground(fn func()) {
 		defer s.life.bg.done()
 		fn()
 	}()
+}
+
+// awaitAuth waits until the session's credentials are in place: every
+// request that creates, deletes or reads lock nodes goes after it. It
+// returns the auth's failure, or ctx's error.
+func (s *Session) awaitAuth(ctx context.Context) error {
+	select {
+	case <-s.auth.done:
+		return s.auth.err
+	default:
+	}
+	select {
+	case <-s.auth.done:
+		return s.auth.err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.life.ctx.Done():
+		return ErrSessionClosed
+	}
 }

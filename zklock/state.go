@@ -1,7 +1,6 @@
 package zklock
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -223,24 +222,12 @@ func (s *Session) takeHolds() []sessionHold {
 	return hs
 }
 
-// forget removes h from the valid holds (released, or lost by its own
-// watch).
-func (s *Session) forget(h sessionHold) {
-	s.st.mu.Lock()
-	delete(s.st.holds, h)
-	s.st.mu.Unlock()
-}
-
 // stateChanged returns a channel closed at the next state change.
 func (s *Session) stateChanged() <-chan struct{} {
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	return s.st.changed
 }
-
-// The admission decision: whether a hold may begin. Package zklock's lock
-// files ask the session here, and only here; the answer rests on the
-// session's state and its lease (lease.go).
 
 // countWaiting counts an acquisition that has (or is creating) a node, so
 // that the lease is kept fresh for its grant.
@@ -254,95 +241,4 @@ func (s *Session) countWaiting(delta int) {
 	if wake {
 		s.st.lease.wake()
 	}
-}
-
-// grant makes h one of the session's valid holds once the session can
-// vouch for it: h's session is the current one, and the lease lies ahead,
-// or a sync has renewed it. It returns errNodeGone when h's session is over
-// (the node went with it) and ctx's error when ctx ends first. Package
-// zklock's lock files ask the session, and only here, whether a hold may
-// begin.
-func (s *Session) grant(ctx context.Context, owner int64, h sessionHold) error {
-	for attempt := 0; ; attempt++ {
-		s.st.mu.Lock()
-		verdict := s.grantableLocked(owner)
-		trace.Judged(s.conn, owner, verdict)
-		if verdict == grantNow {
-			s.st.holds[h] = struct{}{}
-			s.st.lease.armLocked()
-			s.st.mu.Unlock()
-			return nil
-		}
-		changed := s.st.changed
-		s.st.mu.Unlock()
-		switch verdict {
-		case grantClosed:
-			return s.closedErr()
-		case grantGone:
-			return errNodeGone
-		}
-		if err := s.awaitGrantable(ctx, verdict, attempt, changed); err != nil {
-			return err
-		}
-	}
-}
-
-// What grantableLocked finds.
-const (
-	grantNow    = iota
-	grantClosed // the session is closed
-	grantGone   // h's session is over: its node went with it
-	grantLag    // the connection has h's session but our view of it lags
-	grantDown   // not connected: wait for the connection, or news that the session is over
-	grantLease  // connected, but the lease is not ahead
-)
-
-func (s *Session) grantableLocked(owner int64) int {
-	switch {
-	case s.st.closed:
-		return grantClosed
-	case owner != s.conn.SessionID():
-		// The client holds another session (or none, after an expiry).
-		return grantGone
-	case owner != s.st.sessionID:
-		// Under NewSession the state is polled: wait for it rather than
-		// give up a node that exists.
-		return grantLag
-	case s.st.state != StateConnected && !(s.cfg.expiryOnly && s.st.state == StateDisconnected):
-		return grantDown
-	case !s.st.lease.validLocked(time.Now()):
-		return grantLease
-	}
-	return grantNow
-}
-
-// awaitGrantable waits for what may change grant's verdict.
-func (s *Session) awaitGrantable(ctx context.Context, verdict, attempt int, changed <-chan struct{}) error {
-	var refreshed <-chan struct{}
-	var lag <-chan time.Time
-	switch verdict {
-	case grantLease:
-		if attempt == 0 {
-			s.st.lease.waits.Add(1)
-		}
-		refreshed = s.st.lease.refresh()
-	case grantLag:
-		lag = time.After(5 * time.Millisecond) // a polled state catches up within a tick
-	}
-	select {
-	case <-lag:
-	case <-refreshed:
-		if attempt > 0 {
-			// The leader did not confirm us: do not spin.
-			if !sleepCtx(ctx, min(time.Duration(attempt)*10*time.Millisecond, s.cfg.maxRetryWait)) {
-				return ctx.Err()
-			}
-		}
-	case <-changed:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.life.ctx.Done():
-		return s.closedErr()
-	}
-	return nil
 }

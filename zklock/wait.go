@@ -4,17 +4,19 @@ import (
 	"context"
 	"errors"
 	"path"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/mutexbool"
 )
 
-// The wait: our node queued, until it leads (waitTurn), watching only the
-// node whose change can let it go.
+// The wait (waitTurn), and the queue's order it reads (sortQueue).
 
 // waitTurn blocks until our node leads the queue (or, when !wait, looks
 // once), on the caller's goroutine: agapple's design, with no goroutine of
@@ -255,7 +257,6 @@ func (w *waiter) drop() {
 	w.watched, w.ev = "", nil
 }
 
-// stop ends the waiter.
 func (w *waiter) stop() {
 	w.drop()
 	if w.timer != nil {
@@ -263,10 +264,9 @@ func (w *waiter) stop() {
 	}
 }
 
-// positions reports one queued node's place to the handler, on the
-// caller's goroutine (waitTurn reads the queue there), so reports come in
-// order and never after Acquire returned. newPositions returns nil when
-// there is no handler, and waitTurn then makes no call.
+// positions reports one queued node's place to the handler on the
+// caller's goroutine, so reports come in order and never after Acquire
+// returned; without a handler waitTurn makes no call.
 type positions struct {
 	fn   func(Position)
 	node string
@@ -275,8 +275,7 @@ type positions struct {
 	any  bool // last is set
 }
 
-// newPositions returns the reporter of node, or nil when there is no
-// handler or the acquisition does not wait.
+// newPositions returns node's reporter; nil without a handler, or a wait.
 func (l *Lock) newPositions(node string, wait bool) *positions {
 	if l.onPosition == nil || !wait {
 		return nil
@@ -284,17 +283,117 @@ func (l *Lock) newPositions(node string, wait bool) *positions {
 	return &positions{fn: l.onPosition, node: node, dir: l.path}
 }
 
-// seen reports that our node is at index i of q and may go or not, unless
-// the position is the one reported last (re-checks that find nothing new
-// report nothing).
+// seen reports our node at index i of q, going or not, unless that is
+// the position reported last (a re-check that finds nothing new).
 func (p *positions) seen(q []entry, i int, goes bool) {
-	if p == nil {
-		return
-	}
 	pos := Position{Node: p.node, Ahead: i, Queued: len(q), Holder: p.dir + "/" + q[0].name, Leads: goes}
 	if p.any && pos == p.last {
 		return
 	}
 	p.last, p.any = pos, true
 	p.fn(pos)
+}
+
+// grantsEarly is the watch-grants-early bug: the predecessor's watch fired
+// (sleep dropped it; a re-check keeps it), and the waiter goes on as
+// leading without reading the queue again, with the token of the listing
+// that found it waiting.
+func (w *waiter) grantsEarly() bool {
+	return mutant.On(mutant.WatchGrantsEarly) && w.watched == ""
+}
+
+type entry struct {
+	name string
+	seq  int32
+}
+
+// sortQueue keeps the contenders among children (see Contender: the lock
+// nodes of every family; other children are ignored) and orders them by
+// sequence only, in issue order (sequenceBefore).
+func sortQueue(children []string) []entry {
+	return sortBy(children, func(c string) (int32, bool) {
+		_, seq, ok := Contender(c)
+		return seq, ok
+	})
+}
+
+// sortBy keeps the children parse accepts and orders them by the sequence
+// it returns, in issue order.
+func sortBy(children []string, parse func(string) (int32, bool)) []entry {
+	q := make([]entry, 0, len(children))
+	for _, c := range children {
+		if seq, ok := parse(c); ok {
+			q = append(q, entry{c, seq})
+		}
+	}
+	slices.SortFunc(q, func(a, b entry) int {
+		switch {
+		case a.seq == b.seq:
+			return strings.Compare(a.name, b.name)
+		case sequenceBefore(a.seq, b.seq):
+			return -1
+		default:
+			return 1
+		}
+	})
+	return q
+}
+
+// position finds our node in the queue: the node named name, or, when name
+// is empty (the create's reply was lost), the node carrying our GUID.
+func position(q []entry, name, guid string) int {
+	for i, e := range q {
+		if name != "" && e.name == name {
+			return i
+		}
+		if name == "" && strings.HasPrefix(e.name, protectedPrefix+guid) {
+			return i
+		}
+	}
+	return -1
+}
+
+// sortQueue orders the children that queue on this lock's path: every
+// family's contenders for the mutex and the read/write lock, this lock's
+// parse otherwise.
+func (l *Lock) sortQueue(children []string) []entry {
+	if l.parse == nil {
+		return sortQueue(children)
+	}
+	return sortBy(children, l.parse)
+}
+
+// A recipe's queue rule answers, for our node at index i of the sorted
+// queue q, the two questions every waiter asks: may it go now, and if not,
+// which node must it watch (the one whose deletion can change the answer)?
+// The mutex's rule is below; the read/write lock's and the semaphore's are
+// other functions of the same shape over the same queue.
+type queueRule func(q []entry, i int) (goes bool, watch int)
+
+// watchChildren, as a rule's watch, asks for a watch on the whole queue
+// (any child created or deleted) instead of one node.
+const watchChildren = -2
+
+// mutexRule: the first node holds the lock; every other node watches its
+// immediate predecessor, so a release wakes exactly one waiter (no herd).
+func mutexRule(q []entry, i int) (goes bool, watch int) {
+	if i == 0 {
+		return true, -1
+	}
+	return false, i - 1
+}
+
+// leadAtOnce is the grant-before-listing bug: our node, created, is taken
+// to lead without the listing's answer (the queue is our node alone). The
+// token is the node's creation zxid, read by an exists, so that tokens
+// still grow and what the checks meet is the overlap itself.
+func (l *Lock) leadAtOnce(n *ourNode) {
+	if n.node == "" || n.q != nil {
+		return
+	}
+	_, st, err := l.s.conn.Exists(n.node)
+	if err != nil || st == nil {
+		return // n.q stays nil: waitTurn lists
+	}
+	n.q, n.pzxid = l.sortQueue([]string{path.Base(n.node)}), st.Czxid
 }

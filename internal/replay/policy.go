@@ -11,7 +11,7 @@ import (
 // disconnections: they end at the lapse of a longer lease (B = 3T/4, not
 // T/4), when the session is found expired, or when a new session replaces
 // it; and a grant may be made while disconnected, under the lease
-// (zklock/state.go's grantableLocked, lease.go's bound). That policy is
+// (zklock/hold.go's grantableLocked, lease.go's bound). That policy is
 // outside the model. The replay renders it anyway, as the model's
 // transitions with those two changed (event and verdict below), because
 // everything else still holds and is still checked: the lease is counted

@@ -1,0 +1,127 @@
+package zklock
+
+import (
+	"bytes"
+	"errors"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// The own-node watch: a data watch on the holder's own node, through which
+// a deletion by someone else (an operator's break) and a revocation
+// request are noticed. It does nothing for loss before grant: when our node
+// goes (an expiry, a deletion), our event and the next holder's are sent
+// concurrently, so the next grant can come before we hear; the lease
+// (lease.go) is what tells the holder first. So it is armed only where it
+// buys something: at once for a revocable hold (a request written while
+// the node waited is seen at the first read), and for other holds once
+// they have lasted the lease's bound, after which an operator's deletion
+// is seen within a round trip instead of at the release. A hold that ends
+// sooner costs no request and no event.
+
+// watchOwn reads the hold's node and watches it: a deletion, or the
+// watch's end with the session, ends the hold; a revocation request in its
+// data is passed on; a data change arms it again. Errors that leave the
+// node's fate open are retried after a pause. It runs on a goroutine of
+// its own (time.AfterFunc's, or the one a data change starts), briefly:
+// under Connect the event reaches the session's callback; under NewSession
+// it waits for the event here.
+func (h *Hold) watchOwn() {
+	s := h.s
+	if h.isLost() || h.released.Load() || s.isClosed() {
+		return
+	}
+	unwatch := func() {}
+	if s.dispatching() {
+		// Registered before the read, so that no event after it is missed.
+		unwatch = s.watch(h.node, h.onOwnEvent)
+	}
+	data, stat, ev, err := s.conn.GetW(h.node)
+	if !h.watchRead(stat, err) {
+		unwatch()
+		return
+	}
+	h.mu.Lock()
+	if h.watching == nil && (h.isLost() || h.released.Load()) {
+		h.mu.Unlock()
+		unwatch()
+		return
+	}
+	h.unwatch = unwatch
+	h.mu.Unlock()
+	if h.revoked != nil && IsRevocation(data) {
+		h.lock.revoke(h)
+	}
+	if !s.dispatching() {
+		// No event callback: the event arrives on ev only.
+		select {
+		case e := <-ev:
+			h.onOwnEvent(e)
+		case <-h.lost:
+		case <-s.life.ctx.Done():
+		}
+	}
+}
+
+// watchRead handles the own-node watch's read: false when it did not set a
+// watch (the node is gone, or not ours, or the read failed and is retried).
+func (h *Hold) watchRead(stat *zk.Stat, err error) bool {
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		h.lose(ErrNodeDeleted)
+	case err != nil:
+		h.retryWatch(err)
+	case stat.EphemeralOwner != h.owner:
+		// The node was created in an older session than we thought (a
+		// reconnect raced the create's reply): it dies with that one.
+		h.lose(ErrSessionExpired)
+	default:
+		return true
+	}
+	return false
+}
+
+// onOwnEvent handles an event of the own-node watch. It may run on
+// go-zookeeper's event goroutine: it does not block.
+func (h *Hold) onOwnEvent(ev zk.Event) {
+	switch ev.Type {
+	case zk.EventNodeDeleted:
+		h.lose(ErrNodeDeleted)
+	case zk.EventNotWatching:
+		h.lose(ErrSessionExpired)
+	case zk.EventNodeDataChanged:
+		// A revocation request, say: read it, and watch again.
+		h.mu.Lock()
+		h.unwatch = nil
+		h.mu.Unlock()
+		h.s.goBackground(h.watchOwn)
+	}
+}
+
+// retryWatch arms the own-node watch again after a pause, when err left
+// the node's fate open; a session that is over ends the hold.
+func (h *Hold) retryWatch(err error) {
+	s := h.s
+	if s.conn.SessionID() != h.owner {
+		h.lose(ErrSessionExpired)
+		return
+	}
+	s.log.Debug("own-node watch failed; retrying", "node", h.node, "err", err)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.watching != nil {
+		h.watching = time.AfterFunc(s.cfg.maxRetryWait, h.watchOwn)
+	}
+}
+
+// RevokeMessage is what a revocation request writes into a lock node's
+// data: Curator's LockInternals.REVOKE_MESSAGE.
+const RevokeMessage = "__REVOKE__"
+
+var revokeData = []byte(RevokeMessage)
+
+// IsRevocation reports whether a lock node's data is a revocation request.
+// A revoked node's data no longer says who created it (the request
+// overwrote the host, pid and label).
+func IsRevocation(data []byte) bool { return bytes.Equal(data, revokeData) }
