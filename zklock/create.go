@@ -140,19 +140,16 @@ func (l *Lock) listBehind(ctx context.Context) ([]string, *zk.Stat, error) {
 func (l *Lock) takeDelete(ctx context.Context, wait bool) (*pendingDelete, error) {
 	s := l.s
 	for {
+		if !wait && s.State() != StateConnected && s.dels.queued(l.path) {
+			// Carried or waited for, the delete would hold the create
+			// until the connection is back.
+			return nil, errBusyDelete
+		}
 		d, inFlight := s.dels.take(l.path)
 		if inFlight == nil {
 			return d, nil
 		}
 		changed := s.stateChanged()
-		if !wait && s.State() != StateConnected {
-			select {
-			case <-inFlight:
-				continue
-			default:
-				return nil, errBusyDelete
-			}
-		}
 		select { // microseconds while connected: the delete is being written
 		case <-inFlight:
 		case <-changed:

@@ -118,6 +118,14 @@ func (q *deleteQueue) take(path string) (take *pendingDelete, inFlight <-chan st
 	return nil, nil
 }
 
+// queued reports whether a delete of a node on path is pending, or taken
+// and not yet on the wire.
+func (q *deleteQueue) queued(path string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.byPath[path] != nil
+}
+
 // takeOther returns the oldest pending delete, of any path, for a create
 // about to be sent (admitted already, so that the delete is not held up
 // by the bound): one log write on the server instead of two.

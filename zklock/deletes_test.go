@@ -211,6 +211,38 @@ func TestTryAcquireDoesNotWaitForPendingDeleteWhileDisconnected(t *testing.T) {
 	eventually(t, 10*time.Second, "old node deleted", func() bool { return len(children(t, s.Conn(), p)) == 0 })
 }
 
+// The same when the flusher has not sent that delete yet: taken by the
+// create, it would hold the create until the connection is back. Before:
+// TryAcquire took the pending delete to carry it, and blocked until ctx
+// ended (a test run met it under load, the flusher's timer late by a few
+// milliseconds; held here, it fails every time).
+func TestTryAcquireDoesNotCarryAPendingDeleteWhileDisconnected(t *testing.T) {
+	servers := zktest.Servers(t)
+	px := proxyTo(t, servers[0])
+	s := connect(t, []string{px.Addr()}, zklock.WithSessionTimeout(10*time.Second))
+	p := zktest.Path(t)
+	l := newLock(t, s, p)
+	h, err := l.Acquire(ctxT(t, 20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	let := zklock.HoldFlusherForTest()
+	defer let()
+	px.Partition(0)
+	defer px.Heal()
+	eventually(t, 5*time.Second, "disconnected", func() bool { return s.State() == zklock.StateDisconnected })
+	_ = h.Release() // lost with the connection: its delete is pending, the flusher held
+	start := time.Now()
+	_, ok, err := l.TryAcquire(ctxT(t, 5*time.Second))
+	if took := time.Since(start); took > time.Second || ok {
+		t.Fatalf("TryAcquire while disconnected = %v, %v after %v; want false at once", ok, err, took)
+	}
+	let()
+	px.Heal()
+	eventually(t, 10*time.Second, "reconnected", func() bool { return s.State() == zklock.StateConnected })
+	eventually(t, 10*time.Second, "old node deleted", func() bool { return len(children(t, s.Conn(), p)) == 0 })
+}
+
 // Under NewSession the connection is the caller's and stays open, so Close
 // must finish the deletes of released nodes, through a connection loss if
 // need be. Before: Close gave them one attempt, and a node whose delete
