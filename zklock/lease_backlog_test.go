@@ -18,11 +18,14 @@ import (
 // send loop) keeps its holds as long as each sync, once written, is
 // answered within the bound: the lease counts from when the sync was
 // written, not from when it was queued. Here every sync's write is held
-// back 600 ms, with T = 4 s (the hold idle, so a sync every T/8 = 500 ms,
-// holds trusted for T/4 = 1 s after a sync's send time), from
-// before the acquisition on: counted from the queueing, the second sync
-// comes back about 200 ms after the deadline it was to renew, and the hold
-// ended with ErrLeaseExpired. (A delay
+// back 1.2 s, with T = 8 s (the hold idle, so the syncs go back to back,
+// one queued as the previous one is answered, each held trusted for T/4 =
+// 2 s after its send time: its write's start, capped at the previous
+// write's plus T/8), from before the acquisition on. Counted from the
+// write, each sync comes back about 0.6 s before the deadline it is to
+// renew; counted from the queueing, about 0.4 s after it, and the hold
+// ended with ErrLeaseExpired. (Until make test met a loss under load, T
+// was 4 s and the delay 600 ms: margins of 0.3 and 0.2 s.) (A delay
 // that jumps by more than about T/8 at once, or a server that answers
 // later than the bound, still ends holds: nothing then shows that the
 // leader heard from us in time.)
@@ -30,11 +33,11 @@ func TestLeaseCountsFromTheWrite(t *testing.T) {
 	servers := zktest.Servers(t)
 	p := zktest.Path(t)
 	ctx := ctxT(t, 30*time.Second)
-	s := connect(t, servers, zklock.WithSessionTimeout(4*time.Second))
+	s := connect(t, servers, zklock.WithSessionTimeout(8*time.Second))
 	l := newLock(t, s, p)
 	zklock.SetWriteHook(s, func(op int32, _ []byte) error {
 		if op == zklock.OpSync {
-			time.Sleep(600 * time.Millisecond)
+			time.Sleep(1200 * time.Millisecond)
 		}
 		return nil
 	})
