@@ -222,10 +222,17 @@ func (l *lock) created(st trace.Step) error {
 		s.c.missing(l.path, s.global(st.T)) // the lock path is missing: made again before the next create
 	case st.Out == "nonode" && st.Op == trace.OpMulti:
 		s.c.missing(l.path, s.global(st.T)) // the released node gone, or the path missing
-		if l.stale != "" {
-			delete(s.dels, l.stale) // "rc[q] = NONODE": the released node is gone
-			l.stale = ""
+		if d := s.dels[l.stale]; d != nil {
+			// "rc[q] = NONODE": the released node is gone, and the
+			// create goes alone. Or, outside the model, the lock path is
+			// gone (a container the server removed since a create on it
+			// made it known, so a takeOther delete rode on it): nothing
+			// was deleted, and createAndList deletes the node in the
+			// background. The answer does not tell which: the delete
+			// waits as a background one, which a delete's answer ends.
+			d.state = delBackground
 		}
+		l.stale = ""
 	case st.Out != "nonode":
 		// "rc[p] == ERR -> mayExist = 1": protection mode, and the carried
 		// delete may have gone with it or not
