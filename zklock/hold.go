@@ -104,10 +104,9 @@ func (h *Hold) Revoked() <-chan struct{} {
 }
 
 // A hold begins (attempt, lock.go): newHold makes it for a node that
-// leads; the session grants it (grant: the one place where package
-// zklock's lock files ask whether a hold may begin, an answer that rests
-// on the session's state and its lease, lease.go); publish makes it the
-// lock's; armWatch watches its node when that is worth it (holdwatch.go).
+// leads; the session grants it (grant, which rests on the session's state
+// and its lease, lease.go); publish makes it the lock's; armWatch watches
+// its node when that is worth it (holdwatch.go).
 
 // newHold makes the hold of a node that leads, with its fencing token (see
 // waitTurn).
