@@ -89,6 +89,7 @@ func New(t *testing.T, f Fault) *Env {
 		return e
 	}
 	e.cluster, e.follower, e.Others = FollowerEnsemble(t)
+	t.Cleanup(func() { e.reportOnFailure(t) })
 	// A reaches the follower, and only it, through a proxy that only
 	// counts: it shows when A pings.
 	e.Proxy = NewProxy(t, e.cluster.Addr(e.follower))
@@ -106,11 +107,15 @@ func FollowerEnsemble(t *testing.T) (zc *zkserver.Cluster, f int, rest []string)
 		zkserver.WithSyncLimit(10))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// A leader is taken as it is only once both followers synced with it:
+	// a member that says "leader" while the others are still joining can
+	// lose them (initLimit) on a loaded machine, and the next election may
+	// make the chosen victim the leader, a different scene (an election
+	// before the session can expire) than the one judged here.
 	var leader int
-	zktest.Eventually(t, 20*time.Second, "a leader", func() bool {
-		var err error
-		leader, err = zc.Leader(ctx)
-		return err == nil
+	zktest.Eventually(t, 30*time.Second, "a leader with both followers synced", func() bool {
+		leader = syncedLeader(ctx, zc)
+		return leader >= 0
 	})
 	f = (leader + 1) % 3
 	for i := range zc.Size() {
@@ -119,6 +124,22 @@ func FollowerEnsemble(t *testing.T) (zc *zkserver.Cluster, f int, rest []string)
 		}
 	}
 	return zc, f, rest
+}
+
+// reportOnFailure logs, if t failed, what each member of Partition's
+// ensemble says it is and the end of its log: a scene whose session was
+// not expired in time is the servers' doing or the test's, and the log
+// says which (a leader that moved, a quorum lost to a slow machine).
+func (e *Env) reportOnFailure(t *testing.T) {
+	if !t.Failed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i := range e.cluster.Size() {
+		mode, err := e.cluster.Mode(ctx, i)
+		t.Logf("member %d (victim %d): mode %q %v; log ends:\n%s", i, e.follower, mode, err, e.cluster.LogTail(i, 25))
+	}
 }
 
 // NewProxy is a fault proxy in front of target, closed when the test ends.
@@ -149,6 +170,9 @@ func (e *Env) Prepare(t *testing.T, a, writer *zk.Conn) {
 // a fill its socket.
 func (e *Env) Strike(t *testing.T, a *zk.Conn) time.Time {
 	t.Helper()
+	if e.Fault == Partition {
+		e.checkVictimFollows(t)
+	}
 	BeforeNextPing(t, e.Proxy, Timeout)
 	switch e.Fault {
 	case Partition:
@@ -175,6 +199,36 @@ func (e *Env) Strike(t *testing.T, a *zk.Conn) time.Time {
 		t.Fatalf("nemesis: unknown fault %q", e.Fault)
 	}
 	return time.Now()
+}
+
+// checkVictimFollows waits until Partition's victim follows a leader that
+// has both its followers in sync, as when FollowerEnsemble chose it: the
+// partition must leave a quorum that expires A's session on its own clock.
+// A follower that fell behind on a loaded machine is waited for; a leader
+// that moved onto the victim fails t, as cutting it would judge an
+// election, not a follower's partition.
+func (e *Env) checkVictimFollows(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	zktest.Eventually(t, 20*time.Second, fmt.Sprintf("member %d (A's server) following a leader with both followers synced", e.follower),
+		func() bool {
+			leader := syncedLeader(ctx, e.cluster)
+			return leader >= 0 && leader != e.follower
+		})
+}
+
+// syncedLeader is the index of zc's leader if both its followers are in
+// sync with it, else -1.
+func syncedLeader(ctx context.Context, zc *zkserver.Cluster) int {
+	leader, err := zc.Leader(ctx)
+	if err != nil {
+		return -1
+	}
+	if m, err := zc.Mntr(ctx, leader); err != nil || m["zk_synced_followers"] != "2" {
+		return -1
+	}
+	return leader
 }
 
 // Heal ends the fault.
