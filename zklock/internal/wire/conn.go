@@ -206,6 +206,10 @@ func (c *tappedConn) Write(b []byte) (int, error) {
 		}
 	}
 	c.tap.began(time.Now())
+	// Counted before the bytes go out, so that whoever has the reply sees
+	// its request counted: go-zookeeper's receive loop may read the reply
+	// before this Write returns.
+	c.tap.count(opcode(b))
 	if err := c.queue(b); err != nil {
 		return 0, err
 	}

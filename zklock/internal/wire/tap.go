@@ -85,7 +85,9 @@ func (t *Tap) GrantedTimeout() time.Duration {
 func (t *Tap) Close() { t.closeOnce.Do(func() { close(t.closing) }) }
 
 // Written reports how many requests with opcode op were written (a test
-// seam, and a count for the curious).
+// seam, and a count for the curious). A request is counted as it is handed
+// to the socket, before its reply can be read: once its caller has the
+// reply, it is in the count (a failed write is counted too).
 func (t *Tap) Written(op int32) int64 {
 	if op < 0 || int(op) >= len(t.written) {
 		return 0
@@ -227,12 +229,16 @@ func firstPath(b []byte, op int32) []byte {
 	return b[off+4 : off+4+n]
 }
 
-// wrote tells the waiter of the request just written, if any.
-func (t *Tap) wrote(b []byte) {
-	op := opcode(b)
+// count counts a request of opcode op (Written).
+func (t *Tap) count(op int32) {
 	if op >= 0 && int(op) < len(t.written) {
 		t.written[op].Add(1)
 	}
+}
+
+// wrote tells the waiter of the request just written, if any.
+func (t *Tap) wrote(b []byte) {
+	op := opcode(b)
 	if t.n.Load() == 0 || op < 0 {
 		return
 	}
