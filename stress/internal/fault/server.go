@@ -3,9 +3,11 @@ package fault
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tierlock/tierlock/internal/exclusion"
+	"github.com/tierlock/tierlock/internal/zkserver"
 	"github.com/tierlock/tierlock/stress/internal/proto"
 )
 
@@ -68,7 +70,7 @@ func (fr *injector) leader(ev *Event) {
 	nl, err := waitLeader(ctx, c.Leader, old)
 	ev.ref = exclusion.Now()
 	if err != nil {
-		ev.Failure = fmt.Sprintf("no new leader: %v", err)
+		ev.Failure = fmt.Sprintf("no new leader: %v; %s", err, electionState(c, old))
 	}
 	// The old leader stays down a little longer while the others serve.
 	time.Sleep(time.Duration(500+fr.rng.IntN(1500)) * time.Millisecond)
@@ -80,6 +82,27 @@ func (fr *injector) leader(ev *Event) {
 		ev.Note = fmt.Sprintf("server %d led after %.2fs; old leader back after %.2fs",
 			nl, float64(ev.ref-ev.start)/1e9, float64(ev.healed-ev.start)/1e9)
 	}
+}
+
+// electionState says, for a failed election, what each member other than
+// old says it is and how its server log ends: whether the members could
+// not reach each other or could not agree is the servers' story to tell.
+func electionState(c *zkserver.Cluster, old int) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var parts []string
+	for i := range c.Size() {
+		if i == old {
+			continue
+		}
+		mode, err := c.Mode(ctx, i)
+		if err != nil {
+			mode = err.Error()
+		}
+		tail := strings.ReplaceAll(c.LogTail(i, 4), "\n", " | ")
+		parts = append(parts, fmt.Sprintf("member %d: %s; log ends: %s", i, mode, tail))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // waitLeader polls until a member other than not leads.
