@@ -73,7 +73,9 @@ func (e *Election) Campaign(ctx context.Context, value string) (context.Context,
 		return nil, zklock.ErrNilContext
 	}
 	held, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	opts := append(e.opts[:len(e.opts):len(e.opts)], zklock.WithLabel(value),
+	// WithNodeWatch: a leader whose node someone deleted hears of it at
+	// once, not a quarter of the session timeout into its leadership.
+	opts := append(e.opts[:len(e.opts):len(e.opts)], zklock.WithLabel(value), zklock.WithNodeWatch(),
 		zklock.WithLossHandler(func(_ string, cause error) { cancel(fmt.Errorf("%w: %w", zklock.ErrLockLost, cause)) }))
 	l, err := zklock.New(e.s, e.path, opts...)
 	var h *zklock.Hold

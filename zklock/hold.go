@@ -234,15 +234,16 @@ func (l *Lock) publish(h *Hold) error {
 		h.giveUp()
 		return ErrClosed
 	}
-	h.armWatch()
+	h.armWatch(l.revocable || l.watchNode)
 	return nil
 }
 
 // armWatch arms the hold's own-node watch when it is worth it (see
-// holdwatch.go, where the watch runs).
-func (h *Hold) armWatch() {
+// holdwatch.go, where the watch runs): at once when atOnce, else once the
+// hold has lasted the lease's bound.
+func (h *Hold) armWatch(atOnce bool) {
 	d := h.s.st.lease.bound()
-	if h.revoked != nil {
+	if atOnce {
 		d = 0
 	}
 	h.mu.Lock()

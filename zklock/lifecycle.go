@@ -49,7 +49,7 @@ func New(s *Session, path string, opts ...Option) (*Lock, error) {
 		return nil, fmt.Errorf("%w: node data of %d bytes (label included): at most %d", ErrInvalidOption, len(data), maxDataLen)
 	}
 	return &Lock{s: s, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, rule: mutexRule, marker: lockMarker,
-		revocable: cfg.revocable, onRevoked: cfg.onRevoked, onPosition: cfg.onPosition}, nil
+		revocable: cfg.revocable, watchNode: cfg.watchNode, onRevoked: cfg.onRevoked, onPosition: cfg.onPosition}, nil
 }
 
 // newRecipeLock is New for another recipe's queue on the same core: its

@@ -36,6 +36,9 @@ type Lock struct {
 	// RevokeMessage, and onRevoked (nil: none) is told of a request.
 	revocable bool
 	onRevoked func(node string)
+	// watchNode: holds watch their node from the grant (WithNodeWatch), as
+	// revocable ones do.
+	watchNode bool
 
 	onPosition func(Position) // Acquire's position handler (position.go); nil: none
 

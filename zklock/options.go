@@ -126,6 +126,7 @@ type lockConfig struct {
 
 	revocable bool              // WithRevocable
 	onRevoked func(node string) // WithRevocationHandler
+	watchNode bool              // WithNodeWatch
 
 	onPosition func(Position) // see position.go
 }
@@ -165,6 +166,16 @@ func WithACL(acl []zk.ACL) Option { return func(c *lockConfig) { c.acl = acl } }
 func WithLossHandler(fn func(node string, cause error)) Option {
 	return func(c *lockConfig) { c.onLost = fn }
 }
+
+// WithNodeWatch makes each hold watch its own node from the grant on,
+// instead of once it has lasted a quarter of the session timeout (see
+// holdwatch.go): a deletion of the node by someone else (an operator, the
+// inspector's break) ends the hold as soon as the server's event arrives.
+// With both processes on one server, that event reaches the holder before
+// the next node's owner, which must list the queue after its own event,
+// can be granted. It costs one data read per hold. Package election sets
+// it: a leadership must end before another begins.
+func WithNodeWatch() Option { return func(c *lockConfig) { c.watchNode = true } }
 
 // minLevel passes on the records of its level and above: the default
 // logger, quiet below warnings.
