@@ -91,6 +91,9 @@ func (le *lease) bound() time.Duration {
 	if le.s.cfg.expiryOnly {
 		return t * 3 / 4
 	}
+	if mutant.On(mutant.BoundHalf) {
+		return t / 2 // seeded bug: past the margin of the argument above
+	}
 	return t / 4
 }
 
@@ -278,6 +281,9 @@ func (le *lease) armLocked() {
 		return
 	}
 	d := time.Until(le.deadline)
+	if mutant.On(mutant.LapseLate) {
+		d += le.period() // seeded bug: the holds outlive the deadline
+	}
 	if le.timer == nil {
 		le.timer = time.AfterFunc(d, le.lapse)
 	} else {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
 )
 
@@ -170,6 +171,9 @@ func (s *Session) observe(zs zk.State) {
 	}
 	s.setStateLocked(st, id)
 	s.st.mu.Unlock()
+	if mutant.On(mutant.LossLate) && len(lost) > 0 {
+		time.Sleep(200 * time.Millisecond) // seeded bug: the holders are told late
+	}
 	for _, h := range lost {
 		h.lose(cause)
 	}

@@ -41,9 +41,32 @@ const (
 	// WatchGrantsEarly: a waiter whose predecessor's watch fired goes on as
 	// leading, without reading the queue again (zklock: Lock.waitTurn).
 	WatchGrantsEarly = "watch-grants-early"
+
+	// Bugs the history checks cannot see and the replay must
+	// (internal/replay, docs/replay.md): a bound the code computes
+	// wrongly, or a step the code takes later than the model takes it.
+
+	// BoundHalf: the lease's bound B is half the session timeout instead
+	// of a quarter (zklock: lease.bound), past the margin lease.go argues.
+	BoundHalf = "bound-half"
+	// SendUncapped: a proof's send time is not capped at the previous
+	// write's start + T/8 (zklock/internal/wire: Tap.FirstWriteAfter
+	// reports no previous write).
+	SendUncapped = "send-uncapped"
+	// LossLate: the holds a disconnection, an expiry or a new session
+	// ended are told lost 200 ms after the session saw it (zklock:
+	// Session.observe).
+	LossLate = "loss-late"
+	// LapseLate: the lease's timer fires T/8 after the deadline instead
+	// of at it (zklock: lease.armLocked).
+	LapseLate = "lapse-late"
+	// GrantLate: a hold the session granted ("now") is handed to its
+	// acquirer 200 ms after the verdict (zklock: Lock.attempt).
+	GrantLate = "grant-late"
 )
 
 // Names lists the seeded bugs.
 func Names() []string {
-	return []string{GrantBeforeListing, LeaseFromAnswer, DeleteWrongCreate, WatchGrantsEarly}
+	return []string{GrantBeforeListing, LeaseFromAnswer, DeleteWrongCreate, WatchGrantsEarly,
+		BoundHalf, SendUncapped, LossLate, LapseLate, GrantLate}
 }
