@@ -121,7 +121,7 @@ func judge(t *testing.T, dir, bug string, kind trace.Kind, rule, ran string) {
 	case v.Step.Kind != kind || !matches(v.Rule, rule):
 		t.Fatalf("refused %v, want a %s step refused for %q", v, kind, rule)
 	default:
-		t.Logf("refused step %d (%s %s) of process %d: %s; %.120s", v.Step.Seq, v.Step.Kind, v.Step.Op,
+		t.Logf("refused step %d (%s) of process %d: %s; %.120s", v.Step.Seq, strings.TrimSpace(v.Step.Kind.String()+" "+string(v.Step.Op)),
 			v.Step.Pid, v.Rule, ran)
 	}
 }
