@@ -49,10 +49,12 @@ type Result struct {
 	// Slowest is, for each timing rule (timing.go), the longest a step
 	// accepted took after the step the model takes it with.
 	Slowest [rules]time.Duration
-	// Violations are the steps refused, at most one per file (a process's
-	// state after a refused step is not the model's), then those of the
-	// checks across processes; First is the earliest of all, on the merged
-	// clock.
+	// Violations are the steps refused, at most one per process (its state
+	// after a refused step is not the model's), the first step of each
+	// process later than the model takes it that no pause excuses (the
+	// process goes on: the model takes the step, only sooner), then those
+	// of the checks across processes; First is the earliest of all, on the
+	// merged clock.
 	Violations []*Violation
 }
 

@@ -22,8 +22,9 @@ import (
 // expiry of its session (zklock/lease.go); a loss told later than T/16
 // after its cause, or a lapse later than T/16 after the deadline, spends a
 // sixth of it, which no scheduling delay of a loaded machine comes near:
-// make test's recorded runs and stress runs with every fault showed at
-// most tens of ms (docs/replay.md). The rules:
+// make test's recorded runs and a stress run with every fault took at most
+// 5 ms (docs/replay.md), and a seeded bug 200 ms late is refused. The
+// rules:
 //
 //   - a loss follows the disconnection, expiry, new session or lapse that
 //     ended its hold by at most tol;
