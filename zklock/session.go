@@ -251,12 +251,13 @@ type waitingFlight struct {
 // fields are guarded by the Session's mu.
 type lease struct {
 	s        *Session
-	deadline time.Time     // holds are valid until then
-	proofAt  time.Time     // when the latest proof that renewed was queued
-	syncAt   time.Time     // when the latest sync was queued
-	inflight chan struct{} // closed when the sync in flight completes; nil when none
-	timer    *time.Timer   // fires at the deadline while holds exist
-	kick     chan struct{} // wakes the renewer
+	deadline time.Time       // holds are valid until then
+	proofAt  time.Time       // when the latest proof that renewed was queued
+	syncAt   time.Time       // when the latest sync was queued
+	inflight chan struct{}   // closed when the sync in flight completes; nil when none
+	written  <-chan struct{} // closed when the sync in flight is written (under Connect; else nil)
+	timer    *time.Timer     // fires at the deadline while holds exist
+	kick     chan struct{}   // wakes the renewer
 
 	waits, lapses atomic.Int64 // see LeaseStats
 
