@@ -56,6 +56,8 @@ type link struct {
 	granted  atomic.Int64
 	quit     <-chan struct{}
 	connGone atomic.Bool
+
+	warned atomic.Int64 // the granted timeout (ns) last warned of (noteGranted)
 }
 
 // lifetime is how a session ends: Close cancels ctx, and waits for the
