@@ -304,9 +304,10 @@ func (s *Session) lead(ctx context.Context) {
 	if s.tap == nil || s.cfg.noPipelining || time.Since(s.tap.LastWrite()) < s.st.lease.period() {
 		return
 	}
-	_, written := s.st.lease.refreshWritten()
+	done, written := s.st.lease.refreshWritten()
 	select {
 	case <-written:
+	case <-done: // failed unwritten (the connection closed under it)
 	case <-ctx.Done():
 	}
 }
