@@ -6,7 +6,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
 )
 
@@ -172,10 +171,10 @@ func (s *Session) observe(zs zk.State) {
 	}
 	s.setStateLocked(st, id)
 	s.st.mu.Unlock()
+	if st == StateConnected {
+		s.noteGranted()
+	}
 	for _, h := range lost {
-		if mutant.On(mutant.LossLate) {
-			time.Sleep(200 * time.Millisecond) // seeded bug: the holders are told late
-		}
 		h.lose(cause)
 	}
 }
@@ -187,6 +186,23 @@ func (s *Session) traceHandshake(conn *zk.Conn, id int64) {
 	if trace.Enabled && s.tap == nil && id != s.st.sessionID {
 		trace.ConnHandshook(conn, id, grantedTimeout(conn))
 	}
+}
+
+// noteGranted warns, once per value, when the server granted a session
+// timeout other than the one Connect asked for (it bounds it between 2 and
+// 20 of its ticks): a crashed holder's lock then passes on after the
+// granted timeout, and the loss bounds derive from the smaller of the two.
+// Under NewSession the caller's connection asked, not the session.
+func (s *Session) noteGranted() {
+	if s.tap == nil {
+		return
+	}
+	granted := s.tap.GrantedTimeout()
+	if granted <= 0 || granted == s.cfg.timeout || s.link.warned.Swap(int64(granted)) == int64(granted) {
+		return
+	}
+	s.log.Warn("ZooKeeper granted another session timeout than the one asked for",
+		"asked", s.cfg.timeout, "granted", granted)
 }
 
 // setStateLocked records st and tells whoever waits on a change.

@@ -53,9 +53,8 @@ const (
 	// write's start + T/8 (zklock/internal/wire: Tap.FirstWriteAfter
 	// reports no previous write).
 	SendUncapped = "send-uncapped"
-	// LossLate: the holds a disconnection, an expiry or a new session
-	// ended are told lost 200 ms after the session saw it (zklock:
-	// Session.observe).
+	// LossLate: the holds a lapse of the lease ended are told lost 200 ms
+	// after it, each (zklock: lease.lapse).
 	LossLate = "loss-late"
 	// LapseLate: the lease's timer fires T/8 after the deadline instead
 	// of at it (zklock: lease.armLocked).
