@@ -142,8 +142,10 @@ func (c *Checker) ReplayFile(name string) error {
 
 // Replay replays the steps read from r, one JSON object a line, as the
 // trace named name. A step the model does not allow is recorded as a
-// violation (the rest of that process's steps are not judged); an error
-// is returned only when r cannot be read.
+// violation (the rest of that process's steps are not judged); a step it
+// allows but later than it takes it is kept until Result, which knows the
+// pauses of every file (timing.go). An error is returned only when r
+// cannot be read.
 func (c *Checker) Replay(name string, r io.Reader) error {
 	start := time.Now()
 	defer func() { c.res.Took += time.Since(start) }()

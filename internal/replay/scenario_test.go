@@ -23,7 +23,8 @@ import (
 // a session timeout T of 2 s, taking every step those bugs change. A
 // stress run takes them too, but not every run, nor in seconds: a proof
 // written more than T/8 after the write before it needs a session left
-// idle, which a busy run seldom is.
+// idle, which a busy run seldom is, and a loss by a lapse a fault that
+// freezes a holder's connection.
 
 // scenarioEnv names the run: the test below runs only when the parent,
 // runScenario, sets it.
@@ -57,9 +58,11 @@ func TestScenarioForMutants(t *testing.T) {
 		return h
 	}
 	// Acquisitions after an idle stretch longer than T/8: with no node
-	// the session sends no sync, only go-zookeeper's pings, every T/3, so
-	// most of these creates are written more than T/8 after the write
-	// before them, and their send time is capped (lease.go).
+	// the session writes only go-zookeeper's pings, every T/3, so most of
+	// these acquisitions begin more than T/8 after the session's last
+	// write, and the proof that opens them (the lease's sync, which the
+	// create waits to follow: Session.lead) has its send time capped
+	// (lease.go).
 	for range 8 {
 		time.Sleep(scenarioTimeout * 3 / 20)
 		if err := acquire().Release(); err != nil {
@@ -68,7 +71,8 @@ func TestScenarioForMutants(t *testing.T) {
 	}
 	// A hold through a frozen connection: no proof gets through, and the
 	// lease's lapse ends the hold at its deadline, T/4 after the last
-	// proof's send, before go-zookeeper notices the silence (2T/3).
+	// proof's send, before go-zookeeper notices the silence (2T/3), and
+	// tells it lost.
 	h := acquire()
 	px.Pause()
 	lost(t, h, scenarioTimeout)
