@@ -37,15 +37,21 @@ import (
 // or session is gone (deleteGuaranteed), a transaction reports
 // ErrOutcomeUnknown.
 
-// The bounds of one batch. maxBatchOps: the server's cost per node falls
-// from 66-76 µs alone to 23 µs at 4 ops and 10-13 µs at 16 (DESIGN.md's
-// measurement), and little after; a longer multi only holds the session's
-// next writes longer behind it, and costs more to send again when one op
-// fails. maxBatchBytes: well below the server's jute.maxbuffer (1 MiB by
-// default), which drops the connection of a request above it; a node's
-// data is at most maxDataLen (64 KiB), so a batch always has room for one.
+// The bounds of one batch. The writer has one batch out at a time, and the
+// server answers a session's requests in order, so a batch's round trip
+// includes the reads the session queued before it: under many keys, each
+// round trip brings as many new writes as acquisitions started meanwhile.
+// maxBatchOps lets a batch take them all up to about 500 acquisitions
+// (a create and a delete each), so that the writer keeps pace with the
+// reads around it (at 64 ops, 4 x 1000 x 1000 ran at about half the rate:
+// docs/bench/issue38-batch-bounds.txt); and one op that fails sends the
+// rest again, which the rarity of failures (a missing parent once per
+// path, a refusal) makes cheap. maxBatchBytes stays well below the
+// server's jute.maxbuffer (1 MiB by default), which drops the connection
+// of a larger request; a node's data is at most maxDataLen (64 KiB), so a
+// batch always has room for one write.
 const (
-	maxBatchOps   = 64
+	maxBatchOps   = 1024
 	maxBatchBytes = 512 << 10
 )
 
