@@ -244,10 +244,11 @@ func TestWriterWaitingListsOnlyWhenQueueChanged(t *testing.T) {
 
 // TestReleaseFoldsWithAProcessorIdle: a goroutine that releases and at
 // once acquires another lock of the session carries the released node's
-// delete in its create, although a processor is idle on which the flusher
-// could run at once: it waits foldWait for such a create. (When the
-// flusher only yielded, it sent the delete alone, before the create could
-// take it, in a good part of such releases: 56 of 200 here.)
+// delete in its create, although a processor is idle on which the writer
+// could run at once: a queue of deletes alone waits foldWait for such a
+// create. (When the sender of deletes only yielded, it sent the delete
+// alone, before the create could take it, in a good part of such releases:
+// 56 of 200 here.)
 func TestReleaseFoldsWithAProcessorIdle(t *testing.T) {
 	s := connect(t, zktest.Servers(t))
 	ctx := ctxT(t, 60*time.Second)

@@ -270,7 +270,7 @@ func (s *Session) isClosed() bool {
 }
 
 // The background goroutines of a session (goBackground): requests left to
-// finish after their caller gave up, guaranteed deletes, the flusher's
+// finish after their caller gave up, guaranteed deletes, the writer's
 // sends. Close waits for them: a group.
 
 // group counts running goroutines, like a sync.WaitGroup that may be added
