@@ -5,6 +5,7 @@ package zklock_test
 import (
 	"errors"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,8 +72,9 @@ func opIs(op trace.Op) func(trace.Step) bool {
 }
 
 // An acquisition and its release, as the model's goroutine takes them:
-// the create sent and answered, the listing behind it, our node first,
-// the grant, the release, the delete queued and then sent.
+// the create sent and answered (by the session's writer, alone), the
+// listing behind it, our node first, the grant, the release, the delete
+// queued and then sent (by the writer, alone).
 func TestTraceAcquireRelease(t *testing.T) {
 	steps := recording(t)
 	s := connect(t, zktest.Servers(t))
@@ -92,7 +94,7 @@ func TestTraceAcquireRelease(t *testing.T) {
 	onPath := func(st trace.Step) bool { return strings.HasPrefix(st.Path, p+"/") }
 	all := steps()
 	at := order(t, all,
-		[]string{"create sent", "list sent", "list answered", "turn first", "verdict now", "granted", "released", "delete queued", "delete flushed", "delete sent", "delete answered"},
+		[]string{"create sent", "list sent", "list answered", "turn first", "verdict now", "granted", "released", "delete queued", "delete sent", "delete answered"},
 		of(sid, trace.Send, func(st trace.Step) bool { return st.Op == trace.OpCreate && onPath(st) }),
 		of(sid, trace.Send, func(st trace.Step) bool { return st.Op == trace.OpList && st.Path == p }),
 		of(sid, trace.Answer, func(st trace.Step) bool { return st.Op == trace.OpList && st.Out == "" && st.N == 1 }),
@@ -100,13 +102,12 @@ func TestTraceAcquireRelease(t *testing.T) {
 		of(sid, trace.Grant, func(st trace.Step) bool { return st.Note == "now" }),
 		of(sid, trace.Grant, func(st trace.Step) bool { return isNode(st) && st.Out == "" && st.Zxid == h.Token() }),
 		of(sid, trace.Release, isNode),
-		of(sid, trace.DelAdd, isNode),
-		of(sid, trace.DelFlush, isNode),
-		of(sid, trace.Send, func(st trace.Step) bool { return st.Op == trace.OpDelete && st.Path == node }),
+		of(sid, trace.DelAdd, func(st trace.Step) bool { return isNode(st) && st.Owner == sid }),
+		of(sid, trace.Send, func(st trace.Step) bool { return st.Op == trace.OpDelete && st.Path == node && len(st.Writes) == 1 }),
 		of(sid, trace.Answer, func(st trace.Step) bool { return st.Op == trace.OpDelete && st.Out == "" }))
 	// The create's answer names our node, after its send.
 	created := order(t, all[at[0]:], []string{"create answered"},
-		of(sid, trace.Answer, func(st trace.Step) bool { return st.Op == trace.OpCreate && st.Node == node }))
+		of(sid, trace.Answer, func(st trace.Step) bool { return st.Op == trace.OpCreate && slices.Equal(st.Creates, []string{node}) }))
 	if at[0]+created[0] > at[3] {
 		t.Errorf("create answered (step %d) after the turn (step %d)", at[0]+created[0], at[3])
 	}

@@ -140,7 +140,7 @@ func (q *writeQueue) txn(node string, ops []any) *write {
 // abandoned on the lock at path. Nobody waits for it: it is guaranteed,
 // retried whatever it meets until the node or its session is gone.
 func (q *writeQueue) delete(path, node string, owner int64) {
-	trace.DelAdded(q.s.conn, path, node)
+	trace.DelAdded(q.s.conn, path, node, owner)
 	q.add(&write{kind: writeDelete, path: path, owner: owner, ops: []any{&zk.DeleteRequest{Path: node, Version: -1}}, size: len(node) + 16})
 }
 

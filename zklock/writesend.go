@@ -43,9 +43,13 @@ func (q *writeQueue) send(batch []*write) {
 		s.tap.Handed()
 	}
 	start := time.Now()
-	trace.WritesSent(s.conn, ops)
+	if trace.Enabled { // guarded: the closure would stay in a build without the tag
+		trace.WritesSent(s.conn, len(batch), func(i int) []any { return batch[i].ops })
+	}
 	res, err := q.do(single, ops)
-	trace.WritesAnswered(s.conn, res, err)
+	if trace.Enabled {
+		trace.WritesAnswered(s.conn, len(batch), func(i int) []any { return batch[i].ops }, res, err)
+	}
 	if s.tap != nil {
 		s.tap.Answered()
 	}

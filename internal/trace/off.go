@@ -38,9 +38,6 @@ func Sent(c *zk.Conn, op Op, path string) {}
 // concerns.
 func Answered(c *zk.Conn, op Op, path, node string, err error) {}
 
-// MultiAnswered records a multi's answer (the node its create made).
-func MultiAnswered(c *zk.Conn, path string, res []zk.MultiResponse, err error) {}
-
 // Listed records a listing's answer.
 func Listed(c *zk.Conn, op Op, path string, children []string, st *zk.Stat, err error) {}
 
@@ -80,14 +77,8 @@ func Lost(c *zk.Conn, node string, cause error) {}
 // Released records a hold released.
 func Released(c *zk.Conn, path, node string) {}
 
-// DelAdded records a delete queued.
-func DelAdded(c *zk.Conn, path, node string) {}
-
-// DelTaken records a pending delete taken by a create.
-func DelTaken(c *zk.Conn, path, node string) {}
-
-// DelFlushed records a pending delete taken by the flusher.
-func DelFlushed(c *zk.Conn, path, node string) {}
+// DelAdded records the delete of node queued for the session's writer.
+func DelAdded(c *zk.Conn, path, node string, owner int64) {}
 
 // SessionOpened records a session made on c, with its loss policy; wire
 // is the wire c was dialed through, or nil.
@@ -106,12 +97,8 @@ func ConnHandshook(c *zk.Conn, sid int64, d time.Duration) {}
 // Paused records that this process stopped process pid from from to to.
 func Paused(pid int, from, to time.Time) {}
 
-// DeletesSent records the flusher's multi of delete requests ops (the
-// *zk.DeleteRequest values it sends), naming every node.
-func DeletesSent(c *zk.Conn, ops []any) {}
-
 // WritesSent does nothing without the tierlocktrace tag.
-func WritesSent(c *zk.Conn, ops []any) {}
+func WritesSent(c *zk.Conn, n int, opsOf func(i int) []any) {}
 
 // WritesAnswered does nothing without the tierlocktrace tag.
-func WritesAnswered(c *zk.Conn, res []zk.MultiResponse, err error) {}
+func WritesAnswered(c *zk.Conn, n int, opsOf func(i int) []any, res []zk.MultiResponse, err error) {}

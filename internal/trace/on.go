@@ -98,18 +98,6 @@ func Answered(c *zk.Conn, op Op, path, node string, err error) {
 	rec(c, Step{Kind: Answer, Op: op, Path: path, Node: node, Out: Class(err), Note: errNote(err)})
 }
 
-// MultiAnswered records a multi's answer (the node its create made).
-func MultiAnswered(c *zk.Conn, path string, res []zk.MultiResponse, err error) {
-	if off() {
-		return
-	}
-	var node string
-	if len(res) > 0 && res[0].Error == nil {
-		node = res[0].String
-	}
-	rec(c, Step{Kind: Answer, Op: OpMulti, Path: path, Node: node, N: len(res), Out: Class(err), Note: errNote(err)})
-}
-
 // Listed records a listing's answer.
 func Listed(c *zk.Conn, op Op, path string, children []string, st *zk.Stat, err error) {
 	if off() {
@@ -213,14 +201,12 @@ func Lost(c *zk.Conn, node string, cause error) {
 // Released records a hold released.
 func Released(c *zk.Conn, path, node string) { rec(c, Step{Kind: Release, Path: path, Node: node}) }
 
-// DelAdded records a delete queued.
-func DelAdded(c *zk.Conn, path, node string) { rec(c, Step{Kind: DelAdd, Path: path, Node: node}) }
-
-// DelTaken records a pending delete taken by a create.
-func DelTaken(c *zk.Conn, path, node string) { rec(c, Step{Kind: DelTake, Path: path, Node: node}) }
-
-// DelFlushed records a pending delete taken by the flusher.
-func DelFlushed(c *zk.Conn, path, node string) { rec(c, Step{Kind: DelFlush, Path: path, Node: node}) }
+// DelAdded records the delete of node, on the lock at path, queued for
+// the session's writer; owner is the session the code holds the node was
+// made in (the writer drops the delete unsent when that session is over).
+func DelAdded(c *zk.Conn, path, node string, owner int64) {
+	rec(c, Step{Kind: DelAdd, Path: path, Node: node, Owner: owner})
+}
 
 // SessionOpened records a session made on c, with its loss policy: the
 // first step of c, so that a replay knows the policy before any other.
@@ -273,95 +259,76 @@ func Paused(pid int, from, to time.Time) {
 	rec(nil, Step{Kind: Pause, N: pid, At: since(from), Until: since(to)})
 }
 
-// DeletesSent records the flusher's multi of delete requests ops (the
-// *zk.DeleteRequest values it sends), naming every node: a replay must
-// know each of them is on the wire, not only the first.
-func DeletesSent(c *zk.Conn, ops []any) {
-	if off() {
+// WritesSent records a request of the session's writer: n writes, the
+// ops of write i being opsOf(i) (a create's or a delete's one op; a
+// guarded transaction's, its check of the hold's node first), named in
+// Writes in their order. The request's Op and Path are its one write's
+// when it is alone (CRE on the prefix, DEL on the node, TXN on the hold's
+// node), else MULTI on the first write's path.
+func WritesSent(c *zk.Conn, n int, opsOf func(i int) []any) {
+	if off() || n == 0 {
 		return
 	}
-	s := Step{Kind: Send, Op: OpMulti, Nodes: make([]string, 0, len(ops))}
-	for _, op := range ops {
-		if d, ok := op.(*zk.DeleteRequest); ok {
-			s.Nodes = append(s.Nodes, d.Path)
-		}
+	s := Step{Kind: Send, Writes: make([]BatchWrite, n)}
+	for i := range n {
+		s.Writes[i] = writeOf(opsOf(i))
 	}
-	if len(s.Nodes) > 0 {
-		s.Path = s.Nodes[0]
-	}
+	s.Op, s.Path = requestOf(s.Writes)
 	rec(c, s)
 }
 
-// WritesSent records a request of the session's writer: a create alone
-// (send CRE on its prefix), a delete alone (send DEL on its node), or a
-// multi naming every node it creates, deletes and checks (send MULTI;
-// send TXN when it is one guarded transaction alone).
-func WritesSent(c *zk.Conn, ops []any) {
-	if off() {
+// WritesAnswered records the answer to the request WritesSent recorded
+// with the same n and opsOf: res the results per op (none when the
+// server's answer did not come), err its error. N is the write whose op
+// failed the multi (the first op with an error: ZooKeeper reports those
+// before it OK and those after it as not run), -1 when none did or when
+// there are no results to say; Creates the nodes the creates made.
+func WritesAnswered(c *zk.Conn, n int, opsOf func(i int) []any, res []zk.MultiResponse, err error) {
+	if off() || n == 0 {
 		return
 	}
-	s := Step{Kind: Send, Op: OpMulti}
-	for _, op := range ops {
-		switch o := op.(type) {
-		case *zk.CreateRequest:
-			s.Creates = append(s.Creates, o.Path)
-		case *zk.DeleteRequest:
-			s.Nodes = append(s.Nodes, o.Path)
-		case *zk.CheckVersionRequest:
-			s.Txns = append(s.Txns, o.Path)
-		}
-	}
-	s.Path, s.Op = writesHead(ops)
-	if len(ops) == 1 {
-		s.Creates, s.Nodes = nil, nil // alone: Path says it
-	}
-	rec(c, s)
-}
-
-// writesHead is the path and op a writer's request is recorded by.
-func writesHead(ops []any) (string, Op) {
-	if len(ops) == 0 {
-		return "", OpMulti
-	}
-	switch o := ops[0].(type) {
-	case *zk.CreateRequest:
-		if len(ops) == 1 {
-			return o.Path, OpCreate
-		}
-		return o.Path, OpMulti
-	case *zk.DeleteRequest:
-		if len(ops) == 1 {
-			return o.Path, OpDelete
-		}
-		return o.Path, OpMulti
-	case *zk.CheckVersionRequest:
-		for _, op := range ops[1:] {
-			if _, check := op.(*zk.CheckVersionRequest); check {
-				return o.Path, OpMulti // more than one transaction
+	s := Step{Kind: Answer, N: -1, Out: Class(err), Note: errNote(err)}
+	ws := make([]BatchWrite, n)
+	at := 0
+	for i := range n {
+		ops := opsOf(i)
+		ws[i] = writeOf(ops)
+		for k := at; k < at+len(ops) && k < len(res); k++ {
+			if res[k].Error != nil && s.N < 0 {
+				s.N = i
 			}
 		}
-		return o.Path, OpTxn
+		if ws[i].Op == OpCreate && at < len(res) && res[at].Error == nil && res[at].String != "" {
+			s.Creates = append(s.Creates, res[at].String)
+		}
+		at += len(ops)
 	}
-	return "", OpMulti
+	s.Op, s.Path = requestOf(ws)
+	rec(c, s)
 }
 
-// WritesAnswered records the answer to a request of the session's writer:
-// the nodes its creates made, and the op that failed it (-1: none, or
-// not known).
-func WritesAnswered(c *zk.Conn, res []zk.MultiResponse, err error) {
-	if off() {
-		return
+// writeOf names a write of the session's writer by its ops.
+func writeOf(ops []any) BatchWrite {
+	if len(ops) == 0 {
+		return BatchWrite{}
 	}
-	s := Step{Kind: Answer, Op: OpMulti, N: -1, Out: Class(err), Note: errNote(err)}
-	for i, r := range res {
-		if r.Error != nil && s.N < 0 {
-			s.N = i
-		}
-		if r.String != "" {
-			s.Creates = append(s.Creates, r.String)
-		}
+	switch o := ops[0].(type) {
+	case *zk.CheckVersionRequest:
+		return BatchWrite{Op: OpTxn, Path: o.Path}
+	case *zk.CreateRequest:
+		return BatchWrite{Op: OpCreate, Path: o.Path}
+	case *zk.DeleteRequest:
+		return BatchWrite{Op: OpDelete, Path: o.Path}
 	}
-	rec(c, s)
+	return BatchWrite{Op: "?"}
+}
+
+// requestOf is the op and path a request of the writer is recorded by.
+func requestOf(ws []BatchWrite) (Op, string) {
+	if len(ws) == 1 {
+		return ws[0].Op, ws[0].Path
+	}
+	return OpMulti, ws[0].Path
 }
 
 func errNote(err error) string {

@@ -3,6 +3,7 @@
 package trace_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -52,8 +53,9 @@ func TestOnRecords(t *testing.T) {
 	}
 }
 
-// A session step names its policy, and the flusher's multi every node it
-// deletes.
+// A session step names its policy; a request of the session's writer
+// names every write in order, and its answer the write that failed it and
+// the nodes its creates made.
 func TestOnSessionAndBatch(t *testing.T) {
 	dir := t.TempDir()
 	r, err := trace.Start(dir)
@@ -62,7 +64,17 @@ func TestOnSessionAndBatch(t *testing.T) {
 	}
 	trace.SessionOpened(nil, nil, true)
 	trace.SessionOpened(nil, nil, false)
-	trace.DeletesSent(nil, []any{&zk.DeleteRequest{Path: "/l/a1"}, &zk.DeleteRequest{Path: "/m/b2"}})
+	batch := [][]any{
+		{&zk.DeleteRequest{Path: "/l/a1"}},
+		{&zk.CreateRequest{Path: "/l/p-"}},
+		{&zk.CheckVersionRequest{Path: "/m/b2"}, &zk.CreateRequest{Path: "/data"}},
+	}
+	opsOf := func(i int) []any { return batch[i] }
+	trace.WritesSent(nil, len(batch), opsOf)
+	trace.WritesAnswered(nil, len(batch), opsOf, []zk.MultiResponse{{}, {String: "/l/p-0000000001"}, {}, {String: "/data"}}, nil)
+	trace.WritesAnswered(nil, len(batch), opsOf, []zk.MultiResponse{{}, {}, {Error: zk.ErrNoNode}, {Error: zk.ErrAPIError}}, zk.ErrNoNode)
+	trace.WritesAnswered(nil, len(batch), opsOf, nil, zk.ErrConnectionClosed)
+	trace.WritesSent(nil, 1, func(int) []any { return batch[1] })
 	if err := trace.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +82,7 @@ func TestOnSessionAndBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(steps) != 3 {
+	if len(steps) != 7 {
 		t.Fatalf("%d steps: %v", len(steps), steps)
 	}
 	if s := steps[0]; s.Kind != trace.SessionOpen || s.Note != trace.PolicyExpiryOnly {
@@ -79,8 +91,22 @@ func TestOnSessionAndBatch(t *testing.T) {
 	if s := steps[1]; s.Note != trace.PolicyDefault {
 		t.Errorf("session step %v", s)
 	}
-	if s := steps[2]; s.Kind != trace.Send || s.Op != trace.OpMulti || s.Path != "/l/a1" || len(s.Nodes) != 2 || s.Nodes[1] != "/m/b2" {
+	want := []trace.BatchWrite{{Op: trace.OpDelete, Path: "/l/a1"}, {Op: trace.OpCreate, Path: "/l/p-"}, {Op: trace.OpTxn, Path: "/m/b2"}}
+	if s := steps[2]; s.Kind != trace.Send || s.Op != trace.OpMulti || s.Path != "/l/a1" || fmt.Sprint(s.Writes) != fmt.Sprint(want) {
 		t.Errorf("batch step %v", s)
+	}
+	for i, w := range []struct {
+		n       int
+		out     string
+		creates string
+	}{{-1, "", "[/l/p-0000000001]"}, {2, "nonode", "[]"}, {-1, "conn", "[]"}} {
+		if s := steps[3+i]; s.Kind != trace.Answer || s.Op != trace.OpMulti || s.Path != "/l/a1" || s.N != w.n || s.Out != w.out ||
+			fmt.Sprint(s.Creates) != w.creates || len(s.Writes) != 0 {
+			t.Errorf("answer %d: %v", i, s)
+		}
+	}
+	if s := steps[6]; s.Op != trace.OpCreate || s.Path != "/l/p-" || len(s.Writes) != 1 {
+		t.Errorf("a create alone: %v", s)
 	}
 }
 

@@ -41,11 +41,17 @@ const (
 	// Release: a hold released (holding: "Release: the delete is not
 	// awaited").
 	Release
-	// DelAdd: a released node's delete queued (queueDelete).
+	// DelAdd: a released (or lost, or abandoned) node's delete queued for
+	// the session's writer (writeQueue.delete; the model's queueDelete);
+	// Owner the session the code holds its node was made in.
 	DelAdd
-	// DelTake: a pending delete taken by a create (takePending, stale[p]).
+	// DelTake: a pending delete taken by a create (the model's
+	// takePending, stale[p]). The code records none since the session's
+	// writer (main 54c8475) replaced the take: the model's step, which
+	// twotier.pml's -DEMIT traces still print.
 	DelTake
-	// DelFlush: a pending delete sent by the flusher (deleteQueue.flush).
+	// DelFlush: a pending delete taken by the flusher (the model's
+	// "pend[p] != NONE -> wire[p]!DEL"); like DelTake, the model's only.
 	DelFlush
 	// SessionOpen: a session object made (Connect, NewSession), recorded
 	// once, before any other step of its connection; Note its loss policy
@@ -103,13 +109,13 @@ type Op string
 // The requests.
 const (
 	OpCreate    Op = "CRE"   // create of our node
-	OpMulti     Op = "MULTI" // create carrying a pending delete, or the flusher's batch
-	OpDelete    Op = "DEL"   // the flusher's delete (or a guaranteed retry: Step.Retry)
+	OpMulti     Op = "MULTI" // the session's writer's request of several writes (the model's: a create carrying a pending delete)
+	OpDelete    Op = "DEL"   // a released node's delete (the writer's; Step.Retry: a guaranteed retry)
 	OpList      Op = "LIST"  // getChildren of the lock path
 	OpGetW      Op = "GETW"  // getData with a watch on the predecessor
 	OpChildrenW Op = "LISTW" // getChildren with a watch (a rule that watches the queue)
 	OpSync      Op = "SYNC"  // the lease's sync (lease.refresh)
-	OpTxn       Op = "TXN"   // a hold's guarded transaction (Hold.Txn): a write that proves the session
+	OpTxn       Op = "TXN"   // a hold's guarded transaction (Hold.Txn, through the writer): a write that proves the session
 )
 
 // Step is one recorded step. Times are nanoseconds since the recorder
@@ -137,15 +143,29 @@ type Step struct {
 	Retry   bool   `json:"retry,omitempty"` // a deleteGuaranteed attempt (the model's bgdel)
 	Wait    bool   `json:"wait,omitempty"`  // gate_enter: a waiting acquisition (not a try)
 	Note    string `json:"note,omitempty"`  // event type, state, verdict, loss cause, session policy
-	// Nodes are the nodes a multi of the session's writer deletes (send
-	// MULTI), Creates the prefixes of the nodes it creates, Txns the hold
-	// nodes its guarded transactions check, each in the order of its ops;
-	// Path is its first op's path. On the answer, Creates are the nodes
-	// made (in the order of the send's Creates; none when nothing was
-	// applied) and N the index of the op that failed the multi, or -1.
-	Nodes   []string `json:"nodes,omitempty"`
-	Creates []string `json:"creates,omitempty"`
-	Txns    []string `json:"txns,omitempty"`
+	// Writes are the writes of a request of the session's writer (send),
+	// in the order of their ops: every one, also when it is alone. Op and
+	// Path are the request's: CRE, DEL or TXN and the write's path when it
+	// is alone, else MULTI and the first write's path; its answer has the
+	// same Op and Path, N the index (in Writes) of the write whose op
+	// failed the multi (-1: none, or the outcome of every write unknown),
+	// and Creates the nodes its creates made, in their order in Writes
+	// (none when nothing was applied).
+	Writes  []BatchWrite `json:"writes,omitempty"`
+	Creates []string     `json:"creates,omitempty"`
+	// Nodes are the nodes the flusher's multi deleted (send MULTI), as the
+	// code recorded it before the session's writer replaced the flusher
+	// (main 54c8475): the replay still reads such traces.
+	Nodes []string `json:"nodes,omitempty"`
+}
+
+// BatchWrite is one write of a request of the session's writer: Op CRE, Path
+// the prefix of the node it creates; DEL, the node it deletes (a released,
+// lost or abandoned node of ours); TXN, the hold's node the guarded
+// transaction checks first (its other ops are the caller's, not named).
+type BatchWrite struct {
+	Op   Op     `json:"op"`
+	Path string `json:"path"`
 }
 
 // Where a handshake step read the server's answer.
