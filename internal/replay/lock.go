@@ -140,7 +140,7 @@ func (l *lock) create(st trace.Step) error {
 	case l.zst == queued || l.zst == leading || l.zst == held:
 		return refusef("a create while our node %s is %s: one node per lock", l.node, zstNames[l.zst])
 	}
-	if err := l.pathClear(); err != nil {
+	if err := l.pathClear(st.Sid); err != nil {
 		return err
 	}
 	if st.Op == trace.OpMulti {
@@ -163,17 +163,29 @@ func (l *lock) create(st trace.Step) error {
 }
 
 // pathClear is deletes.pml's rule for a create: the lock's own released
-// node's delete is carried, or on the wire already, never pending behind
-// it nor held by the flusher unwritten (assertion (a), one node per path
-// and lock: another Lock of the session on the path has its own node).
-func (l *lock) pathClear() error {
-	for n, d := range l.s.dels {
-		if d.by == l && (d.state == delPending || d.state == delFlushed) {
-			return refusef("a create on a path whose released node %s has its delete %s, not on the wire "+
-				"(deletes.pml: take it, or wait until it is sent)", n, delNames[d.state])
-		}
+// node's delete is carried, or on the wire already, never queued behind it
+// nor held by the flusher unwritten (assertion (a), one node per path and
+// lock: another Lock of the session on the path has its own node).
+func (l *lock) pathClear(sid int64) error {
+	if n := l.queuedDelete(sid); n != "" {
+		return refusef("a create on a path whose released node %s has its delete %s, not on the wire "+
+			"(deletes.pml: take it, or wait until it is sent)", n, delNames[l.s.dels[n].state])
 	}
 	return nil
+}
+
+// queuedDelete is a released node of the lock whose delete is queued or
+// held by the flusher unwritten, or "": what a create of the lock in
+// session sid may not go out ahead of. A queued delete of a node of
+// another session is not one: the writer drops it unsent (its node went
+// with its session).
+func (l *lock) queuedDelete(sid int64) string {
+	for n, d := range l.s.dels {
+		if d.by == l && (d.state == delPending && !d.oldAt(sid) || d.state == delFlushed) {
+			return n
+		}
+	}
+	return ""
 }
 
 // carry takes the delete a multi carries: the one taken for this path, or
@@ -197,11 +209,11 @@ func (l *lock) carry(sid int64) error {
 
 // created applies the create's (or multi's) answer, "rc[p]": our node,
 // NONODE (the released node gone: create alone), or ERR (protection mode).
+// The proof an answer OK is (proved(p)) is its caller's: one per request.
 func (l *lock) created(st trace.Step) error {
 	s := l.s
 	switch {
 	case st.Out == "":
-		s.proved(st) // a write: "proved(p)" may renew
 		l.mine[st.Node] = true
 		if l.stale != "" && st.Op == trace.OpMulti {
 			delete(s.dels, l.stale) // "stale[p] = NONE /* the multi deleted it */"
@@ -352,7 +364,8 @@ func (l *lock) release(st trace.Step) error {
 }
 
 // delAdd is queueDelete(q, n), "pend[q] != NONE -> bgdel[q] = bgdel[q] |
-// BIT(pend[q]); pend[q] = n", for a node of ours given up: released,
+// BIT(pend[q]); pend[q] = n" (under the writer, a delete queued behind
+// every write queued before it), for a node of ours given up: released,
 // lost, or abandoned by a wait that ended (which ends the acquisition:
 // "queueDelete(p, znode[p]); znode[p] = NONE; zst[p] = IDLE").
 func (l *lock) delAdd(st trace.Step) error {
@@ -363,16 +376,27 @@ func (l *lock) delAdd(st trace.Step) error {
 	if l.zkHeld && l.node == st.Node && !l.hlost {
 		return refuse("a delete queued for a node still held (release or losehold first)")
 	}
+	owner := s.owners[st.Node]
+	switch {
+	case owner == 0:
+		owner = st.Owner // found by its GUID, say: the code read its owner
+	case st.Owner != 0 && st.Owner != owner:
+		return refusef("a delete queued naming session %d the owner of a node created in session %d", st.Owner, owner)
+	}
 	delete(l.mine, st.Node)
 	if l.node == st.Node && l.zst != held {
 		l.zst, l.node, l.ended = idle, "", true
 	}
-	for _, d := range s.dels {
-		if d.path == l.path && d.state == delPending {
-			d.state = delBackground // the older one goes on its own
+	if !s.writer {
+		// the model's queue, one delete per path: the older one goes on
+		// its own (the writer's FIFO keeps every one)
+		for _, d := range s.dels {
+			if d.path == l.path && d.state == delPending {
+				d.state = delBackground
+			}
 		}
 	}
-	s.dels[st.Node] = &del{path: l.path, by: l, owner: s.owners[st.Node]}
+	s.dels[st.Node] = &del{path: l.path, by: l, owner: owner}
 	delete(s.owners, st.Node)
 	return nil
 }

@@ -48,6 +48,17 @@ func (s *session) byNode(node string) *lock {
 	return s.first(p)
 }
 
+// byPrefix is the instance whose create (the last it sent) is of prefix,
+// or nil.
+func (s *session) byPrefix(prefix string) *lock {
+	for _, l := range s.locks[lockOf(prefix)] {
+		if l.prefix == prefix {
+			return l
+		}
+	}
+	return nil
+}
+
 // forTurn is the instance a turn on node is of: its node, or the one
 // whose create's prefix the node carries (protection mode found it).
 func (s *session) forTurn(node string) *lock {

@@ -33,22 +33,27 @@ type session struct {
 	tapped  bool
 	writes  []int64
 	sentAt  int64
-	proofs  []proof            // writes' and syncs' answers that may renew the lease
-	now     map[int64][]int64  // grant verdicts "now" by owner, when judged, not yet followed by their grant
-	sent    map[string][]int64 // requests sent, not answered, by key, when sent: the session's wire
-	valid   int                // holds of the session whose span is open (timing.go)
-	overdue int64              // the deadline a step was found late for (timing.go)
+	proofs  []proof              // writes' and syncs' answers that may renew the lease
+	now     map[int64][]int64    // grant verdicts "now" by owner, when judged, not yet followed by their grant
+	sent    map[string][]request // requests sent, not answered, by key: the session's wire
+	valid   int                  // holds of the session whose span is open (timing.go)
+	overdue int64                // the deadline a step was found late for (timing.go)
 	dels    map[string]*del
-	owners  map[string]int64 // the session each node of ours was made in, until its delete is queued
-	taken   []string         // deletes taken (del_take) that no create has carried yet
-	sweep   map[string]bool  // prefixes of creates whose outcome was unknown or abandoned
-	locks   map[string][]*lock
-	epoch   int                    // lapses, disconnections and new sessions: what ends holds
-	owed    map[string]*trace.Step // held nodes whose loss a lapse or disconnection owes
-	last    int64                  // T of the last step
-	prev    trace.Kind             // the kind of the last step
-	touched *lock                  // the lock the step under way concerns
-	run     string                 // the flush under way: its first delete
+	// writer: the session's writes go through its writer (writer.go), as
+	// the code's have since main 54c8475; outCreates are the prefixes of
+	// the creates in its requests unanswered.
+	writer     bool
+	outCreates map[string]bool
+	owners     map[string]int64 // the session each node of ours was made in, until its delete is queued
+	taken      []string         // deletes taken (del_take) that no create has carried yet
+	sweep      map[string]bool  // prefixes of creates whose outcome was unknown or abandoned
+	locks      map[string][]*lock
+	epoch      int                    // lapses, disconnections and new sessions: what ends holds
+	owed       map[string]*trace.Step // held nodes whose loss a lapse or disconnection owes
+	last       int64                  // T of the last step
+	prev       trace.Kind             // the kind of the last step
+	touched    *lock                  // the lock the step under way concerns
+	run        string                 // the flush under way: its first delete
 }
 
 // del is one of the session's deletes (the model's pend, stale, onwire
@@ -79,8 +84,9 @@ const (
 var delNames = [...]string{"pending", "taken", "flushed", "wire", "background"}
 
 func newSession(c *Checker, file string) *session {
-	return &session{c: c, file: file, now: map[int64][]int64{}, sent: map[string][]int64{}, dels: map[string]*del{},
-		owners: map[string]int64{}, server: map[int64]int64{}, sweep: map[string]bool{}, locks: map[string][]*lock{},
+	return &session{c: c, file: file, now: map[int64][]int64{}, sent: map[string][]request{}, dels: map[string]*del{},
+		outCreates: map[string]bool{},
+		owners:     map[string]int64{}, server: map[int64]int64{}, sweep: map[string]bool{}, locks: map[string][]*lock{},
 		owed: map[string]*trace.Step{}, conn: true}
 }
 

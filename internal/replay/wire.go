@@ -26,6 +26,8 @@ func key(st trace.Step) string {
 func (s *session) send(st trace.Step) error {
 	var err error
 	switch {
+	case len(st.Writes) > 0:
+		err = s.writerSend(st)
 	case st.Op == trace.OpChildrenW:
 		// a children watch (a semaphore's lease node waiting, recipe.go):
 		// no transition of the model, but its answer is a listing
@@ -40,7 +42,7 @@ func (s *session) send(st trace.Step) error {
 	}
 	if err == nil {
 		k := key(st)
-		s.sent[k] = append(s.sent[k], st.T)
+		s.sent[k] = append(s.sent[k], request{t: st.T, writes: st.Writes})
 	}
 	return err
 }
@@ -55,12 +57,19 @@ func (s *session) answer(st trace.Step) error {
 	if len(s.sent[k]) == 0 {
 		return refusef("an answer to no %s request on the wire", st.Op)
 	}
-	s.sentAt = s.sent[k][0] // a session's requests are answered in the order they were sent
+	r := s.sent[k][0] // a session's requests are answered in the order they were sent
+	s.sentAt = r.t
 	if s.sent[k] = s.sent[k][1:]; len(s.sent[k]) == 0 {
 		delete(s.sent, k)
 	}
+	if r.writes != nil {
+		return s.writerAnswer(st, r)
+	}
 	switch {
 	case (st.Op == trace.OpCreate || st.Op == trace.OpMulti) && !isNode(st.Path):
+		if st.Out == "" {
+			s.proved(st) // a write: "proved(p)" may renew
+		}
 		return s.at(s.forCreate(st.Path)).created(st)
 	case st.Op == trace.OpMulti, st.Op == trace.OpDelete:
 		s.deleted(st)
