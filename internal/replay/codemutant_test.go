@@ -32,11 +32,13 @@ var codeMutants = []struct {
 	{"", 0, ""},
 	{mutant.GrantBeforeListing, trace.Turn, "no listing answered"},
 	{mutant.LeaseFromAnswer, trace.Renew, "counts from the proof's send"},
-	// The create carries another node's delete: a multi with none taken
-	// (no pending delete of ours), or ours goes alone, by a guaranteed
-	// delete of a node the multi carries.
-	{mutant.DeleteWrongCreate, trace.Send, "carrying no delete taken|no failed or left-over delete"},
+	// Another node's delete queued ahead of our create: the queue's first,
+	// another process's or our own whose delete is queued already.
+	{mutant.DeleteWrongCreate, trace.DelAdd, "not one of this lock's, or was queued already"},
 	{mutant.WatchGrantsEarly, trace.Grant, "no listing found first"},
+	// A batch with a create leaves its deletes for the next: the create
+	// goes out while its Lock's released node's delete is still queued.
+	{mutant.CreateBeforeDelete, trace.Send, "has its delete queued, not in a request on the wire"},
 }
 
 // scenarioMutants are the bugs of the lease's bounds and of the steps'

@@ -142,7 +142,7 @@ func TestHandMadeRefused(t *testing.T) {
 		{"grant after a turn that found a predecessor", grantWaiting, trace.Grant, "no listing found first"},
 		{"renew from a proof sent in an older session", renewOldSession, trace.Renew, "a renew by a proof of session 7"},
 		{"renew counted from the answer", renewFromAnswer, trace.Renew, "counts from the proof's send"},
-		{"delete riding a create of another path", deleteOtherPath, trace.Send, "delete pending"},
+		{"delete riding a create of another path", deleteOtherPath, trace.Send, "delete queued"},
 		{"multi carrying no delete", multiNothing, trace.Send, "carrying no delete"},
 		{"guaranteed delete of a node a create carries", retryTaken, trace.Send, "no failed or left-over delete"},
 		{"loss with no lapse nor disconnection", loseUntold, trace.Lose, "no lapse, disconnection"},

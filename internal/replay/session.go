@@ -57,8 +57,8 @@ type session struct {
 }
 
 // del is one of the session's deletes (the model's pend, stale, onwire
-// and bgdel, which a session keeps per node here: the code's queue holds
-// one per lock path).
+// and bgdel, which a session keeps per node here: the model's queue holds
+// one per lock path, the writer's FIFO any number).
 type del struct {
 	path  string
 	state int
@@ -68,20 +68,21 @@ type del struct {
 }
 
 // oldAt reports whether d's node was made in a session other than sid:
-// a create never carries such a delete (createNode sends the create alone
-// and the delete goes in the background), whichever create took it.
+// the writer drops such a delete unsent (dropMoot), and under the model's
+// rendering a create never carries it (the code before the writer sent
+// that create alone and the delete in the background).
 func (d *del) oldAt(sid int64) bool { return d.owner != 0 && d.owner != sid }
 
 // The states of a delete.
 const (
-	delPending    = iota // pend[p]: queued, untaken
+	delPending    = iota // pend[p]: queued (the writer's queue), untaken, in no request
 	delTaken             // stale[p]: taken by a create (takePending)
 	delFlushed           // taken by the flusher, not yet written
-	delWire              // onwire[p]: written (the flusher's, or a multi's)
+	delWire              // onwire[p]: in a request on the wire (the writer's, the flusher's, a multi's)
 	delBackground        // bgdel[p]: retried by deleteGuaranteed
 )
 
-var delNames = [...]string{"pending", "taken", "flushed", "wire", "background"}
+var delNames = [...]string{"queued", "taken", "flushed", "wire", "background"}
 
 func newSession(c *Checker, file string) *session {
 	return &session{c: c, file: file, now: map[int64][]int64{}, sent: map[string][]request{}, dels: map[string]*del{},
