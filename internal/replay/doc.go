@@ -36,11 +36,29 @@
 // the model; it only ends holds early); a re-check listing while the
 // watch stands (the model lists again only once the watch is gone: a
 // reduction, the listing finds the same predecessor); a node found gone
-// queued for deletion anyway; a delete carried from another path when the
-// path has none (takeOther, model/deletes.pml's rule); TryAcquire as a wait
-// that ends at once. It also checks deletes.pml's rule that a create never
-// goes out while its path's released node's delete is pending or held
-// unwritten by the flusher.
+// queued for deletion anyway; TryAcquire as a wait that ends at once.
+//
+// # The session's writer
+//
+// The code sends every write a session has waiting (creates of any path,
+// released nodes' deletes, guarded transactions) through one FIFO and one
+// writer, a batch from its head per request, one request out at a time
+// (zklock/writes.go, writer.go). Each request is one send step naming its
+// writes in order (trace.Step.Writes), and its answer one step saying what
+// was applied: all (the nodes its creates made, in order), nothing but
+// the settling of the write whose op failed the multi (the others queued
+// again, to go in a later request), or nothing known. The replay applies a
+// request's writes in order (writer.go) and checks model/deletes.pml's rule
+// (a), one node per path, in the writer's terms: a Lock's create is never
+// in a request while its released node's delete is still queued, nor ahead
+// of that delete in the same multi; a delete a request takes is queued (not
+// settled, not in a request out, not left to the guaranteed retry); a
+// create is not sent again while its request is out; an answer names only
+// writes of its request. A queued delete of an ended session's node is
+// dropped unsent, as the writer drops it. twotier.pml's own steps (a
+// create taking a pending delete, del_take, or the flusher, del_flush), in
+// its -DEMIT traces and in runs recorded before the writer, replay by the
+// rendering in wire.go.
 //
 // # Bounds derived from the server and the model, not from the code
 //

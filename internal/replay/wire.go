@@ -5,7 +5,11 @@ import (
 )
 
 // The session's wire: requests sent and answered, and the deletes of
-// released nodes (pend, stale, onwire, bgdel in twotier.pml).
+// released nodes (pend, stale, onwire, bgdel in twotier.pml). A request of
+// the session's writer (a send with Writes) is writer.go's; the take of a
+// pending delete by a create (del_take, MULTI) and the flusher (del_flush,
+// DEL) rendered here are twotier.pml's steps, which its -DEMIT traces and
+// runs recorded before the writer (main 54c8475) take.
 
 // key names a request on the wire by its op and what it concerns; a
 // retry's delete is not the flusher's.

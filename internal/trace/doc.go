@@ -45,10 +45,12 @@
 //     Lock.enter; Wait false for a TryAcquire, which the model leaves out).
 //   - handoff: "zkHeld[p] && !hlost[p] -> handoffs[p]++; become(1)", the
 //     gate's holder riding the node it was handed (takeNode).
-//   - del_take: the acquisition's takePending, "stale[p] = pend[p]"
-//     (deleteQueue.take, or takeOther for another path's delete).
+//   - del_take: the acquisition's takePending, "stale[p] = pend[p]": the
+//     model's only (twotier.pml's -DEMIT traces); the code, whose creates
+//     go through the session's writer (below), records none.
 //   - send, op CRE or MULTI: "wire[p]!CRE,0,guid[p]" or
-//     "wire[p]!MULTI,stale[p],guid[p]"; op LIST: "wire[p]!LIST,0,guid[p]",
+//     "wire[p]!MULTI,stale[p],guid[p]" (the code's create is a write of
+//     the session's writer: below); op LIST: "wire[p]!LIST,0,guid[p]",
 //     pipelined behind the create, in list:, or protection mode's listing
 //     (create: with mayExist); op GETW: "wire[p]!GETW,x,0". A send is
 //     recorded as the request is handed to go-zookeeper, before it is on
@@ -74,7 +76,8 @@
 //   - release: holding's "queueDelete(p, znode[p]) /* Release */", the
 //     hold's Release (or dropZK: "zkHeld[p] && hlost[p]").
 //   - del_add: queueDelete, "pend[p] = n" (a release, a cancelled wait, a
-//     lost hold's node).
+//     lost hold's node): the delete queued for the session's writer, Owner
+//     the session the code holds the node was made in.
 //   - gate_pass: the bounded local hand-off, "gate[p] = k + 1", recorded
 //     by the giver once it is done, so the receiver may have recorded any of
 //     its steps first; the receiver's gate_enter followed by its handoff is
@@ -87,16 +90,24 @@
 //     NewSession), recorded before any other step of its connection; Note
 //     its loss policy, "default" (twotier.pml's) or "expiry-only"
 //     (zklock.WithLossOnExpiryOnly, which the model does not have).
-//   - del_flush, then send op DEL: "pend[p] != NONE -> wire[p]!DEL,pend[p],1"
-//     (deleteQueue.flush and send; several deletes go as one MULTI, whose
-//     send names every node in Nodes, the first also in Path);
-//     answer DEL Out "": the apply's "ans && b -> lease[q] = 1", then renew.
+//   - send and answer of the session's writer (zklock's writeQueue: every
+//     create, released node's delete and guarded transaction waiting, in
+//     one FIFO, a batch from its head per request, one request out at a
+//     time): the send's Writes name the request's writes in order (CRE and
+//     the prefix: the acquisition's "wire[p]!CRE,0,guid[p]"; DEL and the
+//     node: "wire[p]!DEL,n,1", the model's pend sent; TXN and the hold's
+//     node), its Op and Path are the one write's when it is alone, else
+//     MULTI and the first write's path; the answer has the same Op and
+//     Path, N the write whose op failed the multi (-1: none, or no result
+//     per op: every write's outcome unknown, the model's ERR), Creates the
+//     nodes made, in order; a renew follows an answer with no error. The
+//     model's del_flush and its DEL (the flusher, which the writer
+//     replaced) are the model's only.
 //   - send and answer op DEL with Retry: "bgdel[p] != 0 -> wire[p]!DEL,n,0",
 //     deleteGuaranteed's attempts, which renew nothing.
 //   - send and answer op SYNC: the sync step of lease.refresh, then renew.
-//   - send and answer op TXN (Node the hold's node): a hold's guarded
-//     transaction, a write the model folds into "a write of the session
-//     that succeeded"; its answer may be followed by a renew.
+//   - a TXN write (the hold's node): a hold's guarded transaction, a write
+//     the model folds into "a write of the session that succeeded".
 //   - renew: "lease[p] = 1" by proved(p): At the proof's send time, Until
 //     the new deadline (the lease is "ahead" while T < Until), Owner the
 //     proof's session; both the code's, which the replay checks against the
