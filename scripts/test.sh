@@ -27,7 +27,7 @@ go test -race -count=1 -tags tierlocktrace -run 'TestRecorded|TestHandMade' ./in
 # The code's seeded bugs (internal/mutant), each in a short stress run or,
 # for the bugs of the lease's bounds and the steps' timing, a scenario of
 # its own process, recorded with the bug on: the replay must refuse the
-# run at the step named, and replay the control runs clean (about 95 s).
+# run at the step named, and replay the control runs clean (about 110 s).
 go test -count=1 -tags 'tierlocktrace tierlockmutants' -run TestCodeMutants ./internal/replay/
 # The nemesis tests recorded and replayed through the model's client steps
 # (docs/replay.md): every fault kind of tier's nemesis (partition,
