@@ -105,6 +105,11 @@ func TestHandMadeWriterRefused(t *testing.T) {
 		{"a create ahead of its path's delete in one multi", func() *tr {
 			return heldThenReleased().send(wcre(pfxA2), wdel(nodeA))
 		}, trace.Send, "ahead of its path's released node's delete"},
+		{"a create while the failed multi's delete is queued again", func() *tr {
+			ws := []trace.BatchWrite{wdel(nodeA), wcre(pfxB)}
+			return heldThenReleased().add(trace.Step{Kind: trace.GateEnter, Path: lockB, Wait: true}).
+				send(ws...).answer(ws, 1, "nonode").send(wcre(pfxA2))
+		}, trace.Send, "has its delete queued, not in a request on the wire"},
 		{"a delete the failed answer settled, sent again", func() *tr {
 			ws := []trace.BatchWrite{wdel(nodeA), wcre(pfxA2)}
 			return heldThenReleased().send(ws...).answer(ws, 0, "nonode").send(ws...)
