@@ -67,6 +67,11 @@ func of(sid int64, k trace.Kind, more func(trace.Step) bool) func(trace.Step) bo
 	return func(s trace.Step) bool { return s.Sid == sid && s.Kind == k && (more == nil || more(s)) }
 }
 
+// ownedBy matches a step on node naming sid its owner.
+func ownedBy(node string, sid int64) func(trace.Step) bool {
+	return func(s trace.Step) bool { return s.Node == node && s.Owner == sid }
+}
+
 func opIs(op trace.Op) func(trace.Step) bool {
 	return func(s trace.Step) bool { return s.Op == op }
 }
@@ -102,8 +107,8 @@ func TestTraceAcquireRelease(t *testing.T) {
 		of(sid, trace.Grant, func(st trace.Step) bool { return st.Note == "now" }),
 		of(sid, trace.Grant, func(st trace.Step) bool { return isNode(st) && st.Out == "" && st.Zxid == h.Token() }),
 		of(sid, trace.Release, isNode),
-		of(sid, trace.DelAdd, func(st trace.Step) bool { return isNode(st) && st.Owner == sid }),
-		of(sid, trace.Send, func(st trace.Step) bool { return st.Op == trace.OpDelete && st.Path == node && len(st.Writes) == 1 }),
+		of(sid, trace.DelAdd, ownedBy(node, sid)),
+		of(sid, trace.Send, func(st trace.Step) bool { return st.Op == trace.OpDelete && st.Path == node }),
 		of(sid, trace.Answer, func(st trace.Step) bool { return st.Op == trace.OpDelete && st.Out == "" }))
 	// The create's answer names our node, after its send.
 	created := order(t, all[at[0]:], []string{"create answered"},

@@ -55,9 +55,6 @@ func (s *session) send(st trace.Step) error {
 // the leader's apply or serve, or failed(q) after a disconnection.
 func (s *session) answer(st trace.Step) error {
 	k := key(st)
-	if st.Op == trace.OpMulti && isNode(st.Path) {
-		k = "MULTI " + st.Path
-	}
 	if len(s.sent[k]) == 0 {
 		return refusef("an answer to no %s request on the wire", st.Op)
 	}
@@ -69,6 +66,14 @@ func (s *session) answer(st trace.Step) error {
 	if r.writes != nil {
 		return s.writerAnswer(st, r)
 	}
+	return s.answered(st)
+}
+
+// answered applies the answer to a request other than the writer's: the
+// model's create (or its multi carrying a delete), the flusher's delete,
+// a guaranteed retry's, a listing, a sync, a guarded transaction recorded
+// before the writer.
+func (s *session) answered(st trace.Step) error {
 	switch {
 	case (st.Op == trace.OpCreate || st.Op == trace.OpMulti) && !isNode(st.Path):
 		if st.Out == "" {

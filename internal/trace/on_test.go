@@ -3,7 +3,6 @@
 package trace_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -53,28 +52,64 @@ func TestOnRecords(t *testing.T) {
 	}
 }
 
-// A session step names its policy; a request of the session's writer
-// names every write in order, and its answer the write that failed it and
-// the nodes its creates made.
-func TestOnSessionAndBatch(t *testing.T) {
-	dir := t.TempDir()
-	r, err := trace.Start(dir)
-	if err != nil {
-		t.Fatal(err)
+// A session step names its policy.
+func TestOnSession(t *testing.T) {
+	steps := recorded(t, func() {
+		trace.SessionOpened(nil, nil, true)
+		trace.SessionOpened(nil, nil, false)
+	})
+	if len(steps) != 2 || steps[0].Kind != trace.SessionOpen || steps[0].Note != trace.PolicyExpiryOnly ||
+		steps[1].Note != trace.PolicyDefault {
+		t.Errorf("session steps %v", steps)
 	}
-	trace.SessionOpened(nil, nil, true)
-	trace.SessionOpened(nil, nil, false)
+}
+
+// A request of the session's writer names every write in order, and its
+// answer the request's op and path, the write that failed it and the
+// nodes its creates made (a transaction's create is the caller's, not
+// ours).
+func TestOnBatch(t *testing.T) {
 	batch := [][]any{
 		{&zk.DeleteRequest{Path: "/l/a1"}},
 		{&zk.CreateRequest{Path: "/l/p-"}},
 		{&zk.CheckVersionRequest{Path: "/m/b2"}, &zk.CreateRequest{Path: "/data"}},
 	}
 	opsOf := func(i int) []any { return batch[i] }
-	trace.WritesSent(nil, len(batch), opsOf)
-	trace.WritesAnswered(nil, len(batch), opsOf, []zk.MultiResponse{{}, {String: "/l/p-0000000001"}, {}, {String: "/data"}}, nil)
-	trace.WritesAnswered(nil, len(batch), opsOf, []zk.MultiResponse{{}, {}, {Error: zk.ErrNoNode}, {Error: zk.ErrAPIError}}, zk.ErrNoNode)
-	trace.WritesAnswered(nil, len(batch), opsOf, nil, zk.ErrConnectionClosed)
-	trace.WritesSent(nil, 1, func(int) []any { return batch[1] })
+	steps := recorded(t, func() {
+		trace.WritesSent(nil, len(batch), opsOf)
+		trace.WritesAnswered(nil, len(batch), opsOf, []zk.MultiResponse{{}, {String: "/l/p-0000000001"}, {}, {String: "/data"}}, nil)
+		trace.WritesAnswered(nil, len(batch), opsOf, []zk.MultiResponse{{}, {}, {Error: zk.ErrNoNode}, {Error: zk.ErrAPIError}}, zk.ErrNoNode)
+		trace.WritesAnswered(nil, len(batch), opsOf, nil, zk.ErrConnectionClosed)
+		trace.WritesSent(nil, 1, opsOf)
+	})
+	writes := []trace.BatchWrite{{Op: trace.OpDelete, Path: "/l/a1"}, {Op: trace.OpCreate, Path: "/l/p-"}, {Op: trace.OpTxn, Path: "/m/b2"}}
+	want := []trace.Step{
+		{Kind: trace.Send, Op: trace.OpMulti, Path: "/l/a1", Writes: writes},
+		{Kind: trace.Answer, Op: trace.OpMulti, Path: "/l/a1", N: -1, Creates: []string{"/l/p-0000000001"}},
+		{Kind: trace.Answer, Op: trace.OpMulti, Path: "/l/a1", N: 2, Out: "nonode"},
+		{Kind: trace.Answer, Op: trace.OpMulti, Path: "/l/a1", N: -1, Out: "conn"},
+		{Kind: trace.Send, Op: trace.OpDelete, Path: "/l/a1", Writes: writes[:1]},
+	}
+	if len(steps) != len(want) {
+		t.Fatalf("%d steps: %v", len(steps), steps)
+	}
+	for i, s := range steps {
+		got := trace.Step{Kind: s.Kind, Op: s.Op, Path: s.Path, N: s.N, Out: s.Out, Writes: s.Writes, Creates: s.Creates}
+		if got.String() != want[i].String() {
+			t.Errorf("step %d: %v, want %v", i+1, got, want[i])
+		}
+	}
+}
+
+// recorded returns the steps record records.
+func recorded(t *testing.T, record func()) []trace.Step {
+	t.Helper()
+	dir := t.TempDir()
+	r, err := trace.Start(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record()
 	if err := trace.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -82,32 +117,7 @@ func TestOnSessionAndBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(steps) != 7 {
-		t.Fatalf("%d steps: %v", len(steps), steps)
-	}
-	if s := steps[0]; s.Kind != trace.SessionOpen || s.Note != trace.PolicyExpiryOnly {
-		t.Errorf("session step %v", s)
-	}
-	if s := steps[1]; s.Note != trace.PolicyDefault {
-		t.Errorf("session step %v", s)
-	}
-	want := []trace.BatchWrite{{Op: trace.OpDelete, Path: "/l/a1"}, {Op: trace.OpCreate, Path: "/l/p-"}, {Op: trace.OpTxn, Path: "/m/b2"}}
-	if s := steps[2]; s.Kind != trace.Send || s.Op != trace.OpMulti || s.Path != "/l/a1" || fmt.Sprint(s.Writes) != fmt.Sprint(want) {
-		t.Errorf("batch step %v", s)
-	}
-	for i, w := range []struct {
-		n       int
-		out     string
-		creates string
-	}{{-1, "", "[/l/p-0000000001]"}, {2, "nonode", "[]"}, {-1, "conn", "[]"}} {
-		if s := steps[3+i]; s.Kind != trace.Answer || s.Op != trace.OpMulti || s.Path != "/l/a1" || s.N != w.n || s.Out != w.out ||
-			fmt.Sprint(s.Creates) != w.creates || len(s.Writes) != 0 {
-			t.Errorf("answer %d: %v", i, s)
-		}
-	}
-	if s := steps[6]; s.Op != trace.OpCreate || s.Path != "/l/p-" || len(s.Writes) != 1 {
-		t.Errorf("a create alone: %v", s)
-	}
+	return steps
 }
 
 // A wire's steps are its connection's process's, recorded before the
