@@ -434,7 +434,7 @@ end_idle:
 				wactive = 0;
 				goto end_idle
 #else
-				skip /* foldWait ended meanwhile: take the next batch */
+				printf("cover: foldWait over between takeLocked and startLocked: the next batch\n")
 #endif
 			:: else -> wactive = 0; goto end_idle
 			fi
