@@ -128,7 +128,7 @@ var checks = []check{
 		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true},
 
 	// Model 5, the session's write path (writes.pml; zklock/writes.go,
-	// writesend.go): two locks on two paths looping release -> acquire
+	// writer.go): two locks on two paths looping release -> acquire
 	// (admission under a bound of 4 places shared with a reader, the create
 	// queued, withdrawn if ctx ends while it is queued; guarded
 	// transactions), the writer (batches of whole writes from the head, at
@@ -165,8 +165,8 @@ var checks = []check{
 	// is never deleted.
 	{name: "writes/mutant_no_rearm_liveness", model: "writes.pml", defines: []string{"-DMUTANT_NO_REARM"},
 		ccFlags: append([]string{quick}, liveness...), panFlags: []string{"-a", "-f", "-A", "-m1000000"}, mutant: true},
-	// run as the code at 40c4605 has it: `_ = q.startLocked(false)` ignores
-	// the answer; when foldWait ends between takeLocked's and startLocked's
+	// run as the code at 9aebee3 (writer.go) has it: `_ =
+	// q.startLocked(false)` ignores the answer; when foldWait ends between takeLocked's and startLocked's
 	// reads of the clock, running is set and no goroutine runs, and every
 	// later write is stranded: (d), and (c) with -A.
 	{name: "writes/stranded", model: "writes.pml", defines: []string{"-DSTRANDED"},

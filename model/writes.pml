@@ -1,5 +1,5 @@
 /*
- * Model 5: the session's write path (zklock/writes.go, writesend.go;
+ * Model 5: the session's write path (zklock/writes.go, writer.go;
  * create.go's createAndList, send.go's bound, hold.go's giveUp, guard.go's
  * Hold.Txn).
  *
@@ -146,8 +146,8 @@
  *   MUTANT_NO_REARM  q.run returns on a nil batch without startLocked: a
  *       delete queued while a batch was out lingers for ever unless a
  *       create comes: (c) (with assertions off; (d) in the safety run).
- *   STRANDED  q.run as the code at 40c4605 has it: `_ = q.startLocked(false)`
- *       ignores the answer, so when foldWait ends between takeLocked's
+ *   STRANDED  q.run as the code at 9aebee3 (writer.go) has it:
+ *       `_ = q.startLocked(false)` ignores the answer, so when foldWait ends between takeLocked's
  *       lingerLocked and startLocked's, running is set and no goroutine
  *       runs: every later write is stranded: (d), and (c). Without it the
  *       model goes on with the next batch (the fix).
