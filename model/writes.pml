@@ -147,10 +147,11 @@
  *       delete queued while a batch was out lingers for ever unless a
  *       create comes: (c) (with assertions off; (d) in the safety run).
  *   STRANDED  q.run as the code at 9aebee3 (writer.go) has it:
- *       `_ = q.startLocked(false)` ignores the answer, so when foldWait ends between takeLocked's
- *       lingerLocked and startLocked's, running is set and no goroutine
- *       runs: every later write is stranded: (d), and (c). Without it the
- *       model goes on with the next batch (the fix).
+ *       `_ = q.startLocked(false)` ignores the answer, so when foldWait
+ *       ends between takeLocked's lingerLocked and startLocked's, running
+ *       is set and no goroutine runs: every later write is stranded: (d),
+ *       and (c). Without it the model goes on with the next batch (the
+ *       fix the code needs).
  */
 
 #ifndef SIZE
