@@ -50,20 +50,29 @@
  *            queued in an empty queue. The timer (q.timer, time.AfterFunc
  *            armed by startLocked) fires once the head has aged: wake ->
  *            startLocked(false).
- *   server   applies the session's requests in the order written (FIFO per
- *            session); a batch (a multi, or a lone create or delete) in
- *            one step: every op, or none when one fails, the first failing
- *            op named in the answer (failat). The environment's faults,
- *            at most F in a run: an operator deletes a released node
- *            before its delete arrives (that delete then fails, NoNode);
- *            the path's parent, a container, is removed while the session
- *            has no node under it (the next create fails, NoNode); a
+ *   server   the ZooKeeper server and the network, one process (one
+ *            fewer for the fairness search; see below). It applies the
+ *            batch on the wire (a multi, or a lone create or delete), the
+ *            session's one write request, in one step: op by op, or none
+ *            when one fails, the first failing op named in the answer
+ *            (failat); reads change nothing there, so their application
+ *            is no step. It returns the answers in the order of the
+ *            requests (the batch's once applied), each as late as it
+ *            likes (other processes move in between without bound) but
+ *            eventually (weak fairness): a read's or listing's answer
+ *            gives its place back (Session.make's flight.release,
+ *            wakeLocked); the batch's answer wakes the writer. And the
+ *            environment's faults, at most F in a run, on path p (the
+ *            locks are alike: the model is the same with their names
+ *            swapped): an operator deletes a released node before its
+ *            delete arrives (that delete then fails, NoNode); the path's
+ *            parent, a container, is removed while the session has no
+ *            node under it (the next create fails, NoNode); a
  *            transaction's check fails (the guarded resource moved on).
- *   network  returns the answers in the order of the requests, each as
- *            late as it likes (other processes move in between without
- *            bound) but eventually (weak fairness): a read's or listing's
- *            answer gives its place back (Session.make's flight.release,
- *            wakeLocked); the batch's answer wakes the writer.
+ *            Weak fairness holds for the network's part too: reads ahead
+ *            of the batch are finitely many and every later request is
+ *            answered behind it, so a run in which the server moves for
+ *            ever applies and answers the batch; the faults are bounded.
  *   monitor  property (d) in every state.
  *
  * Variables:
