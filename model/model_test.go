@@ -140,7 +140,7 @@ var checks = []check{
 	// own op, (d) no stranded write, no invalid end state; liveness (c):
 	// every released node deleted, every queued write answered.
 	{name: "writes/safety", model: "writes.pml", ccFlags: quickSafety, panFlags: []string{"-m1000000"},
-		mustReach: []string{"nodes[l]<=1", "0||(w==refop)", "!(wactive)", "nc = (nc+1)", "parent[me] = 1", "armed = 0",
+		mustReach: []string{"nodes[l]<=1", "0||(w==refop)", "nc = (nc+1)", "parent[me] = 1", "armed = 0",
 			"cover: a batch bounded", "cover: two paths' creates", "cover: a create with the other path's delete",
 			"cover: a create refused", "cover: a delete refused", "cover: a transaction refused",
 			"cover: a create put back", "cover: a transaction put back", "cover: a delete put back",
