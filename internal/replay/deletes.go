@@ -5,17 +5,17 @@ import (
 )
 
 // A lock's deletes: its nodes given up queued for deletion (del_add), and
-// the rule a create of the lock keeps against them (model/deletes.pml's
-// (a), one node per path and Lock).
+// the rule a create of the lock keeps against them (model/writes.pml's
+// (a), one node per path, per Lock; model/deletes.pml's before the writer).
 
-// pathClear is deletes.pml's rule for a create: the lock's own released
+// pathClear is writes.pml's (a) (deletes.pml's before it) for a create: the lock's own released
 // node's delete is carried, or on the wire already, never queued behind it
 // nor held by the flusher unwritten (assertion (a), one node per path and
 // lock: another Lock of the session on the path has its own node).
 func (l *lock) pathClear(sid int64) error {
 	if n := l.queuedDelete(sid); n != "" {
 		return refusef("a create on a path whose released node %s has its delete %s, not on the wire "+
-			"(deletes.pml: take it, or wait until it is sent)", n, delNames[l.s.dels[n].state])
+			"(writes.pml (a), one node per path: take it, or wait until it is sent)", n, delNames[l.s.dels[n].state])
 	}
 	return nil
 }

@@ -48,8 +48,8 @@
 // was applied: all (the nodes its creates made, in order), nothing but
 // the settling of the write whose op failed the multi (the others queued
 // again, to go in a later request), or nothing known. The replay applies a
-// request's writes in order (writer.go) and checks model/deletes.pml's rule
-// (a), one node per path, in the writer's terms: a Lock's create is never
+// request's writes in order (writer.go) and checks model/writes.pml's
+// property (a), one node per path, in the writer's terms: a Lock's create is never
 // in a request while its released node's delete is still queued, nor ahead
 // of that delete in the same multi; a delete a request takes is queued (not
 // settled, not in a request out, not left to the guaranteed retry); a

@@ -68,8 +68,11 @@ func heldThenReleased() *tr {
 // a released node's delete ahead of the next create in one multi; a multi
 // failed at its create (the lock path missing), its delete queued again
 // and sent again ahead of the create; a request whose outcome is unknown,
-// its delete then retried in the background; a moot delete (its node's
-// session over) dropped unsent while a create goes out.
+// sent again whole (its delete queued again at the head, its create again
+// by protection mode's retry); refused at its delete, which the guaranteed
+// retry then sends; an abandoned create's node deleted ahead of the Lock's
+// next create; a moot delete (its node's session over) dropped unsent
+// while a create goes out.
 func TestHandMadeWriterClean(t *testing.T) {
 	b := newTr(7).wacquire(lockA, pfxA, nodeA, 20).release(lockA, nodeA).
 		wacquire(lockB, pfxB, nodeB, 21, wdel(nodeA)).release(lockB, nodeB).
@@ -77,9 +80,13 @@ func TestHandMadeWriterClean(t *testing.T) {
 	again := []trace.BatchWrite{wdel(nodeB), wcre(lockB + "/_c_6666-lock-")}
 	b.send(again...).answer(again, 1, "nonode").
 		send(again...).answer(again, -1, "conn").
+		send(again...).answer(again, 0, "refused").
 		add(trace.Step{Kind: trace.Send, Op: trace.OpDelete, Path: nodeB, Node: nodeB, Retry: true}).
 		add(trace.Step{Kind: trace.Answer, Op: trace.OpDelete, Path: nodeB, Node: nodeB, Retry: true})
 	if v := replayed(t, "writer", b.jsonl(t)).First(); v != nil {
+		t.Fatal(v)
+	}
+	if v := replayed(t, "abandoned", abandoned(true).jsonl(t)).First(); v != nil {
 		t.Fatal(v)
 	}
 	moot := heldThenReleased()
@@ -89,6 +96,25 @@ func TestHandMadeWriterClean(t *testing.T) {
 	if v := replayed(t, "moot", moot.jsonl(t)).First(); v != nil {
 		t.Fatal(v)
 	}
+}
+
+// abandoned is a wait on B given up while its create is out: the writer
+// settles the create, made, and queues its node's delete at the head of
+// the queue (its del_add after the answer); then the Lock's next create
+// goes, after that delete (ahead: true) or without it.
+func abandoned(ahead bool) *tr {
+	const pfx = lockB + "/_c_7777-lock-"
+	b := newTr(7).add(trace.Step{Kind: trace.GateEnter, Path: lockB, Wait: true}).
+		send(wcre(pfx)).
+		add(trace.Step{Kind: trace.Grant, Path: lockB, Out: "ctx", Note: "context canceled"}).
+		add(trace.Step{Kind: trace.GateLeave, Path: lockB}).
+		answer([]trace.BatchWrite{wcre(pfx)}, -1, "", pfx+"0000000008").
+		add(trace.Step{Kind: trace.DelAdd, Path: lockB, Node: pfx + "0000000008", Owner: 7}).
+		add(trace.Step{Kind: trace.GateEnter, Path: lockB, Wait: true})
+	if ahead {
+		return b.send(wdel(pfx+"0000000008"), wcre(pfxB))
+	}
+	return b.send(wcre(pfxB))
 }
 
 func TestHandMadeWriterRefused(t *testing.T) {
@@ -110,14 +136,20 @@ func TestHandMadeWriterRefused(t *testing.T) {
 			return heldThenReleased().add(trace.Step{Kind: trace.GateEnter, Path: lockB, Wait: true}).
 				send(ws...).answer(ws, 1, "nonode").send(wcre(pfxA2))
 		}, trace.Send, "has its delete queued, not in a request on the wire"},
+		{"a create ahead of an abandoned create's node's delete", func() *tr { return abandoned(false) },
+			trace.Send, "has its delete queued, not in a request on the wire"},
 		{"a delete the failed answer settled, sent again", func() *tr {
 			ws := []trace.BatchWrite{wdel(nodeA), wcre(pfxA2)}
 			return heldThenReleased().send(ws...).answer(ws, 0, "nonode").send(ws...)
 		}, trace.Send, "which is not queued"},
-		{"a delete an unknown outcome left to the retry, sent again by the writer", func() *tr {
+		{"a delete the server refused, left to the retry, sent again by the writer", func() *tr {
 			ws := []trace.BatchWrite{wdel(nodeA), wcre(pfxA2)}
-			return heldThenReleased().send(ws...).answer(ws, -1, "conn").send(wdel(nodeA))
+			return heldThenReleased().send(ws...).answer(ws, 0, "refused").send(wdel(nodeA))
 		}, trace.Send, "which is background, not queued"},
+		{"a create while the delete of unknown outcome is queued again", func() *tr {
+			ws := []trace.BatchWrite{wdel(nodeA), wcre(pfxA2)}
+			return heldThenReleased().send(ws...).answer(ws, -1, "conn").send(wcre(pfxA2))
+		}, trace.Send, "has its delete queued, not in a request on the wire"},
 		{"a delete sent again while its request is out", func() *tr {
 			return heldThenReleased().send(wdel(nodeA)).send(wdel(nodeA), wcre(pfxA2))
 		}, trace.Send, "which is wire, not queued"},

@@ -4,7 +4,7 @@ import (
 	"github.com/tierlock/tierlock/internal/trace"
 )
 
-// The session's writer (zklock/writes.go, writesend.go; model/writes.pml):
+// The session's writer (zklock/writes.go, writer.go; model/writes.pml):
 // every write the session has waiting (the creates of its acquisitions,
 // on any path; the deletes of its released, lost or abandoned nodes; its
 // holds' guarded transactions) is queued in one FIFO, and one request at a
@@ -15,17 +15,20 @@ import (
 // write N: that write alone is settled, with the error; the others go back
 // to the head of the queue, to be sent again), or, with no result per op,
 // nothing known (each create's outcome is unknown: protection mode; each
-// delete goes to the guaranteed retry).
+// delete is queued again, at the head). A create whose caller gave up once
+// it was taken (abandoned) is settled by the writer: what it made has its
+// delete queued (del_add) at the head, and it is not sent again.
 //
 // twotier.pml's client takes a pending delete into its create's multi
 // (del_take, then MULTI) or hands it to the flusher (del_flush, then DEL);
 // its -DEMIT traces, and runs recorded before the writer, still replay by
 // that rendering (wire.go). In the writer's terms the rule of
-// model/deletes.pml, (a): a create of a Lock never goes out in a request
-// while its released node's delete is queued (del_add, not yet in a
-// request on the wire), and within one request the delete goes ahead of
-// the create: the writes of a request are applied in their order, so a
-// delete after the create is one the create went out ahead of.
+// model/writes.pml, (a), one node per path: a create of a Lock never goes
+// out in a request while its released node's delete is queued (del_add,
+// not yet in a request on the wire), and within one request the delete
+// goes ahead of the create: the writes of a request are applied in their
+// order, so a delete after the create is one the create went out ahead of
+// (the seeded bug create-before-delete, writes.pml's CREATE_BEFORE_DELETE).
 
 // request is one of the session's requests on the wire, unanswered: when
 // it was handed to the client and, for the writer's, its writes.
@@ -99,8 +102,8 @@ func (s *session) sendCreate(st trace.Step, i int, prefix string) error {
 			}
 		}
 		return refusef("a create on a path whose released node %s has its delete queued, not in a request "+
-			"on the wire (deletes.pml (a): the writer takes the delete into the batch ahead of the create, "+
-			"or sends it first)", n)
+			"on the wire (writes.pml (a), one node per path: the delete goes ahead of the create, in its batch "+
+			"or an earlier one)", n)
 	}
 	s.outCreates[prefix] = true
 	return l.create(trace.Step{Seq: st.Seq, T: st.T, Pid: st.Pid, Proc: st.Proc, Sid: st.Sid, Kind: trace.Send,
@@ -184,16 +187,24 @@ func (s *session) requeue(w trace.BatchWrite) {
 	}
 }
 
-// settleDelete is a delete's outcome: done when applied or when its node
-// was gone already, else the guaranteed retry's (writesend.go's end).
+// settleDelete is a delete's outcome (writer.go's end): done when applied
+// or when its node was gone already; refused by the server (an ACL, say),
+// the guaranteed retry's, alone; of unknown outcome, queued again at the
+// head, to be sent again in the queue's order until its node or its
+// session is gone. The classes do not tell every refusal from an unknown
+// outcome (ErrClosing is a refusal and "conn"; "err" is either): such a
+// delete is queued again, and may be sent by the writer or by the retry
+// (retrySend takes a queued delete to the background).
 func (s *session) settleDelete(node, out string) {
 	d := s.dels[node]
 	switch {
 	case d == nil:
 	case out == "" || out == "nonode":
 		delete(s.dels, node)
-	default:
+	case out == "refused" || out == "exists" || out == "ctx":
 		d.state = delBackground
+	default:
+		d.state = delPending
 	}
 }
 
@@ -205,9 +216,7 @@ func (s *session) settleCreate(st trace.Step, prefix, node string) {
 	if l == nil {
 		// its acquisition ended and another began, with another prefix:
 		// whatever it made is deleted once found (the code's abandon)
-		if node != "" {
-			s.sweep[prefix] = true
-		}
+		s.sweep[prefix] = true
 		return
 	}
 	a := st
