@@ -53,6 +53,7 @@ func (l *lock) delAdd(st trace.Step) error {
 	}
 	delete(l.mine, st.Node)
 	if l.node == st.Node && l.zst != held {
+		l.endWait()
 		l.zst, l.node, l.ended = idle, "", true
 	}
 	if !s.writer {

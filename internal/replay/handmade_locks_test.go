@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tierlock/tierlock/internal/trace"
@@ -73,5 +74,39 @@ func TestHandMadeRenewsAfterTheirAnswers(t *testing.T) {
 	b.add(trace.Step{Kind: trace.Renew, Owner: 7, At: 65, Until: 65 + 1000})
 	if v := replayed(t, "late renew", b.jsonl(t)).First(); v == nil || v.Step.Kind != trace.Renew {
 		t.Fatalf("refused %v, want the renew counted from after every answer", v)
+	}
+}
+
+// lateWatch is a wait on A, queued behind node 2, given up (its Lock
+// closed): its node's delete queued, its gate left, another goroutine in;
+// then the watch request the wait launched is recorded (its goroutine ran
+// late, seen in a 3-minute stress -fault all run under the close fault) —
+// or, ended: false, a watch with no wait that ended, in a fresh Lock.
+func lateWatch(ended bool) *tr {
+	const pred = lockA + "/_c_9-lock-0000000002"
+	b := newTr(7).add(trace.Step{Kind: trace.GateEnter, Path: lockA, Wait: true}).
+		send(wcre(pfxA)).
+		add(trace.Step{Kind: trace.Send, Op: trace.OpList, Path: lockA}).
+		answer([]trace.BatchWrite{wcre(pfxA)}, -1, "", nodeA).
+		add(trace.Step{Kind: trace.Answer, Op: trace.OpList, Path: lockA, N: 2, Pzxid: 30}).
+		add(trace.Step{Kind: trace.Turn, Node: nodeA, N: 1, Pzxid: 30, Note: "wait"})
+	if ended {
+		b.add(trace.Step{Kind: trace.DelAdd, Path: lockA, Node: nodeA, Owner: 7}).
+			add(trace.Step{Kind: trace.GateLeave, Path: lockA}).
+			add(trace.Step{Kind: trace.GateEnter, Path: lockA, Wait: true})
+	} else {
+		b = newTr(7).add(trace.Step{Kind: trace.GateEnter, Path: lockA, Wait: true})
+	}
+	return b.add(trace.Step{Kind: trace.Send, Op: trace.OpGetW, Path: pred})
+}
+
+func TestHandMadeLateWatch(t *testing.T) {
+	r := replayed(t, "late watch", lateWatch(true).jsonl(t))
+	if v := r.First(); v != nil || r.LateWatches != 1 {
+		t.Fatalf("%v; %d late watches", v, r.LateWatches)
+	}
+	if v := replayed(t, "stray watch", lateWatch(false).jsonl(t)).First(); v == nil || v.Step.Kind != trace.Send ||
+		!strings.Contains(v.Rule, "a watch set while our node is idle") {
+		t.Fatalf("refused %v, want the watch", v)
 	}
 }

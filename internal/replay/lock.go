@@ -37,7 +37,10 @@ type lock struct {
 	ended    bool   // an acquisition ended past the gate (released, or its node's delete queued): the gate's next leave is its
 	hlost    bool   // hlost[p]
 	span     *span  // the valid hold of this process on the path, if any
-	mine     map[string]bool
+	// lateWatch counts waits ended while queued whose watch request may
+	// still be recorded (endWait).
+	lateWatch int
+	mine      map[string]bool
 	// maybePass marks an instance made by a gate entry while every other
 	// instance's gate was held: a pass's receiver or another Lock, which
 	// its next step tells (see forGateEnter).
@@ -113,7 +116,19 @@ func (l *lock) abandon() {
 	if l.prefix != "" {
 		l.s.sweep[l.prefix] = true
 	}
+	l.endWait()
 	l.zst, l.node, l.unknown = idle, "", false
+}
+
+// endWait notes an acquisition ending while it waited on a predecessor:
+// the watch request its wait launched (Session.send: admitted, then made
+// on a goroutine of the session's, which the wait stops waiting for when
+// its ctx ends) may be made, and recorded, after the end. The model sends
+// it as the wait decides to; the code, when that goroutine runs.
+func (l *lock) endWait() {
+	if l.zst == queued {
+		l.lateWatch++
+	}
 }
 
 // handoff is "zkHeld[p] && !hlost[p] -> handoffs[p]++; become(1)": the
@@ -232,9 +247,16 @@ func (l *lock) created(st trace.Step) error {
 }
 
 // getW is watchpred's "wire[p]!GETW,x,0", after a turn that found a
-// predecessor.
+// predecessor (or the request of a wait that ended since: endWait).
 func (l *lock) getW() error {
 	if l.zst != queued {
+		for _, o := range l.s.locks[l.path] {
+			if o.lateWatch > 0 {
+				o.lateWatch--
+				l.s.c.res.LateWatches++
+				return nil
+			}
+		}
 		return refusef("a watch set while our node is %s, not waiting (x < MAXN -> goto watchpred)", zstNames[l.zst])
 	}
 	return nil

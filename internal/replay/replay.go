@@ -46,6 +46,9 @@ type Result struct {
 	// was stopped (SIGSTOP) meanwhile, as whoever stopped it recorded
 	// (timing.go): excused.
 	Paused int
+	// LateWatches counts watch requests recorded after the wait that
+	// launched them ended (lock.endWait): the model's send, made late.
+	LateWatches int
 	// Slowest is, for each timing rule (timing.go), the longest a step
 	// accepted took after the step the model takes it with.
 	Slowest [rules]time.Duration
@@ -85,6 +88,9 @@ func (r Result) Outside() string {
 	if r.ExpiryOnly > 0 {
 		parts = append(parts, fmt.Sprintf("%d expiry-only session(s), replayed by that policy's rendering, "+
 			"%d grant(s) within its T/8 overlap", r.ExpiryOnly, r.Overlaps))
+	}
+	if r.LateWatches > 0 {
+		parts = append(parts, fmt.Sprintf("%d watch request(s) made after the wait that launched them ended", r.LateWatches))
 	}
 	if r.Paused > 0 {
 		parts = append(parts, fmt.Sprintf("%d step(s) late only by a stop of their process (SIGSTOP), excused", r.Paused))
