@@ -55,6 +55,11 @@ func NewElector(s *zklock.Session, path string, opts ...ElectorOption) (*Elector
 	if err != nil {
 		return nil, fmt.Errorf("gocronlock: election: %w", err)
 	}
+	// The candidate's node carries the value: zklock refuses node data it
+	// could not send. Ask it now, rather than campaign in vain for ever.
+	if _, err := zklock.New(s, path, zklock.WithLabel(cfg.value)); err != nil {
+		return nil, fmt.Errorf("%w: candidate value of %d bytes: %w", ErrInvalidOption, len(cfg.value), err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Elector{
 		el:     el,

@@ -22,8 +22,10 @@ var (
 	// window ago, by the server's clock, already covered. It matches
 	// ErrSkipped.
 	ErrAlreadyRan = fmt.Errorf("%w: this tick already ran", ErrSkipped)
-	// ErrInvalidKey reports a job name that cannot name a lock: empty, or
-	// longer than MaxKeyLen bytes.
+	// ErrInvalidKey reports a job name that cannot name a lock: empty,
+	// longer than MaxKeyLen bytes, or making, once escaped below the
+	// Locker's root, a path longer than ZooKeeper takes (see
+	// zklock.ValidatePath).
 	ErrInvalidKey = errors.New("gocronlock: invalid job key")
 	// ErrInvalidOption reports an option with a value out of its range, or
 	// a nil session.

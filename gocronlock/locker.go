@@ -211,6 +211,11 @@ func (l *Locker) job(key string) (*job, error) {
 		return j, nil
 	}
 	dir := path.Join(l.root, name)
+	// Escaping can triple a key: the whole path must still be one that
+	// ZooKeeper takes (zklock's limit, the lock node's name included).
+	if err := zklock.ValidatePath(path.Join(dir, lockName)); err != nil {
+		return nil, fmt.Errorf("%w: job %q below %s: %w", ErrInvalidKey, key, l.root, err)
+	}
 	lock, err := zklock.New(l.s, path.Join(dir, lockName), zklock.WithACL(l.cfg.acl))
 	if err != nil {
 		return nil, fmt.Errorf("gocronlock: job %q: %w", key, err)

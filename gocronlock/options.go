@@ -113,7 +113,10 @@ type electorConfig struct {
 }
 
 // WithCandidate sets the value this instance campaigns with, which
-// Elector.Leader reports while it leads. Default: host:pid.
+// Elector.Leader reports while it leads. Default: host:pid. The candidate's
+// node carries it: NewElector refuses one that makes the node's data
+// larger than zklock takes (64 KiB, see zklock.WithLabel) with
+// ErrInvalidOption.
 func WithCandidate(value string) ElectorOption {
 	return func(c *electorConfig) { c.value = value }
 }
