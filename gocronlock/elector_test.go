@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -155,5 +156,47 @@ func TestElectorSessionClosed(t *testing.T) {
 	zktest.Eventually(t, 5*time.Second, "not leading", func() bool { return e.IsLeader(context.Background()) != nil })
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestElectorOperatorDelete (issue 37, item 3): an operator deletes the
+// leader's node (tierlock break). With both instances on one server, the
+// old leader's IsLeader is an error before the new leader's is nil: the
+// server sends the delete's event to both, and the next must still list
+// the queue before it leads.
+func TestElectorOperatorDelete(t *testing.T) {
+	servers := zktest.Servers(t)
+	path := zktest.Path(t)
+	ctx := zktest.Context(t, 20*time.Second)
+	// 10 s: without its own-node watch from the grant on, the old leader
+	// heard of the delete 2.5 s into its leadership.
+	s := zktest.Connect(t, servers, zklock.WithSessionTimeout(10*time.Second))
+	old := newElector(t, s, path, "old")
+	zktest.Eventually(t, 5*time.Second, "the first leader", func() bool { return old.IsLeader(ctx) == nil })
+	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if zktest.WatchesBySession(t, path)[s.SessionID()] == 1 {
+			break // the own-node watch, set by a read right after the grant
+		}
+	}
+	operator := zktest.Connect(t, servers)
+	next := newElector(t, zktest.Connect(t, servers), path, "new")
+	zktest.Eventually(t, 5*time.Second, "the second candidate queued", func() bool {
+		return len(zktest.Children(t, operator.Conn(), path)) == 2
+	})
+	ps, err := zklock.ListParticipants(ctx, operator, path)
+	if err != nil || len(ps) != 2 {
+		t.Fatalf("participants %v, %v", ps, err)
+	}
+	if err := operator.Conn().Delete(path+"/"+ps[0].Node, -1); err != nil {
+		t.Fatal(err)
+	}
+	for next.IsLeader(ctx) != nil {
+		if ctx.Err() != nil {
+			t.Fatal("no new leader")
+		}
+		runtime.Gosched()
+	}
+	if old.IsLeader(ctx) == nil {
+		t.Fatal("the new leader leads while the old one's IsLeader is still nil")
 	}
 }
