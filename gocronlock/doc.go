@@ -82,8 +82,28 @@
 // An Elector campaigns in tierlock's election (package election) on one
 // goroutine and IsLeader returns nil while it leads. When the leader's
 // process dies its session expires, and another instance leads one session
-// timeout later (zklock.WithSessionTimeout). The Elector makes no
-// per-tick decision: a leadership that passes within a tick's spread (a
-// leader that lost its connection after running a tick, say) can run that
-// tick twice. Use the Locker where that matters.
+// timeout later (zklock.WithSessionTimeout). A leadership ends, and
+// IsLeader says so:
+//
+//   - when the session cannot vouch for it any more (zklock's loss rules):
+//     under zklock's default policy, before another instance can lead;
+//   - when its node is deleted by someone else (an operator, tierlock
+//     break): as soon as this instance's ZooKeeper server delivers the
+//     delete's event. With both instances on one server that is before the
+//     next can lead (it must list the queue after its own event); across
+//     servers, the old leader's server may deliver later than the next's,
+//     and both lead for that lag.
+//
+// On a session made with zklock.WithLossOnExpiryOnly a leadership outlives
+// short disconnections at the price zklock documents: another instance may
+// lead up to an eighth of the session timeout before this one is told, and
+// gocron runs every job on both meanwhile. Give an Elector a session of
+// the default policy.
+//
+// The Elector makes no per-tick decision: a leadership that passes within
+// a tick's spread (a leader that lost its connection after running a
+// tick, say) can run that tick twice. Use the Locker where that matters.
+//
+// Close never waits for user code: the leader handler (WithLeaderHandler)
+// runs on a goroutine of its own, and may call Close.
 package gocronlock

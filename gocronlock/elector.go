@@ -30,8 +30,9 @@ type Elector struct {
 	held atomic.Pointer[context.Context] // the leadership, while it lasts
 
 	cancel    context.CancelFunc
-	done      chan struct{}
+	done      chan struct{} // closed when the campaign goroutine returns
 	closeOnce sync.Once
+	notes     *notifier // runs the leader handler; nil without one
 }
 
 // NewElector starts campaigning at path, an absolute ZooKeeper path of the
@@ -67,6 +68,10 @@ func NewElector(s *zklock.Session, path string, opts ...ElectorOption) (*Elector
 		log:    s.Logger().With("component", "gocronlock", "election", path),
 		cancel: cancel,
 		done:   make(chan struct{}),
+	}
+	if cfg.onChange != nil {
+		e.notes = newNotifier(cfg.onChange)
+		go e.notes.run(e.done)
 	}
 	go e.campaign(ctx)
 	return e, nil
@@ -106,12 +111,21 @@ func (e *Elector) Leader(ctx context.Context) (string, error) {
 
 // Close stops campaigning and gives the leadership up if this instance
 // holds it, so that another instance leads at once. It waits for the
-// campaign goroutine and is idempotent.
+// campaign goroutine, never for the leader handler (WithLeaderHandler):
+// the handler may call Close, and a call of it in progress may still run
+// when Close returns. After Close has returned the handler is called at
+// most once more: with false, when its last call was true. Close is
+// idempotent and safe to call from several goroutines at once.
 func (e *Elector) Close() error {
 	if e == nil {
 		return ErrNil
 	}
-	e.closeOnce.Do(e.cancel)
+	e.closeOnce.Do(func() {
+		if e.notes != nil {
+			e.notes.close() // before the leadership ends: see notifier
+		}
+		e.cancel()
+	})
 	<-e.done
 	return nil
 }
@@ -155,9 +169,10 @@ func (e *Elector) lead(ctx context.Context, held context.Context) {
 	e.notify(false)
 }
 
+// notify tells the leader handler, if any, without waiting for it.
 func (e *Elector) notify(leading bool) {
-	if e.cfg.onChange != nil {
-		e.cfg.onChange(leading)
+	if e.notes != nil {
+		e.notes.post(leading)
 	}
 }
 

@@ -133,9 +133,12 @@ func WithRetryInterval(d time.Duration) ElectorOption {
 	}
 }
 
-// WithLeaderHandler has fn called with true when this instance becomes the
-// leader and with false when it stops leading, on the Elector's goroutine:
-// fn must return quickly.
+// WithLeaderHandler has fn called with true when this instance starts
+// leading and with false when it stops, one call at a time, in order, on a
+// goroutine of the Elector's own: a slow fn delays only its own later
+// calls (IsLeader, exact at any moment, may be ahead of it). fn may call
+// Close, which never waits for fn. After Close has returned, fn is called
+// at most once more: with false, when its last call was true.
 func WithLeaderHandler(fn func(leading bool)) ElectorOption {
 	return func(c *electorConfig) { c.onChange = fn }
 }
