@@ -77,6 +77,17 @@
 // the background and is retried until it lands, so the cancelled context
 // gocron hands the last Unlock at shutdown is fine.
 //
+// # A run's context
+//
+// A task whose first parameter is a context.Context gets the job's own
+// context from gocron, which knows nothing of the lock. Locker.RunContext
+// returns the context of the job's run going on in this instance: it is
+// cancelled also when the run's lock is lost and when Locker.Close
+// releases it, so that a job can stop working under a lock it no longer
+// holds. The run's Unlock then returns an error wrapping
+// zklock.ErrLockLost, or one matching ErrClosed (no warning: the program
+// closed the Locker itself).
+//
 // # The Elector
 //
 // An Elector campaigns in tierlock's election (package election) on one

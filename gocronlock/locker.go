@@ -51,7 +51,8 @@ type job struct {
 	lock    *zklock.Lock
 	runPath string
 	window  time.Duration
-	busy    atomic.Bool // a Lock of this process holds or takes the lock
+	busy    atomic.Bool             // a Lock of this process holds or takes the lock
+	run     atomic.Pointer[runLock] // the run going on, set by Lock, cleared by Unlock
 }
 
 // NewLocker returns a Locker whose jobs live below root, an absolute
@@ -105,9 +106,9 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 		l.log.Debug("run skipped: a run of this instance holds the job", "job", key)
 		return nil, fmt.Errorf("%w: job %q: by a run of this instance", ErrLockHeld, key)
 	}
-	ctx, cancel := context.WithTimeout(ctx, l.cfg.timeout)
+	lockCtx, cancel := context.WithTimeout(ctx, l.cfg.timeout)
 	defer cancel()
-	h, err := l.take(ctx, j)
+	h, err := l.take(lockCtx, j)
 	if err != nil {
 		j.busy.Store(false)
 		if errors.Is(err, ErrSkipped) {
@@ -117,7 +118,15 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 		}
 		return nil, err
 	}
-	return &runLock{l: l, j: j, hold: h}, nil
+	r := &runLock{l: l, j: j, hold: h}
+	r.ctx, r.cancel = context.WithCancelCause(ctx)
+	j.run.Store(r)
+	// A loss between take's last look and the Store above found no run
+	// to cancel (the loss handler reads j.run): look again.
+	if err := h.Err(); err != nil {
+		r.cancel(err)
+	}
+	return r, nil
 }
 
 // take takes the job's lock without waiting and claims the tick under it;
@@ -216,15 +225,16 @@ func (l *Locker) job(key string) (*job, error) {
 	if err := zklock.ValidatePath(path.Join(dir, lockName)); err != nil {
 		return nil, fmt.Errorf("%w: job %q below %s: %w", ErrInvalidKey, key, l.root, err)
 	}
-	lock, err := zklock.New(l.s, path.Join(dir, lockName), zklock.WithACL(l.cfg.acl))
-	if err != nil {
-		return nil, fmt.Errorf("gocronlock: job %q: %w", key, err)
-	}
 	window, ok := l.cfg.windows[key]
 	if !ok {
 		window = l.cfg.window
 	}
-	j := &job{key: key, lock: lock, runPath: path.Join(dir, runName), window: window}
+	j := &job{key: key, runPath: path.Join(dir, runName), window: window}
+	lock, err := zklock.New(l.s, path.Join(dir, lockName), zklock.WithACL(l.cfg.acl), zklock.WithLossHandler(j.lost))
+	if err != nil {
+		return nil, fmt.Errorf("gocronlock: job %q: %w", key, err)
+	}
+	j.lock = lock
 	l.jobs[key] = j
 	return j, nil
 }
@@ -268,41 +278,17 @@ func (l *Locker) Close() error {
 	l.closed = true
 	var errs []error
 	for _, j := range l.jobs {
+		// The run learns it first: its Unlock then says ErrClosed, not a
+		// loss, whatever zklock says of the hold Close ends.
+		if r := j.run.Load(); r != nil {
+			r.closed.Store(true)
+			r.cancel(fmt.Errorf("%w: the run's lock was released by Close", ErrClosed))
+		}
 		if err := j.lock.Close(); err != nil && !errors.Is(err, zklock.ErrSessionClosed) {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// runLock is the gocron.Lock of one run.
-type runLock struct {
-	l    *Locker
-	j    *job
-	hold *zklock.Hold
-	done atomic.Bool
-}
-
-// Unlock releases the job's lock. It does not wait for ZooKeeper (the
-// delete goes out in the background and is retried until it lands or the
-// session ends), so it releases also when ctx is already cancelled, as it
-// is when gocron shuts down. It returns an error wrapping
-// zklock.ErrLockLost when the lock was lost during the run, and
-// zklock.ErrNotHeld on a second call.
-func (r *runLock) Unlock(context.Context) error {
-	if r == nil {
-		return ErrNil
-	}
-	if !r.done.CompareAndSwap(false, true) {
-		return fmt.Errorf("gocronlock: job %q: %w", r.j.key, zklock.ErrNotHeld)
-	}
-	err := r.hold.Release()
-	r.j.busy.Store(false)
-	if err != nil {
-		r.l.log.Warn("lock lost during the run", "job", r.j.key, "err", err)
-		return fmt.Errorf("gocronlock: job %q: %w", r.j.key, err)
-	}
-	return nil
 }
 
 // getNode reads path on conn, giving up when ctx ends. go-zookeeper cannot
