@@ -110,7 +110,7 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
-	if at, _ := live.LastRun(ctx, "never"); !at.IsZero() {
+	if at, _ := live.LastRun(ctx, "never"); !at.At.IsZero() || at.By != "" {
 		t.Errorf("LastRun of a job that never ran: %v, want the zero time", at)
 	}
 }

@@ -24,50 +24,83 @@
 //
 //  1. takes the job's lock without waiting (zklock.Lock.TryAcquire); a run
 //     that cannot take it at once is skipped, not queued (ErrLockHeld);
-//  2. holding it, reads the run node, and from its data and its mtime
-//     derives T, the server time at which the job's last run started;
-//  3. writes the run node (data: T and this instance's window W) in a
-//     transaction guarded by the hold (zklock.Hold.Txn) and by the version
-//     it read; the reply's mtime is now, the server's clock at that write;
-//  4. runs if now - T >= W, and otherwise releases the lock and skips
+//  2. holding it, reads the run node and derives L, the server time of the
+//     job's last run;
+//  3. writes the run node (data: L, this instance's window W, and d, the
+//     time from Lock's entry to this write's send on the instance's
+//     monotonic clock) in a transaction guarded by the hold
+//     (zklock.Hold.Txn) and by the version it read; the reply's mtime M is
+//     the server's clock at that write, and F = M - d dates this
+//     instance's timer on that clock;
+//  4. runs if F - L >= W, and otherwise releases the lock and skips
 //     (ErrAlreadyRan).
 //
-// The write of step 3 is the run's timestamp when the run goes ahead: the
-// next attempt finds its data (T, W) and its mtime M, and knows that the
-// attempt which wrote them ran exactly when M - T >= W. So each attempt
-// costs one read and one write, the lock's create and delete aside, and no
-// clock but the server's is read.
+// Whether a write ran is not stored: the next attempt reads its data and
+// its mtime and derives the same (internal/runrec). So each attempt costs
+// one read and one write, the lock's create and delete aside, and no clock
+// but the server's is compared. A run is dated by its timer (F), not by
+// its write (M): the lock's and the read's latency do not move it, and a
+// slow Lock (a cold or busy server) costs no tick.
 //
 // Two instances cannot both run one tick. The decisions are serialized by
 // the job's lock, and each stands on the server's record of the previous
 // one: the write is refused if the hold has ended at the server (the
 // guard) or if anyone wrote the node since it was read (the version), and
 // a refused write skips the run. So an instance that lost its lock without
-// knowing it (paused, partitioned) cannot pass on a stale view.
+// knowing it (paused, partitioned) cannot pass on a stale view. The timers
+// are not serialized: an attempt whose timer fired before the last run's
+// but whose lock came later finds F - L < 0, and skips.
 //
 // # The window
 //
 // W (WithWindow, WithJobWindow; DefaultWindow, 500 ms) is one value for
 // the whole fleet, per job. Let S be the spread of one tick across the
 // fleet: the largest gap between the first and the last instance's timer
-// for the same tick, plus Lock's latency. Each tick runs once when
+// for the same tick, plus the one-way delay of a write (from d's end to
+// the server's ordering of the write; Lock's other latency is measured
+// and left out). Each tick runs once when
 //
 //	S < W <= P - S
 //
-// for a job of period P: every later attempt of a tick falls within W of
-// the run, and the first attempt of the next tick comes at least W after
-// it. The default suits ticks of one second or more whose instances fire
+// for a job of period P. A run A's F is at least the server's time at A's
+// timer; a later attempt B of the same tick has F at most the server's time
+// at B's timer plus its write's delay: F_B - F_A < S < W, B skips. The
+// first attempt C of the next tick has F_C - F_A >= P - S >= W: C runs.
+// The default suits ticks of one second or more whose instances fire
 // within about 400 ms of each other: cron jobs on clocks kept by NTP, or
 // duration jobs started on a common boundary (gocron.WithStartAt). Duration
 // jobs started at each instance's own start time have a spread up to the
 // period: then no window gives once per tick, and W close to P gives at
 // most one run per W.
 //
+// # Clocks
+//
+// The server time is the ensemble leader's wall clock when it ordered the
+// write. Each write also stores the mtime and the leader epoch (Mzxid's
+// high 32 bits) of the record it read, and a write that cannot compare the
+// clocks rebases: it skips, and dates the last run at its own mtime, on its
+// own leader's clock, for the attempts after it.
+//
+//   - A write in another epoch than the record it read (a new ensemble
+//     leader ordered it) runs only when the last run is at least W plus
+//     runrec.ServerSkew (10 s) older, and otherwise rebases. A new leader
+//     whose clock is behind or ahead of the old one's by up to 10 s costs
+//     a job at most one tick, and only a job of a period under about
+//     10 s + W; it never repeats one.
+//   - A write whose mtime is below the mtime it read (the leader's clock
+//     went back between the two writes) rebases: a clock stepped back by
+//     any amount, hours included, costs at most one tick and repeats none.
+//     A step back shorter than the gap between two writes is not seen, and
+//     only shortens the time since the last run: it can cost the ticks
+//     within the step of the last run, never repeat one.
+//   - What remains: a leader whose clock steps forward by X between a
+//     tick's run and a later attempt of the same tick repeats that tick when
+//     X >= W - S; a new leader ahead of the old one by more than 10 s can
+//     repeat one.
+//
 // What the rule trades: a run whose outcome is unknown (its write timed
 // out, its hold was lost after the write) counts as run, so a tick can be
-// lost but is never run twice. The server time is the leader's wall clock
-// when it ordered the write: a new ensemble leader whose clock is behind by
-// less than W can cost ticks, and one ahead by more than W can repeat one.
+// lost but is never run twice.
 //
 // # Bounds
 //

@@ -9,13 +9,5 @@ func SetAfterReadHook(fn func(runPath string, h *zklock.Hold)) (restore func()) 
 	return func() { testHookAfterRead = nil }
 }
 
-// Ran, LastRun and NodeName expose the rule's pieces to the tests.
-var (
-	Ran       = ran
-	LastRunOf = lastRun
-	NodeName  = nodeName
-)
-
-// Record returns the run node data a writer with last and window (ms)
-// writes.
-func Record(last, window int64) []byte { return record{Last: last, Window: window}.encode() }
+// NodeName exposes the key's escaping to the tests.
+var NodeName = nodeName

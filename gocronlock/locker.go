@@ -13,6 +13,7 @@ import (
 	"github.com/go-co-op/gocron/v2"
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/runrec"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -92,6 +93,7 @@ func NewLocker(s *zklock.Session, root string, opts ...LockerOption) (*Locker, e
 // it does not. It never waits for another instance and returns within the
 // lock timeout (WithLockTimeout), or sooner when ctx ends.
 func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
+	entry := time.Now() // the timer's firing, as near as the Locker knows it
 	if l == nil {
 		return nil, ErrNil
 	}
@@ -108,7 +110,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	}
 	lockCtx, cancel := context.WithTimeout(ctx, l.cfg.timeout)
 	defer cancel()
-	h, err := l.take(lockCtx, j)
+	h, _, err := l.take(lockCtx, j, entry)
 	if err != nil {
 		j.busy.Store(false)
 		if errors.Is(err, ErrSkipped) {
@@ -128,82 +130,6 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	}
 	return r, nil
 }
-
-// take takes the job's lock without waiting and claims the tick under it;
-// it returns the hold when this instance runs.
-func (l *Locker) take(ctx context.Context, j *job) (*zklock.Hold, error) {
-	h, ok, err := j.lock.TryAcquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("gocronlock: job %q: %w", j.key, err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("%w: job %q: by another instance", ErrLockHeld, j.key)
-	}
-	run, err := l.claim(ctx, j, h)
-	if err == nil && !run {
-		err = fmt.Errorf("%w: job %q", ErrAlreadyRan, j.key)
-	}
-	if err == nil && h.Err() != nil {
-		err = fmt.Errorf("gocronlock: job %q: %w", j.key, h.Err())
-	}
-	if err != nil {
-		_ = h.Release() // a lost hold's error says nothing new
-		return nil, err
-	}
-	return h, nil
-}
-
-// claim applies the rule while h holds the job's lock: it reads the run
-// node, writes it back with a version check and the hold's guard, and
-// compares the server time of that write with the last run. A version
-// conflict (a write this instance did not see) is read again once.
-func (l *Locker) claim(ctx context.Context, j *job, h *zklock.Hold) (bool, error) {
-	var err error
-	for range 2 {
-		var run bool
-		run, err = l.attempt(ctx, j, h)
-		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) {
-			return run, err
-		}
-	}
-	return false, err
-}
-
-// attempt is one read and one guarded write of the run node.
-func (l *Locker) attempt(ctx context.Context, j *job, h *zklock.Hold) (bool, error) {
-	w := ms(j.window)
-	data, stat, err := getNode(ctx, l.s.Conn(), j.runPath)
-	if errors.Is(err, zk.ErrNoNode) {
-		// The job's first run: the create's mtime is its time, read back by
-		// the next attempt (Last 0 is at least a window before it).
-		rec := record{Window: w, By: l.by}
-		_, err = h.Txn(ctx, &zk.CreateRequest{Path: j.runPath, Data: rec.encode(), Acl: l.cfg.acl})
-		if err != nil {
-			return false, fmt.Errorf("gocronlock: job %q: create run node: %w", j.key, err)
-		}
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("gocronlock: job %q: read run node: %w", j.key, err)
-	}
-	if testHookAfterRead != nil {
-		testHookAfterRead(j.runPath, h)
-	}
-	last := lastRun(data, stat.Mtime)
-	rec := record{Last: last, Window: w, By: l.by}
-	res, err := h.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: rec.encode(), Version: stat.Version})
-	if err != nil {
-		return false, fmt.Errorf("gocronlock: job %q: write run node: %w", j.key, err)
-	}
-	if len(res) != 1 || res[0].Stat == nil {
-		return false, fmt.Errorf("gocronlock: job %q: write run node: no stat in the reply", j.key)
-	}
-	return ran(res[0].Stat.Mtime, last, w), nil
-}
-
-// testHookAfterRead, set by tests only, runs between the read and the
-// write of a run node.
-var testHookAfterRead func(runPath string, h *zklock.Hold)
 
 // job returns the state of key, making it on first use.
 func (l *Locker) job(key string) (*job, error) {
@@ -239,28 +165,43 @@ func (l *Locker) job(key string) (*job, error) {
 	return j, nil
 }
 
-// LastRun returns the ZooKeeper server's time of the job's last run as the
-// run node records it, or the zero time if the job never ran (the node
-// does not exist).
-func (l *Locker) LastRun(ctx context.Context, key string) (time.Time, error) {
+// Run is a job's last run, as its run node records it.
+type Run struct {
+	// At is the ZooKeeper server's time of the run's start: its timer's
+	// firing (see the package doc). After a change of ensemble leader or a
+	// step back of the leader's clock, it is the time the rule counts
+	// from instead, on the new clock. The zero time if the job never ran.
+	At time.Time
+	// By names the instance that made the run: host:pid.
+	By string
+	// Runs counts the runs the node has recorded.
+	Runs int64
+	// Window is the window of the node's last writer.
+	Window time.Duration
+}
+
+// LastRun returns the job's last run as its run node records it; the zero
+// Run if the job never ran (the node does not exist).
+func (l *Locker) LastRun(ctx context.Context, key string) (Run, error) {
 	if l == nil {
-		return time.Time{}, ErrNil
+		return Run{}, ErrNil
 	}
 	if ctx == nil {
-		return time.Time{}, ErrNilContext
+		return Run{}, ErrNilContext
 	}
 	j, err := l.job(key)
 	if err != nil {
-		return time.Time{}, err
+		return Run{}, err
 	}
 	data, stat, err := getNode(ctx, l.s.Conn(), j.runPath)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		return time.Time{}, nil
+		return Run{}, nil
 	case err != nil:
-		return time.Time{}, fmt.Errorf("gocronlock: job %q: read run node: %w", key, err)
+		return Run{}, fmt.Errorf("gocronlock: job %q: read run node: %w", key, err)
 	}
-	return time.UnixMilli(lastRun(data, stat.Mtime)), nil
+	last := runrec.Derive(data, stat.Mtime, stat.Mzxid)
+	return Run{At: time.UnixMilli(last.At), By: last.By, Runs: last.Runs, Window: time.Duration(last.Window) * time.Millisecond}, nil
 }
 
 // Close releases the locks of runs still going and detaches the Locker
@@ -289,29 +230,4 @@ func (l *Locker) Close() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// getNode reads path on conn, giving up when ctx ends. go-zookeeper cannot
-// cancel a request: an abandoned read ends on its goroutine when its reply
-// comes or the connection closes.
-func getNode(ctx context.Context, conn *zk.Conn, p string) ([]byte, *zk.Stat, error) {
-	if conn == nil {
-		return nil, nil, zklock.ErrSessionClosed
-	}
-	type result struct {
-		data []byte
-		stat *zk.Stat
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		data, stat, err := conn.Get(p)
-		ch <- result{data, stat, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.data, r.stat, r.err
-	case <-ctx.Done():
-		return nil, nil, context.Cause(ctx)
-	}
 }

@@ -56,7 +56,7 @@ func TestOnceInOffsetShape(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The server is on this machine: its clock is ours.
-		if d := last.Sub(at); d < -50*time.Millisecond || d > 150*time.Millisecond {
+		if d := last.At.Sub(at); d < -50*time.Millisecond || d > 150*time.Millisecond {
 			t.Errorf("tick %d: last run recorded %v after the tick, want about 0", tick, d)
 		}
 	}

@@ -1,0 +1,132 @@
+package gocronlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/runrec"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// The rule's application (the package doc states it, internal/runrec
+// decides): under the job's lock, one read and one guarded write of the
+// run node.
+
+// decision is what one attempt read and decided.
+type decision struct {
+	verdict runrec.Verdict
+	prev    runrec.Last   // the job's state the attempt read
+	first   bool          // the attempt created the run node
+	rec     runrec.Record // what it wrote
+}
+
+// take takes the job's lock without waiting and claims the tick under it;
+// it returns the hold when this instance runs. entry is Lock's entry.
+func (l *Locker) take(ctx context.Context, j *job, entry time.Time) (*zklock.Hold, decision, error) {
+	h, ok, err := j.lock.TryAcquire(ctx)
+	if err != nil {
+		return nil, decision{}, fmt.Errorf("gocronlock: job %q: %w", j.key, err)
+	}
+	if !ok {
+		return nil, decision{}, fmt.Errorf("%w: job %q: by another instance", ErrLockHeld, j.key)
+	}
+	d, err := l.claim(ctx, j, h, entry)
+	if err == nil && d.verdict != runrec.Run {
+		err = fmt.Errorf("%w: job %q", ErrAlreadyRan, j.key)
+	}
+	if err == nil && h.Err() != nil {
+		err = fmt.Errorf("gocronlock: job %q: %w", j.key, h.Err())
+	}
+	if err != nil {
+		_ = h.Release() // a lost hold's error says nothing new
+		return nil, d, err
+	}
+	return h, d, nil
+}
+
+// claim applies the rule while h holds the job's lock. A version conflict
+// (a write this instance did not see) is read again once.
+func (l *Locker) claim(ctx context.Context, j *job, h *zklock.Hold, entry time.Time) (decision, error) {
+	var d decision
+	var err error
+	for range 2 {
+		d, err = l.attempt(ctx, j, h, entry)
+		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) {
+			return d, err
+		}
+	}
+	return d, err
+}
+
+// attempt is one read and one guarded write of the run node: the write is
+// refused if the hold has ended at the server (the guard) or anyone wrote
+// the node since the read (the version), and its reply's Stat (mtime,
+// Mzxid) decides, with what it read (runrec.Record.Verdict).
+func (l *Locker) attempt(ctx context.Context, j *job, h *zklock.Hold, entry time.Time) (decision, error) {
+	d := decision{rec: runrec.Record{Window: ms(j.window), By: l.by}}
+	data, stat, err := getNode(ctx, l.s.Conn(), j.runPath)
+	if errors.Is(err, zk.ErrNoNode) {
+		// The job's first run: nothing before it, so the write runs.
+		d.rec.Delay = time.Since(entry).Milliseconds()
+		_, err = h.Txn(ctx, &zk.CreateRequest{Path: j.runPath, Data: d.rec.Encode(), Acl: l.cfg.acl})
+		if err != nil {
+			return d, fmt.Errorf("gocronlock: job %q: create run node: %w", j.key, err)
+		}
+		d.verdict, d.first = runrec.Run, true
+		return d, nil
+	}
+	if err != nil {
+		return d, fmt.Errorf("gocronlock: job %q: read run node: %w", j.key, err)
+	}
+	if testHookAfterRead != nil {
+		testHookAfterRead(j.runPath, h)
+	}
+	d.prev = runrec.Derive(data, stat.Mtime, stat.Mzxid)
+	d.rec.Last, d.rec.LastBy, d.rec.Runs = d.prev.At, d.prev.By, d.prev.Runs
+	d.rec.Prev, d.rec.Epoch = stat.Mtime, runrec.EpochOf(stat.Mzxid)
+	// Measured last, as near the send as the Locker can: the lock's and
+	// the read's latency leave the tick's spread (see the package doc).
+	d.rec.Delay = time.Since(entry).Milliseconds()
+	res, err := h.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: d.rec.Encode(), Version: stat.Version})
+	if err != nil {
+		return d, fmt.Errorf("gocronlock: job %q: write run node: %w", j.key, err)
+	}
+	if len(res) != 1 || res[0].Stat == nil {
+		return d, fmt.Errorf("gocronlock: job %q: write run node: no stat in the reply", j.key)
+	}
+	d.verdict = d.rec.Verdict(res[0].Stat.Mtime, runrec.EpochOf(res[0].Stat.Mzxid))
+	return d, nil
+}
+
+// testHookAfterRead, set by tests only, runs between the read and the
+// write of a run node.
+var testHookAfterRead func(runPath string, h *zklock.Hold)
+
+// getNode reads path on conn, giving up when ctx ends. go-zookeeper cannot
+// cancel a request: an abandoned read ends on its goroutine when its reply
+// comes or the connection closes.
+func getNode(ctx context.Context, conn *zk.Conn, p string) ([]byte, *zk.Stat, error) {
+	if conn == nil {
+		return nil, nil, zklock.ErrSessionClosed
+	}
+	type result struct {
+		data []byte
+		stat *zk.Stat
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		data, stat, err := conn.Get(p)
+		ch <- result{data, stat, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.data, r.stat, r.err
+	case <-ctx.Done():
+		return nil, nil, context.Cause(ctx)
+	}
+}

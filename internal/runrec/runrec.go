@@ -1,0 +1,165 @@
+// Package runrec is the run node of a gocronlock job (<root>/<job>/run):
+// the record each attempt writes while it holds the job's lock, and what a
+// reader derives from that record and the node's Stat (the job's last run,
+// by whom, how many runs). gocronlock's package doc states the rule and
+// argues it; the code lives here so that the inspector (cmd/tierlock)
+// reads a run node exactly as the Locker does.
+//
+// A record is written before its writer knows the server time of its own
+// write, so whether the write ran is not stored: it follows from the
+// record and the Stat the write got (Verdict), and every reader derives
+// the same (Derive).
+package runrec
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ServerSkew bounds how far the clocks of two ZooKeeper servers may
+// differ. A write in another epoch than the record it read (a new ensemble
+// leader ordered it) cannot compare the two leaders' clocks: it runs only
+// when the last run is at least its window plus ServerSkew older, and
+// otherwise rebases (see Verdict). Jobs of a period below that lose one
+// tick per leader change; a new leader ahead by more than ServerSkew can
+// repeat one.
+const ServerSkew = 10 * time.Second
+
+// Record is a run node's data. Times are server times in ms since the
+// epoch; Last is on the clock of the leader that ordered the record's
+// write (an invariant Derive keeps: a write that crosses a leader change
+// never carries the old clock's time forward).
+type Record struct {
+	// Last is when the last run before this write started: its writer's
+	// timer, as the server's clock dates it (see Verdict).
+	Last int64 `json:"last"`
+	// LastBy names the instance that made the last run.
+	LastBy string `json:"last_by,omitempty"`
+	// Runs counts the runs before this write.
+	Runs int64 `json:"runs,omitempty"`
+	// Window is the writer's window, in ms.
+	Window int64 `json:"window_ms"`
+	// Delay is the writer's own measure (monotonic, ms) of the time from
+	// its Lock's entry (the timer's firing) to the write's send.
+	Delay int64 `json:"delay_ms,omitempty"`
+	// Prev and Epoch are the mtime and the leader epoch (Mzxid >> 32) of
+	// the record the writer read; 0 when it read none.
+	Prev  int64 `json:"prev_mtime,omitempty"`
+	Epoch int64 `json:"prev_epoch,omitempty"`
+	// By names the writer, host:pid.
+	By string `json:"by,omitempty"`
+	// Recent names the instances that made the last runs, the latest
+	// first, at most MaxRecent: kept only by fleets that spread their runs
+	// (gocronlock.WithSpread).
+	Recent []string `json:"recent,omitempty"`
+}
+
+// MaxRecent bounds Record.Recent.
+const MaxRecent = 8
+
+// Encode returns r as a run node's data.
+func (r Record) Encode() []byte {
+	b, _ := json.Marshal(r) // ints, strings and a slice of strings cannot fail
+	return b
+}
+
+// Decode parses a run node's data; false when it is not a record (an
+// operator's write, say).
+func Decode(data []byte) (Record, bool) {
+	var r Record
+	if err := json.Unmarshal(data, &r); err != nil || r.Window <= 0 {
+		return Record{}, false
+	}
+	return r, true
+}
+
+// Verdict is what a write decided.
+type Verdict int
+
+// The verdicts.
+const (
+	// Skip: a run started less than the window ago.
+	Skip Verdict = iota
+	// Run: the writer runs; the run is dated by its timer (Fired).
+	Run
+	// Rebase: the writer skips and dates the last run at its own write,
+	// on its leader's clock, because it cannot compare that clock with the
+	// one that dated the last run: a leader change, or the leader's clock
+	// stepped back.
+	Rebase
+)
+
+// EpochOf returns the leader epoch of a zxid.
+func EpochOf(zxid int64) int64 { return zxid >> 32 }
+
+// Fired is the server time of the writer's timer: the write's mtime less
+// what the writer measured from its Lock's entry to the write's send. The
+// write's one-way delay is not subtracted (it is not known): Fired is at
+// most that much late.
+func (r Record) Fired(mtime int64) int64 { return mtime - r.Delay }
+
+// Verdict decides the write of r that got mtime in epoch (its Stat's
+// Mtime, EpochOf(Mzxid)).
+func (r Record) Verdict(mtime, epoch int64) Verdict {
+	elapsed := r.Fired(mtime) - r.Last
+	switch {
+	case r.Epoch != 0 && r.Epoch != epoch:
+		if elapsed >= r.Window+ServerSkew.Milliseconds() {
+			return Run
+		}
+		return Rebase
+	case mtime < r.Prev:
+		// One leader's clock went back between two writes it ordered.
+		return Rebase
+	case elapsed >= r.Window:
+		return Run
+	default:
+		// Negative included: a write whose timer fired before the last
+		// run's, whose lock came later (the decisions are serialized, the
+		// timers are not).
+		return Skip
+	}
+}
+
+// Last is a job's state after a write: its last run and the count.
+type Last struct {
+	At     int64  // when the last run started (server ms); 0 if none
+	By     string // who made it
+	Runs   int64  // runs recorded
+	Window int64  // the window of the write's writer, ms (0: unreadable)
+	Writer string // who wrote last
+	Ran    bool   // the write was itself a run
+}
+
+// Derive returns the state a run node's data and Stat (mtime, Mzxid) leave.
+// Data that is not a record (an operator's write) counts as a run at its
+// mtime: it can cost a tick, never repeat one.
+func Derive(data []byte, mtime, mzxid int64) Last {
+	r, ok := Decode(data)
+	if !ok {
+		return Last{At: mtime, Runs: 0}
+	}
+	l := Last{At: r.Last, By: r.LastBy, Runs: r.Runs, Window: r.Window, Writer: r.By}
+	switch r.Verdict(mtime, EpochOf(mzxid)) {
+	case Run:
+		l.At, l.By, l.Runs, l.Ran = r.Fired(mtime), r.By, r.Runs+1, true
+	case Rebase:
+		l.At = mtime
+	}
+	return l
+}
+
+// NextRecent returns Recent after a write of r: with r's writer first
+// when the write ran.
+func (r Record) NextRecent(ran bool) []string {
+	if !ran {
+		return r.Recent
+	}
+	out := []string{r.By}
+	for _, n := range r.Recent {
+		if n != r.By && len(out) < MaxRecent {
+			out = append(out, n)
+		}
+	}
+	return out
+}
