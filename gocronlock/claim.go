@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -22,6 +23,11 @@ type decision struct {
 	prev    runrec.Last   // the job's state the attempt read
 	first   bool          // the attempt created the run node
 	rec     runrec.Record // what it wrote
+	decided bool          // the write was applied: verdict holds
+	yielded bool          // it would have run, but stepped back (WithSpread)
+	// sinceLast is the time from the last run to this attempt's timer, by
+	// the server's clock (ms).
+	sinceLast int64
 }
 
 // take takes the job's lock without waiting and claims the tick under it;
@@ -35,7 +41,10 @@ func (l *Locker) take(ctx context.Context, j *job, entry time.Time) (*zklock.Hol
 		return nil, decision{}, fmt.Errorf("%w: job %q: by another instance", ErrLockHeld, j.key)
 	}
 	d, err := l.claim(ctx, j, h, entry)
-	if err == nil && d.verdict != runrec.Run {
+	switch {
+	case err == nil && d.yielded:
+		err = fmt.Errorf("%w: job %q", ErrYielded, j.key)
+	case err == nil && d.verdict != runrec.Run:
 		err = fmt.Errorf("%w: job %q", ErrAlreadyRan, j.key)
 	}
 	if err == nil && h.Err() != nil {
@@ -76,7 +85,7 @@ func (l *Locker) attempt(ctx context.Context, j *job, h *zklock.Hold, entry time
 		if err != nil {
 			return d, fmt.Errorf("gocronlock: job %q: create run node: %w", j.key, err)
 		}
-		d.verdict, d.first = runrec.Run, true
+		d.verdict, d.first, d.decided = runrec.Run, true, true
 		return d, nil
 	}
 	if err != nil {
@@ -88,6 +97,9 @@ func (l *Locker) attempt(ctx context.Context, j *job, h *zklock.Hold, entry time
 	d.prev = runrec.Derive(data, stat.Mtime, stat.Mzxid)
 	d.rec.Last, d.rec.LastBy, d.rec.Runs = d.prev.At, d.prev.By, d.prev.Runs
 	d.rec.Prev, d.rec.Epoch = stat.Mtime, runrec.EpochOf(stat.Mzxid)
+	if l.cfg.spread {
+		d.rec.Recent, d.rec.Since, d.rec.Yield = d.prev.Recent, d.prev.Since, l.yields(d.prev)
+	}
 	// Measured last, as near the send as the Locker can: the lock's and
 	// the read's latency leave the tick's spread (see the package doc).
 	d.rec.Delay = time.Since(entry).Milliseconds()
@@ -98,8 +110,33 @@ func (l *Locker) attempt(ctx context.Context, j *job, h *zklock.Hold, entry time
 	if len(res) != 1 || res[0].Stat == nil {
 		return d, fmt.Errorf("gocronlock: job %q: write run node: no stat in the reply", j.key)
 	}
-	d.verdict = d.rec.Verdict(res[0].Stat.Mtime, runrec.EpochOf(res[0].Stat.Mzxid))
+	mtime, epoch := res[0].Stat.Mtime, runrec.EpochOf(res[0].Stat.Mzxid)
+	d.verdict = d.rec.Verdict(mtime, epoch)
+	d.decided, d.sinceLast = true, d.rec.Fired(mtime)-d.rec.Last
+	if d.rec.Yield && d.verdict != runrec.Run {
+		eager := d.rec
+		eager.Yield = false
+		d.yielded = eager.Verdict(mtime, epoch) == runrec.Run
+	}
 	return d, nil
+}
+
+// yields reports whether this instance steps back from the tick it is
+// about to decide (WithSpread): when it made one of the last k runs, k
+// being how many other instances showed themselves alive since the last
+// run (the runner, and those that wrote after it). Of k+1 instances one at
+// least made none of the last k runs and never steps back, so a tick is
+// lost only when that one does not come (it died, or met the lock held);
+// the rule decides as ever, so no tick runs twice.
+func (l *Locker) yields(prev runrec.Last) bool {
+	alive := map[string]bool{}
+	for _, n := range append([]string{prev.By}, prev.Since...) {
+		if n != "" && n != l.by {
+			alive[n] = true
+		}
+	}
+	k := min(len(alive), len(prev.Recent))
+	return k > 0 && slices.Contains(prev.Recent[:k], l.by)
 }
 
 // testHookAfterRead, set by tests only, runs between the read and the

@@ -12,7 +12,8 @@ import (
 // worth a warning.
 var (
 	// ErrSkipped reports a run this instance must not make because another
-	// made it or is making it: ErrLockHeld and ErrAlreadyRan match it.
+	// made it or is making it, or leaves to another: ErrLockHeld,
+	// ErrAlreadyRan and ErrYielded match it.
 	ErrSkipped = errors.New("gocronlock: run skipped")
 	// ErrLockHeld reports a job whose lock is held elsewhere (another
 	// instance runs it) or by a run of this instance still going: the run
@@ -22,6 +23,9 @@ var (
 	// window ago, by the server's clock, already covered. It matches
 	// ErrSkipped.
 	ErrAlreadyRan = fmt.Errorf("%w: this tick already ran", ErrSkipped)
+	// ErrYielded reports a run this instance stepped back from, so that
+	// another instance makes it (WithSpread). It matches ErrSkipped.
+	ErrYielded = fmt.Errorf("%w: yielded to another instance", ErrSkipped)
 	// ErrInvalidKey reports a job name that cannot name a lock: empty,
 	// longer than MaxKeyLen bytes, or making, once escaped below the
 	// Locker's root, a path longer than ZooKeeper takes (see

@@ -41,6 +41,8 @@ type Locker struct {
 	by   string
 	log  *slog.Logger
 
+	out outage // ZooKeeper's unavailability, logged in two lines
+
 	mu     sync.Mutex
 	jobs   map[string]*job
 	closed bool
@@ -54,6 +56,10 @@ type job struct {
 	window  time.Duration
 	busy    atomic.Bool             // a Lock of this process holds or takes the lock
 	run     atomic.Pointer[runLock] // the run going on, set by Lock, cleared by Unlock
+
+	calls    atomic.Int64 // Lock calls
+	warnedAt atomic.Int64 // the last failure warned of (Unix ns)
+	checks   checks       // fleetcheck.go
 }
 
 // NewLocker returns a Locker whose jobs live below root, an absolute
@@ -77,11 +83,14 @@ func NewLocker(s *zklock.Session, root string, opts ...LockerOption) (*Locker, e
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
+	if cfg.name == "" {
+		cfg.name = instanceName()
+	}
 	return &Locker{
 		s:    s,
 		root: root,
 		cfg:  cfg,
-		by:   instanceName(),
+		by:   cfg.name,
 		log:  s.Logger().With("component", "gocronlock", "root", root),
 		jobs: map[string]*job{},
 	}, nil
@@ -89,9 +98,10 @@ func NewLocker(s *zklock.Session, root string, opts ...LockerOption) (*Locker, e
 
 // Lock decides whether this instance runs the job named key now: it
 // returns a gocron.Lock, held for the run, when it does, and an error
-// (ErrLockHeld or ErrAlreadyRan, matching ErrSkipped, or a failure) when
-// it does not. It never waits for another instance and returns within the
-// lock timeout (WithLockTimeout), or sooner when ctx ends.
+// (ErrLockHeld, ErrAlreadyRan or ErrYielded, matching ErrSkipped, or a
+// failure) when it does not. It never waits for another instance and
+// returns within the lock timeout (WithLockTimeout), or sooner when ctx
+// ends. ctx is the job's own (gocron's): RunContext derives from it.
 func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	entry := time.Now() // the timer's firing, as near as the Locker knows it
 	if l == nil {
@@ -104,20 +114,25 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	if err != nil {
 		return nil, err
 	}
+	calls := j.calls.Add(1)
+	l.checkKey(ctx, j)
 	if !j.busy.CompareAndSwap(false, true) {
-		l.log.Debug("run skipped: a run of this instance holds the job", "job", key)
-		return nil, fmt.Errorf("%w: job %q: by a run of this instance", ErrLockHeld, key)
+		err := fmt.Errorf("%w: job %q: by a run of this instance", ErrLockHeld, key)
+		l.report(ctx, j, entry, err)
+		return nil, err
 	}
 	lockCtx, cancel := context.WithTimeout(ctx, l.cfg.timeout)
 	defer cancel()
-	h, _, err := l.take(lockCtx, j, entry)
+	h, d, err := l.take(lockCtx, j, entry)
+	if d.decided || errors.Is(err, ErrLockHeld) {
+		l.reached() // ZooKeeper answered
+	}
+	if d.decided {
+		l.checkEnvelope(j, d, calls)
+	}
 	if err != nil {
 		j.busy.Store(false)
-		if errors.Is(err, ErrSkipped) {
-			l.log.Debug("run skipped", "job", key, "reason", err)
-		} else {
-			l.log.Warn("run skipped: lock failed", "job", key, "err", err)
-		}
+		l.report(ctx, j, entry, err)
 		return nil, err
 	}
 	r := &runLock{l: l, j: j, hold: h}
@@ -128,7 +143,27 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	if err := h.Err(); err != nil {
 		r.cancel(err)
 	}
+	l.report(ctx, j, entry, nil)
 	return r, nil
+}
+
+// report logs a Lock's outcome (a skip at Debug; a failure once per
+// outage, or once a minute per job) and tells the observer.
+func (l *Locker) report(ctx context.Context, j *job, entry time.Time, err error) {
+	switch o := outcomeOf(err); {
+	case o == Ran:
+	case o != Failed:
+		l.log.Debug("run skipped", "job", j.key, "reason", err)
+	case l.failure(ctx, err):
+	default:
+		now, last := time.Now().UnixNano(), j.warnedAt.Load()
+		if now-last >= int64(time.Minute) && j.warnedAt.CompareAndSwap(last, now) {
+			l.log.Warn("run skipped: lock failed (warned once a minute per job)", "job", j.key, "err", err)
+		}
+	}
+	if l.cfg.observe != nil {
+		l.cfg.observe(Event{Job: j.key, Outcome: outcomeOf(err), Latency: time.Since(entry), Err: err})
+	}
 }
 
 // job returns the state of key, making it on first use.
@@ -202,6 +237,43 @@ func (l *Locker) LastRun(ctx context.Context, key string) (Run, error) {
 	}
 	last := runrec.Derive(data, stat.Mtime, stat.Mzxid)
 	return Run{At: time.UnixMilli(last.At), By: last.By, Runs: last.Runs, Window: time.Duration(last.Window) * time.Millisecond}, nil
+}
+
+// RemoveJob deletes the run node of a job that no longer runs (a retired
+// job), so that run nodes do not pile up below the root; the job's node
+// and its lock's go with it (container nodes, which ZooKeeper removes
+// once empty). It takes the job's lock without waiting, so that no run
+// decides meanwhile, and returns an error matching ErrLockHeld when an
+// instance holds it. Should the job run again, its first run goes ahead
+// at once, as a new job's does. A job that never ran is no error.
+func (l *Locker) RemoveJob(ctx context.Context, key string) error {
+	if l == nil {
+		return ErrNil
+	}
+	if ctx == nil {
+		return ErrNilContext
+	}
+	j, err := l.job(key)
+	if err != nil {
+		return err
+	}
+	if !j.busy.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: job %q: by a run of this instance", ErrLockHeld, key)
+	}
+	defer j.busy.Store(false)
+	h, ok, err := j.lock.TryAcquire(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("gocronlock: job %q: %w", key, err)
+	case !ok:
+		return fmt.Errorf("%w: job %q: by another instance", ErrLockHeld, key)
+	}
+	defer func() { _ = h.Release() }()
+	_, err = h.Txn(ctx, &zk.DeleteRequest{Path: j.runPath, Version: -1})
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("gocronlock: job %q: delete run node: %w", key, err)
+	}
+	return nil
 }
 
 // Close releases the locks of runs still going and detaches the Locker

@@ -27,6 +27,9 @@ type lockerConfig struct {
 	windows map[string]time.Duration
 	timeout time.Duration
 	acl     []zk.ACL
+	observe func(Event)
+	spread  bool
+	name    string
 	err     error
 }
 
@@ -100,6 +103,45 @@ func WithACL(acl []zk.ACL) LockerOption {
 		}
 		c.acl = acl
 	}
+}
+
+// WithObserver has fn called with every Lock call's outcome and latency,
+// on the caller's goroutine (gocron's, for the job) just before Lock
+// returns: fn must be quick. lockmetrics.Collector.ObserveJob turns the
+// events into Prometheus series.
+func WithObserver(fn func(Event)) LockerOption {
+	return func(c *lockerConfig) {
+		if fn == nil {
+			c.fail(fmt.Errorf("%w: nil observer", ErrInvalidOption))
+			return
+		}
+		c.observe = fn
+	}
+}
+
+// WithInstanceName names this instance in the run nodes it writes, which
+// LastRun and the inspector (tierlock ls) report, and which WithSpread
+// tells the instances apart by. Default: host:pid. Each instance of a
+// fleet needs a name of its own.
+func WithInstanceName(name string) LockerOption {
+	return func(c *lockerConfig) {
+		if name == "" {
+			c.fail(fmt.Errorf("%w: empty instance name", ErrInvalidOption))
+			return
+		}
+		c.name = name
+	}
+}
+
+// WithSpread spreads the runs of each job over the fleet: an instance that
+// made one of the job's last runs steps back from a tick (ErrYielded) for
+// the others it has seen alive since (see the package doc), where without
+// it the instance whose timer fires first makes every run. It never makes
+// a tick run twice (the rule decides as ever); a tick is lost when the
+// instance it was left to does not come. Like the window, it is one
+// setting for the whole fleet.
+func WithSpread() LockerOption {
+	return func(c *lockerConfig) { c.spread = true }
 }
 
 // ElectorOption configures NewElector.

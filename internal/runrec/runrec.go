@@ -48,10 +48,14 @@ type Record struct {
 	Epoch int64 `json:"prev_epoch,omitempty"`
 	// By names the writer, host:pid.
 	By string `json:"by,omitempty"`
-	// Recent names the instances that made the last runs, the latest
-	// first, at most MaxRecent: kept only by fleets that spread their runs
-	// (gocronlock.WithSpread).
+	// Spreading runs across the fleet (gocronlock.WithSpread): Recent
+	// names the instances that made the last runs, the latest first, at
+	// most MaxRecent; Since the instances that wrote after the last run;
+	// Yield says that the writer steps back (skips) should its write be
+	// a run.
 	Recent []string `json:"recent,omitempty"`
+	Since  []string `json:"since,omitempty"`
+	Yield  bool     `json:"yield,omitempty"`
 }
 
 // MaxRecent bounds Record.Recent.
@@ -104,14 +108,14 @@ func (r Record) Verdict(mtime, epoch int64) Verdict {
 	elapsed := r.Fired(mtime) - r.Last
 	switch {
 	case r.Epoch != 0 && r.Epoch != epoch:
-		if elapsed >= r.Window+ServerSkew.Milliseconds() {
+		if elapsed >= r.Window+ServerSkew.Milliseconds() && !r.Yield {
 			return Run
 		}
 		return Rebase
 	case mtime < r.Prev:
 		// One leader's clock went back between two writes it ordered.
 		return Rebase
-	case elapsed >= r.Window:
+	case elapsed >= r.Window && !r.Yield:
 		return Run
 	default:
 		// Negative included: a write whose timer fired before the last
@@ -129,6 +133,8 @@ type Last struct {
 	Window int64  // the window of the write's writer, ms (0: unreadable)
 	Writer string // who wrote last
 	Ran    bool   // the write was itself a run
+	// Recent and Since, for spreading: see Record.
+	Recent, Since []string
 }
 
 // Derive returns the state a run node's data and Stat (mtime, Mzxid) leave.
@@ -140,8 +146,10 @@ func Derive(data []byte, mtime, mzxid int64) Last {
 		return Last{At: mtime, Runs: 0}
 	}
 	l := Last{At: r.Last, By: r.LastBy, Runs: r.Runs, Window: r.Window, Writer: r.By}
+	l.Recent, l.Since = r.Spread(false)
 	switch r.Verdict(mtime, EpochOf(mzxid)) {
 	case Run:
+		l.Recent, l.Since = r.Spread(true)
 		l.At, l.By, l.Runs, l.Ran = r.Fired(mtime), r.By, r.Runs+1, true
 	case Rebase:
 		l.At = mtime
@@ -149,17 +157,31 @@ func Derive(data []byte, mtime, mzxid int64) Last {
 	return l
 }
 
-// NextRecent returns Recent after a write of r: with r's writer first
-// when the write ran.
-func (r Record) NextRecent(ran bool) []string {
+// Spread returns Recent and Since after a write of r: when the write ran,
+// its writer leads Recent and Since starts afresh; otherwise the writer
+// joins Since.
+func (r Record) Spread(ran bool) (recent, since []string) {
 	if !ran {
-		return r.Recent
+		return r.Recent, appendNew(r.Since, r.By, MaxRecent)
 	}
-	out := []string{r.By}
+	recent = []string{r.By}
 	for _, n := range r.Recent {
-		if n != r.By && len(out) < MaxRecent {
-			out = append(out, n)
+		if n != r.By && len(recent) < MaxRecent {
+			recent = append(recent, n)
 		}
 	}
-	return out
+	return recent, nil
+}
+
+// appendNew appends n to names unless it is there or names has max.
+func appendNew(names []string, n string, max int) []string {
+	for _, m := range names {
+		if m == n {
+			return names
+		}
+	}
+	if len(names) >= max {
+		return names
+	}
+	return append(names[:len(names):len(names)], n)
 }

@@ -163,12 +163,23 @@ func TestDeriveUnreadable(t *testing.T) {
 	}
 }
 
-func TestNextRecent(t *testing.T) {
-	r := Record{By: "B", Recent: []string{"A", "B", "C"}}
-	if got := r.NextRecent(true); len(got) != 3 || got[0] != "B" || got[1] != "A" || got[2] != "C" {
-		t.Errorf("after B ran: %v", got)
+func TestSpread(t *testing.T) {
+	r := Record{By: "B", Recent: []string{"A", "B", "C"}, Since: []string{"C"}}
+	recent, since := r.Spread(true)
+	if len(recent) != 3 || recent[0] != "B" || recent[1] != "A" || recent[2] != "C" || since != nil {
+		t.Errorf("after B ran: %v, %v", recent, since)
 	}
-	if got := r.NextRecent(false); len(got) != 3 || got[0] != "A" {
-		t.Errorf("after B skipped: %v", got)
+	recent, since = r.Spread(false)
+	if len(recent) != 3 || recent[0] != "A" || len(since) != 2 || since[1] != "B" {
+		t.Errorf("after B skipped: %v, %v", recent, since)
+	}
+	// A write that would run but yields is a skip; across epochs, a rebase.
+	y := Record{Last: 0, Window: w, Yield: true}
+	if v := y.Verdict(1000, 1); v != Skip {
+		t.Errorf("a yielding write: %v, want Skip", v)
+	}
+	y.Epoch = 1
+	if v := y.Verdict(1000+int64(ServerSkew/time.Millisecond)+w, 2); v != Rebase {
+		t.Errorf("a yielding write across epochs: %v, want Rebase", v)
 	}
 }
