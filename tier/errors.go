@@ -121,6 +121,11 @@ func (e rootError) Unwrap() error { return e.err }
 // lossErr is the cause of a held context whose ZooKeeper hold was lost.
 func lossErr(cause error) error { return fromZK(fmt.Errorf("%w: %w", ErrLockLost, cause)) }
 
+// closedByTier reports a zklock loss caused by the zklock lock's Close,
+// which a tier lock calls only from its own Close, after it has ended and
+// reported its holds: not a loss to report again.
+func closedByTier(cause error) bool { return errors.Is(cause, zklock.ErrClosed) }
+
 // errReleased is the cause of a held context cancelled by its Release.
 var errReleased = errors.New("tier: lock released")
 

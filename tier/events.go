@@ -95,15 +95,16 @@ type Event struct {
 // observer tells a lock's observer (nil fn: none) of its events: observe (lock.go)
 // on the caller's goroutine, notify from a goroutine of its own
 // for what zklock's handlers report (they must not block). close, in the
-// lock's Close, waits for the notifications already started and stops new
-// ones.
+// lock's Close, stops new notifications. It does not wait for those in
+// progress: they run user code, which may be what called Close (an
+// observer that closes its lock on a loss), and waiting for its own caller
+// would never end.
 type observer struct {
 	fn   func(Event)
 	path string
 
-	mu        sync.Mutex // orders notifications against close
-	closed    bool
-	notifying sync.WaitGroup
+	mu     sync.Mutex // orders notifications against close
+	closed bool
 }
 
 func (o *observer) notify(ev Event) {
@@ -115,16 +116,11 @@ func (o *observer) notify(ev Event) {
 	if o.closed {
 		return
 	}
-	o.notifying.Add(1)
-	go func() {
-		defer o.notifying.Done()
-		o.observe(ev)
-	}()
+	go o.observe(ev)
 }
 
 func (o *observer) close() {
 	o.mu.Lock()
 	o.closed = true
 	o.mu.Unlock()
-	o.notifying.Wait()
 }

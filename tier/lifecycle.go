@@ -48,6 +48,9 @@ func (l *Lock) Path() string {
 // on another node (a later acquisition) is left alone. The observer, user
 // code, is told from a goroutine of its own.
 func (l *Lock) onZKLost(node string, cause error) {
+	if closedByTier(cause) {
+		return
+	}
 	err := lossErr(cause)
 	if h := l.current.Load(); h != nil && h.node == node {
 		h.cancel(err)

@@ -41,7 +41,9 @@ func WithHandoff(maxHandoffs int, maxHold time.Duration) Option {
 // and refused guarded write, so that metrics can be plugged in without a
 // dependency here (package lockmetrics is one). fn runs on the goroutine
 // that acquired or released (on a background goroutine for a loss or a
-// revocation) and must be quick.
+// revocation) and must be quick. fn may call the lock's Close (to stop on
+// a loss, say): Close does not wait for a call of fn in progress, and no
+// loss or revocation is told after Close has returned.
 func WithObserver(fn func(Event)) Option { return func(c *config) { c.observer = fn } }
 
 // WithRevocable makes holds revocable, Curator-style: a revocation request

@@ -324,6 +324,9 @@ func (rw *RWLock) release(held context.Context, write bool) error {
 // contexts riding on the lost node, at once (possibly on go-zookeeper's
 // event goroutine; it takes only lossMu).
 func (rw *RWLock) onZKLost(node string, cause error) {
+	if closedByTier(cause) {
+		return
+	}
 	err := lossErr(cause)
 	rw.lossMu.Lock()
 	defer rw.lossMu.Unlock()

@@ -317,6 +317,9 @@ func (sem *Semaphore) InUse() int {
 var testHookSemPublish func(*Semaphore)
 
 func (sem *Semaphore) onZKLost(node string, cause error) {
+	if closedByTier(cause) {
+		return
+	}
 	err := lossErr(cause)
 	sem.lossMu.Lock()
 	defer sem.lossMu.Unlock()

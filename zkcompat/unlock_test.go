@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/tier"
 	"github.com/tierlock/tierlock/zkcompat"
 )
 
@@ -135,6 +136,44 @@ func TestUnlockReportsFailedDelete(t *testing.T) {
 			}
 			if err := l.Unlock(); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// Issue 37, item 2: a node deleted by someone else while held (an
+// operator, say) is a lost lock, and zk.Lock's Unlock says so with
+// zk.ErrNoNode. The drop-in's Unlock said nil: the shared lock's release
+// sent its own delete before Unlock's, so Unlock's zk.ErrNoNode could not
+// tell "the release's delete came first" from "deleted by another", and
+// was taken for the first. Now Unlock's own delete goes first, and its
+// zk.ErrNoNode is the loss, reported as zk.Lock reports it (and as
+// tier.ErrLockLost). Five rounds each, the hold younger than the own-node
+// watch's delay, so that nothing but Unlock can tell.
+func TestUnlockReportsNodeDeletedByAnother(t *testing.T) {
+	for _, im := range impls {
+		t.Run(im.name, func(t *testing.T) {
+			c, admin := conn(t), conn(t)
+			p := zktest.Path(t)
+			for round := range 5 {
+				l := im.newLock(c, p)
+				if err := l.Lock(); err != nil {
+					t.Fatal(err)
+				}
+				kids := zktest.Children(t, admin, p)
+				if len(kids) != 1 {
+					t.Fatalf("round %d: queue %v, want our node alone", round, kids)
+				}
+				if err := admin.Delete(p+"/"+kids[0], -1); err != nil {
+					t.Fatal(err)
+				}
+				err := l.Unlock()
+				if !errors.Is(err, zk.ErrNoNode) {
+					t.Fatalf("round %d: Unlock of a node deleted by another = %v, want zk.ErrNoNode", round, err)
+				}
+				if im.name == "zkcompat" && !errors.Is(err, tier.ErrLockLost) {
+					t.Fatalf("round %d: Unlock = %v, want tier.ErrLockLost too", round, err)
+				}
 			}
 		})
 	}

@@ -33,8 +33,9 @@
 //
 // Kept too, Unlock's wait: Unlock returns once the server has answered the
 // delete of the node, as zk.Lock's does, so that a caller may delete the
-// lock's path next; it costs one request more than zk.Lock's (the delete
-// that finds the node gone) and no wait more. It returns a failed delete's
+// lock's path next, and it returns zk.ErrNoNode when someone else deleted
+// the node while it was held; it costs one request more than zk.Lock's
+// (the release's own delete, which finds the node gone). It returns a failed delete's
 // error, wrapped (zk.ErrNoAuth when an ACL refuses it,
 // zk.ErrConnectionClosed or zk.ErrNoServer when the connection is lost),
 // but the handle is unlocked all the same, where zk.Lock's stays locked

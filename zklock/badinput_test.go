@@ -212,11 +212,11 @@ func TestBadInputTable(t *testing.T) {
 			}
 			return h.Release()
 		}},
-		{name: "Release of a hold its Lock's Close released", want: zklock.ErrNotHeld, call: func(t *testing.T, e *badEnv) error {
+		{name: "Release of a hold its Lock's Close ended", want: zklock.ErrClosed, call: func(t *testing.T, e *badEnv) error {
 			other := newLock(t, connect(t, e.servers), e.path)
 			return closedRelease(t, other, e)
 		}},
-		{name: "Release of a hold its Lock's Close released, same session", want: zklock.ErrNotHeld, call: func(t *testing.T, e *badEnv) error {
+		{name: "Release of a hold its Lock's Close ended, same session", want: zklock.ErrClosed, call: func(t *testing.T, e *badEnv) error {
 			other := newLock(t, e.s, e.path)
 			return closedRelease(t, other, e)
 		}},
@@ -349,11 +349,14 @@ func closedRelease(t *testing.T, holder *zklock.Lock, e *badEnv) error {
 	if err := holder.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// Close ended the hold as lost (issue 37, item 1): Lost is closed, and
+	// Release says so, with ErrLockLost and ErrClosed.
+	if !zktest.IsClosed(h.Lost()) {
+		t.Error("Close left the hold's Lost channel open")
+	}
 	err = h.Release()
-	select {
-	case <-h.Lost():
-		t.Error("Close closed the hold's Lost channel")
-	default:
+	if !errors.Is(err, zklock.ErrLockLost) {
+		t.Errorf("Release after Close = %v, want ErrLockLost", err)
 	}
 	eventually(t, 5*time.Second, "holder's node deleted", func() bool {
 		ok, _, zerr := e.s.Conn().Exists(node)

@@ -129,7 +129,9 @@ func (s *Session) start(conn *zk.Conn) {
 	s.conn = conn
 	s.link.zc.Store(conn)
 	if s.cfg.listener != nil {
-		s.goBackground(s.notes.run)
+		// Not one of the goroutines Close waits for: it runs user code,
+		// which may be what calls Close (see Close).
+		go s.notes.run()
 	}
 	s.goBackground(s.st.lease.renew)
 }
@@ -146,7 +148,13 @@ func (s *Session) stop() {
 // made by Connect is closed, and the server deletes the session's
 // ephemeral nodes at once. Under NewSession the caller's connection stays
 // open, so Close waits until the deletes of released nodes are done (or
-// their session is over; see deleteGuaranteed). Close is idempotent.
+// their session is over; see deleteGuaranteed): while the connection is
+// up and the server refuses a delete for another reason than the node's
+// absence (an ACL, say), that wait lasts until the session ends. Close
+// waits for the session's own goroutines, never for the state listener
+// (WithStateListener): a listener call in progress, which may be the one
+// calling Close, can still be running when Close returns, and the
+// listener is told StateClosed last, after it. Close is idempotent.
 func (s *Session) Close() error {
 	if s == nil {
 		return errNil("Session")

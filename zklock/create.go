@@ -61,6 +61,7 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (our
 	if stale == nil && l.pathKnown.Load() {
 		stale = s.dels.takeOther()
 	}
+	s.lead(ctx) // after a quiet spell, the lease's sync goes first
 	carried := stale
 	if mutant.On(mutant.DeleteWrongCreate) {
 		carried = l.wrongDelete(stale) // seeded bug: another node's delete carried

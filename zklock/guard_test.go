@@ -334,11 +334,11 @@ func TestTxnBadInput(t *testing.T) {
 		}
 	})
 	t.Run("closed lock", func(t *testing.T) {
-		// Close released the lock's hold: the hold guards nothing.
+		// Close ended the lock's hold: the hold guards nothing.
 		h2, _, l2 := heldLockOf(t, s)
 		l2.Close()
 		before := zklock.Written(s, zklock.OpMulti)
-		if _, err := h2.Txn(ctx); !errors.Is(err, zklock.ErrNotHeld) {
+		if _, err := h2.Txn(ctx); !errors.Is(err, zklock.ErrLockLost) || !errors.Is(err, zklock.ErrClosed) {
 			t.Fatal(err)
 		}
 		if n := zklock.Written(s, zklock.OpMulti) - before; n != 0 {

@@ -69,11 +69,12 @@ func (h *Hold) Token() int64 {
 	return h.token
 }
 
-// Lost returns a channel that is closed when the hold is lost: the session
-// expired or was replaced, the connection dropped (under the default
-// policy), the session could not be confirmed with the leader in time (see
-// WithLossOnExpiryOnly), or the node was deleted by someone else. Release
-// does not close it.
+// Lost returns a channel that is closed when the hold ends other than by
+// its Release: the session expired or was replaced, the connection dropped
+// (under the default policy), the session could not be confirmed with the
+// leader in time (see WithLossOnExpiryOnly), the node was deleted by
+// someone else, or the Lock or the Session was closed. Release does not
+// close it.
 func (h *Hold) Lost() <-chan struct{} {
 	if h == nil {
 		return closed.Chan
@@ -308,9 +309,10 @@ func (h *Hold) isLost() bool {
 // lose ends the hold with cause, once: it closes lost, tells the lock's
 // loss handler (unless the hold was released), and gives the hold up (the
 // delete waits for the connection if need be, and is moot when the session
-// is gone). A hold ended by its own Session's Close is not warned of: the
-// program closed it. It may run on go-zookeeper's event goroutine: nothing
-// here blocks.
+// is gone). It is the one way a hold ends without its holder's Release:
+// a loss of the session's, the node's deletion, and the Close of its Lock
+// or Session. A hold ended by a Close is not warned of: the program closed
+// it. It may run on go-zookeeper's event goroutine: nothing here blocks.
 func (h *Hold) lose(cause error) {
 	first := false
 	h.lostOnce.Do(func() {
@@ -323,7 +325,7 @@ func (h *Hold) lose(cause error) {
 	}
 	trace.Lost(h.s.conn, h.node, cause)
 	if !h.released.Load() {
-		if !errors.Is(cause, ErrSessionClosed) {
+		if !errors.Is(cause, ErrSessionClosed) && !errors.Is(cause, ErrClosed) {
 			h.s.log.Warn("lock lost", "node", h.node, "cause", cause)
 		}
 		h.lock.lost(h.node, cause)

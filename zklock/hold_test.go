@@ -47,3 +47,56 @@ func TestFailedWriteOfOwnWatchIsRetried(t *testing.T) {
 		t.Fatalf("Err = %v, want ErrNodeDeleted", err)
 	}
 }
+
+// Every way a hold ends behind its holder's back closes Lost and sets Err
+// (issue 37, item 1). Lock.Close used to end a live hold with Release,
+// which closes neither: the node went, another session was granted the
+// lock (a greater token), and the first holder, watching Lost as
+// documented, went on working beside it. Now Close ends the hold as lost,
+// with cause ErrClosed, before the next holder can be granted; a Release
+// after it says so (not ErrNotHeld), and the loss handler is told.
+func TestLockCloseEndsTheHoldAsLost(t *testing.T) {
+	servers := zktest.Servers(t)
+	p := zktest.Path(t)
+	ctx := ctxT(t, 20*time.Second)
+	told := make(chan error, 1)
+	a := newLock(t, connect(t, servers), p, zklock.WithLossHandler(func(_ string, cause error) { told <- cause }))
+	b := newLock(t, connect(t, servers), p)
+	ha, err := a.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := goAcquire(ctx, b)
+	eventually(t, 10*time.Second, "b queued behind a", func() bool { return len(children(t, a.Session().Conn(), p)) == 2 })
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !zktest.IsClosed(ha.Lost()) {
+		t.Fatal("Lost() still open once Close has returned: the holder cannot tell its hold ended")
+	}
+	if err := ha.Err(); !errors.Is(err, zklock.ErrLockLost) || !errors.Is(err, zklock.ErrClosed) {
+		t.Fatalf("Err() = %v, want ErrLockLost and ErrClosed", err)
+	}
+	select {
+	case cause := <-told:
+		if !errors.Is(cause, zklock.ErrClosed) {
+			t.Fatalf("loss handler told %v, want ErrClosed", cause)
+		}
+	default:
+		t.Fatal("the loss handler was not told before Close returned")
+	}
+	got := <-waiting
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	defer got.h.Release()
+	if got.h.Token() <= ha.Token() {
+		t.Fatalf("next token %d, want > %d", got.h.Token(), ha.Token())
+	}
+	if err := ha.Release(); !errors.Is(err, zklock.ErrLockLost) || !errors.Is(err, zklock.ErrClosed) {
+		t.Fatalf("Release after Close = %v, want ErrLockLost and ErrClosed", err)
+	}
+	if err := ha.Release(); !errors.Is(err, zklock.ErrNotHeld) {
+		t.Fatalf("second Release = %v, want ErrNotHeld", err)
+	}
+}

@@ -1,11 +1,13 @@
 package zklock
 
 import (
+	"context"
 	"time"
 
 	"github.com/tierlock/tierlock/internal/closed"
 	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
+	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
 // The lease: loss before grant, whatever the fault.
@@ -186,13 +188,13 @@ func (s *Session) newProof() proof {
 // proved renews the lease with p's request, which succeeded: from its send
 // time (see the argument above), if it was sent in the current session.
 func (s *Session) proved(p proof) {
-	sent := p.at
+	sent, written := p.at, p.at
 	if s.tap != nil {
 		at, prev, ok := s.tap.FirstWriteAfter(p.mark)
 		if !ok {
 			return // too many writes since: its send time is not known
 		}
-		sent = at
+		sent, written = at, at
 		if cp := prev.Add(s.st.lease.period()); !prev.IsZero() && cp.Before(sent) {
 			sent = cp
 		}
@@ -200,8 +202,12 @@ func (s *Session) proved(p proof) {
 	if mutant.On(mutant.LeaseFromAnswer) {
 		sent = time.Now() // seeded bug: the answer's arrival, not the send
 	}
+	// A proof that renews nothing because its send time was capped is not
+	// late: late is a measured round trip, from the real send, above B.
 	if s.renewFrom(p, sent) {
-		s.st.lease.tooLate(time.Since(sent))
+		if rtt := time.Since(written); rtt > s.st.lease.bound() {
+			s.st.lease.tooLate(rtt)
+		}
 	}
 }
 
@@ -229,40 +235,81 @@ func (s *Session) renewFrom(p proof, sent time.Time) (late bool) {
 
 // refresh returns a channel closed once a sync sent no earlier than now
 // has completed (successfully or not), sending one unless one is already
-// in flight. A sync already in flight was sent earlier, which is as good for
+// in flight (refreshWritten, which also says when that sync is written). A sync already in flight was sent earlier, which is as good for
 // the lease (the deadline only moves forward) except that it may be slow:
 // callers that wait on it and still find the lease stale call refresh
 // again. The sync is not counted in the session's requests in flight
 // (send.go): it must not wait behind the requests it is to vouch for.
 func (le *lease) refresh() <-chan struct{} {
+	done, _ := le.refreshWritten()
+	return done
+}
+
+// refreshWritten is refresh, and also returns a channel closed once the
+// sync is written (nil under NewSession, where that is not seen).
+func (le *lease) refreshWritten() (done, written <-chan struct{}) {
 	s := le.s
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	if le.inflight != nil {
-		return le.inflight
+		return le.inflight, le.written
 	}
 	if s.st.closed {
-		return closed.Chan
+		return closed.Chan, closed.Chan
 	}
-	done := make(chan struct{})
-	le.inflight = done
+	fin := make(chan struct{})
+	le.inflight, le.written = fin, nil
 	le.syncAt = time.Now()
+	var w *wire.Waiter
+	if s.tap != nil {
+		w = s.tap.Expect(syncKey, wire.OpSync)
+		le.written = w.Sent()
+	}
 	s.goBackground(func() {
+		if w != nil {
+			defer s.tap.Forget(syncKey, w)
+		}
 		p := s.newProof()
-		trace.Sent(s.conn, trace.OpSync, "/")
-		_, err := s.conn.Sync("/")
-		trace.Answered(s.conn, trace.OpSync, "/", "", err)
+		trace.Sent(s.conn, trace.OpSync, syncKey)
+		_, err := s.conn.Sync(syncKey)
+		trace.Answered(s.conn, trace.OpSync, syncKey, "", err)
 		if err == nil {
 			s.proved(p)
 		} else {
 			s.log.Debug("session not confirmed", "err", err)
 		}
 		s.st.mu.Lock()
-		le.inflight = nil
+		le.inflight, le.written = nil, nil
 		s.st.mu.Unlock()
-		close(done)
+		close(fin)
 	})
-	return done
+	return fin, le.written
+}
+
+// syncKey is the path the lease's syncs name.
+const syncKey = "/"
+
+// lead makes a write about to be sent follow another within the lease's
+// period, so that its proof is counted from its own send. A proof's send
+// time is capped at the previous write's start plus the period (see the
+// argument above): after a quiet spell, in which the session wrote only
+// go-zookeeper's pings (every T/3), the cap falls before the real send,
+// and a proof answered within B of its send would still renew nothing,
+// making the grant behind it wait for a sync. So after such a spell the
+// lease's sync goes first (the one the renewer would send as the session
+// becomes active, not one more), and the caller waits only until it is
+// written, not for its answer. Without the tap the send time is the
+// queueing and is never capped: nothing to do.
+func (s *Session) lead(ctx context.Context) {
+	if s.tap == nil || s.cfg.noPipelining || time.Since(s.tap.LastWrite()) < s.st.lease.period() {
+		return
+	}
+	done, written := s.st.lease.refreshWritten()
+	select {
+	case <-written:
+	case <-done: // failed unwritten (the connection closed under it)
+	case <-ctx.Done():
+	}
 }
 
 func later(a, b time.Time) time.Time {

@@ -190,3 +190,54 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// A healthy but idle session (issue 37, item 5): with a round trip well
+// under the lease's bound, no proof is late and no grant waits for the
+// lease. Before: a proof's send time is capped at the previous write's
+// start plus T/8 (lease.go), and on a session whose only traffic between
+// acquisitions is go-zookeeper's pings (every T/3) that cap fell up to
+// 5T/24 before the real send; the report took the capped time for the
+// round trip (late proofs "of 554-656 ms" with a 226 ms round trip and
+// T = 2 s) and the grant waited for another sync. Now the first write
+// after a quiet spell has a sync written just before it (the one the
+// renewer would have sent as the session became active), so its proof is
+// not capped; and a late proof is one whose measured round trip is above
+// the bound.
+func TestIdleSessionProofsAreOnTime(t *testing.T) {
+	const timeout = 2 * time.Second // B = 500 ms, pings every 667 ms
+	servers := zktest.Servers(t)
+	proxy := proxyTo(t, servers[0])
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s := connect(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(timeout), zklock.WithLogger(log))
+	l := newLock(t, s, zktest.Path(t))
+	ctx := ctxT(t, 60*time.Second)
+	acquire := func() {
+		t.Helper()
+		h, err := l.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acquire()                                // the path made, the first lease earned
+	proxy.SetLatency(170 * time.Millisecond) // a 340 ms round trip
+	before := s.LeaseStats()
+	for range 8 {
+		time.Sleep(900 * time.Millisecond) // quiet: the session's only writes are pings
+		acquire()
+	}
+	st := s.LeaseStats()
+	t.Logf("lease after 8 acquisitions on an idle session: %+v (before: %+v)", st, before)
+	if late := st.LateProofs - before.LateProofs; late > 0 {
+		t.Errorf("%d late proofs reported (last round trip %v) with a 340 ms round trip under a %v bound", late, st.LastLateRoundTrip, st.Bound)
+	}
+	if waits := st.Waits - before.Waits; waits > 0 {
+		t.Errorf("%d grants waited for the lease on a healthy idle session", waits)
+	}
+	if out := logs.String(); strings.Contains(out, "round trip above") {
+		t.Errorf("a false alarm was logged:\n%s", out)
+	}
+}

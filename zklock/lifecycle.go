@@ -80,9 +80,13 @@ func (l *Lock) Path() string {
 	return l.path
 }
 
-// Close releases a hold if there is one, ends an acquisition in progress
-// (it returns ErrClosed, leaving no node), and detaches the lock from its
-// session; later calls return ErrClosed. Close is idempotent.
+// Close ends the lock: a hold it has ends as every hold ended behind its
+// holder's back does (Lost closes, Err wraps ErrLockLost and ErrClosed, the
+// loss handler is told, and the node is deleted), before Close returns and
+// so before another process can be granted the lock; an acquisition in
+// progress returns ErrClosed, leaving no node; later calls return
+// ErrClosed, and a Release of the ended hold returns an error wrapping
+// ErrLockLost and ErrClosed. Close is idempotent.
 func (l *Lock) Close() error {
 	if l == nil {
 		return errNil("Lock")
@@ -99,7 +103,9 @@ func (l *Lock) Close() error {
 	}
 	l.mu.Unlock()
 	if h != nil {
-		_ = h.Release()
+		// The hold stays the lock's until its holder releases it, so that
+		// Release reports the loss rather than ErrNotHeld.
+		h.lose(ErrClosed)
 	}
 	return nil
 }

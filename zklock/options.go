@@ -66,7 +66,8 @@ func WithLossOnExpiryOnly() SessionOption {
 // WithStateListener calls fn on every state change, in order, from a
 // goroutine of the session's that does nothing else: a slow fn delays only
 // later calls of fn, never the detection of a loss. fn should return
-// promptly all the same.
+// promptly all the same. fn may call the session's Close (Close does not
+// wait for it); StateClosed is its last call.
 func WithStateListener(fn func(State)) SessionOption {
 	return func(c *sessionConfig) { c.listener = fn }
 }
@@ -157,8 +158,8 @@ func WithRecheckInterval(d time.Duration) Option { return func(c *lockConfig) { 
 func WithACL(acl []zk.ACL) Option { return func(c *lockConfig) { c.acl = acl } }
 
 // WithLossHandler calls fn with the hold's node and the cause (ErrDisconnected,
-// ErrSessionExpired, ErrLeaseExpired, ErrNodeDeleted or ErrSessionClosed)
-// when a hold is lost, synchronously, at the moment the loss is detected,
+// ErrSessionExpired, ErrLeaseExpired, ErrNodeDeleted, ErrSessionClosed, or
+// ErrClosed when the Lock's Close ended the hold) when a hold is lost, synchronously, at the moment the loss is detected,
 // so that work under the lock can be stopped with no goroutine hop in
 // between (package tier cancels its held context here). fn may run on
 // go-zookeeper's event goroutine: it must not block, nor call methods of

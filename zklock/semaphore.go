@@ -220,7 +220,7 @@ func parseLease(name string) (int32, bool) { return parseAfter(name, leaseMarker
 type Lease struct {
 	sem      *Semaphore
 	mu       sync.Mutex
-	locks    []*Lock // one per lease node, closed by Release
+	locks    []*Lock // one per lease node, released and closed by Release
 	holds    []*Hold // their holds, in the same order
 	lost     chan struct{}
 	lostOnce sync.Once
@@ -301,10 +301,15 @@ func (le *Lease) Release() error {
 		return ErrNotHeld
 	}
 	le.released = true
-	locks := le.locks
+	locks, holds := le.locks, le.holds
 	le.mu.Unlock()
 	var errs []error
-	for _, l := range locks {
+	for i, l := range locks {
+		// Released before its lock is closed: Close would end the hold as
+		// lost (ErrClosed).
+		if err := holds[i].Release(); err != nil && !errors.Is(err, ErrLockLost) {
+			errs = append(errs, err)
+		}
 		if err := l.Close(); err != nil {
 			errs = append(errs, err)
 		}

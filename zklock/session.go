@@ -56,6 +56,8 @@ type link struct {
 	granted  atomic.Int64
 	quit     <-chan struct{}
 	connGone atomic.Bool
+
+	warned atomic.Int64 // the granted timeout (ns) last warned of (noteGranted)
 }
 
 // lifetime is how a session ends: Close cancels ctx, and waits for the
@@ -251,12 +253,13 @@ type waitingFlight struct {
 // fields are guarded by the Session's mu.
 type lease struct {
 	s        *Session
-	deadline time.Time     // holds are valid until then
-	proofAt  time.Time     // when the latest proof that renewed was queued
-	syncAt   time.Time     // when the latest sync was queued
-	inflight chan struct{} // closed when the sync in flight completes; nil when none
-	timer    *time.Timer   // fires at the deadline while holds exist
-	kick     chan struct{} // wakes the renewer
+	deadline time.Time       // holds are valid until then
+	proofAt  time.Time       // when the latest proof that renewed was queued
+	syncAt   time.Time       // when the latest sync was queued
+	inflight chan struct{}   // closed when the sync in flight completes; nil when none
+	written  <-chan struct{} // closed when the sync in flight is written (under Connect; else nil)
+	timer    *time.Timer     // fires at the deadline while holds exist
+	kick     chan struct{}   // wakes the renewer
 
 	waits, lapses atomic.Int64 // see LeaseStats
 

@@ -170,9 +170,29 @@ func (s *Session) observe(zs zk.State) {
 	}
 	s.setStateLocked(st, id)
 	s.st.mu.Unlock()
+	if st == StateConnected {
+		s.noteGranted()
+	}
 	for _, h := range lost {
 		h.lose(cause)
 	}
+}
+
+// noteGranted warns, once per value, when the server granted a session
+// timeout other than the one Connect asked for (it bounds it between 2 and
+// 20 of its ticks): a crashed holder's lock then passes on after the
+// granted timeout, and the loss bounds derive from the smaller of the two.
+// Under NewSession the caller's connection asked, not the session.
+func (s *Session) noteGranted() {
+	if s.tap == nil {
+		return
+	}
+	granted := s.tap.GrantedTimeout()
+	if granted <= 0 || granted == s.cfg.timeout || s.link.warned.Swap(int64(granted)) == int64(granted) {
+		return
+	}
+	s.log.Warn("ZooKeeper granted another session timeout than the one asked for",
+		"asked", s.cfg.timeout, "granted", granted)
 }
 
 // setStateLocked records st and tells whoever waits on a change.

@@ -122,3 +122,49 @@ func TestNewSessionGrantBeforeStateCaughtUp(t *testing.T) {
 		conn.Close()
 	}
 }
+
+// A state listener that closes its session when the connection drops, as
+// a program that stops on loss does (issue 37, item 4). Close waited for
+// the listener's goroutine, which was the one calling it: Close never
+// returned, and every other Close then hung on the first. Now Close does
+// not wait for a listener call in progress; the listener is still told
+// StateClosed, last, and nothing is left running (goleak).
+func TestCloseFromStateListener(t *testing.T) {
+	servers := zktest.Servers(t)
+	px := proxyTo(t, servers[0])
+	var s *zklock.Session
+	ready := make(chan struct{})
+	closed := make(chan error, 1)
+	var states []zklock.State
+	var last atomic.Int32
+	s = connect(t, []string{px.Addr()}, zklock.WithStateListener(func(st zklock.State) {
+		<-ready
+		states = append(states, st) // only this goroutine calls the listener
+		last.Store(int32(st))
+		if st == zklock.StateDisconnected {
+			closed <- s.Close()
+		}
+	}))
+	close(ready)
+	eventually(t, 5*time.Second, "told connected", func() bool { return zklock.State(last.Load()) == zklock.StateConnected })
+	px.DropAll()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close from the listener: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close called from the state listener has not returned")
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = s.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a second Close hangs behind the listener's")
+	}
+	eventually(t, 5*time.Second, "told closed", func() bool { return zklock.State(last.Load()) == zklock.StateClosed })
+}

@@ -79,17 +79,44 @@ func (p *Proxy) handle(c net.Conn, target string, gen uint64) {
 
 // pipe copies src to dst chunk by chunk, applying pause, latency and
 // DropAfter. When either direction ends, the whole link is closed.
+//
+// Reading and forwarding are two goroutines, so that a chunk read while an
+// earlier one waits out its latency is forwarded at its own read time plus
+// the latency, not the earlier one's forward plus the latency: a latency,
+// not a link that carries one chunk per latency (two requests written back
+// to back arrive back to back, as over a long network path).
 func (p *Proxy) pipe(l *link, src, dst net.Conn, toServer bool) {
 	defer p.wg.Done()
 	defer p.closeLink(l)
-	buf := make([]byte, bufSize)
+	chunks := make(chan chunk, pipeDepth)
+	forwarded := make(chan struct{})
+	go func() {
+		defer close(forwarded)
+		for c := range chunks {
+			if !p.forward(l, dst, c, toServer) {
+				p.closeLink(l) // ends the reader's Read too
+				for range chunks {
+				}
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(chunks)
+		<-forwarded // what was read is forwarded before the link closes
+	}()
 	for {
 		if !p.awaitReadable(l, toServer) {
 			return
 		}
+		buf := make([]byte, bufSize)
 		n, err := src.Read(buf)
-		if n > 0 && !p.forward(l, dst, buf[:n], toServer) {
-			return
+		if n > 0 {
+			select {
+			case chunks <- chunk{data: buf[:n], due: time.Now().Add(p.currentLatency())}:
+			case <-l.done:
+				return
+			}
 		}
 		if err != nil {
 			// An end of stream read just before a Stall or Blackhole
@@ -99,6 +126,15 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, toServer bool) {
 		}
 	}
 }
+
+// chunk is what one read got, and when it may be forwarded.
+type chunk struct {
+	data []byte
+	due  time.Time
+}
+
+// pipeDepth bounds the chunks read and not yet forwarded, per direction.
+const pipeDepth = 1024
 
 // awaitReadable waits while the direction must not be read (Stall,
 // Blackhole); false once the link is closed.
@@ -111,15 +147,19 @@ func (p *Proxy) awaitReadable(l *link, toServer bool) bool {
 	return !l.closed
 }
 
-// delay waits out the proxy's latency; false when the link closed first.
-func (p *Proxy) delay(l *link) bool {
+func (p *Proxy) currentLatency() time.Duration {
 	p.mu.Lock()
-	lat := p.latency
-	p.mu.Unlock()
-	if lat <= 0 {
+	defer p.mu.Unlock()
+	return p.latency
+}
+
+// delay waits until due; false when the link closed first.
+func (p *Proxy) delay(l *link, due time.Time) bool {
+	d := time.Until(due)
+	if d <= 0 {
 		return true
 	}
-	t := time.NewTimer(lat)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -144,10 +184,11 @@ func (p *Proxy) countDropLocked(data []byte) ([]byte, bool) {
 
 // forward writes one chunk to dst once its latency has elapsed and the proxy
 // is not paused. It reports whether forwarding should continue.
-func (p *Proxy) forward(l *link, dst net.Conn, data []byte, toServer bool) bool {
-	if !p.delay(l) {
+func (p *Proxy) forward(l *link, dst net.Conn, c chunk, toServer bool) bool {
+	if !p.delay(l, c.due) {
 		return false
 	}
+	data := c.data
 	p.mu.Lock()
 	for (p.paused || p.holdLocked(toServer)) && !l.closed {
 		p.cond.Wait()

@@ -327,6 +327,26 @@ func TestLatency(t *testing.T) {
 		t.Fatalf("got %q, want %q", got, want.String())
 	}
 
+	// A latency, not a link that carries one chunk per latency: two
+	// writes 10 ms apart both come back about 2*lat after they were
+	// written. (The proxy's first version read the next chunk only once the
+	// previous one had waited out its latency, so the second came back
+	// lat later than the first: 3*lat and more.)
+	start = time.Now()
+	for _, msg := range []string{"p", "q"} {
+		if _, err := c.Write([]byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	got = make([]byte, 2)
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); string(got) != "pq" || el >= 2*lat+lat/2+10*time.Millisecond {
+		t.Fatalf("two writes 10 ms apart came back as %q after %v, want \"pq\" within about 2*lat (%v)", got, el, 2*lat)
+	}
+
 	p.SetLatency(0)
 	roundTrip(t, c, "fast", "fast")
 }
