@@ -3,10 +3,12 @@ package gocronlock_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tierlock/tierlock/gocronlock"
+	"github.com/tierlock/tierlock/internal/faultproxy"
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -127,4 +129,101 @@ func TestElectorConcurrentClose(t *testing.T) {
 	}
 	close(ready)
 	wg.Wait()
+}
+
+// TestElectorCloseStorm (issue 37, item 4): instances whose leader
+// handlers close their Elector (when they start leading, or when they
+// stop) and whose sessions' state listeners close their session on a
+// disconnection, while they campaign, lose their leadership to an
+// operator deleting the leader's node, hand it over on Close, and have
+// their connections cut. Nothing hangs: every Close returns, from the
+// callbacks and from here; goleak (TestMain) finds nothing left running.
+//
+// A cut is a partition of the instance's own proxy that refuses the
+// reconnection too: go-zookeeper v1.0.4 races with itself when a session
+// with watches reconnects (sendSetWatches reads lastZxid while recvLoop
+// writes it), which the race detector would report against this test.
+func TestElectorCloseStorm(t *testing.T) {
+	servers := zktest.Servers(t)
+	path := zktest.Path(t)
+	ctx := zktest.Context(t, 60*time.Second)
+	operator := zktest.Connect(t, servers)
+	stop := make(chan struct{})
+	var faults sync.WaitGroup
+	faults.Go(func() { // losses: the operator breaks the leader's node
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(40 * time.Millisecond):
+			}
+			if ps, err := zklock.ListParticipants(ctx, operator, path); err == nil && len(ps) > 0 {
+				_ = operator.Conn().Delete(path+"/"+ps[0].Node, -1)
+			}
+		}
+	})
+	type instance struct {
+		s  *zklock.Session
+		e  *gocronlock.Elector
+		px *faultproxy.Proxy
+	}
+	var all []*instance
+	var byLeading, byEnd, byListener atomic.Int32
+	for i := 0; i < 40; i++ {
+		in := &instance{}
+		px, err := faultproxy.New(servers[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer px.Close()
+		in.px = px
+		ready := make(chan struct{})
+		listener := zklock.WithStateListener(func(st zklock.State) {
+			if st == zklock.StateDisconnected {
+				<-ready
+				byListener.Add(1)
+				in.s.Close()
+			}
+		})
+		s, err := zklock.Connect(ctx, []string{px.Addr()}, listener, zklock.WithLogger(zktest.QuietLog), zklock.WithSessionTimeout(4*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.s = s
+		in.e, err = gocronlock.NewElector(s, path, gocronlock.WithRetryInterval(20*time.Millisecond),
+			gocronlock.WithLeaderHandler(func(leading bool) {
+				<-ready
+				switch {
+				case i%3 == 0 && leading:
+					byLeading.Add(1)
+					in.e.Close()
+				case i%3 == 1 && !leading:
+					byEnd.Add(1)
+					in.e.Close()
+				}
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		close(ready)
+		all = append(all, in)
+		if i%3 == 2 && i > 2 {
+			all[i-3].px.Partition(0) // an earlier instance's connection, cut
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	close(stop)
+	faults.Wait()
+	var closers sync.WaitGroup
+	for _, in := range all {
+		closers.Go(func() {
+			closeWithin(t, in.e, 10*time.Second)
+			in.s.Close()
+		})
+	}
+	closers.Wait()
+	t.Logf("closed from a handler on leading %d times, on its end %d, from a listener %d", byLeading.Load(), byEnd.Load(), byListener.Load())
+	if byLeading.Load() == 0 || byEnd.Load() == 0 || byListener.Load() == 0 {
+		t.Error("a kind of callback never closed: the storm did not test it")
+	}
 }
