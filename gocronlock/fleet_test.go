@@ -36,6 +36,7 @@ type instance struct {
 // fleetRun is a fleet of instances and the records they write, gathered
 // as they come.
 type fleetRun struct {
+	root      string // the Locker's root, or the election's path
 	start     time.Time
 	instances []*instance
 	mu        sync.Mutex
@@ -43,17 +44,23 @@ type fleetRun struct {
 	readers   sync.WaitGroup
 }
 
-// startFleet starts one instance per offset, in mode, scheduling from a
-// common start two seconds ahead for duration.
+// startFleet starts one instance per offset, in mode, with fleetJobs jobs,
+// scheduling from a common start a few seconds ahead for duration.
 func startFleet(t *testing.T, mode string, duration time.Duration, extra ...string) *fleetRun {
 	t.Helper()
-	f := &fleetRun{start: time.Now().Truncate(time.Second).Add(3 * time.Second)}
+	return startFleetOn(t, zktest.Servers(t), mode, duration, fleetJobs, extra...)
+}
+
+// startFleetOn is startFleet with the servers and the number of jobs.
+func startFleetOn(t *testing.T, servers []string, mode string, duration time.Duration, jobs int, extra ...string) *fleetRun {
+	t.Helper()
 	root := zktest.Path(t)
+	f := &fleetRun{root: root, start: time.Now().Truncate(time.Second).Add(3 * time.Second)}
 	for i, off := range fleetOffsets {
 		name := fmt.Sprintf("node-%d", i)
 		args := append([]string{
-			"-zk", strings.Join(zktest.Servers(t), ","), "-name", name, "-mode", mode, "-root", root,
-			"-jobs", fmt.Sprint(fleetJobs), "-period", fleetPeriod.String(), "-offset", off.String(),
+			"-zk", strings.Join(servers, ","), "-name", name, "-mode", mode, "-root", root,
+			"-jobs", fmt.Sprint(jobs), "-period", fleetPeriod.String(), "-offset", off.String(),
 			"-start", fmt.Sprint(f.start.UnixMilli()), "-duration", duration.String(),
 		}, extra...)
 		p, err := child.Start(child.Spec{Role: fleetRole, Task: args, Args: []string{"-test.run=^$"}})

@@ -25,11 +25,19 @@ type Leadership struct {
 	Leading bool
 }
 
+// LockStats are an instance's Lock latencies, written as it ends.
+type LockStats struct {
+	Node          string
+	N             int
+	P50, P99, Max time.Duration
+}
+
 // Records are what the instances wrote.
 type Records struct {
 	Runs    []Run
 	Leaders []Leadership
 	Ready   map[string]time.Time
+	Locks   []LockStats
 }
 
 // Parse reads records from r and adds them to rs. A last line cut short
@@ -72,6 +80,17 @@ func (rs *Records) add(f []string) error {
 			return err
 		}
 		rs.Ready[f[1]] = time.UnixMicro(at)
+	case f[0] == "lock" && len(f) == 6:
+		var v [4]int64
+		for i := range v {
+			n, err := strconv.ParseInt(f[2+i], 10, 64)
+			if err != nil {
+				return err
+			}
+			v[i] = n
+		}
+		rs.Locks = append(rs.Locks, LockStats{Node: f[1], N: int(v[0]), P50: time.Duration(v[1]) * time.Microsecond,
+			P99: time.Duration(v[2]) * time.Microsecond, Max: time.Duration(v[3]) * time.Microsecond})
 	default:
 		// A line cut short by a kill: not a record.
 	}

@@ -39,6 +39,7 @@ type config struct {
 	window, sessionTimeout   time.Duration
 	workMin, workMax         time.Duration
 	start                    time.Time
+	spread                   bool
 }
 
 func parse(args []string, stderr io.Writer) (config, error) {
@@ -58,6 +59,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.sessionTimeout, "session-timeout", 4*time.Second, "ZooKeeper session timeout")
 	fs.DurationVar(&c.workMin, "work-min", time.Millisecond, "shortest job")
 	fs.DurationVar(&c.workMax, "work-max", 50*time.Millisecond, "longest job")
+	fs.BoolVar(&c.spread, "spread", false, "spread the runs over the fleet (gocronlock.WithSpread)")
 	fs.Int64Var(&startMs, "start", 0, "common start, Unix ms: tick 0 of every job (default: the next whole second)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -111,11 +113,17 @@ func run(ctx context.Context, c config, rec *recorder) error {
 		defer e.Close()
 		opt = gocron.WithDistributedElector(e)
 	} else {
-		l, err := gocronlock.NewLocker(s, c.root, gocronlock.WithWindow(c.window))
+		opts := []gocronlock.LockerOption{gocronlock.WithWindow(c.window), gocronlock.WithInstanceName(c.name),
+			gocronlock.WithObserver(rec.lat.observe)}
+		if c.spread {
+			opts = append(opts, gocronlock.WithSpread())
+		}
+		l, err := gocronlock.NewLocker(s, c.root, opts...)
 		if err != nil {
 			return err
 		}
 		defer l.Close()
+		defer rec.lockStats()
 		opt = gocron.WithDistributedLocker(l)
 	}
 	sched, err := gocron.NewScheduler(opt)
@@ -160,6 +168,13 @@ type recorder struct {
 	mu   sync.Mutex
 	w    io.Writer
 	name string
+	lat  latencies
+}
+
+// lockStats writes the Lock latencies' record: count, p50, p99, max (µs).
+func (r *recorder) lockStats() {
+	n, p50, p99, top := r.lat.summary()
+	r.line("lock %s %d %d %d %d", r.name, n, p50.Microseconds(), p99.Microseconds(), top.Microseconds())
 }
 
 func (r *recorder) line(format string, args ...any) {

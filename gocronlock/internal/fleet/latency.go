@@ -1,0 +1,36 @@
+package fleet
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tierlock/tierlock/gocronlock"
+)
+
+// latencies keeps an instance's Lock latencies (gocronlock.WithObserver),
+// for the percentiles its last record reports.
+type latencies struct {
+	mu sync.Mutex
+	ds []time.Duration
+}
+
+func (l *latencies) observe(e gocronlock.Event) {
+	l.mu.Lock()
+	l.ds = append(l.ds, e.Latency)
+	l.mu.Unlock()
+}
+
+// summary returns the count, the median, the 99th percentile and the
+// largest.
+func (l *latencies) summary() (n int, p50, p99, top time.Duration) {
+	l.mu.Lock()
+	ds := slices.Clone(l.ds)
+	l.mu.Unlock()
+	if len(ds) == 0 {
+		return 0, 0, 0, 0
+	}
+	slices.Sort(ds)
+	at := func(q float64) time.Duration { return ds[min(len(ds)-1, int(q*float64(len(ds))))] }
+	return len(ds), at(0.5), at(0.99), ds[len(ds)-1]
+}
