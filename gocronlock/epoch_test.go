@@ -55,7 +55,7 @@ func TestLeaderChangeRebases(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("first attempt in the new epoch skipped %v after the kill", time.Since(killed).Round(time.Millisecond))
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(gocronlock.AfterWindow(time.Millisecond))
 	if ran, err := runOnce(ctx, l, "job", nil); !ran {
 		t.Fatalf("the next attempt, in the new epoch: %v", err)
 	}

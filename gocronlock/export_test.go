@@ -1,6 +1,10 @@
 package gocronlock
 
-import "github.com/tierlock/tierlock/zklock"
+import (
+	"time"
+
+	"github.com/tierlock/tierlock/zklock"
+)
 
 // SetAfterReadHook makes fn run between the read and the write of every
 // run node, until the returned function is called.
@@ -11,3 +15,7 @@ func SetAfterReadHook(fn func(runPath string, h *zklock.Hold)) (restore func()) 
 
 // NodeName exposes the key's escaping to the tests.
 var NodeName = nodeName
+
+// AfterWindow is how long after a run of a job of window w its next
+// attempt runs, latencies aside: the window, the write's budget, a margin.
+func AfterWindow(w time.Duration) time.Duration { return w + budgetOf(w) + 20*time.Millisecond }

@@ -92,8 +92,8 @@ func TestOutsideEnvelopeWarned(t *testing.T) {
 		want    string
 	}{
 		{"windows differ", []time.Duration{100 * time.Millisecond, 250 * time.Millisecond}, []time.Duration{0, 50 * time.Millisecond}, "the fleet's windows differ"},
-		{"timers too far apart", []time.Duration{150 * time.Millisecond, 150 * time.Millisecond, 150 * time.Millisecond},
-			[]time.Duration{0, 90 * time.Millisecond, 180 * time.Millisecond}, "the job runs more than once per tick"},
+		{"timers too far apart", []time.Duration{60 * time.Millisecond, 60 * time.Millisecond, 60 * time.Millisecond},
+			[]time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}, "the job runs more than once per tick"},
 		{"window too long", []time.Duration{350 * time.Millisecond, 350 * time.Millisecond}, []time.Duration{0, 100 * time.Millisecond}, "ticks are late or lost"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -169,7 +169,7 @@ func TestObserverAndLastRun(t *testing.T) {
 	if last, err := b.LastRun(ctx, "job"); err != nil || last.By != "a" || last.Runs != 1 || last.Window != w {
 		t.Errorf("LastRun after a's run: %+v, %v", last, err)
 	}
-	time.Sleep(w)
+	time.Sleep(gocronlock.AfterWindow(w))
 	if ran, err := runOnce(ctx, b, "job", nil); !ran {
 		t.Fatal(err)
 	}

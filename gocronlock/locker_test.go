@@ -97,7 +97,7 @@ func TestHeldElsewhereSkips(t *testing.T) {
 	if !errors.Is(err, gocronlock.ErrAlreadyRan) {
 		t.Fatalf("Lock right after the run: %v, want ErrAlreadyRan", err)
 	}
-	time.Sleep(window)
+	time.Sleep(gocronlock.AfterWindow(window))
 	if ran, err := runOnce(ctx, b, job, nil); !ran {
 		t.Fatalf("Lock after the window: %v, want a run", err)
 	}
@@ -118,7 +118,7 @@ func TestOverlapInOneInstanceSkips(t *testing.T) {
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(gocronlock.AfterWindow(time.Millisecond))
 	if ran, err := runOnce(ctx, l, "fast", nil); !ran {
 		t.Fatalf("Lock after Unlock: %v", err)
 	}
@@ -226,7 +226,7 @@ func TestStaleViewCannotPass(t *testing.T) {
 	zktest.Eventually(t, 5*time.Second, "no lock node left", func() bool {
 		return len(zktest.Children(t, s.Conn(), path.Join(root, "job", "lock"))) == 0
 	})
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(gocronlock.AfterWindow(time.Millisecond))
 	if ran, err := runOnce(ctx, l, "job", nil); !ran {
 		t.Fatalf("run after the faults: %v", err)
 	}
@@ -250,7 +250,7 @@ func TestUnreadableRecordCountsAsRun(t *testing.T) {
 	if _, err := l.Lock(ctx, "job"); !errors.Is(err, gocronlock.ErrAlreadyRan) {
 		t.Fatalf("after an unreadable write: %v, want ErrAlreadyRan", err)
 	}
-	time.Sleep(window)
+	time.Sleep(gocronlock.AfterWindow(window))
 	if ran, err := runOnce(ctx, l, "job", nil); !ran {
 		t.Fatalf("a window later: %v", err)
 	}

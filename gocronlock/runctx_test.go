@@ -73,7 +73,7 @@ func TestRunContext(t *testing.T) {
 	if run.Err() == nil {
 		t.Error("the run's context outlived Unlock")
 	}
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(gocronlock.AfterWindow(time.Millisecond))
 	if held, err = l.Lock(ctx, "job"); err != nil {
 		t.Fatal(err)
 	}

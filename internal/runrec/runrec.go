@@ -39,9 +39,12 @@ type Record struct {
 	Runs int64 `json:"runs,omitempty"`
 	// Window is the writer's window, in ms.
 	Window int64 `json:"window_ms"`
-	// Delay is the writer's own measure (monotonic, ms) of the time from
-	// its Lock's entry (the timer's firing) to the write's send.
-	Delay int64 `json:"delay_ms,omitempty"`
+	// Delay is the writer's own measure (monotonic, ms, rounded down) of
+	// the time from its Lock's entry (the timer's firing) to the write's
+	// send. Budget is the time after that within which the writer must
+	// have the write's answer for its run to go ahead (see Verdict).
+	Delay  int64 `json:"delay_ms,omitempty"`
+	Budget int64 `json:"budget_ms,omitempty"`
 	// Prev and Epoch are the mtime and the leader epoch (Mzxid >> 32) of
 	// the record the writer read; 0 when it read none.
 	Prev  int64 `json:"prev_mtime,omitempty"`
@@ -96,16 +99,31 @@ const (
 // EpochOf returns the leader epoch of a zxid.
 func EpochOf(zxid int64) int64 { return zxid >> 32 }
 
-// Fired is the server time of the writer's timer: the write's mtime less
-// what the writer measured from its Lock's entry to the write's send. The
-// write's one-way delay is not subtracted (it is not known): Fired is at
-// most that much late.
+// Fired is the latest server time the writer's timer can have fired at:
+// the write was ordered after its send, Delay after the timer.
 func (r Record) Fired(mtime int64) int64 { return mtime - r.Delay }
 
+// firedAfter is the earliest: the write was ordered before its answer,
+// which a writer that runs had within Delay + Budget of its timer
+// (Within).
+func (r Record) firedAfter(mtime int64) int64 { return mtime - r.Delay - r.Budget }
+
+// Within reports whether a writer whose write's answer came elapsed after
+// its Lock's entry may run: the bound Verdict assumed holds. A writer past
+// it skips, and its write counts as a run all the same (an outcome it
+// cannot vouch for): a tick lost, never one run twice.
+func (r Record) Within(elapsed time.Duration) bool {
+	return elapsed <= time.Duration(r.Delay+r.Budget)*time.Millisecond
+}
+
 // Verdict decides the write of r that got mtime in epoch (its Stat's
-// Mtime, EpochOf(Mzxid)).
+// Mtime, EpochOf(Mzxid)). It runs when the earliest its timer can have
+// fired is a window after the latest the last run's timer can have: so a
+// later attempt of the same tick, whose timer fired less than a window
+// after the run's, skips whatever the latencies, and those only cost the
+// next tick slack (see gocronlock's package doc).
 func (r Record) Verdict(mtime, epoch int64) Verdict {
-	elapsed := r.Fired(mtime) - r.Last
+	elapsed := r.firedAfter(mtime) - r.Last
 	switch {
 	case r.Epoch != 0 && r.Epoch != epoch:
 		if elapsed >= r.Window+ServerSkew.Milliseconds() && !r.Yield {

@@ -183,3 +183,39 @@ func TestSpread(t *testing.T) {
 		t.Errorf("a yielding write across epochs: %v, want Rebase", v)
 	}
 }
+
+// TestBudget: a run's verdict holds whatever the latencies. B's timer
+// fired 150 ms after A's run (a = 10,000); its Lock took 800 ms to the
+// write's send. Answered within its budget, B skips; answered 600 ms
+// after the send, its verdict says Run but Within refuses it: B skips and
+// its write counts as a run (a tick lost, not one run twice). Dated by its
+// timer alone, with the write's delay unmeasured, B ran (issue 38's idea
+// without the budget: a repeat).
+func TestBudget(t *testing.T) {
+	const a, budget = 10000, 100
+	ranA := node{Record{Last: 9000, Window: w, By: "A", Delay: 5, Budget: budget}, a + 5 + 40, 1}
+	if v := ranA.rec.Verdict(ranA.mtime, 1); v != Run {
+		t.Fatalf("A: %v", v)
+	}
+	b := int64(a + 150)
+	write := func(delay, answer int64) (Verdict, bool) {
+		r := Record{Last: Derive(ranA.rec.Encode(), ranA.mtime, 1<<32).At, Window: w, Delay: delay, Budget: budget, Prev: ranA.mtime, Epoch: 1}
+		return r.Verdict(b+delay+answer, 1), r.Within(time.Duration(delay+answer) * time.Millisecond)
+	}
+	if v, _ := write(800, 50); v != Skip {
+		t.Errorf("B answered 50 ms after its send: %v, want Skip", v)
+	}
+	if v, ok := write(800, 600); v == Run && ok {
+		t.Errorf("B answered 600 ms after its send runs: a repeat")
+	}
+	noBudget := Record{Last: ranA.mtime - 5, Window: w, Delay: 800}
+	if v := noBudget.Verdict(b+800+600, 1); v != Run {
+		t.Errorf("without the budget: %v (the repeat this test is about)", v)
+	}
+	// The next tick's first attempt, a second after A's: it runs.
+	c := int64(a + 1000)
+	r := Record{Last: Derive(ranA.rec.Encode(), ranA.mtime, 1<<32).At, Window: w, Delay: 5, Budget: budget, Prev: ranA.mtime, Epoch: 1}
+	if v := r.Verdict(c+5+20, 1); v != Run || !r.Within(25*time.Millisecond) {
+		t.Errorf("the next tick: %v", v)
+	}
+}

@@ -11,11 +11,18 @@ import (
 // latencies keeps an instance's Lock latencies (gocronlock.WithObserver),
 // for the percentiles its last record reports.
 type latencies struct {
-	mu sync.Mutex
-	ds []time.Duration
+	mu      sync.Mutex
+	ds      []time.Duration
+	entries sync.Map // job -> time.Time: the entry of its last Lock that ran
 }
 
+// observe keeps e's latency, and the entry of a Lock that ran: a tick is
+// named by its timer, not by its run's start, which a slow Lock delays
+// into the next tick's second.
 func (l *latencies) observe(e gocronlock.Event) {
+	if e.Outcome == gocronlock.Ran {
+		l.entries.Store(e.Job, time.Now().Add(-e.Latency))
+	}
 	l.mu.Lock()
 	l.ds = append(l.ds, e.Latency)
 	l.mu.Unlock()

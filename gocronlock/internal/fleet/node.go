@@ -133,7 +133,7 @@ func run(ctx context.Context, c config, rec *recorder) error {
 	first := c.start.Add(c.offset)
 	for i := range c.jobs {
 		job := fmt.Sprintf("job-%02d", i)
-		task := gocron.NewTask(func() { rec.run(job, tickOf(time.Now(), first, c.period), c.work()) })
+		task := gocron.NewTask(func() { rec.run(job, tickOf(rec.fired(job), first, c.period), c.work()) })
 		if _, err := sched.NewJob(gocron.DurationJob(c.period), task, gocron.WithName(job),
 			gocron.WithStartAt(gocron.WithStartDateTime(first))); err != nil {
 			_ = sched.Shutdown()
@@ -169,6 +169,16 @@ type recorder struct {
 	w    io.Writer
 	name string
 	lat  latencies
+}
+
+// fired returns when the timer of job's run going on fired: its Lock's
+// entry, which the Locker's observer saw (the task runs on the goroutine
+// that called Lock, right after it), or now under the Elector.
+func (r *recorder) fired(job string) time.Time {
+	if at, ok := r.lat.entries.Load(job); ok {
+		return at.(time.Time)
+	}
+	return time.Now()
 }
 
 // lockStats writes the Lock latencies' record: count, p50, p99, max (µs).
