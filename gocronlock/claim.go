@@ -25,7 +25,7 @@ type decision struct {
 	rec     runrec.Record // what it wrote
 	decided bool          // the write was applied: verdict holds
 	yielded bool          // it would have run, but stepped back (WithSpread)
-	late    time.Duration // its write's answer came this long after its send, past the budget: no run
+	late    time.Duration // a run not confirmed: its write's answer came this long after Lock's entry
 	// sinceLast is the time from the last run to this attempt's timer, by
 	// the server's clock (ms).
 	sinceLast int64
@@ -44,8 +44,8 @@ func (l *Locker) take(ctx context.Context, j *job, entry time.Time) (*zklock.Hol
 	d, err := l.claim(ctx, j, h, entry)
 	switch {
 	case err == nil && d.late > 0:
-		err = fmt.Errorf("gocronlock: job %q: %w: the run node's write was answered %v after its send, over the budget of %v: the tick is lost (counted as run)",
-			j.key, ErrSlowWrite, d.late.Round(time.Millisecond), budgetOf(j.window))
+		err = fmt.Errorf("gocronlock: job %q: %w: answered %v after Lock's entry, too late to rule out that the tick ran: the tick is lost (counted as run)",
+			j.key, ErrSlowWrite, d.late.Round(time.Millisecond))
 	case err == nil && d.yielded:
 		err = fmt.Errorf("%w: job %q", ErrYielded, j.key)
 	case err == nil && d.verdict != runrec.Run:
@@ -80,12 +80,11 @@ func (l *Locker) claim(ctx context.Context, j *job, h *zklock.Hold, entry time.T
 // the node since the read (the version), and its reply's Stat (mtime,
 // Mzxid) decides, with what it read (runrec.Record.Verdict).
 func (l *Locker) attempt(ctx context.Context, j *job, h *zklock.Hold, entry time.Time) (decision, error) {
-	d := decision{rec: runrec.Record{Window: ms(j.window), Budget: budget(j.window), By: l.by}}
+	d := decision{rec: runrec.Record{Window: ms(j.window), By: l.by}}
 	data, stat, err := getNode(ctx, l.s.Conn(), j.runPath)
 	if errors.Is(err, zk.ErrNoNode) {
-		// The job's first run: nothing before it, so the write runs (no
-		// earlier run to compare its timer with: no budget either).
-		d.rec.Delay, d.rec.Budget = time.Since(entry).Milliseconds(), 0
+		// The job's first run: nothing before it, so the write runs.
+		d.rec.Delay = time.Since(entry).Milliseconds()
 		_, err = h.Txn(ctx, &zk.CreateRequest{Path: j.runPath, Data: d.rec.Encode(), Acl: l.cfg.acl})
 		if err != nil {
 			return d, fmt.Errorf("gocronlock: job %q: create run node: %w", j.key, err)
@@ -119,10 +118,11 @@ func (l *Locker) attempt(ctx context.Context, j *job, h *zklock.Hold, entry time
 	mtime, epoch := res[0].Stat.Mtime, runrec.EpochOf(res[0].Stat.Mzxid)
 	d.verdict = d.rec.Verdict(mtime, epoch)
 	d.decided, d.sinceLast = true, d.rec.Fired(mtime)-d.rec.Last
-	if d.verdict == runrec.Run && !d.rec.Within(answered) {
-		// The write counts as a run, but this attempt cannot vouch for its
-		// timer: it skips (a tick lost, not one run twice).
-		d.late = answered - time.Duration(d.rec.Delay)*time.Millisecond
+	if d.verdict == runrec.Run && !d.rec.Confirms(mtime, epoch, answered) {
+		// The write counts as a run, but its answer came too late to rule
+		// out that the tick ran already: skip (a tick lost, never one run
+		// twice).
+		d.late = answered
 	}
 	if d.rec.Yield && d.verdict != runrec.Run {
 		eager := d.rec
@@ -178,15 +178,3 @@ func getNode(ctx context.Context, conn *zk.Conn, p string) ([]byte, *zk.Stat, er
 		return nil, nil, context.Cause(ctx)
 	}
 }
-
-// budgetOf is the time a run node's write may take to be answered, from
-// its send, for its run to go ahead: a fifth of the window, and at least
-// minBudget (see the package doc, "The window").
-func budgetOf(window time.Duration) time.Duration { return max(window/5, minBudget) }
-
-// minBudget keeps a tiny window's budget above a loaded server's round
-// trip.
-const minBudget = 50 * time.Millisecond
-
-// budget is budgetOf in ms.
-func budget(window time.Duration) int64 { return budgetOf(window).Milliseconds() }

@@ -27,8 +27,9 @@ var (
 	// another instance makes it (WithSpread). It matches ErrSkipped.
 	ErrYielded = fmt.Errorf("%w: yielded to another instance", ErrSkipped)
 	// ErrSlowWrite reports a run given up because the run node's write
-	// was answered too late for the rule to vouch for its tick (a fifth of
-	// the window after its send): the tick is lost, never run twice.
+	// was answered too late to rule out that another instance ran the
+	// tick (see the package doc, "The window"): the tick is lost, never
+	// run twice.
 	ErrSlowWrite = errors.New("gocronlock: run node write answered too late")
 	// ErrInvalidKey reports a job name that cannot name a lock: empty,
 	// longer than MaxKeyLen bytes, or making, once escaped below the

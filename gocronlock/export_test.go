@@ -17,5 +17,5 @@ func SetAfterReadHook(fn func(runPath string, h *zklock.Hold)) (restore func()) 
 var NodeName = nodeName
 
 // AfterWindow is how long after a run of a job of window w its next
-// attempt runs, latencies aside: the window, the write's budget, a margin.
-func AfterWindow(w time.Duration) time.Duration { return w + budgetOf(w) + 20*time.Millisecond }
+// attempt runs: the window, and a margin for the latencies.
+func AfterWindow(w time.Duration) time.Duration { return w + 20*time.Millisecond }

@@ -41,10 +41,8 @@ type Record struct {
 	Window int64 `json:"window_ms"`
 	// Delay is the writer's own measure (monotonic, ms, rounded down) of
 	// the time from its Lock's entry (the timer's firing) to the write's
-	// send. Budget is the time after that within which the writer must
-	// have the write's answer for its run to go ahead (see Verdict).
-	Delay  int64 `json:"delay_ms,omitempty"`
-	Budget int64 `json:"budget_ms,omitempty"`
+	// send.
+	Delay int64 `json:"delay_ms,omitempty"`
 	// Prev and Epoch are the mtime and the leader epoch (Mzxid >> 32) of
 	// the record the writer read; 0 when it read none.
 	Prev  int64 `json:"prev_mtime,omitempty"`
@@ -100,30 +98,16 @@ const (
 func EpochOf(zxid int64) int64 { return zxid >> 32 }
 
 // Fired is the latest server time the writer's timer can have fired at:
-// the write was ordered after its send, Delay after the timer.
+// the write was ordered after its send, Delay after the timer. A write
+// that counts as a run dates it so.
 func (r Record) Fired(mtime int64) int64 { return mtime - r.Delay }
 
-// firedAfter is the earliest: the write was ordered before its answer,
-// which a writer that runs had within Delay + Budget of its timer
-// (Within).
-func (r Record) firedAfter(mtime int64) int64 { return mtime - r.Delay - r.Budget }
-
-// Within reports whether a writer whose write's answer came elapsed after
-// its Lock's entry may run: the bound Verdict assumed holds. A writer past
-// it skips, and its write counts as a run all the same (an outcome it
-// cannot vouch for): a tick lost, never one run twice.
-func (r Record) Within(elapsed time.Duration) bool {
-	return elapsed <= time.Duration(r.Delay+r.Budget)*time.Millisecond
-}
-
 // Verdict decides the write of r that got mtime in epoch (its Stat's
-// Mtime, EpochOf(Mzxid)). It runs when the earliest its timer can have
-// fired is a window after the latest the last run's timer can have: so a
-// later attempt of the same tick, whose timer fired less than a window
-// after the run's, skips whatever the latencies, and those only cost the
-// next tick slack (see gocronlock's package doc).
+// Mtime, EpochOf(Mzxid)): whether it counts as a run, by its timer dated
+// as late as it can have fired (Fired). Every reader derives the same. The
+// writer itself runs only if Confirms says so too.
 func (r Record) Verdict(mtime, epoch int64) Verdict {
-	elapsed := r.firedAfter(mtime) - r.Last
+	elapsed := r.Fired(mtime) - r.Last
 	switch {
 	case r.Epoch != 0 && r.Epoch != epoch:
 		if elapsed >= r.Window+ServerSkew.Milliseconds() && !r.Yield {
@@ -141,6 +125,20 @@ func (r Record) Verdict(mtime, epoch int64) Verdict {
 		// timers are not).
 		return Skip
 	}
+}
+
+// Confirms reports whether the writer of r, whose write's answer came
+// answered after its Lock's entry, runs: its write counts as a run
+// (Verdict), and would with its timer dated as early as it can have fired
+// (the write was ordered before its answer). The last run is dated as late
+// as its timer can have fired, so a run is confirmed only if its timer
+// fired at least a window after the last run's, whatever the latencies: a
+// later attempt of the same tick is never confirmed. A write that counts
+// as a run but is not confirmed is a tick lost, never one run twice.
+func (r Record) Confirms(mtime, epoch int64, answered time.Duration) bool {
+	early := r
+	early.Delay = (answered + time.Millisecond - 1).Milliseconds() // rounded up
+	return r.Verdict(mtime, epoch) == Run && early.Verdict(mtime, epoch) == Run
 }
 
 // Last is a job's state after a write: its last run and the count.

@@ -184,38 +184,31 @@ func TestSpread(t *testing.T) {
 	}
 }
 
-// TestBudget: a run's verdict holds whatever the latencies. B's timer
-// fired 150 ms after A's run (a = 10,000); its Lock took 800 ms to the
-// write's send. Answered within its budget, B skips; answered 600 ms
-// after the send, its verdict says Run but Within refuses it: B skips and
-// its write counts as a run (a tick lost, not one run twice). Dated by its
-// timer alone, with the write's delay unmeasured, B ran (issue 38's idea
-// without the budget: a repeat).
-func TestBudget(t *testing.T) {
-	const a, budget = 10000, 100
-	ranA := node{Record{Last: 9000, Window: w, By: "A", Delay: 5, Budget: budget}, a + 5 + 40, 1}
-	if v := ranA.rec.Verdict(ranA.mtime, 1); v != Run {
-		t.Fatalf("A: %v", v)
-	}
+// TestConfirms: a run holds whatever the latencies. B's timer fired 150
+// ms after A's run (a = 10,000); its Lock took 800 ms to the write's send.
+// Answered 50 ms after the send, B's write does not count as a run. Answered
+// 600 ms after it, the write counts as a run (its timer dated as late as
+// it can be: 10,750), but B cannot confirm it (dated as early, 10,150): B
+// skips, a tick lost, not one run twice. Dated by its send alone (issue
+// 38's idea), B ran. The next tick's first attempt is confirmed.
+func TestConfirms(t *testing.T) {
+	const a = 10000
+	ranA := node{Record{Last: 9000, Window: w, By: "A", Delay: 5}, a + 5 + 40, 1}
+	lastA := Derive(ranA.rec.Encode(), ranA.mtime, 1<<32).At
 	b := int64(a + 150)
-	write := func(delay, answer int64) (Verdict, bool) {
-		r := Record{Last: Derive(ranA.rec.Encode(), ranA.mtime, 1<<32).At, Window: w, Delay: delay, Budget: budget, Prev: ranA.mtime, Epoch: 1}
-		return r.Verdict(b+delay+answer, 1), r.Within(time.Duration(delay+answer) * time.Millisecond)
-	}
-	if v, _ := write(800, 50); v != Skip {
+	r := Record{Last: lastA, Window: w, Delay: 800, Prev: ranA.mtime, Epoch: 1}
+	if v := r.Verdict(b+800+50, 1); v != Skip {
 		t.Errorf("B answered 50 ms after its send: %v, want Skip", v)
 	}
-	if v, ok := write(800, 600); v == Run && ok {
-		t.Errorf("B answered 600 ms after its send runs: a repeat")
+	if v := r.Verdict(b+800+600, 1); v != Run {
+		t.Errorf("B answered 600 ms after its send: %v, want a write that counts as a run", v)
 	}
-	noBudget := Record{Last: ranA.mtime - 5, Window: w, Delay: 800}
-	if v := noBudget.Verdict(b+800+600, 1); v != Run {
-		t.Errorf("without the budget: %v (the repeat this test is about)", v)
+	if r.Confirms(b+800+600, 1, 1400*time.Millisecond) {
+		t.Error("B, answered 600 ms after its send, confirmed: a repeat")
 	}
-	// The next tick's first attempt, a second after A's: it runs.
 	c := int64(a + 1000)
-	r := Record{Last: Derive(ranA.rec.Encode(), ranA.mtime, 1<<32).At, Window: w, Delay: 5, Budget: budget, Prev: ranA.mtime, Epoch: 1}
-	if v := r.Verdict(c+5+20, 1); v != Run || !r.Within(25*time.Millisecond) {
-		t.Errorf("the next tick: %v", v)
+	r = Record{Last: lastA, Window: w, Delay: 5, Prev: ranA.mtime, Epoch: 1}
+	if !r.Confirms(c+5+20, 1, 25*time.Millisecond) {
+		t.Error("the next tick's first attempt not confirmed")
 	}
 }

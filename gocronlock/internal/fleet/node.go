@@ -151,10 +151,14 @@ func run(ctx context.Context, c config, rec *recorder) error {
 	return sched.Shutdown()
 }
 
-// tickOf returns the tick a run that started at now belongs to: the
-// nearest multiple of period after the instance's first tick.
+// tickOf returns the tick a run whose timer fired at now belongs to: the
+// last multiple of period after the instance's first tick, with a tenth
+// of a period's leeway for a timer that fires a little early. A timer
+// fires late, never much early: rounding to the nearest tick instead
+// would give a tick that fired over half a period late (a loaded machine)
+// the next tick's number.
 func tickOf(now, first time.Time, period time.Duration) int64 {
-	return int64(math.Round(float64(now.Sub(first)) / float64(period)))
+	return int64(math.Floor(float64(now.Sub(first))/float64(period) + 0.1))
 }
 
 // work returns a random job length between workMin and workMax.
