@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"time"
 
@@ -31,43 +32,42 @@ type decision struct {
 	sinceLast int64
 }
 
-// take takes the job's lock without waiting and claims the tick under it;
-// it returns the hold when this instance runs. entry is Lock's entry.
+// take claims the tick and, when this instance runs it, takes the job's
+// lock without waiting for the run; it returns the hold. entry is Lock's
+// entry. The decision does not need the lock: the run node's version
+// serializes the decisions (attempt). The lock keeps runs from
+// overlapping: a run of an earlier tick still going elsewhere makes this
+// one skip (ErrLockHeld), its tick counted as run.
 func (l *Locker) take(ctx context.Context, j *job, entry time.Time) (*zklock.Hold, decision, error) {
-	h, ok, err := j.lock.TryAcquire(ctx)
-	if err != nil {
-		return nil, decision{}, fmt.Errorf("gocronlock: job %q: %w", j.key, err)
-	}
-	if !ok {
-		return nil, decision{}, fmt.Errorf("%w: job %q: by another instance", ErrLockHeld, j.key)
-	}
-	d, err := l.claim(ctx, j, h, entry)
+	d, err := l.claim(ctx, j, entry)
 	switch {
-	case err == nil && d.late > 0:
-		err = fmt.Errorf("gocronlock: job %q: %w: answered %v after Lock's entry, too late to rule out that the tick ran: the tick is lost (counted as run)",
-			j.key, ErrSlowWrite, d.late.Round(time.Millisecond))
-	case err == nil && d.yielded:
-		err = fmt.Errorf("%w: job %q", ErrYielded, j.key)
-	case err == nil && d.verdict != runrec.Run:
-		err = fmt.Errorf("%w: job %q", ErrAlreadyRan, j.key)
-	}
-	if err == nil && h.Err() != nil {
-		err = fmt.Errorf("gocronlock: job %q: %w", j.key, h.Err())
-	}
-	if err != nil {
-		_ = h.Release() // a lost hold's error says nothing new
+	case err != nil:
 		return nil, d, err
+	case d.late > 0:
+		return nil, d, fmt.Errorf("gocronlock: job %q: %w: answered %v after Lock's entry, too late to rule out that the tick ran: the tick is lost (counted as run)",
+			j.key, ErrSlowWrite, d.late.Round(time.Millisecond))
+	case d.yielded:
+		return nil, d, fmt.Errorf("%w: job %q", ErrYielded, j.key)
+	case d.verdict != runrec.Run:
+		return nil, d, fmt.Errorf("%w: job %q", ErrAlreadyRan, j.key)
+	}
+	h, ok, err := j.lock.TryAcquire(ctx)
+	switch {
+	case err != nil:
+		return nil, d, fmt.Errorf("gocronlock: job %q: %w (the tick is lost: counted as run)", j.key, err)
+	case !ok:
+		return nil, d, fmt.Errorf("%w: job %q: by a run of an earlier tick (this tick is lost: counted as run)", ErrLockHeld, j.key)
 	}
 	return h, d, nil
 }
 
-// claim applies the rule while h holds the job's lock. A version conflict
-// (a write this instance did not see) is read again once.
-func (l *Locker) claim(ctx context.Context, j *job, h *zklock.Hold, entry time.Time) (decision, error) {
+// claim applies the rule. A version conflict (a write this instance did
+// not see) is read again, twice at most.
+func (l *Locker) claim(ctx context.Context, j *job, entry time.Time) (decision, error) {
 	var d decision
 	var err error
-	for range 2 {
-		d, err = l.attempt(ctx, j, h, entry)
+	for range 3 {
+		d, err = l.attempt(ctx, j, entry)
 		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) {
 			return d, err
 		}
@@ -75,18 +75,23 @@ func (l *Locker) claim(ctx context.Context, j *job, h *zklock.Hold, entry time.T
 	return d, err
 }
 
-// attempt is one read and one guarded write of the run node: the write is
-// refused if the hold has ended at the server (the guard) or anyone wrote
-// the node since the read (the version), and its reply's Stat (mtime,
-// Mzxid) decides, with what it read (runrec.Record.Verdict).
-func (l *Locker) attempt(ctx context.Context, j *job, h *zklock.Hold, entry time.Time) (decision, error) {
+// attempt is one read and one write of the run node, the write
+// conditional on the version read: refused if anyone wrote the node since
+// (a decision this instance did not see), so that the decisions form one
+// chain in which each stands on the previous one. Its reply's Stat (mtime,
+// Mzxid) decides, with what it read (runrec.Record.Verdict, Confirms).
+func (l *Locker) attempt(ctx context.Context, j *job, entry time.Time) (decision, error) {
+	conn := l.s.Conn()
+	if conn == nil {
+		return decision{}, zklock.ErrSessionClosed
+	}
 	d := decision{rec: runrec.Record{Window: ms(j.window), By: l.by}}
-	data, stat, err := getNode(ctx, l.s.Conn(), j.runPath)
+	data, stat, err := getNode(ctx, conn, j.runPath)
 	if errors.Is(err, zk.ErrNoNode) {
-		// The job's first run: nothing before it, so the write runs.
+		// The job's first run: nothing before it, so the write runs. Its
+		// parents are the lock's (containers, made by zklock).
 		d.rec.Delay = time.Since(entry).Milliseconds()
-		_, err = h.Txn(ctx, &zk.CreateRequest{Path: j.runPath, Data: d.rec.Encode(), Acl: l.cfg.acl})
-		if err != nil {
+		if err := l.createRun(ctx, conn, j, d.rec.Encode()); err != nil {
 			return d, fmt.Errorf("gocronlock: job %q: create run node: %w", j.key, err)
 		}
 		d.verdict, d.first, d.decided = runrec.Run, true, true
@@ -96,7 +101,7 @@ func (l *Locker) attempt(ctx context.Context, j *job, h *zklock.Hold, entry time
 		return d, fmt.Errorf("gocronlock: job %q: read run node: %w", j.key, err)
 	}
 	if testHookAfterRead != nil {
-		testHookAfterRead(j.runPath, h)
+		testHookAfterRead(j.runPath)
 	}
 	d.prev = runrec.Derive(data, stat.Mtime, stat.Mzxid)
 	d.rec.Last, d.rec.LastBy, d.rec.Runs = d.prev.At, d.prev.By, d.prev.Runs
@@ -104,18 +109,16 @@ func (l *Locker) attempt(ctx context.Context, j *job, h *zklock.Hold, entry time
 	if l.cfg.spread {
 		d.rec.Recent, d.rec.Since, d.rec.Yield = d.prev.Recent, d.prev.Since, l.yields(d.prev)
 	}
-	// Measured last, as near the send as the Locker can: the lock's and
-	// the read's latency leave the tick's spread (see the package doc).
+	// Measured last, as near the send as the Locker can: the read's
+	// latency leaves the tick's spread (see the package doc).
 	d.rec.Delay = time.Since(entry).Milliseconds()
-	res, err := h.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: d.rec.Encode(), Version: stat.Version})
+	data = d.rec.Encode()
+	wrote, err := await(ctx, func() (*zk.Stat, error) { return conn.Set(j.runPath, data, stat.Version) })
 	if err != nil {
 		return d, fmt.Errorf("gocronlock: job %q: write run node: %w", j.key, err)
 	}
-	if len(res) != 1 || res[0].Stat == nil {
-		return d, fmt.Errorf("gocronlock: job %q: write run node: no stat in the reply", j.key)
-	}
 	answered := time.Since(entry)
-	mtime, epoch := res[0].Stat.Mtime, runrec.EpochOf(res[0].Stat.Mzxid)
+	mtime, epoch := wrote.Mtime, runrec.EpochOf(wrote.Mzxid)
 	d.verdict = d.rec.Verdict(mtime, epoch)
 	d.decided, d.sinceLast = true, d.rec.Fired(mtime)-d.rec.Last
 	if d.verdict == runrec.Run && !d.rec.Confirms(mtime, epoch, answered) {
@@ -130,6 +133,36 @@ func (l *Locker) attempt(ctx context.Context, j *job, h *zklock.Hold, entry time
 		d.yielded = eager.Verdict(mtime, epoch) == runrec.Run
 	}
 	return d, nil
+}
+
+// createRun creates the job's run node with data, and its missing
+// ancestors as container nodes, as zklock makes a lock's (the server
+// removes them once empty).
+func (l *Locker) createRun(ctx context.Context, conn *zk.Conn, j *job, data []byte) error {
+	var mk func(p string, data []byte, container bool) error
+	mk = func(p string, data []byte, container bool) error {
+		create := func() error {
+			_, err := await(ctx, func() (string, error) {
+				if container {
+					return conn.CreateContainer(p, nil, zk.FlagContainer, l.cfg.acl)
+				}
+				return conn.Create(p, data, 0, l.cfg.acl)
+			})
+			return err
+		}
+		err := create()
+		if errors.Is(err, zk.ErrNoNode) && path.Dir(p) != "/" {
+			if err := mk(path.Dir(p), nil, true); err != nil {
+				return err
+			}
+			err = create()
+		}
+		if container && errors.Is(err, zk.ErrNodeExists) {
+			return nil
+		}
+		return err
+	}
+	return mk(j.runPath, data, false)
 }
 
 // yields reports whether this instance steps back from the tick it is
@@ -152,29 +185,42 @@ func (l *Locker) yields(prev runrec.Last) bool {
 
 // testHookAfterRead, set by tests only, runs between the read and the
 // write of a run node.
-var testHookAfterRead func(runPath string, h *zklock.Hold)
+var testHookAfterRead func(runPath string)
 
-// getNode reads path on conn, giving up when ctx ends. go-zookeeper cannot
-// cancel a request: an abandoned read ends on its goroutine when its reply
-// comes or the connection closes.
+// getNode reads path on conn, giving up when ctx ends.
 func getNode(ctx context.Context, conn *zk.Conn, p string) ([]byte, *zk.Stat, error) {
 	if conn == nil {
 		return nil, nil, zklock.ErrSessionClosed
 	}
-	type result struct {
+	type read struct {
 		data []byte
 		stat *zk.Stat
-		err  error
+	}
+	r, err := await(ctx, func() (read, error) {
+		data, stat, err := conn.Get(p)
+		return read{data, stat}, err
+	})
+	return r.data, r.stat, err
+}
+
+// await runs req on conn's behalf, giving up when ctx ends. go-zookeeper
+// cannot cancel a request: an abandoned one ends on its goroutine when
+// its reply comes or the connection closes.
+func await[T any](ctx context.Context, req func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
 	}
 	ch := make(chan result, 1)
 	go func() {
-		data, stat, err := conn.Get(p)
-		ch <- result{data, stat, err}
+		v, err := req()
+		ch <- result{v, err}
 	}()
 	select {
 	case r := <-ch:
-		return r.data, r.stat, r.err
+		return r.v, r.err
 	case <-ctx.Done():
-		return nil, nil, context.Cause(ctx)
+		var zero T
+		return zero, context.Cause(ctx)
 	}
 }

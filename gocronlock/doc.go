@@ -19,57 +19,64 @@
 //
 // # The rule
 //
-// Each job has, below the Locker's root, a zklock.Lock (root/<job>/lock)
-// and a persistent run node (root/<job>/run). Lock(ctx, job):
+// Each job has, below the Locker's root, a persistent run node
+// (root/<job>/run) and a zklock.Lock (root/<job>/lock). Lock(ctx, job):
 //
-//  1. takes the job's lock without waiting (zklock.Lock.TryAcquire); a run
-//     that cannot take it at once is skipped, not queued (ErrLockHeld);
-//  2. holding it, reads the run node and derives L, the server time of the
-//     job's last run;
-//  3. writes the run node (data: L, this instance's window W, and d, the
+//  1. reads the run node, and derives L, the server time of the job's last
+//     run (dated as late as its timer can have fired: see 3);
+//  2. writes the run node (data: L, this instance's window W, and d, the
 //     time from Lock's entry to this write's send on the instance's
-//     monotonic clock) in a transaction guarded by the hold
-//     (zklock.Hold.Txn) and by the version it read; the reply's mtime M is
-//     the server's clock at that write, and F = M - d dates this
-//     instance's timer on that clock;
-//  4. runs if F - L >= W, and otherwise releases the lock and skips
+//     monotonic clock), conditional on the version it read; the reply's
+//     mtime M is the server's clock when it ordered the write, somewhere
+//     between the send and the answer, e after Lock's entry;
+//  3. the write counts as a run when (M - d) - L >= W: M - d is the latest
+//     server time this instance's timer can have fired at. Every later
+//     reader derives the same from the data and the mtime (internal/runrec),
+//     so whether a write ran is not stored;
+//  4. this instance runs when the write counts as a run and (M - e) - L >=
+//     W too: M - e is the earliest its timer can have fired at. A write that
+//     counts as a run but is not confirmed so (its answer came too late,
+//     ErrSlowWrite) is a tick lost;
+//  5. to run, it takes the job's lock without waiting
+//     (zklock.Lock.TryAcquire) and holds it for the run, so that runs do not
+//     overlap: a run of an earlier tick still going elsewhere makes it skip
+//     (ErrLockHeld), the tick counted as run. Otherwise it skips
 //     (ErrAlreadyRan).
 //
-// Whether a write ran is not stored: the next attempt reads its data and
-// its mtime and derives the same (internal/runrec). So each attempt costs
-// one read and one write, the lock's create and delete aside, and no clock
-// but the server's is compared. A run is dated by its timer (F), not by
-// its write (M): the lock's and the read's latency do not move it, and a
-// slow Lock (a cold or busy server) costs no tick.
+// An attempt costs one read and one write, and a run the lock's create and
+// delete besides; no clock but the server's is compared.
 //
-// Two instances cannot both run one tick. The decisions are serialized by
-// the job's lock, and each stands on the server's record of the previous
-// one: the write is refused if the hold has ended at the server (the
-// guard) or if anyone wrote the node since it was read (the version), and
-// a refused write skips the run. So an instance that lost its lock without
-// knowing it (paused, partitioned) cannot pass on a stale view. The timers
-// are not serialized: an attempt whose timer fired before the last run's
-// but whose lock came later finds F - L < 0, and skips.
+// Two instances cannot both run one tick. The decisions form one chain:
+// each write is refused if anyone wrote the node since its read (the
+// version), and a refused write is read again and decided afresh, so each
+// decision stands on the server's record of the one before. A run A counts
+// with its timer dated at its latest, L >= the server's time at A's timer;
+// a later attempt B runs only if the earliest its timer can have fired is
+// W after that. So B's timer fired at least W after A's, whatever the
+// latencies in between (a slow Lock, a busy server, a pause between the
+// measure and the send): B is not an attempt of A's tick. An attempt whose
+// timer fired before the last run's but whose write came later finds its
+// time before L, and skips.
 //
 // # The window
 //
 // W (WithWindow, WithJobWindow; DefaultWindow, 500 ms) is one value for
 // the whole fleet, per job. Let S be the spread of one tick across the
 // fleet: the largest gap between the first and the last instance's timer
-// for the same tick, plus the one-way delay of a write (from d's end to
-// the server's ordering of the write; Lock's other latency is measured
-// and left out). Each tick runs once when
+// for the same tick, and r the round trip of the run node's write (from
+// its send to its answer). Each tick runs once when
 //
-//	S < W <= P - S
+//	S < W <= P - S - 2r
 //
-// for a job of period P. A run A's F is at least the server's time at A's
-// timer; a later attempt B of the same tick has F at most the server's time
-// at B's timer plus its write's delay: F_B - F_A < S < W, B skips. The
-// first attempt C of the next tick has F_C - F_A >= P - S >= W: C runs.
-// The default suits ticks of one second or more whose instances fire
-// within about 400 ms of each other: cron jobs on clocks kept by NTP, or
-// duration jobs started on a common boundary (gocron.WithStartAt). Duration
-// jobs started at each instance's own start time have a spread up to the
+// for a job of period P. Safety needs only S < W (see above); the round
+// trips cost slack: the first attempt C of the next tick finds at least
+// P - S - r_A - r_C between the latest A's timer can have fired and the
+// earliest C's can, and runs if that is W. The lock's and the read's
+// latency count nowhere. The default suits ticks of one second or more
+// whose instances fire within about 300 ms of each other, with writes
+// answered within 100 ms: cron jobs on clocks kept by NTP, or duration
+// jobs started on a common boundary (gocron.WithStartAt). Duration jobs
+// started at each instance's own start time have a spread up to the
 // period: then no window gives once per tick, and W close to P gives at
 // most one run per W.
 //

@@ -2,13 +2,11 @@ package gocronlock
 
 import (
 	"time"
-
-	"github.com/tierlock/tierlock/zklock"
 )
 
 // SetAfterReadHook makes fn run between the read and the write of every
 // run node, until the returned function is called.
-func SetAfterReadHook(fn func(runPath string, h *zklock.Hold)) (restore func()) {
+func SetAfterReadHook(fn func(runPath string)) (restore func()) {
 	testHookAfterRead = fn
 	return func() { testHookAfterRead = nil }
 }
