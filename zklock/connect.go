@@ -117,7 +117,7 @@ func newSession(tap *wire.Tap, owns bool, cfg sessionConfig) *Session {
 	s.st.ready, s.st.changed = make(chan struct{}), make(chan struct{})
 	s.st.holds = make(map[sessionHold]struct{})
 	s.notes.init(cfg.listener)
-	s.dels.init(s)
+	s.writes.init(s)
 	s.st.lease.init(s)
 	s.auth.init(len(cfg.digests) > 0)
 	return s
@@ -171,7 +171,7 @@ func (s *Session) close() {
 	s.st.mu.Unlock()
 	s.life.cancel()
 	s.st.lease.stop()
-	s.dels.stop()
+	s.writes.stop()
 	s.notes.close()
 	// Every goroutine of ours ends on s.life.ctx, on hardStop, or on a request
 	// that completes (the closed connection fails it at once), except the

@@ -13,15 +13,14 @@ import (
 
 	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
-	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
 // Creating our node: admitted with the listing pipelined behind it, the
-// path's pending delete taken (createAndList), the create request (a multi
-// when it carries a pending delete), and the search for our GUID after a
-// create of unknown outcome (findOwn; the clean-up of an abandoned create,
-// abandon and sweep). What the next attempt does after a failed create is
-// protection.go's; the queue's order and the wait are wait.go's.
+// create queued for the session's writer (writes.go), and the search for
+// our GUID after a create of unknown outcome (findOwn; the clean-up of an
+// abandoned create, abandon and sweep). What the next attempt does after a
+// failed create is protection.go's; the queue's order and the wait are
+// wait.go's.
 
 // errNodeGone reports that our queued node disappeared before we held the
 // lock.
@@ -41,60 +40,54 @@ type ourNode struct {
 
 // createAndList is one create of our node with the listing pipelined
 // behind it, the two admitted together by the bound on requests in flight.
-// Only once admitted does the create take a pending delete to carry: this
-// path's own (a released node of ours on the path, which it must carry or
-// wait to see written), or else another path's. Taken before admission, a
-// delete would wait behind the session's whole backlog, its node first in
-// its queue all the while, where the flusher, exempt from the bound, sends
-// it within foldWait (model/deletes.pml, MUTANT_TAKE_BEFORE_ADMISSION).
+// The create goes to the session's writer, which sends it with the
+// session's other waiting writes (a released node's delete of this path
+// ahead of it, in the queue's order); the listing goes once the create is
+// on the wire, so that it sees our node, and the whole costs one round
+// trip. TryAcquire does not wait through a disconnection behind its path's
+// queued delete: the lock counts as taken (by our own old node).
 func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (ourNode, error) {
 	s := l.s
 	if err := s.flight.acquire(ctx, 2, s.life.ctx.Done()); err != nil {
 		return ourNode{}, err
 	}
-	stale, err := l.takeDelete(ctx, wait)
-	if err != nil {
+	if !wait && s.State() != StateConnected && s.writes.deleteQueued(l.path) {
 		s.flight.giveBack()
 		s.flight.giveBack()
-		return ourNode{}, err
+		return ourNode{}, errBusyDelete
 	}
-	if stale == nil && l.pathKnown.Load() {
-		stale = s.dels.takeOther()
-	}
-	s.lead(ctx) // after a quiet spell, the lease's sync goes first
-	carried := stale
 	if mutant.On(mutant.DeleteWrongCreate) {
-		carried = l.wrongDelete(stale) // seeded bug: another node's delete carried
+		l.wrongDelete() // seeded bug: another node's delete queued ahead of our create
 	}
-	var n ourNode
-	var dropped bool
-	c := s.pipeline(ctx, prefix, request{write: true, admitted: true, do: func() error {
-		var err error
-		n.node, n.owner, dropped, err = l.create(prefix, carried)
-		return err
-	}}, wire.OpCreate, wire.OpMulti)
-	if stale != nil {
-		s.dels.sent(stale) // on the wire: a create on its path may follow
+	w := s.writes.create(l.path, prefix, l.data, l.acl)
+	select {
+	case <-w.sent:
+	case <-ctx.Done():
+		if s.writes.withdraw(w) {
+			s.flight.giveBack() // the create's place; never sent
+			s.flight.giveBack() // the listing's
+			return ourNode{}, ctx.Err()
+		}
 	}
 	children, stat, lerr := l.listBehind(ctx)
 	select {
-	case <-c.fin:
+	case <-w.done:
 	case <-ctx.Done():
-		l.abandon(c, prefix, &n, &dropped, stale)
+		l.abandon(w, prefix)
 		return ourNode{}, ctx.Err()
 	}
-	if stale != nil && !dropped {
-		s.deleteInBackground(stale.node, stale.owner) // the multi did not run
+	if hook := testHookCreated.Load(); hook != nil {
+		(*hook)()
 	}
-	if c.err != nil {
-		return ourNode{}, c.err
+	if w.err != nil {
+		return ourNode{}, w.err
 	}
-	l.pathKnown.Store(true)
+	n := ourNode{node: w.node(), owner: w.sid}
 	if lerr == nil {
 		n.q, n.pzxid = l.sortQueue(children), stat.Pzxid
 		if position(n.q, path.Base(n.node), "") < 0 {
-			// The listing went out on a new connection before the create
-			// was applied (possible only across a reconnect): list again.
+			// The listing went out before the create was applied (across a
+			// reconnect, or ahead of a batch sent again): list again.
 			n.q = nil
 		}
 	}
@@ -133,53 +126,6 @@ func (l *Lock) listBehind(ctx context.Context) ([]string, *zk.Stat, error) {
 	return children, stat, nil
 }
 
-// takeDelete returns the pending delete of the session that our create
-// carries, after waiting until this path's delete is on the wire (see
-// deleteQueue.take). TryAcquire does not wait through a disconnection:
-// the lock counts as taken (by our own old node) until the delete can be
-// sent.
-func (l *Lock) takeDelete(ctx context.Context, wait bool) (*pendingDelete, error) {
-	s := l.s
-	for {
-		if !wait && s.State() != StateConnected && s.dels.queued(l.path) {
-			// Carried or waited for, the delete would hold the create
-			// until the connection is back.
-			return nil, errBusyDelete
-		}
-		d, inFlight := s.dels.take(l.path)
-		if inFlight == nil {
-			return d, nil
-		}
-		changed := s.stateChanged()
-		select { // microseconds while connected: the delete is being written
-		case <-inFlight:
-		case <-changed:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// create sends our node's create (carrying stale's delete) and reports the
-// node, its owner and whether stale's node is gone. A create answered
-// while the session changed (a pause past the session's life, say) fails
-// with errSessionChanged: the node may be the old session's, gone with it,
-// and the listing behind it from before. Its outcome is unknown, and
-// protection mode reads its true owner from the node.
-func (l *Lock) create(prefix string, stale *pendingDelete) (node string, owner int64, dropped bool, err error) {
-	s := l.s
-	before := s.conn.SessionID()
-	node, dropped, err = s.createNode(prefix, l.data, l.acl, stale)
-	if hook := testHookCreated.Load(); hook != nil {
-		(*hook)()
-	}
-	owner = s.conn.SessionID()
-	if err == nil && owner != before {
-		err = errSessionChanged
-	}
-	return node, owner, dropped, err
-}
-
 // errSessionChanged is a create answered while the session changed: its
 // node's owner is unknown (see createAndList).
 var errSessionChanged = errors.New("zklock: the session changed while a create was out")
@@ -188,67 +134,22 @@ var errSessionChanged = errors.New("zklock: the session changed while a create w
 // create's answer and the read of the session that owns the node.
 var testHookCreated atomic.Pointer[func()]
 
-// createNode creates prefix, ephemeral and sequential, carrying d's delete
-// when d is not nil (one multi transaction; the create first, so that the
-// tap knows it by its path either way). It reports whether d's node is
-// gone: deleted, or already gone. When the delete fails (gone, or refused)
-// the create is sent alone.
-func (s *Session) createNode(prefix string, data []byte, acl []zk.ACL, d *pendingDelete) (node string, dropped bool, err error) {
-	if d == nil || d.owner != s.conn.SessionID() {
-		trace.Sent(s.conn, trace.OpCreate, prefix)
-		node, err = s.conn.Create(prefix, data, zk.FlagEphemeralSequential, acl)
-		trace.Answered(s.conn, trace.OpCreate, prefix, node, err)
-		return node, false, err
-	}
-	trace.Sent(s.conn, trace.OpMulti, prefix)
-	res, err := s.conn.Multi(
-		&zk.CreateRequest{Path: prefix, Data: data, Acl: acl, Flags: zk.FlagEphemeralSequential},
-		&zk.DeleteRequest{Path: d.node, Version: -1})
-	trace.MultiAnswered(s.conn, prefix, res, err)
-	switch {
-	case err == nil && len(res) == 2:
-		return res[0].String, true, nil
-	case len(res) == 2 && res[0].Error == nil && res[1].Error != nil:
-		// The carried delete failed, so the transaction did not run:
-		// create alone. Its node was already gone, or the delete was
-		// refused (an ACL on that node's path without DELETE: another
-		// lock's affair, which must not fail this acquisition); a refused
-		// delete is left to createAndList's guaranteed one.
-		trace.Sent(s.conn, trace.OpCreate, prefix)
-		node, err = s.conn.Create(prefix, data, zk.FlagEphemeralSequential, acl)
-		trace.Answered(s.conn, trace.OpCreate, prefix, node, err)
-		return node, errors.Is(res[1].Error, zk.ErrNoNode), err
-	case len(res) == 2 && res[0].Error != nil:
-		return "", false, res[0].Error
-	}
-	return "", false, err
-}
-
 // errNotListed is listBehind's answer under the grant-before-listing bug:
 // the listing was not waited for.
 var errNotListed = errors.New("zklock: mutant: listing not waited for")
 
-// wrongDelete is the delete-wrong-create bug: the create carries the
-// delete of the wrong node, the queue's first that is not the released one
-// (stale's): another process's, holding or next to hold, in place of
-// stale, which is deleted on its own.
-func (l *Lock) wrongDelete(stale *pendingDelete) *pendingDelete {
+// wrongDelete is the delete-wrong-create bug: ahead of our create, the
+// writer is given the delete of the wrong node, the queue's first (another
+// process's, holding or next to hold).
+func (l *Lock) wrongDelete() {
 	s := l.s
 	children, _, err := s.conn.Children(l.path)
 	if err != nil {
-		return stale
+		return
 	}
-	for _, e := range l.sortQueue(children) {
-		victim := l.path + "/" + e.name
-		if stale != nil && victim == stale.node {
-			continue
-		}
-		if stale != nil {
-			s.deleteInBackground(stale.node, stale.owner)
-		}
-		return &pendingDelete{path: l.path, node: victim, owner: s.conn.SessionID()}
+	if q := l.sortQueue(children); len(q) > 0 {
+		s.writes.delete(l.path, l.path+"/"+q[0].name, s.conn.SessionID())
 	}
-	return stale
 }
 
 // newGUID returns a random (version 4) UUID in its canonical 36-character
@@ -277,30 +178,26 @@ func newGUID() string {
 	return string(s[:])
 }
 
-// abandon cleans up after a create that ctx gave up on: once the request
-// completes, whatever it created is deleted, and when its outcome is
-// unknown the queue is searched for our GUID until we know. n and dropped
-// are written by the create's goroutine, read after c.fin closes.
-func (l *Lock) abandon(c *call, prefix string, n *ourNode, dropped *bool, stale *pendingDelete) {
+// abandon cleans up after a create that ctx gave up on once it was sent:
+// once the writer has its answer, whatever it created is deleted, and when
+// its outcome is unknown the queue is searched for our GUID until we know.
+func (l *Lock) abandon(w *write, prefix string) {
 	s := l.s
 	guid := prefix[len(l.path)+1+len(protectedPrefix):][:36]
 	s.goBackground(func() {
 		select {
-		case <-c.fin:
+		case <-w.done:
 		case <-s.life.hardStop:
 			return
 		}
-		if stale != nil && !*dropped {
-			s.deleteGuaranteed(stale.node, stale.owner)
+		switch {
+		case w.err == nil:
+			s.deleteGuaranteed(w.node(), w.sid)
+		case refusal(w.err):
+			// the server refused it: nothing was created
+		default:
+			l.sweep(guid)
 		}
-		if c.err == nil {
-			s.deleteGuaranteed(n.node, n.owner)
-			return
-		}
-		if refusal(c.err) {
-			return // the server refused it: nothing was created
-		}
-		l.sweep(guid)
 	})
 }
 

@@ -10,9 +10,9 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// The session's delete queue (release.go): a released node's delete rides
-// the session's next create, or the flusher sends it, exempt from the
-// bound on requests in flight; either way it is guaranteed.
+// Released nodes' deletes (writes.go, deletes.go): a delete rides the
+// session's next create, or goes alone once it has waited foldWait, exempt
+// from the bound on requests in flight; either way it is guaranteed.
 
 // A job loop releases its lock and acquires it again at once while the
 // session's bound on requests in flight is full (issue 29, item 2). The
@@ -20,9 +20,10 @@ import (
 // admission: the flusher then skipped it, and the released node stayed
 // first in the queue, every other process waiting for the session's whole
 // backlog (measured 6.1-7.2 s through 100 ms of latency, against 0.2 s).
-// Now the delete is taken only after admission, so the flusher sends it:
-// the other process is granted while the bound is still full. On the old
-// order this test's waiter is never granted until the bound frees.
+// Now a create waits for admission before it is queued for the writer,
+// which sends the delete meanwhile: the other process is granted while the
+// bound is still full. On the old order this test's waiter is never
+// granted until the bound frees.
 func TestReleasedNodeNotHeldBehindTheBound(t *testing.T) {
 	servers := zktest.Servers(t)
 	a, b := connect(t, servers), connect(t, servers)
@@ -37,14 +38,10 @@ func TestReleasedNodeNotHeldBehindTheBound(t *testing.T) {
 
 	giveBack := zklock.FillInflightForTest(a)
 	defer giveBack()
-	let := zklock.HoldFlusherForTest() // the next Acquire reaches its take first
-	defer let()
 	if err := ha.Release(); err != nil {
 		t.Fatal(err)
 	}
-	again := goAcquire(ctxT(t, 20*time.Second), la) // the job loop's next turn
-	time.Sleep(100 * time.Millisecond)              // it waits for admission
-	let()
+	again := goAcquire(ctxT(t, 20*time.Second), la) // the job loop's next turn, held back by the bound
 
 	select {
 	case r := <-waiter:
@@ -63,62 +60,8 @@ func TestReleasedNodeNotHeldBehindTheBound(t *testing.T) {
 	_ = r.h.Release()
 }
 
-// A create that carries another path's pending delete in its multi must
-// not fail because that delete is refused (issue 29, item 3): an operator
-// took DELETE out of the other lock path's ACL. The create goes alone, the
-// refused delete is retried in the background, and the Acquire succeeds.
-// Before, Acquire on x failed with the delete's "zk: not authenticated".
-func TestCarriedDeleteRefusalFailsNothingElse(t *testing.T) {
-	servers := zktest.Servers(t)
-	s, admin := connect(t, servers), connect(t, servers)
-	root := zktest.Path(t)
-	x, y := root+"/x", root+"/y"
-	lx, ly := newLock(t, s, x), newLock(t, s, y)
-	ctx := ctxT(t, 20*time.Second)
-	hx, err := lx.Acquire(ctx) // x's path known: its creates may carry others' deletes
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hx.Release(); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 5*time.Second, "x empty", func() bool { return len(children(t, admin.Conn(), x)) == 0 })
-	hy, err := ly.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	noDelete := zk.WorldACL(zk.PermAll &^ zk.PermDelete)
-	if _, err := admin.Conn().SetACL(y, noDelete, -1); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _, _ = admin.Conn().SetACL(y, zk.WorldACL(zk.PermAll), -1) }()
-	let := zklock.HoldFlusherForTest() // y's delete waits for a create to carry it
-	defer let()
-	if err := hy.Release(); err != nil {
-		t.Fatal(err)
-	}
-	hx, err = lx.Acquire(ctx)
-	if err != nil {
-		t.Fatalf("Acquire on %s, carrying %s's refused delete: %v", x, y, err)
-	}
-	if err := hx.Release(); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(children(t, admin.Conn(), y)); n != 1 {
-		t.Fatalf("%d nodes on %s while its delete is refused, want the released one", n, y)
-	}
-	if _, err := admin.Conn().SetACL(y, zk.WorldACL(zk.PermAll), -1); err != nil {
-		t.Fatal(err)
-	}
-	let()
-	eventually(t, 10*time.Second, "y's released node deleted once allowed", func() bool { return len(children(t, admin.Conn(), y)) == 0 })
-}
-
 // Two Locks of one session on one path, both releasing before either
-// delete went out (issue 29, item 5): the older delete is sent on its own
-// and must not stay in the flusher's list, which would send it a second
-// time (before the fix: 2 deletes left for the flusher, one of them
-// already on its way).
+// delete went out: both deletes leave in one multi, once each.
 func TestSecondReleaseOnAPathSendsTheFirstOnce(t *testing.T) {
 	servers := zktest.Servers(t)
 	s, admin := connect(t, servers), connect(t, servers)
@@ -139,16 +82,16 @@ func TestSecondReleaseOnAPathSendsTheFirstOnce(t *testing.T) {
 		}
 		nodes = append(nodes, n)
 	}
-	let := zklock.HoldFlusherForTest()
+	let := zklock.HoldWriterForTest()
 	defer let()
+	m0, d0 := zklock.Written(s, zklock.OpMulti), zklock.Written(s, zklock.OpDelete)
 	zklock.QueueDeleteForTest(s, p, nodes[0])
 	zklock.QueueDeleteForTest(s, p, nodes[1])
-	if n := zklock.UntakenDeletesForTest(s); n != 1 {
-		t.Fatalf("%d deletes left for the flusher after a second release on the path, want 1 (the first is sent alone)", n)
-	}
-	eventually(t, 5*time.Second, "the first node deleted on its own", func() bool { return len(children(t, admin.Conn(), p)) == 1 })
 	let()
-	eventually(t, 5*time.Second, "the second deleted by the flusher", func() bool { return len(children(t, admin.Conn(), p)) == 0 })
+	eventually(t, 5*time.Second, "both deleted", func() bool { return len(children(t, admin.Conn(), p)) == 0 })
+	if m, d := zklock.Written(s, zklock.OpMulti)-m0, zklock.Written(s, zklock.OpDelete)-d0; m != 1 || d != 0 {
+		t.Errorf("two deletes on one path went as %d multis and %d deletes; want one multi", m, d)
+	}
 }
 
 // A release whose delete meets a failed socket write still deletes the
@@ -190,20 +133,20 @@ func TestTryAcquireDoesNotWaitForPendingDeleteWhileDisconnected(t *testing.T) {
 	tryAcquireWhileDisconnected(t, false)
 }
 
-// The same when the flusher has not sent that delete yet: taken by the
-// create, it would hold the create until the connection is back. Before:
-// TryAcquire took the pending delete to carry it, and blocked until ctx
-// ended (a test run met it under load, the flusher's timer late by a few
-// milliseconds; held here, it fails every time).
+// The same when the writer has not sent that delete yet: queued behind it,
+// the create would wait until the connection is back. Before: TryAcquire
+// took the pending delete to carry it, and blocked until ctx ended (a test
+// run met it under load, the flusher's timer late by a few milliseconds;
+// held here, it fails every time).
 func TestTryAcquireDoesNotCarryAPendingDeleteWhileDisconnected(t *testing.T) {
 	tryAcquireWhileDisconnected(t, true)
 }
 
 // tryAcquireWhileDisconnected releases a hold lost with the connection
-// (its node's delete queued; with holdFlusher, not yet sent) and expects
+// (its node's delete queued; with holdWriter, not yet sent) and expects
 // TryAcquire to report the lock taken at once, and the node deleted once
 // the connection is back.
-func tryAcquireWhileDisconnected(t *testing.T, holdFlusher bool) {
+func tryAcquireWhileDisconnected(t *testing.T, holdWriter bool) {
 	servers := zktest.Servers(t)
 	px := proxyTo(t, servers[0])
 	s := connect(t, []string{px.Addr()}, zklock.WithSessionTimeout(10*time.Second))
@@ -214,8 +157,8 @@ func tryAcquireWhileDisconnected(t *testing.T, holdFlusher bool) {
 		t.Fatal(err)
 	}
 	let := func() {}
-	if holdFlusher {
-		let = zklock.HoldFlusherForTest()
+	if holdWriter {
+		let = zklock.HoldWriterForTest()
 		defer let()
 	}
 	px.Partition(0)

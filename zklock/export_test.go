@@ -67,16 +67,16 @@ var (
 	ConnQuit       = connQuit
 )
 
-// HoldFlusherForTest holds every session's flusher (the goroutine that
-// sends the deletes no create carried) until the returned function is
-// called.
-func HoldFlusherForTest() (let func()) {
+// HoldWriterForTest holds every session's writer before it sends its next
+// batch until the returned function is called, so that a test can see
+// what one batch gathers.
+func HoldWriterForTest() (let func()) {
 	gate := make(chan struct{})
-	testFlushGate.Store(&gate)
+	testWriterGate.Store(&gate)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			testFlushGate.Store(nil)
+			testWriterGate.Store(nil)
 			close(gate)
 		})
 	}
@@ -120,12 +120,12 @@ func SetBatchFromForTest(n int32) (restore func()) {
 	return wire.SetBatchFrom(n)
 }
 
-// PendingDeletesForTest returns how many released nodes s still keeps in
-// its list of deletes waiting for a create or the flusher, taken or not.
-func PendingDeletesForTest(s *Session) int {
-	s.dels.mu.Lock()
-	defer s.dels.mu.Unlock()
-	return len(s.dels.order)
+// QueuedWritesForTest returns how many writes s's writer has queued and
+// not yet taken into a batch.
+func QueuedWritesForTest(s *Session) int {
+	s.writes.mu.Lock()
+	defer s.writes.mu.Unlock()
+	return len(s.writes.queue)
 }
 
 // SetAcquiredHookForTest sets a function every acquisition runs once its
@@ -141,13 +141,5 @@ func SetAcquiredHookForTest(fn func(*Lock)) {
 // QueueDeleteForTest queues the delete of node, created by s's current
 // session, as a release on the lock at path does.
 func QueueDeleteForTest(s *Session, path, node string) {
-	s.dels.add(path, node, s.conn.SessionID())
-}
-
-// UntakenDeletesForTest returns how many of s's pending deletes wait for a
-// create or the flusher to take them.
-func UntakenDeletesForTest(s *Session) int {
-	s.dels.mu.Lock()
-	defer s.dels.mu.Unlock()
-	return s.dels.untaken
+	s.writes.delete(path, node, s.conn.SessionID())
 }

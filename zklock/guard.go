@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/tierlock/tierlock/internal/trace"
 )
 
 // Guarded writes: a ZooKeeper transaction that the server applies only
@@ -143,24 +142,22 @@ func (h *Hold) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) 
 	multi := make([]any, 0, len(ops)+1)
 	multi = append(multi, &zk.CheckVersionRequest{Path: h.node, Version: -1})
 	multi = append(multi, ops...)
-	// Made like every request of the session's locks (send.go: launch,
-	// make): on a goroutine of the session's, the lease renewed from its
-	// send time when it succeeds. It is exempt from the bound on requests
-	// in flight, like a delete: it serves a hold, which must not wait
-	// behind the acquisitions queued on the session.
-	s := h.s
-	var res []zk.MultiResponse // written before c.fin closes, read after
-	c := s.launch(request{write: true, do: func() error {
-		trace.Sent(s.conn, trace.OpTxn, h.node)
-		r, err := s.conn.Multi(multi...)
-		trace.Answered(s.conn, trace.OpTxn, h.node, h.node, err)
-		res = r
-		return err
-	}})
+	// Sent by the session's writer with its other waiting writes (writes.go),
+	// which give it its own results when another op of the multi fails it;
+	// exempt from the bound on requests in flight, like a delete: it serves
+	// a hold, which must not wait behind the acquisitions queued on the
+	// session.
+	w := h.s.writes.txn(h.node, multi)
 	select {
-	case <-c.fin:
-		return h.txnResult(ops, res, c.err)
+	case <-w.done:
+		if w.res == nil && errors.Is(w.err, ErrSessionClosed) {
+			return nil, w.err // never sent: the session closed first
+		}
+		return h.txnResult(ops, w.res, w.err)
 	case <-ctx.Done():
+		if h.s.writes.withdraw(w) {
+			return nil, ctx.Err() // never sent
+		}
 		// The request may already be on the wire.
 		return h.txnResult(ops, nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err()))
 	}

@@ -1,7 +1,6 @@
 package zklock
 
 import (
-	"context"
 	"time"
 
 	"github.com/tierlock/tierlock/internal/closed"
@@ -300,7 +299,7 @@ const syncKey = "/"
 // becomes active, not one more), and the caller waits only until it is
 // written, not for its answer. Without the tap the send time is the
 // queueing and is never capped: nothing to do.
-func (s *Session) lead(ctx context.Context) {
+func (s *Session) lead() {
 	if s.tap == nil || s.cfg.noPipelining || time.Since(s.tap.LastWrite()) < s.st.lease.period() {
 		return
 	}
@@ -308,7 +307,7 @@ func (s *Session) lead(ctx context.Context) {
 	select {
 	case <-written:
 	case <-done: // failed unwritten (the connection closed under it)
-	case <-ctx.Done():
+	case <-s.life.ctx.Done():
 	}
 }
 

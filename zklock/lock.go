@@ -42,11 +42,6 @@ type Lock struct {
 
 	onPosition func(Position) // Acquire's position handler (position.go); nil: none
 
-	// pathKnown is set once a create succeeded: the lock path exists, so a
-	// create may carry another path's delete without risking that a
-	// missing parent fails both (see createAndList).
-	pathKnown atomic.Bool
-
 	mu     sync.Mutex
 	busy   bool
 	closed bool
@@ -219,7 +214,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 	// Even a node found gone is deleted: should the finding be wrong, a
 	// node left behind would block the queue for the session's life (the
 	// delete ends at once if it is gone or its session is over).
-	s.dels.add(l.path, n.node, n.owner)
+	s.writes.delete(l.path, n.node, n.owner)
 	return nil, err
 }
 

@@ -74,9 +74,9 @@ func WithStateListener(fn func(State)) SessionOption {
 
 // WithoutPipelining makes every request of the session's locks wait for
 // the one before it: an acquisition's listing waits for its create's reply,
-// and a release's delete is not folded into the next create's multi (the
-// next create on the path waits until the delete is done; Release itself
-// still returns at once). It is the baseline the pipelined protocol is
+// and the session's writes go one per request, never several in a multi
+// (the next create on the path waits until the delete is done; Release
+// itself still returns at once). It is the baseline the pipelined protocol is
 // measured against, and a way out should a go-zookeeper upgrade break the
 // assumption pipelining rests on (one request per Write by go-zookeeper, see
 // wire.go), which a contract test checks.

@@ -7,25 +7,21 @@ import (
 
 // What the session's locks send, and how:
 //
-//   - every request of theirs is admitted under a bound on the session's
-//     requests in flight (inflight), so that a burst (a thousand goroutines
-//     queueing at once) waits in the process rather than in the server's
-//     queue, where it would hold up every later request of the session
-//     past the lease;
-//   - every write of theirs that succeeds renews the lease (lease.go);
-//   - a release's delete waits for the session's next create, on any path,
-//     and goes out in that create's multi transaction (one log write on the
-//     server instead of two); one the next create does not take within a
-//     short wait (foldWait) is sent by the flusher its timer starts,
-//     with every other such delete in one multi.
+//   - every acquisition's create and listing are admitted under a bound on
+//     the session's requests in flight (inflight), so that a burst (a
+//     thousand goroutines queueing at once) waits in the process rather
+//     than in the server's queue, where it would hold up every later
+//     request of the session past the lease;
+//   - every write goes through the session's writer (writes.go), which
+//     sends what is waiting in one multi, and a write that succeeds
+//     renews the lease (lease.go);
+//   - reads (a listing, a watch) are sent here: send.
 //
 // go-zookeeper's calls block until the reply and cannot be withdrawn, so
-// an acquisition's request runs on a goroutine of the session's for its
-// round trip while the caller waits for it or for its ctx (send), and a
-// request that must go out before its predecessor's reply (the listing
-// behind a create) is sent once the predecessor is on the wire
-// (pipeline). Between requests, while it waits for its watch, an
-// acquisition has no goroutine but the caller's.
+// an acquisition's read runs on a goroutine of the session's for its
+// round trip while the caller waits for it or for its ctx. Between
+// requests, while it waits for its watch, an acquisition has no goroutine
+// but the caller's.
 
 const (
 	minInflight   = 16
@@ -111,25 +107,15 @@ func (f *inflight) wakeLocked() {
 	}
 }
 
-// request is one request of the session's locks: do makes it on the
-// connection (it must write its results only into variables its caller
-// reads after the request ended well: on ctx's end the request may still
-// be running); write says that its success proves the session alive at the
-// leader (a write: it renews the lease); admitted, that it holds a place in
-// the bound on requests in flight, given back when it ends (otherwise it is
-// exempt: a delete, a request pipelined behind its admitted create).
+// request is a read of the session's locks: do makes it on the connection
+// (it must write its results only into variables its caller reads after
+// the request ended well: on ctx's end the request may still be running);
+// admitted, that it holds a place in the bound on requests in flight,
+// given back when it ends.
 type request struct {
 	do       func() error
-	write    bool
 	admitted bool
 }
-
-// The session's two verbs for its locks' requests: send, for a plain
-// request, and pipeline, for a request that must be on the wire before the
-// next one is sent. go-zookeeper's calls block until the reply and cannot
-// be withdrawn, so both run the request on a goroutine of the session's
-// (launch): a caller that must honour its ctx leaves it to finish in the
-// background.
 
 // send admits r under the bound (the caller waits for its place itself, so
 // a request waiting for one has no goroutine of its own), makes it, and
@@ -140,27 +126,6 @@ func (s *Session) send(ctx context.Context, r request) error {
 	}
 	r.admitted = true
 	return s.launch(r).wait(ctx)
-}
-
-// pipeline starts r, one request whose first path is key, with one of
-// opcodes (admitted already, or exempt), and returns once it is on the
-// wire (the tap saw it written: a request sent after that is written after
-// it), once it ended, or once ctx ended. Without a tap (NewSession) or
-// under WithoutPipelining it returns once r ended or ctx ended.
-func (s *Session) pipeline(ctx context.Context, key string, r request, opcodes ...int32) *call {
-	var sent <-chan struct{}
-	if s.tap != nil && !s.cfg.noPipelining {
-		w := s.tap.Expect(key, opcodes...)
-		defer s.tap.Forget(key, w)
-		sent = w.Sent()
-	}
-	c := s.launch(r)
-	select {
-	case <-sent:
-	case <-c.fin:
-	case <-ctx.Done():
-	}
-	return c
 }
 
 // call is a request running on a goroutine of the session's.
@@ -189,14 +154,10 @@ func (c *call) wait(ctx context.Context) error {
 	}
 }
 
-// make makes r: it counts it out on the wire tap, gives its place in the
-// bound back after (admitted), and renews the lease when it is a write
-// that succeeded.
+// make makes r: it counts it out on the wire tap, and gives its place in
+// the bound back after (admitted).
 func (s *Session) make(r request) error {
-	p := proof{at: time.Now()}
-	if r.write {
-		p = s.newProof()
-	}
+	start := time.Now()
 	if s.tap != nil {
 		s.tap.Handed()
 	}
@@ -205,10 +166,7 @@ func (s *Session) make(r request) error {
 		s.tap.Answered()
 	}
 	if r.admitted {
-		s.flight.release(time.Since(p.at), s.st.lease.bound()/8)
-	}
-	if r.write && err == nil {
-		s.proved(p)
+		s.flight.release(time.Since(start), s.st.lease.bound()/8)
 	}
 	return err
 }

@@ -38,7 +38,7 @@ type Session struct {
 	st      sessionState // state, valid holds, the lease: under st.mu (state.go)
 	notes   notifier     // state changes for cfg.listener
 	flight  inflight     // the locks' requests in flight (send.go)
-	dels    deleteQueue  // released nodes not yet deleted (deletes.go)
+	writes  writeQueue   // writes not yet answered, and the writer (writes.go)
 	watches watches      // watch callbacks by path (state.go)
 	auth    authGate     // see auth.go
 }
@@ -203,32 +203,6 @@ type authGate struct {
 	err  error // written before done is closed, read after
 }
 
-// deleteQueue holds the session's releases whose delete is not on the
-// wire yet, so that a create of the session can carry one in its multi,
-// and so that the session never has two nodes queued on one path: a create
-// on a path waits until the path's delete is on the wire, and ZooKeeper
-// applies a session's requests in the order they arrive.
-type deleteQueue struct {
-	s       *Session
-	mu      sync.Mutex
-	byPath  map[string]*pendingDelete // by lock path: one at most, see above
-	order   []*pendingDelete          // those not taken yet, oldest first (taken ones are skipped)
-	untaken int                       // in order and not taken
-	// timer runs flush foldWait after a release, to send the deletes no
-	// create took; stopped (no goroutine woken) when creates took them all.
-	timer *time.Timer
-	armed bool // flush is set to fire
-}
-
-// pendingDelete is a released node not yet deleted: waiting (sent == nil)
-// or taken, by a create's multi or the flusher (sent closes once it is on
-// the wire, or over).
-type pendingDelete struct {
-	path, node string
-	owner      int64 // the session that created node
-	sent       chan struct{}
-}
-
 // inflight bounds the requests in flight, adapting the bound to the round
 // trip it measures: cut by a quarter (at most once per round trip) when a
 // request took longer than the target, raised by one when one came back
@@ -296,7 +270,7 @@ func (s *Session) isClosed() bool {
 }
 
 // The background goroutines of a session (goBackground): requests left to
-// finish after their caller gave up, guaranteed deletes, the flusher's
+// finish after their caller gave up, guaranteed deletes, the writer's
 // sends. Close waits for them: a group.
 
 // group counts running goroutines, like a sync.WaitGroup that may be added

@@ -41,9 +41,14 @@ const (
 	// WatchGrantsEarly: a waiter whose predecessor's watch fired goes on as
 	// leading, without reading the queue again (zklock: Lock.waitTurn).
 	WatchGrantsEarly = "watch-grants-early"
+	// CreateBeforeDelete: the session's writer sends the creates of a batch
+	// and leaves its deletes for the next one, so that a create goes out
+	// while its path's released node's delete still waits (zklock:
+	// writeQueue.takeLocked).
+	CreateBeforeDelete = "create-before-delete"
 )
 
 // Names lists the seeded bugs.
 func Names() []string {
-	return []string{GrantBeforeListing, LeaseFromAnswer, DeleteWrongCreate, WatchGrantsEarly}
+	return []string{GrantBeforeListing, LeaseFromAnswer, DeleteWrongCreate, WatchGrantsEarly, CreateBeforeDelete}
 }

@@ -95,3 +95,9 @@ func SessionOpened(c *zk.Conn, expiryOnly bool) {}
 // DeletesSent records the flusher's multi of delete requests ops (the
 // *zk.DeleteRequest values it sends), naming every node.
 func DeletesSent(c *zk.Conn, ops []any) {}
+
+// WritesSent does nothing without the tierlocktrace tag.
+func WritesSent(c *zk.Conn, ops []any) {}
+
+// WritesAnswered does nothing without the tierlocktrace tag.
+func WritesAnswered(c *zk.Conn, res []zk.MultiResponse, err error) {}

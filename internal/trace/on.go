@@ -250,6 +250,78 @@ func DeletesSent(c *zk.Conn, ops []any) {
 	rec(c, s)
 }
 
+// WritesSent records a request of the session's writer: a create alone
+// (send CRE on its prefix), a delete alone (send DEL on its node), or a
+// multi naming every node it creates, deletes and checks (send MULTI;
+// send TXN when it is one guarded transaction alone).
+func WritesSent(c *zk.Conn, ops []any) {
+	if off() {
+		return
+	}
+	s := Step{Kind: Send, Op: OpMulti}
+	for _, op := range ops {
+		switch o := op.(type) {
+		case *zk.CreateRequest:
+			s.Creates = append(s.Creates, o.Path)
+		case *zk.DeleteRequest:
+			s.Nodes = append(s.Nodes, o.Path)
+		case *zk.CheckVersionRequest:
+			s.Txns = append(s.Txns, o.Path)
+		}
+	}
+	s.Path, s.Op = writesHead(ops)
+	if len(ops) == 1 {
+		s.Creates, s.Nodes = nil, nil // alone: Path says it
+	}
+	rec(c, s)
+}
+
+// writesHead is the path and op a writer's request is recorded by.
+func writesHead(ops []any) (string, Op) {
+	if len(ops) == 0 {
+		return "", OpMulti
+	}
+	switch o := ops[0].(type) {
+	case *zk.CreateRequest:
+		if len(ops) == 1 {
+			return o.Path, OpCreate
+		}
+		return o.Path, OpMulti
+	case *zk.DeleteRequest:
+		if len(ops) == 1 {
+			return o.Path, OpDelete
+		}
+		return o.Path, OpMulti
+	case *zk.CheckVersionRequest:
+		for _, op := range ops[1:] {
+			if _, check := op.(*zk.CheckVersionRequest); check {
+				return o.Path, OpMulti // more than one transaction
+			}
+		}
+		return o.Path, OpTxn
+	}
+	return "", OpMulti
+}
+
+// WritesAnswered records the answer to a request of the session's writer:
+// the nodes its creates made, and the op that failed it (-1: none, or
+// not known).
+func WritesAnswered(c *zk.Conn, res []zk.MultiResponse, err error) {
+	if off() {
+		return
+	}
+	s := Step{Kind: Answer, Op: OpMulti, N: -1, Out: Class(err), Note: errNote(err)}
+	for i, r := range res {
+		if r.Error != nil && s.N < 0 {
+			s.N = i
+		}
+		if r.String != "" {
+			s.Creates = append(s.Creates, r.String)
+		}
+	}
+	rec(c, s)
+}
+
 func errNote(err error) string {
 	if err == nil {
 		return ""

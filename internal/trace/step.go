@@ -120,9 +120,15 @@ type Step struct {
 	Retry bool   `json:"retry,omitempty"` // a deleteGuaranteed attempt (the model's bgdel)
 	Wait  bool   `json:"wait,omitempty"`  // gate_enter: a waiting acquisition (not a try)
 	Note  string `json:"note,omitempty"`  // event type, state, verdict, loss cause, session policy
-	// Nodes are the nodes a flusher's multi deletes (send MULTI on a node),
-	// the first of them also in Path.
-	Nodes []string `json:"nodes,omitempty"`
+	// Nodes are the nodes a multi of the session's writer deletes (send
+	// MULTI), Creates the prefixes of the nodes it creates, Txns the hold
+	// nodes its guarded transactions check, each in the order of its ops;
+	// Path is its first op's path. On the answer, Creates are the nodes
+	// made (in the order of the send's Creates; none when nothing was
+	// applied) and N the index of the op that failed the multi, or -1.
+	Nodes   []string `json:"nodes,omitempty"`
+	Creates []string `json:"creates,omitempty"`
+	Txns    []string `json:"txns,omitempty"`
 }
 
 // The loss policies a session step names (zklock.WithLossOnExpiryOnly).

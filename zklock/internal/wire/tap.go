@@ -115,6 +115,7 @@ const RingSize = 8192
 type Waiter struct {
 	ops  []int32
 	sent chan struct{} // closed when the request is written
+	then func()        // called once sent is closed (ExpectFunc); nil: none
 }
 
 // Sent is closed once the request is written: a request queued after that
@@ -138,8 +139,13 @@ const (
 // Expect registers interest in the next request written with one of the
 // opcodes ops whose first path is key (a create's path, the first op's of a
 // multi). Keys are unique: a protected name's GUID, a node's path.
-func (t *Tap) Expect(key string, ops ...int32) *Waiter {
-	w := &Waiter{ops: ops, sent: make(chan struct{})}
+func (t *Tap) Expect(key string, ops ...int32) *Waiter { return t.ExpectFunc(key, nil, ops...) }
+
+// ExpectFunc is Expect that also calls fn (nil: nothing) once the request
+// is written, on the goroutine that wrote it: fn must be quick and must
+// not block.
+func (t *Tap) ExpectFunc(key string, fn func(), ops ...int32) *Waiter {
+	w := &Waiter{ops: ops, sent: make(chan struct{}), then: fn}
 	t.mu.Lock()
 	if t.waiters == nil {
 		t.waiters = make(map[string]*Waiter)
@@ -267,6 +273,9 @@ func (t *Tap) wrote(b []byte) {
 	t.mu.Unlock()
 	if w != nil {
 		close(w.sent)
+		if w.then != nil {
+			w.then()
+		}
 	}
 }
 

@@ -1,0 +1,405 @@
+package zklock
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/mutant"
+	"github.com/tierlock/tierlock/internal/trace"
+)
+
+// The session's write path: every write its locks have waiting (the
+// creates of their nodes, on any path; the deletes of released nodes; the
+// holds' guarded transactions) leaves in one multi transaction, which the
+// server applies as one proposal, one log append and one commit. A writer
+// goroutine sends one batch at a time and, while it is out, the next one
+// gathers: a quiet session sends each write as it comes (a create is never
+// held back), a busy one sends few large multis, one round trip apart.
+//
+// The order of the queue is the order of the writes on the wire, and so at
+// the server (ZooKeeper applies one session's requests in the order they
+// arrive, a multi's ops in order): a create queued after its path's
+// released node's delete goes in the same multi after it, or in a later
+// one, so that the session never has two nodes queued on a path
+// (model/writes.pml). A lone delete lingers foldWait before it is sent,
+// so that the releasing goroutine's next create, on any path, carries it.
+//
+// One failing op fails a whole multi at the server. The failing op is the
+// first with an error in the answer (the ops before it report OK, those
+// after it a runtime inconsistency): its write alone fails, with what it
+// would have met on its own, and the others go again at the head of the
+// queue. An answer that does not say (the connection lost with the multi
+// out) leaves every write's outcome unknown: a create is looked for by its
+// GUID (protection mode, enqueueAgain), a delete is retried until its node
+// or session is gone (deleteGuaranteed), a transaction reports
+// ErrOutcomeUnknown.
+
+// The bounds of one batch. The writer has one batch out at a time, and the
+// server answers a session's requests in order, so a batch's round trip
+// includes the reads the session queued before it: under many keys, each
+// round trip brings as many new writes as acquisitions started meanwhile.
+// maxBatchOps lets a batch take them all up to about 500 acquisitions
+// (a create and a delete each), so that the writer keeps pace with the
+// reads around it (at 64 ops, 4 x 1000 x 1000 ran at about half the rate:
+// docs/bench/issue38-batch-bounds.txt); and one op that fails sends the
+// rest again, which the rarity of failures (a missing parent once per
+// path, a refusal) makes cheap. maxBatchBytes stays well below the
+// server's jute.maxbuffer (1 MiB by default), which drops the connection
+// of a larger request; a node's data is at most maxDataLen (64 KiB), so a
+// batch always has room for one write.
+const (
+	maxBatchOps   = 1024
+	maxBatchBytes = 512 << 10
+)
+
+// foldWait is how long a released node's delete, queued alone, waits for a
+// create of the session to carry it: short beside a hand-off between
+// processes (a committed write, an event and a read), long beside the path
+// from a release to the releasing goroutine's next create.
+const foldWait = 100 * time.Microsecond
+
+type writeKind uint8
+
+const (
+	writeCreate writeKind = iota
+	writeDelete
+	writeTxn
+)
+
+// testWriterGate, when a test sets it, holds every session's writer before
+// each batch until the channel closes (HoldWriterForTest).
+var testWriterGate atomic.Pointer[chan struct{}]
+
+// write is one write waiting for the session's writer.
+type write struct {
+	kind     writeKind
+	path     string // the lock path (create, delete); the hold's node (txn)
+	ops      []any  // what it adds to the multi: one op, or a transaction's
+	size     int    // about what its ops add to the request, in bytes
+	owner    int64  // delete: the session its node was made in
+	at       time.Time
+	admitted bool // a place in the bound on requests in flight, given back once answered
+
+	// sent is closed once the write is on the wire (under Connect: the
+	// tap saw the request written), or once it is over; done once it is
+	// over. A delete has neither: nobody waits for it.
+	sent  chan struct{}
+	wired atomic.Bool // sent is closed
+	done  chan struct{}
+	// Written before done closes, read after: its ops' results (as it
+	// would have had them alone), its error, and the session it was
+	// answered in (a create's node's owner).
+	res []zk.MultiResponse
+	err error
+	sid int64
+
+	taken bool // under writeQueue.mu: in a batch, no longer withdrawn
+}
+
+// writeQueue is the session's writes not yet answered, and its writer.
+type writeQueue struct {
+	s       *Session
+	mu      sync.Mutex
+	queue   []*write
+	running bool           // the writer's goroutine runs
+	deletes map[string]int // queued deletes, by lock path
+	timer   *time.Timer    // wakes the writer when a lone delete's foldWait is over
+	closed  bool
+}
+
+func (q *writeQueue) init(s *Session) {
+	q.s = s
+	q.deletes = make(map[string]int)
+}
+
+// create queues the create of our node, prefix (ephemeral, sequential), on
+// the lock at path; admitted: the caller holds a place in the bound.
+func (q *writeQueue) create(path, prefix string, data []byte, acl []zk.ACL) *write {
+	w := &write{kind: writeCreate, path: path, admitted: true,
+		ops:  []any{&zk.CreateRequest{Path: prefix, Data: data, Acl: acl, Flags: zk.FlagEphemeralSequential}},
+		size: len(prefix) + len(data) + 64*len(acl) + 32}
+	q.add(w)
+	return w
+}
+
+// txn queues a guarded transaction (its check first) on the hold's node.
+func (q *writeQueue) txn(node string, ops []any) *write {
+	size := 0
+	for _, op := range ops {
+		size += opSize(op)
+	}
+	w := &write{kind: writeTxn, path: node, ops: ops, size: size}
+	q.add(w)
+	return w
+}
+
+// delete queues the delete of node, made by session owner, released or
+// abandoned on the lock at path. Nobody waits for it: it is guaranteed,
+// retried whatever it meets until the node or its session is gone.
+func (q *writeQueue) delete(path, node string, owner int64) {
+	trace.DelAdded(q.s.conn, path, node)
+	q.add(&write{kind: writeDelete, path: path, owner: owner, ops: []any{&zk.DeleteRequest{Path: node, Version: -1}}, size: len(node) + 16})
+}
+
+func (q *writeQueue) add(w *write) {
+	w.at = time.Now()
+	if w.kind != writeDelete {
+		w.sent, w.done = make(chan struct{}), make(chan struct{})
+	}
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		q.s.abandonWrite(w)
+		return
+	}
+	q.queue = append(q.queue, w)
+	if w.kind == writeDelete {
+		q.deletes[w.path]++
+	}
+	start := q.startLocked(w.kind != writeDelete)
+	q.mu.Unlock()
+	if start {
+		q.s.goBackground(q.run)
+	}
+}
+
+// startLocked reports whether the writer must be started: it is not
+// running, and either now is true or the queue's lone deletes have waited
+// their foldWait (else the timer is armed for it). q.mu is held.
+func (q *writeQueue) startLocked(now bool) bool {
+	if q.running || q.closed || len(q.queue) == 0 {
+		return false
+	}
+	if wait := q.lingerLocked(); !now && wait > 0 {
+		if q.timer == nil {
+			q.timer = time.AfterFunc(wait, q.wake)
+		} else {
+			q.timer.Reset(wait)
+		}
+		return false
+	}
+	q.running = true
+	return true
+}
+
+// lingerLocked is how much longer the queue must wait before it is sent:
+// while it holds deletes only, until the oldest has waited foldWait.
+func (q *writeQueue) lingerLocked() time.Duration {
+	for _, w := range q.queue {
+		if w.kind != writeDelete {
+			return 0
+		}
+	}
+	return foldWait - time.Since(q.queue[0].at)
+}
+
+// wake is the timer's: a lone delete has waited long enough.
+func (q *writeQueue) wake() {
+	q.mu.Lock()
+	start := q.startLocked(false)
+	q.mu.Unlock()
+	if start {
+		q.s.goBackground(q.run)
+	}
+}
+
+// withdraw takes w out of the queue if no batch has taken it: its caller
+// gave up before it was sent, and nothing was written.
+func (q *writeQueue) withdraw(w *write) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if w.taken {
+		return false
+	}
+	for i, x := range q.queue {
+		if x == w {
+			q.queue = append(q.queue[:i], q.queue[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// deleteQueued reports whether a delete of a node on path waits in the
+// queue (TryAcquire, disconnected, does not queue behind it).
+func (q *writeQueue) deleteQueued(path string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.deletes[path] > 0
+}
+
+// run is the writer: it sends a batch, waits for its answer, and sends the
+// next, until the queue is empty (or holds only lone deletes that linger).
+// While the session has no connection it waits: a request queued then
+// would go out on the next connection, possibly in a new session.
+func (q *writeQueue) run() {
+	for {
+		if gate := testWriterGate.Load(); gate != nil {
+			select {
+			case <-*gate:
+			case <-q.s.life.ctx.Done():
+			}
+		}
+		if !q.s.awaitConnected() {
+			q.shut()
+			return
+		}
+		q.mu.Lock()
+		batch := q.takeLocked()
+		if batch == nil {
+			q.running = false
+			_ = q.startLocked(false) // arms the timer for lingering deletes
+			q.mu.Unlock()
+			return
+		}
+		q.mu.Unlock()
+		q.send(batch)
+	}
+}
+
+// takeLocked takes the next batch from the head of the queue, within the
+// bounds, or nil when there is nothing to send yet. q.mu is held.
+func (q *writeQueue) takeLocked() []*write {
+	if len(q.queue) == 0 || q.lingerLocked() > 0 {
+		return nil
+	}
+	ops, size, n := 0, 0, 0
+	for n < len(q.queue) {
+		w := q.queue[n]
+		if n > 0 && (ops+len(w.ops) > maxBatchOps || size+w.size > maxBatchBytes || q.s.cfg.noPipelining) {
+			break // WithoutPipelining, the baseline: one write per request
+		}
+		ops, size, n = ops+len(w.ops), size+w.size, n+1
+	}
+	batch := make([]*write, n)
+	copy(batch, q.queue)
+	rest := q.queue[n:]
+	if mutant.On(mutant.CreateBeforeDelete) {
+		batch, rest = createsAhead(batch, rest) // seeded bug
+	}
+	q.queue = append(q.queue[:0], rest...)
+	for _, w := range batch {
+		w.taken = true
+		if w.kind == writeDelete {
+			if q.deletes[w.path]--; q.deletes[w.path] == 0 {
+				delete(q.deletes, w.path)
+			}
+		}
+	}
+	return batch
+}
+
+// createsAhead is the create-before-delete bug: a batch with a create
+// leaves its deletes queued for the next one, so that a create goes out
+// while its path's released node's delete is still waiting.
+func createsAhead(batch, rest []*write) (taken, left []*write) {
+	var dels []*write
+	for _, w := range batch {
+		if w.kind == writeDelete {
+			dels = append(dels, w)
+		} else {
+			taken = append(taken, w)
+		}
+	}
+	if len(taken) == 0 {
+		return batch, rest
+	}
+	return taken, append(dels, rest...)
+}
+
+// requeue puts writes of a failed batch back at the head of the queue, in
+// their order, ahead of everything queued since.
+func (q *writeQueue) requeue(ws []*write) {
+	if len(ws) == 0 {
+		return
+	}
+	q.mu.Lock()
+	for _, w := range ws {
+		w.taken = false
+		if w.kind == writeDelete {
+			q.deletes[w.path]++
+		}
+	}
+	q.queue = append(ws[:len(ws):len(ws)], q.queue...)
+	q.mu.Unlock()
+}
+
+// shut ends the writer as the session closes: what is queued will not be
+// sent by it.
+func (q *writeQueue) shut() {
+	q.mu.Lock()
+	q.closed, q.running = true, false
+	ws := q.queue
+	q.queue = nil
+	clear(q.deletes)
+	if q.timer != nil {
+		q.timer.Stop()
+	}
+	q.mu.Unlock()
+	for _, w := range ws {
+		q.s.abandonWrite(w)
+	}
+}
+
+// stop closes the queue (Session.Close); a writer that runs shuts it.
+func (q *writeQueue) stop() {
+	q.mu.Lock()
+	running := q.running
+	q.mu.Unlock()
+	if !running {
+		q.shut()
+	}
+}
+
+// abandonWrite ends a write the writer will not send, the session closing:
+// a create or a transaction fails with the session's end; a delete is moot
+// when the session's Close closes its connection (the server then deletes
+// the session's nodes), and under NewSession goes to the guaranteed
+// delete, which Close waits for.
+func (s *Session) abandonWrite(w *write) {
+	if w.kind == writeDelete {
+		if !s.link.ownsConn {
+			s.deleteInBackground(opPath(w.ops[0]), w.owner)
+		}
+		return
+	}
+	w.err = s.closedErr()
+	w.finish()
+}
+
+// finish closes w's channels: it is over.
+func (w *write) finish() {
+	w.onWire()
+	if w.done != nil {
+		close(w.done)
+	}
+}
+
+// onWire closes w.sent, once.
+func (w *write) onWire() {
+	if w.sent != nil && w.wired.CompareAndSwap(false, true) {
+		close(w.sent)
+	}
+}
+
+// node returns the node a create made.
+func (w *write) node() string {
+	if len(w.res) == 0 {
+		return ""
+	}
+	return w.res[0].String
+}
+
+// opSize is about what op adds to a multi request, in bytes.
+func opSize(op any) int {
+	switch o := op.(type) {
+	case *zk.CreateRequest:
+		return len(o.Path) + len(o.Data) + 64*len(o.Acl) + 32
+	case *zk.SetDataRequest:
+		return len(o.Path) + len(o.Data) + 32
+	}
+	return len(opPath(op)) + 16
+}

@@ -1,0 +1,244 @@
+package zklock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// The session's write path (writes.go): the writes waiting while the
+// writer is held leave in one multi; an op that fails it fails only its
+// own write. Each test gathers a batch with the writer held, checks that
+// it went as one multi, and that only the write whose op the server
+// refused failed: a batch-wide failure leaking into another key fails it.
+
+// gathered runs acquisitions of locks with the session's writer held until
+// all their creates (and want more writes) are queued, then lets the
+// writer go, and returns their results and the multis written meanwhile.
+func gathered(t *testing.T, s *zklock.Session, queued int, locks ...*zklock.Lock) ([]acquired, int64) {
+	t.Helper()
+	ctx := ctxT(t, 20*time.Second)
+	let := zklock.HoldWriterForTest()
+	defer let()
+	m0 := zklock.Written(s, zklock.OpMulti)
+	var got []<-chan acquired
+	for _, l := range locks {
+		got = append(got, goAcquire(ctx, l))
+	}
+	eventually(t, 5*time.Second, fmt.Sprintf("%d writes queued", queued), func() bool { return zklock.QueuedWritesForTest(s) == queued })
+	let()
+	var res []acquired
+	for _, c := range got {
+		res = append(res, <-c)
+	}
+	return res, zklock.Written(s, zklock.OpMulti) - m0
+}
+
+// Creates of four paths in one multi, one of them under an ACL that
+// refuses our create: that acquisition fails with the refusal, the three
+// others are granted.
+func TestBatchRefusedCreateFailsAlone(t *testing.T) {
+	servers := zktest.Servers(t)
+	s, admin := connect(t, servers), connect(t, servers)
+	root := zktest.Path(t)
+	var locks []*zklock.Lock
+	for i := range 4 {
+		p := fmt.Sprintf("%s/k%d", root, i)
+		l := newLock(t, s, p)
+		made, err := l.Acquire(ctxT(t, 10*time.Second)) // the path made
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = made.Release()
+		locks = append(locks, l)
+	}
+	eventually(t, 5*time.Second, "paths empty", func() bool {
+		return zklock.QueuedWritesForTest(s) == 0 && len(children(t, admin.Conn(), root+"/k3")) == 0
+	})
+	refused := root + "/k2"
+	if _, err := admin.Conn().SetACL(refused, zk.WorldACL(zk.PermAll&^zk.PermCreate), -1); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = admin.Conn().SetACL(refused, zk.WorldACL(zk.PermAll), -1) }()
+	res, multis := gathered(t, s, 4, locks...)
+	if multis < 1 {
+		t.Errorf("the four creates went in %d multis", multis)
+	}
+	for i, r := range res {
+		switch {
+		case i == 2 && !errors.Is(r.err, zk.ErrNoAuth):
+			t.Errorf("create under an ACL without CREATE: %v, want zk.ErrNoAuth", r.err)
+		case i != 2 && r.err != nil:
+			t.Errorf("k%d failed with its batch's refused create: %v", i, r.err)
+		case i != 2:
+			_ = r.h.Release()
+		}
+	}
+}
+
+// A create whose lock path is gone fails the multi at the server: it alone
+// goes on to make its parents (and is granted), the create beside it is
+// sent again as it was. Made to fail too, the other acquisition would heal
+// by making its own (existing) path again: one container create more,
+// which is what this counts (3: fresh/deeper refused, fresh, fresh/deeper).
+func TestBatchMissingParentFailsAlone(t *testing.T) {
+	servers := zktest.Servers(t)
+	s := connect(t, servers)
+	root := zktest.Path(t)
+	known := newLock(t, s, root+"/known")
+	made, err := known.Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = made.Release()
+	eventually(t, 5*time.Second, "the path empty", func() bool { return len(children(t, s.Conn(), root+"/known")) == 0 })
+	fresh := newLock(t, s, root+"/fresh/deeper") // its parents made only after the multi fails
+	const opCreateContainer = 19
+	c0 := zklock.Written(s, opCreateContainer)
+	res, multis := gathered(t, s, 2, known, fresh)
+	if n := zklock.Written(s, opCreateContainer) - c0; n != 3 {
+		t.Errorf("%d container creates; want 3, fresh's parents alone", n)
+	}
+	for i, r := range res {
+		if r.err != nil {
+			t.Fatalf("lock %d: %v (its neighbour's missing parent failed it)", i, r.err)
+		}
+		_ = r.h.Release()
+	}
+	if multis < 1 {
+		t.Errorf("the two creates went in %d multis", multis)
+	}
+}
+
+// A released node deleted by someone else before the session's delete
+// goes fails the multi that carries it (zk.ErrNoNode): the delete is done
+// (the node is gone), and the creates beside it are granted.
+func TestBatchDeleteOfAGoneNodeFailsNothingElse(t *testing.T) {
+	servers := zktest.Servers(t)
+	s, admin := connect(t, servers), connect(t, servers)
+	root := zktest.Path(t)
+	x, y := newLock(t, s, root+"/x"), newLock(t, s, root+"/y")
+	hx, err := x.Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hy, err := y.Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	let := zklock.HoldWriterForTest()
+	defer let()
+	node := hx.Node()
+	if err := admin.Conn().Delete(node, -1); err != nil { // an operator's break
+		t.Fatal(err)
+	}
+	_ = hx.Release() // its delete queued, held
+	if err := hy.Release(); err != nil {
+		t.Fatal(err)
+	}
+	res, multis := gathered(t, s, 3, y) // the two deletes and y's create
+	for _, r := range res {
+		if r.err != nil {
+			t.Fatalf("acquisition batched with a gone node's delete: %v", r.err)
+		}
+		_ = r.h.Release()
+	}
+	if multis < 1 {
+		t.Errorf("went in %d multis", multis)
+	}
+	eventually(t, 5*time.Second, "y's released node deleted", func() bool { return len(children(t, admin.Conn(), root+"/y")) == 0 })
+}
+
+// A guarded transaction whose hold's node is gone fails alone, with
+// ErrStaleHold; the other hold's transaction in the same multi is applied.
+func TestBatchStaleTxnFailsAlone(t *testing.T) {
+	servers := zktest.Servers(t)
+	s, admin := connect(t, servers), connect(t, servers)
+	root := zktest.Path(t)
+	ctx := ctxT(t, 20*time.Second)
+	hx, err := newLock(t, s, root+"/x").Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hy, err := newLock(t, s, root+"/y").Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hy.Release()
+	if err := admin.Conn().Delete(hx.Node(), -1); err != nil {
+		t.Fatal(err)
+	}
+	acl := zk.WorldACL(zk.PermAll)
+	let := zklock.HoldWriterForTest()
+	defer let()
+	m0 := zklock.Written(s, zklock.OpMulti)
+	errs := make(chan error, 2)
+	for i, h := range []*zklock.Hold{hx, hy} {
+		go func() {
+			_, err := h.Txn(ctx, &zk.CreateRequest{Path: fmt.Sprintf("%s/data%d", root, i), Acl: acl})
+			errs <- err
+		}()
+	}
+	eventually(t, 5*time.Second, "both queued", func() bool { return zklock.QueuedWritesForTest(s) == 2 })
+	let()
+	var stale, ok int
+	for range 2 {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case errors.Is(err, zklock.ErrStaleHold):
+			stale++
+		default:
+			t.Errorf("Txn: %v", err)
+		}
+	}
+	if stale != 1 || ok != 1 {
+		t.Errorf("%d stale, %d applied; want 1 and 1", stale, ok)
+	}
+	if got, _, err := admin.Conn().Exists(root + "/data1"); err != nil || !got {
+		t.Errorf("the live hold's write: exists %v, %v", got, err)
+	}
+	if n := zklock.Written(s, zklock.OpMulti) - m0; n < 2 {
+		t.Errorf("%d multis: want the batch and the live hold's again", n)
+	}
+}
+
+// An acquisition whose ctx ends while its create waits for the writer
+// takes it back: nothing is written, no node is left.
+func TestCreateWithdrawnBeforeSent(t *testing.T) {
+	servers := zktest.Servers(t)
+	s, admin := connect(t, servers), connect(t, servers)
+	p := zktest.Path(t)
+	l := newLock(t, s, p)
+	made, err := l.Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = made.Release()
+	eventually(t, 5*time.Second, "path empty", func() bool { return len(children(t, admin.Conn(), p)) == 0 })
+	let := zklock.HoldWriterForTest()
+	defer let()
+	c0 := zklock.Written(s, zklock.OpCreate) + zklock.Written(s, zklock.OpMulti)
+	ctx, cancel := context.WithCancel(context.Background())
+	got := goAcquire(ctx, l)
+	eventually(t, 5*time.Second, "the create queued", func() bool { return zklock.QueuedWritesForTest(s) == 1 })
+	cancel()
+	if r := <-got; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("Acquire = %v, want context.Canceled", r.err)
+	}
+	let()
+	time.Sleep(50 * time.Millisecond)
+	if n := zklock.Written(s, zklock.OpCreate) + zklock.Written(s, zklock.OpMulti) - c0; n != 0 {
+		t.Errorf("%d creates written for a withdrawn acquisition", n)
+	}
+	if kids := children(t, admin.Conn(), p); len(kids) != 0 {
+		t.Errorf("nodes left: %v", kids)
+	}
+}

@@ -1,0 +1,208 @@
+package zklock
+
+import (
+	"errors"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/trace"
+	"github.com/tierlock/tierlock/zklock/internal/wire"
+)
+
+// The writer's send of one batch (writes.go): the request, and what its
+// answer means for each write.
+
+// send writes batch as one request and settles each write by the answer.
+// Deletes of nodes whose session is over are dropped: the server deleted
+// them with it.
+func (q *writeQueue) send(batch []*write) {
+	s := q.s
+	sid := s.conn.SessionID()
+	batch = dropMoot(batch, sid)
+	if len(batch) == 0 {
+		return
+	}
+	s.lead() // after a quiet spell, the lease's sync goes first (lease.go)
+	ops := make([]any, 0, len(batch))
+	for _, w := range batch {
+		ops = append(ops, w.ops...)
+	}
+	single := len(batch) == 1 && batch[0].kind != writeTxn
+	if s.tap != nil && !s.cfg.noPipelining {
+		key := opPath(ops[0])
+		wt := s.tap.ExpectFunc(key, func() {
+			for _, w := range batch {
+				w.onWire()
+			}
+		}, requestOpcode(single, ops[0]))
+		defer s.tap.Forget(key, wt)
+	}
+	p := s.newProof()
+	if s.tap != nil {
+		s.tap.Handed()
+	}
+	start := time.Now()
+	trace.WritesSent(s.conn, ops)
+	res, err := q.do(single, ops)
+	trace.WritesAnswered(s.conn, res, err)
+	if s.tap != nil {
+		s.tap.Answered()
+	}
+	answeredIn := s.conn.SessionID()
+	if err == nil {
+		s.proved(p)
+	}
+	q.settle(batch, res, err, sid, answeredIn, time.Since(start))
+}
+
+// do makes the request: a plain create or delete when it is alone (its
+// answer carries what a multi's would, for less), else a multi. The
+// results are one per op whenever the server evaluated the request.
+func (q *writeQueue) do(single bool, ops []any) ([]zk.MultiResponse, error) {
+	conn := q.s.conn
+	if !single {
+		return conn.Multi(ops...)
+	}
+	switch o := ops[0].(type) {
+	case *zk.CreateRequest:
+		node, err := conn.Create(o.Path, o.Data, o.Flags, o.Acl)
+		return answerOf(err, zk.MultiResponse{String: node, Error: err})
+	case *zk.DeleteRequest:
+		err := conn.Delete(o.Path, o.Version)
+		return answerOf(err, zk.MultiResponse{Error: err})
+	}
+	return conn.Multi(ops...)
+}
+
+// answerOf is a single request's result as a multi's: one result when the
+// server answered (nil, or one of its refusals), none when it may not have.
+func answerOf(err error, r zk.MultiResponse) ([]zk.MultiResponse, error) {
+	if err != nil && !refusal(err) {
+		return nil, err
+	}
+	return []zk.MultiResponse{r}, err
+}
+
+// requestOpcode is the opcode the batch is written with, by which the tap
+// knows it.
+func requestOpcode(single bool, op any) int32 {
+	if !single {
+		return wire.OpMulti
+	}
+	if _, ok := op.(*zk.DeleteRequest); ok {
+		return wire.OpDelete
+	}
+	return wire.OpCreate
+}
+
+// settle tells each write of batch what the answer means for it.
+func (q *writeQueue) settle(batch []*write, res []zk.MultiResponse, err error, sentIn, answeredIn int64, rtt time.Duration) {
+	nops := 0
+	for _, w := range batch {
+		nops += len(w.ops)
+	}
+	switch {
+	case len(res) != nops:
+		// No answer per op: the outcome of each is unknown.
+		for _, w := range batch {
+			q.end(w, nil, err, 0, rtt)
+		}
+	case err == nil:
+		sid := answeredIn
+		if sid != sentIn {
+			sid = 0 // answered as the session changed: whose are the nodes?
+		}
+		off := 0
+		for _, w := range batch {
+			q.end(w, res[off:off+len(w.ops)], nil, sid, rtt)
+			off += len(w.ops)
+		}
+	default:
+		q.failOne(batch, res, err, answeredIn, rtt)
+	}
+}
+
+// failOne settles a batch the server refused: the write of the first
+// failing op fails alone; the others were not applied, and go again.
+func (q *writeQueue) failOne(batch []*write, res []zk.MultiResponse, err error, sid int64, rtt time.Duration) {
+	i := 0
+	for i < len(res) && res[i].Error == nil {
+		i++
+	}
+	off := 0
+	var again []*write
+	for _, w := range batch {
+		mine := i >= off && i < off+len(w.ops)
+		if mine {
+			q.end(w, res[off:off+len(w.ops)], res[i].Error, sid, rtt)
+		} else {
+			again = append(again, w)
+		}
+		off += len(w.ops)
+	}
+	if i == len(res) { // an error with no failing op: not an answer we know
+		for _, w := range again {
+			q.end(w, nil, err, 0, rtt)
+		}
+		return
+	}
+	q.requeue(again)
+}
+
+// end settles w: res are its ops' results (nil when unknown), err its
+// error, sid the session that answered it (0: unknown, or changed since
+// it was sent).
+func (q *writeQueue) end(w *write, res []zk.MultiResponse, err error, sid int64, rtt time.Duration) {
+	s := q.s
+	if w.admitted {
+		s.flight.release(rtt, s.st.lease.bound()/8)
+	}
+	if w.kind == writeDelete {
+		// Done when the node is gone; anything else is retried until it is
+		// or its session is over.
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			s.deleteInBackground(opPath(w.ops[0]), w.owner)
+		}
+		return
+	}
+	w.res, w.err, w.sid = res, err, sid
+	if err == nil && sid == 0 && w.kind == writeCreate {
+		w.err = errSessionChanged
+	}
+	w.finish()
+}
+
+// dropMoot takes out of batch the deletes of nodes made in a session other
+// than sid: the server deleted them when that session ended.
+func dropMoot(batch []*write, sid int64) []*write {
+	out := batch[:0]
+	for _, w := range batch {
+		if w.kind == writeDelete && w.owner != 0 && w.owner != sid {
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// awaitConnected waits until the session is connected; false once it is
+// closed.
+func (s *Session) awaitConnected() bool {
+	for {
+		s.st.mu.Lock()
+		st, changed := s.st.state, s.st.changed
+		s.st.mu.Unlock()
+		switch {
+		case s.isClosed() || st == StateClosed:
+			return false
+		case st == StateConnected:
+			return true
+		}
+		select {
+		case <-changed:
+		case <-s.life.ctx.Done():
+			return false
+		}
+	}
+}
