@@ -135,15 +135,19 @@ func (l *Locker) attempt(ctx context.Context, j *job, entry time.Time) (decision
 	return d, nil
 }
 
-// createRun creates the job's run node with data, and its missing
-// ancestors as container nodes, as zklock makes a lock's (the server
-// removes them once empty).
+// createRun creates the job's run node with data, and beside it the
+// job's lock path as a persistent node: zklock would make it a container,
+// which the server removes once empty (between two runs, with its check
+// interval short), and a lock whose path is gone must make it again before
+// it can queue, which under a burst of runs takes longer than Lock may
+// (RemoveJob deletes it). The job's node and the missing ancestors are
+// containers, as zklock makes a lock's.
 func (l *Locker) createRun(ctx context.Context, conn *zk.Conn, j *job, data []byte) error {
-	var mk func(p string, data []byte, container bool) error
-	mk = func(p string, data []byte, container bool) error {
+	var mk func(p string, data []byte, kind int) error
+	mk = func(p string, data []byte, kind int) error {
 		create := func() error {
 			_, err := await(ctx, func() (string, error) {
-				if container {
+				if kind == container {
 					return conn.CreateContainer(p, nil, zk.FlagContainer, l.cfg.acl)
 				}
 				return conn.Create(p, data, 0, l.cfg.acl)
@@ -152,18 +156,28 @@ func (l *Locker) createRun(ctx context.Context, conn *zk.Conn, j *job, data []by
 		}
 		err := create()
 		if errors.Is(err, zk.ErrNoNode) && path.Dir(p) != "/" {
-			if err := mk(path.Dir(p), nil, true); err != nil {
+			if err := mk(path.Dir(p), nil, container); err != nil {
 				return err
 			}
 			err = create()
 		}
-		if container && errors.Is(err, zk.ErrNodeExists) {
+		if kind != runNode && errors.Is(err, zk.ErrNodeExists) {
 			return nil
 		}
 		return err
 	}
-	return mk(j.runPath, data, false)
+	if err := mk(j.lock.Path(), nil, persistent); err != nil {
+		return err
+	}
+	return mk(j.runPath, data, runNode)
 }
+
+// The kinds of node createRun makes.
+const (
+	container = iota
+	persistent
+	runNode
+)
 
 // yields reports whether this instance steps back from the tick it is
 // about to decide (WithSpread): when it made one of the last k runs, k

@@ -86,8 +86,8 @@ func TestFleetScale(t *testing.T) {
 		stats = append(stats, fmt.Sprintf("%s: %d Locks, p50 %v, p99 %v, max %v", l.Node, l.N, l.P50, l.P99, l.Max))
 	}
 	ticks := float64(jobs) * float64(lastTick(d)+1)
-	t.Logf("scale fleet, %v, 3 × %d jobs every %v: %v; Lock latency: %s; %.2f ZooKeeper transactions per (job, tick)",
-		d, jobs, fleetPeriod, rep, strings.Join(stats, "; "), float64(txns)/ticks)
+	t.Logf("scale fleet, %v, 3 × %d jobs every %v: %v; Lock latency: %s; %.2f ZooKeeper transactions per (job, tick); outcomes: %s",
+		d, jobs, fleetPeriod, rep, strings.Join(stats, "; "), float64(txns)/ticks, strings.Join(rs.Outcomes, "; "))
 	if len(rep.Duplicates) > 0 {
 		t.Errorf("%d (job, tick) ran more than once (of %d)", len(rep.Duplicates), rep.Expected)
 	}

@@ -209,11 +209,12 @@ func TestRemoveJob(t *testing.T) {
 	if last, err := a.LastRun(ctx, "retired"); err != nil || !last.At.IsZero() {
 		t.Errorf("LastRun after RemoveJob: %+v, %v", last, err)
 	}
-	// The job's node and its lock's are containers: the server removes
-	// them once empty (ZooKeeper checks containers every minute by
-	// default), so only the run node is checked here.
-	if ok, _, _ := s.Conn().Exists(root + "/retired/run"); ok {
-		t.Error("the run node is still there")
+	// The job's node is a container: the server removes it once empty
+	// (ZooKeeper checks containers every minute by default).
+	for _, p := range []string{"/retired/run", "/retired/lock"} {
+		if ok, _, _ := s.Conn().Exists(root + p); ok {
+			t.Errorf("%s is still there", p)
+		}
 	}
 	if err := b.RemoveJob(ctx, "never-ran"); err != nil {
 		t.Errorf("RemoveJob of a job that never ran: %v", err)

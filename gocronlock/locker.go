@@ -239,10 +239,10 @@ func (l *Locker) LastRun(ctx context.Context, key string) (Run, error) {
 	return Run{At: time.UnixMilli(last.At), By: last.By, Runs: last.Runs, Window: time.Duration(last.Window) * time.Millisecond}, nil
 }
 
-// RemoveJob deletes the run node of a job that no longer runs (a retired
-// job), so that run nodes do not pile up below the root; the job's node
-// and its lock's go with it (container nodes, which ZooKeeper removes
-// once empty). It takes the job's lock without waiting, so that no run
+// RemoveJob deletes the run node and the lock path of a job that no
+// longer runs (a retired job), so that they do not pile up below the
+// root; the job's node goes with them (a container node, which ZooKeeper
+// removes once empty). It takes the job's lock without waiting, so that no run
 // decides meanwhile, and returns an error matching ErrLockHeld when an
 // instance holds it. Should the job run again, its first run goes ahead
 // at once, as a new job's does. A job that never ran is no error.
@@ -268,12 +268,28 @@ func (l *Locker) RemoveJob(ctx context.Context, key string) error {
 	case !ok:
 		return fmt.Errorf("%w: job %q: by another instance", ErrLockHeld, key)
 	}
-	defer func() { _ = h.Release() }()
 	_, err = h.Txn(ctx, &zk.DeleteRequest{Path: j.runPath, Version: -1})
+	_ = h.Release()
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("gocronlock: job %q: delete run node: %w", key, err)
 	}
-	return nil
+	// The lock's path, persistent (see createRun), once the hold's node
+	// has gone (Release deletes it in the background); a lock node queued
+	// meanwhile (the job runs again) keeps it, and rightly.
+	for {
+		_, err := await(ctx, func() (struct{}, error) { return struct{}{}, l.s.Conn().Delete(j.lock.Path(), -1) })
+		switch {
+		case err == nil, errors.Is(err, zk.ErrNoNode):
+			return nil
+		case !errors.Is(err, zk.ErrNotEmpty):
+			return fmt.Errorf("gocronlock: job %q: delete lock path: %w", key, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("gocronlock: job %q: delete lock path: %w", key, context.Cause(ctx))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // Close releases the locks of runs still going and detaches the Locker

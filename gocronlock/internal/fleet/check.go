@@ -34,10 +34,11 @@ type LockStats struct {
 
 // Records are what the instances wrote.
 type Records struct {
-	Runs    []Run
-	Leaders []Leadership
-	Ready   map[string]time.Time
-	Locks   []LockStats
+	Runs     []Run
+	Leaders  []Leadership
+	Ready    map[string]time.Time
+	Locks    []LockStats
+	Outcomes []string // an instance's Lock outcomes and last failure, as written
 }
 
 // Parse reads records from r and adds them to rs. A last line cut short
@@ -91,6 +92,8 @@ func (rs *Records) add(f []string) error {
 		}
 		rs.Locks = append(rs.Locks, LockStats{Node: f[1], N: int(v[0]), P50: time.Duration(v[1]) * time.Microsecond,
 			P99: time.Duration(v[2]) * time.Microsecond, Max: time.Duration(v[3]) * time.Microsecond})
+	case f[0] == "outcomes" && len(f) >= 3:
+		rs.Outcomes = append(rs.Outcomes, strings.Join(f[1:], " "))
 	default:
 		// A line cut short by a kill: not a record.
 	}

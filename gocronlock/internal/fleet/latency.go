@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,9 +13,11 @@ import (
 // latencies keeps an instance's Lock latencies (gocronlock.WithObserver),
 // for the percentiles its last record reports.
 type latencies struct {
-	mu      sync.Mutex
-	ds      []time.Duration
-	entries sync.Map // job -> time.Time: the entry of its last Lock that ran
+	mu       sync.Mutex
+	ds       []time.Duration
+	outcomes map[string]int // by gocronlock.Outcome's name
+	lastErr  error          // the last failure's
+	entries  sync.Map       // job -> time.Time: the entry of its last Lock that ran
 }
 
 // observe keeps e's latency, and the entry of a Lock that ran: a tick is
@@ -25,7 +29,25 @@ func (l *latencies) observe(e gocronlock.Event) {
 	}
 	l.mu.Lock()
 	l.ds = append(l.ds, e.Latency)
+	if l.outcomes == nil {
+		l.outcomes = map[string]int{}
+	}
+	l.outcomes[e.Outcome.String()]++
+	if e.Outcome == gocronlock.Failed {
+		l.lastErr = e.Err
+	}
 	l.mu.Unlock()
+}
+
+// counts returns the outcomes, name=count, and the last failure.
+func (l *latencies) counts() (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var parts []string
+	for _, o := range []string{"ran", "held", "already_ran", "yielded", "failed"} {
+		parts = append(parts, fmt.Sprintf("%s=%d", o, l.outcomes[o]))
+	}
+	return strings.Join(parts, ","), l.lastErr
 }
 
 // summary returns the count, the median, the 99th percentile and the

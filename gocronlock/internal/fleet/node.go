@@ -189,6 +189,8 @@ func (r *recorder) fired(job string) time.Time {
 func (r *recorder) lockStats() {
 	n, p50, p99, top := r.lat.summary()
 	r.line("lock %s %d %d %d %d", r.name, n, p50.Microseconds(), p99.Microseconds(), top.Microseconds())
+	counts, err := r.lat.counts()
+	r.line("outcomes %s %s %q", r.name, counts, fmt.Sprint(err))
 }
 
 func (r *recorder) line(format string, args ...any) {
