@@ -117,6 +117,28 @@
 // the background and is retried until it lands, so the cancelled context
 // gocron hands the last Unlock at shutdown is fine.
 //
+// # What the Locker tells
+//
+// Where the run node shows the fleet outside the envelope, the Locker says
+// so once per job (fleetcheck.go): jobs without gocron.WithName sharing
+// gocron's default name, and so one key; windows that differ; a job that
+// runs more than once per tick; first attempts of a tick that skip. An
+// outage of ZooKeeper is logged in two lines, when a Lock first fails to
+// reach it and when one reaches it again (outage.go). WithObserver hears
+// every Lock (lockmetrics.Collector.ObserveJob exports them); LastRun, and
+// tierlock ls on the root, tell each job's last run and who made it;
+// RemoveJob deletes a retired job's nodes.
+//
+// # Spreading
+//
+// The instance whose timer fires first makes every run. WithSpread makes
+// an instance step back (ErrYielded) when it made one of the job's last k
+// runs, k being how many other instances the run node shows alive since
+// the last run (the runner and the later writers): of k+1 instances one
+// at least made none of the last k runs and never steps back. Stepping
+// back is a skip, so it cannot make a tick run twice; a tick is lost when
+// the instance it was left to does not come.
+//
 // # A run's context
 //
 // A task whose first parameter is a context.Context gets the job's own

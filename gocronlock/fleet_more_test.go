@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	scaleJobs     = flag.Int("fleet.scale.jobs", 1000, "TestFleetScale: jobs per instance, each ticking every second")
+	scaleJobs     = flag.Int("fleet.scale.jobs", 0, "TestFleetScale: jobs per instance, each ticking every second (default 1000; 150 under -race, whose instances are several times slower)")
 	scaleDuration = flag.Duration("fleet.scale.duration", 8*time.Second, "TestFleetScale: how long the instances schedule")
 	zkSh          = flag.Bool("fleet.zksh", false, "run TestFleetElectorZkSh: failovers on a server of scripts/zk.sh's tickTime (about 1 min)")
 )
@@ -76,6 +76,9 @@ func TestFleetScale(t *testing.T) {
 		t.Skip("fleet test: -short")
 	}
 	d, jobs := *scaleDuration, *scaleJobs
+	if jobs == 0 {
+		jobs = map[bool]int{false: 1000, true: 150}[raceBuild]
+	}
 	before := zxid(t)
 	f := startFleetOn(t, zktest.Servers(t), fleet.ModeLocker, d, jobs)
 	rs := f.wait(t, time.Until(f.start)+d+60*time.Second, nil)

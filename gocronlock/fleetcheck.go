@@ -71,11 +71,7 @@ func (l *Locker) checkKey(ctx context.Context, j *job) {
 //     a tick ago) runs: a skip there, twice, means ticks are late or lost.
 func (l *Locker) checkEnvelope(j *job, d decision, calls int64) {
 	c := &j.checks
-	if w := d.prev.Window; w > 0 && w != d.rec.Window && !c.warned[0] {
-		c.warned[0] = true
-		l.log.Warn("the fleet's windows differ for this job: ticks are lost or run twice; give every instance the same window (WithWindow, WithJobWindow)",
-			"job", j.key, "window", msDuration(d.rec.Window), "other_window", msDuration(w), "other", d.prev.Writer)
-	}
+	l.checkWindow(j, d)
 	if !c.known || d.first || d.prev.Runs < c.lastRuns { // a new node: count afresh
 		c.known, c.baseRuns, c.baseCalls = true, d.prev.Runs, calls
 	} else {
@@ -96,6 +92,16 @@ func (l *Locker) checkEnvelope(j *job, d decision, calls int64) {
 	c.lastRuns, c.lastCalls = d.prev.Runs, calls
 	if d.verdict == runrec.Run {
 		c.lastRuns++
+	}
+}
+
+// checkWindow warns once if the run node's last writer had another window.
+func (l *Locker) checkWindow(j *job, d decision) {
+	c := &j.checks
+	if w := d.prev.Window; w > 0 && w != d.rec.Window && !c.warned[0] {
+		c.warned[0] = true
+		l.log.Warn("the fleet's windows differ for this job: ticks are lost or run twice; give every instance the same window (WithWindow, WithJobWindow)",
+			"job", j.key, "window", msDuration(d.rec.Window), "other_window", msDuration(w), "other", d.prev.Writer)
 	}
 }
 
