@@ -25,6 +25,7 @@ type decision struct {
 	first   bool          // the attempt created the run node
 	rec     runrec.Record // what it wrote
 	decided bool          // the write was applied: verdict holds
+	local   bool          // a skip known without a write (serverClock.recent): verdict Skip
 	yielded bool          // it would have run, but stepped back (WithSpread)
 	late    time.Duration // a run not confirmed: its write's answer came this long after Lock's entry
 	// sinceLast is the time from the last run to this attempt's timer, by
@@ -104,6 +105,12 @@ func (l *Locker) attempt(ctx context.Context, j *job, entry time.Time) (decision
 		testHookAfterRead(j.runPath)
 	}
 	d.prev = runrec.Derive(data, stat.Mtime, stat.Mzxid)
+	if !l.cfg.spread {
+		if recent, since := l.clock.recent(runrec.EpochOf(stat.Mzxid), entry, d.prev.At, d.rec.Window); recent {
+			d.local, d.verdict, d.sinceLast = true, runrec.Skip, since // a skip, known without a write
+			return d, nil
+		}
+	}
 	d.rec.Last, d.rec.LastBy, d.rec.Runs = d.prev.At, d.prev.By, d.prev.Runs
 	d.rec.Prev, d.rec.Epoch = stat.Mtime, runrec.EpochOf(stat.Mzxid)
 	if l.cfg.spread {
@@ -113,11 +120,13 @@ func (l *Locker) attempt(ctx context.Context, j *job, entry time.Time) (decision
 	// latency leaves the tick's spread (see the package doc).
 	d.rec.Delay = time.Since(entry).Milliseconds()
 	data = d.rec.Encode()
+	sent := time.Now()
 	wrote, err := await(ctx, func() (*zk.Stat, error) { return conn.Set(j.runPath, data, stat.Version) })
 	if err != nil {
 		return d, fmt.Errorf("gocronlock: job %q: write run node: %w", j.key, err)
 	}
 	answered := time.Since(entry)
+	l.clock.note(wrote.Mtime, runrec.EpochOf(wrote.Mzxid), sent)
 	mtime, epoch := wrote.Mtime, runrec.EpochOf(wrote.Mzxid)
 	d.verdict = d.rec.Verdict(mtime, epoch)
 	d.decided, d.sinceLast = true, d.rec.Fired(mtime)-d.rec.Last

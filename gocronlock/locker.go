@@ -41,7 +41,8 @@ type Locker struct {
 	by   string
 	log  *slog.Logger
 
-	out outage // ZooKeeper's unavailability, logged in two lines
+	out   outage      // ZooKeeper's unavailability, logged in two lines
+	clock serverClock // the server's clock as this instance's writes saw it
 
 	mu     sync.Mutex
 	jobs   map[string]*job
@@ -124,10 +125,10 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	lockCtx, cancel := context.WithTimeout(ctx, l.cfg.timeout)
 	defer cancel()
 	h, d, err := l.take(lockCtx, j, entry)
-	if d.decided || errors.Is(err, ErrLockHeld) {
+	if d.decided || d.local || errors.Is(err, ErrLockHeld) {
 		l.reached() // ZooKeeper answered
 	}
-	if d.decided {
+	if d.decided || d.local {
 		l.checkEnvelope(j, d, calls)
 	}
 	if err != nil {
