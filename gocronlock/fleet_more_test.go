@@ -17,7 +17,7 @@ import (
 
 var (
 	scaleJobs     = flag.Int("fleet.scale.jobs", 0, "TestFleetScale: jobs per instance, each ticking every second (default 1000; 150 under -race, whose instances are several times slower)")
-	scaleDuration = flag.Duration("fleet.scale.duration", 8*time.Second, "TestFleetScale: how long the instances schedule")
+	scaleDuration = flag.Duration("fleet.scale.duration", 6*time.Second, "TestFleetScale: how long the instances schedule")
 	zkSh          = flag.Bool("fleet.zksh", false, "run TestFleetElectorZkSh: failovers on a server of scripts/zk.sh's tickTime (about 1 min)")
 )
 

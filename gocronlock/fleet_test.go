@@ -16,7 +16,7 @@ import (
 // fleetDuration is how long the fleet tests' instances schedule: the
 // default keeps `go test` short; the full run is
 // `go test -run TestFleet -fleet.duration 2m .`.
-var fleetDuration = flag.Duration("fleet.duration", 15*time.Second, "how long the fleet tests' instances schedule")
+var fleetDuration = flag.Duration("fleet.duration", 10*time.Second, "how long the fleet tests' instances schedule")
 
 // The shape of gocron issue #841: 3 instances whose timers are 0, 150 and
 // 300 ms apart, 20 jobs every second, jobs of 1 to 50 ms.
