@@ -144,49 +144,71 @@ func (l *Locker) attempt(ctx context.Context, j *job, entry time.Time) (decision
 	return d, nil
 }
 
-// createRun creates the job's run node with data, and beside it the
-// job's lock path as a persistent node: zklock would make it a container,
-// which the server removes once empty (between two runs, with its check
-// interval short), and a lock whose path is gone must make it again before
-// it can queue, which under a burst of runs takes longer than Lock may
-// (RemoveJob deletes it). The job's node and the missing ancestors are
-// containers, as zklock makes a lock's.
+// createRun creates the job's run node with data, in one transaction with
+// the job's node and its lock's path when these are missing (a new job:
+// one round trip, which matters when a thousand jobs start at once). Both
+// are persistent: zklock would make the lock's path a container, which
+// the server removes once empty (between two runs, with its check
+// interval short), and a lock whose path is gone must make it again
+// before it can queue, which under a burst of runs takes longer than Lock
+// may. RemoveJob deletes them. The root and its ancestors are containers,
+// as zklock makes a lock's.
 func (l *Locker) createRun(ctx context.Context, conn *zk.Conn, j *job, data []byte) error {
-	var mk func(p string, data []byte, kind int) error
-	mk = func(p string, data []byte, kind int) error {
+	dir := path.Dir(j.runPath)
+	multi := func() error {
+		_, err := await(ctx, func() ([]zk.MultiResponse, error) {
+			return conn.Multi(&zk.CreateRequest{Path: dir, Acl: l.cfg.acl}, &zk.CreateRequest{Path: j.lock.Path(), Acl: l.cfg.acl},
+				&zk.CreateRequest{Path: j.runPath, Data: data, Acl: l.cfg.acl})
+		})
+		return err
+	}
+	err := multi()
+	if errors.Is(err, zk.ErrNoNode) { // the root is missing: make it, and again
+		if err := l.ensure(ctx, conn, l.root); err != nil {
+			return err
+		}
+		err = multi()
+	}
+	if !errors.Is(err, zk.ErrNodeExists) {
+		return err
+	}
+	// The job's node or its lock's path exists (made by zklock, or by an
+	// instance whose run node another deleted): the run node alone.
+	if err := l.ensure(ctx, conn, j.lock.Path()); err != nil {
+		return err
+	}
+	_, err = await(ctx, func() (string, error) { return conn.Create(j.runPath, data, 0, l.cfg.acl) })
+	return err
+}
+
+// ensure makes p if it is missing, persistent, its missing ancestors
+// containers.
+func (l *Locker) ensure(ctx context.Context, conn *zk.Conn, p string) error {
+	var mk func(p string, flags int32) error
+	mk = func(p string, flags int32) error {
 		create := func() error {
 			_, err := await(ctx, func() (string, error) {
-				if kind == container {
-					return conn.CreateContainer(p, nil, zk.FlagContainer, l.cfg.acl)
+				if flags == zk.FlagContainer {
+					return conn.CreateContainer(p, nil, flags, l.cfg.acl)
 				}
-				return conn.Create(p, data, 0, l.cfg.acl)
+				return conn.Create(p, nil, flags, l.cfg.acl)
 			})
 			return err
 		}
 		err := create()
 		if errors.Is(err, zk.ErrNoNode) && path.Dir(p) != "/" {
-			if err := mk(path.Dir(p), nil, container); err != nil {
+			if err := mk(path.Dir(p), zk.FlagContainer); err != nil {
 				return err
 			}
 			err = create()
 		}
-		if kind != runNode && errors.Is(err, zk.ErrNodeExists) {
+		if errors.Is(err, zk.ErrNodeExists) {
 			return nil
 		}
 		return err
 	}
-	if err := mk(j.lock.Path(), nil, persistent); err != nil {
-		return err
-	}
-	return mk(j.runPath, data, runNode)
+	return mk(p, 0)
 }
-
-// The kinds of node createRun makes.
-const (
-	container = iota
-	persistent
-	runNode
-)
 
 // yields reports whether this instance steps back from the tick it is
 // about to decide (WithSpread): when it made one of the last k runs, k

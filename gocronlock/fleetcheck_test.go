@@ -209,9 +209,7 @@ func TestRemoveJob(t *testing.T) {
 	if last, err := a.LastRun(ctx, "retired"); err != nil || !last.At.IsZero() {
 		t.Errorf("LastRun after RemoveJob: %+v, %v", last, err)
 	}
-	// The job's node is a container: the server removes it once empty
-	// (ZooKeeper checks containers every minute by default).
-	for _, p := range []string{"/retired/run", "/retired/lock"} {
+	for _, p := range []string{"/retired/run", "/retired/lock", "/retired"} {
 		if ok, _, _ := s.Conn().Exists(root + p); ok {
 			t.Errorf("%s is still there", p)
 		}

@@ -240,10 +240,9 @@ func (l *Locker) LastRun(ctx context.Context, key string) (Run, error) {
 	return Run{At: time.UnixMilli(last.At), By: last.By, Runs: last.Runs, Window: time.Duration(last.Window) * time.Millisecond}, nil
 }
 
-// RemoveJob deletes the run node and the lock path of a job that no
-// longer runs (a retired job), so that they do not pile up below the
-// root; the job's node goes with them (a container node, which ZooKeeper
-// removes once empty). It takes the job's lock without waiting, so that no run
+// RemoveJob deletes the nodes of a job that no longer runs (a retired
+// job: its run node, its lock's path and its own node), so that they do
+// not pile up below the root. It takes the job's lock without waiting, so that no run
 // decides meanwhile, and returns an error matching ErrLockHeld when an
 // instance holds it. Should the job run again, its first run goes ahead
 // at once, as a new job's does. A job that never ran is no error.
@@ -274,20 +273,31 @@ func (l *Locker) RemoveJob(ctx context.Context, key string) error {
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("gocronlock: job %q: delete run node: %w", key, err)
 	}
-	// The lock's path, persistent (see createRun), once the hold's node
-	// has gone (Release deletes it in the background); a lock node queued
-	// meanwhile (the job runs again) keeps it, and rightly.
+	// The lock's path and the job's node, persistent (see createRun),
+	// once the hold's node has gone (Release deletes it in the
+	// background); a lock node queued meanwhile (the job runs again) keeps
+	// them, and rightly.
+	for _, p := range []string{j.lock.Path(), path.Dir(j.runPath)} {
+		if err := l.deleteEmpty(ctx, p); err != nil {
+			return fmt.Errorf("gocronlock: job %q: %w", key, err)
+		}
+	}
+	return nil
+}
+
+// deleteEmpty deletes p once it is empty, or until ctx ends.
+func (l *Locker) deleteEmpty(ctx context.Context, p string) error {
 	for {
-		_, err := await(ctx, func() (struct{}, error) { return struct{}{}, l.s.Conn().Delete(j.lock.Path(), -1) })
+		_, err := await(ctx, func() (struct{}, error) { return struct{}{}, l.s.Conn().Delete(p, -1) })
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNoNode):
 			return nil
 		case !errors.Is(err, zk.ErrNotEmpty):
-			return fmt.Errorf("gocronlock: job %q: delete lock path: %w", key, err)
+			return fmt.Errorf("delete %s: %w", p, err)
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("gocronlock: job %q: delete lock path: %w", key, context.Cause(ctx))
+			return fmt.Errorf("delete %s: %w", p, context.Cause(ctx))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
