@@ -28,6 +28,7 @@ func TestFleetSpread(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fleet test: -short")
 	}
+	sideBySide(t)
 	d := *fleetDuration
 	f := startFleet(t, fleet.ModeLocker, d, "-spread")
 	rs := f.wait(t, time.Until(f.start)+d+40*time.Second, nil)
@@ -129,6 +130,7 @@ func TestFleetElectorBreak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fleet test: -short")
 	}
+	sideBySide(t)
 	d := *fleetDuration
 	f := startFleet(t, fleet.ModeElector, d)
 	ctx := zktest.Context(t, d+time.Minute)

@@ -108,6 +108,16 @@ func (f *fleetRun) wait(t *testing.T, limit time.Duration, killed map[string]boo
 	return f.records
 }
 
+// sideBySide runs a short fleet test in parallel with the other short
+// ones (make test's time: about 15 s for all instead of a minute); full
+// length ones (-fleet.duration 30s and more) run one at a time, for their
+// figures.
+func sideBySide(t *testing.T) {
+	if *fleetDuration < 30*time.Second {
+		t.Parallel()
+	}
+}
+
 // lastTick is the last tick every instance scheduled within duration.
 func lastTick(duration time.Duration) int64 { return int64(duration/fleetPeriod) - 1 }
 
@@ -119,6 +129,7 @@ func TestFleetLocker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fleet test: -short")
 	}
+	sideBySide(t)
 	d := *fleetDuration
 	f := startFleet(t, fleet.ModeLocker, d)
 	rs := f.wait(t, time.Until(f.start)+d+40*time.Second, nil)
@@ -140,6 +151,7 @@ func TestFleetWindowTooSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fleet test: -short")
 	}
+	sideBySide(t)
 	const d = 6 * time.Second
 	f := startFleet(t, fleet.ModeLocker, d, "-window", "1ms")
 	rs := f.wait(t, time.Until(f.start)+d+40*time.Second, nil)
@@ -158,6 +170,7 @@ func TestFleetElector(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fleet test: -short")
 	}
+	sideBySide(t)
 	const sessionTimeout = 2 * time.Second
 	d := *fleetDuration
 	f := startFleet(t, fleet.ModeElector, d, "-session-timeout", sessionTimeout.String())
