@@ -15,7 +15,32 @@ type Run struct {
 	Job  string
 	Tick int64
 	Node string
-	At   time.Time
+	At   time.Time // when its timer fired (its Lock's entry; the run's start under the Elector)
+}
+
+// Gaps returns, for each (job, tick) that ran more than once, the time
+// between the first and the last of its runs' timers: a gap of a window or
+// more is a timer that fired too late to be named by its tick (a loaded
+// machine), not two runs of one tick.
+func Gaps(runs []Run, dups map[Key]int) map[Key]time.Duration {
+	first, last := map[Key]time.Time{}, map[Key]time.Time{}
+	for _, r := range runs {
+		k := Key{r.Job, r.Tick}
+		if _, dup := dups[k]; !dup {
+			continue
+		}
+		if t, ok := first[k]; !ok || r.At.Before(t) {
+			first[k] = r.At
+		}
+		if t, ok := last[k]; !ok || r.At.After(t) {
+			last[k] = r.At
+		}
+	}
+	out := map[Key]time.Duration{}
+	for k := range dups {
+		out[k] = last[k].Sub(first[k])
+	}
+	return out
 }
 
 // Leadership is a change of an Elector's leadership.

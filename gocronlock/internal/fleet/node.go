@@ -133,7 +133,10 @@ func run(ctx context.Context, c config, rec *recorder) error {
 	first := c.start.Add(c.offset)
 	for i := range c.jobs {
 		job := fmt.Sprintf("job-%02d", i)
-		task := gocron.NewTask(func() { rec.run(job, tickOf(rec.fired(job), first, c.period), c.work()) })
+		task := gocron.NewTask(func() {
+			fired := rec.fired(job)
+			rec.run(job, tickOf(fired, first, c.period), fired, c.work())
+		})
 		if _, err := sched.NewJob(gocron.DurationJob(c.period), task, gocron.WithName(job),
 			gocron.WithStartAt(gocron.WithStartDateTime(first))); err != nil {
 			_ = sched.Shutdown()
@@ -201,9 +204,10 @@ func (r *recorder) line(format string, args ...any) {
 
 func (r *recorder) ready() { r.line("ready %s %d", r.name, time.Now().UnixMicro()) }
 
-// run records a run of job for tick, then does the job's work.
-func (r *recorder) run(job string, tick int64, work time.Duration) {
-	r.line("run %s %d %s %d", job, tick, r.name, time.Now().UnixMicro())
+// run records a run of job for tick, whose timer fired at fired, then
+// does the job's work.
+func (r *recorder) run(job string, tick int64, fired time.Time, work time.Duration) {
+	r.line("run %s %d %s %d", job, tick, r.name, fired.UnixMicro())
 	time.Sleep(work)
 }
 
