@@ -166,7 +166,7 @@ mtype = { DEL, CRE, MULTI, LIST, GETW };
  * verification runs have neither these statements nor the ghosts below. */
 #ifdef EMIT
 mtype = { gate_enter, handoff, gate_pass, gate_leave, send, answer, turn, event,
-	renew, lapse, grant, lose, release, del_add, del_take, del_flush, SYNC };
+	renew, lapse, grant, lose, release, del_add, del_take, del_flush, SYNC, handshake };
 hidden int et;    /* ghost: the emitted steps' clock, their seq and t */
 hidden byte egid[MAXN]; /* ghost: node n's GUID (creator * NGUID + guid), kept after it is deleted */
 hidden int esent[P]; /* ghost: when the create or multi of p's acquisition was sent */
@@ -182,6 +182,11 @@ hidden int edsent[MAXN]; /* ghost: when the delete of node n was sent */
 #define EOUTCONN printf(",\"out\":\"conn\"")
 #define EOUTNONODE printf(",\"out\":\"nonode\"")
 #define EEND printf("}\n")
+/* the server's answer to q's connect request: the session s it granted,
+ * and the session timeout, T = 4000000, so that B = T/4 is the 1000000 a
+ * renew counts (internal/replay derives the lease's bound from it); read,
+ * as the code reads it, before the client takes the session for its own */
+#define EHANDSHAKE(q, s) EH(q, handshake); printf(",\"owner\":%d,\"timeout\":4000000,\"note\":\"conn\"}\n", (s) + 1)
 /* a renew: the proof sent at time at, of session q's current id */
 #define ERENEW(q, at) EH(q, renew); printf(",\"owner\":%d,\"at\":%d,\"until\":%d}\n", sid[q] + 1, at, (at) + 1000000)
 /* the waiter's reading of a listing: our node at index i (0 first, -1 gone) */
@@ -562,7 +567,7 @@ end:
 		conn[p] && cutp != p && !lease[p] && zst[p] != IDLE ->
 		assert(!expired[p]);
 		lease[p] = 1
-		EA(EH(p, send); EOP(SYNC); printf(",\"path\":\"/\"}\n"); EH(p, answer); EOP(SYNC); printf(",\"path\":\"/\"}\n"); ERENEW(p, et - 2))
+		EA(EH(p, send); EOP(SYNC); printf(",\"path\":\"/\"}\n"); EH(p, answer); EOP(SYNC); printf(",\"path\":\"/\"}\n"); ERENEW(p, et - 3))
 	}
 	:: atomic { /* the leader expires the session: it has not heard of it for T */
 		!lease[p] && !expired[p] && (!conn[p] || cutp == p) ->
@@ -618,8 +623,8 @@ end:
 		!conn[p] ->
 		conn[p] = 1;
 		if
-		:: expired[p] -> expired[p] = 0; sid[p] = 1 - sid[p]; lease[p] = 0 /* lease.reset */
-		:: else
+		:: expired[p] -> E(EHANDSHAKE(p, 1 - sid[p])) expired[p] = 0; sid[p] = 1 - sid[p]; lease[p] = 0 /* lease.reset */
+		:: else E(EHANDSHAKE(p, sid[p]))
 		fi;
 		E(EH(p, event); printf(",\"note\":\"EventSession StateHasSession\"}\n"))
 		catchup(p)
@@ -899,6 +904,7 @@ init {
 			rc[i] = PEND;
 			rl[i] = PEND;
 			rw[i] = PEND;
+			E(EHANDSHAKE(i, sid[i]))
 			run session(i);
 			j = 0;
 			do

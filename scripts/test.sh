@@ -24,9 +24,10 @@ go test -count=1 -tags tierlockmutants -run TestMutant ./stress/
 # The replay (internal/replay) of real runs recorded against a real
 # ZooKeeper, and of hand-made traces it must refuse (about 6 s).
 go test -race -count=1 -tags tierlocktrace -run 'TestRecorded|TestHandMade' ./internal/replay/
-# The code's seeded bugs (internal/mutant), each in a short stress run
-# recorded with the bug on: the replay must refuse the run at the step
-# named, and replay the control run clean (about 80 s).
+# The code's seeded bugs (internal/mutant), each in a short stress run or,
+# for the bugs of the lease's bounds and the steps' timing, a scenario of
+# its own process, recorded with the bug on: the replay must refuse the
+# run at the step named, and replay the control runs clean (about 95 s).
 go test -count=1 -tags 'tierlocktrace tierlockmutants' -run TestCodeMutants ./internal/replay/
 # The nemesis tests recorded and replayed through the model's client steps
 # (docs/replay.md): every fault kind of tier's nemesis (partition,

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,7 +61,20 @@ func TestCloseStormTwoProcesses(t *testing.T) {
 		t.Cleanup(func() { c.Kill(); _ = c.Wait() })
 		workers = append(workers, c)
 	}
+	// A worker's own deadline is 2 minutes: one still running a minute past
+	// it hangs, and is made to print its goroutines (SIGQUIT) before it is
+	// killed, so that the failure says where.
+	hung := time.After(3 * time.Minute)
 	for i, c := range workers {
+		select {
+		case <-c.Exited():
+		case <-hung:
+			for _, w := range workers {
+				_ = syscall.Kill(w.Pid(), syscall.SIGQUIT)
+			}
+			time.Sleep(2 * time.Second)
+			t.Fatalf("worker %d hangs (its goroutines are printed above)", i)
+		}
 		if err := c.Wait(); err != nil {
 			t.Fatalf("worker %d: %v (%s)", i, err, c.Describe("worker"))
 		}

@@ -125,7 +125,7 @@ func newSession(tap *wire.Tap, owns bool, cfg sessionConfig) *Session {
 
 // start records conn and starts the session's goroutines.
 func (s *Session) start(conn *zk.Conn) {
-	trace.SessionOpened(conn, s.cfg.expiryOnly) // before any step of conn: events are recorded once zc is set
+	trace.SessionOpened(conn, s.tap, s.cfg.expiryOnly) // before any step of conn: events are recorded once zc is set
 	s.conn = conn
 	s.link.zc.Store(conn)
 	if s.cfg.listener != nil {

@@ -3,10 +3,8 @@ package zklock
 import (
 	"time"
 
-	"github.com/tierlock/tierlock/internal/closed"
 	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
-	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
 // The lease: loss before grant, whatever the fault.
@@ -92,6 +90,9 @@ func (le *lease) bound() time.Duration {
 	if le.s.cfg.expiryOnly {
 		return t * 3 / 4
 	}
+	if mutant.On(mutant.BoundHalf) {
+		return t / 2 // seeded bug: past the margin of the argument above
+	}
 	return t / 4
 }
 
@@ -105,14 +106,6 @@ func (le *lease) validLocked(now time.Time) bool { return now.Before(le.deadline
 // reset forgets the deadline: it was earned by a session that is over.
 // s.st.mu is held.
 func (le *lease) reset() { le.deadline, le.proofAt = time.Time{}, time.Time{} }
-
-// wake asks the renewer to look at the session again.
-func (le *lease) wake() {
-	select {
-	case le.kick <- struct{}{}:
-	default:
-	}
-}
 
 // LeaseStats counts how the session's lease (see WithLossOnExpiryOnly)
 // bore on its locks since the session was made.
@@ -232,98 +225,15 @@ func (s *Session) renewFrom(p proof, sent time.Time) (late bool) {
 	return !d.After(time.Now())
 }
 
-// refresh returns a channel closed once a sync sent no earlier than now
-// has completed (successfully or not), sending one unless one is already
-// in flight (refreshWritten, which also says when that sync is written). A sync already in flight was sent earlier, which is as good for
-// the lease (the deadline only moves forward) except that it may be slow:
-// callers that wait on it and still find the lease stale call refresh
-// again. The sync is not counted in the session's requests in flight
-// (send.go): it must not wait behind the requests it is to vouch for.
-func (le *lease) refresh() <-chan struct{} {
-	done, _ := le.refreshWritten()
-	return done
-}
-
-// refreshWritten is refresh, and also returns a channel closed once the
-// sync is written (nil under NewSession, where that is not seen).
-func (le *lease) refreshWritten() (done, written <-chan struct{}) {
-	s := le.s
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	if le.inflight != nil {
-		return le.inflight, le.written
-	}
-	if s.st.closed {
-		return closed.Chan, closed.Chan
-	}
-	fin := make(chan struct{})
-	le.inflight, le.written = fin, nil
-	le.syncAt = time.Now()
-	var w *wire.Waiter
-	if s.tap != nil {
-		w = s.tap.Expect(syncKey, wire.OpSync)
-		le.written = w.Sent()
-	}
-	s.goBackground(func() {
-		if w != nil {
-			defer s.tap.Forget(syncKey, w)
-		}
-		p := s.newProof()
-		trace.Sent(s.conn, trace.OpSync, syncKey)
-		_, err := s.conn.Sync(syncKey)
-		trace.Answered(s.conn, trace.OpSync, syncKey, "", err)
-		if err == nil {
-			s.proved(p)
-		} else {
-			s.log.Debug("session not confirmed", "err", err)
-		}
-		s.st.mu.Lock()
-		le.inflight, le.written = nil, nil
-		s.st.mu.Unlock()
-		close(fin)
-	})
-	return fin, le.written
-}
-
-// syncKey is the path the lease's syncs name.
-const syncKey = "/"
-
-// lead makes a write about to be sent follow another within the lease's
-// period, so that its proof is counted from its own send. A proof's send
-// time is capped at the previous write's start plus the period (see the
-// argument above): after a quiet spell, in which the session wrote only
-// go-zookeeper's pings (every T/3), the cap falls before the real send,
-// and a proof answered within B of its send would still renew nothing,
-// making the grant behind it wait for a sync. So after such a spell the
-// lease's sync goes first (the one the renewer would send as the session
-// becomes active, not one more), and the caller waits only until it is
-// written, not for its answer. Without the tap the send time is the
-// queueing and is never capped: nothing to do.
-func (s *Session) lead() {
-	if s.tap == nil || s.cfg.noPipelining || time.Since(s.tap.LastWrite()) < s.st.lease.period() {
-		return
-	}
-	done, written := s.st.lease.refreshWritten()
-	select {
-	case <-written:
-	case <-done: // failed unwritten (the connection closed under it)
-	case <-s.life.ctx.Done():
-	}
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
 // armLocked sets the deadline timer while holds exist. s.st.mu is held.
 func (le *lease) armLocked() {
 	if len(le.s.st.holds) == 0 {
 		return
 	}
 	d := time.Until(le.deadline)
+	if mutant.On(mutant.LapseLate) {
+		d += le.period() // seeded bug: the holds outlive the deadline
+	}
 	if le.timer == nil {
 		le.timer = time.AfterFunc(d, le.lapse)
 	} else {
@@ -353,58 +263,10 @@ func (le *lease) lapse() {
 		s.log.Warn("session not confirmed with the leader in time: holds end", "holds", len(lost), "bound", le.bound())
 	}
 	for _, h := range lost {
-		h.lose(ErrLeaseExpired)
-	}
-}
-
-// renew keeps the lease fresh while any lock of the session has a node: it
-// sends a sync when no proof came for a period.
-func (le *lease) renew() {
-	s := le.s
-	// One timer for the renewer's life, reset at each look (since Go 1.23
-	// a Reset timer delivers no value from before the Reset).
-	t := time.NewTimer(time.Hour)
-	defer t.Stop()
-	for !s.isClosed() {
-		s.st.mu.Lock()
-		active := len(s.st.holds) > 0 || s.st.waiting > 0
-		// A sync is due a period after the latest proof, or the latest
-		// sync, was queued: timed from the queueing, so that a backlog
-		// that delays every write by more than a period still leaves the
-		// syncs back to back (a delay up to the lease's bound is then
-		// tolerated), and a sync that fails is sent again a period later.
-		due := time.Until(later(le.proofAt, le.syncAt).Add(le.period()))
-		s.st.mu.Unlock()
-		changed := s.stateChanged()
-		switch {
-		case active && s.State() != StateConnected:
-			// No sync while the connection is down: go-zookeeper would send
-			// it first thing on the next connection, racing (in its own code)
-			// with the re-arming of watches; the lease lapses meanwhile, as
-			// it must.
-			le.idle(changed, nil)
-		case active && due > 0:
-			t.Reset(due)
-			le.idle(changed, t.C)
-		case active:
-			select {
-			case <-le.refresh():
-			case <-s.life.ctx.Done():
-			}
-		default:
-			le.idle(changed, nil)
+		if mutant.On(mutant.LossLate) {
+			time.Sleep(200 * time.Millisecond) // seeded bug: the holders are told late
 		}
-	}
-}
-
-// idle waits for the renewer's next look: a state change, a kick (a lock
-// queued), the timer wake (nil: none), or the session's end.
-func (le *lease) idle(changed <-chan struct{}, wake <-chan time.Time) {
-	select {
-	case <-wake:
-	case <-changed:
-	case <-le.kick:
-	case <-le.s.life.ctx.Done():
+		h.lose(ErrLeaseExpired)
 	}
 }
 

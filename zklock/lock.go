@@ -206,6 +206,9 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 	if err == nil && leads {
 		h := l.newHold(n.node, n.owner, token)
 		err = s.grant(ctx, n.owner, h)
+		if mutant.On(mutant.GrantLate) && err == nil {
+			time.Sleep(200 * time.Millisecond) // seeded bug: handed over long after the verdict
+		}
 		trace.Granted(s.conn, l.path, n.node, n.owner, token, err)
 		if err == nil {
 			return h, l.publish(h)

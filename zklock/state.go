@@ -136,6 +136,7 @@ func (s *Session) observe(zs zk.State) {
 			s.st.mu.Unlock()
 			return
 		}
+		s.traceHandshake(conn, id)
 		if s.tap == nil {
 			// zs was loaded after go-zookeeper wrote the timeout.
 			if d := grantedTimeout(conn); d > 0 {
@@ -175,6 +176,15 @@ func (s *Session) observe(zs zk.State) {
 	}
 	for _, h := range lost {
 		h.lose(cause)
+	}
+}
+
+// traceHandshake records, under NewSession (no tap reads the server's
+// answer), the timeout the server granted to a session seen for the first
+// time, which the replay derives the lease's bounds from. s.st.mu is held.
+func (s *Session) traceHandshake(conn *zk.Conn, id int64) {
+	if trace.Enabled && s.tap == nil && id != s.st.sessionID {
+		trace.ConnHandshook(conn, id, grantedTimeout(conn))
 	}
 }
 

@@ -231,35 +231,6 @@ func (q *writeQueue) deleteQueued(path string) bool {
 	return q.deletes[path] > 0
 }
 
-// run is the writer: it sends a batch, waits for its answer, and sends the
-// next, until the queue is empty (or holds only lone deletes that linger).
-// While the session has no connection it waits: a request queued then
-// would go out on the next connection, possibly in a new session.
-func (q *writeQueue) run() {
-	for {
-		if gate := testWriterGate.Load(); gate != nil {
-			select {
-			case <-*gate:
-			case <-q.s.life.ctx.Done():
-			}
-		}
-		if !q.s.awaitConnected() {
-			q.shut()
-			return
-		}
-		q.mu.Lock()
-		batch := q.takeLocked()
-		if batch == nil {
-			q.running = false
-			_ = q.startLocked(false) // arms the timer for lingering deletes
-			q.mu.Unlock()
-			return
-		}
-		q.mu.Unlock()
-		q.send(batch)
-	}
-}
-
 // takeLocked takes the next batch from the head of the queue, within the
 // bounds, or nil when there is nothing to send yet. q.mu is held.
 func (q *writeQueue) takeLocked() []*write {
@@ -325,49 +296,6 @@ func (q *writeQueue) requeue(ws []*write) {
 	}
 	q.queue = append(ws[:len(ws):len(ws)], q.queue...)
 	q.mu.Unlock()
-}
-
-// shut ends the writer as the session closes: what is queued will not be
-// sent by it.
-func (q *writeQueue) shut() {
-	q.mu.Lock()
-	q.closed, q.running = true, false
-	ws := q.queue
-	q.queue = nil
-	clear(q.deletes)
-	if q.timer != nil {
-		q.timer.Stop()
-	}
-	q.mu.Unlock()
-	for _, w := range ws {
-		q.s.abandonWrite(w)
-	}
-}
-
-// stop closes the queue (Session.Close); a writer that runs shuts it.
-func (q *writeQueue) stop() {
-	q.mu.Lock()
-	running := q.running
-	q.mu.Unlock()
-	if !running {
-		q.shut()
-	}
-}
-
-// abandonWrite ends a write the writer will not send, the session closing:
-// a create or a transaction fails with the session's end; a delete is moot
-// when the session's Close closes its connection (the server then deletes
-// the session's nodes), and under NewSession goes to the guaranteed
-// delete, which Close waits for.
-func (s *Session) abandonWrite(w *write) {
-	if w.kind == writeDelete {
-		if !s.link.ownsConn {
-			s.deleteInBackground(opPath(w.ops[0]), w.owner)
-		}
-		return
-	}
-	w.err = s.closedErr()
-	w.finish()
 }
 
 // finish closes w's channels: it is over.

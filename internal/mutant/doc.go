@@ -46,9 +46,31 @@ const (
 	// while its path's released node's delete still waits (zklock:
 	// writeQueue.takeLocked).
 	CreateBeforeDelete = "create-before-delete"
+
+	// Bugs the history checks cannot see and the replay must
+	// (internal/replay, docs/replay.md): a bound the code computes
+	// wrongly, or a step the code takes later than the model takes it.
+
+	// BoundHalf: the lease's bound B is half the session timeout instead
+	// of a quarter (zklock: lease.bound), past the margin lease.go argues.
+	BoundHalf = "bound-half"
+	// SendUncapped: a proof's send time is not capped at the previous
+	// write's start + T/8 (zklock/internal/wire: Tap.FirstWriteAfter
+	// reports no previous write).
+	SendUncapped = "send-uncapped"
+	// LossLate: the holds a lapse of the lease ended are told lost 200 ms
+	// after it, each (zklock: lease.lapse).
+	LossLate = "loss-late"
+	// LapseLate: the lease's timer fires T/8 after the deadline instead
+	// of at it (zklock: lease.armLocked).
+	LapseLate = "lapse-late"
+	// GrantLate: a hold the session granted ("now") is handed to its
+	// acquirer 200 ms after the verdict (zklock: Lock.attempt).
+	GrantLate = "grant-late"
 )
 
 // Names lists the seeded bugs.
 func Names() []string {
-	return []string{GrantBeforeListing, LeaseFromAnswer, DeleteWrongCreate, WatchGrantsEarly, CreateBeforeDelete}
+	return []string{GrantBeforeListing, LeaseFromAnswer, DeleteWrongCreate, WatchGrantsEarly, CreateBeforeDelete,
+		BoundHalf, SendUncapped, LossLate, LapseLate, GrantLate}
 }

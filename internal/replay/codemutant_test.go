@@ -39,6 +39,22 @@ var codeMutants = []struct {
 	{mutant.WatchGrantsEarly, trace.Grant, "no listing found first"},
 }
 
+// scenarioMutants are the bugs of the lease's bounds and of the steps'
+// timing, each in the scenario (scenario_test.go), with the kind of step
+// the replay refuses and a part of its rule.
+var scenarioMutants = []struct {
+	name string
+	kind trace.Kind
+	rule string
+}{
+	{"", 0, ""},
+	{mutant.BoundHalf, trace.Renew, "past its proof's send"},
+	{mutant.SendUncapped, trace.Renew, "past its proof's send"},
+	{mutant.LossLate, trace.Lose, "after the"},
+	{mutant.LapseLate, trace.Lapse, "deadline"},
+	{mutant.GrantLate, trace.Grant, "after its verdict"},
+}
+
 // mutantRun is stress's TestMutant run (2 processes x 4 goroutines on one
 // path, 3 s; guarded writes go with -fault only, so -writes=false changes
 // nothing here but says so).
@@ -54,6 +70,20 @@ func TestCodeMutants(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build stress: %v\n%s", err, out)
 	}
+	t.Run("scenario", func(t *testing.T) {
+		for _, m := range scenarioMutants {
+			name := m.name
+			if name == "" {
+				name = "control"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				out := runScenario(t, m.name, dir)
+				judge(t, dir, m.name, m.kind, m.rule, lastLine(out))
+			})
+		}
+	})
 	for _, m := range codeMutants {
 		name := m.name
 		if name == "" {
@@ -65,31 +95,44 @@ func TestCodeMutants(t *testing.T) {
 			cmd.Dir = t.TempDir()
 			cmd.Env = append(os.Environ(), mutant.Env+"="+m.name, trace.EnvDir+"="+dir)
 			out, _ := cmd.CombinedOutput() // a caught bug fails the run's own checks too
-			c := New()
-			if err := c.ReplayDir(dir); err != nil {
-				t.Fatal(err)
-			}
-			r := c.Result()
-			v := r.First()
-			last := string(out)
-			if i := strings.LastIndexByte(strings.TrimSpace(last), '\n'); i >= 0 {
-				last = strings.TrimSpace(last[i+1:])
-			}
-			switch {
-			case m.name == "" && v != nil:
-				t.Fatalf("the control refused: %v", v)
-			case m.name == "":
-				t.Logf("control: %d steps, %d holds replayed clean; stress: %s", r.Steps, r.Holds, last)
-			case v == nil:
-				t.Fatalf("replayed clean (%d steps); stress: %s", r.Steps, last)
-			case v.Step.Kind != m.kind || !matches(v.Rule, m.rule):
-				t.Fatalf("refused %v, want a %s step refused for %q", v, m.kind, m.rule)
-			default:
-				t.Logf("refused step %d (%s %s) of process %d: %s; stress: %.120s", v.Step.Seq, v.Step.Kind, v.Step.Op,
-					v.Step.Pid, v.Rule, last)
-			}
+			judge(t, dir, m.name, m.kind, m.rule, "stress: "+lastLine(out))
 		})
 	}
+}
+
+// judge replays the run recorded in dir: the control (bug "") must replay
+// clean, a bug must be refused at a step of kind whose rule matches rule.
+// ran says how the run itself ended.
+func judge(t *testing.T, dir, bug string, kind trace.Kind, rule, ran string) {
+	t.Helper()
+	c := New()
+	if err := c.ReplayDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	r := c.Result()
+	v := r.First()
+	switch {
+	case bug == "" && v != nil:
+		t.Fatalf("the control refused: %v", v)
+	case bug == "":
+		t.Logf("control: %d steps, %d holds replayed clean; %s", r.Steps, r.Holds, ran)
+	case v == nil:
+		t.Fatalf("replayed clean (%d steps, %d holds); %s", r.Steps, r.Holds, ran)
+	case v.Step.Kind != kind || !matches(v.Rule, rule):
+		t.Fatalf("refused %v, want a %s step refused for %q", v, kind, rule)
+	default:
+		t.Logf("refused step %d (%s) of process %d: %s; %.120s", v.Step.Seq, strings.TrimSpace(v.Step.Kind.String()+" "+string(v.Step.Op)),
+			v.Step.Pid, v.Rule, ran)
+	}
+}
+
+// lastLine is the last line of out.
+func lastLine(out []byte) string {
+	last := strings.TrimSpace(string(out))
+	if i := strings.LastIndexByte(last, '\n'); i >= 0 {
+		last = strings.TrimSpace(last[i+1:])
+	}
+	return last
 }
 
 // matches reports whether rule contains one of alternatives, separated by |.

@@ -42,6 +42,38 @@
 // goes out while its path's released node's delete is pending or held
 // unwritten by the flusher.
 //
+// # Bounds derived from the server and the model, not from the code
+//
+// Every bound the replay applies comes from what the server said and from
+// the model and the lease's documented argument (bounds.go, timing.go),
+// never from a value the code computed; a value the code records (a
+// renew's send time and deadline) is only checked against them, and may
+// be earlier, never later:
+//   - T, the session timeout, is the one the server granted, from its
+//     answer to the connect request (a handshake step: read from the
+//     answer's bytes at the wire under zklock.Connect, from go-zookeeper's
+//     connection under NewSession);
+//   - B, the lease's bound, is T/4, or 3T/4 under the expiry-only policy
+//     (the session step);
+//   - a proof's send time is the start of the first write on the
+//     connection after the request was handed to the client, capped at
+//     the start of the write before it + T/8 (write steps, recorded at the
+//     wire); under NewSession, whose writes are not seen, the hand-over;
+//   - a renew's deadline is at most that send time + B; the holds are
+//     held to the code's deadline, which is then no later;
+//   - the expiry-only policy's overlap is T/8 (3T/4 - 5T/8).
+//
+// # The model's timing
+//
+// A step the model takes in one atomic step with another may follow it
+// only by the time the code needs to run it, tol = T/16 (timing.go): a
+// loss after the disconnection, expiry, new session or lapse that ended
+// its hold; a grant after its verdict "now"; a lapse after the lease's
+// deadline while holds are valid (no step of the process comes later
+// than that unless the lapse came first), and a verdict "now" before the
+// deadline. A step late only because its process was stopped (SIGSTOP),
+// as whoever stopped it recorded (a pause step), is excused and counted.
+//
 // # Outside the model
 //
 // Two things the code has and twotier.pml does not are replayed by
@@ -49,7 +81,7 @@
 // "outside twotier.pml" line) so that no step passes unremarked: a session
 // of the expiry-only loss policy (its session step says so), whose
 // disconnection ends no hold, which may grant while disconnected, and
-// whose holds may overlap another process's grant by B/6 (policy.go); and
+// whose holds may overlap another process's grant by T/8 (policy.go); and
 // the read/write lock's and semaphore's nodes, checked as the mutex's
 // except for their recipe's rule, which a turn's index cannot show
 // (recipe.go).

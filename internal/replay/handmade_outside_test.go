@@ -13,7 +13,9 @@ import (
 
 // opened starts a trace with its session step.
 func opened(sid int64, policy string) *tr {
-	return newTr(sid).add(trace.Step{Kind: trace.SessionOpen, Note: policy})
+	b := newTr(sid)
+	b.expiry = policy == trace.PolicyExpiryOnly
+	return b.add(trace.Step{Kind: trace.SessionOpen, Note: policy})
 }
 
 // shift moves the steps from index i on by d in time (T, and a renew's At
@@ -67,29 +69,30 @@ func TestHandMadeExpiryOnly(t *testing.T) {
 	}
 }
 
-// overlapAt: process 1 (policy) holds with a lease to 1020 (B = 1000),
-// never released; process 2 is granted at 180 + d.
+// overlapAt: process 1 (policy) holds with a lease to 20 + B (1020 under
+// the default policy, 3020 under the expiry-only one: T is 4000), never
+// released; process 2 is granted at 180 + d.
 func overlapAt(policy string, d int64) *tr {
 	b := opened(7, policy).acquire(lockA, pfxA, nodeA, 20)
 	i := len(b.steps)
-	b.proc, b.sid = 2, 9
+	b.proc, b.sid, b.expiry = 2, 9, false
 	b.add(trace.Step{Kind: trace.SessionOpen, Note: trace.PolicyDefault}).
 		acquire(lockA, lockA+"/_c_4444-lock-", lockA+"/_c_4444-lock-0000000005", 22)
 	return b.shift(i, d)
 }
 
-// The expiry-only policy's overlap: a grant up to B/6 before the holder's
-// deadline is counted, an earlier one refused; under the model's policy
-// both are refused.
+// The expiry-only policy's overlap: a grant up to T/8 (500) before the
+// holder's deadline is counted, an earlier one refused; under the model's
+// policy both are refused.
 func TestHandMadeExpiryOnlyOverlap(t *testing.T) {
-	r := replayed(t, "within", overlapAt(trace.PolicyExpiryOnly, 750).jsonl(t)) // granted at 930: 90 before 1020
+	r := replayed(t, "within", overlapAt(trace.PolicyExpiryOnly, 2750).jsonl(t)) // granted at 2930: 90 before 3020
 	if v := r.First(); v != nil || r.Overlaps != 1 {
-		t.Errorf("within B/6: %v, %d overlaps", v, r.Overlaps)
+		t.Errorf("within T/8: %v, %d overlaps", v, r.Overlaps)
 	}
 	for _, c := range []struct {
 		policy string
 		d      int64
-	}{{trace.PolicyExpiryOnly, 500}, {trace.PolicyDefault, 750}} {
+	}{{trace.PolicyExpiryOnly, 2240}, {trace.PolicyDefault, 750}} { // 600 before 3020; 90 before 1020
 		v := replayed(t, "overlap", overlapAt(c.policy, c.d).jsonl(t)).First()
 		if v == nil || !strings.Contains(v.Rule, "assert(nvalid == 0)") {
 			t.Errorf("%s granted at %d: %v, want refused", c.policy, 180+c.d, v)

@@ -23,20 +23,61 @@ const (
 )
 
 // tr builds a trace of process 1, session sid, numbering the steps and
-// giving each a time 10 units after the one before.
+// giving each a time 10 units after the one before. Before the first step
+// of each session of a process it adds the server's answer granting it,
+// with a session timeout of handT (so that B, T/4, is 1000 units), 5
+// units earlier, as a NewSession records it.
 type tr struct {
 	steps []trace.Step
 	sid   int64
 	proc  int
+	n     int               // steps added by add
+	seen  map[[2]int64]bool // (proc, sid) pairs granted
+	last  map[int]int64     // the last session of each proc
+	// expiry: the session's renews count B = 3T/4 (the expiry-only
+	// policy), not T/4.
+	expiry bool
+	// wire: the server's answers are read at the wire, as under Connect,
+	// and the writes recorded (write); else as under NewSession.
+	wire bool
+}
+
+// bound is the B the trace's renews count.
+func (b *tr) bound() int64 {
+	if b.expiry {
+		return handT * 3 / 4
+	}
+	return handT / 4
+}
+
+// handT is the session timeout the hand-made server grants.
+const handT = 4000
+
+// note is the handshakes' Note.
+func (b *tr) note() string {
+	if b.wire {
+		return trace.HandshakeWire
+	}
+	return trace.HandshakeConn
 }
 
 func (b *tr) add(s trace.Step) *tr {
-	s.Seq = uint64(len(b.steps) + 1)
-	s.T = int64(len(b.steps)+1) * 10
+	b.n++
+	s.T = int64(b.n) * 10
 	s.Pid, s.Sid = 1, b.sid
 	if s.Proc == 0 {
 		s.Proc = max(b.proc, 1)
 	}
+	if b.seen == nil {
+		b.seen, b.last = map[[2]int64]bool{}, map[int]int64{}
+	}
+	if k := [2]int64{int64(s.Proc), b.sid}; !b.seen[k] {
+		b.seen[k] = true
+		b.steps = append(b.steps, trace.Step{Seq: uint64(len(b.steps) + 1), T: s.T - 5, Pid: 1, Proc: s.Proc,
+			Sid: b.last[s.Proc], Kind: trace.Handshake, Owner: b.sid, Timeout: handT, Note: b.note()})
+	}
+	b.last[s.Proc] = b.sid
+	s.Seq = uint64(len(b.steps) + 1)
 	b.steps = append(b.steps, s)
 	return b
 }
@@ -45,12 +86,12 @@ func (b *tr) add(s trace.Step) *tr {
 // gate, the create and its listing, their answers, the renew, the turn,
 // the verdict and the grant.
 func (b *tr) acquire(lock, prefix, node string, token int64) *tr {
-	t := int64(len(b.steps)+1) * 10
+	t := int64(b.n+1) * 10
 	return b.add(trace.Step{Kind: trace.GateEnter, Path: lock, Wait: true}).
 		add(trace.Step{Kind: trace.Send, Op: trace.OpCreate, Path: prefix}).
 		add(trace.Step{Kind: trace.Send, Op: trace.OpList, Path: lock}).
 		add(trace.Step{Kind: trace.Answer, Op: trace.OpCreate, Path: prefix, Node: node}).
-		add(trace.Step{Kind: trace.Renew, Owner: b.sid, At: t + 10, Until: t + 10 + 1000}).
+		add(trace.Step{Kind: trace.Renew, Owner: b.sid, At: t + 10, Until: t + 10 + b.bound()}).
 		add(trace.Step{Kind: trace.Answer, Op: trace.OpList, Path: lock, N: 1, Pzxid: token}).
 		add(trace.Step{Kind: trace.Turn, Node: node, Pzxid: token, Note: "first"}).
 		add(trace.Step{Kind: trace.Grant, Owner: b.sid, Note: "now"}).

@@ -328,10 +328,11 @@ func (l *lock) granted(st trace.Step) error {
 	case l.owner != 0 && st.Owner != l.owner:
 		return refusef("a grant naming session %d the owner of a node created in session %d (zsid[p]: the session the create was applied in)",
 			st.Owner, l.owner)
-	case s.now[st.Owner] == 0:
+	case len(s.now[st.Owner]) == 0:
 		return refuse("a grant with no verdict now before it (grantNow)")
 	}
-	s.now[st.Owner]--
+	s.grantOnTime(st, s.now[st.Owner][0]) // the earliest: matched in order, the largest delay is least
+	s.now[st.Owner] = s.now[st.Owner][1:]
 	l.zst, l.zkHeld, l.hlost = held, true, false
 	l.span = s.c.openSpan(s, l.path, st)
 	return nil
@@ -390,4 +391,5 @@ func (l *lock) endSpan(t int64) {
 	}
 	l.span.end = min(l.span.end, t)
 	l.span = nil
+	l.s.valid--
 }

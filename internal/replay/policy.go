@@ -15,17 +15,18 @@ import (
 // outside the model. The replay renders it anyway, as the model's
 // transitions with those two changed (event and verdict below), because
 // everything else still holds and is still checked: the lease is counted
-// from its proofs' sends, a hold ends at its deadline, a loss is told only
-// after a lapse, an expiry or a new session and every hold so ended is
-// told, the delete queue's rule, and across processes the fencing tokens
-// and the order of creation.
+// from its proofs' sends with B = 3T/4 (bounds.go), a hold ends at its
+// deadline, a loss is told only after a lapse, an expiry or a new session
+// and every hold so ended is told, in time (timing.go), the delete queue's
+// rule, and across processes the fencing tokens and the order of
+// creation.
 //
 // Mutual exclusion holds only up to the policy's documented bound: the
 // leader may expire the session 5T/8 after the last proof's send, while
 // the holder's lease runs to 3T/4, so another process may be granted up
-// to T/8 (B/6) before the holder's deadline (lease.go's argument). A grant
-// that close is counted (Result.Overlaps), one earlier refused; the
-// fencing token is what protects such a hold.
+// to T/8 before the holder's deadline (lease.go's argument; T the timeout
+// the server granted). A grant that close is counted (Result.Overlaps),
+// one earlier refused; the fencing token is what protects such a hold.
 //
 // A session's policy is its session step (trace.SessionOpen), recorded
 // before any other of its connection's steps; a trace without one (older
@@ -53,11 +54,11 @@ func (s *session) endsHolds(expired bool) bool { return expired || !s.expiryOnly
 func (s *session) mayGrantDown() bool { return s.expiryOnly }
 
 // slack is how long before the end of a hold of this session's another
-// process may be granted: B/6 under the expiry-only policy, none under the
-// model's.
+// process may be granted: T/8 under the expiry-only policy (3T/4 - 5T/8,
+// T the timeout the server granted), none under the model's.
 func (s *session) slack() int64 {
 	if !s.expiryOnly {
 		return 0
 	}
-	return s.bound / 6
+	return s.timeout / 8
 }

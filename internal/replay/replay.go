@@ -22,6 +22,8 @@ type Checker struct {
 	creates map[string][]creation // nodes created, by lock path
 	gone    map[string][]int64    // when a create found its lock path missing, by path
 	states  map[string]struct{}
+	lates   []late  // steps later than the model takes them, until the pauses are known (timing.go)
+	pauses  []pause // processes stopped, as whoever stopped them recorded it
 	res     Result
 }
 
@@ -40,10 +42,19 @@ type Result struct {
 	ExpiryOnly, Overlaps  int
 	ReadHolds, LeaseHolds int
 	RecipeTurns           int
-	// Violations are the steps refused, at most one per file (a process's
-	// state after a refused step is not the model's), then those of the
-	// checks across processes; First is the earliest of all, on the merged
-	// clock.
+	// Paused counts steps later than the model takes them whose process
+	// was stopped (SIGSTOP) meanwhile, as whoever stopped it recorded
+	// (timing.go): excused.
+	Paused int
+	// Slowest is, for each timing rule (timing.go), the longest a step
+	// accepted took after the step the model takes it with.
+	Slowest [rules]time.Duration
+	// Violations are the steps refused, at most one per process (its state
+	// after a refused step is not the model's), the first step of each
+	// process later than the model takes it that no pause excuses (the
+	// process goes on: the model takes the step, only sooner), then those
+	// of the checks across processes; First is the earliest of all, on the
+	// merged clock.
 	Violations []*Violation
 }
 
@@ -55,6 +66,18 @@ func (r Result) First() *Violation {
 	return r.Violations[0]
 }
 
+// Timing words the slowest step accepted by each timing rule, or "" when
+// none was timed.
+func (r Result) Timing() string {
+	var parts []string
+	for i, d := range r.Slowest {
+		if d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %v", ruleNames[i], d.Round(time.Microsecond)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Outside words what the replay met that twotier.pml does not have, and
 // how it was checked, or "" when nothing.
 func (r Result) Outside() string {
@@ -62,6 +85,9 @@ func (r Result) Outside() string {
 	if r.ExpiryOnly > 0 {
 		parts = append(parts, fmt.Sprintf("%d expiry-only session(s), replayed by that policy's rendering, "+
 			"%d grant(s) within its T/8 overlap", r.ExpiryOnly, r.Overlaps))
+	}
+	if r.Paused > 0 {
+		parts = append(parts, fmt.Sprintf("%d step(s) late only by a stop of their process (SIGSTOP), excused", r.Paused))
 	}
 	if r.ReadHolds+r.LeaseHolds+r.RecipeTurns > 0 {
 		parts = append(parts, fmt.Sprintf("%d read and %d lease hold(s), %d turn(s) of read or lease nodes "+
@@ -93,6 +119,7 @@ func (c *Checker) openSpan(s *session, path string, st trace.Step) *span {
 	sp := &span{start: s.global(st.T), end: math.MaxInt64, token: st.Zxid, owner: st.Owner, kind: recipeOf(st.Node),
 		slack: s.slack(), file: s.file, step: st}
 	c.spans[path] = append(c.spans[path], sp)
+	s.valid++
 	c.res.Holds++
 	switch sp.kind {
 	case reader:
@@ -115,8 +142,10 @@ func (c *Checker) ReplayFile(name string) error {
 
 // Replay replays the steps read from r, one JSON object a line, as the
 // trace named name. A step the model does not allow is recorded as a
-// violation (the rest of that process's steps are not judged); an error
-// is returned only when r cannot be read.
+// violation (the rest of that process's steps are not judged); a step it
+// allows but later than it takes it is kept until Result, which knows the
+// pauses of every file (timing.go). An error is returned only when r
+// cannot be read.
 func (c *Checker) Replay(name string, r io.Reader) error {
 	start := time.Now()
 	defer func() { c.res.Took += time.Since(start) }()
@@ -134,6 +163,10 @@ func (c *Checker) Replay(name string, r io.Reader) error {
 		}
 		if st.Wall != 0 {
 			wall = st.Wall
+		}
+		if st.Kind == trace.Pause { // the environment's step: another process stopped (timing.go)
+			c.pauses = append(c.pauses, pause{pid: st.N, from: wall + st.At, to: wall + st.Until})
+			continue
 		}
 		k := [2]int{st.Pid, st.Proc}
 		if st.Proc == 0 || dead[k] {
@@ -197,6 +230,7 @@ func (c *Checker) Result() Result {
 	start := time.Now()
 	r := c.res
 	r.Violations = append([]*Violation(nil), c.res.Violations...)
+	r.Violations = append(r.Violations, c.lateSteps(&r)...)
 	vs, within := c.across()
 	r.Violations = append(r.Violations, vs...)
 	r.Overlaps = within

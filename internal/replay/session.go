@@ -21,28 +21,35 @@ type session struct {
 	// expiryOnly is the session's loss policy (policy.go): holds survive
 	// disconnections. Not in twotier.pml.
 	expiryOnly bool
-	// deadline is the last renew's Until; bound its Until - At, the same
-	// for every renew of a session (B).
-	deadline, bound int64
-	proofs          []proof        // writes' and syncs' answers that may renew the lease
-	now             map[int64]int  // grant verdicts "now", by owner, not yet followed by their grant
-	sent            map[string]int // requests sent, not answered: the session's wire
-	dels            map[string]*del
-	owners          map[string]int64 // the session each node of ours was made in, until its delete is queued
-	taken           []string         // deletes taken (del_take) that no create has carried yet
-	sweep           map[string]bool  // prefixes of creates whose outcome was unknown or abandoned
-	locks           map[string][]*lock
-	epoch           int                    // lapses, disconnections and new sessions: what ends holds
-	owed            map[string]*trace.Step // held nodes whose loss a lapse or disconnection owes
-	last            int64                  // T of the last step
-	prev            trace.Kind             // the kind of the last step
-	touched         *lock                  // the lock the step under way concerns
-	run             string                 // the flush under way: its first delete
+	// deadline is the last renew's Until (checked against the bound the
+	// replay derives: bounds.go).
+	deadline int64
+	// What the server and the wire said (bounds.go): the session timeout
+	// granted to each session id, the latest granted, whether the writes
+	// are recorded (zklock.Connect's tap), their starts, and the send of
+	// the request whose answer is being applied.
+	server  map[int64]int64
+	timeout int64
+	tapped  bool
+	writes  []int64
+	sentAt  int64
+	proofs  []proof            // writes' and syncs' answers that may renew the lease
+	now     map[int64][]int64  // grant verdicts "now" by owner, when judged, not yet followed by their grant
+	sent    map[string][]int64 // requests sent, not answered, by key, when sent: the session's wire
+	valid   int                // holds of the session whose span is open (timing.go)
+	overdue int64              // the deadline a step was found late for (timing.go)
+	dels    map[string]*del
+	owners  map[string]int64 // the session each node of ours was made in, until its delete is queued
+	taken   []string         // deletes taken (del_take) that no create has carried yet
+	sweep   map[string]bool  // prefixes of creates whose outcome was unknown or abandoned
+	locks   map[string][]*lock
+	epoch   int                    // lapses, disconnections and new sessions: what ends holds
+	owed    map[string]*trace.Step // held nodes whose loss a lapse or disconnection owes
+	last    int64                  // T of the last step
+	prev    trace.Kind             // the kind of the last step
+	touched *lock                  // the lock the step under way concerns
+	run     string                 // the flush under way: its first delete
 }
-
-// proof is a successful write's or sync's answer, which a renew must
-// follow (Session.proved): its time and session.
-type proof struct{ t, sid int64 }
 
 // del is one of the session's deletes (the model's pend, stale, onwire
 // and bgdel, which a session keeps per node here: the code's queue holds
@@ -72,14 +79,16 @@ const (
 var delNames = [...]string{"pending", "taken", "flushed", "wire", "background"}
 
 func newSession(c *Checker, file string) *session {
-	return &session{c: c, file: file, now: map[int64]int{}, sent: map[string]int{}, dels: map[string]*del{}, owners: map[string]int64{},
-		sweep: map[string]bool{}, locks: map[string][]*lock{}, owed: map[string]*trace.Step{}, conn: true}
+	return &session{c: c, file: file, now: map[int64][]int64{}, sent: map[string][]int64{}, dels: map[string]*del{},
+		owners: map[string]int64{}, server: map[int64]int64{}, sweep: map[string]bool{}, locks: map[string][]*lock{},
+		owed: map[string]*trace.Step{}, conn: true}
 }
 
 // step applies one recorded step, or refuses it.
 func (s *session) step(st trace.Step) error {
 	s.last, s.touched = st.T, nil
 	defer func() { s.prev = st.Kind }()
+	s.onTime(st)
 	if err := s.follow(st); err != nil {
 		return err
 	}
@@ -128,6 +137,7 @@ func (s *session) sessionStep(st trace.Step) error {
 		// losehold(p)". A cut is invisible to the client, so the guard is
 		// the lease alone; a lapse while linked to the leader (a slow
 		// round trip) is left out of the model and only ends holds early.
+		s.lapseOnTime(st)
 		s.lease = false
 		s.endHolds(st)
 		return nil
@@ -135,6 +145,12 @@ func (s *session) sessionStep(st trace.Step) error {
 		return s.lose(st)
 	case trace.SessionOpen:
 		return s.open(st)
+	case trace.Handshake:
+		s.handshake(st)
+		return nil
+	case trace.Write:
+		s.wrote(st)
+		return nil
 	}
 	return refusef("a step of kind %q, which the model has no transition for", st.Kind)
 }
@@ -199,42 +215,6 @@ func (s *session) event(st trace.Step) error {
 	return nil
 }
 
-// renew is proved(q)'s or the sync's "lease[q] = 1", from the proof's
-// send time: the proof must be of the current session, sent no later
-// than its answer came, and the deadline its send time plus B.
-func (s *session) renew(st trace.Step) error {
-	// proved: "rc[q] < MAXN && zsid[q] == sid[q] && !expired[q] -> lease[q] = 1"
-	if st.Owner != s.sid {
-		return refusef("a renew by a proof of session %d while the session is %d (zsid[q] == sid[q])", st.Owner, s.sid)
-	}
-	// The earliest answer at or after the send time: a later one may be
-	// the only one a later renew can use (answers come in the order the
-	// session's requests were sent, renews in the order their goroutines
-	// get to run, which a flood of acquisitions on one session scrambles).
-	i := -1
-	for k, p := range s.proofs {
-		if p.sid == st.Owner && p.t >= st.At {
-			i = k
-			break
-		}
-	}
-	if i < 0 {
-		return refusef("a renew counted from %d, with no write's or sync's answer of the session at or after it: "+
-			"the lease counts from the proof's send, not its answer (proved(q))", st.At)
-	}
-	s.proofs = append(s.proofs[:i], s.proofs[i+1:]...)
-	if b := st.Until - st.At; s.bound == 0 {
-		s.bound = b
-	} else if b != s.bound {
-		return refusef("a renew to %d ns after its proof's send, where the session's others gave %d (B)", b, s.bound)
-	}
-	if s.lease && st.T > s.deadline {
-		s.expireSpans(s.deadline) // the deadline passed before this proof came
-	}
-	s.lease, s.deadline = true, st.Until
-	return nil
-}
-
 // expireSpans ends the validity of the session's holds at the lease's
 // deadline d, which passed unrenewed (a pause, say, that the lapse's timer
 // did not see in time).
@@ -256,7 +236,8 @@ func (s *session) verdict(st trace.Step) error {
 		case st.Owner != s.sid:
 			return refusef("granted a node of session %d in session %d (grantNow: zsid[p] == sid[p])", st.Owner, s.sid)
 		}
-		s.now[st.Owner]++
+		s.verdictOnTime(st)
+		s.now[st.Owner] = append(s.now[st.Owner], st.T)
 	case "gone":
 		if st.Owner == s.sid {
 			return refuse("a node found gone with its session, which is the current one (grantGone: zsid[p] != sid[p])")
@@ -268,9 +249,13 @@ func (s *session) verdict(st trace.Step) error {
 // lose is losehold's "hlost[q] = 1" for one hold, which only a lapse, a
 // disconnection or a new session may cause.
 func (s *session) lose(st trace.Step) error {
-	if _, ok := s.owed[st.Node]; !ok && !strings.Contains(st.Note, "closed") {
+	cause, ok := s.owed[st.Node]
+	if !ok && !strings.Contains(st.Note, "closed") {
 		return refusef("a loss (%s) told with no lapse, disconnection or new session since the hold began: "+
 			"losehold runs only in lapse(p) and disconnect(p)", st.Note)
+	}
+	if ok {
+		s.lossOnTime(st, cause)
 	}
 	delete(s.owed, st.Node)
 	s.all(func(l *lock) {

@@ -39,7 +39,8 @@ func (s *session) send(st trace.Step) error {
 		err = s.at(s.forGetW(st.Path)).getW()
 	}
 	if err == nil {
-		s.sent[key(st)]++
+		k := key(st)
+		s.sent[k] = append(s.sent[k], st.T)
 	}
 	return err
 }
@@ -51,11 +52,11 @@ func (s *session) answer(st trace.Step) error {
 	if st.Op == trace.OpMulti && isNode(st.Path) {
 		k = "MULTI " + st.Path
 	}
-	if s.sent[k] == 0 {
+	if len(s.sent[k]) == 0 {
 		return refusef("an answer to no %s request on the wire", st.Op)
 	}
-	s.sent[k]--
-	if s.sent[k] == 0 {
+	s.sentAt = s.sent[k][0] // a session's requests are answered in the order they were sent
+	if s.sent[k] = s.sent[k][1:]; len(s.sent[k]) == 0 {
 		delete(s.sent, k)
 	}
 	switch {
@@ -69,20 +70,6 @@ func (s *session) answer(st trace.Step) error {
 		s.proved(st) // the sync, or a guarded write: "lease[p] = 1" follows
 	}
 	return nil
-}
-
-// proved notes a successful write's or sync's answer, which a renew may
-// follow (Session.proved).
-func (s *session) proved(st trace.Step) {
-	// Proofs whose renew moved nothing are never followed by one: the
-	// oldest go. A flood of acquisitions on one session can answer
-	// hundreds of writes before the goroutine of one of them records its
-	// renew (a 10-minute stress -fault all run needed more than 256).
-	const keep = 4096
-	if len(s.proofs) == keep {
-		s.proofs = append(s.proofs[:0], s.proofs[1:]...)
-	}
-	s.proofs = append(s.proofs, proof{t: st.T, sid: st.Sid})
 }
 
 // delTake is takePending, "stale[p] = pend[p]": a pending delete taken by

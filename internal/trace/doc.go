@@ -99,7 +99,8 @@
 //     that succeeded"; its answer may be followed by a renew.
 //   - renew: "lease[p] = 1" by proved(p): At the proof's send time, Until
 //     the new deadline (the lease is "ahead" while T < Until), Owner the
-//     proof's session. A proof that moves nothing (an older session's, or
+//     proof's session; both the code's, which the replay checks against the
+//     bound it derives. A proof that moves nothing (an older session's, or
 //     one sent before the last) is not recorded.
 //   - lapse: "lapse(p)", the deadline passed; N holds ended with it (0: the
 //     lease lapsed with no hold, as the model's lapse may).
@@ -110,6 +111,23 @@
 //     ...): the client seeing disconnect(p); StateHasSession again, the
 //     reconnection, in the same session (same Sid) or a new one after
 //     expire(p) (a new Sid: "sid[p] = 1 - sid[p]; lease[p] = 0").
+//
+// What the server said and the wire did, which the model has no step for
+// and the replay derives the lease's bounds from (docs/replay.md):
+//
+//   - handshake: the server's answer to a connect request, Owner the
+//     session it granted, Timeout the session timeout it granted (ns):
+//     read from the answer's bytes by zklock's wire tap (Note "wire",
+//     zklock.Connect), or from go-zookeeper's connection once it has read
+//     them (Note "conn", zklock.NewSession, for each new session);
+//   - write: each write on a tapped connection (requests, pings, the
+//     connect request), At when it began, as the tap dates it, N its
+//     opcode. The tap's steps are recorded under the process of its
+//     connection (SessionOpened binds the two), also those it records
+//     before Connect returns;
+//   - pause: a process stopped (SIGSTOP) by this one, N its pid, from At
+//     to Until on this file's clock (stress's pause fault): the
+//     environment's step, which excuses the stopped process's lateness.
 //
 // Not in a client's trace: the leader's steps (apply, serve, expire, the
 // cut), which a replay infers from the answers (a create's answer names the

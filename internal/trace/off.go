@@ -89,8 +89,22 @@ func DelTaken(c *zk.Conn, path, node string) {}
 // DelFlushed records a pending delete taken by the flusher.
 func DelFlushed(c *zk.Conn, path, node string) {}
 
-// SessionOpened records a session made on c, with its loss policy.
-func SessionOpened(c *zk.Conn, expiryOnly bool) {}
+// SessionOpened records a session made on c, with its loss policy; wire
+// is the wire c was dialed through, or nil.
+func SessionOpened(c *zk.Conn, wire any, expiryOnly bool) {}
+
+// Wrote records a write to the connection of wire, begun at start.
+func Wrote(wire any, op int32, start time.Time) {}
+
+// Handshook records the server's connect response, read on wire.
+func Handshook(wire any, sid int64, timeoutMs int32) {}
+
+// ConnHandshook records the session and timeout the server granted, as
+// go-zookeeper read them.
+func ConnHandshook(c *zk.Conn, sid int64, d time.Duration) {}
+
+// Paused records that this process stopped process pid from from to to.
+func Paused(pid int, from, to time.Time) {}
 
 // DeletesSent records the flusher's multi of delete requests ops (the
 // *zk.DeleteRequest values it sends), naming every node.

@@ -74,6 +74,10 @@ func recordAll() {
 	trace.DelAdded(c, "/l", "/l/n")
 	trace.DelTaken(c, "/l", "/l/n")
 	trace.DelFlushed(c, "/l", "/l/n")
-	trace.SessionOpened(c, true)
+	trace.SessionOpened(c, c, true)
 	trace.DeletesSent(c, nil)
+	trace.Wrote(c, 1, time.Time{})
+	trace.Handshook(c, 1, 1)
+	trace.ConnHandshook(c, 1, time.Second)
+	trace.Paused(1, time.Time{}, time.Time{})
 }

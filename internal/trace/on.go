@@ -5,6 +5,7 @@ package trace
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -223,12 +224,53 @@ func DelFlushed(c *zk.Conn, path, node string) { rec(c, Step{Kind: DelFlush, Pat
 
 // SessionOpened records a session made on c, with its loss policy: the
 // first step of c, so that a replay knows the policy before any other.
-func SessionOpened(c *zk.Conn, expiryOnly bool) {
+// wire, unless nil (a nil pointer too), is the wire c was dialed through
+// (zklock's tap): its steps, recorded from the dial on, are c's.
+func SessionOpened(c *zk.Conn, wire any, expiryOnly bool) {
+	r := cur.Load()
+	if r == nil {
+		return
+	}
+	if v := reflect.ValueOf(wire); wire != nil && (v.Kind() != reflect.Pointer || !v.IsNil()) {
+		r.Bind(c, wire)
+	}
 	note := PolicyDefault
 	if expiryOnly {
 		note = PolicyExpiryOnly
 	}
-	rec(c, Step{Kind: SessionOpen, Note: note})
+	r.Record(c, Step{Kind: SessionOpen, Note: note})
+}
+
+// Wrote records a write to the connection of wire, begun at start (At):
+// a request with opcode op (a ping, a connect request: whatever the
+// client writes).
+func Wrote(wire any, op int32, start time.Time) {
+	if r := cur.Load(); r != nil {
+		r.RecordWire(wire, Step{Kind: Write, N: int(op), At: r.Since(start)})
+	}
+}
+
+// Handshook records the server's connect response, read on wire: the
+// session it granted and the session timeout, in ms (0 for none: the
+// session expired).
+func Handshook(wire any, sid int64, timeoutMs int32) {
+	if r := cur.Load(); r != nil {
+		r.RecordWire(wire, Step{Kind: Handshake, Owner: sid, Timeout: int64(timeoutMs) * int64(time.Millisecond),
+			Note: HandshakeWire})
+	}
+}
+
+// ConnHandshook records, for a connection whose bytes are not tapped
+// (zklock.NewSession), the session sid and the timeout d the server
+// granted, as go-zookeeper read them from its connect response.
+func ConnHandshook(c *zk.Conn, sid int64, d time.Duration) {
+	rec(c, Step{Kind: Handshake, Owner: sid, Timeout: int64(d), Note: HandshakeConn})
+}
+
+// Paused records that this process stopped process pid (SIGSTOP) no
+// earlier than from and let it go on (SIGCONT) no earlier than to.
+func Paused(pid int, from, to time.Time) {
+	rec(nil, Step{Kind: Pause, N: pid, At: since(from), Until: since(to)})
 }
 
 // DeletesSent records the flusher's multi of delete requests ops (the

@@ -60,8 +60,8 @@ func TestOnSessionAndBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trace.SessionOpened(nil, true)
-	trace.SessionOpened(nil, false)
+	trace.SessionOpened(nil, nil, true)
+	trace.SessionOpened(nil, nil, false)
 	trace.DeletesSent(nil, []any{&zk.DeleteRequest{Path: "/l/a1"}, &zk.DeleteRequest{Path: "/m/b2"}})
 	if err := trace.Stop(); err != nil {
 		t.Fatal(err)
@@ -81,5 +81,50 @@ func TestOnSessionAndBatch(t *testing.T) {
 	}
 	if s := steps[2]; s.Kind != trace.Send || s.Op != trace.OpMulti || s.Path != "/l/a1" || len(s.Nodes) != 2 || s.Nodes[1] != "/m/b2" {
 		t.Errorf("batch step %v", s)
+	}
+}
+
+// A wire's steps are its connection's process's, recorded before the
+// binding or after; a nil wire binds nothing; a pause step names the
+// process stopped.
+func TestOnWire(t *testing.T) {
+	dir := t.TempDir()
+	r, err := trace.Start(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, c1, c2 := new(int), &zk.Conn{}, &zk.Conn{}
+	start := time.Now()
+	trace.Wrote(w, 1, start) // the connect request, before Connect returned
+	trace.SessionOpened(c1, w, false)
+	trace.Handshook(w, 42, 2000)
+	trace.SessionOpened(c2, (*int)(nil), false)
+	trace.Paused(4321, start, time.Now())
+	if err := trace.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	steps, err := trace.ReadFile(trace.FileName(dir, r.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 5 {
+		t.Fatalf("%d steps: %v", len(steps), steps)
+	}
+	// What each step must be, its times aside (checked after).
+	want := []trace.Step{
+		{Kind: trace.Write, Proc: 1, N: 1},
+		{Kind: trace.SessionOpen, Proc: 1, Note: trace.PolicyDefault},
+		{Kind: trace.Handshake, Proc: 1, Owner: 42, Timeout: int64(2 * time.Second), Note: trace.HandshakeWire},
+		{Kind: trace.SessionOpen, Proc: 2, Note: trace.PolicyDefault},
+		{Kind: trace.Pause, N: 4321},
+	}
+	for i, s := range steps {
+		got := trace.Step{Kind: s.Kind, Proc: s.Proc, N: s.N, Owner: s.Owner, Timeout: s.Timeout, Note: s.Note}
+		if got.String() != want[i].String() {
+			t.Errorf("step %d: %v, want %v", i+1, s, want[i])
+		}
+	}
+	if w, p := steps[0], steps[4]; w.At <= 0 || w.At > w.T || p.At <= 0 || p.Until < p.At {
+		t.Errorf("times: write %v, pause %v", w, p)
 	}
 }

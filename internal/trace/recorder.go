@@ -31,15 +31,20 @@ type Recorder struct {
 	start time.Time
 	pid   int
 	seq   uint64
-	procs map[*zk.Conn]int
-	err   error
+	// procs numbers the processes of the model by what records their
+	// steps: a connection (*zk.Conn), or the wire it was dialed through
+	// (zklock's tap, bound to its connection by Bind).
+	procs  map[any]int
+	nprocs int
+	conns  map[any]*zk.Conn // a wire's connection, once bound
+	err    error
 }
 
 // NewRecorder returns a recorder writing to w.
 func NewRecorder(w io.Writer) *Recorder {
 	bw := bufio.NewWriter(w)
 	return &Recorder{w: bw, enc: json.NewEncoder(bw), start: time.Now(), pid: os.Getpid(),
-		procs: make(map[*zk.Conn]int)}
+		procs: make(map[any]int), conns: make(map[any]*zk.Conn)}
 }
 
 // Create returns a recorder writing to dir/trace-<pid>.jsonl, which it
@@ -65,6 +70,41 @@ func FileName(dir string, pid int) string {
 // Record completes s (sequence number, time, pid, and the process and
 // session of c when c is not nil) and writes it.
 func (r *Recorder) Record(c *zk.Conn, s Step) {
+	var key any
+	if c != nil {
+		key = c
+	}
+	r.record(key, c, s)
+}
+
+// RecordWire completes s as Record does, for a step of the wire w (a
+// connection's tap): its process is the connection's w is bound to
+// (Bind), or, before that, one of its own that the binding gives the
+// connection.
+func (r *Recorder) RecordWire(w any, s Step) { r.record(w, nil, s) }
+
+// Bind makes the steps of wire w and of connection c one process's: c's
+// steps go under the number w's steps were given, if any, and w's under
+// c's from now on.
+func (r *Recorder) Bind(c *zk.Conn, w any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pc, okc := r.procs[c]
+	pw, okw := r.procs[w]
+	switch {
+	case okc && okw:
+	case okw:
+		r.procs[c] = pw
+	case okc:
+		r.procs[w] = pc
+	default:
+		r.nprocs++
+		r.procs[c], r.procs[w] = r.nprocs, r.nprocs
+	}
+	r.conns[w] = c
+}
+
+func (r *Recorder) record(key any, c *zk.Conn, s Step) {
 	now := time.Now()
 	var sid int64
 	if c != nil {
@@ -75,16 +115,20 @@ func (r *Recorder) Record(c *zk.Conn, s Step) {
 	if r.err != nil {
 		return
 	}
+	if bc := r.conns[key]; c == nil && key != nil && bc != nil {
+		sid = bc.SessionID() // a wire's step: its connection's session (atomic)
+	}
 	r.seq++
 	s.Seq, s.T, s.Pid = r.seq, now.Sub(r.start).Nanoseconds(), r.pid
 	if r.seq == 1 {
 		s.Wall = r.start.UnixNano() // the clock's origin, for merging the files of several processes
 	}
-	if c != nil {
-		p, ok := r.procs[c]
+	if key != nil {
+		p, ok := r.procs[key]
 		if !ok {
-			p = len(r.procs) + 1
-			r.procs[c] = p
+			r.nprocs++
+			p = r.nprocs
+			r.procs[key] = p
 		}
 		s.Proc, s.Sid = p, sid
 	}

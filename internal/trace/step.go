@@ -51,12 +51,27 @@ const (
 	// once, before any other step of its connection; Note its loss policy
 	// (PolicyDefault, PolicyExpiryOnly).
 	SessionOpen
+	// Write: a request (or a ping, a connect request) written to the
+	// session's connection, recorded at the wire: At when the write began,
+	// N its opcode. Not a step of the model: what the replay dates proofs
+	// by.
+	Write
+	// Handshake: the server's answer to a connect request: Owner the
+	// session it granted, Timeout the session timeout it granted (ns).
+	// Not a step of the model: what the replay derives the lease's bound
+	// from.
+	Handshake
+	// Pause: this process stopped process N (SIGSTOP) at At and let it go
+	// on (SIGCONT) at Until, on this file's clock: a step of the
+	// environment, outside the model, which excuses the stopped process's
+	// lateness.
+	Pause
 	kindCount
 )
 
 var kindNames = [kindCount]string{"", "gate_enter", "handoff", "gate_pass", "gate_leave",
 	"send", "answer", "turn", "event", "renew", "lapse", "grant", "lose", "release",
-	"del_add", "del_take", "del_flush", "session"}
+	"del_add", "del_take", "del_flush", "session", "write", "handshake", "pause"}
 
 // String returns the kind's name, as the trace file spells it.
 func (k Kind) String() string {
@@ -115,11 +130,13 @@ type Step struct {
 	Pzxid int64  `json:"pzxid,omitempty"`
 	N     int    `json:"n,omitempty"`     // listing: children; turn: our index (-1 gone); lapse: holds ended
 	Owner int64  `json:"owner,omitempty"` // the session that owns Node (grant, renew: the proof's)
-	At    int64  `json:"at,omitempty"`    // renew: the proof's send time; event: the state
-	Until int64  `json:"until,omitempty"` // renew: the new deadline (ns, same clock as T)
-	Retry bool   `json:"retry,omitempty"` // a deleteGuaranteed attempt (the model's bgdel)
-	Wait  bool   `json:"wait,omitempty"`  // gate_enter: a waiting acquisition (not a try)
-	Note  string `json:"note,omitempty"`  // event type, state, verdict, loss cause, session policy
+	At    int64  `json:"at,omitempty"`    // renew: the proof's send time; event: the state; pause: the stop
+	Until int64  `json:"until,omitempty"` // renew: the new deadline (ns, same clock as T); pause: the end
+	// Timeout is the session timeout the server granted (handshake, ns).
+	Timeout int64  `json:"timeout,omitempty"`
+	Retry   bool   `json:"retry,omitempty"` // a deleteGuaranteed attempt (the model's bgdel)
+	Wait    bool   `json:"wait,omitempty"`  // gate_enter: a waiting acquisition (not a try)
+	Note    string `json:"note,omitempty"`  // event type, state, verdict, loss cause, session policy
 	// Nodes are the nodes a multi of the session's writer deletes (send
 	// MULTI), Creates the prefixes of the nodes it creates, Txns the hold
 	// nodes its guarded transactions check, each in the order of its ops;
@@ -130,6 +147,16 @@ type Step struct {
 	Creates []string `json:"creates,omitempty"`
 	Txns    []string `json:"txns,omitempty"`
 }
+
+// Where a handshake step read the server's answer.
+const (
+	// HandshakeWire: from the connect response's bytes, by the wire tap
+	// (zklock.Connect): the session also records every write.
+	HandshakeWire = "wire"
+	// HandshakeConn: from go-zookeeper's connection once it had read the
+	// response (zklock.NewSession): no write is recorded.
+	HandshakeConn = "conn"
+)
 
 // The loss policies a session step names (zklock.WithLossOnExpiryOnly).
 const (

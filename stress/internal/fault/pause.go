@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tierlock/tierlock/internal/exclusion"
+	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/stress/internal/proto"
 )
 
@@ -50,6 +51,7 @@ func (fr *injector) pause(ev *Event) {
 	}
 	d := fr.s.SessionTimeout + time.Second + time.Duration(fr.rng.IntN(1000))*time.Millisecond
 	ev.start = exclusion.Now()
+	from := time.Now() // no step of the worker's after this is late by the pause
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		ev.Failure = fmt.Sprintf("SIGSTOP: %v", err)
 		if holding != nil {
@@ -67,6 +69,7 @@ func (fr *injector) pause(ev *Event) {
 	stop := exclusion.Now()
 	fr.stayStopped(d, holding)
 	contAt := exclusion.Now() // it is still stopped: nothing of it enters before
+	trace.Paused(pid, from, time.Now())
 	cont()
 	ev.healed = exclusion.Now()
 	ev.ref = ev.healed

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tierlock/tierlock/internal/trace"
 )
 
 // tappedConn is a connection of the session's go-zookeeper client, dialed
@@ -19,8 +21,8 @@ type tappedConn struct {
 	// response: length, protocol version, timeout (ms), session id,
 	// password. go-zookeeper's connecting goroutine reads them, in exactly
 	// two reads (the length, then the rest), before any other reader
-	// exists; hdr collects the first 12 bytes.
-	hdr      [12]byte
+	// exists; hdr collects the first 20 bytes.
+	hdr      [20]byte
 	nread    int       // bytes of the connect response read so far
 	respLen  int       // its total length, once known
 	shookAt  time.Time // when the connect response was read in full
@@ -168,6 +170,10 @@ func (c *tappedConn) readHandshake(b []byte) {
 			c.tap.timeoutMs.Store(ms)
 		}
 	}
+	if c.nread >= 20 && c.nread-n < 20 {
+		// The server's own words, for the replay's bounds (docs/replay.md).
+		trace.Handshook(c.tap, int64(binary.BigEndian.Uint64(c.hdr[12:20])), int32(binary.BigEndian.Uint32(c.hdr[8:12])))
+	}
 	if c.respLen > 0 && c.nread >= c.respLen {
 		c.shookAt = time.Now()
 	}
@@ -205,7 +211,9 @@ func (c *tappedConn) Write(b []byte) (int, error) {
 			return 0, err
 		}
 	}
-	c.tap.began(time.Now())
+	start := time.Now()
+	c.tap.began(start)
+	trace.Wrote(c.tap, opcode(b), start) // the start the tap dates proofs by: the replay dates them too
 	// Counted before the bytes go out, so that whoever has the reply sees
 	// its request counted: go-zookeeper's receive loop may read the reply
 	// before this Write returns.

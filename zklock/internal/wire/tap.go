@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tierlock/tierlock/internal/mutant"
 )
 
 // Tap observes the bytes go-zookeeper writes to its connection, for two
@@ -186,7 +188,7 @@ func (t *Tap) FirstWriteAfter(mark int64) (at, prev time.Time, ok bool) {
 		return time.Time{}, time.Time{}, false
 	}
 	at = time.Unix(0, t.ring[w%RingSize])
-	if mark > 0 {
+	if mark > 0 && !mutant.On(mutant.SendUncapped) { // seeded bug: no previous write, so no cap
 		prev = time.Unix(0, t.ring[mark%RingSize])
 	}
 	return at, prev, true

@@ -39,6 +39,9 @@ func main() {
 	}
 	r := c.Result()
 	fmt.Printf("%d traces, %d steps, %d holds, %d states, %v\n", r.Traces, r.Steps, r.Holds, r.States, r.Took.Round(1e6))
+	if tm := r.Timing(); tm != "" {
+		fmt.Println("slowest steps after the model's (timing.go):", tm)
+	}
 	if o := r.Outside(); o != "" {
 		fmt.Println("outside twotier.pml:", o)
 	}

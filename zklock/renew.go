@@ -1,0 +1,159 @@
+package zklock
+
+import (
+	"time"
+
+	"github.com/tierlock/tierlock/internal/closed"
+	"github.com/tierlock/tierlock/internal/trace"
+	"github.com/tierlock/tierlock/zklock/internal/wire"
+)
+
+// The lease's renewer (lease.go has the argument): the syncs that prove the
+// session while a lock has a node and no write proved it for a period
+// (renew, refresh), and the one that goes ahead of the first write after
+// a quiet spell (lead).
+
+// wake asks the renewer to look at the session again.
+func (le *lease) wake() {
+	select {
+	case le.kick <- struct{}{}:
+	default:
+	}
+}
+
+// refresh returns a channel closed once a sync sent no earlier than now
+// has completed (successfully or not), sending one unless one is already
+// in flight (refreshWritten, which also says when that sync is written). A sync already in flight was sent earlier, which is as good for
+// the lease (the deadline only moves forward) except that it may be slow:
+// callers that wait on it and still find the lease stale call refresh
+// again. The sync is not counted in the session's requests in flight
+// (send.go): it must not wait behind the requests it is to vouch for.
+func (le *lease) refresh() <-chan struct{} {
+	done, _ := le.refreshWritten()
+	return done
+}
+
+// refreshWritten is refresh, and also returns a channel closed once the
+// sync is written (nil under NewSession, where that is not seen).
+func (le *lease) refreshWritten() (done, written <-chan struct{}) {
+	s := le.s
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	if le.inflight != nil {
+		return le.inflight, le.written
+	}
+	if s.st.closed {
+		return closed.Chan, closed.Chan
+	}
+	fin := make(chan struct{})
+	le.inflight, le.written = fin, nil
+	le.syncAt = time.Now()
+	var w *wire.Waiter
+	if s.tap != nil {
+		w = s.tap.Expect(syncKey, wire.OpSync)
+		le.written = w.Sent()
+	}
+	s.goBackground(func() {
+		if w != nil {
+			defer s.tap.Forget(syncKey, w)
+		}
+		p := s.newProof()
+		trace.Sent(s.conn, trace.OpSync, syncKey)
+		_, err := s.conn.Sync(syncKey)
+		trace.Answered(s.conn, trace.OpSync, syncKey, "", err)
+		if err == nil {
+			s.proved(p)
+		} else {
+			s.log.Debug("session not confirmed", "err", err)
+		}
+		s.st.mu.Lock()
+		le.inflight, le.written = nil, nil
+		s.st.mu.Unlock()
+		close(fin)
+	})
+	return fin, le.written
+}
+
+// syncKey is the path the lease's syncs name.
+const syncKey = "/"
+
+// lead makes a write about to be sent follow another within the lease's
+// period, so that its proof is counted from its own send. A proof's send
+// time is capped at the previous write's start plus the period (see the
+// argument above): after a quiet spell, in which the session wrote only
+// go-zookeeper's pings (every T/3), the cap falls before the real send,
+// and a proof answered within B of its send would still renew nothing,
+// making the grant behind it wait for a sync. So after such a spell the
+// lease's sync goes first (the one the renewer would send as the session
+// becomes active, not one more), and the caller waits only until it is
+// written, not for its answer. Without the tap the send time is the
+// queueing and is never capped: nothing to do.
+func (s *Session) lead() {
+	if s.tap == nil || s.cfg.noPipelining || time.Since(s.tap.LastWrite()) < s.st.lease.period() {
+		return
+	}
+	done, written := s.st.lease.refreshWritten()
+	select {
+	case <-written:
+	case <-done: // failed unwritten (the connection closed under it)
+	case <-s.life.ctx.Done():
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// renew keeps the lease fresh while any lock of the session has a node: it
+// sends a sync when no proof came for a period.
+func (le *lease) renew() {
+	s := le.s
+	// One timer for the renewer's life, reset at each look (since Go 1.23
+	// a Reset timer delivers no value from before the Reset).
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for !s.isClosed() {
+		s.st.mu.Lock()
+		active := len(s.st.holds) > 0 || s.st.waiting > 0
+		// A sync is due a period after the latest proof, or the latest
+		// sync, was queued: timed from the queueing, so that a backlog
+		// that delays every write by more than a period still leaves the
+		// syncs back to back (a delay up to the lease's bound is then
+		// tolerated), and a sync that fails is sent again a period later.
+		due := time.Until(later(le.proofAt, le.syncAt).Add(le.period()))
+		s.st.mu.Unlock()
+		changed := s.stateChanged()
+		switch {
+		case active && s.State() != StateConnected:
+			// No sync while the connection is down: go-zookeeper would send
+			// it first thing on the next connection, racing (in its own code)
+			// with the re-arming of watches; the lease lapses meanwhile, as
+			// it must.
+			le.idle(changed, nil)
+		case active && due > 0:
+			t.Reset(due)
+			le.idle(changed, t.C)
+		case active:
+			select {
+			case <-le.refresh():
+			case <-s.life.ctx.Done():
+			}
+		default:
+			le.idle(changed, nil)
+		}
+	}
+}
+
+// idle waits for the renewer's next look: a state change, a kick (a lock
+// queued), the timer wake (nil: none), or the session's end.
+func (le *lease) idle(changed <-chan struct{}, wake <-chan time.Time) {
+	select {
+	case <-wake:
+	case <-changed:
+	case <-le.kick:
+	case <-le.s.life.ctx.Done():
+	}
+}
