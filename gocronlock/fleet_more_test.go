@@ -222,3 +222,51 @@ func TestFleetElectorZkSh(t *testing.T) {
 		})
 	}
 }
+
+// TestFleetOutsideEnvelope (issue 39, item 2): a fleet outside what the
+// rule needs hears of it from the Locker within a few ticks: duration
+// jobs without a start time on replicas started 300 ms apart (their
+// phases 0, 300 and 600 ms: ticks run more than once), and a replica
+// whose window differs (1,500 ms against 500).
+func TestFleetOutsideEnvelope(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fleet test: -short")
+	}
+	sideBySide(t)
+	for _, c := range []struct {
+		name    string
+		offsets []time.Duration
+		argsFor func(int) []string
+		want    string
+	}{
+		{"no start time", []time.Duration{0, 300 * time.Millisecond, 600 * time.Millisecond},
+			func(int) []string { return []string{"-no-start"} }, "the job runs more than once per tick"},
+		{"windows differ", fleetOffsets, func(i int) []string {
+			if i == 0 {
+				return []string{"-window", "1500ms"}
+			}
+			return nil
+		}, "the fleet's windows differ"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sideBySide(t)
+			const d = 8 * time.Second
+			f := startFleetAt(t, zktest.Servers(t), c.offsets, c.argsFor, fleet.ModeLocker, d, fleetJobs)
+			var heard time.Time
+			zktest.Eventually(t, time.Until(f.start)+d, "the Locker's warning: "+c.want, func() bool {
+				for _, in := range f.instances {
+					if strings.Contains(in.logs.String(), c.want) {
+						heard = time.Now()
+						return true
+					}
+				}
+				return false
+			})
+			t.Logf("%s: warned %v after the first tick", c.name, heard.Sub(f.start).Round(100*time.Millisecond))
+			if heard.Sub(f.start) > 5*fleetPeriod {
+				t.Errorf("warned %v after the first tick, want within 5 ticks", heard.Sub(f.start))
+			}
+			f.wait(t, time.Until(f.start)+d+40*time.Second, nil)
+		})
+	}
+}

@@ -31,6 +31,7 @@ const (
 type instance struct {
 	name string
 	proc *child.Proc
+	logs zktest.SyncBuffer // its stderr
 }
 
 // fleetRun is a fleet of instances and the records they write, gathered
@@ -54,20 +55,32 @@ func startFleet(t *testing.T, mode string, duration time.Duration, extra ...stri
 // startFleetOn is startFleet with the servers and the number of jobs.
 func startFleetOn(t *testing.T, servers []string, mode string, duration time.Duration, jobs int, extra ...string) *fleetRun {
 	t.Helper()
+	return startFleetAt(t, servers, fleetOffsets, nil, mode, duration, jobs, extra...)
+}
+
+// startFleetAt is startFleetOn with the instances' offsets and, if
+// argsFor is not nil, flags of the i-th instance's own; each instance's
+// stderr (its logs) is kept in the instance.
+func startFleetAt(t *testing.T, servers []string, offsets []time.Duration, argsFor func(i int) []string, mode string, duration time.Duration, jobs int, extra ...string) *fleetRun {
+	t.Helper()
 	root := zktest.Path(t)
 	f := &fleetRun{root: root, start: time.Now().Truncate(time.Second).Add(3 * time.Second)}
-	for i, off := range fleetOffsets {
+	for i, off := range offsets {
 		name := fmt.Sprintf("node-%d", i)
 		args := append([]string{
 			"-zk", strings.Join(servers, ","), "-name", name, "-mode", mode, "-root", root,
 			"-jobs", fmt.Sprint(jobs), "-period", fleetPeriod.String(), "-offset", off.String(),
 			"-start", fmt.Sprint(f.start.UnixMilli()), "-duration", duration.String(),
 		}, extra...)
-		p, err := child.Start(child.Spec{Role: fleetRole, Task: args, Args: []string{"-test.run=^$"}})
+		if argsFor != nil {
+			args = append(args, argsFor(i)...)
+		}
+		in := &instance{name: name}
+		p, err := child.Start(child.Spec{Role: fleetRole, Task: args, Args: []string{"-test.run=^$"}, Stderr: &in.logs})
 		if err != nil {
 			t.Fatal(err)
 		}
-		in := &instance{name: name, proc: p}
+		in.proc = p
 		f.instances = append(f.instances, in)
 		t.Cleanup(p.Kill)
 		f.readers.Go(func() { f.read(t, in) })

@@ -40,6 +40,7 @@ type config struct {
 	workMin, workMax         time.Duration
 	start                    time.Time
 	spread                   bool
+	noStart                  bool
 }
 
 func parse(args []string, stderr io.Writer) (config, error) {
@@ -60,6 +61,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.workMin, "work-min", time.Millisecond, "shortest job")
 	fs.DurationVar(&c.workMax, "work-max", 50*time.Millisecond, "longest job")
 	fs.BoolVar(&c.spread, "spread", false, "spread the runs over the fleet (gocronlock.WithSpread)")
+	fs.BoolVar(&c.noStart, "no-start", false, "duration jobs without a start time: the scheduler starts at start+offset, each job's phase its own")
 	fs.Int64Var(&startMs, "start", 0, "common start, Unix ms: tick 0 of every job (default: the next whole second)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -137,13 +139,20 @@ func run(ctx context.Context, c config, rec *recorder) error {
 			fired := rec.fired(job)
 			rec.run(job, tickOf(fired, first, c.period), fired, c.work())
 		})
-		if _, err := sched.NewJob(gocron.DurationJob(c.period), task, gocron.WithName(job),
-			gocron.WithStartAt(gocron.WithStartDateTime(first))); err != nil {
+		opts := []gocron.JobOption{gocron.WithName(job), gocron.WithStartAt(gocron.WithStartDateTime(first))}
+		if c.noStart {
+			opts = opts[:1]
+		}
+		if _, err := sched.NewJob(gocron.DurationJob(c.period), task, opts...); err != nil {
 			_ = sched.Shutdown()
 			return err
 		}
 	}
 	rec.ready()
+	if c.noStart {
+		// A replica started at its own moment: its jobs tick from there.
+		time.Sleep(time.Until(first.Add(-c.period)))
+	}
 	sched.Start()
 	end := time.NewTimer(time.Until(c.start.Add(c.duration)))
 	defer end.Stop()
