@@ -1,5 +1,5 @@
 // Package model runs the spin models of tierlock's protocol (admission.pml,
-// twotier.pml, rwlock.pml, deletes.pml) and their mutants; see README.md in
+// twotier.pml, rwlock.pml, writes.pml) and their mutants; see README.md in
 // this directory.
 package model
 
@@ -127,40 +127,52 @@ var checks = []check{
 	{name: "admission/mutant_fast_ignores_queue", model: "admission.pml", defines: []string{"-DMUTANT_FAST_IGNORES_QUEUE"},
 		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true},
 
-	// Model 5, a session's pending deletes and its bound on requests in
-	// flight (deletes.pml; zklock/deletes.go, create.go, send.go): locks on
-	// two paths and a reader sharing a bound of 2 places (4 in the _size4
-	// runs: both creates in flight at once), the flusher exempt from it,
-	// the server applying the session's requests in order, answers as late
-	// as the environment likes. Safety: one node per path at the server,
-	// and no released node's delete held by a create waiting for admission;
-	// liveness: every released node is deleted at the server, under weak
-	// fairness, even if no answer ever comes.
-	{name: "deletes/safety", model: "deletes.pml", ccFlags: quickSafety, panFlags: []string{"-m1000000"},
-		mustReach: []string{"nodes[0]<=1", "stale = (1<<me)", "stale = (1<<(1-me))", "dtaker[0] = 3",
-			"batch = (batch|2)", "dstate[me]!=2"}},
-	{name: "deletes/liveness", model: "deletes.pml", ccFlags: append([]string{quick}, liveness...),
-		panFlags: []string{"-a", "-f", "-m1000000"}},
-	{name: "deletes/safety_size4", model: "deletes.pml", defines: []string{"-DSIZE=4"}, ccFlags: quickSafety,
-		panFlags: []string{"-m1000000"}, mustReach: []string{"nodes[0]<=1", "dstate[me]!=2"}},
-	{name: "deletes/liveness_size4", model: "deletes.pml", defines: []string{"-DSIZE=4"},
-		ccFlags: append([]string{quick}, liveness...), panFlags: []string{"-a", "-f", "-m1000000"}},
-	// The code before the fix: enqueue takes the path's pending delete,
-	// then waits for admission. The monitor sees the taken delete behind
-	// the admission queue...
-	{name: "deletes/mutant_take_before_admission", model: "deletes.pml", defines: []string{"-DMUTANT_TAKE_BEFORE_ADMISSION"},
-		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true, violates: "queued[dtaker[0]]"},
-	// ...and, with assertions off (-A) and end states not checked (-E), so
-	// that an acceptance cycle is the only error pan can report, the
-	// liveness claim: the released node stays while the bound's occupants
-	// are not answered.
-	{name: "deletes/mutant_take_before_admission_liveness", model: "deletes.pml", defines: []string{"-DMUTANT_TAKE_BEFORE_ADMISSION"},
-		ccFlags: append([]string{quick}, liveness...), panFlags: []string{"-a", "-f", "-A", "-E", "-m1000000"}, mutant: true},
-	// The fixed order without the wait for a delete already taken (by the
-	// flusher, or another path's create) and not yet on the wire: the
-	// create overtakes it, two nodes on the path.
-	{name: "deletes/mutant_no_wait_sent", model: "deletes.pml", defines: []string{"-DMUTANT_NO_WAIT_SENT"},
-		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true, violates: "(nodes[0]<=1)"},
+	// Model 5, the session's write path (writes.pml; zklock/writes.go,
+	// writer.go): two locks on two paths looping release -> acquire
+	// (admission under a bound of 4 places shared with a reader, the create
+	// queued, withdrawn if ctx ends while it is queued; guarded
+	// transactions), the writer (batches of whole writes from the head, at
+	// most 3 ops, one in flight; a queue of deletes lingers until its
+	// timer), the server (a batch applied op by op, or refused whole at its
+	// first failing op: a released node deleted by an operator, a removed
+	// parent, a stale check), answers in order as late as the environment
+	// likes. Safety: (a) one node per path, (b) a write fails only for its
+	// own op, (d) no stranded write, no invalid end state; liveness (c):
+	// every released node deleted, every queued write answered.
+	{name: "writes/safety", model: "writes.pml", ccFlags: quickSafety, panFlags: []string{"-m1000000"},
+		mustReach: []string{"nodes[l]<=1", "0||(w==refop)", "nc = (nc+1)", "parent[me] = 1", "armed = 0",
+			"cover: a batch bounded", "cover: two paths' creates", "cover: a create with the other path's delete",
+			"cover: a create refused", "cover: a delete refused", "cover: a transaction refused",
+			"cover: a create put back", "cover: a transaction put back", "cover: a delete put back",
+			"cover: foldWait over"}},
+	// The liveness search visits 6 M states: pan.c compiled with -O2.
+	{name: "writes/liveness", model: "writes.pml", ccFlags: liveness, panFlags: []string{"-a", "-f", "-m1000000"}},
+	// The code's seeded bug create-before-delete (takeLocked/createsAhead):
+	// a create applied while its path's released node is there.
+	{name: "writes/mutant_create_before_delete", model: "writes.pml", defines: []string{"-DMUTANT_CREATE_BEFORE_DELETE"},
+		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true, violates: "nodes[l]<=1"},
+	// failOne failing every write of a refused batch: a create fails
+	// although its op did not.
+	{name: "writes/mutant_fail_whole_batch", model: "writes.pml", defines: []string{"-DMUTANT_FAIL_WHOLE_BATCH"},
+		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true, violates: "w==refop"},
+	// run returning on a nil batch without startLocked: a delete queued
+	// while a batch was out lingers with no timer armed. The monitor (d)
+	// sees the stranded queue...
+	{name: "writes/mutant_no_rearm", model: "writes.pml", defines: []string{"-DMUTANT_NO_REARM"},
+		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true, violates: "!(wactive)"},
+	// ...and, with assertions off (-A), so that an acceptance cycle is the
+	// only error pan can report, the liveness claim (c): the released node
+	// is never deleted.
+	{name: "writes/mutant_no_rearm_liveness", model: "writes.pml", defines: []string{"-DMUTANT_NO_REARM"},
+		ccFlags: append([]string{quick}, liveness...), panFlags: []string{"-a", "-f", "-A", "-m1000000"}, mutant: true},
+	// run as the code at 9aebee3 (writer.go) has it: `_ =
+	// q.startLocked(false)` ignores the answer; when foldWait ends between takeLocked's and startLocked's
+	// reads of the clock, running is set and no goroutine runs, and every
+	// later write is stranded: (d), and (c) with -A.
+	{name: "writes/stranded", model: "writes.pml", defines: []string{"-DSTRANDED"},
+		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true, violates: "!(wactive)"},
+	{name: "writes/stranded_liveness", model: "writes.pml", defines: []string{"-DSTRANDED"},
+		ccFlags: append([]string{quick}, liveness...), panFlags: []string{"-a", "-f", "-A", "-m1000000"}, mutant: true},
 }
 
 func TestModels(t *testing.T) {

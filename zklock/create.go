@@ -178,27 +178,28 @@ func newGUID() string {
 	return string(s[:])
 }
 
-// abandon cleans up after a create that ctx gave up on once it was sent:
-// once the writer has its answer, whatever it created is deleted, and when
-// its outcome is unknown the queue is searched for our GUID until we know.
+// abandon cleans up after a create that ctx gave up on once the writer
+// took it: whatever it made is deleted, and when its outcome is unknown
+// the queue is searched for our GUID until we know. The writer does it as
+// it settles the create, putting the delete at the head of its queue, so
+// that no later create of ours on the path goes out first; when it has
+// settled it already, the delete is queued here, before our caller can
+// queue another create.
 func (l *Lock) abandon(w *write, prefix string) {
 	s := l.s
 	guid := prefix[len(l.path)+1+len(protectedPrefix):][:36]
-	s.goBackground(func() {
-		select {
-		case <-w.done:
-		case <-s.life.hardStop:
-			return
-		}
-		switch {
-		case w.err == nil:
-			s.deleteGuaranteed(w.node(), w.sid)
-		case refusal(w.err):
-			// the server refused it: nothing was created
-		default:
-			l.sweep(guid)
-		}
-	})
+	sweep := func() { l.sweepInBackground(guid) }
+	if s.writes.abandon(w, sweep) {
+		return
+	}
+	switch {
+	case w.err == nil:
+		s.writes.delete(l.path, w.node(), w.sid)
+	case refusal(w.err) || errors.Is(w.err, errWithdrawn):
+		// nothing was created
+	default:
+		sweep()
+	}
 }
 
 // sweep searches the queue for the node carrying guid, a create of

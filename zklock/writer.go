@@ -34,8 +34,16 @@ func (q *writeQueue) run() {
 		batch := q.takeLocked()
 		if batch == nil {
 			q.running = false
-			_ = q.startLocked(false) // arms the timer for lingering deletes
+			// Arms the timer for lingering deletes, or, when their foldWait
+			// ran out since takeLocked looked, says that the queue must be
+			// sent now: running is set again, and this goroutine goes on
+			// (returning would leave the session with no writer for good:
+			// model/writes.pml, MUTANT_NO_REARM).
+			again := q.startLocked(false)
 			q.mu.Unlock()
+			if again {
+				continue
+			}
 			return
 		}
 		q.mu.Unlock()
@@ -135,11 +143,12 @@ func (q *writeQueue) settle(batch []*write, res []zk.MultiResponse, err error, s
 	for _, w := range batch {
 		nops += len(w.ops)
 	}
+	var again []*write
 	switch {
 	case len(res) != nops:
 		// No answer per op: the outcome of each is unknown.
 		for _, w := range batch {
-			q.end(w, nil, err, 0, rtt)
+			again = q.end(w, nil, err, 0, rtt, again)
 		}
 	case err == nil:
 		sid := answeredIn
@@ -148,62 +157,95 @@ func (q *writeQueue) settle(batch []*write, res []zk.MultiResponse, err error, s
 		}
 		off := 0
 		for _, w := range batch {
-			q.end(w, res[off:off+len(w.ops)], nil, sid, rtt)
+			again = q.end(w, res[off:off+len(w.ops)], nil, sid, rtt, again)
 			off += len(w.ops)
 		}
 	default:
-		q.failOne(batch, res, err, answeredIn, rtt)
+		again = q.failOne(batch, res, err, answeredIn, rtt)
 	}
+	q.requeue(again)
 }
 
 // failOne settles a batch the server refused: the write of the first
-// failing op fails alone; the others were not applied, and go again.
-func (q *writeQueue) failOne(batch []*write, res []zk.MultiResponse, err error, sid int64, rtt time.Duration) {
+// failing op fails alone; the others were not applied, and go again (the
+// writes it returns).
+func (q *writeQueue) failOne(batch []*write, res []zk.MultiResponse, err error, sid int64, rtt time.Duration) []*write {
 	i := 0
 	for i < len(res) && res[i].Error == nil {
 		i++
 	}
+	if i == len(res) { // an error with no failing op: not an answer we know
+		var again []*write
+		for _, w := range batch {
+			again = q.end(w, nil, err, 0, rtt, again)
+		}
+		return again
+	}
 	off := 0
 	var again []*write
 	for _, w := range batch {
-		mine := i >= off && i < off+len(w.ops)
-		if mine {
-			q.end(w, res[off:off+len(w.ops)], res[i].Error, sid, rtt)
+		if i >= off && i < off+len(w.ops) {
+			again = q.end(w, res[off:off+len(w.ops)], res[i].Error, sid, rtt, again)
 		} else {
 			again = append(again, w)
 		}
 		off += len(w.ops)
 	}
-	if i == len(res) { // an error with no failing op: not an answer we know
-		for _, w := range again {
-			q.end(w, nil, err, 0, rtt)
-		}
-		return
-	}
-	q.requeue(again)
+	return again
 }
 
 // end settles w: res are its ops' results (nil when unknown), err its
 // error, sid the session that answered it (0: unknown, or changed since
-// it was sent).
-func (q *writeQueue) end(w *write, res []zk.MultiResponse, err error, sid int64, rtt time.Duration) {
+// it was sent). It returns again with what must go again at the head of
+// the queue appended: a delete whose outcome is unknown (sent again when
+// the session is connected, in the queue's order, until its node or its
+// session is gone), and the delete of what an abandoned create made.
+func (q *writeQueue) end(w *write, res []zk.MultiResponse, err error, sid int64, rtt time.Duration, again []*write) []*write {
 	s := q.s
 	if w.admitted {
 		s.flight.release(rtt, s.st.lease.bound()/8)
 	}
 	if w.kind == writeDelete {
-		// Done when the node is gone; anything else is retried until it is
-		// or its session is over.
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		switch {
+		case err == nil || errors.Is(err, zk.ErrNoNode):
+		case refusal(err):
+			// Refused (an ACL): retried alone, backing off, until allowed
+			// or its session is over.
 			s.deleteInBackground(opPath(w.ops[0]), w.owner)
+		default:
+			again = append(again, w)
 		}
-		return
+		return again
 	}
 	w.res, w.err, w.sid = res, err, sid
 	if err == nil && sid == 0 && w.kind == writeCreate {
 		w.err = errSessionChanged
 	}
+	q.mu.Lock()
+	w.ended = true
+	abandoned := w.abandoned
+	q.mu.Unlock()
 	w.finish()
+	if abandoned {
+		again = q.orphaned(w, again)
+	}
+	return again
+}
+
+// orphaned cleans up after a create whose caller gave up once it was sent
+// (abandon): what it made is deleted, at the head of the queue, so that
+// no later create of the session on its path goes first; a create whose
+// outcome is unknown is looked for by its GUID.
+func (q *writeQueue) orphaned(w *write, again []*write) []*write {
+	switch {
+	case w.kind != writeCreate || refusal(w.err) || errors.Is(w.err, errWithdrawn):
+	case w.err == nil:
+		trace.DelAdded(q.s.conn, w.path, w.node())
+		again = append(again, newDelete(w.path, w.node(), w.sid))
+	default:
+		w.sweep()
+	}
+	return again
 }
 
 // dropMoot takes out of batch the deletes of nodes made in a session other

@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,7 +97,12 @@ type write struct {
 	err error
 	sid int64
 
-	taken bool // under writeQueue.mu: in a batch, no longer withdrawn
+	// Under writeQueue.mu: taken, in a batch (no longer withdrawn); ended,
+	// settled by the writer; abandoned, its caller gave up once it was
+	// taken (the writer cleans up after it, calling sweep for a create of
+	// unknown outcome).
+	taken, ended, abandoned bool
+	sweep                   func()
 }
 
 // writeQueue is the session's writes not yet answered, and its writer.
@@ -141,7 +147,11 @@ func (q *writeQueue) txn(node string, ops []any) *write {
 // retried whatever it meets until the node or its session is gone.
 func (q *writeQueue) delete(path, node string, owner int64) {
 	trace.DelAdded(q.s.conn, path, node)
-	q.add(&write{kind: writeDelete, path: path, owner: owner, ops: []any{&zk.DeleteRequest{Path: node, Version: -1}}, size: len(node) + 16})
+	q.add(newDelete(path, node, owner))
+}
+
+func newDelete(path, node string, owner int64) *write {
+	return &write{kind: writeDelete, path: path, owner: owner, ops: []any{&zk.DeleteRequest{Path: node, Version: -1}}, size: len(node) + 16}
 }
 
 func (q *writeQueue) add(w *write) {
@@ -211,9 +221,11 @@ func (q *writeQueue) wake() {
 func (q *writeQueue) withdraw(w *write) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if w.taken {
-		return false
-	}
+	return !w.taken && q.removeLocked(w)
+}
+
+// removeLocked takes w out of the queue; false if it is not there.
+func (q *writeQueue) removeLocked(w *write) bool {
 	for i, x := range q.queue {
 		if x == w {
 			q.queue = append(q.queue[:i], q.queue[i+1:]...)
@@ -283,19 +295,66 @@ func createsAhead(batch, rest []*write) (taken, left []*write) {
 
 // requeue puts writes of a failed batch back at the head of the queue, in
 // their order, ahead of everything queued since.
+// A write whose caller gave up (abandoned) is not sent again: nothing of
+// it was applied, and it is over (errWithdrawn).
 func (q *writeQueue) requeue(ws []*write) {
 	if len(ws) == 0 {
 		return
 	}
 	q.mu.Lock()
+	kept := ws[:0:0]
+	var dropped []*write
 	for _, w := range ws {
+		if w.abandoned {
+			w.ended = true
+			dropped = append(dropped, w)
+			continue
+		}
 		w.taken = false
 		if w.kind == writeDelete {
 			q.deletes[w.path]++
 		}
+		kept = append(kept, w)
 	}
-	q.queue = append(ws[:len(ws):len(ws)], q.queue...)
+	q.queue = append(kept, q.queue...)
 	q.mu.Unlock()
+	for _, w := range dropped {
+		if w.admitted {
+			q.s.flight.giveBack()
+		}
+		w.err = errWithdrawn
+		w.finish()
+	}
+}
+
+// errWithdrawn ends a write whose caller gave up before it was applied.
+var errWithdrawn = errors.New("zklock: write withdrawn before it was applied")
+
+// abandon marks w, whose caller gave up after a batch took it, so that the
+// writer cleans up after it as it settles it (orphaned), and reports true;
+// false when the writer settled it already: the caller then has its
+// outcome (done is closed) and cleans up itself. A write back in the queue
+// (its batch was refused for another's op) is taken out: nothing of it was
+// applied. sweep looks for a create of unknown outcome by its GUID.
+func (q *writeQueue) abandon(w *write, sweep func()) bool {
+	q.mu.Lock()
+	if w.ended {
+		q.mu.Unlock()
+		return false
+	}
+	w.abandoned, w.sweep = true, sweep
+	if w.taken || !q.removeLocked(w) {
+		q.mu.Unlock()
+		return true
+	}
+	w.ended = true
+	q.mu.Unlock()
+	if w.admitted {
+		q.s.flight.giveBack()
+	}
+	w.err = errWithdrawn
+	w.finish()
+	return true
 }
 
 // finish closes w's channels: it is over.
