@@ -69,6 +69,11 @@ func NewElector(s *zklock.Session, path string, opts ...ElectorOption) (*Elector
 		cancel: cancel,
 		done:   make(chan struct{}),
 	}
+	if s.LossOnExpiryOnly() {
+		// Leadership survives a disconnection there, and two instances can
+		// lead for up to T/8 (see the package doc): say so once.
+		e.log.Warn("the session keeps holds through disconnections (zklock.WithLossOnExpiryOnly): two instances can lead at once for up to an eighth of the session timeout; gocron may run a job on both")
+	}
 	if cfg.onChange != nil {
 		e.notes = newNotifier(cfg.onChange)
 		go e.notes.run(e.done)

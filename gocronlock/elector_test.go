@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -205,5 +207,24 @@ func TestElectorOperatorDelete(t *testing.T) {
 	}
 	if old.IsLeader(ctx) == nil {
 		t.Fatal("the new leader leads while the old one's IsLeader is still nil")
+	}
+}
+
+// An Elector on a session that keeps holds through disconnections can
+// have two leaders for up to T/8 (issue 37, argued): NewElector says so,
+// once, at warning level; on a session of the default policy it says
+// nothing. (Before: nothing either way.)
+func TestElectorWarnsOfExpiryOnly(t *testing.T) {
+	for _, expiryOnly := range []bool{true, false} {
+		var logs zktest.SyncBuffer
+		opts := []zklock.SessionOption{zklock.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))}
+		if expiryOnly {
+			opts = append(opts, zklock.WithLossOnExpiryOnly())
+		}
+		_ = newElector(t, zktest.Connect(t, zktest.Servers(t), opts...), zktest.Path(t), "node")
+		warned := strings.Count(logs.String(), "two instances can lead at once")
+		if expiryOnly && warned != 1 || !expiryOnly && warned != 0 {
+			t.Errorf("expiry-only %v: warned %d times; logged:\n%s", expiryOnly, warned, logs.String())
+		}
 	}
 }
