@@ -308,3 +308,71 @@ func TestObserveWatches(t *testing.T) {
 		t.Fatal("b's campaign")
 	}
 }
+
+// Issue 37, item 3: an operator deletes the leader's node (tierlock break)
+// right after it was granted. With both candidates on one server, the old
+// leader's held context is cancelled before the next candidate's Campaign
+// returns: the server sends the delete's event to both, and the next one
+// must still list the queue before it leads. Without the own-node watch
+// from the grant on (zklock.WithNodeWatch), the old leader heard of it a
+// quarter of the session timeout into its leadership, after the next led.
+func TestOperatorDeleteEndsLeadershipFirst(t *testing.T) {
+	servers := zktest.Servers(t)
+	p := zktest.Path(t)
+	ctx := zktest.Context(t, 30*time.Second)
+	operator := zktest.Connect(t, servers)
+	for round := range 3 {
+		// 10 s: a hold without WithNodeWatch would watch its node 2.5 s
+		// after the grant.
+		ls := zktest.Connect(t, servers, zklock.WithSessionTimeout(10*time.Second))
+		leader := newElection(t, ls, p)
+		held, err := leader.Campaign(ctx, "old")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The watch is set by a read right after the grant (a delete
+		// before that read arrives is heard from its reply instead): wait
+		// for it, half a second at most.
+		for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			if zktest.WatchesBySession(t, p)[ls.SessionID()] == 1 {
+				break
+			}
+		}
+		follower := newElection(t, zktest.Connect(t, servers), p)
+		type led struct {
+			held    context.Context
+			oldLive bool // the old leader's context was live when Campaign returned
+		}
+		next := make(chan led, 1)
+		go func() {
+			h, err := follower.Campaign(ctx, "new")
+			if err != nil {
+				h = nil
+			}
+			next <- led{h, held.Err() == nil}
+		}()
+		zktest.Eventually(t, 10*time.Second, "the next candidate queued", func() bool {
+			return len(zktest.Children(t, operator.Conn(), p)) == 2
+		})
+		ps, err := zklock.ListParticipants(ctx, operator, p)
+		if err != nil || len(ps) != 2 {
+			t.Fatalf("participants %v, %v", ps, err)
+		}
+		if err := operator.Conn().Delete(p+"/"+ps[0].Node, -1); err != nil {
+			t.Fatal(err)
+		}
+		got := <-next
+		if got.held == nil {
+			t.Fatal("the next campaign failed")
+		}
+		if got.oldLive {
+			t.Fatalf("round %d: the next candidate led while the old leader's context was live", round)
+		}
+		if !errors.Is(context.Cause(held), zklock.ErrNodeDeleted) {
+			t.Errorf("round %d: old leader's cause %v, want ErrNodeDeleted", round, context.Cause(held))
+		}
+		if err := follower.Resign(got.held); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

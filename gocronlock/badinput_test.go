@@ -47,6 +47,11 @@ func TestBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Close()
+	longRoot, err := gocronlock.NewLocker(s, root+"/"+strings.Repeat("r", 1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer longRoot.Close()
 	ctx := zktest.Context(t, 10*time.Second)
 	lockCall := func(l *gocronlock.Locker, ctx context.Context, key string) func() error {
 		return func() error { _, err := l.Lock(ctx, key); return err }
@@ -69,6 +74,13 @@ func TestBadInput(t *testing.T) {
 		{"Lock nil context", lockCall(live, nilCtx, "job"), zklock.ErrNilContext},
 		{"Lock empty key", lockCall(live, ctx, ""), gocronlock.ErrInvalidKey},
 		{"Lock long key", lockCall(live, ctx, strings.Repeat("k", gocronlock.MaxKeyLen+1)), gocronlock.ErrInvalidKey},
+		// Issue 37, item 8: within MaxKeyLen, but escaping triples it past
+		// ZooKeeper's path limit below a long root.
+		{"Lock key too long once escaped", lockCall(longRoot, ctx, strings.Repeat("/", gocronlock.MaxKeyLen)), gocronlock.ErrInvalidKey},
+		{"LastRun key too long once escaped", func() error {
+			_, err := longRoot.LastRun(ctx, strings.Repeat("/", gocronlock.MaxKeyLen))
+			return err
+		}, gocronlock.ErrInvalidKey},
 		{"Lock after Close", lockCall(closed, ctx, "job"), gocronlock.ErrClosed},
 		{"Lock nil Locker", lockCall(nilLocker, ctx, "job"), gocronlock.ErrNil},
 		{"LastRun nil Locker", func() error { _, err := nilLocker.LastRun(ctx, "job"); return err }, gocronlock.ErrNil},
@@ -81,6 +93,9 @@ func TestBadInput(t *testing.T) {
 		{"NewElector bad path", newElector(s, "election"), zklock.ErrInvalidPath},
 		{"WithRetryInterval 0", newElector(s, root+"/e", gocronlock.WithRetryInterval(0)), gocronlock.ErrInvalidOption},
 		{"nil ElectorOption", newElector(s, root+"/e", nil), nil},
+		// Issue 37, item 7: a value over ZooKeeper's node data limit is
+		// refused here, not campaigned with for ever.
+		{"WithCandidate over 64 KiB", newElector(s, root+"/e", gocronlock.WithCandidate(strings.Repeat("v", 65<<10))), gocronlock.ErrInvalidOption},
 		{"IsLeader nil Elector", func() error { return nilElector.IsLeader(ctx) }, gocronlock.ErrNil},
 		{"Leader nil Elector", func() error { _, err := nilElector.Leader(ctx); return err }, gocronlock.ErrNil},
 		{"Close nil Elector", nilElector.Close, gocronlock.ErrNil},
@@ -95,7 +110,7 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
-	if at, _ := live.LastRun(ctx, "never"); !at.IsZero() {
+	if at, _ := live.LastRun(ctx, "never"); !at.At.IsZero() || at.By != "" {
 		t.Errorf("LastRun of a job that never ran: %v, want the zero time", at)
 	}
 }

@@ -19,55 +19,95 @@
 //
 // # The rule
 //
-// Each job has, below the Locker's root, a zklock.Lock (root/<job>/lock)
-// and a persistent run node (root/<job>/run). Lock(ctx, job):
+// Each job has, below the Locker's root, a persistent run node
+// (root/<job>/run) and a zklock.Lock (root/<job>/lock). Lock(ctx, job):
 //
-//  1. takes the job's lock without waiting (zklock.Lock.TryAcquire); a run
-//     that cannot take it at once is skipped, not queued (ErrLockHeld);
-//  2. holding it, reads the run node, and from its data and its mtime
-//     derives T, the server time at which the job's last run started;
-//  3. writes the run node (data: T and this instance's window W) in a
-//     transaction guarded by the hold (zklock.Hold.Txn) and by the version
-//     it read; the reply's mtime is now, the server's clock at that write;
-//  4. runs if now - T >= W, and otherwise releases the lock and skips
+//  1. reads the run node, and derives L, the server time of the job's last
+//     run (dated as late as its timer can have fired: see 3);
+//  2. writes the run node (data: L, this instance's window W, and d, the
+//     time from Lock's entry to this write's send on the instance's
+//     monotonic clock), conditional on the version it read; the reply's
+//     mtime M is the server's clock when it ordered the write, somewhere
+//     between the send and the answer, e after Lock's entry;
+//  3. the write counts as a run when (M - d) - L >= W: M - d is the latest
+//     server time this instance's timer can have fired at. Every later
+//     reader derives the same from the data and the mtime (internal/runrec),
+//     so whether a write ran is not stored;
+//  4. this instance runs when the write counts as a run and (M - e) - L >=
+//     W too: M - e is the earliest its timer can have fired at. A write that
+//     counts as a run but is not confirmed so (its answer came too late,
+//     ErrSlowWrite) is a tick lost;
+//  5. to run, it takes the job's lock without waiting
+//     (zklock.Lock.TryAcquire) and holds it for the run, so that runs do not
+//     overlap: a run of an earlier tick still going elsewhere makes it skip
+//     (ErrLockHeld), the tick counted as run. Otherwise it skips
 //     (ErrAlreadyRan).
 //
-// The write of step 3 is the run's timestamp when the run goes ahead: the
-// next attempt finds its data (T, W) and its mtime M, and knows that the
-// attempt which wrote them ran exactly when M - T >= W. So each attempt
-// costs one read and one write, the lock's create and delete aside, and no
-// clock but the server's is read.
+// An attempt costs one read and one write, and a run the lock's create and
+// delete besides; no clock but the server's is compared.
 //
-// Two instances cannot both run one tick. The decisions are serialized by
-// the job's lock, and each stands on the server's record of the previous
-// one: the write is refused if the hold has ended at the server (the
-// guard) or if anyone wrote the node since it was read (the version), and
-// a refused write skips the run. So an instance that lost its lock without
-// knowing it (paused, partitioned) cannot pass on a stale view.
+// Two instances cannot both run one tick. The decisions form one chain:
+// each write is refused if anyone wrote the node since its read (the
+// version), and a refused write is read again and decided afresh, so each
+// decision stands on the server's record of the one before. A run A counts
+// with its timer dated at its latest, L >= the server's time at A's timer;
+// a later attempt B runs only if the earliest its timer can have fired is
+// W after that. So B's timer fired at least W after A's, whatever the
+// latencies in between (a slow Lock, a busy server, a pause between the
+// measure and the send): B is not an attempt of A's tick. An attempt whose
+// timer fired before the last run's but whose write came later finds its
+// time before L, and skips.
 //
 // # The window
 //
 // W (WithWindow, WithJobWindow; DefaultWindow, 500 ms) is one value for
 // the whole fleet, per job. Let S be the spread of one tick across the
 // fleet: the largest gap between the first and the last instance's timer
-// for the same tick, plus Lock's latency. Each tick runs once when
+// for the same tick, and r the round trip of the run node's write (from
+// its send to its answer). Each tick runs once when
 //
-//	S < W <= P - S
+//	S < W <= P - S - 2r
 //
-// for a job of period P: every later attempt of a tick falls within W of
-// the run, and the first attempt of the next tick comes at least W after
-// it. The default suits ticks of one second or more whose instances fire
-// within about 400 ms of each other: cron jobs on clocks kept by NTP, or
-// duration jobs started on a common boundary (gocron.WithStartAt). Duration
-// jobs started at each instance's own start time have a spread up to the
+// for a job of period P. Safety needs only S < W (see above); the round
+// trips cost slack: the first attempt C of the next tick finds at least
+// P - S - r_A - r_C between the latest A's timer can have fired and the
+// earliest C's can, and runs if that is W. The lock's and the read's
+// latency count nowhere. The default suits ticks of one second or more
+// whose instances fire within about 300 ms of each other, with writes
+// answered within 100 ms: cron jobs on clocks kept by NTP, or duration
+// jobs started on a common boundary (gocron.WithStartAt). Duration jobs
+// started at each instance's own start time have a spread up to the
 // period: then no window gives once per tick, and W close to P gives at
 // most one run per W.
 //
+// # Clocks
+//
+// The server time is the ensemble leader's wall clock when it ordered the
+// write. Each write also stores the mtime and the leader epoch (Mzxid's
+// high 32 bits) of the record it read, and a write that cannot compare the
+// clocks rebases: it skips, and dates the last run at its own mtime, on its
+// own leader's clock, for the attempts after it.
+//
+//   - A write in another epoch than the record it read (a new ensemble
+//     leader ordered it) runs only when the last run is at least W plus
+//     runrec.ServerSkew (10 s) older, and otherwise rebases. A new leader
+//     whose clock is behind or ahead of the old one's by up to 10 s costs
+//     a job at most one tick, and only a job of a period under about
+//     10 s + W; it never repeats one.
+//   - A write whose mtime is below the mtime it read (the leader's clock
+//     went back between the two writes) rebases: a clock stepped back by
+//     any amount, hours included, costs at most one tick and repeats none.
+//     A step back shorter than the gap between two writes is not seen, and
+//     only shortens the time since the last run: it can cost the ticks
+//     within the step of the last run, never repeat one.
+//   - What remains: a leader whose clock steps forward by X between a
+//     tick's run and a later attempt of the same tick repeats that tick when
+//     X >= W - S; a new leader ahead of the old one by more than 10 s can
+//     repeat one.
+//
 // What the rule trades: a run whose outcome is unknown (its write timed
 // out, its hold was lost after the write) counts as run, so a tick can be
-// lost but is never run twice. The server time is the leader's wall clock
-// when it ordered the write: a new ensemble leader whose clock is behind by
-// less than W can cost ticks, and one ahead by more than W can repeat one.
+// lost but is never run twice.
 //
 // # Bounds
 //
@@ -77,13 +117,66 @@
 // the background and is retried until it lands, so the cancelled context
 // gocron hands the last Unlock at shutdown is fine.
 //
+// # What the Locker tells
+//
+// Where the run node shows the fleet outside the envelope, the Locker says
+// so once per job (fleetcheck.go): jobs without gocron.WithName sharing
+// gocron's default name, and so one key; windows that differ; a job that
+// runs more than once per tick; first attempts of a tick that skip. An
+// outage of ZooKeeper is logged in two lines, when a Lock first fails to
+// reach it and when one reaches it again (outage.go). WithObserver hears
+// every Lock (lockmetrics.Collector.ObserveJob exports them); LastRun, and
+// tierlock ls on the root, tell each job's last run and who made it;
+// RemoveJob deletes a retired job's nodes.
+//
+// # Spreading
+//
+// The instance whose timer fires first makes every run. WithSpread makes
+// an instance step back (ErrYielded) when it made one of the job's last k
+// runs, k being how many other instances the run node shows alive since
+// the last run (the runner and the later writers): of k+1 instances one
+// at least made none of the last k runs and never steps back. Stepping
+// back is a skip, so it cannot make a tick run twice; a tick is lost when
+// the instance it was left to does not come.
+//
+// # A run's context
+//
+// A task whose first parameter is a context.Context gets the job's own
+// context from gocron, which knows nothing of the lock. Locker.RunContext
+// returns the context of the job's run going on in this instance: it is
+// cancelled also when the run's lock is lost and when Locker.Close
+// releases it, so that a job can stop working under a lock it no longer
+// holds. The run's Unlock then returns an error wrapping
+// zklock.ErrLockLost, or one matching ErrClosed (no warning: the program
+// closed the Locker itself).
+//
 // # The Elector
 //
 // An Elector campaigns in tierlock's election (package election) on one
 // goroutine and IsLeader returns nil while it leads. When the leader's
 // process dies its session expires, and another instance leads one session
-// timeout later (zklock.WithSessionTimeout). The Elector makes no
-// per-tick decision: a leadership that passes within a tick's spread (a
-// leader that lost its connection after running a tick, say) can run that
-// tick twice. Use the Locker where that matters.
+// timeout later (zklock.WithSessionTimeout). A leadership ends, and
+// IsLeader says so:
+//
+//   - when the session cannot vouch for it any more (zklock's loss rules):
+//     under zklock's default policy, before another instance can lead;
+//   - when its node is deleted by someone else (an operator, tierlock
+//     break): as soon as this instance's ZooKeeper server delivers the
+//     delete's event. With both instances on one server that is before the
+//     next can lead (it must list the queue after its own event); across
+//     servers, the old leader's server may deliver later than the next's,
+//     and both lead for that lag.
+//
+// On a session made with zklock.WithLossOnExpiryOnly a leadership outlives
+// short disconnections at the price zklock documents: another instance may
+// lead up to an eighth of the session timeout before this one is told, and
+// gocron runs every job on both meanwhile. Give an Elector a session of
+// the default policy.
+//
+// The Elector makes no per-tick decision: a leadership that passes within
+// a tick's spread (a leader that lost its connection after running a
+// tick, say) can run that tick twice. Use the Locker where that matters.
+//
+// Close never waits for user code: the leader handler (WithLeaderHandler)
+// runs on a goroutine of its own, and may call Close.
 package gocronlock

@@ -30,8 +30,9 @@ type Elector struct {
 	held atomic.Pointer[context.Context] // the leadership, while it lasts
 
 	cancel    context.CancelFunc
-	done      chan struct{}
+	done      chan struct{} // closed when the campaign goroutine returns
 	closeOnce sync.Once
+	notes     *notifier // runs the leader handler; nil without one
 }
 
 // NewElector starts campaigning at path, an absolute ZooKeeper path of the
@@ -55,6 +56,11 @@ func NewElector(s *zklock.Session, path string, opts ...ElectorOption) (*Elector
 	if err != nil {
 		return nil, fmt.Errorf("gocronlock: election: %w", err)
 	}
+	// The candidate's node carries the value: zklock refuses node data it
+	// could not send. Ask it now, rather than campaign in vain for ever.
+	if _, err := zklock.New(s, path, zklock.WithLabel(cfg.value)); err != nil {
+		return nil, fmt.Errorf("%w: candidate value of %d bytes: %w", ErrInvalidOption, len(cfg.value), err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Elector{
 		el:     el,
@@ -62,6 +68,15 @@ func NewElector(s *zklock.Session, path string, opts ...ElectorOption) (*Elector
 		log:    s.Logger().With("component", "gocronlock", "election", path),
 		cancel: cancel,
 		done:   make(chan struct{}),
+	}
+	if s.LossOnExpiryOnly() {
+		// Leadership survives a disconnection there, and two instances can
+		// lead for up to T/8 (see the package doc): say so once.
+		e.log.Warn("the session keeps holds through disconnections (zklock.WithLossOnExpiryOnly): two instances can lead at once for up to an eighth of the session timeout; gocron may run a job on both")
+	}
+	if cfg.onChange != nil {
+		e.notes = newNotifier(cfg.onChange)
+		go e.notes.run(e.done)
 	}
 	go e.campaign(ctx)
 	return e, nil
@@ -101,12 +116,21 @@ func (e *Elector) Leader(ctx context.Context) (string, error) {
 
 // Close stops campaigning and gives the leadership up if this instance
 // holds it, so that another instance leads at once. It waits for the
-// campaign goroutine and is idempotent.
+// campaign goroutine, never for the leader handler (WithLeaderHandler):
+// the handler may call Close, and a call of it in progress may still run
+// when Close returns. After Close has returned the handler is called at
+// most once more: with false, when its last call was true. Close is
+// idempotent and safe to call from several goroutines at once.
 func (e *Elector) Close() error {
 	if e == nil {
 		return ErrNil
 	}
-	e.closeOnce.Do(e.cancel)
+	e.closeOnce.Do(func() {
+		if e.notes != nil {
+			e.notes.close() // before the leadership ends: see notifier
+		}
+		e.cancel()
+	})
 	<-e.done
 	return nil
 }
@@ -150,9 +174,10 @@ func (e *Elector) lead(ctx context.Context, held context.Context) {
 	e.notify(false)
 }
 
+// notify tells the leader handler, if any, without waiting for it.
 func (e *Elector) notify(leading bool) {
-	if e.cfg.onChange != nil {
-		e.cfg.onChange(leading)
+	if e.notes != nil {
+		e.notes.post(leading)
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 // worth a warning.
 var (
 	// ErrSkipped reports a run this instance must not make because another
-	// made it or is making it: ErrLockHeld and ErrAlreadyRan match it.
+	// made it or is making it, or leaves to another: ErrLockHeld,
+	// ErrAlreadyRan and ErrYielded match it.
 	ErrSkipped = errors.New("gocronlock: run skipped")
 	// ErrLockHeld reports a job whose lock is held elsewhere (another
 	// instance runs it) or by a run of this instance still going: the run
@@ -22,8 +23,18 @@ var (
 	// window ago, by the server's clock, already covered. It matches
 	// ErrSkipped.
 	ErrAlreadyRan = fmt.Errorf("%w: this tick already ran", ErrSkipped)
-	// ErrInvalidKey reports a job name that cannot name a lock: empty, or
-	// longer than MaxKeyLen bytes.
+	// ErrYielded reports a run this instance stepped back from, so that
+	// another instance makes it (WithSpread). It matches ErrSkipped.
+	ErrYielded = fmt.Errorf("%w: yielded to another instance", ErrSkipped)
+	// ErrSlowWrite reports a run given up because the run node's write
+	// was answered too late to rule out that another instance ran the
+	// tick (see the package doc, "The window"): the tick is lost, never
+	// run twice.
+	ErrSlowWrite = errors.New("gocronlock: run node write answered too late")
+	// ErrInvalidKey reports a job name that cannot name a lock: empty,
+	// longer than MaxKeyLen bytes, or making, once escaped below the
+	// Locker's root, a path longer than ZooKeeper takes (see
+	// zklock.ValidatePath).
 	ErrInvalidKey = errors.New("gocronlock: invalid job key")
 	// ErrInvalidOption reports an option with a value out of its range, or
 	// a nil session.

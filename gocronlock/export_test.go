@@ -1,21 +1,19 @@
 package gocronlock
 
-import "github.com/tierlock/tierlock/zklock"
+import (
+	"time"
+)
 
 // SetAfterReadHook makes fn run between the read and the write of every
 // run node, until the returned function is called.
-func SetAfterReadHook(fn func(runPath string, h *zklock.Hold)) (restore func()) {
+func SetAfterReadHook(fn func(runPath string)) (restore func()) {
 	testHookAfterRead = fn
 	return func() { testHookAfterRead = nil }
 }
 
-// Ran, LastRun and NodeName expose the rule's pieces to the tests.
-var (
-	Ran       = ran
-	LastRunOf = lastRun
-	NodeName  = nodeName
-)
+// NodeName exposes the key's escaping to the tests.
+var NodeName = nodeName
 
-// Record returns the run node data a writer with last and window (ms)
-// writes.
-func Record(last, window int64) []byte { return record{Last: last, Window: window}.encode() }
+// AfterWindow is how long after a run of a job of window w its next
+// attempt runs: the window, and a margin for the latencies.
+func AfterWindow(w time.Duration) time.Duration { return w + 20*time.Millisecond }

@@ -16,7 +16,7 @@ import (
 // fleetDuration is how long the fleet tests' instances schedule: the
 // default keeps `go test` short; the full run is
 // `go test -run TestFleet -fleet.duration 2m .`.
-var fleetDuration = flag.Duration("fleet.duration", 15*time.Second, "how long the fleet tests' instances schedule")
+var fleetDuration = flag.Duration("fleet.duration", 10*time.Second, "how long the fleet tests' instances schedule")
 
 // The shape of gocron issue #841: 3 instances whose timers are 0, 150 and
 // 300 ms apart, 20 jobs every second, jobs of 1 to 50 ms.
@@ -31,11 +31,13 @@ const (
 type instance struct {
 	name string
 	proc *child.Proc
+	logs zktest.SyncBuffer // its stderr
 }
 
 // fleetRun is a fleet of instances and the records they write, gathered
 // as they come.
 type fleetRun struct {
+	root      string // the Locker's root, or the election's path
 	start     time.Time
 	instances []*instance
 	mu        sync.Mutex
@@ -43,24 +45,42 @@ type fleetRun struct {
 	readers   sync.WaitGroup
 }
 
-// startFleet starts one instance per offset, in mode, scheduling from a
-// common start two seconds ahead for duration.
+// startFleet starts one instance per offset, in mode, with fleetJobs jobs,
+// scheduling from a common start a few seconds ahead for duration.
 func startFleet(t *testing.T, mode string, duration time.Duration, extra ...string) *fleetRun {
 	t.Helper()
-	f := &fleetRun{start: time.Now().Truncate(time.Second).Add(3 * time.Second)}
+	return startFleetOn(t, zktest.Servers(t), mode, duration, fleetJobs, extra...)
+}
+
+// startFleetOn is startFleet with the servers and the number of jobs.
+func startFleetOn(t *testing.T, servers []string, mode string, duration time.Duration, jobs int, extra ...string) *fleetRun {
+	t.Helper()
+	return startFleetAt(t, servers, fleetOffsets, nil, mode, duration, jobs, extra...)
+}
+
+// startFleetAt is startFleetOn with the instances' offsets and, if
+// argsFor is not nil, flags of the i-th instance's own; each instance's
+// stderr (its logs) is kept in the instance.
+func startFleetAt(t *testing.T, servers []string, offsets []time.Duration, argsFor func(i int) []string, mode string, duration time.Duration, jobs int, extra ...string) *fleetRun {
+	t.Helper()
 	root := zktest.Path(t)
-	for i, off := range fleetOffsets {
+	f := &fleetRun{root: root, start: time.Now().Truncate(time.Second).Add(3 * time.Second)}
+	for i, off := range offsets {
 		name := fmt.Sprintf("node-%d", i)
 		args := append([]string{
-			"-zk", strings.Join(zktest.Servers(t), ","), "-name", name, "-mode", mode, "-root", root,
-			"-jobs", fmt.Sprint(fleetJobs), "-period", fleetPeriod.String(), "-offset", off.String(),
+			"-zk", strings.Join(servers, ","), "-name", name, "-mode", mode, "-root", root,
+			"-jobs", fmt.Sprint(jobs), "-period", fleetPeriod.String(), "-offset", off.String(),
 			"-start", fmt.Sprint(f.start.UnixMilli()), "-duration", duration.String(),
 		}, extra...)
-		p, err := child.Start(child.Spec{Role: fleetRole, Task: args, Args: []string{"-test.run=^$"}})
+		if argsFor != nil {
+			args = append(args, argsFor(i)...)
+		}
+		in := &instance{name: name}
+		p, err := child.Start(child.Spec{Role: fleetRole, Task: args, Args: []string{"-test.run=^$"}, Stderr: &in.logs})
 		if err != nil {
 			t.Fatal(err)
 		}
-		in := &instance{name: name, proc: p}
+		in.proc = p
 		f.instances = append(f.instances, in)
 		t.Cleanup(p.Kill)
 		f.readers.Go(func() { f.read(t, in) })
@@ -101,6 +121,16 @@ func (f *fleetRun) wait(t *testing.T, limit time.Duration, killed map[string]boo
 	return f.records
 }
 
+// sideBySide runs a short fleet test in parallel with the other short
+// ones (make test's time: about 15 s for all instead of a minute); full
+// length ones (-fleet.duration 30s and more) run one at a time, for their
+// figures.
+func sideBySide(t *testing.T) {
+	if *fleetDuration < 30*time.Second {
+		t.Parallel()
+	}
+}
+
 // lastTick is the last tick every instance scheduled within duration.
 func lastTick(duration time.Duration) int64 { return int64(duration/fleetPeriod) - 1 }
 
@@ -112,6 +142,7 @@ func TestFleetLocker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fleet test: -short")
 	}
+	sideBySide(t)
 	d := *fleetDuration
 	f := startFleet(t, fleet.ModeLocker, d)
 	rs := f.wait(t, time.Until(f.start)+d+40*time.Second, nil)
@@ -133,6 +164,7 @@ func TestFleetWindowTooSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fleet test: -short")
 	}
+	sideBySide(t)
 	const d = 6 * time.Second
 	f := startFleet(t, fleet.ModeLocker, d, "-window", "1ms")
 	rs := f.wait(t, time.Until(f.start)+d+40*time.Second, nil)
@@ -151,6 +183,7 @@ func TestFleetElector(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fleet test: -short")
 	}
+	sideBySide(t)
 	const sessionTimeout = 2 * time.Second
 	d := *fleetDuration
 	f := startFleet(t, fleet.ModeElector, d, "-session-timeout", sessionTimeout.String())

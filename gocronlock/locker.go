@@ -13,6 +13,7 @@ import (
 	"github.com/go-co-op/gocron/v2"
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/runrec"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -40,6 +41,9 @@ type Locker struct {
 	by   string
 	log  *slog.Logger
 
+	out   outage      // ZooKeeper's unavailability, logged in two lines
+	clock serverClock // the server's clock as this instance's writes saw it
+
 	mu     sync.Mutex
 	jobs   map[string]*job
 	closed bool
@@ -51,7 +55,12 @@ type job struct {
 	lock    *zklock.Lock
 	runPath string
 	window  time.Duration
-	busy    atomic.Bool // a Lock of this process holds or takes the lock
+	busy    atomic.Bool             // a Lock of this process holds or takes the lock
+	run     atomic.Pointer[runLock] // the run going on, set by Lock, cleared by Unlock
+
+	calls    atomic.Int64 // Lock calls
+	warnedAt atomic.Int64 // the last failure warned of (Unix ns)
+	checks   checks       // fleetcheck.go
 }
 
 // NewLocker returns a Locker whose jobs live below root, an absolute
@@ -75,11 +84,14 @@ func NewLocker(s *zklock.Session, root string, opts ...LockerOption) (*Locker, e
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
+	if cfg.name == "" {
+		cfg.name = instanceName()
+	}
 	return &Locker{
 		s:    s,
 		root: root,
 		cfg:  cfg,
-		by:   instanceName(),
+		by:   cfg.name,
 		log:  s.Logger().With("component", "gocronlock", "root", root),
 		jobs: map[string]*job{},
 	}, nil
@@ -87,10 +99,12 @@ func NewLocker(s *zklock.Session, root string, opts ...LockerOption) (*Locker, e
 
 // Lock decides whether this instance runs the job named key now: it
 // returns a gocron.Lock, held for the run, when it does, and an error
-// (ErrLockHeld or ErrAlreadyRan, matching ErrSkipped, or a failure) when
-// it does not. It never waits for another instance and returns within the
-// lock timeout (WithLockTimeout), or sooner when ctx ends.
+// (ErrLockHeld, ErrAlreadyRan or ErrYielded, matching ErrSkipped, or a
+// failure) when it does not. It never waits for another instance and
+// returns within the lock timeout (WithLockTimeout), or sooner when ctx
+// ends. ctx is the job's own (gocron's): RunContext derives from it.
 func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
+	entry := time.Now() // the timer's firing, as near as the Locker knows it
 	if l == nil {
 		return nil, ErrNil
 	}
@@ -101,100 +115,57 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	if err != nil {
 		return nil, err
 	}
+	calls := j.calls.Add(1)
+	l.checkKey(ctx, j)
 	if !j.busy.CompareAndSwap(false, true) {
-		l.log.Debug("run skipped: a run of this instance holds the job", "job", key)
-		return nil, fmt.Errorf("%w: job %q: by a run of this instance", ErrLockHeld, key)
+		err := fmt.Errorf("%w: job %q: by a run of this instance", ErrLockHeld, key)
+		l.report(ctx, j, entry, err)
+		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, l.cfg.timeout)
+	lockCtx, cancel := context.WithTimeout(ctx, l.cfg.timeout)
 	defer cancel()
-	h, err := l.take(ctx, j)
+	h, d, err := l.take(lockCtx, j, entry)
+	if d.decided || d.local || errors.Is(err, ErrLockHeld) {
+		l.reached() // ZooKeeper answered
+	}
+	if d.decided || d.local {
+		l.checkEnvelope(j, d, calls)
+	}
 	if err != nil {
 		j.busy.Store(false)
-		if errors.Is(err, ErrSkipped) {
-			l.log.Debug("run skipped", "job", key, "reason", err)
-		} else {
-			l.log.Warn("run skipped: lock failed", "job", key, "err", err)
-		}
+		l.report(ctx, j, entry, err)
 		return nil, err
 	}
-	return &runLock{l: l, j: j, hold: h}, nil
+	r := &runLock{l: l, j: j, hold: h}
+	r.ctx, r.cancel = context.WithCancelCause(ctx)
+	j.run.Store(r)
+	// A loss between take's last look and the Store above found no run
+	// to cancel (the loss handler reads j.run): look again.
+	if err := h.Err(); err != nil {
+		r.cancel(err)
+	}
+	l.report(ctx, j, entry, nil)
+	return r, nil
 }
 
-// take takes the job's lock without waiting and claims the tick under it;
-// it returns the hold when this instance runs.
-func (l *Locker) take(ctx context.Context, j *job) (*zklock.Hold, error) {
-	h, ok, err := j.lock.TryAcquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("gocronlock: job %q: %w", j.key, err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("%w: job %q: by another instance", ErrLockHeld, j.key)
-	}
-	run, err := l.claim(ctx, j, h)
-	if err == nil && !run {
-		err = fmt.Errorf("%w: job %q", ErrAlreadyRan, j.key)
-	}
-	if err == nil && h.Err() != nil {
-		err = fmt.Errorf("gocronlock: job %q: %w", j.key, h.Err())
-	}
-	if err != nil {
-		_ = h.Release() // a lost hold's error says nothing new
-		return nil, err
-	}
-	return h, nil
-}
-
-// claim applies the rule while h holds the job's lock: it reads the run
-// node, writes it back with a version check and the hold's guard, and
-// compares the server time of that write with the last run. A version
-// conflict (a write this instance did not see) is read again once.
-func (l *Locker) claim(ctx context.Context, j *job, h *zklock.Hold) (bool, error) {
-	var err error
-	for range 2 {
-		var run bool
-		run, err = l.attempt(ctx, j, h)
-		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) {
-			return run, err
+// report logs a Lock's outcome (a skip at Debug; a failure once per
+// outage, or once a minute per job) and tells the observer.
+func (l *Locker) report(ctx context.Context, j *job, entry time.Time, err error) {
+	switch o := outcomeOf(err); {
+	case o == Ran:
+	case o != Failed:
+		l.log.Debug("run skipped", "job", j.key, "reason", err)
+	case l.failure(ctx, err):
+	default:
+		now, last := time.Now().UnixNano(), j.warnedAt.Load()
+		if now-last >= int64(time.Minute) && j.warnedAt.CompareAndSwap(last, now) {
+			l.log.Warn("run skipped: lock failed (warned once a minute per job)", "job", j.key, "err", err)
 		}
 	}
-	return false, err
+	if l.cfg.observe != nil {
+		l.cfg.observe(Event{Job: j.key, Outcome: outcomeOf(err), Latency: time.Since(entry), Err: err})
+	}
 }
-
-// attempt is one read and one guarded write of the run node.
-func (l *Locker) attempt(ctx context.Context, j *job, h *zklock.Hold) (bool, error) {
-	w := ms(j.window)
-	data, stat, err := getNode(ctx, l.s.Conn(), j.runPath)
-	if errors.Is(err, zk.ErrNoNode) {
-		// The job's first run: the create's mtime is its time, read back by
-		// the next attempt (Last 0 is at least a window before it).
-		rec := record{Window: w, By: l.by}
-		_, err = h.Txn(ctx, &zk.CreateRequest{Path: j.runPath, Data: rec.encode(), Acl: l.cfg.acl})
-		if err != nil {
-			return false, fmt.Errorf("gocronlock: job %q: create run node: %w", j.key, err)
-		}
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("gocronlock: job %q: read run node: %w", j.key, err)
-	}
-	if testHookAfterRead != nil {
-		testHookAfterRead(j.runPath, h)
-	}
-	last := lastRun(data, stat.Mtime)
-	rec := record{Last: last, Window: w, By: l.by}
-	res, err := h.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: rec.encode(), Version: stat.Version})
-	if err != nil {
-		return false, fmt.Errorf("gocronlock: job %q: write run node: %w", j.key, err)
-	}
-	if len(res) != 1 || res[0].Stat == nil {
-		return false, fmt.Errorf("gocronlock: job %q: write run node: no stat in the reply", j.key)
-	}
-	return ran(res[0].Stat.Mtime, last, w), nil
-}
-
-// testHookAfterRead, set by tests only, runs between the read and the
-// write of a run node.
-var testHookAfterRead func(runPath string, h *zklock.Hold)
 
 // job returns the state of key, making it on first use.
 func (l *Locker) job(key string) (*job, error) {
@@ -211,41 +182,125 @@ func (l *Locker) job(key string) (*job, error) {
 		return j, nil
 	}
 	dir := path.Join(l.root, name)
-	lock, err := zklock.New(l.s, path.Join(dir, lockName), zklock.WithACL(l.cfg.acl))
-	if err != nil {
-		return nil, fmt.Errorf("gocronlock: job %q: %w", key, err)
+	// Escaping can triple a key: the whole path must still be one that
+	// ZooKeeper takes (zklock's limit, the lock node's name included).
+	if err := zklock.ValidatePath(path.Join(dir, lockName)); err != nil {
+		return nil, fmt.Errorf("%w: job %q below %s: %w", ErrInvalidKey, key, l.root, err)
 	}
 	window, ok := l.cfg.windows[key]
 	if !ok {
 		window = l.cfg.window
 	}
-	j := &job{key: key, lock: lock, runPath: path.Join(dir, runName), window: window}
+	j := &job{key: key, runPath: path.Join(dir, runName), window: window}
+	lock, err := zklock.New(l.s, path.Join(dir, lockName), zklock.WithACL(l.cfg.acl), zklock.WithLossHandler(j.lost))
+	if err != nil {
+		return nil, fmt.Errorf("gocronlock: job %q: %w", key, err)
+	}
+	j.lock = lock
 	l.jobs[key] = j
 	return j, nil
 }
 
-// LastRun returns the ZooKeeper server's time of the job's last run as the
-// run node records it, or the zero time if the job never ran (the node
-// does not exist).
-func (l *Locker) LastRun(ctx context.Context, key string) (time.Time, error) {
+// Run is a job's last run, as its run node records it.
+type Run struct {
+	// At is the ZooKeeper server's time of the run's start: its timer's
+	// firing (see the package doc). After a change of ensemble leader or a
+	// step back of the leader's clock, it is the time the rule counts
+	// from instead, on the new clock. The zero time if the job never ran.
+	At time.Time
+	// By names the instance that made the run: host:pid.
+	By string
+	// Runs counts the runs the node has recorded.
+	Runs int64
+	// Window is the window of the node's last writer.
+	Window time.Duration
+}
+
+// LastRun returns the job's last run as its run node records it; the zero
+// Run if the job never ran (the node does not exist).
+func (l *Locker) LastRun(ctx context.Context, key string) (Run, error) {
 	if l == nil {
-		return time.Time{}, ErrNil
+		return Run{}, ErrNil
 	}
 	if ctx == nil {
-		return time.Time{}, ErrNilContext
+		return Run{}, ErrNilContext
 	}
 	j, err := l.job(key)
 	if err != nil {
-		return time.Time{}, err
+		return Run{}, err
 	}
 	data, stat, err := getNode(ctx, l.s.Conn(), j.runPath)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		return time.Time{}, nil
+		return Run{}, nil
 	case err != nil:
-		return time.Time{}, fmt.Errorf("gocronlock: job %q: read run node: %w", key, err)
+		return Run{}, fmt.Errorf("gocronlock: job %q: read run node: %w", key, err)
 	}
-	return time.UnixMilli(lastRun(data, stat.Mtime)), nil
+	last := runrec.Derive(data, stat.Mtime, stat.Mzxid)
+	return Run{At: time.UnixMilli(last.At), By: last.By, Runs: last.Runs, Window: time.Duration(last.Window) * time.Millisecond}, nil
+}
+
+// RemoveJob deletes the nodes of a job that no longer runs (a retired
+// job: its run node, its lock's path and its own node), so that they do
+// not pile up below the root. It takes the job's lock without waiting, so that no run
+// decides meanwhile, and returns an error matching ErrLockHeld when an
+// instance holds it. Should the job run again, its first run goes ahead
+// at once, as a new job's does. A job that never ran is no error.
+func (l *Locker) RemoveJob(ctx context.Context, key string) error {
+	if l == nil {
+		return ErrNil
+	}
+	if ctx == nil {
+		return ErrNilContext
+	}
+	j, err := l.job(key)
+	if err != nil {
+		return err
+	}
+	if !j.busy.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: job %q: by a run of this instance", ErrLockHeld, key)
+	}
+	defer j.busy.Store(false)
+	h, ok, err := j.lock.TryAcquire(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("gocronlock: job %q: %w", key, err)
+	case !ok:
+		return fmt.Errorf("%w: job %q: by another instance", ErrLockHeld, key)
+	}
+	_, err = h.Txn(ctx, &zk.DeleteRequest{Path: j.runPath, Version: -1})
+	_ = h.Release()
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("gocronlock: job %q: delete run node: %w", key, err)
+	}
+	// The lock's path and the job's node, persistent (see createRun),
+	// once the hold's node has gone (Release deletes it in the
+	// background); a lock node queued meanwhile (the job runs again) keeps
+	// them, and rightly.
+	for _, p := range []string{j.lock.Path(), path.Dir(j.runPath)} {
+		if err := l.deleteEmpty(ctx, p); err != nil {
+			return fmt.Errorf("gocronlock: job %q: %w", key, err)
+		}
+	}
+	return nil
+}
+
+// deleteEmpty deletes p once it is empty, or until ctx ends.
+func (l *Locker) deleteEmpty(ctx context.Context, p string) error {
+	for {
+		_, err := await(ctx, func() (struct{}, error) { return struct{}{}, l.s.Conn().Delete(p, -1) })
+		switch {
+		case err == nil, errors.Is(err, zk.ErrNoNode):
+			return nil
+		case !errors.Is(err, zk.ErrNotEmpty):
+			return fmt.Errorf("delete %s: %w", p, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("delete %s: %w", p, context.Cause(ctx))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // Close releases the locks of runs still going and detaches the Locker
@@ -263,64 +318,15 @@ func (l *Locker) Close() error {
 	l.closed = true
 	var errs []error
 	for _, j := range l.jobs {
+		// The run learns it first: its Unlock then says ErrClosed, not a
+		// loss, whatever zklock says of the hold Close ends.
+		if r := j.run.Load(); r != nil {
+			r.closed.Store(true)
+			r.cancel(fmt.Errorf("%w: the run's lock was released by Close", ErrClosed))
+		}
 		if err := j.lock.Close(); err != nil && !errors.Is(err, zklock.ErrSessionClosed) {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// runLock is the gocron.Lock of one run.
-type runLock struct {
-	l    *Locker
-	j    *job
-	hold *zklock.Hold
-	done atomic.Bool
-}
-
-// Unlock releases the job's lock. It does not wait for ZooKeeper (the
-// delete goes out in the background and is retried until it lands or the
-// session ends), so it releases also when ctx is already cancelled, as it
-// is when gocron shuts down. It returns an error wrapping
-// zklock.ErrLockLost when the lock was lost during the run, and
-// zklock.ErrNotHeld on a second call.
-func (r *runLock) Unlock(context.Context) error {
-	if r == nil {
-		return ErrNil
-	}
-	if !r.done.CompareAndSwap(false, true) {
-		return fmt.Errorf("gocronlock: job %q: %w", r.j.key, zklock.ErrNotHeld)
-	}
-	err := r.hold.Release()
-	r.j.busy.Store(false)
-	if err != nil {
-		r.l.log.Warn("lock lost during the run", "job", r.j.key, "err", err)
-		return fmt.Errorf("gocronlock: job %q: %w", r.j.key, err)
-	}
-	return nil
-}
-
-// getNode reads path on conn, giving up when ctx ends. go-zookeeper cannot
-// cancel a request: an abandoned read ends on its goroutine when its reply
-// comes or the connection closes.
-func getNode(ctx context.Context, conn *zk.Conn, p string) ([]byte, *zk.Stat, error) {
-	if conn == nil {
-		return nil, nil, zklock.ErrSessionClosed
-	}
-	type result struct {
-		data []byte
-		stat *zk.Stat
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		data, stat, err := conn.Get(p)
-		ch <- result{data, stat, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.data, r.stat, r.err
-	case <-ctx.Done():
-		return nil, nil, context.Cause(ctx)
-	}
 }

@@ -27,6 +27,9 @@ type lockerConfig struct {
 	windows map[string]time.Duration
 	timeout time.Duration
 	acl     []zk.ACL
+	observe func(Event)
+	spread  bool
+	name    string
 	err     error
 }
 
@@ -102,6 +105,45 @@ func WithACL(acl []zk.ACL) LockerOption {
 	}
 }
 
+// WithObserver has fn called with every Lock call's outcome and latency,
+// on the caller's goroutine (gocron's, for the job) just before Lock
+// returns: fn must be quick. lockmetrics.Collector.ObserveJob turns the
+// events into Prometheus series.
+func WithObserver(fn func(Event)) LockerOption {
+	return func(c *lockerConfig) {
+		if fn == nil {
+			c.fail(fmt.Errorf("%w: nil observer", ErrInvalidOption))
+			return
+		}
+		c.observe = fn
+	}
+}
+
+// WithInstanceName names this instance in the run nodes it writes, which
+// LastRun and the inspector (tierlock ls) report, and which WithSpread
+// tells the instances apart by. Default: host:pid. Each instance of a
+// fleet needs a name of its own.
+func WithInstanceName(name string) LockerOption {
+	return func(c *lockerConfig) {
+		if name == "" {
+			c.fail(fmt.Errorf("%w: empty instance name", ErrInvalidOption))
+			return
+		}
+		c.name = name
+	}
+}
+
+// WithSpread spreads the runs of each job over the fleet: an instance that
+// made one of the job's last runs steps back from a tick (ErrYielded) for
+// the others it has seen alive since (see the package doc), where without
+// it the instance whose timer fires first makes every run. It never makes
+// a tick run twice (the rule decides as ever); a tick is lost when the
+// instance it was left to does not come. Like the window, it is one
+// setting for the whole fleet.
+func WithSpread() LockerOption {
+	return func(c *lockerConfig) { c.spread = true }
+}
+
 // ElectorOption configures NewElector.
 type ElectorOption func(*electorConfig)
 
@@ -113,7 +155,10 @@ type electorConfig struct {
 }
 
 // WithCandidate sets the value this instance campaigns with, which
-// Elector.Leader reports while it leads. Default: host:pid.
+// Elector.Leader reports while it leads. Default: host:pid. The candidate's
+// node carries it: NewElector refuses one that makes the node's data
+// larger than zklock takes (64 KiB, see zklock.WithLabel) with
+// ErrInvalidOption.
 func WithCandidate(value string) ElectorOption {
 	return func(c *electorConfig) { c.value = value }
 }
@@ -130,9 +175,12 @@ func WithRetryInterval(d time.Duration) ElectorOption {
 	}
 }
 
-// WithLeaderHandler has fn called with true when this instance becomes the
-// leader and with false when it stops leading, on the Elector's goroutine:
-// fn must return quickly.
+// WithLeaderHandler has fn called with true when this instance starts
+// leading and with false when it stops, one call at a time, in order, on a
+// goroutine of the Elector's own: a slow fn delays only its own later
+// calls (IsLeader, exact at any moment, may be ahead of it). fn may call
+// Close, which never waits for fn. After Close has returned, fn is called
+// at most once more: with false, when its last call was true.
 func WithLeaderHandler(fn func(leading bool)) ElectorOption {
 	return func(c *electorConfig) { c.onChange = fn }
 }

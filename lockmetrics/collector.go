@@ -35,7 +35,8 @@ const OtherLock = "other"
 
 // Collector turns tier events and zklock session states into Prometheus
 // metrics. Pass Observe to tier.WithObserver (for every Lock or Registry
-// to measure) and SessionListener() to zklock.WithStateListener. A
+// to measure), SessionListener() to zklock.WithStateListener, and
+// ObserveJob to gocronlock's Locker (jobs.go). A
 // Collector is a prometheus.Collector: New registers it, and
 // Registerer.Unregister removes it. All methods are safe for concurrent
 // use; on a nil *Collector they do nothing.
@@ -49,6 +50,10 @@ type Collector struct {
 	revocations, txns *prometheus.CounterVec
 	sessions          *prometheus.GaugeVec   // state
 	transitions       *prometheus.CounterVec // state
+	jobRuns           *prometheus.CounterVec // job, outcome (jobs.go)
+	jobLatencyVec     *prometheus.HistogramVec
+	jobLatency        [len(jobOutcomes)]prometheus.Observer
+	jobs              jobs
 
 	// The series of each lock name, made on its first event (see names.go).
 	series   sync.Map   // lock name -> *series
@@ -202,6 +207,10 @@ func newCollector(cfg config) *Collector {
 		sessions:     gauge("session_state", "ZooKeeper sessions in each state (one session: 1 for its state, 0 for the others); closed sessions stay counted under closed.", "state"),
 		transitions:  counter("session_transitions_total", "ZooKeeper session state changes, by the state entered (a short disconnection shows here, not always in session_state).", "state"),
 	}
+	c.jobRuns, c.jobLatencyVec = newJobMetrics(ns, cfg.buckets)
+	for i, o := range jobOutcomes {
+		c.jobLatency[i] = c.jobLatencyVec.WithLabelValues(o)
+	}
 	c.initSessions()
 	return c
 }
@@ -209,7 +218,7 @@ func newCollector(cfg config) *Collector {
 // vecs are the collector's metrics, for Describe and Collect.
 func (c *Collector) vecs() []prometheus.Collector {
 	return []prometheus.Collector{c.wait, c.hold, c.holders, c.waiters, c.acquisitions,
-		c.failures, c.losses, c.revocations, c.txns, c.sessions, c.transitions}
+		c.failures, c.losses, c.revocations, c.txns, c.sessions, c.transitions, c.jobRuns, c.jobLatencyVec}
 }
 
 // Describe is prometheus.Collector's.

@@ -1,7 +1,9 @@
 // Package lockmetrics exports Prometheus metrics for tier locks: how long
 // acquisitions wait and holds last, how many goroutines hold and wait, how
 // acquisitions end (through ZooKeeper or a local hand-off, failed), why
-// holds are lost, and the state of the ZooKeeper sessions.
+// holds are lost, and the state of the ZooKeeper sessions; and for
+// scheduled jobs (gocronlock's Locker): runs and skips by reason, and
+// Lock's latency.
 //
 // It lives apart from tier and zklock so that the core does not depend on
 // Prometheus: it is built only on their hooks, [tier.WithObserver] and
@@ -30,5 +32,5 @@
 //
 // Files: collector.go (the metrics, New and its options), observe.go (tier
 // events to metrics), names.go (lock names and their bound), session.go
-// (session states).
+// (session states), jobs.go (scheduled jobs).
 package lockmetrics

@@ -32,6 +32,7 @@ func TestSeriesNames(t *testing.T) {
 	ep := serve(t, reg)
 	m.Observe(tier.Event{Kind: tier.Acquired, Path: "/a", Tier: tier.TierZooKeeper, Try: true})
 	m.SessionListener()(zklock.StateConnected)
+	m.ObserveJob("report", "ran", 0)
 
 	fams, err := reg.Gather()
 	if err != nil {
@@ -57,6 +58,8 @@ func TestSeriesNames(t *testing.T) {
 		"tierlock_guarded_write_failures_total": {"lock"},
 		"tierlock_session_state":                {"state"},
 		"tierlock_session_transitions_total":    {"state"},
+		"tierlock_job_locks_total":              {"job", "outcome"},
+		"tierlock_job_lock_seconds":             {"outcome"},
 	}
 	s := scraped(ep.scrape())
 	if got := slices.Sorted(maps.Keys(s)); !slices.Equal(got, slices.Sorted(maps.Keys(want))) {

@@ -136,10 +136,12 @@
  * processes on the paths are not modelled: what they wait for is the
  * released node's delete, rel); the bound's limit is fixed. Not modelled:
  * connection loss (an answer without per-op results, which settle ends
- * write by write: creates to protection mode, deletes to deleteGuaranteed,
- * Model 2; the writer's wait for a connection), session expiry (dropMoot),
+ * write by write: creates to protection mode, Model 2; deletes back at the
+ * head of the queue, sent again once connected; the writer's wait for a
+ * connection), session expiry (dropMoot),
  * a delete refused for another reason than NoNode (deleteGuaranteed), a
- * ctx that ends once the write is taken (abandon; Hold.Txn's
+ * ctx that ends once the write is taken (abandon: the writer queues the
+ * delete of what it made at the head as it settles it; Hold.Txn's
  * ErrOutcomeUnknown), TryAcquire, Close (shut, abandonWrite), two Locks of
  * one session on one path (an RWLock's), refusals of a create other than
  * NoNode (the acquisition fails instead of retrying: the same for the

@@ -117,6 +117,12 @@ func (s *Session) Conn() *zk.Conn {
 	return s.conn
 }
 
+// LossOnExpiryOnly reports whether the session keeps holds through
+// disconnections (WithLossOnExpiryOnly): its holds may overlap another
+// process's for up to an eighth of the session timeout, which code built
+// on the session (leader election, say) may need to tell its users.
+func (s *Session) LossOnExpiryOnly() bool { return s != nil && s.cfg.expiryOnly }
+
 // Logger returns the logger the session and its locks log to (see
 // WithLogger), for code built on the session, such as package tier.
 func (s *Session) Logger() *slog.Logger {

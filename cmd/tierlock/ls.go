@@ -38,7 +38,7 @@ func runLs(ctx context.Context, c *cli, args []string) error {
 	}
 	rctx, cancel := c.requestContext(ctx)
 	defer cancel()
-	paths, err := c.lockPaths(rctx, root)
+	paths, runs, err := c.lockPaths(rctx, root)
 	if err != nil {
 		return err
 	}
@@ -49,19 +49,30 @@ func runLs(ctx context.Context, c *cli, args []string) error {
 	if c.long || (len(paths) > 0 && paths[0] == root) {
 		return c.printLong(root, qs)
 	}
+	js, err := c.jobs(rctx, root, runs)
+	if err != nil {
+		return err
+	}
 	ls := summaries(root, qs)
 	if c.json {
 		return printJSON(c.stdout, struct {
 			Root  string        `json:"root"`
 			Locks []lockSummary `json:"locks"`
 			Total totals        `json:"total"`
-		}{root, ls, sum(ls)})
+			Jobs  []jobView     `json:"jobs,omitempty"`
+		}{root, ls, sum(ls), js})
 	}
-	if len(ls) == 0 {
+	switch {
+	case len(ls) == 0 && len(js) == 0:
 		_, err := fmt.Fprintf(c.stdout, "no locks under %s\n", root)
 		return err
+	case len(ls) == 0:
+		return printJobs(c.stdout, js)
 	}
-	return printSummaries(c.stdout, ls)
+	if err := printSummaries(c.stdout, ls); err != nil {
+		return err
+	}
+	return printLsJobs(c.stdout, js)
 }
 
 // queues lists the queue of each lock path, with the stats that bound its
@@ -105,9 +116,10 @@ func (c *cli) printLong(root string, qs []queueView) error {
 
 // lockPaths walks the tree under root, depth first in natural order
 // (naturalCompare: the order comparePaths gives the paths), and
-// returns the znodes that have lock nodes among their children. A missing
-// root is zk.ErrNoNode; a znode that vanishes during the walk is skipped.
-func (c *cli) lockPaths(ctx context.Context, root string) ([]string, error) {
+// returns the znodes that have lock nodes among their children, and the
+// gocronlock run nodes it met (jobs.go). A missing root is zk.ErrNoNode;
+// a znode that vanishes during the walk is skipped.
+func (c *cli) lockPaths(ctx context.Context, root string) (locks, runs []string, err error) {
 	var out []string
 	var walk func(p string, top bool) error
 	walk = func(p string, top bool) error {
@@ -129,13 +141,17 @@ func (c *cli) lockPaths(ctx context.Context, root string) ([]string, error) {
 			if isLockNode(k) {
 				continue
 			}
+			if isRunNode(k) { // a candidate, kept if its data is a run record
+				runs = append(runs, path.Join(p, k))
+			}
 			if err := walk(path.Join(p, k), false); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	return out, walk(root, true)
+	err = walk(root, true)
+	return out, runs, err
 }
 
 // children reads p's children, giving up when ctx ends.

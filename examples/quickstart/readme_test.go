@@ -67,6 +67,9 @@ func TestReadmeInstallFromCheckout(t *testing.T) {
 		"replace github.com/tierlock/tierlock => /path/to/tierlock",
 		"go work init",
 		"go work use /path/to/tierlock",
+		// gocronlock is a module of its own: both replaces (issue 39).
+		"-replace github.com/tierlock/tierlock/gocronlock=/path/to/tierlock/gocronlock",
+		"-require github.com/tierlock/tierlock/gocronlock@v0.0.0",
 	} {
 		if !strings.Contains(section, want) {
 			t.Errorf("README's install lacks %q:\n%s", want, section)
@@ -102,5 +105,17 @@ func TestReadmeSpeedStatesSpread(t *testing.T) {
 		if !strings.Contains(speed, median) || !strings.Contains(speed, spread) {
 			t.Errorf("README's Speed section lacks the median %s with its range %s (docs/matrix.md)", median, spread)
 		}
+	}
+}
+
+// README stays a page a newcomer reads (issue 39, item 7): at most 250
+// lines; depth lives in docs/.
+func TestReadmeShort(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(readme), "\n"); n > 250 {
+		t.Errorf("README has %d lines, want at most 250: move depth into docs/", n)
 	}
 }

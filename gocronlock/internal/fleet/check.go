@@ -15,7 +15,32 @@ type Run struct {
 	Job  string
 	Tick int64
 	Node string
-	At   time.Time
+	At   time.Time // when its timer fired (its Lock's entry; the run's start under the Elector)
+}
+
+// Gaps returns, for each (job, tick) that ran more than once, the time
+// between the first and the last of its runs' timers: a gap of a window or
+// more is a timer that fired too late to be named by its tick (a loaded
+// machine), not two runs of one tick.
+func Gaps(runs []Run, dups map[Key]int) map[Key]time.Duration {
+	first, last := map[Key]time.Time{}, map[Key]time.Time{}
+	for _, r := range runs {
+		k := Key{r.Job, r.Tick}
+		if _, dup := dups[k]; !dup {
+			continue
+		}
+		if t, ok := first[k]; !ok || r.At.Before(t) {
+			first[k] = r.At
+		}
+		if t, ok := last[k]; !ok || r.At.After(t) {
+			last[k] = r.At
+		}
+	}
+	out := map[Key]time.Duration{}
+	for k := range dups {
+		out[k] = last[k].Sub(first[k])
+	}
+	return out
 }
 
 // Leadership is a change of an Elector's leadership.
@@ -25,11 +50,20 @@ type Leadership struct {
 	Leading bool
 }
 
+// LockStats are an instance's Lock latencies, written as it ends.
+type LockStats struct {
+	Node          string
+	N             int
+	P50, P99, Max time.Duration
+}
+
 // Records are what the instances wrote.
 type Records struct {
-	Runs    []Run
-	Leaders []Leadership
-	Ready   map[string]time.Time
+	Runs     []Run
+	Leaders  []Leadership
+	Ready    map[string]time.Time
+	Locks    []LockStats
+	Outcomes []string // an instance's Lock outcomes and last failure, as written
 }
 
 // Parse reads records from r and adds them to rs. A last line cut short
@@ -72,6 +106,19 @@ func (rs *Records) add(f []string) error {
 			return err
 		}
 		rs.Ready[f[1]] = time.UnixMicro(at)
+	case f[0] == "lock" && len(f) == 6:
+		var v [4]int64
+		for i := range v {
+			n, err := strconv.ParseInt(f[2+i], 10, 64)
+			if err != nil {
+				return err
+			}
+			v[i] = n
+		}
+		rs.Locks = append(rs.Locks, LockStats{Node: f[1], N: int(v[0]), P50: time.Duration(v[1]) * time.Microsecond,
+			P99: time.Duration(v[2]) * time.Microsecond, Max: time.Duration(v[3]) * time.Microsecond})
+	case f[0] == "outcomes" && len(f) >= 3:
+		rs.Outcomes = append(rs.Outcomes, strings.Join(f[1:], " "))
 	default:
 		// A line cut short by a kill: not a record.
 	}

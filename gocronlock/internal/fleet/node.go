@@ -39,6 +39,8 @@ type config struct {
 	window, sessionTimeout   time.Duration
 	workMin, workMax         time.Duration
 	start                    time.Time
+	spread                   bool
+	noStart                  bool
 }
 
 func parse(args []string, stderr io.Writer) (config, error) {
@@ -58,6 +60,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.sessionTimeout, "session-timeout", 4*time.Second, "ZooKeeper session timeout")
 	fs.DurationVar(&c.workMin, "work-min", time.Millisecond, "shortest job")
 	fs.DurationVar(&c.workMax, "work-max", 50*time.Millisecond, "longest job")
+	fs.BoolVar(&c.spread, "spread", false, "spread the runs over the fleet (gocronlock.WithSpread)")
+	fs.BoolVar(&c.noStart, "no-start", false, "duration jobs without a start time: the scheduler starts at start+offset, each job's phase its own")
 	fs.Int64Var(&startMs, "start", 0, "common start, Unix ms: tick 0 of every job (default: the next whole second)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -111,11 +115,17 @@ func run(ctx context.Context, c config, rec *recorder) error {
 		defer e.Close()
 		opt = gocron.WithDistributedElector(e)
 	} else {
-		l, err := gocronlock.NewLocker(s, c.root, gocronlock.WithWindow(c.window))
+		opts := []gocronlock.LockerOption{gocronlock.WithWindow(c.window), gocronlock.WithInstanceName(c.name),
+			gocronlock.WithObserver(rec.lat.observe)}
+		if c.spread {
+			opts = append(opts, gocronlock.WithSpread())
+		}
+		l, err := gocronlock.NewLocker(s, c.root, opts...)
 		if err != nil {
 			return err
 		}
 		defer l.Close()
+		defer rec.lockStats()
 		opt = gocron.WithDistributedLocker(l)
 	}
 	sched, err := gocron.NewScheduler(opt)
@@ -125,14 +135,24 @@ func run(ctx context.Context, c config, rec *recorder) error {
 	first := c.start.Add(c.offset)
 	for i := range c.jobs {
 		job := fmt.Sprintf("job-%02d", i)
-		task := gocron.NewTask(func() { rec.run(job, tickOf(time.Now(), first, c.period), c.work()) })
-		if _, err := sched.NewJob(gocron.DurationJob(c.period), task, gocron.WithName(job),
-			gocron.WithStartAt(gocron.WithStartDateTime(first))); err != nil {
+		task := gocron.NewTask(func() {
+			fired := rec.fired(job)
+			rec.run(job, tickOf(fired, first, c.period), fired, c.work())
+		})
+		opts := []gocron.JobOption{gocron.WithName(job), gocron.WithStartAt(gocron.WithStartDateTime(first))}
+		if c.noStart {
+			opts = opts[:1]
+		}
+		if _, err := sched.NewJob(gocron.DurationJob(c.period), task, opts...); err != nil {
 			_ = sched.Shutdown()
 			return err
 		}
 	}
 	rec.ready()
+	if c.noStart {
+		// A replica started at its own moment: its jobs tick from there.
+		time.Sleep(time.Until(first.Add(-c.period)))
+	}
 	sched.Start()
 	end := time.NewTimer(time.Until(c.start.Add(c.duration)))
 	defer end.Stop()
@@ -143,10 +163,14 @@ func run(ctx context.Context, c config, rec *recorder) error {
 	return sched.Shutdown()
 }
 
-// tickOf returns the tick a run that started at now belongs to: the
-// nearest multiple of period after the instance's first tick.
+// tickOf returns the tick a run whose timer fired at now belongs to: the
+// last multiple of period after the instance's first tick, with a tenth
+// of a period's leeway for a timer that fires a little early. A timer
+// fires late, never much early: rounding to the nearest tick instead
+// would give a tick that fired over half a period late (a loaded machine)
+// the next tick's number.
 func tickOf(now, first time.Time, period time.Duration) int64 {
-	return int64(math.Round(float64(now.Sub(first)) / float64(period)))
+	return int64(math.Floor(float64(now.Sub(first))/float64(period) + 0.1))
 }
 
 // work returns a random job length between workMin and workMax.
@@ -160,6 +184,25 @@ type recorder struct {
 	mu   sync.Mutex
 	w    io.Writer
 	name string
+	lat  latencies
+}
+
+// fired returns when the timer of job's run going on fired: its Lock's
+// entry, which the Locker's observer saw (the task runs on the goroutine
+// that called Lock, right after it), or now under the Elector.
+func (r *recorder) fired(job string) time.Time {
+	if at, ok := r.lat.entries.Load(job); ok {
+		return at.(time.Time)
+	}
+	return time.Now()
+}
+
+// lockStats writes the Lock latencies' record: count, p50, p99, max (µs).
+func (r *recorder) lockStats() {
+	n, p50, p99, top := r.lat.summary()
+	r.line("lock %s %d %d %d %d", r.name, n, p50.Microseconds(), p99.Microseconds(), top.Microseconds())
+	counts, err := r.lat.counts()
+	r.line("outcomes %s %s %q", r.name, counts, fmt.Sprint(err))
 }
 
 func (r *recorder) line(format string, args ...any) {
@@ -170,9 +213,10 @@ func (r *recorder) line(format string, args ...any) {
 
 func (r *recorder) ready() { r.line("ready %s %d", r.name, time.Now().UnixMicro()) }
 
-// run records a run of job for tick, then does the job's work.
-func (r *recorder) run(job string, tick int64, work time.Duration) {
-	r.line("run %s %d %s %d", job, tick, r.name, time.Now().UnixMicro())
+// run records a run of job for tick, whose timer fired at fired, then
+// does the job's work.
+func (r *recorder) run(job string, tick int64, fired time.Time, work time.Duration) {
+	r.line("run %s %d %s %d", job, tick, r.name, fired.UnixMicro())
 	time.Sleep(work)
 }
 

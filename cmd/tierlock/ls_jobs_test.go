@@ -1,0 +1,78 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/runrec"
+	"github.com/tierlock/tierlock/internal/zktest"
+)
+
+// TestLsGocronRoot (issue 39, item 4): ls on a gocronlock root lists its
+// jobs, each with its last run, the instance that made it, the runs
+// counted and the window, read from the run nodes as gocronlock reads them
+// (written here as gocronlock writes them: gocronlock is a module of its
+// own, which this command does not import).
+func TestLsGocronRoot(t *testing.T) {
+	root := zktest.Path(t)
+	conn := connect(t).Conn()
+	mk := func(p string, data []byte) {
+		t.Helper()
+		if _, err := conn.Create(p, data, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 1; i < len(root); i++ { // the root's parents
+		if root[i] == '/' {
+			if _, err := conn.Create(root[:i], nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				t.Fatal(err)
+			}
+		}
+	}
+	mk(root, nil)
+	now := time.Now().UnixMilli()
+	// report: node-2's write ran (its timer a second after node-1's run);
+	// a/b: node-0's write skipped, the last run stays node-1's.
+	for name, rec := range map[string]runrec.Record{
+		"report": {Last: now - 1000, LastBy: "node-1", Runs: 41, Window: 500, By: "node-2", Delay: 3},
+		"a%2Fb":  {Last: now - 100, LastBy: "node-1", Runs: 7, Window: 500, By: "node-0", Delay: 3},
+	} {
+		mk(root+"/"+name, nil)
+		mk(root+"/"+name+"/lock", nil)
+		mk(root+"/"+name+"/run", rec.Encode())
+	}
+	mk(root+"/other", nil)
+	mk(root+"/other/run", []byte("not a run record"))
+
+	r := tierlock(t, "ls", root)
+	r.want(t, exitOK, "JOB", "report", "node-2", "42", "a/b", "node-1", "500ms", "2 jobs")
+	r = tierlock(t, "ls", "-json", root)
+	r.want(t, exitOK)
+	var got struct {
+		Jobs []jobView `json:"jobs"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	if len(got.Jobs) != 2 {
+		t.Fatalf("jobs %+v, want 2", got.Jobs)
+	}
+	for _, j := range got.Jobs {
+		switch j.Job {
+		case "report":
+			if j.By != "node-2" || j.Runs != 42 || time.Since(j.LastRun) > time.Minute {
+				t.Errorf("report: %+v", j)
+			}
+		case "a/b":
+			if j.By != "node-1" || j.Runs != 7 || j.Writer != "node-0" {
+				t.Errorf("a/b: %+v", j)
+			}
+		default:
+			t.Errorf("job %+v", j)
+		}
+	}
+}

@@ -1,0 +1,271 @@
+package gocronlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/runrec"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// The rule's application (the package doc states it, internal/runrec
+// decides): under the job's lock, one read and one guarded write of the
+// run node.
+
+// decision is what one attempt read and decided.
+type decision struct {
+	verdict runrec.Verdict
+	prev    runrec.Last   // the job's state the attempt read
+	first   bool          // the attempt created the run node
+	rec     runrec.Record // what it wrote
+	decided bool          // the write was applied: verdict holds
+	local   bool          // a skip known without a write (serverClock.recent): verdict Skip
+	yielded bool          // it would have run, but stepped back (WithSpread)
+	late    time.Duration // a run not confirmed: its write's answer came this long after Lock's entry
+	// sinceLast is the time from the last run to this attempt's timer, by
+	// the server's clock (ms).
+	sinceLast int64
+}
+
+// take claims the tick and, when this instance runs it, takes the job's
+// lock without waiting for the run; it returns the hold. entry is Lock's
+// entry. The decision does not need the lock: the run node's version
+// serializes the decisions (attempt). The lock keeps runs from
+// overlapping: a run of an earlier tick still going elsewhere makes this
+// one skip (ErrLockHeld), its tick counted as run.
+func (l *Locker) take(ctx context.Context, j *job, entry time.Time) (*zklock.Hold, decision, error) {
+	d, err := l.claim(ctx, j, entry)
+	switch {
+	case err != nil:
+		return nil, d, err
+	case d.late > 0:
+		return nil, d, fmt.Errorf("gocronlock: job %q: %w: answered %v after Lock's entry, too late to rule out that the tick ran: the tick is lost (counted as run)",
+			j.key, ErrSlowWrite, d.late.Round(time.Millisecond))
+	case d.yielded:
+		return nil, d, fmt.Errorf("%w: job %q", ErrYielded, j.key)
+	case d.verdict != runrec.Run:
+		return nil, d, fmt.Errorf("%w: job %q", ErrAlreadyRan, j.key)
+	}
+	h, ok, err := j.lock.TryAcquire(ctx)
+	switch {
+	case err != nil:
+		return nil, d, fmt.Errorf("gocronlock: job %q: %w (the tick is lost: counted as run)", j.key, err)
+	case !ok:
+		return nil, d, fmt.Errorf("%w: job %q: by a run of an earlier tick (this tick is lost: counted as run)", ErrLockHeld, j.key)
+	}
+	return h, d, nil
+}
+
+// claim applies the rule. A version conflict (a write this instance did
+// not see) is read again, twice at most.
+func (l *Locker) claim(ctx context.Context, j *job, entry time.Time) (decision, error) {
+	var d decision
+	var err error
+	for range 3 {
+		d, err = l.attempt(ctx, j, entry)
+		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) {
+			return d, err
+		}
+	}
+	return d, err
+}
+
+// attempt is one read and one write of the run node, the write
+// conditional on the version read: refused if anyone wrote the node since
+// (a decision this instance did not see), so that the decisions form one
+// chain in which each stands on the previous one. Its reply's Stat (mtime,
+// Mzxid) decides, with what it read (runrec.Record.Verdict, Confirms).
+func (l *Locker) attempt(ctx context.Context, j *job, entry time.Time) (decision, error) {
+	conn := l.s.Conn()
+	if conn == nil {
+		return decision{}, zklock.ErrSessionClosed
+	}
+	d := decision{rec: runrec.Record{Window: ms(j.window), By: l.by}}
+	data, stat, err := getNode(ctx, conn, j.runPath)
+	if errors.Is(err, zk.ErrNoNode) {
+		// The job's first run: nothing before it, so the write runs. Its
+		// parents are the lock's (containers, made by zklock).
+		d.rec.Delay = time.Since(entry).Milliseconds()
+		if err := l.createRun(ctx, conn, j, d.rec.Encode()); err != nil {
+			return d, fmt.Errorf("gocronlock: job %q: create run node: %w", j.key, err)
+		}
+		d.verdict, d.first, d.decided = runrec.Run, true, true
+		return d, nil
+	}
+	if err != nil {
+		return d, fmt.Errorf("gocronlock: job %q: read run node: %w", j.key, err)
+	}
+	if testHookAfterRead != nil {
+		testHookAfterRead(j.runPath)
+	}
+	d.prev = runrec.Derive(data, stat.Mtime, stat.Mzxid)
+	if !l.cfg.spread {
+		if recent, since := l.clock.recent(runrec.EpochOf(stat.Mzxid), entry, d.prev.At, d.rec.Window); recent {
+			d.local, d.verdict, d.sinceLast = true, runrec.Skip, since // a skip, known without a write
+			return d, nil
+		}
+	}
+	d.rec.Last, d.rec.LastBy, d.rec.Runs = d.prev.At, d.prev.By, d.prev.Runs
+	d.rec.Prev, d.rec.Epoch = stat.Mtime, runrec.EpochOf(stat.Mzxid)
+	if l.cfg.spread {
+		d.rec.Recent, d.rec.Since, d.rec.Yield = d.prev.Recent, d.prev.Since, l.yields(d.prev)
+	}
+	// Measured last, as near the send as the Locker can: the read's
+	// latency leaves the tick's spread (see the package doc).
+	d.rec.Delay = time.Since(entry).Milliseconds()
+	data = d.rec.Encode()
+	sent := time.Now()
+	wrote, err := await(ctx, func() (*zk.Stat, error) { return conn.Set(j.runPath, data, stat.Version) })
+	if err != nil {
+		return d, fmt.Errorf("gocronlock: job %q: write run node: %w", j.key, err)
+	}
+	answered := time.Since(entry)
+	l.clock.note(wrote.Mtime, runrec.EpochOf(wrote.Mzxid), sent)
+	mtime, epoch := wrote.Mtime, runrec.EpochOf(wrote.Mzxid)
+	d.verdict = d.rec.Verdict(mtime, epoch)
+	d.decided, d.sinceLast = true, d.rec.Fired(mtime)-d.rec.Last
+	if d.verdict == runrec.Run && !d.rec.Confirms(mtime, epoch, answered) {
+		// The write counts as a run, but its answer came too late to rule
+		// out that the tick ran already: skip (a tick lost, never one run
+		// twice).
+		d.late = answered
+	}
+	if d.rec.Yield && d.verdict != runrec.Run {
+		eager := d.rec
+		eager.Yield = false
+		d.yielded = eager.Verdict(mtime, epoch) == runrec.Run
+	}
+	return d, nil
+}
+
+// createRun creates the job's run node with data, in one transaction with
+// the job's node and its lock's path when these are missing (a new job:
+// one round trip, which matters when a thousand jobs start at once). Both
+// are persistent: zklock would make the lock's path a container, which
+// the server removes once empty (between two runs, with its check
+// interval short), and a lock whose path is gone must make it again
+// before it can queue, which under a burst of runs takes longer than Lock
+// may. RemoveJob deletes them. The root and its ancestors are containers,
+// as zklock makes a lock's.
+func (l *Locker) createRun(ctx context.Context, conn *zk.Conn, j *job, data []byte) error {
+	dir := path.Dir(j.runPath)
+	multi := func() error {
+		_, err := await(ctx, func() ([]zk.MultiResponse, error) {
+			return conn.Multi(&zk.CreateRequest{Path: dir, Acl: l.cfg.acl}, &zk.CreateRequest{Path: j.lock.Path(), Acl: l.cfg.acl},
+				&zk.CreateRequest{Path: j.runPath, Data: data, Acl: l.cfg.acl})
+		})
+		return err
+	}
+	err := multi()
+	if errors.Is(err, zk.ErrNoNode) { // the root is missing: make it, and again
+		if err := l.ensure(ctx, conn, l.root); err != nil {
+			return err
+		}
+		err = multi()
+	}
+	if !errors.Is(err, zk.ErrNodeExists) {
+		return err
+	}
+	// The job's node or its lock's path exists (made by zklock, or by an
+	// instance whose run node another deleted): the run node alone.
+	if err := l.ensure(ctx, conn, j.lock.Path()); err != nil {
+		return err
+	}
+	_, err = await(ctx, func() (string, error) { return conn.Create(j.runPath, data, 0, l.cfg.acl) })
+	return err
+}
+
+// ensure makes p if it is missing, persistent, its missing ancestors
+// containers.
+func (l *Locker) ensure(ctx context.Context, conn *zk.Conn, p string) error {
+	var mk func(p string, flags int32) error
+	mk = func(p string, flags int32) error {
+		create := func() error {
+			_, err := await(ctx, func() (string, error) {
+				if flags == zk.FlagContainer {
+					return conn.CreateContainer(p, nil, flags, l.cfg.acl)
+				}
+				return conn.Create(p, nil, flags, l.cfg.acl)
+			})
+			return err
+		}
+		err := create()
+		if errors.Is(err, zk.ErrNoNode) && path.Dir(p) != "/" {
+			if err := mk(path.Dir(p), zk.FlagContainer); err != nil {
+				return err
+			}
+			err = create()
+		}
+		if errors.Is(err, zk.ErrNodeExists) {
+			return nil
+		}
+		return err
+	}
+	return mk(p, 0)
+}
+
+// yields reports whether this instance steps back from the tick it is
+// about to decide (WithSpread): when it made one of the last k runs, k
+// being how many other instances showed themselves alive since the last
+// run (the runner, and those that wrote after it). Of k+1 instances one at
+// least made none of the last k runs and never steps back, so a tick is
+// lost only when that one does not come (it died, or met the lock held);
+// the rule decides as ever, so no tick runs twice.
+func (l *Locker) yields(prev runrec.Last) bool {
+	alive := map[string]bool{}
+	for _, n := range append([]string{prev.By}, prev.Since...) {
+		if n != "" && n != l.by {
+			alive[n] = true
+		}
+	}
+	k := min(len(alive), len(prev.Recent))
+	return k > 0 && slices.Contains(prev.Recent[:k], l.by)
+}
+
+// testHookAfterRead, set by tests only, runs between the read and the
+// write of a run node.
+var testHookAfterRead func(runPath string)
+
+// getNode reads path on conn, giving up when ctx ends.
+func getNode(ctx context.Context, conn *zk.Conn, p string) ([]byte, *zk.Stat, error) {
+	if conn == nil {
+		return nil, nil, zklock.ErrSessionClosed
+	}
+	type read struct {
+		data []byte
+		stat *zk.Stat
+	}
+	r, err := await(ctx, func() (read, error) {
+		data, stat, err := conn.Get(p)
+		return read{data, stat}, err
+	})
+	return r.data, r.stat, err
+}
+
+// await runs req on conn's behalf, giving up when ctx ends. go-zookeeper
+// cannot cancel a request: an abandoned one ends on its goroutine when
+// its reply comes or the connection closes.
+func await[T any](ctx context.Context, req func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := req()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, context.Cause(ctx)
+	}
+}

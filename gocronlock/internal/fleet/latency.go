@@ -1,0 +1,65 @@
+package fleet
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tierlock/tierlock/gocronlock"
+)
+
+// latencies keeps an instance's Lock latencies (gocronlock.WithObserver),
+// for the percentiles its last record reports.
+type latencies struct {
+	mu       sync.Mutex
+	ds       []time.Duration
+	outcomes map[string]int // by gocronlock.Outcome's name
+	lastErr  error          // the last failure's
+	entries  sync.Map       // job -> time.Time: the entry of its last Lock that ran
+}
+
+// observe keeps e's latency, and the entry of a Lock that ran: a tick is
+// named by its timer, not by its run's start, which a slow Lock delays
+// into the next tick's second.
+func (l *latencies) observe(e gocronlock.Event) {
+	if e.Outcome == gocronlock.Ran {
+		l.entries.Store(e.Job, time.Now().Add(-e.Latency))
+	}
+	l.mu.Lock()
+	l.ds = append(l.ds, e.Latency)
+	if l.outcomes == nil {
+		l.outcomes = map[string]int{}
+	}
+	l.outcomes[e.Outcome.String()]++
+	if e.Outcome == gocronlock.Failed {
+		l.lastErr = e.Err
+	}
+	l.mu.Unlock()
+}
+
+// counts returns the outcomes, name=count, and the last failure.
+func (l *latencies) counts() (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var parts []string
+	for _, o := range []string{"ran", "held", "already_ran", "yielded", "failed"} {
+		parts = append(parts, fmt.Sprintf("%s=%d", o, l.outcomes[o]))
+	}
+	return strings.Join(parts, ","), l.lastErr
+}
+
+// summary returns the count, the median, the 99th percentile and the
+// largest.
+func (l *latencies) summary() (n int, p50, p99, top time.Duration) {
+	l.mu.Lock()
+	ds := slices.Clone(l.ds)
+	l.mu.Unlock()
+	if len(ds) == 0 {
+		return 0, 0, 0, 0
+	}
+	slices.Sort(ds)
+	at := func(q float64) time.Duration { return ds[min(len(ds)-1, int(q*float64(len(ds))))] }
+	return len(ds), at(0.5), at(0.99), ds[len(ds)-1]
+}

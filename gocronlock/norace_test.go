@@ -1,0 +1,5 @@
+//go:build !race
+
+package gocronlock_test
+
+const raceBuild = false

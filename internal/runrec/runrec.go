@@ -1,0 +1,203 @@
+// Package runrec is the run node of a gocronlock job (<root>/<job>/run):
+// the record each attempt writes while it holds the job's lock, and what a
+// reader derives from that record and the node's Stat (the job's last run,
+// by whom, how many runs). gocronlock's package doc states the rule and
+// argues it; the code lives here so that the inspector (cmd/tierlock)
+// reads a run node exactly as the Locker does.
+//
+// A record is written before its writer knows the server time of its own
+// write, so whether the write ran is not stored: it follows from the
+// record and the Stat the write got (Verdict), and every reader derives
+// the same (Derive).
+package runrec
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ServerSkew bounds how far the clocks of two ZooKeeper servers may
+// differ. A write in another epoch than the record it read (a new ensemble
+// leader ordered it) cannot compare the two leaders' clocks: it runs only
+// when the last run is at least its window plus ServerSkew older, and
+// otherwise rebases (see Verdict). Jobs of a period below that lose one
+// tick per leader change; a new leader ahead by more than ServerSkew can
+// repeat one.
+const ServerSkew = 10 * time.Second
+
+// Record is a run node's data. Times are server times in ms since the
+// epoch; Last is on the clock of the leader that ordered the record's
+// write (an invariant Derive keeps: a write that crosses a leader change
+// never carries the old clock's time forward).
+type Record struct {
+	// Last is when the last run before this write started: its writer's
+	// timer, as the server's clock dates it (see Verdict).
+	Last int64 `json:"last"`
+	// LastBy names the instance that made the last run.
+	LastBy string `json:"last_by,omitempty"`
+	// Runs counts the runs before this write.
+	Runs int64 `json:"runs,omitempty"`
+	// Window is the writer's window, in ms.
+	Window int64 `json:"window_ms"`
+	// Delay is the writer's own measure (monotonic, ms, rounded down) of
+	// the time from its Lock's entry (the timer's firing) to the write's
+	// send.
+	Delay int64 `json:"delay_ms,omitempty"`
+	// Prev and Epoch are the mtime and the leader epoch (Mzxid >> 32) of
+	// the record the writer read; 0 when it read none.
+	Prev  int64 `json:"prev_mtime,omitempty"`
+	Epoch int64 `json:"prev_epoch,omitempty"`
+	// By names the writer, host:pid.
+	By string `json:"by,omitempty"`
+	// Spreading runs across the fleet (gocronlock.WithSpread): Recent
+	// names the instances that made the last runs, the latest first, at
+	// most MaxRecent; Since the instances that wrote after the last run;
+	// Yield says that the writer steps back (skips) should its write be
+	// a run.
+	Recent []string `json:"recent,omitempty"`
+	Since  []string `json:"since,omitempty"`
+	Yield  bool     `json:"yield,omitempty"`
+}
+
+// MaxRecent bounds Record.Recent.
+const MaxRecent = 8
+
+// Encode returns r as a run node's data.
+func (r Record) Encode() []byte {
+	b, _ := json.Marshal(r) // ints, strings and a slice of strings cannot fail
+	return b
+}
+
+// Decode parses a run node's data; false when it is not a record (an
+// operator's write, say).
+func Decode(data []byte) (Record, bool) {
+	var r Record
+	if err := json.Unmarshal(data, &r); err != nil || r.Window <= 0 {
+		return Record{}, false
+	}
+	return r, true
+}
+
+// Verdict is what a write decided.
+type Verdict int
+
+// The verdicts.
+const (
+	// Skip: a run started less than the window ago.
+	Skip Verdict = iota
+	// Run: the writer runs; the run is dated by its timer (Fired).
+	Run
+	// Rebase: the writer skips and dates the last run at its own write,
+	// on its leader's clock, because it cannot compare that clock with the
+	// one that dated the last run: a leader change, or the leader's clock
+	// stepped back.
+	Rebase
+)
+
+// EpochOf returns the leader epoch of a zxid.
+func EpochOf(zxid int64) int64 { return zxid >> 32 }
+
+// Fired is the latest server time the writer's timer can have fired at:
+// the write was ordered after its send, Delay after the timer. A write
+// that counts as a run dates it so.
+func (r Record) Fired(mtime int64) int64 { return mtime - r.Delay }
+
+// Verdict decides the write of r that got mtime in epoch (its Stat's
+// Mtime, EpochOf(Mzxid)): whether it counts as a run, by its timer dated
+// as late as it can have fired (Fired). Every reader derives the same. The
+// writer itself runs only if Confirms says so too.
+func (r Record) Verdict(mtime, epoch int64) Verdict {
+	elapsed := r.Fired(mtime) - r.Last
+	switch {
+	case r.Epoch != 0 && r.Epoch != epoch:
+		if elapsed >= r.Window+ServerSkew.Milliseconds() && !r.Yield {
+			return Run
+		}
+		return Rebase
+	case mtime < r.Prev:
+		// One leader's clock went back between two writes it ordered.
+		return Rebase
+	case elapsed >= r.Window && !r.Yield:
+		return Run
+	default:
+		// Negative included: a write whose timer fired before the last
+		// run's, whose lock came later (the decisions are serialized, the
+		// timers are not).
+		return Skip
+	}
+}
+
+// Confirms reports whether the writer of r, whose write's answer came
+// answered after its Lock's entry, runs: its write counts as a run
+// (Verdict), and would with its timer dated as early as it can have fired
+// (the write was ordered before its answer). The last run is dated as late
+// as its timer can have fired, so a run is confirmed only if its timer
+// fired at least a window after the last run's, whatever the latencies: a
+// later attempt of the same tick is never confirmed. A write that counts
+// as a run but is not confirmed is a tick lost, never one run twice.
+func (r Record) Confirms(mtime, epoch int64, answered time.Duration) bool {
+	early := r
+	early.Delay = (answered + time.Millisecond - 1).Milliseconds() // rounded up
+	return r.Verdict(mtime, epoch) == Run && early.Verdict(mtime, epoch) == Run
+}
+
+// Last is a job's state after a write: its last run and the count.
+type Last struct {
+	At     int64  // when the last run started (server ms); 0 if none
+	By     string // who made it
+	Runs   int64  // runs recorded
+	Window int64  // the window of the write's writer, ms (0: unreadable)
+	Writer string // who wrote last
+	Ran    bool   // the write was itself a run
+	// Recent and Since, for spreading: see Record.
+	Recent, Since []string
+}
+
+// Derive returns the state a run node's data and Stat (mtime, Mzxid) leave.
+// Data that is not a record (an operator's write) counts as a run at its
+// mtime: it can cost a tick, never repeat one.
+func Derive(data []byte, mtime, mzxid int64) Last {
+	r, ok := Decode(data)
+	if !ok {
+		return Last{At: mtime, Runs: 0}
+	}
+	l := Last{At: r.Last, By: r.LastBy, Runs: r.Runs, Window: r.Window, Writer: r.By}
+	l.Recent, l.Since = r.Spread(false)
+	switch r.Verdict(mtime, EpochOf(mzxid)) {
+	case Run:
+		l.Recent, l.Since = r.Spread(true)
+		l.At, l.By, l.Runs, l.Ran = r.Fired(mtime), r.By, r.Runs+1, true
+	case Rebase:
+		l.At = mtime
+	}
+	return l
+}
+
+// Spread returns Recent and Since after a write of r: when the write ran,
+// its writer leads Recent and Since starts afresh; otherwise the writer
+// joins Since.
+func (r Record) Spread(ran bool) (recent, since []string) {
+	if !ran {
+		return r.Recent, appendNew(r.Since, r.By, MaxRecent)
+	}
+	recent = []string{r.By}
+	for _, n := range r.Recent {
+		if n != r.By && len(recent) < MaxRecent {
+			recent = append(recent, n)
+		}
+	}
+	return recent, nil
+}
+
+// appendNew appends n to names unless it is there or names has max.
+func appendNew(names []string, n string, max int) []string {
+	for _, m := range names {
+		if m == n {
+			return names
+		}
+	}
+	if len(names) >= max {
+		return names
+	}
+	return append(names[:len(names):len(names)], n)
+}

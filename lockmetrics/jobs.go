@@ -1,0 +1,87 @@
+package lockmetrics
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Scheduled jobs. gocronlock's Locker (a module of its own, which this
+// package does not import) reports each Lock call, one per job and tick
+// on each instance, through gocronlock.WithObserver; ObserveJob takes the
+// event's fields:
+//
+//	gocronlock.WithObserver(func(e gocronlock.Event) {
+//		m.ObserveJob(e.Job, e.Outcome.String(), e.Latency)
+//	})
+
+// jobOutcomes are the values of the job metrics' outcome label: the names
+// of gocronlock.Outcome.
+var jobOutcomes = [...]string{"ran", "held", "already_ran", "yielded", "failed"}
+
+// jobSeries are one job name's counters, by outcome.
+type jobSeries [len(jobOutcomes)]prometheus.Counter
+
+// jobs keeps the job names apart, at most WithMaxLocks of them, as
+// seriesFor does for lock names (the same reasoning: a name's series are
+// complete before they are stored).
+type jobs struct {
+	series sync.Map // job name -> *jobSeries
+	mu     sync.Mutex
+	names  int
+}
+
+func newJobMetrics(ns string, buckets []float64) (*prometheus.CounterVec, *prometheus.HistogramVec) {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "job_locks_total",
+			Help: "Scheduled jobs' Lock calls (gocronlock), one per job and tick on each instance, by outcome: ran, held (the job's lock was held), already_ran, yielded (left to another instance), failed."},
+			[]string{"job", "outcome"}),
+		prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "job_lock_seconds",
+			Help: "Scheduled jobs' Lock latency (gocronlock), from its entry to its return, by outcome.", Buckets: buckets},
+			[]string{"outcome"})
+}
+
+// ObserveJob records one Lock call of a scheduled job: its outcome (one
+// of ran, held, already_ran, yielded, failed; anything else counts as
+// failed) and its latency. Job names past WithMaxLocks are counted as
+// OtherLock. It is a map read and two atomic adds.
+func (c *Collector) ObserveJob(job, outcome string, latency time.Duration) {
+	if c == nil {
+		return
+	}
+	o := len(jobOutcomes) - 1 // failed
+	for i, name := range jobOutcomes {
+		if name == outcome {
+			o = i
+		}
+	}
+	c.jobSeriesFor(job)[o].Inc()
+	c.jobLatency[o].Observe(latency.Seconds())
+}
+
+// jobSeriesFor returns job's counters, made on its first call.
+func (c *Collector) jobSeriesFor(job string) *jobSeries {
+	if s, ok := c.jobs.series.Load(job); ok {
+		return s.(*jobSeries)
+	}
+	c.jobs.mu.Lock()
+	defer c.jobs.mu.Unlock()
+	if s, ok := c.jobs.series.Load(job); ok {
+		return s.(*jobSeries)
+	}
+	name := job
+	if c.jobs.names >= c.cfg.maxLocks {
+		name = OtherLock
+		if s, ok := c.jobs.series.Load(name); ok {
+			return s.(*jobSeries)
+		}
+	} else {
+		c.jobs.names++
+	}
+	s := new(jobSeries)
+	for i, o := range jobOutcomes {
+		s[i] = c.jobRuns.WithLabelValues(name, o)
+	}
+	c.jobs.series.Store(name, s)
+	return s
+}

@@ -1,0 +1,43 @@
+package lockmetrics_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tierlock/tierlock/lockmetrics"
+)
+
+// TestJobMetrics (issue 39, item 4): a scheduled job's Lock calls, as
+// gocronlock.WithObserver reports them, become runs and skips by reason,
+// and Lock's latency; job names past WithMaxLocks count as "other", and an
+// unknown outcome as failed.
+func TestJobMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := lockmetrics.New(reg, lockmetrics.WithMaxLocks(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := serve(t, reg)
+	for _, o := range []string{"ran", "already_ran", "already_ran", "held", "yielded", "failed", "bogus"} {
+		m.ObserveJob("report", o, 3*time.Millisecond)
+	}
+	for i := range 3 {
+		m.ObserveJob(fmt.Sprint("job-", i), "ran", time.Millisecond)
+	}
+	var nilC *lockmetrics.Collector
+	nilC.ObserveJob("x", "ran", 0) // a nil Collector does nothing
+	e.expect(map[string]float64{
+		"tierlock_job_locks_total{job=report,outcome=ran}":         1,
+		"tierlock_job_locks_total{job=report,outcome=already_ran}": 2,
+		"tierlock_job_locks_total{job=report,outcome=held}":        1,
+		"tierlock_job_locks_total{job=report,outcome=yielded}":     1,
+		"tierlock_job_locks_total{job=report,outcome=failed}":      2,
+		"tierlock_job_locks_total{job=job-0,outcome=ran}":          1,
+		"tierlock_job_locks_total{job=other,outcome=ran}":          2,
+		"tierlock_job_lock_seconds{outcome=ran}":                   4,
+		"tierlock_job_lock_seconds{outcome=failed}":                2,
+	})
+}
