@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -31,7 +32,7 @@ func (q *writeQueue) run() {
 			return
 		}
 		q.mu.Lock()
-		batch := q.takeLocked()
+		batch, apart := q.takeLocked()
 		if batch == nil {
 			q.running = false
 			// Arms the timer for lingering deletes, or, when their foldWait
@@ -47,8 +48,26 @@ func (q *writeQueue) run() {
 			return
 		}
 		q.mu.Unlock()
+		if apart {
+			q.sendApart(batch)
+			continue
+		}
 		q.send(batch)
 	}
+}
+
+// sendApart sends each write of ws alone, all at once, and returns once
+// every answer is in (takeApartLocked says why).
+func (q *writeQueue) sendApart(ws []*write) {
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q.send([]*write{w})
+		}()
+	}
+	wg.Wait()
 }
 
 // The send of one batch: the request, and what its answer means for each
@@ -167,7 +186,7 @@ func (q *writeQueue) settle(batch []*write, res []zk.MultiResponse, err error, s
 	default:
 		again = q.failOne(batch, res, err, answeredIn, rtt)
 	}
-	q.requeue(again)
+	q.requeue(again, err != nil && len(res) == nops)
 }
 
 // failOne settles a batch the server refused: the write of the first

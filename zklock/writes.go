@@ -100,9 +100,9 @@ type write struct {
 	// Under writeQueue.mu: taken, in a batch (no longer withdrawn); ended,
 	// settled by the writer; abandoned, its caller gave up once it was
 	// taken (the writer cleans up after it, calling sweep for a create of
-	// unknown outcome).
-	taken, ended, abandoned bool
-	sweep                   func()
+	// unknown outcome); alone, back from a refused batch, to be sent alone.
+	taken, ended, abandoned, alone bool
+	sweep                          func()
 }
 
 // writeQueue is the session's writes not yet answered, and its writer.
@@ -245,9 +245,12 @@ func (q *writeQueue) deleteQueued(path string) bool {
 
 // takeLocked takes the next batch from the head of the queue, within the
 // bounds, or nil when there is nothing to send yet. q.mu is held.
-func (q *writeQueue) takeLocked() []*write {
+func (q *writeQueue) takeLocked() (batch []*write, apart bool) {
 	if len(q.queue) == 0 || q.lingerLocked() > 0 {
-		return nil
+		return nil, false
+	}
+	if q.queue[0].alone {
+		return q.takeApartLocked(), true
 	}
 	ops, size, n := 0, 0, 0
 	for n < len(q.queue) {
@@ -255,15 +258,49 @@ func (q *writeQueue) takeLocked() []*write {
 		if n > 0 && (ops+len(w.ops) > maxBatchOps || size+w.size > maxBatchBytes || q.s.cfg.noPipelining) {
 			break // WithoutPipelining, the baseline: one write per request
 		}
+		if w.alone {
+			break // what follows a refused batch goes apart (takeApartLocked)
+		}
 		ops, size, n = ops+len(w.ops), size+w.size, n+1
 	}
-	batch := make([]*write, n)
+	batch = make([]*write, n)
 	copy(batch, q.queue)
 	rest := q.queue[n:]
 	if mutant.On(mutant.CreateBeforeDelete) {
 		batch, rest = createsAhead(batch, rest) // seeded bug
 	}
 	q.queue = append(q.queue[:0], rest...)
+	q.takenLocked(batch)
+	return batch, false
+}
+
+// takeApartLocked takes the writes sent again after a refused batch, from
+// the head, to be sent each alone and side by side: one multi answer
+// names only the first failing op, so a batch of many that fail (a burst
+// on new lock paths, whose parents are missing) would fail one multi per
+// write, one round trip after another. It stops before a second write on
+// one path, so that the queue's order holds on each path. q.mu is held.
+func (q *writeQueue) takeApartLocked() []*write {
+	paths := make(map[string]bool)
+	n := 0
+	for n < len(q.queue) && n < maxBatchOps {
+		w := q.queue[n]
+		if !w.alone || paths[w.path] {
+			break
+		}
+		paths[w.path] = true
+		w.alone = false
+		n++
+	}
+	batch := make([]*write, n)
+	copy(batch, q.queue)
+	q.queue = append(q.queue[:0], q.queue[n:]...)
+	q.takenLocked(batch)
+	return batch
+}
+
+// takenLocked marks the writes of a batch taken. q.mu is held.
+func (q *writeQueue) takenLocked(batch []*write) {
 	for _, w := range batch {
 		w.taken = true
 		if w.kind == writeDelete {
@@ -272,7 +309,6 @@ func (q *writeQueue) takeLocked() []*write {
 			}
 		}
 	}
-	return batch
 }
 
 // createsAhead is the create-before-delete bug: a batch with a create
@@ -296,8 +332,9 @@ func createsAhead(batch, rest []*write) (taken, left []*write) {
 // requeue puts writes of a failed batch back at the head of the queue, in
 // their order, ahead of everything queued since.
 // A write whose caller gave up (abandoned) is not sent again: nothing of
-// it was applied, and it is over (errWithdrawn).
-func (q *writeQueue) requeue(ws []*write) {
+// it was applied, and it is over (errWithdrawn). alone: the writes of a
+// refused batch, sent again each alone (takeApartLocked).
+func (q *writeQueue) requeue(ws []*write, alone bool) {
 	if len(ws) == 0 {
 		return
 	}
@@ -310,7 +347,7 @@ func (q *writeQueue) requeue(ws []*write) {
 			dropped = append(dropped, w)
 			continue
 		}
-		w.taken = false
+		w.taken, w.alone = false, alone
 		if w.kind == writeDelete {
 			q.deletes[w.path]++
 		}

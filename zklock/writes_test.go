@@ -242,3 +242,29 @@ func TestCreateWithdrawnBeforeSent(t *testing.T) {
 		t.Errorf("nodes left: %v", kids)
 	}
 }
+
+// A cold burst: a hundred acquisitions on new lock paths, whose parents
+// do not exist yet, gathered in one batch. Every create fails at the
+// server, and a multi answer names only the first: sent again together,
+// the others would fail one multi each, one round trip after another (100
+// multis, seconds). After a refused batch its other writes go alone, side
+// by side, so that every failure shows in one round trip.
+func TestColdBurstFailsInOneRoundTrip(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	root := zktest.Path(t)
+	const n = 100
+	locks := make([]*zklock.Lock, n)
+	for i := range locks {
+		locks[i] = newLock(t, s, fmt.Sprintf("%s/cold/k%d", root, i))
+	}
+	res, multis := gathered(t, s, n, locks...)
+	for i, r := range res {
+		if r.err != nil {
+			t.Fatalf("k%d: %v", i, r.err)
+		}
+		_ = r.h.Release()
+	}
+	if multis > 10 {
+		t.Errorf("%d multis written for a cold burst of %d acquisitions; want a few (the failed batch, the creates again)", multis, n)
+	}
+}
