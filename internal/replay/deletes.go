@@ -70,6 +70,17 @@ func (l *lock) delAdd(st trace.Step) error {
 	return nil
 }
 
+// deleteOut is a released node of the lock whose delete is in a writer's
+// request other than req, unanswered, or "".
+func (l *lock) deleteOut(req uint64) string {
+	for n, d := range l.s.dels {
+		if d.by == l && d.state == delWire && d.req != 0 && d.req != req {
+			return n
+		}
+	}
+	return ""
+}
+
 // ownerOf is the session a delete queued at st is of: the one the node's
 // create was answered in, which st's (the code's) must not contradict, or
 // st's when the replay does not know it (a node protection mode found by

@@ -43,7 +43,8 @@
 // The code sends every write a session has waiting (creates of any path,
 // released nodes' deletes, guarded transactions) through one FIFO and one
 // writer, a batch from its head per request, one request out at a time
-// (zklock/writes.go, writer.go). Each request is one send step naming its
+// (after a refused batch, the writes it puts back each alone, side by
+// side, at most one per lock path; zklock/writes.go, writer.go). Each request is one send step naming its
 // writes in order (trace.Step.Writes), and its answer one step saying what
 // was applied: all (the nodes its creates made, in order), nothing but
 // the settling of the write whose op failed the multi (the others queued
@@ -51,7 +52,8 @@
 // request's writes in order (writer.go) and checks model/writes.pml's
 // property (a), one node per path, in the writer's terms: a Lock's create is never
 // in a request while its released node's delete is still queued, nor ahead
-// of that delete in the same multi; a delete a request takes is queued (not
+// of that delete in the same multi, nor while it is in another request
+// unanswered; a delete a request takes is queued (not
 // settled, not in a request out, not left to the guaranteed retry); a
 // create is not sent again while its request is out; an answer names only
 // writes of its request. A queued delete of an ended session's node is

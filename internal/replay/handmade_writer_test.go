@@ -70,7 +70,9 @@ func heldThenReleased() *tr {
 // and sent again ahead of the create; a request whose outcome is unknown,
 // sent again whole (its delete queued again at the head, its create again
 // by protection mode's retry); refused at its delete, which the guaranteed
-// retry then sends; an abandoned create's node deleted ahead of the Lock's
+// retry then sends; a refused batch's writes sent again apart (each
+// alone, side by side), a Lock's create once its delete's answer came; an
+// abandoned create's node deleted ahead of the Lock's
 // next create; a moot delete (its node's session over) dropped unsent
 // while a create goes out.
 func TestHandMadeWriterClean(t *testing.T) {
@@ -84,6 +86,9 @@ func TestHandMadeWriterClean(t *testing.T) {
 		add(trace.Step{Kind: trace.Send, Op: trace.OpDelete, Path: nodeB, Node: nodeB, Retry: true}).
 		add(trace.Step{Kind: trace.Answer, Op: trace.OpDelete, Path: nodeB, Node: nodeB, Retry: true})
 	if v := replayed(t, "writer", b.jsonl(t)).First(); v != nil {
+		t.Fatal(v)
+	}
+	if v := replayed(t, "apart", apart(true).jsonl(t)).First(); v != nil {
 		t.Fatal(v)
 	}
 	if v := replayed(t, "abandoned", abandoned(true).jsonl(t)).First(); v != nil {
@@ -117,6 +122,21 @@ func abandoned(ahead bool) *tr {
 	return b.send(wcre(pfxB))
 }
 
+// apart is a refused batch's writes sent again apart (main 7241c04), each
+// alone and side by side: A's released node's delete and B's create out
+// at once; then A's next create, once the delete's answer came (answered:
+// true) or while it is still out.
+func apart(answered bool) *tr {
+	ws := []trace.BatchWrite{wdel(nodeA), wcre(pfxB)}
+	b := heldThenReleased().add(trace.Step{Kind: trace.GateEnter, Path: lockB, Wait: true}).
+		send(ws...).answer(ws, 1, "nonode").
+		send(wdel(nodeA)).send(wcre(pfxB))
+	if answered {
+		b.answer(ws[:1], -1, "")
+	}
+	return b.send(wcre(pfxA2))
+}
+
 func TestHandMadeWriterRefused(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -138,6 +158,8 @@ func TestHandMadeWriterRefused(t *testing.T) {
 		}, trace.Send, "has its delete queued, not in a request on the wire"},
 		{"a create ahead of an abandoned create's node's delete", func() *tr { return abandoned(false) },
 			trace.Send, "has its delete queued, not in a request on the wire"},
+		{"a create while its path's delete is in another request out", func() *tr { return apart(false) },
+			trace.Send, "is in another request, unanswered"},
 		{"a delete the failed answer settled, sent again", func() *tr {
 			ws := []trace.BatchWrite{wdel(nodeA), wcre(pfxA2)}
 			return heldThenReleased().send(ws...).answer(ws, 0, "nonode").send(ws...)

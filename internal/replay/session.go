@@ -64,6 +64,7 @@ type del struct {
 	state int
 	batch string // the flusher's batch it was sent in (its first node)
 	by    *lock  // the lock whose node it is
+	req   uint64 // the writer's request it is in while delWire (its send's Seq), 0 for the model's
 	owner int64  // the session its node was made in, 0 when unknown
 }
 

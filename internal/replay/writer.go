@@ -8,7 +8,9 @@ import (
 // every write the session has waiting (the creates of its acquisitions,
 // on any path; the deletes of its released, lost or abandoned nodes; its
 // holds' guarded transactions) is queued in one FIFO, and one request at a
-// time takes a batch from its head. A request is one step here, which
+// time takes a batch from its head; after a refused batch, the writes it
+// puts back go apart (main 7241c04): each alone, side by side, at most one
+// per lock path, and the next batch once every one is answered. A request is one step here, which
 // names its writes in the order of their ops (trace.WritesSent), and its
 // answer one step, which says what was applied: every write (the request's
 // creates made the nodes it names, in order), none (the multi failed at
@@ -28,7 +30,9 @@ import (
 // not yet in a request on the wire), and within one request the delete
 // goes ahead of the create: the writes of a request are applied in their
 // order, so a delete after the create is one the create went out ahead of
-// (the seeded bug create-before-delete, writes.pml's CREATE_BEFORE_DELETE).
+// (the seeded bug create-before-delete, writes.pml's CREATE_BEFORE_DELETE);
+// nor while that delete is in another request unanswered, since two
+// requests out at once are written in no order the writer fixes.
 
 // request is one of the session's requests on the wire, unanswered: when
 // it was handed to the client and, for the writer's, its writes.
@@ -50,7 +54,7 @@ func (s *session) writerSend(st trace.Step) error {
 		var err error
 		switch w.Op {
 		case trace.OpDelete:
-			err = s.sendDelete(w.Path)
+			err = s.sendDelete(st, w.Path)
 		case trace.OpCreate:
 			err = s.sendCreate(st, i, w.Path)
 		case trace.OpTxn:
@@ -71,8 +75,8 @@ func (s *session) writerSend(st trace.Step) error {
 	return nil
 }
 
-// sendDelete is a queued delete taken into the request.
-func (s *session) sendDelete(node string) error {
+// sendDelete is a queued delete taken into the request st.
+func (s *session) sendDelete(st trace.Step, node string) error {
 	d := s.dels[node]
 	switch {
 	case d == nil:
@@ -82,7 +86,7 @@ func (s *session) sendDelete(node string) error {
 		return refusef("the writer sends the delete of %s, which is %s, not queued: only a queued delete is "+
 			"taken into a batch, and one settled or in a request unanswered is not", node, delNames[d.state])
 	}
-	d.state = delWire
+	d.state, d.req = delWire, st.Seq
 	return nil
 }
 
@@ -91,7 +95,7 @@ func (s *session) sendDelete(node string) error {
 func (s *session) sendCreate(st trace.Step, i int, prefix string) error {
 	if s.outCreates[prefix] {
 		return refusef("a create of %s sent again while the request carrying it is unanswered "+
-			"(one batch out at a time; its writes go again only once its answer settles them)", prefix)
+			"(a write goes again only once the answer to its request settles it)", prefix)
 	}
 	l := s.at(s.forCreate(prefix))
 	if n := l.queuedDelete(st.Sid); n != "" {
@@ -104,6 +108,12 @@ func (s *session) sendCreate(st trace.Step, i int, prefix string) error {
 		return refusef("a create on a path whose released node %s has its delete queued, not in a request "+
 			"on the wire (writes.pml (a), one node per path: the delete goes ahead of the create, in its batch "+
 			"or an earlier one)", n)
+	}
+	if n := l.deleteOut(st.Seq); n != "" {
+		return refusef("a create while its path's released node's delete %s is in another request, unanswered: "+
+			"the session's requests are applied in the order they are written, which two requests out at once "+
+			"do not fix (writes.pml (a), one node per path: a path's writes go one request after another; "+
+			"apart, after a refused batch, at most one per path)", n)
 	}
 	s.outCreates[prefix] = true
 	return l.create(trace.Step{Seq: st.Seq, T: st.T, Pid: st.Pid, Proc: st.Proc, Sid: st.Sid, Kind: trace.Send,

@@ -93,7 +93,8 @@
 //   - send and answer of the session's writer (zklock's writeQueue: every
 //     create, released node's delete and guarded transaction waiting, in
 //     one FIFO, a batch from its head per request, one request out at a
-//     time): the send's Writes name the request's writes in order (CRE and
+//     time; after a refused batch, its other writes each alone, side by
+//     side): the send's Writes name the request's writes in order (CRE and
 //     the prefix: the acquisition's "wire[p]!CRE,0,guid[p]"; DEL and the
 //     node: "wire[p]!DEL,n,1", the model's pend sent; TXN and the hold's
 //     node), its Op and Path are the one write's when it is alone, else
