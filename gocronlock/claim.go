@@ -167,8 +167,11 @@ func (l *Locker) createRun(ctx context.Context, conn *zk.Conn, j *job, data []by
 			&zk.CreateRequest{Path: j.runPath, Data: data, Acl: l.cfg.acl})
 		return err
 	}
+	if err := l.rootReady(ctx, conn); err != nil {
+		return err
+	}
 	err := multi()
-	if errors.Is(err, zk.ErrNoNode) { // the root is missing: make it, and again
+	if errors.Is(err, zk.ErrNoNode) { // the root is gone since: make it, and again
 		if err := l.ensure(ctx, conn, l.root); err != nil {
 			return err
 		}
@@ -184,6 +187,25 @@ func (l *Locker) createRun(ctx context.Context, conn *zk.Conn, j *job, data []by
 	}
 	_, err = await(ctx, func() (string, error) { return conn.Create(j.runPath, data, 0, l.cfg.acl) })
 	return err
+}
+
+// rootReady makes the Locker's root once, before its first job's nodes:
+// a new fleet's first tick creates a thousand jobs' nodes at once, batched
+// in few multis by the session's writer, and each would fail on a missing
+// root (the others sent apart, all failing, then made again one by one:
+// the first tick lost to the Lock timeout). The first new job makes it;
+// the others wait for it.
+func (l *Locker) rootReady(ctx context.Context, conn *zk.Conn) error {
+	l.rootMu.Lock()
+	defer l.rootMu.Unlock()
+	if l.rootMade {
+		return nil
+	}
+	if err := l.ensure(ctx, conn, l.root); err != nil {
+		return err
+	}
+	l.rootMade = true
+	return nil
 }
 
 // ensure makes p if it is missing, persistent, its missing ancestors
