@@ -121,9 +121,16 @@ func (l *Locker) attempt(ctx context.Context, j *job, entry time.Time) (decision
 	d.rec.Delay = time.Since(entry).Milliseconds()
 	data = d.rec.Encode()
 	sent := time.Now()
-	wrote, err := await(ctx, func() (*zk.Stat, error) { return conn.Set(j.runPath, data, stat.Version) })
+	// Through the session's writer, in one multi with the session's other
+	// waiting writes (the jobs' locks' creates and deletes, other jobs'
+	// records): at a thousand jobs a second, one transaction for many.
+	res, err := l.s.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: data, Version: stat.Version})
 	if err != nil {
 		return d, fmt.Errorf("gocronlock: job %q: write run node: %w", j.key, err)
+	}
+	wrote := res[0].Stat
+	if wrote == nil {
+		return d, fmt.Errorf("gocronlock: job %q: write run node: no stat in the reply", j.key)
 	}
 	answered := time.Since(entry)
 	l.clock.note(wrote.Mtime, runrec.EpochOf(wrote.Mzxid), sent)
@@ -156,14 +163,15 @@ func (l *Locker) attempt(ctx context.Context, j *job, entry time.Time) (decision
 func (l *Locker) createRun(ctx context.Context, conn *zk.Conn, j *job, data []byte) error {
 	dir := path.Dir(j.runPath)
 	multi := func() error {
-		_, err := await(ctx, func() ([]zk.MultiResponse, error) {
-			return conn.Multi(&zk.CreateRequest{Path: dir, Acl: l.cfg.acl}, &zk.CreateRequest{Path: j.lock.Path(), Acl: l.cfg.acl},
-				&zk.CreateRequest{Path: j.runPath, Data: data, Acl: l.cfg.acl})
-		})
+		_, err := l.s.Txn(ctx, &zk.CreateRequest{Path: dir, Acl: l.cfg.acl}, &zk.CreateRequest{Path: j.lock.Path(), Acl: l.cfg.acl},
+			&zk.CreateRequest{Path: j.runPath, Data: data, Acl: l.cfg.acl})
+		return err
+	}
+	if err := l.rootReady(ctx, conn); err != nil {
 		return err
 	}
 	err := multi()
-	if errors.Is(err, zk.ErrNoNode) { // the root is missing: make it, and again
+	if errors.Is(err, zk.ErrNoNode) { // the root is gone since: make it, and again
 		if err := l.ensure(ctx, conn, l.root); err != nil {
 			return err
 		}
@@ -179,6 +187,25 @@ func (l *Locker) createRun(ctx context.Context, conn *zk.Conn, j *job, data []by
 	}
 	_, err = await(ctx, func() (string, error) { return conn.Create(j.runPath, data, 0, l.cfg.acl) })
 	return err
+}
+
+// rootReady makes the Locker's root once, before its first job's nodes:
+// a new fleet's first tick creates a thousand jobs' nodes at once, batched
+// in few multis by the session's writer, and each would fail on a missing
+// root (the others sent apart, all failing, then made again one by one:
+// the first tick lost to the Lock timeout). The first new job makes it;
+// the others wait for it.
+func (l *Locker) rootReady(ctx context.Context, conn *zk.Conn) error {
+	l.rootMu.Lock()
+	defer l.rootMu.Unlock()
+	if l.rootMade {
+		return nil
+	}
+	if err := l.ensure(ctx, conn, l.root); err != nil {
+		return err
+	}
+	l.rootMade = true
+	return nil
 }
 
 // ensure makes p if it is missing, persistent, its missing ancestors

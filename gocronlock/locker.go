@@ -47,6 +47,9 @@ type Locker struct {
 	mu     sync.Mutex
 	jobs   map[string]*job
 	closed bool
+
+	rootMu   sync.Mutex // held while the root is made (rootReady)
+	rootMade bool
 }
 
 // job is the Locker's state for one job key.

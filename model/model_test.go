@@ -144,12 +144,16 @@ var checks = []check{
 			"cover: a batch bounded", "cover: two paths' creates", "cover: a create with the other path's delete",
 			"cover: a create refused", "cover: a delete refused", "cover: a transaction refused",
 			"cover: a create put back", "cover: a transaction put back", "cover: a delete put back",
-			"cover: foldWait over"}},
+			"cover: foldWait over", "cover: writes sent apart", "cover: apart, in the other order"}},
 	// The liveness search visits 6 M states: pan.c compiled with -O2.
 	{name: "writes/liveness", model: "writes.pml", ccFlags: liveness, panFlags: []string{"-a", "-f", "-m1000000"}},
 	// The code's seeded bug create-before-delete (takeLocked/createsAhead):
 	// a create applied while its path's released node is there.
 	{name: "writes/mutant_create_before_delete", model: "writes.pml", defines: []string{"-DMUTANT_CREATE_BEFORE_DELETE"},
+		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true, violates: "nodes[l]<=1"},
+	// takeApartLocked not stopping at a second write of one path: the
+	// writes sent apart race, and a create overtakes its path's delete.
+	{name: "writes/mutant_apart_any_path", model: "writes.pml", defines: []string{"-DMUTANT_APART_ANY_PATH"},
 		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true, violates: "nodes[l]<=1"},
 	// failOne failing every write of a refused batch: a create fails
 	// although its op did not.

@@ -12,7 +12,10 @@
  * queue of deletes only lingers (foldWait) so that a create can carry
  * them. The server applies a request atomically, in op order, or refuses
  * it whole at its first failing op; the writer fails that op's write alone
- * and puts the others back at the head, in order.
+ * and puts the others back at the head, in order, to be sent apart: each
+ * its own request, all at once, one per path (takeApartLocked), so that
+ * many failing writes fail in one round trip; the apart requests race, and
+ * the server applies them in either order.
  *
  * Processes, and the code they stand for:
  *
@@ -152,6 +155,10 @@
  *       seeded bug create-before-delete): a batch with a create leaves its
  *       deletes at the head for the next batch; the create is applied
  *       before its path's delete: (a).
+ *   MUTANT_APART_ANY_PATH  takeApartLocked takes the alone writes at the
+ *       head without stopping at a second write of one path: sent apart,
+ *       they race, and a create can be applied before its path's delete:
+ *       (a).
  *   MUTANT_FAIL_WHOLE_BATCH  failOne ends every write of a refused batch
  *       with the refusal: (b).
  *   MUTANT_NO_REARM  q.run returns on a nil batch without startLocked: a
@@ -211,6 +218,9 @@ bool aged;
 bool st;         /* startLocked's answer (scratch, always reset) */
 byte batch[QN];
 byte blen;
+bool alone[7];   /* back from a refused batch: sent apart (takeApartLocked) */
+bool apart;      /* the batch on the wire is such writes, each its own request */
+bool bfail[QN];  /* apart: the write at that place failed */
 byte failat;
 byte refop;
 bool wans;       /* the batch's answer arrived */
@@ -453,11 +463,25 @@ end_idle:
 		:: else -> /* takeLocked: whole writes from the head */
 			n = 0;
 			ops = 0;
-			do
-			:: n < qlen && (n == 0 || ops + OPS(q[n]) <= MAXOPS) -> ops = ops + OPS(q[n]); n++
-			:: n < qlen && n > 0 && ops + OPS(q[n]) > MAXOPS -> printf("cover: a batch bounded\n"); break
-			:: n == qlen -> break
-			od;
+			if
+			:: alone[q[0]] -> /* takeApartLocked: the alone writes at the head, one per path */
+				apart = 1;
+				do
+#ifndef MUTANT_APART_ANY_PATH
+				:: n < qlen && alone[q[n]] && (n == 0 || LK(q[n]) != LK(q[0])) -> alone[q[n]] = 0; n++
+#else
+				:: n < qlen && alone[q[n]] -> alone[q[n]] = 0; n++ /* not one per path */
+#endif
+				:: else -> break
+				od;
+				printf("cover: writes sent apart after a refused batch\n")
+			:: else ->
+				do
+				:: n < qlen && !alone[q[n]] && (n == 0 || ops + OPS(q[n]) <= MAXOPS) -> ops = ops + OPS(q[n]); n++
+				:: n < qlen && n > 0 && !alone[q[n]] && ops + OPS(q[n]) > MAXOPS -> printf("cover: a batch bounded\n"); break
+				:: n == qlen || (n > 0 && alone[q[n]]) -> break
+				od
+			fi;
 #ifdef MUTANT_CREATE_BEFORE_DELETE
 			/* createsAhead: a batch with a create takes its creates (and
 			   transactions) and leaves its deletes at the head */
@@ -533,8 +557,8 @@ end_idle:
 			onWire(RQ_WR);
 			/* coverage, checked by model_test.go (mustReach) */
 			if
-			:: blen > 1 && KIND(batch[0]) == CRE && KIND(batch[1]) == CRE -> printf("cover: two paths' creates in one request\n")
-			:: blen > 1 && KIND(batch[0]) == DEL && KIND(batch[1]) == CRE && LK(batch[0]) != LK(batch[1]) ->
+			:: !apart && blen > 1 && KIND(batch[0]) == CRE && KIND(batch[1]) == CRE -> printf("cover: two paths' creates in one request\n")
+			:: !apart && blen > 1 && KIND(batch[0]) == DEL && KIND(batch[1]) == CRE && LK(batch[0]) != LK(batch[1]) ->
 				printf("cover: a create with the other path's delete\n")
 			:: else
 			fi;
@@ -549,7 +573,13 @@ end_idle:
 				n = 0; /* the writes that go again, compacted at batch[0..n) */
 				i = 0;
 				do
-				:: i < blen ->
+				:: i < blen && apart -> /* each its own request: its own answer */
+					w = batch[i];
+					refop = (bfail[i] -> w : refop);
+					finish(w, !bfail[i]);
+					bfail[i] = 0;
+					i++
+				:: i < blen && !apart ->
 					w = batch[i];
 					if
 					:: failat == 0 -> finish(w, 1)
@@ -579,6 +609,7 @@ end_idle:
 						w = batch[i];
 						q[i] = w;
 						taken[w] = 0;
+						alone[w] = 1; /* sent apart next (takeApartLocked) */
 						if
 						:: KIND(w) == CRE -> nnd++; printf("cover: a create put back\n")
 						:: KIND(w) == TX -> nnd++; printf("cover: a transaction put back\n")
@@ -595,7 +626,7 @@ end_idle:
 				:: i < blen -> batch[i] = 0; i++
 				:: else -> break
 				od;
-				blen = 0; failat = 0; refop = 0;
+				blen = 0; failat = 0; refop = 0; apart = 0;
 				i = 0; j = 0; n = 0; w = 0
 			}
 		:: else
@@ -626,10 +657,31 @@ end:
 	:: atomic { /* the batch on the wire (the session's one write request) */
 		blen > 0 && !bapplied && !wans ->
 		bapplied = 1;
-		/* the first op that fails, if one does */
+		/* the first op that fails, if one does; apart, each write on its
+		   own (each its own request: they fail or apply one by one, in
+		   either order: the two requests race) */
+		if
+		:: apart && blen == 2 -> w = batch[0]; batch[0] = batch[1]; batch[1] = w; w = 0; printf("cover: apart, in the other order\n")
+		:: true
+		fi;
 		i = 0;
 		do
-		:: i < blen && failat == 0 ->
+		:: i < blen && apart ->
+			w = batch[i];
+			l = LK(w);
+			if
+			:: KIND(w) == CRE && !parent[l] -> bfail[i] = 1
+			:: KIND(w) == DEL && !rel[l] -> bfail[i] = 1
+			:: KIND(w) == TX && nf < F && l == 0 -> nf++; bfail[i] = 1
+			:: else ->
+				if
+				:: KIND(w) == CRE -> nodes[l]++; assert(nodes[l] <= 1) /* (a) */
+				:: KIND(w) == DEL -> nodes[l]--; rel[l] = 0
+				:: KIND(w) == TX
+				fi
+			fi;
+			i++
+		:: i < blen && !apart && failat == 0 ->
 			w = batch[i];
 			l = LK(w);
 			if
@@ -653,7 +705,8 @@ end:
 		:: else -> break
 		od;
 		if
-		:: failat == 0 -> /* applied, whole, in op order */
+		:: apart -> skip
+		:: !apart && failat == 0 -> /* applied, whole, in op order */
 			i = 0;
 			do
 			:: i < blen ->
@@ -667,7 +720,7 @@ end:
 				i++
 			:: else -> break
 			od
-		:: else -> refop = batch[failat - 1] /* refused, nothing applied */
+		:: !apart && failat != 0 -> refop = batch[failat - 1] /* refused, nothing applied */
 		fi;
 		i = 0; l = 0; w = 0
 	   }

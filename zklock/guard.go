@@ -189,26 +189,13 @@ func (h *Hold) txnable() error {
 // ErrOutcomeUnknown when ctx ended first. Only an encoding failure (the request did
 // not fit go-zookeeper's buffer) is known not to have left the client.
 func (h *Hold) txnResult(ops []any, res []zk.MultiResponse, err error) ([]zk.MultiResponse, error) {
+	i, err := failingOp(len(ops)+1, res, err)
 	switch {
-	case err == nil && len(res) == len(ops)+1:
-		return res[1:], nil
-	case err == nil:
-		return nil, fmt.Errorf("%w: %d results for %d ops", ErrOutcomeUnknown, len(res), len(ops)+1)
-	case errors.Is(err, ErrOutcomeUnknown):
+	case err != nil:
 		return nil, err
-	case errors.Is(err, zk.ErrShortBuffer):
-		return nil, fmt.Errorf("%w: transaction too large to encode: %w", ErrInvalidOp, err)
-	case len(res) != len(ops)+1:
-		return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
-	}
-	i := 0
-	for i < len(res) && res[i].Error == nil {
-		i++
-	}
-	if i == len(res) {
-		return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err) // an error but no failing op: not a multi answer we know
-	}
-	if i == 0 {
+	case i < 0:
+		return res[1:], nil
+	case i == 0:
 		if errors.Is(res[0].Error, zk.ErrNoNode) {
 			// The server says the hold is over; end it here too, so that
 			// Lost and the loss handler tell the holder now rather than
@@ -219,6 +206,32 @@ func (h *Hold) txnResult(ops []any, res []zk.MultiResponse, err error) ([]zk.Mul
 		return nil, fmt.Errorf("zklock: transaction guard on %s refused: %w", h.node, res[0].Error)
 	}
 	return res[1:], &OpError{Index: i - 1, Path: opPath(ops[i-1]), Err: res[i].Error}
+}
+
+// failingOp classifies a multi's answer to n ops: the index of the op
+// that failed it, -1 when it was applied, or the error saying why its
+// outcome is unknown or why it was not sent.
+func failingOp(n int, res []zk.MultiResponse, err error) (int, error) {
+	switch {
+	case err == nil && len(res) == n:
+		return -1, nil
+	case err == nil:
+		return 0, fmt.Errorf("%w: %d results for %d ops", ErrOutcomeUnknown, len(res), n)
+	case errors.Is(err, ErrOutcomeUnknown):
+		return 0, err
+	case errors.Is(err, zk.ErrShortBuffer):
+		return 0, fmt.Errorf("%w: transaction too large to encode: %w", ErrInvalidOp, err)
+	case len(res) != n:
+		return 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	}
+	i := 0
+	for i < len(res) && res[i].Error == nil {
+		i++
+	}
+	if i == len(res) {
+		return 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err) // an error but no failing op: not a multi answer we know
+	}
+	return i, nil
 }
 
 // validateOps refuses, before anything is sent, what the server would

@@ -268,3 +268,70 @@ func TestColdBurstFailsInOneRoundTrip(t *testing.T) {
 		t.Errorf("%d multis written for a cold burst of %d acquisitions; want a few (the failed batch, the creates again)", multis, n)
 	}
 }
+
+// Session.Txn: a hold-free transaction through the session's writer. Two
+// of them and an acquisition's create gathered in one multi; the one
+// whose version check fails gets an *OpError with its own results, the
+// other is applied, the create is granted.
+func TestSessionTxnBatched(t *testing.T) {
+	servers := zktest.Servers(t)
+	s, admin := connect(t, servers), connect(t, servers)
+	root := zktest.Path(t)
+	for _, n := range []string{"a", "b"} {
+		if err := zkCreateAll(admin.Conn(), root+"/data/"+n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := newLock(t, s, root+"/lock")
+	made, err := l.Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = made.Release()
+	eventually(t, 5*time.Second, "the writer idle", func() bool { return zklock.QueuedWritesForTest(s) == 0 })
+	ctx := ctxT(t, 20*time.Second)
+	let := zklock.HoldWriterForTest()
+	defer let()
+	m0 := zklock.Written(s, zklock.OpMulti)
+	type result struct {
+		res []zk.MultiResponse
+		err error
+	}
+	good, bad := make(chan result, 1), make(chan result, 1)
+	go func() {
+		res, err := s.Txn(ctx, &zk.SetDataRequest{Path: root + "/data/a", Data: []byte("x"), Version: 0})
+		good <- result{res, err}
+	}()
+	go func() {
+		res, err := s.Txn(ctx, &zk.SetDataRequest{Path: root + "/data/b", Data: []byte("y"), Version: 7})
+		bad <- result{res, err}
+	}()
+	acq := goAcquire(ctx, l)
+	eventually(t, 5*time.Second, "three writes queued", func() bool { return zklock.QueuedWritesForTest(s) == 3 })
+	let()
+	g, b := <-good, <-bad
+	var oe *zklock.OpError
+	if g.err != nil || len(g.res) != 1 || g.res[0].Stat == nil {
+		t.Errorf("the good Txn: %v, %v", g.res, g.err)
+	}
+	if !errors.As(b.err, &oe) || oe.Index != 0 || !errors.Is(b.err, zk.ErrBadVersion) {
+		t.Errorf("the stale Txn: %v; want an *OpError at 0 wrapping zk.ErrBadVersion", b.err)
+	}
+	if r := <-acq; r.err != nil {
+		t.Errorf("the acquisition beside them: %v", r.err)
+	} else {
+		_ = r.h.Release()
+	}
+	if data, _, err := admin.Conn().Get(root + "/data/a"); err != nil || string(data) != "x" {
+		t.Errorf("the good Txn's write: %q, %v", data, err)
+	}
+	if n := zklock.Written(s, zklock.OpMulti) - m0; n < 1 {
+		t.Errorf("%d multis", n)
+	}
+	if _, err := s.Txn(zktest.Cancelled(), &zk.SetDataRequest{Path: root + "/data/a", Version: -1}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Txn with a cancelled ctx: %v", err)
+	}
+	if _, err := s.Txn(ctx); !errors.Is(err, zklock.ErrInvalidOp) {
+		t.Errorf("Txn with no ops: %v", err)
+	}
+}
