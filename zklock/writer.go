@@ -104,11 +104,11 @@ func (q *writeQueue) send(batch []*write) {
 	}
 	start := time.Now()
 	if trace.Enabled { // guarded: the closure would stay in a build without the tag
-		trace.WritesSent(s.conn, len(batch), func(i int) []any { return batch[i].ops })
+		trace.WritesSent(s.conn, len(batch), func(i int) (bool, []any) { return batch[i].kind == writeTxn, batch[i].ops })
 	}
 	res, err := q.do(single, ops)
 	if trace.Enabled {
-		trace.WritesAnswered(s.conn, len(batch), func(i int) []any { return batch[i].ops }, res, err)
+		trace.WritesAnswered(s.conn, len(batch), func(i int) (bool, []any) { return batch[i].kind == writeTxn, batch[i].ops }, res, err)
 	}
 	if s.tap != nil {
 		s.tap.Answered()

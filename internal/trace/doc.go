@@ -96,8 +96,9 @@
 //     time; after a refused batch, its other writes each alone, side by
 //     side): the send's Writes name the request's writes in order (CRE and
 //     the prefix: the acquisition's "wire[p]!CRE,0,guid[p]"; DEL and the
-//     node: "wire[p]!DEL,n,1", the model's pend sent; TXN and the hold's
-//     node), its Op and Path are the one write's when it is alone, else
+//     node: "wire[p]!DEL,n,1", the model's pend sent; TXN and its first
+//     op's path: a hold's guarded transaction, its check of the hold's
+//     node first, or the session's own, Session.Txn), its Op and Path are the one write's when it is alone, else
 //     MULTI and the first write's path; the answer has the same Op and
 //     Path, N the write whose op failed the multi (-1: none, or no result
 //     per op: every write's outcome unknown, the model's ERR), Creates the

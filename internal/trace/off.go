@@ -98,7 +98,8 @@ func ConnHandshook(c *zk.Conn, sid int64, d time.Duration) {}
 func Paused(pid int, from, to time.Time) {}
 
 // WritesSent does nothing without the tierlocktrace tag.
-func WritesSent(c *zk.Conn, n int, opsOf func(i int) []any) {}
+func WritesSent(c *zk.Conn, n int, writeOf func(i int) (txn bool, ops []any)) {}
 
 // WritesAnswered does nothing without the tierlocktrace tag.
-func WritesAnswered(c *zk.Conn, n int, opsOf func(i int) []any, res []zk.MultiResponse, err error) {}
+func WritesAnswered(c *zk.Conn, n int, writeOf func(i int) (txn bool, ops []any), res []zk.MultiResponse, err error) {
+}

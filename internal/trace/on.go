@@ -259,31 +259,32 @@ func Paused(pid int, from, to time.Time) {
 	rec(nil, Step{Kind: Pause, N: pid, At: since(from), Until: since(to)})
 }
 
-// WritesSent records a request of the session's writer: n writes, the
-// ops of write i being opsOf(i) (a create's or a delete's one op; a
-// guarded transaction's, its check of the hold's node first), named in
-// Writes in their order. The request's Op and Path are its one write's
-// when it is alone (CRE on the prefix, DEL on the node, TXN on the hold's
-// node), else MULTI on the first write's path.
-func WritesSent(c *zk.Conn, n int, opsOf func(i int) []any) {
+// WritesSent records a request of the session's writer: n writes, write
+// i a transaction (Hold.Txn, Session.Txn) when txn and its ops ops (a
+// create's or a delete's one op; a transaction's, a hold's check of its
+// node first), as writeOf(i) says, named in Writes in their order. The
+// request's Op and Path are its one write's when it is alone (CRE on the
+// prefix, DEL on the node, TXN on its first op's path), else MULTI on the
+// first write's path.
+func WritesSent(c *zk.Conn, n int, writeOf func(i int) (txn bool, ops []any)) {
 	if off() || n == 0 {
 		return
 	}
 	s := Step{Kind: Send, Writes: make([]BatchWrite, n)}
 	for i := range n {
-		s.Writes[i] = writeOf(opsOf(i))
+		s.Writes[i] = batchWrite(writeOf(i))
 	}
 	s.Op, s.Path = requestOf(s.Writes)
 	rec(c, s)
 }
 
 // WritesAnswered records the answer to the request WritesSent recorded
-// with the same n and opsOf: res the results per op (none when the
+// with the same n and writeOf: res the results per op (none when the
 // server's answer did not come), err its error. N is the write whose op
 // failed the multi (the first op with an error: ZooKeeper reports those
 // before it OK and those after it as not run), -1 when none did or when
 // there are no results to say; Creates the nodes the creates made.
-func WritesAnswered(c *zk.Conn, n int, opsOf func(i int) []any, res []zk.MultiResponse, err error) {
+func WritesAnswered(c *zk.Conn, n int, writeOf func(i int) (txn bool, ops []any), res []zk.MultiResponse, err error) {
 	if off() || n == 0 {
 		return
 	}
@@ -291,8 +292,8 @@ func WritesAnswered(c *zk.Conn, n int, opsOf func(i int) []any, res []zk.MultiRe
 	ws := make([]BatchWrite, n)
 	at := 0
 	for i := range n {
-		ops := opsOf(i)
-		ws[i] = writeOf(ops)
+		txn, ops := writeOf(i)
+		ws[i] = batchWrite(txn, ops)
 		for k := at; k < at+len(ops) && k < len(res); k++ {
 			if res[k].Error != nil && s.N < 0 {
 				s.N = i
@@ -307,18 +308,27 @@ func WritesAnswered(c *zk.Conn, n int, opsOf func(i int) []any, res []zk.MultiRe
 	rec(c, s)
 }
 
-// writeOf names a write of the session's writer by its ops.
-func writeOf(ops []any) BatchWrite {
+// batchWrite names a write of the session's writer: a transaction by its
+// first op's path, a create or a delete (one op) by its own.
+func batchWrite(txn bool, ops []any) BatchWrite {
 	if len(ops) == 0 {
-		return BatchWrite{}
+		return BatchWrite{Op: "?"}
 	}
 	switch o := ops[0].(type) {
+	case *zk.CreateRequest:
+		if !txn {
+			return BatchWrite{Op: OpCreate, Path: o.Path}
+		}
+		return BatchWrite{Op: OpTxn, Path: o.Path}
+	case *zk.DeleteRequest:
+		if !txn {
+			return BatchWrite{Op: OpDelete, Path: o.Path}
+		}
+		return BatchWrite{Op: OpTxn, Path: o.Path}
 	case *zk.CheckVersionRequest:
 		return BatchWrite{Op: OpTxn, Path: o.Path}
-	case *zk.CreateRequest:
-		return BatchWrite{Op: OpCreate, Path: o.Path}
-	case *zk.DeleteRequest:
-		return BatchWrite{Op: OpDelete, Path: o.Path}
+	case *zk.SetDataRequest:
+		return BatchWrite{Op: OpTxn, Path: o.Path}
 	}
 	return BatchWrite{Op: "?"}
 }

@@ -67,22 +67,24 @@ func TestOnSession(t *testing.T) {
 // A request of the session's writer names every write in order, and its
 // answer the request's op and path, the write that failed it and the
 // nodes its creates made (a transaction's create is the caller's, not
-// ours).
+// ours, also when it is the transaction's first op).
 func TestOnBatch(t *testing.T) {
 	batch := [][]any{
 		{&zk.DeleteRequest{Path: "/l/a1"}},
 		{&zk.CreateRequest{Path: "/l/p-"}},
 		{&zk.CheckVersionRequest{Path: "/m/b2"}, &zk.CreateRequest{Path: "/data"}},
+		{&zk.CreateRequest{Path: "/runs/r1"}}, // a transaction of one create (Session.Txn)
 	}
-	opsOf := func(i int) []any { return batch[i] }
+	opsOf := func(i int) (bool, []any) { return i >= 2, batch[i] }
 	steps := recorded(t, func() {
 		trace.WritesSent(nil, len(batch), opsOf)
-		trace.WritesAnswered(nil, len(batch), opsOf, []zk.MultiResponse{{}, {String: "/l/p-0000000001"}, {}, {String: "/data"}}, nil)
-		trace.WritesAnswered(nil, len(batch), opsOf, []zk.MultiResponse{{}, {}, {Error: zk.ErrNoNode}, {Error: zk.ErrAPIError}}, zk.ErrNoNode)
+		trace.WritesAnswered(nil, len(batch), opsOf, []zk.MultiResponse{{}, {String: "/l/p-0000000001"}, {}, {String: "/data"}, {String: "/runs/r1"}}, nil)
+		trace.WritesAnswered(nil, len(batch), opsOf, []zk.MultiResponse{{}, {}, {Error: zk.ErrNoNode}, {Error: zk.ErrAPIError}, {Error: zk.ErrAPIError}}, zk.ErrNoNode)
 		trace.WritesAnswered(nil, len(batch), opsOf, nil, zk.ErrConnectionClosed)
 		trace.WritesSent(nil, 1, opsOf)
 	})
-	writes := []trace.BatchWrite{{Op: trace.OpDelete, Path: "/l/a1"}, {Op: trace.OpCreate, Path: "/l/p-"}, {Op: trace.OpTxn, Path: "/m/b2"}}
+	writes := []trace.BatchWrite{{Op: trace.OpDelete, Path: "/l/a1"}, {Op: trace.OpCreate, Path: "/l/p-"}, {Op: trace.OpTxn, Path: "/m/b2"},
+		{Op: trace.OpTxn, Path: "/runs/r1"}}
 	want := []trace.Step{
 		{Kind: trace.Send, Op: trace.OpMulti, Path: "/l/a1", Writes: writes},
 		{Kind: trace.Answer, Op: trace.OpMulti, Path: "/l/a1", N: -1, Creates: []string{"/l/p-0000000001"}},

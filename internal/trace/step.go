@@ -161,8 +161,9 @@ type Step struct {
 
 // BatchWrite is one write of a request of the session's writer: Op CRE, Path
 // the prefix of the node it creates; DEL, the node it deletes (a released,
-// lost or abandoned node of ours); TXN, the hold's node the guarded
-// transaction checks first (its other ops are the caller's, not named).
+// lost or abandoned node of ours); TXN, a transaction's first op's path
+// (Hold.Txn's: the hold's node its guard checks; Session.Txn's: the
+// caller's first op), its other ops not named.
 type BatchWrite struct {
 	Op   Op     `json:"op"`
 	Path string `json:"path"`
