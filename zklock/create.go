@@ -64,7 +64,7 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (our
 	case <-w.sent:
 	case <-ctx.Done():
 		if s.writes.withdraw(w) {
-			s.flight.giveBack() // the create's place; never sent
+			s.flight.giveBack() // the create's place: not applied
 			s.flight.giveBack() // the listing's
 			return ourNode{}, ctx.Err()
 		}

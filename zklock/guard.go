@@ -156,7 +156,7 @@ func (h *Hold) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) 
 		return h.txnResult(ops, w.res, w.err)
 	case <-ctx.Done():
 		if h.s.writes.withdraw(w) {
-			return nil, ctx.Err() // never sent
+			return nil, ctx.Err() // not applied: never sent, or back from a refused batch
 		}
 		// The request may already be on the wire.
 		return h.txnResult(ops, nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err()))

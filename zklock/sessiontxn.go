@@ -44,7 +44,7 @@ func (s *Session) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 	case <-w.done:
 	case <-ctx.Done():
 		if s.writes.withdraw(w) {
-			return nil, ctx.Err() // never sent
+			return nil, ctx.Err() // not applied: never sent, or back from a refused batch
 		}
 		return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err())
 	}

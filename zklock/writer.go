@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -170,6 +171,9 @@ func (q *writeQueue) settle(batch []*write, res []zk.MultiResponse, err error, s
 	switch {
 	case len(res) != nops:
 		// No answer per op: the outcome of each is unknown.
+		if err == nil {
+			err = fmt.Errorf("%w: %d results for %d ops", ErrOutcomeUnknown, len(res), nops)
+		}
 		for _, w := range batch {
 			again = q.end(w, nil, err, 0, rtt, again)
 		}
