@@ -1,7 +1,6 @@
 package zklock
 
 import (
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,11 +31,14 @@ import (
 // first with an error in the answer (the ops before it report OK, those
 // after it a runtime inconsistency): its write alone fails, with what it
 // would have met on its own, and the others go again at the head of the
-// queue. An answer that does not say (the connection lost with the multi
-// out) leaves every write's outcome unknown: a create is looked for by its
-// GUID (protection mode, enqueueAgain), a delete is retried until its node
-// or session is gone (deleteGuaranteed), a transaction reports
-// ErrOutcomeUnknown.
+// queue, each alone and side by side (takeApartLocked), so that many
+// failing writes (a burst on new paths) fail in one round trip. An answer
+// that does not say (the connection lost with the multi out) leaves every
+// write's outcome unknown: a create is looked for by its GUID (protection
+// mode, enqueueAgain), a delete goes again at the head of the queue until
+// its node or its session is gone, a transaction reports
+// ErrOutcomeUnknown. settle.go has what an answer means, writer.go the
+// writer's goroutine and its send.
 
 // The bounds of one batch. The writer has one batch out at a time, and the
 // server answers a session's requests in order, so a batch's round trip
@@ -327,71 +329,6 @@ func createsAhead(batch, rest []*write) (taken, left []*write) {
 		return batch, rest
 	}
 	return taken, append(dels, rest...)
-}
-
-// requeue puts writes of a failed batch back at the head of the queue, in
-// their order, ahead of everything queued since.
-// A write whose caller gave up (abandoned) is not sent again: nothing of
-// it was applied, and it is over (errWithdrawn). alone: the writes of a
-// refused batch, sent again each alone (takeApartLocked).
-func (q *writeQueue) requeue(ws []*write, alone bool) {
-	if len(ws) == 0 {
-		return
-	}
-	q.mu.Lock()
-	kept := ws[:0:0]
-	var dropped []*write
-	for _, w := range ws {
-		if w.abandoned {
-			w.ended = true
-			dropped = append(dropped, w)
-			continue
-		}
-		w.taken, w.alone = false, alone
-		if w.kind == writeDelete {
-			q.deletes[w.path]++
-		}
-		kept = append(kept, w)
-	}
-	q.queue = append(kept, q.queue...)
-	q.mu.Unlock()
-	for _, w := range dropped {
-		if w.admitted {
-			q.s.flight.giveBack()
-		}
-		w.err = errWithdrawn
-		w.finish()
-	}
-}
-
-// errWithdrawn ends a write whose caller gave up before it was applied.
-var errWithdrawn = errors.New("zklock: write withdrawn before it was applied")
-
-// abandon marks w, whose caller gave up after a batch took it, so that the
-// writer cleans up after it as it settles it (orphaned), and reports true;
-// false when the writer settled it already: the caller then has its
-// outcome (done is closed) and cleans up itself. A write back in the queue
-// (its batch was refused for another's op) is taken out: nothing of it was
-// applied. sweep looks for a create of unknown outcome by its GUID.
-func (q *writeQueue) abandon(w *write, sweep func()) bool {
-	q.mu.Lock()
-	if w.ended {
-		q.mu.Unlock()
-		return false
-	}
-	w.abandoned, w.sweep = true, sweep
-	if w.taken || !q.removeLocked(w) {
-		q.mu.Unlock()
-		return true
-	}
-	w.ended = true
-	q.mu.Unlock()
-	if w.admitted {
-		q.s.flight.giveBack()
-	}
-	w.err = errWithdrawn
-	w.finish()
-	return true
 }
 
 // finish closes w's channels: it is over.
