@@ -85,43 +85,50 @@ func (rs *Records) Parse(r io.Reader) error {
 	return sc.Err()
 }
 
+// nums parses a record's numbers: int64s (times in µs since the epoch).
+func nums(fs []string) ([]int64, error) {
+	v := make([]int64, len(fs))
+	for i, x := range fs {
+		n, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return nil, err
+		}
+		v[i] = n
+	}
+	return v, nil
+}
+
 func (rs *Records) add(f []string) error {
 	switch {
 	case f[0] == "run" && len(f) == 5:
-		tick, err := strconv.ParseInt(f[2], 10, 64)
-		at, err2 := strconv.ParseInt(f[4], 10, 64)
-		if err != nil || err2 != nil {
-			return fmt.Errorf("bad number")
+		v, err := nums([]string{f[2], f[4]})
+		if err != nil {
+			return err
 		}
-		rs.Runs = append(rs.Runs, Run{Job: f[1], Tick: tick, Node: f[3], At: time.UnixMicro(at)})
+		rs.Runs = append(rs.Runs, Run{Job: f[1], Tick: v[0], Node: f[3], At: time.UnixMicro(v[1])})
 	case f[0] == "leader" && len(f) == 4:
-		at, err := strconv.ParseInt(f[2], 10, 64)
+		v, err := nums(f[2:3])
 		if err != nil {
 			return err
 		}
-		rs.Leaders = append(rs.Leaders, Leadership{Node: f[1], At: time.UnixMicro(at), Leading: f[3] == "true"})
+		rs.Leaders = append(rs.Leaders, Leadership{Node: f[1], At: time.UnixMicro(v[0]), Leading: f[3] == "true"})
 	case f[0] == "ready" && len(f) == 3:
-		at, err := strconv.ParseInt(f[2], 10, 64)
+		v, err := nums(f[2:3])
 		if err != nil {
 			return err
 		}
-		rs.Ready[f[1]] = time.UnixMicro(at)
+		rs.Ready[f[1]] = time.UnixMicro(v[0])
 	case f[0] == "lock" && len(f) == 6:
-		var v [4]int64
-		for i := range v {
-			n, err := strconv.ParseInt(f[2+i], 10, 64)
-			if err != nil {
-				return err
-			}
-			v[i] = n
+		v, err := nums(f[2:6])
+		if err != nil {
+			return err
 		}
 		rs.Locks = append(rs.Locks, LockStats{Node: f[1], N: int(v[0]), P50: time.Duration(v[1]) * time.Microsecond,
 			P99: time.Duration(v[2]) * time.Microsecond, Max: time.Duration(v[3]) * time.Microsecond})
 	case f[0] == "outcomes" && len(f) >= 3:
 		rs.Outcomes = append(rs.Outcomes, strings.Join(f[1:], " "))
-	default:
-		// A line cut short by a kill: not a record.
 	}
+	// Anything else is a line cut short by a kill: not a record.
 	return nil
 }
 
