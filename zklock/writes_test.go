@@ -143,14 +143,18 @@ func TestBatchDeleteOfAGoneNodeFailsNothingElse(t *testing.T) {
 	if err := hy.Release(); err != nil {
 		t.Fatal(err)
 	}
-	res, multis := gathered(t, s, 3, y) // the two deletes and y's create
-	for _, r := range res {
-		if r.err != nil {
-			t.Fatalf("acquisition batched with a gone node's delete: %v", r.err)
-		}
-		_ = r.h.Release()
+	// One gate for the whole batch: a writer started by the deletes' timer
+	// waits on the gate it found (gathered's own would not let it go).
+	m0 := zklock.Written(s, zklock.OpMulti)
+	got := goAcquire(ctxT(t, 20*time.Second), y)
+	eventually(t, 5*time.Second, "the two deletes and y's create queued", func() bool { return zklock.QueuedWritesForTest(s) == 3 })
+	let()
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("acquisition batched with a gone node's delete: %v", r.err)
 	}
-	if multis < 1 {
+	_ = r.h.Release()
+	if multis := zklock.Written(s, zklock.OpMulti) - m0; multis < 1 {
 		t.Errorf("went in %d multis", multis)
 	}
 	eventually(t, 5*time.Second, "y's released node deleted", func() bool { return len(children(t, admin.Conn(), root+"/y")) == 0 })
