@@ -33,7 +33,7 @@ type matrixFlags struct {
 func defineMatrixFlags(fs *flag.FlagSet) *matrixFlags {
 	return &matrixFlags{
 		preset:     fs.String("matrix", "", "run a matrix of cells instead of one run: "+presetHelp()+"; see -matrix-*"),
-		servers:    fs.String("matrix-servers", "", "matrix: standalone, ensemble or both (default: the preset's; with -zk: those servers)"),
+		servers:    fs.String("matrix-servers", "", "matrix: standalone, ensemble, or both as standalone,ensemble (default: the preset's; with -zk: those servers)"),
 		procs:      fs.String("matrix-procs", "", "matrix: worker processes per cell, a comma-separated list (default: the preset's)"),
 		goroutines: fs.String("matrix-goroutines", "", "matrix: goroutines per process, a list (default: the preset's)"),
 		paths:      fs.String("matrix-paths", "", "matrix: lock paths, a list (default: the preset's)"),
