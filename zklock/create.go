@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"path"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -139,16 +140,31 @@ var testHookCreated atomic.Pointer[func()]
 var errNotListed = errors.New("zklock: mutant: listing not waited for")
 
 // wrongDelete is the delete-wrong-create bug: ahead of our create, the
-// writer is given the delete of the wrong node, the queue's first (another
-// process's, holding or next to hold).
+// writer is given the delete of the wrong node, the queue's first that is
+// another session's (holding, or next to hold). The queue's first is often
+// our own released node, its delete still queued: the bug reads the queue
+// again (up to 50 times) until that one is gone and another's leads, so
+// that the wrong delete strikes a holder and the run's history checks see
+// two holders (stress's TestMutantDeleteWrongCreate).
+// A seeded bug only: its reads and sleeps cost nothing in a real build.
 func (l *Lock) wrongDelete() {
 	s := l.s
-	children, _, err := s.conn.Children(l.path)
-	if err != nil {
-		return
-	}
-	if q := l.sortQueue(children); len(q) > 0 {
-		s.writes.delete(l.path, l.path+"/"+q[0].name, s.conn.SessionID())
+	sid := s.conn.SessionID()
+	for range 50 {
+		children, _, err := s.conn.Children(l.path)
+		if err != nil {
+			return
+		}
+		q := l.sortQueue(children)
+		if len(q) == 0 {
+			return
+		}
+		node := l.path + "/" + q[0].name
+		if _, st, err := s.conn.Exists(node); err == nil && st != nil && st.EphemeralOwner != 0 && st.EphemeralOwner != sid {
+			s.writes.delete(l.path, node, sid)
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
 	}
 }
 

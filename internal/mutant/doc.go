@@ -34,9 +34,9 @@ const (
 	// answer instead of its send time (zklock: Session.proved).
 	LeaseFromAnswer = "lease-from-answer"
 	// DeleteWrongCreate: the create carries the delete of the wrong node,
-	// the queue's first that is not the released one (another process's,
-	// holding or next to hold), in place of the released node's (zklock:
-	// Lock.create).
+	// the queue's first once it is another session's (the holder, its
+	// predecessor's delete applied), queued to the session's writer ahead
+	// of the create (zklock: Lock.wrongDelete).
 	DeleteWrongCreate = "delete-wrong-create"
 	// WatchGrantsEarly: a waiter whose predecessor's watch fired goes on as
 	// leading, without reading the queue again (zklock: Lock.waitTurn).
