@@ -46,7 +46,8 @@ import (
 // round trip brings as many new writes as acquisitions started meanwhile.
 // maxBatchOps lets a batch take them all up to about 500 acquisitions
 // (a create and a delete each), so that the writer keeps pace with the
-// reads around it (at 64 ops, 4 x 1000 x 1000 ran at about half the rate:
+// reads around it (4 x 1000 x 1000 ran at 0.82x the rate with 64 ops and
+// 0.97x with 256, and spent 1.11x the server's CPU per acquisition at 64:
 // docs/bench/issue38-batch-bounds.txt); and one op that fails sends the
 // rest again, which the rarity of failures (a missing parent once per
 // path, a refusal) makes cheap. maxBatchBytes stays well below the
