@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/await"
 	"github.com/tierlock/tierlock/internal/runrec"
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -185,7 +186,7 @@ func (l *Locker) createRun(ctx context.Context, conn *zk.Conn, j *job, data []by
 	if err := l.ensure(ctx, conn, j.lock.Path()); err != nil {
 		return err
 	}
-	_, err = await(ctx, func() (string, error) { return conn.Create(j.runPath, data, 0, l.cfg.acl) })
+	_, err = await.Call(ctx, func() (string, error) { return conn.Create(j.runPath, data, 0, l.cfg.acl) })
 	return err
 }
 
@@ -214,7 +215,7 @@ func (l *Locker) ensure(ctx context.Context, conn *zk.Conn, p string) error {
 	var mk func(p string, flags int32) error
 	mk = func(p string, flags int32) error {
 		create := func() error {
-			_, err := await(ctx, func() (string, error) {
+			_, err := await.Call(ctx, func() (string, error) {
 				if flags == zk.FlagContainer {
 					return conn.CreateContainer(p, nil, flags, l.cfg.acl)
 				}
@@ -268,31 +269,9 @@ func getNode(ctx context.Context, conn *zk.Conn, p string) ([]byte, *zk.Stat, er
 		data []byte
 		stat *zk.Stat
 	}
-	r, err := await(ctx, func() (read, error) {
+	r, err := await.Call(ctx, func() (read, error) {
 		data, stat, err := conn.Get(p)
 		return read{data, stat}, err
 	})
 	return r.data, r.stat, err
-}
-
-// await runs req on conn's behalf, giving up when ctx ends. go-zookeeper
-// cannot cancel a request: an abandoned one ends on its goroutine when
-// its reply comes or the connection closes.
-func await[T any](ctx context.Context, req func() (T, error)) (T, error) {
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := req()
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, context.Cause(ctx)
-	}
 }

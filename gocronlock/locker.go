@@ -13,6 +13,7 @@ import (
 	"github.com/go-co-op/gocron/v2"
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/await"
 	"github.com/tierlock/tierlock/internal/runrec"
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -291,7 +292,7 @@ func (l *Locker) RemoveJob(ctx context.Context, key string) error {
 // deleteEmpty deletes p once it is empty, or until ctx ends.
 func (l *Locker) deleteEmpty(ctx context.Context, p string) error {
 	for {
-		_, err := await(ctx, func() (struct{}, error) { return struct{}{}, l.s.Conn().Delete(p, -1) })
+		_, err := await.Call(ctx, func() (struct{}, error) { return struct{}{}, l.s.Conn().Delete(p, -1) })
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNoNode):
 			return nil

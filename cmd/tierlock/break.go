@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/await"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -57,7 +58,7 @@ func runBreak(ctx context.Context, c *cli, args []string) error {
 
 // deleteNode deletes node, giving up when ctx ends.
 func deleteNode(ctx context.Context, conn *zk.Conn, node string) error {
-	_, err := await(ctx, func() (struct{}, error) { return struct{}{}, conn.Delete(node, -1) })
+	_, err := await.Call(ctx, func() (struct{}, error) { return struct{}{}, conn.Delete(node, -1) })
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", node, err)
 	}

@@ -161,26 +161,3 @@ func (c *cli) requestContext(ctx context.Context) (context.Context, context.Canc
 	return context.WithTimeout(ctx, c.timeout)
 }
 
-// await runs a go-zookeeper request, whose methods take no context, and
-// returns its result, or ctx's error as soon as ctx ends. An abandoned
-// request completes in the background: the reply, or the failure that
-// closing the session gives every pending request, ends its goroutine,
-// and the buffered channel lets it end without a reader.
-func await[T any](ctx context.Context, req func() (T, error)) (T, error) {
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := req()
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
-}

@@ -89,7 +89,7 @@ const maxStatsInFlight = 64
 
 // stats reads the stat of each of paths, up to maxStatsInFlight requests
 // in flight at once (go-zookeeper pipelines requests made concurrently);
-// a missing node's stat is nil. As await, it gives up when ctx ends; the
+// a missing node's stat is nil. As await.Call, it gives up when ctx ends; the
 // requests in flight then finish in the background, and no more start.
 func stats(ctx context.Context, conn *zk.Conn, paths []string) ([]*zk.Stat, error) {
 	type result struct {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/await"
 	"github.com/tierlock/tierlock/internal/runrec"
 )
 
@@ -45,7 +46,7 @@ func (c *cli) jobs(ctx context.Context, root string, runs []string) ([]jobView, 
 			data []byte
 			stat *zk.Stat
 		}
-		r, err := await(ctx, func() (read, error) {
+		r, err := await.Call(ctx, func() (read, error) {
 			data, stat, err := c.s.Conn().Get(p)
 			return read{data, stat}, err
 		})

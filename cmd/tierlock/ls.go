@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/await"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -156,7 +157,7 @@ func (c *cli) lockPaths(ctx context.Context, root string) (locks, runs []string,
 
 // children reads p's children, giving up when ctx ends.
 func children(ctx context.Context, conn *zk.Conn, p string) ([]string, error) {
-	return await(ctx, func() ([]string, error) {
+	return await.Call(ctx, func() ([]string, error) {
 		kids, _, err := conn.Children(p)
 		return kids, err
 	})
