@@ -66,6 +66,9 @@ const keepWrites = 1 << 16
 // it granted and the session timeout it granted with it. An answer with no
 // session (the session expired) grants nothing.
 func (s *session) handshake(st trace.Step) {
+	if st.Owner == 0 && st.Sid != 0 {
+		s.ended = st.Sid // the server's answer to a reconnection: expired
+	}
 	if st.Owner == 0 || st.Timeout <= 0 {
 		return
 	}

@@ -16,6 +16,11 @@ type session struct {
 	file  string
 	wall  int64 // the file's clock origin (Unix ns), for the checks across processes
 	sid   int64 // sid[p]: the session id the steps carry
+	// ended is a session the server answered expired (a handshake with no
+	// session): go-zookeeper's session id is 0 from then on, before the
+	// event says so and before a new session comes, so the code's sid[p]
+	// has changed (grantGone holds) while the steps still carry the old.
+	ended int64
 	conn  bool  // conn[p], as the client sees it (session events)
 	lease bool  // lease[p]: renewed, and no lapse or new session since
 	// expiryOnly is the session's loss policy (policy.go): holds survive
@@ -247,7 +252,7 @@ func (s *session) verdict(st trace.Step) error {
 		s.verdictOnTime(st)
 		s.now[st.Owner] = append(s.now[st.Owner], st.T)
 	case "gone":
-		if st.Owner == s.sid {
+		if st.Owner == s.sid && st.Owner != s.ended {
 			return refuse("a node found gone with its session, which is the current one (grantGone: zsid[p] != sid[p])")
 		}
 	}
