@@ -160,4 +160,3 @@ func (c *cli) close() {
 func (c *cli) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, c.timeout)
 }
-

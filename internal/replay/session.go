@@ -12,17 +12,17 @@ import (
 // model's p): proctype session's variables as the client knows them, and
 // the locks of the process by path (proctype goroutine's, one gate each).
 type session struct {
-	c     *Checker
-	file  string
-	wall  int64 // the file's clock origin (Unix ns), for the checks across processes
-	sid   int64 // sid[p]: the session id the steps carry
+	c    *Checker
+	file string
+	wall int64 // the file's clock origin (Unix ns), for the checks across processes
+	sid  int64 // sid[p]: the session id the steps carry
 	// ended is a session the server answered expired (a handshake with no
 	// session): go-zookeeper's session id is 0 from then on, before the
 	// event says so and before a new session comes, so the code's sid[p]
 	// has changed (grantGone holds) while the steps still carry the old.
 	ended int64
-	conn  bool  // conn[p], as the client sees it (session events)
-	lease bool  // lease[p]: renewed, and no lapse or new session since
+	conn  bool // conn[p], as the client sees it (session events)
+	lease bool // lease[p]: renewed, and no lapse or new session since
 	// expiryOnly is the session's loss policy (policy.go): holds survive
 	// disconnections. Not in twotier.pml.
 	expiryOnly bool
