@@ -28,12 +28,7 @@ import (
 // the listing that found our node leading, the zxid of the last change to
 // the queue, which is at least our node's creation zxid and, since a
 // successor can only lead on a listing taken after our node's deletion,
-// strictly below every later holder's token. The session's writer puts
-// many creates and deletes in one multi, whose ops share one zxid; the rule
-// holds: our deletion, in whatever multi, is a transaction after the
-// listing our token came from, and two nodes of one path made in one multi
-// lead one after the other, the second on a listing after the first's
-// deletion, a later transaction again.
+// strictly below every later holder's token (multis: docs/guarantees.md).
 func (l *Lock) waitTurn(ctx context.Context, n *ourNode, wait bool) (token int64, leads bool, err error) {
 	w := &waiter{l: l, n: n, name: path.Base(n.node), pos: l.newPositions(n.node, wait)}
 	defer w.stop()
