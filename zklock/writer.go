@@ -82,7 +82,7 @@ func (q *writeQueue) send(batch []*write) {
 	if len(batch) == 0 {
 		return
 	}
-	s.lead() // after a quiet spell, the lease's sync goes first (lease.go)
+	s.lead() // after a quiet spell, the lease's sync goes first (renew.go)
 	ops := make([]any, 0, len(batch))
 	for _, w := range batch {
 		ops = append(ops, w.ops...)
