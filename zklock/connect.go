@@ -9,6 +9,7 @@ import (
 
 	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
+	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
 
 // Making and ending a session: Connect, NewSession, Close.
@@ -117,7 +118,7 @@ func newSession(tap *wire.Tap, owns bool, cfg sessionConfig) *Session {
 	s.st.ready, s.st.changed = make(chan struct{}), make(chan struct{})
 	s.st.holds = make(map[sessionHold]struct{})
 	s.notes.init(cfg.listener)
-	s.writes.init(s)
+	s.writes = writes.New(writeLink{s}, writeConfig(cfg, owns))
 	s.st.lease.init(s)
 	s.auth.init(len(cfg.digests) > 0)
 	return s
@@ -171,7 +172,7 @@ func (s *Session) close() {
 	s.st.mu.Unlock()
 	s.life.cancel()
 	s.st.lease.stop()
-	s.writes.stop()
+	s.writes.Stop()
 	s.notes.close()
 	// Every goroutine of ours ends on s.life.ctx, on hardStop, or on a request
 	// that completes (the closed connection fails it at once), except the

@@ -14,12 +14,13 @@ import (
 
 	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
+	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
 
 // Creating our node: admitted with the listing pipelined behind it, the
-// create queued for the session's writer (writes.go), and the search for
-// our GUID after a create of unknown outcome (findOwn; the clean-up of an
-// abandoned create, abandon and sweep). What the next attempt does after a
+// create queued for the session's writer (package writes), and the search
+// for our GUID after a create of unknown outcome (findOwn; the clean-up of
+// a create given up, giveUp and sweep). What the next attempt does after a
 // failed create is protection.go's; the queue's order and the wait are
 // wait.go's.
 
@@ -52,7 +53,7 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (our
 	if err := s.flight.acquire(ctx, 2, s.life.ctx.Done()); err != nil {
 		return ourNode{}, err
 	}
-	if !wait && s.State() != StateConnected && s.writes.deleteQueued(l.path) {
+	if !wait && s.State() != StateConnected && s.writes.DeleteQueued(l.path) {
 		s.flight.giveBack()
 		s.flight.giveBack()
 		return ourNode{}, errBusyDelete
@@ -60,30 +61,29 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (our
 	if mutant.On(mutant.DeleteWrongCreate) {
 		l.wrongDelete() // seeded bug: another node's delete queued ahead of our create
 	}
-	w := s.writes.create(l.path, prefix, l.data, l.acl)
+	w := s.writes.Create(l.path, prefix, l.data, l.acl)
 	select {
-	case <-w.sent:
+	case <-w.Sent():
 	case <-ctx.Done():
-		if s.writes.withdraw(w) {
-			s.flight.giveBack() // the create's place: not applied
-			s.flight.giveBack() // the listing's
-			return ourNode{}, ctx.Err()
-		}
+		s.flight.giveBack() // the listing's place (the create's is the writer's)
+		l.giveUp(w, prefix)
+		return ourNode{}, ctx.Err()
 	}
 	children, stat, lerr := l.listBehind(ctx)
 	select {
-	case <-w.done:
+	case <-w.Done():
 	case <-ctx.Done():
-		l.abandon(w, prefix)
+		l.giveUp(w, prefix)
 		return ourNode{}, ctx.Err()
 	}
 	if hook := testHookCreated.Load(); hook != nil {
 		(*hook)()
 	}
-	if w.err != nil {
-		return ourNode{}, w.err
+	r := w.Result()
+	if err := s.createErr(r); err != nil {
+		return ourNode{}, err
 	}
-	n := ourNode{node: w.node(), owner: w.sid}
+	n := ourNode{node: w.Node(), owner: r.Session}
 	if lerr == nil {
 		n.q, n.pzxid = l.sortQueue(children), stat.Pzxid
 		if position(n.q, path.Base(n.node), "") < 0 {
@@ -131,6 +131,21 @@ func (l *Lock) listBehind(ctx context.Context) ([]string, *zk.Stat, error) {
 // node's owner is unknown (see createAndList).
 var errSessionChanged = errors.New("zklock: the session changed while a create was out")
 
+// createErr is the error a create's end r is to its acquisition: nil when
+// it made our node in a known session; the server's refusal; why its
+// outcome is unknown (protection mode takes over); or the session's close.
+func (s *Session) createErr(r writes.Result) error {
+	switch {
+	case r.Verdict == writes.Applied && r.Session == 0:
+		return errSessionChanged
+	case r.Verdict == writes.Applied:
+		return nil
+	case r.Verdict == writes.Closed:
+		return s.closedErr()
+	}
+	return r.Err
+}
+
 // testHookCreated, when a test sets it, runs in createAndList between the
 // create's answer and the read of the session that owns the node.
 var testHookCreated atomic.Pointer[func()]
@@ -161,7 +176,7 @@ func (l *Lock) wrongDelete() {
 		}
 		node := l.path + "/" + q[0].name
 		if _, st, err := s.conn.Exists(node); err == nil && st != nil && st.EphemeralOwner != 0 && st.EphemeralOwner != sid {
-			s.writes.delete(l.path, node, sid)
+			s.writes.Delete(l.path, node, sid)
 			return
 		}
 		time.Sleep(100 * time.Microsecond)
@@ -194,26 +209,24 @@ func newGUID() string {
 	return string(s[:])
 }
 
-// abandon cleans up after a create that ctx gave up on once the writer
-// took it: whatever it made is deleted, and when its outcome is unknown
-// the queue is searched for our GUID until we know. The writer does it as
-// it settles the create, putting the delete at the head of its queue, so
-// that no later create of ours on the path goes out first; when it has
-// settled it already, the delete is queued here, before our caller can
-// queue another create.
-func (l *Lock) abandon(w *write, prefix string) {
+// giveUp cleans up after a create that ctx gave up on: taken back before
+// it was sealed into a request, nothing was written; sealed, the writer
+// cleans up as it settles it (whatever it made is deleted at the head of
+// its queue, so that no later create of ours on the path goes out first;
+// a create whose outcome or owner is unknown is looked for by our GUID);
+// settled already, the delete (or the search) is queued here, before our
+// caller can queue another create.
+func (l *Lock) giveUp(w *writes.Write, prefix string) {
 	s := l.s
 	guid := prefix[len(l.path)+1+len(protectedPrefix):][:36]
 	sweep := func() { l.sweepInBackground(guid) }
-	if s.writes.abandon(w, sweep) {
+	if s.writes.GiveUp(w, sweep) != writes.Over {
 		return
 	}
-	switch {
-	case w.err == nil:
-		s.writes.delete(l.path, w.node(), w.sid)
-	case refusal(w.err) || errors.Is(w.err, errWithdrawn):
-		// nothing was created
-	default:
+	switch r := w.Result(); {
+	case r.Verdict == writes.Applied && r.Session != 0:
+		s.writes.Delete(l.path, w.Node(), r.Session)
+	case r.Verdict == writes.Applied || r.Verdict == writes.Unknown:
 		sweep()
 	}
 }

@@ -1,6 +1,11 @@
 package zklock
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tierlock/tierlock/zklock/internal/writes"
+)
 
 var (
 	// ErrInvalidPath reports a lock path that is not absolute, ends in a
@@ -83,3 +88,26 @@ var ErrUpgrade = errors.New("zklock: read-to-write upgrade refused (release the 
 // would never end. Nothing is left queued; release the write lock first,
 // or keep it.
 var ErrDowngradeBlocked = errors.New("zklock: downgrade blocked by a writer of another process (release the write lock first)")
+
+// ErrOutcomeUnknown reports a transaction (Hold.Txn, Session.Txn) whose
+// request was sent but whose answer never came (the connection was lost,
+// the session expired with the request on the wire, or ctx ended first):
+// it may or may not have been applied. It is never sent again, since its
+// ops need not be idempotent; read back what it wrote to learn which (the
+// read is ordered after it: see docs/guarded-writes.md).
+var ErrOutcomeUnknown = writes.ErrOutcomeUnknown
+
+// OpError reports the caller's op that failed a transaction at the server.
+// Nothing of the transaction was applied.
+type OpError struct {
+	Index int    // the op's index among the ops given to Txn
+	Path  string // the path it names
+	Err   error  // the server's error, such as zk.ErrNoNode or zk.ErrBadVersion
+}
+
+func (e *OpError) Error() string {
+	return fmt.Sprintf("zklock: transaction op %d (%s): %v", e.Index, e.Path, e.Err)
+}
+
+// Unwrap returns the server's error.
+func (e *OpError) Unwrap() error { return e.Err }

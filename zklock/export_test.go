@@ -123,9 +123,7 @@ func SetBatchFromForTest(n int32) (restore func()) {
 // QueuedWritesForTest returns how many writes s's writer has queued and
 // not yet taken into a batch.
 func QueuedWritesForTest(s *Session) int {
-	s.writes.mu.Lock()
-	defer s.writes.mu.Unlock()
-	return len(s.writes.queue)
+	return s.writes.Len()
 }
 
 // SetAcquiredHookForTest sets a function every acquisition runs once its
@@ -141,5 +139,13 @@ func SetAcquiredHookForTest(fn func(*Lock)) {
 // QueueDeleteForTest queues the delete of node, created by s's current
 // session, as a release on the lock at path does.
 func QueueDeleteForTest(s *Session, path, node string) {
-	s.writes.delete(path, node, s.conn.SessionID())
+	s.writes.Delete(path, node, s.conn.SessionID())
+}
+
+// SinceLastWriteForTest returns how long ago s's connection last began a
+// write (a ping included), and the lease's period: a write path that finds
+// the first at least the second sends the lease's sync ahead of its batch
+// (Session.lead).
+func SinceLastWriteForTest(s *Session) (since, period time.Duration) {
+	return time.Since(s.tap.LastWrite()), s.st.lease.period()
 }

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
 
 // Guarded writes: a ZooKeeper transaction that the server applies only
@@ -55,13 +57,6 @@ var (
 	// deletion, release) whether or not this client had noticed. Nothing
 	// of the transaction was applied. The error also matches ErrLockLost.
 	ErrStaleHold = errors.New("zklock: hold is stale at the server")
-	// ErrOutcomeUnknown reports a guarded write whose request was sent but
-	// whose answer never came (the connection was lost, the session
-	// expired with the request on the wire, or ctx ended first): the
-	// transaction may or may not have been applied. It is never retried
-	// automatically, since its ops need not be idempotent; read back what
-	// it wrote to learn which.
-	ErrOutcomeUnknown = errors.New("zklock: transaction outcome unknown")
 	// ErrInvalidOp reports an op Txn refuses before sending anything: nil,
 	// of a type other than *zk.CreateRequest, *zk.SetDataRequest,
 	// *zk.DeleteRequest and *zk.CheckVersionRequest, with an invalid path
@@ -69,21 +64,6 @@ var (
 	// multi cannot carry, or writing the hold's own node.
 	ErrInvalidOp = errors.New("zklock: invalid transaction op")
 )
-
-// OpError reports the caller's op that failed a guarded transaction at
-// the server. Nothing of the transaction was applied.
-type OpError struct {
-	Index int    // the op's index among the ops given to Txn
-	Path  string // the path it names
-	Err   error  // the server's error, such as zk.ErrNoNode or zk.ErrBadVersion
-}
-
-func (e *OpError) Error() string {
-	return fmt.Sprintf("zklock: transaction op %d (%s): %v", e.Index, e.Path, e.Err)
-}
-
-// Unwrap returns the server's error.
-func (e *OpError) Unwrap() error { return e.Err }
 
 // testSkipLostCheck makes Txn send even when the hold is known lost, so
 // that tests can make a hold stale at the server and see the server's
@@ -132,7 +112,7 @@ func (h *Hold) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) 
 		// Writing the hold's node would end or disguise the hold behind
 		// the guard's back; checking it (a revocation-aware version check,
 		// say) is fine.
-		if _, check := op.(*zk.CheckVersionRequest); !check && opPath(op) == h.node {
+		if _, check := op.(*zk.CheckVersionRequest); !check && writes.OpPath(op) == h.node {
 			return nil, fmt.Errorf("%w: op %d writes the hold's own node %s", ErrInvalidOp, i, h.node)
 		}
 	}
@@ -147,20 +127,12 @@ func (h *Hold) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) 
 	// exempt from the bound on requests in flight, like a delete: it serves
 	// a hold, which must not wait behind the acquisitions queued on the
 	// session.
-	w := h.s.writes.txn(h.node, multi)
-	select {
-	case <-w.done:
-		if w.res == nil && errors.Is(w.err, ErrSessionClosed) {
-			return nil, w.err // never sent: the session closed first
-		}
-		return h.txnResult(ops, w.res, w.err)
-	case <-ctx.Done():
-		if h.s.writes.withdraw(w) {
-			return nil, ctx.Err() // not applied: never sent, or back from a refused batch
-		}
-		// The request may already be on the wire.
-		return h.txnResult(ops, nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err()))
+	w := h.s.writes.Txn(multi)
+	r := h.s.writes.Await(ctx, w)
+	if r.Verdict == writes.Refused && r.Op == 0 {
+		return nil, h.guardRefused(r.Err)
 	}
+	return h.s.txnResult(r, ops, 1)
 }
 
 // txnable reports why the hold cannot run a Txn, if it cannot.
@@ -176,62 +148,17 @@ func (h *Hold) txnable() error {
 	return nil
 }
 
-// txnResult classifies Multi's answer. The server answers a multi it
-// evaluated with one result per op (go-zookeeper then returns the first
-// failing op's error): then the outcome is known. ZooKeeper reports the
-// ops before the failing one as OK and those after it as "runtime
-// inconsistency", so the failing op is the first with an error. Without
-// per-op results the server did not evaluate the request as far as the
-// client knows: ErrConnectionClosed (written, unanswered), a raw socket
-// error (a failed write, perhaps partial), ErrSessionExpired (go-zookeeper
-// fails requests written on the old connection so when its reconnect finds
-// the session expired: they may have been applied before the expiry), or
-// ErrOutcomeUnknown when ctx ended first. Only an encoding failure (the request did
-// not fit go-zookeeper's buffer) is known not to have left the client.
-func (h *Hold) txnResult(ops []any, res []zk.MultiResponse, err error) ([]zk.MultiResponse, error) {
-	i, err := failingOp(len(ops)+1, res, err)
-	switch {
-	case err != nil:
-		return nil, err
-	case i < 0:
-		return res[1:], nil
-	case i == 0:
-		if errors.Is(res[0].Error, zk.ErrNoNode) {
-			// The server says the hold is over; end it here too, so that
-			// Lost and the loss handler tell the holder now rather than
-			// when the own-node watch or the lease catches up.
-			h.lose(ErrNodeDeleted)
-			return nil, fmt.Errorf("%w (%w): node %s is gone", ErrStaleHold, ErrLockLost, h.node)
-		}
-		return nil, fmt.Errorf("zklock: transaction guard on %s refused: %w", h.node, res[0].Error)
+// guardRefused is the error of a transaction whose guard the server
+// refused: the hold's node is gone (the server says the hold is over: it
+// ends here too, so that Lost and the loss handler tell the holder now
+// rather than when the own-node watch or the lease catches up), or
+// something else refused the check.
+func (h *Hold) guardRefused(err error) error {
+	if errors.Is(err, zk.ErrNoNode) {
+		h.lose(ErrNodeDeleted)
+		return fmt.Errorf("%w (%w): node %s is gone", ErrStaleHold, ErrLockLost, h.node)
 	}
-	return res[1:], &OpError{Index: i - 1, Path: opPath(ops[i-1]), Err: res[i].Error}
-}
-
-// failingOp classifies a multi's answer to n ops: the index of the op
-// that failed it, -1 when it was applied, or the error saying why its
-// outcome is unknown or why it was not sent.
-func failingOp(n int, res []zk.MultiResponse, err error) (int, error) {
-	switch {
-	case err == nil && len(res) == n:
-		return -1, nil
-	case err == nil:
-		return 0, fmt.Errorf("%w: %d results for %d ops", ErrOutcomeUnknown, len(res), n)
-	case errors.Is(err, ErrOutcomeUnknown):
-		return 0, err
-	case errors.Is(err, zk.ErrShortBuffer):
-		return 0, fmt.Errorf("%w: transaction too large to encode: %w", ErrInvalidOp, err)
-	case len(res) != n:
-		return 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
-	}
-	i := 0
-	for i < len(res) && res[i].Error == nil {
-		i++
-	}
-	if i == len(res) {
-		return 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err) // an error but no failing op: not a multi answer we know
-	}
-	return i, nil
+	return fmt.Errorf("zklock: transaction guard on %s refused: %w", h.node, err)
 }
 
 // validateOps refuses, before anything is sent, what the server would
@@ -291,19 +218,4 @@ func validateOp(op any) error {
 		return fmt.Errorf("%T is a value: pass a pointer, &%T{...}", op, op)
 	}
 	return fmt.Errorf("unsupported type %T (want *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest or *zk.CheckVersionRequest)", op)
-}
-
-// opPath returns the path a valid op names.
-func opPath(op any) string {
-	switch o := op.(type) {
-	case *zk.CreateRequest:
-		return o.Path
-	case *zk.SetDataRequest:
-		return o.Path
-	case *zk.DeleteRequest:
-		return o.Path
-	case *zk.CheckVersionRequest:
-		return o.Path
-	}
-	return ""
 }

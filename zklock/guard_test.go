@@ -198,31 +198,28 @@ func TestTxnKnownLost(t *testing.T) {
 	}
 }
 
-// ctx ends while the request is out: the outcome is unknown, and it may
-// well land. The write hook holds the multi back until Txn has returned,
-// so the order is fixed.
+// ctx ends while the request is being written: Txn returns once it is
+// on the wire (so that a read-back goes after it), the outcome unknown
+// (ctx's error), and it lands.
 func TestTxnContextEndsInFlight(t *testing.T) {
 	s := connect(t, zktest.Servers(t))
 	h, dir := heldLock(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
-	returned := make(chan struct{})
 	zklock.SetWriteHook(s, func(op int32, _ []byte) error {
 		if op == zklock.OpMulti {
 			cancel()
-			select {
-			case <-returned:
-			case <-time.After(10 * time.Second):
-			}
+			time.Sleep(50 * time.Millisecond) // Txn sees its ctx end before the multi is written
 		}
 		return nil
 	})
 	defer zklock.SetWriteHook(s, nil)
 	_, err := h.Txn(ctx, &zk.CreateRequest{Path: dir + "/late", Acl: anyone})
-	close(returned)
 	if !errors.Is(err, zklock.ErrOutcomeUnknown) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("Txn: %v, want ErrOutcomeUnknown wrapping context.Canceled", err)
 	}
-	eventually(t, 10*time.Second, "the abandoned transaction to land", func() bool { return existsSynced(t, s.Conn(), dir+"/late") })
+	if !exists(t, s.Conn(), dir+"/late") {
+		t.Fatal("a read-back sent after Txn returned was answered before the transaction")
+	}
 }
 
 // The connection fails as the multi is written: the outcome is unknown.

@@ -354,7 +354,7 @@ func (h *Hold) giveUp() {
 		if h.s.hardStopped() {
 			return // the session's close deletes it
 		}
-		h.s.writes.delete(h.path, h.node, h.owner)
+		h.s.writes.Delete(h.path, h.node, h.owner)
 	})
 }
 

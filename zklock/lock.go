@@ -217,7 +217,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 	// Even a node found gone is deleted: should the finding be wrong, a
 	// node left behind would block the queue for the session's life (the
 	// delete ends at once if it is gone or its session is over).
-	s.writes.delete(l.path, n.node, n.owner)
+	s.writes.Delete(l.path, n.node, n.owner)
 	return nil, err
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tierlock/tierlock/internal/closed"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
+	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
 
 // Session is one client's connection to ZooKeeper, shared by all its locks,
@@ -35,12 +36,12 @@ type Session struct {
 	log  *slog.Logger
 	life lifetime // Close: the session's context, its background goroutines
 
-	st      sessionState // state, valid holds, the lease: under st.mu (state.go)
-	notes   notifier     // state changes for cfg.listener
-	flight  inflight     // the locks' requests in flight (send.go)
-	writes  writeQueue   // writes not yet answered, and the writer (writes.go)
-	watches watches      // watch callbacks by path (state.go)
-	auth    authGate     // see auth.go
+	st      sessionState  // state, valid holds, the lease: under st.mu (state.go)
+	notes   notifier      // state changes for cfg.listener
+	flight  inflight      // the locks' requests in flight (send.go)
+	writes  *writes.Queue // writes not yet answered, and the writer (writelink.go)
+	watches watches       // watch callbacks by path (state.go)
+	auth    authGate      // see auth.go
 }
 
 // link is what a session knows of its connection besides the connection

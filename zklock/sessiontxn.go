@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
 
 // Txn applies ops, a ZooKeeper multi transaction of *zk.CreateRequest,
@@ -39,24 +41,31 @@ func (s *Session) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	w := s.writes.txn(opPath(ops[0]), ops)
-	select {
-	case <-w.done:
-	case <-ctx.Done():
-		if s.writes.withdraw(w) {
-			return nil, ctx.Err() // not applied: never sent, or back from a refused batch
-		}
-		return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err())
+	return s.txnResult(s.writes.Await(ctx, s.writes.Txn(ops)), ops, 0)
+}
+
+// txnResult is what a transaction's end r tells its caller; its first
+// guards ops are a hold's guard, whose refusal Hold.Txn tells itself.
+// Withdrawn (never applied) carries ctx's error; Unknown wraps its cause
+// in ErrOutcomeUnknown, but for a request too large for go-zookeeper to
+// encode, which never left (ErrInvalidOp).
+func (s *Session) txnResult(r writes.Result, ops []any, guards int) ([]zk.MultiResponse, error) {
+	switch r.Verdict {
+	case writes.Applied:
+		return r.Results[guards:], nil
+	case writes.Refused:
+		i := r.Op - guards
+		return r.Results[guards:], &OpError{Index: i, Path: writes.OpPath(ops[i]), Err: r.Err}
+	case writes.Closed:
+		return nil, s.closedErr() // never sent: the session closed first
+	case writes.Withdrawn:
+		return nil, r.Err
 	}
-	if w.res == nil && errors.Is(w.err, ErrSessionClosed) {
-		return nil, w.err // never sent: the session closed first
-	}
-	i, err := failingOp(len(ops), w.res, w.err)
 	switch {
-	case err != nil:
-		return nil, err
-	case i < 0:
-		return w.res, nil
+	case errors.Is(r.Err, zk.ErrShortBuffer):
+		return nil, fmt.Errorf("%w: transaction too large to encode: %w", ErrInvalidOp, r.Err)
+	case errors.Is(r.Err, ErrOutcomeUnknown):
+		return nil, r.Err
 	}
-	return w.res, &OpError{Index: i, Path: opPath(ops[i]), Err: w.res[i].Error}
+	return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, r.Err)
 }

@@ -43,9 +43,27 @@ const (
 	WatchGrantsEarly = "watch-grants-early"
 	// CreateBeforeDelete: the session's writer sends the creates of a batch
 	// and leaves its deletes for the next one, so that a create goes out
-	// while its path's released node's delete still waits (zklock:
-	// writeQueue.takeLocked).
+	// while its path's released node's delete still waits (zklock's
+	// write path: writes.Queue.takeLocked).
 	CreateBeforeDelete = "create-before-delete"
+
+	// The write path as it was before the fifth review (zklock's
+	// internal/writes), each found by its explorer.
+
+	// TxnUnknownRequeued: a transaction whose caller gave up once it was
+	// sealed is not marked abandoned, so a batch refused for another
+	// write's op sends it again after its caller was told the outcome is
+	// unknown (writes.Queue.GiveUp; the review's item 1).
+	TxnUnknownRequeued = "txn-unknown-requeued"
+	// ApartStops: a refused batch's other writes go apart at once, each
+	// alone, with no bound on the requests of a round, which stops at the
+	// second write of a path (writes.Queue.takeApartLocked; item 6).
+	ApartStops = "apart-stops"
+	// UnknownBeforeWire: a write taken into a round cannot be taken back
+	// while the round waits for the lease's sync, and a caller who gives
+	// up is told the outcome is unknown before the request is on the wire
+	// (writes.Queue.GiveUp, Await; item 7).
+	UnknownBeforeWire = "unknown-before-wire"
 
 	// Bugs the history checks cannot see and the replay must
 	// (internal/replay, docs/replay.md): a bound the code computes
@@ -72,5 +90,6 @@ const (
 // Names lists the seeded bugs.
 func Names() []string {
 	return []string{GrantBeforeListing, LeaseFromAnswer, DeleteWrongCreate, WatchGrantsEarly, CreateBeforeDelete,
+		TxnUnknownRequeued, ApartStops, UnknownBeforeWire,
 		BoundHalf, SendUncapped, LossLate, LapseLate, GrantLate}
 }

@@ -1,0 +1,169 @@
+package writes
+
+import (
+	"errors"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Conn is what the session gives its write path: the connection, as far
+// as the writer needs it, and the session's bookkeeping around a write.
+// The queue never calls it with its lock held.
+type Conn interface {
+	// Connected waits until the session has a connection with a session
+	// (true), or is closed (false). A request handed to the client while
+	// the connection is down goes out on the next one, perhaps in another
+	// session: the writer waits instead.
+	Connected() bool
+	// SessionID is the id of the connection's current session, 0 when
+	// none.
+	SessionID() int64
+	// Lead runs before a round's requests are sealed, and may wait: after
+	// a quiet spell the session's lease sends its sync ahead of them.
+	Lead()
+	// Send makes each request and returns their answers, in the order of
+	// reqs. Requests may be made side by side, each written whole; Send
+	// calls Request.Written once it sees a request written (a session that
+	// cannot see its writes never does: Write.Sent then closes with the
+	// answer).
+	Send(reqs []*Request) []Answer
+	// Ended gives back the place in the session's bound on requests in
+	// flight that a create held: when sent, its request was answered after
+	// rtt; else it never left.
+	Ended(sent bool, rtt time.Duration)
+	// DeleteApart hands over the delete of node, made in session owner, to
+	// be retried alone until the node or its session is gone: the server
+	// refused it for another reason than the node's absence (an ACL), or
+	// the session closed with it queued (Config.KeepDeletesOnClose).
+	DeleteApart(node string, owner int64)
+	// Queued tells that the delete of node, made in session owner, on the
+	// lock at path, was queued (a trace point).
+	Queued(path, node string, owner int64)
+	// Go runs fn on a goroutine the session tracks.
+	Go(fn func())
+	// Now and AfterFunc are the writer's clock: the time a lone delete
+	// lingers (Config.FoldWait), and the round trips it reports to Ended.
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is what AfterFunc returns, as *time.Timer has it.
+type Timer interface {
+	Stop() bool
+	Reset(d time.Duration) bool
+}
+
+// Config bounds the write path.
+type Config struct {
+	// MaxOps and MaxBytes bound one request (the first write of a request
+	// is always taken, whatever its size).
+	MaxOps, MaxBytes int
+	// MaxApart bounds the requests of one round that sends writes apart,
+	// each alone (after they were refused twice for another write's op).
+	MaxApart int
+	// FoldWait is how long a queue that holds only deletes waits for a
+	// create to carry them.
+	FoldWait time.Duration
+	// OneWrite sends one write per request (the baseline without
+	// pipelining).
+	OneWrite bool
+	// KeepDeletesOnClose: the session's close does not end its ZooKeeper
+	// session (the connection is its owner's), so deletes still queued go
+	// to Conn.DeleteApart rather than being dropped.
+	KeepDeletesOnClose bool
+}
+
+// Request is one request of the writer: a lone create or delete (Single),
+// or a multi of its writes' ops, in order.
+type Request struct {
+	Writes []*Write
+	Ops    []any
+	Single bool
+}
+
+// Written tells r's writes that r is on the wire: a request the caller
+// sends after this goes out after r.
+func (r *Request) Written() {
+	for _, w := range r.Writes {
+		w.onWire()
+	}
+}
+
+// Answer is what a request got: one result per op when the server
+// evaluated it, else none, and the error.
+type Answer struct {
+	Results []zk.MultiResponse
+	Err     error
+}
+
+// Verdict is what a write's end says of it.
+type Verdict uint8
+
+// The verdicts.
+const (
+	// Applied: the server applied the write; Results are its ops'.
+	Applied Verdict = iota + 1
+	// Refused: the server refused the write at its own op Op (Err is the
+	// server's error); nothing of it was applied.
+	Refused
+	// Unknown: no answer per op came (Err says why): the write may or may
+	// not have been applied, and is never sent again.
+	Unknown
+	// Withdrawn: never applied, and never will be: its caller gave up
+	// before it was sent, or its batch was refused for another write's op
+	// after its caller gave up.
+	Withdrawn
+	// Closed: never applied, and never will be: the session closed before
+	// it was sent (Err is the session's error).
+	Closed
+)
+
+// Result is how a write ended.
+type Result struct {
+	Verdict Verdict
+	Results []zk.MultiResponse // one per op of the write: Applied, Refused
+	Op      int                // Refused: the index of the failing op among the write's
+	Err     error
+	// Session is the session that answered (a create's node's owner): 0
+	// when unknown, or when the session changed while the write was out.
+	Session int64
+}
+
+// Errors of the write path.
+var (
+	// ErrOutcomeUnknown reports a write whose request was sent but whose
+	// answer never came (the connection was lost, the session expired with
+	// the request on the wire, or the caller gave up first).
+	ErrOutcomeUnknown = errors.New("zklock: transaction outcome unknown")
+	// ErrWithdrawn ends a write whose caller gave up before it was
+	// applied.
+	ErrWithdrawn = errors.New("zklock: write withdrawn before it was applied")
+)
+
+// OpPath returns the path an op of a request names (a create's, a
+// delete's, a set's or a check's), "" for anything else.
+func OpPath(op any) string {
+	switch o := op.(type) {
+	case *zk.CreateRequest:
+		return o.Path
+	case *zk.SetDataRequest:
+		return o.Path
+	case *zk.DeleteRequest:
+		return o.Path
+	case *zk.CheckVersionRequest:
+		return o.Path
+	}
+	return ""
+}
+
+// opSize is about what op adds to a request, in bytes.
+func opSize(op any) int {
+	switch o := op.(type) {
+	case *zk.CreateRequest:
+		return len(o.Path) + len(o.Data) + 64*len(o.Acl) + 32
+	case *zk.SetDataRequest:
+		return len(o.Path) + len(o.Data) + 32
+	}
+	return len(OpPath(op)) + 16
+}

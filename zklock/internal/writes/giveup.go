@@ -1,0 +1,149 @@
+package writes
+
+import (
+	"context"
+
+	"github.com/tierlock/tierlock/internal/mutant"
+)
+
+// What a caller that stops waiting is told, and the queue's close.
+
+// Fate is what GiveUp made of a write.
+type Fate uint8
+
+// The fates.
+const (
+	// Over: the write had ended; its Result stands, and its caller cleans
+	// up after it (the node a create made).
+	Over Fate = iota + 1
+	// TakenBack: the write was taken back before its request was sealed:
+	// nothing of it was or will be applied (its Result says Withdrawn).
+	TakenBack
+	// Abandoned: the write is out, or on its way: the writer settles it
+	// and cleans up after it (a create's node deleted, or looked for by
+	// its GUID; a write refused for another's op is not sent again).
+)
+
+// Abandoned is the fate of a write GiveUp left to the writer (see Fate).
+const Abandoned Fate = TakenBack + 1
+
+// GiveUp is what a caller does when it stops waiting for w: a write not
+// yet sealed into a request (queued, taken into a round that waits for
+// Lead, or back in the queue after its batch was refused) is taken back;
+// a sealed one is left to the writer, which cleans up after it (sweep, a
+// create's search for its node by GUID, runs when its outcome or owner
+// is unknown) and never sends it again.
+func (q *Queue) GiveUp(w *Write, sweep func()) Fate {
+	q.mu.Lock()
+	switch {
+	case w.stage == ended:
+		q.mu.Unlock()
+		return Over
+	case w.stage == sealed || w.stage == taken && mutant.On(mutant.UnknownBeforeWire):
+		if w.kind != Txn || !mutant.On(mutant.TxnUnknownRequeued) {
+			w.abandoned, w.sweep = true, sweep
+		}
+		q.mu.Unlock()
+		return Abandoned
+	case w.stage == queued:
+		q.removeLocked(w)
+	}
+	// Taken and not sealed: seal leaves it out.
+	w.res, w.stage = Result{Verdict: Withdrawn, Err: ErrWithdrawn}, ended
+	q.mu.Unlock()
+	if w.admitted {
+		q.c.Ended(false, 0)
+	}
+	w.finish()
+	return TakenBack
+}
+
+// Await waits for w to end, or for ctx to: then it gives w up (GiveUp)
+// and returns what its caller is to be told: w's Result when it had
+// ended; Withdrawn (Err: ctx's error) when it was taken back; else, once
+// its request is on the wire, Unknown (Err: ctx's error), so that a
+// request the caller sends next (a read-back) goes after it on the
+// session and is answered after it is applied, if it is. Where the
+// session cannot see its writes, that wait lasts until the answer.
+func (q *Queue) Await(ctx context.Context, w *Write) Result {
+	select {
+	case <-w.done:
+		return w.res
+	case <-ctx.Done():
+	}
+	switch q.GiveUp(w, nil) {
+	case Over:
+		return w.res
+	case TakenBack:
+		return Result{Verdict: Withdrawn, Err: ctx.Err()}
+	}
+	if !mutant.On(mutant.UnknownBeforeWire) {
+		<-w.sent
+		select {
+		case <-w.done:
+			return w.res
+		default:
+		}
+	}
+	return Result{Verdict: Unknown, Err: ctx.Err()}
+}
+
+// removeLocked takes w out of the queue; false if it is not there. q.mu
+// is held.
+func (q *Queue) removeLocked(w *Write) bool {
+	for i, x := range q.queue {
+		if x == w {
+			q.queue = append(q.queue[:i], q.queue[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// Stop closes the queue as the session closes: writes queued, or queued
+// from now on, end Closed (deletes go to Conn.DeleteApart under
+// Config.KeepDeletesOnClose, else with the session that owns their
+// nodes); a writer that runs shuts it as it stops.
+func (q *Queue) Stop() {
+	q.mu.Lock()
+	q.closed = true
+	running := q.running
+	q.mu.Unlock()
+	if !running {
+		q.shut()
+	}
+}
+
+// shut ends the writer as the session closes: what is queued will not be
+// sent by it.
+func (q *Queue) shut() {
+	q.mu.Lock()
+	q.closed, q.running = true, false
+	ws := q.queue
+	q.queue = nil
+	clear(q.deletes)
+	if q.timer != nil {
+		q.timer.Stop()
+	}
+	q.mu.Unlock()
+	for _, w := range ws {
+		q.drop(w)
+	}
+}
+
+// drop ends w, which the writer will not send: the session is closing.
+func (q *Queue) drop(w *Write) {
+	if w.kind == Delete {
+		if q.cfg.KeepDeletesOnClose {
+			q.c.DeleteApart(OpPath(w.ops[0]), w.owner)
+		}
+		return
+	}
+	q.mu.Lock()
+	w.res, w.stage = Result{Verdict: Closed}, ended
+	q.mu.Unlock()
+	if w.admitted {
+		q.c.Ended(false, 0)
+	}
+	w.finish()
+}

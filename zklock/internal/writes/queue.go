@@ -1,0 +1,355 @@
+package writes
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/mutant"
+)
+
+// Kind is what a write does.
+type Kind uint8
+
+// The kinds of write.
+const (
+	Create Kind = iota // an acquisition's node
+	Delete             // a released or abandoned node
+	Txn                // a transaction (a hold's guarded one, or the session's)
+)
+
+// stage is where a write is, under Queue.mu.
+type stage uint8
+
+const (
+	queued stage = iota // in the queue, or back in it after a refused batch
+	taken               // in a round being prepared: still withdrawable
+	sealed              // in a request handed (or about to be) to the connection
+	ended               // settled: Result is written, done closed
+)
+
+// Write is one write waiting for the session's writer.
+type Write struct {
+	kind     Kind
+	path     string // the lock path (create, delete); the first op's path (txn)
+	ops      []any
+	size     int   // about what its ops add to a request, in bytes
+	owner    int64 // delete: the session its node was made in
+	at       time.Time
+	admitted bool // a create: it holds a place in the session's bound
+
+	// sent is closed once the write is on the wire (Request.Written), or
+	// once it is over; done once it is over. A delete has neither: nobody
+	// waits for it.
+	sent  chan struct{}
+	wired atomic.Bool // sent is closed
+	done  chan struct{}
+	res   Result // written before done closes, read after
+
+	// Under Queue.mu.
+	stage     stage
+	abandoned bool   // its caller gave up once it was sealed: the writer cleans up
+	refusals  int    // times its batch was refused at another write's op
+	sweep     func() // a create's search for its node by GUID (abandoned)
+}
+
+// Kind returns what w does.
+func (w *Write) Kind() Kind { return w.kind }
+
+// Ops returns w's ops, in the order they are sent.
+func (w *Write) Ops() []any { return w.ops }
+
+// Sent is closed once w is on the wire, or over.
+func (w *Write) Sent() <-chan struct{} { return w.sent }
+
+// Done is closed once w is over: its Result is then final.
+func (w *Write) Done() <-chan struct{} { return w.done }
+
+// Result returns how w ended; read it after Done is closed.
+func (w *Write) Result() Result { return w.res }
+
+// Node returns the node a create made, "" if none.
+func (w *Write) Node() string {
+	if w.res.Verdict != Applied || len(w.res.Results) == 0 {
+		return ""
+	}
+	return w.res.Results[0].String
+}
+
+// Queue is a session's writes not yet answered, and its writer: one
+// goroutine, running while there is something to send.
+type Queue struct {
+	c   Conn
+	cfg Config
+
+	mu      sync.Mutex
+	queue   []*Write
+	running bool           // the writer's goroutine runs (or is started)
+	deletes map[string]int // queued deletes, by lock path
+	timer   Timer          // wakes the writer when a lone delete's FoldWait is over
+	closed  bool
+}
+
+// New returns the write path of the session c.
+func New(c Conn, cfg Config) *Queue {
+	return &Queue{c: c, cfg: cfg, deletes: make(map[string]int)}
+}
+
+// Create queues the create of an acquisition's node, prefix (ephemeral,
+// sequential), on the lock at path. Its caller holds a place in the
+// session's bound, which Conn.Ended gives back.
+func (q *Queue) Create(path, prefix string, data []byte, acl []zk.ACL) *Write {
+	w := &Write{kind: Create, path: path, admitted: true,
+		ops:  []any{&zk.CreateRequest{Path: prefix, Data: data, Acl: acl, Flags: zk.FlagEphemeralSequential}},
+		size: len(prefix) + len(data) + 64*len(acl) + 32}
+	q.add(w)
+	return w
+}
+
+// Txn queues a transaction, ops in order, to be applied whole or not at
+// all.
+func (q *Queue) Txn(ops []any) *Write {
+	size := 0
+	for _, op := range ops {
+		size += opSize(op)
+	}
+	w := &Write{kind: Txn, path: OpPath(ops[0]), ops: ops, size: size}
+	q.add(w)
+	return w
+}
+
+// Delete queues the delete of node, made in session owner (0: unknown),
+// released or abandoned on the lock at path. Nobody waits for it: it is
+// retried whatever it meets until the node or its session is gone.
+func (q *Queue) Delete(path, node string, owner int64) {
+	q.c.Queued(path, node, owner)
+	q.add(newDelete(path, node, owner))
+}
+
+func newDelete(path, node string, owner int64) *Write {
+	return &Write{kind: Delete, path: path, owner: owner, ops: []any{&zk.DeleteRequest{Path: node, Version: -1}}, size: len(node) + 16}
+}
+
+func (q *Queue) add(w *Write) {
+	w.at = q.c.Now()
+	if w.kind != Delete {
+		w.sent, w.done = make(chan struct{}), make(chan struct{})
+	}
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		q.drop(w)
+		return
+	}
+	q.queue = append(q.queue, w)
+	if w.kind == Delete {
+		q.deletes[w.path]++
+	}
+	start := q.startLocked(w.kind != Delete)
+	q.mu.Unlock()
+	if start {
+		q.c.Go(q.run)
+	}
+}
+
+// startLocked reports whether the writer must be started: it is not
+// running, and either now is true or the queue's lone deletes have waited
+// their FoldWait (else the timer is armed for it). q.mu is held.
+func (q *Queue) startLocked(now bool) bool {
+	if q.running || q.closed || len(q.queue) == 0 {
+		return false
+	}
+	if wait := q.lingerLocked(); !now && wait > 0 {
+		if q.timer == nil {
+			q.timer = q.c.AfterFunc(wait, q.wake)
+		} else {
+			q.timer.Reset(wait)
+		}
+		return false
+	}
+	q.running = true
+	return true
+}
+
+// lingerLocked is how much longer the queue must wait before it is sent:
+// while it holds deletes only, until the oldest has waited FoldWait.
+func (q *Queue) lingerLocked() time.Duration {
+	for _, w := range q.queue {
+		if w.kind != Delete {
+			return 0
+		}
+	}
+	return q.cfg.FoldWait - q.c.Now().Sub(q.queue[0].at)
+}
+
+// wake is the timer's: a lone delete has waited long enough.
+func (q *Queue) wake() {
+	q.mu.Lock()
+	start := q.startLocked(false)
+	q.mu.Unlock()
+	if start {
+		q.c.Go(q.run)
+	}
+}
+
+// DeleteQueued reports whether a delete of a node on the lock at path
+// waits in the queue.
+func (q *Queue) DeleteQueued(path string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.deletes[path] > 0
+}
+
+// Len returns how many writes wait in the queue, not yet taken.
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.queue)
+}
+
+// takeLocked takes the next round from the head of the queue: one batch
+// of whole writes within the bounds, or, when the head's writes were
+// refused twice for another's op, writes apart (takeApartLocked); nil
+// when there is nothing to send yet. q.mu is held.
+func (q *Queue) takeLocked() [][]*Write {
+	if len(q.queue) == 0 || q.lingerLocked() > 0 {
+		return nil
+	}
+	apart := apartFrom()
+	if q.queue[0].refusals >= apart {
+		return q.takeApartLocked(apart)
+	}
+	ops, size, n := 0, 0, 0
+	for n < len(q.queue) {
+		w := q.queue[n]
+		if n > 0 && (ops+len(w.ops) > q.cfg.MaxOps || size+w.size > q.cfg.MaxBytes || q.cfg.OneWrite || w.refusals >= apart) {
+			break
+		}
+		ops, size, n = ops+len(w.ops), size+w.size, n+1
+	}
+	batch := make([]*Write, n)
+	copy(batch, q.queue)
+	rest := q.queue[n:]
+	if mutant.On(mutant.CreateBeforeDelete) {
+		batch, rest = createsAhead(batch, rest) // seeded bug
+	}
+	q.queue = append(q.queue[:0], rest...)
+	q.takenLocked(batch)
+	return [][]*Write{batch}
+}
+
+// apartAfter is how many refusals for another write's op send a write
+// apart. A refused batch's other writes first go again together: one
+// failing write in a batch (a stale transaction, a delete of a node gone)
+// is the common case, and costs one round trip more. Refused again, they
+// go apart, each alone: a multi answer names only its first failing op,
+// so a batch of many failing writes (a burst of creates on new lock
+// paths, whose parents are missing) would fail one round trip after
+// another.
+const apartAfter = 2
+
+// apartFrom is apartAfter, or 1 under the apart-stops bug (the code before
+// the fifth review sent a refused batch's writes apart at once).
+func apartFrom() int {
+	if mutant.On(mutant.ApartStops) {
+		return 1
+	}
+	return apartAfter
+}
+
+// takeApartLocked takes, from the writes at the head of the queue that go
+// apart, at most one per path (so that each path's writes keep the
+// queue's order: requests side by side are applied in any order) and at
+// most MaxApart, each to be sent alone. A path skipped keeps its later
+// writes in the queue too. q.mu is held.
+func (q *Queue) takeApartLocked(apart int) [][]*Write {
+	if mutant.On(mutant.ApartStops) {
+		return q.takeApartStopping() // seeded bug
+	}
+	seen := make(map[string]bool)
+	var round [][]*Write
+	kept := q.queue[:0]
+	i := 0
+	for ; i < len(q.queue) && q.queue[i].refusals >= apart; i++ {
+		w := q.queue[i]
+		if seen[w.path] || len(round) == q.cfg.MaxApart {
+			seen[w.path] = true
+			kept = append(kept, w)
+			continue
+		}
+		seen[w.path] = true
+		round = append(round, []*Write{w})
+	}
+	q.queue = append(kept, q.queue[i:]...)
+	for _, b := range round {
+		q.takenLocked(b)
+	}
+	return round
+}
+
+// takeApartStopping is the apart-stops bug (the fifth review's item 6):
+// every write put back goes apart at once, with no bound on the requests,
+// and the round stops at the second write of a path, so that writes on
+// repeated paths go about two a round trip, everything newer behind them.
+func (q *Queue) takeApartStopping() [][]*Write {
+	seen := make(map[string]bool)
+	n := 0
+	for n < len(q.queue) && q.queue[n].refusals >= 1 && !seen[q.queue[n].path] {
+		seen[q.queue[n].path] = true
+		n++
+	}
+	round := make([][]*Write, n)
+	for i, w := range q.queue[:n] {
+		round[i] = []*Write{w}
+		q.takenLocked(round[i])
+	}
+	q.queue = append(q.queue[:0], q.queue[n:]...)
+	return round
+}
+
+// takenLocked marks the writes of a batch taken. q.mu is held.
+func (q *Queue) takenLocked(batch []*Write) {
+	for _, w := range batch {
+		w.stage = taken
+		if w.kind == Delete {
+			if q.deletes[w.path]--; q.deletes[w.path] == 0 {
+				delete(q.deletes, w.path)
+			}
+		}
+	}
+}
+
+// createsAhead is the create-before-delete bug: a batch with a create
+// leaves its deletes queued for the next one, so that a create goes out
+// while its path's released node's delete is still waiting.
+func createsAhead(batch, rest []*Write) (taken, left []*Write) {
+	var dels []*Write
+	for _, w := range batch {
+		if w.kind == Delete {
+			dels = append(dels, w)
+		} else {
+			taken = append(taken, w)
+		}
+	}
+	if len(taken) == 0 {
+		return batch, rest
+	}
+	return taken, append(dels, rest...)
+}
+
+// finish closes w's channels: it is over.
+func (w *Write) finish() {
+	w.onWire()
+	if w.done != nil {
+		close(w.done)
+	}
+}
+
+// onWire closes w.sent, once.
+func (w *Write) onWire() {
+	if w.sent != nil && w.wired.CompareAndSwap(false, true) {
+		close(w.sent)
+	}
+}

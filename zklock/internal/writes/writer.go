@@ -1,0 +1,224 @@
+package writes
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// The writer: a goroutine that takes a round from the head of the queue,
+// seals it, sends it, settles each write by its answer, and takes the
+// next, while there is something to send.
+
+// run is the writer. It waits while the session has no connection
+// (Conn.Connected), and stops once the queue is empty or holds only lone
+// deletes that linger (the timer starts it again) or the session closed.
+func (q *Queue) run() {
+	for {
+		if !q.c.Connected() {
+			q.shut()
+			return
+		}
+		round, closing := q.next()
+		switch {
+		case closing:
+			q.shut()
+			return
+		case round == nil:
+			return
+		}
+		q.c.Lead()
+		reqs, sid := q.seal(round)
+		if len(reqs) == 0 {
+			continue
+		}
+		start := q.c.Now()
+		answers := q.c.Send(reqs)
+		q.settle(reqs, answers, sid, q.c.Now().Sub(start))
+	}
+}
+
+// next takes the next round; with nothing to send yet it stops the
+// writer: running is cleared and the timer armed for lingering deletes.
+// When their FoldWait ran out since takeLocked looked, startLocked sets
+// running again and the writer goes on (returning then would leave the
+// session with no writer for good: model/writes.pml, MUTANT_NO_REARM).
+// closing: the queue was stopped, and the writer is to shut it.
+func (q *Queue) next() (round [][]*Write, closing bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for !q.closed {
+		if round := q.takeLocked(); round != nil {
+			return round, false
+		}
+		q.running = false
+		if !q.startLocked(false) {
+			return nil, false
+		}
+	}
+	return nil, true
+}
+
+// seal makes a round's requests, once Lead has let it go: a write given
+// up since it was taken is left out (its caller was told it was
+// withdrawn), and so is the delete of a node whose session is over (the
+// server deleted it with its session). From here a caller who gives up is
+// told the outcome is unknown (GiveUp). sid is the session it goes in.
+func (q *Queue) seal(round [][]*Write) (reqs []*Request, sid int64) {
+	sid = q.c.SessionID()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, batch := range round {
+		r := &Request{}
+		for _, w := range batch {
+			if w.stage == ended || w.kind == Delete && w.owner != 0 && w.owner != sid {
+				continue
+			}
+			w.stage = sealed
+			r.Writes = append(r.Writes, w)
+			r.Ops = append(r.Ops, w.ops...)
+		}
+		if len(r.Writes) > 0 {
+			r.Single = len(r.Writes) == 1 && r.Writes[0].kind != Txn
+			reqs = append(reqs, r)
+		}
+	}
+	return reqs, sid
+}
+
+// settle tells each write of each request what its answer means (sentIn:
+// the session the round was sealed in), and puts what must go again back
+// at the head of the queue, in order.
+func (q *Queue) settle(reqs []*Request, answers []Answer, sentIn int64, rtt time.Duration) {
+	answeredIn := q.c.SessionID()
+	var again []*Write
+	for i, r := range reqs {
+		again = q.settleOne(r, answers[i], sentIn, answeredIn, rtt, again)
+	}
+	q.requeue(again)
+}
+
+// settleOne settles the writes of r by its answer a: applied, refused at
+// one write's op (that write fails alone; the others were not applied and
+// go again), or unknown (no result per op). It returns again with what
+// must go again appended.
+func (q *Queue) settleOne(r *Request, a Answer, sentIn, answeredIn int64, rtt time.Duration, again []*Write) []*Write {
+	failing := -1
+	if len(a.Results) == len(r.Ops) && a.Err != nil {
+		for i, res := range a.Results {
+			if res.Error != nil {
+				failing = i // ZooKeeper reports the ops before it OK, those after it "not run"
+				break
+			}
+		}
+	}
+	switch {
+	case len(a.Results) != len(r.Ops) || a.Err != nil && failing < 0:
+		err := a.Err
+		if err == nil {
+			err = fmt.Errorf("%w: %d results for %d ops", ErrOutcomeUnknown, len(a.Results), len(r.Ops))
+		}
+		for _, w := range r.Writes {
+			again = q.end(w, Result{Verdict: Unknown, Err: err}, rtt, again)
+		}
+		return again
+	case a.Err == nil && answeredIn != sentIn:
+		answeredIn = 0 // answered as the session changed: whose are the nodes?
+	}
+	off := 0
+	for _, w := range r.Writes {
+		res := a.Results[off : off+len(w.ops)]
+		switch {
+		case failing < 0:
+			again = q.end(w, Result{Verdict: Applied, Results: res, Session: answeredIn}, rtt, again)
+		case failing >= off && failing < off+len(w.ops):
+			again = q.end(w, Result{Verdict: Refused, Results: res, Op: failing - off, Err: a.Results[failing].Error, Session: answeredIn}, rtt, again)
+		default:
+			w.refusals++ // refused for another write's op: nothing of it applied
+			again = append(again, w)
+		}
+		off += len(w.ops)
+	}
+	return again
+}
+
+// end settles w with r. It returns again with what must go again at the
+// head of the queue appended: a delete whose outcome is unknown (sent
+// again once connected, until its node or its session is gone), and the
+// delete of what an abandoned create made.
+func (q *Queue) end(w *Write, r Result, rtt time.Duration, again []*Write) []*Write {
+	if w.admitted {
+		q.c.Ended(true, rtt)
+	}
+	if w.kind == Delete {
+		switch {
+		case r.Verdict == Applied || r.Verdict == Refused && errors.Is(r.Err, zk.ErrNoNode):
+		case r.Verdict == Refused: // an ACL, say: retried alone, backing off
+			q.c.DeleteApart(OpPath(w.ops[0]), w.owner)
+		default:
+			again = append(again, w)
+		}
+		return again
+	}
+	q.mu.Lock()
+	w.res, w.stage = r, ended
+	abandoned := w.abandoned
+	q.mu.Unlock()
+	w.finish()
+	if abandoned {
+		again = q.orphaned(w, again)
+	}
+	return again
+}
+
+// orphaned cleans up after a create whose caller gave up once it was
+// sealed: what it made is deleted, at the head of the queue, so that no
+// later create of the session on its path goes first; a create whose
+// outcome or owner is unknown is looked for by its GUID (sweep).
+func (q *Queue) orphaned(w *Write, again []*Write) []*Write {
+	switch {
+	case w.kind != Create:
+	case w.res.Verdict == Applied && w.res.Session != 0:
+		node := w.Node()
+		q.c.Queued(w.path, node, w.res.Session)
+		again = append(again, newDelete(w.path, node, w.res.Session))
+	case w.res.Verdict == Applied || w.res.Verdict == Unknown:
+		w.sweep()
+	}
+	return again
+}
+
+// requeue puts writes back at the head of the queue, in their order,
+// ahead of everything queued since. A write refused for another's op
+// whose caller gave up is not sent again: nothing of it was applied, and
+// it ends Withdrawn.
+func (q *Queue) requeue(ws []*Write) {
+	if len(ws) == 0 {
+		return
+	}
+	q.mu.Lock()
+	kept := ws[:0:0]
+	var dropped []*Write
+	for _, w := range ws {
+		if w.abandoned {
+			w.res, w.stage = Result{Verdict: Withdrawn, Err: ErrWithdrawn}, ended
+			dropped = append(dropped, w)
+			continue
+		}
+		w.stage = queued
+		if w.kind == Delete {
+			q.deletes[w.path]++
+		}
+		kept = append(kept, w)
+	}
+	q.queue = append(kept, q.queue...)
+	q.mu.Unlock()
+	for _, w := range dropped {
+		if w.admitted {
+			q.c.Ended(false, 0)
+		}
+		w.finish()
+	}
+}
