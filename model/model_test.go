@@ -127,33 +127,40 @@ var checks = []check{
 	{name: "admission/mutant_fast_ignores_queue", model: "admission.pml", defines: []string{"-DMUTANT_FAST_IGNORES_QUEUE"},
 		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true},
 
-	// Model 5, the session's write path (writes.pml; zklock/writes.go,
-	// writer.go): two locks on two paths looping release -> acquire
-	// (admission under a bound of 4 places shared with a reader, the create
-	// queued, withdrawn if ctx ends while it is queued; guarded
-	// transactions), the writer (batches of whole writes from the head, at
-	// most 3 ops, one in flight; a queue of deletes lingers until its
-	// timer), the server (a batch applied op by op, or refused whole at its
+	// Model 5, the session's write path (writes.pml; zklock/internal/writes):
+	// two locks on two paths looping release -> acquire (admission under a
+	// bound of 4 places shared with a reader, the create queued, withdrawn
+	// if ctx ends while it is queued; guarded transactions), the writer
+	// (batches of whole writes from the head, at most 3 ops, one in flight;
+	// a queue of deletes lingers until its timer; a refused batch's other
+	// writes go again together, and apart, one per path, once refused
+	// twice), the server (a batch applied op by op, or refused whole at its
 	// first failing op: a released node deleted by an operator, a removed
 	// parent, a stale check), answers in order as late as the environment
 	// likes. Safety: (a) one node per path, (b) a write fails only for its
 	// own op, (d) no stranded write, no invalid end state; liveness (c):
-	// every released node deleted, every queued write answered.
-	{name: "writes/safety", model: "writes.pml", ccFlags: quickSafety, panFlags: []string{"-m1000000"},
+	// every released node deleted, every queued write answered. Two faults
+	// a run, so that a write can be refused twice and go apart.
+	{name: "writes/safety", model: "writes.pml", defines: []string{"-DF=2"}, ccFlags: quickSafety, panFlags: []string{"-m1000000"},
 		mustReach: []string{"nodes[l]<=1", "0||(w==refop)", "nc = (nc+1)", "parent[me] = 1", "armed = 0",
 			"cover: a batch bounded", "cover: two paths' creates", "cover: a create with the other path's delete",
 			"cover: a create refused", "cover: a delete refused", "cover: a transaction refused",
 			"cover: a create put back", "cover: a transaction put back", "cover: a delete put back",
-			"cover: foldWait over", "cover: writes sent apart", "cover: apart, in the other order"}},
-	// The liveness search visits 6 M states: pan.c compiled with -O2.
-	{name: "writes/liveness", model: "writes.pml", ccFlags: liveness, panFlags: []string{"-a", "-f", "-m1000000"}},
+			"cover: foldWait over", "cover: writes sent apart", "cover: a second write of a path kept"}},
+	// Writes apart after one refusal (APART=1), so that two of them race
+	// with one fault: the requests apart applied in either order.
+	{name: "writes/apart", model: "writes.pml", defines: []string{"-DAPART=1"}, ccFlags: quickSafety, panFlags: []string{"-m1000000"},
+		mustReach: []string{"nodes[l]<=1", "cover: writes sent apart", "cover: apart, in the other order"}},
+	// The liveness search visits 12 M states: pan.c compiled with -O2.
+	// With APART=1, so that the writes apart are in it at one fault.
+	{name: "writes/liveness", model: "writes.pml", defines: []string{"-DAPART=1"}, ccFlags: liveness, panFlags: []string{"-a", "-f", "-m1000000"}},
 	// The code's seeded bug create-before-delete (takeLocked/createsAhead):
 	// a create applied while its path's released node is there.
 	{name: "writes/mutant_create_before_delete", model: "writes.pml", defines: []string{"-DMUTANT_CREATE_BEFORE_DELETE"},
 		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true, violates: "nodes[l]<=1"},
-	// takeApartLocked not stopping at a second write of one path: the
-	// writes sent apart race, and a create overtakes its path's delete.
-	{name: "writes/mutant_apart_any_path", model: "writes.pml", defines: []string{"-DMUTANT_APART_ANY_PATH"},
+	// takeApartLocked taking a second write of one path: the writes sent
+	// apart race, and a create overtakes its path's delete.
+	{name: "writes/mutant_apart_any_path", model: "writes.pml", defines: []string{"-DF=2", "-DMUTANT_APART_ANY_PATH"},
 		ccFlags: quickSafety, panFlags: []string{"-m1000000"}, mutant: true, violates: "nodes[l]<=1"},
 	// failOne failing every write of a refused batch: a create fails
 	// although its op did not.

@@ -1,7 +1,7 @@
 /*
- * Model 5: the session's write path (zklock/writes.go, writer.go;
- * create.go's createAndList, send.go's bound, hold.go's giveUp, guard.go's
- * Hold.Txn).
+ * Model 5: the session's write path (zklock/internal/writes: queue.go,
+ * writer.go; create.go's createAndList, send.go's bound, hold.go's
+ * giveUp, guard.go's Hold.Txn).
  *
  * Every write a session has waiting (an acquisition's create, admitted
  * first under the bound with its listing; a released node's delete and a
@@ -12,23 +12,25 @@
  * queue of deletes only lingers (foldWait) so that a create can carry
  * them. The server applies a request atomically, in op order, or refuses
  * it whole at its first failing op; the writer fails that op's write alone
- * and puts the others back at the head, in order, to be sent apart: each
- * its own request, all at once, one per path (takeApartLocked), so that
- * many failing writes fail in one round trip; the apart requests race, and
- * the server applies them in either order.
+ * and puts the others back at the head, in order: they go again together,
+ * in the next batch, and once refused twice (APART) apart, each its own
+ * request, side by side, one per path (takeApartLocked: a second write of
+ * a path stays for the next round), so that many failing writes fail in a
+ * few round trips; the apart requests race, and the server applies them in
+ * either order.
  *
  * Processes, and the code they stand for:
  *
  *   lock(0), lock(1)  a Lock on path p (0) and one on path q (1). Each
  *            starts holding a node and loops: perhaps a guarded
- *            transaction (Hold.Txn: writes.txn, then <-w.done, or its ctx
- *            ends while it is queued: writes.withdraw); then it holds for
+ *            transaction (Hold.Txn: writes.Txn, then <-w.Done(), or its
+ *            ctx ends while it is queued: writes.GiveUp, taken back); then it holds for
  *            ever (the process ends) or releases (Hold.Release -> giveUp
- *            -> writes.delete); then it stops acquiring, or acquires again
+ *            -> writes.Delete); then it stops acquiring, or acquires again
  *            (Lock.attempt -> enqueue -> createAndList): admission for
  *            the create and the listing behind it (flight.acquire(ctx, 2)),
- *            the create queued (writes.create), <-w.sent, or its ctx ends
- *            while the create is still queued (writes.withdraw: both
+ *            the create queued (writes.Create), <-w.Sent(), or its ctx ends
+ *            while the create is still queued (writes.GiveUp: both
  *            places given back, nothing written; Acquire is called again);
  *            the listing (listBehind) on the wire, its answer, <-w.done;
  *            a create that failed on its own op (the path's parent, a
@@ -37,13 +39,13 @@
  *   reader   a waiter's read (Session.send: a listing or getW, one
  *            place), looping until it stops: the bound's other occupant,
  *            and requests on the wire that the writer's answers come behind.
- *   writer   writeQueue.run: started by add or by the timer (startLocked
- *            -> q.s.goBackground(q.run)); each round takeLocked (a batch of
+ *   writer   Queue.run: started by add or by the timer (startLocked
+ *            -> q.c.Go(q.run)); each round takeLocked (a batch of
  *            whole writes from the head, at most MAXOPS ops, the first
  *            always; nil while the queue is empty or holds only deletes
  *            whose foldWait is not over), send (the batch on the wire, the
  *            creates' w.sent closed: the tap saw it written), the answer,
- *            settle / failOne / end / requeue. On nil it clears running and
+ *            settle / settleOne / end / requeue. On nil it clears running and
  *            calls startLocked(false) (the timer armed for lingering
  *            deletes) before it returns.
  *   clock    time, as far as foldWait needs it: `aged` is "the queue's
@@ -79,19 +81,19 @@
  *   monitor  property (d) in every state.
  *
  * Variables:
- *   q[], qlen        writeQueue.queue, oldest first; a write is named by
+ *   q[], qlen        Queue.queue, oldest first; a write is named by
  *                    its kind and lock: W(CRE|DEL|TX, l). A Lock has at
  *                    most one of each waiting (asserted by add's room);
  *   nnd              writes in q that are not deletes (lingerLocked: 0
  *                    unless nnd == 0);
- *   taken[w]         write.taken: in the batch out, not withdrawable;
- *   running          writeQueue.running; wgo: a `go q.run` started and
+ *   taken[w]         a Write's stage past queued: in the batch out;
+ *   running          Queue.running; wgo: a `go q.run` started and
  *                    not yet running; wactive: q.run runs (ghosts: the
  *                    goroutine, which running only promises);
  *   armed            q.timer armed and not yet fired;
  *   batch[], blen    the batch out (send's argument);
  *   failat           the answer: 0 all applied, i+1 batch[i]'s op failed
- *                    (failOne's first res[i].Error);
+ *                    (settleOne's failing: the first res[i].Error);
  *   refop            ghost: the write whose op the server found failing;
  *   wire[]           the session's requests written and not yet answered,
  *                    in order (RQ_RD, RQ_LST(l), RQ_WR); bapplied: the
@@ -143,9 +145,9 @@
  * head of the queue, sent again once connected; the writer's wait for a
  * connection), session expiry (dropMoot),
  * a delete refused for another reason than NoNode (deleteGuaranteed), a
- * ctx that ends once the write is taken (abandon: the writer queues the
+ * ctx that ends once the write is taken (GiveUp of a sealed write: the writer queues the
  * delete of what it made at the head as it settles it; Hold.Txn's
- * ErrOutcomeUnknown), TryAcquire, Close (shut, abandonWrite), two Locks of
+ * ErrOutcomeUnknown), TryAcquire, Close (shut, drop), two Locks of
  * one session on one path (an RWLock's), refusals of a create other than
  * NoNode (the acquisition fails instead of retrying: the same for the
  * writer).
@@ -155,11 +157,10 @@
  *       seeded bug create-before-delete): a batch with a create leaves its
  *       deletes at the head for the next batch; the create is applied
  *       before its path's delete: (a).
- *   MUTANT_APART_ANY_PATH  takeApartLocked takes the alone writes at the
- *       head without stopping at a second write of one path: sent apart,
- *       they race, and a create can be applied before its path's delete:
- *       (a).
- *   MUTANT_FAIL_WHOLE_BATCH  failOne ends every write of a refused batch
+ *   MUTANT_APART_ANY_PATH  takeApartLocked takes the writes going apart
+ *       at the head with no regard for their paths: sent apart, they race,
+ *       and a create can be applied before its path's delete: (a).
+ *   MUTANT_FAIL_WHOLE_BATCH  settleOne ends every write of a refused batch
  *       with the refusal: (b).
  *   MUTANT_NO_REARM  q.run returns on a nil batch without startLocked: a
  *       delete queued while a batch was out lingers for ever unless a
@@ -187,6 +188,9 @@
 #ifndef TXN
 #define TXN 1    /* holds run guarded transactions */
 #endif
+#ifndef APART
+#define APART 2  /* refusals at another's op after which a write goes apart (the code's apartAfter) */
+#endif
 
 #define CRE 0
 #define DEL 1
@@ -205,7 +209,7 @@
 #define RQ_WR 4
 #define WN 4     /* the reader's read, two listings, the batch */
 
-/* writeQueue */
+/* writes.Queue */
 byte q[QN];
 byte qlen;
 byte nnd;
@@ -218,7 +222,7 @@ bool aged;
 bool st;         /* startLocked's answer (scratch, always reset) */
 byte batch[QN];
 byte blen;
-bool alone[7];   /* back from a refused batch: sent apart (takeApartLocked) */
+byte refused[7]; /* times its batch was refused at another write's op (takeLocked) */
 bool apart;      /* the batch on the wire is such writes, each its own request */
 bool bfail[QN];  /* apart: the write at that place failed */
 byte failat;
@@ -261,7 +265,7 @@ inline startLocked(now) {
 	fi
 }
 
-/* writeQueue.add: appended, and the writer started (a create or a
+/* Queue.add: appended, and the writer started (a create or a
    transaction at once, deletes once the head has lingered). */
 inline add(w) {
 	assert(qlen < QN);
@@ -271,6 +275,7 @@ inline add(w) {
 	fi;
 	q[qlen] = w;
 	qlen++;
+	refused[w] = 0; /* a new write (a Lock has one of each kind waiting) */
 	if
 	:: KIND(w) != DEL -> nnd++
 	:: else
@@ -282,7 +287,7 @@ inline add(w) {
 	fi
 }
 
-/* writeQueue.withdraw(w): w is queued and not taken (its caller's ctx
+/* Queue.GiveUp(w) of a write queued and not taken (its caller's ctx
    ended before the batch took it). */
 inline withdraw(w) {
 	assert(!taken[w]);
@@ -348,7 +353,7 @@ inline onWire(r) {
 	wlen++
 }
 
-/* writeQueue.end, for a write whose op succeeded (ok) or failed: a
+/* Queue.end, for a write whose op succeeded (ok) or failed: a
    create gives its place in the bound back and its acquisition reads the
    result; a delete that failed met NoNode (the model's only failure of a
    delete): its node is gone, done; a transaction's caller reads its
@@ -363,7 +368,7 @@ inline finish(w, ok) {
 	fi
 }
 
-/* Hold.Release -> giveUp -> writes.delete */
+/* Hold.Release -> giveUp -> writes.Delete */
 inline releaseNode() {
 	assert(!rel[me] && nodes[me] == 1); /* (a): the previous released node is gone */
 	rel[me] = 1;
@@ -375,7 +380,7 @@ proctype lock(byte me) {
 held:
 	if
 #if TXN
-	:: atomic { add(W(TX, me)); tst[me] = 1 }; /* Hold.Txn: writes.txn */
+	:: atomic { add(W(TX, me)); tst[me] = 1 }; /* Hold.Txn: writes.Txn */
 		if
 		:: atomic { tst[me] >= 3 -> tst[me] = 0 } /* <-w.done */
 		:: atomic { /* ctx ended while queued: withdrawn, never sent */
@@ -390,7 +395,7 @@ held:
 	:: goto holding /* held for ever */
 	fi;
 again:
-	atomic { /* createAndList: s.flight.acquire(ctx, 2, ...), then writes.create */
+	atomic { /* createAndList: s.flight.acquire(ctx, 2, ...), then writes.Create */
 		admit();
 		!queued[me];
 		cst[me] = 1;
@@ -431,7 +436,7 @@ end:
 }
 
 proctype writer() {
-	byte i, j, n, ops, w;
+	byte i, j, n, ops, w, seen;
 end_idle:
 	atomic { wgo -> wgo = 0; wactive = 1 }; /* go q.run */
 	do
@@ -464,22 +469,43 @@ end_idle:
 			n = 0;
 			ops = 0;
 			if
-			:: alone[q[0]] -> /* takeApartLocked: the alone writes at the head, one per path */
+			:: refused[q[0]] >= APART -> /* takeApartLocked: from the writes at the head that go apart, one per path */
 				apart = 1;
+				i = 0;
+				j = 0;
+				seen = 0;
 				do
+				:: i < qlen && refused[q[i]] >= APART ->
+					w = q[i];
 #ifndef MUTANT_APART_ANY_PATH
-				:: n < qlen && alone[q[n]] && (n == 0 || LK(q[n]) != LK(q[0])) -> alone[q[n]] = 0; n++
+					if
+					:: !(seen & (1 << LK(w))) -> batch[blen] = w; blen++
+					:: else -> q[j] = w; j++; printf("cover: a second write of a path kept for the next round\n")
+					fi;
+					seen = seen | (1 << LK(w));
 #else
-				:: n < qlen && alone[q[n]] -> alone[q[n]] = 0; n++ /* not one per path */
+					batch[blen] = w; blen++; /* not one per path */
 #endif
+					i++
 				:: else -> break
 				od;
-				printf("cover: writes sent apart after a refused batch\n")
+				do /* the queue closes up behind what was taken */
+				:: i < qlen -> q[j] = q[i]; j++; i++
+				:: else -> break
+				od;
+				i = j;
+				do
+				:: i < qlen -> q[i] = 0; i++
+				:: else -> break
+				od;
+				qlen = j;
+				seen = 0;
+				printf("cover: writes sent apart\n")
 			:: else ->
 				do
-				:: n < qlen && !alone[q[n]] && (n == 0 || ops + OPS(q[n]) <= MAXOPS) -> ops = ops + OPS(q[n]); n++
-				:: n < qlen && n > 0 && !alone[q[n]] && ops + OPS(q[n]) > MAXOPS -> printf("cover: a batch bounded\n"); break
-				:: n == qlen || (n > 0 && alone[q[n]]) -> break
+				:: n < qlen && refused[q[n]] < APART && (n == 0 || ops + OPS(q[n]) <= MAXOPS) -> ops = ops + OPS(q[n]); n++
+				:: n < qlen && n > 0 && refused[q[n]] < APART && ops + OPS(q[n]) > MAXOPS -> printf("cover: a batch bounded\n"); break
+				:: n == qlen || (n > 0 && refused[q[n]] >= APART) -> break
 				od
 			fi;
 #ifdef MUTANT_CREATE_BEFORE_DELETE
@@ -583,7 +609,7 @@ end_idle:
 					w = batch[i];
 					if
 					:: failat == 0 -> finish(w, 1)
-					:: failat == i + 1 -> finish(w, 0) /* failOne: its own op */
+					:: failat == i + 1 -> finish(w, 0) /* settleOne: its own op */
 					:: failat != 0 && failat != i + 1 ->
 #ifdef MUTANT_FAIL_WHOLE_BATCH
 						finish(w, 0)
@@ -609,7 +635,7 @@ end_idle:
 						w = batch[i];
 						q[i] = w;
 						taken[w] = 0;
-						alone[w] = 1; /* sent apart next (takeApartLocked) */
+						refused[w] = (refused[w] < APART -> refused[w] + 1 : APART); /* together next, apart from APART on */
 						if
 						:: KIND(w) == CRE -> nnd++; printf("cover: a create put back\n")
 						:: KIND(w) == TX -> nnd++; printf("cover: a transaction put back\n")

@@ -71,21 +71,40 @@ func (q *Queue) Await(ctx context.Context, w *Write) Result {
 		return w.res
 	case <-ctx.Done():
 	}
+	r, onWire := q.giveUpTold(w, ctx.Err())
+	if onWire == nil {
+		return r
+	}
+	<-onWire
+	return settledOr(w, r)
+}
+
+// giveUpTold gives w up, its caller's wait ended by cause, and returns
+// what the caller is to be told, and, when that is Unknown, the channel it
+// must wait on first: Await's steps, apart, for a caller that cannot
+// block (the explorer).
+func (q *Queue) giveUpTold(w *Write, cause error) (Result, <-chan struct{}) {
 	switch q.GiveUp(w, nil) {
 	case Over:
-		return w.res
+		return w.res, nil
 	case TakenBack:
-		return Result{Verdict: Withdrawn, Err: ctx.Err()}
+		return Result{Verdict: Withdrawn, Err: cause}, nil
 	}
-	if !mutant.On(mutant.UnknownBeforeWire) {
-		<-w.sent
-		select {
-		case <-w.done:
-			return w.res
-		default:
-		}
+	r := Result{Verdict: Unknown, Err: cause}
+	if mutant.On(mutant.UnknownBeforeWire) {
+		return r, nil // seeded bug: told before its request is on the wire
 	}
-	return Result{Verdict: Unknown, Err: ctx.Err()}
+	return r, w.sent
+}
+
+// settledOr is w's Result when it has ended, else r.
+func settledOr(w *Write, r Result) Result {
+	select {
+	case <-w.done:
+		return w.res
+	default:
+		return r
+	}
 }
 
 // removeLocked takes w out of the queue; false if it is not there. q.mu

@@ -1,0 +1,417 @@
+package writes_test
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/zklock/internal/writes"
+)
+
+// What the explorer checks, in every schedule (the package doc states the
+// contract; model/writes.pml the first four):
+//
+//	(a) one node per path and session: after each request the server
+//	    applies, the session has at most one node on a lock path, not
+//	    counting nodes of creates whose outcome or owner was unknown
+//	    (protection mode's, which their sweep deletes) nor nodes whose
+//	    delete the server refused for another reason than their absence
+//	    (an ACL: retried alone, Conn.DeleteApart);
+//	(b) a write fails only for its own op: a write refused was refused at
+//	    its own op, with the error the server gave that op;
+//	(c) no write stranded: once the faults stop, every write ends, the
+//	    queue empties and no node of the session is left (end of schedule);
+//	(d) per-path order: the writes of one path are applied in the order
+//	    they were queued;
+//	(e) a write its caller was told was not applied (taken back, refused,
+//	    withdrawn, closed) is never applied, then or later;
+//	(f) a write is applied at most once;
+//	(g) an unknown outcome is ordered before what its caller sends next:
+//	    never applied after the caller's read-back was;
+//	(h) a refused batch's other writes go again together, in the writer's
+//	    next request; and a round never has more than MaxApart requests.
+
+// told is what a write's caller was told.
+type told uint8
+
+const (
+	toldNothing told = iota
+	toldApplied
+	toldNotApplied
+	toldUnknown
+)
+
+// rec is the explorer's record of a write.
+type rec struct {
+	id       int // queueing order (an orphan's delete takes its create's)
+	kind     writes.Kind
+	path     string // the path whose order it keeps
+	key      string // a create's prefix, a delete's node, a transaction's tag
+	w        *writes.Write
+	told     told
+	readBack *wireReq
+	applied  int
+	last     *wireReq // the latest request it went in
+	refused  int      // times its request was refused at another's op
+	owner    int64    // a delete's node's session
+}
+
+// recs are the records of a schedule's writes.
+type recs struct {
+	n          int
+	byWrite    map[*writes.Write]*rec
+	byKey      map[string]*rec
+	maxApplied map[string]int
+	creates    map[string]*rec // by the prefix of the nodes they make: the latest
+	callerDel  bool            // a caller is queueing a delete
+	expect     []*rec          // (h): writes that must go again together next
+}
+
+func (rs *recs) init() {
+	rs.byWrite, rs.byKey = make(map[*writes.Write]*rec), make(map[string]*rec)
+	rs.maxApplied, rs.creates = make(map[string]int), make(map[string]*rec)
+}
+
+// queued records a write a caller queued.
+func (rs *recs) queued(w *writes.Write, path string) *rec {
+	rs.n++
+	r := &rec{id: rs.n, kind: w.Kind(), path: path, w: w}
+	ops := w.Ops()
+	r.key = writes.OpPath(ops[len(ops)-1])
+	rs.byWrite[w] = r
+	if r.kind == writes.Create {
+		rs.creates[r.key] = r
+	} else {
+		rs.byKey[r.key] = r
+	}
+	return r
+}
+
+// queuedDelete records a delete (Conn.Queued): a caller's release keeps
+// its place in the order, and the writer's delete of what an abandoned
+// create made takes the create's place (it goes at the head of the queue,
+// ahead of what the caller queued since).
+func (rs *recs) queuedDelete(w *world, path, node string, owner int64) {
+	r := &rec{kind: writes.Delete, path: path, key: node, owner: owner}
+	if c := rs.creates[prefixOf(node)]; c != nil && !rs.callerDel {
+		w.cover(coverOrphan)
+		r.id = c.id
+	} else {
+		rs.n++
+		r.id = rs.n
+	}
+	rs.byKey[node] = r
+	w.logf("queued delete %s (owner %d)", short(node), owner)
+}
+
+// prefixOf is the prefix a sequential node was created with.
+func prefixOf(node string) string {
+	if len(node) < 10 {
+		return node
+	}
+	return node[:len(node)-10]
+}
+
+func (rs *recs) of(w *writes.Write) *rec {
+	if r := rs.byWrite[w]; r != nil {
+		return r
+	}
+	return rs.byKey[writes.OpPath(w.Ops()[0])]
+}
+
+// sent notes the writes of a request handed to the connection.
+func (rs *recs) sent(w *world, r *wireReq) {
+	for _, x := range r.req.Writes {
+		if rec := rs.of(x); rec != nil {
+			rec.last = r
+		}
+	}
+}
+
+// applied checks a writer's request the server just made: (a), (d), (e),
+// (f), (g).
+func (rs *recs) applied(w *world, r *wireReq) {
+	if r.answer.Err != nil {
+		return
+	}
+	for _, x := range r.req.Writes {
+		rec := rs.of(x)
+		if rec == nil {
+			w.fail("explorer", "a write it has no record of: %s", describe(r.req))
+			continue
+		}
+		rec.applied++
+		switch {
+		case rec.applied > 1:
+			w.fail("(f) at most once", "%s applied %d times", short(rec.key), rec.applied)
+		case rec.told == toldNotApplied:
+			w.fail("(e) not applied stays so", "%s applied after its caller was told it was not", short(rec.key))
+		case rec.readBack != nil && rec.readBack.applied:
+			w.fail("(g) unknown before next", "%s applied after its caller's read-back (#%d)", short(rec.key), rec.readBack.id)
+		}
+		if rec.id < rs.maxApplied[rec.path] {
+			w.fail("(d) per-path order", "%s (queued %d) applied after a later write of %s (queued %d)", short(rec.key), rec.id, rec.path, rs.maxApplied[rec.path])
+		}
+		rs.maxApplied[rec.path] = max(rs.maxApplied[rec.path], rec.id)
+		if rec.kind == writes.Create {
+			rs.oneNode(w, rec.path)
+		}
+	}
+}
+
+// oneNode checks (a) on lock path p.
+func (rs *recs) oneNode(w *world, p string) {
+	kids, _, err := w.tree.Children(p)
+	if err != nil {
+		return
+	}
+	n := 0
+	for _, k := range kids {
+		node := p + "/" + k
+		if _, st := w.tree.Exists(node); st == nil || st.EphemeralOwner != w.sid {
+			continue
+		}
+		if c := rs.creates[prefixOf(node)]; c != nil && unknownOwner(c) || w.handedOver(node) {
+			continue
+		}
+		n++
+	}
+	if n > 1 {
+		w.fail("(a) one node per path", "session %d has %d nodes on %s: %v", w.sid, n, p, kids)
+	}
+}
+
+// handedOver reports whether node's delete was handed over to be retried
+// alone (Conn.DeleteApart) and is not done.
+func (w *world) handedOver(node string) bool {
+	for _, j := range w.bg {
+		if j.node == node && !j.done {
+			return true
+		}
+	}
+	return false
+}
+
+// unknownOwner: a create whose outcome or owner is unknown (its node is
+// protection mode's to find).
+func unknownOwner(c *rec) bool {
+	select {
+	case <-c.w.Done():
+	default:
+		return false
+	}
+	r := c.w.Result()
+	return r.Verdict == writes.Unknown || r.Verdict == writes.Applied && r.Session == 0
+}
+
+// answered looks at a writer's answer: a refused multi sets (h)'s
+// expectation of the next request.
+func (rs *recs) answered(w *world, r *wireReq, a writes.Answer) {
+	rs.expect = nil
+	if r.req.Single || len(a.Results) != len(r.req.Ops) || a.Err == nil {
+		return
+	}
+	failing := -1
+	for i, res := range a.Results {
+		if res.Error != nil {
+			failing = i
+			break
+		}
+	}
+	off, fresh := 0, true
+	var others []*rec
+	for _, x := range r.req.Writes {
+		rec := rs.of(x)
+		if failing < off || failing >= off+len(x.Ops()) {
+			others = append(others, rec)
+			fresh = fresh && rec.refused == 0
+			rec.refused++
+		}
+		off += len(x.Ops())
+	}
+	if len(others) > 0 {
+		w.cover(coverRefusedOther)
+	}
+	if fresh {
+		rs.expect = others
+	}
+}
+
+// checkRound checks (h) on a round the writer sends.
+func (w *world) checkRound(reqs []*writes.Request) {
+	if len(reqs) > 1 {
+		w.cover(coverApart)
+	}
+	if len(reqs) == w.cfg.MaxApart {
+		w.cover(coverApartCap)
+	}
+	if len(reqs) > max(1, w.cfg.MaxApart) {
+		w.fail("(h) bounded round", "%d requests in one round (MaxApart %d)", len(reqs), w.cfg.MaxApart)
+	}
+	want := w.recs.expect
+	w.recs.expect = nil
+	var live []*rec
+	for _, r := range want {
+		if r.w != nil && isDone(r.w) || r.kind == writes.Delete && r.owner != 0 && r.owner != w.sid {
+			continue // given up since, or a delete made moot by a new session
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	for _, q := range reqs {
+		if containsAll(w, q, live) {
+			return
+		}
+	}
+	w.fail("(h) refused batch together", "a refused batch's other writes %s did not go again together in the next request (%s)", keys(live), describeAll(reqs))
+}
+
+func containsAll(w *world, q *writes.Request, rs []*rec) bool {
+	in := make(map[*rec]bool)
+	for _, x := range q.Writes {
+		in[w.recs.of(x)] = true
+	}
+	for _, r := range rs {
+		if !in[r] {
+			return false
+		}
+	}
+	return true
+}
+
+// observe checks (b) on a write's result, read by its caller, and notes
+// what the caller was told.
+func (rs *recs) observe(w *world, rec *rec, r writes.Result) {
+	switch r.Verdict {
+	case writes.Applied:
+		rec.told = toldApplied
+		if rec.last == nil || !rec.last.applied || rec.last.answer.Err != nil {
+			w.fail("(b) own op", "%s told applied, its request was not", short(rec.key))
+		}
+	case writes.Refused:
+		rec.told = toldNotApplied
+		w.cover(coverRefusedOwn)
+		rs.ownOp(w, rec, r)
+	case writes.Unknown:
+		rec.told = toldUnknown
+	case writes.Closed:
+		rec.told = toldNotApplied
+		w.cover(coverClosedWrite)
+	default:
+		rec.told = toldNotApplied
+	}
+}
+
+// ownOp checks that rec was refused at its own op, with that op's error.
+func (rs *recs) ownOp(w *world, rec *rec, r writes.Result) {
+	q := rec.last
+	if q == nil || q.req == nil {
+		w.fail("(b) own op", "%s refused and never sent", short(rec.key))
+		return
+	}
+	off := 0
+	for _, x := range q.req.Writes {
+		if rs.of(x) == rec {
+			break
+		}
+		off += len(x.Ops())
+	}
+	i := off + r.Op
+	a := q.answer
+	if i >= len(a.Results) || !errors.Is(a.Results[i].Error, r.Err) || r.Err == nil {
+		w.fail("(b) own op", "%s refused at its op %d with %v; the server's answer to its request: %v", short(rec.key), r.Op, r.Err, a.Err)
+		return
+	}
+	for j := 0; j < i; j++ {
+		if a.Results[j].Error != nil {
+			w.fail("(b) own op", "%s refused, but op %d of its request failed first", short(rec.key), j)
+		}
+	}
+}
+
+// final checks (c) and (e) once the world is quiescent.
+func (w *world) final() {
+	for _, c := range w.callers {
+		if c.state != sDone {
+			w.fail("(c) no write stranded", "caller %d stuck in %s", c.id, c.state)
+		}
+	}
+	if n := w.q.Len(); n > 0 {
+		w.fail("(c) no write stranded", "%d writes left in the queue", n)
+	}
+	for wr, r := range w.recs.byWrite {
+		if !isDone(wr) {
+			w.fail("(c) no write stranded", "%s never ended", short(r.key))
+			continue
+		}
+		if v := wr.Result().Verdict; v != writes.Applied && v != writes.Unknown && r.applied > 0 {
+			w.fail("(e) not applied stays so", "%s ended %v but was applied", short(r.key), v)
+		}
+	}
+	for _, p := range w.lockPaths() {
+		kids, _, _ := w.tree.Children(p)
+		for _, k := range kids {
+			if _, st := w.tree.Exists(p + "/" + k); st != nil && st.EphemeralOwner == w.sid {
+				w.fail("(c) no write stranded", "node %s/%s of the session left behind", p, short(k))
+			}
+		}
+	}
+}
+
+func isDone(w *writes.Write) bool {
+	select {
+	case <-w.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+func keys(rs []*rec) string {
+	var s []string
+	for _, r := range rs {
+		s = append(s, short(r.key))
+	}
+	return "[" + strings.Join(s, " ") + "]"
+}
+
+// describe names a request's writes, for the log.
+func describe(r *writes.Request) string {
+	var s []string
+	for _, w := range r.Writes {
+		ops := w.Ops()
+		k := "txn"
+		switch w.Kind() {
+		case writes.Create:
+			k = "create"
+		case writes.Delete:
+			k = "delete"
+		}
+		s = append(s, k+" "+short(writes.OpPath(ops[len(ops)-1])))
+	}
+	if r.Single {
+		return s[0]
+	}
+	return "multi[" + strings.Join(s, ", ") + "]"
+}
+
+func describeAll(reqs []*writes.Request) string {
+	var s []string
+	for _, r := range reqs {
+		s = append(s, describe(r))
+	}
+	return strings.Join(s, "; ")
+}
+
+// short drops the GUID's middle from a node name, for the log.
+func short(p string) string {
+	if i := strings.Index(p, "_c_"); i >= 0 && len(p) >= i+3+36 {
+		return p[:i+3] + p[i+3:i+11] + p[i+3+36:]
+	}
+	return p
+}
+
+var _ = zk.ErrNoNode

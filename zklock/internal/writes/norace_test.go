@@ -1,0 +1,5 @@
+//go:build !race
+
+package writes_test
+
+const raceBuild = false
