@@ -9,7 +9,6 @@ import (
 
 	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
-	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
 
 // Making and ending a session: Connect, NewSession, Close.
@@ -118,7 +117,6 @@ func newSession(tap *wire.Tap, owns bool, cfg sessionConfig) *Session {
 	s.st.ready, s.st.changed = make(chan struct{}), make(chan struct{})
 	s.st.holds = make(map[sessionHold]struct{})
 	s.notes.init(cfg.listener)
-	s.writes = writes.New(writeLink{s}, writeConfig(cfg, owns))
 	s.st.lease.init(s)
 	s.auth.init(len(cfg.digests) > 0)
 	return s
@@ -128,6 +126,7 @@ func newSession(tap *wire.Tap, owns bool, cfg sessionConfig) *Session {
 func (s *Session) start(conn *zk.Conn) {
 	trace.SessionOpened(conn, s.tap, s.cfg.expiryOnly) // before any step of conn: events are recorded once zc is set
 	s.conn = conn
+	s.writes = s.newWrites(conn)
 	s.link.zc.Store(conn)
 	if s.cfg.listener != nil {
 		// Not one of the goroutines Close waits for: it runs user code,

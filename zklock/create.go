@@ -63,7 +63,7 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (our
 	}
 	w := s.writes.Create(l.path, prefix, l.data, l.acl)
 	select {
-	case <-w.Sent():
+	case <-w.Sent:
 	case <-ctx.Done():
 		s.flight.giveBack() // the listing's place (the create's is the writer's)
 		l.giveUp(w, prefix)
@@ -71,7 +71,7 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (our
 	}
 	children, stat, lerr := l.listBehind(ctx)
 	select {
-	case <-w.Done():
+	case <-w.Done:
 	case <-ctx.Done():
 		l.giveUp(w, prefix)
 		return ourNode{}, ctx.Err()
@@ -80,10 +80,10 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (our
 		(*hook)()
 	}
 	r := w.Result()
-	if err := s.createErr(r); err != nil {
-		return ourNode{}, err
+	if r.Verdict != writes.Applied || r.Session == 0 {
+		return ourNode{}, s.createErr(r)
 	}
-	n := ourNode{node: w.Node(), owner: r.Session}
+	n := ourNode{node: r.Results[0].String, owner: r.Session}
 	if lerr == nil {
 		n.q, n.pzxid = l.sortQueue(children), stat.Pzxid
 		if position(n.q, path.Base(n.node), "") < 0 {
@@ -131,16 +131,15 @@ func (l *Lock) listBehind(ctx context.Context) ([]string, *zk.Stat, error) {
 // node's owner is unknown (see createAndList).
 var errSessionChanged = errors.New("zklock: the session changed while a create was out")
 
-// createErr is the error a create's end r is to its acquisition: nil when
-// it made our node in a known session; the server's refusal; why its
-// outcome is unknown (protection mode takes over); or the session's close.
+// createErr is the error of a create that did not make our node in a
+// known session, to its acquisition: the server's refusal, why its outcome
+// is unknown or whose node it made is (protection mode takes over), or the
+// session's close.
 func (s *Session) createErr(r writes.Result) error {
-	switch {
-	case r.Verdict == writes.Applied && r.Session == 0:
+	switch r.Verdict {
+	case writes.Applied:
 		return errSessionChanged
-	case r.Verdict == writes.Applied:
-		return nil
-	case r.Verdict == writes.Closed:
+	case writes.Closed:
 		return s.closedErr()
 	}
 	return r.Err
@@ -225,7 +224,7 @@ func (l *Lock) giveUp(w *writes.Write, prefix string) {
 	}
 	switch r := w.Result(); {
 	case r.Verdict == writes.Applied && r.Session != 0:
-		s.writes.Delete(l.path, w.Node(), r.Session)
+		s.writes.Delete(l.path, r.Results[0].String, r.Session)
 	case r.Verdict == writes.Applied || r.Verdict == writes.Unknown:
 		sweep()
 	}

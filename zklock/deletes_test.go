@@ -10,7 +10,7 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// Released nodes' deletes (writes.go, deletes.go): a delete rides the
+// Released nodes' deletes (package writes, deletes.go): a delete rides the
 // session's next create, or goes alone once it has waited foldWait, exempt
 // from the bound on requests in flight; either way it is guaranteed.
 

@@ -90,11 +90,25 @@ var testSkipLostCheck atomic.Bool
 //   - unknown: ErrOutcomeUnknown, wrapping the cause (a lost connection, or
 //     ctx's error when ctx ended while the request was out).
 //
-// go-zookeeper cannot cancel a request: when ctx ends first, Txn returns
-// and the request completes on a goroutine of the session's, which ends
-// with it (Session.Close waits for it). Txn may run concurrently with the
-// hold's other Txn calls; one that races Release is ordered at the server
-// before or after the release's delete.
+// What the caller is told is true; this is the contract of every
+// transaction of the session's writer (Session.Txn too):
+//   - "not applied" (every error above but ErrOutcomeUnknown) is final:
+//     the transaction is not applied, then or later. A ctx that ends
+//     before the transaction's request is sealed (while it is queued,
+//     waits with its round for the lease's sync, or is back in the queue
+//     after its batch was refused at another write's op) takes it back:
+//     Txn returns ctx's error alone.
+//   - ErrOutcomeUnknown: applied at most once, and never sent again,
+//     whatever its batch meets. Txn returns it only once the request is on
+//     the wire (under NewSession, whose writes the session cannot see, once
+//     its answer is in), so that a request the caller sends next on the
+//     session, a read-back, is answered after it: read back, then decide.
+//     After a lost connection the client may be answered by another server:
+//     sync before the read-back.
+//
+// Txn may run concurrently with the hold's other Txn calls; one that races
+// Release is ordered at the server before or after the release's delete.
+// docs/guarded-writes.md names the test of each promise.
 func (h *Hold) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if h == nil {
 		return nil, errNil("Hold")
@@ -122,7 +136,7 @@ func (h *Hold) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) 
 	multi := make([]any, 0, len(ops)+1)
 	multi = append(multi, &zk.CheckVersionRequest{Path: h.node, Version: -1})
 	multi = append(multi, ops...)
-	// Sent by the session's writer with its other waiting writes (writes.go),
+	// Sent by the session's writer with its other waiting writes (package writes),
 	// which give it its own results when another op of the multi fails it;
 	// exempt from the bound on requests in flight, like a delete: it serves
 	// a hold, which must not wait behind the acquisitions queued on the

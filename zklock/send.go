@@ -12,7 +12,7 @@ import (
 //     thousand goroutines queueing at once) waits in the process rather
 //     than in the server's queue, where it would hold up every later
 //     request of the session past the lease;
-//   - every write goes through the session's writer (writes.go), which
+//   - every write goes through the session's writer (package writes), which
 //     sends what is waiting in one multi, and a write that succeeds
 //     renews the lease (lease.go);
 //   - reads (a listing, a watch) are sent here: send.

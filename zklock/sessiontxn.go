@@ -19,11 +19,12 @@ import (
 // records). The responses are those of ops, in order.
 //
 // Errors: applied, nil; not sent, ErrNilContext, ErrInvalidOp,
-// ErrSessionClosed, or ctx's error when it ended before the writer took
-// the transaction; refused by the server, nothing applied, an *OpError
-// wrapping the server's error (the responses are returned with it);
-// unknown, ErrOutcomeUnknown wrapping the cause (a lost connection, or
-// ctx's error when it ended while the request was out).
+// ErrSessionClosed, or ctx's error when it ended before the writer sealed
+// the transaction into a request; refused by the server, nothing applied,
+// an *OpError wrapping the server's error (the responses are returned
+// with it); unknown, ErrOutcomeUnknown wrapping the cause (a lost
+// connection, or ctx's error when it ended while the request was out).
+// What each says is true, as Hold.Txn states it.
 func (s *Session) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	switch {
 	case s == nil:

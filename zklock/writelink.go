@@ -13,11 +13,25 @@ import (
 )
 
 // The session as its write path sees it (package writes has the queue and
-// the writer): the connection's state, the request on the wire with the
-// lease's proof around it, and the bound on requests in flight.
+// the writer; writes.Conn the contract): the connection's state, the
+// request on the wire with the lease's proof around it, and the bound on
+// requests in flight.
 
-// writeLink is the session's writes.Conn.
-type writeLink struct{ s *Session }
+// newWrites makes the session's write path on conn.
+func (s *Session) newWrites(conn *zk.Conn) *writes.Queue {
+	return writes.New(writes.Conn{
+		Connected:   s.awaitConnected,
+		SessionID:   conn.SessionID,
+		Lead:        s.lead,
+		Send:        s.sendWrites,
+		Ended:       s.writeEnded,
+		DeleteApart: s.deleteInBackground,
+		Queued:      func(path, node string, owner int64) { trace.DelAdded(conn, path, node, owner) },
+		Go:          s.goBackground,
+		Now:         time.Now,
+		AfterFunc:   func(d time.Duration, f func()) writes.Timer { return time.AfterFunc(d, f) },
+	}, writeConfig(s.cfg, s.link.ownsConn))
+}
 
 // writeConfig is the write path's configuration for a session.
 func writeConfig(cfg sessionConfig, ownsConn bool) writes.Config {
@@ -58,50 +72,39 @@ const foldWait = 100 * time.Microsecond
 // each round until the channel closes (HoldWriterForTest).
 var testWriterGate atomic.Pointer[chan struct{}]
 
-// Connected waits until the session is connected; false once it is
-// closed. A test's gate holds it first.
-func (l writeLink) Connected() bool {
-	if gate := testWriterGate.Load(); gate != nil {
-		select {
-		case <-*gate:
-		case <-l.s.life.ctx.Done():
-		}
-	}
-	return l.s.awaitConnected()
-}
-
-// SessionID is the connection's current session.
-func (l writeLink) SessionID() int64 { return l.s.conn.SessionID() }
-
-// Lead lets the lease's sync go first after a quiet spell (renew.go).
-func (l writeLink) Lead() { l.s.lead() }
-
-// Send makes each request, the first on the writer's goroutine and the
-// others (a round of writes apart, at most maxApart) side by side on
-// goroutines of their own: go-zookeeper's calls block until the answer.
-func (l writeLink) Send(reqs []*writes.Request) []writes.Answer {
+// sendWrites makes the requests of a writer's round: the first on the
+// writer's goroutine, each other one (a round of writes apart, at most
+// maxApart) side by side, through sendWrites on a goroutine of its own:
+// go-zookeeper's calls block until the answer. A lone create or delete is
+// sent as that request (its answer carries what a multi's would, for
+// less), anything else as a multi; the results are one per op whenever
+// the server evaluated the request. The tap tells the request when it is
+// written (the creates' listings go behind it), and a success proves the
+// session at the leader (the lease, lease.go).
+func (s *Session) sendWrites(reqs []*writes.Request) []writes.Answer {
 	answers := make([]writes.Answer, len(reqs))
 	var wg sync.WaitGroup
 	for i := 1; i < len(reqs); i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			answers[i] = l.send(reqs[i])
+			answers[i] = s.sendWrites(reqs[i : i+1])[0]
 		}()
 	}
-	answers[0] = l.send(reqs[0])
-	wg.Wait()
-	return answers
-}
-
-// send makes r: the tap tells r when it is written (the creates' listings
-// go behind it), and a success proves the session at the leader (the
-// lease, lease.go).
-func (l writeLink) send(r *writes.Request) writes.Answer {
-	s := l.s
+	defer wg.Wait()
+	r := reqs[0]
+	op := wire.OpMulti
+	create, _ := r.Ops[0].(*zk.CreateRequest)
+	del, _ := r.Ops[0].(*zk.DeleteRequest)
+	switch {
+	case r.Single && create != nil:
+		op = wire.OpCreate
+	case r.Single && del != nil:
+		op = wire.OpDelete
+	}
 	if s.tap != nil && !s.cfg.noPipelining {
 		key := writes.OpPath(r.Ops[0])
-		wt := s.tap.ExpectFunc(key, r.Written, requestOpcode(r))
+		wt := s.tap.ExpectFunc(key, r.Written, op)
 		defer s.tap.Forget(key, wt)
 	}
 	p := s.newProof()
@@ -112,7 +115,17 @@ func (l writeLink) send(r *writes.Request) writes.Answer {
 	if trace.Enabled { // guarded: the closure would stay in a build without the tag
 		trace.WritesSent(s.conn, len(r.Writes), writeOf)
 	}
-	a := l.do(r)
+	a := &answers[0]
+	switch op {
+	case wire.OpCreate:
+		node, err := s.conn.Create(create.Path, create.Data, create.Flags, create.Acl)
+		*a = answerOf(err, zk.MultiResponse{String: node, Error: err})
+	case wire.OpDelete:
+		err := s.conn.Delete(del.Path, del.Version)
+		*a = answerOf(err, zk.MultiResponse{Error: err})
+	default:
+		a.Results, a.Err = s.conn.Multi(r.Ops...)
+	}
 	if trace.Enabled {
 		trace.WritesAnswered(s.conn, len(r.Writes), writeOf, a.Results, a.Err)
 	}
@@ -122,28 +135,7 @@ func (l writeLink) send(r *writes.Request) writes.Answer {
 	if a.Err == nil {
 		s.proved(p)
 	}
-	return a
-}
-
-// do makes the request: a plain create or delete when it is alone (its
-// answer carries what a multi's would, for less), else a multi. The
-// results are one per op whenever the server evaluated the request.
-func (l writeLink) do(r *writes.Request) writes.Answer {
-	conn := l.s.conn
-	if !r.Single {
-		res, err := conn.Multi(r.Ops...)
-		return writes.Answer{Results: res, Err: err}
-	}
-	switch o := r.Ops[0].(type) {
-	case *zk.CreateRequest:
-		node, err := conn.Create(o.Path, o.Data, o.Flags, o.Acl)
-		return answerOf(err, zk.MultiResponse{String: node, Error: err})
-	case *zk.DeleteRequest:
-		err := conn.Delete(o.Path, o.Version)
-		return answerOf(err, zk.MultiResponse{Error: err})
-	}
-	res, err := conn.Multi(r.Ops...)
-	return writes.Answer{Results: res, Err: err}
+	return answers
 }
 
 // answerOf is a single request's answer as a multi's: one result when the
@@ -155,47 +147,26 @@ func answerOf(err error, r zk.MultiResponse) writes.Answer {
 	return writes.Answer{Results: []zk.MultiResponse{r}, Err: err}
 }
 
-// requestOpcode is the opcode r is written with, by which the tap knows it.
-func requestOpcode(r *writes.Request) int32 {
-	if !r.Single {
-		return wire.OpMulti
-	}
-	if _, ok := r.Ops[0].(*zk.DeleteRequest); ok {
-		return wire.OpDelete
-	}
-	return wire.OpCreate
-}
-
-// Ended gives a create's place in the bound back: answered after rtt (the
-// bound adapts to it), or never sent.
-func (l writeLink) Ended(sent bool, rtt time.Duration) {
+// writeEnded gives a create's place in the bound back: answered after
+// rtt (the bound adapts to it), or never sent.
+func (s *Session) writeEnded(sent bool, rtt time.Duration) {
 	if sent {
-		l.s.flight.release(rtt, l.s.st.lease.bound()/8)
+		s.flight.release(rtt, s.st.lease.bound()/8)
 	} else {
-		l.s.flight.giveBack()
+		s.flight.giveBack()
 	}
 }
-
-// DeleteApart retries a delete alone until its node or session is gone.
-func (l writeLink) DeleteApart(node string, owner int64) { l.s.deleteInBackground(node, owner) }
-
-// Queued records a delete queued.
-func (l writeLink) Queued(path, node string, owner int64) {
-	trace.DelAdded(l.s.conn, path, node, owner)
-}
-
-// Go runs fn on a goroutine the session tracks (Close waits for it).
-func (l writeLink) Go(fn func()) { l.s.goBackground(fn) }
-
-// Now is the wall clock's monotonic reading.
-func (l writeLink) Now() time.Time { return time.Now() }
-
-// AfterFunc is time.AfterFunc.
-func (l writeLink) AfterFunc(d time.Duration, f func()) writes.Timer { return time.AfterFunc(d, f) }
 
 // awaitConnected waits until the session is connected; false once it is
-// closed.
+// closed. It is the writer's wait before each round (a test's gate holds
+// it first: HoldWriterForTest).
 func (s *Session) awaitConnected() bool {
+	if gate := testWriterGate.Load(); gate != nil {
+		select {
+		case <-*gate:
+		case <-s.life.ctx.Done():
+		}
+	}
 	for {
 		s.st.mu.Lock()
 		st, changed := s.st.state, s.st.changed

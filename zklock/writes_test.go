@@ -13,7 +13,7 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// The session's write path (writes.go): the writes waiting while the
+// The session's write path (package writes): the writes waiting while the
 // writer is held leave in one multi; an op that fails it fails only its
 // own write. Each test gathers a batch with the writer held, checks that
 // it went as one multi, and that only the write whose op the server
@@ -249,10 +249,11 @@ func TestCreateWithdrawnBeforeSent(t *testing.T) {
 
 // A cold burst: a hundred acquisitions on new lock paths, whose parents
 // do not exist yet, gathered in one batch. Every create fails at the
-// server, and a multi answer names only the first: sent again together,
-// the others would fail one multi each, one round trip after another (100
-// multis, seconds). After a refused batch its other writes go alone, side
-// by side, so that every failure shows in one round trip.
+// server, and a multi answer names only the first: sent again together
+// each time, the others would fail one multi each, one round trip after
+// another (100 multis, seconds). A refused batch's other writes go again
+// together once, and apart after a second refusal (each alone, at most 64
+// requests a round), so that the failures show in a few round trips.
 func TestColdBurstFailsInOneRoundTrip(t *testing.T) {
 	s := connect(t, zktest.Servers(t))
 	root := zktest.Path(t)

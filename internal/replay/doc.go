@@ -43,8 +43,9 @@
 // The code sends every write a session has waiting (creates of any path,
 // released nodes' deletes, guarded transactions) through one FIFO and one
 // writer, a batch from its head per request, one request out at a time
-// (after a refused batch, the writes it puts back each alone, side by
-// side, at most one per lock path; zklock/writes.go, writer.go). Each request is one send step naming its
+// (after a refused batch, the writes it puts back go again together, and
+// once refused twice each alone, side by side, at most one per lock path;
+// zklock/internal/writes). Each request is one send step naming its
 // writes in order (trace.Step.Writes), and its answer one step saying what
 // was applied: all (the nodes its creates made, in order), nothing but
 // the settling of the write whose op failed the multi (the others queued

@@ -4,7 +4,7 @@ import (
 	"github.com/tierlock/tierlock/internal/trace"
 )
 
-// The session's writer (zklock/writes.go, writer.go; model/writes.pml):
+// The session's writer (zklock/internal/writes; model/writes.pml):
 // every write the session has waiting (the creates of its acquisitions,
 // on any path; the deletes of its released, lost or abandoned nodes; its
 // holds' guarded transactions) is queued in one FIFO, and one request at a

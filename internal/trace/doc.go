@@ -90,7 +90,7 @@
 //     NewSession), recorded before any other step of its connection; Note
 //     its loss policy, "default" (twotier.pml's) or "expiry-only"
 //     (zklock.WithLossOnExpiryOnly, which the model does not have).
-//   - send and answer of the session's writer (zklock's writeQueue: every
+//   - send and answer of the session's writer (zklock's write path, package writes: every
 //     create, released node's delete and guarded transaction waiting, in
 //     one FIFO, a batch from its head per request, one request out at a
 //     time; after a refused batch, its other writes each alone, side by

@@ -42,7 +42,7 @@ const (
 	// awaited").
 	Release
 	// DelAdd: a released (or lost, or abandoned) node's delete queued for
-	// the session's writer (writeQueue.delete; the model's queueDelete);
+	// the session's writer (writes.Queue.Delete; the model's queueDelete);
 	// Owner the session the code holds its node was made in.
 	DelAdd
 	// DelTake: a pending delete taken by a create (the model's

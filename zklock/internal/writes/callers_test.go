@@ -123,7 +123,7 @@ func (w *world) ready(c *caller) bool {
 	case sReady:
 		return true
 	case sCreateSent:
-		return isClosed(c.w.Sent())
+		return isClosed(c.w.Sent)
 	case sCreateDone, sTxn:
 		return isDone(c.w)
 	case sProtect:
@@ -242,7 +242,7 @@ func (w *world) created(c *caller) {
 	w.recs.observe(w, c.rec, r)
 	switch {
 	case r.Verdict == writes.Applied && r.Session != 0:
-		c.node, c.owner, c.state = c.w.Node(), r.Session, sReady
+		c.node, c.owner, c.state = c.w.Result().Results[0].String, r.Session, sReady
 	case r.Verdict == writes.Applied || r.Verdict == writes.Unknown:
 		if r.Verdict == writes.Applied {
 			w.cover(coverOwnerUnknown)
@@ -326,7 +326,7 @@ func (w *world) end(c *caller) {
 		switch {
 		case r.Verdict == writes.Applied && r.Session != 0:
 			w.recs.callerDel = true
-			w.q.Delete(c.path, c.w.Node(), r.Session)
+			w.q.Delete(c.path, c.w.Result().Results[0].String, r.Session)
 			w.recs.callerDel = false
 		case r.Verdict == writes.Applied || r.Verdict == writes.Unknown:
 			sweep()
@@ -394,51 +394,5 @@ func (w *world) told(c *caller, r writes.Result) {
 	c.state = sReadBack
 	if len(w.unwritten) > 0 {
 		c.rec.readBack = w.unwritten[len(w.unwritten)-1][0]
-	}
-}
-
-// bgJob is a delete the write path handed over (Conn.DeleteApart) or a
-// create's sweep (protection mode's search for an abandoned GUID): tried
-// while the session is up until its node or its session is gone.
-type bgJob struct {
-	node, sweepPath, sweepPrefix string
-	owner                        int64
-	done                         bool
-}
-
-func (w *world) bgReady(j *bgJob) bool {
-	return !j.done && w.state == connUp
-}
-
-func (w *world) bgStep(j *bgJob) {
-	if j.owner != 0 && j.owner != w.sid {
-		j.done = true // its session is over, and its nodes with it
-		return
-	}
-	node := j.node
-	if j.sweepPrefix != "" {
-		node = ""
-		kids, _, _ := w.tree.Children(j.sweepPath)
-		for _, k := range kids {
-			if strings.HasPrefix(j.sweepPath+"/"+k, j.sweepPrefix) {
-				node = j.sweepPath + "/" + k
-			}
-		}
-		if node == "" {
-			j.done = true
-			return
-		}
-	}
-	err := w.tree.Delete(w.sid, node, -1)
-	j.done = err == nil || errors.Is(err, zk.ErrNoNode)
-	w.logf("background delete %s: %v", short(node), err)
-}
-
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
 	}
 }

@@ -9,43 +9,45 @@ import (
 
 // Conn is what the session gives its write path: the connection, as far
 // as the writer needs it, and the session's bookkeeping around a write.
-// The queue never calls it with its lock held.
-type Conn interface {
+// Every field must be set. The queue never calls one with its lock held;
+// Connected, Lead and Send are called by the writer's goroutine, and may
+// wait.
+type Conn struct {
 	// Connected waits until the session has a connection with a session
 	// (true), or is closed (false). A request handed to the client while
 	// the connection is down goes out on the next one, perhaps in another
 	// session: the writer waits instead.
-	Connected() bool
+	Connected func() bool
 	// SessionID is the id of the connection's current session, 0 when
 	// none.
-	SessionID() int64
+	SessionID func() int64
 	// Lead runs before a round's requests are sealed, and may wait: after
 	// a quiet spell the session's lease sends its sync ahead of them.
-	Lead()
+	Lead func()
 	// Send makes each request and returns their answers, in the order of
 	// reqs. Requests may be made side by side, each written whole; Send
 	// calls Request.Written once it sees a request written (a session that
 	// cannot see its writes never does: Write.Sent then closes with the
 	// answer).
-	Send(reqs []*Request) []Answer
+	Send func(reqs []*Request) []Answer
 	// Ended gives back the place in the session's bound on requests in
 	// flight that a create held: when sent, its request was answered after
 	// rtt; else it never left.
-	Ended(sent bool, rtt time.Duration)
+	Ended func(sent bool, rtt time.Duration)
 	// DeleteApart hands over the delete of node, made in session owner, to
 	// be retried alone until the node or its session is gone: the server
 	// refused it for another reason than the node's absence (an ACL), or
 	// the session closed with it queued (Config.KeepDeletesOnClose).
-	DeleteApart(node string, owner int64)
+	DeleteApart func(node string, owner int64)
 	// Queued tells that the delete of node, made in session owner, on the
 	// lock at path, was queued (a trace point).
-	Queued(path, node string, owner int64)
+	Queued func(path, node string, owner int64)
 	// Go runs fn on a goroutine the session tracks.
-	Go(fn func())
+	Go func(fn func())
 	// Now and AfterFunc are the writer's clock: the time a lone delete
 	// lingers (Config.FoldWait), and the round trips it reports to Ended.
-	Now() time.Time
-	AfterFunc(d time.Duration, f func()) Timer
+	Now       func() time.Time
+	AfterFunc func(d time.Duration, f func()) Timer
 }
 
 // Timer is what AfterFunc returns, as *time.Timer has it.
@@ -80,14 +82,6 @@ type Request struct {
 	Writes []*Write
 	Ops    []any
 	Single bool
-}
-
-// Written tells r's writes that r is on the wire: a request the caller
-// sends after this goes out after r.
-func (r *Request) Written() {
-	for _, w := range r.Writes {
-		w.onWire()
-	}
 }
 
 // Answer is what a request got: one result per op when the server
@@ -140,30 +134,3 @@ var (
 	// applied.
 	ErrWithdrawn = errors.New("zklock: write withdrawn before it was applied")
 )
-
-// OpPath returns the path an op of a request names (a create's, a
-// delete's, a set's or a check's), "" for anything else.
-func OpPath(op any) string {
-	switch o := op.(type) {
-	case *zk.CreateRequest:
-		return o.Path
-	case *zk.SetDataRequest:
-		return o.Path
-	case *zk.DeleteRequest:
-		return o.Path
-	case *zk.CheckVersionRequest:
-		return o.Path
-	}
-	return ""
-}
-
-// opSize is about what op adds to a request, in bytes.
-func opSize(op any) int {
-	switch o := op.(type) {
-	case *zk.CreateRequest:
-		return len(o.Path) + len(o.Data) + 64*len(o.Acl) + 32
-	case *zk.SetDataRequest:
-		return len(o.Path) + len(o.Data) + 32
-	}
-	return len(OpPath(op)) + 16
-}

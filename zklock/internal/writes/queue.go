@@ -40,13 +40,13 @@ type Write struct {
 	at       time.Time
 	admitted bool // a create: it holds a place in the session's bound
 
-	// sent is closed once the write is on the wire (Request.Written), or
-	// once it is over; done once it is over. A delete has neither: nobody
-	// waits for it.
-	sent  chan struct{}
-	wired atomic.Bool // sent is closed
-	done  chan struct{}
-	res   Result // written before done closes, read after
+	// Sent is closed once the write is on the wire (Request.Written), or
+	// once it is over; Done once it is over, its Result then final. A
+	// delete has neither: nobody waits for it.
+	Sent, Done <-chan struct{}
+	sent, done chan struct{} // the same channels, which the queue closes
+	wired      atomic.Bool   // sent is closed
+	res        Result        // written before done closes, read after
 
 	// Under Queue.mu.
 	stage     stage
@@ -61,22 +61,9 @@ func (w *Write) Kind() Kind { return w.kind }
 // Ops returns w's ops, in the order they are sent.
 func (w *Write) Ops() []any { return w.ops }
 
-// Sent is closed once w is on the wire, or over.
-func (w *Write) Sent() <-chan struct{} { return w.sent }
-
-// Done is closed once w is over: its Result is then final.
-func (w *Write) Done() <-chan struct{} { return w.done }
-
-// Result returns how w ended; read it after Done is closed.
+// Result returns how w ended; read it after Done is closed. An applied
+// create's node is Results[0].String.
 func (w *Write) Result() Result { return w.res }
-
-// Node returns the node a create made, "" if none.
-func (w *Write) Node() string {
-	if w.res.Verdict != Applied || len(w.res.Results) == 0 {
-		return ""
-	}
-	return w.res.Results[0].String
-}
 
 // Queue is a session's writes not yet answered, and its writer: one
 // goroutine, running while there is something to send.
@@ -136,6 +123,7 @@ func (q *Queue) add(w *Write) {
 	w.at = q.c.Now()
 	if w.kind != Delete {
 		w.sent, w.done = make(chan struct{}), make(chan struct{})
+		w.Sent, w.Done = w.sent, w.done
 	}
 	q.mu.Lock()
 	if q.closed {
@@ -217,7 +205,10 @@ func (q *Queue) takeLocked() [][]*Write {
 	if len(q.queue) == 0 || q.lingerLocked() > 0 {
 		return nil
 	}
-	apart := apartFrom()
+	apart := apartAfter
+	if mutant.On(mutant.ApartStops) {
+		apart = 1 // seeded bug: the code before the fifth review went apart at once
+	}
 	if q.queue[0].refusals >= apart {
 		return q.takeApartLocked(apart)
 	}
@@ -249,15 +240,6 @@ func (q *Queue) takeLocked() [][]*Write {
 // paths, whose parents are missing) would fail one round trip after
 // another.
 const apartAfter = 2
-
-// apartFrom is apartAfter, or 1 under the apart-stops bug (the code before
-// the fifth review sent a refused batch's writes apart at once).
-func apartFrom() int {
-	if mutant.On(mutant.ApartStops) {
-		return 1
-	}
-	return apartAfter
-}
 
 // takeApartLocked takes, from the writes at the head of the queue that go
 // apart, at most one per path (so that each path's writes keep the
@@ -352,4 +334,31 @@ func (w *Write) onWire() {
 	if w.sent != nil && w.wired.CompareAndSwap(false, true) {
 		close(w.sent)
 	}
+}
+
+// OpPath returns the path an op of a request names (a create's, a
+// delete's, a set's or a check's), "" for anything else.
+func OpPath(op any) string {
+	switch o := op.(type) {
+	case *zk.CreateRequest:
+		return o.Path
+	case *zk.SetDataRequest:
+		return o.Path
+	case *zk.DeleteRequest:
+		return o.Path
+	case *zk.CheckVersionRequest:
+		return o.Path
+	}
+	return ""
+}
+
+// opSize is about what op adds to a request, in bytes.
+func opSize(op any) int {
+	switch o := op.(type) {
+	case *zk.CreateRequest:
+		return len(o.Path) + len(o.Data) + 64*len(o.Acl) + 32
+	case *zk.SetDataRequest:
+		return len(o.Path) + len(o.Data) + 32
+	}
+	return len(OpPath(op)) + 16
 }

@@ -140,19 +140,40 @@ type budget struct {
 }
 
 // conn is the world as the write path's Conn.
-type conn struct{ w *world }
-
-func (c conn) Connected() bool {
-	c.w.block(waitConnected)
-	return !c.w.closed && c.w.state == connUp
+func (w *world) conn() writes.Conn {
+	return writes.Conn{
+		Connected: func() bool {
+			w.block(waitConnected)
+			return !w.closed && w.state == connUp
+		},
+		SessionID: func() int64 { return w.sid },
+		Lead:      func() { w.block(waitLead) },
+		Send:      w.send,
+		Ended:     func(sent bool, rtt time.Duration) { w.ended++ },
+		DeleteApart: func(node string, owner int64) {
+			w.cover(coverHandedOver)
+			w.bg = append(w.bg, &bgJob{node: node, owner: owner})
+			w.logf("delete apart %s", short(node))
+		},
+		Queued: func(path, node string, owner int64) { w.recs.queuedDelete(w, path, node, owner) },
+		Go: func(fn func()) {
+			if w.current != nil && w.current.timer {
+				w.cover(coverTimerStart)
+			}
+			w.spawn(fn)
+		},
+		Now: func() time.Time { return time.Unix(0, 0).Add(w.now) },
+		AfterFunc: func(d time.Duration, f func()) writes.Timer {
+			t := &simTimer{w: w, deadline: w.now + d, f: f, armed: true}
+			w.timers = append(w.timers, t)
+			return t
+		},
+	}
 }
 
-func (c conn) SessionID() int64 { return c.w.sid }
-
-func (c conn) Lead() { c.w.block(waitLead) }
-
-func (c conn) Send(reqs []*writes.Request) []writes.Answer {
-	w := c.w
+// send is Conn.Send: the round's requests handed to the connection side
+// by side (their order on the wire is any), and the wait for every answer.
+func (w *world) send(reqs []*writes.Request) []writes.Answer {
 	w.rounds++
 	w.checkRound(reqs)
 	call := &sendCall{answers: make([]writes.Answer, len(reqs)), left: len(reqs)}
@@ -172,31 +193,6 @@ func (c conn) Send(reqs []*writes.Request) []writes.Answer {
 	w.current.send = call
 	w.block(waitSend)
 	return call.answers
-}
-
-func (c conn) Ended(sent bool, rtt time.Duration) { c.w.ended++ }
-
-func (c conn) DeleteApart(node string, owner int64) {
-	c.w.cover(coverHandedOver)
-	c.w.bg = append(c.w.bg, &bgJob{node: node, owner: owner})
-	c.w.logf("delete apart %s", short(node))
-}
-
-func (c conn) Queued(path, node string, owner int64) { c.w.recs.queuedDelete(c.w, path, node, owner) }
-
-func (c conn) Go(fn func()) {
-	if c.w.current != nil && c.w.current.timer {
-		c.w.cover(coverTimerStart)
-	}
-	c.w.spawn(fn)
-}
-
-func (c conn) Now() time.Time { return time.Unix(0, 0).Add(c.w.now) }
-
-func (c conn) AfterFunc(d time.Duration, f func()) writes.Timer {
-	t := &simTimer{w: c.w, deadline: c.w.now + d, f: f, armed: true}
-	c.w.timers = append(c.w.timers, t)
-	return t
 }
 
 // spawn starts a task running fn once the scheduler first runs it.
@@ -339,71 +335,6 @@ func (w *world) deliver(r *wireReq, a writes.Answer) {
 	}
 }
 
-// drop loses the connection: each written request not yet applied is
-// applied now or never (apply[i], in wire order), and every written
-// request is answered without results; what was not written stays
-// queued for the next connection, as go-zookeeper keeps it.
-func (w *world) drop(apply []bool) {
-	k := 0
-	for _, r := range w.wire {
-		if !r.applied {
-			if k < len(apply) && apply[k] {
-				w.cover(coverDropApplied)
-				w.applyReq(r)
-			} else {
-				w.cover(coverDropLost)
-			}
-			k++
-		}
-	}
-	lost := w.wire
-	w.wire = nil
-	w.state = connDown
-	w.logf("connection lost (%d requests out)", len(lost))
-	for _, r := range lost {
-		w.deliver(r, writes.Answer{Err: zk.ErrConnectionClosed})
-	}
-}
-
-// reconnect brings the connection back, in a new session when expire:
-// the server expired the old one, and its ephemeral nodes with it.
-func (w *world) reconnect(expire bool) {
-	if expire {
-		w.cover(coverNewSession)
-		w.tree.CloseSession(w.sid)
-		w.nextID++
-		w.sid = w.nextID
-	}
-	w.state = connUp
-	w.logf("connected, session %d", w.sid)
-}
-
-// closeSession is the Session's Close: the queue stops and Connected
-// says false. A connection of the Session's own closes: requests not
-// written fail unsent, those out are applied or not (apply) and fail, and
-// the server ends the session. A connection of its owner's
-// (KeepDeletesOnClose) stays, and so does the session.
-func (w *world) closeSession(apply []bool) {
-	w.q.Stop()
-	w.closed = true
-	if w.cfg.KeepDeletesOnClose {
-		w.logf("session closed (the connection is its owner's)")
-		return
-	}
-	if w.state == connUp {
-		w.drop(apply)
-	}
-	for _, slot := range w.unwritten {
-		for _, r := range slot {
-			w.deliver(r, writes.Answer{Err: zk.ErrConnectionClosed})
-		}
-	}
-	w.unwritten = nil
-	w.state = connGone
-	w.tree.CloseSession(w.sid)
-	w.logf("session closed")
-}
-
 // fire fires the earliest armed timer, time moving to its deadline.
 func (w *world) fire() {
 	var first *simTimer
@@ -452,7 +383,7 @@ func newWorld(seed uint64, logged bool) *world {
 		w.log = []string{}
 	}
 	w.recs.init()
-	w.q = writes.New(conn{w}, w.cfg)
+	w.q = writes.New(w.conn(), w.cfg)
 	w.setUp(gen)
 	if w.cfg.OneWrite {
 		w.cover(coverOneWrite)

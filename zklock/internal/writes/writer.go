@@ -15,50 +15,44 @@ import (
 // run is the writer. It waits while the session has no connection
 // (Conn.Connected), and stops once the queue is empty or holds only lone
 // deletes that linger (the timer starts it again) or the session closed.
+// With nothing to send yet it clears running and arms the timer for
+// lingering deletes; when their FoldWait ran out since takeLocked looked,
+// startLocked sets running again and the writer goes on (returning then
+// would leave the session with no writer for good: model/writes.pml,
+// MUTANT_NO_REARM).
 func (q *Queue) run() {
-	for {
-		if !q.c.Connected() {
-			q.shut()
-			return
+	for q.c.Connected() {
+		q.mu.Lock()
+		round := q.takeLocked()
+		for round == nil && !q.closed {
+			q.running = false
+			if !q.startLocked(false) {
+				q.mu.Unlock()
+				return
+			}
+			round = q.takeLocked()
 		}
-		round, closing := q.next()
-		switch {
-		case closing:
-			q.shut()
-			return
-		case round == nil:
-			return
+		q.mu.Unlock()
+		if round == nil {
+			break // closed: shut it
 		}
 		q.c.Lead()
-		reqs, sid := q.seal(round)
+		reqs, sentIn := q.seal(round)
 		if len(reqs) == 0 {
 			continue
 		}
 		start := q.c.Now()
 		answers := q.c.Send(reqs)
-		q.settle(reqs, answers, sid, q.c.Now().Sub(start))
-	}
-}
-
-// next takes the next round; with nothing to send yet it stops the
-// writer: running is cleared and the timer armed for lingering deletes.
-// When their FoldWait ran out since takeLocked looked, startLocked sets
-// running again and the writer goes on (returning then would leave the
-// session with no writer for good: model/writes.pml, MUTANT_NO_REARM).
-// closing: the queue was stopped, and the writer is to shut it.
-func (q *Queue) next() (round [][]*Write, closing bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for !q.closed {
-		if round := q.takeLocked(); round != nil {
-			return round, false
+		rtt, answeredIn := q.c.Now().Sub(start), q.c.SessionID()
+		var again []*Write
+		for i, r := range reqs {
+			again = q.settle(r, answers[i], sentIn, answeredIn, rtt, again)
 		}
-		q.running = false
-		if !q.startLocked(false) {
-			return nil, false
+		if len(again) > 0 {
+			q.requeue(again)
 		}
 	}
-	return nil, true
+	q.shut()
 }
 
 // seal makes a round's requests, once Lead has let it go: a write given
@@ -88,23 +82,13 @@ func (q *Queue) seal(round [][]*Write) (reqs []*Request, sid int64) {
 	return reqs, sid
 }
 
-// settle tells each write of each request what its answer means (sentIn:
-// the session the round was sealed in), and puts what must go again back
-// at the head of the queue, in order.
-func (q *Queue) settle(reqs []*Request, answers []Answer, sentIn int64, rtt time.Duration) {
-	answeredIn := q.c.SessionID()
-	var again []*Write
-	for i, r := range reqs {
-		again = q.settleOne(r, answers[i], sentIn, answeredIn, rtt, again)
-	}
-	q.requeue(again)
-}
-
-// settleOne settles the writes of r by its answer a: applied, refused at
-// one write's op (that write fails alone; the others were not applied and
-// go again), or unknown (no result per op). It returns again with what
-// must go again appended.
-func (q *Queue) settleOne(r *Request, a Answer, sentIn, answeredIn int64, rtt time.Duration, again []*Write) []*Write {
+// settle settles the writes of r by its answer a (sentIn: the session the
+// round was sealed in; answeredIn: the one after the answer): applied,
+// refused at one write's op (that write fails alone; the others were not
+// applied and go again, together, at the head of the queue), or unknown
+// (no result per op). It returns again with what must go again appended,
+// in order.
+func (q *Queue) settle(r *Request, a Answer, sentIn, answeredIn int64, rtt time.Duration, again []*Write) []*Write {
 	failing := -1
 	if len(a.Results) == len(r.Ops) && a.Err != nil {
 		for i, res := range a.Results {
@@ -181,7 +165,7 @@ func (q *Queue) orphaned(w *Write, again []*Write) []*Write {
 	switch {
 	case w.kind != Create:
 	case w.res.Verdict == Applied && w.res.Session != 0:
-		node := w.Node()
+		node := w.res.Results[0].String
 		q.c.Queued(w.path, node, w.res.Session)
 		again = append(again, newDelete(w.path, node, w.res.Session))
 	case w.res.Verdict == Applied || w.res.Verdict == Unknown:
@@ -220,5 +204,13 @@ func (q *Queue) requeue(ws []*Write) {
 			q.c.Ended(false, 0)
 		}
 		w.finish()
+	}
+}
+
+// Written tells r's writes that r is on the wire: a request the caller
+// sends after this goes out after r.
+func (r *Request) Written() {
+	for _, w := range r.Writes {
+		w.onWire()
 	}
 }
