@@ -181,18 +181,21 @@ func multiOp(r *rand.Rand) op {
 
 // likelyOp is an op that a multi can usually apply: a sequential create
 // under the root (which is always there) or under /a, a create of /a or
-// /b, a set or a check of the root, the delete of a sequential node.
+// /b, a set or a check of the root, a check of /a or /b, the delete of a
+// sequential node.
 func likelyOp(r *rand.Rand) op {
-	switch weighted(r, 40, 15, 15, 15, 15) {
+	switch weighted(r, 35, 15, 10, 10, 15, 15) {
 	case 0:
 		flags := []int32{sequential, ephSeq}[r.IntN(2)]
 		return op{kind: kCreate, path: pick(r, []string{"/s-", "/a/s-"}), data: data(r), flags: flags}
 	case 1:
-		return op{kind: kCreate, path: pick(r, []string{"/a", "/b"}), flags: persistent}
+		return op{kind: kCreate, path: pick(r, []string{"/a", "/b"}), flags: persistent, acl: acl(r)}
 	case 2:
 		return op{kind: kSet, data: data(r), version: -1}
 	case 3:
 		return ck("", pick(r, []int32{-1, -1, 0, 1}))
+	case 4:
+		return ck(pick(r, []string{"/a", "/b"}), pick(r, []int32{-1, -1, 0, 1}))
 	}
 	return dl(fmt.Sprintf("/s-%010d", r.IntN(6)), -1)
 }
