@@ -53,6 +53,7 @@ type config struct {
 	jar         string
 	logger      *slog.Logger
 	startupWait time.Duration
+	containers  time.Duration
 }
 
 // Option configures Start and StartEnsemble.
@@ -92,6 +93,11 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // WithStartupTimeout bounds how long Start waits for every member to serve.
 func WithStartupTimeout(d time.Duration) Option { return func(c *config) { c.startupWait = d } }
 
+// WithContainerCheck sets how often (at least every 1ms) the container
+// manager deletes empty containers that had a child (default a minute,
+// ZooKeeper's), a Java system property that zoo.cfg cannot set.
+func WithContainerCheck(d time.Duration) Option { return func(c *config) { c.containers = d } }
+
 // Cluster is a running standalone server or ensemble, or external servers.
 type Cluster struct {
 	cfg      config
@@ -126,7 +132,7 @@ func StartEnsemble(ctx context.Context, n int, opts ...Option) (*Cluster, error)
 	if n < 1 || n == 2 {
 		return nil, fmt.Errorf("zkserver: ensemble size %d: want 1 or at least 3", n)
 	}
-	cfg := config{tickTime: 200 * time.Millisecond, syncLimit: 10, initLimit: 20, jar: DefaultJar, startupWait: 60 * time.Second}
+	cfg := config{tickTime: 200 * time.Millisecond, syncLimit: 10, initLimit: 20, jar: DefaultJar, startupWait: 60 * time.Second, containers: time.Minute}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -204,9 +210,6 @@ func (c *Cluster) writeConfig(m *member) error {
 	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=%d\nsyncLimit=%d\n", tick, c.cfg.initLimit, c.cfg.syncLimit)
 	fmt.Fprintf(&b, "dataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n", data, m.clientPort)
 	b.WriteString("admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=0\n")
-	// Container nodes are reaped by a periodic task; run it often enough
-	// that empty lock directories disappear during a test run.
-	b.WriteString("znode.container.checkIntervalMs=1000\n")
 	lo, hi := c.sessionBounds()
 	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=%d\n", lo.Milliseconds(), hi.Milliseconds())
 	if len(c.members) > 1 {
@@ -280,6 +283,7 @@ func (c *Cluster) launch(i int) error {
 		"-Dzookeeper.admin.enableServer=false",
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
 		"-Dorg.slf4j.simpleLogger.showDateTime=true",
+		fmt.Sprintf("-Dznode.container.checkIntervalMs=%d", max(c.cfg.containers, time.Millisecond).Milliseconds()),
 		"-cp", cp, main, m.cfgFile)
 	cmd.Dir = m.dir
 	cmd.Stdout, cmd.Stderr = logf, logf
