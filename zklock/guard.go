@@ -61,7 +61,8 @@ var (
 	// of a type other than *zk.CreateRequest, *zk.SetDataRequest,
 	// *zk.DeleteRequest and *zk.CheckVersionRequest, with an invalid path
 	// (the error then also matches ErrInvalidPath), an empty ACL, flags the
-	// multi cannot carry, or writing the hold's own node.
+	// multi cannot carry (TTL; a container, whose answer go-zookeeper cannot
+	// read), or writing the hold's own node.
 	ErrInvalidOp = errors.New("zklock: invalid transaction op")
 )
 
@@ -196,7 +197,12 @@ func validateOp(op any) error {
 			return errors.New("nil *zk.CreateRequest")
 		}
 		switch o.Flags {
-		case 0, zk.FlagEphemeral, zk.FlagSequence, zk.FlagEphemeralSequential, zk.FlagContainer:
+		case 0, zk.FlagEphemeral, zk.FlagSequence, zk.FlagEphemeralSequential:
+		case zk.FlagContainer:
+			// The server applies it, but answers the multi in a form
+			// go-zookeeper cannot read (zk.ErrAPIError): the caller could
+			// not be told the truth.
+			return errors.New("create of a container (go-zookeeper cannot read the server's answer to a multi that carries one: use Conn.CreateContainer)")
 		default:
 			return fmt.Errorf("create flags %d (TTL nodes need CreateTTL, which a multi cannot carry)", o.Flags)
 		}

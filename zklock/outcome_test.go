@@ -176,3 +176,22 @@ func TestTxnGivenUpBeforeItsRequestIsOrdered(t *testing.T) {
 		told(t, s, err, now, node)
 	}
 }
+
+// A container create in a transaction: the server applies it, but answers
+// the multi with a reply go-zookeeper cannot read (zk.ErrAPIError and the
+// results before it: memzk's TestMultiFlags pins the server's answer).
+// Before the fix Txn sent it and told its caller the server refused it,
+// nothing applied, while the container stood. A multi cannot carry one:
+// ErrInvalidOp, nothing sent.
+func TestTxnContainerRefusedBeforeSending(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	h, dir := heldLock(t, s)
+	for _, txn := range []txnFunc{s.Txn, h.Txn} {
+		node := dir + "/container"
+		_, err := txn(ctxT(t, 10*time.Second), &zk.CreateRequest{Path: node, Acl: anyone, Flags: zk.FlagContainer})
+		applied := existsSynced(t, s.Conn(), node)
+		if !errors.Is(err, zklock.ErrInvalidOp) || applied {
+			t.Fatalf("Txn with a container create: %v, applied %v; want ErrInvalidOp, not sent", err, applied)
+		}
+	}
+}

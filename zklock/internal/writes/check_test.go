@@ -240,7 +240,7 @@ func (w *world) checkRound(reqs []*writes.Request) {
 	if len(reqs) > 1 {
 		w.cover(coverApart)
 	}
-	if len(reqs) == w.cfg.MaxApart {
+	if len(reqs) == w.cfg.MaxApart && len(reqs) > 1 {
 		w.cover(coverApartCap)
 	}
 	if len(reqs) > max(1, w.cfg.MaxApart) {
