@@ -23,6 +23,8 @@ type Hold struct {
 	owner int64    // the session that created node
 	token int64
 
+	onGone func(node string, err error) // the lock's delete handler; nil: none
+
 	lost     chan struct{}
 	lostOnce sync.Once
 	cause    error // written before lost closes
@@ -112,7 +114,7 @@ func (h *Hold) Revoked() <-chan struct{} {
 // newHold makes the hold of a node that leads, with its fencing token (see
 // waitTurn).
 func (l *Lock) newHold(node string, owner, token int64) *Hold {
-	h := &Hold{s: l.s, path: l.path, lock: l, node: node, owner: owner, token: token, lost: make(chan struct{})}
+	h := &Hold{s: l.s, path: l.path, lock: l, node: node, owner: owner, token: token, onGone: l.onGone, lost: make(chan struct{})}
 	if l.revocable {
 		h.revoked = make(chan struct{})
 	}
@@ -352,10 +354,23 @@ func (h *Hold) giveUp() {
 	// path queues behind the delete.
 	h.dropOnce.Do(func() {
 		if h.s.hardStopped() {
+			h.gone(ErrSessionClosed)
 			return // the session's close deletes it
 		}
-		h.s.writes.delete(h.path, h.node, h.owner)
+		var then func(error)
+		if h.onGone != nil {
+			then = h.gone
+		}
+		h.s.writes.deleteThen(h.path, h.node, h.owner, then)
 	})
+}
+
+// gone tells the lock's delete handler (WithDeleteHandler) the outcome of
+// the delete of h's node.
+func (h *Hold) gone(err error) {
+	if h.onGone != nil {
+		h.onGone(h.node, err)
+	}
 }
 
 // forget removes h from the valid holds (released, or lost by its own

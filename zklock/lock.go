@@ -26,6 +26,7 @@ type Lock struct {
 	recheck  time.Duration
 	acl      []zk.ACL
 	onLost   func(node string, cause error)
+	onGone   func(node string, err error)    // told a hold's delete's outcome (WithDeleteHandler); nil: none
 	rule     queueRule                       // who may go, whom to watch: mutexRule
 	marker   string                          // what follows the GUID in our node names: lockMarker
 	parse    func(name string) (int32, bool) // which children queue, and their sequence: nil for Contender

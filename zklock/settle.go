@@ -87,6 +87,7 @@ func (q *writeQueue) end(w *write, res []zk.MultiResponse, err error, sid int64,
 		s.flight.release(rtt, s.st.lease.bound()/8)
 	}
 	if w.kind == writeDelete {
+		w.told(err)
 		switch {
 		case err == nil || errors.Is(err, zk.ErrNoNode):
 		case refusal(err):
@@ -135,12 +136,17 @@ func dropMoot(batch []*write, sid int64) []*write {
 	out := batch[:0]
 	for _, w := range batch {
 		if w.kind == writeDelete && w.owner != 0 && w.owner != sid {
+			w.told(errGoneWithSession)
 			continue
 		}
 		out = append(out, w)
 	}
 	return out
 }
+
+// errGoneWithSession is what a delete dropped by dropMoot tells its then:
+// the node went with its session.
+var errGoneWithSession = fmt.Errorf("zklock: the node's session is over: %w: %w", ErrSessionExpired, zk.ErrNoNode)
 
 // requeue puts writes of a failed batch back at the head of the queue, in
 // their order, ahead of everything queued since.

@@ -207,6 +207,18 @@ func (q *writeQueue) stop() {
 	}
 }
 
+// flush makes the queue's lingering deletes go with the next batch, now
+// if the writer is idle (Session.Flush).
+func (q *writeQueue) flush() {
+	q.mu.Lock()
+	q.hurry = len(q.queue) > 0
+	start := q.startLocked(true)
+	q.mu.Unlock()
+	if start {
+		q.s.goBackground(q.run)
+	}
+}
+
 // abandonWrite ends a write the writer will not send, the session closing:
 // a create or a transaction fails with the session's end; a delete is moot
 // when the session's Close closes its connection (the server then deletes
@@ -214,6 +226,7 @@ func (q *writeQueue) stop() {
 // delete, which Close waits for.
 func (s *Session) abandonWrite(w *write) {
 	if w.kind == writeDelete {
+		w.told(s.closedErr())
 		if !s.link.ownsConn {
 			s.deleteInBackground(opPath(w.ops[0]), w.owner)
 		}

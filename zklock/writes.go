@@ -89,7 +89,8 @@ type write struct {
 
 	// sent is closed once the write is on the wire (under Connect: the
 	// tap saw the request written), or once it is over; done once it is
-	// over. A delete has neither: nobody waits for it.
+	// over. A delete has neither: nobody waits for it, but a hold's delete
+	// may have then (see deleteThen).
 	sent  chan struct{}
 	wired atomic.Bool // sent is closed
 	done  chan struct{}
@@ -99,6 +100,11 @@ type write struct {
 	res []zk.MultiResponse
 	err error
 	sid int64
+
+	// then, when not nil, is told a delete's first outcome, once (told);
+	// only the goroutine that has the write (the writer, or whoever ends
+	// it) calls it, and the queue's mutex orders the hand-overs.
+	then func(error)
 
 	// Under writeQueue.mu: taken, in a batch (no longer withdrawn); ended,
 	// settled by the writer; abandoned, its caller gave up once it was
@@ -117,6 +123,7 @@ type writeQueue struct {
 	deletes map[string]int // queued deletes, by lock path
 	timer   *time.Timer    // wakes the writer when a lone delete's foldWait is over
 	closed  bool
+	hurry   bool // Flush: what is queued goes with the next batch, lingering no more
 }
 
 func (q *writeQueue) init(s *Session) {
@@ -148,9 +155,19 @@ func (q *writeQueue) txn(node string, ops []any) *write {
 // delete queues the delete of node, made by session owner, released or
 // abandoned on the lock at path. Nobody waits for it: it is guaranteed,
 // retried whatever it meets until the node or its session is gone.
-func (q *writeQueue) delete(path, node string, owner int64) {
+func (q *writeQueue) delete(path, node string, owner int64) { q.deleteThen(path, node, owner, nil) }
+
+// deleteThen is delete, with then (nil: none) told the delete's first
+// outcome, once, by the goroutine that settles it (it must not block): nil
+// (it removed the node); the server's zk.ErrNoNode, or errGoneWithSession
+// when dropMoot drops it; a refusal (retried in the background); an
+// unknown outcome's error (it goes again, untold); or the session's end
+// (abandonWrite). WithDeleteHandler's doc says what each means to a hold.
+func (q *writeQueue) deleteThen(path, node string, owner int64, then func(error)) {
 	trace.DelAdded(q.s.conn, path, node, owner)
-	q.add(newDelete(path, node, owner))
+	w := newDelete(path, node, owner)
+	w.then = then
+	q.add(w)
 }
 
 func newDelete(path, node string, owner int64) *write {
@@ -201,6 +218,9 @@ func (q *writeQueue) startLocked(now bool) bool {
 // lingerLocked is how much longer the queue must wait before it is sent:
 // while it holds deletes only, until the oldest has waited foldWait.
 func (q *writeQueue) lingerLocked() time.Duration {
+	if q.hurry {
+		return 0
+	}
 	for _, w := range q.queue {
 		if w.kind != writeDelete {
 			return 0
@@ -255,6 +275,7 @@ func (q *writeQueue) takeLocked() (batch []*write, apart bool) {
 	if q.queue[0].alone {
 		return q.takeApartLocked(), true
 	}
+	q.hurry = false // what Flush found queued goes now
 	ops, size, n := 0, 0, 0
 	for n < len(q.queue) {
 		w := q.queue[n]
@@ -337,6 +358,14 @@ func (w *write) finish() {
 	w.onWire()
 	if w.done != nil {
 		close(w.done)
+	}
+}
+
+// told tells a delete's then its first outcome, once.
+func (w *write) told(err error) {
+	if then := w.then; then != nil {
+		w.then = nil
+		then(err)
 	}
 }
 
