@@ -150,10 +150,11 @@ func TestUnlockReportsFailedDelete(t *testing.T) {
 // zk.ErrNoNode. The drop-in's Unlock said nil: the shared lock's release
 // sent its own delete before Unlock's, so Unlock's zk.ErrNoNode could not
 // tell "the release's delete came first" from "deleted by another", and
-// was taken for the first. Now Unlock's own delete goes first, and its
-// zk.ErrNoNode is the loss, reported as zk.Lock reports it (and as
-// tier.ErrLockLost). Five rounds each, the hold younger than the own-node
-// watch's delay, so that nothing but Unlock can tell.
+// was taken for the first. Since issue 43 Unlock sends no delete of its
+// own: it waits for the release's, the only one, whose zk.ErrNoNode is the
+// loss, reported as zk.Lock reports it (and as tier.ErrLockLost). Five
+// rounds each, the hold younger than the own-node watch's delay, so that
+// nothing but Unlock can tell.
 func TestUnlockReportsNodeDeletedByAnother(t *testing.T) {
 	for _, im := range impls {
 		t.Run(im.name, func(t *testing.T) {
