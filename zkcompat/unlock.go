@@ -1,9 +1,12 @@
 package zkcompat
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -13,15 +16,16 @@ import (
 
 // Unlock releases the hold and, as zk.Lock's does, returns once the
 // server has answered the delete of the lock's node: when it returns nil,
-// the node is gone. It returns zk.ErrNotLocked without a hold, an error
-// wrapping tier.ErrLockLost if the hold was lost (at once: the node went
-// with the loss, or goes in the background) and, as zk.Lock's does, an
-// error wrapping zk.ErrNoNode (and tier.ErrLockLost) if the node was
-// deleted by someone else while held, and the error of a delete that
-// failed, wrapped (zk.ErrNoAuth, zk.ErrConnectionClosed,
-// zk.ErrNoServer, ...). In every case the handle is released and can lock
-// again; a node whose delete failed is deleted in the background, retried
-// until it or its session is gone.
+// the node is gone. It returns zk.ErrNotLocked without a hold; an error
+// wrapping tier.ErrLockLost if the hold was lost; and, as zk.Lock's does,
+// an error wrapping zk.ErrNoNode (and tier.ErrLockLost) when the node was
+// gone before the delete (deleted by someone else, or gone with its
+// session), whether or not the loss was seen before Unlock; and the error
+// of a delete that did not succeed, wrapped: zk.ErrNoAuth when refused,
+// zk.ErrConnectionClosed when the connection was lost before the answer,
+// zklock.ErrSessionClosed after CloseConn. In every case the handle is
+// released and can lock again; a node whose delete failed is deleted in
+// the background, retried until it or its session is gone.
 func (l *Lock) Unlock() error {
 	if l == nil {
 		return zk.ErrNotLocked
@@ -37,77 +41,183 @@ func (l *Lock) Unlock() error {
 
 	h.releasing.Store(true)
 	h.stop()
-	// Our delete first, answered before the shared lock releases the node
-	// (below): its zk.ErrNoNode can then only mean that someone else
-	// deleted the node, or its session ended; the release's own delete,
-	// sent after, finds the node gone.
-	delErr := deleteNode(l.conn, h.node)
-	err := h.e.l.Release(h.held) // a loss the lock knew of comes first
-	h.e.done()
-	if err != nil {
-		return err
+	if testHookBeforeRelease != nil {
+		testHookBeforeRelease(h.held)
 	}
-	return delErr
+	err := h.e.l.Release(h.held) // queues the node's delete, unless its loss did
+	if !h.e.othersOn() {
+		// No other handle of the process is on the path, so no create will
+		// come soon to carry the delete: it need not wait for one.
+		h.e.c.s.Flush()
+	}
+	delErr := h.e.c.awaitDelete(h.del)
+	h.e.done()
+	return unlockErr(err, delErr)
 }
+
+// testHookNewPath, when a test sets it, is told of every shared lock the
+// drop-in makes (TrackDeletesForTest).
+var testHookNewPath func(e *pathEntry)
+
+// testHookBeforeRelease, when a test sets it, runs in Unlock right before
+// the shared lock is released (SetBeforeReleaseHookForTest).
+var testHookBeforeRelease func(held context.Context)
 
 // zk.Lock's Unlock sends the delete of its node and returns the answer:
 // once it returns, the node is gone (or the error says why not), and
 // zk.ErrNoNode says that someone else deleted it while it was held. The
-// shared lock's Release does not wait: zklock deletes the node in the
-// background, guaranteed (retried until the node or its session is gone)
-// but never reported. So Unlock sends the delete itself, through the
-// caller's connection, and waits for the answer before it releases the
-// shared lock: the release's delete, sent after, finds the node gone, and
-// our delete's zk.ErrNoNode is a loss that nobody else saw (a hold
-// younger than the own-node watch's delay has no watch). That costs one
-// request more than zk.Lock per Unlock (the release's delete), and the
-// process's next waiter passes the gate one round trip later than it would
-// if the two deletes went together.
+// shared lock's Release does not wait: the session's writer sends the
+// node's delete with the session's next create, on any path, in one multi
+// (the next handle's, in a local hand-off), or alone a moment later. So
+// Unlock releases, and then waits for that delete's outcome, which zklock
+// reports to the lock's delete handler (zklock.WithDeleteHandler): one
+// delete per Unlock, batched like any other, and a hold's own-node watch,
+// whose hold is released before its node goes, reports no loss. When no
+// other handle of the process is on the path, no create is coming to
+// carry the delete, and Unlock has it sent at once (zklock.Session.Flush)
+// rather than wait that moment for nothing.
 
-// Unlock knows its node by the shared lock's position reports: the
-// acquisition past the lock's gate (one at a time per path) is told where
-// its node stands, the last report of a successful one saying that it
-// leads (zklock.WithPositionHandler), on the acquiring goroutine.
+// A handle's node and its delete's outcome are matched by the shared
+// lock's position reports: the acquisition past the lock's gate (one at a
+// time per path) is told where its node stands, the last report of a
+// successful one saying that it leads (zklock.WithPositionHandler), on the
+// acquiring goroutine, before its hold can end.
+
+// othersOn reports whether another handle of the process is locking the
+// path (refs counts the handles locking or holding it, the caller's too).
+func (e *pathEntry) othersOn() bool {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	return e.refs > 1
+}
+
+// deletion is the outcome of the delete of one hold's node.
+type deletion struct {
+	node     string
+	done     chan struct{} // closed once err is set
+	err      error
+	reported bool // done is closed (under deletions.mu)
+}
+
+// deletions routes the delete handler's reports to the handles that wait
+// for them, under mu.
+type deletions struct {
+	mu     sync.Mutex
+	leader *deletion            // the node that leads, not yet taken by its handle
+	held   map[string]*deletion // nodes taken by handles, their delete not yet reported
+}
 
 // onPosition is the shared lock's position handler: it records the node
 // that leads, which the handle whose Acquire this is takes once Acquire
 // returns (takeLeader). It runs on the acquiring goroutine, the one past
 // the lock's gate, so no other acquisition records a node before the
-// handle has taken its own.
+// handle has taken its own; a record that is never taken (the acquisition
+// failed after it led) is replaced by the next.
 func (e *pathEntry) onPosition(p zklock.Position) {
-	if p.Leads {
-		e.leader.Store(&p.Node)
+	if !p.Leads || !strings.HasPrefix(p.Node, e.path+"/") {
+		return
+	}
+	e.dels.mu.Lock()
+	e.dels.leader = &deletion{node: p.Node, done: make(chan struct{})}
+	e.dels.mu.Unlock()
+}
+
+// takeLeader returns the record of the acquisition that has just returned,
+// and forgets it, so that it is never taken for another one's; nil when
+// none was recorded. Until its delete is reported, the handler finds it
+// by its node.
+func (e *pathEntry) takeLeader() *deletion {
+	d := &e.dels
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	del := d.leader
+	d.leader = nil
+	if del != nil && !del.reported {
+		if d.held == nil {
+			d.held = make(map[string]*deletion)
+		}
+		d.held[del.node] = del
+	}
+	return del
+}
+
+// onDeleted is the shared lock's delete handler (zklock.WithDeleteHandler):
+// it gives the outcome to the handle's record, which it forgets. It runs
+// on the session's writer or on the goroutine that ended the hold, and
+// does not block. A hold that ended before its handle took it (between
+// Acquire's return and takeLeader) is still the leader record.
+func (e *pathEntry) onDeleted(node string, err error) {
+	d := &e.dels
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	del := d.held[node]
+	delete(d.held, node)
+	if del == nil && d.leader != nil && d.leader.node == node {
+		del = d.leader
+	}
+	if del != nil && !del.reported {
+		del.reported = true
+		if err != nil {
+			err = fmt.Errorf("delete of %s: %w", node, err)
+		}
+		del.err = err
+		close(del.done)
 	}
 }
 
-// takeLeader returns the node recorded for the acquisition that has just
-// returned, and forgets it, so that it is never taken for another one's.
-// It returns "" when none was recorded.
-func (e *pathEntry) takeLeader() string {
-	if p := e.leader.Swap(nil); p != nil && strings.HasPrefix(*p, e.path+"/") {
-		return *p
-	}
-	return ""
-}
-
-// deleteNode deletes node, held until now by Unlock's handle, and returns
-// once the server has answered: nil when this request deleted it; an error
-// wrapping tier.ErrLockLost and zk.ErrNoNode when it was gone already
-// (deleted by someone else, or gone with its session: the lock was lost
-// while held); or the error of the delete, wrapped (the delete refused,
-// zk.ErrNoAuth; the connection lost, zk.ErrConnectionClosed or
-// zk.ErrNoServer), zklock's background delete retrying then. An empty node
-// (none recorded) is nil at once.
-func deleteNode(conn *zk.Conn, node string) error {
-	if node == "" {
+// awaitDelete waits for the outcome of the delete that del records (nil:
+// none recorded, nil at once). While the session has no connection the
+// delete waits in its queue, possibly for long: Unlock then says so
+// (zk.ErrConnectionClosed) rather than wait, as zk.Lock's Unlock fails a
+// delete that go-zookeeper could not send, and the delete goes out once
+// the connection is back (or goes with the session). The session's state
+// is read every downPoll: a delete is answered within a round trip, so
+// most Unlocks never read it.
+func (c *connEntry) awaitDelete(del *deletion) error {
+	if del == nil {
 		return nil
 	}
-	err := conn.Delete(node, -1)
+	select {
+	case <-del.done:
+		return del.err
+	default:
+	}
+	t := time.NewTicker(downPoll)
+	defer t.Stop()
+	for {
+		if c.s.State() != zklock.StateConnected {
+			select {
+			case <-del.done: // answered meanwhile
+				return del.err
+			default:
+			}
+			return fmt.Errorf("connection lost before the delete of %s was answered (it goes when the connection is back): %w",
+				del.node, zk.ErrConnectionClosed)
+		}
+		select {
+		case <-del.done:
+			return del.err
+		case <-t.C:
+		}
+	}
+}
+
+// downPoll is how often an Unlock whose delete is not answered yet looks
+// at the session's state.
+const downPoll = 20 * time.Millisecond
+
+// unlockErr is what Unlock returns: the release's error (a loss the lock
+// knew of), with the outcome of the node's delete when it was not nil.
+func unlockErr(relErr, delErr error) error {
 	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, zk.ErrNoNode):
-		return fmt.Errorf("zkcompat: unlock: node %s was gone: %w: %w", node, tier.ErrLockLost, err)
+	case delErr == nil:
+		return relErr
+	case relErr != nil:
+		return fmt.Errorf("%w; zkcompat: unlock: %w", relErr, delErr)
+	case errors.Is(delErr, zk.ErrNoNode):
+		// A loss that nobody saw before: the node's own-node watch was not
+		// armed yet (a young hold), or its event had not come.
+		return fmt.Errorf("zkcompat: unlock: the node was gone: %w: %w", tier.ErrLockLost, delErr)
 	}
-	return fmt.Errorf("zkcompat: unlock: delete %s: %w", node, err)
+	return fmt.Errorf("zkcompat: unlock: %w", delErr)
 }

@@ -33,15 +33,24 @@
 //
 // Kept too, Unlock's wait: Unlock returns once the server has answered the
 // delete of the node, as zk.Lock's does, so that a caller may delete the
-// lock's path next, and it returns zk.ErrNoNode when someone else deleted
-// the node while it was held; it costs one request more than zk.Lock's
-// (the release's own delete, which finds the node gone). It returns a failed delete's
-// error, wrapped (zk.ErrNoAuth when an ACL refuses it,
-// zk.ErrConnectionClosed or zk.ErrNoServer when the connection is lost),
-// but the handle is unlocked all the same, where zk.Lock's stays locked
-// for Unlock to be called again: the delete is retried in the background
-// until the node or its session is gone, and the lock stays taken until
-// then.
+// lock's path next (TestUnlockThenDeletePath). It returns zk.ErrNoNode,
+// with tier.ErrLockLost, when someone else deleted the node while it was
+// held, whether or not the hold had seen it go
+// (TestUnlockReportsNodeDeletedByAnother, TestLostAndToken), and nil after
+// a clean hold however long it lasted (TestUnlockOfOldHold). The delete is
+// the shared lock's own, one per Unlock, which the session sends with its
+// next create in one multi (in a local hand-off, the next handle's), or at
+// once when no other handle of the process is on the path: no delete finds
+// its node gone and the server refuses no multi in a clean run
+// (TestNoRefusedMulti), and a local hand-off costs fewer requests than
+// zk.Lock's (TestRequestsBesideZkLock). It returns a failed delete's error,
+// wrapped: zk.ErrNoAuth when an ACL refuses it (TestUnlockReportsFailedDelete),
+// zk.ErrConnectionClosed (or the connection's own error) when the
+// connection is lost before the answer, without waiting for it to come
+// back (TestUnlockConnectionLost). The handle is unlocked all the same,
+// where zk.Lock's stays locked for Unlock to be called again: the delete
+// is retried in the background until the node or its session is gone,
+// and the lock stays taken until then.
 //
 // Different, where zk.Lock's behaviour is a defect: a connection lost once
 // Lock has reached a server (it was called with a session, or its request
@@ -101,7 +110,7 @@ const (
 type handleHold struct {
 	e         *pathEntry
 	held      context.Context // what tier.Lock.Acquire returned
-	node      string          // its node, for Unlock to delete ("" if unknown)
+	del       *deletion       // its node's delete, for Unlock to await (nil if unknown)
 	lost      chan struct{}
 	releasing atomic.Bool
 	stop      func() bool // stops the loss watch
@@ -173,7 +182,7 @@ func acquire(ctx context.Context, conn *zk.Conn, path string, acl []zk.ACL) (*ha
 		e.done()
 		return nil, err
 	}
-	h := &handleHold{e: e, held: held, node: e.takeLeader(), lost: make(chan struct{})}
+	h := &handleHold{e: e, held: held, del: e.takeLeader(), lost: make(chan struct{})}
 	h.stop = context.AfterFunc(held, func() {
 		if !h.releasing.Load() {
 			close(h.lost)
@@ -257,11 +266,11 @@ type connEntry struct {
 }
 
 type pathEntry struct {
-	c      *connEntry
-	path   string
-	l      *tier.Lock
-	refs   int                    // handles locking or holding, under registry.mu
-	leader atomic.Pointer[string] // the node that leads, for takeLeader (unlock.go)
+	c    *connEntry
+	path string
+	l    *tier.Lock
+	refs int       // handles locking or holding, under registry.mu
+	dels deletions // the deletes of its handles' nodes (unlock.go)
 }
 
 // obtain returns the shared lock of path on conn, counting one more user.
@@ -284,7 +293,7 @@ func obtain(conn *zk.Conn, path string, acl []zk.ACL) (*pathEntry, error) {
 	if e == nil {
 		e = &pathEntry{c: c, path: path}
 		l, err := tier.New(c.s, path,
-			tier.WithLockOptions(zklock.WithACL(acl), zklock.WithLabel("zkcompat")),
+			tier.WithLockOptions(zklock.WithACL(acl), zklock.WithLabel("zkcompat"), zklock.WithDeleteHandler(e.onDeleted)),
 			tier.WithPositionHandler(e.onPosition))
 		if err != nil {
 			c.idle()
@@ -292,6 +301,9 @@ func obtain(conn *zk.Conn, path string, acl []zk.ACL) (*pathEntry, error) {
 		}
 		e.l = l
 		c.paths[path] = e
+		if testHookNewPath != nil {
+			testHookNewPath(e)
+		}
 	}
 	e.refs++
 	return e, nil

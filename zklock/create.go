@@ -175,7 +175,7 @@ func (l *Lock) wrongDelete() {
 		}
 		node := l.path + "/" + q[0].name
 		if _, st, err := s.conn.Exists(node); err == nil && st != nil && st.EphemeralOwner != 0 && st.EphemeralOwner != sid {
-			s.writes.Delete(l.path, node, sid)
+			s.writes.Delete(l.path, node, sid, nil)
 			return
 		}
 		time.Sleep(100 * time.Microsecond)
@@ -224,7 +224,7 @@ func (l *Lock) giveUp(w *writes.Write, prefix string) {
 	}
 	switch r := w.Result(); {
 	case r.Verdict == writes.Applied && r.Session != 0:
-		s.writes.Delete(l.path, r.Results[0].String, r.Session)
+		s.writes.Delete(l.path, r.Results[0].String, r.Session, nil)
 	case r.Verdict == writes.Applied || r.Verdict == writes.Unknown:
 		sweep()
 	}

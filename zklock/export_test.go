@@ -139,7 +139,7 @@ func SetAcquiredHookForTest(fn func(*Lock)) {
 // QueueDeleteForTest queues the delete of node, created by s's current
 // session, as a release on the lock at path does.
 func QueueDeleteForTest(s *Session, path, node string) {
-	s.writes.Delete(path, node, s.conn.SessionID())
+	s.writes.Delete(path, node, s.conn.SessionID(), nil)
 }
 
 // SinceLastWriteForTest returns how long ago s's connection last began a

@@ -104,8 +104,10 @@ var testSkipLostCheck atomic.Bool
 //     the wire (under NewSession, whose writes the session cannot see, once
 //     its answer is in), so that a request the caller sends next on the
 //     session, a read-back, is answered after it: read back, then decide.
-//     After a lost connection the client may be answered by another server:
-//     sync before the read-back.
+//     That order holds on one connection: ZooKeeper orders nothing between
+//     a request sent on a connection that was then lost and a read on the
+//     next one, so an unknown outcome from a lost connection, or a
+//     read-back that met a lost connection, is still unknown.
 //
 // Txn may run concurrently with the hold's other Txn calls; one that races
 // Release is ordered at the server before or after the release's delete.

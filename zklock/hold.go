@@ -8,8 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/tierlock/tierlock/internal/closed"
 	"github.com/tierlock/tierlock/internal/trace"
+	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
 
 // Hold is one acquisition of a Lock: its node, its fencing token and its
@@ -22,6 +25,8 @@ type Hold struct {
 	node  string   // full path
 	owner int64    // the session that created node
 	token int64
+
+	onGone func(node string, err error) // the lock's delete handler; nil: none
 
 	lost     chan struct{}
 	lostOnce sync.Once
@@ -112,7 +117,7 @@ func (h *Hold) Revoked() <-chan struct{} {
 // newHold makes the hold of a node that leads, with its fencing token (see
 // waitTurn).
 func (l *Lock) newHold(node string, owner, token int64) *Hold {
-	h := &Hold{s: l.s, path: l.path, lock: l, node: node, owner: owner, token: token, lost: make(chan struct{})}
+	h := &Hold{s: l.s, path: l.path, lock: l, node: node, owner: owner, token: token, onGone: l.onGone, lost: make(chan struct{})}
 	if l.revocable {
 		h.revoked = make(chan struct{})
 	}
@@ -352,11 +357,34 @@ func (h *Hold) giveUp() {
 	// path queues behind the delete.
 	h.dropOnce.Do(func() {
 		if h.s.hardStopped() {
+			h.gone(ErrSessionClosed)
 			return // the session's close deletes it
 		}
-		h.s.writes.Delete(h.path, h.node, h.owner)
+		var told func(error)
+		if h.onGone != nil {
+			told = h.gone
+		}
+		h.s.writes.Delete(h.path, h.node, h.owner, told)
 	})
 }
+
+// gone tells the lock's delete handler (WithDeleteHandler) the outcome of
+// the delete of h's node.
+func (h *Hold) gone(err error) {
+	switch {
+	case h.onGone == nil:
+		return
+	case errors.Is(err, writes.ErrSessionOver):
+		err = errGoneWithSession
+	case errors.Is(err, writes.ErrClosed):
+		err = h.s.closedErr()
+	}
+	h.onGone(h.node, err)
+}
+
+// errGoneWithSession is what a delete dropped unsent tells the delete
+// handler: the node went with its session.
+var errGoneWithSession = fmt.Errorf("zklock: the node's session is over: %w: %w", ErrSessionExpired, zk.ErrNoNode)
 
 // forget removes h from the valid holds (released, or lost by its own
 // watch).

@@ -48,7 +48,7 @@ func New(s *Session, path string, opts ...Option) (*Lock, error) {
 	if len(data) > maxDataLen {
 		return nil, fmt.Errorf("%w: node data of %d bytes (label included): at most %d", ErrInvalidOption, len(data), maxDataLen)
 	}
-	return &Lock{s: s, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, rule: mutexRule, marker: lockMarker,
+	return &Lock{s: s, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, onGone: cfg.onGone, rule: mutexRule, marker: lockMarker,
 		revocable: cfg.revocable, watchNode: cfg.watchNode, onRevoked: cfg.onRevoked, onPosition: cfg.onPosition}, nil
 }
 

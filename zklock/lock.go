@@ -26,6 +26,7 @@ type Lock struct {
 	recheck  time.Duration
 	acl      []zk.ACL
 	onLost   func(node string, cause error)
+	onGone   func(node string, err error)    // told a hold's delete's outcome (WithDeleteHandler); nil: none
 	rule     queueRule                       // who may go, whom to watch: mutexRule
 	marker   string                          // what follows the GUID in our node names: lockMarker
 	parse    func(name string) (int32, bool) // which children queue, and their sequence: nil for Contender
@@ -217,7 +218,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 	// Even a node found gone is deleted: should the finding be wrong, a
 	// node left behind would block the queue for the session's life (the
 	// delete ends at once if it is gone or its session is over).
-	s.writes.Delete(l.path, n.node, n.owner)
+	s.writes.Delete(l.path, n.node, n.owner, nil)
 	return nil, err
 }
 

@@ -124,6 +124,7 @@ type lockConfig struct {
 	recheck time.Duration
 	acl     []zk.ACL
 	onLost  func(node string, cause error)
+	onGone  func(node string, err error) // WithDeleteHandler
 
 	revocable bool              // WithRevocable
 	onRevoked func(node string) // WithRevocationHandler
@@ -166,6 +167,26 @@ func WithACL(acl []zk.ACL) Option { return func(c *lockConfig) { c.acl = acl } }
 // the Lock or Session.
 func WithLossHandler(fn func(node string, cause error)) Option {
 	return func(c *lockConfig) { c.onLost = fn }
+}
+
+// WithDeleteHandler calls fn once for every hold of the lock, when the
+// delete of its node that its Release or its loss queued has its first
+// outcome: err is nil when that delete removed the node; wraps
+// zk.ErrNoNode when the node was gone already (deleted by another client,
+// or with its session: then it wraps ErrSessionExpired too); is the
+// server's refusal (zk.ErrNoAuth, ...) or the error of a request whose
+// outcome is unknown (zk.ErrConnectionClosed, ...), the delete going on
+// in the background, guaranteed, as always; or is ErrSessionClosed when
+// the session closed before the delete was sent. A delete that waits for
+// a connection is not reported until it has one, or the session ends.
+// It is what package zkcompat needs to keep zk.Lock's Unlock: return once
+// the server has answered the delete, and say zk.ErrNoNode when someone
+// else deleted the node; Release itself does not wait, so that the delete
+// can travel with the session's next create. fn runs on the session's
+// writer, or on the goroutine that ends the hold: it must not block, nor
+// call methods of the Lock or Session.
+func WithDeleteHandler(fn func(node string, err error)) Option {
+	return func(c *lockConfig) { c.onGone = fn }
 }
 
 // WithNodeWatch makes each hold watch its own node from the grant on,

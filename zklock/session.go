@@ -141,6 +141,19 @@ func (s *Session) Done() <-chan struct{} {
 	return s.life.ctx.Done()
 }
 
+// Flush sends the session's writes that are held back now: a released
+// node's delete waits a moment (100µs) for a create of the session to
+// carry it, in one multi. A caller that waits for that delete (see
+// WithDeleteHandler) and knows that no create of the session is coming
+// (no other acquisition of its process on the path) calls Flush, so that
+// its wait is one round trip and not that moment more: package zkcompat's
+// Unlock, which returns once the server answered its node's delete.
+func (s *Session) Flush() {
+	if s != nil {
+		s.writes.Flush()
+	}
+}
+
 // The parts of a session: their types here, their workings in the file
 // each names.
 

@@ -181,12 +181,16 @@ func TestTxnStorm(t *testing.T) {
 					ops = append(ops, &zk.SetDataRequest{Path: root + "/stale", Version: 99})
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rand.IntN(20))*time.Millisecond)
+				d0 := drops.Load()
 				_, err := s.Txn(ctx, ops...)
 				cancel()
 				read := -1
 				if errors.Is(err, zklock.ErrOutcomeUnknown) {
-					// As the docs say: read back, on the same session.
-					if kids, _, err := s.Conn().Children(dir); err == nil {
+					// As the docs say: read back, on the same session. A
+					// read-back proves something only when it went on the
+					// request's connection: across a drop ZooKeeper orders
+					// nothing between them (guarded-writes.md).
+					if kids, _, err := s.Conn().Children(dir); err == nil && drops.Load() == d0 {
 						read = len(kids)
 					}
 				}

@@ -193,9 +193,10 @@ func (w *world) next(c *caller) {
 		w.create(c)
 	case actRelease:
 		if c.node != "" {
-			w.recs.callerDel = true
-			w.q.Delete(c.path, c.node, c.owner)
-			w.recs.callerDel = false
+			node := c.node
+			w.recs.callerDel, w.recs.handled = true, true
+			w.q.Delete(c.path, node, c.owner, func(err error) { w.deleteTold(node, err) })
+			w.recs.callerDel, w.recs.handled = false, false
 			c.node = ""
 		}
 	default:
@@ -326,7 +327,7 @@ func (w *world) end(c *caller) {
 		switch {
 		case r.Verdict == writes.Applied && r.Session != 0:
 			w.recs.callerDel = true
-			w.q.Delete(c.path, c.w.Result().Results[0].String, r.Session)
+			w.q.Delete(c.path, c.w.Result().Results[0].String, r.Session, nil)
 			w.recs.callerDel = false
 		case r.Verdict == writes.Applied || r.Verdict == writes.Unknown:
 			sweep()

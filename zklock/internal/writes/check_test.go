@@ -27,7 +27,9 @@ import (
 //	(g) an unknown outcome is ordered before what its caller sends next:
 //	    never applied after the caller's read-back was;
 //	(h) a refused batch's other writes go again together, in the writer's
-//	    next request; and a round never has more than MaxApart requests.
+//	    next request; and a round never has more than MaxApart requests;
+//	(i) a released node's delete tells its handler its first outcome once
+//	    (nil only once the node is gone), whatever it meets, Close included.
 
 // told is what a write's caller was told.
 type told uint8
@@ -52,6 +54,7 @@ type rec struct {
 	last     *wireReq // the latest request it went in
 	refused  int      // times its request was refused at another's op
 	owner    int64    // a delete's node's session
+	tells    int      // a released node's delete: times its handler was told (-1: it has none)
 }
 
 // recs are the records of a schedule's writes.
@@ -62,6 +65,7 @@ type recs struct {
 	maxApplied map[string]int
 	creates    map[string]*rec // by the prefix of the nodes they make: the latest
 	callerDel  bool            // a caller is queueing a delete
+	handled    bool            // with a handler (a release)
 	expect     []*rec          // (h): writes that must go again together next
 }
 
@@ -90,7 +94,10 @@ func (rs *recs) queued(w *writes.Write, path string) *rec {
 // create made takes the create's place (it goes at the head of the queue,
 // ahead of what the caller queued since).
 func (rs *recs) queuedDelete(w *world, path, node string, owner int64) {
-	r := &rec{kind: writes.Delete, path: path, key: node, owner: owner}
+	r := &rec{kind: writes.Delete, path: path, key: node, owner: owner, tells: -1}
+	if rs.handled {
+		r.tells = 0
+	}
 	if c := rs.creates[prefixOf(node)]; c != nil && !rs.callerDel {
 		w.cover(coverOrphan)
 		r.id = c.id
@@ -325,6 +332,29 @@ func (rs *recs) ownOp(w *world, rec *rec, r writes.Result) {
 	for j := 0; j < i; j++ {
 		if a.Results[j].Error != nil {
 			w.fail("(b) own op", "%s refused, but op %d of its request failed first", short(rec.key), j)
+		}
+	}
+}
+
+// deleteTold is a released node's delete handler: (i) told once, and nil
+// only when the node is gone.
+func (w *world) deleteTold(node string, err error) {
+	r := w.recs.byKey[node]
+	r.tells++
+	if r.tells > 1 {
+		w.fail("(i) a delete told once", "the delete of %s told %d times (now %v)", short(node), r.tells, err)
+	}
+	if ok, _ := w.tree.Exists(node); err == nil && ok {
+		w.fail("(i) a delete told once", "the delete of %s told done while the node stands", short(node))
+	}
+	w.logf("delete of %s told %v", short(node), err)
+}
+
+// told checks, at the end, that every released node's delete was told.
+func (w *world) allTold() {
+	for _, r := range w.recs.byKey {
+		if r.kind == writes.Delete && r.tells == 0 {
+			w.fail("(i) a delete told once", "the delete of %s never told", short(r.key))
 		}
 	}
 }

@@ -2,6 +2,7 @@ package writes
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -133,4 +134,9 @@ var (
 	// ErrWithdrawn ends a write whose caller gave up before it was
 	// applied.
 	ErrWithdrawn = errors.New("zklock: write withdrawn before it was applied")
+	// ErrSessionOver tells a delete dropped unsent: its node's session is
+	// over, and the server deleted the node with it.
+	ErrSessionOver = fmt.Errorf("zklock: the node's session is over: %w", zk.ErrNoNode)
+	// ErrClosed tells a delete still queued as the session closed.
+	ErrClosed = errors.New("zklock: session closed")
 )

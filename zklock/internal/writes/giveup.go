@@ -153,6 +153,7 @@ func (q *Queue) shut() {
 // drop ends w, which the writer will not send: the session is closing.
 func (q *Queue) drop(w *Write) {
 	if w.kind == Delete {
+		w.tell(ErrClosed)
 		if q.cfg.KeepDeletesOnClose {
 			q.c.DeleteApart(OpPath(w.ops[0]), w.owner)
 		}

@@ -48,6 +48,11 @@ type Write struct {
 	wired      atomic.Bool   // sent is closed
 	res        Result        // written before done closes, read after
 
+	// told, unless nil, is told a delete's first outcome, once (tell): by
+	// the goroutine that has the write (the writer settling or dropping it,
+	// or the close), and q.mu orders the hand-overs.
+	told func(error)
+
 	// Under Queue.mu.
 	stage     stage
 	abandoned bool   // its caller gave up once it was sealed: the writer cleans up
@@ -77,6 +82,7 @@ type Queue struct {
 	deletes map[string]int // queued deletes, by lock path
 	timer   Timer          // wakes the writer when a lone delete's FoldWait is over
 	closed  bool
+	hurry   bool // Flush: what is queued goes with the next batch, lingering no more
 }
 
 // New returns the write path of the session c.
@@ -109,10 +115,32 @@ func (q *Queue) Txn(ops []any) *Write {
 
 // Delete queues the delete of node, made in session owner (0: unknown),
 // released or abandoned on the lock at path. Nobody waits for it: it is
-// retried whatever it meets until the node or its session is gone.
-func (q *Queue) Delete(path, node string, owner int64) {
+// retried whatever it meets until the node or its session is gone. told,
+// unless nil, is told its first outcome, once, by the goroutine that
+// settles it (it must not block): nil (it removed the node); the server's
+// zk.ErrNoNode, or ErrSessionOver when it was dropped unsent because its
+// node went with its session; a refusal (it goes on, retried alone:
+// Conn.DeleteApart); an unknown outcome's error (it goes again, untold);
+// or ErrClosed (the session closed with it queued). A batch refused at
+// another write's op tells it nothing.
+func (q *Queue) Delete(path, node string, owner int64, told func(error)) {
 	q.c.Queued(path, node, owner)
-	q.add(newDelete(path, node, owner))
+	w := newDelete(path, node, owner)
+	w.told = told
+	q.add(w)
+}
+
+// Flush sends what is queued with the next batch, now if the writer is
+// idle: a lone delete lingers no more (for a caller that waits for its
+// outcome and knows no create is coming to carry it).
+func (q *Queue) Flush() {
+	q.mu.Lock()
+	q.hurry = len(q.queue) > 0
+	start := q.startLocked(true)
+	q.mu.Unlock()
+	if start {
+		q.c.Go(q.run)
+	}
 }
 
 func newDelete(path, node string, owner int64) *Write {
@@ -164,6 +192,9 @@ func (q *Queue) startLocked(now bool) bool {
 // lingerLocked is how much longer the queue must wait before it is sent:
 // while it holds deletes only, until the oldest has waited FoldWait.
 func (q *Queue) lingerLocked() time.Duration {
+	if q.hurry {
+		return 0
+	}
 	for _, w := range q.queue {
 		if w.kind != Delete {
 			return 0
@@ -212,6 +243,7 @@ func (q *Queue) takeLocked() [][]*Write {
 	if q.queue[0].refusals >= apart {
 		return q.takeApartLocked(apart)
 	}
+	q.hurry = false // what Flush found queued goes now
 	ops, size, n := 0, 0, 0
 	for n < len(q.queue) {
 		w := q.queue[n]
@@ -326,6 +358,14 @@ func (w *Write) finish() {
 	w.onWire()
 	if w.done != nil {
 		close(w.done)
+	}
+}
+
+// tell tells a delete's told its first outcome, once.
+func (w *Write) tell(err error) {
+	if told := w.told; told != nil {
+		w.told = nil
+		told(err)
 	}
 }
 

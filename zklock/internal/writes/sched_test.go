@@ -20,6 +20,7 @@ import (
 //	cN     caller N steps; xN: caller N's ctx ends
 //	bN     background job N (a delete handed over, a sweep) tries
 //	tm     the earliest timer fires
+//	fl     Flush: what is queued goes now (a caller waiting for its delete)
 //	dc:B   the connection drops; B says of each written request not yet
 //	       applied whether the server applies it first (a) or never (d)
 //	rc     reconnect in the same session; rn: in a new one (expiry)
@@ -76,6 +77,9 @@ func (w *world) events(faults bool) []string {
 func (w *world) faults() []string {
 	var evs []string
 	b := w.budget
+	if b.flushes > 0 {
+		evs = append(evs, "fl")
+	}
 	if b.ctxEnds > 0 {
 		for i, c := range w.callers {
 			if mayEnd(c) {
@@ -155,6 +159,9 @@ func (w *world) do(ev string, faults bool) bool {
 		w.bgStep(w.bg[n])
 	case "tm":
 		w.fire()
+	case "fl":
+		w.budget.flushes--
+		w.q.Flush()
 	default:
 		w.fault(kind, n, arg)
 	}
@@ -243,6 +250,7 @@ func (w *world) settle() {
 			w.fail("(c) no write stranded", "task %d of the write path waits for ever (%d)", t.id, t.wait)
 		}
 	}
+	w.allTold()
 	if w.creates != w.ended {
 		w.fail("(c) no write stranded", "%d creates held places in the bound, %d were given back", w.creates, w.ended)
 	}

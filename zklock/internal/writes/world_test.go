@@ -135,8 +135,8 @@ type world struct {
 
 // budget is what faults and ends a schedule may still use.
 type budget struct {
-	drops, expiries, ctxEnds, opDeletes, reaps, denials int
-	close                                               bool
+	drops, expiries, ctxEnds, opDeletes, reaps, denials, flushes int
+	close                                                        bool
 }
 
 // conn is the world as the write path's Conn.
@@ -378,7 +378,7 @@ func newWorld(seed uint64, logged bool) *world {
 	w.cfg = writes.Config{MaxOps: 2 + gen.IntN(5), MaxBytes: 1 << 20, MaxApart: 1 + gen.IntN(3), FoldWait: time.Millisecond,
 		OneWrite: gen.IntN(10) == 0, KeepDeletesOnClose: gen.IntN(3) == 0}
 	w.budget = budget{drops: gen.IntN(4), expiries: gen.IntN(3), ctxEnds: gen.IntN(7), opDeletes: gen.IntN(3),
-		reaps: gen.IntN(3), denials: gen.IntN(2), close: gen.IntN(4) == 0}
+		reaps: gen.IntN(3), denials: gen.IntN(2), flushes: gen.IntN(3), close: gen.IntN(4) == 0}
 	if logged {
 		w.log = []string{}
 	}

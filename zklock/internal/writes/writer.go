@@ -62,12 +62,16 @@ func (q *Queue) run() {
 // told the outcome is unknown (GiveUp). sid is the session it goes in.
 func (q *Queue) seal(round [][]*Write) (reqs []*Request, sid int64) {
 	sid = q.c.SessionID()
+	var moot []*Write
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	for _, batch := range round {
 		r := &Request{}
 		for _, w := range batch {
-			if w.stage == ended || w.kind == Delete && w.owner != 0 && w.owner != sid {
+			switch {
+			case w.stage == ended:
+				continue
+			case w.kind == Delete && w.owner != 0 && w.owner != sid:
+				moot = append(moot, w)
 				continue
 			}
 			w.stage = sealed
@@ -78,6 +82,10 @@ func (q *Queue) seal(round [][]*Write) (reqs []*Request, sid int64) {
 			r.Single = len(r.Writes) == 1 && r.Writes[0].kind != Txn
 			reqs = append(reqs, r)
 		}
+	}
+	q.mu.Unlock()
+	for _, w := range moot {
+		w.tell(ErrSessionOver) // outside q.mu: told may call the queue
 	}
 	return reqs, sid
 }
@@ -137,6 +145,7 @@ func (q *Queue) end(w *Write, r Result, rtt time.Duration, again []*Write) []*Wr
 		q.c.Ended(true, rtt)
 	}
 	if w.kind == Delete {
+		w.tell(r.Err)
 		switch {
 		case r.Verdict == Applied || r.Verdict == Refused && errors.Is(r.Err, zk.ErrNoNode):
 		case r.Verdict == Refused: // an ACL, say: retried alone, backing off
