@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -115,7 +114,7 @@ func (l *Locker) attempt(ctx context.Context, j *job, entry time.Time) (decision
 	d.rec.Last, d.rec.LastBy, d.rec.Runs = d.prev.At, d.prev.By, d.prev.Runs
 	d.rec.Prev, d.rec.Epoch = stat.Mtime, runrec.EpochOf(stat.Mzxid)
 	if l.cfg.spread {
-		d.rec.Recent, d.rec.Since, d.rec.Yield = d.prev.Recent, d.prev.Since, l.yields(d.prev)
+		d.rec.Recent, d.rec.Since, d.rec.Yield = d.prev.Recent, d.prev.Since, d.prev.Yields(l.by)
 	}
 	// Measured last, as near the send as the Locker can: the read's
 	// latency leaves the tick's spread (see the package doc).
@@ -144,11 +143,7 @@ func (l *Locker) attempt(ctx context.Context, j *job, entry time.Time) (decision
 		// twice).
 		d.late = answered
 	}
-	if d.rec.Yield && d.verdict != runrec.Run {
-		eager := d.rec
-		eager.Yield = false
-		d.yielded = eager.Verdict(mtime, epoch) == runrec.Run
-	}
+	d.yielded = d.rec.SteppedBack(mtime, epoch)
 	return d, nil
 }
 
@@ -236,24 +231,6 @@ func (l *Locker) ensure(ctx context.Context, conn *zk.Conn, p string) error {
 		return err
 	}
 	return mk(p, 0)
-}
-
-// yields reports whether this instance steps back from the tick it is
-// about to decide (WithSpread): when it made one of the last k runs, k
-// being how many other instances showed themselves alive since the last
-// run (the runner, and those that wrote after it). Of k+1 instances one at
-// least made none of the last k runs and never steps back, so a tick is
-// lost only when that one does not come (it died, or met the lock held);
-// the rule decides as ever, so no tick runs twice.
-func (l *Locker) yields(prev runrec.Last) bool {
-	alive := map[string]bool{}
-	for _, n := range append([]string{prev.By}, prev.Since...) {
-		if n != "" && n != l.by {
-			alive[n] = true
-		}
-	}
-	k := min(len(alive), len(prev.Recent))
-	return k > 0 && slices.Contains(prev.Recent[:k], l.by)
 }
 
 // testHookAfterRead, set by tests only, runs between the read and the

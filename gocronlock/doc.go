@@ -133,11 +133,18 @@
 //
 // The instance whose timer fires first makes every run. WithSpread makes
 // an instance step back (ErrYielded) when it made one of the job's last k
-// runs, k being how many other instances the run node shows alive since
-// the last run (the runner and the later writers): of k+1 instances one
-// at least made none of the last k runs and never steps back. Stepping
-// back is a skip, so it cannot make a tick run twice; a tick is lost when
-// the instance it was left to does not come.
+// runs, k being how many other instances the run node shows alive: the
+// last run's runner, and the instances that wrote since that run or since
+// the last step back, whichever came later. Of k+1 instances one at least
+// made none of the last k runs and never steps back. Stepping back is a
+// skip, so it cannot make a tick run twice. A step back starts the list
+// afresh: the instances it leaves the tick to count as alive again only by
+// writing after it. So an instance that leaves costs a job at most the one
+// tick left to it; the next tick's attempts no longer step back for it
+// (runrec.TestSpreadFleetChurn, TestSpreadAfterALeave,
+// TestFleetSpreadLeave). The run node's format is the one of the versions
+// before: instances of those, which keep a writer in the list until the
+// next run, can share a fleet with these (runrec.TestSpreadMixedFleet).
 //
 // # A run's context
 //

@@ -210,7 +210,7 @@ func TestFleetElectorZkSh(t *testing.T) {
 				}
 				return false
 			})
-			rs := f.wait(t, time.Until(f.start)+d+40*time.Second, map[string]bool{victim.name: true})
+			rs := f.wait(t, time.Until(f.start)+d+40*time.Second, map[*instance]bool{victim: true})
 			rep := fleet.Check(rs.Runs, fleetJobs, 1, lastTick(d)-1, func(tick int64) bool {
 				return tick >= int64(killed.Sub(f.start)/fleetPeriod) && tick <= int64(led.Sub(f.start)/fleetPeriod)+1
 			})

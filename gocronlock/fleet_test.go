@@ -3,6 +3,7 @@ package gocronlock_test
 import (
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +31,7 @@ const (
 // instance is one running fleet process and what it wrote.
 type instance struct {
 	name string
+	args []string // its flags
 	proc *child.Proc
 	logs zktest.SyncBuffer // its stderr
 }
@@ -75,17 +77,33 @@ func startFleetAt(t *testing.T, servers []string, offsets []time.Duration, argsF
 		if argsFor != nil {
 			args = append(args, argsFor(i)...)
 		}
-		in := &instance{name: name}
-		p, err := child.Start(child.Spec{Role: fleetRole, Task: args, Args: []string{"-test.run=^$"}, Stderr: &in.logs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		in.proc = p
-		f.instances = append(f.instances, in)
-		t.Cleanup(p.Kill)
-		f.readers.Go(func() { f.read(t, in) })
+		f.launch(t, &instance{name: name, args: args})
 	}
 	return f
+}
+
+// launch starts in, an instance of f, and gathers its records.
+func (f *fleetRun) launch(t *testing.T, in *instance) {
+	t.Helper()
+	p, err := child.Start(child.Spec{Role: fleetRole, Task: in.args, Args: []string{"-test.run=^$"}, Stderr: &in.logs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.proc = p
+	f.mu.Lock()
+	f.instances = append(f.instances, in)
+	f.mu.Unlock()
+	t.Cleanup(p.Kill)
+	f.readers.Go(func() { f.read(t, in) })
+}
+
+// rejoin starts in again, as an instance that comes back under its name
+// (-join: from the fleet's next tick but one).
+func (f *fleetRun) rejoin(t *testing.T, in *instance) *instance {
+	t.Helper()
+	again := &instance{name: in.name, args: append(slices.Clone(in.args), "-join")}
+	f.launch(t, again)
+	return again
 }
 
 // read gathers an instance's records until it exits.
@@ -102,16 +120,19 @@ func (f *fleetRun) read(t *testing.T, in *instance) {
 
 // wait waits for every instance to end and reports those that failed,
 // except the killed ones.
-func (f *fleetRun) wait(t *testing.T, limit time.Duration, killed map[string]bool) fleet.Records {
+func (f *fleetRun) wait(t *testing.T, limit time.Duration, killed map[*instance]bool) fleet.Records {
 	t.Helper()
 	deadline := time.After(limit)
-	for _, in := range f.instances {
+	f.mu.Lock()
+	ins := slices.Clone(f.instances)
+	f.mu.Unlock()
+	for _, in := range ins {
 		select {
 		case <-in.proc.Exited():
 		case <-deadline:
 			t.Fatalf("%s still runs after %v", in.name, limit)
 		}
-		if err := in.proc.Err(); err != nil && !killed[in.name] {
+		if err := in.proc.Err(); err != nil && !killed[in] {
 			t.Errorf("%s", in.proc.Describe(in.name))
 		}
 	}
@@ -208,7 +229,7 @@ func TestFleetElector(t *testing.T) {
 		return false
 	})
 	failover := led.Sub(killed)
-	rs := f.wait(t, time.Until(f.start)+d+40*time.Second, map[string]bool{victim.name: true})
+	rs := f.wait(t, time.Until(f.start)+d+40*time.Second, map[*instance]bool{victim: true})
 	from, to := int64(killed.Sub(f.start)/fleetPeriod), int64(led.Sub(f.start)/fleetPeriod)+1
 	rep := fleet.Check(rs.Runs, fleetJobs, 1, lastTick(d)-1, func(tick int64) bool { return tick >= from && tick <= to })
 	t.Logf("elector fleet, %v: %s killed, %s led %v later (session timeout %v); ticks %d-%d left out: %v",
