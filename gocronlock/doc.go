@@ -127,7 +127,8 @@
 // reach it and when one reaches it again (outage.go). WithObserver hears
 // every Lock (lockmetrics.Collector.ObserveJob exports them); LastRun, and
 // tierlock ls on the root, tell each job's last run and who made it;
-// RemoveJob deletes a retired job's nodes.
+// RemoveJob deletes a retired job's nodes, once no attempt of a tick it
+// ran can still decide (ErrJobActive while an instance schedules it).
 //
 // # Spreading
 //

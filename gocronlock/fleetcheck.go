@@ -38,7 +38,8 @@ type checks struct {
 var funcName = regexp.MustCompile(`\.func\d+(\.\d+)*$`)
 
 // checkKey warns once if key is gocron's default name for a closure, and
-// once, louder, if two jobs of this scheduler (two contexts) share it.
+// once, louder, if two jobs of this scheduler (two contexts, both live)
+// share it.
 func (l *Locker) checkKey(ctx context.Context, j *job) {
 	c := &j.checks
 	c.named.Do(func() {
@@ -51,6 +52,12 @@ func (l *Locker) checkKey(ctx context.Context, j *job) {
 	defer c.mu.Unlock()
 	switch {
 	case c.firstCtx == nil:
+		c.firstCtx = ctx
+	case ctx != c.firstCtx && c.firstCtx.Err() != nil:
+		// The job of firstCtx has ended before this one called: replaced
+		// by gocron's Scheduler.Update (which waits for the old job's
+		// context to be cancelled before it makes the new one), or removed
+		// and made again. One job after another is not two jobs.
 		c.firstCtx = ctx
 	case ctx != c.firstCtx && !c.shared:
 		c.shared = true

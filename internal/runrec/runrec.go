@@ -142,6 +142,16 @@ func (r Record) Confirms(mtime, epoch int64, answered time.Duration) bool {
 	return r.Verdict(mtime, epoch) == Run && early.Verdict(mtime, epoch) == Run
 }
 
+// Keep is the record of a write that leaves the job's state as prev (the
+// state of the node read, of mtime and mzxid) and is no instance's
+// attempt: it never counts as a run, and names no writer, so that it
+// leaves Recent and Since as they are. Its mtime tells its writer the
+// server's time (gocronlock's RemoveJob). window is the writer's.
+func Keep(prev Last, window, mtime, mzxid int64) Record {
+	return Record{Last: prev.At, LastBy: prev.By, Runs: prev.Runs, Window: window, Prev: mtime, Epoch: EpochOf(mzxid),
+		Recent: prev.Recent, Since: prev.Since, Yield: true}
+}
+
 // Last is a job's state after a write: its last run and the count.
 type Last struct {
 	At     int64  // when the last run started (server ms); 0 if none
@@ -199,6 +209,8 @@ func (r Record) SteppedBack(mtime, epoch int64) bool {
 // Since.
 func (r Record) Spread(ran, steppedBack bool) (recent, since []string) {
 	switch {
+	case r.By == "":
+		return r.Recent, r.Since // not an attempt (Keep)
 	case steppedBack:
 		return r.Recent, appendNew(nil, r.By, MaxRecent)
 	case !ran:

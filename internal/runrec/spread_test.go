@@ -163,3 +163,28 @@ func TestSpreadMixedFleet(t *testing.T) {
 		}
 	}
 }
+
+// TestKeep: RemoveJob's write leaves the job's state as it was, runs
+// nothing however late it comes, and leaves the spreading lists alone,
+// for this version's readers and the ones before issue 43.
+func TestKeep(t *testing.T) {
+	var s sim
+	now := func(string) deriver { return Derive }
+	s.tick(1, []string{"A", "B"}, now)
+	for _, derive := range []deriver{Derive, deriveBefore43} {
+		before := derive(s.data, s.mtime, 1<<32)
+		keep := Keep(before, w, s.mtime, 1<<32)
+		for _, at := range []int64{s.mtime + 10, s.mtime + 10*w} {
+			after := derive(keep.Encode(), at, 1<<32)
+			if after.Ran || after.At != before.At || after.By != before.By || after.Runs != before.Runs {
+				t.Errorf("kept at %d: %+v, want the state before, %+v", at, after, before)
+			}
+			if fmt.Sprint(after.Recent) != fmt.Sprint(before.Recent) || !slices.Equal(slices.DeleteFunc(slices.Clone(after.Since), func(n string) bool { return n == "" }), before.Since) {
+				t.Errorf("kept at %d: spreading %v %v, want %v %v", at, after.Recent, after.Since, before.Recent, before.Since)
+			}
+		}
+	}
+	if keep := Keep(Last{At: 1000}, w, 1200, 1<<32); keep.Verdict(1200+ServerSkew.Milliseconds()+10*w, 2) == Run {
+		t.Error("a keeping write in another epoch ran")
+	}
+}
