@@ -39,8 +39,8 @@ type decision struct {
 // serializes the decisions (attempt). The lock keeps runs from
 // overlapping: a run of an earlier tick still going elsewhere makes this
 // one skip (ErrLockHeld), its tick counted as run.
-func (l *Locker) take(ctx context.Context, j *job, entry time.Time) (*zklock.Hold, decision, error) {
-	d, err := l.claim(ctx, j, entry)
+func (l *Locker) take(ctx context.Context, j *job, p *probe) (*zklock.Hold, decision, error) {
+	d, err := l.claim(ctx, j, p)
 	switch {
 	case err != nil:
 		return nil, d, err
@@ -52,7 +52,9 @@ func (l *Locker) take(ctx context.Context, j *job, entry time.Time) (*zklock.Hol
 	case d.verdict != runrec.Run:
 		return nil, d, fmt.Errorf("%w: job %q", ErrAlreadyRan, j.key)
 	}
+	p.ask(l, ctx)
 	h, ok, err := j.lock.TryAcquire(ctx)
+	p.got(l, err)
 	switch {
 	case err != nil:
 		return nil, d, fmt.Errorf("gocronlock: job %q: %w (the tick is lost: counted as run)", j.key, err)
@@ -64,11 +66,11 @@ func (l *Locker) take(ctx context.Context, j *job, entry time.Time) (*zklock.Hol
 
 // claim applies the rule. A version conflict (a write this instance did
 // not see) is read again, twice at most.
-func (l *Locker) claim(ctx context.Context, j *job, entry time.Time) (decision, error) {
+func (l *Locker) claim(ctx context.Context, j *job, p *probe) (decision, error) {
 	var d decision
 	var err error
 	for range 3 {
-		d, err = l.attempt(ctx, j, entry)
+		d, err = l.attempt(ctx, j, p)
 		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) {
 			return d, err
 		}
@@ -81,18 +83,24 @@ func (l *Locker) claim(ctx context.Context, j *job, entry time.Time) (decision, 
 // (a decision this instance did not see), so that the decisions form one
 // chain in which each stands on the previous one. Its reply's Stat (mtime,
 // Mzxid) decides, with what it read (runrec.Record.Verdict, Confirms).
-func (l *Locker) attempt(ctx context.Context, j *job, entry time.Time) (decision, error) {
+func (l *Locker) attempt(ctx context.Context, j *job, p *probe) (decision, error) {
 	conn := l.s.Conn()
 	if conn == nil {
 		return decision{}, zklock.ErrSessionClosed
 	}
+	entry := p.entry
 	d := decision{rec: runrec.Record{Window: ms(j.window), By: l.by}}
+	p.ask(l, ctx)
 	data, stat, err := getNode(ctx, conn, j.runPath)
+	p.got(l, err)
 	if errors.Is(err, zk.ErrNoNode) {
 		// The job's first run: nothing before it, so the write runs. Its
 		// parents are the lock's (containers, made by zklock).
 		d.rec.Delay = time.Since(entry).Milliseconds()
-		if err := l.createRun(ctx, conn, j, d.rec.Encode()); err != nil {
+		p.ask(l, ctx)
+		err := l.createRun(ctx, conn, j, d.rec.Encode())
+		p.got(l, err)
+		if err != nil {
 			return d, fmt.Errorf("gocronlock: job %q: create run node: %w", j.key, err)
 		}
 		d.verdict, d.first, d.decided = runrec.Run, true, true
@@ -124,7 +132,9 @@ func (l *Locker) attempt(ctx context.Context, j *job, entry time.Time) (decision
 	// Through the session's writer, in one multi with the session's other
 	// waiting writes (the jobs' locks' creates and deletes, other jobs'
 	// records): at a thousand jobs a second, one transaction for many.
+	p.ask(l, ctx)
 	res, err := l.s.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: data, Version: stat.Version})
+	p.got(l, err)
 	if err != nil {
 		return d, fmt.Errorf("gocronlock: job %q: write run node: %w", j.key, err)
 	}

@@ -124,7 +124,9 @@
 // gocron's default name, and so one key; windows that differ; a job that
 // runs more than once per tick; first attempts of a tick that skip. An
 // outage of ZooKeeper is logged in two lines, when a Lock first fails to
-// reach it and when one reaches it again (outage.go). WithObserver hears
+// reach it (ZooKeeper silent for half the lock timeout, or the session not
+// connected: a Lock that timed out while ZooKeeper answered is none) and
+// when ZooKeeper has answered again for 5 s (outage.go). WithObserver hears
 // every Lock (lockmetrics.Collector.ObserveJob exports them); LastRun, and
 // tierlock ls on the root, tell each job's last run and who made it;
 // RemoveJob deletes a retired job's nodes, once no attempt of a tick it

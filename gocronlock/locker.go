@@ -42,6 +42,7 @@ type Locker struct {
 	log  *slog.Logger
 
 	out   outage      // ZooKeeper's unavailability, logged in two lines
+	heard heard       // when ZooKeeper last answered
 	clock serverClock // the server's clock as this instance's writes saw it
 
 	mu     sync.Mutex
@@ -90,14 +91,16 @@ func NewLocker(s *zklock.Session, root string, opts ...LockerOption) (*Locker, e
 	if cfg.name == "" {
 		cfg.name = instanceName()
 	}
-	return &Locker{
+	l := &Locker{
 		s:    s,
 		root: root,
 		cfg:  cfg,
 		by:   cfg.name,
 		log:  s.Logger().With("component", "gocronlock", "root", root),
 		jobs: map[string]*job{},
-	}, nil
+	}
+	l.heard.born = time.Now()
+	return l, nil
 }
 
 // Lock decides whether this instance runs the job named key now: it
@@ -120,14 +123,15 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	}
 	calls := j.calls.Add(1)
 	l.checkKey(ctx, j)
+	p := &probe{entry: entry}
 	if !j.busy.CompareAndSwap(false, true) {
 		err := fmt.Errorf("%w: job %q: by a run of this instance", ErrLockHeld, key)
-		l.report(ctx, j, entry, err)
+		l.report(ctx, j, p, err)
 		return nil, err
 	}
 	lockCtx, cancel := context.WithTimeout(ctx, l.cfg.timeout)
 	defer cancel()
-	h, d, err := l.take(lockCtx, j, entry)
+	h, d, err := l.take(lockCtx, j, p)
 	if d.decided || d.local || errors.Is(err, ErrLockHeld) {
 		l.reached() // ZooKeeper answered
 	}
@@ -136,7 +140,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	}
 	if err != nil {
 		j.busy.Store(false)
-		l.report(ctx, j, entry, err)
+		l.report(ctx, j, p, err)
 		return nil, err
 	}
 	r := &runLock{l: l, j: j, hold: h}
@@ -147,18 +151,19 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	if err := h.Err(); err != nil {
 		r.cancel(err)
 	}
-	l.report(ctx, j, entry, nil)
+	l.report(ctx, j, p, nil)
 	return r, nil
 }
 
 // report logs a Lock's outcome (a skip at Debug; a failure once per
 // outage, or once a minute per job) and tells the observer.
-func (l *Locker) report(ctx context.Context, j *job, entry time.Time, err error) {
+func (l *Locker) report(ctx context.Context, j *job, p *probe, err error) {
 	switch o := outcomeOf(err); {
 	case o == Ran:
 	case o != Failed:
 		l.log.Debug("run skipped", "job", j.key, "reason", err)
-	case l.failure(ctx, err):
+	case l.kindOf(ctx, err, p) == failedUnreachable:
+		l.unreachable(err)
 	default:
 		now, last := time.Now().UnixNano(), j.warnedAt.Load()
 		if now-last >= int64(time.Minute) && j.warnedAt.CompareAndSwap(last, now) {
@@ -166,7 +171,7 @@ func (l *Locker) report(ctx context.Context, j *job, entry time.Time, err error)
 		}
 	}
 	if l.cfg.observe != nil {
-		l.cfg.observe(Event{Job: j.key, Outcome: outcomeOf(err), Latency: time.Since(entry), Err: err})
+		l.cfg.observe(Event{Job: j.key, Outcome: outcomeOf(err), Latency: time.Since(p.entry), Err: err})
 	}
 }
 
