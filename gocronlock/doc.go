@@ -126,7 +126,14 @@
 // outage of ZooKeeper is logged in two lines, when a Lock first fails to
 // reach it (ZooKeeper silent for half the lock timeout, or the session not
 // connected: a Lock that timed out while ZooKeeper answered is none) and
-// when ZooKeeper has answered again for 5 s (outage.go). WithObserver hears
+// when ZooKeeper has answered again for 5 s (outage.go). A fleet too busy
+// for its jobs is told so, not as a misconfigured fleet nor as an outage
+// (overload.go): a run its write confirmed too late (ErrSlowWrite), a Lock
+// past its timeout while ZooKeeper answered, and, while this instance
+// measures itself late, the envelope's symptoms are overload, said in a
+// line when it begins (the Lock's latency and the process's scheduling
+// latency, 99th percentiles, and what to change), once per job, and in a
+// line when it ends (lateness.go measures). WithObserver hears
 // every Lock (lockmetrics.Collector.ObserveJob exports them); LastRun, and
 // tierlock ls on the root, tell each job's last run and who made it;
 // RemoveJob deletes a retired job's nodes, once no attempt of a tick it

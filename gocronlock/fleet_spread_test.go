@@ -20,9 +20,11 @@ func TestFleetSpreadLeave(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fleet test: -short")
 	}
+	sideBySide(t)
 	for _, back := range []bool{false, true} {
 		name := map[bool]string{false: "leaves for good", true: "comes back"}[back]
 		t.Run(name, func(t *testing.T) {
+			sideBySide(t)
 			d := *fleetDuration
 			f := startFleet(t, fleet.ModeLocker, d, "-spread")
 			victim := f.instances[1]

@@ -260,3 +260,33 @@ func (f *fleetRun) leader() *instance {
 	}
 	return nil
 }
+
+// warnings counts the instances' warnings and errors by message (up to
+// its first colon): what a fleet's operator reads.
+func (f *fleetRun) warnings() string {
+	f.mu.Lock()
+	ins := slices.Clone(f.instances)
+	f.mu.Unlock()
+	count := map[string]int{}
+	for _, in := range ins {
+		for _, line := range strings.Split(in.logs.String(), "\n") {
+			// slog.Default's text: "date time LEVEL message key=value ...".
+			for _, level := range []string{" WARN ", " ERROR "} {
+				if _, msg, ok := strings.Cut(line, level); ok {
+					msg, _, _ = strings.Cut(msg, ":")
+					msg, _, _ = strings.Cut(msg, " component=")
+					count[strings.TrimSpace(level)+" "+msg]++
+				}
+			}
+		}
+	}
+	var out []string
+	for msg, n := range count {
+		out = append(out, fmt.Sprintf("%d × %q", n, msg))
+	}
+	slices.Sort(out)
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "; ")
+}

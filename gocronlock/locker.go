@@ -43,6 +43,8 @@ type Locker struct {
 
 	out   outage      // ZooKeeper's unavailability, logged in two lines
 	heard heard       // when ZooKeeper last answered
+	late  lateness    // how late this instance is
+	over  overload    // an overload, told in two lines
 	clock serverClock // the server's clock as this instance's writes saw it
 
 	mu     sync.Mutex
@@ -158,20 +160,37 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 // report logs a Lock's outcome (a skip at Debug; a failure once per
 // outage, or once a minute per job) and tells the observer.
 func (l *Locker) report(ctx context.Context, j *job, p *probe, err error) {
+	latency := time.Since(p.entry)
+	l.late.observe(latency)
 	switch o := outcomeOf(err); {
 	case o == Ran:
 	case o != Failed:
 		l.log.Debug("run skipped", "job", j.key, "reason", err)
-	case l.kindOf(ctx, err, p) == failedUnreachable:
+	default:
+		l.failed(ctx, j, p, err)
+	}
+	l.calm()
+	if l.cfg.observe != nil {
+		l.cfg.observe(Event{Job: j.key, Outcome: outcomeOf(err), Latency: latency, Err: err})
+	}
+}
+
+// failed logs a failed Lock by what it met: ZooKeeper silent (the
+// outage's lines), lateness (overload's), the caller's context ended (the
+// program stops the job: Debug), or anything else (once a minute per job).
+func (l *Locker) failed(ctx context.Context, j *job, p *probe, err error) {
+	switch l.kindOf(ctx, err, p) {
+	case failedCancelled:
+		l.log.Debug("run skipped: the job's context ended", "job", j.key, "err", err)
+	case failedUnreachable:
 		l.unreachable(err)
+	case failedLate:
+		l.tellLate(j, lateWhat(err))
 	default:
 		now, last := time.Now().UnixNano(), j.warnedAt.Load()
 		if now-last >= int64(time.Minute) && j.warnedAt.CompareAndSwap(last, now) {
 			l.log.Warn("run skipped: lock failed (warned once a minute per job)", "job", j.key, "err", err)
 		}
-	}
-	if l.cfg.observe != nil {
-		l.cfg.observe(Event{Job: j.key, Outcome: outcomeOf(err), Latency: time.Since(p.entry), Err: err})
 	}
 }
 

@@ -96,17 +96,20 @@ const (
 	failedOther       failureKind = iota
 	failedUnreachable             // ZooKeeper did not answer: the outage's lines
 	failedLate                    // ZooKeeper answered, too late for the Lock: overload
+	failedCancelled               // the caller's context ended: the program stops the job
 )
 
 // kindOf classifies err, a Lock's failure; ctx is the caller's (not Lock's
 // own deadline).
 func (l *Locker) kindOf(ctx context.Context, err error, p *probe) failureKind {
 	switch {
+	case ctx.Err() != nil:
+		return failedCancelled
 	case l.s.State() != zklock.StateConnected:
 		return failedUnreachable
 	case errors.Is(err, ErrSlowWrite):
 		return failedLate
-	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+	case errors.Is(err, context.DeadlineExceeded):
 		if p.silent(l) {
 			return failedUnreachable
 		}

@@ -135,6 +135,7 @@ func run(ctx context.Context, c config, rec *recorder) error {
 		return err
 	}
 	first := c.start.Add(c.offset)
+	rec.lat.first, rec.lat.period = first, c.period
 	from := first
 	if c.join {
 		// The first of the fleet's ticks at least a period from now: time
@@ -209,6 +210,8 @@ func (r *recorder) fired(job string) time.Time {
 func (r *recorder) lockStats() {
 	n, p50, p99, top := r.lat.summary()
 	r.line("lock %s %d %d %d %d", r.name, n, p50.Microseconds(), p99.Microseconds(), top.Microseconds())
+	n, p50, p99, top = r.lat.lagSummary()
+	r.line("lag %s %d %d %d %d", r.name, n, p50.Microseconds(), p99.Microseconds(), top.Microseconds())
 	counts, err := r.lat.counts()
 	r.line("outcomes %s %s %q", r.name, counts, fmt.Sprint(err))
 }
