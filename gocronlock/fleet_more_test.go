@@ -144,22 +144,22 @@ func TestFleetOutsideEnvelope(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		offsets []time.Duration
-		argsFor func(int) []string
+		own     perInstance
 		want    string
 	}{
 		{"no start time", []time.Duration{0, 300 * time.Millisecond, 600 * time.Millisecond},
-			func(int) []string { return []string{"-no-start"} }, "the job runs more than once per tick"},
-		{"windows differ", fleetOffsets, func(i int) []string {
+			func(int) (string, []string) { return "", []string{"-no-start"} }, "the job runs more than once per tick"},
+		{"windows differ", fleetOffsets, func(i int) (string, []string) {
 			if i == 0 {
-				return []string{"-window", "1500ms"}
+				return "", []string{"-window", "1500ms"}
 			}
-			return nil
+			return "", nil
 		}, "the fleet's windows differ"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sideBySide(t)
 			const d = 8 * time.Second
-			f := startFleetAt(t, zktest.Servers(t), c.offsets, c.argsFor, fleet.ModeLocker, d, fleetJobs)
+			f := startFleetAt(t, zktest.Servers(t), c.offsets, c.own, fleet.ModeLocker, d, fleetJobs)
 			var heard time.Time
 			zktest.Eventually(t, time.Until(f.start)+d, "the Locker's warning: "+c.want, func() bool {
 				for _, in := range f.instances {

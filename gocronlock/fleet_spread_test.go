@@ -1,11 +1,13 @@
 package gocronlock_test
 
 import (
+	"flag"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/tierlock/tierlock/gocronlock/internal/fleet"
+	"github.com/tierlock/tierlock/internal/zktest"
 )
 
 // TestFleetSpreadLeave (issue 43, item 2): the spread fleet of
@@ -72,4 +74,53 @@ func rejoined(again *instance, f *fleetRun) string {
 		}
 	}
 	return fmt.Sprintf(", back at half-time (its first run: tick %d)", first)
+}
+
+// oldBinary is a test binary of an earlier version of this module, for
+// TestFleetMixed.
+var oldBinary = flag.String("fleet.old", "", "TestFleetMixed: a test binary of an earlier version of this module (go test -c in a checkout of it)")
+
+// TestFleetMixed (issue 45: a fleet upgraded one instance at a time): the
+// fleet of TestFleetLocker and of TestFleetSpread with its first and last
+// instances of an earlier version (-fleet.old), the middle one of this
+// one: each tick runs once, none twice, and with spreading each instance
+// makes runs. (A fleet left with instances of a version before issue 43
+// alone keeps its defect: one that leaves stops their jobs.) Only with
+// -fleet.old:
+//
+//	git worktree add /somewhere/old <commit> && (cd /somewhere/old/gocronlock && go test -c -o old.test .)
+//	go test -count=1 -v -run TestFleetMixed -fleet.old /somewhere/old/gocronlock/old.test .
+func TestFleetMixed(t *testing.T) {
+	if *oldBinary == "" {
+		t.Skip("a compatibility check: -fleet.old")
+	}
+	for _, spread := range []bool{false, true} {
+		t.Run(map[bool]string{false: "locker", true: "spread"}[spread], func(t *testing.T) {
+			d := *fleetDuration
+			var extra []string
+			if spread {
+				extra = []string{"-spread"}
+			}
+			f := startFleetAt(t, zktest.Servers(t), fleetOffsets, func(i int) (string, []string) {
+				if i == 1 {
+					return "", nil
+				}
+				return *oldBinary, nil
+			}, fleet.ModeLocker, d, fleetJobs, extra...)
+			rs := f.wait(t, time.Until(f.start)+d+40*time.Second, nil)
+			rep := fleet.Check(rs.Runs, fleetJobs, 1, lastTick(d)-1, nil)
+			t.Logf("mixed fleet (node-0 and node-2 of %s, node-1 of this version), spread %t, %v: %v", *oldBinary, spread, d, rep)
+			if len(rep.Duplicates) > 0 {
+				t.Errorf("%d (job, tick) ran more than once: %v", len(rep.Duplicates), rep.Duplicates)
+			}
+			if rep.Coverage() < 0.999 {
+				t.Errorf("%.2f%% of the ticks ran, want at least 99.9%%", 100*rep.Coverage())
+			}
+			for _, in := range f.instances {
+				if spread && rep.PerNode[in.name] == 0 {
+					t.Errorf("%s made no run: the runs did not spread", in.name)
+				}
+			}
+		})
+	}
 }

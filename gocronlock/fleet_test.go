@@ -17,7 +17,10 @@ import (
 // fleetDuration is how long the fleet tests' instances schedule: the
 // default keeps `go test` short; the full run is
 // `go test -run TestFleet -fleet.duration 2m .`.
-var fleetDuration = flag.Duration("fleet.duration", 10*time.Second, "how long the fleet tests' instances schedule")
+var (
+	fleetDuration = flag.Duration("fleet.duration", 10*time.Second, "how long the fleet tests' instances schedule")
+	fleetVerbose  = flag.Bool("fleet.verbose", false, "the fleet tests log the first of each of the instances' warnings in full")
+)
 
 // The shape of gocron issue #841: 3 instances whose timers are 0, 150 and
 // 300 ms apart, 20 jobs every second, jobs of 1 to 50 ms.
@@ -31,6 +34,7 @@ const (
 // instance is one running fleet process and what it wrote.
 type instance struct {
 	name string
+	exe  string   // its binary: "" for this test binary
 	args []string // its flags
 	proc *child.Proc
 	logs zktest.SyncBuffer // its stderr
@@ -60,10 +64,15 @@ func startFleetOn(t *testing.T, servers []string, mode string, duration time.Dur
 	return startFleetAt(t, servers, fleetOffsets, nil, mode, duration, jobs, extra...)
 }
 
-// startFleetAt is startFleetOn with the instances' offsets and, if
-// argsFor is not nil, flags of the i-th instance's own; each instance's
-// stderr (its logs) is kept in the instance.
-func startFleetAt(t *testing.T, servers []string, offsets []time.Duration, argsFor func(i int) []string, mode string, duration time.Duration, jobs int, extra ...string) *fleetRun {
+// perInstance gives the i-th instance of a fleet flags of its own and, if
+// exe is not "", another binary: a test binary of an earlier version of
+// this module, for a fleet upgraded one instance at a time.
+type perInstance func(i int) (exe string, args []string)
+
+// startFleetAt is startFleetOn with the instances' offsets and, if own is
+// not nil, what each instance has of its own; each instance's stderr (its
+// logs) is kept in the instance.
+func startFleetAt(t *testing.T, servers []string, offsets []time.Duration, own perInstance, mode string, duration time.Duration, jobs int, extra ...string) *fleetRun {
 	t.Helper()
 	root := zktest.Path(t)
 	f := &fleetRun{root: root, start: time.Now().Truncate(time.Second).Add(3 * time.Second)}
@@ -74,10 +83,14 @@ func startFleetAt(t *testing.T, servers []string, offsets []time.Duration, argsF
 			"-jobs", fmt.Sprint(jobs), "-period", fleetPeriod.String(), "-offset", off.String(),
 			"-start", fmt.Sprint(f.start.UnixMilli()), "-duration", duration.String(),
 		}, extra...)
-		if argsFor != nil {
-			args = append(args, argsFor(i)...)
+		in := &instance{name: name}
+		if own != nil {
+			var more []string
+			in.exe, more = own(i)
+			args = append(args, more...)
 		}
-		f.launch(t, &instance{name: name, args: args})
+		in.args = args
+		f.launch(t, in)
 	}
 	return f
 }
@@ -85,7 +98,7 @@ func startFleetAt(t *testing.T, servers []string, offsets []time.Duration, argsF
 // launch starts in, an instance of f, and gathers its records.
 func (f *fleetRun) launch(t *testing.T, in *instance) {
 	t.Helper()
-	p, err := child.Start(child.Spec{Role: fleetRole, Task: in.args, Args: []string{"-test.run=^$"}, Stderr: &in.logs})
+	p, err := child.Start(child.Spec{Role: fleetRole, Task: in.args, Exe: in.exe, Args: []string{"-test.run=^$"}, Stderr: &in.logs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +114,7 @@ func (f *fleetRun) launch(t *testing.T, in *instance) {
 // (-join: from the fleet's next tick but one).
 func (f *fleetRun) rejoin(t *testing.T, in *instance) *instance {
 	t.Helper()
-	again := &instance{name: in.name, args: append(slices.Clone(in.args), "-join")}
+	again := &instance{name: in.name, exe: in.exe, args: append(slices.Clone(in.args), "-join")}
 	f.launch(t, again)
 	return again
 }
@@ -267,7 +280,7 @@ func (f *fleetRun) warnings() string {
 	f.mu.Lock()
 	ins := slices.Clone(f.instances)
 	f.mu.Unlock()
-	count := map[string]int{}
+	count, first := map[string]int{}, map[string]string{}
 	for _, in := range ins {
 		for _, line := range strings.Split(in.logs.String(), "\n") {
 			// slog.Default's text: "date time LEVEL message key=value ...".
@@ -275,7 +288,10 @@ func (f *fleetRun) warnings() string {
 				if _, msg, ok := strings.Cut(line, level); ok {
 					msg, _, _ = strings.Cut(msg, ":")
 					msg, _, _ = strings.Cut(msg, " component=")
-					count[strings.TrimSpace(level)+" "+msg]++
+					key := strings.TrimSpace(level) + " " + msg
+					if count[key]++; count[key] == 1 && *fleetVerbose {
+						first[key] = in.name + ": " + line
+					}
 				}
 			}
 		}
@@ -283,6 +299,9 @@ func (f *fleetRun) warnings() string {
 	var out []string
 	for msg, n := range count {
 		out = append(out, fmt.Sprintf("%d × %q", n, msg))
+		if first[msg] != "" {
+			out = append(out, "the first: "+first[msg])
+		}
 	}
 	slices.Sort(out)
 	if len(out) == 0 {

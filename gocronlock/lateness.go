@@ -102,6 +102,7 @@ type lateness struct {
 	sched   schedLag
 	lagP99  time.Duration
 	started bool
+	rolled  bool // a second has passed since the first Lock: lagP99 is one's
 }
 
 // observe adds a Lock's latency.
@@ -115,10 +116,10 @@ func (t *lateness) observe(d time.Duration) {
 	}
 	switch since := now.Sub(t.start); {
 	case since >= 2*time.Second: // idle: nothing of the last second
-		t.prev, t.cur, t.start = latency{}, latency{}, now
+		t.prev, t.cur, t.start, t.rolled = latency{}, latency{}, now, true
 		t.lagP99 = t.sched.p99()
 	case since >= time.Second:
-		t.prev, t.cur, t.start = t.cur, latency{}, now
+		t.prev, t.cur, t.start, t.rolled = t.cur, latency{}, now, true
 		t.lagP99 = t.sched.p99()
 	}
 	t.cur.add(d)
@@ -129,5 +130,10 @@ func (t *lateness) observe(d time.Duration) {
 func (t *lateness) figures() (lock, lag time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.started && !t.rolled {
+		// The first second: the scheduling latency since the first Lock
+		// (read only then, and only where a failure or a symptom asks).
+		t.lagP99 = max(t.lagP99, t.sched.p99())
+	}
 	return p99(&t.cur, &t.prev), t.lagP99
 }

@@ -43,15 +43,15 @@ type heard struct {
 func (h *heard) now() int64 { return int64(time.Since(h.born)) }
 
 // note records an answer, whatever it said, when err is one: nil or the
-// server's refusal, not a deadline nor a lost connection. It reports
-// whether it was.
+// server's refusal, not a deadline, a lapsed lease nor a lost connection.
+// It reports whether it was.
 func (h *heard) note(err error) bool {
-	if err == nil || (!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) &&
-		!errors.Is(err, zklock.ErrSessionClosed) && !connectionError(err)) {
-		h.at.Store(h.now())
-		return true
+	if err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, zklock.ErrSessionClosed) || errors.Is(err, zklock.ErrLeaseExpired) || connectionError(err)) {
+		return false
 	}
-	return false
+	h.at.Store(h.now())
+	return true
 }
 
 // probe follows one Lock's requests, to tell, when the Lock fails on its
@@ -62,9 +62,8 @@ type probe struct {
 	pending int64     // the send of the request being waited for (heard's clock); 0: none
 }
 
-// ask notes a request about to be sent; got, its return (err): an
-// answer, or the end of the wait for one, which leaves the request
-// pending.
+// ask notes a request about to be sent; got, its return (err): an answer,
+// or the end of the wait for one, which leaves the request pending.
 func (p *probe) ask(l *Locker, ctx context.Context) {
 	p.pending = 0
 	if ctx.Err() == nil {
@@ -78,15 +77,27 @@ func (p *probe) got(l *Locker, err error) {
 	}
 }
 
-// silent reports whether the Lock failed waiting for a request, and
-// ZooKeeper had answered none of the Locker's requests for half the lock
-// timeout or more, that one's included. A Lock that failed between
-// requests (this process was slow) or while other requests were answered
-// (ZooKeeper answered, late) did not meet an outage: those were counted
-// as one, and ZooKeeper's returns logged, at each turn of a loaded fleet
+// silent reports whether the Lock, failed with err, met ZooKeeper silent:
+// for half the lock timeout or more, ZooKeeper had answered none of the
+// Locker's requests, the one the Lock waited for included (or any, when
+// the session's lease lapsed: its writes not confirmed in time, by a
+// server silent or late), while this process was not so slow (its
+// scheduling latency under a quarter of the timeout) that its own lag
+// could explain the silence. A Lock that failed between requests (this
+// process was slow) or while the Locker's other requests were answered
+// (ZooKeeper answered, late) did not meet an outage: those were counted as
+// one, and ZooKeeper's returns logged, at each turn of a loaded fleet
 // (issue 43, item 8).
-func (p *probe) silent(l *Locker) bool {
-	return p.pending != 0 && l.heard.now()-max(l.heard.at.Load(), p.pending) >= int64(l.cfg.timeout/2)
+func (p *probe) silent(l *Locker, err error) bool {
+	since := p.pending
+	switch {
+	case errors.Is(err, zklock.ErrLeaseExpired):
+		since = 0
+	case since == 0:
+		return false
+	}
+	_, lag := l.late.figures()
+	return l.heard.now()-max(l.heard.at.Load(), since) >= int64(l.cfg.timeout/2) && lag < l.cfg.timeout/4
 }
 
 // failureKind is what a failed Lock met.
@@ -109,8 +120,10 @@ func (l *Locker) kindOf(ctx context.Context, err error, p *probe) failureKind {
 		return failedUnreachable
 	case errors.Is(err, ErrSlowWrite):
 		return failedLate
-	case errors.Is(err, context.DeadlineExceeded):
-		if p.silent(l) {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, zklock.ErrLeaseExpired):
+		// ZooKeeper may have answered, late: a lease lapses on round
+		// trips longer than its bound too.
+		if p.silent(l, err) {
 			return failedUnreachable
 		}
 		return failedLate
@@ -137,6 +150,18 @@ func (l *Locker) unreachable(err error) {
 	if first {
 		l.log.Warn("ZooKeeper unreachable: runs are skipped until it answers", "state", l.s.State(), "err", err)
 	}
+}
+
+// duringOutage reports whether an outage is on (its end not yet
+// settled); a Lock late then counts as one of its skipped runs.
+func (l *Locker) duringOutage() bool {
+	o := &l.out
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.down {
+		o.skipped++
+	}
+	return o.down
 }
 
 // reached notes a Lock that ZooKeeper answered.
@@ -167,7 +192,7 @@ func (l *Locker) reached() {
 // ZooKeeper did not answer.
 func connectionError(err error) bool {
 	for _, e := range []error{zk.ErrConnectionClosed, zk.ErrNoServer, zk.ErrSessionExpired, zk.ErrClosing,
-		zklock.ErrDisconnected, zklock.ErrSessionExpired, zklock.ErrLeaseExpired, zklock.ErrOutcomeUnknown} {
+		zklock.ErrDisconnected, zklock.ErrSessionExpired, zklock.ErrOutcomeUnknown} {
 		if errors.Is(err, e) {
 			return true
 		}

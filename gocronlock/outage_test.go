@@ -14,6 +14,7 @@ import (
 
 	"github.com/tierlock/tierlock/gocronlock"
 	"github.com/tierlock/tierlock/internal/faultproxy"
+	"github.com/tierlock/tierlock/internal/zkserver"
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -101,7 +102,7 @@ func gocronlockLines(logs string) []string {
 func TestSlowLocksAreNoOutage(t *testing.T) {
 	s, logs := logged(t, zktest.Servers(t))
 	l, err := gocronlock.NewLocker(s, zktest.Path(t), gocronlock.WithWindow(time.Millisecond),
-		gocronlock.WithLockTimeout(150*time.Millisecond))
+		gocronlock.WithLockTimeout(400*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestSlowLocksAreNoOutage(t *testing.T) {
 	var stall atomic.Bool
 	defer gocronlock.SetAfterReadHook(func(string) {
 		if stall.Load() {
-			time.Sleep(250 * time.Millisecond)
+			time.Sleep(500 * time.Millisecond)
 		}
 	})()
 	ctx := zktest.Context(t, 30*time.Second)
@@ -181,6 +182,64 @@ func TestOutageFlapsLogTwoLines(t *testing.T) {
 	lines := gocronlockLines(logs.String())
 	t.Logf("the Locker's %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
 	if len(lines) != 2 || !strings.Contains(lines[0], "ZooKeeper unreachable") || !strings.Contains(lines[1], "ZooKeeper reachable again") {
+		t.Errorf("%d lines, want 2: unreachable, then reachable again", len(lines))
+	}
+}
+
+// TestOutageFollowerCut: the session's server, a follower, cut from the
+// ensemble's leader for 2.5 s, under its syncLimit, so that it keeps its
+// clients and answers their pings: the session stays connected, and the
+// first write that waits for the leader holds every later request of the
+// session (they are served in order). That is an outage, two lines, not
+// overload.
+func TestOutageFollowerCut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a private ensemble")
+	}
+	zc := zktest.Ensemble(t, 3, zkserver.WithPeerProxies(), zkserver.WithSyncLimit(25))
+	ctx := zktest.Context(t, 90*time.Second)
+	leader, err := zc.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower := (leader + 1) % 3
+	s, logs := logged(t, []string{zc.Addr(follower)}, zklock.WithSessionTimeout(10*time.Second))
+	l, err := gocronlock.NewLocker(s, "/gocron-cut", gocronlock.WithWindow(50*time.Millisecond),
+		gocronlock.WithLockTimeout(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				_, _ = runOnce(ctx, l, fmt.Sprint("job-", i), nil)
+			}
+		})
+	}
+	time.Sleep(time.Second)
+	if err := zc.PartitionMember(follower); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if err := zc.HealMember(follower); err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, 30*time.Second, "the Locker's line when ZooKeeper is back", func() bool {
+		return strings.Contains(logs.String(), "ZooKeeper reachable again")
+	})
+	close(stop)
+	wg.Wait()
+	lines := gocronlockLines(logs.String())
+	t.Logf("the Locker's %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
+	if len(lines) != 2 || !strings.Contains(lines[0], "ZooKeeper unreachable") {
 		t.Errorf("%d lines, want 2: unreachable, then reachable again", len(lines))
 	}
 }

@@ -52,9 +52,12 @@ func (l *Locker) overloaded(w time.Duration) bool {
 }
 
 // tellLate notes a symptom of lateness (what) of j: the summary when an
-// overload begins, the job's line once.
+// overload begins, the job's line once; nothing during an outage.
 func (l *Locker) tellLate(j *job, what string) {
-	lock, lag := l.late.figures()
+	if l.duringOutage() {
+		// The outage's doing: requests held through it come back late.
+		return
+	}
 	o := &l.over
 	o.mu.Lock()
 	begins := !o.on.Load()
@@ -69,6 +72,10 @@ func (l *Locker) tellLate(j *job, what string) {
 		o.jobs++
 	}
 	o.mu.Unlock()
+	if !begins && !tell {
+		return
+	}
+	lock, lag := l.late.figures()
 	if begins {
 		l.log.Warn("overloaded: runs start late, so ticks are lost or run twice; give each process fewer jobs, widen the window (WithWindow: it must stay below the jobs' period less the fleet's spread), or add instances; if ZooKeeper's answers are what is slow (Lock's latency high, the scheduling latency low), a faster ensemble",
 			"lock_p99", lock.Round(time.Millisecond), "scheduling_latency_p99", lag.Round(time.Millisecond), "window", j.window)
