@@ -160,12 +160,13 @@ func TestFleetCapacity(t *testing.T) {
 		rows = append(rows, fmt.Sprintf("%d jobs/s per instance: %.2f%% ran, %d twice (%d by a late timer); warnings: %s",
 			jobs, 100*sc.rep.Coverage(), len(sc.rep.Duplicates), len(sc.late), sc.warnings))
 		if !once {
+			// The counts' keys: N × "LEVEL message".
 			for _, wrong := range []string{"ZooKeeper unreachable", "the job runs more than once per tick", "the job's first attempt of a tick", "run skipped"} {
-				if strings.Contains(sc.warnings, wrong) {
+				if strings.Contains(sc.warnings, `"WARN `+wrong) {
 					t.Errorf("%d jobs: overload told as something else: %q", jobs, wrong)
 				}
 			}
-			if !strings.Contains(sc.warnings, "overloaded") {
+			if !strings.Contains(sc.warnings, `"WARN overloaded"`) {
 				t.Errorf("%d jobs: ticks lost or run twice, and no word of overload", jobs)
 			}
 		}
