@@ -124,9 +124,9 @@
 // gocron's default name, and so one key; windows that differ; a job that
 // runs more than once per tick; first attempts of a tick that skip. An
 // outage of ZooKeeper is logged in two lines, when a Lock first fails to
-// reach it (ZooKeeper silent for half the lock timeout while this process
-// was not too slow to hear it, or the session not connected: a Lock that
-// timed out while ZooKeeper answered is none) and
+// reach it (ZooKeeper silent for the lock timeout while this process was
+// not too slow to hear it, or the session not connected: a Lock that timed
+// out while ZooKeeper answered is none) and
 // when ZooKeeper has answered again for 5 s (outage.go). A fleet too busy
 // for its jobs is told so, not as a misconfigured fleet nor as an outage
 // (overload.go): a run its write confirmed too late (ErrSlowWrite), a Lock

@@ -175,13 +175,16 @@ func (l *Locker) report(ctx context.Context, j *job, p *probe, err error) {
 	}
 }
 
-// failed logs a failed Lock by what it met: ZooKeeper silent (the
-// outage's lines), lateness (overload's), the caller's context ended (the
-// program stops the job: Debug), or anything else (once a minute per job).
+// failed logs a failed Lock by what it met: ZooKeeper silent for long
+// (the outage's lines) or not yet (Debug), lateness (overload's), the
+// caller's context ended (the program stops the job: Debug), or anything
+// else (once a minute per job).
 func (l *Locker) failed(ctx context.Context, j *job, p *probe, err error) {
 	switch l.kindOf(ctx, err, p) {
 	case failedCancelled:
 		l.log.Debug("run skipped: the job's context ended", "job", j.key, "err", err)
+	case failedSilent:
+		l.log.Debug("run skipped: ZooKeeper silent", "job", j.key, "err", err)
 	case failedUnreachable:
 		l.unreachable(err)
 	case failedLate:

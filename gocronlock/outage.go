@@ -77,27 +77,35 @@ func (p *probe) got(l *Locker, err error) {
 	}
 }
 
-// silent reports whether the Lock, failed with err, met ZooKeeper silent:
-// for half the lock timeout or more, ZooKeeper had answered none of the
-// Locker's requests, the one the Lock waited for included (or any, when
-// the session's lease lapsed: its writes not confirmed in time, by a
-// server silent or late), while this process was not so slow (its
-// scheduling latency under a quarter of the timeout) that its own lag
-// could explain the silence. A Lock that failed between requests (this
-// process was slow) or while the Locker's other requests were answered
-// (ZooKeeper answered, late) did not meet an outage: those were counted as
-// one, and ZooKeeper's returns logged, at each turn of a loaded fleet
-// (issue 43, item 8).
-func (p *probe) silent(l *Locker, err error) bool {
-	since := p.pending
+// silence says how silent ZooKeeper was to the Lock, failed with err:
+// failedUnreachable when it had answered none of the Locker's requests
+// for the lock timeout, while the Lock waited for one for half of it or
+// more (or the session's lease lapsed: its writes not confirmed in time,
+// by a server silent or late); failedSilent when for half the timeout
+// only (a busy server's pause, or an outage's first moments: nothing is
+// told until it lasts); failedLate otherwise. Silence counts only while
+// this process was not so slow (its scheduling latency under a quarter of
+// the timeout) that its own lag could explain it. A Lock that failed
+// between requests (this process was slow) or while the Locker's other
+// requests were answered (ZooKeeper answered, late) did not meet an
+// outage: those were counted as one, and ZooKeeper's returns logged, at
+// each turn of a loaded fleet (issue 43, item 8).
+func (p *probe) silence(l *Locker, err error) failureKind {
+	t := int64(l.cfg.timeout)
+	now, out := l.heard.now(), p.pending
 	switch {
 	case errors.Is(err, zklock.ErrLeaseExpired):
-		since = 0
-	case since == 0:
-		return false
+		out = now - t/2
+	case out == 0:
+		return failedLate
 	}
-	_, lag := l.late.figures()
-	return l.heard.now()-max(l.heard.at.Load(), since) >= int64(l.cfg.timeout/2) && lag < l.cfg.timeout/4
+	if _, lag := l.late.figures(); lag >= l.cfg.timeout/4 || now-out < t/2 {
+		return failedLate
+	}
+	if now-l.heard.at.Load() >= t {
+		return failedUnreachable
+	}
+	return failedSilent
 }
 
 // failureKind is what a failed Lock met.
@@ -108,6 +116,7 @@ const (
 	failedUnreachable             // ZooKeeper did not answer: the outage's lines
 	failedLate                    // ZooKeeper answered, too late for the Lock: overload
 	failedCancelled               // the caller's context ended: the program stops the job
+	failedSilent                  // ZooKeeper silent, not yet for long: nothing told
 )
 
 // kindOf classifies err, a Lock's failure; ctx is the caller's (not Lock's
@@ -123,10 +132,7 @@ func (l *Locker) kindOf(ctx context.Context, err error, p *probe) failureKind {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, zklock.ErrLeaseExpired):
 		// ZooKeeper may have answered, late: a lease lapses on round
 		// trips longer than its bound too.
-		if p.silent(l, err) {
-			return failedUnreachable
-		}
-		return failedLate
+		return p.silence(l, err)
 	case connectionError(err):
 		return failedUnreachable
 	}
