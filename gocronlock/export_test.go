@@ -24,3 +24,11 @@ func JobCount(l *Locker) int {
 	defer l.mu.Unlock()
 	return len(l.jobs)
 }
+
+// SetOverloadSettle sets how long an overload must settle to be over,
+// until the returned function is called.
+func SetOverloadSettle(d time.Duration) (restore func()) {
+	old := overloadSettle
+	overloadSettle = d
+	return func() { overloadSettle = old }
+}

@@ -188,7 +188,9 @@ func (l *Locker) failed(ctx context.Context, j *job, p *probe, err error) {
 	case failedUnreachable:
 		l.unreachable(err)
 	case failedLate:
-		l.tellLate(j, lateWhat(err))
+		if !l.duringOutage(true) {
+			l.tellLate(j, lateWhat(err))
+		}
 	default:
 		now, last := time.Now().UnixNano(), j.warnedAt.Load()
 		if now-last >= int64(time.Minute) && j.warnedAt.CompareAndSwap(last, now) {

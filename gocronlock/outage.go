@@ -159,12 +159,13 @@ func (l *Locker) unreachable(err error) {
 }
 
 // duringOutage reports whether an outage is on (its end not yet
-// settled); a Lock late then counts as one of its skipped runs.
-func (l *Locker) duringOutage() bool {
+// settled); with skip, a run skipped then counts as one of its skipped
+// runs.
+func (l *Locker) duringOutage(skip bool) bool {
 	o := &l.out
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.down {
+	if o.down && skip {
 		o.skipped++
 	}
 	return o.down

@@ -28,8 +28,9 @@ import (
 // symptoms as before.
 
 // overloadSettle is how long an overload must go without a late Lock, and
-// with the lateness under a quarter of the window, to be over.
-const overloadSettle = 30 * time.Second
+// with the lateness under a quarter of the window, to be over (a variable
+// for the tests).
+var overloadSettle = 30 * time.Second
 
 // overload is an episode of it.
 type overload struct {
@@ -54,7 +55,7 @@ func (l *Locker) overloaded(w time.Duration) bool {
 // tellLate notes a symptom of lateness (what) of j: the summary when an
 // overload begins, the job's line once; nothing during an outage.
 func (l *Locker) tellLate(j *job, what string) {
-	if l.duringOutage() {
+	if l.duringOutage(false) {
 		// The outage's doing: requests held through it come back late.
 		return
 	}

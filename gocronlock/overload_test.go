@@ -58,3 +58,40 @@ func TestOverloadToldAsOverload(t *testing.T) {
 		}
 	}
 }
+
+// TestOverloadEnds: an overload (Locks past their timeout while ZooKeeper
+// answered) is said when it begins and, once Locks have been quick for the
+// settling time (2 s here, 30 s by default), when it ends: two lines for
+// the Locker, and one for the job.
+func TestOverloadEnds(t *testing.T) {
+	defer gocronlock.SetOverloadSettle(2 * time.Second)()
+	s, logs := logged(t, zktest.Servers(t))
+	l, err := gocronlock.NewLocker(s, zktest.Path(t), gocronlock.WithWindow(100*time.Millisecond),
+		gocronlock.WithLockTimeout(400*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var stall atomic.Bool
+	defer gocronlock.SetAfterReadHook(func(string) {
+		if stall.Load() {
+			time.Sleep(500 * time.Millisecond)
+		}
+	})()
+	ctx := zktest.Context(t, 30*time.Second)
+	stall.Store(true)
+	for range 3 {
+		_, _ = runOnce(ctx, l, "job", nil)
+	}
+	stall.Store(false)
+	zktest.Eventually(t, 10*time.Second, "the overload's end", func() bool {
+		time.Sleep(gocronlock.AfterWindow(100 * time.Millisecond))
+		_, _ = runOnce(ctx, l, "job", nil)
+		return strings.Contains(logs.String(), "no longer overloaded")
+	})
+	lines := gocronlockLines(logs.String())
+	t.Logf("the Locker's %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
+	if len(lines) != 3 || !strings.Contains(lines[0], "overloaded") || !strings.Contains(lines[2], "no longer overloaded") {
+		t.Errorf("%d lines, want 3: overloaded, the job's, no longer overloaded", len(lines))
+	}
+}
