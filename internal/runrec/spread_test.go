@@ -75,7 +75,7 @@ func TestSpreadLeaveCostsOneTick(t *testing.T) {
 }
 
 // TestSpreadFleetChurn: random fleets of up to six instances that leave
-// and come back, every order of arrival, 20,000 ticks per seed: never two
+// and come back, every order of arrival, 5,000 ticks per seed: never two
 // runs in a tick, and a tick lost (instances came, none ran) only for an
 // instance that left: at most one lost tick per departure. The runs spread:
 // in the ticks of a stable fleet of three, each instance makes a third.
@@ -99,7 +99,7 @@ func TestSpreadFleetChurn(t *testing.T) {
 	}
 }
 
-// churn plays 20,000 ticks of a fleet whose instances leave and come back
+// churn plays 5,000 ticks of a fleet whose instances leave and come back
 // at random, and returns the ticks lost and the departures.
 // With charged, each tick lost must follow a departure not charged yet.
 func churn(t *testing.T, seed uint64, charged bool, derive func(by string) deriver) (lost, left int) {
@@ -108,7 +108,7 @@ func churn(t *testing.T, seed uint64, charged bool, derive func(by string) deriv
 	names := []string{"n0", "n1", "n2", "n3", "n4", "n5"}
 	present := map[string]bool{"n0": true, "n1": true, "n2": true}
 	var s sim
-	for n := int64(1); n <= 20000; n++ {
+	for n := int64(1); n <= 5000; n++ {
 		for _, name := range names {
 			switch {
 			case present[name] && rng.IntN(100) == 0:
