@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -40,8 +39,8 @@ type decision struct {
 // serializes the decisions (attempt). The lock keeps runs from
 // overlapping: a run of an earlier tick still going elsewhere makes this
 // one skip (ErrLockHeld), its tick counted as run.
-func (l *Locker) take(ctx context.Context, j *job, entry time.Time) (*zklock.Hold, decision, error) {
-	d, err := l.claim(ctx, j, entry)
+func (l *Locker) take(ctx context.Context, j *job, p *probe) (*zklock.Hold, decision, error) {
+	d, err := l.claim(ctx, j, p)
 	switch {
 	case err != nil:
 		return nil, d, err
@@ -53,7 +52,9 @@ func (l *Locker) take(ctx context.Context, j *job, entry time.Time) (*zklock.Hol
 	case d.verdict != runrec.Run:
 		return nil, d, fmt.Errorf("%w: job %q", ErrAlreadyRan, j.key)
 	}
+	p.ask(l, ctx)
 	h, ok, err := j.lock.TryAcquire(ctx)
+	p.got(l, err)
 	switch {
 	case err != nil:
 		return nil, d, fmt.Errorf("gocronlock: job %q: %w (the tick is lost: counted as run)", j.key, err)
@@ -65,11 +66,11 @@ func (l *Locker) take(ctx context.Context, j *job, entry time.Time) (*zklock.Hol
 
 // claim applies the rule. A version conflict (a write this instance did
 // not see) is read again, twice at most.
-func (l *Locker) claim(ctx context.Context, j *job, entry time.Time) (decision, error) {
+func (l *Locker) claim(ctx context.Context, j *job, p *probe) (decision, error) {
 	var d decision
 	var err error
 	for range 3 {
-		d, err = l.attempt(ctx, j, entry)
+		d, err = l.attempt(ctx, j, p)
 		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) {
 			return d, err
 		}
@@ -82,18 +83,24 @@ func (l *Locker) claim(ctx context.Context, j *job, entry time.Time) (decision, 
 // (a decision this instance did not see), so that the decisions form one
 // chain in which each stands on the previous one. Its reply's Stat (mtime,
 // Mzxid) decides, with what it read (runrec.Record.Verdict, Confirms).
-func (l *Locker) attempt(ctx context.Context, j *job, entry time.Time) (decision, error) {
+func (l *Locker) attempt(ctx context.Context, j *job, p *probe) (decision, error) {
 	conn := l.s.Conn()
 	if conn == nil {
 		return decision{}, zklock.ErrSessionClosed
 	}
+	entry := p.entry
 	d := decision{rec: runrec.Record{Window: ms(j.window), By: l.by}}
+	p.ask(l, ctx)
 	data, stat, err := getNode(ctx, conn, j.runPath)
+	p.got(l, err)
 	if errors.Is(err, zk.ErrNoNode) {
 		// The job's first run: nothing before it, so the write runs. Its
 		// parents are the lock's (containers, made by zklock).
 		d.rec.Delay = time.Since(entry).Milliseconds()
-		if err := l.createRun(ctx, conn, j, d.rec.Encode()); err != nil {
+		p.ask(l, ctx)
+		err := l.createRun(ctx, conn, j, d.rec.Encode())
+		p.got(l, err)
+		if err != nil {
 			return d, fmt.Errorf("gocronlock: job %q: create run node: %w", j.key, err)
 		}
 		d.verdict, d.first, d.decided = runrec.Run, true, true
@@ -115,7 +122,7 @@ func (l *Locker) attempt(ctx context.Context, j *job, entry time.Time) (decision
 	d.rec.Last, d.rec.LastBy, d.rec.Runs = d.prev.At, d.prev.By, d.prev.Runs
 	d.rec.Prev, d.rec.Epoch = stat.Mtime, runrec.EpochOf(stat.Mzxid)
 	if l.cfg.spread {
-		d.rec.Recent, d.rec.Since, d.rec.Yield = d.prev.Recent, d.prev.Since, l.yields(d.prev)
+		d.rec.Recent, d.rec.Since, d.rec.Yield = d.prev.Recent, d.prev.Since, d.prev.Yields(l.by)
 	}
 	// Measured last, as near the send as the Locker can: the read's
 	// latency leaves the tick's spread (see the package doc).
@@ -125,7 +132,9 @@ func (l *Locker) attempt(ctx context.Context, j *job, entry time.Time) (decision
 	// Through the session's writer, in one multi with the session's other
 	// waiting writes (the jobs' locks' creates and deletes, other jobs'
 	// records): at a thousand jobs a second, one transaction for many.
+	p.ask(l, ctx)
 	res, err := l.s.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: data, Version: stat.Version})
+	p.got(l, err)
 	if err != nil {
 		return d, fmt.Errorf("gocronlock: job %q: write run node: %w", j.key, err)
 	}
@@ -144,11 +153,7 @@ func (l *Locker) attempt(ctx context.Context, j *job, entry time.Time) (decision
 		// twice).
 		d.late = answered
 	}
-	if d.rec.Yield && d.verdict != runrec.Run {
-		eager := d.rec
-		eager.Yield = false
-		d.yielded = eager.Verdict(mtime, epoch) == runrec.Run
-	}
+	d.yielded = d.rec.SteppedBack(mtime, epoch)
 	return d, nil
 }
 
@@ -236,24 +241,6 @@ func (l *Locker) ensure(ctx context.Context, conn *zk.Conn, p string) error {
 		return err
 	}
 	return mk(p, 0)
-}
-
-// yields reports whether this instance steps back from the tick it is
-// about to decide (WithSpread): when it made one of the last k runs, k
-// being how many other instances showed themselves alive since the last
-// run (the runner, and those that wrote after it). Of k+1 instances one at
-// least made none of the last k runs and never steps back, so a tick is
-// lost only when that one does not come (it died, or met the lock held);
-// the rule decides as ever, so no tick runs twice.
-func (l *Locker) yields(prev runrec.Last) bool {
-	alive := map[string]bool{}
-	for _, n := range append([]string{prev.By}, prev.Since...) {
-		if n != "" && n != l.by {
-			alive[n] = true
-		}
-	}
-	k := min(len(alive), len(prev.Recent))
-	return k > 0 && slices.Contains(prev.Recent[:k], l.by)
 }
 
 // testHookAfterRead, set by tests only, runs between the read and the

@@ -124,20 +124,38 @@
 // gocron's default name, and so one key; windows that differ; a job that
 // runs more than once per tick; first attempts of a tick that skip. An
 // outage of ZooKeeper is logged in two lines, when a Lock first fails to
-// reach it and when one reaches it again (outage.go). WithObserver hears
+// reach it (ZooKeeper silent for the lock timeout while this process was
+// not too slow to hear it, or the session not connected: a Lock that timed
+// out while ZooKeeper answered is none) and
+// when ZooKeeper has answered again for 5 s (outage.go). A fleet too busy
+// for its jobs is told so, not as a misconfigured fleet nor as an outage
+// (overload.go): a run its write confirmed too late (ErrSlowWrite), a Lock
+// past its timeout while ZooKeeper answered, and, while this instance
+// measures itself late, the envelope's symptoms are overload, said in a
+// line when it begins (the Lock's latency and the process's scheduling
+// latency, 99th percentiles, and what to change), once per job, and in a
+// line when it ends (lateness.go measures). WithObserver hears
 // every Lock (lockmetrics.Collector.ObserveJob exports them); LastRun, and
 // tierlock ls on the root, tell each job's last run and who made it;
-// RemoveJob deletes a retired job's nodes.
+// RemoveJob deletes a retired job's nodes, once no attempt of a tick it
+// ran can still decide (ErrJobActive while an instance schedules it).
 //
 // # Spreading
 //
 // The instance whose timer fires first makes every run. WithSpread makes
 // an instance step back (ErrYielded) when it made one of the job's last k
-// runs, k being how many other instances the run node shows alive since
-// the last run (the runner and the later writers): of k+1 instances one
-// at least made none of the last k runs and never steps back. Stepping
-// back is a skip, so it cannot make a tick run twice; a tick is lost when
-// the instance it was left to does not come.
+// runs, k being how many other instances the run node shows alive: the
+// last run's runner, and the instances that wrote since that run or since
+// the last step back, whichever came later. Of k+1 instances one at least
+// made none of the last k runs and never steps back. Stepping back is a
+// skip, so it cannot make a tick run twice. A step back starts the list
+// afresh: the instances it leaves the tick to count as alive again only by
+// writing after it. So an instance that leaves costs a job at most the one
+// tick left to it; the next tick's attempts no longer step back for it
+// (runrec.TestSpreadFleetChurn, TestSpreadAfterALeave,
+// TestFleetSpreadLeave). The run node's format is the one of the versions
+// before: instances of those, which keep a writer in the list until the
+// next run, can share a fleet with these (runrec.TestSpreadMixedFleet).
 //
 // # A run's context
 //

@@ -31,6 +31,10 @@ var (
 	// tick (see the package doc, "The window"): the tick is lost, never
 	// run twice.
 	ErrSlowWrite = errors.New("gocronlock: run node write answered too late")
+	// ErrJobActive reports a RemoveJob refused because an instance still
+	// schedules the job: it wrote the job's run node while RemoveJob
+	// waited for the last run to age (see RemoveJob). Nothing was deleted.
+	ErrJobActive = errors.New("gocronlock: job still scheduled")
 	// ErrInvalidKey reports a job name that cannot name a lock: empty,
 	// longer than MaxKeyLen bytes, or making, once escaped below the
 	// Locker's root, a path longer than ZooKeeper takes (see

@@ -2,6 +2,7 @@ package gocronlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -89,6 +90,44 @@ func ExampleNewElector() {
 	// Output:
 	// leader: instance-0
 	// leader: instance-1
+}
+
+// A job no instance schedules any more leaves its nodes below the root:
+// RemoveJob deletes them, once its last run is a window and a lock
+// timeout old, so that no late attempt of a tick it ran can run that tick
+// again; while an instance still schedules the job it deletes nothing.
+func ExampleLocker_RemoveJob() {
+	ctx := context.Background()
+	s, err := zklock.Connect(ctx, zktest.Addrs(), zklock.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+	locker, err := gocronlock.NewLocker(s, "/examples/gocronlock/remove",
+		gocronlock.WithWindow(100*time.Millisecond), gocronlock.WithLockTimeout(200*time.Millisecond))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer locker.Close()
+	// The job's last run (gocron calls Lock and Unlock).
+	if lk, err := locker.Lock(ctx, "retired-report"); err == nil {
+		_ = lk.Unlock(ctx)
+	}
+	// Later, the job gone from every instance's schedule:
+	switch err := locker.RemoveJob(ctx, "retired-report"); {
+	case errors.Is(err, gocronlock.ErrJobActive):
+		fmt.Println("an instance still schedules it")
+	case errors.Is(err, gocronlock.ErrLockHeld):
+		fmt.Println("a run of it is going on: try again later")
+	case err != nil:
+		fmt.Println(err)
+	default:
+		last, _ := locker.LastRun(ctx, "retired-report")
+		fmt.Println("removed; last run recorded:", !last.At.IsZero())
+	}
+	// Output: removed; last run recorded: false
 }
 
 // waitLeader waits up to 5 s until e leads.

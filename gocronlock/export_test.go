@@ -17,3 +17,18 @@ var NodeName = nodeName
 // AfterWindow is how long after a run of a job of window w its next
 // attempt runs: the window, and a margin for the latencies.
 func AfterWindow(w time.Duration) time.Duration { return w + 20*time.Millisecond }
+
+// JobCount is how many job entries l keeps.
+func JobCount(l *Locker) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.jobs)
+}
+
+// SetOverloadSettle sets how long an overload must settle to be over,
+// until the returned function is called.
+func SetOverloadSettle(d time.Duration) (restore func()) {
+	old := overloadSettle
+	overloadSettle = d
+	return func() { overloadSettle = old }
+}

@@ -1,26 +1,19 @@
 package gocronlock_test
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/tierlock/tierlock/gocronlock"
 	"github.com/tierlock/tierlock/gocronlock/internal/fleet"
 	"github.com/tierlock/tierlock/internal/zkserver"
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/zklock"
 )
 
-var (
-	scaleJobs     = flag.Int("fleet.scale.jobs", 0, "TestFleetScale: jobs per instance, each ticking every second (default 1000; 150 under -race, whose instances are several times slower)")
-	scaleDuration = flag.Duration("fleet.scale.duration", 6*time.Second, "TestFleetScale: how long the instances schedule")
-	zkSh          = flag.Bool("fleet.zksh", false, "run TestFleetElectorZkSh: failovers on a server of scripts/zk.sh's tickTime (about 1 min)")
-)
+var zkSh = flag.Bool("fleet.zksh", false, "run TestFleetElectorZkSh: failovers on a server of scripts/zk.sh's tickTime (about 1 min)")
 
 // TestFleetSpread (issue 39, item 6): with WithSpread the fleet's runs
 // spread over its instances (each between 25 % and 42 % of the runs),
@@ -45,91 +38,6 @@ func TestFleetSpread(t *testing.T) {
 		if share := float64(rep.PerNode[in.name]) / float64(rep.Runs); share < 0.25 || share > 0.42 {
 			t.Errorf("%s made %.1f%% of the runs, want 25-42%%", in.name, 100*share)
 		}
-	}
-}
-
-// zxid reads the shared server's last zxid (srvr).
-func zxid(t *testing.T) int64 {
-	t.Helper()
-	out, err := zktest.Cluster(t).FourLetter(context.Background(), 0, "srvr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(out, "\n") {
-		if v, ok := strings.CutPrefix(line, "Zxid: "); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 0, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("no Zxid in srvr: %q", out)
-	return 0
-}
-
-// TestFleetScale (issue 38): three instances with -fleet.scale.jobs jobs
-// each (1,000: a thousand Lock calls a second per instance), timers 0, 150
-// and 300 ms apart, jobs of 1-50 ms: every tick once, at least 99.9 % of
-// the ticks run; Lock's latency and the ZooKeeper transactions per tick
-// are reported. The full run: -fleet.scale.duration 2m, without -race.
-func TestFleetScale(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fleet test: -short")
-	}
-	d, jobs := *scaleDuration, *scaleJobs
-	if jobs == 0 {
-		jobs = map[bool]int{false: 1000, true: 150}[raceBuild]
-	}
-	before := zxid(t)
-	f := startFleetOn(t, zktest.Servers(t), fleet.ModeLocker, d, jobs)
-	rs := f.wait(t, time.Until(f.start)+d+60*time.Second, nil)
-	txns := zxid(t) - before
-	// A new job's first run makes its nodes: a thousand new jobs at once
-	// slow the first two ticks (a create answered late counts as a run,
-	// dated late, and the next tick skips). Those are a fleet's first
-	// deployment, not its life: tick 1 is reported (ticks with runs
-	// missing, below) and not counted.
-	rep := fleet.Check(rs.Runs, jobs, 2, lastTick(d)-1, nil)
-	var stats []string
-	for _, l := range rs.Locks {
-		stats = append(stats, fmt.Sprintf("%s: %d Locks, p50 %v, p99 %v, max %v", l.Node, l.N, l.P50, l.P99, l.Max))
-	}
-	ticks := float64(jobs) * float64(lastTick(d)+1) // for the transactions: every tick
-	perTick := map[int64]int{}
-	for _, r := range rs.Runs {
-		perTick[r.Tick]++
-	}
-	var short []string
-	for tick := int64(1); tick < lastTick(d); tick++ {
-		if n := perTick[tick]; n < jobs {
-			short = append(short, fmt.Sprintf("%d:%d", tick, jobs-n))
-		}
-	}
-	t.Logf("ticks with runs missing (tick:missing): %s", strings.Join(short, " "))
-	t.Logf("scale fleet, %v, 3 × %d jobs every %v: %v; Lock latency: %s; %.2f ZooKeeper transactions per (job, tick); outcomes: %s",
-		d, jobs, fleetPeriod, rep, strings.Join(stats, "; "), float64(txns)/ticks, strings.Join(rs.Outcomes, "; "))
-	// Two runs named by one tick whose timers fired a window apart or more
-	// are a timer gocron fired too late to be named by its tick (the
-	// machine overloaded): outside the envelope, and not what the rule
-	// rules out. Those closer are.
-	var late, twice []string
-	for k, gap := range fleet.Gaps(rs.Runs, rep.Duplicates) {
-		s := fmt.Sprintf("%s/%d: %v", k.Job, k.Tick, gap.Round(time.Millisecond))
-		if gap >= gocronlock.DefaultWindow {
-			late = append(late, s)
-		} else {
-			twice = append(twice, s)
-		}
-	}
-	if len(late) > 0 {
-		t.Logf("%d (job, tick) named twice by timers a window or more apart (gocron fired one late): %s", len(late), strings.Join(late, ", "))
-	}
-	if len(twice) > 0 {
-		t.Errorf("%d (job, tick) ran twice, their timers less than a window apart (of %d): %s", len(twice), rep.Expected, strings.Join(twice, ", "))
-	}
-	if rep.Coverage() < 0.999 {
-		t.Errorf("%.2f%% of the ticks ran, want at least 99.9%%", 100*rep.Coverage())
 	}
 }
 
@@ -210,7 +118,7 @@ func TestFleetElectorZkSh(t *testing.T) {
 				}
 				return false
 			})
-			rs := f.wait(t, time.Until(f.start)+d+40*time.Second, map[string]bool{victim.name: true})
+			rs := f.wait(t, time.Until(f.start)+d+40*time.Second, map[*instance]bool{victim: true})
 			rep := fleet.Check(rs.Runs, fleetJobs, 1, lastTick(d)-1, func(tick int64) bool {
 				return tick >= int64(killed.Sub(f.start)/fleetPeriod) && tick <= int64(led.Sub(f.start)/fleetPeriod)+1
 			})
@@ -236,22 +144,22 @@ func TestFleetOutsideEnvelope(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		offsets []time.Duration
-		argsFor func(int) []string
+		own     perInstance
 		want    string
 	}{
 		{"no start time", []time.Duration{0, 300 * time.Millisecond, 600 * time.Millisecond},
-			func(int) []string { return []string{"-no-start"} }, "the job runs more than once per tick"},
-		{"windows differ", fleetOffsets, func(i int) []string {
+			func(int) (string, []string) { return "", []string{"-no-start"} }, "the job runs more than once per tick"},
+		{"windows differ", fleetOffsets, func(i int) (string, []string) {
 			if i == 0 {
-				return []string{"-window", "1500ms"}
+				return "", []string{"-window", "1500ms"}
 			}
-			return nil
+			return "", nil
 		}, "the fleet's windows differ"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sideBySide(t)
 			const d = 8 * time.Second
-			f := startFleetAt(t, zktest.Servers(t), c.offsets, c.argsFor, fleet.ModeLocker, d, fleetJobs)
+			f := startFleetAt(t, zktest.Servers(t), c.offsets, c.own, fleet.ModeLocker, d, fleetJobs)
 			var heard time.Time
 			zktest.Eventually(t, time.Until(f.start)+d, "the Locker's warning: "+c.want, func() bool {
 				for _, in := range f.instances {

@@ -3,6 +3,7 @@ package gocronlock_test
 import (
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +17,10 @@ import (
 // fleetDuration is how long the fleet tests' instances schedule: the
 // default keeps `go test` short; the full run is
 // `go test -run TestFleet -fleet.duration 2m .`.
-var fleetDuration = flag.Duration("fleet.duration", 10*time.Second, "how long the fleet tests' instances schedule")
+var (
+	fleetDuration = flag.Duration("fleet.duration", 10*time.Second, "how long the fleet tests' instances schedule")
+	fleetVerbose  = flag.Bool("fleet.verbose", false, "the fleet tests log the first of each of the instances' warnings in full")
+)
 
 // The shape of gocron issue #841: 3 instances whose timers are 0, 150 and
 // 300 ms apart, 20 jobs every second, jobs of 1 to 50 ms.
@@ -30,6 +34,8 @@ const (
 // instance is one running fleet process and what it wrote.
 type instance struct {
 	name string
+	exe  string   // its binary: "" for this test binary
+	args []string // its flags
 	proc *child.Proc
 	logs zktest.SyncBuffer // its stderr
 }
@@ -58,10 +64,15 @@ func startFleetOn(t *testing.T, servers []string, mode string, duration time.Dur
 	return startFleetAt(t, servers, fleetOffsets, nil, mode, duration, jobs, extra...)
 }
 
-// startFleetAt is startFleetOn with the instances' offsets and, if
-// argsFor is not nil, flags of the i-th instance's own; each instance's
-// stderr (its logs) is kept in the instance.
-func startFleetAt(t *testing.T, servers []string, offsets []time.Duration, argsFor func(i int) []string, mode string, duration time.Duration, jobs int, extra ...string) *fleetRun {
+// perInstance gives the i-th instance of a fleet flags of its own and, if
+// exe is not "", another binary: a test binary of an earlier version of
+// this module, for a fleet upgraded one instance at a time.
+type perInstance func(i int) (exe string, args []string)
+
+// startFleetAt is startFleetOn with the instances' offsets and, if own is
+// not nil, what each instance has of its own; each instance's stderr (its
+// logs) is kept in the instance.
+func startFleetAt(t *testing.T, servers []string, offsets []time.Duration, own perInstance, mode string, duration time.Duration, jobs int, extra ...string) *fleetRun {
 	t.Helper()
 	root := zktest.Path(t)
 	f := &fleetRun{root: root, start: time.Now().Truncate(time.Second).Add(3 * time.Second)}
@@ -72,20 +83,40 @@ func startFleetAt(t *testing.T, servers []string, offsets []time.Duration, argsF
 			"-jobs", fmt.Sprint(jobs), "-period", fleetPeriod.String(), "-offset", off.String(),
 			"-start", fmt.Sprint(f.start.UnixMilli()), "-duration", duration.String(),
 		}, extra...)
-		if argsFor != nil {
-			args = append(args, argsFor(i)...)
-		}
 		in := &instance{name: name}
-		p, err := child.Start(child.Spec{Role: fleetRole, Task: args, Args: []string{"-test.run=^$"}, Stderr: &in.logs})
-		if err != nil {
-			t.Fatal(err)
+		if own != nil {
+			var more []string
+			in.exe, more = own(i)
+			args = append(args, more...)
 		}
-		in.proc = p
-		f.instances = append(f.instances, in)
-		t.Cleanup(p.Kill)
-		f.readers.Go(func() { f.read(t, in) })
+		in.args = args
+		f.launch(t, in)
 	}
 	return f
+}
+
+// launch starts in, an instance of f, and gathers its records.
+func (f *fleetRun) launch(t *testing.T, in *instance) {
+	t.Helper()
+	p, err := child.Start(child.Spec{Role: fleetRole, Task: in.args, Exe: in.exe, Args: []string{"-test.run=^$"}, Stderr: &in.logs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.proc = p
+	f.mu.Lock()
+	f.instances = append(f.instances, in)
+	f.mu.Unlock()
+	t.Cleanup(p.Kill)
+	f.readers.Go(func() { f.read(t, in) })
+}
+
+// rejoin starts in again, as an instance that comes back under its name
+// (-join: from the fleet's next tick but one).
+func (f *fleetRun) rejoin(t *testing.T, in *instance) *instance {
+	t.Helper()
+	again := &instance{name: in.name, exe: in.exe, args: append(slices.Clone(in.args), "-join")}
+	f.launch(t, again)
+	return again
 }
 
 // read gathers an instance's records until it exits.
@@ -102,16 +133,19 @@ func (f *fleetRun) read(t *testing.T, in *instance) {
 
 // wait waits for every instance to end and reports those that failed,
 // except the killed ones.
-func (f *fleetRun) wait(t *testing.T, limit time.Duration, killed map[string]bool) fleet.Records {
+func (f *fleetRun) wait(t *testing.T, limit time.Duration, killed map[*instance]bool) fleet.Records {
 	t.Helper()
 	deadline := time.After(limit)
-	for _, in := range f.instances {
+	f.mu.Lock()
+	ins := slices.Clone(f.instances)
+	f.mu.Unlock()
+	for _, in := range ins {
 		select {
 		case <-in.proc.Exited():
 		case <-deadline:
 			t.Fatalf("%s still runs after %v", in.name, limit)
 		}
-		if err := in.proc.Err(); err != nil && !killed[in.name] {
+		if err := in.proc.Err(); err != nil && !killed[in] {
 			t.Errorf("%s", in.proc.Describe(in.name))
 		}
 	}
@@ -208,7 +242,7 @@ func TestFleetElector(t *testing.T) {
 		return false
 	})
 	failover := led.Sub(killed)
-	rs := f.wait(t, time.Until(f.start)+d+40*time.Second, map[string]bool{victim.name: true})
+	rs := f.wait(t, time.Until(f.start)+d+40*time.Second, map[*instance]bool{victim: true})
 	from, to := int64(killed.Sub(f.start)/fleetPeriod), int64(led.Sub(f.start)/fleetPeriod)+1
 	rep := fleet.Check(rs.Runs, fleetJobs, 1, lastTick(d)-1, func(tick int64) bool { return tick >= from && tick <= to })
 	t.Logf("elector fleet, %v: %s killed, %s led %v later (session timeout %v); ticks %d-%d left out: %v",
@@ -238,4 +272,40 @@ func (f *fleetRun) leader() *instance {
 		}
 	}
 	return nil
+}
+
+// warnings counts the instances' warnings and errors by message (up to
+// its first colon): what a fleet's operator reads.
+func (f *fleetRun) warnings() string {
+	f.mu.Lock()
+	ins := slices.Clone(f.instances)
+	f.mu.Unlock()
+	count, first := map[string]int{}, map[string]string{}
+	for _, in := range ins {
+		for _, line := range strings.Split(in.logs.String(), "\n") {
+			// slog.Default's text: "date time LEVEL message key=value ...".
+			for _, level := range []string{" WARN ", " ERROR "} {
+				if _, msg, ok := strings.Cut(line, level); ok {
+					msg, _, _ = strings.Cut(msg, ":")
+					msg, _, _ = strings.Cut(msg, " component=")
+					key := strings.TrimSpace(level) + " " + msg
+					if count[key]++; count[key] == 1 && *fleetVerbose {
+						first[key] = in.name + ": " + line
+					}
+				}
+			}
+		}
+	}
+	var out []string
+	for msg, n := range count {
+		out = append(out, fmt.Sprintf("%d × %q", n, msg))
+		if first[msg] != "" {
+			out = append(out, "the first: "+first[msg])
+		}
+	}
+	slices.Sort(out)
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "; ")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tierlock/tierlock/internal/runrec"
@@ -31,6 +32,8 @@ type checks struct {
 	lastRuns, lastCalls int64
 	lost                int
 	warned              [3]bool // window, over, lost
+
+	toldLate atomic.Bool // overload.go
 }
 
 // funcName matches the name gocron gives a job without gocron.WithName:
@@ -38,7 +41,8 @@ type checks struct {
 var funcName = regexp.MustCompile(`\.func\d+(\.\d+)*$`)
 
 // checkKey warns once if key is gocron's default name for a closure, and
-// once, louder, if two jobs of this scheduler (two contexts) share it.
+// once, louder, if two jobs of this scheduler (two contexts, both live)
+// share it.
 func (l *Locker) checkKey(ctx context.Context, j *job) {
 	c := &j.checks
 	c.named.Do(func() {
@@ -51,6 +55,12 @@ func (l *Locker) checkKey(ctx context.Context, j *job) {
 	defer c.mu.Unlock()
 	switch {
 	case c.firstCtx == nil:
+		c.firstCtx = ctx
+	case ctx != c.firstCtx && c.firstCtx.Err() != nil:
+		// The job of firstCtx has ended before this one called: replaced
+		// by gocron's Scheduler.Update (which waits for the old job's
+		// context to be cancelled before it makes the new one), or removed
+		// and made again. One job after another is not two jobs.
 		c.firstCtx = ctx
 	case ctx != c.firstCtx && !c.shared:
 		c.shared = true
@@ -78,14 +88,17 @@ func (l *Locker) checkEnvelope(j *job, d decision, calls int64) {
 		runs, ticks := d.prev.Runs-c.baseRuns, calls-c.baseCalls
 		if runs > ticks+1 && !c.warned[1] {
 			c.warned[1] = true
-			l.log.Warn("the job runs more than once per tick: the fleet's timers for it are further apart than its window; start the job on a common boundary (gocron.WithStartAt, or a CronJob) or widen the window",
-				"job", j.key, "runs", runs, "ticks", ticks, "window", msDuration(d.rec.Window))
+			if what := "the job runs more than once per tick"; l.overloaded(j.window) {
+				l.tellLate(j, what)
+			} else {
+				l.log.Warn(what+": the fleet's timers for it are further apart than its window; start the job on a common boundary (gocron.WithStartAt, or a CronJob) or widen the window",
+					"job", j.key, "runs", runs, "ticks", ticks, "window", msDuration(d.rec.Window))
+			}
 		}
 		if d.prev.Runs == c.lastRuns && calls-c.lastCalls == 1 && d.verdict == runrec.Skip && !d.yielded {
 			if c.lost++; c.lost == 2 && !c.warned[2] {
 				c.warned[2] = true
-				l.log.Warn("the job's first attempt of a tick found its last run less than a window old: ticks are late or lost; the window must not exceed the job's period less the fleet's spread",
-					"job", j.key, "since_last_run", msDuration(d.sinceLast), "window", msDuration(d.rec.Window))
+				l.firstSkipped(j, d)
 			}
 		}
 	}
@@ -93,6 +106,18 @@ func (l *Locker) checkEnvelope(j *job, d decision, calls int64) {
 	if d.verdict == runrec.Run {
 		c.lastRuns++
 	}
+}
+
+// firstSkipped tells first attempts of a tick that skip: overload, when
+// this instance is late, or a window too wide for the job's period.
+func (l *Locker) firstSkipped(j *job, d decision) {
+	what := "the job's first attempt of a tick found its last run less than a window old: ticks are late or lost"
+	if l.overloaded(j.window) {
+		l.tellLate(j, what)
+		return
+	}
+	l.log.Warn(what+"; the window must not exceed the job's period less the fleet's spread",
+		"job", j.key, "since_last_run", msDuration(d.sinceLast), "window", msDuration(d.rec.Window))
 }
 
 // checkWindow warns once if the run node's last writer had another window.

@@ -13,7 +13,6 @@ import (
 	"github.com/go-co-op/gocron/v2"
 	"github.com/go-zookeeper/zk"
 
-	"github.com/tierlock/tierlock/internal/await"
 	"github.com/tierlock/tierlock/internal/runrec"
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -43,6 +42,9 @@ type Locker struct {
 	log  *slog.Logger
 
 	out   outage      // ZooKeeper's unavailability, logged in two lines
+	heard heard       // when ZooKeeper last answered
+	late  lateness    // how late this instance is
+	over  overload    // an overload, told in two lines
 	clock serverClock // the server's clock as this instance's writes saw it
 
 	mu     sync.Mutex
@@ -91,14 +93,16 @@ func NewLocker(s *zklock.Session, root string, opts ...LockerOption) (*Locker, e
 	if cfg.name == "" {
 		cfg.name = instanceName()
 	}
-	return &Locker{
+	l := &Locker{
 		s:    s,
 		root: root,
 		cfg:  cfg,
 		by:   cfg.name,
 		log:  s.Logger().With("component", "gocronlock", "root", root),
 		jobs: map[string]*job{},
-	}, nil
+	}
+	l.heard.born = time.Now()
+	return l, nil
 }
 
 // Lock decides whether this instance runs the job named key now: it
@@ -121,14 +125,15 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	}
 	calls := j.calls.Add(1)
 	l.checkKey(ctx, j)
+	p := &probe{entry: entry}
 	if !j.busy.CompareAndSwap(false, true) {
 		err := fmt.Errorf("%w: job %q: by a run of this instance", ErrLockHeld, key)
-		l.report(ctx, j, entry, err)
+		l.report(ctx, j, p, err)
 		return nil, err
 	}
 	lockCtx, cancel := context.WithTimeout(ctx, l.cfg.timeout)
 	defer cancel()
-	h, d, err := l.take(lockCtx, j, entry)
+	h, d, err := l.take(lockCtx, j, p)
 	if d.decided || d.local || errors.Is(err, ErrLockHeld) {
 		l.reached() // ZooKeeper answered
 	}
@@ -137,7 +142,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	}
 	if err != nil {
 		j.busy.Store(false)
-		l.report(ctx, j, entry, err)
+		l.report(ctx, j, p, err)
 		return nil, err
 	}
 	r := &runLock{l: l, j: j, hold: h}
@@ -148,32 +153,55 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	if err := h.Err(); err != nil {
 		r.cancel(err)
 	}
-	l.report(ctx, j, entry, nil)
+	l.report(ctx, j, p, nil)
 	return r, nil
 }
 
 // report logs a Lock's outcome (a skip at Debug; a failure once per
 // outage, or once a minute per job) and tells the observer.
-func (l *Locker) report(ctx context.Context, j *job, entry time.Time, err error) {
+func (l *Locker) report(ctx context.Context, j *job, p *probe, err error) {
+	latency := time.Since(p.entry)
+	l.late.observe(latency)
 	switch o := outcomeOf(err); {
 	case o == Ran:
 	case o != Failed:
 		l.log.Debug("run skipped", "job", j.key, "reason", err)
-	case l.failure(ctx, err):
+	default:
+		l.failed(ctx, j, p, err)
+	}
+	l.calm()
+	if l.cfg.observe != nil {
+		l.cfg.observe(Event{Job: j.key, Outcome: outcomeOf(err), Latency: latency, Err: err})
+	}
+}
+
+// failed logs a failed Lock by what it met: ZooKeeper silent for long
+// (the outage's lines) or not yet (Debug), lateness (overload's), the
+// caller's context ended (the program stops the job: Debug), or anything
+// else (once a minute per job).
+func (l *Locker) failed(ctx context.Context, j *job, p *probe, err error) {
+	switch l.kindOf(ctx, err, p) {
+	case failedCancelled:
+		l.log.Debug("run skipped: the job's context ended", "job", j.key, "err", err)
+	case failedSilent:
+		l.log.Debug("run skipped: ZooKeeper silent", "job", j.key, "err", err)
+	case failedUnreachable:
+		l.unreachable(err)
+	case failedLate:
+		if !l.duringOutage(true) {
+			l.tellLate(j, lateWhat(err))
+		}
 	default:
 		now, last := time.Now().UnixNano(), j.warnedAt.Load()
 		if now-last >= int64(time.Minute) && j.warnedAt.CompareAndSwap(last, now) {
 			l.log.Warn("run skipped: lock failed (warned once a minute per job)", "job", j.key, "err", err)
 		}
 	}
-	if l.cfg.observe != nil {
-		l.cfg.observe(Event{Job: j.key, Outcome: outcomeOf(err), Latency: time.Since(entry), Err: err})
-	}
 }
 
 // job returns the state of key, making it on first use.
 func (l *Locker) job(key string) (*job, error) {
-	name, err := nodeName(key)
+	dir, err := l.dir(key)
 	if err != nil {
 		return nil, err
 	}
@@ -185,12 +213,33 @@ func (l *Locker) job(key string) (*job, error) {
 	if j := l.jobs[key]; j != nil {
 		return j, nil
 	}
+	j, err := l.newJob(key, dir)
+	if err != nil {
+		return nil, err
+	}
+	l.jobs[key] = j
+	return j, nil
+}
+
+// dir returns the path of key's node below the root.
+func (l *Locker) dir(key string) (string, error) {
+	name, err := nodeName(key)
+	if err != nil {
+		return "", err
+	}
 	dir := path.Join(l.root, name)
 	// Escaping can triple a key: the whole path must still be one that
 	// ZooKeeper takes (zklock's limit, the lock node's name included).
 	if err := zklock.ValidatePath(path.Join(dir, lockName)); err != nil {
-		return nil, fmt.Errorf("%w: job %q below %s: %w", ErrInvalidKey, key, l.root, err)
+		return "", fmt.Errorf("%w: job %q below %s: %w", ErrInvalidKey, key, l.root, err)
 	}
+	return dir, nil
+}
+
+// newJob makes the state of key, whose node is dir; only Lock's keep it
+// (l.jobs): a job entry and its lock are per job this instance schedules,
+// not per key asked of LastRun or RemoveJob (issue 43, item 10).
+func (l *Locker) newJob(key, dir string) (*job, error) {
 	window, ok := l.cfg.windows[key]
 	if !ok {
 		window = l.cfg.window
@@ -201,7 +250,6 @@ func (l *Locker) job(key string) (*job, error) {
 		return nil, fmt.Errorf("gocronlock: job %q: %w", key, err)
 	}
 	j.lock = lock
-	l.jobs[key] = j
 	return j, nil
 }
 
@@ -229,11 +277,14 @@ func (l *Locker) LastRun(ctx context.Context, key string) (Run, error) {
 	if ctx == nil {
 		return Run{}, ErrNilContext
 	}
-	j, err := l.job(key)
+	dir, err := l.dir(key)
 	if err != nil {
 		return Run{}, err
 	}
-	data, stat, err := getNode(ctx, l.s.Conn(), j.runPath)
+	if l.isClosed() {
+		return Run{}, ErrClosed
+	}
+	data, stat, err := getNode(ctx, l.s.Conn(), path.Join(dir, runName))
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return Run{}, nil
@@ -244,67 +295,11 @@ func (l *Locker) LastRun(ctx context.Context, key string) (Run, error) {
 	return Run{At: time.UnixMilli(last.At), By: last.By, Runs: last.Runs, Window: time.Duration(last.Window) * time.Millisecond}, nil
 }
 
-// RemoveJob deletes the nodes of a job that no longer runs (a retired
-// job: its run node, its lock's path and its own node), so that they do
-// not pile up below the root. It takes the job's lock without waiting, so that no run
-// decides meanwhile, and returns an error matching ErrLockHeld when an
-// instance holds it. Should the job run again, its first run goes ahead
-// at once, as a new job's does. A job that never ran is no error.
-func (l *Locker) RemoveJob(ctx context.Context, key string) error {
-	if l == nil {
-		return ErrNil
-	}
-	if ctx == nil {
-		return ErrNilContext
-	}
-	j, err := l.job(key)
-	if err != nil {
-		return err
-	}
-	if !j.busy.CompareAndSwap(false, true) {
-		return fmt.Errorf("%w: job %q: by a run of this instance", ErrLockHeld, key)
-	}
-	defer j.busy.Store(false)
-	h, ok, err := j.lock.TryAcquire(ctx)
-	switch {
-	case err != nil:
-		return fmt.Errorf("gocronlock: job %q: %w", key, err)
-	case !ok:
-		return fmt.Errorf("%w: job %q: by another instance", ErrLockHeld, key)
-	}
-	_, err = h.Txn(ctx, &zk.DeleteRequest{Path: j.runPath, Version: -1})
-	_ = h.Release()
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return fmt.Errorf("gocronlock: job %q: delete run node: %w", key, err)
-	}
-	// The lock's path and the job's node, persistent (see createRun),
-	// once the hold's node has gone (Release deletes it in the
-	// background); a lock node queued meanwhile (the job runs again) keeps
-	// them, and rightly.
-	for _, p := range []string{j.lock.Path(), path.Dir(j.runPath)} {
-		if err := l.deleteEmpty(ctx, p); err != nil {
-			return fmt.Errorf("gocronlock: job %q: %w", key, err)
-		}
-	}
-	return nil
-}
-
-// deleteEmpty deletes p once it is empty, or until ctx ends.
-func (l *Locker) deleteEmpty(ctx context.Context, p string) error {
-	for {
-		_, err := await.Call(ctx, func() (struct{}, error) { return struct{}{}, l.s.Conn().Delete(p, -1) })
-		switch {
-		case err == nil, errors.Is(err, zk.ErrNoNode):
-			return nil
-		case !errors.Is(err, zk.ErrNotEmpty):
-			return fmt.Errorf("delete %s: %w", p, err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("delete %s: %w", p, context.Cause(ctx))
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+// isClosed reports whether Close was called.
+func (l *Locker) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
 }
 
 // Close releases the locks of runs still going and detaches the Locker

@@ -137,8 +137,8 @@ func WithInstanceName(name string) LockerOption {
 // made one of the job's last runs steps back from a tick (ErrYielded) for
 // the others it has seen alive since (see the package doc), where without
 // it the instance whose timer fires first makes every run. It never makes
-// a tick run twice (the rule decides as ever); a tick is lost when the
-// instance it was left to does not come. Like the window, it is one
+// a tick run twice (the rule decides as ever); an instance that leaves
+// costs a job at most the one tick left to it. Like the window, it is one
 // setting for the whole fleet.
 func WithSpread() LockerOption {
 	return func(c *lockerConfig) { c.spread = true }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -14,62 +15,191 @@ import (
 
 // outage keeps ZooKeeper's unavailability, as Lock sees it, to two log
 // lines per Locker: one when a Lock first fails to reach ZooKeeper, one
-// when a Lock reaches it again, with how long and how many runs were
-// skipped meanwhile (issue 39, item 3: one warning per job and tick was
-// 15 lines a second for a fleet of 3 × 10 jobs). Other failures are
-// warned of at most once a minute per job (job.warnedAt).
+// when ZooKeeper has answered again for outageSettle, with how long and
+// how many runs were skipped meanwhile (issue 39, item 3: one warning per
+// job and tick was 15 lines a second for a fleet of 3 × 10 jobs). The
+// settling is the hysteresis: a connection that comes and goes is one
+// outage, not two lines per return (issue 43, item 8).
 type outage struct {
 	mu      sync.Mutex
 	down    bool
-	since   time.Time
+	since   time.Time // the first failure
+	upSince time.Time // answered since, without a failure (zero: not yet)
 	skipped int64
+	relapse int // returns that did not last
 }
 
-// failure notes a Lock that failed with err; ctx is the caller's (not
-// Lock's own deadline). It reports whether err is ZooKeeper's
-// unavailability, which the outage's two lines cover.
-func (l *Locker) failure(ctx context.Context, err error) bool {
-	if !l.unreachable(ctx, err) {
+// outageSettle is how long ZooKeeper must answer, without a Lock failing
+// to reach it, for an outage to be over.
+const outageSettle = 5 * time.Second
+
+// heard keeps when ZooKeeper last answered one of the Locker's requests:
+// nanoseconds since the Locker was made, on the monotonic clock.
+type heard struct {
+	born time.Time
+	at   atomic.Int64
+}
+
+func (h *heard) now() int64 { return int64(time.Since(h.born)) }
+
+// note records an answer, whatever it said, when err is one: nil or the
+// server's refusal, not a deadline, a lapsed lease nor a lost connection.
+// It reports whether it was.
+func (h *heard) note(err error) bool {
+	if err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, zklock.ErrSessionClosed) || errors.Is(err, zklock.ErrLeaseExpired) || connectionError(err)) {
 		return false
 	}
+	h.at.Store(h.now())
+	return true
+}
+
+// probe follows one Lock's requests, to tell, when the Lock fails on its
+// deadline, whether ZooKeeper was silent (an outage) or answered too late
+// (overload: this process, or the server, slow).
+type probe struct {
+	entry   time.Time // Lock's entry: the timer's firing, as near as the Locker knows it
+	pending int64     // the send of the request being waited for (heard's clock); 0: none
+}
+
+// ask notes a request about to be sent; got, its return (err): an answer,
+// or the end of the wait for one, which leaves the request pending.
+func (p *probe) ask(l *Locker, ctx context.Context) {
+	p.pending = 0
+	if ctx.Err() == nil {
+		p.pending = l.heard.now()
+	}
+}
+
+func (p *probe) got(l *Locker, err error) {
+	if l.heard.note(err) {
+		p.pending = 0
+	}
+}
+
+// silence says how silent ZooKeeper was to the Lock, failed with err:
+// failedUnreachable when it had answered none of the Locker's requests
+// for the lock timeout, while the Lock waited for one for half of it or
+// more (or the session's lease lapsed: its writes not confirmed in time,
+// by a server silent or late); failedSilent when for half the timeout
+// only (a busy server's pause, or an outage's first moments: nothing is
+// told until it lasts); failedLate otherwise. Silence counts only while
+// this process was not so slow (its scheduling latency under a quarter of
+// the timeout) that its own lag could explain it. A Lock that failed
+// between requests (this process was slow) or while the Locker's other
+// requests were answered (ZooKeeper answered, late) did not meet an
+// outage: those were counted as one, and ZooKeeper's returns logged, at
+// each turn of a loaded fleet (issue 43, item 8).
+func (p *probe) silence(l *Locker, err error) failureKind {
+	t := int64(l.cfg.timeout)
+	now, out := l.heard.now(), p.pending
+	switch {
+	case errors.Is(err, zklock.ErrLeaseExpired):
+		out = now - t/2
+	case out == 0:
+		return failedLate
+	}
+	if _, lag := l.late.figures(); lag >= l.cfg.timeout/4 || now-out < t/2 {
+		return failedLate
+	}
+	if now-l.heard.at.Load() >= t {
+		return failedUnreachable
+	}
+	return failedSilent
+}
+
+// failureKind is what a failed Lock met.
+type failureKind int
+
+const (
+	failedOther       failureKind = iota
+	failedUnreachable             // ZooKeeper did not answer: the outage's lines
+	failedLate                    // ZooKeeper answered, too late for the Lock: overload
+	failedCancelled               // the caller's context ended: the program stops the job
+	failedSilent                  // ZooKeeper silent, not yet for long: nothing told
+)
+
+// kindOf classifies err, a Lock's failure; ctx is the caller's (not Lock's
+// own deadline).
+func (l *Locker) kindOf(ctx context.Context, err error, p *probe) failureKind {
+	switch {
+	case ctx.Err() != nil:
+		return failedCancelled
+	case l.s.State() != zklock.StateConnected:
+		return failedUnreachable
+	case errors.Is(err, ErrSlowWrite):
+		return failedLate
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, zklock.ErrLeaseExpired):
+		// ZooKeeper may have answered, late: a lease lapses on round
+		// trips longer than its bound too.
+		return p.silence(l, err)
+	case connectionError(err):
+		return failedUnreachable
+	}
+	return failedOther
+}
+
+// unreachable notes a Lock that failed to reach ZooKeeper (err).
+func (l *Locker) unreachable(err error) {
 	o := &l.out
 	o.mu.Lock()
 	first := !o.down
-	if first {
-		o.down, o.since, o.skipped = true, time.Now(), 0
+	switch {
+	case first:
+		o.down, o.since, o.upSince, o.skipped, o.relapse = true, time.Now(), time.Time{}, 0, 0
+	case !o.upSince.IsZero():
+		o.upSince = time.Time{}
+		o.relapse++
 	}
 	o.skipped++
 	o.mu.Unlock()
 	if first {
 		l.log.Warn("ZooKeeper unreachable: runs are skipped until it answers", "state", l.s.State(), "err", err)
 	}
-	return true
+}
+
+// duringOutage reports whether an outage is on (its end not yet
+// settled); with skip, a run skipped then counts as one of its skipped
+// runs.
+func (l *Locker) duringOutage(skip bool) bool {
+	o := &l.out
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.down && skip {
+		o.skipped++
+	}
+	return o.down
 }
 
 // reached notes a Lock that ZooKeeper answered.
 func (l *Locker) reached() {
 	o := &l.out
+	now := time.Now()
 	o.mu.Lock()
-	was, since, skipped := o.down, o.since, o.skipped
-	o.down = false
+	if !o.down {
+		o.mu.Unlock()
+		return
+	}
+	if o.upSince.IsZero() {
+		o.upSince = now
+	}
+	over := now.Sub(o.upSince) >= outageSettle
+	since, upSince, skipped, relapse := o.since, o.upSince, o.skipped, o.relapse
+	if over {
+		o.down = false
+	}
 	o.mu.Unlock()
-	if was {
-		l.log.Warn("ZooKeeper reachable again", "down_for", time.Since(since).Round(time.Millisecond), "runs_skipped", skipped)
+	if over {
+		l.log.Warn("ZooKeeper reachable again", "down_for", upSince.Sub(since).Round(time.Millisecond),
+			"runs_skipped", skipped, "returns_that_did_not_last", relapse)
 	}
 }
 
-// unreachable reports whether err says that ZooKeeper did not answer: the
-// session is not connected, Lock's own deadline passed (ctx, the caller's,
-// is live), or the error is a connection's.
-func (l *Locker) unreachable(ctx context.Context, err error) bool {
-	if l.s.State() != zklock.StateConnected {
-		return true
-	}
-	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		return true
-	}
+// connectionError reports whether err is a connection's or a session's:
+// ZooKeeper did not answer.
+func connectionError(err error) bool {
 	for _, e := range []error{zk.ErrConnectionClosed, zk.ErrNoServer, zk.ErrSessionExpired, zk.ErrClosing,
-		zklock.ErrDisconnected, zklock.ErrSessionExpired, zklock.ErrLeaseExpired, zklock.ErrOutcomeUnknown} {
+		zklock.ErrDisconnected, zklock.ErrSessionExpired, zklock.ErrOutcomeUnknown} {
 		if errors.Is(err, e) {
 			return true
 		}

@@ -1,9 +1,12 @@
 package gocronlock_test
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 
 	"github.com/tierlock/tierlock/gocronlock"
 	"github.com/tierlock/tierlock/internal/faultproxy"
+	"github.com/tierlock/tierlock/internal/zkserver"
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -76,5 +80,166 @@ func TestOutageLogsTwoLines(t *testing.T) {
 	}
 	if len(warnings) > 6 {
 		t.Errorf("%d warnings in all, want a handful", len(warnings))
+	}
+}
+
+// gocronlockLines returns the Locker's warnings and errors in logs.
+func gocronlockLines(logs string) []string {
+	var out []string
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "component=gocronlock") && (strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR")) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// TestSlowLocksAreNoOutage (issue 43, item 8): Locks that time out while
+// ZooKeeper answers every request (here: this process stalls between the
+// run node's read, answered, and its write), interleaved with Locks that
+// run, are no outage. The Locker logged "ZooKeeper unreachable" and
+// "reachable again" at each turn: 20 lines for 20 Locks.
+func TestSlowLocksAreNoOutage(t *testing.T) {
+	s, logs := logged(t, zktest.Servers(t))
+	l, err := gocronlock.NewLocker(s, zktest.Path(t), gocronlock.WithWindow(time.Millisecond),
+		gocronlock.WithLockTimeout(400*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var stall atomic.Bool
+	defer gocronlock.SetAfterReadHook(func(string) {
+		if stall.Load() {
+			time.Sleep(500 * time.Millisecond)
+		}
+	})()
+	ctx := zktest.Context(t, 30*time.Second)
+	var ran, failed int
+	for i := range 20 {
+		stall.Store(i%2 == 1)
+		time.Sleep(gocronlock.AfterWindow(time.Millisecond))
+		if ok, err := runOnce(ctx, l, "job", nil); ok {
+			ran++
+		} else if !errors.Is(err, gocronlock.ErrSkipped) {
+			failed++
+		}
+	}
+	lines := gocronlockLines(logs.String())
+	t.Logf("%d ran, %d failed; the Locker's %d lines:\n%s", ran, failed, len(lines), strings.Join(lines, "\n"))
+	if ran < 8 || failed < 8 {
+		t.Fatalf("%d ran and %d failed, want about 10 each", ran, failed)
+	}
+	if strings.Contains(logs.String(), "ZooKeeper unreachable") || len(lines) > 2 {
+		t.Errorf("%d lines, an outage among them, where ZooKeeper answered every request: want at most 2, none of an outage", len(lines))
+	}
+}
+
+// TestOutageFlapsLogTwoLines (issue 43, item 8): ZooKeeper silent three
+// times for a second, a second apart (the connection held, the session
+// kept), under 5 jobs: one outage, two lines. Without hysteresis each
+// return logged "reachable again" and each silence "unreachable".
+func TestOutageFlapsLogTwoLines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 12 s")
+	}
+	p, err := faultproxy.New(zktest.Servers(t)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	s, logs := logged(t, []string{p.Addr()}, zklock.WithSessionTimeout(10*time.Second))
+	l, err := gocronlock.NewLocker(s, zktest.Path(t), gocronlock.WithWindow(50*time.Millisecond),
+		gocronlock.WithLockTimeout(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := zktest.Context(t, 60*time.Second)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				_, _ = runOnce(ctx, l, fmt.Sprint("job-", i), nil)
+			}
+		})
+	}
+	time.Sleep(time.Second)
+	for range 3 {
+		p.Pause()
+		time.Sleep(time.Second)
+		p.Resume()
+		time.Sleep(time.Second)
+	}
+	time.Sleep(7 * time.Second)
+	close(stop)
+	wg.Wait()
+	lines := gocronlockLines(logs.String())
+	t.Logf("the Locker's %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
+	if len(lines) != 2 || !strings.Contains(lines[0], "ZooKeeper unreachable") || !strings.Contains(lines[1], "ZooKeeper reachable again") {
+		t.Errorf("%d lines, want 2: unreachable, then reachable again", len(lines))
+	}
+}
+
+// TestOutageFollowerCut: the session's server, a follower, cut from the
+// ensemble's leader for 2.5 s, under its syncLimit, so that it keeps its
+// clients and answers their pings: the session stays connected, and the
+// first write that waits for the leader holds every later request of the
+// session (they are served in order). That is an outage, two lines, not
+// overload.
+func TestOutageFollowerCut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a private ensemble")
+	}
+	zc := zktest.Ensemble(t, 3, zkserver.WithPeerProxies(), zkserver.WithSyncLimit(25))
+	ctx := zktest.Context(t, 90*time.Second)
+	leader, err := zc.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower := (leader + 1) % 3
+	s, logs := logged(t, []string{zc.Addr(follower)}, zklock.WithSessionTimeout(10*time.Second))
+	l, err := gocronlock.NewLocker(s, "/gocron-cut", gocronlock.WithWindow(50*time.Millisecond),
+		gocronlock.WithLockTimeout(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				_, _ = runOnce(ctx, l, fmt.Sprint("job-", i), nil)
+			}
+		})
+	}
+	time.Sleep(time.Second)
+	if err := zc.PartitionMember(follower); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if err := zc.HealMember(follower); err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, 30*time.Second, "the Locker's line when ZooKeeper is back", func() bool {
+		return strings.Contains(logs.String(), "ZooKeeper reachable again")
+	})
+	close(stop)
+	wg.Wait()
+	lines := gocronlockLines(logs.String())
+	t.Logf("the Locker's %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
+	if len(lines) != 2 || !strings.Contains(lines[0], "ZooKeeper unreachable") {
+		t.Errorf("%d lines, want 2: unreachable, then reachable again", len(lines))
 	}
 }

@@ -13,6 +13,7 @@ package runrec
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -141,6 +142,16 @@ func (r Record) Confirms(mtime, epoch int64, answered time.Duration) bool {
 	return r.Verdict(mtime, epoch) == Run && early.Verdict(mtime, epoch) == Run
 }
 
+// Keep is the record of a write that leaves the job's state as prev (the
+// state of the node read, of mtime and mzxid) and is no instance's
+// attempt: it never counts as a run, and names no writer, so that it
+// leaves Recent and Since as they are. Its mtime tells its writer the
+// server's time (gocronlock's RemoveJob). window is the writer's.
+func Keep(prev Last, window, mtime, mzxid int64) Record {
+	return Record{Last: prev.At, LastBy: prev.By, Runs: prev.Runs, Window: window, Prev: mtime, Epoch: EpochOf(mzxid),
+		Recent: prev.Recent, Since: prev.Since, Yield: true}
+}
+
 // Last is a job's state after a write: its last run and the count.
 type Last struct {
 	At     int64  // when the last run started (server ms); 0 if none
@@ -162,10 +173,11 @@ func Derive(data []byte, mtime, mzxid int64) Last {
 		return Last{At: mtime, Runs: 0}
 	}
 	l := Last{At: r.Last, By: r.LastBy, Runs: r.Runs, Window: r.Window, Writer: r.By}
-	l.Recent, l.Since = r.Spread(false)
-	switch r.Verdict(mtime, EpochOf(mzxid)) {
+	epoch := EpochOf(mzxid)
+	v := r.Verdict(mtime, epoch)
+	l.Recent, l.Since = r.Spread(v == Run, r.SteppedBack(mtime, epoch))
+	switch v {
 	case Run:
-		l.Recent, l.Since = r.Spread(true)
 		l.At, l.By, l.Runs, l.Ran = r.Fired(mtime), r.By, r.Runs+1, true
 	case Rebase:
 		l.At = mtime
@@ -173,11 +185,35 @@ func Derive(data []byte, mtime, mzxid int64) Last {
 	return l
 }
 
+// SteppedBack reports whether the write of r that got mtime in epoch
+// stepped back from a tick it would have run (Yield): without Yield, it
+// would have been a run.
+func (r Record) SteppedBack(mtime, epoch int64) bool {
+	if !r.Yield {
+		return false
+	}
+	eager := r
+	eager.Yield = false
+	return eager.Verdict(mtime, epoch) == Run
+}
+
 // Spread returns Recent and Since after a write of r: when the write ran,
-// its writer leads Recent and Since starts afresh; otherwise the writer
-// joins Since.
-func (r Record) Spread(ran bool) (recent, since []string) {
-	if !ran {
+// its writer leads Recent and Since starts afresh. When it stepped back
+// (SteppedBack), Since starts afresh with the writer alone: the instances
+// seen before it had this tick left to them, and only those that write
+// after it (those that came) count as alive for the next one. So a tick
+// left to an instance that does not come is the only one lost to it: the
+// next tick's attempts no longer step back for it (issue 43: kept in
+// Since until the next run, an instance that wrote once and left made the
+// last runner step back on every tick after). Otherwise the writer joins
+// Since.
+func (r Record) Spread(ran, steppedBack bool) (recent, since []string) {
+	switch {
+	case r.By == "":
+		return r.Recent, r.Since // not an attempt (Keep)
+	case steppedBack:
+		return r.Recent, appendNew(nil, r.By, MaxRecent)
+	case !ran:
 		return r.Recent, appendNew(r.Since, r.By, MaxRecent)
 	}
 	recent = []string{r.By}
@@ -200,4 +236,23 @@ func appendNew(names []string, n string, max int) []string {
 		return names
 	}
 	return append(names[:len(names):len(names)], n)
+}
+
+// Yields reports whether the instance by steps back from the tick it is
+// about to decide, under spreading (gocronlock.WithSpread): when it made
+// one of the last k runs, k being how many other instances showed
+// themselves alive since the last run (the runner, and those that wrote
+// after it). Of k+1 instances one at least made none of the last k runs
+// and never steps back, so a tick is lost only when that one does not
+// come (it left, or met the lock held), and only that tick (Spread); the
+// rule decides as ever, so no tick runs twice.
+func (l Last) Yields(by string) bool {
+	alive := map[string]bool{}
+	for _, n := range append([]string{l.By}, l.Since...) {
+		if n != "" && n != by {
+			alive[n] = true
+		}
+	}
+	k := min(len(alive), len(l.Recent))
+	return k > 0 && slices.Contains(l.Recent[:k], by)
 }

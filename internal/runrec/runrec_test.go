@@ -165,11 +165,11 @@ func TestDeriveUnreadable(t *testing.T) {
 
 func TestSpread(t *testing.T) {
 	r := Record{By: "B", Recent: []string{"A", "B", "C"}, Since: []string{"C"}}
-	recent, since := r.Spread(true)
+	recent, since := r.Spread(true, false)
 	if len(recent) != 3 || recent[0] != "B" || recent[1] != "A" || recent[2] != "C" || since != nil {
 		t.Errorf("after B ran: %v, %v", recent, since)
 	}
-	recent, since = r.Spread(false)
+	recent, since = r.Spread(false, false)
 	if len(recent) != 3 || recent[0] != "A" || len(since) != 2 || since[1] != "B" {
 		t.Errorf("after B skipped: %v, %v", recent, since)
 	}

@@ -50,7 +50,8 @@ type Leadership struct {
 	Leading bool
 }
 
-// LockStats are an instance's Lock latencies, written as it ends.
+// LockStats are a distribution of an instance's, written as it ends: its
+// Lock latencies, or how late it called Lock after the tick each served.
 type LockStats struct {
 	Node          string
 	N             int
@@ -63,7 +64,8 @@ type Records struct {
 	Leaders  []Leadership
 	Ready    map[string]time.Time
 	Locks    []LockStats
-	Outcomes []string // an instance's Lock outcomes and last failure, as written
+	Lags     []LockStats // how late each instance called Lock after the tick it served
+	Outcomes []string    // an instance's Lock outcomes and last failure, as written
 }
 
 // Parse reads records from r and adds them to rs. A last line cut short
@@ -98,37 +100,51 @@ func nums(fs []string) ([]int64, error) {
 	return v, nil
 }
 
+// arity is each record's field count; "outcomes" has at least its own.
+var arity = map[string]int{"run": 5, "leader": 4, "ready": 3, "lock": 6, "lag": 6, "outcomes": 3}
+
 func (rs *Records) add(f []string) error {
-	switch {
-	case f[0] == "run" && len(f) == 5:
+	if n, ok := arity[f[0]]; !ok || len(f) < n || (f[0] != "outcomes" && len(f) != n) {
+		return nil // not a record: a line cut short by a kill
+	}
+	switch f[0] {
+	case "run":
 		v, err := nums([]string{f[2], f[4]})
 		if err != nil {
 			return err
 		}
 		rs.Runs = append(rs.Runs, Run{Job: f[1], Tick: v[0], Node: f[3], At: time.UnixMicro(v[1])})
-	case f[0] == "leader" && len(f) == 4:
+	case "leader":
 		v, err := nums(f[2:3])
 		if err != nil {
 			return err
 		}
 		rs.Leaders = append(rs.Leaders, Leadership{Node: f[1], At: time.UnixMicro(v[0]), Leading: f[3] == "true"})
-	case f[0] == "ready" && len(f) == 3:
+	case "ready":
 		v, err := nums(f[2:3])
 		if err != nil {
 			return err
 		}
 		rs.Ready[f[1]] = time.UnixMicro(v[0])
-	case f[0] == "lock" && len(f) == 6:
-		v, err := nums(f[2:6])
-		if err != nil {
-			return err
-		}
-		rs.Locks = append(rs.Locks, LockStats{Node: f[1], N: int(v[0]), P50: time.Duration(v[1]) * time.Microsecond,
-			P99: time.Duration(v[2]) * time.Microsecond, Max: time.Duration(v[3]) * time.Microsecond})
-	case f[0] == "outcomes" && len(f) >= 3:
+	case "lock":
+		return addStats(&rs.Locks, f)
+	case "lag":
+		return addStats(&rs.Lags, f)
+	case "outcomes":
 		rs.Outcomes = append(rs.Outcomes, strings.Join(f[1:], " "))
 	}
-	// Anything else is a line cut short by a kill: not a record.
+	return nil
+}
+
+// addStats adds the distribution of record f (name, node, count, p50,
+// p99, max in µs) to to.
+func addStats(to *[]LockStats, f []string) error {
+	v, err := nums(f[2:6])
+	if err != nil {
+		return err
+	}
+	*to = append(*to, LockStats{Node: f[1], N: int(v[0]), P50: time.Duration(v[1]) * time.Microsecond,
+		P99: time.Duration(v[2]) * time.Microsecond, Max: time.Duration(v[3]) * time.Microsecond})
 	return nil
 }
 

@@ -13,22 +13,31 @@ import (
 // latencies keeps an instance's Lock latencies (gocronlock.WithObserver),
 // for the percentiles its last record reports.
 type latencies struct {
+	first  time.Time     // the instance's tick 0
+	period time.Duration // its jobs' period
+
 	mu       sync.Mutex
 	ds       []time.Duration
-	outcomes map[string]int // by gocronlock.Outcome's name
-	lastErr  error          // the last failure's
-	entries  sync.Map       // job -> time.Time: the entry of its last Lock that ran
+	lags     []time.Duration // how late each Lock was called after its tick
+	outcomes map[string]int  // by gocronlock.Outcome's name
+	lastErr  error           // the last failure's
+	entries  sync.Map        // job -> time.Time: the entry of its last Lock that ran
 }
 
 // observe keeps e's latency, and the entry of a Lock that ran: a tick is
 // named by its timer, not by its run's start, which a slow Lock delays
 // into the next tick's second.
 func (l *latencies) observe(e gocronlock.Event) {
+	entry := time.Now().Add(-e.Latency)
 	if e.Outcome == gocronlock.Ran {
-		l.entries.Store(e.Job, time.Now().Add(-e.Latency))
+		l.entries.Store(e.Job, entry)
 	}
 	l.mu.Lock()
 	l.ds = append(l.ds, e.Latency)
+	if l.period > 0 {
+		tick := l.first.Add(time.Duration(tickOf(entry, l.first, l.period)) * l.period)
+		l.lags = append(l.lags, max(0, entry.Sub(tick)))
+	}
 	if l.outcomes == nil {
 		l.outcomes = map[string]int{}
 	}
@@ -50,12 +59,25 @@ func (l *latencies) counts() (string, error) {
 	return strings.Join(parts, ","), l.lastErr
 }
 
-// summary returns the count, the median, the 99th percentile and the
-// largest.
+// summary returns the Lock latencies' count, median, 99th percentile
+// and largest.
 func (l *latencies) summary() (n int, p50, p99, top time.Duration) {
 	l.mu.Lock()
 	ds := slices.Clone(l.ds)
 	l.mu.Unlock()
+	return quantiles(ds)
+}
+
+// lagSummary is summary for the lags.
+func (l *latencies) lagSummary() (n int, p50, p99, top time.Duration) {
+	l.mu.Lock()
+	ds := slices.Clone(l.lags)
+	l.mu.Unlock()
+	return quantiles(ds)
+}
+
+// quantiles returns ds's count, median, 99th percentile and largest.
+func quantiles(ds []time.Duration) (n int, p50, p99, top time.Duration) {
 	if len(ds) == 0 {
 		return 0, 0, 0, 0
 	}

@@ -41,6 +41,7 @@ type config struct {
 	start                    time.Time
 	spread                   bool
 	noStart                  bool
+	join                     bool
 }
 
 func parse(args []string, stderr io.Writer) (config, error) {
@@ -62,6 +63,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.workMax, "work-max", 50*time.Millisecond, "longest job")
 	fs.BoolVar(&c.spread, "spread", false, "spread the runs over the fleet (gocronlock.WithSpread)")
 	fs.BoolVar(&c.noStart, "no-start", false, "duration jobs without a start time: the scheduler starts at start+offset, each job's phase its own")
+	fs.BoolVar(&c.join, "join", false, "join a fleet already running (an instance that comes back): schedule from its next tick a period from now on, the ticks still numbered from -start")
 	fs.Int64Var(&startMs, "start", 0, "common start, Unix ms: tick 0 of every job (default: the next whole second)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -133,13 +135,20 @@ func run(ctx context.Context, c config, rec *recorder) error {
 		return err
 	}
 	first := c.start.Add(c.offset)
+	rec.lat.first, rec.lat.period = first, c.period
+	from := first
+	if c.join {
+		// The first of the fleet's ticks at least a period from now: time
+		// to make the jobs before it.
+		from = first.Add(time.Since(first).Truncate(c.period) + 2*c.period)
+	}
 	for i := range c.jobs {
 		job := fmt.Sprintf("job-%02d", i)
 		task := gocron.NewTask(func() {
 			fired := rec.fired(job)
 			rec.run(job, tickOf(fired, first, c.period), fired, c.work())
 		})
-		opts := []gocron.JobOption{gocron.WithName(job), gocron.WithStartAt(gocron.WithStartDateTime(first))}
+		opts := []gocron.JobOption{gocron.WithName(job), gocron.WithStartAt(gocron.WithStartDateTime(from))}
 		if c.noStart {
 			opts = opts[:1]
 		}
@@ -201,6 +210,8 @@ func (r *recorder) fired(job string) time.Time {
 func (r *recorder) lockStats() {
 	n, p50, p99, top := r.lat.summary()
 	r.line("lock %s %d %d %d %d", r.name, n, p50.Microseconds(), p99.Microseconds(), top.Microseconds())
+	n, p50, p99, top = r.lat.lagSummary()
+	r.line("lag %s %d %d %d %d", r.name, n, p50.Microseconds(), p99.Microseconds(), top.Microseconds())
 	counts, err := r.lat.counts()
 	r.line("outcomes %s %s %q", r.name, counts, fmt.Sprint(err))
 }
