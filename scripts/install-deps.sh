@@ -6,7 +6,9 @@
 #   - the peers of the interop tests: Curator's recipes (Java, compiled at
 #     test time with javac from a JDK) and kazoo (Python, run by
 #     /usr/bin/python3);
-#   - spin and a C compiler, for the protocol models under model/.
+#   - spin and a C compiler, for the protocol models under model/;
+#   - redis-server, the baseline of cronlock's fleet test (a Redis lock in a
+#     robfig/cron JobWrapper, as robfig users write it today).
 set -euo pipefail
 
 missing=()
@@ -18,6 +20,7 @@ command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
 /usr/bin/python3 -c 'import kazoo' >/dev/null 2>&1 || missing+=(python3-kazoo)
 command -v spin >/dev/null 2>&1 || missing+=(spin)
 command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then

@@ -1,0 +1,230 @@
+package fleet
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tierlock/tierlock/internal/child"
+	"github.com/tierlock/tierlock/internal/zkserver"
+)
+
+// The fleet test's length and locks: the default keeps `make test` short;
+// the figures in docs are
+// `go test -count=1 -v -run TestFleet -fleet.duration 2m ./internal/fleet/`.
+var (
+	fleetDuration = flag.Duration("fleet.duration", 20*time.Second, "how long each fleet schedules")
+	fleetLocks    = flag.String("fleet.locks", "", "the locks to run a fleet of, comma-separated (default: every registered one)")
+)
+
+// The fleet of issue 45: 3 processes whose timers are 0, 150 and 300 ms
+// apart, runs of 1 to 50 ms, ten jobs on each of three specs.
+var fleetOffsets = []time.Duration{0, 150 * time.Millisecond, 300 * time.Millisecond}
+
+var fleetSpecs = []struct{ prefix, spec string }{
+	{"every1s", "@every 1s"},
+	{"every500ms", "@every 500ms"}, // robfig/cron v3 ticks it every second (TestEverySubSecond)
+	{"sec2", "*/2 * * * * *"},      // a seconds field, as cron.WithSeconds() parses it
+}
+
+const jobsPerSpec = 10
+
+// fleetLead is the time from the launch to the fleet's common start: the
+// workers' start-up (a race-enabled binary, a connection) fits in it.
+const fleetLead = 3 * time.Second
+
+func fleetJobs() []Job {
+	var jobs []Job
+	for _, s := range fleetSpecs {
+		for i := range jobsPerSpec {
+			jobs = append(jobs, Job{Name: fmt.Sprintf("%s-%02d", s.prefix, i), Spec: s.spec})
+		}
+	}
+	return jobs
+}
+
+// TestFleet runs, for every registered lock, the fleet of issue 45 with
+// real robfig/cron schedulers in three processes, counts the runs of every
+// (job, tick), and holds the fleet to what the lock's registration
+// expects: every tick once (OncePerTick), every tick on every instance
+// (the control), or most ticks more than once (a lock held while the job
+// runs and no longer: the Redis wrappers robfig/cron users write today).
+// The first and the last tick of each job are not counted.
+func TestFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fleet test: -short")
+	}
+	names := Variants()
+	if *fleetLocks != "" {
+		names = strings.Split(*fleetLocks, ",")
+	}
+	d := *fleetDuration
+	// Short fleets run side by side, all started before the first is
+	// waited for (make test's time: one fleet's, whatever -parallel is);
+	// full length ones one at a time, for their figures.
+	sideBySide := d < 30*time.Second
+	started := map[string]*fleetRun{}
+	for _, name := range names {
+		v, ok := Lookup(name)
+		if !ok {
+			t.Fatalf("-fleet.locks: %q is not registered (registered: %v)", name, Variants())
+		}
+		if sideBySide {
+			started[name] = startFleet(t, name, backend(t, v.Backend), d)
+		}
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			v, _ := Lookup(name)
+			f := started[name]
+			if f == nil {
+				f = startFleet(t, name, backend(t, v.Backend), d)
+			}
+			rs := f.wait(t, fleetLead+d+time.Minute)
+			rep, err := Check(f.jobs, rs, f.start, f.start.Add(d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s fleet, %v, 3 processes, timers %v apart, runs of 1-50 ms, %d jobs: %v", name, d, fleetOffsets, len(f.jobs), rep)
+			judge(t, v.Expect, rep)
+		})
+	}
+}
+
+// judge holds rep to expect.
+func judge(t *testing.T, expect Expect, rep Report) {
+	t.Helper()
+	switch expect {
+	case OncePerTick:
+		if rep.Repeated() > 0 {
+			t.Errorf("%d ticks ran more than once, the first: %v", rep.Repeated(), rep.Repeats)
+		}
+		if rep.Coverage() < MinCoverage {
+			t.Errorf("%.2f%% of the ticks ran, want at least %.1f%%", 100*rep.Coverage(), 100*MinCoverage)
+		}
+	case EveryInstance:
+		// The check's own check: without a lock every instance runs every
+		// tick, and the checker must count it.
+		if rep.More < rep.Ticks*99/100 {
+			t.Errorf("%d of %d ticks ran on all %d instances, want at least 99%%", rep.More, rep.Ticks, len(fleetOffsets))
+		}
+	case Repeats:
+		if rep.Repeated() <= rep.Ticks/2 {
+			t.Errorf("%d of %d ticks ran more than once: the lock no longer shows the failure it is measured for", rep.Repeated(), rep.Ticks)
+		}
+	default:
+		t.Fatalf("expectation %d unknown", expect)
+	}
+}
+
+// backend starts the server b names for one fleet, stopped when the test
+// ends, and returns its address; ZooKeeper is the one of
+// TIERLOCK_ZK_SERVERS when that is set.
+func backend(t *testing.T, b Backend) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	switch b {
+	case NoServer:
+		return nil
+	case Redis:
+		r, err := StartRedis(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.Close)
+		return []string{r.Addr}
+	case ZooKeeper:
+		if c, ok := zkserver.FromEnv(); ok {
+			return c.Addrs()
+		}
+		c, err := zkserver.Start(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c.Addrs()
+	}
+	t.Fatalf("backend %d unknown", b)
+	return nil
+}
+
+// fleetRun is a fleet's workers and the records they write, gathered as
+// they come.
+type fleetRun struct {
+	start   time.Time
+	jobs    []Job
+	procs   map[string]*child.Proc
+	mu      sync.Mutex
+	records Records
+	readers sync.WaitGroup
+}
+
+// startFleet starts one worker per offset, with the lock name on servers,
+// scheduling from a common start fleetLead ahead for d.
+func startFleet(t *testing.T, name string, servers []string, d time.Duration) *fleetRun {
+	t.Helper()
+	f := &fleetRun{start: time.Now().Truncate(time.Second).Add(fleetLead), jobs: fleetJobs(), procs: map[string]*child.Proc{}}
+	root := fmt.Sprintf("/cronlock-fleet/%d-%d-%s", os.Getpid(), time.Now().UnixNano(), name)
+	for i, off := range fleetOffsets {
+		instance := fmt.Sprintf("node-%d", i)
+		args := []string{"-lock", name, "-servers", strings.Join(servers, ","), "-root", root, "-name", instance,
+			"-offset", off.String(), "-start", fmt.Sprint(f.start.UnixMilli()), "-duration", d.String()}
+		for _, j := range f.jobs {
+			args = append(args, "-job", j.Name+"="+j.Spec)
+		}
+		p, err := child.Start(child.Spec{Role: workerRole, Task: args, Args: []string{"-test.run=^$"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Kill)
+		f.procs[instance] = p
+		f.readers.Go(func() { f.read(t, instance, p) })
+	}
+	return f
+}
+
+// read gathers a worker's records until it exits.
+func (f *fleetRun) read(t *testing.T, instance string, p *child.Proc) {
+	for line := range p.Lines() {
+		f.mu.Lock()
+		err := f.records.Parse(strings.NewReader(string(line)))
+		f.mu.Unlock()
+		if err != nil {
+			t.Errorf("%s: %v", instance, err)
+		}
+	}
+}
+
+// wait waits for every worker to end, reports those that failed or
+// started their scheduler after the fleet's start, and returns the
+// records.
+func (f *fleetRun) wait(t *testing.T, limit time.Duration) Records {
+	t.Helper()
+	deadline := time.After(limit)
+	for _, instance := range slices.Sorted(maps.Keys(f.procs)) {
+		p := f.procs[instance]
+		select {
+		case <-p.Exited():
+		case <-deadline:
+			t.Fatalf("%s still runs after %v", instance, limit)
+		}
+		if p.Err() != nil {
+			t.Errorf("%s", p.Describe(instance))
+		}
+	}
+	f.readers.Wait()
+	for instance := range f.procs {
+		if ready, ok := f.records.Ready[instance]; !ok || ready.After(f.start) {
+			t.Errorf("%s's scheduler started at %v, after the fleet's start %v: make fleetLead longer", instance, ready, f.start)
+		}
+	}
+	return f.records
+}

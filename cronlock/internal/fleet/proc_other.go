@@ -1,0 +1,19 @@
+//go:build !linux
+
+package fleet
+
+import (
+	"os"
+	"os/exec"
+)
+
+func setProcAttrs(*exec.Cmd) {}
+
+// terminate sends the server an interrupt, or kills it if kill.
+func terminate(cmd *exec.Cmd, kill bool) {
+	if kill {
+		_ = cmd.Process.Kill()
+		return
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+}

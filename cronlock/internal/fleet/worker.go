@@ -1,0 +1,223 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// config is a worker's flags.
+type config struct {
+	lock, name, root       string
+	servers                []string
+	jobs                   []Job
+	offset, duration       time.Duration
+	workMin, workMax       time.Duration
+	start                  time.Time
+	stopWait, openDeadline time.Duration
+}
+
+func parse(args []string, stderr io.Writer) (config, error) {
+	c := config{stopWait: 30 * time.Second, openDeadline: 20 * time.Second}
+	var startMs int64
+	var servers string
+	fs := flag.NewFlagSet("cronfleet", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.lock, "lock", "none", "the lock, by its registered name: "+strings.Join(Variants(), ", "))
+	fs.StringVar(&servers, "servers", "", "the lock's servers, host:port,...")
+	fs.StringVar(&c.root, "root", "cronfleet", "the fleet's key prefix or root path")
+	fs.StringVar(&c.name, "name", "node", "this instance's name in the records")
+	fs.DurationVar(&c.offset, "offset", 0, "this instance's timers' delay after the fleet's ticks")
+	fs.DurationVar(&c.duration, "duration", 20*time.Second, "how long to schedule, from -start")
+	fs.DurationVar(&c.workMin, "work-min", time.Millisecond, "shortest run")
+	fs.DurationVar(&c.workMax, "work-max", 50*time.Millisecond, "longest run")
+	fs.Int64Var(&startMs, "start", 0, "the fleet's common start, Unix ms (default: the next whole second)")
+	fs.Func("job", "a job, name=spec (repeat the flag for each job)", func(v string) error {
+		name, spec, ok := strings.Cut(v, "=")
+		if !ok || name == "" || strings.ContainsAny(name, " \t") {
+			return fmt.Errorf("want name=spec, a name without spaces: %q", v)
+		}
+		c.jobs = append(c.jobs, Job{Name: name, Spec: spec})
+		return nil
+	})
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if servers != "" {
+		c.servers = strings.Split(servers, ",")
+	}
+	c.start = time.UnixMilli(startMs)
+	if startMs == 0 {
+		c.start = time.Now().Truncate(time.Second).Add(time.Second)
+	}
+	if _, ok := Lookup(c.lock); !ok {
+		return c, fmt.Errorf("-lock %q: registered are %s", c.lock, strings.Join(Variants(), ", "))
+	}
+	if len(c.jobs) == 0 || c.offset < 0 || c.duration <= 0 || c.workMin < 0 || c.workMax < c.workMin {
+		return c, errors.New("want at least one -job, and -offset >= 0, -duration > 0, 0 <= -work-min <= -work-max")
+	}
+	return c, nil
+}
+
+// Main runs one instance with args (the flags above) until its duration
+// is over or it gets SIGTERM or SIGINT, writes its records to stdout and
+// its log to stderr, and returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	c, err := parse(args, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "cronfleet:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	logger := slog.New(slog.NewTextHandler(stderr, nil)).With("instance", c.name)
+	rec, err := newRecorder(stdout, c)
+	if err == nil {
+		err = run(ctx, c, rec, logger, stderr)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "cronfleet:", err)
+		return 1
+	}
+	return 0
+}
+
+func run(ctx context.Context, c config, rec *recorder, logger *slog.Logger, stderr io.Writer) (err error) {
+	v, _ := Lookup(c.lock)
+	open, cancel := context.WithTimeout(ctx, c.openDeadline)
+	lk, err := v.Open(open, Config{Servers: c.servers, Root: c.root, Instance: c.name, Jobs: c.jobs, Logger: logger})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("open %s: %w", c.lock, err)
+	}
+	if lk.Close != nil {
+		defer func() { err = errors.Join(err, lk.Close()) }()
+	}
+	// robfig/cron logs its errors (a job's panic) to stdout by default:
+	// stderr keeps the records alone on stdout.
+	sched := cron.New(cron.WithParser(shiftedParser{offset: c.offset}), cron.WithLocation(time.UTC),
+		cron.WithLogger(cron.PrintfLogger(log.New(stderr, "cron: ", log.LstdFlags))))
+	for _, j := range c.jobs {
+		if _, err := sched.AddJob(j.Spec, rec.fire(j.Name, lk.Wrap(j.Name, rec.job(j.Name)))); err != nil {
+			return err
+		}
+	}
+	sched.Start()
+	rec.line("ready %s %d", c.name, time.Now().UnixMicro())
+	// The instance's last tick is the fleet's last before start+duration,
+	// fired offset later.
+	end := time.NewTimer(time.Until(c.start.Add(c.duration + c.offset)))
+	defer end.Stop()
+	select {
+	case <-end.C:
+	case <-ctx.Done():
+	}
+	stopped := sched.Stop()
+	select {
+	case <-stopped.Done():
+	case <-time.After(c.stopWait):
+		return fmt.Errorf("runs still going %v after the scheduler stopped", c.stopWait)
+	}
+	rec.line("end %s %d", c.name, time.Now().UnixMicro())
+	return nil
+}
+
+// recorder writes an instance's records, one line and one write each.
+type recorder struct {
+	w      io.Writer
+	name   string
+	offset time.Duration
+	scheds map[string]cron.Schedule // each job's, not shifted
+	work   func() time.Duration
+
+	mu   sync.Mutex
+	last map[string]fired // each job's last fire
+}
+
+// fired is a job's fire: its number on this instance, and when.
+type fired struct {
+	seq uint64
+	at  time.Time
+}
+
+func newRecorder(w io.Writer, c config) (*recorder, error) {
+	r := &recorder{w: w, name: c.name, offset: c.offset, scheds: map[string]cron.Schedule{}, last: map[string]fired{},
+		work: func() time.Duration { return c.workMin + rand.N(c.workMax-c.workMin+1) }}
+	for _, j := range c.jobs {
+		s, err := ParseSpec(j.Spec)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := r.scheds[j.Name]; dup {
+			return nil, fmt.Errorf("job %q given twice", j.Name)
+		}
+		r.scheds[j.Name] = s
+	}
+	return r, nil
+}
+
+func (r *recorder) line(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, _ = io.WriteString(r.w, fmt.Sprintf(format, args...)+"\n")
+}
+
+// tick returns the tick of job that a timer fired at at serves.
+func (r *recorder) tick(job string, at time.Time) int64 {
+	return TickOf(r.scheds[job], at.Add(-r.offset)).UnixMicro()
+}
+
+// fire wraps next, the job named job under its lock: the outermost
+// wrapper, it records each fire of the job's timer before the lock is
+// asked, and notes the fire as the job's last for the run to name its
+// tick by (see job). A fire that finds, once next returned, that another
+// fire of the job started meanwhile writes an overlap record: the run of
+// one of the two may have been named by the other's tick.
+func (r *recorder) fire(job string, next cron.Job) cron.Job {
+	return cron.FuncJob(func() {
+		at := time.Now()
+		r.mu.Lock()
+		seq := r.last[job].seq + 1
+		r.last[job] = fired{seq: seq, at: at}
+		r.mu.Unlock()
+		r.line("fire %s %s %d %d", job, r.name, r.tick(job, at), at.UnixMicro())
+		next.Run()
+		r.mu.Lock()
+		overlapped := r.last[job].seq != seq
+		r.mu.Unlock()
+		if overlapped {
+			r.line("overlap %s %s %d", job, r.name, at.UnixMicro())
+		}
+	})
+}
+
+// job is the job named job itself: it works for 1-50 ms (-work-min,
+// -work-max) and records its run, named by the tick of the job's last
+// fire. robfig/cron runs the chain of a fire on one goroutine, fire's
+// wrapper first, so the last fire is this run's own unless another fire
+// of the job started while this one waited for its lock: fire's overlap
+// record tells.
+func (r *recorder) job(job string) cron.Job {
+	return cron.FuncJob(func() {
+		r.mu.Lock()
+		f := r.last[job]
+		r.mu.Unlock()
+		start := time.Now()
+		time.Sleep(r.work())
+		end := time.Now()
+		r.line("run %s %s %d %d %d %d", job, r.name, r.tick(job, f.at), f.at.UnixMicro(), start.UnixMicro(), end.UnixMicro())
+	})
+}
