@@ -29,6 +29,10 @@ go test -count=1 -tags tierlockmutants -run TestExploreFindsSeededBugs ./zklock/
 # gocronlock is a module of its own, so that tierlock does not depend on
 # gocron: vet and test it the same way (its fleet tests run 15 s each).
 (cd gocronlock && go vet ./... && go test -race -count=1 -timeout 8m "$@" ./...)
+# cronlock (robfig/cron's adapter) too, so that tierlock does not depend
+# on robfig/cron: its wrapper with real Crons, and README's program built
+# in a new module as a new user would (about 25 s).
+(cd cronlock && go vet ./... && go test -race -count=1 -timeout 5m "$@" ./...)
 go test -race -count=1 -tags tierlocktrace -run 'TestTrace|TestOn|TestRecorder|TestClass' ./internal/trace/ ./zklock/ ./tier/
 go test -count=1 -tags tierlockmutants -run TestMutant ./stress/
 # The replay (internal/replay) of real runs recorded against a real
