@@ -1,5 +1,5 @@
 // Package gocronlock runs gocron v2 jobs once per tick across a fleet of
-// processes, on tierlock's ZooKeeper locks: a Locker for
+// processes, on tierlock's ZooKeeper locks (package runonce): a Locker for
 // gocron.WithDistributedLocker (every instance schedules every job, one
 // runs each tick) and an Elector for gocron.WithDistributedElector (one
 // leader runs everything).
@@ -19,143 +19,45 @@
 //
 // # The rule
 //
-// Each job has, below the Locker's root, a persistent run node
-// (root/<job>/run) and a zklock.Lock (root/<job>/lock). Lock(ctx, job):
-//
-//  1. reads the run node, and derives L, the server time of the job's last
-//     run (dated as late as its timer can have fired: see 3);
-//  2. writes the run node (data: L, this instance's window W, and d, the
-//     time from Lock's entry to this write's send on the instance's
-//     monotonic clock), conditional on the version it read; the reply's
-//     mtime M is the server's clock when it ordered the write, somewhere
-//     between the send and the answer, e after Lock's entry;
-//  3. the write counts as a run when (M - d) - L >= W: M - d is the latest
-//     server time this instance's timer can have fired at. Every later
-//     reader derives the same from the data and the mtime (internal/runrec),
-//     so whether a write ran is not stored;
-//  4. this instance runs when the write counts as a run and (M - e) - L >=
-//     W too: M - e is the earliest its timer can have fired at. A write that
-//     counts as a run but is not confirmed so (its answer came too late,
-//     ErrSlowWrite) is a tick lost;
-//  5. to run, it takes the job's lock without waiting
-//     (zklock.Lock.TryAcquire) and holds it for the run, so that runs do not
-//     overlap: a run of an earlier tick still going elsewhere makes it skip
-//     (ErrLockHeld), the tick counted as run. Otherwise it skips
-//     (ErrAlreadyRan).
-//
-// An attempt costs one read and one write, and a run the lock's create and
-// delete besides; no clock but the server's is compared.
-//
-// Two instances cannot both run one tick. The decisions form one chain:
-// each write is refused if anyone wrote the node since its read (the
-// version), and a refused write is read again and decided afresh, so each
-// decision stands on the server's record of the one before. A run A counts
-// with its timer dated at its latest, L >= the server's time at A's timer;
-// a later attempt B runs only if the earliest its timer can have fired is
-// W after that. So B's timer fired at least W after A's, whatever the
-// latencies in between (a slow Lock, a busy server, a pause between the
-// measure and the send): B is not an attempt of A's tick. An attempt whose
-// timer fired before the last run's but whose write came later finds its
-// time before L, and skips.
-//
-// # The window
-//
-// W (WithWindow, WithJobWindow; DefaultWindow, 500 ms) is one value for
-// the whole fleet, per job. Let S be the spread of one tick across the
-// fleet: the largest gap between the first and the last instance's timer
-// for the same tick, and r the round trip of the run node's write (from
-// its send to its answer). Each tick runs once when
+// The Locker is a thin adapter over package runonce, whose doc states the
+// rule and argues it: Lock(ctx, job) is runonce's Claim of the job's tick
+// (the job's name is the key), the gocron.Lock it returns is the Claim,
+// and its Unlock the Claim's Release. Each job has, below the Locker's
+// root, a persistent run node (root/<job>/run) and a zklock.Lock
+// (root/<job>/lock); Lock reads the run node and writes it back,
+// conditional on the version it read, and the write's mtime, the server's
+// clock, decides. The window W (WithWindow, WithJobWindow; DefaultWindow,
+// 500 ms) is one value for the whole fleet, per job: with S the spread of
+// one tick across the fleet, r the write's round trip and P the job's
+// period, each tick runs once when
 //
 //	S < W <= P - S - 2r
 //
-// for a job of period P. Safety needs only S < W (see above); the round
-// trips cost slack: the first attempt C of the next tick finds at least
-// P - S - r_A - r_C between the latest A's timer can have fired and the
-// earliest C's can, and runs if that is W. The lock's and the read's
-// latency count nowhere. The default suits ticks of one second or more
-// whose instances fire within about 300 ms of each other, with writes
-// answered within 100 ms: cron jobs on clocks kept by NTP, or duration
-// jobs started on a common boundary (gocron.WithStartAt). Duration jobs
-// started at each instance's own start time have a spread up to the
-// period: then no window gives once per tick, and W close to P gives at
-// most one run per W.
-//
-// # Clocks
-//
-// The server time is the ensemble leader's wall clock when it ordered the
-// write. Each write also stores the mtime and the leader epoch (Mzxid's
-// high 32 bits) of the record it read, and a write that cannot compare the
-// clocks rebases: it skips, and dates the last run at its own mtime, on its
-// own leader's clock, for the attempts after it.
-//
-//   - A write in another epoch than the record it read (a new ensemble
-//     leader ordered it) runs only when the last run is at least W plus
-//     runrec.ServerSkew (10 s) older, and otherwise rebases. A new leader
-//     whose clock is behind or ahead of the old one's by up to 10 s costs
-//     a job at most one tick, and only a job of a period under about
-//     10 s + W; it never repeats one.
-//   - A write whose mtime is below the mtime it read (the leader's clock
-//     went back between the two writes) rebases: a clock stepped back by
-//     any amount, hours included, costs at most one tick and repeats none.
-//     A step back shorter than the gap between two writes is not seen, and
-//     only shortens the time since the last run: it can cost the ticks
-//     within the step of the last run, never repeat one.
-//   - What remains: a leader whose clock steps forward by X between a
-//     tick's run and a later attempt of the same tick repeats that tick when
-//     X >= W - S; a new leader ahead of the old one by more than 10 s can
-//     repeat one.
-//
-// What the rule trades: a run whose outcome is unknown (its write timed
-// out, its hold was lost after the write) counts as run, so a tick can be
-// lost but is never run twice.
-//
-// # Bounds
+// The default suits ticks of one second or more whose instances fire
+// within about 300 ms of each other: cron jobs on clocks kept by NTP, or
+// duration jobs started on a common boundary (gocron.WithStartAt). Duration
+// jobs started at each instance's own start time have a spread up to the
+// period: then no window gives once per tick.
 //
 // Lock never blocks gocron's tick longer than the lock timeout
-// (WithLockTimeout, DefaultLockTimeout): it works under its own deadline,
-// whatever ZooKeeper does. Unlock does not wait: the release goes out in
-// the background and is retried until it lands, so the cancelled context
-// gocron hands the last Unlock at shutdown is fine.
+// (WithLockTimeout, DefaultLockTimeout). Unlock does not wait: the release
+// goes out in the background and is retried until it lands, so the
+// cancelled context gocron hands the last Unlock at shutdown is fine.
 //
 // # What the Locker tells
 //
-// Where the run node shows the fleet outside the envelope, the Locker says
-// so once per job (fleetcheck.go): jobs without gocron.WithName sharing
-// gocron's default name, and so one key; windows that differ; a job that
-// runs more than once per tick; first attempts of a tick that skip. An
-// outage of ZooKeeper is logged in two lines, when a Lock first fails to
-// reach it (ZooKeeper silent for the lock timeout while this process was
-// not too slow to hear it, or the session not connected: a Lock that timed
-// out while ZooKeeper answered is none) and
-// when ZooKeeper has answered again for 5 s (outage.go). A fleet too busy
-// for its jobs is told so, not as a misconfigured fleet nor as an outage
-// (overload.go): a run its write confirmed too late (ErrSlowWrite), a Lock
-// past its timeout while ZooKeeper answered, and, while this instance
-// measures itself late, the envelope's symptoms are overload, said in a
-// line when it begins (the Lock's latency and the process's scheduling
-// latency, 99th percentiles, and what to change), once per job, and in a
-// line when it ends (lateness.go measures). WithObserver hears
-// every Lock (lockmetrics.Collector.ObserveJob exports them); LastRun, and
-// tierlock ls on the root, tell each job's last run and who made it;
-// RemoveJob deletes a retired job's nodes, once no attempt of a tick it
-// ran can still decide (ErrJobActive while an instance schedules it).
+// Besides runonce's warnings (windows that differ, a job that runs more
+// than once per tick, first attempts of a tick that skip, an outage in two
+// lines, overload told as overload), logged with component=gocronlock,
+// the Locker warns of gocron's own trap (fleetcheck.go): jobs without
+// gocron.WithName share gocron's default name, their function's, and so
+// one key. WithObserver hears every Lock (lockmetrics.Collector.ObserveJob
+// exports them); LastRun, and tierlock ls on the root, tell each job's
+// last run and who made it; RemoveJob deletes a retired job's nodes.
+// WithSpread spreads the runs over the fleet.
 //
-// # Spreading
-//
-// The instance whose timer fires first makes every run. WithSpread makes
-// an instance step back (ErrYielded) when it made one of the job's last k
-// runs, k being how many other instances the run node shows alive: the
-// last run's runner, and the instances that wrote since that run or since
-// the last step back, whichever came later. Of k+1 instances one at least
-// made none of the last k runs and never steps back. Stepping back is a
-// skip, so it cannot make a tick run twice. A step back starts the list
-// afresh: the instances it leaves the tick to count as alive again only by
-// writing after it. So an instance that leaves costs a job at most the one
-// tick left to it; the next tick's attempts no longer step back for it
-// (runrec.TestSpreadFleetChurn, TestSpreadAfterALeave,
-// TestFleetSpreadLeave). The run node's format is the one of the versions
-// before: instances of those, which keep a writer in the list until the
-// next run, can share a fleet with these (runrec.TestSpreadMixedFleet).
+// The run nodes are those of gocronlock's versions before runonce: a fleet
+// can be upgraded one instance at a time (TestFleetMixed).
 //
 // # A run's context
 //

@@ -2,56 +2,53 @@ package gocronlock
 
 import (
 	"errors"
-	"fmt"
 
-	"github.com/tierlock/tierlock/zklock"
+	"github.com/tierlock/tierlock/runonce"
 )
 
 // Errors, for errors.Is. Every error Locker.Lock returns makes gocron skip
 // that run; ErrSkipped marks the deliberate skips, the others are failures
-// worth a warning.
+// worth a warning. The Locker's are runonce's own values, so that either
+// package's match.
 var (
 	// ErrSkipped reports a run this instance must not make because another
 	// made it or is making it, or leaves to another: ErrLockHeld,
 	// ErrAlreadyRan and ErrYielded match it.
-	ErrSkipped = errors.New("gocronlock: run skipped")
+	ErrSkipped = runonce.ErrSkipped
 	// ErrLockHeld reports a job whose lock is held elsewhere (another
 	// instance runs it) or by a run of this instance still going: the run
 	// is skipped, not queued. It matches ErrSkipped.
-	ErrLockHeld = fmt.Errorf("%w: job lock held", ErrSkipped)
+	ErrLockHeld = runonce.ErrLockHeld
 	// ErrAlreadyRan reports a tick that a run started less than the job's
 	// window ago, by the server's clock, already covered. It matches
 	// ErrSkipped.
-	ErrAlreadyRan = fmt.Errorf("%w: this tick already ran", ErrSkipped)
+	ErrAlreadyRan = runonce.ErrAlreadyRan
 	// ErrYielded reports a run this instance stepped back from, so that
 	// another instance makes it (WithSpread). It matches ErrSkipped.
-	ErrYielded = fmt.Errorf("%w: yielded to another instance", ErrSkipped)
+	ErrYielded = runonce.ErrYielded
 	// ErrSlowWrite reports a run given up because the run node's write
 	// was answered too late to rule out that another instance ran the
-	// tick (see the package doc, "The window"): the tick is lost, never
-	// run twice.
-	ErrSlowWrite = errors.New("gocronlock: run node write answered too late")
+	// tick: the tick is lost, never run twice.
+	ErrSlowWrite = runonce.ErrSlowWrite
 	// ErrJobActive reports a RemoveJob refused because an instance still
-	// schedules the job: it wrote the job's run node while RemoveJob
-	// waited for the last run to age (see RemoveJob). Nothing was deleted.
-	ErrJobActive = errors.New("gocronlock: job still scheduled")
+	// schedules the job. Nothing was deleted.
+	ErrJobActive = runonce.ErrJobActive
 	// ErrInvalidKey reports a job name that cannot name a lock: empty,
 	// longer than MaxKeyLen bytes, or making, once escaped below the
 	// Locker's root, a path longer than ZooKeeper takes (see
 	// zklock.ValidatePath).
-	ErrInvalidKey = errors.New("gocronlock: invalid job key")
-	// ErrInvalidOption reports an option with a value out of its range, or
-	// a nil session.
-	ErrInvalidOption = errors.New("gocronlock: invalid option")
+	ErrInvalidKey = runonce.ErrInvalidKey
+	// ErrInvalidOption reports an option with a value out of its range.
+	ErrInvalidOption = runonce.ErrInvalidOption
 	// ErrNotLeader is IsLeader's answer while this instance does not lead.
 	ErrNotLeader = errors.New("gocronlock: not the leader")
 	// ErrClosed reports a call on a Locker or Elector after its Close.
-	ErrClosed = errors.New("gocronlock: closed")
+	ErrClosed = runonce.ErrClosed
 	// ErrNil reports a method called on a nil pointer.
-	ErrNil = errors.New("gocronlock: method called on a nil pointer")
+	ErrNil = runonce.ErrNil
 	// ErrNilSession reports a nil *zklock.Session given to NewLocker or
 	// NewElector. It matches zklock.ErrNilSession.
-	ErrNilSession = fmt.Errorf("gocronlock: %w", zklock.ErrNilSession)
+	ErrNilSession = runonce.ErrNilSession
 	// ErrNilContext reports a nil context. It matches zklock.ErrNilContext.
-	ErrNilContext = fmt.Errorf("gocronlock: %w", zklock.ErrNilContext)
+	ErrNilContext = runonce.ErrNilContext
 )

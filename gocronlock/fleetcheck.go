@@ -4,36 +4,22 @@ import (
 	"context"
 	"regexp"
 	"sync"
-	"sync/atomic"
-	"time"
-
-	"github.com/tierlock/tierlock/internal/runrec"
 )
 
-// The checks that tell a fleet it is outside the rule's envelope, once per
-// job (issue 39, items 1 and 2): what the rule's own state shows, where
-// today a misconfigured fleet only loses ticks or runs them twice,
-// silently.
+// The check of a job's key (issue 39, item 1), gocron's own: gocron names
+// a job without gocron.WithName after its function, so jobs made by one
+// closure share a name, and so one lock. The checks of the fleet's
+// envelope, which runonce's state shows whatever the scheduler, are
+// runonce's (its envelope.go).
 
-// checks is a job's state for them.
-type checks struct {
-	// Key: the jobs that call Lock with it. gocron passes a job's own
-	// context to Lock, one per job: two contexts are two jobs.
+// keyCheck is the state of the check for one key: the jobs that call Lock
+// with it. gocron passes a job's own context to Lock, one per job: two
+// contexts are two jobs.
+type keyCheck struct {
 	mu       sync.Mutex
 	firstCtx context.Context
 	shared   bool
 	named    sync.Once
-
-	// The envelope, under the job's busy flag: the run count and this
-	// instance's Lock calls at its first decision (base) and at its last
-	// one, and the strikes.
-	known               bool
-	baseRuns, baseCalls int64
-	lastRuns, lastCalls int64
-	lost                int
-	warned              [3]bool // window, over, lost
-
-	toldLate atomic.Bool // overload.go
 }
 
 // funcName matches the name gocron gives a job without gocron.WithName:
@@ -43,12 +29,19 @@ var funcName = regexp.MustCompile(`\.func\d+(\.\d+)*$`)
 // checkKey warns once if key is gocron's default name for a closure, and
 // once, louder, if two jobs of this scheduler (two contexts, both live)
 // share it.
-func (l *Locker) checkKey(ctx context.Context, j *job) {
-	c := &j.checks
+func (l *Locker) checkKey(ctx context.Context, key string) {
+	l.mu.Lock()
+	c := l.keys[key]
+	if c == nil {
+		c = &keyCheck{}
+		l.keys[key] = c
+	}
+	l.mu.Unlock()
+	log := l.log
 	c.named.Do(func() {
-		if funcName.MatchString(j.key) {
-			l.log.Warn("job without a name: gocron names it after its function, and every job made by the same closure shares that name and so one lock: give each job gocron.WithName",
-				"job", j.key)
+		if funcName.MatchString(key) {
+			log.Warn("job without a name: gocron names it after its function, and every job made by the same closure shares that name and so one lock: give each job gocron.WithName",
+				"job", key)
 		}
 	})
 	c.mu.Lock()
@@ -64,71 +57,7 @@ func (l *Locker) checkKey(ctx context.Context, j *job) {
 		c.firstCtx = ctx
 	case ctx != c.firstCtx && !c.shared:
 		c.shared = true
-		l.log.Error("several jobs of this scheduler share one lock key: they run as one job, one of them per tick; gocron names a job without gocron.WithName after its function, so give each job a name of its own",
-			"job", j.key)
+		log.Error("several jobs of this scheduler share one lock key: they run as one job, one of them per tick; gocron names a job without gocron.WithName after its function, so give each job a name of its own",
+			"job", key)
 	}
 }
-
-// checkEnvelope looks at a decided attempt (d) of this instance, made at
-// its calls-th Lock of the job, and says once per kind when the fleet is
-// outside the envelope S < W <= P - S. Inside it, each of this instance's
-// attempts reads the record after its tick's run, or makes the run, so:
-//
-//   - from its first attempt on, the runs the record counts grow by at
-//     most one per Lock call of its own (a tick), give or take one at
-//     the ends: more means ticks run more than once;
-//   - its first attempt of a tick (no run by another since its last one,
-//     a tick ago) runs: a skip there, twice, means ticks are late or lost.
-func (l *Locker) checkEnvelope(j *job, d decision, calls int64) {
-	c := &j.checks
-	l.checkWindow(j, d)
-	if !c.known || d.first || d.prev.Runs < c.lastRuns { // a new node: count afresh
-		c.known, c.baseRuns, c.baseCalls = true, d.prev.Runs, calls
-	} else {
-		runs, ticks := d.prev.Runs-c.baseRuns, calls-c.baseCalls
-		if runs > ticks+1 && !c.warned[1] {
-			c.warned[1] = true
-			if what := "the job runs more than once per tick"; l.overloaded(j.window) {
-				l.tellLate(j, what)
-			} else {
-				l.log.Warn(what+": the fleet's timers for it are further apart than its window; start the job on a common boundary (gocron.WithStartAt, or a CronJob) or widen the window",
-					"job", j.key, "runs", runs, "ticks", ticks, "window", msDuration(d.rec.Window))
-			}
-		}
-		if d.prev.Runs == c.lastRuns && calls-c.lastCalls == 1 && d.verdict == runrec.Skip && !d.yielded {
-			if c.lost++; c.lost == 2 && !c.warned[2] {
-				c.warned[2] = true
-				l.firstSkipped(j, d)
-			}
-		}
-	}
-	c.lastRuns, c.lastCalls = d.prev.Runs, calls
-	if d.verdict == runrec.Run {
-		c.lastRuns++
-	}
-}
-
-// firstSkipped tells first attempts of a tick that skip: overload, when
-// this instance is late, or a window too wide for the job's period.
-func (l *Locker) firstSkipped(j *job, d decision) {
-	what := "the job's first attempt of a tick found its last run less than a window old: ticks are late or lost"
-	if l.overloaded(j.window) {
-		l.tellLate(j, what)
-		return
-	}
-	l.log.Warn(what+"; the window must not exceed the job's period less the fleet's spread",
-		"job", j.key, "since_last_run", msDuration(d.sinceLast), "window", msDuration(d.rec.Window))
-}
-
-// checkWindow warns once if the run node's last writer had another window.
-func (l *Locker) checkWindow(j *job, d decision) {
-	c := &j.checks
-	if w := d.prev.Window; w > 0 && w != d.rec.Window && !c.warned[0] {
-		c.warned[0] = true
-		l.log.Warn("the fleet's windows differ for this job: ticks are lost or run twice; give every instance the same window (WithWindow, WithJobWindow)",
-			"job", j.key, "window", msDuration(d.rec.Window), "other_window", msDuration(w), "other", d.prev.Writer)
-	}
-}
-
-// msDuration is ms milliseconds.
-func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

@@ -1,59 +1,26 @@
 package gocronlock
 
-import (
-	"errors"
-	"time"
-)
+import "github.com/tierlock/tierlock/runonce"
 
-// Outcome is how a Lock call ended, for WithObserver.
-type Outcome int
+// Outcome is how a Lock call ended, for WithObserver (runonce.Outcome).
+type Outcome = runonce.Outcome
 
 // The outcomes.
 const (
 	// Ran: this instance runs the tick.
-	Ran Outcome = iota
+	Ran = runonce.Ran
 	// SkippedHeld: the job's lock was held (ErrLockHeld).
-	SkippedHeld
+	SkippedHeld = runonce.SkippedHeld
 	// SkippedRan: the tick already ran (ErrAlreadyRan).
-	SkippedRan
+	SkippedRan = runonce.SkippedRan
 	// SkippedYielded: this instance stepped back for another (ErrYielded).
-	SkippedYielded
+	SkippedYielded = runonce.SkippedYielded
 	// Failed: any other error (ZooKeeper unreachable, say): the run is
 	// skipped.
-	Failed
+	Failed = runonce.Failed
 )
 
-var outcomeNames = [...]string{"ran", "held", "already_ran", "yielded", "failed"}
-
-// String returns the outcome's name: ran, held, already_ran, yielded or
-// failed (the values of lockmetrics' outcome label).
-func (o Outcome) String() string {
-	if o < 0 || int(o) >= len(outcomeNames) {
-		return "unknown"
-	}
-	return outcomeNames[o]
-}
-
-// outcomeOf classifies Lock's error.
-func outcomeOf(err error) Outcome {
-	switch {
-	case err == nil:
-		return Ran
-	case errors.Is(err, ErrLockHeld):
-		return SkippedHeld
-	case errors.Is(err, ErrAlreadyRan):
-		return SkippedRan
-	case errors.Is(err, ErrYielded):
-		return SkippedYielded
-	default:
-		return Failed
-	}
-}
-
-// Event is one Lock call, as WithObserver reports it.
-type Event struct {
-	Job     string        // the job's name: Lock's key
-	Outcome Outcome       // how it ended
-	Latency time.Duration // from Lock's entry to its return
-	Err     error         // Lock's error; nil when it ran
-}
+// Event is one Lock call, as WithObserver reports it (runonce.Event): the
+// job's name (Lock's key), the outcome, the latency from Lock's entry to
+// its return, and Lock's error (nil when it ran).
+type Event = runonce.Event

@@ -36,7 +36,7 @@ const OtherLock = "other"
 // Collector turns tier events and zklock session states into Prometheus
 // metrics. Pass Observe to tier.WithObserver (for every Lock or Registry
 // to measure), SessionListener() to zklock.WithStateListener, and
-// ObserveJob to gocronlock's Locker (jobs.go). A
+// ObserveJob to runonce's observer (jobs.go). A
 // Collector is a prometheus.Collector: New registers it, and
 // Registerer.Unregister removes it. All methods are safe for concurrent
 // use; on a nil *Collector they do nothing.

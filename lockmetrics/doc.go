@@ -2,7 +2,7 @@
 // acquisitions wait and holds last, how many goroutines hold and wait, how
 // acquisitions end (through ZooKeeper or a local hand-off, failed), why
 // holds are lost, and the state of the ZooKeeper sessions; and for
-// scheduled jobs (gocronlock's Locker): runs and skips by reason, and
+// scheduled jobs (runonce's Runner: gocronlock's and cronlock's): runs and skips by reason, and
 // Lock's latency.
 //
 // It lives apart from tier and zklock so that the core does not depend on

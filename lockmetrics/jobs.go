@@ -7,17 +7,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Scheduled jobs. gocronlock's Locker (a module of its own, which this
-// package does not import) reports each Lock call, one per job and tick
-// on each instance, through gocronlock.WithObserver; ObserveJob takes the
+// Scheduled jobs. runonce's Runner (and so gocronlock's Locker and
+// cronlock's, modules of their own which this package does not import)
+// reports each Claim, one per job and tick on each instance, through
+// runonce.WithObserver (gocronlock.WithObserver); ObserveJob takes the
 // event's fields:
 //
-//	gocronlock.WithObserver(func(e gocronlock.Event) {
+//	runonce.WithObserver(func(e runonce.Event) {
 //		m.ObserveJob(e.Job, e.Outcome.String(), e.Latency)
 //	})
 
 // jobOutcomes are the values of the job metrics' outcome label: the names
-// of gocronlock.Outcome.
+// of runonce.Outcome.
 var jobOutcomes = [...]string{"ran", "held", "already_ran", "yielded", "failed"}
 
 // jobSeries are one job name's counters, by outcome.

@@ -29,10 +29,11 @@ go test -count=1 -tags tierlockmutants -run TestExploreFindsSeededBugs ./zklock/
 # gocronlock is a module of its own, so that tierlock does not depend on
 # gocron: vet and test it the same way (its fleet tests run 15 s each).
 (cd gocronlock && go vet ./... && go test -race -count=1 -timeout 8m "$@" ./...)
-# cronlock (the robfig/cron adapter) is a module of its own for the same
-# reason. Its fleet test (internal/fleet) runs, for every registered lock,
-# three robfig/cron processes for 20 s, the fleets side by side, Redis's
-# started by the test (about 30 s with the rest of the module's tests).
+# cronlock (robfig/cron's adapter) too, so that tierlock does not depend
+# on robfig/cron: its wrapper with real Crons, README's program built in a
+# new module as a new user would, and the fleet test (internal/fleet): for
+# every registered lock, three robfig/cron processes for 20 s, side by
+# side, on a Redis and a ZooKeeper the test starts (about 60 s in all).
 (cd cronlock && go vet ./... && go test -race -count=1 -timeout 8m "$@" ./...)
 go test -race -count=1 -tags tierlocktrace -run 'TestTrace|TestOn|TestRecorder|TestClass' ./internal/trace/ ./zklock/ ./tier/
 go test -count=1 -tags tierlockmutants -run TestMutant ./stress/

@@ -15,16 +15,16 @@ import (
 	"github.com/tierlock/tierlock/internal/runrec"
 )
 
-// A gocronlock root (issue 39, item 4): below it each job has a node of
-// its own, <job> (the job's name, escaped as a URL path segment), with the
-// job's lock and its run node, <job>/run. ls shows a table of the jobs
-// found under the root it lists: each job's last run, by whom, the runs
-// counted and the window, read from the run node as gocronlock reads it
-// (internal/runrec).
+// A runonce root (issue 39, item 4; gocronlock's and cronlock's roots are
+// runonce's): below it each job has a node of its own, <job> (the job's
+// key, escaped as a URL path segment), with the job's lock and its run
+// node, <job>/run. ls shows a table of the jobs found under the root it
+// lists: each job's last run, by whom, the runs counted and the window,
+// read from the run node as runonce reads it (internal/runrec).
 
-// jobView is one job of a gocronlock root.
+// jobView is one job of a runonce root.
 type jobView struct {
-	Job     string    `json:"job"` // the job's name (gocron's), unescaped
+	Job     string    `json:"job"` // the job's key (its name in the scheduler), unescaped
 	Path    string    `json:"path"`
 	LastRun time.Time `json:"last_run"` // the server's time of the last run's start
 	By      string    `json:"by"`       // the instance that made it
@@ -33,7 +33,7 @@ type jobView struct {
 	Writer  string    `json:"writer"` // the last writer
 }
 
-// isRunNode reports whether a child named name is a gocronlock run node.
+// isRunNode reports whether a child named name is a runonce run node.
 func isRunNode(name string) bool { return name == "run" }
 
 // jobs reads the run nodes found under the root, in the walk's order;
@@ -57,7 +57,7 @@ func (c *cli) jobs(ctx context.Context, root string, runs []string) ([]jobView, 
 			return nil, fmt.Errorf("read %s: %w", p, err)
 		}
 		if _, ok := runrec.Decode(r.data); !ok {
-			continue // a node named run, not gocronlock's
+			continue // a node named run, not runonce's
 		}
 		last := runrec.Derive(r.data, r.stat.Mtime, r.stat.Mzxid)
 		dir := path.Dir(p)
@@ -87,7 +87,7 @@ func printJobs(w io.Writer, js []jobView) error {
 	if err := t.rows(rows...); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%s (gocronlock: LAST-RUN by the ZooKeeper server's clock)\n", plural(len(js), "job"))
+	_, err := fmt.Fprintf(w, "%s (runonce: LAST-RUN by the ZooKeeper server's clock)\n", plural(len(js), "job"))
 	return err
 }
 

@@ -118,7 +118,7 @@ func (c *cli) printLong(root string, qs []queueView) error {
 // lockPaths walks the tree under root, depth first in natural order
 // (naturalCompare: the order comparePaths gives the paths), and
 // returns the znodes that have lock nodes among their children, and the
-// gocronlock run nodes it met (jobs.go). A missing root is zk.ErrNoNode;
+// runonce run nodes it met (jobs.go). A missing root is zk.ErrNoNode;
 // a znode that vanishes during the walk is skipped.
 func (c *cli) lockPaths(ctx context.Context, root string) (locks, runs []string, err error) {
 	var out []string

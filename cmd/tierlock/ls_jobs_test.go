@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/tierlock/tierlock/internal/runrec"
 	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/runonce"
 )
 
 // TestLsGocronRoot (issue 39, item 4): ls on a gocronlock root lists its
@@ -75,4 +77,25 @@ func TestLsGocronRoot(t *testing.T) {
 			t.Errorf("job %+v", j)
 		}
 	}
+}
+
+// TestLsRunonceRoot (issue 45): ls lists the jobs of a root that runonce
+// itself wrote, as gocronlock's and cronlock's Runners write theirs: the
+// job's key unescaped, the instance that ran it, the runs, the window.
+func TestLsRunonceRoot(t *testing.T) {
+	root := zktest.Path(t)
+	ctx := zktest.Context(t, 20*time.Second)
+	for i, name := range []string{"node-a", "node-b"} {
+		r, err := runonce.New(connect(t), root, runonce.WithInstanceName(name), runonce.WithWindow(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		job := []string{"nightly/report", "cleanup"}[i]
+		if err := r.Do(ctx, job, func(context.Context) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := tierlock(t, "ls", root)
+	r.want(t, exitOK, "nightly/report", "node-a", "cleanup", "node-b", "1s", "2 jobs (runonce: LAST-RUN by the ZooKeeper server's clock)")
 }

@@ -1,9 +1,9 @@
-// Package runrec is the run node of a gocronlock job (<root>/<job>/run):
+// Package runrec is the run node of a runonce job (<root>/<job>/run):
 // the record each attempt writes while it holds the job's lock, and what a
 // reader derives from that record and the node's Stat (the job's last run,
-// by whom, how many runs). gocronlock's package doc states the rule and
+// by whom, how many runs). runonce's package doc states the rule and
 // argues it; the code lives here so that the inspector (cmd/tierlock)
-// reads a run node exactly as the Locker does.
+// reads a run node exactly as runonce does.
 //
 // A record is written before its writer knows the server time of its own
 // write, so whether the write ran is not stored: it follows from the
@@ -50,7 +50,7 @@ type Record struct {
 	Epoch int64 `json:"prev_epoch,omitempty"`
 	// By names the writer, host:pid.
 	By string `json:"by,omitempty"`
-	// Spreading runs across the fleet (gocronlock.WithSpread): Recent
+	// Spreading runs across the fleet (runonce.WithSpread): Recent
 	// names the instances that made the last runs, the latest first, at
 	// most MaxRecent; Since the instances that wrote after the last run;
 	// Yield says that the writer steps back (skips) should its write be
@@ -146,7 +146,7 @@ func (r Record) Confirms(mtime, epoch int64, answered time.Duration) bool {
 // state of the node read, of mtime and mzxid) and is no instance's
 // attempt: it never counts as a run, and names no writer, so that it
 // leaves Recent and Since as they are. Its mtime tells its writer the
-// server's time (gocronlock's RemoveJob). window is the writer's.
+// server's time (runonce's RemoveJob). window is the writer's.
 func Keep(prev Last, window, mtime, mzxid int64) Record {
 	return Record{Last: prev.At, LastBy: prev.By, Runs: prev.Runs, Window: window, Prev: mtime, Epoch: EpochOf(mzxid),
 		Recent: prev.Recent, Since: prev.Since, Yield: true}
@@ -239,7 +239,7 @@ func appendNew(names []string, n string, max int) []string {
 }
 
 // Yields reports whether the instance by steps back from the tick it is
-// about to decide, under spreading (gocronlock.WithSpread): when it made
+// about to decide, under spreading (runonce.WithSpread): when it made
 // one of the last k runs, k being how many other instances showed
 // themselves alive since the last run (the runner, and those that wrote
 // after it). Of k+1 instances one at least made none of the last k runs

@@ -1,4 +1,4 @@
-package gocronlock
+package runonce
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// outage keeps ZooKeeper's unavailability, as Lock sees it, to two log
-// lines per Locker: one when a Lock first fails to reach ZooKeeper, one
+// outage keeps ZooKeeper's unavailability, as Claim sees it, to two log
+// lines per Runner: one when a Claim first fails to reach ZooKeeper, one
 // when ZooKeeper has answered again for outageSettle, with how long and
 // how many runs were skipped meanwhile (issue 39, item 3: one warning per
 // job and tick was 15 lines a second for a fleet of 3 × 10 jobs). The
@@ -29,12 +29,12 @@ type outage struct {
 	relapse int // returns that did not last
 }
 
-// outageSettle is how long ZooKeeper must answer, without a Lock failing
+// outageSettle is how long ZooKeeper must answer, without a Claim failing
 // to reach it, for an outage to be over.
 const outageSettle = 5 * time.Second
 
-// heard keeps when ZooKeeper last answered one of the Locker's requests:
-// nanoseconds since the Locker was made, on the monotonic clock.
+// heard keeps when ZooKeeper last answered one of the Runner's requests:
+// nanoseconds since the Runner was made, on the monotonic clock.
 type heard struct {
 	born time.Time
 	at   atomic.Int64
@@ -54,94 +54,94 @@ func (h *heard) note(err error) bool {
 	return true
 }
 
-// probe follows one Lock's requests, to tell, when the Lock fails on its
+// probe follows one Claim's requests, to tell, when the Claim fails on its
 // deadline, whether ZooKeeper was silent (an outage) or answered too late
 // (overload: this process, or the server, slow).
 type probe struct {
-	entry   time.Time // Lock's entry: the timer's firing, as near as the Locker knows it
+	entry   time.Time // Claim's entry: the timer's firing, as near as the Runner knows it
 	pending int64     // the send of the request being waited for (heard's clock); 0: none
 }
 
 // ask notes a request about to be sent; got, its return (err): an answer,
 // or the end of the wait for one, which leaves the request pending.
-func (p *probe) ask(l *Locker, ctx context.Context) {
+func (p *probe) ask(r *Runner, ctx context.Context) {
 	p.pending = 0
 	if ctx.Err() == nil {
-		p.pending = l.heard.now()
+		p.pending = r.heard.now()
 	}
 }
 
-func (p *probe) got(l *Locker, err error) {
-	if l.heard.note(err) {
+func (p *probe) got(r *Runner, err error) {
+	if r.heard.note(err) {
 		p.pending = 0
 	}
 }
 
-// silence says how silent ZooKeeper was to the Lock, failed with err:
-// failedUnreachable when it had answered none of the Locker's requests
-// for the lock timeout, while the Lock waited for one for half of it or
+// silence says how silent ZooKeeper was to the Claim, failed with err:
+// failedUnreachable when it had answered none of the Runner's requests
+// for the lock timeout, while the Claim waited for one for half of it or
 // more (or the session's lease lapsed: its writes not confirmed in time,
 // by a server silent or late); failedSilent when for half the timeout
 // only (a busy server's pause, or an outage's first moments: nothing is
 // told until it lasts); failedLate otherwise. Silence counts only while
 // this process was not so slow (its scheduling latency under a quarter of
-// the timeout) that its own lag could explain it. A Lock that failed
-// between requests (this process was slow) or while the Locker's other
+// the timeout) that its own lag could explain it. A Claim that failed
+// between requests (this process was slow) or while the Runner's other
 // requests were answered (ZooKeeper answered, late) did not meet an
 // outage: those were counted as one, and ZooKeeper's returns logged, at
 // each turn of a loaded fleet (issue 43, item 8).
-func (p *probe) silence(l *Locker, err error) failureKind {
-	t := int64(l.cfg.timeout)
-	now, out := l.heard.now(), p.pending
+func (p *probe) silence(r *Runner, err error) failureKind {
+	t := int64(r.cfg.timeout)
+	now, out := r.heard.now(), p.pending
 	switch {
 	case errors.Is(err, zklock.ErrLeaseExpired):
 		out = now - t/2
 	case out == 0:
 		return failedLate
 	}
-	if _, lag := l.late.figures(); lag >= l.cfg.timeout/4 || now-out < t/2 {
+	if _, lag := r.late.figures(); lag >= r.cfg.timeout/4 || now-out < t/2 {
 		return failedLate
 	}
-	if now-l.heard.at.Load() >= t {
+	if now-r.heard.at.Load() >= t {
 		return failedUnreachable
 	}
 	return failedSilent
 }
 
-// failureKind is what a failed Lock met.
+// failureKind is what a failed Claim met.
 type failureKind int
 
 const (
 	failedOther       failureKind = iota
 	failedUnreachable             // ZooKeeper did not answer: the outage's lines
-	failedLate                    // ZooKeeper answered, too late for the Lock: overload
+	failedLate                    // ZooKeeper answered, too late for the Claim: overload
 	failedCancelled               // the caller's context ended: the program stops the job
 	failedSilent                  // ZooKeeper silent, not yet for long: nothing told
 )
 
-// kindOf classifies err, a Lock's failure; ctx is the caller's (not Lock's
+// kindOf classifies err, a Claim's failure; ctx is the caller's (not Claim's
 // own deadline).
-func (l *Locker) kindOf(ctx context.Context, err error, p *probe) failureKind {
+func (r *Runner) kindOf(ctx context.Context, err error, p *probe) failureKind {
 	switch {
 	case ctx.Err() != nil:
 		return failedCancelled
-	case l.s.State() != zklock.StateConnected:
+	case r.s.State() != zklock.StateConnected:
 		return failedUnreachable
 	case errors.Is(err, ErrSlowWrite):
 		return failedLate
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, zklock.ErrLeaseExpired):
 		// ZooKeeper may have answered, late: a lease lapses on round
 		// trips longer than its bound too.
-		return p.silence(l, err)
+		return p.silence(r, err)
 	case connectionError(err):
 		return failedUnreachable
 	}
 	return failedOther
 }
 
-// unreachable notes a Lock that failed to reach ZooKeeper (err).
-func (l *Locker) unreachable(err error) {
-	o := &l.out
+// unreachable notes a Claim that failed to reach ZooKeeper (err).
+func (r *Runner) unreachable(err error) {
+	o := &r.out
 	o.mu.Lock()
 	first := !o.down
 	switch {
@@ -154,15 +154,15 @@ func (l *Locker) unreachable(err error) {
 	o.skipped++
 	o.mu.Unlock()
 	if first {
-		l.log.Warn("ZooKeeper unreachable: runs are skipped until it answers", "state", l.s.State(), "err", err)
+		r.log.Warn("ZooKeeper unreachable: runs are skipped until it answers", "state", r.s.State(), "err", err)
 	}
 }
 
 // duringOutage reports whether an outage is on (its end not yet
 // settled); with skip, a run skipped then counts as one of its skipped
 // runs.
-func (l *Locker) duringOutage(skip bool) bool {
-	o := &l.out
+func (r *Runner) duringOutage(skip bool) bool {
+	o := &r.out
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.down && skip {
@@ -171,9 +171,9 @@ func (l *Locker) duringOutage(skip bool) bool {
 	return o.down
 }
 
-// reached notes a Lock that ZooKeeper answered.
-func (l *Locker) reached() {
-	o := &l.out
+// reached notes a Claim that ZooKeeper answered.
+func (r *Runner) reached() {
+	o := &r.out
 	now := time.Now()
 	o.mu.Lock()
 	if !o.down {
@@ -190,7 +190,7 @@ func (l *Locker) reached() {
 	}
 	o.mu.Unlock()
 	if over {
-		l.log.Warn("ZooKeeper reachable again", "down_for", upSince.Sub(since).Round(time.Millisecond),
+		r.log.Warn("ZooKeeper reachable again", "down_for", upSince.Sub(since).Round(time.Millisecond),
 			"runs_skipped", skipped, "returns_that_did_not_last", relapse)
 	}
 }

@@ -1,4 +1,4 @@
-package gocronlock
+package runonce
 
 import (
 	"runtime"
@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// TestLatencyP99: the Lock latency histogram's 99th percentile, within a
+// TestLatencyP99: the Claim latency histogram's 99th percentile, within a
 // bucket (2^(1/4), about 19 %) above the true one.
 func TestLatencyP99(t *testing.T) {
 	var a, b latency

@@ -1,4 +1,4 @@
-package gocronlock
+package runonce
 
 import (
 	"fmt"
@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-// MaxKeyLen is the longest job name, in bytes, that Locker.Lock accepts.
+// MaxKeyLen is the longest job key, in bytes, that Claim accepts.
 const MaxKeyLen = 1024
 
 // nodeName returns the path segment that names the job key below the
-// Locker's root: key, escaped as a URL path segment (so "/" and bytes
+// Runner's root: key, escaped as a URL path segment (so "/" and bytes
 // ZooKeeper refuses become %XX), with "." and ".." spelled %2E. The
 // mapping is one to one.
 func nodeName(key string) (string, error) {

@@ -1,4 +1,4 @@
-package gocronlock
+package runonce
 
 import (
 	"errors"
@@ -16,25 +16,25 @@ import (
 // and what to change: once per job, and in a summary when an overload
 // begins and when it ends, like an outage.
 //
-// The symptoms: a Lock that could not confirm its run (ErrSlowWrite) or
+// The symptoms: a Claim that could not confirm its run (ErrSlowWrite) or
 // passed its timeout while ZooKeeper answered (late by definition), and,
-// while this instance is late, the envelope's (fleetcheck.go: a tick run
+// while this instance is late, the envelope's (envelope.go: a tick run
 // twice, first attempts of a tick that skip). Late means an overload under
-// way, or the Lock's latency and the scheduling latency (99th percentiles)
+// way, or the Claim's latency and the scheduling latency (99th percentiles)
 // together half the window or more: then the fleet's spread and the
 // write's round trip, which the window must leave room for, are this
 // instance's lateness rather than its timers. An instance can measure only
 // itself: one whose peers are late, not itself, is told of their
 // symptoms as before.
 
-// overloadSettle is how long an overload must go without a late Lock, and
+// overloadSettle is how long an overload must go without a late Claim, and
 // with the lateness under a quarter of the window, to be over (a variable
 // for the tests).
 var overloadSettle = 30 * time.Second
 
 // overload is an episode of it.
 type overload struct {
-	on       atomic.Bool // read by every Lock (calm)
+	on       atomic.Bool // read by every Claim (calm)
 	mu       sync.Mutex
 	since    time.Time
 	lastLate time.Time
@@ -44,22 +44,22 @@ type overload struct {
 }
 
 // overloaded reports whether this instance is late for a job of window w.
-func (l *Locker) overloaded(w time.Duration) bool {
-	if l.over.on.Load() {
+func (r *Runner) overloaded(w time.Duration) bool {
+	if r.over.on.Load() {
 		return true
 	}
-	lock, lag := l.late.figures()
+	lock, lag := r.late.figures()
 	return lock+lag >= w/2
 }
 
 // tellLate notes a symptom of lateness (what) of j: the summary when an
 // overload begins, the job's line once; nothing during an outage.
-func (l *Locker) tellLate(j *job, what string) {
-	if l.duringOutage(false) {
+func (r *Runner) tellLate(j *job, what string) {
+	if r.duringOutage(false) {
 		// The outage's doing: requests held through it come back late.
 		return
 	}
-	o := &l.over
+	o := &r.over
 	o.mu.Lock()
 	begins := !o.on.Load()
 	if begins {
@@ -76,24 +76,24 @@ func (l *Locker) tellLate(j *job, what string) {
 	if !begins && !tell {
 		return
 	}
-	lock, lag := l.late.figures()
+	lock, lag := r.late.figures()
 	if begins {
-		l.log.Warn("overloaded: runs start late, so ticks are lost or run twice; give each process fewer jobs, widen the window (WithWindow: it must stay below the jobs' period less the fleet's spread), or add instances; if ZooKeeper's answers are what is slow (Lock's latency high, the scheduling latency low), a faster ensemble",
+		r.log.Warn("overloaded: runs start late, so ticks are lost or run twice; give each process fewer jobs, widen the window (WithWindow: it must stay below the jobs' period less the fleet's spread), or add instances; if ZooKeeper's answers are what is slow (lock_p99 high, scheduling_latency_p99 low), a faster ensemble",
 			"lock_p99", lock.Round(time.Millisecond), "scheduling_latency_p99", lag.Round(time.Millisecond), "window", j.window)
 	}
 	if tell {
-		l.log.Warn("job's tick late: overload (see \"overloaded\", once per job)", "job", j.key, "symptom", what,
+		r.log.Warn("job's tick late: overload (see \"overloaded\", once per job)", "job", j.key, "symptom", what,
 			"lock_p99", lock.Round(time.Millisecond), "scheduling_latency_p99", lag.Round(time.Millisecond))
 	}
 }
 
-// calm ends an overload that has settled; every Lock calls it.
-func (l *Locker) calm() {
-	o := &l.over
+// calm ends an overload that has settled; every Claim calls it.
+func (r *Runner) calm() {
+	o := &r.over
 	if !o.on.Load() {
 		return
 	}
-	lock, lag := l.late.figures()
+	lock, lag := r.late.figures()
 	o.mu.Lock()
 	over := time.Since(o.lastLate) >= overloadSettle && lock+lag < o.window/4
 	since, jobs, late := o.since, o.jobs, o.late
@@ -102,15 +102,15 @@ func (l *Locker) calm() {
 	}
 	o.mu.Unlock()
 	if over {
-		l.log.Warn("no longer overloaded", "for", time.Since(since).Round(time.Second), "jobs_told", jobs, "late_locks", late,
+		r.log.Warn("no longer overloaded", "for", time.Since(since).Round(time.Second), "jobs_told", jobs, "late_locks", late,
 			"lock_p99", lock.Round(time.Millisecond), "scheduling_latency_p99", lag.Round(time.Millisecond))
 	}
 }
 
-// lateWhat names the symptom of a late Lock's failure.
+// lateWhat names the symptom of a late Claim's failure.
 func lateWhat(err error) string {
 	if errors.Is(err, ErrSlowWrite) {
 		return "the run node's write was answered too late to confirm the run (ErrSlowWrite): the tick is lost"
 	}
-	return "Lock passed its timeout while ZooKeeper answered: the run is skipped"
+	return "the claim passed its lock timeout while ZooKeeper answered: the run is skipped"
 }

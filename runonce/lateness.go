@@ -1,4 +1,4 @@
-package gocronlock
+package runonce
 
 import (
 	"math"
@@ -8,26 +8,26 @@ import (
 )
 
 // How late this instance is (issue 43, item 11). A run starts late by two
-// amounts: the scheduler's lag, how late it calls Lock after the tick, and
-// the Lock's own latency. The rule counts neither, but a fleet too busy
-// for its jobs pays for both: a Lock answered too late cannot confirm its
+// amounts: the scheduler's lag, how late it calls Claim after the tick, and
+// the Claim's own latency. The rule counts neither, but a fleet too busy
+// for its jobs pays for both: a Claim answered too late cannot confirm its
 // run (ErrSlowWrite, a tick lost), one past its timeout is skipped, and
 // timers fired later than the window apart run a tick twice. Without a
-// measure the Locker told those as a misconfigured fleet or an outage.
+// measure the Runner told those as a misconfigured fleet or an outage.
 //
-// The Lock's latency is measured, from Lock's entry to its return. The
-// scheduler's lag is not seen by the Locker (gocron does not pass the
-// tick); what this process adds to it is: the Go runtime's scheduling
+// The Claim's latency is measured, from Claim's entry to its return. The
+// scheduler's lag is not seen by the Runner (neither gocron nor
+// robfig/cron tells a job its tick); what this process adds to it is: the Go runtime's scheduling
 // latency (/sched/latencies:seconds), how long goroutines wait to run
 // once runnable, which every timer a scheduler fires waits too. Both are
 // kept as histograms over the last second and the one before, read once a
-// second by a Lock: no goroutine and no request of their own.
+// second by a Claim: no goroutine and no request of their own.
 
-// lateBuckets are the Lock latency histogram's: bucket i holds latencies
+// lateBuckets are the Claim latency histogram's: bucket i holds latencies
 // up to 2^(i/4) ms, the last everything above (about 55 s).
 const lateBuckets = 64
 
-// latency is a histogram of Lock latencies.
+// latency is a histogram of Claim latencies.
 type latency [lateBuckets]int64
 
 func (h *latency) add(d time.Duration) {
@@ -92,7 +92,7 @@ func (s *schedLag) p99() time.Duration {
 	return max(q, 0)
 }
 
-// lateness is the Locker's measure: the Lock latencies of this second and
+// lateness is the Runner's measure: the Claim latencies of this second and
 // the last, the scheduling latency of the last.
 type lateness struct {
 	mu      sync.Mutex
@@ -102,10 +102,10 @@ type lateness struct {
 	sched   schedLag
 	lagP99  time.Duration
 	started bool
-	rolled  bool // a second has passed since the first Lock: lagP99 is one's
+	rolled  bool // a second has passed since the first Claim: lagP99 is one's
 }
 
-// observe adds a Lock's latency.
+// observe adds a Claim's latency.
 func (t *lateness) observe(d time.Duration) {
 	now := time.Now()
 	t.mu.Lock()
@@ -125,13 +125,13 @@ func (t *lateness) observe(d time.Duration) {
 	t.cur.add(d)
 }
 
-// figures returns the Lock latency's 99th percentile over this second and
+// figures returns the Claim latency's 99th percentile over this second and
 // the last, and the scheduling latency's over the last.
 func (t *lateness) figures() (lock, lag time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.started && !t.rolled {
-		// The first second: the scheduling latency since the first Lock
+		// The first second: the scheduling latency since the first Claim
 		// (read only then, and only where a failure or a symptom asks).
 		t.lagP99 = max(t.lagP99, t.sched.p99())
 	}

@@ -1,4 +1,4 @@
-package gocronlock
+package runonce
 
 import (
 	"context"
@@ -30,35 +30,35 @@ import (
 // deletes the node conditional on its version. An instance that writes
 // the node meanwhile still schedules the job: RemoveJob then deletes
 // nothing and returns an error matching ErrJobActive
-// (TestRemoveJobWhileScheduled). The argument counts on the fleet's lock
-// timeouts being at most this Locker's, as its windows are one value.
+// (gocronlock.TestRemoveJobWhileScheduled). The argument counts on the fleet's lock
+// timeouts being at most this Runner's, as its windows are one value.
 //
 // A job removed while an instance still schedules it, but whose last run
 // is older than that, runs again at its next tick there, as a new job's
 // first run: the tick is a later one, so it is not run twice.
-func (l *Locker) RemoveJob(ctx context.Context, key string) error {
-	if l == nil {
+func (r *Runner) RemoveJob(ctx context.Context, key string) error {
+	if r == nil {
 		return ErrNil
 	}
 	if ctx == nil {
 		return ErrNilContext
 	}
-	dir, err := l.dir(key)
+	dir, err := r.dir(key)
 	if err != nil {
 		return err
 	}
-	if l.isClosed() {
+	if r.isClosed() {
 		return ErrClosed
 	}
-	_, _, err = getNode(ctx, l.s.Conn(), path.Join(dir, runName))
+	_, _, err = getNode(ctx, r.s.Conn(), path.Join(dir, runName))
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		// Never ran, or removed: no decision to guard, no lock to take.
-		return l.deleteDirs(ctx, key, dir)
+		return r.deleteDirs(ctx, key, dir)
 	case err != nil:
-		return fmt.Errorf("gocronlock: job %q: read run node: %w", key, err)
+		return fmt.Errorf("runonce: job %q: read run node: %w", key, err)
 	}
-	j, done, err := l.jobToRemove(key, dir)
+	j, done, err := r.jobToRemove(key, dir)
 	if err != nil {
 		return err
 	}
@@ -70,34 +70,34 @@ func (l *Locker) RemoveJob(ctx context.Context, key string) error {
 	h, ok, err := j.lock.TryAcquire(ctx)
 	switch {
 	case err != nil:
-		return fmt.Errorf("gocronlock: job %q: %w", key, err)
+		return fmt.Errorf("runonce: job %q: %w", key, err)
 	case !ok:
 		return fmt.Errorf("%w: job %q: by another instance", ErrLockHeld, key)
 	}
-	err = l.retire(ctx, h, j)
+	err = r.retire(ctx, h, j)
 	_ = h.Release()
 	switch {
 	case errors.Is(err, ErrJobActive):
 		return fmt.Errorf("%w: job %q: an instance wrote its run node meanwhile", ErrJobActive, key)
 	case err != nil:
-		return fmt.Errorf("gocronlock: job %q: %w", key, err)
+		return fmt.Errorf("runonce: job %q: %w", key, err)
 	}
-	return l.deleteDirs(ctx, key, dir)
+	return r.deleteDirs(ctx, key, dir)
 }
 
 // jobToRemove returns key's entry, or one made for the removal alone and
 // closed by done: RemoveJob of a key this instance does not schedule
 // leaves nothing behind (issue 43, item 10).
-func (l *Locker) jobToRemove(key, dir string) (*job, func(), error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+func (r *Runner) jobToRemove(key, dir string) (*job, func(), error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
 		return nil, nil, ErrClosed
 	}
-	if j := l.jobs[key]; j != nil {
+	if j := r.jobs[key]; j != nil {
 		return j, func() {}, nil
 	}
-	j, err := l.newJob(key, dir)
+	j, err := r.newJob(key, dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -112,9 +112,9 @@ func (l *Locker) jobToRemove(key, dir string) (*job, func(), error) {
 // keeping write less its lock timeout, hence a window after the last run:
 // a later tick, which the rule would let run. Any attempt that writes the
 // node meanwhile moves its version, and the delete is refused.
-func (l *Locker) retire(ctx context.Context, h *zklock.Hold, j *job) error {
-	need := ms(j.window) + ms(l.cfg.timeout)
-	data, stat, err := getNode(ctx, l.s.Conn(), j.runPath)
+func (r *Runner) retire(ctx context.Context, h *zklock.Hold, j *job) error {
+	need := ms(j.window) + ms(r.cfg.timeout)
+	data, stat, err := getNode(ctx, r.s.Conn(), j.runPath)
 	for {
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
@@ -157,19 +157,19 @@ func written(what string, err error) error {
 // createRun) once the hold's node has gone (Release deletes it in the
 // background); a lock node queued meanwhile (the job runs again) keeps
 // them, and rightly.
-func (l *Locker) deleteDirs(ctx context.Context, key, dir string) error {
+func (r *Runner) deleteDirs(ctx context.Context, key, dir string) error {
 	for _, p := range []string{path.Join(dir, lockName), dir} {
-		if err := l.deleteEmpty(ctx, p); err != nil {
-			return fmt.Errorf("gocronlock: job %q: %w", key, err)
+		if err := r.deleteEmpty(ctx, p); err != nil {
+			return fmt.Errorf("runonce: job %q: %w", key, err)
 		}
 	}
 	return nil
 }
 
 // deleteEmpty deletes p once it is empty, or until ctx ends.
-func (l *Locker) deleteEmpty(ctx context.Context, p string) error {
+func (r *Runner) deleteEmpty(ctx context.Context, p string) error {
 	for {
-		_, err := await.Call(ctx, func() (struct{}, error) { return struct{}{}, l.s.Conn().Delete(p, -1) })
+		_, err := await.Call(ctx, func() (struct{}, error) { return struct{}{}, r.s.Conn().Delete(p, -1) })
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNoNode):
 			return nil

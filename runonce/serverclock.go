@@ -1,4 +1,4 @@
-package gocronlock
+package runonce
 
 import (
 	"sync"

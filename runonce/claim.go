@@ -1,4 +1,4 @@
-package gocronlock
+package runonce
 
 import (
 	"context"
@@ -27,50 +27,50 @@ type decision struct {
 	decided bool          // the write was applied: verdict holds
 	local   bool          // a skip known without a write (serverClock.recent): verdict Skip
 	yielded bool          // it would have run, but stepped back (WithSpread)
-	late    time.Duration // a run not confirmed: its write's answer came this long after Lock's entry
+	late    time.Duration // a run not confirmed: its write's answer came this long after Claim's entry
 	// sinceLast is the time from the last run to this attempt's timer, by
 	// the server's clock (ms).
 	sinceLast int64
 }
 
 // take claims the tick and, when this instance runs it, takes the job's
-// lock without waiting for the run; it returns the hold. entry is Lock's
+// lock without waiting for the run; it returns the hold. entry is Claim's
 // entry. The decision does not need the lock: the run node's version
 // serializes the decisions (attempt). The lock keeps runs from
 // overlapping: a run of an earlier tick still going elsewhere makes this
 // one skip (ErrLockHeld), its tick counted as run.
-func (l *Locker) take(ctx context.Context, j *job, p *probe) (*zklock.Hold, decision, error) {
-	d, err := l.claim(ctx, j, p)
+func (r *Runner) take(ctx context.Context, j *job, p *probe) (*zklock.Hold, decision, error) {
+	d, err := r.decide(ctx, j, p)
 	switch {
 	case err != nil:
 		return nil, d, err
 	case d.late > 0:
-		return nil, d, fmt.Errorf("gocronlock: job %q: %w: answered %v after Lock's entry, too late to rule out that the tick ran: the tick is lost (counted as run)",
+		return nil, d, fmt.Errorf("runonce: job %q: %w: answered %v after Claim's entry, too late to rule out that the tick ran: the tick is lost (counted as run)",
 			j.key, ErrSlowWrite, d.late.Round(time.Millisecond))
 	case d.yielded:
 		return nil, d, fmt.Errorf("%w: job %q", ErrYielded, j.key)
 	case d.verdict != runrec.Run:
 		return nil, d, fmt.Errorf("%w: job %q", ErrAlreadyRan, j.key)
 	}
-	p.ask(l, ctx)
+	p.ask(r, ctx)
 	h, ok, err := j.lock.TryAcquire(ctx)
-	p.got(l, err)
+	p.got(r, err)
 	switch {
 	case err != nil:
-		return nil, d, fmt.Errorf("gocronlock: job %q: %w (the tick is lost: counted as run)", j.key, err)
+		return nil, d, fmt.Errorf("runonce: job %q: %w (the tick is lost: counted as run)", j.key, err)
 	case !ok:
 		return nil, d, fmt.Errorf("%w: job %q: by a run of an earlier tick (this tick is lost: counted as run)", ErrLockHeld, j.key)
 	}
 	return h, d, nil
 }
 
-// claim applies the rule. A version conflict (a write this instance did
+// decide applies the rule. A version conflict (a write this instance did
 // not see) is read again, twice at most.
-func (l *Locker) claim(ctx context.Context, j *job, p *probe) (decision, error) {
+func (r *Runner) decide(ctx context.Context, j *job, p *probe) (decision, error) {
 	var d decision
 	var err error
 	for range 3 {
-		d, err = l.attempt(ctx, j, p)
+		d, err = r.attempt(ctx, j, p)
 		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) {
 			return d, err
 		}
@@ -83,48 +83,48 @@ func (l *Locker) claim(ctx context.Context, j *job, p *probe) (decision, error) 
 // (a decision this instance did not see), so that the decisions form one
 // chain in which each stands on the previous one. Its reply's Stat (mtime,
 // Mzxid) decides, with what it read (runrec.Record.Verdict, Confirms).
-func (l *Locker) attempt(ctx context.Context, j *job, p *probe) (decision, error) {
-	conn := l.s.Conn()
+func (r *Runner) attempt(ctx context.Context, j *job, p *probe) (decision, error) {
+	conn := r.s.Conn()
 	if conn == nil {
 		return decision{}, zklock.ErrSessionClosed
 	}
 	entry := p.entry
-	d := decision{rec: runrec.Record{Window: ms(j.window), By: l.by}}
-	p.ask(l, ctx)
+	d := decision{rec: runrec.Record{Window: ms(j.window), By: r.by}}
+	p.ask(r, ctx)
 	data, stat, err := getNode(ctx, conn, j.runPath)
-	p.got(l, err)
+	p.got(r, err)
 	if errors.Is(err, zk.ErrNoNode) {
 		// The job's first run: nothing before it, so the write runs. Its
 		// parents are the lock's (containers, made by zklock).
 		d.rec.Delay = time.Since(entry).Milliseconds()
-		p.ask(l, ctx)
-		err := l.createRun(ctx, conn, j, d.rec.Encode())
-		p.got(l, err)
+		p.ask(r, ctx)
+		err := r.createRun(ctx, conn, j, d.rec.Encode())
+		p.got(r, err)
 		if err != nil {
-			return d, fmt.Errorf("gocronlock: job %q: create run node: %w", j.key, err)
+			return d, fmt.Errorf("runonce: job %q: create run node: %w", j.key, err)
 		}
 		d.verdict, d.first, d.decided = runrec.Run, true, true
 		return d, nil
 	}
 	if err != nil {
-		return d, fmt.Errorf("gocronlock: job %q: read run node: %w", j.key, err)
+		return d, fmt.Errorf("runonce: job %q: read run node: %w", j.key, err)
 	}
 	if testHookAfterRead != nil {
 		testHookAfterRead(j.runPath)
 	}
 	d.prev = runrec.Derive(data, stat.Mtime, stat.Mzxid)
-	if !l.cfg.spread {
-		if recent, since := l.clock.recent(runrec.EpochOf(stat.Mzxid), entry, d.prev.At, d.rec.Window); recent {
+	if !r.cfg.spread {
+		if recent, since := r.clock.recent(runrec.EpochOf(stat.Mzxid), entry, d.prev.At, d.rec.Window); recent {
 			d.local, d.verdict, d.sinceLast = true, runrec.Skip, since // a skip, known without a write
 			return d, nil
 		}
 	}
 	d.rec.Last, d.rec.LastBy, d.rec.Runs = d.prev.At, d.prev.By, d.prev.Runs
 	d.rec.Prev, d.rec.Epoch = stat.Mtime, runrec.EpochOf(stat.Mzxid)
-	if l.cfg.spread {
-		d.rec.Recent, d.rec.Since, d.rec.Yield = d.prev.Recent, d.prev.Since, d.prev.Yields(l.by)
+	if r.cfg.spread {
+		d.rec.Recent, d.rec.Since, d.rec.Yield = d.prev.Recent, d.prev.Since, d.prev.Yields(r.by)
 	}
-	// Measured last, as near the send as the Locker can: the read's
+	// Measured last, as near the send as the Runner can: the read's
 	// latency leaves the tick's spread (see the package doc).
 	d.rec.Delay = time.Since(entry).Milliseconds()
 	data = d.rec.Encode()
@@ -132,18 +132,18 @@ func (l *Locker) attempt(ctx context.Context, j *job, p *probe) (decision, error
 	// Through the session's writer, in one multi with the session's other
 	// waiting writes (the jobs' locks' creates and deletes, other jobs'
 	// records): at a thousand jobs a second, one transaction for many.
-	p.ask(l, ctx)
-	res, err := l.s.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: data, Version: stat.Version})
-	p.got(l, err)
+	p.ask(r, ctx)
+	res, err := r.s.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: data, Version: stat.Version})
+	p.got(r, err)
 	if err != nil {
-		return d, fmt.Errorf("gocronlock: job %q: write run node: %w", j.key, err)
+		return d, fmt.Errorf("runonce: job %q: write run node: %w", j.key, err)
 	}
 	wrote := res[0].Stat
 	if wrote == nil {
-		return d, fmt.Errorf("gocronlock: job %q: write run node: no stat in the reply", j.key)
+		return d, fmt.Errorf("runonce: job %q: write run node: no stat in the reply", j.key)
 	}
 	answered := time.Since(entry)
-	l.clock.note(wrote.Mtime, runrec.EpochOf(wrote.Mzxid), sent)
+	r.clock.note(wrote.Mtime, runrec.EpochOf(wrote.Mzxid), sent)
 	mtime, epoch := wrote.Mtime, runrec.EpochOf(wrote.Mzxid)
 	d.verdict = d.rec.Verdict(mtime, epoch)
 	d.decided, d.sinceLast = true, d.rec.Fired(mtime)-d.rec.Last
@@ -163,22 +163,22 @@ func (l *Locker) attempt(ctx context.Context, j *job, p *probe) (decision, error
 // are persistent: zklock would make the lock's path a container, which
 // the server removes once empty (between two runs, with its check
 // interval short), and a lock whose path is gone must make it again
-// before it can queue, which under a burst of runs takes longer than Lock
+// before it can queue, which under a burst of runs takes longer than Claim
 // may. RemoveJob deletes them. The root and its ancestors are containers,
 // as zklock makes a lock's.
-func (l *Locker) createRun(ctx context.Context, conn *zk.Conn, j *job, data []byte) error {
+func (r *Runner) createRun(ctx context.Context, conn *zk.Conn, j *job, data []byte) error {
 	dir := path.Dir(j.runPath)
 	multi := func() error {
-		_, err := l.s.Txn(ctx, &zk.CreateRequest{Path: dir, Acl: l.cfg.acl}, &zk.CreateRequest{Path: j.lock.Path(), Acl: l.cfg.acl},
-			&zk.CreateRequest{Path: j.runPath, Data: data, Acl: l.cfg.acl})
+		_, err := r.s.Txn(ctx, &zk.CreateRequest{Path: dir, Acl: r.cfg.acl}, &zk.CreateRequest{Path: j.lock.Path(), Acl: r.cfg.acl},
+			&zk.CreateRequest{Path: j.runPath, Data: data, Acl: r.cfg.acl})
 		return err
 	}
-	if err := l.rootReady(ctx, conn); err != nil {
+	if err := r.rootReady(ctx, conn); err != nil {
 		return err
 	}
 	err := multi()
 	if errors.Is(err, zk.ErrNoNode) { // the root is gone since: make it, and again
-		if err := l.ensure(ctx, conn, l.root); err != nil {
+		if err := r.ensure(ctx, conn, r.root); err != nil {
 			return err
 		}
 		err = multi()
@@ -188,43 +188,43 @@ func (l *Locker) createRun(ctx context.Context, conn *zk.Conn, j *job, data []by
 	}
 	// The job's node or its lock's path exists (made by zklock, or by an
 	// instance whose run node another deleted): the run node alone.
-	if err := l.ensure(ctx, conn, j.lock.Path()); err != nil {
+	if err := r.ensure(ctx, conn, j.lock.Path()); err != nil {
 		return err
 	}
-	_, err = await.Call(ctx, func() (string, error) { return conn.Create(j.runPath, data, 0, l.cfg.acl) })
+	_, err = await.Call(ctx, func() (string, error) { return conn.Create(j.runPath, data, 0, r.cfg.acl) })
 	return err
 }
 
-// rootReady makes the Locker's root once, before its first job's nodes:
+// rootReady makes the Runner's root once, before its first job's nodes:
 // a new fleet's first tick creates a thousand jobs' nodes at once, batched
 // in few multis by the session's writer, and each would fail on a missing
 // root (the others sent apart, all failing, then made again one by one:
-// the first tick lost to the Lock timeout). The first new job makes it;
+// the first tick lost to the lock timeout). The first new job makes it;
 // the others wait for it.
-func (l *Locker) rootReady(ctx context.Context, conn *zk.Conn) error {
-	l.rootMu.Lock()
-	defer l.rootMu.Unlock()
-	if l.rootMade {
+func (r *Runner) rootReady(ctx context.Context, conn *zk.Conn) error {
+	r.rootMu.Lock()
+	defer r.rootMu.Unlock()
+	if r.rootMade {
 		return nil
 	}
-	if err := l.ensure(ctx, conn, l.root); err != nil {
+	if err := r.ensure(ctx, conn, r.root); err != nil {
 		return err
 	}
-	l.rootMade = true
+	r.rootMade = true
 	return nil
 }
 
 // ensure makes p if it is missing, persistent, its missing ancestors
 // containers.
-func (l *Locker) ensure(ctx context.Context, conn *zk.Conn, p string) error {
+func (r *Runner) ensure(ctx context.Context, conn *zk.Conn, p string) error {
 	var mk func(p string, flags int32) error
 	mk = func(p string, flags int32) error {
 		create := func() error {
 			_, err := await.Call(ctx, func() (string, error) {
 				if flags == zk.FlagContainer {
-					return conn.CreateContainer(p, nil, flags, l.cfg.acl)
+					return conn.CreateContainer(p, nil, flags, r.cfg.acl)
 				}
-				return conn.Create(p, nil, flags, l.cfg.acl)
+				return conn.Create(p, nil, flags, r.cfg.acl)
 			})
 			return err
 		}

@@ -1,0 +1,70 @@
+// Package cronlock runs robfig/cron v3 jobs once per tick across a fleet
+// of processes, on tierlock's ZooKeeper locks: every instance schedules
+// every job, and a cron.JobWrapper decides, when a job's timer fires,
+// whether this instance runs that tick. It is a thin adapter over package
+// runonce, whose doc states the rule and argues it; it is a module of its
+// own, so that tierlock does not depend on robfig/cron.
+//
+//	locker, err := cronlock.New(session, "/myapp/cron")
+//	c := cron.New(cron.WithSeconds(), cron.WithChain(locker.Wrapper()))
+//	c.AddJob("*/10 * * * * *", cronlock.Named("report", cron.FuncJob(report)))
+//
+// or, for one job, cron.NewChain(locker.Wrap("report")).Then(job).
+//
+// # Why a lock is not enough
+//
+// A Redis lock in a JobWrapper (redsync, the wrappers and forks robfig/cron
+// users write) is held while the job runs: it keeps runs from overlapping,
+// not a tick from running twice. The instances' timers fire hundreds of
+// milliseconds apart, and each one whose timer fires after the previous
+// holder released finds the lock free and runs the same tick again. The
+// rule decides by the tick, dated by the ZooKeeper server's clock: each
+// tick runs once when the spread S of one tick's timers across the fleet,
+// the window W (runonce.WithWindow, 500 ms by default) and the job's
+// period P meet S < W <= P - S - 2r (r: a write's round trip).
+//
+// # Names
+//
+// A cron.Job has no name, and the key of its ticks must be the same on
+// every instance: Named gives one, or Wrap takes it. A job without a name
+// is not run, and not silently merged with the other jobs without one:
+// Wrapper says so once, at cron.AddFunc or AddJob, in an Error line naming
+// the job's function, and the observer (runonce.WithObserver) hears of
+// each of its ticks with ErrUnnamedJob. Two jobs of one process under one
+// name run as one job: the Locker says so once, as an Error, when the
+// older ticks again after the newer's first tick (a job removed and added
+// again under its name is one job, not two).
+//
+// # Schedules
+//
+// A cron spec's ticks are on the clock: with hosts' clocks kept by NTP,
+// every instance's timer fires within milliseconds of the others', plus
+// each process's own lag. robfig/cron's @every N counts from the moment
+// the job was added, rounded to the second, so @every 1s ticks on whole
+// seconds on every instance while @every 10s ticks at each instance's own
+// phase: its timers can be seconds apart, and the tick runs on several
+// instances (runonce warns: "the job runs more than once per tick"). Give
+// such a job a spec on the clock ("*/10 * * * * *" with cron.WithSeconds).
+// @every rounds an interval under a second up to one second. A spec's
+// time zone (CRON_TZ=) changes when its ticks fire, not the rule: every
+// instance must read the spec alike.
+//
+// # What it tells, and what it keeps
+//
+// runonce's warnings (windows that differ, a job that runs more than once
+// per tick, first attempts of a tick that skip, an outage of ZooKeeper in
+// two lines, overload told as overload) are logged with
+// component=cronlock. runonce.WithObserver hears every tick
+// (lockmetrics.Collector.ObserveJob exports the events); LastRun, and
+// tierlock ls on the root, tell each job's last run and who made it;
+// RemoveJob deletes a retired job's nodes; runonce.WithSpread spreads the
+// runs over the fleet. The run nodes are gocronlock's: the same root can
+// hold the jobs of both.
+//
+// # A run's context
+//
+// robfig/cron gives a job no context. RunContext returns the context of
+// the job's run going on in this instance, cancelled when the job's lock
+// is lost and when the Locker is closed, so that a job can stop working
+// under a lock it no longer holds.
+package cronlock

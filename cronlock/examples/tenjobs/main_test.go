@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/tierlock/tierlock/internal/zktest"
+)
+
+// TestMain runs the tests against one real ZooKeeper, and goleak checks
+// that nothing is left running.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(zktest.Wrap(m))
+}
+
+// readmeBlocks returns the ```sh and ```go blocks of README's section on
+// job schedulers.
+func readmeBlocks(t *testing.T) (sh, program string) {
+	t.Helper()
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const title = "\n## Job schedulers (gocron, robfig/cron)\n"
+	_, section, ok := strings.Cut(string(readme), title)
+	if !ok {
+		t.Fatalf("README has no section %q", strings.TrimSpace(title))
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	block := func(lang string) string {
+		_, b, ok := strings.Cut(section, "```"+lang+"\n")
+		if ok {
+			b, _, ok = strings.Cut(b, "```")
+		}
+		if !ok {
+			t.Fatalf("README's section on job schedulers has no ```%s block", lang)
+		}
+		return b
+	}
+	return block("sh"), block("go")
+}
+
+// README's robfig/cron program is this one, word for word, so that the
+// program README shows is the one these tests run.
+func TestReadmeIsThisProgram(t *testing.T) {
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, program := readmeBlocks(t); program != string(src) {
+		t.Error("README's robfig/cron program differs from cronlock/examples/tenjobs/main.go: copy main.go into README")
+	}
+}
+
+// TestReadmeTenJobs (issue 45): a new user tries README alone. In a new
+// directory, README's program as main.go and README's commands, the
+// checkout's path for /path/to/tierlock; two copies of the program run at
+// once for 5 s, started 300 ms apart, and stop on Ctrl-C (SIGINT): every
+// tick of each of the ten jobs runs once, in one copy or the other, and
+// both exit with status 0. Then the same program with one change a new
+// user might make, the jobs added without cronlock.Named: no job runs, and
+// each is told once.
+func TestReadmeTenJobs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a program in a module of its own")
+	}
+	sh, program := readmeBlocks(t)
+	const named = `c.AddJob("* * * * * *", cronlock.Named(name, job))`
+	if !strings.Contains(program, named) {
+		t.Fatalf("README's program lacks %s, which the test leaves out", named)
+	}
+	checkout, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := build(t, sh, program, checkout)
+	bad := build(t, sh, strings.Replace(program, named, `c.AddJob("* * * * * *", job)`, 1), checkout)
+	servers := strings.Join(zktest.Servers(t), ",")
+
+	t.Run("two copies", func(t *testing.T) {
+		start := time.Now()
+		a := run(t, good, servers)
+		time.Sleep(300 * time.Millisecond)
+		b := run(t, good, servers)
+		time.Sleep(5 * time.Second)
+		outA, outB := a.stop(t), b.stop(t)
+		checkRuns(t, outA+outB, start, time.Now().Add(-time.Second))
+	})
+	t.Run("a job without a name", func(t *testing.T) {
+		p := run(t, bad, servers)
+		time.Sleep(2500 * time.Millisecond)
+		out := p.stop(t)
+		if strings.Contains(out, " ran at ") {
+			t.Errorf("a job without a name ran:\n%s", out)
+		}
+		if n := strings.Count(p.stderr.String(), "job without a name"); n != 10 {
+			t.Errorf("%d lines of a job without a name, want 10, once per job:\n%s", n, p.stderr.String())
+		}
+	})
+}
+
+// build makes a module of the program in a new directory with README's
+// commands (sh, but for its go run line), and builds it. The commands
+// need nothing from the network: the module cache holds what the
+// checkout's modules need (the checksum database is not asked).
+func build(t *testing.T, sh, program, checkout string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(program), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script, _, ok := strings.Cut(sh, "go run .")
+	if !ok {
+		t.Fatalf("README's commands do not end with go run .:\n%s", sh)
+	}
+	script = strings.ReplaceAll(script, "/path/to/tierlock", checkout) + "\ngo build -o tenjobs .\n"
+	cmd := exec.Command("sh", "-e", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOSUMDB=off", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("README's commands: %v\n%s\n%s", err, script, out)
+	}
+	return filepath.Join(dir, "tenjobs")
+}
+
+// proc is a copy of the program running.
+type proc struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+}
+
+// run starts the program at bin against servers.
+func run(t *testing.T, bin, servers string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(bin, strings.Split(servers, ",")...)}
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
+	return p
+}
+
+// stop sends the program Ctrl-C's signal and returns its output once it
+// has exited, with status 0.
+func (p *proc) stop(t *testing.T) string {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("the program stopped with %v after Ctrl-C:\n%s", err, p.stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the program did not stop within 10 s of Ctrl-C:\n%s", p.stderr.String())
+	}
+	return p.stdout.String()
+}
+
+// ranAt matches the program's line for a run.
+var ranAt = regexp.MustCompile(`^(job-\d) ran at (\d\d:\d\d:\d\d)\.\d{3}$`)
+
+// checkRuns checks the runs in out, the programs' output, the first
+// started at start: the programs ran their first tick within 3 s, and
+// every tick of the ten jobs from that one to the second of to ran once.
+func checkRuns(t *testing.T, out string, start, to time.Time) {
+	t.Helper()
+	runs := map[string]int{} // "job-3 12:00:01" -> runs
+	first := ""
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		m := ranAt.FindStringSubmatch(line)
+		if m == nil {
+			t.Errorf("unexpected line %q", line)
+			continue
+		}
+		runs[m[1]+" "+m[2]]++
+		if first == "" || m[2] < first {
+			first = m[2]
+		}
+	}
+	from := start.Truncate(time.Second).Add(time.Second)
+	for from.Format("15:04:05") != first && from.Before(start.Add(3*time.Second)) {
+		from = from.Add(time.Second)
+	}
+	if from.Format("15:04:05") != first {
+		t.Fatalf("the first run at %q, want within 3 s of the start (%s)", first, start.Format("15:04:05.000"))
+	}
+	ticks := 0
+	for tick := from; !tick.After(to); tick = tick.Add(time.Second) {
+		ticks++
+		for i := range 10 {
+			key := "job-" + string(rune('0'+i)) + " " + tick.Format("15:04:05")
+			if n := runs[key]; n != 1 {
+				t.Errorf("%s ran %d times, want once", key, n)
+			}
+		}
+	}
+	for key, n := range runs {
+		if n > 1 {
+			t.Errorf("%s ran %d times", key, n)
+		}
+	}
+	t.Logf("%d runs of 10 jobs; %d ticks checked, each once", len(runs), ticks)
+}

@@ -1,0 +1,56 @@
+package runonce
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// Errors, for errors.Is. Every error Claim returns means this instance
+// does not run the tick; ErrSkipped marks the deliberate skips, the others
+// are failures worth a warning.
+var (
+	// ErrSkipped reports a run this instance must not make because another
+	// made it or is making it, or leaves to another: ErrLockHeld,
+	// ErrAlreadyRan and ErrYielded match it.
+	ErrSkipped = errors.New("runonce: run skipped")
+	// ErrLockHeld reports a job whose lock is held elsewhere (another
+	// instance runs it) or by a run of this instance still going: the run
+	// is skipped, not queued. It matches ErrSkipped.
+	ErrLockHeld = fmt.Errorf("%w: job lock held", ErrSkipped)
+	// ErrAlreadyRan reports a tick that a run started less than the job's
+	// window ago, by the server's clock, already covered. It matches
+	// ErrSkipped.
+	ErrAlreadyRan = fmt.Errorf("%w: this tick already ran", ErrSkipped)
+	// ErrYielded reports a run this instance stepped back from, so that
+	// another instance makes it (WithSpread). It matches ErrSkipped.
+	ErrYielded = fmt.Errorf("%w: yielded to another instance", ErrSkipped)
+	// ErrSlowWrite reports a run given up because the run node's write
+	// was answered too late to rule out that another instance ran the
+	// tick (see the package doc, "The window"): the tick is lost, never
+	// run twice.
+	ErrSlowWrite = errors.New("runonce: run node write answered too late")
+	// ErrJobActive reports a RemoveJob refused because an instance still
+	// schedules the job: it wrote the job's run node while RemoveJob
+	// waited for the last run to age (see RemoveJob). Nothing was deleted.
+	ErrJobActive = errors.New("runonce: job still scheduled")
+	// ErrInvalidKey reports a job key that cannot name a lock: empty,
+	// longer than MaxKeyLen bytes, or making, once escaped below the
+	// Runner's root, a path longer than ZooKeeper takes (see
+	// zklock.ValidatePath).
+	ErrInvalidKey = errors.New("runonce: invalid job key")
+	// ErrInvalidOption reports an option with a value out of its range.
+	ErrInvalidOption = errors.New("runonce: invalid option")
+	// ErrClosed reports a call on a Runner after its Close, and a run
+	// whose lock Close released.
+	ErrClosed = errors.New("runonce: closed")
+	// ErrNil reports a method called on a nil pointer, or given a nil
+	// func.
+	ErrNil = errors.New("runonce: method called on a nil pointer")
+	// ErrNilSession reports a nil *zklock.Session given to New. It
+	// matches zklock.ErrNilSession.
+	ErrNilSession = fmt.Errorf("runonce: %w", zklock.ErrNilSession)
+	// ErrNilContext reports a nil context. It matches zklock.ErrNilContext.
+	ErrNilContext = fmt.Errorf("runonce: %w", zklock.ErrNilContext)
+)

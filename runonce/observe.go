@@ -1,0 +1,69 @@
+package runonce
+
+import (
+	"errors"
+	"time"
+)
+
+// Outcome is how a Claim call ended, for WithObserver.
+type Outcome int
+
+// The outcomes.
+const (
+	// Ran: this instance runs the tick.
+	Ran Outcome = iota
+	// SkippedHeld: the job's lock was held (ErrLockHeld).
+	SkippedHeld
+	// SkippedRan: the tick already ran (ErrAlreadyRan).
+	SkippedRan
+	// SkippedYielded: this instance stepped back for another (ErrYielded).
+	SkippedYielded
+	// Failed: any other error (ZooKeeper unreachable, say): the run is
+	// skipped.
+	Failed
+)
+
+var outcomeNames = [...]string{"ran", "held", "already_ran", "yielded", "failed"}
+
+// String returns the outcome's name: ran, held, already_ran, yielded or
+// failed (the values of lockmetrics' outcome label).
+func (o Outcome) String() string {
+	if o < 0 || int(o) >= len(outcomeNames) {
+		return "unknown"
+	}
+	return outcomeNames[o]
+}
+
+// outcomeOf classifies Claim's error.
+func outcomeOf(err error) Outcome {
+	switch {
+	case err == nil:
+		return Ran
+	case errors.Is(err, ErrLockHeld):
+		return SkippedHeld
+	case errors.Is(err, ErrAlreadyRan):
+		return SkippedRan
+	case errors.Is(err, ErrYielded):
+		return SkippedYielded
+	default:
+		return Failed
+	}
+}
+
+// Event is one Claim call, as WithObserver reports it.
+type Event struct {
+	Job     string        // the job's key
+	Outcome Outcome       // how it ended
+	Latency time.Duration // from Claim's entry to its return
+	Err     error         // Claim's error; nil when it ran
+}
+
+// Observe passes e to the observer (WithObserver), if any, on the
+// caller's goroutine. It is for an adapter's own refusals, made before any
+// Claim (a job without a name, say), so that the observer hears of every
+// tick: Claim reports its own outcomes.
+func (r *Runner) Observe(e Event) {
+	if r != nil && r.cfg.observe != nil {
+		r.cfg.observe(e)
+	}
+}

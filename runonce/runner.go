@@ -1,0 +1,366 @@
+package runonce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/oncehook"
+	"github.com/tierlock/tierlock/internal/runrec"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// The names below a job's node (root/<job>): the lock's path and the run
+// node.
+const (
+	lockName = "lock"
+	runName  = "run"
+)
+
+// Runner is one instance's side of the rule (see the package doc): it
+// decides which ticks of which jobs this instance runs, so that each tick
+// of a job runs on one instance of the fleet. Make one per process and
+// session with New and claim each tick with Claim or Do. It is safe for
+// concurrent use.
+type Runner struct {
+	s    *zklock.Session
+	root string
+	cfg  config
+	by   string
+	log  *slog.Logger
+
+	out   outage      // ZooKeeper's unavailability, logged in two lines
+	heard heard       // when ZooKeeper last answered
+	late  lateness    // how late this instance is
+	over  overload    // an overload, told in two lines
+	clock serverClock // the server's clock as this instance's writes saw it
+
+	mu     sync.Mutex
+	jobs   map[string]*job
+	closed bool
+
+	rootMu   sync.Mutex // held while the root is made (rootReady)
+	rootMade bool
+}
+
+// job is the Runner's state for one job key.
+type job struct {
+	key     string
+	lock    *zklock.Lock
+	runPath string
+	window  time.Duration
+	busy    atomic.Bool           // a Claim of this process holds or takes the lock
+	run     atomic.Pointer[Claim] // the run going on, set by Claim, cleared by Release
+
+	calls    atomic.Int64 // Claim calls
+	warnedAt atomic.Int64 // the last failure warned of (Unix ns)
+	checks   checks       // envelope.go
+}
+
+// The tests' hooks (internal/oncehook): set once, before any test runs.
+func init() {
+	oncehook.JobCount = func(r any) int {
+		run := r.(*Runner)
+		run.mu.Lock()
+		defer run.mu.Unlock()
+		return len(run.jobs)
+	}
+	oncehook.NodeName = nodeName
+	oncehook.SetAfterRead = func(fn func(string)) func() {
+		testHookAfterRead = fn
+		return func() { testHookAfterRead = nil }
+	}
+	oncehook.SetOverloadSettle = func(d time.Duration) func() {
+		old := overloadSettle
+		overloadSettle = d
+		return func() { overloadSettle = old }
+	}
+}
+
+// New returns a Runner whose jobs live below root, an absolute ZooKeeper
+// path of their own: root/<job>/lock is the job's zklock.Lock and
+// root/<job>/run its run node, a persistent node of about 200 bytes per
+// job. Every instance of a fleet must use the same root and windows. It
+// logs to the session's logger (zklock.WithLogger) unless WithLogger says
+// otherwise.
+func New(s *zklock.Session, root string, opts ...Option) (*Runner, error) {
+	if s == nil {
+		return nil, ErrNilSession
+	}
+	if err := zklock.ValidatePath(root); err != nil {
+		return nil, fmt.Errorf("runonce: root: %w", err)
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	if cfg.name == "" {
+		cfg.name = instanceName()
+	}
+	if cfg.log == nil {
+		cfg.log = s.Logger().With("component", "runonce", "root", root)
+	}
+	r := &Runner{s: s, root: root, cfg: cfg, by: cfg.name, log: cfg.log, jobs: map[string]*job{}}
+	r.heard.born = time.Now()
+	return r, nil
+}
+
+// Claim decides whether this instance runs the tick of the job named key
+// whose timer just fired: it returns the Claim of the run, which holds the
+// job's lock until its Release, when it does, and an error when it does
+// not (ErrLockHeld, ErrAlreadyRan or ErrYielded, matching ErrSkipped, or a
+// failure: the run is skipped). Call it when the tick's timer fires: the
+// rule dates the tick by Claim's entry. It never waits for another
+// instance and returns within the lock timeout (WithLockTimeout), or
+// sooner when ctx ends. The run's context (Claim.Context) derives from
+// ctx.
+func (r *Runner) Claim(ctx context.Context, key string) (*Claim, error) {
+	entry := time.Now() // the timer's firing, as near as the Runner knows it
+	if r == nil {
+		return nil, ErrNil
+	}
+	if ctx == nil {
+		return nil, ErrNilContext
+	}
+	j, err := r.job(key)
+	if err != nil {
+		return nil, err
+	}
+	calls := j.calls.Add(1)
+	p := &probe{entry: entry}
+	if !j.busy.CompareAndSwap(false, true) {
+		err := fmt.Errorf("%w: job %q: by a run of this instance", ErrLockHeld, key)
+		r.report(ctx, j, p, err)
+		return nil, err
+	}
+	lockCtx, cancel := context.WithTimeout(ctx, r.cfg.timeout)
+	defer cancel()
+	h, d, err := r.take(lockCtx, j, p)
+	if d.decided || d.local || errors.Is(err, ErrLockHeld) {
+		r.reached() // ZooKeeper answered
+	}
+	if d.decided || d.local {
+		r.checkEnvelope(j, d, calls)
+	}
+	if err != nil {
+		j.busy.Store(false)
+		r.report(ctx, j, p, err)
+		return nil, err
+	}
+	c := &Claim{r: r, j: j, hold: h}
+	c.ctx, c.cancel = context.WithCancelCause(ctx)
+	j.run.Store(c)
+	// A loss between take's last look and the Store above found no run
+	// to cancel (the loss handler reads j.run): look again.
+	if err := h.Err(); err != nil {
+		c.cancel(err)
+	}
+	r.report(ctx, j, p, nil)
+	return c, nil
+}
+
+// Do runs fn when this instance runs the tick of key whose timer just
+// fired: it claims the tick (Claim), calls fn with the run's context
+// (Claim.Context) and releases the claim when fn returns or panics. It
+// returns Claim's error when fn is not called (matching ErrSkipped when
+// the tick is another instance's), and otherwise fn's error joined with
+// Release's (an error wrapping zklock.ErrLockLost when the job's lock was
+// lost during the run).
+func (r *Runner) Do(ctx context.Context, key string, fn func(ctx context.Context) error) (err error) {
+	if fn == nil {
+		return fmt.Errorf("%w: Do with a nil func", ErrNil)
+	}
+	c, err := r.Claim(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, c.Release()) }()
+	return fn(c.Context())
+}
+
+// report logs a Claim's outcome (a skip at Debug; a failure once per
+// outage, or once a minute per job) and tells the observer.
+func (r *Runner) report(ctx context.Context, j *job, p *probe, err error) {
+	latency := time.Since(p.entry)
+	r.late.observe(latency)
+	switch o := outcomeOf(err); {
+	case o == Ran:
+	case o != Failed:
+		r.log.Debug("run skipped", "job", j.key, "reason", err)
+	default:
+		r.failed(ctx, j, p, err)
+	}
+	r.calm()
+	if r.cfg.observe != nil {
+		r.cfg.observe(Event{Job: j.key, Outcome: outcomeOf(err), Latency: latency, Err: err})
+	}
+}
+
+// failed logs a failed Claim by what it met: ZooKeeper silent for long
+// (the outage's lines) or not yet (Debug), lateness (overload's), the
+// caller's context ended (the program stops the job: Debug), or anything
+// else (once a minute per job).
+func (r *Runner) failed(ctx context.Context, j *job, p *probe, err error) {
+	switch r.kindOf(ctx, err, p) {
+	case failedCancelled:
+		r.log.Debug("run skipped: the job's context ended", "job", j.key, "err", err)
+	case failedSilent:
+		r.log.Debug("run skipped: ZooKeeper silent", "job", j.key, "err", err)
+	case failedUnreachable:
+		r.unreachable(err)
+	case failedLate:
+		if !r.duringOutage(true) {
+			r.tellLate(j, lateWhat(err))
+		}
+	default:
+		now, last := time.Now().UnixNano(), j.warnedAt.Load()
+		if now-last >= int64(time.Minute) && j.warnedAt.CompareAndSwap(last, now) {
+			r.log.Warn("run skipped: lock failed (warned once a minute per job)", "job", j.key, "err", err)
+		}
+	}
+}
+
+// job returns the state of key, making it on first use.
+func (r *Runner) job(key string) (*job, error) {
+	dir, err := r.dir(key)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, ErrClosed
+	}
+	if j := r.jobs[key]; j != nil {
+		return j, nil
+	}
+	j, err := r.newJob(key, dir)
+	if err != nil {
+		return nil, err
+	}
+	r.jobs[key] = j
+	return j, nil
+}
+
+// dir returns the path of key's node below the root.
+func (r *Runner) dir(key string) (string, error) {
+	name, err := nodeName(key)
+	if err != nil {
+		return "", err
+	}
+	dir := path.Join(r.root, name)
+	// Escaping can triple a key: the whole path must still be one that
+	// ZooKeeper takes (zklock's limit, the lock node's name included).
+	if err := zklock.ValidatePath(path.Join(dir, lockName)); err != nil {
+		return "", fmt.Errorf("%w: job %q below %s: %w", ErrInvalidKey, key, r.root, err)
+	}
+	return dir, nil
+}
+
+// newJob makes the state of key, whose node is dir; only Claim's keep it
+// (r.jobs): a job entry and its lock are per job this instance schedules,
+// not per key asked of LastRun or RemoveJob (issue 43, item 10).
+func (r *Runner) newJob(key, dir string) (*job, error) {
+	window, ok := r.cfg.windows[key]
+	if !ok {
+		window = r.cfg.window
+	}
+	j := &job{key: key, runPath: path.Join(dir, runName), window: window}
+	lock, err := zklock.New(r.s, path.Join(dir, lockName), zklock.WithACL(r.cfg.acl), zklock.WithLossHandler(j.lost))
+	if err != nil {
+		return nil, fmt.Errorf("runonce: job %q: %w", key, err)
+	}
+	j.lock = lock
+	return j, nil
+}
+
+// Run is a job's last run, as its run node records it.
+type Run struct {
+	// At is the ZooKeeper server's time of the run's start: its timer's
+	// firing (see the package doc). After a change of ensemble leader or a
+	// step back of the leader's clock, it is the time the rule counts
+	// from instead, on the new clock. The zero time if the job never ran.
+	At time.Time
+	// By names the instance that made the run (WithInstanceName).
+	By string
+	// Runs counts the runs the node has recorded.
+	Runs int64
+	// Window is the window of the node's last writer.
+	Window time.Duration
+}
+
+// LastRun returns the job's last run as its run node records it; the zero
+// Run if the job never ran (the node does not exist). It keeps nothing in
+// memory for a key this instance does not claim.
+func (r *Runner) LastRun(ctx context.Context, key string) (Run, error) {
+	if r == nil {
+		return Run{}, ErrNil
+	}
+	if ctx == nil {
+		return Run{}, ErrNilContext
+	}
+	dir, err := r.dir(key)
+	if err != nil {
+		return Run{}, err
+	}
+	if r.isClosed() {
+		return Run{}, ErrClosed
+	}
+	data, stat, err := getNode(ctx, r.s.Conn(), path.Join(dir, runName))
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return Run{}, nil
+	case err != nil:
+		return Run{}, fmt.Errorf("runonce: job %q: read run node: %w", key, err)
+	}
+	last := runrec.Derive(data, stat.Mtime, stat.Mzxid)
+	return Run{At: time.UnixMilli(last.At), By: last.By, Runs: last.Runs, Window: time.Duration(last.Window) * time.Millisecond}, nil
+}
+
+// isClosed reports whether Close was called.
+func (r *Runner) isClosed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
+
+// Close releases the locks of runs still going (their contexts are
+// cancelled, with a cause matching ErrClosed) and detaches the Runner from
+// its session; later Claim calls return ErrClosed. It leaves the run
+// nodes, which the next instances need. Close is idempotent.
+func (r *Runner) Close() error {
+	if r == nil {
+		return ErrNil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	var errs []error
+	for _, j := range r.jobs {
+		// The run learns it first: its Release then says ErrClosed, not a
+		// loss, whatever zklock says of the hold Close ends.
+		if c := j.run.Load(); c != nil {
+			c.closed.Store(true)
+			c.cancel(fmt.Errorf("%w: the run's lock was released by Close", ErrClosed))
+		}
+		if err := j.lock.Close(); err != nil && !errors.Is(err, zklock.ErrSessionClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
