@@ -108,14 +108,7 @@ func (q *Queue) settle(r *Request, a Answer, sentIn, answeredIn int64, rtt time.
 	}
 	switch {
 	case len(a.Results) != len(r.Ops) || a.Err != nil && failing < 0:
-		err := a.Err
-		if err == nil {
-			err = fmt.Errorf("%w: %d results for %d ops", ErrOutcomeUnknown, len(a.Results), len(r.Ops))
-		}
-		for _, w := range r.Writes {
-			again = q.end(w, Result{Verdict: Unknown, Err: err}, rtt, again)
-		}
-		return again
+		return q.unknown(r, a, rtt, again)
 	case a.Err == nil && answeredIn != sentIn:
 		answeredIn = 0 // answered as the session changed: whose are the nodes?
 	}
@@ -132,6 +125,20 @@ func (q *Queue) settle(r *Request, a Answer, sentIn, answeredIn int64, rtt time.
 			again = append(again, w)
 		}
 		off += len(w.ops)
+	}
+	return again
+}
+
+// unknown settles the writes of r, whose answer a has no result per op
+// (or an error with no failing op, not an answer ZooKeeper gives): the
+// outcome of each is unknown.
+func (q *Queue) unknown(r *Request, a Answer, rtt time.Duration, again []*Write) []*Write {
+	err := a.Err
+	if err == nil {
+		err = fmt.Errorf("%w: %d results for %d ops", ErrOutcomeUnknown, len(a.Results), len(r.Ops))
+	}
+	for _, w := range r.Writes {
+		again = q.end(w, Result{Verdict: Unknown, Err: err}, rtt, again)
 	}
 	return again
 }

@@ -1,0 +1,43 @@
+package writes
+
+// The write path's seeded bugs (internal/mutant, the tierlockmutants
+// tag), each the code as it stood before a fix, which the explorer must
+// find (mutants_test.go). The others are single branches where they are.
+
+// takeApartStopping is the apart-stops bug (the fifth review's item 6):
+// every write put back goes apart at once, with no bound on the requests,
+// and the round stops at the second write of a path, so that writes on
+// repeated paths go about two a round trip, everything newer behind them.
+func (q *Queue) takeApartStopping() [][]*Write {
+	seen := make(map[string]bool)
+	n := 0
+	for n < len(q.queue) && q.queue[n].refusals >= 1 && !seen[q.queue[n].path] {
+		seen[q.queue[n].path] = true
+		n++
+	}
+	round := make([][]*Write, n)
+	for i, w := range q.queue[:n] {
+		round[i] = []*Write{w}
+		q.takenLocked(round[i])
+	}
+	q.queue = append(q.queue[:0], q.queue[n:]...)
+	return round
+}
+
+// createsAhead is the create-before-delete bug: a batch with a create
+// leaves its deletes queued for the next one, so that a create goes out
+// while its path's released node's delete is still waiting.
+func createsAhead(batch, rest []*Write) (taken, left []*Write) {
+	var dels []*Write
+	for _, w := range batch {
+		if w.kind == Delete {
+			dels = append(dels, w)
+		} else {
+			taken = append(taken, w)
+		}
+	}
+	if len(taken) == 0 {
+		return batch, rest
+	}
+	return taken, append(dels, rest...)
+}
