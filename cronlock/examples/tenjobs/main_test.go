@@ -22,18 +22,18 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(zktest.Wrap(m))
 }
 
-// readmeBlocks returns the ```sh and ```go blocks of README's section on
-// job schedulers.
+// readmeBlocks returns the ```sh and ```go blocks of cronlock's README,
+// in its section "Ten jobs".
 func readmeBlocks(t *testing.T) (sh, program string) {
 	t.Helper()
-	readme, err := os.ReadFile("../../../README.md")
+	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const title = "\n## Job schedulers (gocron, robfig/cron)\n"
+	const title = "\n## Ten jobs\n"
 	_, section, ok := strings.Cut(string(readme), title)
 	if !ok {
-		t.Fatalf("README has no section %q", strings.TrimSpace(title))
+		t.Fatalf("cronlock/README.md has no section %q", strings.TrimSpace(title))
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	block := func(lang string) string {
@@ -42,27 +42,27 @@ func readmeBlocks(t *testing.T) (sh, program string) {
 			b, _, ok = strings.Cut(b, "```")
 		}
 		if !ok {
-			t.Fatalf("README's section on job schedulers has no ```%s block", lang)
+			t.Fatalf("cronlock/README.md's section on ten jobs has no ```%s block", lang)
 		}
 		return b
 	}
 	return block("sh"), block("go")
 }
 
-// README's robfig/cron program is this one, word for word, so that the
-// program README shows is the one these tests run.
+// cronlock's README program is this one, word for word, so that the
+// program the README shows is the one these tests run.
 func TestReadmeIsThisProgram(t *testing.T) {
 	src, err := os.ReadFile("main.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, program := readmeBlocks(t); program != string(src) {
-		t.Error("README's robfig/cron program differs from cronlock/examples/tenjobs/main.go: copy main.go into README")
+		t.Error("cronlock/README.md's program differs from cronlock/examples/tenjobs/main.go: copy main.go into it")
 	}
 }
 
-// TestReadmeTenJobs (issue 45): a new user tries README alone. In a new
-// directory, README's program as main.go and README's commands, the
+// TestReadmeTenJobs (issue 45): a new user tries cronlock's README alone.
+// In a new directory, its program as main.go and its commands, the
 // checkout's path for /path/to/tierlock; two copies of the program run at
 // once for 5 s, started 300 ms apart, and stop on Ctrl-C (SIGINT): every
 // tick of each of the ten jobs runs once, in one copy or the other, and
