@@ -84,6 +84,17 @@ func split(path string) (parent, name string, ok bool) {
 // the client, as go-zookeeper checks paths before sending) for a malformed
 // path. Like Conn.Get, the Stat is zero, not nil, on a server's refusal.
 func (t *Tree) Get(path string) ([]byte, *zk.Stat, error) {
+	n, st, err := t.read(path)
+	if err != nil {
+		return nil, st, err
+	}
+	return clone(n.data), st, nil
+}
+
+// read is Get's and Children's lookup: the node and its Stat, or the
+// error and the Stat Conn returns with it (nil for a malformed path,
+// zero on a server's refusal).
+func (t *Tree) read(path string) (*node, *zk.Stat, error) {
 	if !clientPath(path, false) {
 		return nil, nil, zk.ErrInvalidPath
 	}
@@ -94,7 +105,7 @@ func (t *Tree) Get(path string) ([]byte, *zk.Stat, error) {
 	if !allows(n.acl, zk.PermRead) {
 		return nil, &zk.Stat{}, zk.ErrNoAuth
 	}
-	return clone(n.data), n.stat(), nil
+	return n, n.stat(), nil
 }
 
 // Exists reports whether the node is there and its Stat (zero, not nil,
@@ -115,17 +126,11 @@ func (t *Tree) Exists(path string) (bool, *zk.Stat) {
 // Children returns the names of the node's children, sorted (the server
 // gives them in no order), and its Stat; errors as Get's.
 func (t *Tree) Children(path string) ([]string, *zk.Stat, error) {
-	if !clientPath(path, false) {
-		return nil, nil, zk.ErrInvalidPath
+	n, st, err := t.read(path)
+	if err != nil {
+		return nil, st, err
 	}
-	n := t.nodes[path]
-	if n == nil {
-		return nil, &zk.Stat{}, zk.ErrNoNode
-	}
-	if !allows(n.acl, zk.PermRead) {
-		return nil, &zk.Stat{}, zk.ErrNoAuth
-	}
-	return sortedKeys(n.children), n.stat(), nil
+	return sortedKeys(n.children), st, nil
 }
 
 // Ephemerals returns the paths of the ephemeral nodes session sid owns,
