@@ -134,12 +134,18 @@ func (q *Queue) Stop() {
 }
 
 // shut ends the writer as the session closes: what is queued will not be
-// sent by it.
+// sent by it. Each write taken out of the queue ends Closed before q.mu
+// is released, so that a caller who gives one up meanwhile finds it over
+// rather than ending it a second time (TestGiveUpWhileClosing); drop then
+// tells the outside.
 func (q *Queue) shut() {
 	q.mu.Lock()
 	q.closed, q.running = true, false
 	ws := q.queue
 	q.queue = nil
+	for _, w := range ws {
+		endClosedLocked(w)
+	}
 	clear(q.deletes)
 	if q.timer != nil {
 		q.timer.Stop()
@@ -150,7 +156,16 @@ func (q *Queue) shut() {
 	}
 }
 
-// drop ends w, which the writer will not send: the session is closing.
+// endClosedLocked ends w Closed, unless it is a delete (whose told drop
+// tells). q.mu is held.
+func endClosedLocked(w *Write) {
+	if w.kind != Delete {
+		w.res, w.stage = Result{Verdict: Closed}, ended
+	}
+}
+
+// drop tells of w, which the writer will not send (the session is
+// closing), once endClosedLocked ended it.
 func (q *Queue) drop(w *Write) {
 	if w.kind == Delete {
 		w.tell(ErrClosed)
@@ -159,9 +174,6 @@ func (q *Queue) drop(w *Write) {
 		}
 		return
 	}
-	q.mu.Lock()
-	w.res, w.stage = Result{Verdict: Closed}, ended
-	q.mu.Unlock()
 	if w.admitted {
 		q.c.Ended(false, 0)
 	}

@@ -155,6 +155,7 @@ func (q *Queue) add(w *Write) {
 	}
 	q.mu.Lock()
 	if q.closed {
+		endClosedLocked(w)
 		q.mu.Unlock()
 		q.drop(w)
 		return
