@@ -97,10 +97,16 @@ func (q *Queue) giveUpTold(w *Write, cause error) (Result, <-chan struct{}) {
 	return r, w.sent
 }
 
-// settledOr is w's Result when it has ended, else r.
+// settledOr is w's Result when it has ended, else r, what its caller who
+// gave up is told. A write withdrawn since (its batch refused for another
+// write's op) is told with r's cause, as one taken back is: ErrWithdrawn
+// is the write path's, which its callers' callers cannot match.
 func settledOr(w *Write, r Result) Result {
 	select {
 	case <-w.done:
+		if w.res.Verdict == Withdrawn {
+			return Result{Verdict: Withdrawn, Err: r.Err}
+		}
 		return w.res
 	default:
 		return r
