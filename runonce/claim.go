@@ -94,8 +94,8 @@ func (r *Runner) attempt(ctx context.Context, j *job, p *probe) (decision, error
 	data, stat, err := getNode(ctx, conn, j.runPath)
 	p.got(r, err)
 	if errors.Is(err, zk.ErrNoNode) {
-		// The job's first run: nothing before it, so the write runs. Its
-		// parents are the lock's (containers, made by zklock).
+		// The job's first run: nothing before it, so the write runs
+		// (createRun makes its parents, persistent).
 		d.rec.Delay = time.Since(entry).Milliseconds()
 		p.ask(r, ctx)
 		err := r.createRun(ctx, conn, j, d.rec.Encode())

@@ -37,7 +37,7 @@ func ms(d time.Duration) int64 {
 	return max(d.Milliseconds(), 1)
 }
 
-// instanceName is host:pid, written into run records and candidates.
+// instanceName is host:pid, written into run records.
 func instanceName() string {
 	host, err := os.Hostname()
 	if err != nil {

@@ -249,7 +249,7 @@ func (l *Lock) enqueue(ctx context.Context, wait bool) (ourNode, error) {
 		return l.enqueueAgain(ctx, guid, prefix, err)
 	case !refusal(err) && !errors.Is(err, ctx.Err()):
 		// The create failed, its outcome unknown, as ctx ended (when ctx
-		// ended first, abandon sweeps): the node may be there.
+		// ended first, giveUp sweeps): the node may be there.
 		l.sweepInBackground(guid)
 		return ourNode{}, ctx.Err()
 	}

@@ -44,7 +44,8 @@ type session struct {
 	valid   int                  // holds of the session whose span is open (timing.go)
 	overdue int64                // the deadline a step was found late for (timing.go)
 	dels    map[string]*del
-	// writer: the session's writes go through its writer (writer.go), as
+	// writer: the session's writes go through its writer
+	// (zklock/internal/writes/writer.go), as
 	// the code's have since main 54c8475; outCreates are the prefixes of
 	// the creates in its requests unanswered.
 	writer     bool

@@ -37,7 +37,8 @@
 //
 // Registered here: "none" (no lock: every instance runs every tick, the
 // control), "redsync" and "redsync-try" (a Redis lock in a JobWrapper, as
-// robfig/cron users write it today; see redsync.go).
+// robfig/cron users write it today; see redsync.go), and "tierlock"
+// (cronlock's wrapper; tierlock.go).
 //
 // # Ticks
 //

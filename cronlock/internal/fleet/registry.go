@@ -21,8 +21,6 @@ type Config struct {
 	Root string
 	// Instance is this instance's name, as the records name it.
 	Instance string
-	// Jobs are the jobs the instance will wrap, with their specs.
-	Jobs []Job
 	// Logger is the instance's log (its stderr).
 	Logger *slog.Logger
 }

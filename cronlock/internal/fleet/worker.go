@@ -98,7 +98,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 func run(ctx context.Context, c config, rec *recorder, logger *slog.Logger, stderr io.Writer) (err error) {
 	v, _ := Lookup(c.lock)
 	open, cancel := context.WithTimeout(ctx, c.openDeadline)
-	lk, err := v.Open(open, Config{Servers: c.servers, Root: c.root, Instance: c.name, Jobs: c.jobs, Logger: logger})
+	lk, err := v.Open(open, Config{Servers: c.servers, Root: c.root, Instance: c.name, Logger: logger})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("open %s: %w", c.lock, err)

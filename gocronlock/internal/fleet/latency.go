@@ -59,19 +59,11 @@ func (l *latencies) counts() (string, error) {
 	return strings.Join(parts, ","), l.lastErr
 }
 
-// summary returns the Lock latencies' count, median, 99th percentile
-// and largest.
-func (l *latencies) summary() (n int, p50, p99, top time.Duration) {
+// summary returns the count, median, 99th percentile and largest of one
+// of l's series (&l.ds, the Lock latencies, or &l.lags), read under l.mu.
+func (l *latencies) summary(series *[]time.Duration) (n int, p50, p99, top time.Duration) {
 	l.mu.Lock()
-	ds := slices.Clone(l.ds)
-	l.mu.Unlock()
-	return quantiles(ds)
-}
-
-// lagSummary is summary for the lags.
-func (l *latencies) lagSummary() (n int, p50, p99, top time.Duration) {
-	l.mu.Lock()
-	ds := slices.Clone(l.lags)
+	ds := slices.Clone(*series)
 	l.mu.Unlock()
 	return quantiles(ds)
 }

@@ -208,9 +208,9 @@ func (r *recorder) fired(job string) time.Time {
 
 // lockStats writes the Lock latencies' record: count, p50, p99, max (µs).
 func (r *recorder) lockStats() {
-	n, p50, p99, top := r.lat.summary()
+	n, p50, p99, top := r.lat.summary(&r.lat.ds)
 	r.line("lock %s %d %d %d %d", r.name, n, p50.Microseconds(), p99.Microseconds(), top.Microseconds())
-	n, p50, p99, top = r.lat.lagSummary()
+	n, p50, p99, top = r.lat.summary(&r.lat.lags)
 	r.line("lag %s %d %d %d %d", r.name, n, p50.Microseconds(), p99.Microseconds(), top.Microseconds())
 	counts, err := r.lat.counts()
 	r.line("outcomes %s %s %q", r.name, counts, fmt.Sprint(err))

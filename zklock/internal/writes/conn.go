@@ -10,9 +10,9 @@ import (
 
 // Conn is what the session gives its write path: the connection, as far
 // as the writer needs it, and the session's bookkeeping around a write.
-// Every field must be set. The queue never calls one with its lock held;
-// Connected, Lead and Send are called by the writer's goroutine, and may
-// wait.
+// Every field must be set. The queue calls none with its lock held but
+// Now and AfterFunc, which must not call back into it; Connected, Lead and
+// Send are called by the writer's goroutine, and may wait.
 type Conn struct {
 	// Connected waits until the session has a connection with a session
 	// (true), or is closed (false). A request handed to the client while

@@ -51,7 +51,7 @@ func (q *Queue) GiveUp(w *Write, sweep func()) Fate {
 	// Taken and not sealed: seal leaves it out.
 	w.res, w.stage = Result{Verdict: Withdrawn, Err: ErrWithdrawn}, ended
 	q.mu.Unlock()
-	if w.admitted {
+	if w.bounded() {
 		q.c.Ended(false, 0)
 	}
 	w.finish()
@@ -180,7 +180,7 @@ func (q *Queue) drop(w *Write) {
 		}
 		return
 	}
-	if w.admitted {
+	if w.bounded() {
 		q.c.Ended(false, 0)
 	}
 	w.finish()

@@ -32,13 +32,12 @@ const (
 
 // Write is one write waiting for the session's writer.
 type Write struct {
-	kind     Kind
-	path     string // the lock path (create, delete); the first op's path (txn)
-	ops      []any
-	size     int   // about what its ops add to a request, in bytes
-	owner    int64 // delete: the session its node was made in
-	at       time.Time
-	admitted bool // a create: it holds a place in the session's bound
+	kind  Kind
+	path  string // the lock path (create, delete); the first op's path (txn)
+	ops   []any
+	size  int   // about what its ops add to a request, in bytes
+	owner int64 // delete: the session its node was made in
+	at    time.Time
 
 	// Sent is closed once the write is on the wire (Request.Written), or
 	// once it is over; Done once it is over, its Result then final. A
@@ -94,7 +93,7 @@ func New(c Conn, cfg Config) *Queue {
 // sequential), on the lock at path. Its caller holds a place in the
 // session's bound, which Conn.Ended gives back.
 func (q *Queue) Create(path, prefix string, data []byte, acl []zk.ACL) *Write {
-	w := &Write{kind: Create, path: path, admitted: true,
+	w := &Write{kind: Create, path: path,
 		ops:  []any{&zk.CreateRequest{Path: prefix, Data: data, Acl: acl, Flags: zk.FlagEphemeralSequential}},
 		size: len(prefix) + len(data) + 64*len(acl) + 32}
 	q.add(w)
@@ -323,6 +322,10 @@ func (w *Write) finish() {
 		close(w.done)
 	}
 }
+
+// bounded reports whether w holds a place in the session's bound on
+// requests in flight, which Conn.Ended gives back: a create does.
+func (w *Write) bounded() bool { return w.kind == Create }
 
 // tell tells a delete's told its first outcome, once.
 func (w *Write) tell(err error) {

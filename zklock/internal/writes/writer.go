@@ -148,7 +148,7 @@ func (q *Queue) unknown(r *Request, a Answer, rtt time.Duration, again []*Write)
 // again once connected, until its node or its session is gone), and the
 // delete of what an abandoned create made.
 func (q *Queue) end(w *Write, r Result, rtt time.Duration, again []*Write) []*Write {
-	if w.admitted {
+	if w.bounded() {
 		q.c.Ended(true, rtt)
 	}
 	if w.kind == Delete {
@@ -216,7 +216,7 @@ func (q *Queue) requeue(ws []*Write) {
 	q.queue = append(kept, q.queue...)
 	q.mu.Unlock()
 	for _, w := range dropped {
-		if w.admitted {
+		if w.bounded() {
 			q.c.Ended(false, 0)
 		}
 		w.finish()
