@@ -247,6 +247,10 @@ func (r *Runner) ensure(ctx context.Context, conn *zk.Conn, p string) error {
 // write of a run node.
 var testHookAfterRead func(runPath string)
 
+// testHookAfterTake, set by tests only, runs in Claim between the lock's
+// take and the run's Store.
+var testHookAfterTake func()
+
 // getNode reads path on conn, giving up when ctx ends.
 func getNode(ctx context.Context, conn *zk.Conn, p string) ([]byte, *zk.Stat, error) {
 	if conn == nil {

@@ -37,6 +37,9 @@ func (c *Claim) Context() context.Context {
 	return c.ctx
 }
 
+// errRunClosed ends a run whose lock Runner.Close released.
+var errRunClosed = fmt.Errorf("%w: the run's lock was released by Close", ErrClosed)
+
 // Release ends the run: it releases the job's lock and cancels the run's
 // context. It does not wait for ZooKeeper (the delete goes out in the
 // background and is retried until it lands or the session ends), so it
@@ -58,7 +61,7 @@ func (c *Claim) Release() error {
 	c.cancel(nil)
 	switch {
 	case c.closed.Load():
-		return fmt.Errorf("runonce: job %q: %w: the run's lock was released by Close", c.j.key, ErrClosed)
+		return fmt.Errorf("runonce: job %q: %w", c.j.key, errRunClosed)
 	case err != nil:
 		c.r.log.Warn("lock lost during the run", "job", c.j.key, "err", err)
 		return fmt.Errorf("runonce: job %q: %w", c.j.key, err)

@@ -159,12 +159,21 @@ func (r *Runner) Claim(ctx context.Context, key string) (*Claim, error) {
 		r.report(ctx, j, p, err)
 		return nil, err
 	}
+	if testHookAfterTake != nil {
+		testHookAfterTake()
+	}
 	c := &Claim{r: r, j: j, hold: h}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	j.run.Store(c)
-	// A loss between take's last look and the Store above found no run
-	// to cancel (the loss handler reads j.run): look again.
+	// A loss or a Close between take's last look and the Store above found
+	// no run to cancel or mark (the loss handler and Close read j.run):
+	// look again. A hold ended by Close (zklock.Lock.Close) is a close,
+	// told as Close tells a run (TestCloseBeforeTheRunIsStored).
 	if err := h.Err(); err != nil {
+		if errors.Is(err, zklock.ErrClosed) {
+			c.closed.Store(true)
+			err = errRunClosed
+		}
 		c.cancel(err)
 	}
 	r.report(ctx, j, p, nil)
@@ -356,7 +365,7 @@ func (r *Runner) Close() error {
 		// loss, whatever zklock says of the hold Close ends.
 		if c := j.run.Load(); c != nil {
 			c.closed.Store(true)
-			c.cancel(fmt.Errorf("%w: the run's lock was released by Close", ErrClosed))
+			c.cancel(errRunClosed)
 		}
 		if err := j.lock.Close(); err != nil && !errors.Is(err, zklock.ErrSessionClosed) {
 			errs = append(errs, err)
