@@ -251,6 +251,10 @@ var testHookAfterRead func(runPath string)
 // take and the run's Store.
 var testHookAfterTake func()
 
+// testHookBeforeJobNodeDelete, set by tests only, runs in RemoveJob right
+// before it deletes the job's node.
+var testHookBeforeJobNodeDelete func()
+
 // getNode reads path on conn, giving up when ctx ends.
 func getNode(ctx context.Context, conn *zk.Conn, p string) ([]byte, *zk.Stat, error) {
 	if conn == nil {

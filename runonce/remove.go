@@ -35,7 +35,9 @@ import (
 //
 // A job removed while an instance still schedules it, but whose last run
 // is older than that, runs again at its next tick there, as a new job's
-// first run: the tick is a later one, so it is not run twice.
+// first run: the tick is a later one, so it is not run twice. When that
+// run writes its run node before RemoveJob has deleted the job's node,
+// RemoveJob leaves it and returns ErrJobActive.
 func (r *Runner) RemoveJob(ctx context.Context, key string) error {
 	if r == nil {
 		return ErrNil
@@ -141,6 +143,15 @@ func (r *Runner) retire(ctx context.Context, h *zklock.Hold, j *job) error {
 	}
 }
 
+// exists reports whether node is there (false when it cannot tell).
+func (r *Runner) exists(ctx context.Context, node string) bool {
+	ok, err := await.Call(ctx, func() (bool, error) {
+		ok, _, err := r.s.Conn().Exists(node)
+		return ok, err
+	})
+	return err == nil && ok
+}
+
 // written says what a write of retire's came to: nil when the node is
 // gone, ErrJobActive when an attempt wrote it since it was read.
 func written(what string, err error) error {
@@ -156,18 +167,29 @@ func written(what string, err error) error {
 // deleteDirs deletes the lock's path and the job's node (persistent, see
 // createRun) once the hold's node has gone (Release deletes it in the
 // background); a lock node queued meanwhile (the job runs again) keeps
-// them, and rightly.
+// them until it goes. A run node written again below the job's node (an
+// instance still schedules the job) would keep it for ever: RemoveJob
+// then returns ErrJobActive (TestRemoveJobMeetsARunAgain).
 func (r *Runner) deleteDirs(ctx context.Context, key, dir string) error {
-	for _, p := range []string{path.Join(dir, lockName), dir} {
-		if err := r.deleteEmpty(ctx, p); err != nil {
-			return fmt.Errorf("runonce: job %q: %w", key, err)
+	err := r.deleteEmpty(ctx, path.Join(dir, lockName), "")
+	if err == nil {
+		if testHookBeforeJobNodeDelete != nil {
+			testHookBeforeJobNodeDelete()
 		}
+		err = r.deleteEmpty(ctx, dir, path.Join(dir, runName))
+	}
+	switch {
+	case errors.Is(err, ErrJobActive):
+		return fmt.Errorf("%w: job %q: an instance wrote its run node again", ErrJobActive, key)
+	case err != nil:
+		return fmt.Errorf("runonce: job %q: %w", key, err)
 	}
 	return nil
 }
 
-// deleteEmpty deletes p once it is empty, or until ctx ends.
-func (r *Runner) deleteEmpty(ctx context.Context, p string) error {
+// deleteEmpty deletes p once it is empty, or until ctx ends; it returns
+// ErrJobActive when p holds run, the job's run node ("" for none).
+func (r *Runner) deleteEmpty(ctx context.Context, p, run string) error {
 	for {
 		_, err := await.Call(ctx, func() (struct{}, error) { return struct{}{}, r.s.Conn().Delete(p, -1) })
 		switch {
@@ -175,6 +197,9 @@ func (r *Runner) deleteEmpty(ctx context.Context, p string) error {
 			return nil
 		case !errors.Is(err, zk.ErrNotEmpty):
 			return fmt.Errorf("delete %s: %w", p, err)
+		}
+		if run != "" && r.exists(ctx, run) {
+			return ErrJobActive
 		}
 		select {
 		case <-ctx.Done():

@@ -1,0 +1,56 @@
+package runonce
+
+import (
+	"context"
+	"errors"
+	"path"
+	"testing"
+	"time"
+
+	"github.com/tierlock/tierlock/internal/zktest"
+)
+
+// TestRemoveJobMeetsARunAgain: RemoveJob has deleted the job's run node
+// and its lock's path when another instance, which still schedules the
+// job, claims a tick (here from a hook right before the job's node is
+// deleted): its Claim writes the run node again, below the job's node.
+// RemoveJob waited for that node to empty, sending a delete every 20 ms
+// until its ctx ended (for ever under context.Background); it now says
+// the job is still scheduled (ErrJobActive) and leaves the run node.
+func TestRemoveJobMeetsARunAgain(t *testing.T) {
+	root := zktest.Path(t)
+	opts := []Option{WithWindow(100 * time.Millisecond), WithLockTimeout(200 * time.Millisecond)}
+	a, err := New(zktest.Connect(t, zktest.Servers(t)), root, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := New(zktest.Connect(t, zktest.Servers(t)), root, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := zktest.Context(t, 20*time.Second)
+	if err := b.Do(ctx, "job", noop); err != nil { // the job's nodes, as a run leaves them
+		t.Fatal(err)
+	}
+	dir, err := a.dir("job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testHookBeforeJobNodeDelete = func() {
+		if err := b.Do(ctx, "job", noop); err != nil {
+			t.Errorf("b's run: %v", err)
+		}
+	}
+	defer func() { testHookBeforeJobNodeDelete = nil }()
+	removing := zktest.Context(t, 3*time.Second)
+	if err := a.RemoveJob(removing, "job"); !errors.Is(err, ErrJobActive) {
+		t.Errorf("RemoveJob: %v, want ErrJobActive", err)
+	}
+	if ok, _, err := a.s.Conn().Exists(path.Join(dir, runName)); err != nil || !ok {
+		t.Errorf("b's run node: exists %v (%v), want it kept", ok, err)
+	}
+}
+
+func noop(context.Context) error { return nil }
