@@ -22,7 +22,12 @@
 //
 //   - overlap: two holds of one path whose intervals [enter, exit)
 //     intersect. Intervals are half-open, so a hold may begin at the very
-//     nanosecond the previous one ended.
+//     nanosecond the previous one ended. A hold whose holder saw it lost
+//     before it left (Hold.Loss < Exit) ends at the loss: from then on its
+//     holder knows, and a grant after it is what loss before grant allows
+//     (its writes are the fencing token's to refuse, CheckWrites). Such a
+//     hold is cut there (Told), and a grant before the loss stays an
+//     overlap and a late loss.
 //   - token: in the order of enter times, a fencing token lower than the
 //     one before it, or equal to it across different processes. Equal
 //     tokens are allowed only for consecutive holds of one process, and only
@@ -109,6 +114,9 @@ type Hold struct {
 	// progress at the stop (or granted before it and entered after the
 	// process woke): its Exit (and then its Enter) is the stop.
 	Paused bool `json:"paused,omitempty"`
+	// Told is set by Check on a hold whose holder saw it lost before it
+	// left: its Exit is then the Loss (see the package doc).
+	Told bool `json:"told,omitempty"`
 }
 
 func (h Hold) String() string {
@@ -121,6 +129,9 @@ func (h Hold) String() string {
 	}
 	if h.Paused {
 		exit += " (paused)"
+	}
+	if h.Told {
+		exit += " (told of its loss)"
 	}
 	kind := ""
 	switch {
@@ -199,6 +210,7 @@ type PathResult struct {
 	LateLosses       int   `json:"late_losses"`
 	Cut              int   `json:"cut_by_kill,omitempty"`
 	PausedCut        int   `json:"cut_by_pause,omitempty"`
+	ToldCut          int   `json:"cut_by_loss,omitempty"`
 }
 
 // Result is the verdict over all paths.
@@ -211,6 +223,7 @@ type Result struct {
 	LossesChecked    int          `json:"losses_checked"`
 	Cut              int          `json:"cut_by_kill"`            // holds of killed processes, cut at the kill (not violations)
 	PausedCut        int          `json:"cut_by_pause,omitempty"` // holds of paused processes, cut at the stop (not violations; their loss is not checked)
+	ToldCut          int          `json:"cut_by_loss,omitempty"`  // holds that went on after their holder saw the loss, cut at it (not violations)
 	TokensChecked    bool         `json:"tokens_checked"`
 	Paths            []PathResult `json:"paths"`
 	Examples         []Violation  `json:"examples,omitempty"`
@@ -229,7 +242,8 @@ const MaxExamples = 20
 
 // Check examines holds (in any order; the slice is reordered, and the
 // holds that Options.Killed or Options.Paused cuts get their Exit and Cut
-// or Paused set).
+// or Paused set, those that went on after their loss their Exit and
+// Told).
 func Check(holds []Hold, opt Options) Result {
 	if opt.Permits > 0 {
 		opt.Tokens = false // leases are taken side by side: no order of tokens
@@ -256,6 +270,7 @@ func Check(holds []Hold, opt Options) Result {
 		res.LateLosses += pr.LateLosses
 		res.Cut += pr.Cut
 		res.PausedCut += pr.PausedCut
+		res.ToldCut += pr.ToldCut
 		holds = holds[n:]
 	}
 	return res
@@ -278,6 +293,7 @@ func checkPath(holds []Hold, opt Options, res *Result) PathResult {
 		if h.Paused {
 			pr.PausedCut++
 		}
+		cutAtLoss(h, &pr)
 		if h.Exit == 0 || h.Exit < h.Enter {
 			lost(h, &pr, res)
 		} else {
@@ -351,6 +367,15 @@ func cutKilled(h *Hold, opt Options, pr *PathResult) {
 	if kill, killed := opt.Killed[h.Proc]; killed && h.Exit == 0 && h.Enter <= kill {
 		h.Exit, h.Cut = kill, true
 		pr.Cut++
+	}
+}
+
+// cutAtLoss ends at its loss a hold whose holder saw the loss before it
+// left (not a paused one: its loss was seen on waking, after its cut).
+func cutAtLoss(h *Hold, pr *PathResult) {
+	if h.Loss != 0 && !h.Paused && h.Enter <= h.Loss && h.Loss < h.Exit {
+		h.Exit, h.Told = h.Loss, true
+		pr.ToldCut++
 	}
 }
 

@@ -27,7 +27,8 @@ import (
 // node up, so each such hold ended after the line and before any other
 // process could enter; the holder's own exit, written once its goroutine
 // saw the cancellation (which on a loaded machine can come after another
-// process entered), is then ignored. A hold entered after the C line (a
+// process entered), is then ignored. (An L line before the exit ends the
+// hold too, at the L: see Check.) A hold entered after the C line (a
 // grant racing Close, the case Close must get right) is not cut: its own
 // exit ends it.
 type Journal struct {

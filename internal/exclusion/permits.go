@@ -16,9 +16,10 @@ func (h Hold) permits() int {
 // checkPermits checks the holds of one path of a semaphore of opt.Permits
 // permits, sorted by enter time: at every enter, the permits of the holds
 // in at that moment (entered, not yet left; intervals half-open) must not
-// exceed opt.Permits. A second count, in which a lost hold stays in until
-// its holder saw the loss if that came after its exit, finds the grants
-// made before a loser knew (late-loss).
+// exceed opt.Permits (a hold whose holder saw its loss before it left is
+// in until the loss: cutAtLoss). A second count, in which a lost hold
+// stays in until its holder saw the loss if that came after its exit,
+// finds the grants made before a loser knew (late-loss).
 func checkPermits(holds []Hold, opt Options, res *Result) PathResult {
 	pr := PathResult{Path: holds[0].Path, Holds: len(holds)}
 	n := opt.Permits
@@ -31,6 +32,7 @@ func checkPermits(holds []Hold, opt Options, res *Result) PathResult {
 			pr.PausedCut++
 			loss = 0 // not checked: it could not be told while stopped
 		}
+		cutAtLoss(h, &pr)
 		if loss != 0 {
 			res.LossesChecked++
 		}

@@ -43,7 +43,8 @@
 // in internal/exclusion. A hold never left has no Release: it holds for
 // ever. Times are the records' own: the shared clock (exclusion.Now) or a
 // journal's line numbers. Give Check the holds as exclusion.Check left
-// them: the holds of killed and paused processes cut there.
+// them: the holds of killed and paused processes cut there, and those
+// that went on after their holder saw the loss cut at the loss.
 //
 // # Partitions and windows
 //

@@ -237,3 +237,18 @@ func TestNoLockFails(t *testing.T) {
 		t.Errorf("%+v", r)
 	}
 }
+
+// A hold that went on after its holder saw the loss, cut there by
+// exclusion.Check (CI's failing TestFaultClose run, stop 47): the next
+// holder entered after the loss, before the exit, and the history is
+// linearizable as Check left it.
+func TestHoldCutAtItsLoss(t *testing.T) {
+	h := History{Holds: []exclusion.Hold{
+		{Proc: 0, G: 1, Token: 143959, Enter: 17252473244112, Exit: 17252484256439, Loss: 17252474273858},
+		hold(1, 0, 143961, 17252478992329, 17252484689850),
+	}}
+	if r := exclusion.Check(h.Holds, exclusion.Options{Tokens: true}); !r.OK() || r.ToldCut != 1 {
+		t.Fatalf("exclusion: %+v", r)
+	}
+	mustPass(t, h, Options{Tokens: true})
+}

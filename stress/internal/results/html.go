@@ -127,6 +127,9 @@ func implVerdict(r Impl) string {
 		if r.Check.PausedCut > 0 {
 			v += fmt.Sprintf("; %d hold(s) of paused workers cut at the stop", r.Check.PausedCut)
 		}
+		if r.Check.ToldCut > 0 {
+			v += fmt.Sprintf("; %d hold(s) cut at the loss their holder saw", r.Check.ToldCut)
+		}
 		if r.Writes != nil {
 			v += "; " + r.Writes.Line()
 		}

@@ -151,10 +151,11 @@ func PrintFaultLog(w io.Writer, s Summary) {
 	}
 	for _, r := range s.Results {
 		printNote(w, "  ", "    ", fmt.Sprintf("%s: %d fault(s) injected, %d recovered from; %d hold(s) ended by a loss; "+
-			"%d session expiries; %d hold(s) of killed workers cut at the kill, %d of paused workers cut at the stop "+
-			"(not violations); loss before grant: %d lost hold(s) checked, %d violation(s); %d orphan node(s)",
+			"%d session expiries; %d hold(s) of killed workers cut at the kill, %d of paused workers cut at the stop, "+
+			"%d cut at the loss their holder saw before leaving (not violations); loss before grant: %d lost hold(s) "+
+			"checked, %d violation(s); %d orphan node(s)",
 			r.Impl, r.FaultsInjected, r.FaultsRecovered, r.Losses, r.SessionExpiries, r.Check.Cut, r.Check.PausedCut,
-			r.Check.LossesChecked, r.Check.LateLosses, len(r.Orphans)))
+			r.Check.ToldCut, r.Check.LossesChecked, r.Check.LateLosses, len(r.Orphans)))
 		printNote(w, "    ", "      ", "injected by kind: "+byKind(cfg.Faults, r.FaultsByKind))
 		if wr := r.Writes; wr != nil {
 			printNote(w, "    ", "      ", wr.Line())
