@@ -232,8 +232,11 @@
 // Workers in fault runs record when they saw each hold lost (the held
 // context cancelled, CLOCK_MONOTONIC); the checker reports a late-loss
 // violation when another process entered the path before that moment
-// (loss before grant), and after the run every ephemeral node left under
-// the run's paths once the workers' sessions ended is an orphan, a failure.
+// (loss before grant). A hold whose holder saw its loss before leaving is
+// checked for overlaps up to the loss (cut there, counted apart): from then
+// on its holder knows, and what it still writes is the fencing token's to
+// refuse. After the run every ephemeral node left under the run's paths
+// once the workers' sessions ended is an orphan, a failure.
 // A paused process cannot run its timers, so no lock can tell it its loss
 // before the next grant: its holds in progress at the stop are cut there
 // (exclusion.Options.Paused, counted apart; a hold it was granted before
