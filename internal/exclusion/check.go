@@ -362,23 +362,6 @@ func (c *pathCheck) token(h *Hold) {
 	c.lastToken = h
 }
 
-// cutKilled ends a hold of a killed process that never ended at the kill.
-func cutKilled(h *Hold, opt Options, pr *PathResult) {
-	if kill, killed := opt.Killed[h.Proc]; killed && h.Exit == 0 && h.Enter <= kill {
-		h.Exit, h.Cut = kill, true
-		pr.Cut++
-	}
-}
-
-// cutAtLoss ends at its loss a hold whose holder saw the loss before it
-// left (not a paused one: its loss was seen on waking, after its cut).
-func cutAtLoss(h *Hold, pr *PathResult) {
-	if h.Loss != 0 && !h.Paused && h.Enter <= h.Loss && h.Loss < h.Exit {
-		h.Exit, h.Told = h.Loss, true
-		pr.ToldCut++
-	}
-}
-
 // lost counts a hold that never ended (or ended before it began).
 func lost(h *Hold, pr *PathResult, res *Result) {
 	pr.Lost++

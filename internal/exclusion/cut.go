@@ -5,6 +5,27 @@ import (
 	"slices"
 )
 
+// The cuts Check makes before it judges a hold: where a hold of a killed
+// or paused process, or one whose holder saw its loss before leaving, is
+// taken to end (see the package doc).
+
+// cutKilled ends a hold of a killed process that never ended at the kill.
+func cutKilled(h *Hold, opt Options, pr *PathResult) {
+	if kill, killed := opt.Killed[h.Proc]; killed && h.Exit == 0 && h.Enter <= kill {
+		h.Exit, h.Cut = kill, true
+		pr.Cut++
+	}
+}
+
+// cutAtLoss ends at its loss a hold whose holder saw the loss before it
+// left (not a paused one: its loss was seen on waking, after its cut).
+func cutAtLoss(h *Hold, pr *PathResult) {
+	if h.Loss != 0 && !h.Paused && h.Enter <= h.Loss && h.Loss < h.Exit {
+		h.Exit, h.Told = h.Loss, true
+		pr.ToldCut++
+	}
+}
+
 // cutPaused cuts, at the stop, the holds of paused processes that were in
 // progress when they were stopped, and those granted before a stop but
 // entered after the process woke (see the package doc). It runs before the
