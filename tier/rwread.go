@@ -19,8 +19,12 @@ func (rw *RWLock) rlock(ctx context.Context, wait bool) (context.Context, bool, 
 		rw.mu.Unlock()
 		return held, err == nil, err
 	}
+	if rw.life.isClosed() {
+		rw.mu.Unlock()
+		return nil, false, ErrClosed // refused, not waited for: see waitEnded
+	}
 	start := time.Now()
-	if w := rw.holdOfLocked(ctx, true); w != nil && !rw.life.isClosed() {
+	if w := rw.holdOfLocked(ctx, true); w != nil {
 		held, err := rw.readUnderWriteLocked(ctx, w) // unlocks mu
 		return rw.acquired(held, TierHandoff, start, wait, err)
 	}

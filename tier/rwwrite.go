@@ -27,6 +27,9 @@ func (rw *RWLock) lock(ctx context.Context, wait bool) (context.Context, bool, e
 		return nil, false, ErrUpgrade
 	}
 	rw.mu.Unlock()
+	if rw.life.isClosed() {
+		return nil, false, ErrClosed // refused, not waited for: see waitEnded
+	}
 	start := time.Now()
 	if wait {
 		rw.obs.observe(Event{Kind: Acquiring})
@@ -39,9 +42,10 @@ func (rw *RWLock) lock(ctx context.Context, wait bool) (context.Context, bool, e
 // ended (held nil: not acquired; err nil too: a try found it taken), and
 // returns it as lock and rlock do.
 func (rw *RWLock) acquired(held context.Context, tier Tier, start time.Time, wait bool, err error) (context.Context, bool, error) {
+	err = waitEnded(rw.Path(), start, rw.gateHolder, err)
 	switch {
 	case err != nil:
-		rw.obs.observe(Event{Kind: Failed, Wait: time.Since(start), Err: err, Try: !wait})
+		rw.obs.observe(Event{Kind: Failed, Tier: tierOf(err), Wait: time.Since(start), Err: err, Try: !wait})
 		return nil, false, err
 	case held == nil:
 		return nil, false, nil
