@@ -76,15 +76,15 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (context.Context, bool, e
 		h.count.Add(1)
 		return ctx, true, nil
 	}
-	if l.life.isClosed() {
-		return nil, false, ErrClosed
-	}
 	start := time.Now()
 	if wait {
 		l.obs.observe(Event{Kind: Acquiring})
 	}
+	refused := l.life.isClosed() // closed before it began: refused, not waited for (see waitEnded)
 	held, ok, err := l.enter(ctx, wait, start)
-	err = waitEnded(l.Path(), start, l.gateHolder, err)
+	if !refused {
+		err = waitEnded(l.Path(), start, l.gateHolder, err)
+	}
 	if !ok && err != nil {
 		l.obs.observe(Event{Kind: Failed, Tier: tierOf(err), Wait: time.Since(start), Err: err, Try: !wait})
 	}

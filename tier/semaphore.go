@@ -117,15 +117,15 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (context.Co
 		return nil, false, ErrNilContext
 	case k < 1 || k > sem.n:
 		return nil, false, fromZK(fmt.Errorf("%w: %d of %d", ErrInvalidPermits, k, sem.n))
-	case sem.life.isClosed():
-		return nil, false, ErrClosed // refused, not waited for: see waitEnded
 	}
-	start := time.Now()
+	start, refused := time.Now(), sem.life.isClosed()
 	if wait {
 		sem.obs.observe(Event{Kind: Acquiring})
 	}
 	held, err := sem.take(ctx, k, wait)
-	err = waitEnded(sem.Path(), start, sem.gateHolder, err)
+	if !refused { // closed before it began: refused, not waited for (see waitEnded)
+		err = waitEnded(sem.Path(), start, sem.gateHolder, err)
+	}
 	switch {
 	case err != nil:
 		sem.obs.observe(Event{Kind: Failed, Tier: tierOf(err), Wait: time.Since(start), Err: err, Try: !wait})

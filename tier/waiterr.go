@@ -66,8 +66,8 @@ func (e *WaitError) Unwrap() error { return e.Err }
 // WaitError is in err (its Behind says whom the node waited behind), in
 // tier 1 when its context or Close ended it otherwise (holder says who
 // holds the gate), and err itself when it ended no wait (a refusal before
-// queueing). A call on a closed lock is refused before it begins, with
-// ErrClosed alone.
+// queueing). A call on a lock closed before it began is not passed here:
+// it waited for nothing, and says ErrClosed alone.
 func waitEnded(p string, start time.Time, holder func() string, err error) error {
 	var zw *zklock.WaitError
 	e := &WaitError{Path: p, Waited: time.Since(start)}

@@ -36,7 +36,7 @@ func TestTimedOutAcquireSaysWhichLockAndWho(t *testing.T) {
 		t.Fatalf("participants %v, %v", ps, err)
 	}
 	node := ps[0].Node
-	pid := fmt.Sprintf("pid %d", os.Getpid())
+	pid := fmt.Sprintf("%d@", os.Getpid())
 	sid := fmt.Sprintf("0x%x", s1.SessionID())
 
 	// Tier 2: another process (session) holds it.
@@ -129,7 +129,7 @@ func TestWaitErrorValues(t *testing.T) {
 		zw.Watched.Owner != s1.SessionID() || zw.Watched.Node != zw.Holder || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("zklock: %v (%+v)", err, zw)
 	}
-	if got := zklock.ParticipantID(zw.Watched.Data); !strings.Contains(got, fmt.Sprintf("pid %d", os.Getpid())) {
+	if got := zklock.ParticipantID(zw.Watched.Data); !strings.HasPrefix(got, fmt.Sprintf("%d@", os.Getpid())) {
 		t.Fatalf("participant %q", got)
 	}
 

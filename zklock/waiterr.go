@@ -74,15 +74,16 @@ func (e *WaitError) Behind() string {
 }
 
 // ParticipantID renders what a lock node's creator wrote in it as an
-// operator reads it: tierlock's JSON as "host <h> pid <p> [label <l>]",
-// Curator's address and kazoo's identifier as the text they are, anything
-// else as its size.
+// operator reads it, as the inspector's HOLDER column does: tierlock's
+// JSON as pid@host and the quoted label (as Java names a process),
+// Curator's address and kazoo's identifier quoted, anything else as its
+// size.
 func ParticipantID(data []byte) string {
 	var d nodeData
 	if json.Unmarshal(data, &d) == nil && d.Host != "" {
-		s := "host " + d.Host + " pid " + strconv.Itoa(d.Pid)
+		s := strconv.Itoa(d.Pid) + "@" + d.Host
 		if d.Label != "" {
-			s += " label " + strconv.Quote(d.Label)
+			s += " " + strconv.Quote(d.Label)
 		}
 		return s
 	}
