@@ -66,8 +66,12 @@ type Tier int
 const (
 	// TierHandoff: the hold came from a local hand-off; the node was kept.
 	TierHandoff Tier = 1
-	// TierZooKeeper: the hold needed the ZooKeeper lock.
+	// TierZooKeeper: the hold needed the ZooKeeper lock; a wait that
+	// ended there (WaitError, Failed) ended behind another process.
 	TierZooKeeper Tier = 2
+	// TierGate: a wait (WaitError, Failed) that ended in tier 1, behind
+	// another goroutine of this process.
+	TierGate Tier = 3
 )
 
 // String names the tier, as in logs.
@@ -77,6 +81,8 @@ func (t Tier) String() string {
 		return "handoff"
 	case TierZooKeeper:
 		return "zookeeper"
+	case TierGate:
+		return "gate"
 	}
 	return fmt.Sprintf("Tier(%d)", int(t))
 }
@@ -85,7 +91,7 @@ func (t Tier) String() string {
 type Event struct {
 	Kind EventKind
 	Path string
-	Tier Tier          // Acquired: TierHandoff or TierZooKeeper
+	Tier Tier          // Acquired: TierHandoff or TierZooKeeper; Failed: where the wait ended (TierGate, TierZooKeeper; 0 when it did not wait)
 	Wait time.Duration // Acquired, Failed: from the call to the outcome
 	Held time.Duration // Released: how long the hold lasted
 	Err  error         // Lost, Failed, TxnFailed

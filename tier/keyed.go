@@ -83,7 +83,7 @@ func (r *registry[T]) acquire(ctx context.Context, key string, take func(T) (con
 	held, ok, err := take(e.v)
 	if err != nil || !ok {
 		r.k.unref(e)
-		return nil, ok, err
+		return nil, ok, withKey(err, key)
 	}
 	if cur, _ := held.Value(regKey[T]{r}).(*keyedEntry[T]); cur == e {
 		return held, true, nil // a re-entry: held already names this entry

@@ -80,9 +80,13 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (context.Context, bool, e
 	if wait {
 		l.obs.observe(Event{Kind: Acquiring})
 	}
+	refused := l.life.isClosed() // closed before it began: refused, not waited for (see waitEnded)
 	held, ok, err := l.enter(ctx, wait, start)
+	if !refused {
+		err = waitEnded(l.Path(), start, l.gateHolder, err)
+	}
 	if !ok && err != nil {
-		l.obs.observe(Event{Kind: Failed, Wait: time.Since(start), Err: err, Try: !wait})
+		l.obs.observe(Event{Kind: Failed, Tier: tierOf(err), Wait: time.Since(start), Err: err, Try: !wait})
 	}
 	return held, ok, err
 }
@@ -184,7 +188,7 @@ func (l *Lock) takeNode(ctx context.Context, wait bool) (Tier, error) {
 	}
 	zh, ok, err := zkAcquire(ctx, l.zk, wait)
 	if err != nil || !ok {
-		return 0, fromZK(err)
+		return 0, err // acquire makes it a WaitError
 	}
 	l.zkHold, l.zkSince, l.handoffs = zh, time.Now(), 0
 	return TierZooKeeper, nil

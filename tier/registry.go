@@ -19,8 +19,9 @@ import (
 // one implementation and have the same methods and errors for what they
 // have in common: Release, Token, HoldCount, Len and Close.
 
-// Registry hands out Locks by key (see New for the path rules, and
-// ValidateKey for the keys').
+// Registry hands out Locks by key: the lock of key is at root/<key> (see
+// New for the path rules, and [zklock.ValidateKey] for the keys': one
+// path segment, no "/").
 type Registry struct{ r registry[*Lock] }
 
 // NewRegistry returns a registry of locks at root/<key> on session s. The

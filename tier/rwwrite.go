@@ -27,21 +27,25 @@ func (rw *RWLock) lock(ctx context.Context, wait bool) (context.Context, bool, e
 		return nil, false, ErrUpgrade
 	}
 	rw.mu.Unlock()
-	start := time.Now()
+	start, refused := time.Now(), rw.life.isClosed()
 	if wait {
 		rw.obs.observe(Event{Kind: Acquiring})
 	}
 	held, err = rw.writeNode(ctx, wait)
-	return rw.acquired(held, TierZooKeeper, start, wait, err)
+	return rw.acquired(held, TierZooKeeper, start, refused, wait, err)
 }
 
 // acquired tells the observer how a new acquisition that began at start
 // ended (held nil: not acquired; err nil too: a try found it taken), and
-// returns it as lock and rlock do.
-func (rw *RWLock) acquired(held context.Context, tier Tier, start time.Time, wait bool, err error) (context.Context, bool, error) {
+// returns it as lock and rlock do, its error a WaitError unless the lock
+// was closed before it began (refused: see waitEnded).
+func (rw *RWLock) acquired(held context.Context, tier Tier, start time.Time, refused, wait bool, err error) (context.Context, bool, error) {
+	if !refused {
+		err = waitEnded(rw.Path(), start, rw.gateHolder, err)
+	}
 	switch {
 	case err != nil:
-		rw.obs.observe(Event{Kind: Failed, Wait: time.Since(start), Err: err, Try: !wait})
+		rw.obs.observe(Event{Kind: Failed, Tier: tierOf(err), Wait: time.Since(start), Err: err, Try: !wait})
 		return nil, false, err
 	case held == nil:
 		return nil, false, nil

@@ -118,14 +118,17 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (context.Co
 	case k < 1 || k > sem.n:
 		return nil, false, fromZK(fmt.Errorf("%w: %d of %d", ErrInvalidPermits, k, sem.n))
 	}
-	start := time.Now()
+	start, refused := time.Now(), sem.life.isClosed()
 	if wait {
 		sem.obs.observe(Event{Kind: Acquiring})
 	}
 	held, err := sem.take(ctx, k, wait)
+	if !refused { // closed before it began: refused, not waited for (see waitEnded)
+		err = waitEnded(sem.Path(), start, sem.gateHolder, err)
+	}
 	switch {
 	case err != nil:
-		sem.obs.observe(Event{Kind: Failed, Wait: time.Since(start), Err: err, Try: !wait})
+		sem.obs.observe(Event{Kind: Failed, Tier: tierOf(err), Wait: time.Since(start), Err: err, Try: !wait})
 		return nil, false, err
 	case held == nil:
 		return nil, false, nil

@@ -35,7 +35,9 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 		ctx, cancel = context.WithTimeout(ctx, ConnectTimeout)
 		defer cancel()
 	}
-	s := newSession(wire.New(cfg.dialer, cfg.logger.With("component", "zklock")), true, cfg)
+	tap := wire.New(cfg.dialer)
+	s := newSession(tap, true, cfg)
+	tap.OnDial(s.dialed)
 	conn, _, err := zk.Connect(servers, cfg.timeout,
 		zk.WithDialer(s.tap.Dialer()),
 		zk.WithEventCallback(s.onEvent),

@@ -196,22 +196,28 @@ func (s *Session) proved(p proof) {
 	}
 	// A proof that renews nothing because its send time was capped is not
 	// late: late is a measured round trip, from the real send, above B.
-	if s.renewFrom(p, sent) {
+	late, renewed := s.renewFrom(p, sent)
+	if late {
 		if rtt := time.Since(written); rtt > s.st.lease.bound() {
 			s.st.lease.tooLate(rtt)
 		}
+	}
+	if at := s.st.lease.lapsedAt.Load(); renewed && at != 0 && s.st.lease.lapsedAt.CompareAndSwap(at, 0) {
+		s.log.Warn("session confirmed with the leader again: locks can be granted",
+			"after", time.Since(time.Unix(0, at)).Round(time.Millisecond), "bound", s.st.lease.bound())
 	}
 }
 
 // renewFrom moves the lease's deadline to sent + B for p's proof, if it
 // was sent in the current session; it reports a proof too late to renew
-// anything (its deadline already past).
-func (s *Session) renewFrom(p proof, sent time.Time) (late bool) {
+// anything (its deadline already past), and a lease renewed into the
+// future.
+func (s *Session) renewFrom(p proof, sent time.Time) (late, renewed bool) {
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	le := &s.st.lease
 	if p.id == 0 || p.id != s.st.sessionID || s.conn.SessionID() != p.id || s.st.closed {
-		return false
+		return false, false
 	}
 	d := sent.Add(le.bound())
 	if d.After(le.deadline) {
@@ -222,7 +228,8 @@ func (s *Session) renewFrom(p proof, sent time.Time) (late bool) {
 	if p.at.After(le.proofAt) {
 		le.proofAt = p.at
 	}
-	return !d.After(time.Now())
+	late = !d.After(time.Now())
+	return late, !late
 }
 
 // armLocked sets the deadline timer while holds exist. s.st.mu is held.
@@ -260,7 +267,9 @@ func (le *lease) lapse() {
 	trace.Lapsed(s.conn, len(lost))
 	if len(lost) > 0 {
 		le.lapses.Add(1)
-		s.log.Warn("session not confirmed with the leader in time: holds end", "holds", len(lost), "bound", le.bound())
+		le.lapsedAt.CompareAndSwap(0, time.Now().UnixNano())
+		le.wake() // the renewer proves the session until it is: see renew
+		s.log.Warn("session not confirmed with the leader in time: holds end, grants wait until it is", "holds", len(lost), "bound", le.bound())
 	}
 	for _, h := range lost {
 		if mutant.On(mutant.LossLate) {

@@ -3,7 +3,6 @@ package zklock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +42,10 @@ type Lock struct {
 
 	onPosition func(Position) // Acquire's position handler (position.go); nil: none
 
+	// What the acquisition in progress saw of the queue, for its WaitError
+	// (waiterr.go): the acquiring goroutine's alone, as busy makes it.
+	seen seen
+
 	mu     sync.Mutex
 	busy   bool
 	closed bool
@@ -80,10 +83,17 @@ func (l *Lock) TryAcquire(ctx context.Context) (*Hold, bool, error) {
 }
 
 func (l *Lock) acquire(ctx context.Context, wait bool) (*Hold, bool, error) {
+	start := time.Now()
 	if err := l.begin(ctx); err != nil {
 		return nil, false, err
 	}
 	defer l.end()
+	h, ok, err := l.acquireBegun(ctx, wait)
+	return h, ok, l.waitErr(err, start)
+}
+
+// acquireBegun is acquire once begin let it in.
+func (l *Lock) acquireBegun(ctx context.Context, wait bool) (*Hold, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err // do not queue a node only to delete it
 	}
@@ -141,6 +151,7 @@ func (l *Lock) begin(ctx context.Context) error {
 		return ErrAlreadyHeld
 	}
 	l.busy = true
+	l.seen = seen{ahead: -1}
 	return nil
 }
 
@@ -167,7 +178,7 @@ func (l *Lock) acquireNode(ctx context.Context, wait bool) (*Hold, error) {
 			// someone deleted it). We never held the lock: queue again.
 			l.s.log.Debug("lock node vanished while waiting; queueing again", "path", l.path)
 		case errors.Is(err, errNodeGone):
-			return nil, fmt.Errorf("zklock: acquire %s: %w", l.path, err)
+			return nil, err // acquire's WaitError names the path
 		default:
 			return nil, err
 		}

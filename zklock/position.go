@@ -44,3 +44,33 @@ type Position struct {
 func WithPositionHandler(fn func(Position)) Option {
 	return func(c *lockConfig) { c.onPosition = fn }
 }
+
+// positions reports one queued node's place to the handler on the
+// caller's goroutine, so reports come in order and never after Acquire
+// returned; without a handler waitTurn makes no call.
+type positions struct {
+	fn   func(Position)
+	node string
+	dir  string // the lock path, for Holder
+	last Position
+	any  bool // last is set
+}
+
+// newPositions returns node's reporter; nil without a handler, or a wait.
+func (l *Lock) newPositions(node string, wait bool) *positions {
+	if l.onPosition == nil || !wait {
+		return nil
+	}
+	return &positions{fn: l.onPosition, node: node, dir: l.path}
+}
+
+// seen reports our node at index i of q, going or not, unless that is
+// the position reported last (a re-check that finds nothing new).
+func (p *positions) seen(q []entry, i int, goes bool) {
+	pos := Position{Node: p.node, Ahead: i, Queued: len(q), Holder: p.dir + "/" + q[0].name, Leads: goes}
+	if p.any && pos == p.last {
+		return
+	}
+	p.last, p.any = pos, true
+	p.fn(pos)
+}

@@ -117,7 +117,8 @@ func (le *lease) renew() {
 	defer t.Stop()
 	for !s.isClosed() {
 		s.st.mu.Lock()
-		active := len(s.st.holds) > 0 || s.st.waiting > 0
+		// After a lapse that ended holds, until a proof tells its end.
+		active := len(s.st.holds) > 0 || s.st.waiting > 0 || le.lapsedAt.Load() != 0
 		// A sync is due a period after the latest proof, or the latest
 		// sync, was queued: timed from the queueing, so that a backlog
 		// that delays every write by more than a period still leaves the

@@ -42,6 +42,7 @@ type Session struct {
 	writes  *writes.Queue // writes not yet answered, and the writer (writelink.go)
 	watches watches       // watch callbacks by path (state.go)
 	auth    authGate      // see auth.go
+	out     outage        // told to the log (outage.go)
 }
 
 // link is what a session knows of its connection besides the connection
@@ -59,6 +60,7 @@ type link struct {
 	connGone atomic.Bool
 
 	warned atomic.Int64 // the granted timeout (ns) last warned of (noteGranted)
+	tcpUp  atomic.Bool  // the latest state seen before a first session was zk.StateConnected (outage.go)
 }
 
 // lifetime is how a session ends: Close cancels ctx, and waits for the
@@ -220,6 +222,10 @@ type lease struct {
 	kick     chan struct{}   // wakes the renewer
 
 	waits, lapses atomic.Int64 // see LeaseStats
+
+	// lapsedAt is when the lease last ran out with holds (unix ns), until
+	// a proof renews it again: the end of that episode is told too.
+	lapsedAt atomic.Int64
 
 	// Proofs answered too late to renew anything: see tooLate.
 	late     atomic.Int64

@@ -130,6 +130,7 @@ func (s *Session) observe(zs zk.State) {
 	var st State
 	var lost []sessionHold
 	var cause error
+	prev := s.st.sessionID
 	switch zs {
 	case zk.StateHasSession:
 		if id == 0 {
@@ -154,7 +155,13 @@ func (s *Session) observe(zs zk.State) {
 	case zk.StateDisconnected, zk.StateConnecting, zk.StateConnected:
 		// Connecting and Connected are TCP states: no session on them yet.
 		if s.st.state != StateConnected {
+			first := s.st.sessionID == 0
 			s.st.mu.Unlock()
+			// A server that took the connection and dropped it before a
+			// first session (one not serving, say): an outage too.
+			if tcp := s.link.tcpUp.Swap(zs == zk.StateConnected); first && tcp && zs == zk.StateDisconnected {
+				s.outageBegins("connections closed before a session was made", 0)
+			}
 			return
 		}
 		st = StateDisconnected
@@ -171,6 +178,7 @@ func (s *Session) observe(zs zk.State) {
 	}
 	s.setStateLocked(st, id)
 	s.st.mu.Unlock()
+	s.tellOutage(zs, prev, id, len(lost))
 	if st == StateConnected {
 		s.noteGranted()
 	}
@@ -234,6 +242,7 @@ func (s *Session) closeState() {
 	lost := s.takeHolds()
 	s.setStateLocked(StateClosed, s.st.sessionID)
 	s.st.mu.Unlock()
+	s.outageEnds("the session was closed", 0, 0)
 	for _, h := range lost {
 		h.lose(ErrSessionClosed)
 	}

@@ -45,6 +45,7 @@ func (l *Lock) waitTurn(ctx context.Context, n *ourNode, wait bool) (token int64
 			}
 		}
 		i := position(n.q, w.name, "")
+		l.seen.sawQueue(n.q, i)
 		if i < 0 {
 			trace.Turned(l.s.conn, n.node, i, false, n.pzxid)
 			return 0, false, errNodeGone
@@ -146,6 +147,7 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 	}
 	var ev <-chan zk.Event
 	var children []string
+	var data []byte
 	var stat *zk.Stat
 	err = s.send(ctx, request{do: func() error {
 		if target == childrenWatched {
@@ -160,10 +162,10 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 		// A data watch: an exists watch on a node that is already gone
 		// would stay behind.
 		trace.Sent(s.conn, trace.OpGetW, target)
-		_, st, ch, err := s.conn.GetW(target)
+		d, st, ch, err := s.conn.GetW(target)
 		trace.Watched(s.conn, target, st, err)
 		if err == nil {
-			ev = ch
+			data, stat, ev = d, st, ch
 		}
 		return err
 	}})
@@ -180,6 +182,9 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 		return false, err
 	}
 	w.watched = target
+	if target != childrenWatched {
+		w.l.seen.sawWatched(target, data, stat)
+	}
 	if !s.dispatching() {
 		w.ev = ev
 	}
@@ -262,36 +267,6 @@ func (w *waiter) stop() {
 	if w.timer != nil {
 		w.timer.Stop()
 	}
-}
-
-// positions reports one queued node's place to the handler on the
-// caller's goroutine, so reports come in order and never after Acquire
-// returned; without a handler waitTurn makes no call.
-type positions struct {
-	fn   func(Position)
-	node string
-	dir  string // the lock path, for Holder
-	last Position
-	any  bool // last is set
-}
-
-// newPositions returns node's reporter; nil without a handler, or a wait.
-func (l *Lock) newPositions(node string, wait bool) *positions {
-	if l.onPosition == nil || !wait {
-		return nil
-	}
-	return &positions{fn: l.onPosition, node: node, dir: l.path}
-}
-
-// seen reports our node at index i of q, going or not, unless that is
-// the position reported last (a re-check that finds nothing new).
-func (p *positions) seen(q []entry, i int, goes bool) {
-	pos := Position{Node: p.node, Ahead: i, Queued: len(q), Holder: p.dir + "/" + q[0].name, Leads: goes}
-	if p.any && pos == p.last {
-		return
-	}
-	p.last, p.any = pos, true
-	p.fn(pos)
 }
 
 // grantsEarly is the watch-grants-early bug: the predecessor's watch fired

@@ -79,7 +79,7 @@ func TestQuietByDefault(t *testing.T) {
 	}
 }
 
-// The program runs its three jobs against a real server.
+// The program runs every goroutine's jobs against a real server.
 func TestRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -88,9 +88,9 @@ func TestRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	for _, job := range []string{"invoices", "reports", "cleanup"} {
-		if !strings.Contains(out, job+": done") {
-			t.Errorf("output lacks %q:\n%s", job+": done", out)
+	for _, key := range keys {
+		if n := strings.Count(out, key+": done"); n != goroutines*rounds/len(keys) {
+			t.Errorf("%s's job ran %d times, want %d:\n%s", key, n, goroutines*rounds/len(keys), out)
 		}
 	}
 }

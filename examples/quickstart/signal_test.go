@@ -37,7 +37,7 @@ func TestInterruptWhileWaitingExitsZero(t *testing.T) {
 // Ctrl-C while the program holds a job's lock ends it with status 0 too.
 func TestInterruptWhileHoldingExitsZero(t *testing.T) {
 	c := startChild(t, mainChild, "-zk "+strings.Join(zktest.Servers(t), ","))
-	c.waitLine(t, "invoices: running", 30*time.Second)
+	c.waitLine(t, ": done", 30*time.Second) // its goroutines hold keys now
 	c.signal(t, os.Interrupt)
 	if code := c.exitCode(t, 20*time.Second); code != 0 {
 		t.Errorf("interrupted while it held a job, the program exited %d, want 0; stderr:\n%s", code, c.stderr.String())

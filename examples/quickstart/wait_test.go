@@ -9,18 +9,18 @@ import (
 	"github.com/tierlock/tierlock/internal/zktest"
 )
 
-// A job waits for its lock longer than the session timeout: a process
+// A job waits for its key longer than the session timeout: a process
 // killed while it holds the job keeps its node until its session expires,
 // about one timeout after it last spoke, and the job must then pass on
 // rather than the wait end just before.
 func TestJobWaitOutlastsSessionTimeout(t *testing.T) {
-	if jobWait <= sessionTimeout {
-		t.Errorf("a job waits %v for its lock, not longer than the session timeout %v", jobWait, sessionTimeout)
+	if keyWait <= sessionTimeout {
+		t.Errorf("a job waits %v for its lock, not longer than the session timeout %v", keyWait, sessionTimeout)
 	}
 	// The server notices an expiry on its tick (at most 2 s by default)
 	// and the watch that wakes the waiter takes a round trip: leave room.
-	if jobWait < sessionTimeout+3*time.Second {
-		t.Errorf("a job waits %v, too close to the session timeout %v", jobWait, sessionTimeout)
+	if keyWait < sessionTimeout+3*time.Second {
+		t.Errorf("a job waits %v, too close to the session timeout %v", keyWait, sessionTimeout)
 	}
 }
 

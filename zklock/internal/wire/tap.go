@@ -2,7 +2,6 @@ package wire
 
 import (
 	"encoding/binary"
-	"log/slog"
 	"net"
 	"slices"
 	"sync"
@@ -51,10 +50,10 @@ type Tap struct {
 	// goroutine (see tappedConn.Write).
 	out atomic.Int32
 
-	dials     atomic.Int32          // connections made; the first has no watches to re-arm
-	dialErr   atomic.Pointer[error] // the last dial's error; nil after a dial that worked
-	log       *slog.Logger
-	closing   chan struct{} // closed when the Session starts closing
+	dials     atomic.Int32                                    // connections made; the first has no watches to re-arm
+	dialErr   atomic.Pointer[error]                           // the last dial's error; nil after a dial that worked
+	onDial    atomic.Pointer[func(address string, err error)] // told of each dial (OnDial)
+	closing   chan struct{}                                   // closed when the Session starts closing
 	closeOnce sync.Once
 
 	// Test seams: written counts every request written, by opcode; onWrite,
@@ -65,11 +64,14 @@ type Tap struct {
 }
 
 // New returns a tap whose connections are dialed with dial (nil:
-// net.DialTimeout); log (nil: none) is told when the servers cannot be
-// reached.
-func New(dial func(network, address string, timeout time.Duration) (net.Conn, error), log *slog.Logger) *Tap {
-	return &Tap{dial: dial, log: log, closing: make(chan struct{})}
+// net.DialTimeout).
+func New(dial func(network, address string, timeout time.Duration) (net.Conn, error)) *Tap {
+	return &Tap{dial: dial, closing: make(chan struct{})}
 }
+
+// OnDial has fn told of each dial's outcome (nil error: connected), on the
+// goroutine that dials; it must not block.
+func (t *Tap) OnDial(fn func(address string, err error)) { t.onDial.Store(&fn) }
 
 // Handed counts a request handed to go-zookeeper, Answered its answer:
 // with few out, a write has nothing to batch with (see tappedConn.Write).
@@ -289,15 +291,11 @@ func (t *Tap) Dialer() func(network, address string, timeout time.Duration) (net
 			dial = net.DialTimeout
 		}
 		c, err := dial(network, address, timeout)
+		if fn := t.onDial.Load(); fn != nil {
+			(*fn)(address, err) // the session tells the outage (zklock's outage.go)
+		}
 		if err != nil {
-			// A warning the first time (an operator must see that the
-			// servers cannot be reached), detail afterwards: go-zookeeper
-			// tries again every second or so.
-			if t.dialErr.Swap(&err) == nil && t.log != nil {
-				t.log.Warn("cannot reach ZooKeeper", "server", address, "err", err)
-			} else if t.log != nil {
-				t.log.Debug("cannot reach ZooKeeper", "server", address, "err", err)
-			}
+			t.dialErr.Store(&err)
 			return nil, err
 		}
 		t.dialErr.Store(nil)

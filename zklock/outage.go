@@ -1,0 +1,126 @@
+package zklock
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// An outage, as an operator is told of it: the session has no connection
+// to ZooKeeper (it lost the one it had, or never made one), from the first
+// sign to the next connection with a session. It is told in two lines at Warn, one when it
+// begins and one when it ends, once per outage however many locks the
+// session has; the second says how long it lasted and what it cost (the
+// holds it ended, whether the session survived it, the dial attempts that
+// failed). Before this, the log's last word on an outage was "cannot reach
+// ZooKeeper", still there after the servers answered again.
+type outage struct {
+	mu      sync.Mutex
+	since   time.Time // zero: no outage
+	cause   string    // what began it
+	holds   int       // holds it ended
+	dials   int       // dial attempts that failed during it
+	dialErr error     // the last one's error
+}
+
+// outageBegins starts an outage, unless one is under way, with cause (a
+// disconnection, a dial that failed, an expiry) and the holds it ends at
+// once; log is told of the first.
+func (s *Session) outageBegins(cause string, holds int) {
+	o := &s.out
+	o.mu.Lock()
+	if !o.since.IsZero() {
+		o.holds += holds
+		o.mu.Unlock()
+		return
+	}
+	o.since, o.cause, o.holds, o.dials, o.dialErr = time.Now(), cause, holds, 0, nil
+	o.mu.Unlock()
+	what := "holds end, acquisitions wait for a connection"
+	if s.cfg.expiryOnly {
+		what = "holds are kept until the session expires, acquisitions wait for a connection"
+	}
+	s.log.Warn("no connection to ZooKeeper: "+what, "cause", cause, "holds_ended", holds)
+}
+
+// dialed notes a dial of the session's connection (under Connect): a
+// failure begins an outage if none is under way (Connect's first dial,
+// or a connection lost with nobody to tell: see observe) and is counted.
+func (s *Session) dialed(address string, err error) {
+	if err == nil {
+		return
+	}
+	s.log.Debug("cannot reach ZooKeeper", "server", address, "err", err)
+	s.outageBegins("cannot dial "+address+": "+err.Error(), 0)
+	o := &s.out
+	o.mu.Lock()
+	o.dials++
+	o.dialErr = err
+	o.mu.Unlock()
+}
+
+// outageHolds counts holds ended during an outage under way.
+func (s *Session) outageHolds(n int) {
+	if n == 0 {
+		return
+	}
+	o := &s.out
+	o.mu.Lock()
+	if !o.since.IsZero() {
+		o.holds += n
+	}
+	o.mu.Unlock()
+}
+
+// tellOutage tells the outage's lines for the state zs that observe
+// applied, in session id (prev: the session before; 0 for the first),
+// having ended holds.
+func (s *Session) tellOutage(zs zk.State, prev, id int64, holds int) {
+	switch zs {
+	case zk.StateHasSession:
+		if prev != 0 && prev != id {
+			// A polled state (NewSession) can miss the disconnection.
+			s.outageBegins("session expired", 0)
+		}
+		s.outageHolds(holds)
+		s.outageEnds("connected", prev, id)
+	case zk.StateExpired:
+		s.outageBegins("session expired", holds)
+	default:
+		s.outageBegins("connection lost", holds)
+	}
+}
+
+// outageEnds ends the outage under way, if any: the session has a
+// connection again (end is "connected", in session id; prev is the one
+// before, 0 when this is the first) or was closed.
+func (s *Session) outageEnds(end string, prev, id int64) {
+	o := &s.out
+	o.mu.Lock()
+	if o.since.IsZero() {
+		o.mu.Unlock()
+		return
+	}
+	d, cause, holds, dials, dialErr := time.Since(o.since), o.cause, o.holds, o.dials, o.dialErr
+	o.since = time.Time{}
+	o.mu.Unlock()
+	attrs := []any{"after", d.Round(time.Millisecond), "cause", cause, "holds_ended", holds, "failed_dials", dials}
+	if dialErr != nil {
+		attrs = append(attrs, "last_dial_error", dialErr.Error())
+	}
+	switch {
+	case end != "connected":
+		s.log.Warn("no connection to ZooKeeper until "+end, attrs...)
+	case prev == 0:
+		attrs = append(attrs, "session", fmt.Sprintf("0x%x", id))
+		s.log.Warn("connected to ZooKeeper: session established", attrs...)
+	case prev != id:
+		attrs = append(attrs, "session", fmt.Sprintf("0x%x", id))
+		s.log.Warn("connected to ZooKeeper again, in a new session: the old one expired, and its nodes with it", attrs...)
+	default:
+		attrs = append(attrs, "session", fmt.Sprintf("0x%x", id))
+		s.log.Warn("connected to ZooKeeper again, in the same session", attrs...)
+	}
+}
