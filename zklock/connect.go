@@ -35,7 +35,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 		ctx, cancel = context.WithTimeout(ctx, ConnectTimeout)
 		defer cancel()
 	}
-	s := newSession(wire.New(cfg.dialer, cfg.logger.With("component", "zklock")), true, cfg)
+	s := newSession(wire.New(wire.Config{Dial: cfg.dialer, Log: cfg.logger.With("component", "zklock")}), true, cfg)
 	conn, _, err := zk.Connect(servers, cfg.timeout,
 		zk.WithDialer(s.tap.Dialer()),
 		zk.WithEventCallback(s.onEvent),

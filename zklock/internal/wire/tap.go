@@ -29,7 +29,8 @@ import (
 // it for the socket), from one goroutine at a time (the connecting goroutine writes the connect request before the
 // send loop starts; the send loop writes everything else, in queue order).
 type Tap struct {
-	dial func(network, address string, timeout time.Duration) (net.Conn, error) // nil: net.DialTimeout
+	dial   func(network, address string, timeout time.Duration) (net.Conn, error) // nil: net.DialTimeout
+	chroot *chroot                                                                // nil: none (chroot.go)
 
 	mu      sync.Mutex
 	waiters map[string]*Waiter // by the first path the request names
@@ -64,11 +65,24 @@ type Tap struct {
 	onWrite atomic.Pointer[func(op int32, b []byte) error]
 }
 
-// New returns a tap whose connections are dialed with dial (nil:
-// net.DialTimeout); log (nil: none) is told when the servers cannot be
-// reached.
-func New(dial func(network, address string, timeout time.Duration) (net.Conn, error), log *slog.Logger) *Tap {
-	return &Tap{dial: dial, log: log, closing: make(chan struct{})}
+// Config is what a Tap's connections are made with.
+type Config struct {
+	// Dial opens a connection (nil: net.DialTimeout).
+	Dial func(network, address string, timeout time.Duration) (net.Conn, error)
+	// Chroot, when set, is the valid absolute path, not "/", that every
+	// path of the session lives under (chroot.go).
+	Chroot string
+	// Log (nil: none) is told when the servers cannot be reached.
+	Log *slog.Logger
+}
+
+// New returns a tap whose connections are made as cfg says.
+func New(cfg Config) *Tap {
+	t := &Tap{dial: cfg.Dial, log: cfg.Log, closing: make(chan struct{})}
+	if cfg.Chroot != "" {
+		t.chroot = &chroot{prefix: []byte(cfg.Chroot)}
+	}
+	return t
 }
 
 // Handed counts a request handed to go-zookeeper, Answered its answer:
@@ -303,6 +317,9 @@ func (t *Tap) Dialer() func(network, address string, timeout time.Duration) (net
 		t.dialErr.Store(nil)
 		tc := &tappedConn{Conn: c, tap: t, watchesOut: make(chan struct{}), closed: make(chan struct{})}
 		tc.wcond.L = &tc.wmu
+		if t.chroot != nil {
+			tc.chroot = newChrootConn(*t.chroot)
+		}
 		// A client's first connection has no watches to re-arm.
 		tc.released = t.dials.Add(1) == 1
 		return tc, nil
