@@ -35,6 +35,10 @@ import (
 // mistyped chroot a new, empty tree in which this process locks alone.
 // An empty address is refused with ErrEmptyServerAddress, a chroot that
 // is not a valid path below the root with ErrInvalidChroot.
+//
+// The connection is TLS with WithTLS, and authenticated by digest
+// credentials (WithDigestAuth) or, over TLS, by a client certificate (an
+// x509 identity); go-zookeeper has no SASL, so no Kerberos (see WithTLS).
 func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Session, error) {
 	if ctx == nil {
 		return nil, ErrNilContext
@@ -52,10 +56,11 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 		ctx, cancel = context.WithTimeout(ctx, ConnectTimeout)
 		defer cancel()
 	}
-	tap := wire.New(wire.Config{Dial: cfg.dialer, Chroot: chroot, Log: cfg.logger.With("component", "zklock")})
+	tap := wire.New(wire.Config{Dial: cfg.dialer, TLS: cfg.tls, Chroot: chroot, Log: cfg.logger.With("component", "zklock")})
 	s := newSession(tap, true, cfg)
 	conn, _, err := zk.Connect(servers, cfg.timeout,
 		zk.WithDialer(tap.Dialer()),
+		zk.WithHostProvider(tap.HostProvider()),
 		zk.WithEventCallback(s.onEvent),
 		zk.WithLogger(zkLogger{cfg.logger}),
 		zk.WithLogInfo(false))
@@ -85,11 +90,14 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	return s, nil
 }
 
-// established waits for the session, or for ctx to end.
+// established waits for the session, or for ctx to end, or for every
+// server to refuse TLS (see WithTLS).
 func (s *Session) established(ctx context.Context, servers []string) error {
 	select {
 	case <-s.st.ready:
 		return nil
+	case <-s.tap.Refused():
+		return fmt.Errorf("zklock: connect to %v: no session: every server refused TLS: %w", servers, s.tap.LastDialErr())
 	case <-ctx.Done():
 	}
 	if dialErr := s.tap.LastDialErr(); dialErr != nil {
@@ -136,7 +144,8 @@ const ConnectTimeout = 10 * time.Second
 // the background; the session's lock requests wait for them, and fail
 // with their error. There is no chroot under NewSession: a connection
 // whose server address carries one ("zk1:2181/myapp", which zk.Connect
-// dials as the port "2181/myapp") is refused with ErrInvalidChroot.
+// dials as the port "2181/myapp") is refused with ErrInvalidChroot, and
+// so is WithTLS, since the connection exists.
 func NewSession(conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*Session, error) {
 	if conn == nil {
 		return nil, fmt.Errorf("%w: a connection is required", ErrNilSession)
@@ -144,6 +153,9 @@ func NewSession(conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*
 	cfg, err := buildConfig(opts)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.tls != nil {
+		return nil, fmt.Errorf("%w: WithTLS under NewSession: the connection exists (dial it with TLS: zk.WithDialer)", ErrInvalidOption)
 	}
 	if root := dialedChroot(conn); root != "" {
 		return nil, fmt.Errorf("%w: NewSession on a connection to %q: go-zookeeper takes no chroot (it dials the port after the colon, chroot included, and never connects): use Connect, which takes %s", ErrInvalidChroot, conn.Server(), root)

@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -24,6 +25,8 @@ type sessionConfig struct {
 	noPipelining bool
 	digests      []digestCred // see auth.go
 	dialer       zk.Dialer    // nil: net.DialTimeout
+	tls          *tls.Config  // nil: plaintext
+	tlsSet       bool         // WithTLS was given (nil is refused)
 }
 
 // SessionOption configures Connect and NewSession.
@@ -84,14 +87,42 @@ func WithoutPipelining() SessionOption {
 	return func(c *sessionConfig) { c.noPipelining = true }
 }
 
-// WithDialer makes Connect open its connections with d (for TLS, a proxy,
-// or a connection that counts what it carries) instead of
-// net.DialTimeout. The session still observes the bytes it writes (see
-// wire.go), and writes them to d's connection in batches when many of its
-// requests are out: one Write may carry several requests (tapconn.go). It
-// has no effect under NewSession, whose connection exists.
+// WithDialer makes Connect open its connections with d (for a proxy, or a
+// connection that counts what it carries) instead of net.DialTimeout; for
+// TLS, see WithTLS, which makes its TLS connection on what d returns. The
+// session still observes the bytes it writes (package wire), and writes
+// them to d's connection in batches when many of its requests are out:
+// one Write may carry several requests. It has no effect under
+// NewSession, whose connection exists.
 func WithDialer(d zk.Dialer) SessionOption {
 	return func(c *sessionConfig) { c.dialer = d }
+}
+
+// WithTLS makes Connect speak TLS with cfg to the servers' secure client
+// port (ZooKeeper 3.5+, secureClientPort, served by Netty): give Connect
+// those ports. cfg.RootCAs is the CA that signed the servers'
+// certificates (nil: the system's); without cfg.ServerName each server's
+// certificate is checked against the host Connect was given for it, name
+// or IP address. A client certificate in cfg.Certificates (or
+// GetClientCertificate) answers a server that asks for one
+// (ssl.clientAuth), and with the server's x509 provider
+// (authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider)
+// it is the session's identity in ACLs: scheme "x509", id the
+// certificate's subject, such as zk.ACL{Perms: zk.PermAll, Scheme:
+// "x509", ID: "CN=worker,O=example"}. When every server refuses the
+// handshake in a way retrying will not change (a certificate this side
+// does not trust, or the server refuses this side's, or a port that does
+// not speak TLS), Connect fails with that error at once, not at its
+// deadline. WithDialer, if given, opens the connection TLS runs on.
+// NewSession refuses it: its connection exists.
+//
+// Authentication: go-zookeeper v1.0.4 speaks no SASL, so a session cannot
+// authenticate with Kerberos (GSSAPI) or SASL DIGEST-MD5, and servers that
+// require SASL (zookeeper.sessionRequireClientSASLAuth) refuse it. Use an
+// x509 identity from a client certificate (above), or the digest scheme
+// (WithDigestAuth), in ACLs instead.
+func WithTLS(cfg *tls.Config) SessionOption {
+	return func(c *sessionConfig) { c.tls = cfg; c.tlsSet = true }
 }
 
 // WithMaxRetryInterval caps the exponential back-off between retries of
@@ -112,6 +143,9 @@ func buildConfig(opts []SessionOption) (sessionConfig, error) {
 	}
 	if err := checkDigests(cfg.digests); err != nil {
 		return cfg, err
+	}
+	if cfg.tlsSet && cfg.tls == nil {
+		return cfg, fmt.Errorf("%w: WithTLS(nil): give a *tls.Config (an empty one trusts the system's CAs)", ErrInvalidOption)
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.New(minLevel{slog.Default().Handler(), slog.LevelWarn})

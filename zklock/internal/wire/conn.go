@@ -16,6 +16,7 @@ import (
 type tappedConn struct {
 	net.Conn
 	tap    *Tap
+	addr   string      // the server's, as dialed
 	chroot *chrootConn // nil: no chroot, and no frame is parsed
 
 	// The first bytes read on a connection are the server's connect
@@ -97,6 +98,12 @@ func (c *tappedConn) Read(b []byte) (int, error) {
 	}
 	if c.respLen == 0 || c.nread < c.respLen {
 		c.readHandshake(b[:n])
+		if err != nil && c.tap.tls != nil && refusal(err) {
+			// A server that refuses this side's certificate after the
+			// handshake (TLS 1.3) says so on the first read.
+			c.tap.dialErr.Store(&err)
+			c.tap.noteRefusal(c.addr, err)
+		}
 	}
 	return n, err
 }
@@ -183,6 +190,7 @@ func (c *tappedConn) readHandshake(b []byte) {
 	}
 	if c.respLen > 0 && c.nread >= c.respLen {
 		c.shookAt = time.Now()
+		c.tap.sessionReached()
 	}
 }
 

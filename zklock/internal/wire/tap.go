@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"log/slog"
 	"net"
@@ -30,6 +31,8 @@ import (
 // send loop starts; the send loop writes everything else, in queue order).
 type Tap struct {
 	dial   func(network, address string, timeout time.Duration) (net.Conn, error) // nil: net.DialTimeout
+	tls    *tls.Config                                                            // nil: plaintext (tls.go)
+	hosts  *hosts                                                                 // with TLS: the servers, unresolved
 	chroot *chroot                                                                // nil: none (chroot.go)
 
 	mu      sync.Mutex
@@ -54,6 +57,7 @@ type Tap struct {
 
 	dials     atomic.Int32          // connections made; the first has no watches to re-arm
 	dialErr   atomic.Pointer[error] // the last dial's error; nil after a dial that worked
+	refused   refusals              // servers that refused TLS (tls.go)
 	log       *slog.Logger
 	closing   chan struct{} // closed when the Session starts closing
 	closeOnce sync.Once
@@ -69,6 +73,9 @@ type Tap struct {
 type Config struct {
 	// Dial opens a connection (nil: net.DialTimeout).
 	Dial func(network, address string, timeout time.Duration) (net.Conn, error)
+	// TLS, when set, makes each connection a TLS client on what Dial
+	// returns (tls.go).
+	TLS *tls.Config
 	// Chroot, when set, is the valid absolute path, not "/", that every
 	// path of the session lives under (chroot.go).
 	Chroot string
@@ -78,7 +85,11 @@ type Config struct {
 
 // New returns a tap whose connections are made as cfg says.
 func New(cfg Config) *Tap {
-	t := &Tap{dial: cfg.Dial, log: cfg.Log, closing: make(chan struct{})}
+	t := &Tap{dial: cfg.Dial, tls: cfg.TLS, log: cfg.Log, closing: make(chan struct{})}
+	t.refused.all = make(chan struct{})
+	if cfg.TLS != nil {
+		t.hosts = &hosts{}
+	}
 	if cfg.Chroot != "" {
 		t.chroot = &chroot{prefix: []byte(cfg.Chroot)}
 	}
@@ -303,7 +314,11 @@ func (t *Tap) Dialer() func(network, address string, timeout time.Duration) (net
 			dial = net.DialTimeout
 		}
 		c, err := dial(network, address, timeout)
+		if err == nil && t.tls != nil {
+			c, err = t.secure(c, address)
+		}
 		if err != nil {
+			t.noteRefusal(address, err)
 			// A warning the first time (an operator must see that the
 			// servers cannot be reached), detail afterwards: go-zookeeper
 			// tries again every second or so.
@@ -315,7 +330,7 @@ func (t *Tap) Dialer() func(network, address string, timeout time.Duration) (net
 			return nil, err
 		}
 		t.dialErr.Store(nil)
-		tc := &tappedConn{Conn: c, tap: t, watchesOut: make(chan struct{}), closed: make(chan struct{})}
+		tc := &tappedConn{Conn: c, tap: t, addr: address, watchesOut: make(chan struct{}), closed: make(chan struct{})}
 		tc.wcond.L = &tc.wmu
 		if t.chroot != nil {
 			tc.chroot = newChrootConn(*t.chroot)
