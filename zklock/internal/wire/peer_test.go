@@ -20,7 +20,7 @@ import (
 // frames are; chroot_zk_test.go in package zklock runs the chroot against
 // a real one.
 type peer struct {
-	t        *testing.T
+	t        testing.TB
 	mu       sync.Mutex
 	frames   [][]byte   // requests, pings left out, in arrival order
 	pings    [][]byte   // the pings
@@ -28,7 +28,7 @@ type peer struct {
 	timeoutM int32      // the session timeout granted, ms
 }
 
-func newPeer(t *testing.T) *peer { return &peer{t: t, timeoutM: 600} }
+func newPeer(t testing.TB) *peer { return &peer{t: t, timeoutM: 600} }
 
 // dial is the tap's Dial: a pipe whose far end the peer serves.
 func (p *peer) dial(string, string, time.Duration) (net.Conn, error) {
