@@ -97,7 +97,7 @@ func (s *Session) established(ctx context.Context, servers []string) error {
 	case <-s.st.ready:
 		return nil
 	case <-s.tap.Refused():
-		return fmt.Errorf("zklock: connect to %v: no session: every server refused TLS: %w", servers, s.tap.LastDialErr())
+		return fmt.Errorf("zklock: connect to %v: no session: every server refused TLS: %w", servers, s.tap.RefusedErr())
 	case <-ctx.Done():
 	}
 	if dialErr := s.tap.LastDialErr(); dialErr != nil {

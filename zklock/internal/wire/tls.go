@@ -77,15 +77,23 @@ func refusal(err error) bool {
 type refusals struct {
 	mu     sync.Mutex
 	by     map[string]bool
+	last   error         // the last refusal
 	all    chan struct{} // closed when every server refused
 	closed bool
 }
 
 // Refused is closed when, since the last connection that reached a
 // session, every server has refused TLS in a way that trying again will
-// not change (see refusal); LastDialErr then says why. Never closed
+// not change (see refusal); RefusedErr then says why. Never closed
 // without TLS.
 func (t *Tap) Refused() <-chan struct{} { return t.refused.all }
+
+// RefusedErr returns the last refusal (see Refused), nil before one.
+func (t *Tap) RefusedErr() error {
+	t.refused.mu.Lock()
+	defer t.refused.mu.Unlock()
+	return t.refused.last
+}
 
 // noteRefusal records address's error if it is a refusal.
 func (t *Tap) noteRefusal(address string, err error) {
@@ -98,7 +106,7 @@ func (t *Tap) noteRefusal(address string, err error) {
 	if r.by == nil {
 		r.by = make(map[string]bool)
 	}
-	r.by[address] = true
+	r.by[address], r.last = true, err
 	if len(r.by) >= t.hosts.Len() && !r.closed {
 		r.closed = true
 		close(r.all)
