@@ -3,26 +3,47 @@ package zklock
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/await"
 	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
 // Making and ending a session: Connect, NewSession, Close.
 
-// Connect dials the ZooKeeper servers (host:port; a missing port means
-// 2181) and waits until a session is established, and its credentials
-// (WithDigestAuth) are accepted, or ctx ends; when ctx has no deadline, for
-// at most ConnectTimeout. Failing, it returns ctx's error with the last
-// dial error, such as "connection refused".
+// Connect dials the ZooKeeper servers and waits until a session is
+// established, its credentials (WithDigestAuth) are accepted and its
+// chroot is found, or ctx ends; when ctx has no deadline, for at most
+// ConnectTimeout. Failing, it returns ctx's error with the last dial
+// error, such as "connection refused".
+//
+// servers are read as the Java client, Curator's connectString and kazoo
+// read theirs: each entry host:port (a missing port means 2181) or a
+// comma-separated list of them, and the last may end with a chroot,
+// "zk1:2181,zk2:2181/myapp" (or an entry may be the chroot alone,
+// "/myapp", as kazoo's lists allow). With a chroot, every path the session
+// names lives under it on the server, and every path it is told comes
+// without it: the locks' and recipes' paths, and those of requests made
+// through Session.Conn (runonce's roots, election, the inspector), which
+// go through the same connection. The chroot node must exist: Connect
+// checks it (one request) and fails with zk.ErrNoNode if it does not,
+// since nothing could be locked under it, and creating it would make a
+// mistyped chroot a new, empty tree in which this process locks alone.
+// An empty address is refused with ErrEmptyServerAddress, a chroot that
+// is not a valid path below the root with ErrInvalidChroot.
+//
+// The connection is TLS with WithTLS, and authenticated by digest
+// credentials (WithDigestAuth) or, over TLS, by a client certificate (an
+// x509 identity); go-zookeeper has no SASL, so no Kerberos (see WithTLS).
 func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Session, error) {
 	if ctx == nil {
 		return nil, ErrNilContext
 	}
-	servers, err := cleanServers(servers)
+	servers, chroot, err := parseServers(servers)
 	if err != nil {
 		return nil, err
 	}
@@ -35,11 +56,15 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 		ctx, cancel = context.WithTimeout(ctx, ConnectTimeout)
 		defer cancel()
 	}
-	tap := wire.New(cfg.dialer)
-	s := newSession(tap, true, cfg)
-	tap.OnDial(s.dialed)
+	// The tap tells the session of each dial (its outage's lines): s is
+	// set before zk.Connect starts the goroutine that dials.
+	var s *Session
+	tap := wire.New(wire.Config{Dial: cfg.dialer, TLS: cfg.tls, Chroot: chroot,
+		OnDial: func(address string, err error) { s.dialed(address, err) }})
+	s = newSession(tap, true, cfg)
 	conn, _, err := zk.Connect(servers, cfg.timeout,
-		zk.WithDialer(s.tap.Dialer()),
+		zk.WithDialer(tap.Dialer()),
+		zk.WithHostProvider(tap.HostProvider()),
 		zk.WithEventCallback(s.onEvent),
 		zk.WithLogger(zkLogger{cfg.logger}),
 		zk.WithLogInfo(false))
@@ -50,14 +75,9 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	s.start(conn)
 	// Events that came before conn was known were ignored: catch up.
 	s.observe(conn.State())
-	select {
-	case <-s.st.ready:
-	case <-ctx.Done():
+	if err := s.established(ctx, servers); err != nil {
 		s.Close()
-		if dialErr := s.tap.LastDialErr(); dialErr != nil {
-			return nil, fmt.Errorf("zklock: connect to %v: no session: %w (last dial error: %w)", servers, ctx.Err(), dialErr)
-		}
-		return nil, fmt.Errorf("zklock: connect to %v: no session: %w", servers, ctx.Err())
+		return nil, err
 	}
 	if len(cfg.digests) > 0 {
 		if err := s.authenticate(ctx); err != nil {
@@ -65,7 +85,48 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 			return nil, err
 		}
 	}
+	if chroot != "" {
+		if err := s.findChroot(ctx, chroot); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// established waits for the session, or for ctx to end, or for every
+// server to refuse TLS (see WithTLS).
+func (s *Session) established(ctx context.Context, servers []string) error {
+	select {
+	case <-s.st.ready:
+		return nil
+	case <-s.tap.Refused():
+		return fmt.Errorf("zklock: connect to %v: no session: every server refused TLS: %w", servers, s.tap.RefusedErr())
+	case <-ctx.Done():
+	}
+	if dialErr := s.tap.LastDialErr(); dialErr != nil {
+		return fmt.Errorf("zklock: connect to %v: no session: %w (last dial error: %w)", servers, ctx.Err(), dialErr)
+	}
+	return fmt.Errorf("zklock: connect to %v: no session: %w", servers, ctx.Err())
+}
+
+// findChroot checks that the chroot exists: its "/".
+func (s *Session) findChroot(ctx context.Context, chroot string) error {
+	var ok bool
+	err := s.retry(ctx, func() (err error) {
+		ok, err = await.Call(ctx, func() (bool, error) {
+			ok, _, err := s.conn.Exists("/")
+			return ok, err
+		})
+		return err
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("zklock: connect: looking for the chroot %s: %w", chroot, err)
+	case !ok:
+		return fmt.Errorf("zklock: connect: the chroot %s does not exist: create it first (zkCli.sh create %s), as the Java client and kazoo need: %w", chroot, chroot, zk.ErrNoNode)
+	}
+	return nil
 }
 
 // ConnectTimeout bounds a Connect whose context has no deadline: a server
@@ -85,7 +146,10 @@ const ConnectTimeout = 10 * time.Second
 // conn, the session is over: waits on it end with ErrSessionClosed and
 // holds are told they are lost. Credentials (WithDigestAuth) are sent in
 // the background; the session's lock requests wait for them, and fail
-// with their error.
+// with their error. There is no chroot under NewSession: a connection
+// whose server address carries one ("zk1:2181/myapp", which zk.Connect
+// dials as the port "2181/myapp") is refused with ErrInvalidChroot, and
+// so is WithTLS, since the connection exists.
 func NewSession(conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*Session, error) {
 	if conn == nil {
 		return nil, fmt.Errorf("%w: a connection is required", ErrNilSession)
@@ -93,6 +157,12 @@ func NewSession(conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*
 	cfg, err := buildConfig(opts)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.tls != nil {
+		return nil, fmt.Errorf("%w: WithTLS under NewSession: the connection exists (dial it with TLS: zk.WithDialer)", ErrInvalidOption)
+	}
+	if root := dialedChroot(conn); root != "" {
+		return nil, fmt.Errorf("%w: NewSession on a connection to %q: go-zookeeper takes no chroot (it dials the port after the colon, chroot included, and never connects): use Connect, which takes %s", ErrInvalidChroot, conn.Server(), root)
 	}
 	s := newSession(nil, false, cfg)
 	s.link.quit = connQuit(conn)
@@ -109,6 +179,19 @@ func NewSession(conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*
 		s.goBackground(func() { _ = s.authenticate(s.life.ctx) })
 	}
 	return s, nil
+}
+
+// dialedChroot returns the chroot in the address conn dials, if any.
+// go-zookeeper picks its first server a moment after zk.Connect returns:
+// NewSession waits for it, briefly.
+func dialedChroot(conn *zk.Conn) string {
+	for deadline := time.Now().Add(100 * time.Millisecond); conn.Server() == "" && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if _, root, ok := strings.Cut(conn.Server(), "/"); ok {
+		return "/" + root
+	}
+	return ""
 }
 
 func newSession(tap *wire.Tap, owns bool, cfg sessionConfig) *Session {

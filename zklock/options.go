@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -24,6 +25,8 @@ type sessionConfig struct {
 	noPipelining bool
 	digests      []digestCred // see auth.go
 	dialer       zk.Dialer    // nil: net.DialTimeout
+	tls          *tls.Config  // nil: plaintext
+	tlsSet       bool         // WithTLS was given (nil is refused)
 }
 
 // SessionOption configures Connect and NewSession.
@@ -84,14 +87,42 @@ func WithoutPipelining() SessionOption {
 	return func(c *sessionConfig) { c.noPipelining = true }
 }
 
-// WithDialer makes Connect open its connections with d (for TLS, a proxy,
-// or a connection that counts what it carries) instead of
-// net.DialTimeout. The session still observes the bytes it writes (see
-// wire.go), and writes them to d's connection in batches when many of its
-// requests are out: one Write may carry several requests (tapconn.go). It
-// has no effect under NewSession, whose connection exists.
+// WithDialer makes Connect open its connections with d (for a proxy, or a
+// connection that counts what it carries) instead of net.DialTimeout; for
+// TLS, see WithTLS, which makes its TLS connection on what d returns. The
+// session still observes the bytes it writes (package wire), and writes
+// them to d's connection in batches when many of its requests are out:
+// one Write may carry several requests. It has no effect under
+// NewSession, whose connection exists.
 func WithDialer(d zk.Dialer) SessionOption {
 	return func(c *sessionConfig) { c.dialer = d }
+}
+
+// WithTLS makes Connect speak TLS with cfg to the servers' secure client
+// port (ZooKeeper 3.5+, secureClientPort, served by Netty): give Connect
+// those ports. cfg.RootCAs is the CA that signed the servers'
+// certificates (nil: the system's); without cfg.ServerName each server's
+// certificate is checked against the host Connect was given for it, name
+// or IP address. A client certificate in cfg.Certificates (or
+// GetClientCertificate) answers a server that asks for one
+// (ssl.clientAuth), and with the server's x509 provider
+// (authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider)
+// it is the session's identity in ACLs: scheme "x509", id the
+// certificate's subject, such as zk.ACL{Perms: zk.PermAll, Scheme:
+// "x509", ID: "CN=worker,O=example"}. When every server refuses the
+// handshake in a way retrying will not change (a certificate this side
+// does not trust, or the server refuses this side's, or a port that does
+// not speak TLS), Connect fails with that error at once, not at its
+// deadline. WithDialer, if given, opens the connection TLS runs on.
+// NewSession refuses it: its connection exists.
+//
+// Authentication: go-zookeeper v1.0.4 speaks no SASL, so a session cannot
+// authenticate with Kerberos (GSSAPI) or SASL DIGEST-MD5, and servers that
+// require SASL (zookeeper.sessionRequireClientSASLAuth) refuse it. Use an
+// x509 identity from a client certificate (above), or the digest scheme
+// (WithDigestAuth), in ACLs instead.
+func WithTLS(cfg *tls.Config) SessionOption {
+	return func(c *sessionConfig) { c.tls = cfg; c.tlsSet = true }
 }
 
 // WithMaxRetryInterval caps the exponential back-off between retries of
@@ -112,6 +143,9 @@ func buildConfig(opts []SessionOption) (sessionConfig, error) {
 	}
 	if err := checkDigests(cfg.digests); err != nil {
 		return cfg, err
+	}
+	if cfg.tlsSet && cfg.tls == nil {
+		return cfg, fmt.Errorf("%w: WithTLS(nil): give a *tls.Config (an empty one trusts the system's CAs)", ErrInvalidOption)
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.New(minLevel{slog.Default().Handler(), slog.LevelWarn})
@@ -218,21 +252,72 @@ func (m minLevel) WithGroup(name string) slog.Handler {
 	return minLevel{m.Handler.WithGroup(name), m.min}
 }
 
-// cleanServers trims the server addresses and refuses an empty list or an
-// empty entry. An address without a port means ZooKeeper's 2181.
-func cleanServers(servers []string) ([]string, error) {
-	out := make([]string, 0, len(servers))
-	for _, a := range servers {
-		a = strings.TrimSpace(a)
-		if a == "" {
-			return nil, fmt.Errorf("%w: empty server address in %q", ErrInvalidOption, servers)
+// ErrEmptyServerAddress reports an empty address in Connect's server
+// list: an empty entry, or an empty one between commas (a trailing or
+// doubled comma, a variable that was not set). It is one of the
+// ErrInvalidOption family: errors.Is matches both.
+var ErrEmptyServerAddress error = invalidServers("zklock: empty server address")
+
+// ErrInvalidChroot reports a chroot in Connect's server list that is not
+// a valid absolute path below the root, or two different ones. It is one
+// of the ErrInvalidOption family: errors.Is matches both.
+var ErrInvalidChroot error = invalidServers("zklock: invalid chroot")
+
+// invalidServers is a refusal of Connect's server list that says what is
+// wrong with it, and matches ErrInvalidOption, which callers checked
+// before it had a name of its own.
+type invalidServers string
+
+func (e invalidServers) Error() string { return string(e) }
+
+// Is reports whether target is ErrInvalidOption.
+func (e invalidServers) Is(target error) bool { return target == ErrInvalidOption }
+
+// parseServers reads Connect's server list as the Java client, Curator's
+// connectString and kazoo read theirs: each entry host:port (a missing
+// port means ZooKeeper's 2181) or a comma-separated list of them, the
+// last with an optional chroot, "host:port,host:port/myapp"; an entry may
+// also be the chroot alone, "/myapp" (kazoo's list form). Addresses are
+// trimmed; an empty one, an empty list, an invalid chroot or two
+// different chroots are refused.
+func parseServers(servers []string) (addrs []string, chroot string, err error) {
+	for _, entry := range servers {
+		for _, a := range strings.Split(entry, ",") {
+			a = strings.TrimSpace(a)
+			host, root, hasRoot := strings.Cut(a, "/")
+			if hasRoot {
+				if chroot, err = takeChroot(chroot, "/"+root, entry); err != nil {
+					return nil, "", err
+				}
+			}
+			switch {
+			case host != "":
+				addrs = append(addrs, host)
+			case !hasRoot: // a chroot alone names no server, and is no empty address
+				return nil, "", fmt.Errorf("%w in %q (a trailing or doubled comma, or an unset variable?)", ErrEmptyServerAddress, servers)
+			}
 		}
-		out = append(out, a)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: no servers", ErrInvalidOption)
+	if len(addrs) == 0 {
+		return nil, "", fmt.Errorf("%w: no servers", ErrInvalidOption)
 	}
-	return out, nil
+	return addrs, chroot, nil
+}
+
+// takeChroot checks root, named in entry, and returns it, or an error if
+// it is invalid or differs from seen (the one named before, if any).
+func takeChroot(seen, root, entry string) (string, error) {
+	if root == "/" {
+		return "", fmt.Errorf("%w: %q in %q: a chroot is a node below the root, such as /myapp (no slash: none)", ErrInvalidChroot, root, entry)
+	}
+	if err := ValidatePath(root); err != nil {
+		why := strings.TrimPrefix(err.Error(), ErrInvalidPath.Error()+": ")
+		return "", fmt.Errorf("%w: %q in %q: %s", ErrInvalidChroot, root, entry, why)
+	}
+	if seen != "" && seen != root {
+		return "", fmt.Errorf("%w: two chroots in one server list, %s and %s", ErrInvalidChroot, seen, root)
+	}
+	return root, nil
 }
 
 // zkLogger routes go-zookeeper's log lines to slog.

@@ -28,6 +28,7 @@ type cli struct {
 
 	servers string
 	digest  string
+	tls     tlsFlags // tls.go
 	timeout time.Duration
 	json    bool
 	verbose bool
@@ -42,8 +43,9 @@ func newCLI(name string, sc subcommand, stdout, stderr io.Writer) *cli {
 	c := &cli{name: name, sc: sc, stdout: stdout, stderr: stderr}
 	fs := flag.NewFlagSet("tierlock "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.servers, "zk", envOr("TIERLOCK_ZK_SERVERS", "127.0.0.1:2181"), "ZooKeeper servers, host:port,... ($TIERLOCK_ZK_SERVERS)")
+	fs.StringVar(&c.servers, "zk", envOr("TIERLOCK_ZK_SERVERS", "127.0.0.1:2181"), "ZooKeeper servers, host:port,... with an optional chroot after the last, host:port,host:port/myapp ($TIERLOCK_ZK_SERVERS)")
 	fs.StringVar(&c.digest, "digest", os.Getenv("TIERLOCK_DIGEST"), "digest credentials user:password for ACL-protected paths ($TIERLOCK_DIGEST; the flag shows in ps, the variable does not)")
+	c.tls.register(fs)
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "bound on connecting and on each request (watch: on connecting only)")
 	fs.BoolVar(&c.json, "json", false, "JSON output for scripts")
 	fs.BoolVar(&c.verbose, "v", false, "log session events to stderr")
@@ -113,7 +115,8 @@ func (c *cli) oneArg(args []string) (string, error) {
 var sessionTimeout = 10 * time.Second
 
 // connect opens the session, within -timeout, with the -digest
-// credentials in place (zklock.Connect returns only then).
+// credentials in place (zklock.Connect returns only then), over TLS when
+// the -tls flags ask for it.
 func (c *cli) connect(ctx context.Context) (*zklock.Session, error) {
 	var servers []string
 	for _, s := range strings.Split(c.servers, ",") {
@@ -137,13 +140,23 @@ func (c *cli) connect(ctx context.Context) (*zklock.Session, error) {
 		}
 		opts = append(opts, zklock.WithDigestAuth(user, password))
 	}
+	tlsCfg, err := c.tls.config()
+	if err != nil {
+		return nil, err
+	}
+	if tlsCfg != nil {
+		opts = append(opts, zklock.WithTLS(tlsCfg))
+	}
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	s, err := zklock.Connect(cctx, servers, opts...)
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return nil, fmt.Errorf("%w %s within %v: %w", errUnreachable, c.servers, c.timeout, err)
-		}
+	switch {
+	case err == nil:
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return nil, fmt.Errorf("%w %s within %v: %w", errUnreachable, c.servers, c.timeout, err)
+	case tlsRefused(err):
+		return nil, fmt.Errorf("%w %s: %w", errUnreachable, c.servers, err)
+	default:
 		return nil, err
 	}
 	c.s = s

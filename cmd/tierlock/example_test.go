@@ -29,7 +29,8 @@ func Example_unknownSubcommand() {
 	//   revoke  PATH|NODE       ask the holder of PATH (every holder, for readers), or NODE, to release: writes __REVOKE__ into the node's data
 	//   break   -yes PATH|NODE  delete the node of PATH's holder, or NODE: the lock passes to the next in line
 	//
-	// flags of every subcommand: -zk host:port,... -digest user:password -timeout 10s -json
+	// flags of every subcommand: -zk host:port,...[/chroot] -digest user:password -timeout 10s -json
+	//   and for TLS: -tls -tls-ca FILE -tls-cert FILE -tls-key FILE -tls-server-name NAME
 	// exit codes: 0 ok, 1 failed, 2 usage, 3 ZooKeeper unreachable, 4 not permitted (ACL), 5 no such node
 	// exit 2
 }

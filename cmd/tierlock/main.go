@@ -16,14 +16,20 @@
 // table marks what is a bound (≥) or unknown (?).
 //
 // Every subcommand takes -zk host:port,... (default $TIERLOCK_ZK_SERVERS or
-// 127.0.0.1:2181), -digest user:password (default $TIERLOCK_DIGEST) for
-// ZooKeeper digest ACLs, -timeout (bounding the connection and the
-// request) and -json (one JSON document, or one line per listing under
-// watch). Exit codes: 0 ok; 1 failed; 2 usage (unknown subcommand, bad
-// flag or argument, invalid path, break without -yes); 3 ZooKeeper
-// unreachable within -timeout; 4 not permitted (the node's or its parent's
-// ACL refuses these credentials); 5 no such node (or, for
-// revoke and break on a PATH, nobody holds it).
+// 127.0.0.1:2181; a chroot after the last, host:port/myapp, puts every
+// path under /myapp, as the Java client, Curator and kazoo read it),
+// -digest user:password (default $TIERLOCK_DIGEST) for ZooKeeper digest
+// ACLs, -tls, -tls-ca FILE, -tls-cert FILE, -tls-key FILE and
+// -tls-server-name NAME for the servers' secure client port (the files
+// default to $TIERLOCK_TLS_CA, $TIERLOCK_TLS_CERT, $TIERLOCK_TLS_KEY; a
+// client certificate is also an x509 identity in ACLs), -timeout
+// (bounding the connection and the request) and -json (one JSON document,
+// or one line per listing under watch). Exit codes: 0 ok; 1 failed; 2
+// usage (unknown subcommand, bad flag or argument, invalid path, break
+// without -yes); 3 ZooKeeper unreachable within -timeout, or refusing
+// TLS; 4 not permitted (the node's or its parent's ACL refuses these
+// credentials); 5 no such node (or, for revoke and break on a PATH, nobody
+// holds it; or the chroot does not exist).
 package main
 
 import (
@@ -148,6 +154,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-7s %-15s %s\n", n, sc.usage, sc.help)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "flags of every subcommand: -zk host:port,... -digest user:password -timeout 10s -json")
+	fmt.Fprintln(w, "flags of every subcommand: -zk host:port,...[/chroot] -digest user:password -timeout 10s -json")
+	fmt.Fprintln(w, "  and for TLS: -tls -tls-ca FILE -tls-cert FILE -tls-key FILE -tls-server-name NAME")
 	fmt.Fprintln(w, "exit codes: 0 ok, 1 failed, 2 usage, 3 ZooKeeper unreachable, 4 not permitted (ACL), 5 no such node")
 }

@@ -44,6 +44,9 @@
 //	    serve with one InterProcessSemaphoreV2 of n leases per path, shared
 //	    by the threads: "A <t> <p> <k>" takes k leases (answered
 //	    "H <t> -1"), "R <t> <p>" returns them.
+//	--namespace=<ns> (any mode)
+//	    the client's namespace (CuratorFrameworkFactory.builder().namespace):
+//	    every path lives under /<ns>, which Curator creates if missing.
 import java.io.BufferedReader;
 import java.io.FileOutputStream;
 import java.io.InputStreamReader;
@@ -91,9 +94,13 @@ public final class CuratorPeer {
         }
     }
 
+    /** Curator's namespace (--namespace=), or null: every path lives under it. */
+    static String namespace;
+
     static CuratorFramework connect(String servers, int sessionMillis) throws InterruptedException {
-        CuratorFramework c = CuratorFrameworkFactory.newClient(servers, sessionMillis, 10000,
-                new ExponentialBackoffRetry(50, 20, 1000));
+        CuratorFramework c = CuratorFrameworkFactory.builder().connectString(servers)
+                .sessionTimeoutMs(sessionMillis).connectionTimeoutMs(10000)
+                .retryPolicy(new ExponentialBackoffRetry(50, 20, 1000)).namespace(namespace).build();
         c.start();
         if (!c.blockUntilConnected(30, TimeUnit.SECONDS)) {
             throw new IllegalStateException("no connection to " + servers);
@@ -112,6 +119,8 @@ public final class CuratorPeer {
                 revocable = true;
             } else if (args[0].startsWith("--leases=")) {
                 leases = Integer.parseInt(args[0].substring("--leases=".length()));
+            } else if (args[0].startsWith("--namespace=")) {
+                namespace = args[0].substring("--namespace=".length());
             } else {
                 System.err.println("unknown option " + args[0]);
                 System.exit(2);

@@ -65,6 +65,12 @@ const CuratorRW = "--rw"
 // reports both steps.
 const CuratorRevocable = "--revocable"
 
+// CuratorNamespace is the Curator peer's option, in any mode, that gives
+// its client the namespace ns (no leading slash): every path it names
+// lives under /ns, as under the chroot "host:port/ns" of tierlock and
+// kazoo.
+func CuratorNamespace(ns string) string { return "--namespace=" + ns }
+
 // CuratorLeases is the Curator peer's serve-mode option that gives each
 // path one InterProcessSemaphoreV2 of n leases, shared by the threads.
 func CuratorLeases(n int) string { return "--leases=" + strconv.Itoa(n) }

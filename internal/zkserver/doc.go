@@ -27,10 +27,18 @@
 // [WithSyncLimit] and [WithTickTime] a test sets how long a follower so cut
 // goes on serving.
 //
+// With [WithTLS] every member also serves a secure client port
+// ([Cluster.SecureAddr]) with a certificate from a throwaway [CA] the
+// test makes, which also issues the clients' certificates: ZooKeeper's
+// x509 provider makes a client certificate the connection's identity in
+// ACLs.
+//
 // The files follow the jobs:
 //
 //   - launch.go: options, the configuration written for each member,
-//     Start and StartEnsemble, readiness, addresses;
+//     Start and StartEnsemble, readiness;
+//   - addrs.go: the members' ports and addresses;
+//   - tls.go: the throwaway CA and the secure client port;
 //   - peers.go: the peer proxies of an ensemble started WithPeerProxies;
 //   - control.go: stopping, killing and restarting members, partitioning
 //     one from its peers and healing it, Close;

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,6 +53,7 @@ type config struct {
 	logger      *slog.Logger
 	startupWait time.Duration
 	containers  time.Duration
+	tls         *TLS // tls.go
 }
 
 // Option configures Start and StartEnsemble.
@@ -110,6 +110,7 @@ type Cluster struct {
 type member struct {
 	id         int
 	clientPort int
+	securePort int // WithTLS
 	peerPort   int
 	electPort  int
 	dir        string
@@ -178,14 +179,15 @@ func StartEnsemble(ctx context.Context, n int, opts ...Option) (*Cluster, error)
 }
 
 func (c *Cluster) layout(n int) error {
-	ports, err := freePorts(3 * n)
+	ports, err := freePorts(4 * n)
 	if err != nil {
 		return err
 	}
 	c.members = make([]*member, n)
 	for i := range c.members {
+		p := ports[4*i:]
 		c.members[i] = &member{
-			id: i + 1, clientPort: ports[3*i], peerPort: ports[3*i+1], electPort: ports[3*i+2],
+			id: i + 1, clientPort: p[0], peerPort: p[1], electPort: p[2], securePort: p[3],
 			dir: filepath.Join(c.cfg.dir, fmt.Sprintf("zk%d", i+1)),
 		}
 	}
@@ -212,6 +214,11 @@ func (c *Cluster) writeConfig(m *member) error {
 	b.WriteString("admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=0\n")
 	lo, hi := c.sessionBounds()
 	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=%d\n", lo.Milliseconds(), hi.Milliseconds())
+	if c.cfg.tls != nil {
+		if err := c.writeTLS(m, &b); err != nil {
+			return err
+		}
+	}
 	if len(c.members) > 1 {
 		b.WriteString("standaloneEnabled=false\nreconfigEnabled=false\n")
 		for _, o := range c.members {
@@ -271,8 +278,10 @@ func (c *Cluster) launch(i int) error {
 		main = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 	}
 	cp := DefaultConfDir + ":" + c.cfg.jar
-	if _, err := os.Stat(slf4jSimpleJar); err == nil {
-		cp += ":" + slf4jSimpleJar
+	for _, jar := range append([]string{slf4jSimpleJar}, c.nettyJars()...) {
+		if _, err := os.Stat(jar); err == nil {
+			cp += ":" + jar
+		}
 	}
 	logf, err := os.OpenFile(m.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -337,63 +346,4 @@ func (c *Cluster) WaitReady(ctx context.Context, i int) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// Size reports the number of members (external servers included).
-func (c *Cluster) Size() int {
-	if c.external != nil {
-		return len(c.external)
-	}
-	return len(c.members)
-}
-
-// External reports whether the cluster points at servers it did not start.
-func (c *Cluster) External() bool { return c.external != nil }
-
-// Addr returns the client address of member i.
-func (c *Cluster) Addr(i int) string {
-	if c.external != nil {
-		return c.external[i]
-	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.members[i].clientPort))
-}
-
-// Addrs returns the client addresses of every member.
-func (c *Cluster) Addrs() []string {
-	out := make([]string, c.Size())
-	for i := range out {
-		out[i] = c.Addr(i)
-	}
-	return out
-}
-
-// Dir returns the directory holding the members' data and logs.
-func (c *Cluster) Dir() string { return c.cfg.dir }
-
-func (c *Cluster) check(i int) error {
-	if i < 0 || i >= c.Size() {
-		return fmt.Errorf("%w: %d", ErrBadMember, i)
-	}
-	return nil
-}
-
-// freePorts reserves n distinct free TCP ports on 127.0.0.1 by listening on
-// them at once, then releases them for the server to bind.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, n)
-	ls := make([]net.Listener, 0, n)
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("zkserver: free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	return ports, nil
 }

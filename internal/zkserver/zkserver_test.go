@@ -2,8 +2,11 @@ package zkserver_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -237,4 +240,59 @@ func TestBadInput(t *testing.T) {
 	if lo, hi := c.SessionTimeouts(); lo != 0 || hi != 0 {
 		t.Fatalf("SessionTimeouts of external servers = %v, %v; want unknown", lo, hi)
 	}
+}
+
+// A member started WithTLS serves a secure client port with a
+// certificate for 127.0.0.1 from the test's CA, and takes a client
+// certificate the CA issued as the connection's x509 identity: a node
+// whose ACL names that identity is readable on the TLS connection only.
+// The plain port still serves.
+func TestSecureClientPort(t *testing.T) {
+	if _, ok := zkserver.FromEnv(); ok {
+		t.Skip("TIERLOCK_ZK_SERVERS is set: not starting servers")
+	}
+	ca, err := zkserver.NewCA("test CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := zkserver.Start(ctx, zkserver.WithTLS(zkserver.TLS{CA: ca}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	client, err := ca.Issue(pkix.Name{CommonName: "client", Organization: []string{"tierlock"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := client.TLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{cert}, ServerName: "127.0.0.1"}
+	secure, _, err := zk.Connect([]string{c.SecureAddr(0)}, 4*time.Second, zk.WithLogger(quiet{}),
+		zk.WithDialer(func(network, addr string, timeout time.Duration) (net.Conn, error) {
+			return tls.DialWithDialer(&net.Dialer{Timeout: 5 * timeout}, network, addr, cfg)
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer secure.Close()
+	acl := []zk.ACL{{Perms: zk.PermAll, Scheme: "x509", ID: "CN=client,O=tierlock"}}
+	retry(t, "create over TLS", func() error {
+		_, err := secure.Create("/x509-only", []byte("v"), 0, acl)
+		return err
+	})
+	if _, _, err := secure.Get("/x509-only"); err != nil {
+		t.Fatalf("get over TLS as the node's x509 identity: %v", err)
+	}
+	plain := dial(t, c.Addrs())
+	retry(t, "get on the plain port", func() error {
+		_, _, err := plain.Get("/x509-only")
+		if errors.Is(err, zk.ErrNoAuth) {
+			return nil
+		}
+		return fmt.Errorf("get without the identity = %v, want zk.ErrNoAuth", err)
+	})
 }

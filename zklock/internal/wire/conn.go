@@ -15,7 +15,9 @@ import (
 // and writes through buffers, and notes the connect response.
 type tappedConn struct {
 	net.Conn
-	tap *Tap
+	tap    *Tap
+	addr   string      // the server's, as dialed
+	chroot *chrootConn // nil: no chroot, and no frame is parsed
 
 	// The first bytes read on a connection are the server's connect
 	// response: length, protocol version, timeout (ms), session id,
@@ -87,9 +89,21 @@ func (c *tappedConn) Read(b []byte) (int, error) {
 		c.released = true
 		c.awaitSetWatches()
 	}
-	n, err := c.buffered(b)
+	var n int
+	var err error
+	if c.chroot != nil {
+		n, err = c.readChroot(b)
+	} else {
+		n, err = c.buffered(b)
+	}
 	if c.respLen == 0 || c.nread < c.respLen {
 		c.readHandshake(b[:n])
+		if err != nil && c.tap.tls != nil && refusal(err) {
+			// A server that refuses this side's certificate after the
+			// handshake (TLS 1.3) says so on the first read.
+			c.tap.dialErr.Store(&err)
+			c.tap.noteRefusal(c.addr, err)
+		}
 	}
 	return n, err
 }
@@ -176,6 +190,7 @@ func (c *tappedConn) readHandshake(b []byte) {
 	}
 	if c.respLen > 0 && c.nread >= c.respLen {
 		c.shookAt = time.Now()
+		c.tap.sessionReached()
 	}
 }
 
@@ -218,7 +233,15 @@ func (c *tappedConn) Write(b []byte) (int, error) {
 	// its request counted: go-zookeeper's receive loop may read the reply
 	// before this Write returns.
 	c.tap.count(opcode(b))
-	if err := c.queue(b); err != nil {
+	out := b
+	if c.chroot != nil {
+		var err error
+		if out, err = c.chroot.request(b); err != nil {
+			c.Close()
+			return 0, err
+		}
+	}
+	if err := c.queue(out); err != nil {
 		return 0, err
 	}
 	if opcode(b) == OpSetWatches {

@@ -4,7 +4,12 @@
 // (Expect, Forget, Waiter.Sent) and date the proofs of its lease (Mark,
 // FirstWriteAfter); it also reads the session timeout the server granted
 // (GrantedTimeout) and batches the writes of a busy session into one
-// system call (conn.go). The session never reaches into its fields: these
-// verbs, and Handed and Answered around each request, are the floor's
-// whole face.
+// system call (conn.go). Two things of the connection go-zookeeper v1.0.4
+// lacks are done here, where every request of the session passes: a
+// chroot (chroot.go, chrootconn.go: request paths prefixed, reply and
+// event paths stripped), and TLS on the dialed socket, below the tap, with
+// the servers' names kept for the certificates and refusals told at once
+// (tls.go: HostProvider, Refused). The session never reaches into its
+// fields: these verbs, and Handed and Answered around each request, are
+// the floor's whole face.
 package wire

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"net"
 	"slices"
@@ -28,7 +29,10 @@ import (
 // it for the socket), from one goroutine at a time (the connecting goroutine writes the connect request before the
 // send loop starts; the send loop writes everything else, in queue order).
 type Tap struct {
-	dial func(network, address string, timeout time.Duration) (net.Conn, error) // nil: net.DialTimeout
+	dial   func(network, address string, timeout time.Duration) (net.Conn, error) // nil: net.DialTimeout
+	tls    *tls.Config                                                            // nil: plaintext (tls.go)
+	hosts  *hosts                                                                 // with TLS: the servers, unresolved
+	chroot *chroot                                                                // nil: none (chroot.go)
 
 	mu      sync.Mutex
 	waiters map[string]*Waiter // by the first path the request names
@@ -52,7 +56,8 @@ type Tap struct {
 
 	dials     atomic.Int32                                    // connections made; the first has no watches to re-arm
 	dialErr   atomic.Pointer[error]                           // the last dial's error; nil after a dial that worked
-	onDial    atomic.Pointer[func(address string, err error)] // told of each dial (OnDial)
+	refused   refusals                                        // servers that refused TLS (tls.go)
+	onDial    func(address string, err error)                 // told of each dial (Config.OnDial); nil: none
 	closing   chan struct{}                                   // closed when the Session starts closing
 	closeOnce sync.Once
 
@@ -63,15 +68,34 @@ type Tap struct {
 	onWrite atomic.Pointer[func(op int32, b []byte) error]
 }
 
-// New returns a tap whose connections are dialed with dial (nil:
-// net.DialTimeout).
-func New(dial func(network, address string, timeout time.Duration) (net.Conn, error)) *Tap {
-	return &Tap{dial: dial, closing: make(chan struct{})}
+// Config is what a Tap's connections are made with.
+type Config struct {
+	// Dial opens a connection (nil: net.DialTimeout).
+	Dial func(network, address string, timeout time.Duration) (net.Conn, error)
+	// TLS, when set, makes each connection a TLS client on what Dial
+	// returns (tls.go).
+	TLS *tls.Config
+	// Chroot, when set, is the valid absolute path, not "/", that every
+	// path of the session lives under (chroot.go).
+	Chroot string
+	// OnDial (nil: none) is told of each dial's outcome (a nil error:
+	// connected), on the goroutine that dials; it must not block. The
+	// session tells an outage from it (zklock's outage.go).
+	OnDial func(address string, err error)
 }
 
-// OnDial has fn told of each dial's outcome (nil error: connected), on the
-// goroutine that dials; it must not block.
-func (t *Tap) OnDial(fn func(address string, err error)) { t.onDial.Store(&fn) }
+// New returns a tap whose connections are made as cfg says.
+func New(cfg Config) *Tap {
+	t := &Tap{dial: cfg.Dial, tls: cfg.TLS, onDial: cfg.OnDial, closing: make(chan struct{})}
+	t.refused.all = make(chan struct{})
+	if cfg.TLS != nil {
+		t.hosts = &hosts{}
+	}
+	if cfg.Chroot != "" {
+		t.chroot = &chroot{prefix: []byte(cfg.Chroot)}
+	}
+	return t
+}
 
 // Handed counts a request handed to go-zookeeper, Answered its answer:
 // with few out, a write has nothing to batch with (see tappedConn.Write).
@@ -291,16 +315,23 @@ func (t *Tap) Dialer() func(network, address string, timeout time.Duration) (net
 			dial = net.DialTimeout
 		}
 		c, err := dial(network, address, timeout)
-		if fn := t.onDial.Load(); fn != nil {
-			(*fn)(address, err) // the session tells the outage (zklock's outage.go)
+		if err == nil && t.tls != nil {
+			c, err = t.secure(c, address)
+		}
+		if t.onDial != nil {
+			t.onDial(address, err)
 		}
 		if err != nil {
+			t.noteRefusal(address, err)
 			t.dialErr.Store(&err)
 			return nil, err
 		}
 		t.dialErr.Store(nil)
-		tc := &tappedConn{Conn: c, tap: t, watchesOut: make(chan struct{}), closed: make(chan struct{})}
+		tc := &tappedConn{Conn: c, tap: t, addr: address, watchesOut: make(chan struct{}), closed: make(chan struct{})}
 		tc.wcond.L = &tc.wmu
+		if t.chroot != nil {
+			tc.chroot = newChrootConn(*t.chroot)
+		}
 		// A client's first connection has no watches to re-arm.
 		tc.released = t.dials.Add(1) == 1
 		return tc, nil

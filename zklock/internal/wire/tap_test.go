@@ -31,7 +31,7 @@ func frame(op int32, path string) []byte {
 // A pipelined request's waiter is told when a request of one of its
 // opcodes naming its key is written, and only then.
 func TestExpectSeesItsRequest(t *testing.T) {
-	tap := New(nil)
+	tap := New(Config{})
 	w := tap.Expect("/a/_c_x-lock-", OpCreate, OpMulti)
 	tap.wrote(frame(OpGetData, "/a/_c_x-lock-")) // another opcode
 	tap.wrote(frame(OpCreate, "/a/other"))       // another path
@@ -58,7 +58,7 @@ func TestExpectSeesItsRequest(t *testing.T) {
 func TestWrittenCountsBeforeTheBytesGoOut(t *testing.T) {
 	near, far := net.Pipe()
 	defer far.Close()
-	tap := New(func(string, string, time.Duration) (net.Conn, error) { return near, nil })
+	tap := New(Config{Dial: func(string, string, time.Duration) (net.Conn, error) { return near, nil }})
 	c, err := tap.Dialer()("tcp", "pipe", time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestWrittenCountsBeforeTheBytesGoOut(t *testing.T) {
 
 // FirstWriteAfter dates the first write after a mark, and the one before.
 func TestFirstWriteAfterMark(t *testing.T) {
-	tap := New(nil)
+	tap := New(Config{})
 	t0 := time.Now()
 	tap.began(t0)
 	m := tap.Mark()

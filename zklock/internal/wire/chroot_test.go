@@ -1,0 +1,265 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// The chroot's oracle is go-zookeeper's own encoder: a client chrooted at
+// /app that names /x must send the very bytes that a client without a
+// chroot sends when it names /app/x, and must be told /x where that one
+// is told /app/x. script makes every request go-zookeeper v1.0.4 can send
+// (every path op, a multi of each op it allows, setWatches with a path of
+// each watch kind, setAuth, reconfig, ping, close), through a peer that
+// echoes paths as a server does.
+
+// script makes the requests, naming paths under root, and returns the
+// paths the client was told (created nodes, a sync, a multi's create, the
+// three watch events).
+func script(t *testing.T, p *peer, conn *zk.Conn, root string) []string {
+	t.Helper()
+	at := func(rel string) string {
+		if rel == "/" && root != "" {
+			return root
+		}
+		return root + rel
+	}
+	acl := zk.WorldACL(zk.PermAll)
+	var told []string
+	check := func(path string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if path != "" {
+			told = append(told, path)
+		}
+	}
+	check(conn.Create(at("/a"), []byte("d"), 0, acl))
+	check(conn.CreateContainer(at("/c"), nil, zk.FlagContainer, acl))
+	check(conn.CreateTTL(at("/t"), nil, zk.FlagTTL, acl, time.Minute))
+	_, _, err := conn.Exists(at("/a"))
+	check("", err)
+	_, _, err = conn.Get(at("/"))
+	check("", err)
+	_, err = conn.Set(at("/a"), nil, -1)
+	check("", err)
+	_, _, err = conn.GetACL(at("/a"))
+	check("", err)
+	_, err = conn.SetACL(at("/a"), acl, -1)
+	check("", err)
+	_, _, err = conn.Children(at("/a"))
+	check("", err)
+	check(conn.Sync(at("/a")))
+	res, err := conn.Multi(&zk.CreateRequest{Path: at("/m"), Data: []byte("x"), Acl: acl},
+		&zk.SetDataRequest{Path: at("/a"), Version: -1}, &zk.DeleteRequest{Path: at("/m"), Version: -1},
+		&zk.CheckVersionRequest{Path: at("/"), Version: 0})
+	check("", err)
+	told = append(told, res[0].String)
+	_, err = conn.IncrementalReconfig(nil, []string{"3"}, -1)
+	check("", err)
+	check("", conn.Delete(at("/a"), -1))
+
+	// A watch of each kind, re-armed with setWatches on a new connection.
+	_, _, exist, err := conn.ExistsW(at("/e"))
+	check("", err)
+	_, _, data, err := conn.GetW(at("/"))
+	check("", err)
+	_, _, child, err := conn.ChildrenW(at("/c"))
+	check("", err)
+	p.drop()
+	waitFor(t, "setWatches", func() bool { return sent(p, OpSetWatches) })
+	p.push(int32(zk.EventNodeCreated), "/app/e")
+	p.push(int32(zk.EventNodeDataChanged), "/app")
+	p.push(int32(zk.EventNodeChildrenChanged), "/app/c")
+	for _, ch := range []<-chan zk.Event{exist, data, child} {
+		select {
+		case ev := <-ch:
+			told = append(told, ev.Path)
+		case <-time.After(10 * time.Second):
+			t.Fatal("no watch event")
+		}
+	}
+	check("", conn.AddAuth("digest", []byte("u:p"))) // after the reconnect, whose re-sent credentials race setWatches for an xid
+	waitFor(t, "a ping", func() bool { p.mu.Lock(); defer p.mu.Unlock(); return len(p.pings) > 0 })
+	conn.Close()
+	waitFor(t, "close", func() bool { return sent(p, opClose) })
+	return told
+}
+
+func sent(p *peer, op int32) bool {
+	for _, f := range p.requests() {
+		if opcode(f) == op {
+			return true
+		}
+	}
+	return false
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s", what)
+		}
+	}
+}
+
+// Every request a chrooted client sends is the request of a client
+// without a chroot naming the full paths, byte for byte; every path it is
+// told is the other's without the chroot ("/app" itself is "/").
+func TestChrootFramesAreTheFullPathsFrames(t *testing.T) {
+	chrooted, plain := newPeer(t), newPeer(t)
+	toldChrooted := script(t, chrooted, chrooted.connect(Config{Chroot: "/app"}), "")
+	toldPlain := script(t, plain, plain.connect(Config{}), "/app")
+
+	got, want := chrooted.requests(), plain.requests()
+	if len(got) != len(want) {
+		t.Fatalf("%d requests, want %d", len(got), len(want))
+	}
+	ops := map[int32]bool{}
+	for i := range got {
+		ops[opcode(want[i])] = true
+		if !bytes.Equal(got[i], want[i]) {
+			t.Errorf("request %d (opcode %d):\n got %q\nwant %q", i, opcode(want[i]), got[i], want[i])
+		}
+	}
+	for _, op := range []int32{OpCreate, opContainer, opCreateTTL, OpDelete, opExists, OpGetData, OpSetData, opGetACL, opSetACL,
+		OpSync, OpGetChildren2, OpMulti, opReconfig, opSetAuth, OpSetWatches, opClose} {
+		if !ops[op] {
+			t.Errorf("the script sent no request of opcode %d", op)
+		}
+	}
+	if len(chrooted.pings) == 0 || !bytes.Equal(chrooted.pings[0], plain.pings[0]) {
+		t.Errorf("pings %q, want %q", chrooted.pings, plain.pings)
+	}
+	var stripped []string
+	for _, p := range toldPlain {
+		if p == "/app" {
+			p = "/"
+		}
+		stripped = append(stripped, strings.TrimPrefix(p, "/app"))
+	}
+	if fmt.Sprint(toldChrooted) != fmt.Sprint(stripped) {
+		t.Errorf("told %q, want %q", toldChrooted, stripped)
+	}
+	t.Logf("told %q", toldChrooted)
+}
+
+// Only the chroot comes off a path the server returns, never a name that
+// merely starts like it; a reply that is an error is left as it is.
+func TestChrootStripsOnlyTheChroot(t *testing.T) {
+	r := chroot{prefix: []byte("/app")}
+	for path, want := range map[string]string{"/app/x": "/x", "/app": "/", "/apple": "/apple", "/x": "/x", "": ""} {
+		f := finish(appendString(header(5, 0), path))
+		got := r.response(f, OpCreate)
+		if p := pathAt(got, 20); p != want || int(binary.BigEndian.Uint32(got))+4 != len(got) {
+			t.Errorf("%q: got %q in a frame of %d bytes (length %d), want %q", path, p, len(got), binary.BigEndian.Uint32(got), want)
+		}
+	}
+	refused := finish(header(5, -110)) // ZNODEEXISTS
+	if got := r.response(bytes.Clone(refused), OpCreate); !bytes.Equal(got, refused) {
+		t.Errorf("an error reply became %q", got)
+	}
+}
+
+// A request the chroot cannot read is refused, not sent outside it.
+func TestChrootRefusesWhatItCannotRewrite(t *testing.T) {
+	r := chroot{prefix: []byte("/app")}
+	for name, f := range map[string][]byte{
+		"unknown opcode":   finish(appendString(reqHeader(103), "/a")),
+		"truncated path":   finish(binary.BigEndian.AppendUint32(reqHeader(OpCreate), 10)),
+		"multi of unknown": finish(append(binary.BigEndian.AppendUint32(reqHeader(OpMulti), 99), 0, 0, 0, 0, 0)),
+	} {
+		if _, err := r.request(nil, f); !errors.Is(err, errChrootFrame) {
+			t.Errorf("%s: err = %v, want errChrootFrame", name, err)
+		}
+	}
+}
+
+func reqHeader(op int32) []byte {
+	b := make([]byte, 4, 64)
+	b = binary.BigEndian.AppendUint32(b, 9)
+	return binary.BigEndian.AppendUint32(b, uint32(op))
+}
+
+// The cost of the rewrite per frame, on the frames of a lock's
+// acquisition: its create (a protected name, host and pid in the data, the
+// world ACL) and the reply with the node's path, and a watch event.
+// Without a chroot the tap parses nothing (a nil check).
+//
+//	go test -run '^$' -bench Chroot -count 10 ./zklock/internal/wire
+func BenchmarkChrootRequest(b *testing.B) {
+	r := chroot{prefix: []byte("/myapp")}
+	f := reqHeader(OpCreate)
+	f = appendString(f, "/locks/job-17/_c_0f8fad5b-d9cb-469f-a165-70867728950e-lock-")
+	f = appendString(f, `{"host":"worker-3.example.com","pid":41234}`)
+	f = binary.BigEndian.AppendUint32(f, 1) // one ACL: perms, scheme, id
+	f = binary.BigEndian.AppendUint32(f, uint32(zk.PermAll))
+	f = appendString(appendString(f, "world"), "anyone")
+	f = finish(binary.BigEndian.AppendUint32(f, uint32(zk.FlagEphemeral|zk.FlagSequence)))
+	var out []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if out, err = r.request(out, f); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkChrootReply(b *testing.B) {
+	r := chroot{prefix: []byte("/myapp")}
+	f := finish(appendString(header(5, 0), "/myapp/locks/job-17/_c_0f8fad5b-d9cb-469f-a165-70867728950e-lock-0000000042"))
+	work := make([]byte, len(f))
+	b.ReportAllocs()
+	for b.Loop() {
+		copy(work, f)
+		r.response(work, OpCreate)
+	}
+}
+
+func BenchmarkChrootEvent(b *testing.B) {
+	r := chroot{prefix: []byte("/myapp")}
+	f := header(-1, 0)
+	f = binary.BigEndian.AppendUint32(f, uint32(zk.EventNodeDeleted))
+	f = binary.BigEndian.AppendUint32(f, 3)
+	f = finish(appendString(f, "/myapp/locks/job-17/_c_0f8fad5b-d9cb-469f-a165-70867728950e-lock-0000000041"))
+	work := make([]byte, len(f))
+	b.ReportAllocs()
+	for b.Loop() {
+		copy(work, f)
+		r.response(work, opNotify)
+	}
+}
+
+// The whole client side of a request, chroot or none: go-zookeeper's
+// encoding, the tap, the rewrite, a pipe to the peer and back, the
+// reply's decoding; the peer, in the same process, costs the same in
+// both. A lock node's create, as an acquisition sends it.
+//
+//	go test -run '^$' -bench ChrootClient -count 10 ./zklock/internal/wire
+func BenchmarkChrootClient(b *testing.B) {
+	for _, c := range []struct{ name, chroot, root string }{{"plain", "", "/myapp"}, {"chroot", "/myapp", ""}} {
+		b.Run(c.name, func(b *testing.B) {
+			p := newPeer(b)
+			p.timeoutM = 60000 // no ping in the window
+			conn := p.connect(Config{Chroot: c.chroot})
+			path := c.root + "/locks/job-17/_c_0f8fad5b-d9cb-469f-a165-70867728950e-lock-"
+			data, acl := []byte(`{"host":"worker-3.example.com","pid":41234}`), zk.WorldACL(zk.PermAll)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := conn.Create(path, data, zk.FlagEphemeral|zk.FlagSequence, acl); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,144 @@
+package wire
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+)
+
+// chrootConn is a connection's side of the chroot (chroot.go): requests
+// are rewritten as go-zookeeper writes them, replies as it reads them.
+// A connection without a chroot has none, and parses nothing.
+type chrootConn struct {
+	r chroot
+
+	// The writing side: one goroutine at a time (see Tap).
+	out         []byte // the last request rewritten, reused
+	wroteFirst  bool   // the connect request, which has no paths, went out
+	mu          sync.Mutex
+	replyOp     map[int32]int32 // by xid: the opcode of a request whose reply carries paths
+	readingSide                 // the reading side: one goroutine at a time (see tappedConn)
+}
+
+type readingSide struct {
+	readFirst bool   // the connect response, which has no paths, came
+	frame     []byte // the head of the frame being read, or all of it
+	ready     []byte // what go-zookeeper is to read next (in frame's storage)
+	left      int    // then this many bytes, passed on from the socket as they come
+}
+
+// maxRewritten bounds a reply read whole to be rewritten (creates'
+// replies, multis' and events are small; the server's own bound on a
+// request is 1 MB): a length beyond it is garbage, and ends the
+// connection rather than an allocation of it.
+const maxRewritten = 64 << 20
+
+func newChrootConn(r chroot) *chrootConn {
+	return &chrootConn{r: r, replyOp: make(map[int32]int32)}
+}
+
+// request rewrites the request frame b, noting by its xid what the reply
+// to it will need, before the bytes can reach the server.
+func (x *chrootConn) request(b []byte) ([]byte, error) {
+	if !x.wroteFirst {
+		x.wroteFirst = true
+		return b, nil
+	}
+	out, err := x.r.request(x.out, b)
+	if err != nil {
+		return nil, err
+	}
+	x.out = out
+	if op := opcode(b); stripsReply(op) {
+		x.mu.Lock()
+		x.replyOp[int32(binary.BigEndian.Uint32(b[4:8]))] = op
+		x.mu.Unlock()
+	}
+	return out, nil
+}
+
+// readChroot fills b from the socket's frames, rewritten: a frame whose
+// paths the chroot must strip (a watch event, the reply to a request
+// noted in replyOp) is read whole and rewritten; any other is passed on
+// as it comes, after its head.
+func (c *tappedConn) readChroot(b []byte) (int, error) {
+	x := c.chroot
+	if len(x.ready) == 0 && x.left == 0 {
+		if err := c.nextFrame(); err != nil {
+			return 0, err
+		}
+	}
+	if len(x.ready) > 0 {
+		n := copy(b, x.ready)
+		x.ready = x.ready[n:]
+		return n, nil
+	}
+	n, err := c.buffered(b[:min(len(b), x.left)])
+	x.left -= n
+	return n, err
+}
+
+// nextFrame reads the head of the next frame (its length and xid), and
+// the whole frame if it is to be rewritten, and makes it ready. A read
+// that fails keeps what was read, and the next one goes on from there.
+func (c *tappedConn) nextFrame() error {
+	x := c.chroot
+	if err := c.fill(4); err != nil {
+		return err
+	}
+	size := 4 + int(binary.BigEndian.Uint32(x.frame))
+	whole, op := false, int32(0)
+	if x.readFirst { // not the connect response
+		if err := c.fill(min(size, 8)); err != nil {
+			return err
+		}
+		op, whole = x.opOf(x.frame)
+	}
+	left := size - len(x.frame)
+	if whole {
+		if size > maxRewritten {
+			return fmt.Errorf("wire: chroot: a reply of %d bytes", size)
+		}
+		if err := c.fill(size); err != nil {
+			return err
+		}
+		x.frame, left = x.r.response(x.frame, op), 0
+	}
+	x.readFirst = true
+	x.ready, x.left = x.frame, left
+	x.frame = x.frame[:0]
+	return nil
+}
+
+// opOf returns the opcode whose reply frame f (its length and xid at
+// least) is, and whether it carries paths.
+func (x *chrootConn) opOf(f []byte) (op int32, ok bool) {
+	if len(f) < 8 {
+		return 0, false
+	}
+	xid := int32(binary.BigEndian.Uint32(f[4:8]))
+	if xid == -1 { // a watch event
+		return opNotify, true
+	}
+	x.mu.Lock()
+	op, ok = x.replyOp[xid]
+	delete(x.replyOp, xid)
+	x.mu.Unlock()
+	return op, ok
+}
+
+// fill reads until the frame being read has n bytes.
+func (c *tappedConn) fill(n int) error {
+	x := c.chroot
+	if cap(x.frame) < n {
+		x.frame = append(make([]byte, 0, max(n, 256)), x.frame...)
+	}
+	for len(x.frame) < n {
+		k, err := c.buffered(x.frame[len(x.frame):n])
+		x.frame = x.frame[:len(x.frame)+k]
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,181 @@
+package wire
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// TLS: a session's connections to a secure client port (ZooKeeper 3.5+,
+// served by Netty). The TLS connection is made on the dialed socket and
+// tapped above it, so that the tap sees the plaintext requests.
+
+// HandshakeTimeout bounds a TLS handshake. go-zookeeper's dial timeout,
+// one second, is for a TCP connect; the handshake also waits for the
+// server's crypto, and the first one of a JVM that has just started took
+// 0.87 s on an idle machine here.
+const HandshakeTimeout = 5 * time.Second
+
+// secure makes the TLS connection on c, dialed to address, with t's
+// configuration. Without a ServerName the host of address is verified
+// (as tls.Dial does): go-zookeeper's default host provider dials
+// resolved IP addresses, so Connect gives a TLS session hosts, which
+// keeps the names the caller gave.
+func (t *Tap) secure(c net.Conn, address string) (net.Conn, error) {
+	cfg := t.tls
+	if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
+		host, _, err := net.SplitHostPort(address)
+		if err != nil {
+			host = address
+		}
+		cfg = cfg.Clone()
+		cfg.ServerName = host
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), HandshakeTimeout)
+	defer cancel()
+	tc := tls.Client(c, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("TLS handshake with %s: %w (the server closed the connection: is this its secure client port?)", address, err)
+		}
+		return nil, fmt.Errorf("TLS handshake with %s: %w", address, err)
+	}
+	return tc, nil
+}
+
+// refusal reports whether err is a TLS refusal that trying again will
+// not change: this side does not trust the server's certificate, the port
+// does not speak TLS, or the server sent an alert in the handshake (it
+// refuses this side's certificate or the lack of one, or they share no
+// protocol or cipher). crypto/tls hands a server's alert over as a
+// *net.OpError "remote error" around an unexported type; only "internal
+// error", the server's own failure, may pass.
+func refusal(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var header tls.RecordHeaderError
+	var remote *net.OpError
+	switch {
+	case errors.As(err, &verify), errors.As(err, &header):
+		return true
+	case errors.As(err, &remote) && remote.Op == "remote error":
+		return remote.Err == nil || remote.Err.Error() != "tls: internal error"
+	}
+	return false
+}
+
+// refusals tracks the servers that refused TLS since the last connection
+// that reached a session: when every server has, Connect stops waiting
+// (Refused) instead of retrying until its deadline.
+type refusals struct {
+	mu     sync.Mutex
+	by     map[string]bool
+	last   error         // the last refusal
+	all    chan struct{} // closed when every server refused
+	closed bool
+}
+
+// Refused is closed when, since the last connection that reached a
+// session, every server has refused TLS in a way that trying again will
+// not change (see refusal); RefusedErr then says why. Never closed
+// without TLS.
+func (t *Tap) Refused() <-chan struct{} { return t.refused.all }
+
+// RefusedErr returns the last refusal (see Refused), nil before one.
+func (t *Tap) RefusedErr() error {
+	t.refused.mu.Lock()
+	defer t.refused.mu.Unlock()
+	return t.refused.last
+}
+
+// noteRefusal records address's error if it is a refusal.
+func (t *Tap) noteRefusal(address string, err error) {
+	if t.hosts == nil || !refusal(err) {
+		return
+	}
+	r := &t.refused
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.by == nil {
+		r.by = make(map[string]bool)
+	}
+	r.by[address], r.last = true, err
+	if len(r.by) >= t.hosts.Len() && !r.closed {
+		r.closed = true
+		close(r.all)
+	}
+}
+
+// sessionReached forgets the refusals: a server took this side.
+func (t *Tap) sessionReached() {
+	if t.hosts == nil {
+		return
+	}
+	r := &t.refused
+	r.mu.Lock()
+	clear(r.by)
+	r.mu.Unlock()
+}
+
+// HostProvider returns what go-zookeeper takes its servers from: its
+// default (which resolves names once and dials IP addresses) without TLS,
+// and hosts with TLS, so that a certificate is checked against the name
+// the caller gave.
+func (t *Tap) HostProvider() zk.HostProvider {
+	if t.hosts == nil {
+		return zk.NewDNSHostProvider()
+	}
+	return t.hosts
+}
+
+// hosts is go-zookeeper's DNSHostProvider without the resolution: the
+// servers in the order given (zk.Connect shuffles them first), each
+// resolved when dialed.
+type hosts struct {
+	mu         sync.Mutex
+	servers    []string
+	curr, last int
+}
+
+func (h *hosts) Init(servers []string) error {
+	if len(servers) == 0 {
+		return errors.New("wire: no servers")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.servers = append([]string(nil), servers...)
+	h.curr, h.last = -1, -1
+	return nil
+}
+
+func (h *hosts) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.servers)
+}
+
+// Next returns the next server; retryStart is true once every server was
+// tried since the last connection (go-zookeeper then waits a second).
+func (h *hosts) Next() (server string, retryStart bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.curr = (h.curr + 1) % len(h.servers)
+	retryStart = h.curr == h.last
+	if h.last == -1 {
+		h.last = 0
+	}
+	return h.servers[h.curr], retryStart
+}
+
+func (h *hosts) Connected() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.last = h.curr
+}
