@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"path"
 	"sync/atomic"
@@ -141,6 +142,8 @@ func (s *Session) createErr(r writes.Result) error {
 		return errSessionChanged
 	case writes.Closed:
 		return s.closedErr()
+	case writes.TooLarge:
+		return fmt.Errorf("%w: the lock node's create (its ACL, its data): %w", ErrInvalidOption, r.Err)
 	}
 	return r.Err
 }

@@ -13,7 +13,7 @@ import (
 // Options of sessions (Connect, NewSession) and of locks (New, NewRWLock,
 // NewSemaphore). A few live beside what they configure: WithDigestAuth
 // (auth.go), WithPositionHandler (position.go), WithRevocable and
-// WithRevocationHandler (revoke.go).
+// WithRevocationHandler (revoke.go), WithJuteMaxBuffer (writelink.go).
 
 type sessionConfig struct {
 	timeout      time.Duration
@@ -23,6 +23,7 @@ type sessionConfig struct {
 	maxRetryWait time.Duration
 	noPipelining bool
 	digests      []digestCred // see auth.go
+	juteMax      int          // WithJuteMaxBuffer; 0: ZooKeeper's default
 	dialer       zk.Dialer    // nil: net.DialTimeout
 }
 
@@ -111,6 +112,9 @@ func buildConfig(opts []SessionOption) (sessionConfig, error) {
 		return cfg, fmt.Errorf("%w: session timeout and retry interval must be positive", ErrInvalidOption)
 	}
 	if err := checkDigests(cfg.digests); err != nil {
+		return cfg, err
+	}
+	if err := checkJuteMaxBuffer(cfg.juteMax); err != nil {
 		return cfg, err
 	}
 	if cfg.logger == nil {

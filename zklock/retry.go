@@ -8,6 +8,8 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
 
 // Errors are classified by what they say about the request, not by where
@@ -36,7 +38,8 @@ var refusals = []error{
 	zk.ErrNoNode, zk.ErrNodeExists, zk.ErrNoAuth, zk.ErrAuthFailed, zk.ErrInvalidACL, zk.ErrInvalidFlags,
 	zk.ErrBadArguments, zk.ErrAPIError, zk.ErrNoChildrenForEphemerals,
 	zk.ErrBadVersion, zk.ErrNotEmpty, zk.ErrReconfigDisabled, zk.ErrClosing,
-	zk.ErrShortBuffer, // the request does not fit go-zookeeper's buffer: it never will
+	zk.ErrShortBuffer,  // the request does not fit go-zookeeper's buffer: it never will
+	writes.ErrTooLarge, // nor would it: refused before sending
 	ErrSessionClosed, context.Canceled, context.DeadlineExceeded,
 }
 

@@ -59,8 +59,12 @@ type Timer interface {
 
 // Config bounds the write path.
 type Config struct {
-	// MaxOps and MaxBytes bound one request (the first write of a request
-	// is always taken, whatever its size).
+	// MaxOps bounds the ops of one request. MaxBytes bounds its size, as
+	// go-zookeeper encodes it (header and body): the smaller of the
+	// client's buffer and the server's jute.maxbuffer. A batch takes writes
+	// while they fit; a create or a transaction whose request would not
+	// fit alone ends at once, TooLarge. A delete always fits (its path is
+	// a lock node's, short beside any bound).
 	MaxOps, MaxBytes int
 	// MaxApart bounds the requests of one round that sends writes apart,
 	// each alone (after they were refused twice for another write's op).
@@ -112,6 +116,10 @@ const (
 	// Closed: never applied, and never will be: the session closed before
 	// it was sent (Err is the session's error).
 	Closed
+	// TooLarge: never sent: its request alone would be larger than
+	// Config.MaxBytes (Err, wrapping ErrTooLarge, names its size and the
+	// limit).
+	TooLarge
 )
 
 // Result is how a write ended.

@@ -35,7 +35,7 @@ type Write struct {
 	kind  Kind
 	path  string // the lock path (create, delete); the first op's path (txn)
 	ops   []any
-	size  int   // about what its ops add to a request, in bytes
+	size  int   // what its ops add to a multi, in bytes (opSize)
 	owner int64 // delete: the session its node was made in
 	at    time.Time
 
@@ -91,17 +91,18 @@ func New(c Conn, cfg Config) *Queue {
 
 // Create queues the create of an acquisition's node, prefix (ephemeral,
 // sequential), on the lock at path. Its caller holds a place in the
-// session's bound, which Conn.Ended gives back.
+// session's bound, which Conn.Ended gives back. A create whose request
+// alone would be larger than Config.MaxBytes ends at once, TooLarge.
 func (q *Queue) Create(path, prefix string, data []byte, acl []zk.ACL) *Write {
-	w := &Write{kind: Create, path: path,
-		ops:  []any{&zk.CreateRequest{Path: prefix, Data: data, Acl: acl, Flags: zk.FlagEphemeralSequential}},
-		size: len(prefix) + len(data) + 64*len(acl) + 32}
+	op := &zk.CreateRequest{Path: prefix, Data: data, Acl: acl, Flags: zk.FlagEphemeralSequential}
+	w := &Write{kind: Create, path: path, ops: []any{op}, size: opSize(op)}
 	q.add(w)
 	return w
 }
 
 // Txn queues a transaction, ops in order, to be applied whole or not at
-// all.
+// all. A transaction whose multi would be larger than Config.MaxBytes
+// ends at once, TooLarge.
 func (q *Queue) Txn(ops []any) *Write {
 	size := 0
 	for _, op := range ops {
@@ -143,7 +144,8 @@ func (q *Queue) Flush() {
 }
 
 func newDelete(path, node string, owner int64) *Write {
-	return &Write{kind: Delete, path: path, owner: owner, ops: []any{&zk.DeleteRequest{Path: node, Version: -1}}, size: len(node) + 16}
+	op := &zk.DeleteRequest{Path: node, Version: -1}
+	return &Write{kind: Delete, path: path, owner: owner, ops: []any{op}, size: opSize(op)}
 }
 
 func (q *Queue) add(w *Write) {
@@ -151,6 +153,11 @@ func (q *Queue) add(w *Write) {
 	if w.kind != Delete {
 		w.sent, w.done = make(chan struct{}), make(chan struct{})
 		w.Sent, w.Done = w.sent, w.done
+		if err := w.tooLarge(q.cfg.MaxBytes); err != nil {
+			w.res, w.stage = Result{Verdict: TooLarge, Err: err}, ended
+			q.drop(w) // never sent
+			return
+		}
 	}
 	q.mu.Lock()
 	if q.closed {
@@ -247,7 +254,7 @@ func (q *Queue) takeLocked() [][]*Write {
 	ops, size, n := 0, 0, 0
 	for n < len(q.queue) {
 		w := q.queue[n]
-		if n > 0 && (ops+len(w.ops) > q.cfg.MaxOps || size+w.size > q.cfg.MaxBytes || q.cfg.OneWrite || w.refusals >= apart) {
+		if n > 0 && (ops+len(w.ops) > q.cfg.MaxOps || multiSize(size+w.size) > q.cfg.MaxBytes || q.cfg.OneWrite || w.refusals >= apart) {
 			break
 		}
 		ops, size, n = ops+len(w.ops), size+w.size, n+1
@@ -356,15 +363,4 @@ func OpPath(op any) string {
 		return o.Path
 	}
 	return ""
-}
-
-// opSize is about what op adds to a request, in bytes.
-func opSize(op any) int {
-	switch o := op.(type) {
-	case *zk.CreateRequest:
-		return len(o.Path) + len(o.Data) + 64*len(o.Acl) + 32
-	case *zk.SetDataRequest:
-		return len(o.Path) + len(o.Data) + 32
-	}
-	return len(OpPath(op)) + 16
 }
