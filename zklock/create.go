@@ -211,26 +211,13 @@ func newGUID() string {
 	return string(s[:])
 }
 
-// giveUp cleans up after a create that ctx gave up on: taken back before
-// it was sealed into a request, nothing was written; sealed, the writer
-// cleans up as it settles it (whatever it made is deleted at the head of
-// its queue, so that no later create of ours on the path goes out first;
-// a create whose outcome or owner is unknown is looked for by our GUID);
-// settled already, the delete (or the search) is queued here, before our
-// caller can queue another create.
+// giveUp gives up a create that ctx ended the wait for: the write path
+// takes it back, or cleans up after it (writes.Queue.GiveUp): whatever it
+// made is deleted before our caller can queue another create, and a
+// create whose outcome or owner is unknown is looked for by our GUID.
 func (l *Lock) giveUp(w *writes.Write, prefix string) {
-	s := l.s
 	guid := prefix[len(l.path)+1+len(protectedPrefix):][:36]
-	sweep := func() { l.sweepInBackground(guid) }
-	if s.writes.GiveUp(w, sweep) != writes.Over {
-		return
-	}
-	switch r := w.Result(); {
-	case r.Verdict == writes.Applied && r.Session != 0:
-		s.writes.Delete(l.path, r.Results[0].String, r.Session, nil)
-	case r.Verdict == writes.Applied || r.Verdict == writes.Unknown:
-		sweep()
-	}
+	l.s.writes.GiveUp(w, func() { l.sweepInBackground(guid) })
 }
 
 // sweep searches the queue for the node carrying guid, a create of

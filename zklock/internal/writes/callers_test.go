@@ -17,8 +17,9 @@ import (
 // lock path (create, then protection mode after an unknown outcome, the
 // parents made after NoNode), runs transactions guarded by its node,
 // releases, and again; a transaction caller runs the session's
-// transactions. Any wait may end (the caller's ctx): what Lock.giveUp and
-// Queue.Await do then. A caller told a transaction's outcome is unknown
+// transactions. Any wait may end (the caller's ctx): the caller gives its
+// write up (Queue.GiveUp, all Lock.giveUp does, or Queue.Await's steps),
+// and the write path cleans up after it. A caller told a transaction's outcome is unknown
 // reads back at once, as the docs tell it to.
 
 type cstate uint8
@@ -316,22 +317,13 @@ func (w *world) end(c *caller) {
 		w.cover(coverSweep)
 		w.bg = append(w.bg, &bgJob{sweepPath: c.path, sweepPrefix: prefix, owner: w.sid})
 	}
-	fate := w.q.GiveUp(c.w, sweep)
+	fate := w.q.GiveUp(c.w, sweep) // which cleans up after a create that had ended
 	w.coverFate(fate, inLead)
 	switch fate {
 	case writes.TakenBack:
 		c.rec.told = toldNotApplied
 	case writes.Over:
-		r := c.w.Result()
-		w.recs.observe(w, c.rec, r)
-		switch {
-		case r.Verdict == writes.Applied && r.Session != 0:
-			w.recs.callerDel = true
-			w.q.Delete(c.path, c.w.Result().Results[0].String, r.Session, nil)
-			w.recs.callerDel = false
-		case r.Verdict == writes.Applied || r.Verdict == writes.Unknown:
-			sweep()
-		}
+		w.recs.observe(w, c.rec, c.w.Result())
 	}
 	w.failed(c)
 }

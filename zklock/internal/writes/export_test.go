@@ -6,3 +6,6 @@ var (
 	GiveUpTold = (*Queue).giveUpTold
 	SettledOr  = settledOr
 )
+
+// NewMutants are the seeded bugs named in this package (mutants.go).
+var NewMutants = []string{mutGiveUpLeavesNode}

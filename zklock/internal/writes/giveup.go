@@ -13,8 +13,8 @@ type Fate uint8
 
 // The fates.
 const (
-	// Over: the write had ended; its Result stands, and its caller cleans
-	// up after it (the node a create made).
+	// Over: the write had ended; its Result stands, and GiveUp cleaned up
+	// after it (the node a create made).
 	Over Fate = iota + 1
 	// TakenBack: the write was taken back before its request was sealed:
 	// nothing of it was or will be applied (its Result says Withdrawn).
@@ -27,17 +27,24 @@ const (
 // Abandoned is the fate of a write GiveUp left to the writer (see Fate).
 const Abandoned Fate = TakenBack + 1
 
-// GiveUp is what a caller does when it stops waiting for w: a write not
-// yet sealed into a request (queued, taken into a round that waits for
-// Lead, or back in the queue after its batch was refused) is taken back;
-// a sealed one is left to the writer, which cleans up after it (sweep, a
-// create's search for its node by GUID, runs when its outcome or owner
-// is unknown) and never sends it again.
+// GiveUp is what a caller does when it stops waiting for w, and it
+// resolves the giving up against the write's end itself, as
+// semaphore.Acquire's case <-done: does (the caller cleans up after
+// nothing): a write not yet sealed into a request (queued, taken into a
+// round that waits for Lead, or back in the queue after its batch was
+// refused) is taken back; a sealed one is left to the writer, which cleans
+// up after it as it settles it and never sends it again; one that had
+// ended is cleaned up here. A create's clean-up is the delete of the node
+// it made, or, when its outcome or its node's owner is unknown, sweep (the
+// search for its node by GUID).
 func (q *Queue) GiveUp(w *Write, sweep func()) Fate {
 	q.mu.Lock()
 	switch {
 	case w.stage == ended:
 		q.mu.Unlock()
+		if d := q.leftOver(w, sweep); d != nil && !mutant.On(mutGiveUpLeavesNode) {
+			q.add(d) // behind what is queued, ahead of what its caller queues next
+		}
 		return Over
 	case w.stage == sealed || w.stage == taken && mutant.On(mutant.UnknownBeforeWire):
 		if w.kind != Txn || !mutant.On(mutant.TxnUnknownRequeued) {
@@ -111,6 +118,23 @@ func settledOr(w *Write, r Result) Result {
 	default:
 		return r
 	}
+}
+
+// leftOver is what a create given up leaves once it has ended: the delete
+// of the node it made, which it returns for its caller to queue (its
+// trace point told), or, when its outcome or its node's owner is unknown,
+// sweep, which it runs. Anything else leaves nothing.
+func (q *Queue) leftOver(w *Write, sweep func()) *Write {
+	switch {
+	case w.kind != Create:
+	case w.res.Verdict == Applied && w.res.Session != 0:
+		node := w.res.Results[0].String
+		q.c.Queued(w.path, node, w.res.Session)
+		return newDelete(w.path, node, w.res.Session)
+	case w.res.Verdict == Applied || w.res.Verdict == Unknown:
+		sweep()
+	}
+	return nil
 }
 
 // removeLocked takes w out of the queue; false if it is not there. q.mu

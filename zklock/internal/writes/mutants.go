@@ -41,3 +41,13 @@ func createsAhead(batch, rest []*Write) (taken, left []*Write) {
 	}
 	return taken, append(dels, rest...)
 }
+
+// The seeded bugs of issue 49's review (the sixth), named here: each is
+// the code before a fix, or a bug of the class the review found, and
+// TestExploreFindsSeededBugs shows the check that refuses it.
+const (
+	// mutGiveUpLeavesNode: a create given up after it ended leaves its
+	// node (GiveUp, Over): the clean-up the caller did before GiveUp did
+	// it (issue 52), forgotten.
+	mutGiveUpLeavesNode = "giveup-leaves-node"
+)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tierlock/tierlock/internal/mutant"
+	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
 
 // The seeded bugs of the write path, each the code as it stood before a
@@ -14,7 +15,8 @@ import (
 //
 //	go test -tags tierlockmutants -run TestExploreFindsSeededBugs -v ./zklock/internal/writes/
 func TestExploreFindsSeededBugs(t *testing.T) {
-	for _, m := range []string{mutant.CreateBeforeDelete, mutant.TxnUnknownRequeued, mutant.ApartStops, mutant.UnknownBeforeWire} {
+	bugs := []string{mutant.CreateBeforeDelete, mutant.TxnUnknownRequeued, mutant.ApartStops, mutant.UnknownBeforeWire}
+	for _, m := range append(bugs, writes.NewMutants...) {
 		t.Run(m, func(t *testing.T) {
 			defer mutant.Set(m)()
 			const limit = 100000

@@ -164,28 +164,15 @@ func (q *Queue) end(w *Write, r Result, rtt time.Duration, again []*Write) []*Wr
 	}
 	q.mu.Lock()
 	w.res, w.stage = r, ended
-	abandoned := w.abandoned
+	abandoned, sweep := w.abandoned, w.sweep
 	q.mu.Unlock()
 	w.finish()
 	if abandoned {
-		again = q.orphaned(w, again)
-	}
-	return again
-}
-
-// orphaned cleans up after a create whose caller gave up once it was
-// sealed: what it made is deleted, at the head of the queue, so that no
-// later create of the session on its path goes first; a create whose
-// outcome or owner is unknown is looked for by its GUID (sweep).
-func (q *Queue) orphaned(w *Write, again []*Write) []*Write {
-	switch {
-	case w.kind != Create:
-	case w.res.Verdict == Applied && w.res.Session != 0:
-		node := w.res.Results[0].String
-		q.c.Queued(w.path, node, w.res.Session)
-		again = append(again, newDelete(w.path, node, w.res.Session))
-	case w.res.Verdict == Applied || w.res.Verdict == Unknown:
-		w.sweep()
+		// At the head of the queue, so that no later create of the
+		// session on its path goes first.
+		if d := q.leftOver(w, sweep); d != nil {
+			again = append(again, d)
+		}
 	}
 	return again
 }
