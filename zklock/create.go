@@ -82,7 +82,7 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (our
 	}
 	r := w.Result()
 	if r.Verdict != writes.Applied || r.Session == 0 {
-		return ourNode{}, s.createErr(r)
+		return ourNode{}, createErr(r)
 	}
 	n := ourNode{node: r.Results[0].String, owner: r.Session}
 	if lerr == nil {
@@ -134,14 +134,13 @@ var errSessionChanged = errors.New("zklock: the session changed while a create w
 
 // createErr is the error of a create that did not make our node in a
 // known session, to its acquisition: the server's refusal, why its outcome
-// is unknown or whose node it made is (protection mode takes over), or the
-// session's close.
-func (s *Session) createErr(r writes.Result) error {
+// is unknown or whose node it made is (protection mode takes over), the
+// session's close (the session's own error, as the write path tells it),
+// or a create too large to send.
+func createErr(r writes.Result) error {
 	switch r.Verdict {
 	case writes.Applied:
 		return errSessionChanged
-	case writes.Closed:
-		return s.closedErr()
 	case writes.TooLarge:
 		return fmt.Errorf("%w: the lock node's create (its ACL, its data): %w", ErrInvalidOption, r.Err)
 	}

@@ -57,10 +57,8 @@ func (s *Session) txnResult(r writes.Result, ops []any, guards int) ([]zk.MultiR
 	case writes.Refused:
 		i := r.Op - guards
 		return r.Results[guards:], &OpError{Index: i, Path: writes.OpPath(ops[i]), Err: r.Err}
-	case writes.Closed:
-		return nil, s.closedErr() // never sent: the session closed first
-	case writes.Withdrawn:
-		return nil, r.Err
+	case writes.Closed, writes.Withdrawn:
+		return nil, r.Err // never sent: the session's close, or the caller's ctx
 	case writes.TooLarge:
 		return nil, fmt.Errorf("%w: transaction: %w", ErrInvalidOp, r.Err) // never sent
 	}

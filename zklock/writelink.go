@@ -31,6 +31,10 @@ func (s *Session) newWrites(conn *zk.Conn) *writes.Queue {
 		Go:          s.goBackground,
 		Now:         time.Now,
 		AfterFunc:   func(d time.Duration, f func()) writes.Timer { return time.AfterFunc(d, f) },
+		// The session's own errors, which the write path tells as they
+		// are: no mapping of its verdicts to them on this side.
+		Closed:          s.closedErr,
+		GoneWithSession: errGoneWithSession,
 	}, writeConfig(s.cfg, s.link.ownsConn))
 }
 

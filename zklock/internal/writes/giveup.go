@@ -169,12 +169,13 @@ func (q *Queue) Stop() {
 // rather than ending it a second time (TestGiveUpWhileClosing); drop then
 // tells the outside.
 func (q *Queue) shut() {
+	closedErr := q.c.Closed()
 	q.mu.Lock()
 	q.closed, q.running = true, false
 	ws := q.queue
 	q.queue = nil
 	for _, w := range ws {
-		endClosedLocked(w)
+		endClosedLocked(w, closedErr)
 	}
 	clear(q.deletes)
 	if q.timer != nil {
@@ -182,23 +183,26 @@ func (q *Queue) shut() {
 	}
 	q.mu.Unlock()
 	for _, w := range ws {
-		q.drop(w)
+		q.drop(w, closedErr)
 	}
 }
 
-// endClosedLocked ends w Closed, unless it is a delete (whose told drop
-// tells). q.mu is held.
-func endClosedLocked(w *Write) {
+// endClosedLocked ends w Closed with the session's error, unless it is a
+// delete (whose told drop tells). q.mu is held.
+func endClosedLocked(w *Write, closedErr error) {
+	if mutant.On(mutClosedUntold) {
+		closedErr = nil // seeded bug: a Closed write with no error, as before issue 49
+	}
 	if w.kind != Delete {
-		w.res, w.stage = Result{Verdict: Closed}, ended
+		w.res, w.stage = Result{Verdict: Closed, Err: closedErr}, ended
 	}
 }
 
 // drop tells of w, which the writer will not send (the session is
-// closing), once endClosedLocked ended it.
-func (q *Queue) drop(w *Write) {
+// closing, closedErr, or w is too large), once it was ended.
+func (q *Queue) drop(w *Write, closedErr error) {
 	if w.kind == Delete {
-		w.tell(ErrClosed)
+		w.tell(closedErr)
 		if q.cfg.KeepDeletesOnClose {
 			q.c.DeleteApart(OpPath(w.ops[0]), w.owner)
 		}

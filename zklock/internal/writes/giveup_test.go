@@ -28,16 +28,18 @@ func TestGiveUpWhileClosing(t *testing.T) {
 	var writer func()
 	ended := 0
 	q := writes.New(writes.Conn{
-		Connected:   func() bool { return false }, // the session is over
-		SessionID:   func() int64 { return 0 },
-		Lead:        func() {},
-		Send:        func([]*writes.Request) []writes.Answer { t.Fatal("nothing is sent"); return nil },
-		Ended:       func(bool, time.Duration) { ended++ },
-		DeleteApart: func(string, int64) {},
-		Queued:      func(string, string, int64) {},
-		Go:          func(fn func()) { writer = fn }, // run below, by hand
-		Now:         time.Now,
-		AfterFunc:   func(time.Duration, func()) writes.Timer { return idleTimer{} },
+		Connected:       func() bool { return false }, // the session is over
+		SessionID:       func() int64 { return 0 },
+		Lead:            func() {},
+		Send:            func([]*writes.Request) []writes.Answer { t.Fatal("nothing is sent"); return nil },
+		Ended:           func(bool, time.Duration) { ended++ },
+		DeleteApart:     func(string, int64) {},
+		Queued:          func(string, string, int64) {},
+		Go:              func(fn func()) { writer = fn }, // run below, by hand
+		Now:             time.Now,
+		AfterFunc:       func(time.Duration, func()) writes.Timer { return idleTimer{} },
+		Closed:          func() error { return errSessionClosed },
+		GoneWithSession: errGone,
 	}, writes.Config{MaxOps: 16, MaxBytes: 1 << 20, MaxApart: 4, FoldWait: time.Hour})
 
 	var create *writes.Write
@@ -82,12 +84,14 @@ func TestWithdrawnAfterGivingUpCarriesTheCause(t *testing.T) {
 				Err:     zk.ErrBadVersion,
 			}}
 		},
-		Ended:       func(bool, time.Duration) {},
-		DeleteApart: func(string, int64) {},
-		Queued:      func(string, string, int64) {},
-		Go:          func(fn func()) { go fn() },
-		Now:         time.Now,
-		AfterFunc:   func(time.Duration, func()) writes.Timer { return idleTimer{} },
+		Ended:           func(bool, time.Duration) {},
+		DeleteApart:     func(string, int64) {},
+		Queued:          func(string, string, int64) {},
+		Go:              func(fn func()) { go fn() },
+		Now:             time.Now,
+		AfterFunc:       func(time.Duration, func()) writes.Timer { return idleTimer{} },
+		Closed:          func() error { return errSessionClosed },
+		GoneWithSession: errGone,
 	}, writes.Config{MaxOps: 16, MaxBytes: 1 << 20, MaxApart: 4, FoldWait: time.Hour})
 	defer q.Stop()
 
@@ -106,5 +110,41 @@ func TestWithdrawnAfterGivingUpCarriesTheCause(t *testing.T) {
 	r := writes.SettledOr(first, told)
 	if r.Verdict != writes.Withdrawn || !errors.Is(r.Err, cause) {
 		t.Errorf("told %v (%v), want Withdrawn with the caller's cause", r.Verdict, r.Err)
+	}
+}
+
+// TestDeleteAnsweredInTheNextSession (issue 49, item 6): a released node's
+// delete sealed in its node's session, then written on the next
+// connection, in a new session (go-zookeeper sends the requests it holds
+// unwritten when it reconnects, whatever the session), is refused for the
+// node's absence: the node went with its session. Its handler is told so
+// (Conn.GoneWithSession; zklock's wraps ErrSessionExpired, as
+// WithDeleteHandler promises), as for a delete dropped unsent, not plain
+// zk.ErrNoNode, which says someone else deleted it.
+func TestDeleteAnsweredInTheNextSession(t *testing.T) {
+	sid := int64(1)
+	q := writes.New(writes.Conn{
+		Connected: func() bool { return true },
+		SessionID: func() int64 { return sid },
+		Lead:      func() {},
+		Send: func(reqs []*writes.Request) []writes.Answer {
+			sid = 2 // the connection lost before the request was written, the session expired
+			return []writes.Answer{{Results: []zk.MultiResponse{{Error: zk.ErrNoNode}}, Err: zk.ErrNoNode}}
+		},
+		Ended:           func(bool, time.Duration) {},
+		DeleteApart:     func(string, int64) {},
+		Queued:          func(string, string, int64) {},
+		Go:              func(fn func()) { fn() },
+		Now:             time.Now,
+		AfterFunc:       func(time.Duration, func()) writes.Timer { return idleTimer{} },
+		Closed:          func() error { return errSessionClosed },
+		GoneWithSession: errGone,
+	}, writes.Config{MaxOps: 16, MaxBytes: 1 << 20, MaxApart: 4, FoldWait: time.Hour})
+	defer q.Stop()
+	var told error
+	q.Delete("/lock", "/lock/n-0000000001", 1, func(err error) { told = err })
+	q.Flush()
+	if told != errGone {
+		t.Errorf("the delete's handler told %v; want that the node went with its session (%v)", told, errGone)
 	}
 }

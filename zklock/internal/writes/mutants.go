@@ -50,4 +50,13 @@ const (
 	// node (GiveUp, Over): the clean-up the caller did before GiveUp did
 	// it (issue 52), forgotten.
 	mutGiveUpLeavesNode = "giveup-leaves-node"
+	// mutGoneToldNoNode: a delete sealed before the client learnt of its
+	// session's expiry and answered in the next session tells its handler
+	// plain zk.ErrNoNode, not that its node went with its session (the
+	// review's item 6: the code before the fix).
+	mutGoneToldNoNode = "gone-told-nonode"
+	// mutClosedUntold: a write ended by the session's close carries no
+	// error (Result.Err nil): zklock mapped the verdict to its error in
+	// three places (issue 52), and the write path said nothing.
+	mutClosedUntold = "closed-untold"
 )

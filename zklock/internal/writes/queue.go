@@ -118,11 +118,12 @@ func (q *Queue) Txn(ops []any) *Write {
 // retried whatever it meets until the node or its session is gone. told,
 // unless nil, is told its first outcome, once, by the goroutine that
 // settles it (it must not block): nil (it removed the node); the server's
-// zk.ErrNoNode, or ErrSessionOver when it was dropped unsent because its
-// node went with its session; a refusal (it goes on, retried alone:
+// zk.ErrNoNode, or Conn.GoneWithSession when its node went with its
+// session (dropped unsent, or refused for the node's absence once the
+// session is another); a refusal (it goes on, retried alone:
 // Conn.DeleteApart); an unknown outcome's error (it goes again, untold);
-// or ErrClosed (the session closed with it queued). A batch refused at
-// another write's op tells it nothing.
+// or Conn.Closed's error (the session closed with it queued). A batch
+// refused at another write's op tells it nothing.
 func (q *Queue) Delete(path, node string, owner int64, told func(error)) {
 	q.c.Queued(path, node, owner)
 	w := newDelete(path, node, owner)
@@ -155,15 +156,18 @@ func (q *Queue) add(w *Write) {
 		w.Sent, w.Done = w.sent, w.done
 		if err := w.tooLarge(q.cfg.MaxBytes); err != nil {
 			w.res, w.stage = Result{Verdict: TooLarge, Err: err}, ended
-			q.drop(w) // never sent
+			q.drop(w, nil) // never sent
 			return
 		}
 	}
 	q.mu.Lock()
 	if q.closed {
-		endClosedLocked(w)
 		q.mu.Unlock()
-		q.drop(w)
+		closedErr := q.c.Closed()
+		q.mu.Lock()
+		endClosedLocked(w, closedErr) // nobody else has w yet
+		q.mu.Unlock()
+		q.drop(w, closedErr)
 		return
 	}
 	q.queue = append(q.queue, w)

@@ -1,6 +1,7 @@
 package writes_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -168,8 +169,18 @@ func (w *world) conn() writes.Conn {
 			w.timers = append(w.timers, t)
 			return t
 		},
+		Closed:          func() error { return errSessionClosed },
+		GoneWithSession: errGone,
 	}
 }
+
+// The session's errors, as the explorer's Conn gives them: the checks
+// tell them from every other error (the server's, the connection's, the
+// caller's).
+var (
+	errSessionClosed = errors.New("explorer: the session closed")
+	errGone          = fmt.Errorf("explorer: the node went with its session: %w", zk.ErrNoNode)
+)
 
 // send is Conn.Send: the round's requests handed to the connection side
 // by side (their order on the wire is any), and the wait for every answer.

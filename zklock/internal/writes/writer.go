@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/mutant"
 )
 
 // The writer: a goroutine that takes a round from the head of the queue,
@@ -85,7 +87,7 @@ func (q *Queue) seal(round [][]*Write) (reqs []*Request, sid int64) {
 	}
 	q.mu.Unlock()
 	for _, w := range moot {
-		w.tell(ErrSessionOver) // outside q.mu: told may call the queue
+		w.tell(q.c.GoneWithSession) // outside q.mu: told may call the queue
 	}
 	return reqs, sid
 }
@@ -152,7 +154,7 @@ func (q *Queue) end(w *Write, r Result, rtt time.Duration, again []*Write) []*Wr
 		q.c.Ended(true, rtt)
 	}
 	if w.kind == Delete {
-		w.tell(r.Err)
+		w.tell(q.deleteTold(w, r))
 		switch {
 		case r.Verdict == Applied || r.Verdict == Refused && errors.Is(r.Err, zk.ErrNoNode):
 		case r.Verdict == Refused: // an ACL, say: retried alone, backing off
@@ -175,6 +177,18 @@ func (q *Queue) end(w *Write, r Result, rtt time.Duration, again []*Write) []*Wr
 		}
 	}
 	return again
+}
+
+// deleteTold is what a delete's first outcome r tells its handler: the
+// error of its own op, or of its request, but a refusal for the node's
+// absence once its node's session is over (the answer came in another
+// session: a request sealed in the old one and sent in the new), which is
+// Conn.GoneWithSession, as when it is dropped unsent.
+func (q *Queue) deleteTold(w *Write, r Result) error {
+	if r.Verdict == Refused && errors.Is(r.Err, zk.ErrNoNode) && w.owner != 0 && r.Session != w.owner && !mutant.On(mutGoneToldNoNode) {
+		return q.c.GoneWithSession
+	}
+	return r.Err
 }
 
 // requeue puts writes back at the head of the queue, in their order,
