@@ -101,7 +101,7 @@ func (q *Queue) giveUpTold(w *Write, cause error) (Result, <-chan struct{}) {
 	if mutant.On(mutant.UnknownBeforeWire) {
 		return r, nil // seeded bug: told before its request is on the wire
 	}
-	return r, w.sent
+	return r, w.wire.Load().ch // sealed for good: no other request will carry it
 }
 
 // settledOr is w's Result when it has ended, else r, what its caller who

@@ -148,3 +148,58 @@ func TestDeleteAnsweredInTheNextSession(t *testing.T) {
 		t.Errorf("the delete's handler told %v; want that the node went with its session (%v)", told, errGone)
 	}
 }
+
+// TestGiveUpOfAWriteSealedAgain: a transaction on the wire in a batch the
+// server refused at another write's op goes again, sealed into a new
+// request. Given up then, before that request is written, its caller must
+// not be told the outcome is unknown yet: what it sends next (a read-back)
+// could reach the server ahead of the new request, which may then apply
+// the transaction after the read-back said it was not. It was told at once:
+// its Sent had closed with the first request. (Found by the explorer's
+// check (k), which the sixth review asked for.)
+func TestGiveUpOfAWriteSealedAgain(t *testing.T) {
+	round := 0
+	ready, hold := make(chan struct{}), make(chan struct{})
+	resent := make(chan struct{})
+	q := writes.New(writes.Conn{
+		Connected: func() bool { <-ready; return true }, // both queued first, one batch
+		SessionID: func() int64 { return 1 },
+		Lead:      func() {},
+		Send: func(reqs []*writes.Request) []writes.Answer {
+			round++
+			if round == 1 { // both, on the wire; the second's check fails
+				reqs[0].Written()
+				return []writes.Answer{{Results: []zk.MultiResponse{{}, {Error: zk.ErrBadVersion}}, Err: zk.ErrBadVersion}}
+			}
+			close(resent) // the first again, alone, not written until hold closes
+			<-hold
+			reqs[0].Written()
+			return []writes.Answer{{Results: []zk.MultiResponse{{}}}}
+		},
+		Ended:           func(bool, time.Duration) {},
+		DeleteApart:     func(string, int64) {},
+		Queued:          func(string, string, int64) {},
+		Go:              func(fn func()) { go fn() },
+		Now:             time.Now,
+		AfterFunc:       func(time.Duration, func()) writes.Timer { return idleTimer{} },
+		Closed:          func() error { return errSessionClosed },
+		GoneWithSession: errGone,
+	}, writes.Config{MaxOps: 16, MaxBytes: 1 << 20, MaxApart: 4, FoldWait: time.Hour})
+	defer q.Stop()
+	first := q.Txn([]any{&zk.SetDataRequest{Path: "/a", Data: []byte("x"), Version: -1}})
+	q.Txn([]any{&zk.CheckVersionRequest{Path: "/b", Version: 7}})
+	close(ready)
+	<-resent
+	told, onWire := writes.GiveUpTold(q, first, errCtx)
+	if told.Verdict != writes.Unknown || onWire == nil {
+		t.Fatalf("giving up a sealed write: told %v, want Unknown once on the wire", told.Verdict)
+	}
+	select {
+	case <-onWire:
+		t.Error("told the outcome is unknown before the request that carries the write now was written")
+	default:
+	}
+	close(hold)
+	<-onWire
+	<-first.Done
+}

@@ -43,9 +43,10 @@ type Write struct {
 	// once it is over; Done once it is over, its Result then final. A
 	// delete has neither: nobody waits for it.
 	Sent, Done <-chan struct{}
-	sent, done chan struct{} // the same channels, which the queue closes
-	wired      atomic.Bool   // sent is closed
-	res        Result        // written before done closes, read after
+	sent       wireMark                 // Sent's
+	done       chan struct{}            // Done's
+	wire       atomic.Pointer[wireMark] // the request it is sealed into's: &sent, until sealed again
+	res        Result                   // written before done closes, read after
 
 	// told, unless nil, is told a delete's first outcome, once (tell): by
 	// the goroutine that has the write (the writer settling or dropping it,
@@ -152,8 +153,9 @@ func newDelete(path, node string, owner int64) *Write {
 func (q *Queue) add(w *Write) {
 	w.at = q.c.Now()
 	if w.kind != Delete {
-		w.sent, w.done = make(chan struct{}), make(chan struct{})
-		w.Sent, w.Done = w.sent, w.done
+		w.sent.ch, w.done = make(chan struct{}), make(chan struct{})
+		w.Sent, w.Done = w.sent.ch, w.done
+		w.wire.Store(&w.sent)
 		if err := w.tooLarge(q.cfg.MaxBytes); err != nil {
 			w.res, w.stage = Result{Verdict: TooLarge, Err: err}, ended
 			q.drop(w, nil) // never sent
@@ -346,10 +348,37 @@ func (w *Write) tell(err error) {
 	}
 }
 
-// onWire closes w.sent, once.
+// wireMark is closed once a request is on the wire, or its write is
+// over. A write's first request's is its Sent. A write sealed again,
+// after a batch it was on the wire in was refused at another write's op,
+// gets one of its own (resealed): what a caller who then gives it up waits
+// for before it is told the outcome is unknown, so that what it sends next
+// goes after that request, not after the refused one.
+type wireMark struct {
+	ch     chan struct{}
+	closed atomic.Bool
+}
+
+func (m *wireMark) close() {
+	if m.closed.CompareAndSwap(false, true) {
+		close(m.ch)
+	}
+}
+
+// resealed gives w a mark of its own for the request it is being sealed
+// into, when its last one was on the wire already. q.mu is held.
+func (w *Write) resealed() {
+	if m := w.wire.Load(); m != nil && m.closed.Load() {
+		w.wire.Store(&wireMark{ch: make(chan struct{})})
+	}
+}
+
+// onWire closes the mark of the request w is sealed into, and Sent, once
+// each (a delete has neither).
 func (w *Write) onWire() {
-	if w.sent != nil && w.wired.CompareAndSwap(false, true) {
-		close(w.sent)
+	if m := w.wire.Load(); m != nil {
+		m.close()
+		w.sent.close()
 	}
 }
 

@@ -77,6 +77,7 @@ func (q *Queue) seal(round [][]*Write) (reqs []*Request, sid int64) {
 				continue
 			}
 			w.stage = sealed
+			w.resealed()
 			r.Writes = append(r.Writes, w)
 			r.Ops = append(r.Ops, w.ops...)
 		}
