@@ -8,4 +8,5 @@ var (
 )
 
 // NewMutants are the seeded bugs named in this package (mutants.go).
-var NewMutants = []string{mutGiveUpLeavesNode}
+var NewMutants = []string{mutGiveUpLeavesNode, mutGoneToldNoNode, mutClosedUntold, mutUnknownToldWithdrawn,
+	mutDeleteToldNeighbour, mutSizeByEstimate}

@@ -111,7 +111,7 @@ func (q *Queue) giveUpTold(w *Write, cause error) (Result, <-chan struct{}) {
 func settledOr(w *Write, r Result) Result {
 	select {
 	case <-w.done:
-		if w.res.Verdict == Withdrawn {
+		if w.res.Verdict == Withdrawn || w.res.Verdict == Unknown && mutant.On(mutUnknownToldWithdrawn) {
 			return Result{Verdict: Withdrawn, Err: r.Err}
 		}
 		return w.res

@@ -59,4 +59,15 @@ const (
 	// error (Result.Err nil): zklock mapped the verdict to its error in
 	// three places (issue 52), and the write path said nothing.
 	mutClosedUntold = "closed-untold"
+	// mutUnknownToldWithdrawn: a transaction given up once on the wire,
+	// whose outcome then turned out unknown, is told "withdrawn" (never
+	// applied) (Queue.Await's settledOr; the review's item 2).
+	mutUnknownToldWithdrawn = "unknown-told-withdrawn"
+	// mutDeleteToldNeighbour: a delete in a batch refused at another
+	// write's op tells its handler that refusal, its neighbour's (the
+	// writer's settle; item 2).
+	mutDeleteToldNeighbour = "delete-told-neighbour"
+	// mutSizeByEstimate: a create is sized as its prefix and data plus 64
+	// bytes per ACL entry, as before the fix (item 1).
+	mutSizeByEstimate = "size-by-estimate"
 )

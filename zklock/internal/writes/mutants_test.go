@@ -10,8 +10,9 @@ import (
 )
 
 // The seeded bugs of the write path, each the code as it stood before a
-// fix, must be found by the explorer by itself: the first seed, counting
-// from 1, whose schedule breaks a property, and which property.
+// fix or a bug of the class a review found, must be found by the explorer
+// by itself: the first seed, counting from 1, whose schedule breaks a
+// property, and which property (docs/write-path.md lists them).
 //
 //	go test -tags tierlockmutants -run TestExploreFindsSeededBugs -v ./zklock/internal/writes/
 func TestExploreFindsSeededBugs(t *testing.T) {

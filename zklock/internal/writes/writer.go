@@ -3,6 +3,7 @@ package writes
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -124,6 +125,9 @@ func (q *Queue) settle(r *Request, a Answer, sentIn, answeredIn int64, rtt time.
 		case failing >= off && failing < off+len(w.ops):
 			again = q.end(w, Result{Verdict: Refused, Results: res, Op: failing - off, Err: a.Results[failing].Error, Session: answeredIn}, rtt, again)
 		default:
+			if mutant.On(mutDeleteToldNeighbour) {
+				w.tell(a.Err) // seeded bug: a delete told its batch's refusal, another write's
+			}
 			w.refusals++ // refused for another write's op: nothing of it applied
 			again = append(again, w)
 		}
@@ -230,5 +234,39 @@ func (q *Queue) requeue(ws []*Write) {
 func (r *Request) Written() {
 	for _, w := range r.Writes {
 		w.onWire()
+	}
+}
+
+// wireMark is closed once a request is on the wire, or its write is
+// over. A write's first request's is its Sent. A write sealed again,
+// after a batch it was on the wire in was refused at another write's op,
+// gets one of its own (resealed): what a caller who then gives it up waits
+// for before it is told the outcome is unknown, so that what it sends next
+// goes after that request, not after the refused one.
+type wireMark struct {
+	ch     chan struct{}
+	closed atomic.Bool
+}
+
+func (m *wireMark) close() {
+	if m.closed.CompareAndSwap(false, true) {
+		close(m.ch)
+	}
+}
+
+// resealed gives w a mark of its own for the request it is being sealed
+// into, when its last one was on the wire already. q.mu is held.
+func (w *Write) resealed() {
+	if m := w.wire.Load(); m != nil && m.closed.Load() {
+		w.wire.Store(&wireMark{ch: make(chan struct{})})
+	}
+}
+
+// onWire closes the mark of the request w is sealed into, and Sent, once
+// each (a delete has neither).
+func (w *Write) onWire() {
+	if m := w.wire.Load(); m != nil {
+		m.close()
+		w.sent.close()
 	}
 }
