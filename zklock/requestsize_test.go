@@ -83,7 +83,11 @@ func TestBurstOfLargeACLs(t *testing.T) {
 func burstOfLargeACLs(t *testing.T, withTxn bool) {
 	const n, wave = 1024, 64
 	servers := zktest.Servers(t)
-	s, admin := connect(t, servers), connect(t, servers)
+	// A session timeout of 20 s: its bound on requests in flight, which
+	// shrinks when a round trip takes more than an eighth of the lease's
+	// bound (a quarter of the timeout), keeps room for a wave of 1 MiB
+	// requests under the race detector on a loaded machine.
+	s, admin := connect(t, servers, zklock.WithSessionTimeout(20*time.Second)), connect(t, servers)
 	var rec requests
 	defer rec.record(s)()
 	root, locks, opSize := largeACLLocks(t, s, admin, &rec, n)
