@@ -263,7 +263,7 @@ func (q *Queue) takeLocked() [][]*Write {
 	ops, size, n := 0, 0, 0
 	for n < len(q.queue) {
 		w := q.queue[n]
-		if n > 0 && (ops+len(w.ops) > q.cfg.MaxOps || multiSize(size+w.size) > q.cfg.MaxBytes || q.cfg.OneWrite || w.refusals >= apart) {
+		if n > 0 && (ops+len(w.ops) > q.cfg.MaxOps || headerSize+size+w.size+opHeaderSize > q.cfg.MaxBytes || q.cfg.OneWrite || w.refusals >= apart) {
 			break
 		}
 		ops, size, n = ops+len(w.ops), size+w.size, n+1
