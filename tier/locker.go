@@ -3,6 +3,7 @@ package tier
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/tierlock/tierlock/zklock"
@@ -11,6 +12,15 @@ import (
 // Locker returns a sync.Locker on l for code that holds one: Lock blocks
 // until the lock is held, retrying failed attempts (a lost connection,
 // say) with back-off; Unlock releases it.
+//
+// Lock never returns without the lock. Where it cannot lock (the lock or
+// its session is closed, before Lock or while it waits; a nil *Locker)
+// it panics, as etcd's concurrency.NewLocker does: a sync.Locker's caller
+// has no error to look at, and code after Lock runs as if it held the
+// lock. The panic's value is an error whose message names the lock's path
+// and the reason, and which wraps it (ErrClosed, ErrSessionClosed,
+// ErrNil). Close a lock only once no goroutine can still call Lock on its
+// Locker, or use Acquire, which returns the error.
 //
 // The sync.Locker interface has no way to say that a hold was lost, so the
 // adapter adds one: Context returns the held context of the current hold,
@@ -21,39 +31,34 @@ import (
 //
 // The adapter is not reentrant: a goroutine that calls Lock twice without
 // Unlock deadlocks, as with sync.Mutex. Unlock without Lock, or of a hold
-// that was lost, is logged and otherwise ignored. Lock on a closed lock or
-// session (or a nil *Locker) cannot hold and returns at once: Context is
-// then cancelled and Err says why, as for a lost hold. Use Acquire and
-// Release for reentrancy, cancellation and error values.
+// that was lost, is logged and otherwise ignored. Use Acquire and Release
+// for reentrancy, cancellation and error values.
 func (l *Lock) Locker() *Locker { return &Locker{l: l} }
 
 // Locker is the sync.Locker adapter of a Lock; see Lock.Locker.
 type Locker struct {
-	l      *Lock
-	held   context.Context // written and read only by the holder
-	failed bool            // held is not a hold: Lock could not take one
+	l    *Lock
+	held context.Context // written and read only by the holder
 }
 
-// Lock blocks until the lock is held, or until it is clear that it never
-// will be (see Lock.Locker).
+// Lock blocks until the lock is held. It panics where the lock can never
+// be held: the lock or its session closed, a nil *Locker (see
+// Lock.Locker).
 func (k *Locker) Lock() {
-	if k == nil {
-		return // Err reports it
+	if k == nil || k.l == nil {
+		panic(fmt.Errorf("tier: Locker.Lock cannot lock: %w", errNil("Locker")))
 	}
 	wait := 10 * time.Millisecond
 	for {
 		held, err := k.l.Acquire(context.Background())
-		if err == nil {
-			k.held, k.failed = held, false
+		if err == nil && held != nil {
+			k.held = held
 			return
 		}
 		if errors.Is(err, ErrClosed) || errors.Is(err, zklock.ErrSessionClosed) || errors.Is(err, ErrNil) {
-			ctx, cancel := context.WithCancelCause(context.Background())
-			cancel(err)
-			k.held, k.failed = ctx, true
-			return
+			panic(fmt.Errorf("tier: Locker.Lock of %s cannot lock: %w", k.l.Path(), err))
 		}
-		k.l.log.Warn("Locker.Lock: acquire failed, retrying", "err", err, "in", wait)
+		k.l.log.Warn("Locker.Lock: acquire failed, retrying", "path", k.l.Path(), "err", err, "in", wait)
 		time.Sleep(wait)
 		wait = min(2*wait, time.Second)
 	}
@@ -64,17 +69,14 @@ func (k *Locker) Unlock() {
 	if k == nil || k.l == nil {
 		return // nothing to unlock; sync.Locker has no error to return
 	}
-	held, failed := k.held, k.failed
-	k.held, k.failed = nil, false
-	switch {
-	case failed:
-		return // Lock could not hold: nothing to release
-	case held == nil:
-		k.l.log.Error("Locker.Unlock of an unlocked lock")
+	held := k.held
+	k.held = nil
+	if held == nil {
+		k.l.log.Error("Locker.Unlock of an unlocked lock", "path", k.l.Path())
 		return
 	}
 	if err := k.l.Release(held); err != nil {
-		k.l.log.Error("Locker.Unlock", "err", err)
+		k.l.log.Error("Locker.Unlock", "path", k.l.Path(), "err", err)
 	}
 }
 
@@ -89,8 +91,8 @@ func (k *Locker) Context() context.Context {
 }
 
 // Err returns nil while the current hold is valid, an error wrapping
-// ErrLockLost once it was lost, why Lock could not hold, and ErrNotHolder
-// outside a hold. Call it from the goroutine that called Lock.
+// ErrLockLost once it was lost, and ErrNotHolder outside a hold. Call it
+// from the goroutine that called Lock.
 func (k *Locker) Err() error {
 	switch {
 	case k == nil:

@@ -2,6 +2,8 @@ package tier_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,4 +52,83 @@ func TestLockerReportsLoss(t *testing.T) {
 	if k.Context().Err() == nil {
 		t.Fatal("Context outside a hold is not cancelled")
 	}
+}
+
+// Issue 49, item 3: Locker.Lock never returns without the lock. Where it
+// cannot lock, it returned at once, unlocked, and the code after it
+// (README's mu.Lock(); counter++; mu.Unlock()) ran unprotected: a
+// sync.Locker's caller has no error to look at. It panics instead, as
+// etcd's concurrency.NewLocker does, with an error that names the lock's
+// path and wraps the reason: the lock closed before Lock, or while Lock
+// waited behind another holder; the session closed; a nil *Locker or a
+// Locker not made by Lock.Locker. The other methods of a nil *Locker
+// keep the package's convention (no panic).
+func TestLockerPanicsWhereItCannotLock(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	for _, c := range []struct {
+		name string
+		want error
+		k    func(t *testing.T) (k *tier.Locker, path string)
+	}{
+		{"lock closed", tier.ErrClosed, func(t *testing.T) (*tier.Locker, string) {
+			l := newLock(t, s, zktest.Path(t))
+			l.Close()
+			return l.Locker(), l.Path()
+		}},
+		{"lock closed while Lock waits", tier.ErrClosed, func(t *testing.T) (*tier.Locker, string) {
+			l := newLock(t, s, zktest.Path(t))
+			held, err := l.Acquire(ctxT(t, 10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				time.Sleep(200 * time.Millisecond) // Lock waits at the gate by then
+				l.Close()
+				_ = l.Release(held)
+			}()
+			return l.Locker(), l.Path()
+		}},
+		{"session closed", tier.ErrSessionClosed, func(t *testing.T) (*tier.Locker, string) {
+			own := connect(t, zktest.Servers(t))
+			l := newLock(t, own, zktest.Path(t))
+			own.Close()
+			return l.Locker(), l.Path()
+		}},
+		{"nil *Locker", tier.ErrNil, func(*testing.T) (*tier.Locker, string) { return nil, "" }},
+		{"Locker not made by Lock.Locker", tier.ErrNil, func(*testing.T) (*tier.Locker, string) { return &tier.Locker{}, "" }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			k, path := c.k(t)
+			err := lockerPanic(k)
+			switch {
+			case err == nil:
+				t.Fatal("Lock returned without the lock")
+			case !errors.Is(err, c.want) || !strings.Contains(err.Error(), path):
+				t.Fatalf("Lock panicked with %v; want an error wrapping %v that names %q", err, c.want, path)
+			}
+			t.Logf("panic: %v", err)
+			if kerr := k.Err(); !errors.Is(kerr, tier.ErrNotHolder) && !errors.Is(kerr, tier.ErrNil) {
+				t.Errorf("Err after the panic: %v", kerr)
+			}
+			k.Unlock() // nothing to unlock: logged or ignored, no panic
+			if k.Context().Err() == nil {
+				t.Error("Context not cancelled outside a hold")
+			}
+		})
+	}
+}
+
+// lockerPanic calls k.Lock and returns the error it panicked with; nil
+// when Lock returned (and then unlocks).
+func lockerPanic(k *tier.Locker) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if err, _ = r.(error); err == nil {
+				err = fmt.Errorf("panic with a %T: %v", r, r)
+			}
+		}
+	}()
+	k.Lock()
+	k.Unlock()
+	return nil
 }

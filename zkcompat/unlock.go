@@ -2,7 +2,6 @@ package zkcompat
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,20 +9,20 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/tierlock/tierlock/tier"
 	"github.com/tierlock/tierlock/zklock"
 )
 
 // Unlock releases the hold and, as zk.Lock's does, returns once the
 // server has answered the delete of the lock's node: when it returns nil,
-// the node is gone. It returns zk.ErrNotLocked without a hold; an error
-// wrapping tier.ErrLockLost if the hold was lost; and, as zk.Lock's does,
-// an error wrapping zk.ErrNoNode (and tier.ErrLockLost) when the node was
-// gone before the delete (deleted by someone else, or gone with its
-// session), whether or not the loss was seen before Unlock; and the error
-// of a delete that did not succeed, wrapped: zk.ErrNoAuth when refused,
-// zk.ErrConnectionClosed when the connection was lost before the answer,
-// zklock.ErrSessionClosed after CloseConn. In every case the handle is
+// the node is gone. As zk.Lock's does, it returns zk.ErrNotLocked without
+// a hold; zk.ErrNoNode when the node was gone before the delete (deleted
+// by someone else, or gone with its session), whether or not the loss was
+// seen before Unlock; and the error of a delete that did not succeed,
+// go-zookeeper's own value: zk.ErrNoAuth when refused,
+// zk.ErrConnectionClosed when the connection was lost before the answer.
+// It returns an error wrapping tier.ErrLockLost when the hold was lost but
+// its node's delete succeeded, and one wrapping zklock.ErrSessionClosed
+// after CloseConn. In every case the handle is
 // released and can lock again; a node whose delete failed is deleted in
 // the background, retried until it or its session is gone.
 func (l *Lock) Unlock() error {
@@ -206,18 +205,20 @@ func (c *connEntry) awaitDelete(del *deletion) error {
 // at the session's state.
 const downPoll = 20 * time.Millisecond
 
-// unlockErr is what Unlock returns: the release's error (a loss the lock
-// knew of), with the outcome of the node's delete when it was not nil.
+// unlockErr is what Unlock returns: as zk.Lock's, its delete's error,
+// go-zookeeper's own value when it is one (zk.ErrNoNode when the node was
+// gone: deleted by another, or with its session); else the release's
+// error (a loss the lock knew of), with the delete's outcome when it was
+// not nil.
 func unlockErr(relErr, delErr error) error {
+	if s := zkSentinel(delErr); s != nil {
+		return s
+	}
 	switch {
 	case delErr == nil:
 		return relErr
 	case relErr != nil:
 		return fmt.Errorf("%w; zkcompat: unlock: %w", relErr, delErr)
-	case errors.Is(delErr, zk.ErrNoNode):
-		// A loss that nobody saw before: the node's own-node watch was not
-		// armed yet (a young hold), or its event had not come.
-		return fmt.Errorf("zkcompat: unlock: the node was gone: %w: %w", tier.ErrLockLost, delErr)
 	}
 	return fmt.Errorf("zkcompat: unlock: %w", delErr)
 }

@@ -1,73 +1,3 @@
-// Package zkcompat is a drop-in for go-zookeeper's zk.Lock built on
-// tierlock's two tiers. Code that gives each goroutine its own zk.Lock
-// changes an import and a constructor:
-//
-//	l := zk.NewLock(conn, "/locks/job-42", zk.WorldACL(zk.PermAll))      // before
-//	l := zkcompat.NewLock(conn, "/locks/job-42", zk.WorldACL(zk.PermAll)) // after
-//
-// and keeps calling Lock and Unlock. Underneath, all the handles of a
-// process on one path and connection share one [tier.Lock] on one
-// [zklock.Session] for that connection: the process puts at most one znode
-// and one watch on ZooKeeper per path, however many goroutines wait, where
-// zk.Lock puts one of each per waiting goroutine. The shared locks are
-// reference-counted: a path's tier.Lock is closed when no handle is locking
-// or holding it, and a connection's session a while after its last lock
-// (or at once by [CloseConn]).
-//
-// Kept from zk.Lock, where callers depend on it: Lock on a handle that holds
-// (or is acquiring) returns zk.ErrDeadlock; Unlock without a hold returns
-// zk.ErrNotLocked; a handle can be locked again after Unlock; an empty ACL
-// is refused with zk.ErrInvalidACL, an invalid path with an error that is
-// both zk.ErrInvalidPath and tier.ErrInvalidPath. Node names are Curator's
-// (_c_<uuid>-lock-<seq>), which zk.Lock parses like its own, so processes
-// still on zk.Lock and processes on zkcompat exclude each other on one path.
-//
-// Kept too, with no server to reach: Lock fails with an error wrapping
-// zk.ErrNoServer when zk.Lock's would. go-zookeeper fails the requests it
-// has queued with zk.ErrNoServer each time it has tried every server in
-// turn without connecting (then it pauses a second before the next round),
-// so a zk.Lock whose create finds no session fails within about a second.
-// A Lock called while the connection has no session sends a request of its
-// own through it first (an exists of the path, which writes nothing), and
-// fails so if go-zookeeper fails that request; answered, it goes on.
-//
-// Kept too, Unlock's wait: Unlock returns once the server has answered the
-// delete of the node, as zk.Lock's does, so that a caller may delete the
-// lock's path next (TestUnlockThenDeletePath). It returns zk.ErrNoNode,
-// with tier.ErrLockLost, when someone else deleted the node while it was
-// held, whether or not the hold had seen it go
-// (TestUnlockReportsNodeDeletedByAnother, TestLostAndToken), and nil after
-// a clean hold however long it lasted (TestUnlockOfOldHold). The delete is
-// the shared lock's own, one per Unlock, which the session sends with its
-// next create in one multi (in a local hand-off, the next handle's), or at
-// once when no other handle of the process is on the path: no delete finds
-// its node gone and the server refuses no multi in a clean run
-// (TestNoRefusedMulti), and a local hand-off costs fewer requests than
-// zk.Lock's (TestRequestsBesideZkLock). It returns a failed delete's error,
-// wrapped: zk.ErrNoAuth when an ACL refuses it (TestUnlockReportsFailedDelete),
-// zk.ErrConnectionClosed (or the connection's own error) when the
-// connection is lost before the answer, without waiting for it to come
-// back (TestUnlockConnectionLost). The handle is unlocked all the same,
-// where zk.Lock's stays locked for Unlock to be called again: the delete
-// is retried in the background until the node or its session is gone,
-// and the lock stays taken until then.
-//
-// Different, where zk.Lock's behaviour is a defect: a connection lost once
-// Lock has reached a server (it was called with a session, or its request
-// was answered) is retried with back-off instead of failing Lock and
-// leaving a node behind, however long the outage (LockContext's context
-// bounds the wait), where zk.Lock's Lock fails if it has a request out;
-// a hold lost to session expiry is reported (Lost) and Unlock then returns
-// an error wrapping tier.ErrLockLost and leaves the handle usable, where
-// zk.Lock's Unlock fails and every later Lock returns ErrDeadlock. The
-// parents of the path are created as container nodes (removed by the server
-// once empty) rather than persistent ones. LockWithData cannot put the
-// caller's data into a node that the process's handles share: the node
-// carries tierlock's own (host and pid) and data is ignored.
-//
-// Added, at no cost to callers that ignore it: [Lock.LockContext] (a
-// cancellable wait), [Lock.Lost] (closed when the hold is lost) and
-// [Lock.Token] (a fencing token).
 package zkcompat
 
 import (
@@ -125,10 +55,11 @@ func NewLock(conn *zk.Conn, path string, acl []zk.ACL) *Lock {
 }
 
 // Lock waits until the lock is held. It returns zk.ErrDeadlock if this
-// handle already holds it or is acquiring it, and an error wrapping
-// zk.ErrNoServer if the connection has no session and go-zookeeper fails
-// to reach any of its servers (see the package doc); a connection lost
-// once a server was reached is retried.
+// handle already holds it or is acquiring it, and zk.ErrNoServer if the
+// connection has no session and go-zookeeper fails to reach any of its
+// servers (see the package doc); a connection lost once a server was
+// reached is retried. Its errors are go-zookeeper's own values wherever
+// zk.Lock's would be.
 func (l *Lock) Lock() error { return l.LockContext(context.Background()) }
 
 // LockWithData is Lock; zk.Lock writes data into its node, but the
@@ -145,10 +76,10 @@ func (l *Lock) LockContext(ctx context.Context) error {
 		return zklock.ErrNilContext
 	}
 	if len(l.acl) == 0 {
-		return fmt.Errorf("zkcompat: %w: empty ACL", zk.ErrInvalidACL)
+		return zk.ErrInvalidACL // what the server answers zk.Lock's create
 	}
-	if err := zklock.ValidatePath(l.path); err != nil {
-		return fmt.Errorf("%w: %w", zk.ErrInvalidPath, err)
+	if zklock.ValidatePath(l.path) != nil {
+		return zk.ErrInvalidPath
 	}
 	l.mu.Lock()
 	if l.state != idle {
@@ -163,6 +94,9 @@ func (l *Lock) LockContext(ctx context.Context) error {
 	defer l.mu.Unlock()
 	if err != nil {
 		l.state = idle
+		if s := zkSentinel(err); s != nil {
+			return s
+		}
 		return err
 	}
 	l.state, l.h = holding, h

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"path"
 	"sync/atomic"
@@ -81,7 +82,7 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (our
 	}
 	r := w.Result()
 	if r.Verdict != writes.Applied || r.Session == 0 {
-		return ourNode{}, s.createErr(r)
+		return ourNode{}, createErr(r)
 	}
 	n := ourNode{node: r.Results[0].String, owner: r.Session}
 	if lerr == nil {
@@ -133,14 +134,15 @@ var errSessionChanged = errors.New("zklock: the session changed while a create w
 
 // createErr is the error of a create that did not make our node in a
 // known session, to its acquisition: the server's refusal, why its outcome
-// is unknown or whose node it made is (protection mode takes over), or the
-// session's close.
-func (s *Session) createErr(r writes.Result) error {
+// is unknown or whose node it made is (protection mode takes over), the
+// session's close (the session's own error, as the write path tells it),
+// or a create too large to send.
+func createErr(r writes.Result) error {
 	switch r.Verdict {
 	case writes.Applied:
 		return errSessionChanged
-	case writes.Closed:
-		return s.closedErr()
+	case writes.TooLarge:
+		return fmt.Errorf("%w: the lock node's create (its ACL, its data): %w", ErrInvalidOption, r.Err)
 	}
 	return r.Err
 }
@@ -208,26 +210,13 @@ func newGUID() string {
 	return string(s[:])
 }
 
-// giveUp cleans up after a create that ctx gave up on: taken back before
-// it was sealed into a request, nothing was written; sealed, the writer
-// cleans up as it settles it (whatever it made is deleted at the head of
-// its queue, so that no later create of ours on the path goes out first;
-// a create whose outcome or owner is unknown is looked for by our GUID);
-// settled already, the delete (or the search) is queued here, before our
-// caller can queue another create.
+// giveUp gives up a create that ctx ended the wait for: the write path
+// takes it back, or cleans up after it (writes.Queue.GiveUp): whatever it
+// made is deleted before our caller can queue another create, and a
+// create whose outcome or owner is unknown is looked for by our GUID.
 func (l *Lock) giveUp(w *writes.Write, prefix string) {
-	s := l.s
 	guid := prefix[len(l.path)+1+len(protectedPrefix):][:36]
-	sweep := func() { l.sweepInBackground(guid) }
-	if s.writes.GiveUp(w, sweep) != writes.Over {
-		return
-	}
-	switch r := w.Result(); {
-	case r.Verdict == writes.Applied && r.Session != 0:
-		s.writes.Delete(l.path, r.Results[0].String, r.Session, nil)
-	case r.Verdict == writes.Applied || r.Verdict == writes.Unknown:
-		sweep()
-	}
+	l.s.writes.GiveUp(w, func() { l.sweepInBackground(guid) })
 }
 
 // sweep searches the queue for the node carrying guid, a create of

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
 
@@ -53,6 +55,11 @@ var (
 	// not exist: it was released, or its session ended (RevokeNode).
 	ErrNodeNotFound = errors.New("zklock: lock node not found")
 )
+
+// errGoneWithSession is what a delete's handler is told when the node went
+// with its session: dropped unsent, its session over, or refused for the
+// node's absence once the session is another (writes.Conn.GoneWithSession).
+var errGoneWithSession = fmt.Errorf("zklock: the node's session is over: %w: %w", ErrSessionExpired, zk.ErrNoNode)
 
 // ErrNilContext reports a nil context.Context argument.
 var ErrNilContext = errors.New("zklock: nil context")

@@ -8,11 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/tierlock/tierlock/internal/closed"
 	"github.com/tierlock/tierlock/internal/trace"
-	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
 
 // Hold is one acquisition of a Lock: its node, its fencing token and its
@@ -357,7 +354,7 @@ func (h *Hold) giveUp() {
 	// path queues behind the delete.
 	h.dropOnce.Do(func() {
 		if h.s.hardStopped() {
-			h.gone(ErrSessionClosed)
+			h.gone(h.s.closedErr())
 			return // the session's close deletes it
 		}
 		var told func(error)
@@ -369,22 +366,13 @@ func (h *Hold) giveUp() {
 }
 
 // gone tells the lock's delete handler (WithDeleteHandler) the outcome of
-// the delete of h's node.
+// the delete of h's node, as the write path tells it (in the session's
+// own errors: writelink.go).
 func (h *Hold) gone(err error) {
-	switch {
-	case h.onGone == nil:
-		return
-	case errors.Is(err, writes.ErrSessionOver):
-		err = errGoneWithSession
-	case errors.Is(err, writes.ErrClosed):
-		err = h.s.closedErr()
+	if h.onGone != nil {
+		h.onGone(h.node, err)
 	}
-	h.onGone(h.node, err)
 }
-
-// errGoneWithSession is what a delete dropped unsent tells the delete
-// handler: the node went with its session.
-var errGoneWithSession = fmt.Errorf("zklock: the node's session is over: %w: %w", ErrSessionExpired, zk.ErrNoNode)
 
 // forget removes h from the valid holds (released, or lost by its own
 // watch).

@@ -14,7 +14,7 @@ import (
 // Options of sessions (Connect, NewSession) and of locks (New, NewRWLock,
 // NewSemaphore). A few live beside what they configure: WithDigestAuth
 // (auth.go), WithPositionHandler (position.go), WithRevocable and
-// WithRevocationHandler (revoke.go).
+// WithRevocationHandler (revoke.go), WithJuteMaxBuffer (writelink.go).
 
 type sessionConfig struct {
 	timeout      time.Duration
@@ -24,6 +24,7 @@ type sessionConfig struct {
 	maxRetryWait time.Duration
 	noPipelining bool
 	digests      []digestCred // see auth.go
+	juteMax      int          // WithJuteMaxBuffer; 0: ZooKeeper's default
 	dialer       zk.Dialer    // nil: net.DialTimeout
 	tls          *tls.Config  // nil: plaintext
 	tlsSet       bool         // WithTLS was given (nil is refused)
@@ -146,6 +147,9 @@ func buildConfig(opts []SessionOption) (sessionConfig, error) {
 	}
 	if cfg.tlsSet && cfg.tls == nil {
 		return cfg, fmt.Errorf("%w: WithTLS(nil): give a *tls.Config (an empty one trusts the system's CAs)", ErrInvalidOption)
+	}
+	if err := checkJuteMaxBuffer(cfg.juteMax); err != nil {
+		return cfg, err
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.New(minLevel{slog.Default().Handler(), slog.LevelWarn})

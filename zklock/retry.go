@@ -8,6 +8,8 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
 
 // Errors are classified by what they say about the request, not by where
@@ -16,7 +18,8 @@ import (
 // unanswered when the connection died as ErrConnectionClosed, one never
 // written as ErrNoServer or ErrConnectionClosed, and so on: none of these
 // says whether the server applied the request. Only an answer from the
-// server does.
+// server does. Nor does zk.ErrClosing: it is go-zookeeper's own Close
+// failing the requests it wrote and had no answer to (closing_test.go).
 
 // refusal reports whether err is the server's definite refusal of a
 // request: sending it again would be refused again, so retrying is
@@ -35,8 +38,9 @@ func refusal(err error) bool {
 var refusals = []error{
 	zk.ErrNoNode, zk.ErrNodeExists, zk.ErrNoAuth, zk.ErrAuthFailed, zk.ErrInvalidACL, zk.ErrInvalidFlags,
 	zk.ErrBadArguments, zk.ErrAPIError, zk.ErrNoChildrenForEphemerals,
-	zk.ErrBadVersion, zk.ErrNotEmpty, zk.ErrReconfigDisabled, zk.ErrClosing,
-	zk.ErrShortBuffer, // the request does not fit go-zookeeper's buffer: it never will
+	zk.ErrBadVersion, zk.ErrNotEmpty, zk.ErrReconfigDisabled,
+	zk.ErrShortBuffer,  // the request does not fit go-zookeeper's buffer: it never will
+	writes.ErrTooLarge, // nor would it: refused before sending
 	ErrSessionClosed, context.Canceled, context.DeadlineExceeded,
 }
 

@@ -47,9 +47,9 @@ func (s *Session) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 
 // txnResult is what a transaction's end r tells its caller; its first
 // guards ops are a hold's guard, whose refusal Hold.Txn tells itself.
-// Withdrawn (never applied) carries ctx's error; Unknown wraps its cause
-// in ErrOutcomeUnknown, but for a request too large for go-zookeeper to
-// encode, which never left (ErrInvalidOp).
+// Withdrawn (never applied) carries ctx's error; a transaction too large
+// to send (TooLarge) is ErrInvalidOp; Unknown wraps its cause in
+// ErrOutcomeUnknown.
 func (s *Session) txnResult(r writes.Result, ops []any, guards int) ([]zk.MultiResponse, error) {
 	switch r.Verdict {
 	case writes.Applied:
@@ -57,15 +57,12 @@ func (s *Session) txnResult(r writes.Result, ops []any, guards int) ([]zk.MultiR
 	case writes.Refused:
 		i := r.Op - guards
 		return r.Results[guards:], &OpError{Index: i, Path: writes.OpPath(ops[i]), Err: r.Err}
-	case writes.Closed:
-		return nil, s.closedErr() // never sent: the session closed first
-	case writes.Withdrawn:
-		return nil, r.Err
+	case writes.Closed, writes.Withdrawn:
+		return nil, r.Err // never sent: the session's close, or the caller's ctx
+	case writes.TooLarge:
+		return nil, fmt.Errorf("%w: transaction: %w", ErrInvalidOp, r.Err) // never sent
 	}
-	switch {
-	case errors.Is(r.Err, zk.ErrShortBuffer):
-		return nil, fmt.Errorf("%w: transaction too large to encode: %w", ErrInvalidOp, r.Err)
-	case errors.Is(r.Err, ErrOutcomeUnknown):
+	if errors.Is(r.Err, ErrOutcomeUnknown) {
 		return nil, r.Err
 	}
 	return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, r.Err)

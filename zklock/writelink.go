@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,13 +31,66 @@ func (s *Session) newWrites(conn *zk.Conn) *writes.Queue {
 		Go:          s.goBackground,
 		Now:         time.Now,
 		AfterFunc:   func(d time.Duration, f func()) writes.Timer { return time.AfterFunc(d, f) },
+		// The session's own errors, which the write path tells as they
+		// are: no mapping of its verdicts to them on this side.
+		Closed:          s.closedErr,
+		GoneWithSession: errGoneWithSession,
 	}, writeConfig(s.cfg, s.link.ownsConn))
 }
 
 // writeConfig is the write path's configuration for a session.
 func writeConfig(cfg sessionConfig, ownsConn bool) writes.Config {
-	return writes.Config{MaxOps: maxBatchOps, MaxBytes: maxBatchBytes, MaxApart: maxApart, FoldWait: foldWait,
-		OneWrite: cfg.noPipelining, KeepDeletesOnClose: !ownsConn}
+	return writes.Config{MaxOps: maxBatchOps, MaxBytes: requestLimit(cfg.juteMax), MaxApart: maxApart,
+		FoldWait: foldWait, OneWrite: cfg.noPipelining, KeepDeletesOnClose: !ownsConn}
+}
+
+// The size of a request, its header and body as go-zookeeper encodes
+// them, is bounded twice: go-zookeeper v1.0.4 encodes it into a buffer of
+// 1.5 MiB after the 4-byte length (bufferSize, conn.go) and fails one that
+// does not fit (zk.ErrShortBuffer), unsent; the server drops the
+// connection of one over its jute.maxbuffer (0xfffff bytes unless set
+// otherwise: NIOServerCnxn's "Len error"), which the client reads as a
+// lost connection. A server does not tell its clients its jute.maxbuffer
+// (ZooKeeper 3.8 shows it over JMX only): a session takes ZooKeeper's
+// default unless WithJuteMaxBuffer says otherwise, as a Java client reads
+// the same property. The writer packs each request up to the smaller of
+// the two, and a write too large alone is refused before sending.
+const (
+	clientMaxRequest     = 1536<<10 - 4
+	defaultJuteMaxBuffer = 0xfffff
+)
+
+// requestLimit is the largest request a session sends: its server's
+// jute.maxbuffer (0: the default), within go-zookeeper's buffer.
+func requestLimit(jute int) int {
+	if jute <= 0 {
+		jute = defaultJuteMaxBuffer
+	}
+	return min(jute, clientMaxRequest)
+}
+
+// WithJuteMaxBuffer tells the session its servers' jute.maxbuffer, in
+// bytes, when it is not ZooKeeper's default (0xfffff, 1 MiB less one
+// byte): the server drops the connection of a larger request, and it does
+// not tell its clients the value, so a session must be told it, as a Java
+// client is by the same property. The session's writer packs its writes
+// into requests no larger than it (nor than go-zookeeper's buffer, 1.5
+// MiB), and refuses a write that alone is larger before sending it: an
+// acquisition whose node's create is (a very large ACL: ErrInvalidOption)
+// or a transaction (ErrInvalidOp), each with its size and the limit. At
+// least 64 KiB.
+func WithJuteMaxBuffer(bytes int) SessionOption {
+	return func(c *sessionConfig) { c.juteMax = bytes }
+}
+
+// checkJuteMaxBuffer refuses a jute.maxbuffer below 64 KiB, which a lock
+// node's data alone may take: more likely a mistake (a count of KiB) than
+// a server's. 0 is the default.
+func checkJuteMaxBuffer(n int) error {
+	if n != 0 && n < 64<<10 {
+		return fmt.Errorf("%w: jute.maxbuffer of %d bytes: at least 65536", ErrInvalidOption, n)
+	}
+	return nil
 }
 
 // The bounds of the write path. The writer has one round out at a time,
@@ -47,19 +101,16 @@ func writeConfig(cfg sessionConfig, ownsConn bool) writes.Config {
 // acquisitions (a create and a delete each), so that the writer keeps pace
 // with the reads around it (4 x 1000 x 1000 ran at 0.82x the rate with 64
 // ops and 0.97x with 256, and spent 1.11x the server's CPU per
-// acquisition at 64: docs/bench/issue38-batch-bounds.txt). maxBatchBytes
-// stays well below the server's jute.maxbuffer (1 MiB by default), which
-// drops the connection of a larger request; a node's data is at most
-// maxDataLen (64 KiB), so a batch always has room for one write.
+// acquisition at 64: docs/bench/issue38-batch-bounds.txt). A batch's
+// bytes are bounded by requestLimit.
 // maxApart bounds the requests (and the goroutines that make them) of a
 // round that sends writes apart, each alone, after they were refused
 // twice for another write's op: a cold burst of a thousand acquisitions on
 // new paths fails in about sixteen round trips rather than one round trip
 // of a thousand requests at once.
 const (
-	maxBatchOps   = 1024
-	maxBatchBytes = 512 << 10
-	maxApart      = 64
+	maxBatchOps = 1024
+	maxApart    = 64
 )
 
 // foldWait is how long a released node's delete, queued alone, waits for a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
@@ -17,8 +18,9 @@ import (
 // lock path (create, then protection mode after an unknown outcome, the
 // parents made after NoNode), runs transactions guarded by its node,
 // releases, and again; a transaction caller runs the session's
-// transactions. Any wait may end (the caller's ctx): what Lock.giveUp and
-// Queue.Await do then. A caller told a transaction's outcome is unknown
+// transactions. Any wait may end (the caller's ctx): the caller gives its
+// write up (Queue.GiveUp, all Lock.giveUp does, or Queue.Await's steps),
+// and the write path cleans up after it. A caller told a transaction's outcome is unknown
 // reads back at once, as the docs tell it to.
 
 type cstate uint8
@@ -61,7 +63,9 @@ type caller struct {
 	owner   int64
 	pending writes.Result // what it will be told once its request is on the wire
 	onWire  <-chan struct{}
-	reply   bool // its own request's answer arrived
+	reply   bool     // its own request's answer arrived
+	acl     []zk.ACL // its nodes' (a long digest id makes a create large)
+	pad     int      // bytes of data in its transactions' tag nodes
 }
 
 // errCtx is the caller's ctx's error.
@@ -80,7 +84,10 @@ func (w *world) setUp(gen *rand.Rand) {
 	mk("/d/x")
 	n := 1 + gen.IntN(4)
 	for i := range n {
-		c := &caller{id: i}
+		c := &caller{id: i, acl: anyone, pad: gen.IntN(3) * gen.IntN(200)}
+		if gen.IntN(3) == 0 {
+			c.acl = append(slices.Clone(anyone), zk.DigestACL(zk.PermRead, fmt.Sprintf("u%0*d", gen.IntN(400), 0), "pw")...)
+		}
 		if gen.IntN(4) > 0 {
 			c.path = fmt.Sprintf("/l%d", i)
 			mk(c.path)
@@ -163,8 +170,7 @@ func (w *world) step(c *caller) {
 		c.reply = false
 		w.create(c)
 	case sTxn:
-		r := c.w.Result()
-		w.told(c, r)
+		w.told(c, c.w.Result(), false)
 	case sTxnWire:
 		r := writes.SettledOr(c.w, c.pending)
 		if r.Verdict == writes.Unknown {
@@ -172,7 +178,10 @@ func (w *world) step(c *caller) {
 		} else {
 			w.cover(coverWireSettled)
 		}
-		w.told(c, r)
+		if w.noTap {
+			w.cover(coverNoTapGiveUp)
+		}
+		w.told(c, r, true)
 	case sReadBack:
 		c.reply = false
 		c.state = sReady
@@ -205,7 +214,7 @@ func (w *world) next(c *caller) {
 }
 
 func (w *world) create(c *caller) {
-	c.w = w.q.Create(c.path, c.prefix, nil, anyone)
+	c.w = w.q.Create(c.path, c.prefix, nil, c.acl)
 	w.creates++
 	c.rec = w.recs.queued(c.w, c.path)
 	c.rec.key = c.prefix
@@ -229,7 +238,7 @@ func (w *world) txn(c *caller, a action) {
 	if a == actStale {
 		ops = append(ops, &zk.SetDataRequest{Path: "/d/x", Version: 99})
 	}
-	ops = append(ops, &zk.CreateRequest{Path: tag, Acl: anyone})
+	ops = append(ops, &zk.CreateRequest{Path: tag, Data: make([]byte, c.pad), Acl: anyone})
 	c.w = w.q.Txn(ops)
 	c.rec = w.recs.queued(c.w, writes.OpPath(ops[0]))
 	c.state = sTxn
@@ -240,7 +249,7 @@ func (w *world) txn(c *caller, a action) {
 // parents made, or the acquisition failed.
 func (w *world) created(c *caller) {
 	r := c.w.Result()
-	w.recs.observe(w, c.rec, r)
+	w.recs.observe(w, c.rec, r, false)
 	switch {
 	case r.Verdict == writes.Applied && r.Session != 0:
 		c.node, c.owner, c.state = c.w.Result().Results[0].String, r.Session, sReady
@@ -304,8 +313,9 @@ func (w *world) end(c *caller) {
 	if c.state == sTxn {
 		r, onWire := writes.GiveUpTold(w.q, c.w, errCtx)
 		w.coverTold(r, onWire, inLead)
+
 		if onWire == nil {
-			w.told(c, r)
+			w.told(c, r, true)
 			return
 		}
 		c.pending, c.onWire, c.state = r, onWire, sTxnWire
@@ -316,22 +326,13 @@ func (w *world) end(c *caller) {
 		w.cover(coverSweep)
 		w.bg = append(w.bg, &bgJob{sweepPath: c.path, sweepPrefix: prefix, owner: w.sid})
 	}
-	fate := w.q.GiveUp(c.w, sweep)
+	fate := w.q.GiveUp(c.w, sweep) // which cleans up after a create that had ended
 	w.coverFate(fate, inLead)
 	switch fate {
 	case writes.TakenBack:
-		c.rec.told = toldNotApplied
+		w.recs.toldNotApplied(w, c.rec)
 	case writes.Over:
-		r := c.w.Result()
-		w.recs.observe(w, c.rec, r)
-		switch {
-		case r.Verdict == writes.Applied && r.Session != 0:
-			w.recs.callerDel = true
-			w.q.Delete(c.path, c.w.Result().Results[0].String, r.Session, nil)
-			w.recs.callerDel = false
-		case r.Verdict == writes.Applied || r.Verdict == writes.Unknown:
-			sweep()
-		}
+		w.recs.observe(w, c.rec, c.w.Result(), true)
 	}
 	w.failed(c)
 }
@@ -346,38 +347,10 @@ func (w *world) inLead() bool {
 	return false
 }
 
-// coverFate counts what GiveUp made of a write.
-func (w *world) coverFate(f writes.Fate, inLead bool) {
-	switch {
-	case f == writes.TakenBack && inLead:
-		w.cover(coverTakenLead)
-	case f == writes.TakenBack:
-		w.cover(coverTakenQueued)
-	case f == writes.Abandoned:
-		w.cover(coverAbandoned)
-	default:
-		w.cover(coverOver)
-	}
-}
-
-// coverTold counts what GiveUpTold said.
-func (w *world) coverTold(r writes.Result, onWire <-chan struct{}, inLead bool) {
-	switch {
-	case onWire != nil:
-		w.cover(coverAbandoned)
-	case r.Verdict == writes.Withdrawn && inLead:
-		w.cover(coverTakenLead)
-	case r.Verdict == writes.Withdrawn:
-		w.cover(coverTakenQueued)
-	default:
-		w.cover(coverOver)
-	}
-}
-
-// told tells c its transaction's outcome; an unknown one is read back at
-// once.
-func (w *world) told(c *caller, r writes.Result) {
-	w.recs.observe(w, c.rec, r)
+// told tells c its transaction's outcome (gaveUp: as it gave up); an
+// unknown one is read back at once.
+func (w *world) told(c *caller, r writes.Result, gaveUp bool) {
+	w.recs.observe(w, c.rec, r, gaveUp)
 	c.state = sReady
 	if r.Verdict != writes.Unknown {
 		return

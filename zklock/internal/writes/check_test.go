@@ -1,35 +1,12 @@
 package writes_test
 
 import (
-	"errors"
-
 	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
 
-// What the explorer checks, in every schedule (the package doc states the
-// contract; model/writes.pml the first four):
-//
-//	(a) one node per path and session: after each request the server
-//	    applies, the session has at most one node on a lock path, not
-//	    counting nodes of creates whose outcome or owner was unknown
-//	    (protection mode's, which their sweep deletes) nor nodes whose
-//	    delete the server refused for another reason than their absence
-//	    (an ACL: retried alone, Conn.DeleteApart);
-//	(b) a write fails only for its own op: a write refused was refused at
-//	    its own op, with the error the server gave that op;
-//	(c) no write stranded: once the faults stop, every write ends, the
-//	    queue empties and no node of the session is left (end of schedule);
-//	(d) per-path order: the writes of one path are applied in the order
-//	    they were queued;
-//	(e) a write its caller was told was not applied (taken back, refused,
-//	    withdrawn, closed) is never applied, then or later;
-//	(f) a write is applied at most once;
-//	(g) an unknown outcome is ordered before what its caller sends next:
-//	    never applied after the caller's read-back was;
-//	(h) a refused batch's other writes go again together, in the writer's
-//	    next request; and a round never has more than MaxApart requests;
-//	(i) a released node's delete tells its handler its first outcome once
-//	    (nil only once the node is gone), whatever it meets, Close included.
+// The server's side of the explorer's checks, and the records they keep
+// of every write (the properties, by side: explore_test.go's header). The
+// caller's and the handler's side: told_test.go.
 
 // told is what a write's caller was told.
 type told uint8
@@ -90,9 +67,11 @@ func (rs *recs) queued(w *writes.Write, path string) *rec {
 }
 
 // queuedDelete records a delete (Conn.Queued): a caller's release keeps
-// its place in the order, and the writer's delete of what an abandoned
-// create made takes the create's place (it goes at the head of the queue,
-// ahead of what the caller queued since).
+// its place in the order, and the write path's delete of what a create
+// given up made takes the create's place (the writer puts it at the head
+// of the queue, ahead of what the caller queued since; GiveUp, of a create
+// that had ended, behind what is queued and ahead of what its caller
+// queues next).
 func (rs *recs) queuedDelete(w *world, path, node string, owner int64) {
 	r := &rec{kind: writes.Delete, path: path, key: node, owner: owner, tells: -1}
 	if rs.handled {
@@ -284,79 +263,6 @@ func containsAll(w *world, q *writes.Request, rs []*rec) bool {
 		}
 	}
 	return true
-}
-
-// observe checks (b) on a write's result, read by its caller, and notes
-// what the caller was told.
-func (rs *recs) observe(w *world, rec *rec, r writes.Result) {
-	switch r.Verdict {
-	case writes.Applied:
-		rec.told = toldApplied
-		if rec.last == nil || !rec.last.applied || rec.last.answer.Err != nil {
-			w.fail("(b) own op", "%s told applied, its request was not", short(rec.key))
-		}
-	case writes.Refused:
-		rec.told = toldNotApplied
-		w.cover(coverRefusedOwn)
-		rs.ownOp(w, rec, r)
-	case writes.Unknown:
-		rec.told = toldUnknown
-	case writes.Closed:
-		rec.told = toldNotApplied
-		w.cover(coverClosedWrite)
-	default:
-		rec.told = toldNotApplied
-	}
-}
-
-// ownOp checks that rec was refused at its own op, with that op's error.
-func (rs *recs) ownOp(w *world, rec *rec, r writes.Result) {
-	q := rec.last
-	if q == nil || q.req == nil {
-		w.fail("(b) own op", "%s refused and never sent", short(rec.key))
-		return
-	}
-	off := 0
-	for _, x := range q.req.Writes {
-		if rs.of(x) == rec {
-			break
-		}
-		off += len(x.Ops())
-	}
-	i := off + r.Op
-	a := q.answer
-	if i >= len(a.Results) || !errors.Is(a.Results[i].Error, r.Err) || r.Err == nil {
-		w.fail("(b) own op", "%s refused at its op %d with %v; the server's answer to its request: %v", short(rec.key), r.Op, r.Err, a.Err)
-		return
-	}
-	for j := 0; j < i; j++ {
-		if a.Results[j].Error != nil {
-			w.fail("(b) own op", "%s refused, but op %d of its request failed first", short(rec.key), j)
-		}
-	}
-}
-
-// deleteTold is a released node's delete handler: (i) told once, and nil
-// only when the node is gone.
-func (w *world) deleteTold(node string, err error) {
-	r := w.recs.byKey[node]
-	r.tells++
-	if r.tells > 1 {
-		w.fail("(i) a delete told once", "the delete of %s told %d times (now %v)", short(node), r.tells, err)
-	}
-	if ok, _ := w.tree.Exists(node); err == nil && ok {
-		w.fail("(i) a delete told once", "the delete of %s told done while the node stands", short(node))
-	}
-	w.logf("delete of %s told %v", short(node), err)
-}
-
-// told checks, at the end, that every released node's delete was told.
-func (w *world) allTold() {
-	for _, r := range w.recs.byKey {
-		if r.kind == writes.Delete && r.tells == 0 {
-			w.fail("(i) a delete told once", "the delete of %s never told", short(r.key))
-		}
-	}
 }
 
 // final checks (c) and (e) once the world is quiescent.

@@ -2,7 +2,6 @@ package writes
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -49,6 +48,13 @@ type Conn struct {
 	// lingers (Config.FoldWait), and the round trips it reports to Ended.
 	Now       func() time.Time
 	AfterFunc func(d time.Duration, f func()) Timer
+	// Closed is why the session is closed, once it is: the Err of its
+	// writes that end Closed, and what its queued deletes are told.
+	Closed func() error
+	// GoneWithSession is what a delete is told when its node went with
+	// its session (it wraps zk.ErrNoNode): dropped unsent, the session
+	// over, or refused for the node's absence once the session is another.
+	GoneWithSession error
 }
 
 // Timer is what AfterFunc returns, as *time.Timer has it.
@@ -59,8 +65,12 @@ type Timer interface {
 
 // Config bounds the write path.
 type Config struct {
-	// MaxOps and MaxBytes bound one request (the first write of a request
-	// is always taken, whatever its size).
+	// MaxOps bounds the ops of one request. MaxBytes bounds its size, as
+	// go-zookeeper encodes it (header and body): the smaller of the
+	// client's buffer and the server's jute.maxbuffer. A batch takes writes
+	// while they fit; a create or a transaction whose request would not
+	// fit alone ends at once, TooLarge. A delete always fits (its path is
+	// a lock node's, short beside any bound).
 	MaxOps, MaxBytes int
 	// MaxApart bounds the requests of one round that sends writes apart,
 	// each alone (after they were refused twice for another write's op).
@@ -110,8 +120,12 @@ const (
 	// after its caller gave up.
 	Withdrawn
 	// Closed: never applied, and never will be: the session closed before
-	// it was sent (Err is the session's error).
+	// it was sent (Err is the session's error, Conn.Closed).
 	Closed
+	// TooLarge: never sent: its request alone would be larger than
+	// Config.MaxBytes (Err, wrapping ErrTooLarge, names its size and the
+	// limit).
+	TooLarge
 )
 
 // Result is how a write ended.
@@ -134,9 +148,4 @@ var (
 	// ErrWithdrawn ends a write whose caller gave up before it was
 	// applied.
 	ErrWithdrawn = errors.New("zklock: write withdrawn before it was applied")
-	// ErrSessionOver tells a delete dropped unsent: its node's session is
-	// over, and the server deleted the node with it.
-	ErrSessionOver = fmt.Errorf("zklock: the node's session is over: %w", zk.ErrNoNode)
-	// ErrClosed tells a delete still queued as the session closed.
-	ErrClosed = errors.New("zklock: session closed")
 )

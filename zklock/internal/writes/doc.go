@@ -26,7 +26,7 @@
 // create or a transaction is a *Write: Sent is closed once its request is
 // on the wire (or it is over), Done once it is over, and its Result then
 // says how it ended (Applied, Refused at its own op, Unknown, Withdrawn,
-// Closed). A delete is nobody's to wait for: it is retried whatever it
+// Closed, TooLarge). A delete is nobody's to wait for: it is retried whatever it
 // meets until its node or its session is gone.
 //
 // # The rules
@@ -37,6 +37,10 @@
 //     released node's delete goes in the same request after it, or in a
 //     later one, so that the session never has two nodes on a path. A lone
 //     delete lingers Config.FoldWait so that a create can carry it.
+//   - A request is never larger than Config.MaxBytes, counted as
+//     go-zookeeper encodes it (size.go): a batch takes writes while they
+//     fit, and a create or a transaction larger alone ends at once,
+//     TooLarge, unsent, rather than failing everyone's batch.
 //   - A write fails only for its own op. A multi refused at one op fails
 //     the write of that op alone, with what it would have met on its own;
 //     the others were not applied and go again at the head of the queue,

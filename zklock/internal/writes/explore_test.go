@@ -13,11 +13,84 @@ import (
 )
 
 // The write path explored schedule by schedule (world_test.go,
-// sched_test.go): random programs of creates, deletes and transactions
-// from a few callers, answers, refusals, unknown outcomes, drops, new
-// sessions, ctx ends at any step, Close, each schedule from a seed. A
-// failing schedule prints its seed and its events, shrunk, and the
-// command that replays it.
+// sched_test.go): random programs of a few callers, each schedule from a
+// seed; a failing schedule prints its seed and its events, shrunk, and the
+// command that replays it. The callers (callers_test.go) do what zklock's
+// locks do through the package's calls alone: lock callers create their
+// path's node (protection mode after an unknown outcome, the parents made
+// after NoNode), run transactions guarded by it (stale ones among them),
+// release it with a delete handler, and again; transaction callers run the
+// session's transactions; any wait may end (GiveUp, Await's steps). Each
+// seed also draws the configuration: MaxOps 2 to 6, MaxApart 1 to 3, one
+// write a request (1 in 10), the owner's connection (KeepDeletesOnClose, 1
+// in 3), MaxBytes of a few hundred bytes (1 in 2: ACLs and data of random
+// size, some writes too large alone), a session without a tap (1 in 8:
+// Written is never called, Sent closes at the answer).
+//
+// The faults it injects, at any step, within each schedule's budget:
+//
+//	scheduling   any order of the write path's goroutines, of the requests
+//	             of one round on the wire, of writes, applications and
+//	             answers
+//	dc:B         the connection drops: each written request not yet applied
+//	             is applied first or never (B); those written fail without
+//	             results; those not written go out on the next connection
+//	rc, rn       back in the same session, or a new one (the old one's
+//	             ephemeral nodes gone)
+//	xp           down, the client learns its session expired: SessionID
+//	             says 0 until the new session
+//	ex:B         a drop with requests handed and unwritten, back at once in
+//	             a new session: they go out in it, sealed in the old one
+//	cl:B         the Session's Close: its own connection closed (B, and the
+//	             unwritten fail unsent), or its owner's kept
+//	xN           caller N's ctx ends, wherever it waits
+//	odN, rpN     an operator deletes a lock node; a container path reaped
+//	dnN          an ACL refuses deletes on a lock path (lifted at the end)
+//	fl, tm       Flush; the FoldWait timer fires
+//
+// What it checks, and on which side (the server, the double, as it applies
+// each request; the caller, as each call returns: a create's or a
+// transaction's Result, Await's answer on giving up, GiveUp's fate, the
+// writes Close ended; the handler, as each released node's delete tells
+// its handler; the writer, on the rounds it sends and at the end), against
+// the history the double recorded (check_test.go, told_test.go):
+//
+//	(a) server   one node per path and session: no create applied before
+//	             its path's released node's delete (nodes of creates of
+//	             unknown outcome or owner, and of deletes handed over,
+//	             aside)
+//	(b) caller   told refused: at its own op, with the error the server
+//	             gave that op, the first failing of its request
+//	(c) writer   no write stranded: once the faults stop every write ends,
+//	             the queue empties, no node of the session is left, every
+//	             place lent to a create is given back
+//	(d) server   the writes of one path are applied in the order queued
+//	(e) server   never applied after its caller was told it was not
+//	    caller   told not applied (refused, withdrawn, closed, too large,
+//	             taken back): not applied so far, and its write ended so
+//	(f) server   applied at most once
+//	(g) server   an unknown outcome is never applied after its caller's
+//	             read-back
+//	(h) writer   a refused batch's other writes go again together in the
+//	             next request; a round has at most MaxApart requests
+//	(i) handler  told once, and only the delete's own outcome: nil once its
+//	             request removed the node; the session's close once
+//	             closed; that its node went with its session once that
+//	             session is over (never then plain zk.ErrNoNode); else its
+//	             own op's error, or its own request's
+//	(j) caller   told applied: its request was applied, with the results
+//	             told, in the session told
+//	(k) caller   told unknown as it gives up: only once the request that
+//	             carries the write is written (or the write is over)
+//	(l) server   no request over MaxBytes (counted by jute's rules here,
+//	             apart from size.go); caller: told too large only of a
+//	             write larger alone, never sent
+//	(m) caller   told with its cause: withdrawn, its own ctx's error;
+//	             closed, the session's error (Conn.Closed)
+//
+// Each check refuses a seeded bug (mutants_test.go). TestExplore also
+// counts the moments the checks are about (cover_test.go) and fails if
+// one was never reached.
 
 var (
 	schedules = flag.Int("explore.schedules", 100000, "schedules TestExplore runs")

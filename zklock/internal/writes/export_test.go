@@ -6,3 +6,7 @@ var (
 	GiveUpTold = (*Queue).giveUpTold
 	SettledOr  = settledOr
 )
+
+// NewMutants are the seeded bugs named in this package (mutants.go).
+var NewMutants = []string{mutGiveUpLeavesNode, mutGoneToldNoNode, mutClosedUntold, mutUnknownToldWithdrawn,
+	mutDeleteToldNeighbour, mutSizeByEstimate}

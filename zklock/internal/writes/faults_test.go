@@ -30,7 +30,13 @@ func (w *world) drop(apply []bool) {
 	lost := w.wire
 	w.wire = nil
 	w.state = connDown
-	w.logf("connection lost (%d requests out)", len(lost))
+	var held []string
+	for _, slot := range w.unwritten {
+		for _, r := range slot {
+			held = append(held, r.what)
+		}
+	}
+	w.logf("connection lost (%d requests out; unwritten: %v)", len(lost), held)
 	for _, r := range lost {
 		w.deliver(r, writes.Answer{Err: zk.ErrConnectionClosed})
 	}
@@ -39,14 +45,22 @@ func (w *world) drop(apply []bool) {
 // reconnect brings the connection back, in a new session when expire:
 // the server expired the old one, and its ephemeral nodes with it.
 func (w *world) reconnect(expire bool) {
-	if expire {
+	if expire || w.noSession {
 		w.cover(coverNewSession)
 		w.tree.CloseSession(w.sid)
 		w.nextID++
-		w.sid = w.nextID
+		w.sid, w.noSession = w.nextID, false
 	}
 	w.state = connUp
 	w.logf("connected, session %d", w.sid)
+}
+
+// learnExpiry is the client learning, the connection down, that the
+// server expired its session: SessionID says 0 until a new session.
+func (w *world) learnExpiry() {
+	w.tree.CloseSession(w.sid)
+	w.noSession = true
+	w.logf("session %d expired (SessionID 0)", w.sid)
 }
 
 // closeSession is the Session's Close: the queue stops and Connected
@@ -55,8 +69,8 @@ func (w *world) reconnect(expire bool) {
 // the server ends the session. A connection of its owner's
 // (KeepDeletesOnClose) stays, and so does the session.
 func (w *world) closeSession(apply []bool) {
+	w.closed = true // first: what Stop tells, it tells of a closed session
 	w.q.Stop()
-	w.closed = true
 	if w.cfg.KeepDeletesOnClose {
 		w.logf("session closed (the connection is its owner's)")
 		return

@@ -13,8 +13,8 @@ type Fate uint8
 
 // The fates.
 const (
-	// Over: the write had ended; its Result stands, and its caller cleans
-	// up after it (the node a create made).
+	// Over: the write had ended; its Result stands, and GiveUp cleaned up
+	// after it (the node a create made).
 	Over Fate = iota + 1
 	// TakenBack: the write was taken back before its request was sealed:
 	// nothing of it was or will be applied (its Result says Withdrawn).
@@ -27,17 +27,24 @@ const (
 // Abandoned is the fate of a write GiveUp left to the writer (see Fate).
 const Abandoned Fate = TakenBack + 1
 
-// GiveUp is what a caller does when it stops waiting for w: a write not
-// yet sealed into a request (queued, taken into a round that waits for
-// Lead, or back in the queue after its batch was refused) is taken back;
-// a sealed one is left to the writer, which cleans up after it (sweep, a
-// create's search for its node by GUID, runs when its outcome or owner
-// is unknown) and never sends it again.
+// GiveUp is what a caller does when it stops waiting for w, and it
+// resolves the giving up against the write's end itself, as
+// semaphore.Acquire's case <-done: does (the caller cleans up after
+// nothing): a write not yet sealed into a request (queued, taken into a
+// round that waits for Lead, or back in the queue after its batch was
+// refused) is taken back; a sealed one is left to the writer, which cleans
+// up after it as it settles it and never sends it again; one that had
+// ended is cleaned up here. A create's clean-up is the delete of the node
+// it made, or, when its outcome or its node's owner is unknown, sweep (the
+// search for its node by GUID).
 func (q *Queue) GiveUp(w *Write, sweep func()) Fate {
 	q.mu.Lock()
 	switch {
 	case w.stage == ended:
 		q.mu.Unlock()
+		if d := q.leftOver(w, sweep); d != nil && !mutant.On(mutGiveUpLeavesNode) {
+			q.add(d) // behind what is queued, ahead of what its caller queues next
+		}
 		return Over
 	case w.stage == sealed || w.stage == taken && mutant.On(mutant.UnknownBeforeWire):
 		if w.kind != Txn || !mutant.On(mutant.TxnUnknownRequeued) {
@@ -94,7 +101,7 @@ func (q *Queue) giveUpTold(w *Write, cause error) (Result, <-chan struct{}) {
 	if mutant.On(mutant.UnknownBeforeWire) {
 		return r, nil // seeded bug: told before its request is on the wire
 	}
-	return r, w.sent
+	return r, w.wire.Load().ch // sealed for good: no other request will carry it
 }
 
 // settledOr is w's Result when it has ended, else r, what its caller who
@@ -104,13 +111,30 @@ func (q *Queue) giveUpTold(w *Write, cause error) (Result, <-chan struct{}) {
 func settledOr(w *Write, r Result) Result {
 	select {
 	case <-w.done:
-		if w.res.Verdict == Withdrawn {
+		if w.res.Verdict == Withdrawn || w.res.Verdict == Unknown && mutant.On(mutUnknownToldWithdrawn) {
 			return Result{Verdict: Withdrawn, Err: r.Err}
 		}
 		return w.res
 	default:
 		return r
 	}
+}
+
+// leftOver is what a create given up leaves once it has ended: the delete
+// of the node it made, which it returns for its caller to queue (its
+// trace point told), or, when its outcome or its node's owner is unknown,
+// sweep, which it runs. Anything else leaves nothing.
+func (q *Queue) leftOver(w *Write, sweep func()) *Write {
+	switch {
+	case w.kind != Create:
+	case w.res.Verdict == Applied && w.res.Session != 0:
+		node := w.res.Results[0].String
+		q.c.Queued(w.path, node, w.res.Session)
+		return newDelete(w.path, node, w.res.Session)
+	case w.res.Verdict == Applied || w.res.Verdict == Unknown:
+		sweep()
+	}
+	return nil
 }
 
 // removeLocked takes w out of the queue; false if it is not there. q.mu
@@ -145,12 +169,13 @@ func (q *Queue) Stop() {
 // rather than ending it a second time (TestGiveUpWhileClosing); drop then
 // tells the outside.
 func (q *Queue) shut() {
+	closedErr := q.c.Closed()
 	q.mu.Lock()
 	q.closed, q.running = true, false
 	ws := q.queue
 	q.queue = nil
 	for _, w := range ws {
-		endClosedLocked(w)
+		endClosedLocked(w, closedErr)
 	}
 	clear(q.deletes)
 	if q.timer != nil {
@@ -158,23 +183,26 @@ func (q *Queue) shut() {
 	}
 	q.mu.Unlock()
 	for _, w := range ws {
-		q.drop(w)
+		q.drop(w, closedErr)
 	}
 }
 
-// endClosedLocked ends w Closed, unless it is a delete (whose told drop
-// tells). q.mu is held.
-func endClosedLocked(w *Write) {
+// endClosedLocked ends w Closed with the session's error, unless it is a
+// delete (whose told drop tells). q.mu is held.
+func endClosedLocked(w *Write, closedErr error) {
+	if mutant.On(mutClosedUntold) {
+		closedErr = nil // seeded bug: a Closed write with no error, as before issue 49
+	}
 	if w.kind != Delete {
-		w.res, w.stage = Result{Verdict: Closed}, ended
+		w.res, w.stage = Result{Verdict: Closed, Err: closedErr}, ended
 	}
 }
 
 // drop tells of w, which the writer will not send (the session is
-// closing), once endClosedLocked ended it.
-func (q *Queue) drop(w *Write) {
+// closing, closedErr, or w is too large), once it was ended.
+func (q *Queue) drop(w *Write, closedErr error) {
 	if w.kind == Delete {
-		w.tell(ErrClosed)
+		w.tell(closedErr)
 		if q.cfg.KeepDeletesOnClose {
 			q.c.DeleteApart(OpPath(w.ops[0]), w.owner)
 		}

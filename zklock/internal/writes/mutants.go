@@ -41,3 +41,33 @@ func createsAhead(batch, rest []*Write) (taken, left []*Write) {
 	}
 	return taken, append(dels, rest...)
 }
+
+// The seeded bugs of issue 49's review (the sixth), named here: each is
+// the code before a fix, or a bug of the class the review found, and
+// TestExploreFindsSeededBugs shows the check that refuses it.
+const (
+	// mutGiveUpLeavesNode: a create given up after it ended leaves its
+	// node (GiveUp, Over): the clean-up the caller did before GiveUp did
+	// it (issue 52), forgotten.
+	mutGiveUpLeavesNode = "giveup-leaves-node"
+	// mutGoneToldNoNode: a delete sealed before the client learnt of its
+	// session's expiry and answered in the next session tells its handler
+	// plain zk.ErrNoNode, not that its node went with its session (the
+	// review's item 6: the code before the fix).
+	mutGoneToldNoNode = "gone-told-nonode"
+	// mutClosedUntold: a write ended by the session's close carries no
+	// error (Result.Err nil): zklock mapped the verdict to its error in
+	// three places (issue 52), and the write path said nothing.
+	mutClosedUntold = "closed-untold"
+	// mutUnknownToldWithdrawn: a transaction given up once on the wire,
+	// whose outcome then turned out unknown, is told "withdrawn" (never
+	// applied) (Queue.Await's settledOr; the review's item 2).
+	mutUnknownToldWithdrawn = "unknown-told-withdrawn"
+	// mutDeleteToldNeighbour: a delete in a batch refused at another
+	// write's op tells its handler that refusal, its neighbour's (the
+	// writer's settle; item 2).
+	mutDeleteToldNeighbour = "delete-told-neighbour"
+	// mutSizeByEstimate: a create is sized as its prefix and data plus 64
+	// bytes per ACL entry, as before the fix (item 1).
+	mutSizeByEstimate = "size-by-estimate"
+)

@@ -6,15 +6,18 @@ import (
 	"testing"
 
 	"github.com/tierlock/tierlock/internal/mutant"
+	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
 
 // The seeded bugs of the write path, each the code as it stood before a
-// fix, must be found by the explorer by itself: the first seed, counting
-// from 1, whose schedule breaks a property, and which property.
+// fix or a bug of the class a review found, must be found by the explorer
+// by itself: the first seed, counting from 1, whose schedule breaks a
+// property, and which property (docs/write-path.md lists them).
 //
 //	go test -tags tierlockmutants -run TestExploreFindsSeededBugs -v ./zklock/internal/writes/
 func TestExploreFindsSeededBugs(t *testing.T) {
-	for _, m := range []string{mutant.CreateBeforeDelete, mutant.TxnUnknownRequeued, mutant.ApartStops, mutant.UnknownBeforeWire} {
+	bugs := []string{mutant.CreateBeforeDelete, mutant.TxnUnknownRequeued, mutant.ApartStops, mutant.UnknownBeforeWire}
+	for _, m := range append(bugs, writes.NewMutants...) {
 		t.Run(m, func(t *testing.T) {
 			defer mutant.Set(m)()
 			const limit = 100000

@@ -35,7 +35,7 @@ type Write struct {
 	kind  Kind
 	path  string // the lock path (create, delete); the first op's path (txn)
 	ops   []any
-	size  int   // about what its ops add to a request, in bytes
+	size  int   // what its ops add to a multi, in bytes (opSize)
 	owner int64 // delete: the session its node was made in
 	at    time.Time
 
@@ -43,9 +43,10 @@ type Write struct {
 	// once it is over; Done once it is over, its Result then final. A
 	// delete has neither: nobody waits for it.
 	Sent, Done <-chan struct{}
-	sent, done chan struct{} // the same channels, which the queue closes
-	wired      atomic.Bool   // sent is closed
-	res        Result        // written before done closes, read after
+	sent       wireMark                 // Sent's
+	done       chan struct{}            // Done's
+	wire       atomic.Pointer[wireMark] // the request it is sealed into's: &sent, until sealed again
+	res        Result                   // written before done closes, read after
 
 	// told, unless nil, is told a delete's first outcome, once (tell): by
 	// the goroutine that has the write (the writer settling or dropping it,
@@ -91,17 +92,21 @@ func New(c Conn, cfg Config) *Queue {
 
 // Create queues the create of an acquisition's node, prefix (ephemeral,
 // sequential), on the lock at path. Its caller holds a place in the
-// session's bound, which Conn.Ended gives back.
+// session's bound, which Conn.Ended gives back. A create whose request
+// alone would be larger than Config.MaxBytes ends at once, TooLarge.
 func (q *Queue) Create(path, prefix string, data []byte, acl []zk.ACL) *Write {
-	w := &Write{kind: Create, path: path,
-		ops:  []any{&zk.CreateRequest{Path: prefix, Data: data, Acl: acl, Flags: zk.FlagEphemeralSequential}},
-		size: len(prefix) + len(data) + 64*len(acl) + 32}
+	op := &zk.CreateRequest{Path: prefix, Data: data, Acl: acl, Flags: zk.FlagEphemeralSequential}
+	w := &Write{kind: Create, path: path, ops: []any{op}, size: opSize(op)}
+	if mutant.On(mutSizeByEstimate) {
+		w.size = len(prefix) + len(data) + 64*len(acl) + 32 // seeded bug: the estimate before issue 49
+	}
 	q.add(w)
 	return w
 }
 
 // Txn queues a transaction, ops in order, to be applied whole or not at
-// all.
+// all. A transaction whose multi would be larger than Config.MaxBytes
+// ends at once, TooLarge.
 func (q *Queue) Txn(ops []any) *Write {
 	size := 0
 	for _, op := range ops {
@@ -117,11 +122,12 @@ func (q *Queue) Txn(ops []any) *Write {
 // retried whatever it meets until the node or its session is gone. told,
 // unless nil, is told its first outcome, once, by the goroutine that
 // settles it (it must not block): nil (it removed the node); the server's
-// zk.ErrNoNode, or ErrSessionOver when it was dropped unsent because its
-// node went with its session; a refusal (it goes on, retried alone:
+// zk.ErrNoNode, or Conn.GoneWithSession when its node went with its
+// session (dropped unsent, or refused for the node's absence once the
+// session is another); a refusal (it goes on, retried alone:
 // Conn.DeleteApart); an unknown outcome's error (it goes again, untold);
-// or ErrClosed (the session closed with it queued). A batch refused at
-// another write's op tells it nothing.
+// or Conn.Closed's error (the session closed with it queued). A batch
+// refused at another write's op tells it nothing.
 func (q *Queue) Delete(path, node string, owner int64, told func(error)) {
 	q.c.Queued(path, node, owner)
 	w := newDelete(path, node, owner)
@@ -143,20 +149,30 @@ func (q *Queue) Flush() {
 }
 
 func newDelete(path, node string, owner int64) *Write {
-	return &Write{kind: Delete, path: path, owner: owner, ops: []any{&zk.DeleteRequest{Path: node, Version: -1}}, size: len(node) + 16}
+	op := &zk.DeleteRequest{Path: node, Version: -1}
+	return &Write{kind: Delete, path: path, owner: owner, ops: []any{op}, size: opSize(op)}
 }
 
 func (q *Queue) add(w *Write) {
 	w.at = q.c.Now()
 	if w.kind != Delete {
-		w.sent, w.done = make(chan struct{}), make(chan struct{})
-		w.Sent, w.Done = w.sent, w.done
+		w.sent.ch, w.done = make(chan struct{}), make(chan struct{})
+		w.Sent, w.Done = w.sent.ch, w.done
+		w.wire.Store(&w.sent)
+		if err := w.tooLarge(q.cfg.MaxBytes); err != nil {
+			w.res, w.stage = Result{Verdict: TooLarge, Err: err}, ended
+			q.drop(w, nil) // never sent
+			return
+		}
 	}
 	q.mu.Lock()
 	if q.closed {
-		endClosedLocked(w)
 		q.mu.Unlock()
-		q.drop(w)
+		closedErr := q.c.Closed()
+		q.mu.Lock()
+		endClosedLocked(w, closedErr) // nobody else has w yet
+		q.mu.Unlock()
+		q.drop(w, closedErr)
 		return
 	}
 	q.queue = append(q.queue, w)
@@ -247,7 +263,7 @@ func (q *Queue) takeLocked() [][]*Write {
 	ops, size, n := 0, 0, 0
 	for n < len(q.queue) {
 		w := q.queue[n]
-		if n > 0 && (ops+len(w.ops) > q.cfg.MaxOps || size+w.size > q.cfg.MaxBytes || q.cfg.OneWrite || w.refusals >= apart) {
+		if n > 0 && (ops+len(w.ops) > q.cfg.MaxOps || headerSize+size+w.size+opHeaderSize > q.cfg.MaxBytes || q.cfg.OneWrite || w.refusals >= apart) {
 			break
 		}
 		ops, size, n = ops+len(w.ops), size+w.size, n+1
@@ -335,13 +351,6 @@ func (w *Write) tell(err error) {
 	}
 }
 
-// onWire closes w.sent, once.
-func (w *Write) onWire() {
-	if w.sent != nil && w.wired.CompareAndSwap(false, true) {
-		close(w.sent)
-	}
-}
-
 // OpPath returns the path an op of a request names (a create's, a
 // delete's, a set's or a check's), "" for anything else.
 func OpPath(op any) string {
@@ -356,15 +365,4 @@ func OpPath(op any) string {
 		return o.Path
 	}
 	return ""
-}
-
-// opSize is about what op adds to a request, in bytes.
-func opSize(op any) int {
-	switch o := op.(type) {
-	case *zk.CreateRequest:
-		return len(o.Path) + len(o.Data) + 64*len(o.Acl) + 32
-	case *zk.SetDataRequest:
-		return len(o.Path) + len(o.Data) + 32
-	}
-	return len(OpPath(op)) + 16
 }

@@ -24,6 +24,11 @@ import (
 //	dc:B   the connection drops; B says of each written request not yet
 //	       applied whether the server applies it first (a) or never (d)
 //	rc     reconnect in the same session; rn: in a new one (expiry)
+//	xp     the connection down, the client learns its session expired
+//	       (SessionID says 0 until rn)
+//	ex:B   the connection drops (B as for dc) with requests handed to it
+//	       and not yet written, and comes back in a new session: they go
+//	       out in it (go-zookeeper keeps them), sealed in the old one
 //	odN    an operator deletes the first node of lock path N
 //	rpN    the container lock path N is reaped (when empty)
 //	dnN    an ACL on lock path N refuses deletes (lifted at the end)
@@ -38,22 +43,7 @@ func (w *world) events(faults bool) []string {
 			evs = append(evs, "t"+strconv.Itoa(t.id))
 		}
 	}
-	if w.state == connUp {
-		if len(w.unwritten) > 0 {
-			for i := range w.unwritten[0] {
-				evs = append(evs, "wr"+strconv.Itoa(i))
-			}
-		}
-		for _, r := range w.wire {
-			if !r.applied {
-				evs = append(evs, "ap")
-				break
-			}
-		}
-		if len(w.wire) > 0 && w.wire[0].applied {
-			evs = append(evs, "an")
-		}
-	}
+	evs = append(evs, w.wireEvents()...)
 	for i, c := range w.callers {
 		if w.ready(c) {
 			evs = append(evs, "c"+strconv.Itoa(i))
@@ -69,6 +59,29 @@ func (w *world) events(faults bool) []string {
 	}
 	if faults {
 		evs = append(evs, w.faults()...)
+	}
+	return evs
+}
+
+// wireEvents lists what the connection can do: write, apply, answer.
+func (w *world) wireEvents() []string {
+	var evs []string
+	if w.state != connUp {
+		return nil
+	}
+	if len(w.unwritten) > 0 {
+		for i := range w.unwritten[0] {
+			evs = append(evs, "wr"+strconv.Itoa(i))
+		}
+	}
+	for _, r := range w.wire {
+		if !r.applied {
+			evs = append(evs, "ap")
+			break
+		}
+	}
+	if len(w.wire) > 0 && w.wire[0].applied {
+		evs = append(evs, "an")
 	}
 	return evs
 }
@@ -93,17 +106,7 @@ func (w *world) faults() []string {
 	if b.close {
 		evs = append(evs, "cl")
 	}
-	switch w.state {
-	case connUp:
-		if b.drops > 0 {
-			evs = append(evs, "dc")
-		}
-	case connDown:
-		evs = append(evs, "rc")
-		if b.expiries > 0 {
-			evs = append(evs, "rn")
-		}
-	}
+	evs = append(evs, w.connFaults()...)
 	for i := range w.lockPaths() {
 		if b.opDeletes > 0 {
 			evs = append(evs, "od"+strconv.Itoa(i))
@@ -116,6 +119,27 @@ func (w *world) faults() []string {
 		}
 	}
 	return evs
+}
+
+// connFaults lists the connection's faults the budget still allows: a
+// drop, up; back, in a session or another, down.
+func (w *world) connFaults() []string {
+	b := w.budget
+	switch {
+	case w.state == connUp && b.expiries > 0 && len(w.unwritten) > 0 && b.drops > 0:
+		return []string{"dc", "ex"}
+	case w.state == connUp && b.expiries > 0 && len(w.unwritten) > 0:
+		return []string{"ex"}
+	case w.state == connUp && b.drops > 0:
+		return []string{"dc"}
+	case w.state != connDown:
+		return nil
+	case w.noSession:
+		return []string{"rn"}
+	case b.expiries > 0:
+		return []string{"rc", "rn", "xp"}
+	}
+	return []string{"rc"}
 }
 
 // outcomes draws, for a drop or a close, whether the server applies each
@@ -180,10 +204,18 @@ func (w *world) fault(kind string, n int, arg string) {
 		w.recs.expect = nil
 		w.drop(apply)
 	case "rc", "rn":
-		if kind == "rn" {
+		if kind == "rn" && !w.noSession {
 			w.budget.expiries--
 		}
 		w.reconnect(kind == "rn")
+	case "xp":
+		w.budget.expiries--
+		w.learnExpiry()
+	case "ex":
+		w.budget.expiries--
+		w.recs.expect = nil
+		w.drop(apply)
+		w.reconnect(true)
 	case "cl":
 		w.budget.close = false
 		w.recs.expect = nil
@@ -268,7 +300,8 @@ func (w *world) cleanUp() {
 	w.drain(20000)
 }
 
-// heal brings a dropped connection back, in the same session.
+// heal brings a dropped connection back, in the same session (a new
+// one, if the client learnt it expired).
 func (w *world) heal() {
 	if w.state == connDown {
 		w.logf("-- rc (settling)")
@@ -300,7 +333,7 @@ func explore(seed uint64, steps int, logged bool) (events, failures []string, lo
 			break
 		}
 		ev := evs[rng.IntN(len(evs))]
-		if ev == "dc" || ev == "cl" {
+		if ev == "dc" || ev == "cl" || ev == "ex" {
 			ev += ":" + w.outcomes(rng)
 		}
 		w.do(ev, true)

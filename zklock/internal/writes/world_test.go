@@ -63,8 +63,10 @@ type wireReq struct {
 	what      string
 	written   bool
 	applied   bool
-	answer    writes.Answer
-	appliedAt int // the server's order of application (reads too)
+	answer    writes.Answer // what the server answered, when it applied it
+	appliedAt int           // the server's order of application (reads too)
+	appliedIn int64         // the session it was applied in
+	got       writes.Answer // what the writer got (a drop's error, or answer)
 }
 
 // connState is the connection double's state.
@@ -76,38 +78,20 @@ const (
 	connGone // closed by the Session's Close (a connection of its own)
 )
 
-// simTimer is a timer of the writer's clock.
-type simTimer struct {
-	w        *world
-	deadline time.Duration
-	f        func()
-	armed    bool
-}
-
-func (t *simTimer) Stop() bool {
-	was := t.armed
-	t.armed = false
-	return was
-}
-
-func (t *simTimer) Reset(d time.Duration) bool {
-	was := t.armed
-	t.deadline, t.armed = t.w.now+d, true
-	return was
-}
-
 // world is one schedule's state.
 type world struct {
-	seed   uint64
-	cfg    writes.Config
-	q      *writes.Queue
-	tree   *memzk.Tree
-	now    time.Duration
-	state  connState
-	closed bool // the Session closed: Connected says false
-	sid    int64
-	nextID int64
-	budget budget
+	seed      uint64
+	cfg       writes.Config
+	q         *writes.Queue
+	tree      *memzk.Tree
+	now       time.Duration
+	state     connState
+	closed    bool // the Session closed: Connected says false
+	sid       int64
+	noSession bool // the client learnt its session expired: SessionID says 0
+	noTap     bool // the session cannot see its writes: Written is never called
+	nextID    int64
+	budget    budget
 
 	tasks   []*task
 	current *task
@@ -146,10 +130,16 @@ func (w *world) conn() writes.Conn {
 			w.block(waitConnected)
 			return !w.closed && w.state == connUp
 		},
-		SessionID: func() int64 { return w.sid },
-		Lead:      func() { w.block(waitLead) },
-		Send:      w.send,
-		Ended:     func(sent bool, rtt time.Duration) { w.ended++ },
+		SessionID: func() int64 {
+			if w.noSession {
+				w.cover(coverSessionZero)
+				return 0
+			}
+			return w.sid
+		},
+		Lead:  func() { w.block(waitLead) },
+		Send:  w.send,
+		Ended: func(sent bool, rtt time.Duration) { w.ended++ },
 		DeleteApart: func(node string, owner int64) {
 			w.cover(coverHandedOver)
 			w.bg = append(w.bg, &bgJob{node: node, owner: owner})
@@ -168,6 +158,8 @@ func (w *world) conn() writes.Conn {
 			w.timers = append(w.timers, t)
 			return t
 		},
+		Closed:          func() error { return errSessionClosed },
+		GoneWithSession: errGone,
 	}
 }
 
@@ -176,6 +168,10 @@ func (w *world) conn() writes.Conn {
 func (w *world) send(reqs []*writes.Request) []writes.Answer {
 	w.rounds++
 	w.checkRound(reqs)
+	w.checkSizes(reqs)
+	if w.closed {
+		w.cover(coverSentAfterClose) // Lead returned as the Session closed
+	}
 	call := &sendCall{answers: make([]writes.Answer, len(reqs)), left: len(reqs)}
 	slot := make([]*wireReq, len(reqs))
 	for i, r := range reqs {
@@ -265,7 +261,7 @@ func (w *world) write(i int) {
 	}
 	r.written = true
 	w.wire = append(w.wire, r)
-	if r.req != nil {
+	if r.req != nil && !w.noTap {
 		r.req.Written()
 	}
 	w.logf("write #%d %s", r.id, r.what)
@@ -285,7 +281,7 @@ func (w *world) apply() {
 func (w *world) applyReq(r *wireReq) {
 	r.applied = true
 	w.applies++
-	r.appliedAt = w.applies
+	r.appliedAt, r.appliedIn = w.applies, w.sid
 	if r.own != nil {
 		r.answer = r.own(w)
 		w.logf("apply #%d %s: %v", r.id, r.what, r.answer.Err)
@@ -325,6 +321,7 @@ func (w *world) answer() {
 func (w *world) deliver(r *wireReq, a writes.Answer) {
 	w.logf("answer #%d %s: %v", r.id, r.what, a.Err)
 	if r.call != nil {
+		r.got = a
 		w.recs.answered(w, r, a)
 		r.call.answers[r.idx] = a
 		r.call.left--
@@ -333,30 +330,6 @@ func (w *world) deliver(r *wireReq, a writes.Answer) {
 	if r.done != nil {
 		r.done(w, a)
 	}
-}
-
-// fire fires the earliest armed timer, time moving to its deadline.
-func (w *world) fire() {
-	var first *simTimer
-	for _, t := range w.timers {
-		if t.armed && (first == nil || t.deadline < first.deadline) {
-			first = t
-		}
-	}
-	first.armed = false
-	w.now = max(w.now, first.deadline)
-	w.logf("timer fires at %v", w.now)
-	w.spawn(first.f)
-	w.tasks[len(w.tasks)-1].timer = true
-}
-
-func (w *world) armedTimer() bool {
-	for _, t := range w.timers {
-		if t.armed {
-			return true
-		}
-	}
-	return false
 }
 
 func (w *world) logf(format string, args ...any) {
@@ -377,6 +350,10 @@ func newWorld(seed uint64, logged bool) *world {
 	w := &world{seed: seed, tree: memzk.New(), yield: make(chan *task), nextID: 1, sid: 1}
 	w.cfg = writes.Config{MaxOps: 2 + gen.IntN(5), MaxBytes: 1 << 20, MaxApart: 1 + gen.IntN(3), FoldWait: time.Millisecond,
 		OneWrite: gen.IntN(10) == 0, KeepDeletesOnClose: gen.IntN(3) == 0}
+	if gen.IntN(2) == 0 {
+		w.cfg.MaxBytes = 200 + gen.IntN(600) // a few writes a request; some writes too large alone
+	}
+	w.noTap = gen.IntN(8) == 0
 	w.budget = budget{drops: gen.IntN(4), expiries: gen.IntN(3), ctxEnds: gen.IntN(7), opDeletes: gen.IntN(3),
 		reaps: gen.IntN(3), denials: gen.IntN(2), flushes: gen.IntN(3), close: gen.IntN(4) == 0}
 	if logged {

@@ -3,9 +3,12 @@ package writes
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/mutant"
 )
 
 // The writer: a goroutine that takes a round from the head of the queue,
@@ -75,6 +78,7 @@ func (q *Queue) seal(round [][]*Write) (reqs []*Request, sid int64) {
 				continue
 			}
 			w.stage = sealed
+			w.resealed()
 			r.Writes = append(r.Writes, w)
 			r.Ops = append(r.Ops, w.ops...)
 		}
@@ -85,7 +89,7 @@ func (q *Queue) seal(round [][]*Write) (reqs []*Request, sid int64) {
 	}
 	q.mu.Unlock()
 	for _, w := range moot {
-		w.tell(ErrSessionOver) // outside q.mu: told may call the queue
+		w.tell(q.c.GoneWithSession) // outside q.mu: told may call the queue
 	}
 	return reqs, sid
 }
@@ -121,6 +125,9 @@ func (q *Queue) settle(r *Request, a Answer, sentIn, answeredIn int64, rtt time.
 		case failing >= off && failing < off+len(w.ops):
 			again = q.end(w, Result{Verdict: Refused, Results: res, Op: failing - off, Err: a.Results[failing].Error, Session: answeredIn}, rtt, again)
 		default:
+			if mutant.On(mutDeleteToldNeighbour) {
+				w.tell(a.Err) // seeded bug: a delete told its batch's refusal, another write's
+			}
 			w.refusals++ // refused for another write's op: nothing of it applied
 			again = append(again, w)
 		}
@@ -152,7 +159,7 @@ func (q *Queue) end(w *Write, r Result, rtt time.Duration, again []*Write) []*Wr
 		q.c.Ended(true, rtt)
 	}
 	if w.kind == Delete {
-		w.tell(r.Err)
+		w.tell(q.deleteTold(w, r))
 		switch {
 		case r.Verdict == Applied || r.Verdict == Refused && errors.Is(r.Err, zk.ErrNoNode):
 		case r.Verdict == Refused: // an ACL, say: retried alone, backing off
@@ -164,30 +171,29 @@ func (q *Queue) end(w *Write, r Result, rtt time.Duration, again []*Write) []*Wr
 	}
 	q.mu.Lock()
 	w.res, w.stage = r, ended
-	abandoned := w.abandoned
+	abandoned, sweep := w.abandoned, w.sweep
 	q.mu.Unlock()
 	w.finish()
 	if abandoned {
-		again = q.orphaned(w, again)
+		// At the head of the queue, so that no later create of the
+		// session on its path goes first.
+		if d := q.leftOver(w, sweep); d != nil {
+			again = append(again, d)
+		}
 	}
 	return again
 }
 
-// orphaned cleans up after a create whose caller gave up once it was
-// sealed: what it made is deleted, at the head of the queue, so that no
-// later create of the session on its path goes first; a create whose
-// outcome or owner is unknown is looked for by its GUID (sweep).
-func (q *Queue) orphaned(w *Write, again []*Write) []*Write {
-	switch {
-	case w.kind != Create:
-	case w.res.Verdict == Applied && w.res.Session != 0:
-		node := w.res.Results[0].String
-		q.c.Queued(w.path, node, w.res.Session)
-		again = append(again, newDelete(w.path, node, w.res.Session))
-	case w.res.Verdict == Applied || w.res.Verdict == Unknown:
-		w.sweep()
+// deleteTold is what a delete's first outcome r tells its handler: the
+// error of its own op, or of its request, but a refusal for the node's
+// absence once its node's session is over (the answer came in another
+// session: a request sealed in the old one and sent in the new), which is
+// Conn.GoneWithSession, as when it is dropped unsent.
+func (q *Queue) deleteTold(w *Write, r Result) error {
+	if r.Verdict == Refused && errors.Is(r.Err, zk.ErrNoNode) && w.owner != 0 && r.Session != w.owner && !mutant.On(mutGoneToldNoNode) {
+		return q.c.GoneWithSession
 	}
-	return again
+	return r.Err
 }
 
 // requeue puts writes back at the head of the queue, in their order,
@@ -228,5 +234,39 @@ func (q *Queue) requeue(ws []*Write) {
 func (r *Request) Written() {
 	for _, w := range r.Writes {
 		w.onWire()
+	}
+}
+
+// wireMark is closed once a request is on the wire, or its write is
+// over. A write's first request's is its Sent. A write sealed again,
+// after a batch it was on the wire in was refused at another write's op,
+// gets one of its own (resealed): what a caller who then gives it up waits
+// for before it is told the outcome is unknown, so that what it sends next
+// goes after that request, not after the refused one.
+type wireMark struct {
+	ch     chan struct{}
+	closed atomic.Bool
+}
+
+func (m *wireMark) close() {
+	if m.closed.CompareAndSwap(false, true) {
+		close(m.ch)
+	}
+}
+
+// resealed gives w a mark of its own for the request it is being sealed
+// into, when its last one was on the wire already. q.mu is held.
+func (w *Write) resealed() {
+	if m := w.wire.Load(); m != nil && m.closed.Load() {
+		w.wire.Store(&wireMark{ch: make(chan struct{})})
+	}
+}
+
+// onWire closes the mark of the request w is sealed into, and Sent, once
+// each (a delete has neither).
+func (w *Write) onWire() {
+	if m := w.wire.Load(); m != nil {
+		m.close()
+		w.sent.close()
 	}
 }
