@@ -152,7 +152,7 @@
 // afresh: the instances it leaves the tick to count as alive again only by
 // writing after it. So an instance that leaves costs a job at most the one
 // tick left to it; the next tick's attempts no longer step back for it
-// (runrec.TestSpreadFleetChurn, gocronlock.TestSpreadAfterALeave and
+// (runrec.TestSpreadFleetChurn, TestSpreadAfterALeave and
 // TestFleetSpreadLeave). The run node's format is the one of gocronlock's
 // versions before this package: instances of those, which keep a writer in
 // the list until the next run, can share a fleet with these

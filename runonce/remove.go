@@ -30,7 +30,7 @@ import (
 // deletes the node conditional on its version. An instance that writes
 // the node meanwhile still schedules the job: RemoveJob then deletes
 // nothing and returns an error matching ErrJobActive
-// (gocronlock.TestRemoveJobWhileScheduled). The argument counts on the fleet's lock
+// (TestRemoveJobWhileScheduled). The argument counts on the fleet's lock
 // timeouts being at most this Runner's, as its windows are one value.
 //
 // A job removed while an instance still schedules it, but whose last run

@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/tierlock/tierlock/internal/oncehook"
 	"github.com/tierlock/tierlock/internal/runrec"
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -62,26 +61,6 @@ type job struct {
 	calls    atomic.Int64 // Claim calls
 	warnedAt atomic.Int64 // the last failure warned of (Unix ns)
 	checks   checks       // envelope.go
-}
-
-// The tests' hooks (internal/oncehook): set once, before any test runs.
-func init() {
-	oncehook.JobCount = func(r any) int {
-		run := r.(*Runner)
-		run.mu.Lock()
-		defer run.mu.Unlock()
-		return len(run.jobs)
-	}
-	oncehook.NodeName = nodeName
-	oncehook.SetAfterRead = func(fn func(string)) func() {
-		testHookAfterRead = fn
-		return func() { testHookAfterRead = nil }
-	}
-	oncehook.SetOverloadSettle = func(d time.Duration) func() {
-		old := overloadSettle
-		overloadSettle = d
-		return func() { overloadSettle = old }
-	}
 }
 
 // New returns a Runner whose jobs live below root, an absolute ZooKeeper

@@ -201,7 +201,7 @@ func TestObserverEvents(t *testing.T) {
 // a common boundary, as the adapter words it (WithBoundaryHint).
 func TestBoundaryHint(t *testing.T) {
 	root := zktest.Path(t)
-	s, logs := logged(t)
+	s, logs := logged(t, zktest.Servers(t))
 	const w, p = 60 * time.Millisecond, 300 * time.Millisecond
 	offs := []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}
 	var rs []*runonce.Runner

@@ -22,6 +22,7 @@ import (
 	"github.com/go-co-op/gocron/v2"
 
 	"github.com/tierlock/tierlock/gocronlock"
+	"github.com/tierlock/tierlock/runonce"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -85,7 +86,7 @@ func distribute(s *zklock.Session, out io.Writer, root string, every time.Durati
 	}
 	// Half the period: copies whose timers fire up to every/2 apart still
 	// run each tick once.
-	l, err := gocronlock.NewLocker(s, root+"/jobs", gocronlock.WithWindow(every/2))
+	l, err := gocronlock.NewLocker(s, root+"/jobs", runonce.WithWindow(every/2))
 	if err != nil {
 		return nil, nil, err
 	}

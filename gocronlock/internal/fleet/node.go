@@ -22,6 +22,7 @@ import (
 	"github.com/go-co-op/gocron/v2"
 
 	"github.com/tierlock/tierlock/gocronlock"
+	"github.com/tierlock/tierlock/runonce"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -57,11 +58,11 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.period, "period", time.Second, "every job's period")
 	fs.DurationVar(&c.offset, "offset", 0, "this instance's timer offset from the common start")
 	fs.DurationVar(&c.duration, "duration", 15*time.Second, "how long to schedule, from the start")
-	fs.DurationVar(&c.window, "window", gocronlock.DefaultWindow, "the Locker's window")
+	fs.DurationVar(&c.window, "window", runonce.DefaultWindow, "the Locker's window")
 	fs.DurationVar(&c.sessionTimeout, "session-timeout", 4*time.Second, "ZooKeeper session timeout")
 	fs.DurationVar(&c.workMin, "work-min", time.Millisecond, "shortest job")
 	fs.DurationVar(&c.workMax, "work-max", 50*time.Millisecond, "longest job")
-	fs.BoolVar(&c.spread, "spread", false, "spread the runs over the fleet (gocronlock.WithSpread)")
+	fs.BoolVar(&c.spread, "spread", false, "spread the runs over the fleet (runonce.WithSpread)")
 	fs.BoolVar(&c.noStart, "no-start", false, "duration jobs without a start time: the scheduler starts at start+offset, each job's phase its own")
 	fs.BoolVar(&c.join, "join", false, "join a fleet already running (an instance that comes back): schedule from its next tick a period from now on, the ticks still numbered from -start")
 	fs.Int64Var(&startMs, "start", 0, "common start, Unix ms: tick 0 of every job (default: the next whole second)")
@@ -117,10 +118,10 @@ func run(ctx context.Context, c config, rec *recorder) error {
 		defer e.Close()
 		opt = gocron.WithDistributedElector(e)
 	} else {
-		opts := []gocronlock.LockerOption{gocronlock.WithWindow(c.window), gocronlock.WithInstanceName(c.name),
-			gocronlock.WithObserver(rec.lat.observe)}
+		opts := []runonce.Option{runonce.WithWindow(c.window), runonce.WithInstanceName(c.name),
+			runonce.WithObserver(rec.lat.observe)}
 		if c.spread {
-			opts = append(opts, gocronlock.WithSpread())
+			opts = append(opts, runonce.WithSpread())
 		}
 		l, err := gocronlock.NewLocker(s, c.root, opts...)
 		if err != nil {

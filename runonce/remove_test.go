@@ -1,25 +1,50 @@
-package gocronlock_test
+package runonce_test
 
 import (
 	"errors"
 	"fmt"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-co-op/gocron/v2"
-
-	"github.com/tierlock/tierlock/gocronlock"
 	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/runonce"
 )
+
+// TestRemoveJob (issue 39, item 4): a retired job's run node goes, and
+// with it the job's node; a job held elsewhere is refused.
+func TestRemoveJob(t *testing.T) {
+	root := zktest.Path(t)
+	a, s := newRunner(t, root)
+	b, _ := newRunner(t, root)
+	ctx := zktest.Context(t, 20*time.Second)
+	held, err := a.Claim(ctx, "retired")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.RemoveJob(ctx, "retired"); !errors.Is(err, runonce.ErrLockHeld) {
+		t.Errorf("RemoveJob while held: %v, want ErrLockHeld", err)
+	}
+	_ = held.Release()
+	zktest.Eventually(t, 5*time.Second, "RemoveJob", func() bool { return b.RemoveJob(ctx, "retired") == nil })
+	if last, err := a.LastRun(ctx, "retired"); err != nil || !last.At.IsZero() {
+		t.Errorf("LastRun after RemoveJob: %+v, %v", last, err)
+	}
+	for _, p := range []string{"/retired/run", "/retired/lock", "/retired"} {
+		if ok, _, _ := s.Conn().Exists(root + p); ok {
+			t.Errorf("%s is still there", p)
+		}
+	}
+	if err := b.RemoveJob(ctx, "never-ran"); err != nil {
+		t.Errorf("RemoveJob of a job that never ran: %v", err)
+	}
+}
 
 // TestUnknownKeysLeaveNothing (issue 43, item 10): LastRun and RemoveJob
 // of keys this instance never scheduled leave no job entry (and no lock)
 // behind: they made one per key, never removed.
 func TestUnknownKeysLeaveNothing(t *testing.T) {
 	root := zktest.Path(t)
-	l, _ := newLocker(t, root)
+	l, _ := newRunner(t, root)
 	ctx := zktest.Context(t, 60*time.Second)
 	if ran, err := runOnce(ctx, l, "scheduled", nil); !ran {
 		t.Fatal(err)
@@ -33,41 +58,8 @@ func TestUnknownKeysLeaveNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := gocronlock.JobCount(l); got != 1 {
+	if got := runonce.JobCount(l); got != 1 {
 		t.Errorf("%d job entries after LastRun and RemoveJob of %d unknown keys, want 1 (the scheduled job's)", got, 2*n)
-	}
-}
-
-// TestUpdatedJobNotShared (issue 43, item 10): gocron's Scheduler.Update
-// replaces a job by one of the same name, with a context of its own; the
-// Locker took the new context for a second job sharing the key and logged
-// an Error. A job replaced is not two jobs.
-func TestUpdatedJobNotShared(t *testing.T) {
-	s, logs := logged(t, zktest.Servers(t))
-	l, err := gocronlock.NewLocker(s, zktest.Path(t), gocronlock.WithWindow(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	sched, err := gocron.NewScheduler(gocron.WithDistributedLocker(l))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sched.Shutdown()
-	var runs atomic.Int32
-	task := gocron.NewTask(func() { runs.Add(1) })
-	j, err := sched.NewJob(gocron.DurationJob(100*time.Millisecond), task, gocron.WithName("report"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sched.Start()
-	zktest.Eventually(t, 5*time.Second, "two runs", func() bool { return runs.Load() >= 2 })
-	if _, err := sched.Update(j.ID(), gocron.DurationJob(150*time.Millisecond), task, gocron.WithName("report")); err != nil {
-		t.Fatal(err)
-	}
-	zktest.Eventually(t, 5*time.Second, "two runs after the update", func() bool { return runs.Load() >= 4 })
-	if out := logs.String(); strings.Contains(out, "share one lock key") {
-		t.Errorf("a job updated was taken for two jobs sharing a key:\n%s", out)
 	}
 }
 
@@ -82,10 +74,10 @@ func TestUpdatedJobNotShared(t *testing.T) {
 func TestRemoveJobWhileScheduled(t *testing.T) {
 	root := zktest.Path(t)
 	const w = 300 * time.Millisecond
-	opts := []gocronlock.LockerOption{gocronlock.WithWindow(w), gocronlock.WithLockTimeout(300 * time.Millisecond)}
-	a, s := newLocker(t, root, opts...)
-	b, _ := newLocker(t, root, opts...)
-	c, _ := newLocker(t, root, opts...)
+	opts := []runonce.Option{runonce.WithWindow(w), runonce.WithLockTimeout(300 * time.Millisecond)}
+	a, s := newRunner(t, root, opts...)
+	b, _ := newRunner(t, root, opts...)
+	c, _ := newRunner(t, root, opts...)
 	ctx := zktest.Context(t, 20*time.Second)
 	ranAt := time.Now()
 	if ran, err := runOnce(ctx, a, "job", nil); !ran {
@@ -111,7 +103,7 @@ func TestRemoveJobWhileScheduled(t *testing.T) {
 	}
 	err := <-removed
 	t.Logf("C's attempt %v after A's run; RemoveJob: %v", at.Round(time.Millisecond), err)
-	if !errors.Is(err, gocronlock.ErrJobActive) {
+	if !errors.Is(err, runonce.ErrJobActive) {
 		t.Errorf("RemoveJob of a job an instance wrote meanwhile: %v, want ErrJobActive", err)
 	}
 	if ok, _, _ := s.Conn().Exists(root + "/job/run"); !ok {
