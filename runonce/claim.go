@@ -96,6 +96,9 @@ func (r *Runner) attempt(ctx context.Context, j *job, p *probe) (decision, error
 	if errors.Is(err, zk.ErrNoNode) {
 		// The job's first run: nothing before it, so the write runs
 		// (createRun makes its parents, persistent).
+		if err := r.enter(p); err != nil {
+			return d, err
+		}
 		d.rec.Delay = time.Since(entry).Milliseconds()
 		p.ask(r, ctx)
 		err := r.createRun(ctx, conn, j, d.rec.Encode())
@@ -123,6 +126,9 @@ func (r *Runner) attempt(ctx context.Context, j *job, p *probe) (decision, error
 	d.rec.Prev, d.rec.Epoch = stat.Mtime, runrec.EpochOf(stat.Mzxid)
 	if r.cfg.spread {
 		d.rec.Recent, d.rec.Since, d.rec.Yield = d.prev.Recent, d.prev.Since, d.prev.Yields(r.by)
+	}
+	if err := r.enter(p); err != nil {
+		return d, err
 	}
 	// Measured last, as near the send as the Runner can: the read's
 	// latency leaves the tick's spread (see the package doc).

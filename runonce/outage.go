@@ -60,6 +60,7 @@ func (h *heard) note(err error) bool {
 type probe struct {
 	entry   time.Time // Claim's entry: the timer's firing, as near as the Runner knows it
 	pending int64     // the send of the request being waited for (heard's clock); 0: none
+	entered bool      // admitted to writing (close.go)
 }
 
 // ask notes a request about to be sent; got, its return (err): an answer,
@@ -117,12 +118,15 @@ const (
 	failedLate                    // ZooKeeper answered, too late for the Claim: overload
 	failedCancelled               // the caller's context ended: the program stops the job
 	failedSilent                  // ZooKeeper silent, not yet for long: nothing told
+	failedClosed                  // the Runner was closed: the program's own doing
 )
 
 // kindOf classifies err, a Claim's failure; ctx is the caller's (not Claim's
 // own deadline).
 func (r *Runner) kindOf(ctx context.Context, err error, p *probe) failureKind {
 	switch {
+	case errors.Is(err, ErrClosed):
+		return failedClosed
 	case ctx.Err() != nil:
 		return failedCancelled
 	case r.s.State() != zklock.StateConnected:

@@ -10,9 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
-	"github.com/tierlock/tierlock/internal/runrec"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -44,6 +41,7 @@ type Runner struct {
 	mu     sync.Mutex
 	jobs   map[string]*job
 	closed bool
+	claims sync.WaitGroup // claims that may write (close.go)
 
 	rootMu   sync.Mutex // held while the root is made (rootReady)
 	rootMade bool
@@ -126,6 +124,7 @@ func (r *Runner) Claim(ctx context.Context, key string) (*Claim, error) {
 	}
 	lockCtx, cancel := context.WithTimeout(ctx, r.cfg.timeout)
 	defer cancel()
+	defer r.leave(p)
 	h, d, err := r.take(lockCtx, j, p)
 	if d.decided || d.local || errors.Is(err, ErrLockHeld) {
 		r.reached() // ZooKeeper answered
@@ -176,48 +175,6 @@ func (r *Runner) Do(ctx context.Context, key string, fn func(ctx context.Context
 	}
 	defer func() { err = errors.Join(err, c.Release()) }()
 	return fn(c.Context())
-}
-
-// report logs a Claim's outcome (a skip at Debug; a failure once per
-// outage, or once a minute per job) and tells the observer.
-func (r *Runner) report(ctx context.Context, j *job, p *probe, err error) {
-	latency := time.Since(p.entry)
-	r.late.observe(latency)
-	switch o := outcomeOf(err); {
-	case o == Ran:
-	case o != Failed:
-		r.log.Debug("run skipped", "job", j.key, "reason", err)
-	default:
-		r.failed(ctx, j, p, err)
-	}
-	r.calm()
-	if r.cfg.observe != nil {
-		r.cfg.observe(Event{Job: j.key, Outcome: outcomeOf(err), Latency: latency, Err: err})
-	}
-}
-
-// failed logs a failed Claim by what it met: ZooKeeper silent for long
-// (the outage's lines) or not yet (Debug), lateness (overload's), the
-// caller's context ended (the program stops the job: Debug), or anything
-// else (once a minute per job).
-func (r *Runner) failed(ctx context.Context, j *job, p *probe, err error) {
-	switch r.kindOf(ctx, err, p) {
-	case failedCancelled:
-		r.log.Debug("run skipped: the job's context ended", "job", j.key, "err", err)
-	case failedSilent:
-		r.log.Debug("run skipped: ZooKeeper silent", "job", j.key, "err", err)
-	case failedUnreachable:
-		r.unreachable(err)
-	case failedLate:
-		if !r.duringOutage(true) {
-			r.tellLate(j, lateWhat(err))
-		}
-	default:
-		now, last := time.Now().UnixNano(), j.warnedAt.Load()
-		if now-last >= int64(time.Minute) && j.warnedAt.CompareAndSwap(last, now) {
-			r.log.Warn("run skipped: lock failed (warned once a minute per job)", "job", j.key, "err", err)
-		}
-	}
 }
 
 // job returns the state of key, making it on first use.
@@ -272,83 +229,4 @@ func (r *Runner) newJob(key, dir string) (*job, error) {
 	}
 	j.lock = lock
 	return j, nil
-}
-
-// Run is a job's last run, as its run node records it.
-type Run struct {
-	// At is the ZooKeeper server's time of the run's start: its timer's
-	// firing (see the package doc). After a change of ensemble leader or a
-	// step back of the leader's clock, it is the time the rule counts
-	// from instead, on the new clock. The zero time if the job never ran.
-	At time.Time
-	// By names the instance that made the run (WithInstanceName).
-	By string
-	// Runs counts the runs the node has recorded.
-	Runs int64
-	// Window is the window of the node's last writer.
-	Window time.Duration
-}
-
-// LastRun returns the job's last run as its run node records it; the zero
-// Run if the job never ran (the node does not exist). It keeps nothing in
-// memory for a key this instance does not claim.
-func (r *Runner) LastRun(ctx context.Context, key string) (Run, error) {
-	if r == nil {
-		return Run{}, ErrNil
-	}
-	if ctx == nil {
-		return Run{}, ErrNilContext
-	}
-	dir, err := r.dir(key)
-	if err != nil {
-		return Run{}, err
-	}
-	if r.isClosed() {
-		return Run{}, ErrClosed
-	}
-	data, stat, err := getNode(ctx, r.s.Conn(), path.Join(dir, runName))
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		return Run{}, nil
-	case err != nil:
-		return Run{}, fmt.Errorf("runonce: job %q: read run node: %w", key, err)
-	}
-	last := runrec.Derive(data, stat.Mtime, stat.Mzxid)
-	return Run{At: time.UnixMilli(last.At), By: last.By, Runs: last.Runs, Window: time.Duration(last.Window) * time.Millisecond}, nil
-}
-
-// isClosed reports whether Close was called.
-func (r *Runner) isClosed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.closed
-}
-
-// Close releases the locks of runs still going (their contexts are
-// cancelled, with a cause matching ErrClosed) and detaches the Runner from
-// its session; later Claim calls return ErrClosed. It leaves the run
-// nodes, which the next instances need. Close is idempotent.
-func (r *Runner) Close() error {
-	if r == nil {
-		return ErrNil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return nil
-	}
-	r.closed = true
-	var errs []error
-	for _, j := range r.jobs {
-		// The run learns it first: its Release then says ErrClosed, not a
-		// loss, whatever zklock says of the hold Close ends.
-		if c := j.run.Load(); c != nil {
-			c.closed.Store(true)
-			c.cancel(errRunClosed)
-		}
-		if err := j.lock.Close(); err != nil && !errors.Is(err, zklock.ErrSessionClosed) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }
