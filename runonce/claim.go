@@ -92,6 +92,7 @@ func (r *Runner) attempt(ctx context.Context, j *job, p *probe) (decision, error
 	d := decision{rec: runrec.Record{Window: ms(j.window), By: r.by}}
 	p.ask(r, ctx)
 	data, stat, err := getNode(ctx, conn, j.runPath)
+	read := time.Now()
 	p.got(r, err)
 	if errors.Is(err, zk.ErrNoNode) {
 		// The job's first run: nothing before it, so the write runs
@@ -117,9 +118,15 @@ func (r *Runner) attempt(ctx context.Context, j *job, p *probe) (decision, error
 	}
 	d.prev = runrec.Derive(data, stat.Mtime, stat.Mzxid)
 	if !r.cfg.spread {
-		if recent, since := r.clock.recent(runrec.EpochOf(stat.Mzxid), entry, d.prev.At, d.rec.Window); recent {
+		rd := clockRead{epoch: runrec.EpochOf(stat.Mzxid), mtime: stat.Mtime, last: d.prev.At, answered: read}
+		recent, since, jump := r.clock.recent(rd, entry, d.rec.Window)
+		if recent {
 			d.local, d.verdict, d.sinceLast = true, runrec.Skip, since // a skip, known without a write
 			return d, nil
+		}
+		if jump > 0 {
+			r.log.Warn("clock jump: this process's clock fell behind the ZooKeeper server's (a host suspend, a stalled clock, or the ensemble leader's clock stepped forward); the Runner reads the server's clock again from its writes",
+				"job", j.key, "behind_at_least", msDuration(jump))
 		}
 	}
 	d.rec.Last, d.rec.LastBy, d.rec.Runs = d.prev.At, d.prev.By, d.prev.Runs

@@ -68,6 +68,12 @@ func (r *Runner) checkEnvelope(j *job, d decision, calls int64) {
 // this instance is late, or a window too wide for the job's period.
 func (r *Runner) firstSkipped(j *job, d decision) {
 	what := "the job's first attempt of a tick found its last run less than a window old: ticks are late or lost"
+	if d.sinceLast < 0 {
+		// A run dated after this attempt's timer: not the window's doing.
+		r.log.Warn("the job's first attempt of a tick found a run dated after its own timer: a clock jump, or this process stalled between its timer and its write",
+			"job", j.key, "run_after_timer_by", msDuration(-d.sinceLast))
+		return
+	}
 	if r.overloaded(j.window) {
 		r.tellLate(j, what)
 		return
