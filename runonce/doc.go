@@ -39,12 +39,21 @@
 //     ErrSlowWrite) is a tick lost;
 //  5. to run, it takes the job's lock without waiting
 //     (zklock.Lock.TryAcquire) and holds it for the run, until
-//     Claim.Release, so that runs do not overlap: a run of an earlier tick
-//     still going elsewhere makes it skip (ErrLockHeld), the tick counted
-//     as run. Otherwise it skips (ErrAlreadyRan).
+//     Claim.Release, so that runs do not overlap. Otherwise it skips
+//     (ErrAlreadyRan).
+//
+// A tick whose lock is held (a run of an earlier tick still going, or a
+// dead instance's hold until its session expires) is lost: an attempt that
+// would write looks at the lock first, unless this process made the last
+// run, writes a step back (never a run) when it is held, and returns
+// ErrLockHeld when its write would have run, so that the record keeps the
+// last run that was made and the other instances do not take the lost
+// tick for a run (lost.go). Each instance tells an episode of lost ticks
+// once, naming the holder, and once when the lock is free again.
 //
 // An attempt costs one read and one write, and a run the lock's create and
-// delete besides; no clock but the server's is compared.
+// delete besides (and a read of the lock's children when another instance
+// made the last run); no clock but the server's is compared.
 //
 // Two instances cannot both run one tick. The decisions form one chain:
 // each write is refused if anyone wrote the node since its read (the

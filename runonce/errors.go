@@ -15,9 +15,11 @@ var (
 	// made it or is making it, or leaves to another: ErrLockHeld,
 	// ErrAlreadyRan and ErrYielded match it.
 	ErrSkipped = errors.New("runonce: run skipped")
-	// ErrLockHeld reports a job whose lock is held elsewhere (another
-	// instance runs it) or by a run of this instance still going: the run
-	// is skipped, not queued. It matches ErrSkipped.
+	// ErrLockHeld reports a tick lost to the job's lock held by a run of
+	// an earlier tick still going (elsewhere, or on this instance) or by a
+	// dead instance's hold until its session expires: the run is skipped,
+	// not queued, and the tick is not counted as run (no instance can run
+	// it while the lock is held). It matches ErrSkipped.
 	ErrLockHeld = fmt.Errorf("%w: job lock held", ErrSkipped)
 	// ErrAlreadyRan reports a tick that a run started less than the job's
 	// window ago, by the server's clock, already covered. It matches

@@ -12,7 +12,8 @@ type Outcome int
 const (
 	// Ran: this instance runs the tick.
 	Ran Outcome = iota
-	// SkippedHeld: the job's lock was held (ErrLockHeld).
+	// SkippedHeld: the job's lock was held (ErrLockHeld): the tick is
+	// lost, not run anywhere while the lock is held.
 	SkippedHeld
 	// SkippedRan: the tick already ran (ErrAlreadyRan).
 	SkippedRan

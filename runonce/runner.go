@@ -56,6 +56,9 @@ type job struct {
 	busy    atomic.Bool           // a Claim of this process holds or takes the lock
 	run     atomic.Pointer[Claim] // the run going on, set by Claim, cleared by Release
 
+	ownNode string      // the node of this process's last hold of the lock (lost.go), under busy
+	held    heldEpisode // ticks lost to the lock held elsewhere (lost.go), under busy
+
 	calls    atomic.Int64 // Claim calls
 	warnedAt atomic.Int64 // the last failure warned of (Unix ns)
 	checks   checks       // envelope.go
@@ -223,7 +226,8 @@ func (r *Runner) newJob(key, dir string) (*job, error) {
 		window = r.cfg.window
 	}
 	j := &job{key: key, runPath: path.Join(dir, runName), window: window}
-	lock, err := zklock.New(r.s, path.Join(dir, lockName), zklock.WithACL(r.cfg.acl), zklock.WithLossHandler(j.lost))
+	lock, err := zklock.New(r.s, path.Join(dir, lockName), zklock.WithACL(r.cfg.acl), zklock.WithLossHandler(j.lost),
+		zklock.WithLabel(r.label()))
 	if err != nil {
 		return nil, fmt.Errorf("runonce: job %q: %w", key, err)
 	}
