@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -72,7 +73,7 @@ func (r *Runner) take(ctx context.Context, j *job, p *probe) (*zklock.Hold, deci
 		r.unCount(ctx, j, d)
 		return nil, d, r.lostToHeld(ctx, j, "")
 	}
-	j.ownNode = h.Node()
+	j.ownNode = path.Base(h.Node())
 	return h, d, nil
 }
 
@@ -163,7 +164,8 @@ func (r *Runner) first(ctx context.Context, conn *zk.Conn, j *job, p *probe, d d
 // skipsLocally decides d without a write when the server-clock note says
 // the last run is certainly recent (serverClock), and tells a clock jump.
 func (r *Runner) skipsLocally(j *job, p *probe, d *decision, stat *zk.Stat, read time.Time) bool {
-	if r.cfg.spread {
+	if r.cfg.spread || d.prev.Removing != "" {
+		// A RemoveJob waits: it must see this attempt (remove.go).
 		return false
 	}
 	rd := clockRead{epoch: runrec.EpochOf(stat.Mzxid), mtime: stat.Mtime, last: d.prev.At, answered: read}

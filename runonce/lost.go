@@ -54,9 +54,10 @@ type heldEpisode struct {
 
 // looksAtLock reports whether an attempt that read prev must look at the
 // job's lock before its write: unless this process made the last run (its
-// hold's node known) and that run is over.
+// hold's node known) and that run is over, and no RemoveJob holds the lock
+// (prev.Removing).
 func (r *Runner) looksAtLock(j *job, prev runrec.Last) bool {
-	return prev.By != r.by || j.ownNode == ""
+	return prev.By != r.by || j.ownNode == "" || prev.Removing != ""
 }
 
 // holder returns the node that holds j's lock, "" when none does or it is

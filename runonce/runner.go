@@ -53,10 +53,12 @@ type job struct {
 	lock    *zklock.Lock
 	runPath string
 	window  time.Duration
-	busy    atomic.Bool           // a Claim of this process holds or takes the lock
-	run     atomic.Pointer[Claim] // the run going on, set by Claim, cleared by Release
+	busy    atomic.Bool             // a Claim of this process holds or takes the lock, or RemoveJob does
+	removal atomic.Pointer[removal] // a RemoveJob under way (remove.go)
+	retired atomic.Bool             // removed: a Claim takes a new entry
+	run     atomic.Pointer[Claim]   // the run going on, set by Claim, cleared by Release
 
-	ownNode string      // the node of this process's last hold of the lock (lost.go), under busy
+	ownNode string      // the name of this process's last hold's lock node (lost.go), under busy
 	held    heldEpisode // ticks lost to the lock held elsewhere (lost.go), under busy
 
 	calls    atomic.Int64 // Claim calls
@@ -120,9 +122,10 @@ func (r *Runner) Claim(ctx context.Context, key string) (*Claim, error) {
 	}
 	calls := j.calls.Add(1)
 	p := &probe{entry: entry}
-	if !j.busy.CompareAndSwap(false, true) {
-		err := fmt.Errorf("%w: job %q: by a run of this instance", ErrLockHeld, key)
-		r.report(ctx, j, p, err)
+	if j, err = r.own(j, key); err != nil {
+		if j != nil {
+			r.report(ctx, j, p, err)
+		}
 		return nil, err
 	}
 	lockCtx, cancel := context.WithTimeout(ctx, r.cfg.timeout)
@@ -159,6 +162,30 @@ func (r *Runner) Claim(ctx context.Context, key string) (*Claim, error) {
 	}
 	r.report(ctx, j, p, nil)
 	return c, nil
+}
+
+// own takes j's busy flag for a Claim, or says why not: a run of this
+// instance still going, or its RemoveJob (which the removal notes). A job
+// removed meanwhile is taken anew.
+func (r *Runner) own(j *job, key string) (*job, error) {
+	for {
+		if j.busy.CompareAndSwap(false, true) {
+			if !j.retired.Load() {
+				return j, nil
+			}
+			j.busy.Store(false)
+			var err error
+			if j, err = r.job(key); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if rm := j.removal.Load(); rm != nil {
+			rm.attempted()
+			return j, fmt.Errorf("%w: job %q: by this instance's RemoveJob (the tick is lost)", ErrLockHeld, key)
+		}
+		return j, fmt.Errorf("%w: job %q: by a run of this instance", ErrLockHeld, key)
+	}
 }
 
 // Do runs fn when this instance runs the tick of key whose timer just

@@ -62,6 +62,10 @@ type Record struct {
 	Recent []string `json:"recent,omitempty"`
 	Since  []string `json:"since,omitempty"`
 	Yield  bool     `json:"yield,omitempty"`
+	// Removing names the instance removing the job (runonce's RemoveJob),
+	// on the records it writes while it waits: an attempt that reads it
+	// writes, so that the remover sees the job still scheduled.
+	Removing string `json:"removing,omitempty"`
 }
 
 // MaxRecent bounds Record.Recent.
@@ -165,6 +169,9 @@ type Last struct {
 	Timeout int64  // the lock timeout of the write's writer, ms (0: not recorded)
 	Writer  string // who wrote last
 	Ran     bool   // the write was itself a run
+	// Removing names the instance removing the job, if the write was its
+	// (see Record.Removing).
+	Removing string
 	// Recent and Since, for spreading: see Record.
 	Recent, Since []string
 }
@@ -177,7 +184,7 @@ func Derive(data []byte, mtime, mzxid int64) Last {
 	if !ok {
 		return Last{At: mtime, Runs: 0}
 	}
-	l := Last{At: r.Last, By: r.LastBy, Runs: r.Runs, Window: r.Window, Timeout: r.Timeout, Writer: r.By}
+	l := Last{At: r.Last, By: r.LastBy, Runs: r.Runs, Window: r.Window, Timeout: r.Timeout, Writer: r.By, Removing: r.Removing}
 	epoch := EpochOf(mzxid)
 	v := r.Verdict(mtime, epoch)
 	l.Recent, l.Since = r.Spread(v == Run, r.SteppedBack(mtime, epoch))

@@ -1,0 +1,93 @@
+package gocronlock_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+
+	"github.com/tierlock/tierlock/gocronlock"
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/runonce"
+)
+
+// newScheduler returns a started gocron scheduler on l, shut down when
+// the test ends.
+func newScheduler(t *testing.T, l *gocronlock.Locker) gocron.Scheduler {
+	t.Helper()
+	s, err := gocron.NewScheduler(gocron.WithDistributedLocker(l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(func() { _ = s.Shutdown() })
+	return s
+}
+
+// TestCleanupWithDefaults (issue 50, item 1), with two real gocron
+// schedulers of a fleet whose window is 3 s: their timers for a tick
+// fire 2 s apart (a one-time job, at T and T+2s). A cleanup Locker made
+// with the defaults removes the job right after the first run: it aged
+// the run by its own window and lock timeout (1.5 s) and deleted the run
+// node, and the second scheduler ran the tick again (7 of 7 before). Three
+// jobs side by side: each tick runs once, and RemoveJob says the job is
+// still scheduled.
+func TestCleanupWithDefaults(t *testing.T) {
+	root := zktest.Path(t)
+	fleet := runonce.WithWindow(3 * time.Second)
+	la, _ := newLocker(t, root, fleet)
+	lb, _ := newLocker(t, root, fleet)
+	cleanup, _ := newLocker(t, root)
+	sa, sb := newScheduler(t, la), newScheduler(t, lb)
+	ctx := zktest.Context(t, 30*time.Second)
+	start := time.Now().Add(time.Second)
+	const jobs = 3
+	var runs [jobs]atomic.Int32
+	removed := make([]error, jobs)
+	var wg sync.WaitGroup
+	for i := range jobs {
+		name := fmt.Sprint("report-", i)
+		task := gocron.NewTask(func() { runs[i].Add(1) })
+		for k, s := range []gocron.Scheduler{sa, sb} {
+			at := start.Add(time.Duration(k) * 2 * time.Second)
+			if _, err := s.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartDateTime(at)), task, gocron.WithName(name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wg.Go(func() {
+			time.Sleep(time.Until(start.Add(200 * time.Millisecond)))
+			removed[i] = cleanup.RemoveJob(ctx, name)
+		})
+	}
+	wg.Wait()
+	time.Sleep(time.Until(start.Add(2500 * time.Millisecond)))
+	for i := range jobs {
+		if n := runs[i].Load(); n != 1 {
+			t.Errorf("report-%d's tick ran %d times, want once", i, n)
+		}
+		if !errors.Is(removed[i], runonce.ErrJobActive) {
+			t.Errorf("report-%d: RemoveJob %v, want ErrJobActive", i, removed[i])
+		}
+	}
+}
+
+// TestRemoveJobUnderItsScheduler (issue 50, item 2): the instance whose
+// gocron scheduler runs a job removes it. RemoveJob returned nil, its own
+// ticks refused locally, and the scheduler made the nodes again at once (8
+// of 8 before): ErrJobActive.
+func TestRemoveJobUnderItsScheduler(t *testing.T) {
+	l, _ := newLocker(t, zktest.Path(t), runonce.WithWindow(50*time.Millisecond), runonce.WithLockTimeout(300*time.Millisecond))
+	s := newScheduler(t, l)
+	var runs atomic.Int32
+	if _, err := s.NewJob(gocron.DurationJob(100*time.Millisecond), gocron.NewTask(func() { runs.Add(1) }), gocron.WithName("report")); err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, 5*time.Second, "two runs", func() bool { return runs.Load() >= 2 })
+	if err := l.RemoveJob(zktest.Context(t, 10*time.Second), "report"); !errors.Is(err, runonce.ErrJobActive) {
+		t.Errorf("RemoveJob of a job its own scheduler runs: %v, want ErrJobActive", err)
+	}
+}
