@@ -63,17 +63,32 @@ func (l *Locker) unnamed(job cron.Job) cron.Job {
 	return &refusedJob{l: l, what: what}
 }
 
-// refusedJob is a job without a name, as Wrapper or Wrap made it: a
-// wrapper of the Locker's met again (Wrap's in a Cron with Wrapper)
-// passes it as it is, told once.
+// nilJob returns the job Wrapper or Wrap makes of a nil job named name
+// (cronlock.Named(name, nil)): it never claims a tick (it would claim the
+// fleet's run of each and make none: issue 50, item 5), and tells the
+// observer at each tick; the Error line is said once, now.
+func (l *Locker) nilJob(name string) cron.Job {
+	err := fmt.Errorf("cronlock: job %q: %w: a nil job, not run", name, runonce.ErrNil)
+	l.log.Error("job is nil: not run, and its ticks left to the instances that have it; give Named or Wrap the job itself", "job", name)
+	return &refusedJob{l: l, what: name, err: err}
+}
+
+// refusedJob is a job refused where it was added (without a name, or
+// nil), as Wrapper or Wrap made it: a wrapper of the Locker's met again
+// (Wrap's in a Cron with Wrapper) passes it as it is, told once.
 type refusedJob struct {
 	l    *Locker
 	what string
+	err  error // ErrUnnamedJob when nil
 }
 
 // Run tells the observer of the tick, and runs nothing.
 func (j *refusedJob) Run() {
-	j.l.r.Observe(runonce.Event{Job: j.what, Outcome: runonce.Failed, Err: ErrUnnamedJob})
+	err := j.err
+	if err == nil {
+		err = ErrUnnamedJob
+	}
+	j.l.r.Observe(runonce.Event{Job: j.what, Outcome: runonce.Failed, Err: err})
 }
 
 // describe names a job for the log: its function's name for a func, its

@@ -94,6 +94,9 @@ func (l *Locker) Wrapper() cron.JobWrapper {
 		case *locked, *refusedJob:
 			return j
 		case named:
+			if j.name == "" {
+				return l.unnamed(j.job)
+			}
 			return l.wrap(j.name, j.job)
 		}
 		return l.unnamed(job)
@@ -126,8 +129,12 @@ func nilLocker(job cron.Job) cron.Job {
 	return cron.FuncJob(func() {})
 }
 
-// wrap returns job locked under name.
-func (l *Locker) wrap(name string, job cron.Job) *locked {
+// wrap returns job locked under name; a nil job is refused (check.go):
+// its ticks would be claimed, the fleet's run of them made by no one.
+func (l *Locker) wrap(name string, job cron.Job) cron.Job {
+	if job == nil {
+		return l.nilJob(name)
+	}
 	return &locked{l: l, name: name, job: job, seq: l.seq.Add(1)}
 }
 
@@ -148,9 +155,7 @@ func (j *locked) Run() {
 	ran := false
 	err := j.l.r.Do(context.Background(), j.name, func(context.Context) error {
 		ran = true
-		if j.job != nil {
-			j.job.Run()
-		}
+		j.job.Run()
 		return nil
 	})
 	if !ran {

@@ -1,6 +1,7 @@
 package gocronlock_test
 
 import (
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -89,5 +90,37 @@ func TestUpdatedJobNotShared(t *testing.T) {
 	zktest.Eventually(t, 5*time.Second, "two runs after the update", func() bool { return runs.Load() >= 4 })
 	if out := logs.String(); strings.Contains(out, "share one lock key") {
 		t.Errorf("a job updated was taken for two jobs sharing a key:\n%s", out)
+	}
+}
+
+// TestBadKeyTold (issue 50, item 5): a gocron job whose name cannot be a
+// key (over runonce.MaxKeyLen bytes) never ran, and nothing was logged or
+// observed (7 of 7 ticks): it is told once at Error, naming the job, and
+// to the observer at each tick, as cronlock does.
+func TestBadKeyTold(t *testing.T) {
+	s, logs := logged(t, zktest.Servers(t))
+	var told atomic.Int32
+	l, err := gocronlock.NewLocker(s, zktest.Path(t), runonce.WithObserver(func(e runonce.Event) {
+		if errors.Is(e.Err, runonce.ErrInvalidKey) && e.Outcome == runonce.Failed {
+			told.Add(1)
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	sched, err := gocron.NewScheduler(gocron.WithDistributedLocker(l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sched.Shutdown()
+	name := strings.Repeat("k", runonce.MaxKeyLen+1)
+	if _, err := sched.NewJob(gocron.DurationJob(100*time.Millisecond), gocron.NewTask(func() {}), gocron.WithName(name)); err != nil {
+		t.Fatal(err)
+	}
+	sched.Start()
+	zktest.Eventually(t, 5*time.Second, "three ticks told", func() bool { return told.Load() >= 3 })
+	if n := strings.Count(logs.String(), "job name cannot be a key"); n != 1 {
+		t.Errorf("%d lines of a name that cannot be a key, want 1:\n%s", n, logs.String())
 	}
 }

@@ -63,8 +63,11 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 		return nil, runonce.ErrNil
 	}
 	c, err := l.r.Claim(ctx, key)
-	if keyAccepted(err) {
+	switch {
+	case keyAccepted(err):
 		l.checkKey(ctx, key)
+	case errors.Is(err, runonce.ErrInvalidKey):
+		l.badKey(key, err)
 	}
 	if err != nil {
 		return nil, err
