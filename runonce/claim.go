@@ -206,6 +206,7 @@ func (r *Runner) write(ctx context.Context, j *job, p *probe, d decision, versio
 		return d, fmt.Errorf("runonce: job %q: write run node: no stat in the reply", j.key)
 	}
 	answered := time.Since(p.entry)
+	r.late.observeRTT(time.Since(sent))
 	r.clock.note(wrote.Mtime, runrec.EpochOf(wrote.Mzxid), sent)
 	mtime, epoch := wrote.Mtime, runrec.EpochOf(wrote.Mzxid)
 	d.wrote, d.verdict = wrote, d.rec.Verdict(mtime, epoch)

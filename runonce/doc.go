@@ -118,6 +118,15 @@
 // out, its hold was lost after the write) counts as run, so a tick can be
 // lost but is never run twice.
 //
+// # Ticks a scheduler knows
+//
+// A scheduler that tells a fire's scheduled tick claims it with ClaimTick
+// (cronlock and gocronlock do, with the scheduler attached): a tick fired
+// more than the job's window after it, by the server's clock or this
+// process's own, is a replay of a tick a stopped process slept through,
+// which the fleet ran on time; it is skipped (ErrStale), not run again
+// (stale.go).
+//
 // # Bounds
 //
 // Claim never takes longer than the lock timeout (WithLockTimeout,
@@ -129,9 +138,15 @@
 // # What the Runner tells
 //
 // Where the run node shows the fleet outside the envelope, the Runner says
-// so once per job (envelope.go): windows that differ; a job that runs more
-// than once per tick (WithBoundaryHint adds the scheduler's way to a
-// common boundary); first attempts of a tick that skip. An outage of
+// so once per job (envelope.go), counting only the ticks this instance saw
+// (an unbroken run of its attempts one period apart: a stop or a stall
+// starts the count afresh): windows that differ; a job that runs more
+// than once per tick, with the spread and the period this instance
+// measured and the window that would do, or that none can
+// (WithBoundaryHint adds the scheduler's way to a common boundary); first
+// attempts of a tick that skip; a clock jump (serverclock.go). Ticks lost
+// to a held lock are told once per episode and job (lost.go), and stale
+// ticks skipped (ClaimTick, stale.go) once per episode. An outage of
 // ZooKeeper is logged in two lines, when a Claim first fails to reach it
 // (ZooKeeper silent for the lock timeout while this process was not too
 // slow to hear it, or the session not connected: a Claim that timed out

@@ -35,6 +35,7 @@ func ticks(t *testing.T, ls []*runonce.Runner, offs []time.Duration, p time.Dura
 // start time: its ticks run more than once), a window longer than the
 // period allows (ticks late or lost).
 func TestOutsideEnvelopeWarned(t *testing.T) {
+	defer runonce.NeverOverloaded()()
 	servers := zktest.Servers(t)
 	const p = 300 * time.Millisecond
 	for _, c := range []struct {
@@ -139,5 +140,47 @@ func TestObserverAndLastRun(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[ran already_ran already_ran ran]" {
 		t.Errorf("outcomes %v (errors %v, %v), want [ran already_ran already_ran ran]", got, errHeld, errRan)
+	}
+}
+
+// TestStallNotTakenForDoubles (issue 50, item 7): a stops claiming for
+// six ticks (a process stopped, or a scheduler stalled) while b runs
+// them, then ticks again. a counted the runs b made while it slept
+// against the ticks it saw, and told nearly every job "the job runs more
+// than once per tick" (17 and 20 of 20, in runs without a double). Only
+// the ticks this instance saw count: no job is told.
+func TestStallNotTakenForDoubles(t *testing.T) {
+	defer runonce.NeverOverloaded()()
+	root := zktest.Path(t)
+	const w, p, jobs = 150 * time.Millisecond, 500 * time.Millisecond, 10
+	sa, logs := logged(t, zktest.Servers(t))
+	a, err := runonce.New(sa, root, runonce.WithWindow(w), runonce.WithInstanceName("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, _ := newRunner(t, root, runonce.WithWindow(w), runonce.WithInstanceName("b"))
+	ctx := zktest.Context(t, 60*time.Second)
+	start := time.Now().Add(100 * time.Millisecond)
+	for k := range 14 {
+		tick := start.Add(time.Duration(k) * p)
+		var wg sync.WaitGroup
+		for i := range jobs {
+			job := fmt.Sprint("job-", i)
+			if k < 4 || k >= 10 { // a sleeps through ticks 4 to 9
+				wg.Go(func() {
+					time.Sleep(time.Until(tick))
+					_, _ = runOnce(ctx, a, job, nil)
+				})
+			}
+			wg.Go(func() {
+				time.Sleep(time.Until(tick.Add(100 * time.Millisecond)))
+				_, _ = runOnce(ctx, b, job, nil)
+			})
+		}
+		wg.Wait()
+	}
+	if n := strings.Count(logs.String(), "the job runs more than once per tick"); n > 0 {
+		t.Errorf("%d of %d jobs told they run more than once per tick, where each tick ran once:\n%s", n, jobs, strings.Join(runonceLines(logs.String()), "\n"))
 	}
 }

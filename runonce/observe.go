@@ -22,12 +22,15 @@ const (
 	// Failed: any other error (ZooKeeper unreachable, say): the run is
 	// skipped.
 	Failed
+	// SkippedStale: the scheduler fired the tick more than its window
+	// late (ErrStale, ClaimTick): the fleet ran it.
+	SkippedStale
 )
 
-var outcomeNames = [...]string{"ran", "held", "already_ran", "yielded", "failed"}
+var outcomeNames = [...]string{"ran", "held", "already_ran", "yielded", "failed", "stale"}
 
-// String returns the outcome's name: ran, held, already_ran, yielded or
-// failed (the values of lockmetrics' outcome label).
+// String returns the outcome's name: ran, held, already_ran, yielded,
+// failed or stale (the values of lockmetrics' outcome label).
 func (o Outcome) String() string {
 	if o < 0 || int(o) >= len(outcomeNames) {
 		return "unknown"
@@ -46,6 +49,8 @@ func outcomeOf(err error) Outcome {
 		return SkippedRan
 	case errors.Is(err, ErrYielded):
 		return SkippedYielded
+	case errors.Is(err, ErrStale):
+		return SkippedStale
 	default:
 		return Failed
 	}

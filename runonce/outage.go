@@ -61,6 +61,7 @@ type probe struct {
 	entry   time.Time // Claim's entry: the timer's firing, as near as the Runner knows it
 	pending int64     // the send of the request being waited for (heard's clock); 0: none
 	entered bool      // admitted to writing (close.go)
+	tick    time.Time // the tick's scheduled time (ClaimTick); zero: not known
 }
 
 // ask notes a request about to be sent; got, its return (err): an answer,

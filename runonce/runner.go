@@ -32,11 +32,12 @@ type Runner struct {
 	by   string
 	log  *slog.Logger
 
-	out   outage      // ZooKeeper's unavailability, logged in two lines
-	heard heard       // when ZooKeeper last answered
-	late  lateness    // how late this instance is
-	over  overload    // an overload, told in two lines
-	clock serverClock // the server's clock as this instance's writes saw it
+	out    outage      // ZooKeeper's unavailability, logged in two lines
+	heard  heard       // when ZooKeeper last answered
+	late   lateness    // how late this instance is
+	over   overload    // an overload, told in two lines
+	clock  serverClock // the server's clock as this instance's writes saw it
+	stales stales      // stale ticks skipped (stale.go)
 
 	mu     sync.Mutex
 	jobs   map[string]*job
@@ -109,6 +110,11 @@ func New(s *zklock.Session, root string, opts ...Option) (*Runner, error) {
 // sooner when ctx ends. The run's context (Claim.Context) derives from
 // ctx.
 func (r *Runner) Claim(ctx context.Context, key string) (*Claim, error) {
+	return r.claim(ctx, key, time.Time{})
+}
+
+// claim is Claim, and ClaimTick with a tick (not zero).
+func (r *Runner) claim(ctx context.Context, key string, tick time.Time) (*Claim, error) {
 	entry := time.Now() // the timer's firing, as near as the Runner knows it
 	if r == nil {
 		return nil, ErrNil
@@ -121,11 +127,16 @@ func (r *Runner) Claim(ctx context.Context, key string) (*Claim, error) {
 		return nil, err
 	}
 	calls := j.calls.Add(1)
-	p := &probe{entry: entry}
+	p := &probe{entry: entry, tick: tick}
 	if j, err = r.own(j, key); err != nil {
 		if j != nil {
 			r.report(ctx, j, p, err)
 		}
+		return nil, err
+	}
+	if err := r.stale(j, p); err != nil {
+		j.busy.Store(false)
+		r.report(ctx, j, p, err)
 		return nil, err
 	}
 	lockCtx, cancel := context.WithTimeout(ctx, r.cfg.timeout)
@@ -136,13 +147,18 @@ func (r *Runner) Claim(ctx context.Context, key string) (*Claim, error) {
 		r.reached() // ZooKeeper answered
 	}
 	if d.decided || d.local {
-		r.checkEnvelope(j, d, calls)
+		r.checkEnvelope(j, d, calls, p)
 	}
 	if err != nil {
 		j.busy.Store(false)
 		r.report(ctx, j, p, err)
 		return nil, err
 	}
+	return r.started(ctx, j, p, h), nil
+}
+
+// started makes the Claim of the run of j that h holds, and tells it.
+func (r *Runner) started(ctx context.Context, j *job, p *probe, h *zklock.Hold) *Claim {
 	if testHookAfterTake != nil {
 		testHookAfterTake()
 	}
@@ -161,7 +177,7 @@ func (r *Runner) Claim(ctx context.Context, key string) (*Claim, error) {
 		c.cancel(err)
 	}
 	r.report(ctx, j, p, nil)
-	return c, nil
+	return c
 }
 
 // own takes j's busy flag for a Claim, or says why not: a run of this

@@ -81,3 +81,14 @@ func (c *serverClock) recent(rd clockRead, entry time.Time, w int64) (recent boo
 	since = c.mtime + entry.Sub(c.sent).Milliseconds() + 1 - rd.last // rounded up
 	return since < w, since, 0
 }
+
+// bound returns the most the server's clock can read at local moment t
+// (ms), by the last note in any epoch; false with no note.
+func (c *serverClock) bound(t time.Time) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sent.IsZero() {
+		return 0, false
+	}
+	return c.mtime + t.Sub(c.sent).Milliseconds() + 1, true
+}
