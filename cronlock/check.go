@@ -18,9 +18,11 @@ import (
 // is runonce's to tell.
 
 // nameUse is what the Locker knows of the jobs wrapped under one name:
-// the newest of them (the last wrapped) that has ticked.
+// the newest of them (the last wrapped) that has ticked, and the last
+// wrapped.
 type nameUse struct {
 	newest uint64
+	latest uint64
 	told   bool
 }
 
@@ -29,26 +31,48 @@ type nameUse struct {
 // (cron.Cron.Remove), so a job replaced under the same name (removed, and
 // added again) is told from two jobs by their ticks: a replaced job ticks
 // no more once its successor has, where of two jobs both alive the older
-// ticks again after the newer's first tick.
-func (l *Locker) checkName(j *locked) {
+// ticks again after the newer's first tick. A replaced job's tick can
+// still come late, delayed by a wrapper before the Locker's
+// (cron.DelayIfStillRunning: issue 50, item 8, a false Error and the
+// removed job run after its removal): with the Cron attached, an older
+// job than the last wrapped under its name, whose name has one entry
+// left in the Cron, is the removed one, and its tick is not run.
+// checkName reports whether j's tick goes on.
+func (l *Locker) checkName(j *locked) bool {
 	l.mu.Lock()
-	u := l.names[j.name]
-	if u == nil {
-		u = &nameUse{}
-		l.names[j.name] = u
-	}
-	shared := false
-	switch {
-	case j.seq > u.newest:
+	u := l.use(j.name)
+	replaced, older := j.seq < u.latest, j.seq < u.newest
+	if j.seq > u.newest {
 		u.newest = j.seq
-	case j.seq < u.newest && !u.told:
-		u.told, shared = true, true
 	}
+	shared := older && !u.told
 	l.mu.Unlock()
+	if replaced {
+		if c := l.cron.Load(); c != nil && entriesNamed(c, j.name) < 2 {
+			l.log.Debug("a removed job's late tick: not run", "job", j.name)
+			return false
+		}
+	}
+	if shared {
+		l.mu.Lock()
+		shared, u.told = !u.told, true
+		l.mu.Unlock()
+	}
 	if shared {
 		l.log.Error("several jobs of this process share one name: they run as one job, one of them per tick; give each job a name of its own",
 			"job", j.name)
 	}
+	return true
+}
+
+// use returns the nameUse of name, made on first use, under l.mu.
+func (l *Locker) use(name string) *nameUse {
+	u := l.names[name]
+	if u == nil {
+		u = &nameUse{}
+		l.names[name] = u
+	}
+	return u
 }
 
 // unnamed returns the job Wrapper makes of a job without a name: it never

@@ -81,3 +81,41 @@ func TestEmptyNameRefused(t *testing.T) {
 		t.Errorf("the tick told as %v, want ErrUnnamedJob", errs[0])
 	}
 }
+
+// TestDelayedReplacedJob (issue 50, item 8): with cron.DelayIfStillRunning
+// before the Locker's wrapper, a job's tick waits for its run of the tick
+// before; the job is replaced under its name meanwhile (c.Remove, and
+// AddJob again). The delayed tick of the removed job reached the Locker
+// after the removal: it ran the removed job, and a later one logged a
+// false "several jobs of this process share one name". With the Cron
+// attached, the removed job's late tick is not run, and nothing is said.
+func TestDelayedReplacedJob(t *testing.T) {
+	in := newInstance(t, zktest.Path(t), runonce.WithWindow(100*time.Millisecond))
+	c := cron.New(cron.WithSeconds(), cron.WithChain(cron.DelayIfStillRunning(cron.DiscardLogger), in.locker.Wrapper()))
+	attach(in.locker, c)
+	var oldRuns, newRuns atomic.Int32
+	started := make(chan struct{}, 10)
+	id, err := c.AddJob("* * * * * *", cronlock.Named("report", cron.FuncJob(func() {
+		oldRuns.Add(1)
+		started <- struct{}{}
+		time.Sleep(1500 * time.Millisecond)
+	})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	startCron(t, c)
+	<-started                                                                             // the old job's first run, 1.5 s long
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(1200 * time.Millisecond))) // its next tick waits
+	c.Remove(id)
+	removed := oldRuns.Load()
+	if _, err := c.AddJob("* * * * * *", cronlock.Named("report", cron.FuncJob(func() { newRuns.Add(1) }))); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if n := oldRuns.Load(); n != removed {
+		t.Errorf("the removed job ran %d times after its removal", n-removed)
+	}
+	if strings.Contains(in.logs.String(), "share one name") || newRuns.Load() == 0 {
+		t.Errorf("the replaced job (%d runs) told as a shared name, or not run:\n%s", newRuns.Load(), in.logs.String())
+	}
+}
