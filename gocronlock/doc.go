@@ -44,6 +44,12 @@
 // jobs started at each instance's own start time have a spread up to the
 // period: then no window gives once per tick.
 //
+// gocron passes Lock no tick, but while Lock runs the job's NextRun is the
+// scheduled time of the run it decides: Locker.Attach lets the Locker
+// read it and claim the tick with runonce.ClaimTick, so that a tick gocron
+// fires late after a stop (a SIGSTOP, a suspend), which the fleet ran on
+// time, is skipped as stale and said so rather than run again.
+//
 // Lock never blocks gocron's tick longer than the lock timeout
 // (runonce.WithLockTimeout, runonce.DefaultLockTimeout). Unlock does not wait: the release
 // goes out in the background and is retried until it lands, so the

@@ -43,6 +43,9 @@ func ExampleNewLocker() {
 			return
 		}
 		defer sched.Shutdown()
+		// Each run's scheduled tick: one fired late (after a stop) is
+		// stale, skipped rather than run again.
+		locker.Attach(sched)
 		// The job's name is the lock's key: give every job its own.
 		_, err = sched.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()),
 			gocron.NewTask(func() { runs.Add(1) }), gocron.WithName("nightly-report"))

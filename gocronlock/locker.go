@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/go-co-op/gocron/v2"
 
@@ -28,6 +29,7 @@ type Locker struct {
 
 	mu   sync.Mutex
 	keys map[string]*keyCheck // fleetcheck.go
+	jobs schedJobs            // Attach's (tick.go)
 }
 
 // NewLocker returns a Locker whose jobs live below root, an absolute
@@ -62,7 +64,13 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	if l == nil {
 		return nil, runonce.ErrNil
 	}
-	c, err := l.r.Claim(ctx, key)
+	var c *runonce.Claim
+	var err error
+	if tick := l.tickOf(key, time.Now()); !tick.IsZero() {
+		c, err = l.r.ClaimTick(ctx, key, tick)
+	} else {
+		c, err = l.r.Claim(ctx, key)
+	}
 	switch {
 	case keyAccepted(err):
 		l.checkKey(ctx, key)
