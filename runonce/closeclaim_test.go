@@ -99,3 +99,32 @@ func TestCloseClaimTickStorm(t *testing.T) {
 		t.Errorf("%d of %d rounds: the tick ran nowhere", lost, rounds)
 	}
 }
+
+// TestClaimOnAClosedSession (issue 50, item 8): a claim after the program
+// closed its session was told "ZooKeeper unreachable: runs are skipped
+// until it answers" (it never will): it is told once as the session's
+// close, and no outage.
+func TestClaimOnAClosedSession(t *testing.T) {
+	var logs zktest.SyncBuffer
+	s := zktest.Connect(t, zktest.Servers(t), zklock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	r, err := New(s, zktest.Path(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx := zktest.Context(t, 10*time.Second)
+	if err := r.Do(ctx, "job", noop); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	for range 3 {
+		time.Sleep(AfterWindow(DefaultWindow))
+		if err := r.Do(ctx, "job", noop); err == nil {
+			t.Fatal("a run on a closed session")
+		}
+	}
+	out := logs.String()
+	if strings.Contains(out, "ZooKeeper unreachable") || strings.Count(out, "the ZooKeeper session is closed") != 1 {
+		t.Errorf("a closed session told as an outage, or not once:\n%s", out)
+	}
+}

@@ -114,12 +114,13 @@ func (p *probe) silence(r *Runner, err error) failureKind {
 type failureKind int
 
 const (
-	failedOther       failureKind = iota
-	failedUnreachable             // ZooKeeper did not answer: the outage's lines
-	failedLate                    // ZooKeeper answered, too late for the Claim: overload
-	failedCancelled               // the caller's context ended: the program stops the job
-	failedSilent                  // ZooKeeper silent, not yet for long: nothing told
-	failedClosed                  // the Runner was closed: the program's own doing
+	failedOther         failureKind = iota
+	failedUnreachable               // ZooKeeper did not answer: the outage's lines
+	failedLate                      // ZooKeeper answered, too late for the Claim: overload
+	failedCancelled                 // the caller's context ended: the program stops the job
+	failedSilent                    // ZooKeeper silent, not yet for long: nothing told
+	failedClosed                    // the Runner was closed: the program's own doing
+	failedSessionClosed             // the program closed the session: for good
 )
 
 // kindOf classifies err, a Claim's failure; ctx is the caller's (not Claim's
@@ -128,6 +129,8 @@ func (r *Runner) kindOf(ctx context.Context, err error, p *probe) failureKind {
 	switch {
 	case errors.Is(err, ErrClosed):
 		return failedClosed
+	case errors.Is(err, zklock.ErrSessionClosed) || r.s.State() == zklock.StateClosed:
+		return failedSessionClosed
 	case ctx.Err() != nil:
 		return failedCancelled
 	case r.s.State() != zklock.StateConnected:

@@ -32,12 +32,13 @@ type Runner struct {
 	by   string
 	log  *slog.Logger
 
-	out    outage      // ZooKeeper's unavailability, logged in two lines
-	heard  heard       // when ZooKeeper last answered
-	late   lateness    // how late this instance is
-	over   overload    // an overload, told in two lines
-	clock  serverClock // the server's clock as this instance's writes saw it
-	stales stales      // stale ticks skipped (stale.go)
+	out         outage      // ZooKeeper's unavailability, logged in two lines
+	heard       heard       // when ZooKeeper last answered
+	late        lateness    // how late this instance is
+	over        overload    // an overload, told in two lines
+	clock       serverClock // the server's clock as this instance's writes saw it
+	sessionGone sync.Once   // a Claim on a closed session, told (report.go)
+	stales      stales      // stale ticks skipped (stale.go)
 
 	mu     sync.Mutex
 	jobs   map[string]*job
