@@ -31,6 +31,7 @@ type decision struct {
 	looked  bool          // it looked at the job's lock before its write (lost.go)
 	heldBy  string        // the lock's holder node then: "" free
 	late    time.Duration // a run not confirmed: its write's answer came this long after Claim's entry
+	readAt  time.Time     // when the read it decided on was answered
 	// sinceLast is the time from the last run to this attempt's timer, by
 	// the server's clock (ms).
 	sinceLast int64
@@ -123,7 +124,7 @@ func (r *Runner) attempt(ctx context.Context, j *job, p *probe) (decision, error
 	if testHookAfterRead != nil {
 		testHookAfterRead(j.runPath)
 	}
-	d.prev = runrec.Derive(data, stat.Mtime, stat.Mzxid)
+	d.prev, d.readAt = runrec.Derive(data, stat.Mtime, stat.Mzxid), read
 	if r.skipsLocally(j, p, &d, stat, read) {
 		return d, nil
 	}

@@ -25,6 +25,7 @@ type checks struct {
 	lastRuns  int64     // the runs recorded after the last decided attempt
 	lastCalls int64     // its Claim call's number
 	lastAt    time.Time // its tick (ClaimTick) or its entry
+	lastRead  time.Time // when its read was answered
 	period    time.Duration
 	spread    int64 // ms: the largest gap seen from a tick's last run to this instance's timer of the same tick
 	sampled   bool  // spread holds a sample
@@ -51,8 +52,9 @@ type checks struct {
 // and nearly every job was told it ran more than once per tick): an
 // attempt counts when the one before it was its last Claim of the job and
 // came one period before (its tick, with ClaimTick, or its entry), the
-// period being the shortest gap seen, within half of it; any other gap
-// starts the count afresh.
+// period being the shortest gap seen, within half of it, and its read too
+// (a Claim stopped between its entry and its read reads the runs made
+// while it slept); any other gap starts the count afresh.
 func (r *Runner) checkEnvelope(j *job, d decision, calls int64, p *probe) {
 	c := &j.checks
 	r.checkWindow(j, d)
@@ -74,7 +76,7 @@ func (r *Runner) checkEnvelope(j *job, d decision, calls int64, p *probe) {
 			}
 		}
 	}
-	c.lastRuns, c.lastCalls, c.lastAt = d.prev.Runs, calls, at
+	c.lastRuns, c.lastCalls, c.lastAt, c.lastRead = d.prev.Runs, calls, at, d.readAt
 	if d.verdict == runrec.Run {
 		c.lastRuns++
 	}
@@ -93,7 +95,7 @@ func (c *checks) counts(d decision, calls int64, at time.Time) bool {
 	if c.period == 0 || gap < c.period {
 		c.period = gap
 	}
-	return gap <= c.period*3/2
+	return gap <= c.period*3/2 && d.readAt.Sub(c.lastRead) <= c.period*3/2
 }
 
 // measure keeps the spread d shows: the gap from the last run to this

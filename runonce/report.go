@@ -9,6 +9,7 @@ import (
 // outage, or once a minute per job) and tells the observer.
 func (r *Runner) report(ctx context.Context, j *job, p *probe, err error) {
 	latency := time.Since(p.entry)
+	r.stalledDuring(p.entry)
 	r.late.observe(latency)
 	switch o := outcomeOf(err); {
 	case o == Ran:

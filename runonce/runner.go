@@ -38,6 +38,7 @@ type Runner struct {
 	over        overload    // an overload, told in two lines
 	clock       serverClock // the server's clock as this instance's writes saw it
 	sessionGone sync.Once   // a Claim on a closed session, told (report.go)
+	stall       stall       // signs of this process's stall (stall.go)
 	stales      stales      // stale ticks skipped (stale.go)
 
 	mu     sync.Mutex

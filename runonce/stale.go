@@ -50,6 +50,7 @@ func (r *Runner) stale(j *job, p *probe) error {
 		r.stales.onTime(r)
 		return nil
 	}
+	r.stall.note()
 	r.stales.skip(r, j, p.tick, late)
 	return fmt.Errorf("%w: job %q: its tick of %s fired %v late, more than its window (%v): the fleet ran it; not run again",
 		ErrStale, j.key, p.tick.UTC().Format(time.RFC3339Nano), late.Round(time.Millisecond), j.window)
