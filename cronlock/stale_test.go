@@ -39,14 +39,29 @@ func (r *replay) Next(time.Time) time.Time {
 // time, Entry.Prev). With the Cron attached, the Locker claims the tick by
 // its scheduled time: stale, skipped, observed as stale and said so.
 func TestStaleTickSkipped(t *testing.T) {
+	for _, form := range []string{"Named", "Wrap inside a wrapper"} {
+		t.Run(form, func(t *testing.T) { staleTickSkipped(t, form == "Named") })
+	}
+}
+
+// unwrapper is a user's wrapper of a job, with the Unwrap method by which
+// Attach finds the job Wrap wrapped inside it.
+type unwrapper struct{ next cron.Job }
+
+func (u unwrapper) Run()             { u.next.Run() }
+func (u unwrapper) Unwrap() cron.Job { return u.next }
+
+// staleTickSkipped is TestStaleTickSkipped with b's job added Named, under
+// Wrapper, or wrapped by Wrap inside a wrapper of its own.
+func staleTickSkipped(t *testing.T, isNamed bool) {
 	root := zktest.Path(t)
 	var mu sync.Mutex
 	ran := map[time.Time][]string{}
-	record := func(who string, c *cron.Cron, id *cron.EntryID) cron.Job {
+	record := func(who string, tickOf func() time.Time) cron.Job {
 		return cron.FuncJob(func() {
+			tick := tickOf()
 			mu.Lock()
 			defer mu.Unlock()
-			tick := c.Entry(*id).Prev
 			ran[tick] = append(ran[tick], who)
 		})
 	}
@@ -54,7 +69,7 @@ func TestStaleTickSkipped(t *testing.T) {
 	ca := cron.New(cron.WithSeconds(), cron.WithChain(a.locker.Wrapper()))
 	attach(a.locker, ca)
 	var ida cron.EntryID
-	ida, err := ca.AddJob("* * * * * *", cronlock.Named("report", record("a", ca, &ida)))
+	ida, err := ca.AddJob("* * * * * *", cronlock.Named("report", record("a", func() time.Time { return ca.Entry(ida).Prev })))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,13 +80,20 @@ func TestStaleTickSkipped(t *testing.T) {
 		}
 	}))
 	cb := cron.New(cron.WithSeconds(), cron.WithChain(b.locker.Wrapper()))
+	if !isNamed {
+		cb = cron.New(cron.WithSeconds()) // Wrap's, without Wrapper
+	}
 	attach(b.locker, cb)
 	startCron(t, ca)
 	startCron(t, cb)
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(3700 * time.Millisecond)))
 	tick := time.Now().Truncate(time.Second).Add(-2 * time.Second) // a ran it
-	var idb cron.EntryID
-	idb = cb.Schedule(&replay{tick: tick}, cronlock.Named("report", record("b", cb, &idb)))
+	bRun := record("b", func() time.Time { return tick })          // the replay's one fire
+	job := cronlock.Named("report", bRun)
+	if !isNamed {
+		job = unwrapper{b.locker.Wrap("report")(bRun)}
+	}
+	cb.Schedule(&replay{tick: tick}, job)
 	time.Sleep(600 * time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()

@@ -31,9 +31,10 @@ const onTime = 100 * time.Millisecond
 // more than its window late (a replay of the ticks a stopped process slept
 // through) is skipped and said so (runonce.ErrStale) rather than run
 // again. Call it once the Cron is made, before Start; a Locker serves one
-// Cron. A job is found by its name (Named, under Wrapper) or as the job
-// added (Wrap's, outermost in its chain); one not found is claimed by the
-// Claim's own time, as without Attach.
+// Cron. A job is found by its name (Named, under Wrapper, wherever it
+// stands in the chain), or as the job added (Wrap's, outermost in its
+// chain, or inside jobs whose types have an Unwrap() cron.Job method); one
+// not found is claimed by the Claim's own time, as without Attach.
 func (l *Locker) Attach(c *cron.Cron) {
 	if l != nil && c != nil {
 		l.cron.Store(c)
@@ -79,14 +80,28 @@ func (l *Locker) entryOf(c *cron.Cron, j *locked, now time.Time) (cron.Entry, bo
 	return found, ok
 }
 
-// isEntryOf reports whether e is j's entry. Comparing e's jobs with j
-// cannot panic: j's dynamic type, *locked, is comparable, and an
-// interface comparison panics only between equal non-comparable types.
+// isEntryOf reports whether e is j's entry: its job is named as j, or is
+// j, or wraps j (a job of a type with an Unwrap method returning the job
+// it wraps, unwrapped as far as it goes). Comparing a job with j cannot
+// panic: j's dynamic type, *locked, is comparable, and an interface
+// comparison panics only between equal non-comparable types.
 func (l *Locker) isEntryOf(e cron.Entry, j *locked) bool {
-	if n, ok := e.Job.(named); ok {
-		return n.name == j.name
+	for _, job := range []cron.Job{e.Job, e.WrappedJob} {
+		for range 16 { // a bound, should a job unwrap to itself
+			if n, ok := job.(named); ok {
+				return n.name == j.name
+			}
+			if job == cron.Job(j) {
+				return true
+			}
+			u, ok := job.(interface{ Unwrap() cron.Job })
+			if !ok {
+				break
+			}
+			job = u.Unwrap()
+		}
 	}
-	return e.Job == cron.Job(j) || e.WrappedJob == cron.Job(j)
+	return false
 }
 
 // entriesNamed counts c's entries of jobs named name (Named, or Wrap's).
