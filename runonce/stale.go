@@ -23,9 +23,10 @@ import (
 
 // ClaimTick is Claim for a tick whose scheduled time the scheduler tells
 // (tick, on the fleet's clock: the spec's boundary, not the fire's time):
-// a tick that fires more than the job's window after it, by the
-// ZooKeeper server's clock as this instance's last write bounds it or by
-// this process's own, whichever says later, is stale: a replay of a tick
+// a tick that fires more than the job's window after it (or 100 ms, for
+// a shorter window), by the ZooKeeper server's clock as this instance's
+// last write bounds it or by this process's own, whichever says later, is
+// stale: a replay of a tick
 // the process slept through, which the fleet ran on time. It is skipped,
 // with an error matching ErrStale (and ErrSkipped), without a request.
 // The tick also lets the Runner count the ticks this instance saw, for its
@@ -46,15 +47,20 @@ func (r *Runner) stale(j *job, p *probe) error {
 	if bound, ok := r.clock.bound(p.entry); ok {
 		late = max(late, time.UnixMilli(bound).Sub(p.tick))
 	}
-	if late <= j.window {
+	if late <= max(j.window, staleFloor) {
 		r.stales.onTime(r)
 		return nil
 	}
 	r.stall.note()
 	r.stales.skip(r, j, p.tick, late)
-	return fmt.Errorf("%w: job %q: its tick of %s fired %v late, more than its window (%v): the fleet ran it; not run again",
-		ErrStale, j.key, p.tick.UTC().Format(time.RFC3339Nano), late.Round(time.Millisecond), j.window)
+	return fmt.Errorf("%w: job %q: its tick of %s fired %v late, more than its window (%v) and %v: the fleet ran it; not run again",
+		ErrStale, j.key, p.tick.UTC().Format(time.RFC3339Nano), late.Round(time.Millisecond), j.window, staleFloor)
 }
+
+// staleFloor is the least lateness that makes a tick stale, for a job
+// whose window is shorter (a fleet outside the envelope already): a
+// timer's ordinary lag is not a replay.
+const staleFloor = 100 * time.Millisecond
 
 // stales is an episode of stale ticks on this instance: one line when it
 // begins, one when a tick is on time again.
