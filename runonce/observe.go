@@ -62,6 +62,7 @@ type Event struct {
 	Outcome Outcome       // how it ended
 	Latency time.Duration // from Claim's entry to its return
 	Err     error         // Claim's error; nil when it ran
+	Tick    time.Time     // the tick claimed, as ClaimTick was told it; zero for Claim
 }
 
 // Observe passes e to the observer (WithObserver), if any, on the

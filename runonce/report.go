@@ -20,7 +20,7 @@ func (r *Runner) report(ctx context.Context, j *job, p *probe, err error) {
 	}
 	r.calm()
 	if r.cfg.observe != nil {
-		r.cfg.observe(Event{Job: j.key, Outcome: outcomeOf(err), Latency: latency, Err: err})
+		r.cfg.observe(Event{Job: j.key, Outcome: outcomeOf(err), Latency: latency, Err: err, Tick: p.tick})
 	}
 }
 

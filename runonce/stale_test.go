@@ -18,7 +18,10 @@ import (
 func TestClaimTickStale(t *testing.T) {
 	s, logs := logged(t, zktest.Servers(t))
 	var outcomes []string
-	r, err := runonce.New(s, zktest.Path(t), runonce.WithObserver(func(e runonce.Event) { outcomes = append(outcomes, e.Outcome.String()) }))
+	var ticks []time.Time
+	r, err := runonce.New(s, zktest.Path(t), runonce.WithObserver(func(e runonce.Event) {
+		outcomes, ticks = append(outcomes, e.Outcome.String()), append(ticks, e.Tick)
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +43,9 @@ func TestClaimTickStale(t *testing.T) {
 	}
 	if got := strings.Join(outcomes, " "); got != "stale stale ran" {
 		t.Errorf("outcomes %q, want stale stale ran", got)
+	}
+	if len(ticks) != 3 || !ticks[0].Equal(now.Add(-4*time.Second)) {
+		t.Errorf("the events' ticks %v, want the ticks claimed", ticks)
 	}
 	out := logs.String()
 	if strings.Count(out, "stale ticks skipped") != 1 || !strings.Contains(out, "ticks on time again") || !strings.Contains(out, "stale_ticks_skipped=2") {

@@ -251,14 +251,18 @@ type recorder struct {
 }
 
 // observe returns the Locker's observer: it keeps the latencies and, with
-// -obs, writes each Lock's outcome, named by the tick its timer's firing
-// falls in (gocron tells a Lock no tick).
+// -obs, writes each Lock's outcome, named by the tick the Locker claimed
+// (its scheduled time, the scheduler attached), or the one its entry
+// falls in when it knew none.
 func (r *recorder) observe(c config) func(runonce.Event) {
 	return func(e runonce.Event) {
 		r.lat.observe(e)
 		if c.obs {
-			entry := time.Now().Add(-e.Latency)
-			r.line("obs %s %d %s %s", e.Job, tickOf(entry, c.start.Add(c.offset), c.period), r.name, e.Outcome)
+			at := time.Now().Add(-e.Latency) // the Lock's entry, when the Locker knew no tick
+			if !e.Tick.IsZero() {
+				at = e.Tick
+			}
+			r.line("obs %s %d %s %s", e.Job, tickOf(at, c.start.Add(c.offset), c.period), r.name, e.Outcome)
 		}
 	}
 }
