@@ -55,7 +55,7 @@ func (r *Runner) take(ctx context.Context, j *job, p *probe) (*zklock.Hold, deci
 		return nil, d, fmt.Errorf("runonce: job %q: %w: answered %v after Claim's entry, too late to rule out that the tick ran: the tick is lost",
 			j.key, ErrSlowWrite, d.late.Round(time.Millisecond))
 	case d.heldBy != "" && d.yielded:
-		return nil, d, r.lostToHeld(ctx, j, d.heldBy)
+		return nil, d, r.lostToHeld(ctx, j, d.heldBy, d.prev.Removing)
 	case d.yielded:
 		return nil, d, fmt.Errorf("%w: job %q", ErrYielded, j.key)
 	case d.verdict != runrec.Run:
@@ -72,7 +72,7 @@ func (r *Runner) take(ctx context.Context, j *job, p *probe) (*zklock.Hold, deci
 		// Taken since the attempt looked (a rare race): the write is made
 		// not to count.
 		r.unCount(ctx, j, d)
-		return nil, d, r.lostToHeld(ctx, j, "")
+		return nil, d, r.lostToHeld(ctx, j, "", d.prev.Removing)
 	}
 	j.ownNode = path.Base(h.Node())
 	return h, d, nil

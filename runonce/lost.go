@@ -88,9 +88,10 @@ func (r *Runner) holder(ctx context.Context, conn *zk.Conn, j *job, p *probe) (s
 }
 
 // lostToHeld notes a tick of j lost to its lock held by node ("": look
-// again for it), tells the episode once when it begins, and returns the
-// attempt's error.
-func (r *Runner) lostToHeld(ctx context.Context, j *job, node string) error {
+// again for it), by a RemoveJob of remover's if not "" (the run node's
+// mark), tells the episode once when it begins, and returns the attempt's
+// error.
+func (r *Runner) lostToHeld(ctx context.Context, j *job, node, remover string) error {
 	if node == "" {
 		node, _ = r.holder(ctx, r.s.Conn(), j, &probe{})
 	}
@@ -100,8 +101,11 @@ func (r *Runner) lostToHeld(ctx context.Context, j *job, node string) error {
 		*e = heldEpisode{node: node, began: time.Now(), runs: -1}
 		info := r.holderInfo(ctx, j, node)
 		holder = info.name
-		r.log.Warn("tick lost: the job's lock is held by another run (of an earlier tick still going, or of an instance that died, until its session expires): the job's ticks are lost until the lock is free (told once, and when it is free)",
-			"job", j.key, "holder", info.name, "holder_node", node, "held_since", info.since, "if_gone_session_expires_by", info.expiry)
+		what := "tick lost: the job's lock is held by another run (of an earlier tick still going, or of an instance that died, until its session expires): the job's ticks are lost until the lock is free (told once, and when it is free)"
+		if remover != "" {
+			what = "tick lost: the job's lock is held by a RemoveJob, removing the job while this instance schedules it (told once, and when it is free)"
+		}
+		r.log.Warn(what, "job", j.key, "holder", info.name, "holder_node", node, "held_since", info.since, "if_gone_session_expires_by", info.expiry)
 	}
 	e.lost++
 	return fmt.Errorf("%w: job %q: by %s (the tick is lost)", ErrLockHeld, j.key, holder)

@@ -174,7 +174,11 @@ func (r *Runner) retire(ctx context.Context, h *zklock.Hold, j *job, rm *removal
 		}
 		last := runrec.Derive(data, stat.Mtime, stat.Mzxid)
 		need := max(ms(j.window), last.Window) + max(ms(r.cfg.timeout), last.Timeout)
-		keep := runrec.Keep(last, max(last.Window, 1), stat.Mtime, stat.Mzxid)
+		window := last.Window // the fleet's, so that the writes read as the fleet's
+		if window <= 0 {
+			window = ms(j.window) // an unreadable record: this Runner's
+		}
+		keep := runrec.Keep(last, window, stat.Mtime, stat.Mzxid)
 		keep.Timeout, keep.Removing = max(last.Timeout, ms(r.cfg.timeout)), r.by
 		res, err := h.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: keep.Encode(), Version: stat.Version})
 		if err != nil {
