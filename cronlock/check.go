@@ -18,9 +18,11 @@ import (
 // is runonce's to tell.
 
 // nameUse is what the Locker knows of the jobs wrapped under one name:
-// the newest of them (the last wrapped) that has ticked.
+// the newest of them (the last wrapped) that has ticked, and the last
+// wrapped.
 type nameUse struct {
 	newest uint64
+	latest uint64
 	told   bool
 }
 
@@ -29,26 +31,48 @@ type nameUse struct {
 // (cron.Cron.Remove), so a job replaced under the same name (removed, and
 // added again) is told from two jobs by their ticks: a replaced job ticks
 // no more once its successor has, where of two jobs both alive the older
-// ticks again after the newer's first tick.
-func (l *Locker) checkName(j *locked) {
+// ticks again after the newer's first tick. A replaced job's tick can
+// still come late, delayed by a wrapper before the Locker's
+// (cron.DelayIfStillRunning: issue 50, item 8, a false Error and the
+// removed job run after its removal): with the Cron attached, an older
+// job than the last wrapped under its name, whose name has one entry
+// left in the Cron, is the removed one, and its tick is not run.
+// checkName reports whether j's tick goes on.
+func (l *Locker) checkName(j *locked) bool {
 	l.mu.Lock()
-	u := l.names[j.name]
-	if u == nil {
-		u = &nameUse{}
-		l.names[j.name] = u
-	}
-	shared := false
-	switch {
-	case j.seq > u.newest:
+	u := l.use(j.name)
+	replaced, older := j.seq < u.latest, j.seq < u.newest
+	if j.seq > u.newest {
 		u.newest = j.seq
-	case j.seq < u.newest && !u.told:
-		u.told, shared = true, true
 	}
+	shared := older && !u.told
 	l.mu.Unlock()
+	if replaced {
+		if c := l.cron.Load(); c != nil && entriesNamed(c, j.name) < 2 {
+			l.log.Debug("a removed job's late tick: not run", "job", j.name)
+			return false
+		}
+	}
+	if shared {
+		l.mu.Lock()
+		shared, u.told = !u.told, true
+		l.mu.Unlock()
+	}
 	if shared {
 		l.log.Error("several jobs of this process share one name: they run as one job, one of them per tick; give each job a name of its own",
 			"job", j.name)
 	}
+	return true
+}
+
+// use returns the nameUse of name, made on first use, under l.mu.
+func (l *Locker) use(name string) *nameUse {
+	u := l.names[name]
+	if u == nil {
+		u = &nameUse{}
+		l.names[name] = u
+	}
+	return u
 }
 
 // unnamed returns the job Wrapper makes of a job without a name: it never
@@ -63,17 +87,32 @@ func (l *Locker) unnamed(job cron.Job) cron.Job {
 	return &refusedJob{l: l, what: what}
 }
 
-// refusedJob is a job without a name, as Wrapper or Wrap made it: a
-// wrapper of the Locker's met again (Wrap's in a Cron with Wrapper)
-// passes it as it is, told once.
+// nilJob returns the job Wrapper or Wrap makes of a nil job named name
+// (cronlock.Named(name, nil)): it never claims a tick (it would claim the
+// fleet's run of each and make none: issue 50, item 5), and tells the
+// observer at each tick; the Error line is said once, now.
+func (l *Locker) nilJob(name string) cron.Job {
+	err := fmt.Errorf("cronlock: job %q: %w: a nil job, not run", name, runonce.ErrNil)
+	l.log.Error("job is nil: not run, and its ticks left to the instances that have it; give Named or Wrap the job itself", "job", name)
+	return &refusedJob{l: l, what: name, err: err}
+}
+
+// refusedJob is a job refused where it was added (without a name, or
+// nil), as Wrapper or Wrap made it: a wrapper of the Locker's met again
+// (Wrap's in a Cron with Wrapper) passes it as it is, told once.
 type refusedJob struct {
 	l    *Locker
 	what string
+	err  error // ErrUnnamedJob when nil
 }
 
 // Run tells the observer of the tick, and runs nothing.
 func (j *refusedJob) Run() {
-	j.l.r.Observe(runonce.Event{Job: j.what, Outcome: runonce.Failed, Err: ErrUnnamedJob})
+	err := j.err
+	if err == nil {
+		err = ErrUnnamedJob
+	}
+	j.l.r.Observe(runonce.Event{Job: j.what, Outcome: runonce.Failed, Err: err})
 }
 
 // describe names a job for the log: its function's name for a func, its

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/robfig/cron/v3"
 
@@ -34,8 +35,9 @@ type Locker struct {
 	seq atomic.Uint64 // numbers the wrapped jobs, in the order they were wrapped
 
 	mu     sync.Mutex
-	names  map[string]*nameUse // check.go
-	closed sync.Once           // a tick after Close told
+	names  map[string]*nameUse       // check.go
+	closed sync.Once                 // a tick after Close told
+	cron   atomic.Pointer[cron.Cron] // Attach's (tick.go)
 }
 
 // New returns a Locker whose jobs live below root, an absolute ZooKeeper
@@ -94,6 +96,9 @@ func (l *Locker) Wrapper() cron.JobWrapper {
 		case *locked, *refusedJob:
 			return j
 		case named:
+			if j.name == "" {
+				return l.unnamed(j.job)
+			}
 			return l.wrap(j.name, j.job)
 		}
 		return l.unnamed(job)
@@ -126,9 +131,17 @@ func nilLocker(job cron.Job) cron.Job {
 	return cron.FuncJob(func() {})
 }
 
-// wrap returns job locked under name.
-func (l *Locker) wrap(name string, job cron.Job) *locked {
-	return &locked{l: l, name: name, job: job, seq: l.seq.Add(1)}
+// wrap returns job locked under name; a nil job is refused (check.go):
+// its ticks would be claimed, the fleet's run of them made by no one.
+func (l *Locker) wrap(name string, job cron.Job) cron.Job {
+	if job == nil {
+		return l.nilJob(name)
+	}
+	j := &locked{l: l, name: name, job: job, seq: l.seq.Add(1)}
+	l.mu.Lock()
+	l.use(name).latest = j.seq
+	l.mu.Unlock()
+	return j
 }
 
 // locked is a job whose ticks runonce decides.
@@ -138,24 +151,46 @@ type locked struct {
 	job  cron.Job
 	seq  uint64 // the order it was wrapped in (check.go)
 	told sync.Once
+
+	mu    sync.Mutex    // its fires' ticks (tick.go)
+	sched cron.Schedule // its entry's schedule, once read
+	prev  time.Time     // its last fire's tick
 }
 
 // Run is the job's tick: robfig/cron calls it on a goroutine of its own
 // when the job's timer fires, and runonce decides at once whether this
 // instance runs it.
 func (j *locked) Run() {
-	j.l.checkName(j)
+	if !j.l.checkName(j) {
+		return
+	}
 	ran := false
-	err := j.l.r.Do(context.Background(), j.name, func(context.Context) error {
+	err := j.l.claim(j, func() {
 		ran = true
-		if j.job != nil {
-			j.job.Run()
-		}
-		return nil
+		j.job.Run()
 	})
 	if !ran {
 		j.l.refused(j, err)
 	}
+}
+
+// claim claims the tick of j's fire under way, by its scheduled time when
+// the Locker knows it (Attach), and runs fn if this instance runs it,
+// releasing the claim when fn returns or panics.
+func (l *Locker) claim(j *locked, fn func()) (err error) {
+	ctx := context.Background()
+	var c *runonce.Claim
+	if tick := l.tickOf(j, time.Now()); !tick.IsZero() {
+		c, err = l.r.ClaimTick(ctx, j.name, tick)
+	} else {
+		c, err = l.r.Claim(ctx, j.name)
+	}
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, c.Release()) }()
+	fn()
+	return nil
 }
 
 // LastRun returns the job's last run as its run node records it; the zero

@@ -7,6 +7,7 @@
 //
 //	locker, err := cronlock.New(session, "/myapp/cron")
 //	c := cron.New(cron.WithSeconds(), cron.WithChain(locker.Wrapper()))
+//	locker.Attach(c)
 //	c.AddJob("*/10 * * * * *", cronlock.Named("report", cron.FuncJob(report)))
 //
 // or, for one job, cron.NewChain(locker.Wrap("report")).Then(job).
@@ -34,6 +35,18 @@
 // name run as one job: the Locker says so once, as an Error, when the
 // older ticks again after the newer's first tick (a job removed and added
 // again under its name is one job, not two).
+//
+// # Ticks
+//
+// robfig/cron v3 on Go 1.23 and later fires, when a stopped process (a
+// SIGSTOP, a suspend, a long GC) resumes, the ticks it slept through, late
+// by the stop, then once more a period later. Attach lets the Locker read
+// each fire's scheduled tick from the Cron (Entry.Prev) and claim it with
+// runonce.ClaimTick: a tick more than the job's window late is stale,
+// skipped (runonce.ErrStale) and said so, where the rule, dating the claim
+// by the server's clock, ran it a second time. With the Cron attached, a
+// job removed and added again under its name whose old tick comes late
+// (cron.DelayIfStillRunning before the Locker's wrapper) is not run.
 //
 // # Schedules
 //

@@ -62,16 +62,16 @@ func delay(d time.Duration) cron.JobWrapper {
 	}
 }
 
-// runs counts the runs of each (job, tick), the tick named by the run's
-// start truncated to the second (the runs start within the second of
-// their tick: the offsets are 300 ms at most).
+// runs counts the runs of each (job, tick), the tick named by robfig/cron's
+// scheduled time of the fire (Entry.Prev), not by the run's start, which a
+// loaded machine delays past the tick's second.
 type runs struct {
 	mu sync.Mutex
 	n  map[string]map[int64]int
 }
 
-func (r *runs) add(job string) {
-	tick := time.Now().Truncate(time.Second).Unix()
+func (r *runs) add(job string, at time.Time) {
+	tick := at.Unix()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.n == nil {

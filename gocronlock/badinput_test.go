@@ -9,6 +9,7 @@ import (
 
 	"github.com/tierlock/tierlock/gocronlock"
 	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/runonce"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestBadInput(t *testing.T) {
 	s := zktest.Connect(t, zktest.Servers(t))
 	root := zktest.Path(t)
-	newLocker := func(s *zklock.Session, root string, opts ...gocronlock.LockerOption) func() error {
+	newLocker := func(s *zklock.Session, root string, opts ...runonce.Option) func() error {
 		return func() error {
 			l, err := gocronlock.NewLocker(s, root, opts...)
 			if l != nil {
@@ -65,40 +66,40 @@ func TestBadInput(t *testing.T) {
 		{"NewLocker empty root", newLocker(s, ""), zklock.ErrInvalidPath},
 		{"NewLocker relative root", newLocker(s, "jobs"), zklock.ErrInvalidPath},
 		{"NewLocker trailing slash", newLocker(s, "/jobs/"), zklock.ErrInvalidPath},
-		{"WithWindow 0", newLocker(s, root, gocronlock.WithWindow(0)), gocronlock.ErrInvalidOption},
-		{"WithJobWindow negative", newLocker(s, root, gocronlock.WithJobWindow("a", -time.Second)), gocronlock.ErrInvalidOption},
-		{"WithJobWindow empty job", newLocker(s, root, gocronlock.WithJobWindow("", time.Second)), gocronlock.ErrInvalidOption},
-		{"WithLockTimeout 0", newLocker(s, root, gocronlock.WithLockTimeout(0)), gocronlock.ErrInvalidOption},
-		{"WithACL empty", newLocker(s, root, gocronlock.WithACL(nil)), gocronlock.ErrInvalidOption},
+		{"WithWindow 0", newLocker(s, root, runonce.WithWindow(0)), runonce.ErrInvalidOption},
+		{"WithJobWindow negative", newLocker(s, root, runonce.WithJobWindow("a", -time.Second)), runonce.ErrInvalidOption},
+		{"WithJobWindow empty job", newLocker(s, root, runonce.WithJobWindow("", time.Second)), runonce.ErrInvalidOption},
+		{"WithLockTimeout 0", newLocker(s, root, runonce.WithLockTimeout(0)), runonce.ErrInvalidOption},
+		{"WithACL empty", newLocker(s, root, runonce.WithACL(nil)), runonce.ErrInvalidOption},
 		{"nil LockerOption", newLocker(s, root, nil), nil},
 		{"Lock nil context", lockCall(live, nilCtx, "job"), zklock.ErrNilContext},
-		{"Lock empty key", lockCall(live, ctx, ""), gocronlock.ErrInvalidKey},
-		{"Lock long key", lockCall(live, ctx, strings.Repeat("k", gocronlock.MaxKeyLen+1)), gocronlock.ErrInvalidKey},
+		{"Lock empty key", lockCall(live, ctx, ""), runonce.ErrInvalidKey},
+		{"Lock long key", lockCall(live, ctx, strings.Repeat("k", runonce.MaxKeyLen+1)), runonce.ErrInvalidKey},
 		// Issue 37, item 8: within MaxKeyLen, but escaping triples it past
 		// ZooKeeper's path limit below a long root.
-		{"Lock key too long once escaped", lockCall(longRoot, ctx, strings.Repeat("/", gocronlock.MaxKeyLen)), gocronlock.ErrInvalidKey},
+		{"Lock key too long once escaped", lockCall(longRoot, ctx, strings.Repeat("/", runonce.MaxKeyLen)), runonce.ErrInvalidKey},
 		{"LastRun key too long once escaped", func() error {
-			_, err := longRoot.LastRun(ctx, strings.Repeat("/", gocronlock.MaxKeyLen))
+			_, err := longRoot.LastRun(ctx, strings.Repeat("/", runonce.MaxKeyLen))
 			return err
-		}, gocronlock.ErrInvalidKey},
-		{"Lock after Close", lockCall(closed, ctx, "job"), gocronlock.ErrClosed},
-		{"Lock nil Locker", lockCall(nilLocker, ctx, "job"), gocronlock.ErrNil},
-		{"LastRun nil Locker", func() error { _, err := nilLocker.LastRun(ctx, "job"); return err }, gocronlock.ErrNil},
+		}, runonce.ErrInvalidKey},
+		{"Lock after Close", lockCall(closed, ctx, "job"), runonce.ErrClosed},
+		{"Lock nil Locker", lockCall(nilLocker, ctx, "job"), runonce.ErrNil},
+		{"LastRun nil Locker", func() error { _, err := nilLocker.LastRun(ctx, "job"); return err }, runonce.ErrNil},
 		{"LastRun nil context", func() error { _, err := live.LastRun(nilCtx, "job"); return err }, zklock.ErrNilContext},
-		{"LastRun empty key", func() error { _, err := live.LastRun(ctx, ""); return err }, gocronlock.ErrInvalidKey},
+		{"LastRun empty key", func() error { _, err := live.LastRun(ctx, ""); return err }, runonce.ErrInvalidKey},
 		{"LastRun never ran", func() error { _, err := live.LastRun(ctx, "never"); return err }, nil},
-		{"Close nil Locker", nilLocker.Close, gocronlock.ErrNil},
+		{"Close nil Locker", nilLocker.Close, runonce.ErrNil},
 		{"Close twice", closed.Close, nil},
 		{"NewElector nil session", newElector(nil, root), zklock.ErrNilSession},
 		{"NewElector bad path", newElector(s, "election"), zklock.ErrInvalidPath},
-		{"WithRetryInterval 0", newElector(s, root+"/e", gocronlock.WithRetryInterval(0)), gocronlock.ErrInvalidOption},
+		{"WithRetryInterval 0", newElector(s, root+"/e", gocronlock.WithRetryInterval(0)), runonce.ErrInvalidOption},
 		{"nil ElectorOption", newElector(s, root+"/e", nil), nil},
 		// Issue 37, item 7: a value over ZooKeeper's node data limit is
 		// refused here, not campaigned with for ever.
-		{"WithCandidate over 64 KiB", newElector(s, root+"/e", gocronlock.WithCandidate(strings.Repeat("v", 65<<10))), gocronlock.ErrInvalidOption},
-		{"IsLeader nil Elector", func() error { return nilElector.IsLeader(ctx) }, gocronlock.ErrNil},
-		{"Leader nil Elector", func() error { _, err := nilElector.Leader(ctx); return err }, gocronlock.ErrNil},
-		{"Close nil Elector", nilElector.Close, gocronlock.ErrNil},
+		{"WithCandidate over 64 KiB", newElector(s, root+"/e", gocronlock.WithCandidate(strings.Repeat("v", 65<<10))), runonce.ErrInvalidOption},
+		{"IsLeader nil Elector", func() error { return nilElector.IsLeader(ctx) }, runonce.ErrNil},
+		{"Leader nil Elector", func() error { _, err := nilElector.Leader(ctx); return err }, runonce.ErrNil},
+		{"Close nil Elector", nilElector.Close, runonce.ErrNil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := zktest.NoPanic(t, c.call)

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierlock/tierlock/gocronlock"
 	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/runonce"
 )
 
 // BenchmarkLockSkip is the cost of one attempt that finds its tick
@@ -15,14 +15,14 @@ import (
 // time and in ZooKeeper requests: what every instance but one pays per
 // tick. A run pays the same and its Unlock.
 func BenchmarkLockSkip(b *testing.B) {
-	l, _ := newLocker(b, zktest.Path(b), gocronlock.WithWindow(time.Hour))
+	l, _ := newLocker(b, zktest.Path(b), runonce.WithWindow(time.Hour))
 	ctx := context.Background()
 	if ran, err := runOnce(ctx, l, "job", nil); !ran {
 		b.Fatal(err)
 	}
 	zktest.ReportRequests(b, func() {
 		for range b.N {
-			if _, err := l.Lock(ctx, "job"); !errors.Is(err, gocronlock.ErrAlreadyRan) {
+			if _, err := l.Lock(ctx, "job"); !errors.Is(err, runonce.ErrAlreadyRan) {
 				b.Fatal(err)
 			}
 		}

@@ -5,6 +5,11 @@
 // leader runs everything).
 //
 // It is a module of its own, so that tierlock does not depend on gocron.
+// It speaks runonce's vocabulary, as cronlock does: a Locker's options
+// are runonce.Option values (runonce.WithWindow, ...), its errors,
+// outcomes and records runonce's (runonce.ErrLockHeld, runonce.Event,
+// runonce.Run); the same names gocronlock used to re-export stay as
+// deprecated aliases of them.
 //
 // # Why a lock is not enough
 //
@@ -26,8 +31,8 @@
 // root, a persistent run node (root/<job>/run) and a zklock.Lock
 // (root/<job>/lock); Lock reads the run node and writes it back,
 // conditional on the version it read, and the write's mtime, the server's
-// clock, decides. The window W (WithWindow, WithJobWindow; DefaultWindow,
-// 500 ms) is one value for the whole fleet, per job: with S the spread of
+// clock, decides. The window W (runonce.WithWindow, runonce.WithJobWindow;
+// runonce.DefaultWindow, 500 ms) is one value for the whole fleet, per job: with S the spread of
 // one tick across the fleet, r the write's round trip and P the job's
 // period, each tick runs once when
 //
@@ -39,8 +44,14 @@
 // jobs started at each instance's own start time have a spread up to the
 // period: then no window gives once per tick.
 //
+// gocron passes Lock no tick, but while Lock runs the job's NextRun is the
+// scheduled time of the run it decides: Locker.Attach lets the Locker
+// read it and claim the tick with runonce.ClaimTick, so that a tick gocron
+// fires late after a stop (a SIGSTOP, a suspend), which the fleet ran on
+// time, is skipped as stale and said so rather than run again.
+//
 // Lock never blocks gocron's tick longer than the lock timeout
-// (WithLockTimeout, DefaultLockTimeout). Unlock does not wait: the release
+// (runonce.WithLockTimeout, runonce.DefaultLockTimeout). Unlock does not wait: the release
 // goes out in the background and is retried until it lands, so the
 // cancelled context gocron hands the last Unlock at shutdown is fine.
 //
@@ -51,10 +62,10 @@
 // lines, overload told as overload), logged with component=gocronlock,
 // the Locker warns of gocron's own trap (fleetcheck.go): jobs without
 // gocron.WithName share gocron's default name, their function's, and so
-// one key. WithObserver hears every Lock (lockmetrics.Collector.ObserveJob
+// one key. runonce.WithObserver hears every Lock (lockmetrics.Collector.ObserveJob
 // exports them); LastRun, and tierlock ls on the root, tell each job's
 // last run and who made it; RemoveJob deletes a retired job's nodes.
-// WithSpread spreads the runs over the fleet.
+// runonce.WithSpread spreads the runs over the fleet.
 //
 // The run nodes are those of gocronlock's versions before runonce: a fleet
 // can be upgraded one instance at a time (TestFleetMixed).
@@ -67,7 +78,7 @@
 // cancelled also when the run's lock is lost and when Locker.Close
 // releases it, so that a job can stop working under a lock it no longer
 // holds. The run's Unlock then returns an error wrapping
-// zklock.ErrLockLost, or one matching ErrClosed (no warning: the program
+// zklock.ErrLockLost, or one matching runonce.ErrClosed (no warning: the program
 // closed the Locker itself).
 //
 // # The Elector

@@ -12,6 +12,7 @@ import (
 	"github.com/go-co-op/gocron/v2"
 
 	"github.com/tierlock/tierlock/election"
+	"github.com/tierlock/tierlock/runonce"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -41,7 +42,7 @@ type Elector struct {
 // logger (zklock.WithLogger).
 func NewElector(s *zklock.Session, path string, opts ...ElectorOption) (*Elector, error) {
 	if s == nil {
-		return nil, ErrNilSession
+		return nil, runonce.ErrNilSession
 	}
 	cfg := electorConfig{value: instanceName(), retry: DefaultRetryInterval}
 	for _, o := range opts {
@@ -59,7 +60,7 @@ func NewElector(s *zklock.Session, path string, opts ...ElectorOption) (*Elector
 	// The candidate's node carries the value: zklock refuses node data it
 	// could not send. Ask it now, rather than campaign in vain for ever.
 	if _, err := zklock.New(s, path, zklock.WithLabel(cfg.value)); err != nil {
-		return nil, fmt.Errorf("%w: candidate value of %d bytes: %w", ErrInvalidOption, len(cfg.value), err)
+		return nil, fmt.Errorf("%w: candidate value of %d bytes: %w", runonce.ErrInvalidOption, len(cfg.value), err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Elector{
@@ -83,20 +84,20 @@ func NewElector(s *zklock.Session, path string, opts ...ElectorOption) (*Elector
 }
 
 // IsLeader returns nil while this instance leads and ErrNotLeader
-// otherwise (ErrClosed after Close, or once the Elector stopped because
+// otherwise (runonce.ErrClosed after Close, or once the Elector stopped because
 // its session was closed). It asks nothing of ZooKeeper: the
 // leadership ends, and IsLeader says so, as soon as the session cannot
 // vouch for it (see zklock's loss rules). ctx is not used.
 func (e *Elector) IsLeader(context.Context) error {
 	if e == nil {
-		return ErrNil
+		return runonce.ErrNil
 	}
 	if held := e.held.Load(); held != nil && (*held).Err() == nil {
 		return nil
 	}
 	select {
 	case <-e.done:
-		return ErrClosed
+		return runonce.ErrClosed
 	default:
 		return ErrNotLeader
 	}
@@ -106,10 +107,10 @@ func (e *Elector) IsLeader(context.Context) error {
 // or an error matching election.ErrNoLeader when nobody leads.
 func (e *Elector) Leader(ctx context.Context) (string, error) {
 	if e == nil {
-		return "", ErrNil
+		return "", runonce.ErrNil
 	}
 	if ctx == nil {
-		return "", ErrNilContext
+		return "", runonce.ErrNilContext
 	}
 	return e.el.Leader(ctx)
 }
@@ -123,7 +124,7 @@ func (e *Elector) Leader(ctx context.Context) (string, error) {
 // idempotent and safe to call from several goroutines at once.
 func (e *Elector) Close() error {
 	if e == nil {
-		return ErrNil
+		return runonce.ErrNil
 	}
 	e.closeOnce.Do(func() {
 		if e.notes != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/tierlock/tierlock/gocronlock"
 	"github.com/tierlock/tierlock/internal/faultproxy"
 	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/runonce"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -62,7 +63,7 @@ func TestElectorOneLeader(t *testing.T) {
 	if err := es[first].Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := es[first].IsLeader(ctx); !errors.Is(err, gocronlock.ErrClosed) {
+	if err := es[first].IsLeader(ctx); !errors.Is(err, runonce.ErrClosed) {
 		t.Errorf("IsLeader after Close: %v, want ErrClosed", err)
 	}
 	zktest.Eventually(t, 3*time.Second, "a new leader", func() bool {

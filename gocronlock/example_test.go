@@ -12,6 +12,7 @@ import (
 
 	"github.com/tierlock/tierlock/gocronlock"
 	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/runonce"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -42,6 +43,9 @@ func ExampleNewLocker() {
 			return
 		}
 		defer sched.Shutdown()
+		// Each run's scheduled tick: one fired late (after a stop) is
+		// stale, skipped rather than run again.
+		locker.Attach(sched)
 		// The job's name is the lock's key: give every job its own.
 		_, err = sched.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()),
 			gocron.NewTask(func() { runs.Add(1) }), gocron.WithName("nightly-report"))
@@ -105,7 +109,7 @@ func ExampleLocker_RemoveJob() {
 	}
 	defer s.Close()
 	locker, err := gocronlock.NewLocker(s, "/examples/gocronlock/remove",
-		gocronlock.WithWindow(100*time.Millisecond), gocronlock.WithLockTimeout(200*time.Millisecond))
+		runonce.WithWindow(100*time.Millisecond), runonce.WithLockTimeout(200*time.Millisecond))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -117,9 +121,9 @@ func ExampleLocker_RemoveJob() {
 	}
 	// Later, the job gone from every instance's schedule:
 	switch err := locker.RemoveJob(ctx, "retired-report"); {
-	case errors.Is(err, gocronlock.ErrJobActive):
+	case errors.Is(err, runonce.ErrJobActive):
 		fmt.Println("an instance still schedules it")
-	case errors.Is(err, gocronlock.ErrLockHeld):
+	case errors.Is(err, runonce.ErrLockHeld):
 		fmt.Println("a run of it is going on: try again later")
 	case err != nil:
 		fmt.Println(err)

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierlock/tierlock/gocronlock"
 	"github.com/tierlock/tierlock/gocronlock/internal/fleet"
 	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/runonce"
 )
 
 var (
@@ -89,7 +89,7 @@ func scale(t *testing.T, jobs int, d time.Duration) scaled {
 	// rules out. Those closer are.
 	for k, gap := range fleet.Gaps(rs.Runs, sc.rep.Duplicates) {
 		s := fmt.Sprintf("%s/%d: %v", k.Job, k.Tick, gap.Round(time.Millisecond))
-		if gap >= gocronlock.DefaultWindow {
+		if gap >= runonce.DefaultWindow {
 			sc.late = append(sc.late, s)
 		} else {
 			sc.twice = append(sc.twice, s)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"regexp"
 	"sync"
+
+	"github.com/tierlock/tierlock/runonce"
 )
 
 // The check of a job's key (issue 39, item 1), gocron's own: gocron names
@@ -20,6 +22,23 @@ type keyCheck struct {
 	firstCtx context.Context
 	shared   bool
 	named    sync.Once
+}
+
+// badKey tells of a job whose name cannot be a key (issue 50, item 5: it
+// never ran, and nothing said so): once at Error, and to the observer at
+// each tick, as cronlock does. Claim refused it before its report.
+func (l *Locker) badKey(key string, err error) {
+	l.mu.Lock()
+	c := l.keys[key]
+	if c == nil {
+		c = &keyCheck{}
+		l.keys[key] = c
+	}
+	l.mu.Unlock()
+	c.named.Do(func() {
+		l.log.Error("job name cannot be a key: not run; give the job a shorter name (gocron.WithName)", "job", key, "err", err)
+	})
+	l.r.Observe(runonce.Event{Job: key, Outcome: runonce.Failed, Err: err})
 }
 
 // funcName matches the name gocron gives a job without gocron.WithName:

@@ -2,10 +2,10 @@ package gocronlock_test
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +13,7 @@ import (
 
 	"github.com/tierlock/tierlock/gocronlock"
 	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/runonce"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -59,162 +60,67 @@ func TestUnnamedJobsWarned(t *testing.T) {
 	}
 }
 
-// ticks plays n ticks of period p for the lockers, each offs[i] into the
-// tick, each run lasting 5 ms.
-func ticks(t *testing.T, ls []*gocronlock.Locker, offs []time.Duration, p time.Duration, n int, job string) {
-	t.Helper()
-	ctx := zktest.Context(t, time.Duration(n+10)*p+20*time.Second)
-	start := time.Now().Add(100 * time.Millisecond)
-	var wg sync.WaitGroup
-	for i, l := range ls {
-		wg.Go(func() {
-			for k := range n {
-				time.Sleep(time.Until(start.Add(time.Duration(k)*p + offs[i])))
-				_, _ = runOnce(ctx, l, job, func() { time.Sleep(5 * time.Millisecond) })
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// TestOutsideEnvelopeWarned (issue 39, item 2): what the run node shows of
-// a fleet outside S < W <= P - S is said once per job: windows that
-// differ, timers further apart than the window (a DurationJob without a
-// start time: its ticks run more than once), a window longer than the
-// period allows (ticks late or lost).
-func TestOutsideEnvelopeWarned(t *testing.T) {
-	servers := zktest.Servers(t)
-	const p = 300 * time.Millisecond
-	for _, c := range []struct {
-		name    string
-		windows []time.Duration
-		offs    []time.Duration
-		want    string
-	}{
-		{"windows differ", []time.Duration{100 * time.Millisecond, 250 * time.Millisecond}, []time.Duration{0, 50 * time.Millisecond}, "the fleet's windows differ"},
-		{"timers too far apart", []time.Duration{60 * time.Millisecond, 60 * time.Millisecond, 60 * time.Millisecond},
-			[]time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}, "the job runs more than once per tick"},
-		{"window too long", []time.Duration{350 * time.Millisecond, 350 * time.Millisecond}, []time.Duration{0, 100 * time.Millisecond}, "ticks are late or lost"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			root := zktest.Path(t)
-			s, logs := logged(t, servers)
-			var ls []*gocronlock.Locker
-			for i, w := range c.windows {
-				sess := s
-				if i > 0 {
-					sess = zktest.Connect(t, servers)
-				}
-				l, err := gocronlock.NewLocker(sess, root, gocronlock.WithWindow(w), gocronlock.WithInstanceName(fmt.Sprint("node-", i)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer l.Close()
-				ls = append(ls, l)
-			}
-			ticks(t, ls, c.offs, p, 8, "job")
-			if out := logs.String(); !strings.Contains(out, c.want) {
-				t.Errorf("no %q in the first instance's logs:\n%s", c.want, out)
-			}
-		})
-	}
-	// And a healthy fleet hears none of it.
-	t.Run("healthy", func(t *testing.T) {
-		root := zktest.Path(t)
-		s, logs := logged(t, servers)
-		var ls []*gocronlock.Locker
-		for i := range 3 {
-			sess := s
-			if i > 0 {
-				sess = zktest.Connect(t, servers)
-			}
-			l, err := gocronlock.NewLocker(sess, root, gocronlock.WithWindow(150*time.Millisecond), gocronlock.WithInstanceName(fmt.Sprint("node-", i)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			ls = append(ls, l)
-		}
-		ticks(t, ls, []time.Duration{0, 40 * time.Millisecond, 80 * time.Millisecond}, p, 8, "job")
-		if out := logs.String(); strings.Contains(out, "level=WARN") || strings.Contains(out, "level=ERROR") {
-			t.Errorf("a healthy fleet was warned:\n%s", out)
-		}
-	})
-}
-
-// TestObserverAndLastRun (issue 39, item 4): the observer hears every
-// Lock with its outcome and latency, and LastRun names the instance that
-// ran, with the count of runs.
-func TestObserverAndLastRun(t *testing.T) {
-	root := zktest.Path(t)
-	const w = 200 * time.Millisecond
-	var mu sync.Mutex
-	var events []gocronlock.Event
-	observe := gocronlock.WithObserver(func(e gocronlock.Event) {
-		mu.Lock()
-		events = append(events, e)
-		mu.Unlock()
-	})
-	a, _ := newLocker(t, root, gocronlock.WithWindow(w), gocronlock.WithInstanceName("a"), observe)
-	b, _ := newLocker(t, root, gocronlock.WithWindow(w), gocronlock.WithInstanceName("b"), observe)
-	ctx := zktest.Context(t, 20*time.Second)
-	held, err := a.Lock(ctx, "job")
+// TestUpdatedJobNotShared (issue 43, item 10): gocron's Scheduler.Update
+// replaces a job by one of the same name, with a context of its own; the
+// Locker took the new context for a second job sharing the key and logged
+// an Error. A job replaced is not two jobs.
+func TestUpdatedJobNotShared(t *testing.T) {
+	s, logs := logged(t, zktest.Servers(t))
+	l, err := gocronlock.NewLocker(s, zktest.Path(t), runonce.WithWindow(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, errHeld := b.Lock(ctx, "job")
-	_ = held.Unlock(ctx)
-	time.Sleep(20 * time.Millisecond)
-	_, errRan := b.Lock(ctx, "job")
-	if last, err := b.LastRun(ctx, "job"); err != nil || last.By != "a" || last.Runs != 1 || last.Window != w {
-		t.Errorf("LastRun after a's run: %+v, %v", last, err)
-	}
-	time.Sleep(gocronlock.AfterWindow(w))
-	if ran, err := runOnce(ctx, b, "job", nil); !ran {
-		t.Fatal(err)
-	}
-	if last, _ := a.LastRun(ctx, "job"); last.By != "b" || last.Runs != 2 {
-		t.Errorf("LastRun after b's run: %+v", last)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	var got []string
-	for _, e := range events {
-		got = append(got, e.Outcome.String())
-		if e.Job != "job" || e.Latency <= 0 || (e.Outcome == gocronlock.Ran) != (e.Err == nil) {
-			t.Errorf("event %+v", e)
-		}
-	}
-	if fmt.Sprint(got) != "[ran already_ran already_ran ran]" {
-		t.Errorf("outcomes %v (errors %v, %v), want [ran already_ran already_ran ran]", got, errHeld, errRan)
-	}
-}
-
-// TestRemoveJob (issue 39, item 4): a retired job's run node goes, and
-// with it the job's node; a job held elsewhere is refused.
-func TestRemoveJob(t *testing.T) {
-	root := zktest.Path(t)
-	a, s := newLocker(t, root)
-	b, _ := newLocker(t, root)
-	ctx := zktest.Context(t, 20*time.Second)
-	held, err := a.Lock(ctx, "retired")
+	defer l.Close()
+	sched, err := gocron.NewScheduler(gocron.WithDistributedLocker(l))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.RemoveJob(ctx, "retired"); !errors.Is(err, gocronlock.ErrLockHeld) {
-		t.Errorf("RemoveJob while held: %v, want ErrLockHeld", err)
+	defer sched.Shutdown()
+	var runs atomic.Int32
+	task := gocron.NewTask(func() { runs.Add(1) })
+	j, err := sched.NewJob(gocron.DurationJob(100*time.Millisecond), task, gocron.WithName("report"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	_ = held.Unlock(ctx)
-	zktest.Eventually(t, 5*time.Second, "RemoveJob", func() bool { return b.RemoveJob(ctx, "retired") == nil })
-	if last, err := a.LastRun(ctx, "retired"); err != nil || !last.At.IsZero() {
-		t.Errorf("LastRun after RemoveJob: %+v, %v", last, err)
+	sched.Start()
+	zktest.Eventually(t, 5*time.Second, "two runs", func() bool { return runs.Load() >= 2 })
+	if _, err := sched.Update(j.ID(), gocron.DurationJob(150*time.Millisecond), task, gocron.WithName("report")); err != nil {
+		t.Fatal(err)
 	}
-	for _, p := range []string{"/retired/run", "/retired/lock", "/retired"} {
-		if ok, _, _ := s.Conn().Exists(root + p); ok {
-			t.Errorf("%s is still there", p)
+	zktest.Eventually(t, 5*time.Second, "two runs after the update", func() bool { return runs.Load() >= 4 })
+	if out := logs.String(); strings.Contains(out, "share one lock key") {
+		t.Errorf("a job updated was taken for two jobs sharing a key:\n%s", out)
+	}
+}
+
+// TestBadKeyTold (issue 50, item 5): a gocron job whose name cannot be a
+// key (over runonce.MaxKeyLen bytes) never ran, and nothing was logged or
+// observed (7 of 7 ticks): it is told once at Error, naming the job, and
+// to the observer at each tick, as cronlock does.
+func TestBadKeyTold(t *testing.T) {
+	s, logs := logged(t, zktest.Servers(t))
+	var told atomic.Int32
+	l, err := gocronlock.NewLocker(s, zktest.Path(t), runonce.WithObserver(func(e runonce.Event) {
+		if errors.Is(e.Err, runonce.ErrInvalidKey) && e.Outcome == runonce.Failed {
+			told.Add(1)
 		}
+	}))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := b.RemoveJob(ctx, "never-ran"); err != nil {
-		t.Errorf("RemoveJob of a job that never ran: %v", err)
+	defer l.Close()
+	sched, err := gocron.NewScheduler(gocron.WithDistributedLocker(l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sched.Shutdown()
+	name := strings.Repeat("k", runonce.MaxKeyLen+1)
+	if _, err := sched.NewJob(gocron.DurationJob(100*time.Millisecond), gocron.NewTask(func() {}), gocron.WithName(name)); err != nil {
+		t.Fatal(err)
+	}
+	sched.Start()
+	zktest.Eventually(t, 5*time.Second, "three ticks told", func() bool { return told.Load() >= 3 })
+	if n := strings.Count(logs.String(), "job name cannot be a key"); n != 1 {
+		t.Errorf("%d lines of a name that cannot be a key, want 1:\n%s", n, logs.String())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/go-co-op/gocron/v2"
 
@@ -28,6 +29,7 @@ type Locker struct {
 
 	mu   sync.Mutex
 	keys map[string]*keyCheck // fleetcheck.go
+	jobs schedJobs            // Attach's (tick.go)
 }
 
 // NewLocker returns a Locker whose jobs live below root, an absolute
@@ -36,9 +38,9 @@ type Locker struct {
 // job name. Every instance of a fleet must use the same root and windows.
 // It logs to the session's logger (zklock.WithLogger), with
 // component=gocronlock.
-func NewLocker(s *zklock.Session, root string, opts ...LockerOption) (*Locker, error) {
+func NewLocker(s *zklock.Session, root string, opts ...runonce.Option) (*Locker, error) {
 	if s == nil {
-		return nil, ErrNilSession
+		return nil, runonce.ErrNilSession
 	}
 	log := s.Logger().With("component", "gocronlock", "root", root)
 	own := []runonce.Option{
@@ -54,17 +56,26 @@ func NewLocker(s *zklock.Session, root string, opts ...LockerOption) (*Locker, e
 
 // Lock decides whether this instance runs the job named key now: it
 // returns a gocron.Lock, held for the run, when it does, and an error
-// (ErrLockHeld, ErrAlreadyRan or ErrYielded, matching ErrSkipped, or a
+// (runonce.ErrLockHeld, runonce.ErrAlreadyRan or runonce.ErrYielded, matching runonce.ErrSkipped, or a
 // failure) when it does not. It never waits for another instance and
-// returns within the lock timeout (WithLockTimeout), or sooner when ctx
+// returns within the lock timeout (runonce.WithLockTimeout), or sooner when ctx
 // ends. ctx is the job's own (gocron's): RunContext derives from it.
 func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	if l == nil {
-		return nil, ErrNil
+		return nil, runonce.ErrNil
 	}
-	c, err := l.r.Claim(ctx, key)
-	if keyAccepted(err) {
+	var c *runonce.Claim
+	var err error
+	if tick := l.tickOf(key, time.Now()); !tick.IsZero() {
+		c, err = l.r.ClaimTick(ctx, key, tick)
+	} else {
+		c, err = l.r.Claim(ctx, key)
+	}
+	switch {
+	case keyAccepted(err):
 		l.checkKey(ctx, key)
+	case errors.Is(err, runonce.ErrInvalidKey):
+		l.badKey(key, err)
 	}
 	if err != nil {
 		return nil, err
@@ -76,7 +87,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 // arguments (a context, a valid key, a Runner open): then Lock's key is a
 // job's that the checks of fleetcheck.go look at.
 func keyAccepted(err error) bool {
-	for _, e := range []error{ErrNil, ErrNilContext, ErrInvalidKey, ErrClosed} {
+	for _, e := range []error{runonce.ErrNil, runonce.ErrNilContext, runonce.ErrInvalidKey, runonce.ErrClosed} {
 		if errors.Is(err, e) {
 			return false
 		}
@@ -92,13 +103,13 @@ type runLock struct {
 // Unlock releases the job's lock. It does not wait for ZooKeeper (the
 // delete goes out in the background and is retried until it lands or the
 // session ends), so it releases also when ctx is already cancelled, as it
-// is when gocron shuts down. It returns an error matching ErrClosed when
+// is when gocron shuts down. It returns an error matching runonce.ErrClosed when
 // Locker.Close released the lock during the run, one wrapping
 // zklock.ErrLockLost when the lock was lost during the run, and
 // zklock.ErrNotHeld on a second call.
 func (r *runLock) Unlock(context.Context) error {
 	if r == nil {
-		return ErrNil
+		return runonce.ErrNil
 	}
 	return r.c.Release()
 }
@@ -109,7 +120,7 @@ func (r *runLock) Unlock(context.Context) error {
 // context.Context receives too), and it is cancelled when that context
 // is, at the run's Unlock, when the run's lock is lost (the cause wraps
 // zklock.ErrLockLost) and when the Locker is closed (the cause matches
-// ErrClosed). Called while this instance has no run of job, it returns a
+// runonce.ErrClosed). Called while this instance has no run of job, it returns a
 // context already cancelled, its cause wrapping zklock.ErrNotHeld.
 func (l *Locker) RunContext(job string) context.Context {
 	if l == nil {
@@ -118,37 +129,32 @@ func (l *Locker) RunContext(job string) context.Context {
 	return l.r.RunContext(job)
 }
 
-// Run is a job's last run, as its run node records it (runonce.Run): At,
-// the ZooKeeper server's time of its start; By, the instance that made it;
-// Runs, the runs counted; Window, its last writer's window.
-type Run = runonce.Run
-
 // LastRun returns the job's last run as its run node records it; the zero
 // Run if the job never ran (the node does not exist).
-func (l *Locker) LastRun(ctx context.Context, key string) (Run, error) {
+func (l *Locker) LastRun(ctx context.Context, key string) (runonce.Run, error) {
 	if l == nil {
-		return Run{}, ErrNil
+		return runonce.Run{}, runonce.ErrNil
 	}
 	return l.r.LastRun(ctx, key)
 }
 
 // RemoveJob deletes the nodes of a retired job, one that no instance
 // schedules any more, once no attempt of a tick it ran can still decide;
-// ErrJobActive while an instance still schedules it, ErrLockHeld while a
+// runonce.ErrJobActive while an instance still schedules it, runonce.ErrLockHeld while a
 // run holds its lock. runonce.Runner.RemoveJob says how.
 func (l *Locker) RemoveJob(ctx context.Context, key string) error {
 	if l == nil {
-		return ErrNil
+		return runonce.ErrNil
 	}
 	return l.r.RemoveJob(ctx, key)
 }
 
 // Close releases the locks of runs still going and detaches the Locker
-// from its session; later Lock calls return ErrClosed. It leaves the run
+// from its session; later Lock calls return runonce.ErrClosed. It leaves the run
 // nodes, which the next instances need. Close is idempotent.
 func (l *Locker) Close() error {
 	if l == nil {
-		return ErrNil
+		return runonce.ErrNil
 	}
 	return l.r.Close()
 }

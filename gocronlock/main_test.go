@@ -12,6 +12,7 @@ import (
 	"github.com/tierlock/tierlock/gocronlock/internal/fleet"
 	"github.com/tierlock/tierlock/internal/child"
 	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/runonce"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -38,7 +39,7 @@ func fleetMain() int {
 
 // newLocker returns a Locker on a new session of its own (an instance of
 // the fleet), closed when the test ends.
-func newLocker(t testing.TB, root string, opts ...gocronlock.LockerOption) (*gocronlock.Locker, *zklock.Session) {
+func newLocker(t testing.TB, root string, opts ...runonce.Option) (*gocronlock.Locker, *zklock.Session) {
 	t.Helper()
 	s := zktest.Connect(t, zktest.Servers(t))
 	l, err := gocronlock.NewLocker(s, root, opts...)

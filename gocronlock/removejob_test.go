@@ -3,7 +3,7 @@ package gocronlock_test
 import (
 	"errors"
 	"fmt"
-	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,124 +12,82 @@ import (
 
 	"github.com/tierlock/tierlock/gocronlock"
 	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/runonce"
 )
 
-// TestUnknownKeysLeaveNothing (issue 43, item 10): LastRun and RemoveJob
-// of keys this instance never scheduled leave no job entry (and no lock)
-// behind: they made one per key, never removed.
-func TestUnknownKeysLeaveNothing(t *testing.T) {
-	root := zktest.Path(t)
-	l, _ := newLocker(t, root)
-	ctx := zktest.Context(t, 60*time.Second)
-	if ran, err := runOnce(ctx, l, "scheduled", nil); !ran {
+// newScheduler returns a started gocron scheduler on l, shut down when
+// the test ends.
+func newScheduler(t *testing.T, l *gocronlock.Locker) gocron.Scheduler {
+	t.Helper()
+	s, err := gocron.NewScheduler(gocron.WithDistributedLocker(l))
+	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 1000
-	for i := range n {
-		if _, err := l.LastRun(ctx, fmt.Sprint("asked-", i)); err != nil {
-			t.Fatal(err)
+	s.Start()
+	t.Cleanup(func() { _ = s.Shutdown() })
+	return s
+}
+
+// TestCleanupWithDefaults (issue 50, item 1), with two real gocron
+// schedulers of a fleet whose window is 3 s: their timers for a tick
+// fire 2 s apart (a one-time job, at T and T+2s). A cleanup Locker made
+// with the defaults removes the job right after the first run: it aged
+// the run by its own window and lock timeout (1.5 s) and deleted the run
+// node, and the second scheduler ran the tick again (7 of 7 before). Three
+// jobs side by side: each tick runs once, and RemoveJob says the job is
+// still scheduled.
+func TestCleanupWithDefaults(t *testing.T) {
+	root := zktest.Path(t)
+	fleet := runonce.WithWindow(3 * time.Second)
+	la, _ := newLocker(t, root, fleet)
+	lb, _ := newLocker(t, root, fleet)
+	cleanup, _ := newLocker(t, root)
+	sa, sb := newScheduler(t, la), newScheduler(t, lb)
+	ctx := zktest.Context(t, 30*time.Second)
+	start := time.Now().Add(time.Second)
+	const jobs = 3
+	var runs [jobs]atomic.Int32
+	removed := make([]error, jobs)
+	var wg sync.WaitGroup
+	for i := range jobs {
+		name := fmt.Sprint("report-", i)
+		task := gocron.NewTask(func() { runs[i].Add(1) })
+		for k, s := range []gocron.Scheduler{sa, sb} {
+			at := start.Add(time.Duration(k) * 2 * time.Second)
+			if _, err := s.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartDateTime(at)), task, gocron.WithName(name)); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if err := l.RemoveJob(ctx, fmt.Sprint("retired-", i)); err != nil {
-			t.Fatal(err)
-		}
+		wg.Go(func() {
+			time.Sleep(time.Until(start.Add(200 * time.Millisecond)))
+			removed[i] = cleanup.RemoveJob(ctx, name)
+		})
 	}
-	if got := gocronlock.JobCount(l); got != 1 {
-		t.Errorf("%d job entries after LastRun and RemoveJob of %d unknown keys, want 1 (the scheduled job's)", got, 2*n)
+	wg.Wait()
+	time.Sleep(time.Until(start.Add(2500 * time.Millisecond)))
+	for i := range jobs {
+		if n := runs[i].Load(); n != 1 {
+			t.Errorf("report-%d's tick ran %d times, want once", i, n)
+		}
+		if !errors.Is(removed[i], runonce.ErrJobActive) {
+			t.Errorf("report-%d: RemoveJob %v, want ErrJobActive", i, removed[i])
+		}
 	}
 }
 
-// TestUpdatedJobNotShared (issue 43, item 10): gocron's Scheduler.Update
-// replaces a job by one of the same name, with a context of its own; the
-// Locker took the new context for a second job sharing the key and logged
-// an Error. A job replaced is not two jobs.
-func TestUpdatedJobNotShared(t *testing.T) {
-	s, logs := logged(t, zktest.Servers(t))
-	l, err := gocronlock.NewLocker(s, zktest.Path(t), gocronlock.WithWindow(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	sched, err := gocron.NewScheduler(gocron.WithDistributedLocker(l))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sched.Shutdown()
+// TestRemoveJobUnderItsScheduler (issue 50, item 2): the instance whose
+// gocron scheduler runs a job removes it. RemoveJob returned nil, its own
+// ticks refused locally, and the scheduler made the nodes again at once (8
+// of 8 before): ErrJobActive.
+func TestRemoveJobUnderItsScheduler(t *testing.T) {
+	l, _ := newLocker(t, zktest.Path(t), runonce.WithWindow(50*time.Millisecond), runonce.WithLockTimeout(300*time.Millisecond))
+	s := newScheduler(t, l)
 	var runs atomic.Int32
-	task := gocron.NewTask(func() { runs.Add(1) })
-	j, err := sched.NewJob(gocron.DurationJob(100*time.Millisecond), task, gocron.WithName("report"))
-	if err != nil {
+	if _, err := s.NewJob(gocron.DurationJob(100*time.Millisecond), gocron.NewTask(func() { runs.Add(1) }), gocron.WithName("report")); err != nil {
 		t.Fatal(err)
 	}
-	sched.Start()
 	zktest.Eventually(t, 5*time.Second, "two runs", func() bool { return runs.Load() >= 2 })
-	if _, err := sched.Update(j.ID(), gocron.DurationJob(150*time.Millisecond), task, gocron.WithName("report")); err != nil {
-		t.Fatal(err)
-	}
-	zktest.Eventually(t, 5*time.Second, "two runs after the update", func() bool { return runs.Load() >= 4 })
-	if out := logs.String(); strings.Contains(out, "share one lock key") {
-		t.Errorf("a job updated was taken for two jobs sharing a key:\n%s", out)
-	}
-}
-
-// TestRemoveJobWhileScheduled (issue 43, item 9): RemoveJob's doc said it
-// took the job's lock "so that no run decides meanwhile", but a run
-// decides before it locks. A ran a tick; B's RemoveJob deleted the run
-// node at once; C's attempt of the same tick, within the window, found no
-// node and ran the tick again. Now RemoveJob deletes the node only once the
-// last run is a window and a lock timeout old by the server's clock: C's
-// attempt finds it, skips, and by its write shows the job still
-// scheduled, which RemoveJob reports (ErrJobActive), deleting nothing.
-func TestRemoveJobWhileScheduled(t *testing.T) {
-	root := zktest.Path(t)
-	const w = 300 * time.Millisecond
-	opts := []gocronlock.LockerOption{gocronlock.WithWindow(w), gocronlock.WithLockTimeout(300 * time.Millisecond)}
-	a, s := newLocker(t, root, opts...)
-	b, _ := newLocker(t, root, opts...)
-	c, _ := newLocker(t, root, opts...)
-	ctx := zktest.Context(t, 20*time.Second)
-	ranAt := time.Now()
-	if ran, err := runOnce(ctx, a, "job", nil); !ran {
-		t.Fatal(err)
-	}
-	// A's Unlock deletes its lock node in the background.
-	for len(zktest.Children(t, s.Conn(), root+"/job/lock")) > 0 && time.Since(ranAt) < w/4 {
-		time.Sleep(time.Millisecond)
-	}
-	removed := make(chan error, 1)
-	go func() { removed <- b.RemoveJob(zktest.Context(t, 5*time.Second), "job") }()
-	// C's attempt of the tick: once the run node is gone, or half a
-	// window after A's.
-	for time.Since(ranAt) < w/2 {
-		if ok, _, _ := s.Conn().Exists(root + "/job/run"); !ok {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	at := time.Since(ranAt)
-	if ran, _ := runOnce(ctx, c, "job", nil); ran {
-		t.Errorf("C ran the tick A ran %v before: a tick run twice", at.Round(time.Millisecond))
-	}
-	err := <-removed
-	t.Logf("C's attempt %v after A's run; RemoveJob: %v", at.Round(time.Millisecond), err)
-	if !errors.Is(err, gocronlock.ErrJobActive) {
-		t.Errorf("RemoveJob of a job an instance wrote meanwhile: %v, want ErrJobActive", err)
-	}
-	if ok, _, _ := s.Conn().Exists(root + "/job/run"); !ok {
-		t.Error("the run node is gone")
-	}
-	// The fleet stops scheduling it: RemoveJob waits for the last run to
-	// age, then deletes.
-	begin := time.Now()
-	if err := b.RemoveJob(ctx, "job"); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("RemoveJob of the retired job took %v", time.Since(begin).Round(time.Millisecond))
-	for _, p := range []string{"/job/run", "/job/lock", "/job"} {
-		if ok, _, _ := s.Conn().Exists(root + p); ok {
-			t.Errorf("%s is still there", p)
-		}
-	}
-	if ran, err := runOnce(ctx, c, "job", nil); !ran {
-		t.Errorf("the job scheduled again: %v, want its first run", err)
+	if err := l.RemoveJob(zktest.Context(t, 10*time.Second), "report"); !errors.Is(err, runonce.ErrJobActive) {
+		t.Errorf("RemoveJob of a job its own scheduler runs: %v, want ErrJobActive", err)
 	}
 }

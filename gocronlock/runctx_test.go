@@ -10,6 +10,7 @@ import (
 
 	"github.com/tierlock/tierlock/gocronlock"
 	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/runonce"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -36,10 +37,10 @@ func TestUnlockAfterClose(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if !zktest.IsClosed(run.Done()) || !errors.Is(context.Cause(run), gocronlock.ErrClosed) {
+	if !zktest.IsClosed(run.Done()) || !errors.Is(context.Cause(run), runonce.ErrClosed) {
 		t.Errorf("the run's context after Close: %v, want cancelled with ErrClosed", context.Cause(run))
 	}
-	if err := held.Unlock(ctx); !errors.Is(err, gocronlock.ErrClosed) {
+	if err := held.Unlock(ctx); !errors.Is(err, runonce.ErrClosed) {
 		t.Errorf("Unlock after Close: %v, want ErrClosed", err)
 	}
 	if strings.Contains(logs.String(), "lost") {
@@ -53,7 +54,7 @@ func TestUnlockAfterClose(t *testing.T) {
 // lost (an operator deletes its node), with the loss as its cause.
 func TestRunContext(t *testing.T) {
 	root := zktest.Path(t)
-	l, s := newLocker(t, root, gocronlock.WithWindow(time.Millisecond))
+	l, s := newLocker(t, root, runonce.WithWindow(time.Millisecond))
 	type key struct{}
 	ctx := context.WithValue(zktest.Context(t, 20*time.Second), key{}, "job's")
 	if err := l.RunContext("job").Err(); err == nil {

@@ -19,7 +19,9 @@ import (
 // lock but before it stored the run, so Close finds no run to mark and
 // ends the hold (zklock.Lock.Close). The run then learnt of it as a loss:
 // its Release logged "lock lost during the run" and returned the loss,
-// where Close's doc and Release's promise ErrClosed and no warning.
+// where Close's doc and Release's promise ErrClosed and no warning. Close
+// now waits for a claim that wrote (close.go): called there, it ends the
+// run once stored.
 func TestCloseBeforeTheRunIsStored(t *testing.T) {
 	var logs zktest.SyncBuffer
 	s := zktest.Connect(t, zktest.Servers(t), zklock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
@@ -27,12 +29,20 @@ func TestCloseBeforeTheRunIsStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testHookAfterTake = func() { _ = r.Close() }
+	closed := make(chan struct{})
+	testHookAfterTake = func() {
+		go func() {
+			_ = r.Close()
+			close(closed)
+		}()
+		time.Sleep(20 * time.Millisecond) // Close waits for this claim
+	}
 	defer func() { testHookAfterTake = nil }()
 	c, err := r.Claim(zktest.Context(t, 10*time.Second), "job")
 	if err != nil {
 		t.Fatal(err) // the tick was decided: the run is this instance's
 	}
+	<-closed
 	if cause := context.Cause(c.Context()); !errors.Is(cause, ErrClosed) {
 		t.Errorf("the run's context ended with %v, want ErrClosed", cause)
 	}

@@ -39,12 +39,21 @@
 //     ErrSlowWrite) is a tick lost;
 //  5. to run, it takes the job's lock without waiting
 //     (zklock.Lock.TryAcquire) and holds it for the run, until
-//     Claim.Release, so that runs do not overlap: a run of an earlier tick
-//     still going elsewhere makes it skip (ErrLockHeld), the tick counted
-//     as run. Otherwise it skips (ErrAlreadyRan).
+//     Claim.Release, so that runs do not overlap. Otherwise it skips
+//     (ErrAlreadyRan).
+//
+// A tick whose lock is held (a run of an earlier tick still going, or a
+// dead instance's hold until its session expires) is lost: an attempt that
+// would write looks at the lock first, unless this process made the last
+// run, writes a step back (never a run) when it is held, and returns
+// ErrLockHeld when its write would have run, so that the record keeps the
+// last run that was made and the other instances do not take the lost
+// tick for a run (lost.go). Each instance tells an episode of lost ticks
+// once, naming the holder, and once when the lock is free again.
 //
 // An attempt costs one read and one write, and a run the lock's create and
-// delete besides; no clock but the server's is compared.
+// delete besides (and a read of the lock's children when another instance
+// made the last run); no clock but the server's is compared.
 //
 // Two instances cannot both run one tick. The decisions form one chain:
 // each write is refused if anyone wrote the node since its read (the
@@ -109,6 +118,15 @@
 // out, its hold was lost after the write) counts as run, so a tick can be
 // lost but is never run twice.
 //
+// # Ticks a scheduler knows
+//
+// A scheduler that tells a fire's scheduled tick claims it with ClaimTick
+// (cronlock and gocronlock do, with the scheduler attached): a tick fired
+// more than the job's window after it, by the server's clock or this
+// process's own, is a replay of a tick a stopped process slept through,
+// which the fleet ran on time; it is skipped (ErrStale), not run again
+// (stale.go).
+//
 // # Bounds
 //
 // Claim never takes longer than the lock timeout (WithLockTimeout,
@@ -120,9 +138,15 @@
 // # What the Runner tells
 //
 // Where the run node shows the fleet outside the envelope, the Runner says
-// so once per job (envelope.go): windows that differ; a job that runs more
-// than once per tick (WithBoundaryHint adds the scheduler's way to a
-// common boundary); first attempts of a tick that skip. An outage of
+// so once per job (envelope.go), counting only the ticks this instance saw
+// (an unbroken run of its attempts one period apart: a stop or a stall
+// starts the count afresh): windows that differ; a job that runs more
+// than once per tick, with the spread and the period this instance
+// measured and the window that would do, or that none can
+// (WithBoundaryHint adds the scheduler's way to a common boundary); first
+// attempts of a tick that skip; a clock jump (serverclock.go). Ticks lost
+// to a held lock are told once per episode and job (lost.go), and stale
+// ticks skipped (ClaimTick, stale.go) once per episode. An outage of
 // ZooKeeper is logged in two lines, when a Claim first fails to reach it
 // (ZooKeeper silent for the lock timeout while this process was not too
 // slow to hear it, or the session not connected: a Claim that timed out
@@ -152,7 +176,7 @@
 // afresh: the instances it leaves the tick to count as alive again only by
 // writing after it. So an instance that leaves costs a job at most the one
 // tick left to it; the next tick's attempts no longer step back for it
-// (runrec.TestSpreadFleetChurn, gocronlock.TestSpreadAfterALeave and
+// (runrec.TestSpreadFleetChurn, TestSpreadAfterALeave and
 // TestFleetSpreadLeave). The run node's format is the one of gocronlock's
 // versions before this package: instances of those, which keep a writer in
 // the list until the next run, can share a fleet with these

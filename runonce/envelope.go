@@ -1,6 +1,7 @@
 package runonce
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -12,62 +13,140 @@ import (
 // today a misconfigured fleet only loses ticks or runs them twice,
 // silently.
 
-// checks is a job's state for them: the run count and this instance's
-// Claim calls at its first decision (base) and at its last one, and the
-// strikes, under the job's busy flag.
+// checks is a job's state for them, under the job's busy flag: the
+// attempts counted (an unbroken run of this instance's decided attempts
+// one tick apart), the run count at their start and at the last decided
+// attempt, the period and the spread this instance measured, and the
+// strikes.
 type checks struct {
-	known               bool
-	baseRuns, baseCalls int64
-	lastRuns, lastCalls int64
-	lost                int
-	warned              [3]bool // window, over, lost
+	known     bool
+	baseRuns  int64     // the runs recorded when the counted attempts began
+	ticks     int64     // the counted attempts since
+	lastRuns  int64     // the runs recorded after the last decided attempt
+	lastCalls int64     // its Claim call's number
+	lastAt    time.Time // its tick (ClaimTick) or its entry
+	lastRead  time.Time // when its read was answered
+	period    time.Duration
+	spread    int64 // ms: the largest gap seen from a tick's last run to this instance's timer of the same tick
+	sampled   bool  // spread holds a sample
+	lost      int
+	warned    [3]bool // window, over, lost
 
 	toldLate atomic.Bool // overload.go
 }
 
 // checkEnvelope looks at a decided attempt (d) of this instance, made at
-// its calls-th Claim of the job, and says once per kind when the fleet is
-// outside the envelope S < W <= P - S. Inside it, each of this instance's
-// attempts reads the record after its tick's run, or makes the run, so:
+// its calls-th Claim of the job (p), and says once per kind when the
+// fleet is outside the envelope S < W <= P - S. Inside it, each of this
+// instance's attempts reads the record after its tick's run, or makes
+// the run, so:
 //
-//   - from its first attempt on, the runs the record counts grow by at
-//     most one per Claim call of its own (a tick), give or take one at
-//     the ends: more means ticks run more than once;
+//   - over attempts one tick apart, the runs the record counts grow by at
+//     most one per attempt, give or take one at the ends: more means
+//     ticks run more than once;
 //   - its first attempt of a tick (no run by another since its last one,
 //     a tick ago) runs: a skip there, twice, means ticks are late or lost.
-func (r *Runner) checkEnvelope(j *job, d decision, calls int64) {
+//
+// Only the ticks this instance saw count (issue 50, item 7: after a stop,
+// the runs made while it slept counted against the ticks it did not see,
+// and nearly every job was told it ran more than once per tick): an
+// attempt counts when the one before it was its last Claim of the job and
+// came one period before (its tick, with ClaimTick, or its entry), the
+// period being the shortest gap seen, within half of it, and its read too
+// (a Claim stopped between its entry and its read reads the runs made
+// while it slept); any other gap starts the count afresh.
+func (r *Runner) checkEnvelope(j *job, d decision, calls int64, p *probe) {
 	c := &j.checks
 	r.checkWindow(j, d)
-	if !c.known || d.first || d.prev.Runs < c.lastRuns { // a new node: count afresh
-		c.known, c.baseRuns, c.baseCalls = true, d.prev.Runs, calls
+	at := p.tick
+	if at.IsZero() {
+		at = p.entry
+	}
+	if !c.counts(d, calls, at) {
+		// A new node, or a gap: count afresh from here.
+		c.known, c.baseRuns, c.ticks = true, d.prev.Runs, 0
 	} else {
-		runs, ticks := d.prev.Runs-c.baseRuns, calls-c.baseCalls
-		if runs > ticks+1 && !c.warned[1] {
-			c.warned[1] = true
-			if what := "the job runs more than once per tick"; r.overloaded(j.window) {
-				r.tellLate(j, what)
-			} else {
-				r.log.Warn(what+": the fleet's timers for it are further apart than its window; start the job on a common boundary"+r.hint()+" or widen the window",
-					"job", j.key, "runs", runs, "ticks", ticks, "window", msDuration(d.rec.Window))
-			}
-		}
-		if d.prev.Runs == c.lastRuns && calls-c.lastCalls == 1 && d.verdict == runrec.Skip && !d.yielded {
+		c.ticks++
+		c.measure(d)
+		r.checkOver(j, d)
+		if d.prev.Runs == c.lastRuns && d.verdict == runrec.Skip && !d.yielded {
 			if c.lost++; c.lost == 2 && !c.warned[2] {
 				c.warned[2] = true
 				r.firstSkipped(j, d)
 			}
 		}
 	}
-	c.lastRuns, c.lastCalls = d.prev.Runs, calls
+	c.lastRuns, c.lastCalls, c.lastAt, c.lastRead = d.prev.Runs, calls, at, d.readAt
 	if d.verdict == runrec.Run {
 		c.lastRuns++
 	}
+}
+
+// counts reports whether d, at its calls-th Claim, the tick or entry at,
+// is one tick after the last decided attempt, and notes the period.
+func (c *checks) counts(d decision, calls int64, at time.Time) bool {
+	if !c.known || d.first || d.prev.Runs < c.lastRuns || calls-c.lastCalls != 1 {
+		return false
+	}
+	gap := at.Sub(c.lastAt)
+	if gap <= 0 {
+		return false
+	}
+	if c.period == 0 || gap < c.period {
+		c.period = gap
+	}
+	return gap <= c.period*3/2 && d.readAt.Sub(c.lastRead) <= c.period*3/2
+}
+
+// measure keeps the spread d shows: the gap from the last run to this
+// attempt's timer, when under half the period (the same tick).
+func (c *checks) measure(d decision) {
+	if d.sinceLast >= 0 && d.sinceLast < c.period.Milliseconds()/2 {
+		c.spread, c.sampled = max(c.spread, d.sinceLast), true
+	}
+}
+
+// checkOver warns once when the counted attempts saw more runs than
+// ticks, give or take one.
+func (r *Runner) checkOver(j *job, d decision) {
+	c := &j.checks
+	runs := d.prev.Runs - c.baseRuns
+	if runs <= c.ticks+1 || c.warned[1] {
+		return
+	}
+	c.warned[1] = true
+	what := "the job runs more than once per tick"
+	if r.overloaded(j.window) {
+		r.tellLate(j, what)
+		return
+	}
+	spread, rtt := msDuration(c.spread), r.late.rttP99()
+	room := c.period - spread - 2*rtt
+	var advice string
+	switch {
+	case !c.sampled:
+		advice = "this instance measured no spread (its attempts never followed a run of their own tick by less than half the period): start the job on a common boundary" + r.hint()
+	case spread >= room:
+		advice = "no window can do (S < W <= P - S - 2r has no solution for the spread and the period measured): start the job on a common boundary" + r.hint()
+	default:
+		advice = fmt.Sprintf("widen the window to between %v and %v (the spread and the period measured here, less two write round trips), or start the job on a common boundary%s",
+			spread, room.Round(time.Millisecond), r.hint())
+	}
+	r.log.Warn(what+": the fleet's timers for it are further apart than its window; "+advice,
+		"job", j.key, "runs", runs, "ticks", c.ticks, "window", msDuration(d.rec.Window),
+		"spread_measured", spread, "period_measured", c.period.Round(time.Millisecond), "write_rtt_p99", rtt)
 }
 
 // firstSkipped tells first attempts of a tick that skip: overload, when
 // this instance is late, or a window too wide for the job's period.
 func (r *Runner) firstSkipped(j *job, d decision) {
 	what := "the job's first attempt of a tick found its last run less than a window old: ticks are late or lost"
+	if d.sinceLast < 0 {
+		// A run dated after this attempt's timer: not the window's doing.
+		r.log.Warn("the job's first attempt of a tick found a run dated after its own timer: a clock jump, or this process stalled between its timer and its write",
+			"job", j.key, "run_after_timer_by", msDuration(-d.sinceLast))
+		return
+	}
 	if r.overloaded(j.window) {
 		r.tellLate(j, what)
 		return

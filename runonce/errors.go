@@ -13,11 +13,13 @@ import (
 var (
 	// ErrSkipped reports a run this instance must not make because another
 	// made it or is making it, or leaves to another: ErrLockHeld,
-	// ErrAlreadyRan and ErrYielded match it.
+	// ErrAlreadyRan, ErrYielded and ErrStale match it.
 	ErrSkipped = errors.New("runonce: run skipped")
-	// ErrLockHeld reports a job whose lock is held elsewhere (another
-	// instance runs it) or by a run of this instance still going: the run
-	// is skipped, not queued. It matches ErrSkipped.
+	// ErrLockHeld reports a tick lost to the job's lock held by a run of
+	// an earlier tick still going (elsewhere, or on this instance) or by a
+	// dead instance's hold until its session expires: the run is skipped,
+	// not queued, and the tick is not counted as run (no instance can run
+	// it while the lock is held). It matches ErrSkipped.
 	ErrLockHeld = fmt.Errorf("%w: job lock held", ErrSkipped)
 	// ErrAlreadyRan reports a tick that a run started less than the job's
 	// window ago, by the server's clock, already covered. It matches
@@ -26,6 +28,11 @@ var (
 	// ErrYielded reports a run this instance stepped back from, so that
 	// another instance makes it (WithSpread). It matches ErrSkipped.
 	ErrYielded = fmt.Errorf("%w: yielded to another instance", ErrSkipped)
+	// ErrStale reports a tick that its scheduler fired more than the
+	// job's window late (ClaimTick): a replay of a tick the process slept
+	// through (robfig/cron fires them after a stop), which the fleet ran
+	// on time. It is skipped, not run again. It matches ErrSkipped.
+	ErrStale = fmt.Errorf("%w: stale tick", ErrSkipped)
 	// ErrSlowWrite reports a run given up because the run node's write
 	// was answered too late to rule out that another instance ran the
 	// tick (see the package doc, "The window"): the tick is lost, never

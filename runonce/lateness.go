@@ -99,6 +99,7 @@ type lateness struct {
 	start   time.Time // this second's
 	cur     latency
 	prev    latency
+	rtt     [2]latency // the run node's writes' round trips, this second's and the last
 	sched   schedLag
 	lagP99  time.Duration
 	started bool
@@ -117,12 +118,29 @@ func (t *lateness) observe(d time.Duration) {
 	switch since := now.Sub(t.start); {
 	case since >= 2*time.Second: // idle: nothing of the last second
 		t.prev, t.cur, t.start, t.rolled = latency{}, latency{}, now, true
+		t.rtt = [2]latency{}
 		t.lagP99 = t.sched.p99()
 	case since >= time.Second:
 		t.prev, t.cur, t.start, t.rolled = t.cur, latency{}, now, true
+		t.rtt = [2]latency{t.rtt[1], {}}
 		t.lagP99 = t.sched.p99()
 	}
 	t.cur.add(d)
+}
+
+// observeRTT adds a run node write's round trip (its send to its answer).
+func (t *lateness) observeRTT(d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.rtt[1].add(d)
+}
+
+// rttP99 returns the writes' round trip's 99th percentile over this second
+// and the last (0: none).
+func (t *lateness) rttP99() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return p99(&t.rtt[0], &t.rtt[1])
 }
 
 // figures returns the Claim latency's 99th percentile over this second and

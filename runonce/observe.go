@@ -12,7 +12,8 @@ type Outcome int
 const (
 	// Ran: this instance runs the tick.
 	Ran Outcome = iota
-	// SkippedHeld: the job's lock was held (ErrLockHeld).
+	// SkippedHeld: the job's lock was held (ErrLockHeld): the tick is
+	// lost, not run anywhere while the lock is held.
 	SkippedHeld
 	// SkippedRan: the tick already ran (ErrAlreadyRan).
 	SkippedRan
@@ -21,12 +22,15 @@ const (
 	// Failed: any other error (ZooKeeper unreachable, say): the run is
 	// skipped.
 	Failed
+	// SkippedStale: the scheduler fired the tick more than its window
+	// late (ErrStale, ClaimTick): the fleet ran it.
+	SkippedStale
 )
 
-var outcomeNames = [...]string{"ran", "held", "already_ran", "yielded", "failed"}
+var outcomeNames = [...]string{"ran", "held", "already_ran", "yielded", "failed", "stale"}
 
-// String returns the outcome's name: ran, held, already_ran, yielded or
-// failed (the values of lockmetrics' outcome label).
+// String returns the outcome's name: ran, held, already_ran, yielded,
+// failed or stale (the values of lockmetrics' outcome label).
 func (o Outcome) String() string {
 	if o < 0 || int(o) >= len(outcomeNames) {
 		return "unknown"
@@ -45,6 +49,8 @@ func outcomeOf(err error) Outcome {
 		return SkippedRan
 	case errors.Is(err, ErrYielded):
 		return SkippedYielded
+	case errors.Is(err, ErrStale):
+		return SkippedStale
 	default:
 		return Failed
 	}
@@ -56,6 +62,7 @@ type Event struct {
 	Outcome Outcome       // how it ended
 	Latency time.Duration // from Claim's entry to its return
 	Err     error         // Claim's error; nil when it ran
+	Tick    time.Time     // the tick claimed, as ClaimTick was told it; zero for Claim
 }
 
 // Observe passes e to the observer (WithObserver), if any, on the

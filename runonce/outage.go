@@ -26,7 +26,9 @@ type outage struct {
 	since   time.Time // the first failure
 	upSince time.Time // answered since, without a failure (zero: not yet)
 	skipped int64
-	relapse int // returns that did not last
+	relapse int   // returns that did not last
+	stalled bool  // it began as this process's stall (stall.go)
+	session int64 // the session's id when it began
 }
 
 // outageSettle is how long ZooKeeper must answer, without a Claim failing
@@ -60,6 +62,8 @@ func (h *heard) note(err error) bool {
 type probe struct {
 	entry   time.Time // Claim's entry: the timer's firing, as near as the Runner knows it
 	pending int64     // the send of the request being waited for (heard's clock); 0: none
+	entered bool      // admitted to writing (close.go)
+	tick    time.Time // the tick's scheduled time (ClaimTick); zero: not known
 }
 
 // ask notes a request about to be sent; got, its return (err): an answer,
@@ -112,17 +116,23 @@ func (p *probe) silence(r *Runner, err error) failureKind {
 type failureKind int
 
 const (
-	failedOther       failureKind = iota
-	failedUnreachable             // ZooKeeper did not answer: the outage's lines
-	failedLate                    // ZooKeeper answered, too late for the Claim: overload
-	failedCancelled               // the caller's context ended: the program stops the job
-	failedSilent                  // ZooKeeper silent, not yet for long: nothing told
+	failedOther         failureKind = iota
+	failedUnreachable               // ZooKeeper did not answer: the outage's lines
+	failedLate                      // ZooKeeper answered, too late for the Claim: overload
+	failedCancelled                 // the caller's context ended: the program stops the job
+	failedSilent                    // ZooKeeper silent, not yet for long: nothing told
+	failedClosed                    // the Runner was closed: the program's own doing
+	failedSessionClosed             // the program closed the session: for good
 )
 
 // kindOf classifies err, a Claim's failure; ctx is the caller's (not Claim's
 // own deadline).
 func (r *Runner) kindOf(ctx context.Context, err error, p *probe) failureKind {
 	switch {
+	case errors.Is(err, ErrClosed):
+		return failedClosed
+	case errors.Is(err, zklock.ErrSessionClosed) || r.s.State() == zklock.StateClosed:
+		return failedSessionClosed
 	case ctx.Err() != nil:
 		return failedCancelled
 	case r.s.State() != zklock.StateConnected:
@@ -147,13 +157,19 @@ func (r *Runner) unreachable(err error) {
 	switch {
 	case first:
 		o.down, o.since, o.upSince, o.skipped, o.relapse = true, time.Now(), time.Time{}, 0, 0
+		o.stalled, o.session = r.stall.recent(), r.s.SessionID()
 	case !o.upSince.IsZero():
 		o.upSince = time.Time{}
 		o.relapse++
 	}
 	o.skipped++
+	stalled := o.stalled
 	o.mu.Unlock()
-	if first {
+	switch {
+	case first && stalled:
+		r.log.Warn("this process stalled (stopped, suspended or paused: its Claims outlived their deadline or its ticks came late), and its ZooKeeper session's connection with it: runs are skipped until the session answers again",
+			"state", r.s.State(), "err", err)
+	case first:
 		r.log.Warn("ZooKeeper unreachable: runs are skipped until it answers", "state", r.s.State(), "err", err)
 	}
 }
@@ -184,12 +200,16 @@ func (r *Runner) reached() {
 		o.upSince = now
 	}
 	over := now.Sub(o.upSince) >= outageSettle
-	since, upSince, skipped, relapse := o.since, o.upSince, o.skipped, o.relapse
+	since, upSince, skipped, relapse, stalled, session := o.since, o.upSince, o.skipped, o.relapse, o.stalled, o.session
 	if over {
 		o.down = false
 	}
 	o.mu.Unlock()
-	if over {
+	switch {
+	case over && stalled:
+		r.log.Warn("the ZooKeeper session answers again after this process's stall", "down_for", upSince.Sub(since).Round(time.Millisecond),
+			"runs_skipped", skipped, "session_expired", session != r.s.SessionID())
+	case over:
 		r.log.Warn("ZooKeeper reachable again", "down_for", upSince.Sub(since).Round(time.Millisecond),
 			"runs_skipped", skipped, "returns_that_did_not_last", relapse)
 	}

@@ -45,6 +45,9 @@ type overload struct {
 
 // overloaded reports whether this instance is late for a job of window w.
 func (r *Runner) overloaded(w time.Duration) bool {
+	if testHookNeverLate {
+		return false
+	}
 	if r.over.on.Load() {
 		return true
 	}
@@ -114,3 +117,8 @@ func lateWhat(err error) string {
 	}
 	return "the claim passed its lock timeout while ZooKeeper answered: the run is skipped"
 }
+
+// testHookNeverLate, set by tests only, has overloaded say no: the tests
+// of the envelope's lines, whose small windows a loaded machine's
+// latencies would make overload.
+var testHookNeverLate bool

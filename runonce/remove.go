@@ -5,19 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/tierlock/tierlock/internal/await"
 	"github.com/tierlock/tierlock/internal/runrec"
 	"github.com/tierlock/tierlock/zklock"
 )
 
 // RemoveJob deletes the nodes of a retired job, one that no instance
 // schedules any more (its run node, its lock's path and its own node), so
-// that they do not pile up below the root. A job that never ran is no
-// error.
+// that they do not pile up below the root, and forgets the job (its entry
+// and its lock) in this Runner. A job that never ran is no error.
 //
 // No run decides meanwhile: the run node goes only once no attempt can
 // still be one of the tick the job last ran, nor of any tick within the
@@ -25,19 +25,27 @@ import (
 // as a new job's first run. RemoveJob takes the job's lock without
 // waiting (an error matching ErrLockHeld when a run holds it), then waits
 // until the last run is a window and a lock timeout old by the ZooKeeper
-// server's clock (WithWindow, WithLockTimeout: an attempt's decision comes
-// within its lock timeout of its timer), as long as ctx allows, and
-// deletes the node conditional on its version. An instance that writes
-// the node meanwhile still schedules the job: RemoveJob then deletes
-// nothing and returns an error matching ErrJobActive
-// (gocronlock.TestRemoveJobWhileScheduled). The argument counts on the fleet's lock
-// timeouts being at most this Runner's, as its windows are one value.
+// server's clock, as long as ctx allows, and deletes the node conditional
+// on its version. The window and the lock timeout are the larger of this
+// Runner's (WithWindow, WithLockTimeout) and the fleet's, which the run
+// node records: a remover's options never make it unsafe
+// (TestRemoverWithDefaults).
+//
+// An instance that attempts the job in the window RemoveJob watches, this
+// one included, still schedules it: RemoveJob then deletes nothing (or
+// stops where it is, the run node written again) and returns an error
+// matching ErrJobActive, as soon as the attempt is seen. Its records mark
+// the job as being removed, so that every attempt writes, even one that
+// would skip without a write; it waits on a watch of the run node, and
+// this instance's own attempts, refused while it holds the job's lock,
+// count too (TestRemoveJobSeesItsOwnTicks, TestRemoveJobSeesLocalSkips,
+// TestRemoveJobWatches). A lock node of another instance below the job's
+// lock is an instance running the job again: ErrJobActive at once
+// (TestRemoveJobMeetsARunBack).
 //
 // A job removed while an instance still schedules it, but whose last run
 // is older than that, runs again at its next tick there, as a new job's
-// first run: the tick is a later one, so it is not run twice. When that
-// run writes its run node before RemoveJob has deleted the job's node,
-// RemoveJob leaves it and returns ErrJobActive.
+// first run: the tick is a later one, so it is not run twice.
 func (r *Runner) RemoveJob(ctx context.Context, key string) error {
 	if r == nil {
 		return ErrNil
@@ -68,7 +76,12 @@ func (r *Runner) RemoveJob(ctx context.Context, key string) error {
 	if !j.busy.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: job %q: by a run of this instance", ErrLockHeld, key)
 	}
-	defer j.busy.Store(false)
+	rm := &removal{seen: make(chan struct{})}
+	j.removal.Store(rm)
+	defer func() {
+		j.removal.Store(nil)
+		j.busy.Store(false)
+	}()
 	h, ok, err := j.lock.TryAcquire(ctx)
 	switch {
 	case err != nil:
@@ -76,16 +89,36 @@ func (r *Runner) RemoveJob(ctx context.Context, key string) error {
 	case !ok:
 		return fmt.Errorf("%w: job %q: by another instance", ErrLockHeld, key)
 	}
-	err = r.retire(ctx, h, j)
+	err = r.retire(ctx, h, j, rm)
+	own := path.Base(h.Node())
 	_ = h.Release()
-	switch {
-	case errors.Is(err, ErrJobActive):
-		return fmt.Errorf("%w: job %q: an instance wrote its run node meanwhile", ErrJobActive, key)
-	case err != nil:
+	if err != nil {
 		return fmt.Errorf("runonce: job %q: %w", key, err)
 	}
-	return r.deleteDirs(ctx, key, dir)
+	if err := r.deleteDirs(ctx, key, dir, own, j.ownNode); err != nil {
+		return err
+	}
+	r.forget(j)
+	return nil
 }
+
+// removal is a RemoveJob under way, as the job's Claims of this instance
+// see it: they are refused, and seen.
+type removal struct {
+	once sync.Once
+	seen chan struct{} // closed by an attempt of this instance
+}
+
+// attempted notes an attempt of this instance during the removal.
+func (rm *removal) attempted() { rm.once.Do(func() { close(rm.seen) }) }
+
+// errAttempted, errWrote and errRunBack say what showed the job still
+// scheduled.
+var (
+	errAttempted = fmt.Errorf("%w: this instance attempted it meanwhile", ErrJobActive)
+	errWrote     = fmt.Errorf("%w: an instance wrote its run node meanwhile", ErrJobActive)
+	errRunBack   = fmt.Errorf("%w: an instance runs it again", ErrJobActive)
+)
 
 // jobToRemove returns key's entry, or one made for the removal alone and
 // closed by done: RemoveJob of a key this instance does not schedule
@@ -106,17 +139,32 @@ func (r *Runner) jobToRemove(key, dir string) (*job, func(), error) {
 	return j, func() { _ = j.lock.Close() }, nil
 }
 
+// forget drops j, removed, from the Runner: its entry and its lock (issue
+// 50, item 2: every removed job stayed in memory). A Claim that holds j
+// already finds it retired and takes a new entry.
+func (r *Runner) forget(j *job) {
+	j.retired.Store(true)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.jobs[j.key] == j {
+		delete(r.jobs, j.key)
+		_ = j.lock.Close()
+	}
+}
+
 // retire deletes j's run node, under h, once its last run is a window and
-// a lock timeout old by the server's clock. It learns that clock from a
-// write: the node rewritten as it is (runrec.Keep), conditional on the
-// version read, whose mtime is the server's time. Any attempt that finds
-// the node gone reads it after the delete, so its timer fired after the
-// keeping write less its lock timeout, hence a window after the last run:
-// a later tick, which the rule would let run. Any attempt that writes the
-// node meanwhile moves its version, and the delete is refused.
-func (r *Runner) retire(ctx context.Context, h *zklock.Hold, j *job) error {
-	need := ms(j.window) + ms(r.cfg.timeout)
-	data, stat, err := getNode(ctx, r.s.Conn(), j.runPath)
+// a lock timeout old by the server's clock, the fleet's recorded ones or
+// this Runner's, whichever is larger. It learns that clock from a write:
+// the node rewritten as it is (runrec.Keep), marked as being removed,
+// conditional on the version read, whose mtime is the server's time. Any
+// attempt that finds the node gone reads it after the delete, so its timer
+// fired after the keeping write less its lock timeout, hence a window
+// after the last run: a later tick, which the rule would let run. Any
+// attempt that writes the node meanwhile moves its version: the watch set
+// after each keeping write ends the wait, and the job is still scheduled.
+func (r *Runner) retire(ctx context.Context, h *zklock.Hold, j *job, rm *removal) error {
+	conn := r.s.Conn()
+	data, stat, err := getNode(ctx, conn, j.runPath)
 	for {
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
@@ -124,32 +172,63 @@ func (r *Runner) retire(ctx context.Context, h *zklock.Hold, j *job) error {
 		case err != nil:
 			return fmt.Errorf("read run node: %w", err)
 		}
-		keep := runrec.Keep(runrec.Derive(data, stat.Mtime, stat.Mzxid), ms(j.window), stat.Mtime, stat.Mzxid).Encode()
-		res, err := h.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: keep, Version: stat.Version})
+		last := runrec.Derive(data, stat.Mtime, stat.Mzxid)
+		need := max(ms(j.window), last.Window) + max(ms(r.cfg.timeout), last.Timeout)
+		window := last.Window // the fleet's, so that the writes read as the fleet's
+		if window <= 0 {
+			window = ms(j.window) // an unreadable record: this Runner's
+		}
+		keep := runrec.Keep(last, window, stat.Mtime, stat.Mzxid)
+		keep.Timeout, keep.Removing = max(last.Timeout, ms(r.cfg.timeout)), r.by
+		res, err := h.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: keep.Encode(), Version: stat.Version})
 		if err != nil {
 			return written("keep run node", err)
 		}
-		data, stat = keep, res[0].Stat
+		data, stat = keep.Encode(), res[0].Stat
 		quiet := stat.Mtime - runrec.Derive(data, stat.Mtime, stat.Mzxid).At
 		if quiet >= need {
 			_, err := h.Txn(ctx, &zk.DeleteRequest{Path: j.runPath, Version: stat.Version})
 			return written("delete run node", err)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the last run is %v old, under %v: %w", msDuration(quiet), msDuration(need), context.Cause(ctx))
-		case <-time.After(msDuration(need - quiet)):
+		if err := r.await(ctx, j, rm, stat.Version, msDuration(need-quiet)); err != nil {
+			return fmt.Errorf("the last run is %v old, under %v: %w", msDuration(quiet), msDuration(need), err)
 		}
+		data, stat, err = getNode(ctx, conn, j.runPath)
 	}
 }
 
-// exists reports whether node is there (false when it cannot tell).
-func (r *Runner) exists(ctx context.Context, node string) bool {
-	ok, err := await.Call(ctx, func() (bool, error) {
-		ok, _, err := r.s.Conn().Exists(node)
-		return ok, err
-	})
-	return err == nil && ok
+// await waits d, on a watch of j's run node: an attempt that writes it
+// (its version no longer version), one of this instance (rm), or ctx's
+// end, ends the wait with an error.
+func (r *Runner) await(ctx context.Context, j *job, rm *removal, version int32, d time.Duration) error {
+	conn := r.s.Conn()
+	if conn == nil {
+		return zklock.ErrSessionClosed
+	}
+	_, stat, ch, err := conn.GetW(j.runPath)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return errWrote // deleted by another remover: nothing of this one's to delete
+	case err != nil:
+		return fmt.Errorf("watch run node: %w", err)
+	case stat.Version != version:
+		return errWrote
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-rm.seen:
+		return errAttempted
+	case ev := <-ch:
+		if ev.Type == zk.EventNodeDataChanged || ev.Type == zk.EventNodeDeleted {
+			return errWrote
+		}
+		return nil // the watch lost (a reconnect): the next keeping write looks again
+	case <-timer.C:
+		return nil
+	}
 }
 
 // written says what a write of retire's came to: nil when the node is
@@ -159,52 +238,7 @@ func written(what string, err error) error {
 	case err == nil, errors.Is(err, zk.ErrNoNode):
 		return nil
 	case errors.Is(err, zk.ErrBadVersion):
-		return ErrJobActive
+		return errWrote
 	}
 	return fmt.Errorf("%s: %w", what, err)
-}
-
-// deleteDirs deletes the lock's path and the job's node (persistent, see
-// createRun) once the hold's node has gone (Release deletes it in the
-// background); a lock node queued meanwhile (the job runs again) keeps
-// them until it goes. A run node written again below the job's node (an
-// instance still schedules the job) would keep it for ever: RemoveJob
-// then returns ErrJobActive (TestRemoveJobMeetsARunAgain).
-func (r *Runner) deleteDirs(ctx context.Context, key, dir string) error {
-	err := r.deleteEmpty(ctx, path.Join(dir, lockName), "")
-	if err == nil {
-		if testHookBeforeJobNodeDelete != nil {
-			testHookBeforeJobNodeDelete()
-		}
-		err = r.deleteEmpty(ctx, dir, path.Join(dir, runName))
-	}
-	switch {
-	case errors.Is(err, ErrJobActive):
-		return fmt.Errorf("%w: job %q: an instance wrote its run node again", ErrJobActive, key)
-	case err != nil:
-		return fmt.Errorf("runonce: job %q: %w", key, err)
-	}
-	return nil
-}
-
-// deleteEmpty deletes p once it is empty, or until ctx ends; it returns
-// ErrJobActive when p holds run, the job's run node ("" for none).
-func (r *Runner) deleteEmpty(ctx context.Context, p, run string) error {
-	for {
-		_, err := await.Call(ctx, func() (struct{}, error) { return struct{}{}, r.s.Conn().Delete(p, -1) })
-		switch {
-		case err == nil, errors.Is(err, zk.ErrNoNode):
-			return nil
-		case !errors.Is(err, zk.ErrNotEmpty):
-			return fmt.Errorf("delete %s: %w", p, err)
-		}
-		if run != "" && r.exists(ctx, run) {
-			return ErrJobActive
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("delete %s: %w", p, context.Cause(ctx))
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }

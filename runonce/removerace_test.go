@@ -54,3 +54,52 @@ func TestRemoveJobMeetsARunAgain(t *testing.T) {
 }
 
 func noop(context.Context) error { return nil }
+
+// TestRemoveJobMeetsARunBack (issue 50, item 2): between RemoveJob's
+// delete of the run node and its delete of the lock's path, an instance
+// that still schedules the job claims a tick and runs for 3 s (here from
+// a hook). RemoveJob waited the whole run out, sending a delete every
+// 20 ms (hours for a long job under context.Background); a lock node of
+// another instance is an instance still scheduling the job: ErrJobActive
+// at once.
+func TestRemoveJobMeetsARunBack(t *testing.T) {
+	root := zktest.Path(t)
+	opts := []Option{WithWindow(50 * time.Millisecond)}
+	a, err := New(zktest.Connect(t, zktest.Servers(t)), root, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := New(zktest.Connect(t, zktest.Servers(t)), root, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := zktest.Context(t, 20*time.Second)
+	if err := b.Do(ctx, "job", noop); err != nil {
+		t.Fatal(err)
+	}
+	running := make(chan struct{})
+	done := make(chan struct{})
+	var runAt time.Time
+	testHookBeforeLockDelete = func() {
+		testHookBeforeLockDelete = nil
+		go func() {
+			defer close(done)
+			_ = b.Do(ctx, "job", func(context.Context) error {
+				runAt = time.Now()
+				close(running)
+				time.Sleep(3 * time.Second)
+				return nil
+			})
+		}()
+		<-running
+	}
+	defer func() { testHookBeforeLockDelete = nil }()
+	err = a.RemoveJob(ctx, "job")
+	took := time.Since(runAt)
+	<-done
+	if !errors.Is(err, ErrJobActive) || took > time.Second {
+		t.Errorf("RemoveJob: %v after %v; want ErrJobActive at once", err, took.Round(time.Millisecond))
+	}
+}

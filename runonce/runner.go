@@ -10,10 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
-	"github.com/tierlock/tierlock/internal/oncehook"
-	"github.com/tierlock/tierlock/internal/runrec"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -36,15 +32,19 @@ type Runner struct {
 	by   string
 	log  *slog.Logger
 
-	out   outage      // ZooKeeper's unavailability, logged in two lines
-	heard heard       // when ZooKeeper last answered
-	late  lateness    // how late this instance is
-	over  overload    // an overload, told in two lines
-	clock serverClock // the server's clock as this instance's writes saw it
+	out         outage      // ZooKeeper's unavailability, logged in two lines
+	heard       heard       // when ZooKeeper last answered
+	late        lateness    // how late this instance is
+	over        overload    // an overload, told in two lines
+	clock       serverClock // the server's clock as this instance's writes saw it
+	sessionGone sync.Once   // a Claim on a closed session, told (report.go)
+	stall       stall       // signs of this process's stall (stall.go)
+	stales      stales      // stale ticks skipped (stale.go)
 
 	mu     sync.Mutex
 	jobs   map[string]*job
 	closed bool
+	claims sync.WaitGroup // claims that may write (close.go)
 
 	rootMu   sync.Mutex // held while the root is made (rootReady)
 	rootMade bool
@@ -56,32 +56,17 @@ type job struct {
 	lock    *zklock.Lock
 	runPath string
 	window  time.Duration
-	busy    atomic.Bool           // a Claim of this process holds or takes the lock
-	run     atomic.Pointer[Claim] // the run going on, set by Claim, cleared by Release
+	busy    atomic.Bool             // a Claim of this process holds or takes the lock, or RemoveJob does
+	removal atomic.Pointer[removal] // a RemoveJob under way (remove.go)
+	retired atomic.Bool             // removed: a Claim takes a new entry
+	run     atomic.Pointer[Claim]   // the run going on, set by Claim, cleared by Release
+
+	ownNode string      // the name of this process's last hold's lock node (lost.go), under busy
+	held    heldEpisode // ticks lost to the lock held elsewhere (lost.go), under busy
 
 	calls    atomic.Int64 // Claim calls
 	warnedAt atomic.Int64 // the last failure warned of (Unix ns)
 	checks   checks       // envelope.go
-}
-
-// The tests' hooks (internal/oncehook): set once, before any test runs.
-func init() {
-	oncehook.JobCount = func(r any) int {
-		run := r.(*Runner)
-		run.mu.Lock()
-		defer run.mu.Unlock()
-		return len(run.jobs)
-	}
-	oncehook.NodeName = nodeName
-	oncehook.SetAfterRead = func(fn func(string)) func() {
-		testHookAfterRead = fn
-		return func() { testHookAfterRead = nil }
-	}
-	oncehook.SetOverloadSettle = func(d time.Duration) func() {
-		old := overloadSettle
-		overloadSettle = d
-		return func() { overloadSettle = old }
-	}
 }
 
 // New returns a Runner whose jobs live below root, an absolute ZooKeeper
@@ -127,6 +112,11 @@ func New(s *zklock.Session, root string, opts ...Option) (*Runner, error) {
 // sooner when ctx ends. The run's context (Claim.Context) derives from
 // ctx.
 func (r *Runner) Claim(ctx context.Context, key string) (*Claim, error) {
+	return r.claim(ctx, key, time.Time{})
+}
+
+// claim is Claim, and ClaimTick with a tick (not zero).
+func (r *Runner) claim(ctx context.Context, key string, tick time.Time) (*Claim, error) {
 	entry := time.Now() // the timer's firing, as near as the Runner knows it
 	if r == nil {
 		return nil, ErrNil
@@ -139,26 +129,38 @@ func (r *Runner) Claim(ctx context.Context, key string) (*Claim, error) {
 		return nil, err
 	}
 	calls := j.calls.Add(1)
-	p := &probe{entry: entry}
-	if !j.busy.CompareAndSwap(false, true) {
-		err := fmt.Errorf("%w: job %q: by a run of this instance", ErrLockHeld, key)
+	p := &probe{entry: entry, tick: tick}
+	if j, err = r.own(j, key); err != nil {
+		if j != nil {
+			r.report(ctx, j, p, err)
+		}
+		return nil, err
+	}
+	if err := r.stale(j, p); err != nil {
+		j.busy.Store(false)
 		r.report(ctx, j, p, err)
 		return nil, err
 	}
 	lockCtx, cancel := context.WithTimeout(ctx, r.cfg.timeout)
 	defer cancel()
+	defer r.leave(p)
 	h, d, err := r.take(lockCtx, j, p)
 	if d.decided || d.local || errors.Is(err, ErrLockHeld) {
 		r.reached() // ZooKeeper answered
 	}
 	if d.decided || d.local {
-		r.checkEnvelope(j, d, calls)
+		r.checkEnvelope(j, d, calls, p)
 	}
 	if err != nil {
 		j.busy.Store(false)
 		r.report(ctx, j, p, err)
 		return nil, err
 	}
+	return r.started(ctx, j, p, h), nil
+}
+
+// started makes the Claim of the run of j that h holds, and tells it.
+func (r *Runner) started(ctx context.Context, j *job, p *probe, h *zklock.Hold) *Claim {
 	if testHookAfterTake != nil {
 		testHookAfterTake()
 	}
@@ -177,7 +179,31 @@ func (r *Runner) Claim(ctx context.Context, key string) (*Claim, error) {
 		c.cancel(err)
 	}
 	r.report(ctx, j, p, nil)
-	return c, nil
+	return c
+}
+
+// own takes j's busy flag for a Claim, or says why not: a run of this
+// instance still going, or its RemoveJob (which the removal notes). A job
+// removed meanwhile is taken anew.
+func (r *Runner) own(j *job, key string) (*job, error) {
+	for {
+		if j.busy.CompareAndSwap(false, true) {
+			if !j.retired.Load() {
+				return j, nil
+			}
+			j.busy.Store(false)
+			var err error
+			if j, err = r.job(key); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if rm := j.removal.Load(); rm != nil {
+			rm.attempted()
+			return j, fmt.Errorf("%w: job %q: by this instance's RemoveJob (the tick is lost)", ErrLockHeld, key)
+		}
+		return j, fmt.Errorf("%w: job %q: by a run of this instance", ErrLockHeld, key)
+	}
 }
 
 // Do runs fn when this instance runs the tick of key whose timer just
@@ -197,48 +223,6 @@ func (r *Runner) Do(ctx context.Context, key string, fn func(ctx context.Context
 	}
 	defer func() { err = errors.Join(err, c.Release()) }()
 	return fn(c.Context())
-}
-
-// report logs a Claim's outcome (a skip at Debug; a failure once per
-// outage, or once a minute per job) and tells the observer.
-func (r *Runner) report(ctx context.Context, j *job, p *probe, err error) {
-	latency := time.Since(p.entry)
-	r.late.observe(latency)
-	switch o := outcomeOf(err); {
-	case o == Ran:
-	case o != Failed:
-		r.log.Debug("run skipped", "job", j.key, "reason", err)
-	default:
-		r.failed(ctx, j, p, err)
-	}
-	r.calm()
-	if r.cfg.observe != nil {
-		r.cfg.observe(Event{Job: j.key, Outcome: outcomeOf(err), Latency: latency, Err: err})
-	}
-}
-
-// failed logs a failed Claim by what it met: ZooKeeper silent for long
-// (the outage's lines) or not yet (Debug), lateness (overload's), the
-// caller's context ended (the program stops the job: Debug), or anything
-// else (once a minute per job).
-func (r *Runner) failed(ctx context.Context, j *job, p *probe, err error) {
-	switch r.kindOf(ctx, err, p) {
-	case failedCancelled:
-		r.log.Debug("run skipped: the job's context ended", "job", j.key, "err", err)
-	case failedSilent:
-		r.log.Debug("run skipped: ZooKeeper silent", "job", j.key, "err", err)
-	case failedUnreachable:
-		r.unreachable(err)
-	case failedLate:
-		if !r.duringOutage(true) {
-			r.tellLate(j, lateWhat(err))
-		}
-	default:
-		now, last := time.Now().UnixNano(), j.warnedAt.Load()
-		if now-last >= int64(time.Minute) && j.warnedAt.CompareAndSwap(last, now) {
-			r.log.Warn("run skipped: lock failed (warned once a minute per job)", "job", j.key, "err", err)
-		}
-	}
 }
 
 // job returns the state of key, making it on first use.
@@ -287,89 +271,11 @@ func (r *Runner) newJob(key, dir string) (*job, error) {
 		window = r.cfg.window
 	}
 	j := &job{key: key, runPath: path.Join(dir, runName), window: window}
-	lock, err := zklock.New(r.s, path.Join(dir, lockName), zklock.WithACL(r.cfg.acl), zklock.WithLossHandler(j.lost))
+	lock, err := zklock.New(r.s, path.Join(dir, lockName), zklock.WithACL(r.cfg.acl), zklock.WithLossHandler(j.lost),
+		zklock.WithLabel(r.label()))
 	if err != nil {
 		return nil, fmt.Errorf("runonce: job %q: %w", key, err)
 	}
 	j.lock = lock
 	return j, nil
-}
-
-// Run is a job's last run, as its run node records it.
-type Run struct {
-	// At is the ZooKeeper server's time of the run's start: its timer's
-	// firing (see the package doc). After a change of ensemble leader or a
-	// step back of the leader's clock, it is the time the rule counts
-	// from instead, on the new clock. The zero time if the job never ran.
-	At time.Time
-	// By names the instance that made the run (WithInstanceName).
-	By string
-	// Runs counts the runs the node has recorded.
-	Runs int64
-	// Window is the window of the node's last writer.
-	Window time.Duration
-}
-
-// LastRun returns the job's last run as its run node records it; the zero
-// Run if the job never ran (the node does not exist). It keeps nothing in
-// memory for a key this instance does not claim.
-func (r *Runner) LastRun(ctx context.Context, key string) (Run, error) {
-	if r == nil {
-		return Run{}, ErrNil
-	}
-	if ctx == nil {
-		return Run{}, ErrNilContext
-	}
-	dir, err := r.dir(key)
-	if err != nil {
-		return Run{}, err
-	}
-	if r.isClosed() {
-		return Run{}, ErrClosed
-	}
-	data, stat, err := getNode(ctx, r.s.Conn(), path.Join(dir, runName))
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		return Run{}, nil
-	case err != nil:
-		return Run{}, fmt.Errorf("runonce: job %q: read run node: %w", key, err)
-	}
-	last := runrec.Derive(data, stat.Mtime, stat.Mzxid)
-	return Run{At: time.UnixMilli(last.At), By: last.By, Runs: last.Runs, Window: time.Duration(last.Window) * time.Millisecond}, nil
-}
-
-// isClosed reports whether Close was called.
-func (r *Runner) isClosed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.closed
-}
-
-// Close releases the locks of runs still going (their contexts are
-// cancelled, with a cause matching ErrClosed) and detaches the Runner from
-// its session; later Claim calls return ErrClosed. It leaves the run
-// nodes, which the next instances need. Close is idempotent.
-func (r *Runner) Close() error {
-	if r == nil {
-		return ErrNil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return nil
-	}
-	r.closed = true
-	var errs []error
-	for _, j := range r.jobs {
-		// The run learns it first: its Release then says ErrClosed, not a
-		// loss, whatever zklock says of the hold Close ends.
-		if c := j.run.Load(); c != nil {
-			c.closed.Store(true)
-			c.cancel(errRunClosed)
-		}
-		if err := j.lock.Close(); err != nil && !errors.Is(err, zklock.ErrSessionClosed) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }

@@ -40,6 +40,10 @@ type Record struct {
 	Runs int64 `json:"runs,omitempty"`
 	// Window is the writer's window, in ms.
 	Window int64 `json:"window_ms"`
+	// Timeout is the writer's lock timeout (runonce.WithLockTimeout), in
+	// ms: with Window, what a remover of the job must wait for (0: a
+	// writer of a version that did not record it).
+	Timeout int64 `json:"timeout_ms,omitempty"`
 	// Delay is the writer's own measure (monotonic, ms, rounded down) of
 	// the time from its Lock's entry (the timer's firing) to the write's
 	// send.
@@ -58,6 +62,10 @@ type Record struct {
 	Recent []string `json:"recent,omitempty"`
 	Since  []string `json:"since,omitempty"`
 	Yield  bool     `json:"yield,omitempty"`
+	// Removing names the instance removing the job (runonce's RemoveJob),
+	// on the records it writes while it waits: an attempt that reads it
+	// writes, so that the remover sees the job still scheduled.
+	Removing string `json:"removing,omitempty"`
 }
 
 // MaxRecent bounds Record.Recent.
@@ -148,18 +156,22 @@ func (r Record) Confirms(mtime, epoch int64, answered time.Duration) bool {
 // leaves Recent and Since as they are. Its mtime tells its writer the
 // server's time (runonce's RemoveJob). window is the writer's.
 func Keep(prev Last, window, mtime, mzxid int64) Record {
-	return Record{Last: prev.At, LastBy: prev.By, Runs: prev.Runs, Window: window, Prev: mtime, Epoch: EpochOf(mzxid),
+	return Record{Last: prev.At, LastBy: prev.By, Runs: prev.Runs, Window: window, Timeout: prev.Timeout, Prev: mtime, Epoch: EpochOf(mzxid),
 		Recent: prev.Recent, Since: prev.Since, Yield: true}
 }
 
 // Last is a job's state after a write: its last run and the count.
 type Last struct {
-	At     int64  // when the last run started (server ms); 0 if none
-	By     string // who made it
-	Runs   int64  // runs recorded
-	Window int64  // the window of the write's writer, ms (0: unreadable)
-	Writer string // who wrote last
-	Ran    bool   // the write was itself a run
+	At      int64  // when the last run started (server ms); 0 if none
+	By      string // who made it
+	Runs    int64  // runs recorded
+	Window  int64  // the window of the write's writer, ms (0: unreadable)
+	Timeout int64  // the lock timeout of the write's writer, ms (0: not recorded)
+	Writer  string // who wrote last
+	Ran     bool   // the write was itself a run
+	// Removing names the instance removing the job, if the write was its
+	// (see Record.Removing).
+	Removing string
 	// Recent and Since, for spreading: see Record.
 	Recent, Since []string
 }
@@ -172,7 +184,7 @@ func Derive(data []byte, mtime, mzxid int64) Last {
 	if !ok {
 		return Last{At: mtime, Runs: 0}
 	}
-	l := Last{At: r.Last, By: r.LastBy, Runs: r.Runs, Window: r.Window, Writer: r.By}
+	l := Last{At: r.Last, By: r.LastBy, Runs: r.Runs, Window: r.Window, Timeout: r.Timeout, Writer: r.By, Removing: r.Removing}
 	epoch := EpochOf(mzxid)
 	v := r.Verdict(mtime, epoch)
 	l.Recent, l.Since = r.Spread(v == Run, r.SteppedBack(mtime, epoch))

@@ -30,6 +30,7 @@ func main() {
 	}
 	defer locker.Close()
 	c := cron.New(cron.WithSeconds(), cron.WithChain(locker.Wrapper())) // Wrapper last in the chain
+	locker.Attach(c)                                                    // each fire's tick: a late one is stale, not run again
 	for i := range 10 {
 		name := fmt.Sprintf("job-%d", i) // a job's name is its key across the fleet: one per job
 		job := cron.FuncJob(func() { fmt.Println(name, "ran at", time.Now().Format("15:04:05.000")) })

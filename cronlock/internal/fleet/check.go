@@ -28,17 +28,25 @@ type Fire struct {
 	Tick, At      time.Time
 }
 
+// Obs is the lock's outcome of one fire, as an instance recorded it (a
+// lock with an observer: tierlock's).
+type Obs struct {
+	Job, Instance, Outcome string
+	Tick                   time.Time
+}
+
 // Records are what the instances wrote.
 type Records struct {
 	Ready    map[string]time.Time // instance -> when its scheduler started
 	Ended    map[string]time.Time // instance -> when its runs were over
 	Fires    []Fire
 	Runs     []Run
+	Obs      []Obs
 	Overlaps int // fires of a job that began while another fire of it, on that instance, was under way
 }
 
 // fields is each record's field count, its name included.
-var fields = map[string]int{"ready": 3, "end": 3, "fire": 5, "run": 7, "overlap": 4}
+var fields = map[string]int{"ready": 3, "end": 3, "fire": 5, "run": 7, "overlap": 4, "obs": 5}
 
 // Parse reads records from r and adds them to rs.
 func (rs *Records) Parse(r io.Reader) error {
@@ -78,6 +86,12 @@ func (rs *Records) add(f []string) error {
 	case "overlap":
 		rs.Overlaps++
 		return nil
+	case "obs":
+		ts, err := micros(f[3:4])
+		if err == nil {
+			rs.Obs = append(rs.Obs, Obs{Job: f[1], Instance: f[2], Tick: ts[0], Outcome: f[4]})
+		}
+		return err
 	case "ready", "end":
 		ts, err := micros(f[2:])
 		if err == nil && f[0] == "ready" {
@@ -161,6 +175,7 @@ type Report struct {
 	Overlaps    int
 	Wait        [3]time.Duration // from the timer's fire to the run's start (the lock's wait): p50, p99, max
 	Repeats     []Key            // the first of the ticks that ran more than once, for a message
+	Lost        []Key            // the ticks that ran nowhere
 }
 
 func (r Report) String() string {
@@ -230,6 +245,9 @@ func Check(jobs []Job, rs Records, from, to time.Time) (Report, error) {
 		rep.BySpec[spec[k.Job]] = rep.BySpec[spec[k.Job]].add(n)
 		if n > 1 && len(rep.Repeats) < maxRepeats {
 			rep.Repeats = append(rep.Repeats, k)
+		}
+		if n == 0 {
+			rep.Lost = append(rep.Lost, k)
 		}
 	}
 	rep.Wait = quantiles(waits)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tierlock/tierlock/internal/child"
 	"github.com/tierlock/tierlock/internal/zkserver"
+	"github.com/tierlock/tierlock/internal/zktest"
 )
 
 // The fleet test's length and locks: the default keeps `make test` short;
@@ -77,7 +78,7 @@ func TestFleet(t *testing.T) {
 			t.Fatalf("-fleet.locks: %q is not registered (registered: %v)", name, Variants())
 		}
 		if sideBySide {
-			started[name] = startFleet(t, name, backend(t, v.Backend), d)
+			started[name] = startFleet(t, name, backend(t, v.Backend), d, nil)
 		}
 	}
 	for _, name := range names {
@@ -85,7 +86,7 @@ func TestFleet(t *testing.T) {
 			v, _ := Lookup(name)
 			f := started[name]
 			if f == nil {
-				f = startFleet(t, name, backend(t, v.Backend), d)
+				f = startFleet(t, name, backend(t, v.Backend), d, nil)
 			}
 			rs := f.wait(t, fleetLead+d+time.Minute)
 			rep, err := Check(f.jobs, rs, f.start, f.start.Add(d))
@@ -162,16 +163,27 @@ type fleetRun struct {
 	start   time.Time
 	jobs    []Job
 	procs   map[string]*child.Proc
+	args    map[string][]string           // each worker's flags
+	logs    map[string]*zktest.SyncBuffer // each worker's stderr, its log
+	gone    map[string][]*child.Proc      // workers killed and started again
+	killed  map[*child.Proc]bool          // workers killed by the test
+	cuts    []time.Time                   // the ticks a kill or a stop cut node-0 after (faults_test.go)
 	mu      sync.Mutex
 	records Records
 	readers sync.WaitGroup
 }
 
 // startFleet starts one worker per offset, with the lock name on servers,
-// scheduling from a common start fleetLead ahead for d.
-func startFleet(t *testing.T, name string, servers []string, d time.Duration) *fleetRun {
+// scheduling from a common start fleetLead ahead for d, the fleet's jobs
+// (fleetJobs but for jobs) and extra flags for each.
+func startFleet(t *testing.T, name string, servers []string, d time.Duration, jobs []Job, extra ...string) *fleetRun {
 	t.Helper()
-	f := &fleetRun{start: time.Now().Truncate(time.Second).Add(fleetLead), jobs: fleetJobs(), procs: map[string]*child.Proc{}}
+	if jobs == nil {
+		jobs = fleetJobs()
+	}
+	f := &fleetRun{start: time.Now().Truncate(time.Second).Add(fleetLead), jobs: jobs, procs: map[string]*child.Proc{},
+		args: map[string][]string{}, logs: map[string]*zktest.SyncBuffer{}, gone: map[string][]*child.Proc{},
+		killed: map[*child.Proc]bool{}}
 	root := fmt.Sprintf("/cronlock-fleet/%d-%d-%s", os.Getpid(), time.Now().UnixNano(), name)
 	for i, off := range fleetOffsets {
 		instance := fmt.Sprintf("node-%d", i)
@@ -180,15 +192,51 @@ func startFleet(t *testing.T, name string, servers []string, d time.Duration) *f
 		for _, j := range f.jobs {
 			args = append(args, "-job", j.Name+"="+j.Spec)
 		}
-		p, err := child.Start(child.Spec{Role: workerRole, Task: args, Args: []string{"-test.run=^$"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.Kill)
-		f.procs[instance] = p
-		f.readers.Go(func() { f.read(t, instance, p) })
+		f.args[instance] = append(args, extra...)
+		f.logs[instance] = &zktest.SyncBuffer{}
+		f.launch(t, instance)
 	}
 	return f
+}
+
+// launch starts instance's worker, or starts it again.
+func (f *fleetRun) launch(t *testing.T, instance string) {
+	t.Helper()
+	p, err := child.Start(child.Spec{Role: workerRole, Task: f.args[instance], Args: []string{"-test.run=^$"}, Stderr: f.logs[instance]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	f.mu.Lock()
+	if old := f.procs[instance]; old != nil {
+		f.gone[instance] = append(f.gone[instance], old)
+	}
+	f.procs[instance] = p
+	f.mu.Unlock()
+	f.readers.Go(func() { f.read(t, instance, p) })
+}
+
+// kill kills instance's worker, to be started again.
+func (f *fleetRun) kill(instance string) {
+	p := f.proc(instance)
+	f.mu.Lock()
+	f.killed[p] = true
+	f.mu.Unlock()
+	p.Kill()
+}
+
+// wasKilled reports whether the test killed p.
+func (f *fleetRun) wasKilled(p *child.Proc) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.killed[p]
+}
+
+// proc returns instance's worker now.
+func (f *fleetRun) proc(instance string) *child.Proc {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.procs[instance]
 }
 
 // read gathers a worker's records until it exits.
@@ -203,26 +251,40 @@ func (f *fleetRun) read(t *testing.T, instance string, p *child.Proc) {
 	}
 }
 
-// wait waits for every worker to end, reports those that failed or
-// started their scheduler after the fleet's start, and returns the
-// records.
+// wait waits for every worker to end, reports those that failed (but the
+// ones killed) or started their scheduler after the fleet's start (but the
+// ones started again), and returns the records.
 func (f *fleetRun) wait(t *testing.T, limit time.Duration) Records {
 	t.Helper()
 	deadline := time.After(limit)
 	for _, instance := range slices.Sorted(maps.Keys(f.procs)) {
-		p := f.procs[instance]
-		select {
-		case <-p.Exited():
-		case <-deadline:
-			t.Fatalf("%s still runs after %v", instance, limit)
-		}
-		if p.Err() != nil {
-			t.Errorf("%s", p.Describe(instance))
+		for p := f.proc(instance); ; p = f.proc(instance) {
+			select {
+			case <-p.Exited():
+			case <-deadline:
+				t.Fatalf("%s still runs after %v", instance, limit)
+			}
+			if f.wasKilled(p) {
+				// Killed by the test, to be started again: wait for the
+				// new one.
+				for f.proc(instance) == p {
+					select {
+					case <-deadline:
+						t.Fatalf("%s not started again after %v", instance, limit)
+					case <-time.After(100 * time.Millisecond):
+					}
+				}
+				continue
+			}
+			if p.Err() != nil {
+				t.Errorf("%s", p.Describe(instance))
+			}
+			break
 		}
 	}
 	f.readers.Wait()
 	for instance := range f.procs {
-		if ready, ok := f.records.Ready[instance]; !ok || ready.After(f.start) {
+		if ready, ok := f.records.Ready[instance]; !ok || (ready.After(f.start) && len(f.gone[instance]) == 0) {
 			t.Errorf("%s's scheduler started at %v, after the fleet's start %v: make fleetLead longer", instance, ready, f.start)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/robfig/cron/v3"
 )
@@ -23,6 +24,15 @@ type Config struct {
 	Instance string
 	// Logger is the instance's log (its stderr).
 	Logger *slog.Logger
+	// Windows are jobs' windows, by name, for a lock that has them.
+	Windows map[string]time.Duration
+	// SessionTimeout is the session's timeout, for a lock that has one
+	// (0: its default).
+	SessionTimeout time.Duration
+	// Observe, if the lock can, is told each fire's outcome (runonce's
+	// names: ran, held, already_ran, yielded, failed, stale) on the fire's
+	// goroutine.
+	Observe func(job, outcome string)
 }
 
 // Lock is a lock opened on one instance.
@@ -34,6 +44,9 @@ type Lock struct {
 	// Close, if not nil, releases what Open took; it is called once the
 	// scheduler stopped and the runs going on returned.
 	Close func() error
+	// Attach, if not nil, is given the scheduler once the jobs are added,
+	// before it starts.
+	Attach func(*cron.Cron)
 }
 
 // Factory opens a lock for one instance.

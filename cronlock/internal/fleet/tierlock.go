@@ -19,19 +19,33 @@ func init() {
 
 // openTierlock connects to ZooKeeper and makes the instance's Locker at
 // the fleet's root, with the default window (500 ms: the fleet's timers
-// are 300 ms apart, its ticks 1 s or more).
+// are 300 ms apart, its ticks 1 s or more) but for the jobs given one,
+// attached to the instance's Cron (its fires' ticks: stale ones are
+// skipped), its observer writing each fire's outcome.
 func openTierlock(ctx context.Context, c Config) (Lock, error) {
-	s, err := zklock.Connect(ctx, c.Servers, zklock.WithLogger(c.Logger))
+	sopts := []zklock.SessionOption{zklock.WithLogger(c.Logger)}
+	if c.SessionTimeout > 0 {
+		sopts = append(sopts, zklock.WithSessionTimeout(c.SessionTimeout))
+	}
+	s, err := zklock.Connect(ctx, c.Servers, sopts...)
 	if err != nil {
 		return Lock{}, err
 	}
-	l, err := cronlock.New(s, c.Root, runonce.WithInstanceName(c.Instance), runonce.WithLogger(c.Logger))
+	opts := []runonce.Option{runonce.WithInstanceName(c.Instance), runonce.WithLogger(c.Logger)}
+	for name, w := range c.Windows {
+		opts = append(opts, runonce.WithJobWindow(name, w))
+	}
+	if c.Observe != nil {
+		opts = append(opts, runonce.WithObserver(func(e runonce.Event) { c.Observe(e.Job, e.Outcome.String()) }))
+	}
+	l, err := cronlock.New(s, c.Root, opts...)
 	if err != nil {
 		_ = s.Close()
 		return Lock{}, err
 	}
 	return Lock{
-		Wrap: func(name string, job cron.Job) cron.Job { return l.Wrap(name)(job) },
+		Wrap:   func(name string, job cron.Job) cron.Job { return l.Wrap(name)(job) },
+		Attach: l.Attach,
 		Close: func() error {
 			err := l.Close()
 			_ = s.Close()

@@ -24,14 +24,16 @@ type config struct {
 	lock, name, root       string
 	servers                []string
 	jobs                   []Job
+	windows                map[string]time.Duration
 	offset, duration       time.Duration
 	workMin, workMax       time.Duration
+	sessionTimeout         time.Duration
 	start                  time.Time
 	stopWait, openDeadline time.Duration
 }
 
 func parse(args []string, stderr io.Writer) (config, error) {
-	c := config{stopWait: 30 * time.Second, openDeadline: 20 * time.Second}
+	c := config{stopWait: 30 * time.Second, openDeadline: 20 * time.Second, windows: map[string]time.Duration{}}
 	var startMs int64
 	var servers string
 	fs := flag.NewFlagSet("cronfleet", flag.ContinueOnError)
@@ -45,14 +47,9 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.workMin, "work-min", time.Millisecond, "shortest run")
 	fs.DurationVar(&c.workMax, "work-max", 50*time.Millisecond, "longest run")
 	fs.Int64Var(&startMs, "start", 0, "the fleet's common start, Unix ms (default: the next whole second)")
-	fs.Func("job", "a job, name=spec (repeat the flag for each job)", func(v string) error {
-		name, spec, ok := strings.Cut(v, "=")
-		if !ok || name == "" || strings.ContainsAny(name, " \t") {
-			return fmt.Errorf("want name=spec, a name without spaces: %q", v)
-		}
-		c.jobs = append(c.jobs, Job{Name: name, Spec: spec})
-		return nil
-	})
+	fs.DurationVar(&c.sessionTimeout, "session-timeout", 0, "the lock's session timeout, where it has one (0: its default)")
+	fs.Func("window", "a job's window, name=duration (repeat the flag for each job), where the lock has one", c.window)
+	fs.Func("job", "a job, name=spec (repeat the flag for each job)", c.job)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -70,6 +67,27 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("want at least one -job, and -offset >= 0, -duration > 0, 0 <= -work-min <= -work-max")
 	}
 	return c, nil
+}
+
+// window parses a -window flag into c.
+func (c *config) window(v string) error {
+	name, d, ok := strings.Cut(v, "=")
+	w, err := time.ParseDuration(d)
+	if !ok || err != nil || w <= 0 {
+		return fmt.Errorf("want name=duration: %q", v)
+	}
+	c.windows[name] = w
+	return nil
+}
+
+// job parses a -job flag into c.
+func (c *config) job(v string) error {
+	name, spec, ok := strings.Cut(v, "=")
+	if !ok || name == "" || strings.ContainsAny(name, " \t") {
+		return fmt.Errorf("want name=spec, a name without spaces: %q", v)
+	}
+	c.jobs = append(c.jobs, Job{Name: name, Spec: spec})
+	return nil
 }
 
 // Main runs one instance with args (the flags above) until its duration
@@ -98,7 +116,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 func run(ctx context.Context, c config, rec *recorder, logger *slog.Logger, stderr io.Writer) (err error) {
 	v, _ := Lookup(c.lock)
 	open, cancel := context.WithTimeout(ctx, c.openDeadline)
-	lk, err := v.Open(open, Config{Servers: c.servers, Root: c.root, Instance: c.name, Logger: logger})
+	lk, err := v.Open(open, Config{Servers: c.servers, Root: c.root, Instance: c.name, Logger: logger,
+		Windows: c.windows, SessionTimeout: c.sessionTimeout, Observe: rec.observe})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("open %s: %w", c.lock, err)
@@ -110,10 +129,16 @@ func run(ctx context.Context, c config, rec *recorder, logger *slog.Logger, stde
 	// stderr keeps the records alone on stdout.
 	sched := cron.New(cron.WithParser(shiftedParser{offset: c.offset}), cron.WithLocation(time.UTC),
 		cron.WithLogger(cron.PrintfLogger(log.New(stderr, "cron: ", log.LstdFlags))))
+	rec.cron = sched
 	for _, j := range c.jobs {
-		if _, err := sched.AddJob(j.Spec, rec.fire(j.Name, lk.Wrap(j.Name, rec.job(j.Name)))); err != nil {
+		id, err := sched.AddJob(j.Spec, rec.fire(j.Name, lk.Wrap(j.Name, rec.job(j.Name))))
+		if err != nil {
 			return err
 		}
+		rec.ids[j.Name] = id
+	}
+	if lk.Attach != nil {
+		lk.Attach(sched)
 	}
 	sched.Start()
 	rec.line("ready %s %d", c.name, time.Now().UnixMicro())
@@ -142,19 +167,23 @@ type recorder struct {
 	offset time.Duration
 	scheds map[string]cron.Schedule // each job's, not shifted
 	work   func() time.Duration
+	cron   *cron.Cron              // the scheduler, set before it starts
+	ids    map[string]cron.EntryID // each job's entry, set before it starts
 
 	mu   sync.Mutex
 	last map[string]fired // each job's last fire
 }
 
-// fired is a job's fire: its number on this instance, and when.
+// fired is a job's fire: its number on this instance, when, and the tick
+// robfig/cron fired it for.
 type fired struct {
-	seq uint64
-	at  time.Time
+	seq  uint64
+	at   time.Time
+	tick int64 // µs
 }
 
 func newRecorder(w io.Writer, c config) (*recorder, error) {
-	r := &recorder{w: w, name: c.name, offset: c.offset, scheds: map[string]cron.Schedule{}, last: map[string]fired{},
+	r := &recorder{w: w, name: c.name, offset: c.offset, scheds: map[string]cron.Schedule{}, last: map[string]fired{}, ids: map[string]cron.EntryID{},
 		work: func() time.Duration { return c.workMin + rand.N(c.workMax-c.workMin+1) }}
 	for _, j := range c.jobs {
 		s, err := ParseSpec(j.Spec)
@@ -175,8 +204,17 @@ func (r *recorder) line(format string, args ...any) {
 	_, _ = io.WriteString(r.w, fmt.Sprintf(format, args...)+"\n")
 }
 
-// tick returns the tick of job that a timer fired at at serves.
+// tick returns the tick of job that a timer fired at at serves: the
+// scheduled time robfig/cron fired it for (its entry's Prev, less the
+// instance's offset), which is not the tick the fire's time falls in when
+// robfig/cron replays the ticks a stopped process slept through; the
+// schedule's last time at or before at when the entry cannot be read.
 func (r *recorder) tick(job string, at time.Time) int64 {
+	if r.cron != nil {
+		if e := r.cron.Entry(r.ids[job]); !e.Prev.IsZero() {
+			return e.Prev.Add(-r.offset).UnixMicro()
+		}
+	}
 	return TickOf(r.scheds[job], at.Add(-r.offset)).UnixMicro()
 }
 
@@ -185,39 +223,63 @@ func (r *recorder) tick(job string, at time.Time) int64 {
 // asked, and notes the fire as the job's last for the run to name its
 // tick by (see job). A fire that finds, once next returned, that another
 // fire of the job started meanwhile writes an overlap record: the run of
-// one of the two may have been named by the other's tick.
+// one of the two may have been named by the other's tick. It unwraps to
+// next, so that cronlock's Locker finds its job in the Cron (Attach).
 func (r *recorder) fire(job string, next cron.Job) cron.Job {
-	return cron.FuncJob(func() {
-		at := time.Now()
-		r.mu.Lock()
-		seq := r.last[job].seq + 1
-		r.last[job] = fired{seq: seq, at: at}
-		r.mu.Unlock()
-		r.line("fire %s %s %d %d", job, r.name, r.tick(job, at), at.UnixMicro())
-		next.Run()
-		r.mu.Lock()
-		overlapped := r.last[job].seq != seq
-		r.mu.Unlock()
-		if overlapped {
-			r.line("overlap %s %s %d", job, r.name, at.UnixMicro())
-		}
-	})
+	return fireJob{r: r, job: job, next: next}
 }
 
-// job is the job named job itself: it works for 1-50 ms (-work-min,
-// -work-max) and records its run, named by the tick of the job's last
-// fire. robfig/cron runs the chain of a fire on one goroutine, fire's
-// wrapper first, so the last fire is this run's own unless another fire
-// of the job started while this one waited for its lock: fire's overlap
-// record tells.
+// fireJob is fire's job.
+type fireJob struct {
+	r    *recorder
+	job  string
+	next cron.Job
+}
+
+// Unwrap returns the job it wraps.
+func (f fireJob) Unwrap() cron.Job { return f.next }
+
+// Run records the fire, and runs the job under its lock.
+func (f fireJob) Run() {
+	r, job := f.r, f.job
+	at := time.Now()
+	tick := r.tick(job, at)
+	r.mu.Lock()
+	seq := r.last[job].seq + 1
+	r.last[job] = fired{seq: seq, at: at, tick: tick}
+	r.mu.Unlock()
+	r.line("fire %s %s %d %d", job, r.name, tick, at.UnixMicro())
+	f.next.Run()
+	r.mu.Lock()
+	overlapped := r.last[job].seq != seq
+	r.mu.Unlock()
+	if overlapped {
+		r.line("overlap %s %s %d", job, r.name, at.UnixMicro())
+	}
+}
+
+// job is the job named job itself: it records its run, named by the tick
+// of the job's last fire, then works for 1-50 ms (-work-min, -work-max):
+// recorded first, so that a run cut by a kill is counted. robfig/cron runs
+// the chain of a fire on one goroutine, fire's wrapper first, so the last
+// fire is this run's own unless another fire of the job started while
+// this one waited for its lock: fire's overlap record tells.
 func (r *recorder) job(job string) cron.Job {
 	return cron.FuncJob(func() {
 		r.mu.Lock()
 		f := r.last[job]
 		r.mu.Unlock()
-		start := time.Now()
-		time.Sleep(r.work())
-		end := time.Now()
-		r.line("run %s %s %d %d %d %d", job, r.name, r.tick(job, f.at), f.at.UnixMicro(), start.UnixMicro(), end.UnixMicro())
+		start, work := time.Now(), r.work()
+		r.line("run %s %s %d %d %d %d", job, r.name, f.tick, f.at.UnixMicro(), start.UnixMicro(), start.Add(work).UnixMicro())
+		time.Sleep(work)
 	})
+}
+
+// observe records the lock's outcome of job's fire under way (the lock's
+// observer, called on the fire's goroutine), named by the fire's tick.
+func (r *recorder) observe(job, outcome string) {
+	r.mu.Lock()
+	f := r.last[job]
+	r.mu.Unlock()
+	r.line("obs %s %s %d %s", job, r.name, f.tick, outcome)
 }

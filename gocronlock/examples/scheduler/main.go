@@ -22,6 +22,7 @@ import (
 	"github.com/go-co-op/gocron/v2"
 
 	"github.com/tierlock/tierlock/gocronlock"
+	"github.com/tierlock/tierlock/runonce"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -47,7 +48,7 @@ func run(ctx context.Context, out io.Writer, servers []string, root string, ever
 		return err
 	}
 	defer s.Close()
-	distributed, closeIt, err := distribute(s, out, root, every, elect)
+	distributed, locker, closeIt, err := distribute(s, out, root, every, elect)
 	if err != nil {
 		return err
 	}
@@ -55,6 +56,9 @@ func run(ctx context.Context, out io.Writer, servers []string, root string, ever
 	sched, err := gocron.NewScheduler(distributed)
 	if err != nil {
 		return err
+	}
+	if locker != nil {
+		locker.Attach(sched) // each run's tick: a late one (after a stop) is stale, not run again
 	}
 	// Every copy's ticks start on a common boundary, so that they fire
 	// close together: the window must exceed that spread.
@@ -73,21 +77,21 @@ func run(ctx context.Context, out io.Writer, servers []string, root string, ever
 }
 
 // distribute returns the scheduler option that shares the jobs with the
-// other copies, and what closes it.
-func distribute(s *zklock.Session, out io.Writer, root string, every time.Duration, elect bool) (gocron.SchedulerOption, func() error, error) {
+// other copies, the Locker if it is one, and what closes it.
+func distribute(s *zklock.Session, out io.Writer, root string, every time.Duration, elect bool) (gocron.SchedulerOption, *gocronlock.Locker, func() error, error) {
 	if elect {
 		e, err := gocronlock.NewElector(s, root+"/election",
 			gocronlock.WithLeaderHandler(func(leading bool) { fmt.Fprintln(out, "leading:", leading) }))
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return gocron.WithDistributedElector(e), e.Close, nil
+		return gocron.WithDistributedElector(e), nil, e.Close, nil
 	}
 	// Half the period: copies whose timers fire up to every/2 apart still
 	// run each tick once.
-	l, err := gocronlock.NewLocker(s, root+"/jobs", gocronlock.WithWindow(every/2))
+	l, err := gocronlock.NewLocker(s, root+"/jobs", runonce.WithWindow(every/2))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return gocron.WithDistributedLocker(l), l.Close, nil
+	return gocron.WithDistributedLocker(l), l, l.Close, nil
 }

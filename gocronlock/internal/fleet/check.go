@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,8 +59,16 @@ type LockStats struct {
 	P50, P99, Max time.Duration
 }
 
+// Obs is one Lock's outcome, as an instance recorded it (-obs), named by
+// the tick its timer's firing falls in.
+type Obs struct {
+	Job, Node, Outcome string
+	Tick               int64
+}
+
 // Records are what the instances wrote.
 type Records struct {
+	Obs      []Obs
 	Runs     []Run
 	Leaders  []Leadership
 	Ready    map[string]time.Time
@@ -101,7 +110,7 @@ func nums(fs []string) ([]int64, error) {
 }
 
 // arity is each record's field count; "outcomes" has at least its own.
-var arity = map[string]int{"run": 5, "leader": 4, "ready": 3, "lock": 6, "lag": 6, "outcomes": 3}
+var arity = map[string]int{"run": 5, "leader": 4, "ready": 3, "lock": 6, "lag": 6, "outcomes": 3, "obs": 5}
 
 func (rs *Records) add(f []string) error {
 	if n, ok := arity[f[0]]; !ok || len(f) < n || (f[0] != "outcomes" && len(f) != n) {
@@ -120,12 +129,8 @@ func (rs *Records) add(f []string) error {
 			return err
 		}
 		rs.Leaders = append(rs.Leaders, Leadership{Node: f[1], At: time.UnixMicro(v[0]), Leading: f[3] == "true"})
-	case "ready":
-		v, err := nums(f[2:3])
-		if err != nil {
-			return err
-		}
-		rs.Ready[f[1]] = time.UnixMicro(v[0])
+	case "ready", "obs":
+		return rs.addAt(f)
 	case "lock":
 		return addStats(&rs.Locks, f)
 	case "lag":
@@ -133,6 +138,20 @@ func (rs *Records) add(f []string) error {
 	case "outcomes":
 		rs.Outcomes = append(rs.Outcomes, strings.Join(f[1:], " "))
 	}
+	return nil
+}
+
+// addAt adds record f, ready or obs: a name and a number, and more.
+func (rs *Records) addAt(f []string) error {
+	v, err := nums(f[2:3])
+	if err != nil {
+		return err
+	}
+	if f[0] == "ready" {
+		rs.Ready[f[1]] = time.UnixMicro(v[0])
+		return nil
+	}
+	rs.Obs = append(rs.Obs, Obs{Job: f[1], Tick: v[0], Node: f[3], Outcome: f[4]})
 	return nil
 }
 
@@ -161,6 +180,7 @@ type Report struct {
 	Runs       int            // runs in the checked range
 	Duplicates map[Key]int    // (job, tick), over all ticks, that ran more than once: the count
 	PerNode    map[string]int // runs in the checked range per instance
+	Lost       []Key          // (job, tick) in the checked range that ran nowhere
 }
 
 // Coverage is Covered / Expected.
@@ -215,8 +235,54 @@ func Check(runs []Run, jobs int, first, last int64, skip func(tick int64) bool) 
 			rep.Expected++
 			if count[Key{job, t}] > 0 {
 				rep.Covered++
+			} else {
+				rep.Lost = append(rep.Lost, Key{job, t})
 			}
 		}
 	}
 	return rep
+}
+
+// Told is what the instances' observers said of the ticks that ran
+// nowhere: a lost tick must be observed as lost (held, failed, stale),
+// never as already_ran, which would say it ran.
+type Told struct {
+	Lost       int            // (job, tick) that ran nowhere
+	ByOutcome  map[string]int // of those, how many each outcome was observed for
+	AlreadyRan []Key          // of those, the ones an instance observed as already_ran
+	Unobserved []Key          // of those, the ones no instance observed
+}
+
+// TellsLost sorts the lost ticks of rep by what obs said of them.
+func TellsLost(rep Report, obs []Obs) Told {
+	said := map[Key]map[string]bool{}
+	for _, o := range obs {
+		k := Key{o.Job, o.Tick}
+		if said[k] == nil {
+			said[k] = map[string]bool{}
+		}
+		said[k][o.Outcome] = true
+	}
+	t := Told{Lost: len(rep.Lost), ByOutcome: map[string]int{}}
+	for _, k := range rep.Lost {
+		if len(said[k]) == 0 {
+			t.Unobserved = append(t.Unobserved, k)
+		}
+		if said[k]["already_ran"] {
+			t.AlreadyRan = append(t.AlreadyRan, k)
+		}
+		for o := range said[k] {
+			t.ByOutcome[o]++
+		}
+	}
+	return t
+}
+
+func (t Told) String() string {
+	var by []string
+	for _, o := range slices.Sorted(maps.Keys(t.ByOutcome)) {
+		by = append(by, fmt.Sprintf("%s=%d", o, t.ByOutcome[o]))
+	}
+	return fmt.Sprintf("%d ticks ran nowhere, observed as: %s; observed as already_ran: %d; observed by no instance: %d",
+		t.Lost, strings.Join(by, " "), len(t.AlreadyRan), len(t.Unobserved))
 }

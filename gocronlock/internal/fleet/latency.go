@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tierlock/tierlock/gocronlock"
+	"github.com/tierlock/tierlock/runonce"
 )
 
-// latencies keeps an instance's Lock latencies (gocronlock.WithObserver),
+// latencies keeps an instance's Lock latencies (runonce.WithObserver),
 // for the percentiles its last record reports.
 type latencies struct {
 	first  time.Time     // the instance's tick 0
@@ -19,7 +19,7 @@ type latencies struct {
 	mu       sync.Mutex
 	ds       []time.Duration
 	lags     []time.Duration // how late each Lock was called after its tick
-	outcomes map[string]int  // by gocronlock.Outcome's name
+	outcomes map[string]int  // by runonce.Outcome's name
 	lastErr  error           // the last failure's
 	entries  sync.Map        // job -> time.Time: the entry of its last Lock that ran
 }
@@ -27,9 +27,9 @@ type latencies struct {
 // observe keeps e's latency, and the entry of a Lock that ran: a tick is
 // named by its timer, not by its run's start, which a slow Lock delays
 // into the next tick's second.
-func (l *latencies) observe(e gocronlock.Event) {
+func (l *latencies) observe(e runonce.Event) {
 	entry := time.Now().Add(-e.Latency)
-	if e.Outcome == gocronlock.Ran {
+	if e.Outcome == runonce.Ran {
 		l.entries.Store(e.Job, entry)
 	}
 	l.mu.Lock()
@@ -42,7 +42,7 @@ func (l *latencies) observe(e gocronlock.Event) {
 		l.outcomes = map[string]int{}
 	}
 	l.outcomes[e.Outcome.String()]++
-	if e.Outcome == gocronlock.Failed {
+	if e.Outcome == runonce.Failed {
 		l.lastErr = e.Err
 	}
 	l.mu.Unlock()

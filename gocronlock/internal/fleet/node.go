@@ -22,6 +22,7 @@ import (
 	"github.com/go-co-op/gocron/v2"
 
 	"github.com/tierlock/tierlock/gocronlock"
+	"github.com/tierlock/tierlock/runonce"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -42,7 +43,13 @@ type config struct {
 	spread                   bool
 	noStart                  bool
 	join                     bool
+	obs                      bool // write each Lock's outcome
+	slow                     int  // jobs every 10 periods, with a window of slowWindow
 }
+
+// slowWindow is the window of the -slow jobs: wider than a cleanup's
+// defaults wait for (500 ms and 1 s).
+const slowWindow = 3 * time.Second
 
 func parse(args []string, stderr io.Writer) (config, error) {
 	var c config
@@ -57,14 +64,16 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.period, "period", time.Second, "every job's period")
 	fs.DurationVar(&c.offset, "offset", 0, "this instance's timer offset from the common start")
 	fs.DurationVar(&c.duration, "duration", 15*time.Second, "how long to schedule, from the start")
-	fs.DurationVar(&c.window, "window", gocronlock.DefaultWindow, "the Locker's window")
+	fs.DurationVar(&c.window, "window", runonce.DefaultWindow, "the Locker's window")
 	fs.DurationVar(&c.sessionTimeout, "session-timeout", 4*time.Second, "ZooKeeper session timeout")
 	fs.DurationVar(&c.workMin, "work-min", time.Millisecond, "shortest job")
 	fs.DurationVar(&c.workMax, "work-max", 50*time.Millisecond, "longest job")
-	fs.BoolVar(&c.spread, "spread", false, "spread the runs over the fleet (gocronlock.WithSpread)")
+	fs.BoolVar(&c.spread, "spread", false, "spread the runs over the fleet (runonce.WithSpread)")
 	fs.BoolVar(&c.noStart, "no-start", false, "duration jobs without a start time: the scheduler starts at start+offset, each job's phase its own")
 	fs.BoolVar(&c.join, "join", false, "join a fleet already running (an instance that comes back): schedule from its next tick a period from now on, the ticks still numbered from -start")
 	fs.Int64Var(&startMs, "start", 0, "common start, Unix ms: tick 0 of every job (default: the next whole second)")
+	fs.BoolVar(&c.obs, "obs", false, "write each Lock's outcome (an obs record)")
+	fs.IntVar(&c.slow, "slow", 0, "jobs slow-00 ... every 10 periods, with a window of 3 s")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -107,32 +116,18 @@ func run(ctx context.Context, c config, rec *recorder) error {
 		return err
 	}
 	defer s.Close()
-	var opt gocron.SchedulerOption
-	if c.mode == ModeElector {
-		e, err := gocronlock.NewElector(s, c.root, gocronlock.WithCandidate(c.name),
-			gocronlock.WithLeaderHandler(rec.leader))
-		if err != nil {
-			return err
-		}
-		defer e.Close()
-		opt = gocron.WithDistributedElector(e)
-	} else {
-		opts := []gocronlock.LockerOption{gocronlock.WithWindow(c.window), gocronlock.WithInstanceName(c.name),
-			gocronlock.WithObserver(rec.lat.observe)}
-		if c.spread {
-			opts = append(opts, gocronlock.WithSpread())
-		}
-		l, err := gocronlock.NewLocker(s, c.root, opts...)
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-		defer rec.lockStats()
-		opt = gocron.WithDistributedLocker(l)
-	}
-	sched, err := gocron.NewScheduler(opt)
+	opt, locker, closeIt, err := distribute(s, c, rec)
 	if err != nil {
 		return err
+	}
+	defer closeIt()
+	rec.mon = &monitor{}
+	sched, err := gocron.NewScheduler(opt, gocron.WithSchedulerMonitor(rec.mon))
+	if err != nil {
+		return err
+	}
+	if locker != nil {
+		locker.Attach(sched)
 	}
 	first := c.start.Add(c.offset)
 	rec.lat.first, rec.lat.period = first, c.period
@@ -142,20 +137,9 @@ func run(ctx context.Context, c config, rec *recorder) error {
 		// to make the jobs before it.
 		from = first.Add(time.Since(first).Truncate(c.period) + 2*c.period)
 	}
-	for i := range c.jobs {
-		job := fmt.Sprintf("job-%02d", i)
-		task := gocron.NewTask(func() {
-			fired := rec.fired(job)
-			rec.run(job, tickOf(fired, first, c.period), fired, c.work())
-		})
-		opts := []gocron.JobOption{gocron.WithName(job), gocron.WithStartAt(gocron.WithStartDateTime(from))}
-		if c.noStart {
-			opts = opts[:1]
-		}
-		if _, err := sched.NewJob(gocron.DurationJob(c.period), task, opts...); err != nil {
-			_ = sched.Shutdown()
-			return err
-		}
+	if err := addJobs(sched, c, rec, first, from); err != nil {
+		_ = sched.Shutdown()
+		return err
 	}
 	rec.ready()
 	if c.noStart {
@@ -170,6 +154,75 @@ func run(ctx context.Context, c config, rec *recorder) error {
 	case <-ctx.Done():
 	}
 	return sched.Shutdown()
+}
+
+// distribute returns the scheduler option of c's mode, its Locker if it
+// is one, and what closes them.
+func distribute(s *zklock.Session, c config, rec *recorder) (gocron.SchedulerOption, *gocronlock.Locker, func(), error) {
+	if c.mode == ModeElector {
+		e, err := gocronlock.NewElector(s, c.root, gocronlock.WithCandidate(c.name), gocronlock.WithLeaderHandler(rec.leader))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return gocron.WithDistributedElector(e), nil, func() { _ = e.Close() }, nil
+	}
+	opts := []runonce.Option{runonce.WithWindow(c.window), runonce.WithInstanceName(c.name), runonce.WithObserver(rec.observe(c))}
+	if c.spread {
+		opts = append(opts, runonce.WithSpread())
+	}
+	for i := range c.slow {
+		opts = append(opts, runonce.WithJobWindow(fmt.Sprintf("slow-%02d", i), slowWindow))
+	}
+	l, err := gocronlock.NewLocker(s, c.root, opts...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return gocron.WithDistributedLocker(l), l, func() {
+		rec.lockStats()
+		_ = l.Close()
+	}, nil
+}
+
+// addJobs makes c's jobs, each a duration job from from (or the
+// scheduler's start, under -no-start), its runs recorded with the tick
+// gocron ran them for.
+func addJobs(sched gocron.Scheduler, c config, rec *recorder, first, from time.Time) error {
+	add := func(job string, period time.Duration) error {
+		from := from
+		if c.join {
+			// The job's own ticks: its period's boundaries from first.
+			from = first.Add((from.Sub(first) + period - 1) / period * period)
+		}
+		task := gocron.NewTask(func() {
+			fired := rec.fired(job)
+			at := fired
+			// The scheduled time gocron reports is the run's under the
+			// Locker; under the Elector it keeps the ticks an instance
+			// skipped while it did not lead (gocron cleans them only after
+			// a Lock's refusal or a run), so runs are named by their timer.
+			if scheduled, ok := rec.mon.tick(job); ok && c.mode == ModeLocker {
+				at = scheduled
+			}
+			rec.run(job, tickOf(at, first, c.period), fired, c.work())
+		})
+		opts := []gocron.JobOption{gocron.WithName(job), gocron.WithStartAt(gocron.WithStartDateTime(from))}
+		if c.noStart {
+			opts = opts[:1]
+		}
+		_, err := sched.NewJob(gocron.DurationJob(period), task, opts...)
+		return err
+	}
+	for i := range c.jobs {
+		if err := add(fmt.Sprintf("job-%02d", i), c.period); err != nil {
+			return err
+		}
+	}
+	for i := range c.slow {
+		if err := add(fmt.Sprintf("slow-%02d", i), 10*c.period); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // tickOf returns the tick a run whose timer fired at now belongs to: the
@@ -194,6 +247,24 @@ type recorder struct {
 	w    io.Writer
 	name string
 	lat  latencies
+	mon  *monitor // the scheduler's, set before it starts
+}
+
+// observe returns the Locker's observer: it keeps the latencies and, with
+// -obs, writes each Lock's outcome, named by the tick the Locker claimed
+// (its scheduled time, the scheduler attached), or the one its entry
+// falls in when it knew none.
+func (r *recorder) observe(c config) func(runonce.Event) {
+	return func(e runonce.Event) {
+		r.lat.observe(e)
+		if c.obs {
+			at := time.Now().Add(-e.Latency) // the Lock's entry, when the Locker knew no tick
+			if !e.Tick.IsZero() {
+				at = e.Tick
+			}
+			r.line("obs %s %d %s %s", e.Job, tickOf(at, c.start.Add(c.offset), c.period), r.name, e.Outcome)
+		}
+	}
 }
 
 // fired returns when the timer of job's run going on fired: its Lock's

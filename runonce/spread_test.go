@@ -1,4 +1,4 @@
-package gocronlock_test
+package runonce_test
 
 import (
 	"context"
@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierlock/tierlock/gocronlock"
 	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/runonce"
 )
 
 // spreadTick plays one tick with WithSpread: each locker in order, a
 // window apart from the tick before; it returns the names of those that
 // ran (each run released at once) and fails the test on a Lock error
 // other than a skip.
-func spreadTick(ctx context.Context, t *testing.T, job string, ls map[string]*gocronlock.Locker, order ...string) []string {
+func spreadTick(ctx context.Context, t *testing.T, job string, ls map[string]*runonce.Runner, order ...string) []string {
 	t.Helper()
 	var ran []string
 	for _, name := range order {
@@ -24,7 +24,7 @@ func spreadTick(ctx context.Context, t *testing.T, job string, ls map[string]*go
 		switch {
 		case ok:
 			ran = append(ran, name)
-		case !errors.Is(err, gocronlock.ErrSkipped):
+		case !errors.Is(err, runonce.ErrSkipped):
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
@@ -40,9 +40,9 @@ func spreadTick(ctx context.Context, t *testing.T, job string, ls map[string]*go
 func TestSpreadAfterALeave(t *testing.T) {
 	root := zktest.Path(t)
 	const w = 150 * time.Millisecond
-	ls := map[string]*gocronlock.Locker{}
+	ls := map[string]*runonce.Runner{}
 	for _, name := range []string{"a", "b"} {
-		ls[name], _ = newLocker(t, root, gocronlock.WithWindow(w), gocronlock.WithSpread(), gocronlock.WithInstanceName(name))
+		ls[name], _ = newRunner(t, root, runonce.WithWindow(w), runonce.WithSpread(), runonce.WithInstanceName(name))
 	}
 	ctx := zktest.Context(t, 30*time.Second)
 	if ran := spreadTick(ctx, t, "job", ls, "a", "b"); fmt.Sprint(ran) != "[a]" {
@@ -51,7 +51,7 @@ func TestSpreadAfterALeave(t *testing.T) {
 	// b skipped tick 1 and leaves: a alone for ten ticks.
 	var alone []string
 	for range 10 {
-		time.Sleep(gocronlock.AfterWindow(w))
+		time.Sleep(runonce.AfterWindow(w))
 		alone = append(alone, strings.Join(spreadTick(ctx, t, "job", ls, "a"), ""))
 	}
 	lost := 0
@@ -67,7 +67,7 @@ func TestSpreadAfterALeave(t *testing.T) {
 	// b comes back: each tick once, on both in turn.
 	per := map[string]int{}
 	for tick := range 6 {
-		time.Sleep(gocronlock.AfterWindow(w))
+		time.Sleep(runonce.AfterWindow(w))
 		ran := spreadTick(ctx, t, "job", ls, "a", "b")
 		if len(ran) != 1 {
 			t.Errorf("tick %d after b's return: %v ran, want one", tick, ran)

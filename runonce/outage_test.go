@@ -1,21 +1,17 @@
-package gocronlock_test
+package runonce_test
 
 import (
 	"errors"
 	"flag"
-	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-co-op/gocron/v2"
-
-	"github.com/tierlock/tierlock/gocronlock"
 	"github.com/tierlock/tierlock/internal/faultproxy"
 	"github.com/tierlock/tierlock/internal/zkserver"
 	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/runonce"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -25,8 +21,7 @@ var outage = flag.Duration("outage", 6*time.Second, "TestOutageLogsTwoLines: how
 
 // TestOutageLogsTwoLines (issue 39, item 3): ZooKeeper unreachable for
 // longer than the session (a partition of 6 s, -outage; sessions of 4 s)
-// under a real gocron scheduler with 10 jobs ticking every 500 ms. The Locker
-// says so in one line naming ZooKeeper and in one when it is back, with
+// under 10 jobs ticking every 500 ms. The Runner says so in one line naming ZooKeeper and in one when it is back, with
 // the runs skipped; it used to warn once per job and tick ("context
 // deadline exceeded"). Every warning of the session is counted.
 func TestOutageLogsTwoLines(t *testing.T) {
@@ -39,27 +34,18 @@ func TestOutageLogsTwoLines(t *testing.T) {
 	}
 	defer p.Close()
 	s, logs := logged(t, []string{p.Addr()}, zklock.WithSessionTimeout(4*time.Second))
-	l, err := gocronlock.NewLocker(s, zktest.Path(t), gocronlock.WithWindow(200*time.Millisecond))
+	l, err := runonce.New(s, zktest.Path(t), runonce.WithWindow(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	sched, err := gocron.NewScheduler(gocron.WithDistributedLocker(l))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 10 {
-		if _, err := sched.NewJob(gocron.DurationJob(500*time.Millisecond), gocron.NewTask(func() {}), gocron.WithName(fmt.Sprint("job-", i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sched.Start()
-	defer sched.Shutdown()
+	stop := tickJobs(l, 10, 500*time.Millisecond)
+	defer stop()
 	time.Sleep(1500 * time.Millisecond)
 	p.Partition(*outage)
 	time.Sleep(*outage)
 	p.Heal()
-	zktest.Eventually(t, 20*time.Second, "the Locker's line when ZooKeeper is back", func() bool {
+	zktest.Eventually(t, 20*time.Second, "the Runner's line when ZooKeeper is back", func() bool {
 		return strings.Contains(logs.String(), "ZooKeeper reachable again")
 	})
 	var warnings []string
@@ -71,44 +57,33 @@ func TestOutageLogsTwoLines(t *testing.T) {
 	t.Logf("%d warnings over the outage:\n%s", len(warnings), strings.Join(warnings, "\n"))
 	var ours int
 	for _, w := range warnings {
-		if strings.Contains(w, "component=gocronlock") {
+		if strings.Contains(w, "component=runonce") {
 			ours++
 		}
 	}
 	if ours != 2 || !strings.Contains(logs.String(), "ZooKeeper unreachable") || !strings.Contains(logs.String(), "runs_skipped=") {
-		t.Errorf("%d lines of the Locker's, want 2: ZooKeeper unreachable, and reachable again with the runs skipped", ours)
+		t.Errorf("%d lines of the Runner's, want 2: ZooKeeper unreachable, and reachable again with the runs skipped", ours)
 	}
 	if len(warnings) > 6 {
 		t.Errorf("%d warnings in all, want a handful", len(warnings))
 	}
 }
 
-// gocronlockLines returns the Locker's warnings and errors in logs.
-func gocronlockLines(logs string) []string {
-	var out []string
-	for _, line := range strings.Split(logs, "\n") {
-		if strings.Contains(line, "component=gocronlock") && (strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR")) {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
 // TestSlowLocksAreNoOutage (issue 43, item 8): Locks that time out while
 // ZooKeeper answers every request (here: this process stalls between the
 // run node's read, answered, and its write), interleaved with Locks that
-// run, are no outage. The Locker logged "ZooKeeper unreachable" and
+// run, are no outage. The Runner logged "ZooKeeper unreachable" and
 // "reachable again" at each turn: 20 lines for 20 Locks.
 func TestSlowLocksAreNoOutage(t *testing.T) {
 	s, logs := logged(t, zktest.Servers(t))
-	l, err := gocronlock.NewLocker(s, zktest.Path(t), gocronlock.WithWindow(time.Millisecond),
-		gocronlock.WithLockTimeout(400*time.Millisecond))
+	l, err := runonce.New(s, zktest.Path(t), runonce.WithWindow(time.Millisecond),
+		runonce.WithLockTimeout(400*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	var stall atomic.Bool
-	defer gocronlock.SetAfterReadHook(func(string) {
+	defer runonce.SetAfterReadHook(func(string) {
 		if stall.Load() {
 			time.Sleep(500 * time.Millisecond)
 		}
@@ -117,15 +92,15 @@ func TestSlowLocksAreNoOutage(t *testing.T) {
 	var ran, failed int
 	for i := range 20 {
 		stall.Store(i%2 == 1)
-		time.Sleep(gocronlock.AfterWindow(time.Millisecond))
+		time.Sleep(runonce.AfterWindow(time.Millisecond))
 		if ok, err := runOnce(ctx, l, "job", nil); ok {
 			ran++
-		} else if !errors.Is(err, gocronlock.ErrSkipped) {
+		} else if !errors.Is(err, runonce.ErrSkipped) {
 			failed++
 		}
 	}
-	lines := gocronlockLines(logs.String())
-	t.Logf("%d ran, %d failed; the Locker's %d lines:\n%s", ran, failed, len(lines), strings.Join(lines, "\n"))
+	lines := runonceLines(logs.String())
+	t.Logf("%d ran, %d failed; the Runner's %d lines:\n%s", ran, failed, len(lines), strings.Join(lines, "\n"))
 	if ran < 8 || failed < 8 {
 		t.Fatalf("%d ran and %d failed, want about 10 each", ran, failed)
 	}
@@ -148,27 +123,13 @@ func TestOutageFlapsLogTwoLines(t *testing.T) {
 	}
 	defer p.Close()
 	s, logs := logged(t, []string{p.Addr()}, zklock.WithSessionTimeout(10*time.Second))
-	l, err := gocronlock.NewLocker(s, zktest.Path(t), gocronlock.WithWindow(50*time.Millisecond),
-		gocronlock.WithLockTimeout(300*time.Millisecond))
+	l, err := runonce.New(s, zktest.Path(t), runonce.WithWindow(50*time.Millisecond),
+		runonce.WithLockTimeout(300*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	ctx := zktest.Context(t, 60*time.Second)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range 5 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(100 * time.Millisecond):
-				}
-				_, _ = runOnce(ctx, l, fmt.Sprint("job-", i), nil)
-			}
-		})
-	}
+	stop := tickJobs(l, 5, 100*time.Millisecond)
 	time.Sleep(time.Second)
 	for range 3 {
 		p.Pause()
@@ -177,10 +138,9 @@ func TestOutageFlapsLogTwoLines(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 	time.Sleep(7 * time.Second)
-	close(stop)
-	wg.Wait()
-	lines := gocronlockLines(logs.String())
-	t.Logf("the Locker's %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
+	stop()
+	lines := runonceLines(logs.String())
+	t.Logf("the Runner's %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
 	if len(lines) != 2 || !strings.Contains(lines[0], "ZooKeeper unreachable") || !strings.Contains(lines[1], "ZooKeeper reachable again") {
 		t.Errorf("%d lines, want 2: unreachable, then reachable again", len(lines))
 	}
@@ -204,26 +164,13 @@ func TestOutageFollowerCut(t *testing.T) {
 	}
 	follower := (leader + 1) % 3
 	s, logs := logged(t, []string{zc.Addr(follower)}, zklock.WithSessionTimeout(10*time.Second))
-	l, err := gocronlock.NewLocker(s, "/gocron-cut", gocronlock.WithWindow(50*time.Millisecond),
-		gocronlock.WithLockTimeout(300*time.Millisecond))
+	l, err := runonce.New(s, "/gocron-cut", runonce.WithWindow(50*time.Millisecond),
+		runonce.WithLockTimeout(300*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range 5 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(100 * time.Millisecond):
-				}
-				_, _ = runOnce(ctx, l, fmt.Sprint("job-", i), nil)
-			}
-		})
-	}
+	stop := tickJobs(l, 5, 100*time.Millisecond)
 	time.Sleep(time.Second)
 	if err := zc.PartitionMember(follower); err != nil {
 		t.Fatal(err)
@@ -232,13 +179,12 @@ func TestOutageFollowerCut(t *testing.T) {
 	if err := zc.HealMember(follower); err != nil {
 		t.Fatal(err)
 	}
-	zktest.Eventually(t, 30*time.Second, "the Locker's line when ZooKeeper is back", func() bool {
+	zktest.Eventually(t, 30*time.Second, "the Runner's line when ZooKeeper is back", func() bool {
 		return strings.Contains(logs.String(), "ZooKeeper reachable again")
 	})
-	close(stop)
-	wg.Wait()
-	lines := gocronlockLines(logs.String())
-	t.Logf("the Locker's %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
+	stop()
+	lines := runonceLines(logs.String())
+	t.Logf("the Runner's %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
 	if len(lines) != 2 || !strings.Contains(lines[0], "ZooKeeper unreachable") {
 		t.Errorf("%d lines, want 2: unreachable, then reachable again", len(lines))
 	}

@@ -1,12 +1,12 @@
-package gocronlock_test
+package runonce_test
 
 import (
 	"errors"
 	"testing"
 	"time"
 
-	"github.com/tierlock/tierlock/gocronlock"
 	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/runonce"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -29,7 +29,7 @@ func TestLeaderChangeRebases(t *testing.T) {
 	}
 	// On a follower, so that the session outlives the leader.
 	s := zktest.Connect(t, []string{zc.Addr((leader + 1) % 3)}, zklock.WithSessionTimeout(10*time.Second))
-	l, err := gocronlock.NewLocker(s, "/gocron-epoch", gocronlock.WithWindow(time.Millisecond))
+	l, err := runonce.New(s, "/gocron-epoch", runonce.WithWindow(time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestLeaderChangeRebases(t *testing.T) {
 		if ran {
 			t.Fatalf("ran %v after the leader's kill, across the leader change", time.Since(killed))
 		}
-		if errors.Is(err, gocronlock.ErrAlreadyRan) {
+		if errors.Is(err, runonce.ErrAlreadyRan) {
 			break
 		}
 		if ctx.Err() != nil {
@@ -55,7 +55,7 @@ func TestLeaderChangeRebases(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("first attempt in the new epoch skipped %v after the kill", time.Since(killed).Round(time.Millisecond))
-	time.Sleep(gocronlock.AfterWindow(time.Millisecond))
+	time.Sleep(runonce.AfterWindow(time.Millisecond))
 	if ran, err := runOnce(ctx, l, "job", nil); !ran {
 		t.Fatalf("the next attempt, in the new epoch: %v", err)
 	}

@@ -1,4 +1,4 @@
-package gocronlock_test
+package runonce_test
 
 import (
 	"strings"
@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierlock/tierlock/gocronlock"
 	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/runonce"
 )
 
 // TestOverloadToldAsOverload (issue 43, item 11): a fleet too busy for its
@@ -21,14 +21,14 @@ func TestOverloadToldAsOverload(t *testing.T) {
 	root := zktest.Path(t)
 	const w, p = 200 * time.Millisecond, 500 * time.Millisecond
 	sx, logs := logged(t, zktest.Servers(t))
-	x, err := gocronlock.NewLocker(sx, root, gocronlock.WithWindow(w), gocronlock.WithInstanceName("x"))
+	x, err := runonce.New(sx, root, runonce.WithWindow(w), runonce.WithInstanceName("x"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer x.Close()
-	y, _ := newLocker(t, root, gocronlock.WithWindow(w), gocronlock.WithInstanceName("y"))
+	y, _ := newRunner(t, root, runonce.WithWindow(w), runonce.WithInstanceName("y"))
 	var slow atomic.Bool
-	defer gocronlock.SetAfterReadHook(func(string) {
+	defer runonce.SetAfterReadHook(func(string) {
 		if slow.Load() {
 			time.Sleep(150 * time.Millisecond)
 		}
@@ -46,7 +46,7 @@ func TestOverloadToldAsOverload(t *testing.T) {
 		ranY, _ := runOnce(ctx, y, "job", nil)
 		runs += map[bool]int{true: 1}[ran] + map[bool]int{true: 1}[ranY]
 	}
-	lines := gocronlockLines(logs.String())
+	lines := runonceLines(logs.String())
 	t.Logf("%d runs in 8 ticks; x's lines:\n%s", runs, strings.Join(lines, "\n"))
 	out := strings.Join(lines, "\n")
 	if !strings.Contains(out, "overload") {
@@ -62,18 +62,18 @@ func TestOverloadToldAsOverload(t *testing.T) {
 // TestOverloadEnds: an overload (Locks past their timeout while ZooKeeper
 // answered) is said when it begins and, once Locks have been quick for the
 // settling time (2 s here, 30 s by default), when it ends: two lines for
-// the Locker, and one for the job.
+// the Runner, and one for the job.
 func TestOverloadEnds(t *testing.T) {
-	defer gocronlock.SetOverloadSettle(2 * time.Second)()
+	defer runonce.SetOverloadSettle(2 * time.Second)()
 	s, logs := logged(t, zktest.Servers(t))
-	l, err := gocronlock.NewLocker(s, zktest.Path(t), gocronlock.WithWindow(100*time.Millisecond),
-		gocronlock.WithLockTimeout(400*time.Millisecond))
+	l, err := runonce.New(s, zktest.Path(t), runonce.WithWindow(100*time.Millisecond),
+		runonce.WithLockTimeout(400*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	var stall atomic.Bool
-	defer gocronlock.SetAfterReadHook(func(string) {
+	defer runonce.SetAfterReadHook(func(string) {
 		if stall.Load() {
 			time.Sleep(500 * time.Millisecond)
 		}
@@ -85,12 +85,12 @@ func TestOverloadEnds(t *testing.T) {
 	}
 	stall.Store(false)
 	zktest.Eventually(t, 10*time.Second, "the overload's end", func() bool {
-		time.Sleep(gocronlock.AfterWindow(100 * time.Millisecond))
+		time.Sleep(runonce.AfterWindow(100 * time.Millisecond))
 		_, _ = runOnce(ctx, l, "job", nil)
 		return strings.Contains(logs.String(), "no longer overloaded")
 	})
-	lines := gocronlockLines(logs.String())
-	t.Logf("the Locker's %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
+	lines := runonceLines(logs.String())
+	t.Logf("the Runner's %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
 	if len(lines) != 3 || !strings.Contains(lines[0], "overloaded") || !strings.Contains(lines[2], "no longer overloaded") {
 		t.Errorf("%d lines, want 3: overloaded, the job's, no longer overloaded", len(lines))
 	}

@@ -1,0 +1,186 @@
+package runonce_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/runonce"
+)
+
+// ticks plays n ticks of period p for the lockers, each offs[i] into the
+// tick, each run lasting 5 ms.
+func ticks(t *testing.T, ls []*runonce.Runner, offs []time.Duration, p time.Duration, n int, job string) {
+	t.Helper()
+	ctx := zktest.Context(t, time.Duration(n+10)*p+20*time.Second)
+	start := time.Now().Add(100 * time.Millisecond)
+	var wg sync.WaitGroup
+	for i, l := range ls {
+		wg.Go(func() {
+			for k := range n {
+				time.Sleep(time.Until(start.Add(time.Duration(k)*p + offs[i])))
+				_, _ = runOnce(ctx, l, job, func() { time.Sleep(5 * time.Millisecond) })
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestOutsideEnvelopeWarned (issue 39, item 2): what the run node shows of
+// a fleet outside S < W <= P - S is said once per job: windows that
+// differ, timers further apart than the window (a DurationJob without a
+// start time: its ticks run more than once), a window longer than the
+// period allows (ticks late or lost).
+func TestOutsideEnvelopeWarned(t *testing.T) {
+	defer runonce.NeverOverloaded()()
+	servers := zktest.Servers(t)
+	const p = 300 * time.Millisecond
+	for _, c := range []struct {
+		name    string
+		windows []time.Duration
+		offs    []time.Duration
+		want    string
+	}{
+		{"windows differ", []time.Duration{100 * time.Millisecond, 250 * time.Millisecond}, []time.Duration{0, 50 * time.Millisecond}, "the fleet's windows differ"},
+		{"timers too far apart", []time.Duration{60 * time.Millisecond, 60 * time.Millisecond, 60 * time.Millisecond},
+			[]time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}, "the job runs more than once per tick"},
+		{"window too long", []time.Duration{350 * time.Millisecond, 350 * time.Millisecond}, []time.Duration{0, 100 * time.Millisecond}, "ticks are late or lost"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := zktest.Path(t)
+			s, logs := logged(t, servers)
+			var ls []*runonce.Runner
+			for i, w := range c.windows {
+				sess := s
+				if i > 0 {
+					sess = zktest.Connect(t, servers)
+				}
+				l, err := runonce.New(sess, root, runonce.WithWindow(w), runonce.WithInstanceName(fmt.Sprint("node-", i)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer l.Close()
+				ls = append(ls, l)
+			}
+			ticks(t, ls, c.offs, p, 8, "job")
+			if out := logs.String(); !strings.Contains(out, c.want) {
+				t.Errorf("no %q in the first instance's logs:\n%s", c.want, out)
+			}
+		})
+	}
+	// And a healthy fleet hears none of it.
+	t.Run("healthy", func(t *testing.T) {
+		root := zktest.Path(t)
+		s, logs := logged(t, servers)
+		var ls []*runonce.Runner
+		for i := range 3 {
+			sess := s
+			if i > 0 {
+				sess = zktest.Connect(t, servers)
+			}
+			l, err := runonce.New(sess, root, runonce.WithWindow(150*time.Millisecond), runonce.WithInstanceName(fmt.Sprint("node-", i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			ls = append(ls, l)
+		}
+		ticks(t, ls, []time.Duration{0, 40 * time.Millisecond, 80 * time.Millisecond}, p, 8, "job")
+		if out := logs.String(); strings.Contains(out, "level=WARN") || strings.Contains(out, "level=ERROR") {
+			t.Errorf("a healthy fleet was warned:\n%s", out)
+		}
+	})
+}
+
+// TestObserverAndLastRun (issue 39, item 4): the observer hears every
+// Lock with its outcome and latency, and LastRun names the instance that
+// ran, with the count of runs.
+func TestObserverAndLastRun(t *testing.T) {
+	root := zktest.Path(t)
+	const w = 200 * time.Millisecond
+	var mu sync.Mutex
+	var events []runonce.Event
+	observe := runonce.WithObserver(func(e runonce.Event) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	})
+	a, _ := newRunner(t, root, runonce.WithWindow(w), runonce.WithInstanceName("a"), observe)
+	b, _ := newRunner(t, root, runonce.WithWindow(w), runonce.WithInstanceName("b"), observe)
+	ctx := zktest.Context(t, 20*time.Second)
+	held, err := a.Claim(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errHeld := b.Claim(ctx, "job")
+	_ = held.Release()
+	time.Sleep(20 * time.Millisecond)
+	_, errRan := b.Claim(ctx, "job")
+	if last, err := b.LastRun(ctx, "job"); err != nil || last.By != "a" || last.Runs != 1 || last.Window != w {
+		t.Errorf("LastRun after a's run: %+v, %v", last, err)
+	}
+	time.Sleep(runonce.AfterWindow(w))
+	if ran, err := runOnce(ctx, b, "job", nil); !ran {
+		t.Fatal(err)
+	}
+	if last, _ := a.LastRun(ctx, "job"); last.By != "b" || last.Runs != 2 {
+		t.Errorf("LastRun after b's run: %+v", last)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var got []string
+	for _, e := range events {
+		got = append(got, e.Outcome.String())
+		if e.Job != "job" || e.Latency <= 0 || (e.Outcome == runonce.Ran) != (e.Err == nil) {
+			t.Errorf("event %+v", e)
+		}
+	}
+	if fmt.Sprint(got) != "[ran already_ran already_ran ran]" {
+		t.Errorf("outcomes %v (errors %v, %v), want [ran already_ran already_ran ran]", got, errHeld, errRan)
+	}
+}
+
+// TestStallNotTakenForDoubles (issue 50, item 7): a stops claiming for
+// six ticks (a process stopped, or a scheduler stalled) while b runs
+// them, then ticks again. a counted the runs b made while it slept
+// against the ticks it saw, and told nearly every job "the job runs more
+// than once per tick" (17 and 20 of 20, in runs without a double). Only
+// the ticks this instance saw count: no job is told.
+func TestStallNotTakenForDoubles(t *testing.T) {
+	defer runonce.NeverOverloaded()()
+	root := zktest.Path(t)
+	const w, p, jobs = 150 * time.Millisecond, 500 * time.Millisecond, 10
+	sa, logs := logged(t, zktest.Servers(t))
+	a, err := runonce.New(sa, root, runonce.WithWindow(w), runonce.WithInstanceName("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, _ := newRunner(t, root, runonce.WithWindow(w), runonce.WithInstanceName("b"))
+	ctx := zktest.Context(t, 60*time.Second)
+	start := time.Now().Add(100 * time.Millisecond)
+	for k := range 14 {
+		tick := start.Add(time.Duration(k) * p)
+		var wg sync.WaitGroup
+		for i := range jobs {
+			job := fmt.Sprint("job-", i)
+			if k < 4 || k >= 10 { // a sleeps through ticks 4 to 9
+				wg.Go(func() {
+					time.Sleep(time.Until(tick))
+					_, _ = runOnce(ctx, a, job, nil)
+				})
+			}
+			wg.Go(func() {
+				time.Sleep(time.Until(tick.Add(100 * time.Millisecond)))
+				_, _ = runOnce(ctx, b, job, nil)
+			})
+		}
+		wg.Wait()
+	}
+	if n := strings.Count(logs.String(), "the job runs more than once per tick"); n > 0 {
+		t.Errorf("%d of %d jobs told they run more than once per tick, where each tick ran once:\n%s", n, jobs, strings.Join(runonceLines(logs.String()), "\n"))
+	}
+}

@@ -1,0 +1,43 @@
+package runonce
+
+import "time"
+
+// What the external tests (package runonce_test) steer, exported to them
+// only.
+
+// SetAfterReadHook makes fn run between the read and the write of every
+// run node, until the returned function is called.
+func SetAfterReadHook(fn func(runPath string)) (restore func()) {
+	testHookAfterRead = fn
+	return func() { testHookAfterRead = nil }
+}
+
+// SetOverloadSettle sets how long an overload must settle to be over,
+// until the returned function is called.
+func SetOverloadSettle(d time.Duration) (restore func()) {
+	old := overloadSettle
+	overloadSettle = d
+	return func() { overloadSettle = old }
+}
+
+// NodeName exposes the key's escaping.
+var NodeName = nodeName
+
+// JobCount is how many job entries r keeps.
+func JobCount(r *Runner) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.jobs)
+}
+
+// AfterWindow is how long after a run of a job of window w its next
+// attempt runs: the window, and a margin for the latencies.
+func AfterWindow(w time.Duration) time.Duration { return w + 20*time.Millisecond }
+
+// NeverOverloaded has the Runners never take themselves for overloaded,
+// until the returned function is called: the envelope's lines, whose
+// tests' small windows a loaded machine's latencies would make overload.
+func NeverOverloaded() (restore func()) {
+	testHookNeverLate = true
+	return func() { testHookNeverLate = false }
+}

@@ -1,0 +1,222 @@
+package runonce
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/await"
+	"github.com/tierlock/tierlock/internal/runrec"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// Ticks lost to a held lock (issue 50, item 6). A process killed mid-run
+// keeps the job's lock until its session expires, and a run longer than
+// its period keeps it into the next ticks: those ticks are lost, no
+// instance can run them. The attempt that found the lock held used to
+// write first, and its write counted as the tick's run: the others skipped
+// the tick as already run (their observers said already_ran), LastRun and
+// tierlock ls named as the last runner an instance that only wrote, and
+// nothing was said above Debug.
+//
+// Now an attempt that would write looks at the lock first (one
+// getChildren), unless this instance made the last run and it is over:
+// then a holder can only be a later run, whose write the attempt's read
+// would show. A tick whose lock is held is written as a step back
+// (runrec.Record.Yield: never a run), so the record keeps the last run
+// that was made, and the attempt is lost (ErrLockHeld, observed as held)
+// when its write would have run, already run otherwise. The look comes
+// after the read and before the write conditional on the read's version:
+// a holder that took the lock since the read wrote since (its write
+// precedes its lock), so the write fails and the attempt starts again. A
+// holder that takes the lock between the look and the attempt's own
+// TryAcquire (a rare race: a remover, a slow claim) finds a write that
+// counted: it is made not to count (unCount), the tick told as lost.
+//
+// Each instance tells an episode once, naming the holder, when it held it
+// since (the server's time of its node) and, if its instance is gone, by
+// when its session expires at the latest; and once when the lock is free
+// again, with the ticks lost.
+
+// heldEpisode is a job's episode of ticks lost to its lock held, as this
+// instance saw it: under the job's busy flag.
+type heldEpisode struct {
+	node  string    // the holder's lock node; "" none
+	began time.Time // this instance's first lost tick of it
+	runs  int64     // the runs recorded then: one more, and someone ran
+	lost  int
+}
+
+// looksAtLock reports whether an attempt that read prev must look at the
+// job's lock before its write: unless this process made the last run (its
+// hold's node known) and that run is over, and no RemoveJob holds the lock
+// (prev.Removing).
+func (r *Runner) looksAtLock(j *job, prev runrec.Last) bool {
+	return prev.By != r.by || j.ownNode == "" || prev.Removing != ""
+}
+
+// holder returns the node that holds j's lock, "" when none does or it is
+// this instance's own last hold, whose delete is on its way.
+func (r *Runner) holder(ctx context.Context, conn *zk.Conn, j *job, p *probe) (string, error) {
+	p.ask(r, ctx)
+	kids, err := await.Call(ctx, func() ([]string, error) {
+		kids, _, err := conn.Children(j.lock.Path())
+		return kids, err
+	})
+	p.got(r, err)
+	if errors.Is(err, zk.ErrNoNode) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	first, low := "", int32(-1)
+	for _, k := range kids {
+		if _, seq, ok := zklock.Contender(k); ok && (low < 0 || seq < low) {
+			first, low = k, seq
+		}
+	}
+	if first == j.ownNode {
+		return "", nil
+	}
+	return first, nil
+}
+
+// lostToHeld notes a tick of j lost to its lock held by node ("": look
+// again for it), by a RemoveJob of remover's if not "" (the run node's
+// mark), tells the episode once when it begins, and returns the attempt's
+// error.
+func (r *Runner) lostToHeld(ctx context.Context, j *job, node, remover string) error {
+	if node == "" {
+		node, _ = r.holder(ctx, r.s.Conn(), j, &probe{})
+	}
+	e := &j.held
+	holder := node
+	if e.node != node || node == "" {
+		*e = heldEpisode{node: node, began: time.Now(), runs: -1}
+		info := r.holderInfo(ctx, j, node)
+		holder = info.name
+		what := "tick lost: the job's lock is held by another run (of an earlier tick still going, or of an instance that died, until its session expires): the job's ticks are lost until the lock is free (told once, and when it is free)"
+		if remover != "" {
+			what = "tick lost: the job's lock is held by a RemoveJob, removing the job while this instance schedules it (told once, and when it is free)"
+		}
+		r.log.Warn(what, "job", j.key, "holder", info.name, "holder_node", node, "held_since", info.since, "if_gone_session_expires_by", info.expiry)
+	}
+	e.lost++
+	return fmt.Errorf("%w: job %q: by %s (the tick is lost)", ErrLockHeld, j.key, holder)
+}
+
+// heldEnds ends j's episode once an attempt finds the lock free, or a run
+// recorded after it began.
+func (r *Runner) heldEnds(j *job, d decision) {
+	e := &j.held
+	if e.node == "" && e.lost == 0 {
+		return
+	}
+	if e.runs < 0 && (d.decided || d.local) {
+		e.runs = d.prev.Runs
+	}
+	free := d.looked && d.heldBy == ""
+	if !free && !(e.runs >= 0 && d.prev.Runs > e.runs) {
+		return
+	}
+	r.log.Warn("job's lock free again", "job", j.key, "ticks_lost", e.lost, "for", time.Since(e.began).Round(time.Millisecond))
+	*e = heldEpisode{}
+}
+
+// holderDesc is what a lock node says of its holder.
+type holderDesc struct {
+	name   string // the instance's name (WithInstanceName), host:pid, or the node's
+	since  string // the server's time of the node's create
+	expiry string // by when its session expires, if its instance is gone
+}
+
+// holderInfo reads node, below j's lock, for the episode's line.
+func (r *Runner) holderInfo(ctx context.Context, j *job, node string) holderDesc {
+	desc := holderDesc{name: node, since: "unknown", expiry: "unknown"}
+	if node == "" {
+		desc.name = "unknown (gone)"
+		return desc
+	}
+	data, stat, err := getNode(ctx, r.s.Conn(), path.Join(j.lock.Path(), node))
+	if err != nil {
+		return desc
+	}
+	desc.since = time.UnixMilli(stat.Ctime).UTC().Format(time.RFC3339Nano)
+	var nd struct {
+		Host  string `json:"host"`
+		Pid   int    `json:"pid"`
+		Label string `json:"label"`
+	}
+	if json.Unmarshal(data, &nd) == nil && nd.Host != "" {
+		desc.name = fmt.Sprintf("%s:%d", nd.Host, nd.Pid)
+	}
+	var l lockLabel
+	if json.Unmarshal([]byte(nd.Label), &l) == nil && l.Instance != "" {
+		desc.name = l.Instance
+		if l.SessionTimeout > 0 {
+			desc.expiry = time.Now().Add(msDuration(l.SessionTimeout)).UTC().Format(time.RFC3339Nano)
+		}
+	}
+	return desc
+}
+
+// lockLabel is the label of a job's lock node (zklock.WithLabel): the
+// instance, and its session's timeout, for the other instances to tell a
+// tick lost to it.
+type lockLabel struct {
+	Instance       string `json:"runonce"`
+	SessionTimeout int64  `json:"session_timeout_ms,omitempty"`
+}
+
+// label returns this Runner's lockLabel, encoded.
+func (r *Runner) label() string {
+	l := lockLabel{Instance: r.by}
+	if b := r.s.LeaseStats().Bound; b > 0 {
+		// The lease's bound is a quarter of the negotiated timeout, three
+		// quarters under WithLossOnExpiryOnly (zklock.LeaseStats).
+		l.SessionTimeout = (4 * b).Milliseconds()
+		if r.s.LossOnExpiryOnly() {
+			l.SessionTimeout = (4 * b / 3).Milliseconds()
+		}
+	}
+	data, _ := json.Marshal(l) // strings and an int cannot fail
+	return string(data)
+}
+
+// unCount makes d's write, which counted as a run its writer does not
+// make (its lock taken meanwhile, its answer too late), not count: the
+// record is written again with the state it read (runrec.Keep), unless a
+// later run came since. So the last run recorded is one that was made.
+func (r *Runner) unCount(ctx context.Context, j *job, d decision) {
+	if d.wrote == nil {
+		return
+	}
+	fired := d.rec.Fired(d.wrote.Mtime)
+	cur, stat := runrec.Derive(d.rec.Encode(), d.wrote.Mtime, d.wrote.Mzxid), d.wrote
+	for range 3 {
+		if cur.At != fired || cur.By != r.by {
+			return // a later write moved the last run
+		}
+		fix := cur
+		fix.At, fix.By, fix.Runs = d.prev.At, d.prev.By, d.prev.Runs
+		keep := runrec.Keep(fix, d.rec.Window, stat.Mtime, stat.Mzxid)
+		_, err := r.s.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: keep.Encode(), Version: stat.Version})
+		if !errors.Is(err, zk.ErrBadVersion) {
+			if err != nil {
+				r.log.Debug("a run not made still counts: its record could not be written again", "job", j.key, "err", err)
+			}
+			return
+		}
+		var data []byte
+		if data, stat, err = getNode(ctx, r.s.Conn(), j.runPath); err != nil {
+			return
+		}
+		cur = runrec.Derive(data, stat.Mtime, stat.Mzxid)
+	}
+}

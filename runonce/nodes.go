@@ -1,0 +1,97 @@
+package runonce
+
+import (
+	"context"
+	"errors"
+	"path"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/await"
+)
+
+// createRun creates the job's run node with data, in one transaction with
+// the job's node and its lock's path when these are missing (a new job:
+// one round trip, which matters when a thousand jobs start at once). Both
+// are persistent: zklock would make the lock's path a container, which
+// the server removes once empty (between two runs, with its check
+// interval short), and a lock whose path is gone must make it again
+// before it can queue, which under a burst of runs takes longer than Claim
+// may. RemoveJob deletes them. The root and its ancestors are containers,
+// as zklock makes a lock's.
+func (r *Runner) createRun(ctx context.Context, conn *zk.Conn, j *job, data []byte) error {
+	dir := path.Dir(j.runPath)
+	multi := func() error {
+		_, err := r.s.Txn(ctx, &zk.CreateRequest{Path: dir, Acl: r.cfg.acl}, &zk.CreateRequest{Path: j.lock.Path(), Acl: r.cfg.acl},
+			&zk.CreateRequest{Path: j.runPath, Data: data, Acl: r.cfg.acl})
+		return err
+	}
+	if err := r.rootReady(ctx, conn); err != nil {
+		return err
+	}
+	err := multi()
+	if errors.Is(err, zk.ErrNoNode) { // the root is gone since: make it, and again
+		if err := r.ensure(ctx, conn, r.root); err != nil {
+			return err
+		}
+		err = multi()
+	}
+	if !errors.Is(err, zk.ErrNodeExists) {
+		return err
+	}
+	// The job's node or its lock's path exists (made by zklock, or by an
+	// instance whose run node another deleted): the run node alone.
+	if err := r.ensure(ctx, conn, j.lock.Path()); err != nil {
+		return err
+	}
+	_, err = await.Call(ctx, func() (string, error) { return conn.Create(j.runPath, data, 0, r.cfg.acl) })
+	return err
+}
+
+// rootReady makes the Runner's root once, before its first job's nodes:
+// a new fleet's first tick creates a thousand jobs' nodes at once, batched
+// in few multis by the session's writer, and each would fail on a missing
+// root (the others sent apart, all failing, then made again one by one:
+// the first tick lost to the lock timeout). The first new job makes it;
+// the others wait for it.
+func (r *Runner) rootReady(ctx context.Context, conn *zk.Conn) error {
+	r.rootMu.Lock()
+	defer r.rootMu.Unlock()
+	if r.rootMade {
+		return nil
+	}
+	if err := r.ensure(ctx, conn, r.root); err != nil {
+		return err
+	}
+	r.rootMade = true
+	return nil
+}
+
+// ensure makes p if it is missing, persistent, its missing ancestors
+// containers.
+func (r *Runner) ensure(ctx context.Context, conn *zk.Conn, p string) error {
+	var mk func(p string, flags int32) error
+	mk = func(p string, flags int32) error {
+		create := func() error {
+			_, err := await.Call(ctx, func() (string, error) {
+				if flags == zk.FlagContainer {
+					return conn.CreateContainer(p, nil, flags, r.cfg.acl)
+				}
+				return conn.Create(p, nil, flags, r.cfg.acl)
+			})
+			return err
+		}
+		err := create()
+		if errors.Is(err, zk.ErrNoNode) && path.Dir(p) != "/" {
+			if err := mk(path.Dir(p), zk.FlagContainer); err != nil {
+				return err
+			}
+			err = create()
+		}
+		if errors.Is(err, zk.ErrNodeExists) {
+			return nil
+		}
+		return err
+	}
+	return mk(p, 0)
+}

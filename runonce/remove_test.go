@@ -1,0 +1,127 @@
+package runonce_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/runonce"
+)
+
+// TestRemoveJob (issue 39, item 4): a retired job's run node goes, and
+// with it the job's node; a job held elsewhere is refused.
+func TestRemoveJob(t *testing.T) {
+	root := zktest.Path(t)
+	a, s := newRunner(t, root)
+	b, _ := newRunner(t, root)
+	ctx := zktest.Context(t, 20*time.Second)
+	held, err := a.Claim(ctx, "retired")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.RemoveJob(ctx, "retired"); !errors.Is(err, runonce.ErrLockHeld) {
+		t.Errorf("RemoveJob while held: %v, want ErrLockHeld", err)
+	}
+	_ = held.Release()
+	zktest.Eventually(t, 5*time.Second, "RemoveJob", func() bool { return b.RemoveJob(ctx, "retired") == nil })
+	if last, err := a.LastRun(ctx, "retired"); err != nil || !last.At.IsZero() {
+		t.Errorf("LastRun after RemoveJob: %+v, %v", last, err)
+	}
+	for _, p := range []string{"/retired/run", "/retired/lock", "/retired"} {
+		if ok, _, _ := s.Conn().Exists(root + p); ok {
+			t.Errorf("%s is still there", p)
+		}
+	}
+	if err := b.RemoveJob(ctx, "never-ran"); err != nil {
+		t.Errorf("RemoveJob of a job that never ran: %v", err)
+	}
+}
+
+// TestUnknownKeysLeaveNothing (issue 43, item 10): LastRun and RemoveJob
+// of keys this instance never scheduled leave no job entry (and no lock)
+// behind: they made one per key, never removed.
+func TestUnknownKeysLeaveNothing(t *testing.T) {
+	root := zktest.Path(t)
+	l, _ := newRunner(t, root)
+	ctx := zktest.Context(t, 60*time.Second)
+	if ran, err := runOnce(ctx, l, "scheduled", nil); !ran {
+		t.Fatal(err)
+	}
+	const n = 1000
+	for i := range n {
+		if _, err := l.LastRun(ctx, fmt.Sprint("asked-", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.RemoveJob(ctx, fmt.Sprint("retired-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := runonce.JobCount(l); got != 1 {
+		t.Errorf("%d job entries after LastRun and RemoveJob of %d unknown keys, want 1 (the scheduled job's)", got, 2*n)
+	}
+}
+
+// TestRemoveJobWhileScheduled (issue 43, item 9): RemoveJob's doc said it
+// took the job's lock "so that no run decides meanwhile", but a run
+// decides before it locks. A ran a tick; B's RemoveJob deleted the run
+// node at once; C's attempt of the same tick, within the window, found no
+// node and ran the tick again. Now RemoveJob deletes the node only once the
+// last run is a window and a lock timeout old by the server's clock: C's
+// attempt finds it, skips, and by its write shows the job still
+// scheduled, which RemoveJob reports (ErrJobActive), deleting nothing.
+func TestRemoveJobWhileScheduled(t *testing.T) {
+	root := zktest.Path(t)
+	const w = 300 * time.Millisecond
+	opts := []runonce.Option{runonce.WithWindow(w), runonce.WithLockTimeout(300 * time.Millisecond)}
+	a, s := newRunner(t, root, opts...)
+	b, _ := newRunner(t, root, opts...)
+	c, _ := newRunner(t, root, opts...)
+	ctx := zktest.Context(t, 20*time.Second)
+	ranAt := time.Now()
+	if ran, err := runOnce(ctx, a, "job", nil); !ran {
+		t.Fatal(err)
+	}
+	// A's Unlock deletes its lock node in the background.
+	for len(zktest.Children(t, s.Conn(), root+"/job/lock")) > 0 && time.Since(ranAt) < w/4 {
+		time.Sleep(time.Millisecond)
+	}
+	removed := make(chan error, 1)
+	go func() { removed <- b.RemoveJob(zktest.Context(t, 5*time.Second), "job") }()
+	// C's attempt of the tick: once the run node is gone, or half a
+	// window after A's.
+	for time.Since(ranAt) < w/2 {
+		if ok, _, _ := s.Conn().Exists(root + "/job/run"); !ok {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	at := time.Since(ranAt)
+	if ran, _ := runOnce(ctx, c, "job", nil); ran {
+		t.Errorf("C ran the tick A ran %v before: a tick run twice", at.Round(time.Millisecond))
+	}
+	err := <-removed
+	t.Logf("C's attempt %v after A's run; RemoveJob: %v", at.Round(time.Millisecond), err)
+	if !errors.Is(err, runonce.ErrJobActive) {
+		t.Errorf("RemoveJob of a job an instance wrote meanwhile: %v, want ErrJobActive", err)
+	}
+	if ok, _, _ := s.Conn().Exists(root + "/job/run"); !ok {
+		t.Error("the run node is gone")
+	}
+	// The fleet stops scheduling it: RemoveJob waits for the last run to
+	// age, then deletes.
+	begin := time.Now()
+	if err := b.RemoveJob(ctx, "job"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("RemoveJob of the retired job took %v", time.Since(begin).Round(time.Millisecond))
+	for _, p := range []string{"/job/run", "/job/lock", "/job"} {
+		if ok, _, _ := s.Conn().Exists(root + p); ok {
+			t.Errorf("%s is still there", p)
+		}
+	}
+	if ran, err := runOnce(ctx, c, "job", nil); !ran {
+		t.Errorf("the job scheduled again: %v, want its first run", err)
+	}
+}

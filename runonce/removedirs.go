@@ -1,0 +1,94 @@
+package runonce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/await"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// deleteDirs deletes the job's lock path and node (persistent, see
+// createRun) once the run node is gone. The lock's path empties when own,
+// the nodes of this instance's holds (RemoveJob's, its last run's), have
+// gone (their Release deletes them in the background): RemoveJob waits
+// for that on a watch. Any other lock node is
+// an instance running the job again, and a run node or a lock path made
+// again below the job's node an instance still scheduling it: ErrJobActive
+// at once (issue 50, item 2: RemoveJob waited a run out, sending a delete
+// every 20 ms, for as long as the run lasted).
+func (r *Runner) deleteDirs(ctx context.Context, key, dir string, own ...string) error {
+	if testHookBeforeLockDelete != nil {
+		testHookBeforeLockDelete()
+	}
+	onlyOwn := func(kids []string) bool {
+		for _, k := range kids {
+			if k == "" || !slices.Contains(own, k) {
+				return false
+			}
+		}
+		return true
+	}
+	err := r.deleteEmpty(ctx, path.Join(dir, lockName), onlyOwn)
+	if err == nil {
+		if testHookBeforeJobNodeDelete != nil {
+			testHookBeforeJobNodeDelete()
+		}
+		err = r.deleteEmpty(ctx, dir, func([]string) bool { return false })
+	}
+	if err != nil {
+		return fmt.Errorf("runonce: job %q: %w", key, err)
+	}
+	return nil
+}
+
+// deleteEmpty deletes p once it is empty, waiting on a watch of its
+// children while wait says of them that they will go; otherwise
+// ErrJobActive.
+func (r *Runner) deleteEmpty(ctx context.Context, p string, wait func(kids []string) bool) error {
+	for {
+		conn := r.s.Conn()
+		if conn == nil {
+			return zklock.ErrSessionClosed
+		}
+		_, err := await.Call(ctx, func() (struct{}, error) { return struct{}{}, conn.Delete(p, -1) })
+		switch {
+		case err == nil, errors.Is(err, zk.ErrNoNode):
+			return nil
+		case !errors.Is(err, zk.ErrNotEmpty):
+			return fmt.Errorf("delete %s: %w", p, err)
+		}
+		type watched struct {
+			kids []string
+			ch   <-chan zk.Event
+		}
+		w, err := await.Call(ctx, func() (watched, error) {
+			kids, _, ch, err := conn.ChildrenW(p)
+			return watched{kids, ch}, err
+		})
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			continue
+		case err != nil:
+			return fmt.Errorf("watch %s: %w", p, err)
+		case len(w.kids) > 0 && !wait(w.kids):
+			return errRunBack
+		case len(w.kids) == 0:
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("delete %s: %w", p, context.Cause(ctx))
+		case <-w.ch:
+		}
+	}
+}
+
+// testHookBeforeLockDelete, set by tests only, runs in RemoveJob right
+// before it deletes the job's lock path.
+var testHookBeforeLockDelete func()
