@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tierlock/tierlock/lockmetrics"
+	"github.com/tierlock/tierlock/runonce"
 )
 
 // TestJobMetrics (issue 39, item 4): a scheduled job's Lock calls, as
@@ -21,7 +22,7 @@ func TestJobMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := serve(t, reg)
-	for _, o := range []string{"ran", "already_ran", "already_ran", "held", "yielded", "failed", "bogus"} {
+	for _, o := range []string{"ran", "already_ran", "already_ran", "held", "yielded", "stale", "failed", "bogus"} {
 		m.ObserveJob("report", o, 3*time.Millisecond)
 	}
 	for i := range 3 {
@@ -34,10 +35,29 @@ func TestJobMetrics(t *testing.T) {
 		"tierlock_job_locks_total{job=report,outcome=already_ran}": 2,
 		"tierlock_job_locks_total{job=report,outcome=held}":        1,
 		"tierlock_job_locks_total{job=report,outcome=yielded}":     1,
+		"tierlock_job_locks_total{job=report,outcome=stale}":       1,
 		"tierlock_job_locks_total{job=report,outcome=failed}":      2,
 		"tierlock_job_locks_total{job=job-0,outcome=ran}":          1,
 		"tierlock_job_locks_total{job=other,outcome=ran}":          2,
 		"tierlock_job_lock_seconds{outcome=ran}":                   4,
 		"tierlock_job_lock_seconds{outcome=failed}":                2,
 	})
+}
+
+// Every outcome runonce reports has a series of its own: the metrics speak
+// the Runner's vocabulary. Before "stale" was added here, runonce's stale
+// ticks were counted as failed.
+func TestJobOutcomesAreRunoncesOutcomes(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := lockmetrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := serve(t, reg)
+	want := map[string]float64{}
+	for o := runonce.Outcome(0); o.String() != "unknown"; o++ {
+		m.ObserveJob("job", o.String(), time.Millisecond)
+		want["tierlock_job_locks_total{job=job,outcome="+o.String()+"}"] = 1
+	}
+	e.expect(want)
 }
