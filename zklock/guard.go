@@ -144,19 +144,19 @@ func (h *Hold) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) 
 	// exempt from the bound on requests in flight, like a delete: it serves
 	// a hold, which must not wait behind the acquisitions queued on the
 	// session.
-	w := h.s.writes.Txn(multi)
-	r := h.s.writes.Await(ctx, w)
+	w := h.f.Writes().Txn(multi)
+	r := h.f.Writes().Await(ctx, w)
 	if r.Verdict == writes.Refused && r.Op == 0 {
 		return nil, h.guardRefused(r.Err)
 	}
-	return h.s.txnResult(r, ops, 1)
+	return txnResult(r, ops, 1)
 }
 
 // txnable reports why the hold cannot run a Txn, if it cannot.
 func (h *Hold) txnable() error {
 	switch {
-	case h.s.isClosed():
-		return h.s.closedErr()
+	case h.f.Closed():
+		return h.f.ClosedErr()
 	case h.released.Load():
 		return ErrNotHeld
 	case h.isLost() && !testSkipLostCheck.Load():

@@ -28,16 +28,16 @@ import (
 // under Connect the event reaches the session's callback; under NewSession
 // it waits for the event here.
 func (h *Hold) watchOwn() {
-	s := h.s
-	if h.isLost() || h.released.Load() || s.isClosed() {
+	f := h.f
+	if h.isLost() || h.released.Load() || f.Closed() {
 		return
 	}
 	unwatch := func() {}
-	if s.dispatching() {
+	if f.Dispatching() {
 		// Registered before the read, so that no event after it is missed.
-		unwatch = s.watch(h.node, h.onOwnEvent)
+		unwatch = f.Watch(h.node, h.onOwnEvent)
 	}
-	data, stat, ev, err := s.conn.GetW(h.node)
+	data, stat, ev, err := f.Conn().GetW(h.node)
 	if !h.watchRead(stat, err) {
 		unwatch()
 		return
@@ -53,13 +53,13 @@ func (h *Hold) watchOwn() {
 	if h.revoked != nil && IsRevocation(data) {
 		h.lock.revoke(h)
 	}
-	if !s.dispatching() {
+	if !f.Dispatching() {
 		// No event callback: the event arrives on ev only.
 		select {
 		case e := <-ev:
 			h.onOwnEvent(e)
 		case <-h.lost:
-		case <-s.life.ctx.Done():
+		case <-f.Done():
 		}
 	}
 }
@@ -95,23 +95,23 @@ func (h *Hold) onOwnEvent(ev zk.Event) {
 		h.mu.Lock()
 		h.unwatch = nil
 		h.mu.Unlock()
-		h.s.goBackground(h.watchOwn)
+		h.f.Go(h.watchOwn)
 	}
 }
 
 // retryWatch arms the own-node watch again after a pause, when err left
 // the node's fate open; a session that is over ends the hold.
 func (h *Hold) retryWatch(err error) {
-	s := h.s
-	if s.conn.SessionID() != h.owner {
+	f := h.f
+	if f.Conn().SessionID() != h.owner {
 		h.lose(ErrSessionExpired)
 		return
 	}
-	s.log.Debug("own-node watch failed; retrying", "node", h.node, "err", err)
+	f.Log().Debug("own-node watch failed; retrying", "node", h.node, "err", err)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.watching != nil {
-		h.watching = time.AfterFunc(s.cfg.maxRetryWait, h.watchOwn)
+		h.watching = time.AfterFunc(f.MaxRetryWait(), h.watchOwn)
 	}
 }
 

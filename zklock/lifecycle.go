@@ -25,8 +25,8 @@ func New(s *Session, path string, opts ...Option) (*Lock, error) {
 	if err := ValidatePath(path); err != nil {
 		return nil, err
 	}
-	if s.isClosed() {
-		return nil, s.closedErr()
+	if s.f.Closed() {
+		return nil, s.f.ClosedErr()
 	}
 	cfg := lockConfig{recheck: 5 * time.Second, acl: zk.WorldACL(zk.PermAll)}
 	for _, o := range opts {
@@ -48,7 +48,7 @@ func New(s *Session, path string, opts ...Option) (*Lock, error) {
 	if len(data) > maxDataLen {
 		return nil, fmt.Errorf("%w: node data of %d bytes (label included): at most %d", ErrInvalidOption, len(data), maxDataLen)
 	}
-	return &Lock{s: s, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, onGone: cfg.onGone, rule: mutexRule, marker: lockMarker,
+	return &Lock{s: s, f: s.f, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, onGone: cfg.onGone, rule: mutexRule, marker: lockMarker,
 		revocable: cfg.revocable, watchNode: cfg.watchNode, onRevoked: cfg.onRevoked, onPosition: cfg.onPosition}, nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
+	"github.com/tierlock/tierlock/zklock/internal/session"
 )
 
 // Lock is a process-level lock on one ZooKeeper path. It serves one holder
@@ -20,6 +21,7 @@ import (
 // front of it.
 type Lock struct {
 	s        *Session
+	f        *session.Floor // s's: what the lock asks of the session
 	path     string
 	data     []byte
 	recheck  time.Duration
@@ -143,8 +145,8 @@ func (l *Lock) begin(ctx context.Context) error {
 	switch {
 	case l.closed:
 		return ErrClosed
-	case l.s.isClosed():
-		return l.s.closedErr()
+	case l.f.Closed():
+		return l.f.ClosedErr()
 	case l.busy:
 		return ErrBusy
 	case l.hold != nil && !l.hold.isLost():
@@ -173,10 +175,10 @@ func (l *Lock) acquireNode(ctx context.Context, wait bool) (*Hold, error) {
 		switch {
 		case err == nil:
 			return h, nil
-		case errors.Is(err, errNodeGone) && wait && ctx.Err() == nil && !l.s.isClosed():
+		case errors.Is(err, errNodeGone) && wait && ctx.Err() == nil && !l.f.Closed():
 			// Our node vanished while we queued (the session expired, or
 			// someone deleted it). We never held the lock: queue again.
-			l.s.log.Debug("lock node vanished while waiting; queueing again", "path", l.path)
+			l.f.Log().Debug("lock node vanished while waiting; queueing again", "path", l.path)
 		case errors.Is(err, errNodeGone):
 			return nil, err // acquire's WaitError names the path
 		default:
@@ -201,9 +203,9 @@ var testHookAcquired atomic.Pointer[func(*Lock)]
 // and the lock is taken, or an error; on an error no node of ours stays
 // queued.
 func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
-	s := l.s
-	s.countWaiting(1)
-	defer s.countWaiting(-1)
+	f := l.f
+	f.Waiting(1)
+	defer f.Waiting(-1)
 	n, err := l.enqueue(ctx, wait)
 	if errors.Is(err, errBusyDelete) {
 		return nil, nil
@@ -217,11 +219,11 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 	token, leads, err := l.waitTurn(ctx, &n, wait)
 	if err == nil && leads {
 		h := l.newHold(n.node, n.owner, token)
-		err = s.grant(ctx, n.owner, h)
+		err = f.Grant(ctx, n.owner, h.m)
 		if mutant.On(mutant.GrantLate) && err == nil {
 			time.Sleep(200 * time.Millisecond) // seeded bug: handed over long after the verdict
 		}
-		trace.Granted(s.conn, l.path, n.node, n.owner, token, err)
+		trace.Granted(f.Conn(), l.path, n.node, n.owner, token, err)
 		if err == nil {
 			return h, l.publish(h)
 		}
@@ -229,7 +231,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 	// Even a node found gone is deleted: should the finding be wrong, a
 	// node left behind would block the queue for the session's life (the
 	// delete ends at once if it is gone or its session is over).
-	s.writes.Delete(l.path, n.node, n.owner, nil)
+	f.Writes().Delete(l.path, n.node, n.owner, nil)
 	return nil, err
 }
 
@@ -242,10 +244,10 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 // been applied: before creating another, enqueueAgain looks for our GUID
 // (protection mode), so no orphan blocks the queue.
 func (l *Lock) enqueue(ctx context.Context, wait bool) (ourNode, error) {
-	s := l.s
+	f := l.f
 	// Credentials first (WithDigestAuth): a create under an ACL that
 	// only they satisfy would be refused, or made anonymous.
-	if err := s.awaitAuth(ctx); err != nil {
+	if err := f.AwaitAuth(ctx); err != nil {
 		return ourNode{}, err
 	}
 	guid := newGUID()
@@ -258,7 +260,7 @@ func (l *Lock) enqueue(ctx context.Context, wait bool) (ourNode, error) {
 		return ourNode{}, err // nothing was sent
 	case ctx.Err() == nil:
 		return l.enqueueAgain(ctx, guid, prefix, err)
-	case !refusal(err) && !errors.Is(err, ctx.Err()):
+	case !session.Refusal(err) && !errors.Is(err, ctx.Err()):
 		// The create failed, its outcome unknown, as ctx ended (when ctx
 		// ended first, giveUp sweeps): the node may be there.
 		l.sweepInBackground(guid)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/tierlock/tierlock/zklock/internal/session"
 )
 
 // FamilyLease names the lease nodes of a semaphore (tierlock's Semaphore
@@ -68,13 +69,13 @@ func ListParticipants(ctx context.Context, s *Session, path string) ([]Participa
 	if err := ValidatePath(path); err != nil {
 		return nil, err
 	}
-	if s.isClosed() {
-		return nil, s.closedErr()
+	if s.f.Closed() {
+		return nil, s.f.ClosedErr()
 	}
-	if err := s.awaitAuth(ctx); err != nil {
+	if err := s.f.AwaitAuth(ctx); err != nil {
 		return nil, err
 	}
-	return s.participants(ctx, path)
+	return participants(ctx, s.f, path)
 }
 
 // Participants lists the lock's queue in order, holder first, with each
@@ -92,21 +93,21 @@ func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
 	if closed {
 		return nil, ErrClosed
 	}
-	if l.s.isClosed() {
+	if l.f.Closed() {
 		return nil, ErrSessionClosed
 	}
-	return l.s.participants(ctx, l.path)
+	return participants(ctx, l.f, l.path)
 }
 
 // participants reads the queue at path: see ListParticipants.
-func (s *Session) participants(ctx context.Context, path string) ([]Participant, error) {
-	if err := s.awaitAuth(ctx); err != nil {
+func participants(ctx context.Context, f *session.Floor, path string) ([]Participant, error) {
+	if err := f.AwaitAuth(ctx); err != nil {
 		return nil, err
 	}
 	var children []string
-	err := s.retry(ctx, func() error {
+	err := f.Retry(ctx, func() error {
 		var err error
-		children, _, err = s.conn.Children(path)
+		children, _, err = f.Conn().Children(path)
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
@@ -119,7 +120,7 @@ func (s *Session) participants(ctx context.Context, path string) ([]Participant,
 	if len(q) == 0 {
 		q = sortBy(children, parseLease)
 	}
-	reads := s.readAll(ctx, path, q)
+	reads := readAll(ctx, f, path, q)
 	out := make([]Participant, 0, len(q))
 	kept := make([]entry, 0, len(q))
 	for i, e := range q {
@@ -161,7 +162,7 @@ const maxReadsInFlight = 64
 // one per node. Each read retries on a lost connection until ctx ends.
 // The results are in q's order; each goroutine writes only its own slot
 // and wg.Wait orders those writes before the caller's reads.
-func (s *Session) readAll(ctx context.Context, path string, q []entry) []nodeRead {
+func readAll(ctx context.Context, f *session.Floor, path string, q []entry) []nodeRead {
 	reads := make([]nodeRead, len(q))
 	slots := make(chan struct{}, maxReadsInFlight)
 	var wg sync.WaitGroup
@@ -171,9 +172,9 @@ func (s *Session) readAll(ctx context.Context, path string, q []entry) []nodeRea
 		go func() {
 			defer func() { <-slots; wg.Done() }()
 			r := &reads[i]
-			r.err = s.retry(ctx, func() error {
+			r.err = f.Retry(ctx, func() error {
 				var err error
-				r.data, r.stat, err = s.conn.Get(path + "/" + e.name)
+				r.data, r.stat, err = f.Conn().Get(path + "/" + e.name)
 				return err
 			})
 		}()

@@ -7,6 +7,7 @@ import (
 	"path"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/tierlock/tierlock/zklock/internal/session"
 )
 
 // What an acquisition does when its first create fails (Curator's
@@ -23,11 +24,11 @@ var errParentsMade = errors.New("zklock: lock path created")
 // succeeded never pays for: it makes the missing parents, and after a
 // create of unknown outcome looks for our GUID before creating again.
 func (l *Lock) enqueueAgain(ctx context.Context, guid, prefix string, first error) (ourNode, error) {
-	s := l.s
+	f := l.f
 	var n ourNode
 	parentsMade, mayExist := false, false
 	pending := first // the first attempt's error, classified in the first round
-	err := s.retry(ctx, func() error {
+	err := f.Retry(ctx, func() error {
 		if pending != nil {
 			e := pending
 			pending = nil
@@ -38,13 +39,13 @@ func (l *Lock) enqueueAgain(ctx context.Context, guid, prefix string, first erro
 			if err != nil {
 				return err
 			}
-			if found != "" && owner == s.conn.SessionID() {
+			if found != "" && owner == f.Conn().SessionID() {
 				n.node, n.owner = found, owner
 				return nil
 			}
 			if found != "" {
 				// Created in a session that is now over: it goes with it.
-				s.deleteInBackground(found, owner)
+				f.DeleteInBackground(found, owner)
 			}
 			mayExist = false
 		}
@@ -78,7 +79,7 @@ func (l *Lock) createFailed(err error, parentsMade, mayExist *bool) error {
 			return err
 		}
 		return errParentsMade // retried like a lost connection
-	case refusal(err):
+	case session.Refusal(err):
 		return err
 	}
 	*mayExist = true
@@ -87,13 +88,13 @@ func (l *Lock) createFailed(err error, parentsMade, mayExist *bool) error {
 
 // sweepInBackground runs sweep on a goroutine the session tracks.
 func (l *Lock) sweepInBackground(guid string) {
-	l.s.goBackground(func() { l.sweep(guid) })
+	l.f.Go(func() { l.sweep(guid) })
 }
 
 // ensureParents creates the lock path and its missing ancestors as
 // container nodes, which the server removes once they are empty.
 func (l *Lock) ensureParents() error {
-	conn := l.s.conn
+	conn := l.f.Conn()
 	var mk func(p string) error
 	mk = func(p string) error {
 		_, err := conn.CreateContainer(p, nil, zk.FlagContainer, l.acl)

@@ -147,8 +147,8 @@ func (rw *RWLock) WriterWaiting(ctx context.Context) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	s := rw.read.s
-	children, _, ev, err := s.conn.ChildrenW(rw.read.path)
+	f := rw.read.f
+	children, _, ev, err := f.Conn().ChildrenW(rw.read.path)
 	if err != nil {
 		return false, fmt.Errorf("zklock: list %s: %w", rw.read.path, err)
 	}

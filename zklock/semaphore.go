@@ -120,7 +120,7 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (*Lease, bo
 	if k < 1 || k > sem.n {
 		return nil, false, fmt.Errorf("%w: %d of %d", ErrInvalidPermits, k, sem.n)
 	}
-	if sem.s.isClosed() {
+	if sem.s.f.Closed() {
 		return nil, false, ErrSessionClosed
 	}
 	if wait {

@@ -33,8 +33,8 @@ func (s *Session) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 		return nil, ErrNilContext
 	case len(ops) == 0:
 		return nil, fmt.Errorf("%w: no ops", ErrInvalidOp)
-	case s.isClosed():
-		return nil, s.closedErr()
+	case s.f.Closed():
+		return nil, s.f.ClosedErr()
 	}
 	if err := validateOps(ops); err != nil {
 		return nil, err
@@ -42,7 +42,8 @@ func (s *Session) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return s.txnResult(s.writes.Await(ctx, s.writes.Txn(ops)), ops, 0)
+	w := s.f.Writes()
+	return txnResult(w.Await(ctx, w.Txn(ops)), ops, 0)
 }
 
 // txnResult is what a transaction's end r tells its caller; its first
@@ -50,7 +51,7 @@ func (s *Session) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 // Withdrawn (never applied) carries ctx's error; a transaction too large
 // to send (TooLarge) is ErrInvalidOp; Unknown wraps its cause in
 // ErrOutcomeUnknown.
-func (s *Session) txnResult(r writes.Result, ops []any, guards int) ([]zk.MultiResponse, error) {
+func txnResult(r writes.Result, ops []any, guards int) ([]zk.MultiResponse, error) {
 	switch r.Verdict {
 	case writes.Applied:
 		return r.Results[guards:], nil

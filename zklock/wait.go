@@ -14,6 +14,7 @@ import (
 	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/mutexbool"
+	"github.com/tierlock/tierlock/zklock/internal/session"
 )
 
 // The wait (waitTurn), and the queue's order it reads (sortQueue).
@@ -33,7 +34,7 @@ func (l *Lock) waitTurn(ctx context.Context, n *ourNode, wait bool) (token int64
 	w := &waiter{l: l, n: n, name: path.Base(n.node), pos: l.newPositions(n.node, wait)}
 	defer w.stop()
 	for {
-		if l.s.conn.SessionID() != n.owner {
+		if l.f.Conn().SessionID() != n.owner {
 			return 0, false, errNodeGone // our node was ephemeral to a session that is over
 		}
 		if n.q == nil {
@@ -47,11 +48,11 @@ func (l *Lock) waitTurn(ctx context.Context, n *ourNode, wait bool) (token int64
 		i := position(n.q, w.name, "")
 		l.seen.sawQueue(n.q, i)
 		if i < 0 {
-			trace.Turned(l.s.conn, n.node, i, false, n.pzxid)
+			trace.Turned(l.f.Conn(), n.node, i, false, n.pzxid)
 			return 0, false, errNodeGone
 		}
 		goes, watch := l.rule(n.q, i)
-		trace.Turned(l.s.conn, n.node, i, goes, n.pzxid)
+		trace.Turned(l.f.Conn(), n.node, i, goes, n.pzxid)
 		if w.pos != nil { // a position handler (position.go)
 			w.pos.seen(n.q, i, goes)
 		}
@@ -103,18 +104,18 @@ const childrenWatched = " children"
 
 // list reads the queue.
 func (w *waiter) list(ctx context.Context) error {
-	s := w.l.s
+	f := w.l.f
 	var children []string
 	var stat *zk.Stat
-	err := s.send(ctx, request{do: func() error {
-		trace.Sent(s.conn, trace.OpList, w.l.path)
-		c, st, err := s.conn.Children(w.l.path)
-		trace.Listed(s.conn, trace.OpList, w.l.path, c, st, err)
+	err := f.Send(ctx, func() error {
+		trace.Sent(f.Conn(), trace.OpList, w.l.path)
+		c, st, err := f.Conn().Children(w.l.path)
+		trace.Listed(f.Conn(), trace.OpList, w.l.path, c, st, err)
 		if err == nil {
 			children, stat = c, st
 		}
 		return err
-	}})
+	})
 	if err == nil {
 		w.n.q, w.n.pzxid = w.l.sortQueue(children), stat.Pzxid
 	}
@@ -126,7 +127,7 @@ func (w *waiter) list(ctx context.Context) error {
 // must be looked at again before waiting: a children watch came with a
 // listing, which it stored, or the node to watch was already gone.
 func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
-	s := w.l.s
+	f := w.l.f
 	target := childrenWatched
 	if watch != watchChildren {
 		target = w.l.path + "/" + w.n.q[watch].name
@@ -136,24 +137,24 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 	}
 	w.drop()
 	w.signal = mutexbool.New(false)
-	if s.dispatching() {
+	if f.Dispatching() {
 		// Registered before the request, so that no event after it is
 		// missed. The callback runs on go-zookeeper's event goroutine.
 		wp, sig := target, w.signal
 		if target == childrenWatched {
 			wp = w.l.path
 		}
-		w.unwatch = s.watch(wp, func(zk.Event) { sig.Set(true) })
+		w.unwatch = f.Watch(wp, func(zk.Event) { sig.Set(true) })
 	}
 	var ev <-chan zk.Event
 	var children []string
 	var data []byte
 	var stat *zk.Stat
-	err = s.send(ctx, request{do: func() error {
+	err = f.Send(ctx, func() error {
 		if target == childrenWatched {
-			trace.Sent(s.conn, trace.OpChildrenW, w.l.path)
-			c, st, ch, err := s.conn.ChildrenW(w.l.path)
-			trace.Listed(s.conn, trace.OpChildrenW, w.l.path, c, st, err)
+			trace.Sent(f.Conn(), trace.OpChildrenW, w.l.path)
+			c, st, ch, err := f.Conn().ChildrenW(w.l.path)
+			trace.Listed(f.Conn(), trace.OpChildrenW, w.l.path, c, st, err)
 			if err == nil {
 				children, stat, ev = c, st, ch
 			}
@@ -161,14 +162,14 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 		}
 		// A data watch: an exists watch on a node that is already gone
 		// would stay behind.
-		trace.Sent(s.conn, trace.OpGetW, target)
-		d, st, ch, err := s.conn.GetW(target)
-		trace.Watched(s.conn, target, st, err)
+		trace.Sent(f.Conn(), trace.OpGetW, target)
+		d, st, ch, err := f.Conn().GetW(target)
+		trace.Watched(f.Conn(), target, st, err)
 		if err == nil {
 			data, stat, ev = d, st, ch
 		}
 		return err
-	}})
+	})
 	if err == nil && target == childrenWatched {
 		w.n.q, w.n.pzxid = w.l.sortQueue(children), stat.Pzxid
 	}
@@ -185,7 +186,7 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 	if target != childrenWatched {
 		w.l.seen.sawWatched(target, data, stat)
 	}
-	if !s.dispatching() {
+	if !f.Dispatching() {
 		w.ev = ev
 	}
 	return target == childrenWatched, nil
@@ -193,7 +194,7 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 
 // sleep waits for the watch, the re-check or the end of the wait.
 func (w *waiter) sleep(ctx context.Context) error {
-	s := w.l.s
+	f := w.l.f
 	w.setTimer(w.l.recheck)
 	w.pauses = nil // a wait that got this far has recovered
 	select {
@@ -207,8 +208,8 @@ func (w *waiter) sleep(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-s.life.ctx.Done():
-		return s.closedErr()
+	case <-f.Done():
+		return f.ClosedErr()
 	}
 	w.timer.Stop()
 	return nil
@@ -219,15 +220,15 @@ func (w *waiter) sleep(ctx context.Context) error {
 // it with the error, and anything else (the request's fate unknown) is
 // retried after a pause.
 func (w *waiter) failed(ctx context.Context, err error) error {
-	s := w.l.s
+	f := w.l.f
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return errNodeGone
-	case refusal(err) || ctx.Err() != nil:
+	case session.Refusal(err) || ctx.Err() != nil:
 		return err
 	}
 	if w.pauses == nil {
-		w.pauses = s.newBackOff()
+		w.pauses = f.NewBackOff()
 	}
 	w.setTimer(w.pauses.NextBackOff())
 	select {
@@ -236,8 +237,8 @@ func (w *waiter) failed(ctx context.Context, err error) error {
 		w.timer.Stop()
 		return ctx.Err()
 	}
-	if s.isClosed() {
-		return s.closedErr()
+	if f.Closed() {
+		return f.ClosedErr()
 	}
 	return nil
 }
@@ -366,7 +367,7 @@ func (l *Lock) leadAtOnce(n *ourNode) {
 	if n.node == "" || n.q != nil {
 		return
 	}
-	_, st, err := l.s.conn.Exists(n.node)
+	_, st, err := l.f.Conn().Exists(n.node)
 	if err != nil || st == nil {
 		return // n.q stays nil: waitTurn lists
 	}
