@@ -26,22 +26,6 @@ import (
 // failed create is protection.go's; the queue's order and the wait are
 // wait.go's.
 
-// errNodeGone reports that our queued node disappeared before we held the
-// lock.
-var errNodeGone = session.ErrNodeGone
-
-// errBusyDelete makes TryAcquire report false: our previous node is still
-// queued.
-var errBusyDelete = errors.New("zklock: previous node not yet deleted")
-
-// ourNode is our node in the queue, as enqueue leaves it.
-type ourNode struct {
-	node  string  // full path
-	owner int64   // the session that created it
-	q     []entry // the pipelined listing, sorted; nil when it failed or missed our node
-	pzxid int64   // the listing's pzxid
-}
-
 // createAndList is one create of our node with the listing pipelined
 // behind it, the two admitted together by the bound on requests in flight.
 // The create goes to the session's writer, which sends it with the
@@ -218,53 +202,4 @@ func newGUID() string {
 func (l *Lock) giveUp(w *writes.Write, prefix string) {
 	guid := prefix[len(l.path)+1+len(protectedPrefix):][:36]
 	l.f.Writes().GiveUp(w, func() { l.sweepInBackground(guid) })
-}
-
-// sweep searches the queue for the node carrying guid, a create of
-// unknown outcome, until it knows or the session is over, and deletes the
-// node if it is there: left, it would lead the queue for the session's
-// life, and the session outlives any outage it reconnects within.
-func (l *Lock) sweep(guid string) {
-	f := l.f
-	f.UntilSessionOver(f.Conn().SessionID(), func() (bool, error) {
-		found, owner, err := l.findOwn(guid)
-		if err == nil && found != "" {
-			f.DeleteGuaranteed(found, owner)
-		}
-		return err == nil, err
-	})
-}
-
-// findOwn looks for the node carrying guid under the lock path, and the
-// session that owns it. It syncs first: a follower that has not applied
-// our create yet would answer "not found", and a second create would then
-// queue behind our own orphan.
-func (l *Lock) findOwn(guid string) (node string, owner int64, err error) {
-	conn := l.f.Conn()
-	if _, err := conn.Sync(l.path); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return "", 0, err
-	}
-	trace.Sent(conn, trace.OpList, l.path)
-	children, st, err := conn.Children(l.path)
-	trace.Listed(conn, trace.OpList, l.path, children, st, err)
-	if errors.Is(err, zk.ErrNoNode) {
-		return "", 0, nil
-	}
-	if err != nil {
-		return "", 0, err
-	}
-	q := l.sortQueue(children)
-	i := position(q, "", guid)
-	if i < 0 {
-		return "", 0, nil
-	}
-	node = l.path + "/" + q[i].name
-	_, stat, err := conn.Exists(node)
-	switch {
-	case err != nil:
-		return "", 0, err
-	case stat == nil:
-		return "", 0, nil
-	}
-	return node, stat.EphemeralOwner, nil
 }

@@ -41,15 +41,16 @@ type Hold struct {
 	unwatch  func()      // removes the own-node watch's callback; nil when none
 }
 
-// holdLock is what a hold needs of its lock (a Lock is one).
-type holdLock interface {
-	// detach takes h out of the lock, once: false when it is not the
+// holdLock is what a hold needs of its lock, as functions the lock gives
+// it (newHold), so that a hold names nothing of Lock's.
+type holdLock struct {
+	// leave takes h out of the lock, once: false when it is not the
 	// lock's hold any more.
-	detach(h *Hold) bool
-	// lost tells the lock's loss handler of h's node lost with cause.
-	lost(node string, cause error)
-	// revoke tells the lock of a revocation request for h (revoke.go).
-	revoke(h *Hold)
+	leave func(h *Hold) bool
+	// tellLost tells the lock's loss handler of h's node lost with cause.
+	tellLost func(node string, cause error)
+	// tellRevoked tells the lock of a revocation request for h (revoke.go).
+	tellRevoked func(h *Hold)
 }
 
 // Node returns the full path of the hold's lock node.
@@ -112,51 +113,6 @@ func (h *Hold) Revoked() <-chan struct{} {
 // session's state and its lease); publish makes it the lock's; armWatch watches
 // its node when that is worth it (holdwatch.go).
 
-// newHold makes the hold of a node that leads, with its fencing token (see
-// waitTurn).
-func (l *Lock) newHold(node string, owner, token int64) *Hold {
-	h := &Hold{f: l.f, path: l.path, lock: l, node: node, owner: owner, token: token, onGone: l.onGone, lost: make(chan struct{})}
-	h.m = session.NewMember(h.lose)
-	if l.revocable {
-		h.revoked = make(chan struct{})
-	}
-	return h
-}
-
-// publish makes the granted h the lock's hold, unless the lock was closed
-// meanwhile, and arms its own-node watch.
-func (l *Lock) publish(h *Hold) error {
-	l.mu.Lock()
-	closed := l.closed
-	if !closed {
-		l.hold = h
-	}
-	l.mu.Unlock()
-	if closed {
-		h.released.Store(true)
-		h.giveUp()
-		return ErrClosed
-	}
-	h.armWatch(l.revocable || l.watchNode)
-	return nil
-}
-
-// armWatch arms the hold's own-node watch when it is worth it (see
-// holdwatch.go, where the watch runs): at once when atOnce, else once the
-// hold has lasted the lease's bound.
-func (h *Hold) armWatch(atOnce bool) {
-	d := h.f.Bound()
-	if atOnce {
-		d = 0
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.isLost() || h.released.Load() {
-		return
-	}
-	h.watching = time.AfterFunc(d, h.watchOwn)
-}
-
 // A hold ends by Release or by lose, both through giveUp: out of the
 // lock (detach), out of the session's valid holds (forget), its watch
 // stopped, its node's delete queued (the write path).
@@ -173,7 +129,7 @@ func (h *Hold) Release() error {
 	if h == nil {
 		return errNil("Hold")
 	}
-	if !h.lock.detach(h) {
+	if !h.lock.leave(h) {
 		return ErrNotHeld
 	}
 	// Whether the hold was lost is decided before its node is given up.
@@ -185,18 +141,6 @@ func (h *Hold) Release() error {
 		return fmt.Errorf("%w: %w", ErrLockLost, h.cause)
 	}
 	return nil
-}
-
-// detach takes h out of the lock, once: false when it is not the lock's
-// hold any more (released already).
-func (l *Lock) detach(h *Hold) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.hold != h {
-		return false
-	}
-	l.hold = nil
-	return true
 }
 
 func (h *Hold) isLost() bool {
@@ -230,7 +174,7 @@ func (h *Hold) lose(cause error) {
 		if !errors.Is(cause, ErrSessionClosed) && !errors.Is(cause, ErrClosed) {
 			h.f.Log().Warn("lock lost", "node", h.node, "cause", cause)
 		}
-		h.lock.lost(h.node, cause)
+		h.lock.tellLost(h.node, cause)
 	}
 	h.giveUp()
 }

@@ -1,7 +1,6 @@
 package zklock
 
 import (
-	"bytes"
 	"errors"
 	"time"
 
@@ -51,7 +50,7 @@ func (h *Hold) watchOwn() {
 	h.unwatch = unwatch
 	h.mu.Unlock()
 	if h.revoked != nil && IsRevocation(data) {
-		h.lock.revoke(h)
+		h.lock.tellRevoked(h)
 	}
 	if !f.Dispatching() {
 		// No event callback: the event arrives on ev only.
@@ -115,13 +114,18 @@ func (h *Hold) retryWatch(err error) {
 	}
 }
 
-// RevokeMessage is what a revocation request writes into a lock node's
-// data: Curator's LockInternals.REVOKE_MESSAGE.
-const RevokeMessage = "__REVOKE__"
-
-var revokeData = []byte(RevokeMessage)
-
-// IsRevocation reports whether a lock node's data is a revocation request.
-// A revoked node's data no longer says who created it (the request
-// overwrote the host, pid and label).
-func IsRevocation(data []byte) bool { return bytes.Equal(data, revokeData) }
+// armWatch arms the hold's own-node watch when it is worth it (see
+// holdwatch.go, where the watch runs): at once when atOnce, else once the
+// hold has lasted the lease's bound.
+func (h *Hold) armWatch(atOnce bool) {
+	d := h.f.Bound()
+	if atOnce {
+		d = 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.isLost() || h.released.Load() {
+		return
+	}
+	h.watching = time.AfterFunc(d, h.watchOwn)
+}

@@ -1,9 +1,11 @@
 package zklock
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -13,6 +15,7 @@ import (
 const (
 	protectedPrefix = "_c_"
 	lockMarker      = "-lock-"
+	leaseMarker     = "-lease-" // a semaphore's leases (semaphore.go)
 )
 
 // The markers of the lock nodes of other recipes that tierlock counts as
@@ -188,3 +191,60 @@ func validSegment(seg string) error {
 // nodes, which the server deletes (resetting the counter) once the queue
 // has been empty for a while.
 func sequenceBefore(a, b int32) bool { return int32(uint32(b)-uint32(a)) > 0 }
+
+// nodeData says who created a lock node.
+type nodeData struct {
+	Host  string `json:"host"`
+	Pid   int    `json:"pid"`
+	Label string `json:"label,omitempty"`
+}
+
+// FamilyLease names the lease nodes of a semaphore (tierlock's Semaphore
+// and Curator's InterProcessSemaphoreV2: _c_<guid>-lease-<seq> under
+// <path>/leases). Contender never returns it: a lease does not contend for
+// a mutex. ListParticipants reports it.
+const FamilyLease Family = "lease"
+
+// ParseNode parses a child of a lock path as a lock node of any recipe
+// tierlock knows: a contender of the mutex and read/write lock (see
+// Contender) or a semaphore lease (FamilyLease).
+func ParseNode(name string) (Family, int32, bool) {
+	if f, seq, ok := Contender(name); ok {
+		return f, seq, true
+	}
+	if seq, ok := parseLease(name); ok {
+		return FamilyLease, seq, true
+	}
+	return "", 0, false
+}
+
+// Participant is one node in a lock's queue.
+type Participant struct {
+	Node     string    // node name under the lock path
+	Sequence int32     // its sequence number
+	Family   Family    // the recipe that made it (see Contender and FamilyLease)
+	Data     []byte    // what its creator wrote (zklock: JSON host, pid, label; Curator: an IP address; kazoo: its identifier)
+	Owner    int64     // the ZooKeeper session that created it (ephemeralOwner)
+	Created  time.Time // when the server created it (ctime)
+	// Holder reports that the node holds the lock: the first node; for
+	// the readers of a read/write lock, every reader no writer precedes;
+	// for a semaphore's leases only the first, the one known to hold (the
+	// size of a semaphore is not stored in ZooKeeper: the first n hold).
+	Holder bool
+	// Revoked: its holder was asked to release it (RevokeNode). Data is
+	// then RevokeMessage, which replaced what its creator wrote.
+	Revoked bool
+}
+
+func parseLease(name string) (int32, bool) { return parseAfter(name, leaseMarker) }
+
+// RevokeMessage is what a revocation request writes into a lock node's
+// data: Curator's LockInternals.REVOKE_MESSAGE.
+const RevokeMessage = "__REVOKE__"
+
+var revokeData = []byte(RevokeMessage)
+
+// IsRevocation reports whether a lock node's data is a revocation request.
+// A revoked node's data no longer says who created it (the request
+// overwrote the host, pid and label).
+func IsRevocation(data []byte) bool { return bytes.Equal(data, revokeData) }

@@ -366,3 +366,27 @@ func checkJuteMaxBuffer(n int) error {
 	}
 	return nil
 }
+
+// WithPositionHandler has Acquire tell fn where its node stands in the
+// queue: once when the node is created (from the listing pipelined behind
+// the create), then whenever the position read on a later listing differs
+// from the last one, the last report of a successful Acquire having Leads
+// set. A nil fn reports nothing. TryAcquire, which never waits, reports
+// nothing.
+//
+// Reporting sends no request: the position comes from the listings the
+// waiter reads anyway, when its predecessor goes and at each re-check
+// (WithRecheckInterval). A waiter far back hears nothing while nodes
+// ahead of its predecessor come and go (that is the price of no herd); it
+// catches up at its next re-check.
+//
+// fn runs on the goroutine that called Acquire, which is where the waiter
+// reads the queue: one report at a time, in order, and never after Acquire
+// returned. A slow fn delays only its own Acquire: the waiter arms its
+// watch after fn returns, and a change made meanwhile is seen then (the
+// watch's read finds the predecessor gone, or the next listing shows it).
+// While it runs, a cancelled ctx is not noticed. fn must not call methods
+// of the Lock.
+func WithPositionHandler(fn func(Position)) Option {
+	return func(c *lockConfig) { c.onPosition = fn }
+}

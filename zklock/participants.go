@@ -8,45 +8,9 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/tierlock/tierlock/zklock/internal/session"
 )
-
-// FamilyLease names the lease nodes of a semaphore (tierlock's Semaphore
-// and Curator's InterProcessSemaphoreV2: _c_<guid>-lease-<seq> under
-// <path>/leases). Contender never returns it: a lease does not contend for
-// a mutex. ListParticipants reports it.
-const FamilyLease Family = "lease"
-
-// ParseNode parses a child of a lock path as a lock node of any recipe
-// tierlock knows: a contender of the mutex and read/write lock (see
-// Contender) or a semaphore lease (FamilyLease).
-func ParseNode(name string) (Family, int32, bool) {
-	if f, seq, ok := Contender(name); ok {
-		return f, seq, true
-	}
-	if seq, ok := parseLease(name); ok {
-		return FamilyLease, seq, true
-	}
-	return "", 0, false
-}
-
-// Participant is one node in a lock's queue.
-type Participant struct {
-	Node     string    // node name under the lock path
-	Sequence int32     // its sequence number
-	Family   Family    // the recipe that made it (see Contender and FamilyLease)
-	Data     []byte    // what its creator wrote (zklock: JSON host, pid, label; Curator: an IP address; kazoo: its identifier)
-	Owner    int64     // the ZooKeeper session that created it (ephemeralOwner)
-	Created  time.Time // when the server created it (ctime)
-	// Holder reports that the node holds the lock: the first node; for
-	// the readers of a read/write lock, every reader no writer precedes;
-	// for a semaphore's leases only the first, the one known to hold (the
-	// size of a semaphore is not stored in ZooKeeper: the first n hold).
-	Holder bool
-	// Revoked: its holder was asked to release it (RevokeNode). Data is
-	// then RevokeMessage, which replaced what its creator wrote.
-	Revoked bool
-}
 
 // ListParticipants lists the queue at path (a lock path, a read/write
 // lock's path, or a semaphore's <path>/leases) in issue order, holder

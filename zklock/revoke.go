@@ -7,6 +7,7 @@ import (
 	"path"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/tierlock/tierlock/zklock/internal/session"
 )
 

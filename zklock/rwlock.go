@@ -181,21 +181,3 @@ func (rw *RWLock) readRule(q []entry, i int) (goes bool, watch int) {
 	}
 	return readRule(q, i, own)
 }
-
-// readRule is the read rule over q for the node at i, ignoring the write
-// node named own (our held write lock, or "").
-func readRule(q []entry, i int, own string) (goes bool, watch int) {
-	for j := i - 1; j >= 0; j-- {
-		if q[j].name != own && isWriter(q[j].name) {
-			return false, j
-		}
-	}
-	return true, -1
-}
-
-// isWriter reports whether a contender excludes readers: every family
-// except the readers of Curator and kazoo.
-func isWriter(name string) bool {
-	f, _, ok := Contender(name)
-	return ok && f != FamilyCuratorRead && f != FamilyKazooRead
-}

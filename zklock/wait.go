@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"path"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -31,7 +29,7 @@ import (
 // successor can only lead on a listing taken after our node's deletion,
 // strictly below every later holder's token (multis: docs/guarantees.md).
 func (l *Lock) waitTurn(ctx context.Context, n *ourNode, wait bool) (token int64, leads bool, err error) {
-	w := &waiter{l: l, n: n, name: path.Base(n.node), pos: l.newPositions(n.node, wait)}
+	w := &waiter{l: l, n: n, name: path.Base(n.node), pos: newPositions(l.onPosition, n.node, l.path, wait)}
 	defer w.stop()
 	for {
 		if l.f.Conn().SessionID() != n.owner {
@@ -46,7 +44,7 @@ func (l *Lock) waitTurn(ctx context.Context, n *ourNode, wait bool) (token int64
 			}
 		}
 		i := position(n.q, w.name, "")
-		l.seen.sawQueue(n.q, i)
+		l.view.sawQueue(n.q, i)
 		if i < 0 {
 			trace.Turned(l.f.Conn(), n.node, i, false, n.pzxid)
 			return 0, false, errNodeGone
@@ -184,7 +182,7 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 	}
 	w.watched = target
 	if target != childrenWatched {
-		w.l.seen.sawWatched(target, data, stat)
+		w.l.view.sawWatched(target, data, stat)
 	}
 	if !f.Dispatching() {
 		w.ev = ev
@@ -276,87 +274,6 @@ func (w *waiter) stop() {
 // that found it waiting.
 func (w *waiter) grantsEarly() bool {
 	return mutant.On(mutant.WatchGrantsEarly) && w.watched == ""
-}
-
-type entry struct {
-	name string
-	seq  int32
-}
-
-// sortQueue keeps the contenders among children (see Contender: the lock
-// nodes of every family; other children are ignored) and orders them by
-// sequence only, in issue order (sequenceBefore).
-func sortQueue(children []string) []entry {
-	return sortBy(children, func(c string) (int32, bool) {
-		_, seq, ok := Contender(c)
-		return seq, ok
-	})
-}
-
-// sortBy keeps the children parse accepts and orders them by the sequence
-// it returns, in issue order.
-func sortBy(children []string, parse func(string) (int32, bool)) []entry {
-	q := make([]entry, 0, len(children))
-	for _, c := range children {
-		if seq, ok := parse(c); ok {
-			q = append(q, entry{c, seq})
-		}
-	}
-	slices.SortFunc(q, func(a, b entry) int {
-		switch {
-		case a.seq == b.seq:
-			return strings.Compare(a.name, b.name)
-		case sequenceBefore(a.seq, b.seq):
-			return -1
-		default:
-			return 1
-		}
-	})
-	return q
-}
-
-// position finds our node in the queue: the node named name, or, when name
-// is empty (the create's reply was lost), the node carrying our GUID.
-func position(q []entry, name, guid string) int {
-	for i, e := range q {
-		if name != "" && e.name == name {
-			return i
-		}
-		if name == "" && strings.HasPrefix(e.name, protectedPrefix+guid) {
-			return i
-		}
-	}
-	return -1
-}
-
-// sortQueue orders the children that queue on this lock's path: every
-// family's contenders for the mutex and the read/write lock, this lock's
-// parse otherwise.
-func (l *Lock) sortQueue(children []string) []entry {
-	if l.parse == nil {
-		return sortQueue(children)
-	}
-	return sortBy(children, l.parse)
-}
-
-// A recipe's queue rule answers, for our node at index i of the sorted
-// queue q, the two questions every waiter asks: may it go now, and if not,
-// which node must it watch (the one whose deletion can change the answer)?
-// The mutex's rule is below; the read/write lock's and the semaphore's are
-// other functions of the same shape over the same queue.
-type queueRule func(q []entry, i int) (goes bool, watch int)
-
-// watchChildren, as a rule's watch, asks for a watch on the whole queue
-// (any child created or deleted) instead of one node.
-const watchChildren = -2
-
-// mutexRule: the first node holds the lock; every other node watches its
-// immediate predecessor, so a release wakes exactly one waiter (no herd).
-func mutexRule(q []entry, i int) (goes bool, watch int) {
-	if i == 0 {
-		return true, -1
-	}
-	return false, i - 1
 }
 
 // leadAtOnce is the grant-before-listing bug: our node, created, is taken

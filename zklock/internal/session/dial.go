@@ -135,6 +135,7 @@ func (s *Floor) start(conn Conn, zc *zk.Conn) {
 	s.conn, s.zc = conn, zc
 	s.writes = s.newWrites()
 	s.link.zc.Store(zc)
+	s.link.conn.Store(&conn)
 	if s.cfg.Listener != nil {
 		// Not one of the goroutines Close waits for: it runs user code,
 		// which may be what calls Close (see Close).

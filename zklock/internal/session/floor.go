@@ -64,6 +64,7 @@ type Conn interface {
 type link struct {
 	ownsConn bool
 	zc       atomic.Pointer[zk.Conn] // zc, once zk.Connect has returned it (Dial)
+	conn     atomic.Pointer[Conn]    // conn, once started: what observe reads (an explorer's double too)
 	connGen  atomic.Int64            // connections that reached a session, as onEvent saw them
 
 	// Under Wrap: the timeout the server granted (ns), read from the

@@ -110,10 +110,11 @@ func (s *Floor) poll(events <-chan zk.Event) {
 // must hear of a possible loss as soon as the client knows of it, so the
 // holds are ended here, synchronously.
 func (s *Floor) observe(zs zk.State) {
-	conn := s.link.zc.Load()
-	if conn == nil {
-		return // zk.Connect has not returned yet; it calls observe then
+	started := s.link.conn.Load()
+	if started == nil {
+		return // zk.Connect has not returned yet; Dial calls observe then
 	}
+	conn := *started
 	id := conn.SessionID()
 	s.st.mu.Lock()
 	if s.st.closed {
@@ -130,10 +131,10 @@ func (s *Floor) observe(zs zk.State) {
 			s.st.mu.Unlock()
 			return
 		}
-		s.traceHandshake(conn, id)
+		s.traceHandshake(id)
 		if s.tap == nil {
 			// zs was loaded after go-zookeeper wrote the timeout.
-			if d := grantedTimeout(conn); d > 0 {
+			if d := grantedTimeout(s.link.zc.Load()); d > 0 {
 				s.link.granted.Store(int64(d))
 			}
 		}
@@ -183,9 +184,10 @@ func (s *Floor) observe(zs zk.State) {
 // traceHandshake records, under Wrap (no tap reads the server's
 // answer), the timeout the server granted to a session seen for the first
 // time, which the replay derives the lease's bounds from. s.st.mu is held.
-func (s *Floor) traceHandshake(conn *zk.Conn, id int64) {
+func (s *Floor) traceHandshake(id int64) {
 	if trace.Enabled && s.tap == nil && id != s.st.sessionID {
-		trace.ConnHandshook(conn, id, grantedTimeout(conn))
+		zc := s.link.zc.Load()
+		trace.ConnHandshook(zc, id, grantedTimeout(zc))
 	}
 }
 
