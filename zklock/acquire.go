@@ -79,7 +79,10 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (*Hold, bool, error) {
 	}
 	defer l.end()
 	h, ok, err := l.acquireBegun(ctx, wait)
-	return h, ok, l.waitErr(err, start)
+	if err != nil {
+		err = l.waitErr(err, start)
+	}
+	return h, ok, err
 }
 
 // acquireBegun is acquire once begin let it in.
