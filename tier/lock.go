@@ -82,7 +82,7 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (context.Context, bool, e
 	}
 	refused := l.life.isClosed() // closed before it began: refused, not waited for (see waitEnded)
 	held, ok, err := l.enter(ctx, wait, start)
-	if !refused {
+	if err != nil && !refused {
 		err = waitEnded(l.Path(), start, l.gateHolder, err)
 	}
 	if !ok && err != nil {

@@ -40,7 +40,7 @@ func (rw *RWLock) lock(ctx context.Context, wait bool) (context.Context, bool, e
 // returns it as lock and rlock do, its error a WaitError unless the lock
 // was closed before it began (refused: see waitEnded).
 func (rw *RWLock) acquired(held context.Context, tier Tier, start time.Time, refused, wait bool, err error) (context.Context, bool, error) {
-	if !refused {
+	if err != nil && !refused {
 		err = waitEnded(rw.Path(), start, rw.gateHolder, err)
 	}
 	switch {

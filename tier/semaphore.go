@@ -123,7 +123,7 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (context.Co
 		sem.obs.observe(Event{Kind: Acquiring})
 	}
 	held, err := sem.take(ctx, k, wait)
-	if !refused { // closed before it began: refused, not waited for (see waitEnded)
+	if err != nil && !refused { // closed before it began: refused, not waited for (see waitEnded)
 		err = waitEnded(sem.Path(), start, sem.gateHolder, err)
 	}
 	switch {

@@ -8,12 +8,11 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/tierlock/tierlock/internal/await"
-	"github.com/tierlock/tierlock/internal/trace"
-	"github.com/tierlock/tierlock/zklock/internal/wire"
+	"github.com/tierlock/tierlock/zklock/internal/session"
 )
 
-// Making and ending a session: Connect, NewSession, Close.
+// Making a session: Connect, NewSession (the floor below, package
+// session, does the work).
 
 // Connect dials the ZooKeeper servers and waits until a session is
 // established, its credentials (WithDigestAuth) are accepted and its
@@ -56,77 +55,11 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 		ctx, cancel = context.WithTimeout(ctx, ConnectTimeout)
 		defer cancel()
 	}
-	// The tap tells the session of each dial (its outage's lines): s is
-	// set before zk.Connect starts the goroutine that dials.
-	var s *Session
-	tap := wire.New(wire.Config{Dial: cfg.dialer, TLS: cfg.tls, Chroot: chroot,
-		OnDial: func(address string, err error) { s.dialed(address, err) }})
-	s = newSession(tap, true, cfg)
-	conn, _, err := zk.Connect(servers, cfg.timeout,
-		zk.WithDialer(tap.Dialer()),
-		zk.WithHostProvider(tap.HostProvider()),
-		zk.WithEventCallback(s.onEvent),
-		zk.WithLogger(zkLogger{cfg.logger}),
-		zk.WithLogInfo(false))
+	f, err := session.Dial(ctx, servers, chroot, cfg.Config)
 	if err != nil {
-		s.stop()
-		return nil, fmt.Errorf("zklock: connect: %w", err)
-	}
-	s.start(conn)
-	// Events that came before conn was known were ignored: catch up.
-	s.observe(conn.State())
-	if err := s.established(ctx, servers); err != nil {
-		s.Close()
 		return nil, err
 	}
-	if len(cfg.digests) > 0 {
-		if err := s.authenticate(ctx); err != nil {
-			s.Close()
-			return nil, err
-		}
-	}
-	if chroot != "" {
-		if err := s.findChroot(ctx, chroot); err != nil {
-			s.Close()
-			return nil, err
-		}
-	}
-	return s, nil
-}
-
-// established waits for the session, or for ctx to end, or for every
-// server to refuse TLS (see WithTLS).
-func (s *Session) established(ctx context.Context, servers []string) error {
-	select {
-	case <-s.st.ready:
-		return nil
-	case <-s.tap.Refused():
-		return fmt.Errorf("zklock: connect to %v: no session: every server refused TLS: %w", servers, s.tap.RefusedErr())
-	case <-ctx.Done():
-	}
-	if dialErr := s.tap.LastDialErr(); dialErr != nil {
-		return fmt.Errorf("zklock: connect to %v: no session: %w (last dial error: %w)", servers, ctx.Err(), dialErr)
-	}
-	return fmt.Errorf("zklock: connect to %v: no session: %w", servers, ctx.Err())
-}
-
-// findChroot checks that the chroot exists: its "/".
-func (s *Session) findChroot(ctx context.Context, chroot string) error {
-	var ok bool
-	err := s.retry(ctx, func() (err error) {
-		ok, err = await.Call(ctx, func() (bool, error) {
-			ok, _, err := s.conn.Exists("/")
-			return ok, err
-		})
-		return err
-	})
-	switch {
-	case err != nil:
-		return fmt.Errorf("zklock: connect: looking for the chroot %s: %w", chroot, err)
-	case !ok:
-		return fmt.Errorf("zklock: connect: the chroot %s does not exist: create it first (zkCli.sh create %s), as the Java client and kazoo need: %w", chroot, chroot, zk.ErrNoNode)
-	}
-	return nil
+	return &Session{f: f}, nil
 }
 
 // ConnectTimeout bounds a Connect whose context has no deadline: a server
@@ -158,27 +91,17 @@ func NewSession(conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*
 	if err != nil {
 		return nil, err
 	}
-	if cfg.tls != nil {
+	if cfg.TLS != nil {
 		return nil, fmt.Errorf("%w: WithTLS under NewSession: the connection exists (dial it with TLS: zk.WithDialer)", ErrInvalidOption)
 	}
 	if root := dialedChroot(conn); root != "" {
 		return nil, fmt.Errorf("%w: NewSession on a connection to %q: go-zookeeper takes no chroot (it dials the port after the colon, chroot included, and never connects): use Connect, which takes %s", ErrInvalidChroot, conn.Server(), root)
 	}
-	s := newSession(nil, false, cfg)
-	s.link.quit = connQuit(conn)
-	select {
-	case <-s.link.quit:
-		s.stop()
-		return nil, fmt.Errorf("zklock: new session: %w", zk.ErrConnectionClosed)
-	default:
+	f, err := session.Wrap(conn, events, cfg.Config)
+	if err != nil {
+		return nil, err
 	}
-	s.start(conn)
-	s.observe(conn.State())
-	s.goBackground(func() { s.poll(events) })
-	if len(cfg.digests) > 0 {
-		s.goBackground(func() { _ = s.authenticate(s.life.ctx) })
-	}
-	return s, nil
+	return &Session{f: f}, nil
 }
 
 // dialedChroot returns the chroot in the address conn dials, if any.
@@ -192,98 +115,4 @@ func dialedChroot(conn *zk.Conn) string {
 		return "/" + root
 	}
 	return ""
-}
-
-func newSession(tap *wire.Tap, owns bool, cfg sessionConfig) *Session {
-	s := &Session{tap: tap, cfg: cfg, log: cfg.logger.With("component", "zklock")}
-	s.link.ownsConn = owns
-	s.life.hardStop = make(chan struct{})
-	s.life.ctx, s.life.cancel = context.WithCancel(context.Background())
-	s.st.ready, s.st.changed = make(chan struct{}), make(chan struct{})
-	s.st.holds = make(map[sessionHold]struct{})
-	s.notes.init(cfg.listener)
-	s.st.lease.init(s)
-	s.auth.init(len(cfg.digests) > 0)
-	return s
-}
-
-// start records conn and starts the session's goroutines.
-func (s *Session) start(conn *zk.Conn) {
-	trace.SessionOpened(conn, s.tap, s.cfg.expiryOnly) // before any step of conn: events are recorded once zc is set
-	s.conn = conn
-	s.writes = s.newWrites(conn)
-	s.link.zc.Store(conn)
-	if s.cfg.listener != nil {
-		// Not one of the goroutines Close waits for: it runs user code,
-		// which may be what calls Close (see Close).
-		go s.notes.run()
-	}
-	s.goBackground(s.st.lease.renew)
-}
-
-// stop ends a session whose connection never came up.
-func (s *Session) stop() {
-	s.life.cancel()
-	s.notes.close()
-	s.life.bg.wait()
-}
-
-// Close ends the session: every hold on it ends (ErrSessionClosed), locks
-// on it report ErrSessionClosed, and background work stops. A connection
-// made by Connect is closed, and the server deletes the session's
-// ephemeral nodes at once. Under NewSession the caller's connection stays
-// open, so Close waits until the deletes of released nodes are done (or
-// their session is over; see deleteGuaranteed): while the connection is
-// up and the server refuses a delete for another reason than the node's
-// absence (an ACL, say), that wait lasts until the session ends. Close
-// waits for the session's own goroutines, never for the state listener
-// (WithStateListener): a listener call in progress, which may be the one
-// calling Close, can still be running when Close returns, and the
-// listener is told StateClosed last, after it. Close is idempotent.
-func (s *Session) Close() error {
-	if s == nil {
-		return errNil("Session")
-	}
-	// Concurrent calls wait for the first to finish.
-	s.life.closeOnce.Do(s.close)
-	return nil
-}
-
-func (s *Session) close() {
-	s.closeState()
-	s.st.mu.Lock()
-	s.st.closed = true
-	s.st.mu.Unlock()
-	s.life.cancel()
-	s.st.lease.stop()
-	s.writes.Stop()
-	s.notes.close()
-	// Every goroutine of ours ends on s.life.ctx, on hardStop, or on a request
-	// that completes (the closed connection fails it at once), except the
-	// guaranteed deletes under NewSession, which end when their node or
-	// session is gone.
-	if s.tap != nil {
-		s.tap.Close()
-	}
-	drained := make(chan struct{})
-	go func() {
-		s.life.bg.wait()
-		close(drained)
-	}()
-	if s.link.ownsConn {
-		// Let requests in flight finish before closing the connection:
-		// go-zookeeper v1.0.4 can block its connection goroutine for ever
-		// when a request queued as Close begins also fails its write (its
-		// reply channel then gets one answer too many). Normally this takes
-		// milliseconds; a connection that is down gets wire.CloseGrace.
-		t := time.NewTimer(wire.CloseGrace)
-		select {
-		case <-drained:
-		case <-t.C:
-		}
-		t.Stop()
-		close(s.life.hardStop)
-		s.conn.Close()
-	}
-	<-drained
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
+	"github.com/tierlock/tierlock/zklock/internal/session"
 	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
 
@@ -25,22 +26,6 @@ import (
 // failed create is protection.go's; the queue's order and the wait are
 // wait.go's.
 
-// errNodeGone reports that our queued node disappeared before we held the
-// lock.
-var errNodeGone = errors.New("zklock: lock node vanished while queued")
-
-// errBusyDelete makes TryAcquire report false: our previous node is still
-// queued.
-var errBusyDelete = errors.New("zklock: previous node not yet deleted")
-
-// ourNode is our node in the queue, as enqueue leaves it.
-type ourNode struct {
-	node  string  // full path
-	owner int64   // the session that created it
-	q     []entry // the pipelined listing, sorted; nil when it failed or missed our node
-	pzxid int64   // the listing's pzxid
-}
-
 // createAndList is one create of our node with the listing pipelined
 // behind it, the two admitted together by the bound on requests in flight.
 // The create goes to the session's writer, which sends it with the
@@ -50,23 +35,23 @@ type ourNode struct {
 // trip. TryAcquire does not wait through a disconnection behind its path's
 // queued delete: the lock counts as taken (by our own old node).
 func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (ourNode, error) {
-	s := l.s
-	if err := s.flight.acquire(ctx, 2, s.life.ctx.Done()); err != nil {
+	f := l.f
+	if err := f.Admit(ctx, 2); err != nil {
 		return ourNode{}, err
 	}
-	if !wait && s.State() != StateConnected && s.writes.DeleteQueued(l.path) {
-		s.flight.giveBack()
-		s.flight.giveBack()
+	if !wait && f.State() != session.StateConnected && f.Writes().DeleteQueued(l.path) {
+		f.GiveBack()
+		f.GiveBack()
 		return ourNode{}, errBusyDelete
 	}
 	if mutant.On(mutant.DeleteWrongCreate) {
 		l.wrongDelete() // seeded bug: another node's delete queued ahead of our create
 	}
-	w := s.writes.Create(l.path, prefix, l.data, l.acl)
+	w := f.Writes().Create(l.path, prefix, l.data, l.acl)
 	select {
 	case <-w.Sent:
 	case <-ctx.Done():
-		s.flight.giveBack() // the listing's place (the create's is the writer's)
+		f.GiveBack() // the listing's place (the create's is the writer's)
 		l.giveUp(w, prefix)
 		return ourNode{}, ctx.Err()
 	}
@@ -99,13 +84,13 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (our
 // listBehind lists the queue, the request pipelined behind our create
 // (admitted with it: its place is given back if ctx ended first).
 func (l *Lock) listBehind(ctx context.Context) ([]string, *zk.Stat, error) {
-	s := l.s
+	f := l.f
 	if mutant.On(mutant.GrantBeforeListing) {
-		s.flight.giveBack()
+		f.GiveBack()
 		return nil, nil, errNotListed // seeded bug: the listing not sent nor waited for
 	}
 	if ctx.Err() != nil {
-		s.flight.giveBack()
+		f.GiveBack()
 		return nil, nil, ctx.Err()
 	}
 	// Written by the request's goroutine, read only after wait returned
@@ -113,15 +98,15 @@ func (l *Lock) listBehind(ctx context.Context) ([]string, *zk.Stat, error) {
 	// still be running, and these must not be touched.
 	var children []string
 	var stat *zk.Stat
-	err := s.launch(request{admitted: true, do: func() error {
-		trace.Sent(s.conn, trace.OpList, l.path)
-		c, st, err := s.conn.Children(l.path)
-		trace.Listed(s.conn, trace.OpList, l.path, c, st, err)
+	err := f.LaunchAdmitted(func() error {
+		trace.Sent(f.Conn(), trace.OpList, l.path)
+		c, st, err := f.Conn().Children(l.path)
+		trace.Listed(f.Conn(), trace.OpList, l.path, c, st, err)
 		if err == nil {
 			children, stat = c, st
 		}
 		return err
-	}}).wait(ctx)
+	}).Wait(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -164,10 +149,10 @@ var errNotListed = errors.New("zklock: mutant: listing not waited for")
 // two holders (stress's TestMutantDeleteWrongCreate).
 // A seeded bug only: its reads and sleeps cost nothing in a real build.
 func (l *Lock) wrongDelete() {
-	s := l.s
-	sid := s.conn.SessionID()
+	f := l.f
+	sid := f.Conn().SessionID()
 	for range 50 {
-		children, _, err := s.conn.Children(l.path)
+		children, _, err := f.Conn().Children(l.path)
 		if err != nil {
 			return
 		}
@@ -176,8 +161,8 @@ func (l *Lock) wrongDelete() {
 			return
 		}
 		node := l.path + "/" + q[0].name
-		if _, st, err := s.conn.Exists(node); err == nil && st != nil && st.EphemeralOwner != 0 && st.EphemeralOwner != sid {
-			s.writes.Delete(l.path, node, sid, nil)
+		if _, st, err := f.Conn().Exists(node); err == nil && st != nil && st.EphemeralOwner != 0 && st.EphemeralOwner != sid {
+			f.Writes().Delete(l.path, node, sid, nil)
 			return
 		}
 		time.Sleep(100 * time.Microsecond)
@@ -216,54 +201,5 @@ func newGUID() string {
 // create whose outcome or owner is unknown is looked for by our GUID.
 func (l *Lock) giveUp(w *writes.Write, prefix string) {
 	guid := prefix[len(l.path)+1+len(protectedPrefix):][:36]
-	l.s.writes.GiveUp(w, func() { l.sweepInBackground(guid) })
-}
-
-// sweep searches the queue for the node carrying guid, a create of
-// unknown outcome, until it knows or the session is over, and deletes the
-// node if it is there: left, it would lead the queue for the session's
-// life, and the session outlives any outage it reconnects within.
-func (l *Lock) sweep(guid string) {
-	s := l.s
-	s.untilSessionOver(s.conn.SessionID(), func() (bool, error) {
-		found, owner, err := l.findOwn(guid)
-		if err == nil && found != "" {
-			s.deleteGuaranteed(found, owner)
-		}
-		return err == nil, err
-	})
-}
-
-// findOwn looks for the node carrying guid under the lock path, and the
-// session that owns it. It syncs first: a follower that has not applied
-// our create yet would answer "not found", and a second create would then
-// queue behind our own orphan.
-func (l *Lock) findOwn(guid string) (node string, owner int64, err error) {
-	conn := l.s.conn
-	if _, err := conn.Sync(l.path); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return "", 0, err
-	}
-	trace.Sent(conn, trace.OpList, l.path)
-	children, st, err := conn.Children(l.path)
-	trace.Listed(conn, trace.OpList, l.path, children, st, err)
-	if errors.Is(err, zk.ErrNoNode) {
-		return "", 0, nil
-	}
-	if err != nil {
-		return "", 0, err
-	}
-	q := l.sortQueue(children)
-	i := position(q, "", guid)
-	if i < 0 {
-		return "", 0, nil
-	}
-	node = l.path + "/" + q[i].name
-	_, stat, err := conn.Exists(node)
-	switch {
-	case err != nil:
-		return "", 0, err
-	case stat == nil:
-		return "", 0, nil
-	}
-	return node, stat.EphemeralOwner, nil
+	l.f.Writes().GiveUp(w, func() { l.sweepInBackground(guid) })
 }

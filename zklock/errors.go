@@ -4,8 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/go-zookeeper/zk"
-
+	"github.com/tierlock/tierlock/zklock/internal/session"
 	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
 
@@ -22,7 +21,7 @@ var (
 	// channel reports an end), never panic.
 	ErrNil = errors.New("zklock: method called on a nil pointer")
 	// ErrSessionClosed reports use of a session (or a lock on it) after Close.
-	ErrSessionClosed = errors.New("zklock: session closed")
+	ErrSessionClosed = session.ErrClosed
 	// ErrClosed reports use of a lock after Close.
 	ErrClosed = errors.New("zklock: lock closed")
 	// ErrNotHeld reports a Release without a hold (including a second Release).
@@ -39,10 +38,10 @@ var (
 	ErrLockLost = errors.New("zklock: lock lost")
 	// ErrDisconnected is the cause of a loss on a disconnection under the
 	// default policy: the holder can no longer know whether it holds the lock.
-	ErrDisconnected = errors.New("zklock: connection to ZooKeeper lost")
+	ErrDisconnected = session.ErrDisconnected
 	// ErrSessionExpired is the cause of a loss on session expiry: the
 	// ephemeral node is gone and another process may hold the lock.
-	ErrSessionExpired = errors.New("zklock: ZooKeeper session expired")
+	ErrSessionExpired = session.ErrSessionExpired
 	// ErrNodeDeleted is the cause of a loss when the lock node was deleted by
 	// someone else.
 	ErrNodeDeleted = errors.New("zklock: lock node deleted")
@@ -56,11 +55,6 @@ var (
 	ErrNodeNotFound = errors.New("zklock: lock node not found")
 )
 
-// errGoneWithSession is what a delete's handler is told when the node went
-// with its session: dropped unsent, its session over, or refused for the
-// node's absence once the session is another (writes.Conn.GoneWithSession).
-var errGoneWithSession = fmt.Errorf("zklock: the node's session is over: %w: %w", ErrSessionExpired, zk.ErrNoNode)
-
 // ErrNilContext reports a nil context.Context argument.
 var ErrNilContext = errors.New("zklock: nil context")
 
@@ -70,7 +64,7 @@ var ErrNilContext = errors.New("zklock: nil context")
 // looks healthy (a follower cut off from the leader, a partition that lets
 // only the server's traffic through, a blocked write). See
 // WithLossOnExpiryOnly for the bounds.
-var ErrLeaseExpired = errors.New("zklock: session not confirmed with the leader in time")
+var ErrLeaseExpired = session.ErrLeaseExpired
 
 // errNil is the error of a method called on a nil *typ: it matches ErrNil.
 func errNil(typ string) error { return nilError{msg: "zklock: nil *" + typ} }

@@ -1,9 +1,9 @@
 package zklock
 
 import (
-	"sync"
 	"time"
 
+	"github.com/tierlock/tierlock/zklock/internal/session"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
@@ -24,18 +24,14 @@ const (
 // SetWriteHook runs fn before every request s writes; a non-nil error
 // fails that write as a failed socket write would (go-zookeeper gets the
 // error, and the connection is closed). nil removes the hook.
-func SetWriteHook(s *Session, fn func(op int32, b []byte) error) { s.tap.SetOnWrite(fn) }
+func SetWriteHook(s *Session, fn func(op int32, b []byte) error) { s.f.Tap().SetOnWrite(fn) }
 
 // Written reports how many requests with opcode op s has written.
-func Written(s *Session, op int32) int64 { return s.tap.Written(op) }
+func Written(s *Session, op int32) int64 { return s.f.Tap().Written(op) }
 
 // SetPollEvery sets how often sessions made by NewSession poll their
 // connection's state, and returns the function that restores it.
-func SetPollEvery(d time.Duration) (restore func()) {
-	old := pollEvery
-	pollEvery = d
-	return func() { pollEvery = old }
-}
+func SetPollEvery(d time.Duration) (restore func()) { return session.SetPollEvery(d) }
 
 // SetTxnSkipLostCheck makes Hold.Txn send its transaction even when the
 // hold is known lost, so that a test sees the server's verdict on a stale
@@ -46,61 +42,28 @@ func SetTxnSkipLostCheck(on bool) (restore func()) {
 }
 
 // LeaseValid reports whether s's lease would let a hold be granted now.
-func LeaseValid(s *Session) bool {
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	return s.st.lease.validLocked(time.Now())
-}
+func LeaseValid(s *Session) bool { return s.f.LeaseValid() }
 
 // SetAuthDelayForTest delays the sending of every session's credentials by
 // d, and returns the function that restores it.
-func SetAuthDelayForTest(d time.Duration) (restore func()) {
-	old := testAuthDelay
-	testAuthDelay = d
-	return func() { testAuthDelay = old }
-}
+func SetAuthDelayForTest(d time.Duration) (restore func()) { return session.SetAuthDelay(d) }
 
 // GrantedTimeout and ConnQuit expose conninfo.go's reads of go-zookeeper's
 // unexported fields to TestConnInternals.
 var (
-	GrantedTimeout = grantedTimeout
-	ConnQuit       = connQuit
+	GrantedTimeout = session.GrantedTimeout
+	ConnQuit       = session.ConnQuit
 )
 
 // HoldWriterForTest holds every session's writer before it sends its next
 // batch until the returned function is called, so that a test can see
 // what one batch gathers.
-func HoldWriterForTest() (let func()) {
-	gate := make(chan struct{})
-	testWriterGate.Store(&gate)
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			testWriterGate.Store(nil)
-			close(gate)
-		})
-	}
-}
+func HoldWriterForTest() (let func()) { return session.HoldWriters() }
 
 // FillInflightForTest takes every free place in s's bound on requests in
 // flight, as a burst of acquisitions would, and returns the function that
 // gives them back.
-func FillInflightForTest(s *Session) (giveBack func()) {
-	f := &s.flight
-	f.mu.Lock()
-	if f.limit == 0 {
-		f.limit = startInflight
-	}
-	k := max(0, f.limit-f.n)
-	f.n += k
-	f.mu.Unlock()
-	return func() {
-		f.mu.Lock()
-		f.n -= k
-		f.wakeLocked()
-		f.mu.Unlock()
-	}
-}
+func FillInflightForTest(s *Session) (giveBack func()) { return s.f.FillInflight() }
 
 // SetCreatedHookForTest sets a function every acquisition runs between its
 // create's answer and the read of the session that owns the node; nil
@@ -123,7 +86,7 @@ func SetBatchFromForTest(n int32) (restore func()) {
 // QueuedWritesForTest returns how many writes s's writer has queued and
 // not yet taken into a batch.
 func QueuedWritesForTest(s *Session) int {
-	return s.writes.Len()
+	return s.f.Writes().Len()
 }
 
 // SetAcquiredHookForTest sets a function every acquisition runs once its
@@ -139,7 +102,7 @@ func SetAcquiredHookForTest(fn func(*Lock)) {
 // QueueDeleteForTest queues the delete of node, created by s's current
 // session, as a release on the lock at path does.
 func QueueDeleteForTest(s *Session, path, node string) {
-	s.writes.Delete(path, node, s.conn.SessionID(), nil)
+	s.f.Writes().Delete(path, node, s.f.Conn().SessionID(), nil)
 }
 
 // SinceLastWriteForTest returns how long ago s's connection last began a
@@ -147,5 +110,5 @@ func QueueDeleteForTest(s *Session, path, node string) {
 // the first at least the second sends the lease's sync ahead of its batch
 // (Session.lead).
 func SinceLastWriteForTest(s *Session) (since, period time.Duration) {
-	return time.Since(s.tap.LastWrite()), s.st.lease.period()
+	return time.Since(s.f.Tap().LastWrite()), s.f.LeasePeriod()
 }

@@ -50,22 +50,6 @@ import (
 // ops that need no guard (the caller's own reads, made outside the
 // transaction, may be stale).
 
-// Errors of guarded writes.
-var (
-	// ErrStaleHold reports a guarded write the server refused because the
-	// hold's node no longer exists: the hold ended at the server (expiry,
-	// deletion, release) whether or not this client had noticed. Nothing
-	// of the transaction was applied. The error also matches ErrLockLost.
-	ErrStaleHold = errors.New("zklock: hold is stale at the server")
-	// ErrInvalidOp reports an op Txn refuses before sending anything: nil,
-	// of a type other than *zk.CreateRequest, *zk.SetDataRequest,
-	// *zk.DeleteRequest and *zk.CheckVersionRequest, with an invalid path
-	// (the error then also matches ErrInvalidPath), an empty ACL, flags the
-	// multi cannot carry (TTL; a container, whose answer go-zookeeper cannot
-	// read), or writing the hold's own node.
-	ErrInvalidOp = errors.New("zklock: invalid transaction op")
-)
-
 // testSkipLostCheck makes Txn send even when the hold is known lost, so
 // that tests can make a hold stale at the server and see the server's
 // verdict rather than the client's (see export_test.go).
@@ -144,19 +128,19 @@ func (h *Hold) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) 
 	// exempt from the bound on requests in flight, like a delete: it serves
 	// a hold, which must not wait behind the acquisitions queued on the
 	// session.
-	w := h.s.writes.Txn(multi)
-	r := h.s.writes.Await(ctx, w)
+	w := h.f.Writes().Txn(multi)
+	r := h.f.Writes().Await(ctx, w)
 	if r.Verdict == writes.Refused && r.Op == 0 {
 		return nil, h.guardRefused(r.Err)
 	}
-	return h.s.txnResult(r, ops, 1)
+	return txnResult(r, ops, 1)
 }
 
 // txnable reports why the hold cannot run a Txn, if it cannot.
 func (h *Hold) txnable() error {
 	switch {
-	case h.s.isClosed():
-		return h.s.closedErr()
+	case h.f.Closed():
+		return h.f.ClosedErr()
 	case h.released.Load():
 		return ErrNotHeld
 	case h.isLost() && !testSkipLostCheck.Load():
@@ -176,68 +160,4 @@ func (h *Hold) guardRefused(err error) error {
 		return fmt.Errorf("%w (%w): node %s is gone", ErrStaleHold, ErrLockLost, h.node)
 	}
 	return fmt.Errorf("zklock: transaction guard on %s refused: %w", h.node, err)
-}
-
-// validateOps refuses, before anything is sent, what the server would
-// refuse or go-zookeeper would fail on: nil ops, other types, invalid
-// paths, empty ACLs, flags a multi's create cannot carry.
-func validateOps(ops []any) error {
-	for i, op := range ops {
-		if err := validateOp(op); err != nil {
-			return fmt.Errorf("%w: op %d: %w", ErrInvalidOp, i, err)
-		}
-	}
-	return nil
-}
-
-func validateOp(op any) error {
-	switch o := op.(type) {
-	case nil:
-		return errors.New("nil")
-	case *zk.CreateRequest:
-		if o == nil {
-			return errors.New("nil *zk.CreateRequest")
-		}
-		switch o.Flags {
-		case 0, zk.FlagEphemeral, zk.FlagSequence, zk.FlagEphemeralSequential:
-		case zk.FlagContainer:
-			// The server applies it, but answers the multi in a form
-			// go-zookeeper cannot read (zk.ErrAPIError): the caller could
-			// not be told the truth.
-			return errors.New("create of a container (go-zookeeper cannot read the server's answer to a multi that carries one: use Conn.CreateContainer)")
-		default:
-			return fmt.Errorf("create flags %d (TTL nodes need CreateTTL, which a multi cannot carry)", o.Flags)
-		}
-		if len(o.Acl) == 0 {
-			return errors.New("create with an empty ACL")
-		}
-		p := o.Path
-		if o.Flags&zk.FlagSequence != 0 {
-			p += "0" // the server appends the sequence number before it checks the path
-		}
-		return ValidatePath(p)
-	case *zk.SetDataRequest:
-		if o == nil {
-			return errors.New("nil *zk.SetDataRequest")
-		}
-		return ValidatePath(o.Path)
-	case *zk.DeleteRequest:
-		if o == nil {
-			return errors.New("nil *zk.DeleteRequest")
-		}
-		return ValidatePath(o.Path)
-	case *zk.CheckVersionRequest:
-		if o == nil {
-			return errors.New("nil *zk.CheckVersionRequest")
-		}
-		return ValidatePath(o.Path)
-	}
-	switch op.(type) {
-	case zk.CreateRequest, zk.SetDataRequest, zk.DeleteRequest, zk.CheckVersionRequest:
-		// Txn's ops are ...any (go-zookeeper's Multi's own form), so a
-		// value cannot be refused at compile time without changing the
-		// signature: it is refused here, saying what to write instead.
-		return fmt.Errorf("%T is a value: pass a pointer, &%T{...}", op, op)
-	}
-	return fmt.Errorf("unsupported type %T (want *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest or *zk.CheckVersionRequest)", op)
 }

@@ -1,7 +1,6 @@
 package zklock
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,17 +9,19 @@ import (
 
 	"github.com/tierlock/tierlock/internal/closed"
 	"github.com/tierlock/tierlock/internal/trace"
+	"github.com/tierlock/tierlock/zklock/internal/session"
 )
 
 // Hold is one acquisition of a Lock: its node, its fencing token and its
 // loss. Acquire returns it; Release ends it. Its methods are safe for
 // concurrent use.
 type Hold struct {
-	s     *Session
-	path  string   // the lock path
-	lock  holdLock // the lock it is a hold of
-	node  string   // full path
-	owner int64    // the session that created node
+	f     *session.Floor
+	m     *session.Member // the hold as the floor knows it (Grant, Forget, its loss)
+	path  string          // the lock path
+	lock  holdLock        // the lock it is a hold of
+	node  string          // full path
+	owner int64           // the session that created node
 	token int64
 
 	onGone func(node string, err error) // the lock's delete handler; nil: none
@@ -40,15 +41,16 @@ type Hold struct {
 	unwatch  func()      // removes the own-node watch's callback; nil when none
 }
 
-// holdLock is what a hold needs of its lock (a Lock is one).
-type holdLock interface {
-	// detach takes h out of the lock, once: false when it is not the
+// holdLock is what a hold needs of its lock, as functions the lock gives
+// it (newHold), so that a hold names nothing of Lock's.
+type holdLock struct {
+	// leave takes h out of the lock, once: false when it is not the
 	// lock's hold any more.
-	detach(h *Hold) bool
-	// lost tells the lock's loss handler of h's node lost with cause.
-	lost(node string, cause error)
-	// revoke tells the lock of a revocation request for h (revoke.go).
-	revoke(h *Hold)
+	leave func(h *Hold) bool
+	// tellLost tells the lock's loss handler of h's node lost with cause.
+	tellLost func(node string, cause error)
+	// tellRevoked tells the lock of a revocation request for h (revoke.go).
+	tellRevoked func(h *Hold)
 }
 
 // Node returns the full path of the hold's lock node.
@@ -107,159 +109,13 @@ func (h *Hold) Revoked() <-chan struct{} {
 }
 
 // A hold begins (attempt, lock.go): newHold makes it for a node that
-// leads; the session grants it (grant, which rests on the session's state
-// and its lease, lease.go); publish makes it the lock's; armWatch watches
+// leads; the session floor grants it (Floor.Grant, which rests on the
+// session's state and its lease); publish makes it the lock's; armWatch watches
 // its node when that is worth it (holdwatch.go).
-
-// newHold makes the hold of a node that leads, with its fencing token (see
-// waitTurn).
-func (l *Lock) newHold(node string, owner, token int64) *Hold {
-	h := &Hold{s: l.s, path: l.path, lock: l, node: node, owner: owner, token: token, onGone: l.onGone, lost: make(chan struct{})}
-	if l.revocable {
-		h.revoked = make(chan struct{})
-	}
-	return h
-}
-
-// grant makes h one of the session's valid holds once the session can
-// vouch for it: h's session is the current one, and the lease lies ahead,
-// or a sync has renewed it. It returns errNodeGone when h's session is over
-// (the node went with it) and ctx's error when ctx ends first. Package
-// zklock's lock files ask the session, and only here, whether a hold may
-// begin.
-func (s *Session) grant(ctx context.Context, owner int64, h sessionHold) error {
-	for attempt := 0; ; attempt++ {
-		s.st.mu.Lock()
-		verdict := s.grantableLocked(owner)
-		trace.Judged(s.conn, owner, verdict)
-		if verdict == grantNow {
-			s.st.holds[h] = struct{}{}
-			s.st.lease.armLocked()
-			s.st.mu.Unlock()
-			return nil
-		}
-		changed := s.st.changed
-		s.st.mu.Unlock()
-		switch verdict {
-		case grantClosed:
-			return s.closedErr()
-		case grantGone:
-			return errNodeGone
-		}
-		if err := s.awaitGrantable(ctx, verdict, attempt, changed); err != nil {
-			return err
-		}
-	}
-}
-
-// What grantableLocked finds.
-const (
-	grantNow    = iota
-	grantClosed // the session is closed
-	grantGone   // h's session is over: its node went with it
-	grantLag    // the connection has h's session but our view of it lags
-	grantDown   // not connected: wait for the connection, or news that the session is over
-	grantLease  // connected, but the lease is not ahead
-)
-
-func (s *Session) grantableLocked(owner int64) int {
-	switch {
-	case s.st.closed:
-		return grantClosed
-	case owner != s.conn.SessionID():
-		// The client holds another session (or none, after an expiry).
-		return grantGone
-	case owner != s.st.sessionID:
-		// Under NewSession the state is polled: wait for it rather than
-		// give up a node that exists.
-		return grantLag
-	case s.st.state != StateConnected && !(s.cfg.expiryOnly && s.st.state == StateDisconnected):
-		return grantDown
-	case !s.st.lease.validLocked(time.Now()):
-		return grantLease
-	}
-	return grantNow
-}
-
-// awaitGrantable waits for what may change grant's verdict.
-func (s *Session) awaitGrantable(ctx context.Context, verdict, attempt int, changed <-chan struct{}) error {
-	var refreshed <-chan struct{}
-	var lag <-chan time.Time
-	switch verdict {
-	case grantLease:
-		if attempt == 0 {
-			s.st.lease.waits.Add(1)
-		}
-		refreshed = s.st.lease.refresh()
-	case grantLag:
-		lag = time.After(5 * time.Millisecond) // a polled state catches up within a tick
-	}
-	select {
-	case <-lag:
-	case <-refreshed:
-		if attempt > 0 {
-			// The leader did not confirm us: do not spin.
-			if !sleepCtx(ctx, min(time.Duration(attempt)*10*time.Millisecond, s.cfg.maxRetryWait)) {
-				return ctx.Err()
-			}
-		}
-	case <-changed:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.life.ctx.Done():
-		return s.closedErr()
-	}
-	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// publish makes the granted h the lock's hold, unless the lock was closed
-// meanwhile, and arms its own-node watch.
-func (l *Lock) publish(h *Hold) error {
-	l.mu.Lock()
-	closed := l.closed
-	if !closed {
-		l.hold = h
-	}
-	l.mu.Unlock()
-	if closed {
-		h.released.Store(true)
-		h.giveUp()
-		return ErrClosed
-	}
-	h.armWatch(l.revocable || l.watchNode)
-	return nil
-}
-
-// armWatch arms the hold's own-node watch when it is worth it (see
-// holdwatch.go, where the watch runs): at once when atOnce, else once the
-// hold has lasted the lease's bound.
-func (h *Hold) armWatch(atOnce bool) {
-	d := h.s.st.lease.bound()
-	if atOnce {
-		d = 0
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.isLost() || h.released.Load() {
-		return
-	}
-	h.watching = time.AfterFunc(d, h.watchOwn)
-}
 
 // A hold ends by Release or by lose, both through giveUp: out of the
 // lock (detach), out of the session's valid holds (forget), its watch
-// stopped, its node's delete queued (deletes.go).
+// stopped, its node's delete queued (the write path).
 
 // Release gives the hold up. It does not wait for ZooKeeper: the delete of
 // the node goes out with the session's next create, or a moment (100µs)
@@ -273,30 +129,18 @@ func (h *Hold) Release() error {
 	if h == nil {
 		return errNil("Hold")
 	}
-	if !h.lock.detach(h) {
+	if !h.lock.leave(h) {
 		return ErrNotHeld
 	}
 	// Whether the hold was lost is decided before its node is given up.
 	lost := h.isLost()
-	trace.Released(h.s.conn, h.path, h.node)
+	trace.Released(h.f.Conn(), h.path, h.node)
 	h.released.Store(true)
 	h.giveUp()
 	if lost {
 		return fmt.Errorf("%w: %w", ErrLockLost, h.cause)
 	}
 	return nil
-}
-
-// detach takes h out of the lock, once: false when it is not the lock's
-// hold any more (released already).
-func (l *Lock) detach(h *Hold) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.hold != h {
-		return false
-	}
-	l.hold = nil
-	return true
 }
 
 func (h *Hold) isLost() bool {
@@ -325,12 +169,12 @@ func (h *Hold) lose(cause error) {
 	if !first {
 		return
 	}
-	trace.Lost(h.s.conn, h.node, cause)
+	trace.Lost(h.f.Conn(), h.node, cause)
 	if !h.released.Load() {
 		if !errors.Is(cause, ErrSessionClosed) && !errors.Is(cause, ErrClosed) {
-			h.s.log.Warn("lock lost", "node", h.node, "cause", cause)
+			h.f.Log().Warn("lock lost", "node", h.node, "cause", cause)
 		}
-		h.lock.lost(h.node, cause)
+		h.lock.tellLost(h.node, cause)
 	}
 	h.giveUp()
 }
@@ -339,7 +183,7 @@ func (h *Hold) lose(cause error) {
 // session's valid holds, its own-node watch stops, and its node is deleted
 // (once).
 func (h *Hold) giveUp() {
-	h.s.forget(h)
+	h.f.Forget(h.m)
 	h.mu.Lock()
 	t, unwatch := h.watching, h.unwatch
 	h.watching, h.unwatch = nil, nil
@@ -353,15 +197,15 @@ func (h *Hold) giveUp() {
 	// Through the session's delete queue, so that its next create on the
 	// path queues behind the delete.
 	h.dropOnce.Do(func() {
-		if h.s.hardStopped() {
-			h.gone(h.s.closedErr())
+		if h.f.HardStopped() {
+			h.gone(h.f.ClosedErr())
 			return // the session's close deletes it
 		}
 		var told func(error)
 		if h.onGone != nil {
 			told = h.gone
 		}
-		h.s.writes.Delete(h.path, h.node, h.owner, told)
+		h.f.Writes().Delete(h.path, h.node, h.owner, told)
 	})
 }
 
@@ -372,12 +216,4 @@ func (h *Hold) gone(err error) {
 	if h.onGone != nil {
 		h.onGone(h.node, err)
 	}
-}
-
-// forget removes h from the valid holds (released, or lost by its own
-// watch).
-func (s *Session) forget(h sessionHold) {
-	s.st.mu.Lock()
-	delete(s.st.holds, h)
-	s.st.mu.Unlock()
 }

@@ -1,7 +1,6 @@
 package zklock
 
 import (
-	"bytes"
 	"errors"
 	"time"
 
@@ -28,16 +27,16 @@ import (
 // under Connect the event reaches the session's callback; under NewSession
 // it waits for the event here.
 func (h *Hold) watchOwn() {
-	s := h.s
-	if h.isLost() || h.released.Load() || s.isClosed() {
+	f := h.f
+	if h.isLost() || h.released.Load() || f.Closed() {
 		return
 	}
 	unwatch := func() {}
-	if s.dispatching() {
+	if f.Dispatching() {
 		// Registered before the read, so that no event after it is missed.
-		unwatch = s.watch(h.node, h.onOwnEvent)
+		unwatch = f.Watch(h.node, h.onOwnEvent)
 	}
-	data, stat, ev, err := s.conn.GetW(h.node)
+	data, stat, ev, err := f.Conn().GetW(h.node)
 	if !h.watchRead(stat, err) {
 		unwatch()
 		return
@@ -51,15 +50,15 @@ func (h *Hold) watchOwn() {
 	h.unwatch = unwatch
 	h.mu.Unlock()
 	if h.revoked != nil && IsRevocation(data) {
-		h.lock.revoke(h)
+		h.lock.tellRevoked(h)
 	}
-	if !s.dispatching() {
+	if !f.Dispatching() {
 		// No event callback: the event arrives on ev only.
 		select {
 		case e := <-ev:
 			h.onOwnEvent(e)
 		case <-h.lost:
-		case <-s.life.ctx.Done():
+		case <-f.Done():
 		}
 	}
 }
@@ -95,33 +94,38 @@ func (h *Hold) onOwnEvent(ev zk.Event) {
 		h.mu.Lock()
 		h.unwatch = nil
 		h.mu.Unlock()
-		h.s.goBackground(h.watchOwn)
+		h.f.Go(h.watchOwn)
 	}
 }
 
 // retryWatch arms the own-node watch again after a pause, when err left
 // the node's fate open; a session that is over ends the hold.
 func (h *Hold) retryWatch(err error) {
-	s := h.s
-	if s.conn.SessionID() != h.owner {
+	f := h.f
+	if f.Conn().SessionID() != h.owner {
 		h.lose(ErrSessionExpired)
 		return
 	}
-	s.log.Debug("own-node watch failed; retrying", "node", h.node, "err", err)
+	f.Log().Debug("own-node watch failed; retrying", "node", h.node, "err", err)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.watching != nil {
-		h.watching = time.AfterFunc(s.cfg.maxRetryWait, h.watchOwn)
+		h.watching = time.AfterFunc(f.MaxRetryWait(), h.watchOwn)
 	}
 }
 
-// RevokeMessage is what a revocation request writes into a lock node's
-// data: Curator's LockInternals.REVOKE_MESSAGE.
-const RevokeMessage = "__REVOKE__"
-
-var revokeData = []byte(RevokeMessage)
-
-// IsRevocation reports whether a lock node's data is a revocation request.
-// A revoked node's data no longer says who created it (the request
-// overwrote the host, pid and label).
-func IsRevocation(data []byte) bool { return bytes.Equal(data, revokeData) }
+// armWatch arms the hold's own-node watch when it is worth it (see
+// holdwatch.go, where the watch runs): at once when atOnce, else once the
+// hold has lasted the lease's bound.
+func (h *Hold) armWatch(atOnce bool) {
+	d := h.f.Bound()
+	if atOnce {
+		d = 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.isLost() || h.released.Load() {
+		return
+	}
+	h.watching = time.AfterFunc(d, h.watchOwn)
+}

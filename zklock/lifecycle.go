@@ -9,13 +9,6 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// nodeData says who created a lock node.
-type nodeData struct {
-	Host  string `json:"host"`
-	Pid   int    `json:"pid"`
-	Label string `json:"label,omitempty"`
-}
-
 // New returns a lock on path (an absolute ZooKeeper path; its parents are
 // created as container nodes when first needed).
 func New(s *Session, path string, opts ...Option) (*Lock, error) {
@@ -25,8 +18,8 @@ func New(s *Session, path string, opts ...Option) (*Lock, error) {
 	if err := ValidatePath(path); err != nil {
 		return nil, err
 	}
-	if s.isClosed() {
-		return nil, s.closedErr()
+	if s.f.Closed() {
+		return nil, s.f.ClosedErr()
 	}
 	cfg := lockConfig{recheck: 5 * time.Second, acl: zk.WorldACL(zk.PermAll)}
 	for _, o := range opts {
@@ -48,7 +41,7 @@ func New(s *Session, path string, opts ...Option) (*Lock, error) {
 	if len(data) > maxDataLen {
 		return nil, fmt.Errorf("%w: node data of %d bytes (label included): at most %d", ErrInvalidOption, len(data), maxDataLen)
 	}
-	return &Lock{s: s, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, onGone: cfg.onGone, rule: mutexRule, marker: lockMarker,
+	return &Lock{s: s, f: s.f, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, onGone: cfg.onGone, rule: mutexRule, marker: lockMarker,
 		revocable: cfg.revocable, watchNode: cfg.watchNode, onRevoked: cfg.onRevoked, onPosition: cfg.onPosition}, nil
 }
 
@@ -62,50 +55,4 @@ func newRecipeLock(s *Session, path, marker string, rule queueRule, parse func(s
 	}
 	l.marker, l.rule, l.parse = marker, rule, parse
 	return l, nil
-}
-
-// Session returns the session the lock lives on.
-func (l *Lock) Session() *Session {
-	if l == nil {
-		return nil
-	}
-	return l.s
-}
-
-// Path returns the lock path the lock's nodes are created under.
-func (l *Lock) Path() string {
-	if l == nil {
-		return ""
-	}
-	return l.path
-}
-
-// Close ends the lock: a hold it has ends as every hold ended behind its
-// holder's back does (Lost closes, Err wraps ErrLockLost and ErrClosed, the
-// loss handler is told, and the node is deleted), before Close returns and
-// so before another process can be granted the lock; an acquisition in
-// progress returns ErrClosed, leaving no node; later calls return
-// ErrClosed, and a Release of the ended hold returns an error wrapping
-// ErrLockLost and ErrClosed. Close is idempotent.
-func (l *Lock) Close() error {
-	if l == nil {
-		return errNil("Lock")
-	}
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return nil
-	}
-	l.closed = true
-	h := l.hold
-	if l.abort != nil {
-		l.abort(ErrClosed)
-	}
-	l.mu.Unlock()
-	if h != nil {
-		// The hold stays the lock's until its holder releases it, so that
-		// Release reports the loss rather than ErrNotHeld.
-		h.lose(ErrClosed)
-	}
-	return nil
 }

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/tierlock/tierlock/internal/mutant"
-	"github.com/tierlock/tierlock/internal/trace"
+	"github.com/tierlock/tierlock/zklock/internal/session"
 )
 
 // Lock is a process-level lock on one ZooKeeper path. It serves one holder
@@ -20,6 +18,7 @@ import (
 // front of it.
 type Lock struct {
 	s        *Session
+	f        *session.Floor // s's: what the lock asks of the session
 	path     string
 	data     []byte
 	recheck  time.Duration
@@ -44,7 +43,7 @@ type Lock struct {
 
 	// What the acquisition in progress saw of the queue, for its WaitError
 	// (waiterr.go): the acquiring goroutine's alone, as busy makes it.
-	seen seen
+	view queueView
 
 	mu     sync.Mutex
 	busy   bool
@@ -63,73 +62,6 @@ func (l *Lock) current() *Hold {
 // currentNode returns the node of the lock's hold, or "".
 func (l *Lock) currentNode() string { return l.current().Node() }
 
-// Acquire waits until the lock is held, ctx ends, Close is called, or an
-// error that retrying cannot mend occurs, and returns the hold. Connection
-// losses, failed writes and session expiries while queueing are retried.
-// When it returns an error, no node of ours is left on the server (a node
-// whose deletion meets a connection loss is deleted in the background as
-// soon as the connection is back, or goes with its session).
-func (l *Lock) Acquire(ctx context.Context) (*Hold, error) {
-	h, _, err := l.acquire(ctx, true)
-	return h, err
-}
-
-// TryAcquire takes the lock if no other node is ahead of ours, and never
-// waits for a holder: it returns false, and deletes its node, when the lock
-// is held elsewhere, or when this session's own previous node cannot be
-// deleted first because the connection is down.
-func (l *Lock) TryAcquire(ctx context.Context) (*Hold, bool, error) {
-	return l.acquire(ctx, false)
-}
-
-func (l *Lock) acquire(ctx context.Context, wait bool) (*Hold, bool, error) {
-	start := time.Now()
-	if err := l.begin(ctx); err != nil {
-		return nil, false, err
-	}
-	defer l.end()
-	h, ok, err := l.acquireBegun(ctx, wait)
-	return h, ok, l.waitErr(err, start)
-}
-
-// acquireBegun is acquire once begin let it in.
-func (l *Lock) acquireBegun(ctx context.Context, wait bool) (*Hold, bool, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, false, err // do not queue a node only to delete it
-	}
-	if l.mayQueue != nil {
-		if err := l.mayQueue(); err != nil {
-			return nil, false, err
-		}
-	}
-	// Close ends the acquisition through its context, whatever it waits for.
-	ctx, abort := context.WithCancelCause(ctx)
-	defer abort(nil)
-	l.mu.Lock()
-	l.abort = abort
-	l.mu.Unlock()
-	// A wait that could never end is refused instead (see RWLock).
-	tryOnly := wait && l.noWait != nil && l.noWait()
-	h, err := l.acquireNode(ctx, wait && !tryOnly)
-	if hook := testHookAcquired.Load(); hook != nil {
-		(*hook)(l)
-	}
-	switch {
-	case errors.Is(context.Cause(ctx), ErrClosed):
-		// Close ended the acquisition: it released h too if h was
-		// published before it looked (publish checks closed under mu, and
-		// Close aborts under mu before it releases the hold it found).
-		return nil, false, ErrClosed
-	case err != nil:
-		return nil, false, err
-	case h == nil && tryOnly:
-		return nil, false, ErrDowngradeBlocked
-	case h == nil:
-		return nil, false, nil
-	}
-	return h, true, nil
-}
-
 // begin claims the lock for one call, rejecting misuse.
 func (l *Lock) begin(ctx context.Context) error {
 	if l == nil {
@@ -143,15 +75,15 @@ func (l *Lock) begin(ctx context.Context) error {
 	switch {
 	case l.closed:
 		return ErrClosed
-	case l.s.isClosed():
-		return l.s.closedErr()
+	case l.f.Closed():
+		return l.f.ClosedErr()
 	case l.busy:
 		return ErrBusy
 	case l.hold != nil && !l.hold.isLost():
 		return ErrAlreadyHeld
 	}
 	l.busy = true
-	l.seen = seen{ahead: -1}
+	l.view = queueView{ahead: -1}
 	return nil
 }
 
@@ -161,30 +93,6 @@ func (l *Lock) end() {
 	l.mu.Unlock()
 }
 
-// acquireNode queues a node until one leads (or, when !wait, finds it does
-// not), queueing again when the node vanished while it waited.
-func (l *Lock) acquireNode(ctx context.Context, wait bool) (*Hold, error) {
-	if old := l.current(); old != nil {
-		// A lost hold that was never released: give its node up now.
-		_ = old.Release()
-	}
-	for {
-		h, err := l.attempt(ctx, wait)
-		switch {
-		case err == nil:
-			return h, nil
-		case errors.Is(err, errNodeGone) && wait && ctx.Err() == nil && !l.s.isClosed():
-			// Our node vanished while we queued (the session expired, or
-			// someone deleted it). We never held the lock: queue again.
-			l.s.log.Debug("lock node vanished while waiting; queueing again", "path", l.path)
-		case errors.Is(err, errNodeGone):
-			return nil, err // acquire's WaitError names the path
-		default:
-			return nil, err
-		}
-	}
-}
-
 // lost tells the lock's loss handler (WithLossHandler) of node lost.
 func (l *Lock) lost(node string, cause error) {
 	if l.onLost != nil {
@@ -192,77 +100,86 @@ func (l *Lock) lost(node string, cause error) {
 	}
 }
 
-// testHookAcquired, when a test sets it, runs in acquire once the node
-// was granted and published (or not), before the result is returned.
-var testHookAcquired atomic.Pointer[func(*Lock)]
-
-// attempt queues one node and waits for it to lead (or not, when !wait),
-// then has the session grant the hold. It returns the hold, nil when !wait
-// and the lock is taken, or an error; on an error no node of ours stays
-// queued.
-func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
-	s := l.s
-	s.countWaiting(1)
-	defer s.countWaiting(-1)
-	n, err := l.enqueue(ctx, wait)
-	if errors.Is(err, errBusyDelete) {
-		return nil, nil
+// detach takes h out of the lock, once: false when it is not the lock's
+// hold any more (released already).
+func (l *Lock) detach(h *Hold) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.hold != h {
+		return false
 	}
-	if err != nil {
-		return nil, err
-	}
-	if mutant.On(mutant.GrantBeforeListing) {
-		l.leadAtOnce(&n) // seeded bug: leads without the listing's answer
-	}
-	token, leads, err := l.waitTurn(ctx, &n, wait)
-	if err == nil && leads {
-		h := l.newHold(n.node, n.owner, token)
-		err = s.grant(ctx, n.owner, h)
-		if mutant.On(mutant.GrantLate) && err == nil {
-			time.Sleep(200 * time.Millisecond) // seeded bug: handed over long after the verdict
-		}
-		trace.Granted(s.conn, l.path, n.node, n.owner, token, err)
-		if err == nil {
-			return h, l.publish(h)
-		}
-	}
-	// Even a node found gone is deleted: should the finding be wrong, a
-	// node left behind would block the queue for the session's life (the
-	// delete ends at once if it is gone or its session is over).
-	s.writes.Delete(l.path, n.node, n.owner, nil)
-	return nil, err
+	l.hold = nil
+	return true
 }
 
-// enqueue creates our node and lists the queue, pipelined: the listing is
-// sent right behind the create on the same session, so it sees our node
-// and the whole exchange costs one round trip. A pending delete of the
-// session goes in the same multi transaction as the create (see
-// createAndList for which, and when it is taken). A create whose
-// outcome is unknown (any error that is not the server's answer) may have
-// been applied: before creating another, enqueueAgain looks for our GUID
-// (protection mode), so no orphan blocks the queue.
-func (l *Lock) enqueue(ctx context.Context, wait bool) (ourNode, error) {
-	s := l.s
-	// Credentials first (WithDigestAuth): a create under an ACL that
-	// only they satisfy would be refused, or made anonymous.
-	if err := s.awaitAuth(ctx); err != nil {
-		return ourNode{}, err
+// Session returns the session the lock lives on.
+func (l *Lock) Session() *Session {
+	if l == nil {
+		return nil
 	}
-	guid := newGUID()
-	prefix := l.path + "/" + protectedPrefix + guid + l.marker
-	n, err := l.createAndList(ctx, prefix, wait)
-	switch {
-	case err == nil:
-		return n, nil
-	case errors.Is(err, errBusyDelete):
-		return ourNode{}, err // nothing was sent
-	case ctx.Err() == nil:
-		return l.enqueueAgain(ctx, guid, prefix, err)
-	case !refusal(err) && !errors.Is(err, ctx.Err()):
-		// The create failed, its outcome unknown, as ctx ended (when ctx
-		// ended first, giveUp sweeps): the node may be there.
-		l.sweepInBackground(guid)
-		return ourNode{}, ctx.Err()
+	return l.s
+}
+
+// Path returns the lock path the lock's nodes are created under.
+func (l *Lock) Path() string {
+	if l == nil {
+		return ""
 	}
-	return ourNode{}, err
+	return l.path
+}
+
+// Close ends the lock: a hold it has ends as every hold ended behind its
+// holder's back does (Lost closes, Err wraps ErrLockLost and ErrClosed, the
+// loss handler is told, and the node is deleted), before Close returns and
+// so before another process can be granted the lock; an acquisition in
+// progress returns ErrClosed, leaving no node; later calls return
+// ErrClosed, and a Release of the ended hold returns an error wrapping
+// ErrLockLost and ErrClosed. Close is idempotent.
+func (l *Lock) Close() error {
+	if l == nil {
+		return errNil("Lock")
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	h := l.hold
+	if l.abort != nil {
+		l.abort(ErrClosed)
+	}
+	l.mu.Unlock()
+	if h != nil {
+		// The hold stays the lock's until its holder releases it, so that
+		// Release reports the loss rather than ErrNotHeld.
+		h.lose(ErrClosed)
+	}
+	return nil
+}
+
+// sortQueue orders the children that queue on this lock's path: every
+// family's contenders for the mutex and the read/write lock, this lock's
+// parse otherwise.
+func (l *Lock) sortQueue(children []string) []entry {
+	if l.parse == nil {
+		return sortQueue(children)
+	}
+	return sortBy(children, l.parse)
+}
+
+// errNodeGone reports that our queued node disappeared before we held the
+// lock.
+var errNodeGone = session.ErrNodeGone
+
+// errBusyDelete makes TryAcquire report false: our previous node is still
+// queued.
+var errBusyDelete = errors.New("zklock: previous node not yet deleted")
+
+// ourNode is our node in the queue, as enqueue leaves it.
+type ourNode struct {
+	node  string  // full path
+	owner int64   // the session that created it
+	q     []entry // the pipelined listing, sorted; nil when it failed or missed our node
+	pzxid int64   // the listing's pzxid
 }

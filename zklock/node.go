@@ -1,9 +1,18 @@
 package zklock
 
+// A lock node, as every file above reads it: its name (Curator's protected
+// form, the families of every recipe that shares a path, the sequence and
+// its order across the 32-bit wrap), its path's validity, what its creator
+// wrote in it (nodeData, a revocation request, a Participant), and the
+// queue's order with the recipes' rules over it (who goes, whom to watch).
+
 import (
+	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -13,6 +22,7 @@ import (
 const (
 	protectedPrefix = "_c_"
 	lockMarker      = "-lock-"
+	leaseMarker     = "-lease-" // a semaphore's leases (semaphore.go)
 )
 
 // The markers of the lock nodes of other recipes that tierlock counts as
@@ -188,3 +198,162 @@ func validSegment(seg string) error {
 // nodes, which the server deletes (resetting the counter) once the queue
 // has been empty for a while.
 func sequenceBefore(a, b int32) bool { return int32(uint32(b)-uint32(a)) > 0 }
+
+// nodeData says who created a lock node.
+type nodeData struct {
+	Host  string `json:"host"`
+	Pid   int    `json:"pid"`
+	Label string `json:"label,omitempty"`
+}
+
+// FamilyLease names the lease nodes of a semaphore (tierlock's Semaphore
+// and Curator's InterProcessSemaphoreV2: _c_<guid>-lease-<seq> under
+// <path>/leases). Contender never returns it: a lease does not contend for
+// a mutex. ListParticipants reports it.
+const FamilyLease Family = "lease"
+
+// ParseNode parses a child of a lock path as a lock node of any recipe
+// tierlock knows: a contender of the mutex and read/write lock (see
+// Contender) or a semaphore lease (FamilyLease).
+func ParseNode(name string) (Family, int32, bool) {
+	if f, seq, ok := Contender(name); ok {
+		return f, seq, true
+	}
+	if seq, ok := parseLease(name); ok {
+		return FamilyLease, seq, true
+	}
+	return "", 0, false
+}
+
+// Participant is one node in a lock's queue.
+type Participant struct {
+	Node     string    // node name under the lock path
+	Sequence int32     // its sequence number
+	Family   Family    // the recipe that made it (see Contender and FamilyLease)
+	Data     []byte    // what its creator wrote (zklock: JSON host, pid, label; Curator: an IP address; kazoo: its identifier)
+	Owner    int64     // the ZooKeeper session that created it (ephemeralOwner)
+	Created  time.Time // when the server created it (ctime)
+	// Holder reports that the node holds the lock: the first node; for
+	// the readers of a read/write lock, every reader no writer precedes;
+	// for a semaphore's leases only the first, the one known to hold (the
+	// size of a semaphore is not stored in ZooKeeper: the first n hold).
+	Holder bool
+	// Revoked: its holder was asked to release it (RevokeNode). Data is
+	// then RevokeMessage, which replaced what its creator wrote.
+	Revoked bool
+}
+
+func parseLease(name string) (int32, bool) { return parseAfter(name, leaseMarker) }
+
+// RevokeMessage is what a revocation request writes into a lock node's
+// data: Curator's LockInternals.REVOKE_MESSAGE.
+const RevokeMessage = "__REVOKE__"
+
+var revokeData = []byte(RevokeMessage)
+
+// IsRevocation reports whether a lock node's data is a revocation request.
+// A revoked node's data no longer says who created it (the request
+// overwrote the host, pid and label).
+func IsRevocation(data []byte) bool { return bytes.Equal(data, revokeData) }
+
+// entry is a contender in a sorted queue: its name and its sequence.
+type entry struct {
+	name string
+	seq  int32
+}
+
+// sortQueue keeps the contenders among children (see Contender: the lock
+// nodes of every family; other children are ignored) and orders them by
+// sequence only, in issue order (sequenceBefore).
+func sortQueue(children []string) []entry {
+	return sortBy(children, func(c string) (int32, bool) {
+		_, seq, ok := Contender(c)
+		return seq, ok
+	})
+}
+
+// sortBy keeps the children parse accepts and orders them by the sequence
+// it returns, in issue order.
+func sortBy(children []string, parse func(string) (int32, bool)) []entry {
+	q := make([]entry, 0, len(children))
+	for _, c := range children {
+		if seq, ok := parse(c); ok {
+			q = append(q, entry{c, seq})
+		}
+	}
+	slices.SortFunc(q, func(a, b entry) int {
+		switch {
+		case a.seq == b.seq:
+			return strings.Compare(a.name, b.name)
+		case sequenceBefore(a.seq, b.seq):
+			return -1
+		default:
+			return 1
+		}
+	})
+	return q
+}
+
+// position finds our node in the queue: the node named name, or, when name
+// is empty (the create's reply was lost), the node carrying our GUID.
+func position(q []entry, name, guid string) int {
+	for i, e := range q {
+		if name != "" && e.name == name {
+			return i
+		}
+		if name == "" && strings.HasPrefix(e.name, protectedPrefix+guid) {
+			return i
+		}
+	}
+	return -1
+}
+
+// A recipe's queue rule answers, for our node at index i of the sorted
+// queue q, the two questions every waiter asks: may it go now, and if not,
+// which node must it watch (the one whose deletion can change the answer)?
+// The mutex's rule is below; the read/write lock's and the semaphore's are
+// other functions of the same shape over the same queue.
+type queueRule func(q []entry, i int) (goes bool, watch int)
+
+// watchChildren, as a rule's watch, asks for a watch on the whole queue
+// (any child created or deleted) instead of one node.
+const watchChildren = -2
+
+// mutexRule: the first node holds the lock; every other node watches its
+// immediate predecessor, so a release wakes exactly one waiter (no herd).
+func mutexRule(q []entry, i int) (goes bool, watch int) {
+	if i == 0 {
+		return true, -1
+	}
+	return false, i - 1
+}
+
+// readRule is the read rule over q for the node at i, ignoring the write
+// node named own (our held write lock, or "").
+func readRule(q []entry, i int, own string) (goes bool, watch int) {
+	for j := i - 1; j >= 0; j-- {
+		if q[j].name != own && isWriter(q[j].name) {
+			return false, j
+		}
+	}
+	return true, -1
+}
+
+// isWriter reports whether a contender excludes readers: every family
+// except the readers of Curator and kazoo.
+func isWriter(name string) bool {
+	f, _, ok := Contender(name)
+	return ok && f != FamilyCuratorRead && f != FamilyKazooRead
+}
+
+// firstN is the semaphore's rule: a lease node holds while it is among the
+// first n; otherwise any change to the lease list can let it in, so it
+// watches the list.
+func firstN(n int) queueRule {
+	return func(q []entry, i int) (bool, int) {
+		if i < n {
+			return true, -1
+		}
+		return false, watchChildren
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/zklock/internal/session"
 )
 
 // Options of sessions (Connect, NewSession) and of locks (New, NewRWLock,
@@ -16,18 +18,11 @@ import (
 // (auth.go), WithPositionHandler (position.go), WithRevocable and
 // WithRevocationHandler (revoke.go), WithJuteMaxBuffer (writelink.go).
 
+// sessionConfig is what the session options fill in: the floor's Config
+// (package session), and what only checking it needs.
 type sessionConfig struct {
-	timeout      time.Duration
-	logger       *slog.Logger
-	expiryOnly   bool
-	listener     func(State)
-	maxRetryWait time.Duration
-	noPipelining bool
-	digests      []digestCred // see auth.go
-	juteMax      int          // WithJuteMaxBuffer; 0: ZooKeeper's default
-	dialer       zk.Dialer    // nil: net.DialTimeout
-	tls          *tls.Config  // nil: plaintext
-	tlsSet       bool         // WithTLS was given (nil is refused)
+	session.Config
+	tlsSet bool // WithTLS was given (nil is refused)
 }
 
 // SessionOption configures Connect and NewSession.
@@ -40,7 +35,7 @@ type SessionOption func(*sessionConfig)
 // from the timeout the server granted the connection, or from this one
 // when it is smaller (see NewSession).
 func WithSessionTimeout(d time.Duration) SessionOption {
-	return func(c *sessionConfig) { c.timeout = d }
+	return func(c *sessionConfig) { c.Timeout = d }
 }
 
 // WithLogger sends the session's and its locks' logs, and go-zookeeper's
@@ -49,7 +44,7 @@ func WithSessionTimeout(d time.Duration) SessionOption {
 // slog.Default(); with it, also state changes (Info) and detail (Debug).
 // Package tier logs through the session's logger too (Session.Logger).
 func WithLogger(l *slog.Logger) SessionOption {
-	return func(c *sessionConfig) { c.logger = l }
+	return func(c *sessionConfig) { c.Logger = l }
 }
 
 // WithLossOnExpiryOnly keeps holds through disconnections and through
@@ -64,7 +59,7 @@ func WithLogger(l *slog.Logger) SessionOption {
 // a disconnection, and when the leader has not been reached for a quarter
 // of the session timeout, before any other process can be granted the lock.
 func WithLossOnExpiryOnly() SessionOption {
-	return func(c *sessionConfig) { c.expiryOnly = true }
+	return func(c *sessionConfig) { c.ExpiryOnly = true }
 }
 
 // WithStateListener calls fn on every state change, in order, from a
@@ -73,7 +68,12 @@ func WithLossOnExpiryOnly() SessionOption {
 // promptly all the same. fn may call the session's Close (Close does not
 // wait for it); StateClosed is its last call.
 func WithStateListener(fn func(State)) SessionOption {
-	return func(c *sessionConfig) { c.listener = fn }
+	return func(c *sessionConfig) {
+		c.Listener = nil
+		if fn != nil {
+			c.Listener = func(st session.State) { fn(State(st)) }
+		}
+	}
 }
 
 // WithoutPipelining makes every request of the session's locks wait for
@@ -85,7 +85,7 @@ func WithStateListener(fn func(State)) SessionOption {
 // assumption pipelining rests on (one request per Write by go-zookeeper, see
 // wire.go), which a contract test checks.
 func WithoutPipelining() SessionOption {
-	return func(c *sessionConfig) { c.noPipelining = true }
+	return func(c *sessionConfig) { c.NoPipelining = true }
 }
 
 // WithDialer makes Connect open its connections with d (for a proxy, or a
@@ -96,7 +96,7 @@ func WithoutPipelining() SessionOption {
 // one Write may carry several requests. It has no effect under
 // NewSession, whose connection exists.
 func WithDialer(d zk.Dialer) SessionOption {
-	return func(c *sessionConfig) { c.dialer = d }
+	return func(c *sessionConfig) { c.Dialer = d }
 }
 
 // WithTLS makes Connect speak TLS with cfg to the servers' secure client
@@ -123,36 +123,36 @@ func WithDialer(d zk.Dialer) SessionOption {
 // x509 identity from a client certificate (above), or the digest scheme
 // (WithDigestAuth), in ACLs instead.
 func WithTLS(cfg *tls.Config) SessionOption {
-	return func(c *sessionConfig) { c.tls = cfg; c.tlsSet = true }
+	return func(c *sessionConfig) { c.TLS = cfg; c.tlsSet = true }
 }
 
 // WithMaxRetryInterval caps the exponential back-off between retries of
 // ZooKeeper operations that failed on a connection loss (default 1s).
 func WithMaxRetryInterval(d time.Duration) SessionOption {
-	return func(c *sessionConfig) { c.maxRetryWait = d }
+	return func(c *sessionConfig) { c.MaxRetryWait = d }
 }
 
 func buildConfig(opts []SessionOption) (sessionConfig, error) {
-	cfg := sessionConfig{timeout: 10 * time.Second, maxRetryWait: time.Second}
+	cfg := sessionConfig{Config: session.Config{Timeout: 10 * time.Second, MaxRetryWait: time.Second}}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
 		}
 	}
-	if cfg.timeout <= 0 || cfg.maxRetryWait <= 0 {
+	if cfg.Timeout <= 0 || cfg.MaxRetryWait <= 0 {
 		return cfg, fmt.Errorf("%w: session timeout and retry interval must be positive", ErrInvalidOption)
 	}
-	if err := checkDigests(cfg.digests); err != nil {
+	if err := checkDigests(cfg.Digests); err != nil {
 		return cfg, err
 	}
-	if cfg.tlsSet && cfg.tls == nil {
+	if cfg.tlsSet && cfg.TLS == nil {
 		return cfg, fmt.Errorf("%w: WithTLS(nil): give a *tls.Config (an empty one trusts the system's CAs)", ErrInvalidOption)
 	}
-	if err := checkJuteMaxBuffer(cfg.juteMax); err != nil {
+	if err := checkJuteMaxBuffer(cfg.JuteMax); err != nil {
 		return cfg, err
 	}
-	if cfg.logger == nil {
-		cfg.logger = slog.New(minLevel{slog.Default().Handler(), slog.LevelWarn})
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(minLevel{slog.Default().Handler(), slog.LevelWarn})
 	}
 	return cfg, nil
 }
@@ -324,16 +324,6 @@ func takeChroot(seen, root, entry string) (string, error) {
 	return root, nil
 }
 
-// zkLogger routes go-zookeeper's log lines to slog.
-type zkLogger struct{ l *slog.Logger }
-
-func (z zkLogger) Printf(format string, args ...any) {
-	z.l.Debug(fmt.Sprintf(format, args...), "component", "go-zookeeper")
-}
-
-// digestCred is one WithDigestAuth.
-type digestCred struct{ user, password string }
-
 // WithDigestAuth authenticates the session's connection with ZooKeeper's
 // digest scheme as user:password before the session's first lock request,
 // and again on every reconnect. Nodes created with zk.AuthACL or
@@ -341,14 +331,62 @@ type digestCred struct{ user, password string }
 // be non-empty and have no colon (ZooKeeper splits at the first one).
 // Several WithDigestAuth add several identities.
 func WithDigestAuth(user, password string) SessionOption {
-	return func(c *sessionConfig) { c.digests = append(c.digests, digestCred{user, password}) }
+	return func(c *sessionConfig) { c.Digests = append(c.Digests, session.Digest{User: user, Password: password}) }
 }
 
-func checkDigests(ds []digestCred) error {
+func checkDigests(ds []session.Digest) error {
 	for _, d := range ds {
-		if d.user == "" || strings.Contains(d.user, ":") {
-			return fmt.Errorf("%w: digest user %q must be non-empty and have no colon", ErrInvalidOption, d.user)
+		if d.User == "" || strings.Contains(d.User, ":") {
+			return fmt.Errorf("%w: digest user %q must be non-empty and have no colon", ErrInvalidOption, d.User)
 		}
 	}
 	return nil
+}
+
+// WithJuteMaxBuffer tells the session its servers' jute.maxbuffer, in
+// bytes, when it is not ZooKeeper's default (0xfffff, 1 MiB less one
+// byte): the server drops the connection of a larger request, and it does
+// not tell its clients the value, so a session must be told it, as a Java
+// client is by the same property. The session's writer packs its writes
+// into requests no larger than it (nor than go-zookeeper's buffer, 1.5
+// MiB), and refuses a write that alone is larger before sending it: an
+// acquisition whose node's create is (a very large ACL: ErrInvalidOption)
+// or a transaction (ErrInvalidOp), each with its size and the limit. At
+// least 64 KiB.
+func WithJuteMaxBuffer(bytes int) SessionOption {
+	return func(c *sessionConfig) { c.JuteMax = bytes }
+}
+
+// checkJuteMaxBuffer refuses a jute.maxbuffer below 64 KiB, which a lock
+// node's data alone may take: more likely a mistake (a count of KiB) than
+// a server's. 0 is the default.
+func checkJuteMaxBuffer(n int) error {
+	if n != 0 && n < 64<<10 {
+		return fmt.Errorf("%w: jute.maxbuffer of %d bytes: at least 65536", ErrInvalidOption, n)
+	}
+	return nil
+}
+
+// WithPositionHandler has Acquire tell fn where its node stands in the
+// queue: once when the node is created (from the listing pipelined behind
+// the create), then whenever the position read on a later listing differs
+// from the last one, the last report of a successful Acquire having Leads
+// set. A nil fn reports nothing. TryAcquire, which never waits, reports
+// nothing.
+//
+// Reporting sends no request: the position comes from the listings the
+// waiter reads anyway, when its predecessor goes and at each re-check
+// (WithRecheckInterval). A waiter far back hears nothing while nodes
+// ahead of its predecessor come and go (that is the price of no herd); it
+// catches up at its next re-check.
+//
+// fn runs on the goroutine that called Acquire, which is where the waiter
+// reads the queue: one report at a time, in order, and never after Acquire
+// returned. A slow fn delays only its own Acquire: the waiter arms its
+// watch after fn returns, and a change made meanwhile is seen then (the
+// watch's read finds the predecessor gone, or the next listing shows it).
+// While it runs, a cancelled ctx is not noticed. fn must not call methods
+// of the Lock.
+func WithPositionHandler(fn func(Position)) Option {
+	return func(c *lockConfig) { c.onPosition = fn }
 }

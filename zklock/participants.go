@@ -8,44 +8,9 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/zklock/internal/session"
 )
-
-// FamilyLease names the lease nodes of a semaphore (tierlock's Semaphore
-// and Curator's InterProcessSemaphoreV2: _c_<guid>-lease-<seq> under
-// <path>/leases). Contender never returns it: a lease does not contend for
-// a mutex. ListParticipants reports it.
-const FamilyLease Family = "lease"
-
-// ParseNode parses a child of a lock path as a lock node of any recipe
-// tierlock knows: a contender of the mutex and read/write lock (see
-// Contender) or a semaphore lease (FamilyLease).
-func ParseNode(name string) (Family, int32, bool) {
-	if f, seq, ok := Contender(name); ok {
-		return f, seq, true
-	}
-	if seq, ok := parseLease(name); ok {
-		return FamilyLease, seq, true
-	}
-	return "", 0, false
-}
-
-// Participant is one node in a lock's queue.
-type Participant struct {
-	Node     string    // node name under the lock path
-	Sequence int32     // its sequence number
-	Family   Family    // the recipe that made it (see Contender and FamilyLease)
-	Data     []byte    // what its creator wrote (zklock: JSON host, pid, label; Curator: an IP address; kazoo: its identifier)
-	Owner    int64     // the ZooKeeper session that created it (ephemeralOwner)
-	Created  time.Time // when the server created it (ctime)
-	// Holder reports that the node holds the lock: the first node; for
-	// the readers of a read/write lock, every reader no writer precedes;
-	// for a semaphore's leases only the first, the one known to hold (the
-	// size of a semaphore is not stored in ZooKeeper: the first n hold).
-	Holder bool
-	// Revoked: its holder was asked to release it (RevokeNode). Data is
-	// then RevokeMessage, which replaced what its creator wrote.
-	Revoked bool
-}
 
 // ListParticipants lists the queue at path (a lock path, a read/write
 // lock's path, or a semaphore's <path>/leases) in issue order, holder
@@ -68,13 +33,13 @@ func ListParticipants(ctx context.Context, s *Session, path string) ([]Participa
 	if err := ValidatePath(path); err != nil {
 		return nil, err
 	}
-	if s.isClosed() {
-		return nil, s.closedErr()
+	if s.f.Closed() {
+		return nil, s.f.ClosedErr()
 	}
-	if err := s.awaitAuth(ctx); err != nil {
+	if err := s.f.AwaitAuth(ctx); err != nil {
 		return nil, err
 	}
-	return s.participants(ctx, path)
+	return participants(ctx, s.f, path)
 }
 
 // Participants lists the lock's queue in order, holder first, with each
@@ -92,21 +57,21 @@ func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
 	if closed {
 		return nil, ErrClosed
 	}
-	if l.s.isClosed() {
+	if l.f.Closed() {
 		return nil, ErrSessionClosed
 	}
-	return l.s.participants(ctx, l.path)
+	return participants(ctx, l.f, l.path)
 }
 
 // participants reads the queue at path: see ListParticipants.
-func (s *Session) participants(ctx context.Context, path string) ([]Participant, error) {
-	if err := s.awaitAuth(ctx); err != nil {
+func participants(ctx context.Context, f *session.Floor, path string) ([]Participant, error) {
+	if err := f.AwaitAuth(ctx); err != nil {
 		return nil, err
 	}
 	var children []string
-	err := s.retry(ctx, func() error {
+	err := f.Retry(ctx, func() error {
 		var err error
-		children, _, err = s.conn.Children(path)
+		children, _, err = f.Conn().Children(path)
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
@@ -119,7 +84,7 @@ func (s *Session) participants(ctx context.Context, path string) ([]Participant,
 	if len(q) == 0 {
 		q = sortBy(children, parseLease)
 	}
-	reads := s.readAll(ctx, path, q)
+	reads := readAll(ctx, f, path, q)
 	out := make([]Participant, 0, len(q))
 	kept := make([]entry, 0, len(q))
 	for i, e := range q {
@@ -161,7 +126,7 @@ const maxReadsInFlight = 64
 // one per node. Each read retries on a lost connection until ctx ends.
 // The results are in q's order; each goroutine writes only its own slot
 // and wg.Wait orders those writes before the caller's reads.
-func (s *Session) readAll(ctx context.Context, path string, q []entry) []nodeRead {
+func readAll(ctx context.Context, f *session.Floor, path string, q []entry) []nodeRead {
 	reads := make([]nodeRead, len(q))
 	slots := make(chan struct{}, maxReadsInFlight)
 	var wg sync.WaitGroup
@@ -171,9 +136,9 @@ func (s *Session) readAll(ctx context.Context, path string, q []entry) []nodeRea
 		go func() {
 			defer func() { <-slots; wg.Done() }()
 			r := &reads[i]
-			r.err = s.retry(ctx, func() error {
+			r.err = f.Retry(ctx, func() error {
 				var err error
-				r.data, r.stat, err = s.conn.Get(path + "/" + e.name)
+				r.data, r.stat, err = f.Conn().Get(path + "/" + e.name)
 				return err
 			})
 		}()

@@ -7,6 +7,8 @@ import (
 	"path"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/zklock/internal/session"
 )
 
 // Cooperative revocation, as Curator has it: a requester writes
@@ -47,7 +49,7 @@ func (l *Lock) revoke(h *Hold) {
 	if !first || h.released.Load() {
 		return
 	}
-	l.s.log.Info("lock revocation requested", "node", h.node)
+	l.f.Log().Info("lock revocation requested", "node", h.node)
 	if l.onRevoked != nil {
 		l.onRevoked(h.node)
 	}
@@ -72,7 +74,7 @@ func RevokeNode(ctx context.Context, s *Session, node string) error {
 	if err := validateLockNode(node); err != nil {
 		return err
 	}
-	return s.revoke(ctx, node)
+	return revoke(ctx, s.f, node)
 }
 
 // RevokeHolder asks whoever leads the queue of lockPath to release it:
@@ -92,11 +94,12 @@ func RevokeHolder(ctx context.Context, s *Session, lockPath string) (node string
 	if err := ValidatePath(lockPath); err != nil {
 		return "", err
 	}
+	f := s.f
 	for {
 		var children []string
-		err := s.retry(ctx, func() error {
+		err := f.Retry(ctx, func() error {
 			var err error
-			children, _, err = s.conn.Children(lockPath)
+			children, _, err = f.Conn().Children(lockPath)
 			return err
 		})
 		if errors.Is(err, zk.ErrNoNode) {
@@ -110,7 +113,7 @@ func RevokeHolder(ctx context.Context, s *Session, lockPath string) (node string
 			return "", fmt.Errorf("zklock: revoke holder of %s: %w", lockPath, ErrNoHolder)
 		}
 		node = lockPath + "/" + q[0].name
-		err = s.revoke(ctx, node)
+		err = revoke(ctx, f, node)
 		if errors.Is(err, ErrNodeNotFound) {
 			continue // released in between: ask whoever leads now
 		}
@@ -124,15 +127,15 @@ func revokeArgs(ctx context.Context, s *Session) error {
 		return ErrNilContext
 	case s == nil:
 		return ErrNilSession
-	case s.isClosed():
-		return s.closedErr()
+	case s.f.Closed():
+		return s.f.ClosedErr()
 	}
 	if err := ctx.Err(); err != nil {
 		return err // no request for a caller that already gave up
 	}
 	// Under NewSession credentials are sent in the background: a request
 	// that overtook them would be anonymous.
-	return s.awaitAuth(ctx)
+	return s.f.AwaitAuth(ctx)
 }
 
 // validateLockNode checks that node is a valid path whose last segment is
@@ -151,15 +154,15 @@ func validateLockNode(node string) error {
 }
 
 // revoke writes the revocation request into node's data.
-func (s *Session) revoke(ctx context.Context, node string) error {
+func revoke(ctx context.Context, f *session.Floor, node string) error {
 	unknown := false
-	err := s.retry(ctx, func() error {
+	err := f.Retry(ctx, func() error {
 		if unknown {
 			// The last write's fate is unknown: it may have been applied.
 			// Writing the same message again is harmless to the request
 			// but fires the holder's watch again, and a Curator holder
 			// calls its listener on each firing: look first.
-			data, _, err := s.conn.Get(node)
+			data, _, err := f.Conn().Get(node)
 			if err != nil {
 				return err
 			}
@@ -167,8 +170,8 @@ func (s *Session) revoke(ctx context.Context, node string) error {
 				return nil
 			}
 		}
-		_, err := s.conn.Set(node, revokeData, -1)
-		if err != nil && !refusal(err) {
+		_, err := f.Conn().Set(node, revokeData, -1)
+		if err != nil && !session.Refusal(err) {
 			unknown = true
 		}
 		return err
@@ -179,6 +182,6 @@ func (s *Session) revoke(ctx context.Context, node string) error {
 	case err != nil:
 		return fmt.Errorf("zklock: revoke %s: %w", node, err)
 	}
-	s.log.Info("lock revocation requested", "node", node)
+	f.Log().Info("lock revocation requested", "node", node)
 	return nil
 }

@@ -147,8 +147,8 @@ func (rw *RWLock) WriterWaiting(ctx context.Context) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	s := rw.read.s
-	children, _, ev, err := s.conn.ChildrenW(rw.read.path)
+	f := rw.read.f
+	children, _, ev, err := f.Conn().ChildrenW(rw.read.path)
 	if err != nil {
 		return false, fmt.Errorf("zklock: list %s: %w", rw.read.path, err)
 	}
@@ -180,22 +180,4 @@ func (rw *RWLock) readRule(q []entry, i int) (goes bool, watch int) {
 		own = path.Base(n)
 	}
 	return readRule(q, i, own)
-}
-
-// readRule is the read rule over q for the node at i, ignoring the write
-// node named own (our held write lock, or "").
-func readRule(q []entry, i int, own string) (goes bool, watch int) {
-	for j := i - 1; j >= 0; j-- {
-		if q[j].name != own && isWriter(q[j].name) {
-			return false, j
-		}
-	}
-	return true, -1
-}
-
-// isWriter reports whether a contender excludes readers: every family
-// except the readers of Curator and kazoo.
-func isWriter(name string) bool {
-	f, _, ok := Contender(name)
-	return ok && f != FamilyCuratorRead && f != FamilyKazooRead
 }

@@ -10,12 +10,11 @@ import (
 )
 
 // Curator's InterProcessSemaphoreV2 layout: a mutex at <path>/locks
-// serializes lease creation, and a lease is _c_<guid>-lease-<seq> under
-// <path>/leases.
+// serializes lease creation, and a lease is _c_<guid>-lease-<seq>
+// (leaseMarker) under <path>/leases.
 const (
-	semLocks    = "/locks"
-	semLeases   = "/leases"
-	leaseMarker = "-lease-"
+	semLocks  = "/locks"
+	semLeases = "/leases"
 )
 
 // ErrInvalidPermits reports a permit count outside 1..n.
@@ -120,7 +119,7 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (*Lease, bo
 	if k < 1 || k > sem.n {
 		return nil, false, fmt.Errorf("%w: %d of %d", ErrInvalidPermits, k, sem.n)
 	}
-	if sem.s.isClosed() {
+	if sem.s.f.Closed() {
 		return nil, false, ErrSessionClosed
 	}
 	if wait {
@@ -201,20 +200,6 @@ func (sem *Semaphore) Close() error {
 	sem.mu.Unlock()
 	return sem.mutex.Close()
 }
-
-// firstN is the semaphore's rule: a lease node holds while it is among the
-// first n; otherwise any change to the lease list can let it in, so it
-// watches the list.
-func firstN(n int) queueRule {
-	return func(q []entry, i int) (bool, int) {
-		if i < n {
-			return true, -1
-		}
-		return false, watchChildren
-	}
-}
-
-func parseLease(name string) (int32, bool) { return parseAfter(name, leaseMarker) }
 
 // Lease is k leases of a Semaphore, held until Release or a loss.
 type Lease struct {

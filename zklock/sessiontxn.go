@@ -2,12 +2,9 @@ package zklock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
 
 // Txn applies ops, a ZooKeeper multi transaction of *zk.CreateRequest,
@@ -33,8 +30,8 @@ func (s *Session) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 		return nil, ErrNilContext
 	case len(ops) == 0:
 		return nil, fmt.Errorf("%w: no ops", ErrInvalidOp)
-	case s.isClosed():
-		return nil, s.closedErr()
+	case s.f.Closed():
+		return nil, s.f.ClosedErr()
 	}
 	if err := validateOps(ops); err != nil {
 		return nil, err
@@ -42,28 +39,6 @@ func (s *Session) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return s.txnResult(s.writes.Await(ctx, s.writes.Txn(ops)), ops, 0)
-}
-
-// txnResult is what a transaction's end r tells its caller; its first
-// guards ops are a hold's guard, whose refusal Hold.Txn tells itself.
-// Withdrawn (never applied) carries ctx's error; a transaction too large
-// to send (TooLarge) is ErrInvalidOp; Unknown wraps its cause in
-// ErrOutcomeUnknown.
-func (s *Session) txnResult(r writes.Result, ops []any, guards int) ([]zk.MultiResponse, error) {
-	switch r.Verdict {
-	case writes.Applied:
-		return r.Results[guards:], nil
-	case writes.Refused:
-		i := r.Op - guards
-		return r.Results[guards:], &OpError{Index: i, Path: writes.OpPath(ops[i]), Err: r.Err}
-	case writes.Closed, writes.Withdrawn:
-		return nil, r.Err // never sent: the session's close, or the caller's ctx
-	case writes.TooLarge:
-		return nil, fmt.Errorf("%w: transaction: %w", ErrInvalidOp, r.Err) // never sent
-	}
-	if errors.Is(r.Err, ErrOutcomeUnknown) {
-		return nil, r.Err
-	}
-	return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, r.Err)
+	w := s.f.Writes()
+	return txnResult(w.Await(ctx, w.Txn(ops)), ops, 0)
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"path"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -14,6 +12,7 @@ import (
 	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/mutexbool"
+	"github.com/tierlock/tierlock/zklock/internal/session"
 )
 
 // The wait (waitTurn), and the queue's order it reads (sortQueue).
@@ -30,10 +29,10 @@ import (
 // successor can only lead on a listing taken after our node's deletion,
 // strictly below every later holder's token (multis: docs/guarantees.md).
 func (l *Lock) waitTurn(ctx context.Context, n *ourNode, wait bool) (token int64, leads bool, err error) {
-	w := &waiter{l: l, n: n, name: path.Base(n.node), pos: l.newPositions(n.node, wait)}
+	w := &waiter{l: l, n: n, name: path.Base(n.node), pos: newPositions(l.onPosition, n.node, l.path, wait)}
 	defer w.stop()
 	for {
-		if l.s.conn.SessionID() != n.owner {
+		if l.f.Conn().SessionID() != n.owner {
 			return 0, false, errNodeGone // our node was ephemeral to a session that is over
 		}
 		if n.q == nil {
@@ -45,13 +44,13 @@ func (l *Lock) waitTurn(ctx context.Context, n *ourNode, wait bool) (token int64
 			}
 		}
 		i := position(n.q, w.name, "")
-		l.seen.sawQueue(n.q, i)
+		l.view.sawQueue(n.q, i)
 		if i < 0 {
-			trace.Turned(l.s.conn, n.node, i, false, n.pzxid)
+			trace.Turned(l.f.Conn(), n.node, i, false, n.pzxid)
 			return 0, false, errNodeGone
 		}
 		goes, watch := l.rule(n.q, i)
-		trace.Turned(l.s.conn, n.node, i, goes, n.pzxid)
+		trace.Turned(l.f.Conn(), n.node, i, goes, n.pzxid)
 		if w.pos != nil { // a position handler (position.go)
 			w.pos.seen(n.q, i, goes)
 		}
@@ -103,18 +102,18 @@ const childrenWatched = " children"
 
 // list reads the queue.
 func (w *waiter) list(ctx context.Context) error {
-	s := w.l.s
+	f := w.l.f
 	var children []string
 	var stat *zk.Stat
-	err := s.send(ctx, request{do: func() error {
-		trace.Sent(s.conn, trace.OpList, w.l.path)
-		c, st, err := s.conn.Children(w.l.path)
-		trace.Listed(s.conn, trace.OpList, w.l.path, c, st, err)
+	err := f.Send(ctx, func() error {
+		trace.Sent(f.Conn(), trace.OpList, w.l.path)
+		c, st, err := f.Conn().Children(w.l.path)
+		trace.Listed(f.Conn(), trace.OpList, w.l.path, c, st, err)
 		if err == nil {
 			children, stat = c, st
 		}
 		return err
-	}})
+	})
 	if err == nil {
 		w.n.q, w.n.pzxid = w.l.sortQueue(children), stat.Pzxid
 	}
@@ -126,7 +125,7 @@ func (w *waiter) list(ctx context.Context) error {
 // must be looked at again before waiting: a children watch came with a
 // listing, which it stored, or the node to watch was already gone.
 func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
-	s := w.l.s
+	f := w.l.f
 	target := childrenWatched
 	if watch != watchChildren {
 		target = w.l.path + "/" + w.n.q[watch].name
@@ -136,24 +135,24 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 	}
 	w.drop()
 	w.signal = mutexbool.New(false)
-	if s.dispatching() {
+	if f.Dispatching() {
 		// Registered before the request, so that no event after it is
 		// missed. The callback runs on go-zookeeper's event goroutine.
 		wp, sig := target, w.signal
 		if target == childrenWatched {
 			wp = w.l.path
 		}
-		w.unwatch = s.watch(wp, func(zk.Event) { sig.Set(true) })
+		w.unwatch = f.Watch(wp, func(zk.Event) { sig.Set(true) })
 	}
 	var ev <-chan zk.Event
 	var children []string
 	var data []byte
 	var stat *zk.Stat
-	err = s.send(ctx, request{do: func() error {
+	err = f.Send(ctx, func() error {
 		if target == childrenWatched {
-			trace.Sent(s.conn, trace.OpChildrenW, w.l.path)
-			c, st, ch, err := s.conn.ChildrenW(w.l.path)
-			trace.Listed(s.conn, trace.OpChildrenW, w.l.path, c, st, err)
+			trace.Sent(f.Conn(), trace.OpChildrenW, w.l.path)
+			c, st, ch, err := f.Conn().ChildrenW(w.l.path)
+			trace.Listed(f.Conn(), trace.OpChildrenW, w.l.path, c, st, err)
 			if err == nil {
 				children, stat, ev = c, st, ch
 			}
@@ -161,14 +160,14 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 		}
 		// A data watch: an exists watch on a node that is already gone
 		// would stay behind.
-		trace.Sent(s.conn, trace.OpGetW, target)
-		d, st, ch, err := s.conn.GetW(target)
-		trace.Watched(s.conn, target, st, err)
+		trace.Sent(f.Conn(), trace.OpGetW, target)
+		d, st, ch, err := f.Conn().GetW(target)
+		trace.Watched(f.Conn(), target, st, err)
 		if err == nil {
 			data, stat, ev = d, st, ch
 		}
 		return err
-	}})
+	})
 	if err == nil && target == childrenWatched {
 		w.n.q, w.n.pzxid = w.l.sortQueue(children), stat.Pzxid
 	}
@@ -183,9 +182,9 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 	}
 	w.watched = target
 	if target != childrenWatched {
-		w.l.seen.sawWatched(target, data, stat)
+		w.l.view.sawWatched(target, data, stat)
 	}
-	if !s.dispatching() {
+	if !f.Dispatching() {
 		w.ev = ev
 	}
 	return target == childrenWatched, nil
@@ -193,7 +192,7 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 
 // sleep waits for the watch, the re-check or the end of the wait.
 func (w *waiter) sleep(ctx context.Context) error {
-	s := w.l.s
+	f := w.l.f
 	w.setTimer(w.l.recheck)
 	w.pauses = nil // a wait that got this far has recovered
 	select {
@@ -207,8 +206,8 @@ func (w *waiter) sleep(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-s.life.ctx.Done():
-		return s.closedErr()
+	case <-f.Done():
+		return f.ClosedErr()
 	}
 	w.timer.Stop()
 	return nil
@@ -219,15 +218,15 @@ func (w *waiter) sleep(ctx context.Context) error {
 // it with the error, and anything else (the request's fate unknown) is
 // retried after a pause.
 func (w *waiter) failed(ctx context.Context, err error) error {
-	s := w.l.s
+	f := w.l.f
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return errNodeGone
-	case refusal(err) || ctx.Err() != nil:
+	case session.Refusal(err) || ctx.Err() != nil:
 		return err
 	}
 	if w.pauses == nil {
-		w.pauses = s.newBackOff()
+		w.pauses = f.NewBackOff()
 	}
 	w.setTimer(w.pauses.NextBackOff())
 	select {
@@ -236,8 +235,8 @@ func (w *waiter) failed(ctx context.Context, err error) error {
 		w.timer.Stop()
 		return ctx.Err()
 	}
-	if s.isClosed() {
-		return s.closedErr()
+	if f.Closed() {
+		return f.ClosedErr()
 	}
 	return nil
 }
@@ -277,87 +276,6 @@ func (w *waiter) grantsEarly() bool {
 	return mutant.On(mutant.WatchGrantsEarly) && w.watched == ""
 }
 
-type entry struct {
-	name string
-	seq  int32
-}
-
-// sortQueue keeps the contenders among children (see Contender: the lock
-// nodes of every family; other children are ignored) and orders them by
-// sequence only, in issue order (sequenceBefore).
-func sortQueue(children []string) []entry {
-	return sortBy(children, func(c string) (int32, bool) {
-		_, seq, ok := Contender(c)
-		return seq, ok
-	})
-}
-
-// sortBy keeps the children parse accepts and orders them by the sequence
-// it returns, in issue order.
-func sortBy(children []string, parse func(string) (int32, bool)) []entry {
-	q := make([]entry, 0, len(children))
-	for _, c := range children {
-		if seq, ok := parse(c); ok {
-			q = append(q, entry{c, seq})
-		}
-	}
-	slices.SortFunc(q, func(a, b entry) int {
-		switch {
-		case a.seq == b.seq:
-			return strings.Compare(a.name, b.name)
-		case sequenceBefore(a.seq, b.seq):
-			return -1
-		default:
-			return 1
-		}
-	})
-	return q
-}
-
-// position finds our node in the queue: the node named name, or, when name
-// is empty (the create's reply was lost), the node carrying our GUID.
-func position(q []entry, name, guid string) int {
-	for i, e := range q {
-		if name != "" && e.name == name {
-			return i
-		}
-		if name == "" && strings.HasPrefix(e.name, protectedPrefix+guid) {
-			return i
-		}
-	}
-	return -1
-}
-
-// sortQueue orders the children that queue on this lock's path: every
-// family's contenders for the mutex and the read/write lock, this lock's
-// parse otherwise.
-func (l *Lock) sortQueue(children []string) []entry {
-	if l.parse == nil {
-		return sortQueue(children)
-	}
-	return sortBy(children, l.parse)
-}
-
-// A recipe's queue rule answers, for our node at index i of the sorted
-// queue q, the two questions every waiter asks: may it go now, and if not,
-// which node must it watch (the one whose deletion can change the answer)?
-// The mutex's rule is below; the read/write lock's and the semaphore's are
-// other functions of the same shape over the same queue.
-type queueRule func(q []entry, i int) (goes bool, watch int)
-
-// watchChildren, as a rule's watch, asks for a watch on the whole queue
-// (any child created or deleted) instead of one node.
-const watchChildren = -2
-
-// mutexRule: the first node holds the lock; every other node watches its
-// immediate predecessor, so a release wakes exactly one waiter (no herd).
-func mutexRule(q []entry, i int) (goes bool, watch int) {
-	if i == 0 {
-		return true, -1
-	}
-	return false, i - 1
-}
-
 // leadAtOnce is the grant-before-listing bug: our node, created, is taken
 // to lead without the listing's answer (the queue is our node alone). The
 // token is the node's creation zxid, read by an exists, so that tokens
@@ -366,7 +284,7 @@ func (l *Lock) leadAtOnce(n *ourNode) {
 	if n.node == "" || n.q != nil {
 		return
 	}
-	_, st, err := l.s.conn.Exists(n.node)
+	_, st, err := l.f.Conn().Exists(n.node)
 	if err != nil || st == nil {
 		return // n.q stays nil: waitTurn lists
 	}

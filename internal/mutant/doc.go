@@ -31,7 +31,7 @@ const (
 	// (zklock: listBehind, Lock.attempt).
 	GrantBeforeListing = "grant-before-listing"
 	// LeaseFromAnswer: the lease is counted from the arrival of a proof's
-	// answer instead of its send time (zklock: Session.proved).
+	// answer instead of its send time (zklock/internal/session: Floor.proved).
 	LeaseFromAnswer = "lease-from-answer"
 	// DeleteWrongCreate: the create carries the delete of the wrong node,
 	// the queue's first once it is another session's (the holder, its
@@ -70,17 +70,17 @@ const (
 	// wrongly, or a step the code takes later than the model takes it.
 
 	// BoundHalf: the lease's bound B is half the session timeout instead
-	// of a quarter (zklock: lease.bound), past the margin lease.go argues.
+	// of a quarter (zklock/internal/session: lease.bound), past the margin lease.go argues.
 	BoundHalf = "bound-half"
 	// SendUncapped: a proof's send time is not capped at the previous
 	// write's start + T/8 (zklock/internal/wire: Tap.FirstWriteAfter
 	// reports no previous write).
 	SendUncapped = "send-uncapped"
 	// LossLate: the holds a lapse of the lease ended are told lost 200 ms
-	// after it, each (zklock: lease.lapse).
+	// after it, each (zklock/internal/session: lease.lapse).
 	LossLate = "loss-late"
 	// LapseLate: the lease's timer fires T/8 after the deadline instead
-	// of at it (zklock: lease.armLocked).
+	// of at it (zklock/internal/session: lease.armLocked).
 	LapseLate = "lapse-late"
 	// GrantLate: a hold the session granted ("now") is handed to its
 	// acquirer 200 ms after the verdict (zklock: Lock.attempt).

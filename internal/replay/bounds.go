@@ -30,7 +30,7 @@ import (
 // holds to is the code's: earlier, it is stricter.
 
 // proof is a successful write's or sync's answer, which a renew must
-// follow (Session.proved): its time and session, and what the wire says
+// follow (Floor.proved): its time and session, and what the wire says
 // of its send (see sendOf).
 type proof struct {
 	t, sid int64
@@ -111,7 +111,7 @@ func (s *session) sendOf(sent, answered int64) (send, prev int64, ok bool) {
 }
 
 // proved notes a successful write's or sync's answer, which a renew may
-// follow (Session.proved), with its send as the wire dates it (s.sentAt,
+// follow (Floor.proved), with its send as the wire dates it (s.sentAt,
 // the answered request's hand-over).
 func (s *session) proved(st trace.Step) {
 	// Proofs whose renew moved nothing are never followed by one: the

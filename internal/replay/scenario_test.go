@@ -61,7 +61,7 @@ func TestScenarioForMutants(t *testing.T) {
 	// the session writes only go-zookeeper's pings, every T/3, so most of
 	// these acquisitions begin more than T/8 after the session's last
 	// write, and the proof that opens them (the lease's sync, which the
-	// create waits to follow: Session.lead) has its send time capped
+	// create waits to follow: Floor.lead) has its send time capped
 	// (lease.go).
 	for range 8 {
 		time.Sleep(scenarioTimeout * 3 / 20)

@@ -236,7 +236,7 @@ func (s *session) expireSpans(d int64) {
 	s.all(func(l *lock) { l.endSpan(s.global(d)) })
 }
 
-// verdict is Session.grant's look at a node that leads: grantNow's guard,
+// verdict is Floor.Grant's look at a node that leads: grantNow's guard,
 // "conn[p] && lease[p] && zsid[p] == sid[p]", or grantGone's, "zsid[p] !=
 // sid[p]"; the others are waits (the guards false).
 func (s *session) verdict(st trace.Step) error {

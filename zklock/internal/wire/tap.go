@@ -231,6 +231,16 @@ func (t *Tap) LastWrite() time.Time {
 }
 
 // began records the start of a write.
+// Record notes frame, a request go-zookeeper would write, as written now,
+// as a tapped connection notes each write: a seam for the lease's
+// explorer (zklock/internal/session), which drives a floor over a
+// double of the connection, with no socket.
+func (t *Tap) Record(frame []byte) {
+	t.began(time.Now())
+	t.count(opcode(frame))
+	t.wrote(frame)
+}
+
 func (t *Tap) began(start time.Time) {
 	t.ringMu.Lock()
 	t.writes++

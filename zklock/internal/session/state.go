@@ -1,4 +1,4 @@
-package zklock
+package session
 
 import (
 	"fmt"
@@ -14,9 +14,9 @@ import (
 // sometimes while holding its locks: it must not block, nor make requests;
 // it may read Conn.State and Conn.SessionID. It does only what tracking
 // the state needs; user code (the state listener) runs elsewhere.
-func (s *Session) onEvent(ev zk.Event) {
+func (s *Floor) onEvent(ev zk.Event) {
 	if trace.Enabled { // guarded: the atomic load would stay in a build without the tag
-		trace.Evented(s.link.zc.Load(), ev) // nil until Connect returns (s.conn is set then)
+		trace.Evented(s.link.zc.Load(), ev) // nil until zk.Connect returns (s.conn is set then)
 	}
 	switch ev.Type {
 	case zk.EventSession:
@@ -31,17 +31,10 @@ func (s *Session) onEvent(ev zk.Event) {
 	}
 }
 
-// dispatching reports whether watch events reach the session's callbacks:
-// under Connect go-zookeeper calls the session for every event, watch
-// events included, synchronously and before it notifies the watch's own
-// channel. Under NewSession it cannot, and the watchers wait on their
-// channels.
-func (s *Session) dispatching() bool { return s.tap != nil }
-
-// watch registers fn for the next event on path and returns the function
+// Watch registers fn for the next event on path and returns the function
 // that removes it (a no-op once it ran). fn runs on go-zookeeper's event
 // goroutine: it must not block.
-func (s *Session) watch(path string, fn func(zk.Event)) (unwatch func()) {
+func (s *Floor) Watch(path string, fn func(zk.Event)) (unwatch func()) {
 	w := &watchFn{fn: fn}
 	s.watches.mu.Lock()
 	if s.watches.m == nil {
@@ -68,7 +61,7 @@ func (s *Session) watch(path string, fn func(zk.Event)) (unwatch func()) {
 }
 
 // dispatch calls, and removes, the callbacks registered on ev's path.
-func (s *Session) dispatch(ev zk.Event) {
+func (s *Floor) dispatch(ev zk.Event) {
 	s.watches.mu.Lock()
 	ws := s.watches.m[ev.Path]
 	delete(s.watches.m, ev.Path)
@@ -78,14 +71,14 @@ func (s *Session) dispatch(ev zk.Event) {
 	}
 }
 
-// pollEvery is how often a NewSession reads its connection's state; a
+// pollEvery is how often a floor made by Wrap reads its connection's state; a
 // variable so that a test can make the poll lag.
 var pollEvery = 5 * time.Millisecond
 
-// poll feeds observe under NewSession, from events and from the
+// poll feeds observe under Wrap, from events and from the
 // connection's state, read often enough that a short disconnection or a
 // session change is seen even when the channel dropped its event.
-func (s *Session) poll(events <-chan zk.Event) {
+func (s *Floor) poll(events <-chan zk.Event) {
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
 	quit := s.link.quit
@@ -116,11 +109,12 @@ func (s *Session) poll(events <-chan zk.Event) {
 // observe applies a connection state reported by go-zookeeper. A holder
 // must hear of a possible loss as soon as the client knows of it, so the
 // holds are ended here, synchronously.
-func (s *Session) observe(zs zk.State) {
-	conn := s.link.zc.Load()
-	if conn == nil {
-		return // Connect has not returned yet; it calls observe then
+func (s *Floor) observe(zs zk.State) {
+	started := s.link.conn.Load()
+	if started == nil {
+		return // zk.Connect has not returned yet; Dial calls observe then
 	}
+	conn := *started
 	id := conn.SessionID()
 	s.st.mu.Lock()
 	if s.st.closed {
@@ -128,7 +122,7 @@ func (s *Session) observe(zs zk.State) {
 		return
 	}
 	var st State
-	var lost []sessionHold
+	var lost []*Member
 	var cause error
 	prev := s.st.sessionID
 	switch zs {
@@ -137,10 +131,10 @@ func (s *Session) observe(zs zk.State) {
 			s.st.mu.Unlock()
 			return
 		}
-		s.traceHandshake(conn, id)
+		s.traceHandshake(id)
 		if s.tap == nil {
 			// zs was loaded after go-zookeeper wrote the timeout.
-			if d := grantedTimeout(conn); d > 0 {
+			if d := grantedTimeout(s.link.zc.Load()); d > 0 {
 				s.link.granted.Store(int64(d))
 			}
 		}
@@ -165,7 +159,7 @@ func (s *Session) observe(zs zk.State) {
 			return
 		}
 		st = StateDisconnected
-		if !s.cfg.expiryOnly {
+		if !s.cfg.ExpiryOnly {
 			lost, cause = s.takeHolds(), ErrDisconnected
 		}
 	case zk.StateExpired:
@@ -187,34 +181,35 @@ func (s *Session) observe(zs zk.State) {
 	}
 }
 
-// traceHandshake records, under NewSession (no tap reads the server's
+// traceHandshake records, under Wrap (no tap reads the server's
 // answer), the timeout the server granted to a session seen for the first
 // time, which the replay derives the lease's bounds from. s.st.mu is held.
-func (s *Session) traceHandshake(conn *zk.Conn, id int64) {
+func (s *Floor) traceHandshake(id int64) {
 	if trace.Enabled && s.tap == nil && id != s.st.sessionID {
-		trace.ConnHandshook(conn, id, grantedTimeout(conn))
+		zc := s.link.zc.Load()
+		trace.ConnHandshook(zc, id, grantedTimeout(zc))
 	}
 }
 
 // noteGranted warns, once per value, when the server granted a session
-// timeout other than the one Connect asked for (it bounds it between 2 and
+// timeout other than the one Dial asked for (it bounds it between 2 and
 // 20 of its ticks): a crashed holder's lock then passes on after the
 // granted timeout, and the loss bounds derive from the smaller of the two.
-// Under NewSession the caller's connection asked, not the session.
-func (s *Session) noteGranted() {
+// Under Wrap the caller's connection asked, not the session.
+func (s *Floor) noteGranted() {
 	if s.tap == nil {
 		return
 	}
 	granted := s.tap.GrantedTimeout()
-	if granted <= 0 || granted == s.cfg.timeout || s.link.warned.Swap(int64(granted)) == int64(granted) {
+	if granted <= 0 || granted == s.cfg.Timeout || s.link.warned.Swap(int64(granted)) == int64(granted) {
 		return
 	}
 	s.log.Warn("ZooKeeper granted another session timeout than the one asked for",
-		"asked", s.cfg.timeout, "granted", granted)
+		"asked", s.cfg.Timeout, "granted", granted)
 }
 
 // setStateLocked records st and tells whoever waits on a change.
-func (s *Session) setStateLocked(st State, id int64) {
+func (s *Floor) setStateLocked(st State, id int64) {
 	if st == s.st.state {
 		return
 	}
@@ -233,7 +228,7 @@ func (s *Session) setStateLocked(st State, id int64) {
 }
 
 // closeState moves the session to StateClosed and ends every hold.
-func (s *Session) closeState() {
+func (s *Floor) closeState() {
 	s.st.mu.Lock()
 	if s.st.state == StateClosed {
 		s.st.mu.Unlock()
@@ -244,16 +239,16 @@ func (s *Session) closeState() {
 	s.st.mu.Unlock()
 	s.outageEnds("the session was closed", 0, 0)
 	for _, h := range lost {
-		h.lose(ErrSessionClosed)
+		h.lose(ErrClosed)
 	}
 }
 
 // takeHolds empties the set of valid holds and returns them. s.st.mu is held.
-func (s *Session) takeHolds() []sessionHold {
+func (s *Floor) takeHolds() []*Member {
 	if len(s.st.holds) == 0 {
 		return nil
 	}
-	hs := make([]sessionHold, 0, len(s.st.holds))
+	hs := make([]*Member, 0, len(s.st.holds))
 	for h := range s.st.holds {
 		hs = append(hs, h)
 	}
@@ -262,7 +257,7 @@ func (s *Session) takeHolds() []sessionHold {
 }
 
 // stateChanged returns a channel closed at the next state change.
-func (s *Session) stateChanged() <-chan struct{} {
+func (s *Floor) stateChanged() <-chan struct{} {
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	return s.st.changed
@@ -270,7 +265,7 @@ func (s *Session) stateChanged() <-chan struct{} {
 
 // countWaiting counts an acquisition that has (or is creating) a node, so
 // that the lease is kept fresh for its grant.
-func (s *Session) countWaiting(delta int) {
+func (s *Floor) countWaiting(delta int) {
 	s.st.mu.Lock()
 	s.st.waiting += delta
 	// The renewer only needs waking when the session becomes active: it

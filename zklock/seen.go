@@ -1,5 +1,10 @@
 package zklock
 
+// What an acquisition's own requests showed it of the queue, and what it
+// tells of it: the position reports of a wait (WithPositionHandler), and
+// the WaitError of one that ended without the lock. Nothing here sends a
+// request.
+
 import (
 	"encoding/json"
 	"fmt"
@@ -12,6 +17,58 @@ import (
 
 	"github.com/go-zookeeper/zk"
 )
+
+// Position is where an Acquire's node stands in the lock's queue, as of the
+// latest listing of the queue the waiter read (CURATOR-592).
+type Position struct {
+	// Node is the full path of our node. A node that vanished while queued
+	// is replaced by a new one (Acquire queues again): Node tells them apart.
+	Node string
+	// Ahead is how many nodes are queued before ours (0: ours is first).
+	Ahead int
+	// Queued is how many nodes are in the queue, ours included.
+	Queued int
+	// Holder is the full path of the first node in the queue: the holder
+	// of a mutex (ours when Ahead is 0); for a read/write lock or a
+	// semaphore, the oldest of possibly several holders.
+	Holder string
+	// Leads reports that our node may go now: Acquire is about to take
+	// the hold. It is set on the last report of a successful Acquire (a
+	// failure at that moment, such as a loss of the session, can still
+	// follow it).
+	Leads bool
+}
+
+// positions reports one queued node's place to the handler on the
+// caller's goroutine, so reports come in order and never after Acquire
+// returned; without a handler waitTurn makes no call.
+type positions struct {
+	fn   func(Position)
+	node string
+	dir  string // the lock path, for Holder
+	last Position
+	any  bool // last is set
+}
+
+// newPositions returns the reporter to fn of node, queued on the lock at
+// dir; nil without a handler (fn nil), or a wait.
+func newPositions(fn func(Position), node, dir string, wait bool) *positions {
+	if fn == nil || !wait {
+		return nil
+	}
+	return &positions{fn: fn, node: node, dir: dir}
+}
+
+// seen reports our node at index i of q, going or not, unless that is
+// the position reported last (a re-check that finds nothing new).
+func (p *positions) seen(q []entry, i int, goes bool) {
+	pos := Position{Node: p.node, Ahead: i, Queued: len(q), Holder: p.dir + "/" + q[0].name, Leads: goes}
+	if p.any && pos == p.last {
+		return
+	}
+	p.last, p.any = pos, true
+	p.fn(pos)
+}
 
 // WaitError is the error of an acquisition that ended without the lock
 // once it had begun to queue: its context ended, its Lock or Session was
@@ -98,25 +155,25 @@ func ParticipantID(data []byte) string {
 
 func notPrintable(r rune) bool { return !unicode.IsPrint(r) }
 
-// seen is what an acquisition's own requests told it of the queue, kept
+// queueView is what an acquisition's own requests told it of the queue, kept
 // for its WaitError: written and read by the acquiring goroutine only (a
 // Lock serves one acquisition at a time: see begin).
-type seen struct {
+type queueView struct {
 	ahead   int
 	holder  string
 	watched *Participant
 }
 
 // sawQueue notes a listing in which our node is at index i (-1: absent).
-func (sn *seen) sawQueue(q []entry, i int) {
-	sn.ahead = i
+func (v *queueView) sawQueue(q []entry, i int) {
+	v.ahead = i
 	if len(q) > 0 {
-		sn.holder = q[0].name
+		v.holder = q[0].name
 	}
 }
 
 // sawWatched notes the node our node watches, as its GetW returned it.
-func (sn *seen) sawWatched(target string, data []byte, st *zk.Stat) {
+func (v *queueView) sawWatched(target string, data []byte, st *zk.Stat) {
 	name := path.Base(target)
 	p := &Participant{Node: name, Data: data}
 	if st != nil {
@@ -125,15 +182,5 @@ func (sn *seen) sawWatched(target string, data []byte, st *zk.Stat) {
 	if f, seq, ok := ParseNode(name); ok {
 		p.Family, p.Sequence = f, seq
 	}
-	sn.watched = p
-}
-
-// waitErr wraps err, which ended an acquisition of l begun at start, in a
-// WaitError with what the acquisition saw.
-func (l *Lock) waitErr(err error, start time.Time) error {
-	if err == nil {
-		return nil
-	}
-	sn := l.seen
-	return &WaitError{Path: l.path, Waited: time.Since(start), Ahead: sn.ahead, Holder: sn.holder, Watched: sn.watched, Err: err}
+	v.watched = p
 }

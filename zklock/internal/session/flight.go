@@ -1,11 +1,11 @@
-package zklock
+package session
 
 import (
 	"context"
 	"time"
 )
 
-// What the session's locks send, and how:
+// What the floor's locks send, and how:
 //
 //   - every acquisition's create and listing are admitted under a bound on
 //     the session's requests in flight (inflight), so that a burst (a
@@ -51,7 +51,7 @@ func (f *inflight) acquire(ctx context.Context, k int, quit <-chan struct{}) err
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-quit:
-		err = ErrSessionClosed
+		err = ErrClosed
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -107,45 +107,50 @@ func (f *inflight) wakeLocked() {
 	}
 }
 
-// request is a read of the session's locks: do makes it on the connection
-// (it must write its results only into variables its caller reads after
-// the request ended well: on ctx's end the request may still be running);
-// admitted, that it holds a place in the bound on requests in flight,
-// given back when it ends.
-type request struct {
-	do       func() error
-	admitted bool
+// Admit admits k requests (1 or 2: an acquisition's create and the
+// listing pipelined behind it) under the bound, waiting in order behind
+// earlier ones, until ctx ends or the floor closes. The create's place is
+// given back by the writer when it is answered (writeEnded), the
+// listing's by LaunchAdmitted's request, or by GiveBack when unused.
+func (s *Floor) Admit(ctx context.Context, k int) error {
+	return s.flight.acquire(ctx, k, s.life.ctx.Done())
 }
 
-// send admits r under the bound (the caller waits for its place itself, so
-// a request waiting for one has no goroutine of its own), makes it, and
-// waits for it or for ctx.
-func (s *Session) send(ctx context.Context, r request) error {
-	if err := s.flight.acquire(ctx, 1, s.life.ctx.Done()); err != nil {
+// GiveBack returns a place Admit gave and no request used.
+func (s *Floor) GiveBack() { s.flight.giveBack() }
+
+// Send makes a read of the locks' (do makes it on the connection; it
+// must write its results only into variables its caller reads after Send
+// returned nil: on ctx's end the request may still be running): it admits
+// it under the bound (the caller waits for its place itself, so a request
+// waiting for one has no goroutine of its own), makes it on a goroutine of
+// the floor's, and waits for it or for ctx.
+func (s *Floor) Send(ctx context.Context, do func() error) error {
+	if err := s.Admit(ctx, 1); err != nil {
 		return err
 	}
-	r.admitted = true
-	return s.launch(r).wait(ctx)
+	return s.LaunchAdmitted(do).Wait(ctx)
 }
 
-// call is a request running on a goroutine of the session's.
-type call struct {
+// Call is a request running on a goroutine of the floor's.
+type Call struct {
 	fin chan struct{} // closed once err is written
 	err error
 }
 
-// launch makes r on a goroutine of the session's.
-func (s *Session) launch(r request) *call {
-	c := &call{fin: make(chan struct{})}
-	s.goBackground(func() {
-		c.err = s.make(r)
+// LaunchAdmitted makes do, a request whose place Admit gave, on a
+// goroutine of the floor's, and gives the place back when it ends.
+func (s *Floor) LaunchAdmitted(do func() error) *Call {
+	c := &Call{fin: make(chan struct{})}
+	s.Go(func() {
+		c.err = s.make(do)
 		close(c.fin)
 	})
 	return c
 }
 
-// wait waits for c, or for ctx.
-func (c *call) wait(ctx context.Context) error {
+// Wait waits for c, or for ctx.
+func (c *Call) Wait(ctx context.Context) error {
 	select {
 	case <-c.fin:
 		return c.err
@@ -154,19 +159,17 @@ func (c *call) wait(ctx context.Context) error {
 	}
 }
 
-// make makes r: it counts it out on the wire tap, and gives its place in
-// the bound back after (admitted).
-func (s *Session) make(r request) error {
+// make makes do, an admitted request: it counts it out on the wire tap,
+// and gives its place in the bound back after.
+func (s *Floor) make(do func() error) error {
 	start := time.Now()
 	if s.tap != nil {
 		s.tap.Handed()
 	}
-	err := r.do()
+	err := do()
 	if s.tap != nil {
 		s.tap.Answered()
 	}
-	if r.admitted {
-		s.flight.release(time.Since(start), s.st.lease.bound()/8)
-	}
+	s.flight.release(time.Since(start), s.st.lease.bound()/8)
 	return err
 }

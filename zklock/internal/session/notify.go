@@ -1,4 +1,4 @@
-package zklock
+package session
 
 func (n *notifier) init(fn func(State)) {
 	n.fn, n.wake, n.done = fn, make(chan struct{}, 1), make(chan struct{})

@@ -1,4 +1,4 @@
-package zklock
+package session
 
 import (
 	"fmt"
@@ -28,7 +28,7 @@ type outage struct {
 // outageBegins starts an outage, unless one is under way, with cause (a
 // disconnection, a dial that failed, an expiry) and the holds it ends at
 // once; log is told of the first.
-func (s *Session) outageBegins(cause string, holds int) {
+func (s *Floor) outageBegins(cause string, holds int) {
 	o := &s.out
 	o.mu.Lock()
 	if !o.since.IsZero() {
@@ -39,16 +39,16 @@ func (s *Session) outageBegins(cause string, holds int) {
 	o.since, o.cause, o.holds, o.dials, o.dialErr = time.Now(), cause, holds, 0, nil
 	o.mu.Unlock()
 	what := "holds end, acquisitions wait for a connection"
-	if s.cfg.expiryOnly {
+	if s.cfg.ExpiryOnly {
 		what = "holds are kept until the session expires, acquisitions wait for a connection"
 	}
 	s.log.Warn("no connection to ZooKeeper: "+what, "cause", cause, "holds_ended", holds)
 }
 
-// dialed notes a dial of the session's connection (under Connect): a
-// failure begins an outage if none is under way (Connect's first dial,
+// dialed notes a dial of the session's connection (under Dial): a
+// failure begins an outage if none is under way (Dial's first dial,
 // or a connection lost with nobody to tell: see observe) and is counted.
-func (s *Session) dialed(address string, err error) {
+func (s *Floor) dialed(address string, err error) {
 	if err == nil {
 		return
 	}
@@ -62,7 +62,7 @@ func (s *Session) dialed(address string, err error) {
 }
 
 // outageHolds counts holds ended during an outage under way.
-func (s *Session) outageHolds(n int) {
+func (s *Floor) outageHolds(n int) {
 	if n == 0 {
 		return
 	}
@@ -77,7 +77,7 @@ func (s *Session) outageHolds(n int) {
 // tellOutage tells the outage's lines for the state zs that observe
 // applied, in session id (prev: the session before; 0 for the first),
 // having ended holds.
-func (s *Session) tellOutage(zs zk.State, prev, id int64, holds int) {
+func (s *Floor) tellOutage(zs zk.State, prev, id int64, holds int) {
 	switch zs {
 	case zk.StateHasSession:
 		if prev != 0 && prev != id {
@@ -96,7 +96,7 @@ func (s *Session) tellOutage(zs zk.State, prev, id int64, holds int) {
 // outageEnds ends the outage under way, if any: the session has a
 // connection again (end is "connected", in session id; prev is the one
 // before, 0 when this is the first) or was closed.
-func (s *Session) outageEnds(end string, prev, id int64) {
+func (s *Floor) outageEnds(end string, prev, id int64) {
 	o := &s.out
 	o.mu.Lock()
 	if o.since.IsZero() {

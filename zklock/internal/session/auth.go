@@ -1,4 +1,4 @@
-package zklock
+package session
 
 import (
 	"context"
@@ -31,13 +31,13 @@ func (g *authGate) init(needed bool) {
 }
 
 // authenticate sends every credential of the session and opens the gate.
-// Connect runs it before returning; NewSession in the background.
-func (s *Session) authenticate(ctx context.Context) error {
+// Dial runs it before returning; Wrap in the background.
+func (s *Floor) authenticate(ctx context.Context) error {
 	if d := testAuthDelay; d > 0 {
 		sleepCtx(ctx, d)
 	}
 	var err error
-	for _, d := range s.cfg.digests {
+	for _, d := range s.cfg.Digests {
 		if err = s.addDigest(ctx, d); err != nil {
 			break
 		}
@@ -56,11 +56,11 @@ func (s *Session) authenticate(ctx context.Context) error {
 // records), so an unchanged connGen after AddAuth returned means any later
 // connection's re-send comes after the record and includes it; a changed
 // one sends the credential again (a duplicate record is harmless). Under
-// NewSession, whose state is polled, a reconnect faster than the poll can
+// Wrap, whose state is polled, a reconnect faster than the poll can
 // go unseen: that window, microseconds wide, stays.
-func (s *Session) addDigest(ctx context.Context, d digestCred) error {
-	cred := []byte(d.user + ":" + d.password)
-	err := s.retry(ctx, func() error {
+func (s *Floor) addDigest(ctx context.Context, d Digest) error {
+	cred := []byte(d.User + ":" + d.Password)
+	err := s.Retry(ctx, func() error {
 		gen := s.link.connGen.Load()
 		if err := s.conn.AddAuth("digest", cred); err != nil {
 			return err
@@ -71,7 +71,7 @@ func (s *Session) addDigest(ctx context.Context, d digestCred) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("zklock: digest auth as %q: %w", d.user, err)
+		return fmt.Errorf("zklock: digest auth as %q: %w", d.User, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package zklock
+package session
 
 import (
 	"context"
@@ -21,12 +21,12 @@ import (
 // server does. Nor does zk.ErrClosing: it is go-zookeeper's own Close
 // failing the requests it wrote and had no answer to (closing_test.go).
 
-// refusal reports whether err is the server's definite refusal of a
+// Refusal reports whether err is the server's definite refusal of a
 // request: sending it again would be refused again, so retrying is
 // pointless. Everything else (lost connections, write errors of any kind,
 // a moved or expired session, errors this package does not know) leaves
 // the request's fate open and is worth retrying.
-func refusal(err error) bool {
+func Refusal(err error) bool {
 	for _, r := range refusals {
 		if errors.Is(err, r) {
 			return true
@@ -41,36 +41,36 @@ var refusals = []error{
 	zk.ErrBadVersion, zk.ErrNotEmpty, zk.ErrReconfigDisabled,
 	zk.ErrShortBuffer,  // the request does not fit go-zookeeper's buffer: it never will
 	writes.ErrTooLarge, // nor would it: refused before sending
-	ErrSessionClosed, context.Canceled, context.DeadlineExceeded,
+	ErrClosed, context.Canceled, context.DeadlineExceeded,
 }
 
-// newBackOff is the policy of every retry: exponential from 10 ms, capped
+// NewBackOff is the policy of every retry: exponential from 10 ms, capped
 // at the session's maximum interval, never giving up by itself (a context
 // or the session bounds it).
-func (s *Session) newBackOff() *backoff.ExponentialBackOff {
+func (s *Floor) NewBackOff() *backoff.ExponentialBackOff {
 	return backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(10*time.Millisecond),
-		backoff.WithMaxInterval(s.cfg.maxRetryWait),
+		backoff.WithMaxInterval(s.cfg.MaxRetryWait),
 		backoff.WithMaxElapsedTime(0))
 }
 
-// retry runs op until it succeeds, fails with a refusal (or an error op
+// Retry runs op until it succeeds, fails with a refusal (or an error op
 // marks backoff.Permanent), ctx ends or the session closes, backing off
 // between attempts.
-func (s *Session) retry(ctx context.Context, op func() error) error {
+func (s *Floor) Retry(ctx context.Context, op func() error) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	unlink := context.AfterFunc(s.life.ctx, stop)
 	defer unlink()
 	err := backoff.Retry(func() error {
 		err := op()
-		if err != nil && refusal(err) {
+		if err != nil && Refusal(err) {
 			return backoff.Permanent(err)
 		}
 		return err
-	}, backoff.WithContext(s.newBackOff(), ctx))
-	if err != nil && s.isClosed() && !errors.Is(err, ErrSessionClosed) {
-		return fmt.Errorf("%w: %w", s.closedErr(), err)
+	}, backoff.WithContext(s.NewBackOff(), ctx))
+	if err != nil && s.Closed() && !errors.Is(err, ErrClosed) {
+		return fmt.Errorf("%w: %w", s.ClosedErr(), err)
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package zklock
+package session
 
 import (
 	"reflect"
@@ -8,7 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// What a session made by NewSession must know of the caller's connection
+// What a session made by Wrap must know of the caller's connection
 // and go-zookeeper v1.0.4 keeps unexported. Both are read by reflection
 // from fields whose names and types TestConnInternals pins, so that an
 // upgrade that renames them fails the suite instead of silently weakening

@@ -1,4 +1,4 @@
-package zklock
+package session
 
 import (
 	"time"
@@ -34,7 +34,7 @@ func (le *lease) refresh() <-chan struct{} {
 }
 
 // refreshWritten is refresh, and also returns a channel closed once the
-// sync is written (nil under NewSession, where that is not seen).
+// sync is written (nil under Wrap, where that is not seen).
 func (le *lease) refreshWritten() (done, written <-chan struct{}) {
 	s := le.s
 	s.st.mu.Lock()
@@ -53,14 +53,14 @@ func (le *lease) refreshWritten() (done, written <-chan struct{}) {
 		w = s.tap.Expect(syncKey, wire.OpSync)
 		le.written = w.Sent()
 	}
-	s.goBackground(func() {
+	s.Go(func() {
 		if w != nil {
 			defer s.tap.Forget(syncKey, w)
 		}
 		p := s.newProof()
-		trace.Sent(s.conn, trace.OpSync, syncKey)
+		trace.Sent(s.zc, trace.OpSync, syncKey)
 		_, err := s.conn.Sync(syncKey)
-		trace.Answered(s.conn, trace.OpSync, syncKey, "", err)
+		trace.Answered(s.zc, trace.OpSync, syncKey, "", err)
 		if err == nil {
 			s.proved(p)
 		} else {
@@ -88,8 +88,8 @@ const syncKey = "/"
 // becomes active, not one more), and the caller waits only until it is
 // written, not for its answer. Without the tap the send time is the
 // queueing and is never capped: nothing to do.
-func (s *Session) lead() {
-	if s.tap == nil || s.cfg.noPipelining || time.Since(s.tap.LastWrite()) < s.st.lease.period() {
+func (s *Floor) lead() {
+	if s.tap == nil || s.cfg.NoPipelining || time.Since(s.tap.LastWrite()) < s.st.lease.period() {
 		return
 	}
 	done, written := s.st.lease.refreshWritten()
@@ -115,7 +115,7 @@ func (le *lease) renew() {
 	// a Reset timer delivers no value from before the Reset).
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
-	for !s.isClosed() {
+	for !s.Closed() {
 		s.st.mu.Lock()
 		// After a lapse that ended holds, until a proof tells its end.
 		active := len(s.st.holds) > 0 || s.st.waiting > 0 || le.lapsedAt.Load() != 0

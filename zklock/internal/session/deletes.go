@@ -1,4 +1,4 @@
-package zklock
+package session
 
 import (
 	"errors"
@@ -12,39 +12,39 @@ import (
 // Guaranteed deletes (Curator's): retried whatever the error until the
 // node is gone or its session is over.
 
-// deleteGuaranteed deletes node, created by session owner, retrying
+// DeleteGuaranteed deletes node, created by session owner, retrying
 // whatever the error until the node is gone or its session is over
 // (Curator's guaranteed delete). A session is over when the client holds
 // another one (the server expired it, and its ephemeral nodes with it), or
-// when the connection was closed (by the Session, which owns it, or under
+// when the connection was closed (by the floor, which owns it, or under
 // NewSession by its owner: go-zookeeper's Close ends the session at once).
-// Once the Session is closed, it also stops after twice the session
-// timeout without a session, so that Close under NewSession is bounded.
-func (s *Session) deleteGuaranteed(node string, owner int64) {
-	s.untilSessionOver(owner, func() (bool, error) {
+// Once the floor is closed, it also stops after twice the session
+// timeout without a session, so that Close under Wrap is bounded.
+func (s *Floor) DeleteGuaranteed(node string, owner int64) {
+	s.UntilSessionOver(owner, func() (bool, error) {
 		// Guarded: this closure is copied where deleteGuaranteed is
 		// inlined, and the copies' calls are not inlined themselves.
 		if trace.Enabled {
-			trace.RetrySent(s.conn, node)
+			trace.RetrySent(s.zc, node)
 		}
 		err := s.conn.Delete(node, -1)
 		if trace.Enabled {
-			trace.RetryAnswered(s.conn, node, err)
+			trace.RetryAnswered(s.zc, node, err)
 		}
-		if refusal(err) && !errors.Is(err, zk.ErrNoNode) {
+		if Refusal(err) && !errors.Is(err, zk.ErrNoNode) {
 			s.log.Warn("lock node delete refused; retrying", "node", node, "err", err)
 		}
 		return err == nil || errors.Is(err, zk.ErrNoNode), err
 	})
 }
 
-// untilSessionOver runs op, backing off between attempts, until it reports
+// UntilSessionOver runs op, backing off between attempts, until it reports
 // done or session owner is over (see deleteGuaranteed), whatever errors op
-// meets. Closing the Session does not stop it unless the Session owns the
-// connection; under NewSession, the owner's closing of the connection
+// meets. Closing the floor does not stop it unless the floor owns the
+// connection; under Wrap, the owner's closing of the connection
 // does.
-func (s *Session) untilSessionOver(owner int64, op func() (done bool, err error)) {
-	b := s.newBackOff()
+func (s *Floor) UntilSessionOver(owner int64, op func() (done bool, err error)) {
+	b := s.NewBackOff()
 	var downSince time.Time
 	for {
 		// While the connection is down the request would only be queued,
@@ -55,8 +55,8 @@ func (s *Session) untilSessionOver(owner int64, op func() (done bool, err error)
 				return
 			}
 		}
-		if s.hardStopped() || s.link.connGone.Load() {
-			// Our connection is closed (by us, or under NewSession by its
+		if s.HardStopped() || s.link.connGone.Load() {
+			// Our connection is closed (by us, or under Wrap by its
 			// owner): go-zookeeper's Close ended the session, and the
 			// server deletes its nodes.
 			return
@@ -64,13 +64,13 @@ func (s *Session) untilSessionOver(owner int64, op func() (done bool, err error)
 		if id := s.conn.SessionID(); id != owner && owner != 0 {
 			return
 		}
-		// No give-up by time while the Session is open: a session can
+		// No give-up by time while the floor is open: a session can
 		// outlive any outage, since a server that takes over (a restart, a
 		// new leader) gives every session a fresh timeout, and a node left
 		// to a live session would block its queue for the session's life.
-		// Only a closed Session (under NewSession: Close waits for this)
+		// Only a closed floor (under Wrap: Close waits for this)
 		// stops after 2T without a session.
-		if s.conn.State() != zk.StateHasSession && s.isClosed() {
+		if s.conn.State() != zk.StateHasSession && s.Closed() {
 			if downSince.IsZero() {
 				downSince = time.Now()
 			} else if time.Since(downSince) > 2*s.timeout() {
@@ -89,13 +89,13 @@ func (s *Session) untilSessionOver(owner int64, op func() (done bool, err error)
 	}
 }
 
-// deleteInBackground runs deleteGuaranteed on a goroutine the session
+// DeleteInBackground runs deleteGuaranteed on a goroutine the session
 // tracks.
-func (s *Session) deleteInBackground(node string, owner int64) {
-	s.goBackground(func() { s.deleteGuaranteed(node, owner) })
+func (s *Floor) DeleteInBackground(node string, owner int64) {
+	s.Go(func() { s.DeleteGuaranteed(node, owner) })
 }
 
-func (s *Session) hardStopped() bool {
+func (s *Floor) hardStopped() bool {
 	select {
 	case <-s.life.hardStop:
 		return true

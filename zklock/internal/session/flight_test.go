@@ -1,4 +1,4 @@
-package zklock
+package session
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The bound on requests in flight (send.go): in order, a pair admitted
+// The bound on requests in flight (flight.go): in order, a pair admitted
 // together, a waiter that gives up leaves no place taken.
 func TestInflightOrder(t *testing.T) {
 	f := &inflight{limit: 4}
@@ -74,8 +74,8 @@ func TestInflightOrder(t *testing.T) {
 
 	quit := make(chan struct{})
 	close(quit)
-	if err := f.acquire(ctx, 1, quit); !errors.Is(err, ErrSessionClosed) {
-		t.Errorf("acquire on a full bound of a closed session: %v; want ErrSessionClosed", err)
+	if err := f.acquire(ctx, 1, quit); !errors.Is(err, ErrClosed) {
+		t.Errorf("acquire on a full bound of a closed session: %v; want ErrClosed", err)
 	}
 }
 

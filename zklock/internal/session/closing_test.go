@@ -1,4 +1,4 @@
-package zklock
+package session
 
 import (
 	"testing"
@@ -19,7 +19,7 @@ import (
 // settles the write Unknown. (A request never written is failed with
 // zk.ErrConnectionClosed or zk.ErrNoServer, which were never refusals.)
 func TestClosingLeavesTheOutcomeUnknown(t *testing.T) {
-	if refusal(zk.ErrClosing) {
+	if Refusal(zk.ErrClosing) {
 		t.Error("zk.ErrClosing counted as the server's refusal")
 	}
 	q := writes.New(writes.Conn{
@@ -36,8 +36,8 @@ func TestClosingLeavesTheOutcomeUnknown(t *testing.T) {
 		Go:              func(fn func()) { go fn() },
 		Now:             time.Now,
 		AfterFunc:       func(d time.Duration, f func()) writes.Timer { return time.AfterFunc(d, f) },
-		Closed:          func() error { return ErrSessionClosed },
-		GoneWithSession: errGoneWithSession,
+		Closed:          func() error { return ErrClosed },
+		GoneWithSession: ErrGoneWithSession,
 	}, writes.Config{MaxOps: 16, MaxBytes: 1 << 20, MaxApart: 4, FoldWait: time.Millisecond})
 	defer q.Stop()
 	w := q.Create("/l", "/l/_c_x-lock-", nil, zk.WorldACL(zk.PermAll))

@@ -1,4 +1,4 @@
-package zklock
+package session
 
 import (
 	"time"
@@ -55,14 +55,14 @@ import (
 // next holder's grant, which needs the expiry committed and then its own
 // watch and listing.
 //
-// The send time s. Under Connect the wire tap (wire.go) records when each
+// The send time s. Under Dial the wire tap (package wire) records when each
 // write to the socket began; a request queued after the tap's count mark
 // is written no earlier than the first write after mark, so that write's
 // start is taken as s: no later than the server saw our request. And s is
 // capped at the start of the write before it plus T/8, which is what makes
 // "the previous request was sent at s − T/8 or later" true even when the
 // send loop wrote nothing for a while (a stalled socket). Both moves only
-// make s earlier, and the deadline with it. Under NewSession there is no
+// make s earlier, and the deadline with it. Under Wrap there is no
 // tap, and s is when the request was queued.
 //
 // The argument assumes that the follower's ping replies flow whenever a
@@ -79,7 +79,7 @@ import (
 // by the argument above the next holder can be granted the lock at most
 // 3T/4 − 5T/8 = T/8 before this one is told.
 
-func (le *lease) init(s *Session) {
+func (le *lease) init(s *Floor) {
 	le.s = s
 	le.kick = make(chan struct{}, 1)
 }
@@ -87,7 +87,7 @@ func (le *lease) init(s *Session) {
 // bound is B: how long after the send time of a proof holds stay valid.
 func (le *lease) bound() time.Duration {
 	t := le.s.timeout()
-	if le.s.cfg.expiryOnly {
+	if le.s.cfg.ExpiryOnly {
 		return t * 3 / 4
 	}
 	if mutant.On(mutant.BoundHalf) {
@@ -130,7 +130,7 @@ type LeaseStats struct {
 }
 
 // LeaseStats reports the session's lease counters.
-func (s *Session) LeaseStats() LeaseStats {
+func (s *Floor) LeaseStats() LeaseStats {
 	if s == nil {
 		return LeaseStats{}
 	}
@@ -169,7 +169,7 @@ type proof struct {
 }
 
 // newProof notes a request about to be queued.
-func (s *Session) newProof() proof {
+func (s *Floor) newProof() proof {
 	p := proof{at: time.Now(), id: s.conn.SessionID()}
 	if s.tap != nil {
 		p.mark = s.tap.Mark()
@@ -179,7 +179,7 @@ func (s *Session) newProof() proof {
 
 // proved renews the lease with p's request, which succeeded: from its send
 // time (see the argument above), if it was sent in the current session.
-func (s *Session) proved(p proof) {
+func (s *Floor) proved(p proof) {
 	sent, written := p.at, p.at
 	if s.tap != nil {
 		at, prev, ok := s.tap.FirstWriteAfter(p.mark)
@@ -212,7 +212,7 @@ func (s *Session) proved(p proof) {
 // was sent in the current session; it reports a proof too late to renew
 // anything (its deadline already past), and a lease renewed into the
 // future.
-func (s *Session) renewFrom(p proof, sent time.Time) (late, renewed bool) {
+func (s *Floor) renewFrom(p proof, sent time.Time) (late, renewed bool) {
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	le := &s.st.lease
@@ -221,7 +221,7 @@ func (s *Session) renewFrom(p proof, sent time.Time) (late, renewed bool) {
 	}
 	d := sent.Add(le.bound())
 	if d.After(le.deadline) {
-		trace.Renewed(s.conn, p.id, sent, d)
+		trace.Renewed(s.zc, p.id, sent, d)
 		le.deadline = d
 		le.armLocked()
 	}
@@ -264,7 +264,7 @@ func (le *lease) lapse() {
 	}
 	lost := s.takeHolds()
 	s.st.mu.Unlock()
-	trace.Lapsed(s.conn, len(lost))
+	trace.Lapsed(s.zc, len(lost))
 	if len(lost) > 0 {
 		le.lapses.Add(1)
 		le.lapsedAt.CompareAndSwap(0, time.Now().UnixNano())
@@ -289,16 +289,16 @@ func (le *lease) stop() {
 }
 
 // timeout is the session timeout the loss bounds derive from: the one the
-// server negotiated when known (from the connect response under Connect,
-// from the connection under NewSession), else the one asked for; the
+// server negotiated when known (from the connect response under Dial,
+// from the connection under Wrap), else the one asked for; the
 // smaller of the two, which only shortens the bounds.
-func (s *Session) timeout() time.Duration {
+func (s *Floor) timeout() time.Duration {
 	granted := time.Duration(s.link.granted.Load())
 	if s.tap != nil {
 		granted = s.tap.GrantedTimeout()
 	}
 	if granted > 0 {
-		return min(granted, s.cfg.timeout)
+		return min(granted, s.cfg.Timeout)
 	}
-	return s.cfg.timeout
+	return s.cfg.Timeout
 }

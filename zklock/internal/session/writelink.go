@@ -1,7 +1,6 @@
-package zklock
+package session
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,30 +17,31 @@ import (
 // request on the wire with the lease's proof around it, and the bound on
 // requests in flight.
 
-// newWrites makes the session's write path on conn.
-func (s *Session) newWrites(conn *zk.Conn) *writes.Queue {
+// newWrites makes the floor's write path on its connection.
+func (s *Floor) newWrites() *writes.Queue {
+	zc := s.zc
 	return writes.New(writes.Conn{
 		Connected:   s.awaitConnected,
-		SessionID:   conn.SessionID,
+		SessionID:   s.conn.SessionID,
 		Lead:        s.lead,
 		Send:        s.sendWrites,
 		Ended:       s.writeEnded,
-		DeleteApart: s.deleteInBackground,
-		Queued:      func(path, node string, owner int64) { trace.DelAdded(conn, path, node, owner) },
-		Go:          s.goBackground,
+		DeleteApart: s.DeleteInBackground,
+		Queued:      func(path, node string, owner int64) { trace.DelAdded(zc, path, node, owner) },
+		Go:          s.Go,
 		Now:         time.Now,
 		AfterFunc:   func(d time.Duration, f func()) writes.Timer { return time.AfterFunc(d, f) },
 		// The session's own errors, which the write path tells as they
 		// are: no mapping of its verdicts to them on this side.
-		Closed:          s.closedErr,
-		GoneWithSession: errGoneWithSession,
+		Closed:          s.ClosedErr,
+		GoneWithSession: ErrGoneWithSession,
 	}, writeConfig(s.cfg, s.link.ownsConn))
 }
 
 // writeConfig is the write path's configuration for a session.
-func writeConfig(cfg sessionConfig, ownsConn bool) writes.Config {
-	return writes.Config{MaxOps: maxBatchOps, MaxBytes: requestLimit(cfg.juteMax), MaxApart: maxApart,
-		FoldWait: foldWait, OneWrite: cfg.noPipelining, KeepDeletesOnClose: !ownsConn}
+func writeConfig(cfg Config, ownsConn bool) writes.Config {
+	return writes.Config{MaxOps: maxBatchOps, MaxBytes: requestLimit(cfg.JuteMax), MaxApart: maxApart,
+		FoldWait: foldWait, OneWrite: cfg.NoPipelining, KeepDeletesOnClose: !ownsConn}
 }
 
 // The size of a request, its header and body as go-zookeeper encodes
@@ -67,30 +67,6 @@ func requestLimit(jute int) int {
 		jute = defaultJuteMaxBuffer
 	}
 	return min(jute, clientMaxRequest)
-}
-
-// WithJuteMaxBuffer tells the session its servers' jute.maxbuffer, in
-// bytes, when it is not ZooKeeper's default (0xfffff, 1 MiB less one
-// byte): the server drops the connection of a larger request, and it does
-// not tell its clients the value, so a session must be told it, as a Java
-// client is by the same property. The session's writer packs its writes
-// into requests no larger than it (nor than go-zookeeper's buffer, 1.5
-// MiB), and refuses a write that alone is larger before sending it: an
-// acquisition whose node's create is (a very large ACL: ErrInvalidOption)
-// or a transaction (ErrInvalidOp), each with its size and the limit. At
-// least 64 KiB.
-func WithJuteMaxBuffer(bytes int) SessionOption {
-	return func(c *sessionConfig) { c.juteMax = bytes }
-}
-
-// checkJuteMaxBuffer refuses a jute.maxbuffer below 64 KiB, which a lock
-// node's data alone may take: more likely a mistake (a count of KiB) than
-// a server's. 0 is the default.
-func checkJuteMaxBuffer(n int) error {
-	if n != 0 && n < 64<<10 {
-		return fmt.Errorf("%w: jute.maxbuffer of %d bytes: at least 65536", ErrInvalidOption, n)
-	}
-	return nil
 }
 
 // The bounds of the write path. The writer has one round out at a time,
@@ -132,7 +108,7 @@ var testWriterGate atomic.Pointer[chan struct{}]
 // the server evaluated the request. The tap tells the request when it is
 // written (the creates' listings go behind it), and a success proves the
 // session at the leader (the lease, lease.go).
-func (s *Session) sendWrites(reqs []*writes.Request) []writes.Answer {
+func (s *Floor) sendWrites(reqs []*writes.Request) []writes.Answer {
 	answers := make([]writes.Answer, len(reqs))
 	var wg sync.WaitGroup
 	for i := 1; i < len(reqs); i++ {
@@ -153,7 +129,7 @@ func (s *Session) sendWrites(reqs []*writes.Request) []writes.Answer {
 	case r.Single && del != nil:
 		op = wire.OpDelete
 	}
-	if s.tap != nil && !s.cfg.noPipelining {
+	if s.tap != nil && !s.cfg.NoPipelining {
 		key := writes.OpPath(r.Ops[0])
 		wt := s.tap.ExpectFunc(key, r.Written, op)
 		defer s.tap.Forget(key, wt)
@@ -164,7 +140,7 @@ func (s *Session) sendWrites(reqs []*writes.Request) []writes.Answer {
 	}
 	writeOf := func(i int) (bool, []any) { return r.Writes[i].Kind() == writes.Txn, r.Writes[i].Ops() }
 	if trace.Enabled { // a constant: a build without the tag drops both calls
-		trace.WritesSent(s.conn, len(r.Writes), writeOf)
+		trace.WritesSent(s.zc, len(r.Writes), writeOf)
 	}
 	a := &answers[0]
 	switch op {
@@ -178,7 +154,7 @@ func (s *Session) sendWrites(reqs []*writes.Request) []writes.Answer {
 		a.Results, a.Err = s.conn.Multi(r.Ops...)
 	}
 	if trace.Enabled {
-		trace.WritesAnswered(s.conn, len(r.Writes), writeOf, a.Results, a.Err)
+		trace.WritesAnswered(s.zc, len(r.Writes), writeOf, a.Results, a.Err)
 	}
 	if s.tap != nil {
 		s.tap.Answered()
@@ -192,7 +168,7 @@ func (s *Session) sendWrites(reqs []*writes.Request) []writes.Answer {
 // answerOf is a single request's answer as a multi's: one result when the
 // server answered (nil, or one of its refusals), none when it may not have.
 func answerOf(err error, r zk.MultiResponse) writes.Answer {
-	if err != nil && !refusal(err) {
+	if err != nil && !Refusal(err) {
 		return writes.Answer{Err: err}
 	}
 	return writes.Answer{Results: []zk.MultiResponse{r}, Err: err}
@@ -200,7 +176,7 @@ func answerOf(err error, r zk.MultiResponse) writes.Answer {
 
 // writeEnded gives a create's place in the bound back: answered after
 // rtt (the bound adapts to it), or never sent.
-func (s *Session) writeEnded(sent bool, rtt time.Duration) {
+func (s *Floor) writeEnded(sent bool, rtt time.Duration) {
 	if sent {
 		s.flight.release(rtt, s.st.lease.bound()/8)
 	} else {
@@ -211,7 +187,7 @@ func (s *Session) writeEnded(sent bool, rtt time.Duration) {
 // awaitConnected waits until the session is connected; false once it is
 // closed. It is the writer's wait before each round (a test's gate holds
 // it first: HoldWriterForTest).
-func (s *Session) awaitConnected() bool {
+func (s *Floor) awaitConnected() bool {
 	if gate := testWriterGate.Load(); gate != nil {
 		select {
 		case <-*gate:
@@ -223,7 +199,7 @@ func (s *Session) awaitConnected() bool {
 		st, changed := s.st.state, s.st.changed
 		s.st.mu.Unlock()
 		switch {
-		case s.isClosed() || st == StateClosed:
+		case s.Closed() || st == StateClosed:
 			return false
 		case st == StateConnected:
 			return true

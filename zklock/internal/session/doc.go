@@ -1,0 +1,58 @@
+// Package session is the floor of a zklock session, below its locks: the
+// connection and its states, the lease (proof, renewal, its clock), the
+// grant of holds and their loss, the write path's link to the connection,
+// retries, guaranteed deletes and credentials. zklock.Session is a handle
+// over a Floor; the lock floor (zklock's Lock, Hold and recipes) speaks to
+// it through the verbs below, never through its fields. It imports
+// nothing of zklock.
+//
+// # What the lock floor calls (the floor's verbs)
+//
+//   - Making and ending: Dial (zklock.Connect), Wrap (zklock.NewSession),
+//     Close; Done, Closed and ClosedErr say whether and why it ended,
+//     HardStopped whether the server deleted its nodes itself.
+//   - Reading: State, SessionID, Conn (the go-zookeeper connection, for
+//     the locks' reads), and the few configuration reads (ExpiryOnly,
+//     Logger, Log, MaxRetryWait, Bound, the lease's bound).
+//   - Admitting a request: Admit k places under the bound on requests in
+//     flight, GiveBack one unused; Send a read (admitted, made on a
+//     goroutine of the floor's, waited for or abandoned); LaunchAdmitted a
+//     read whose place Admit gave (a listing pipelined behind a create).
+//   - Granting: Waiting counts an acquisition with a node (the lease is
+//     kept fresh for it); Grant makes a Member one of the valid holds once
+//     the floor can vouch for it; Forget takes it out.
+//   - Writing: Writes is the write path (package writes): every create,
+//     delete and transaction of the locks goes there.
+//   - Watching: Watch registers a callback for the next event on a path
+//     (under Dial, go-zookeeper calls the floor for every event;
+//     Dispatching says so).
+//   - Background work: Go (a goroutine Close waits for), DeleteGuaranteed,
+//     DeleteInBackground and UntilSessionOver (retried until done or the
+//     session is over), Retry and NewBackOff (the one retry policy), and
+//     Refusal (which errors are the server's final answer); AwaitAuth
+//     waits for the credentials.
+//
+// # What the floor calls back
+//
+// A Member's lose function, once, when the floor can no longer vouch for
+// the hold (ErrDisconnected, ErrSessionExpired, ErrLeaseExpired,
+// ErrClosed): it may run on go-zookeeper's event goroutine and must not
+// block. The state listener (Config.Listener), from a goroutine of its
+// own. Watch callbacks, on go-zookeeper's event goroutine.
+//
+// # The rules it keeps
+//
+//   - Loss before grant (lease.go has the argument): a hold is granted
+//     only while the lease lies ahead, and every hold is told lost at the
+//     lease's deadline at the latest, before the server can expire the
+//     session and grant the lock elsewhere; a disconnection, an expiry or
+//     a new session ends the holds at once.
+//   - An outage, and a lease that lapsed, are told twice: when they begin
+//     and when they end (outage.go, lease.go).
+//   - Every error is defined once (errors.go); package zklock re-exports
+//     the sentinels its callers can receive.
+//
+// The lease's reading path, file by file, is in the repository's
+// docs/design.md; its explorer (lease_explore_test.go) drives the grant
+// against proofs, answers, drops, expiries and Close on a virtual clock.
+package session

@@ -1,0 +1,150 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/tierlock/tierlock/internal/trace"
+)
+
+// The grant: whether a hold may begin, asked of the floor by the lock
+// floor, and only here; and the loss signal, the one way the floor ends
+// the holds it granted (takeHolds, state.go and lease.go).
+
+// Member is a hold as the floor knows it: one of its valid holds from
+// Grant to Forget, told Lose when the floor can no longer vouch for it (a
+// disconnection, an expiry or a new session, the lease's lapse, Close).
+type Member struct {
+	lose func(cause error) // must not block: it may run on go-zookeeper's event goroutine
+}
+
+// NewMember is the member of a hold that lose ends.
+func NewMember(lose func(cause error)) *Member { return &Member{lose: lose} }
+
+// ErrNodeGone reports that a node's session is over (the node went with
+// it) before its hold could be granted.
+var ErrNodeGone = errors.New("zklock: lock node vanished while queued")
+
+// Grant makes m one of the floor's valid holds once the floor can vouch
+// for it: owner, the session that made the hold's node, is the current
+// one, and the lease lies ahead, or a sync has renewed it. It returns
+// ErrNodeGone when owner's session is over, the floor's ClosedErr once it
+// is closed, and ctx's error when ctx ends first.
+func (s *Floor) Grant(ctx context.Context, owner int64, m *Member) error {
+	for attempt := 0; ; attempt++ {
+		s.st.mu.Lock()
+		verdict := s.grantableLocked(owner)
+		trace.Judged(s.zc, owner, verdict)
+		if verdict == grantNow {
+			s.st.holds[m] = struct{}{}
+			s.st.lease.armLocked()
+			s.st.mu.Unlock()
+			return nil
+		}
+		changed := s.st.changed
+		s.st.mu.Unlock()
+		switch verdict {
+		case grantClosed:
+			return s.ClosedErr()
+		case grantGone:
+			return ErrNodeGone
+		}
+		if err := s.awaitGrantable(ctx, verdict, attempt, changed); err != nil {
+			return err
+		}
+	}
+}
+
+// Forget takes m out of the valid holds (released, or lost by its own
+// watch); nil, or a member taken already, is no matter.
+func (s *Floor) Forget(m *Member) {
+	s.st.mu.Lock()
+	delete(s.st.holds, m)
+	s.st.mu.Unlock()
+}
+
+// Waiting counts an acquisition that has (or is creating) a node, so that
+// the lease is kept fresh for its grant: +1 as it begins, -1 as it ends.
+func (s *Floor) Waiting(delta int) {
+	s.st.mu.Lock()
+	s.st.waiting += delta
+	// The renewer only needs waking when the floor becomes active: it
+	// then keeps itself awake while anything has a node.
+	wake := delta > 0 && s.st.waiting == delta && len(s.st.holds) == 0
+	s.st.mu.Unlock()
+	if wake {
+		s.st.lease.wake()
+	}
+}
+
+// What grantableLocked finds.
+const (
+	grantNow    = iota
+	grantClosed // the floor is closed
+	grantGone   // the hold's session is over: its node went with it
+	grantLag    // the connection has the hold's session but our view of it lags
+	grantDown   // not connected: wait for the connection, or news that the session is over
+	grantLease  // connected, but the lease is not ahead
+)
+
+func (s *Floor) grantableLocked(owner int64) int {
+	switch {
+	case s.st.closed:
+		return grantClosed
+	case owner != s.conn.SessionID():
+		// The client holds another session (or none, after an expiry).
+		return grantGone
+	case owner != s.st.sessionID:
+		// Under Wrap the state is polled: wait for it rather than give
+		// up a node that exists.
+		return grantLag
+	case s.st.state != StateConnected && !(s.cfg.ExpiryOnly && s.st.state == StateDisconnected):
+		return grantDown
+	case !s.st.lease.validLocked(time.Now()):
+		return grantLease
+	}
+	return grantNow
+}
+
+// awaitGrantable waits for what may change Grant's verdict.
+func (s *Floor) awaitGrantable(ctx context.Context, verdict, attempt int, changed <-chan struct{}) error {
+	var refreshed <-chan struct{}
+	var lag <-chan time.Time
+	switch verdict {
+	case grantLease:
+		if attempt == 0 {
+			s.st.lease.waits.Add(1)
+		}
+		refreshed = s.st.lease.refresh()
+	case grantLag:
+		lag = time.After(5 * time.Millisecond) // a polled state catches up within a tick
+	}
+	select {
+	case <-lag:
+	case <-refreshed:
+		if attempt > 0 {
+			// The leader did not confirm us: do not spin.
+			if !sleepCtx(ctx, min(time.Duration(attempt)*10*time.Millisecond, s.cfg.MaxRetryWait)) {
+				return ctx.Err()
+			}
+		}
+	case <-changed:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.life.ctx.Done():
+		return s.ClosedErr()
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

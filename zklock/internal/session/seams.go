@@ -1,0 +1,83 @@
+package session
+
+import (
+	"sync"
+	"time"
+
+	"github.com/tierlock/tierlock/zklock/internal/wire"
+)
+
+// Test seams: what package zklock's tests reach below the session's face
+// (zklock's export_test.go). The library itself calls none of them.
+
+// Tap is the floor's wire tap (nil under Wrap).
+func (s *Floor) Tap() *wire.Tap { return s.tap }
+
+// LeaseValid reports whether the lease would let a hold be granted now.
+func (s *Floor) LeaseValid() bool {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	return s.st.lease.validLocked(time.Now())
+}
+
+// LeasePeriod is how often the floor must be proved while a lock has a
+// node.
+func (s *Floor) LeasePeriod() time.Duration { return s.st.lease.period() }
+
+// FillInflight takes every free place in the bound on requests in flight,
+// as a burst of acquisitions would, and returns the function that gives
+// them back.
+func (s *Floor) FillInflight() (giveBack func()) {
+	f := &s.flight
+	f.mu.Lock()
+	if f.limit == 0 {
+		f.limit = startInflight
+	}
+	k := max(0, f.limit-f.n)
+	f.n += k
+	f.mu.Unlock()
+	return func() {
+		f.mu.Lock()
+		f.n -= k
+		f.wakeLocked()
+		f.mu.Unlock()
+	}
+}
+
+// SetPollEvery sets how often floors made by Wrap poll their connection's
+// state, and returns the function that restores it.
+func SetPollEvery(d time.Duration) (restore func()) {
+	old := pollEvery
+	pollEvery = d
+	return func() { pollEvery = old }
+}
+
+// SetAuthDelay delays the sending of every floor's credentials by d, and
+// returns the function that restores it.
+func SetAuthDelay(d time.Duration) (restore func()) {
+	old := testAuthDelay
+	testAuthDelay = d
+	return func() { testAuthDelay = old }
+}
+
+// HoldWriters holds every floor's writer before it sends its next batch
+// until the returned function is called, so that a test can see what one
+// batch gathers.
+func HoldWriters() (let func()) {
+	gate := make(chan struct{})
+	testWriterGate.Store(&gate)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			testWriterGate.Store(nil)
+			close(gate)
+		})
+	}
+}
+
+// GrantedTimeout and ConnQuit are conninfo.go's reads of go-zookeeper's
+// unexported fields, for the test that pins them.
+var (
+	GrantedTimeout = grantedTimeout
+	ConnQuit       = connQuit
+)
