@@ -19,42 +19,90 @@ go vet ./...
 # downloads stays within 2 MB and holds no raw benchmark output, and every
 # relative link in the Markdown files resolves (a few seconds).
 (cd internal/repocheck && go vet ./... && go test -race -count=1 "$@" ./...)
-go test -race -count=1 -timeout 12m "$@" ./...
+# Every package's tests with the race detector, but for the nemesis scenes
+# that the traced step below runs (under -race too) and replays: each runs
+# once (zktest.TracedStep).
+TIERLOCK_TRACED_STEP=skip go test -race -count=1 -timeout 12m "$@" ./...
+
+# The steps after it wait more than they compute (ZooKeeper's timeouts,
+# schedulers' ticks, faults): they run side by side, each to a log of its
+# own, printed when it ends; the suite fails if any of them does.
+logs=$(mktemp -d)
+pids=()
+names=()
+step() {
+  local name=$1
+  shift
+  ( set -e; "$@" ) >"$logs/$name.log" 2>&1 &
+  pids+=($!)
+  names+=("$name")
+}
+
 # The write path explored schedule by schedule (zklock/internal/writes):
 # 100,000 schedules without the race detector (about 10 s; the race run
 # above explores 10,000), and its seeded bugs, each found by the explorer.
-go test -count=1 -run 'TestExplore$' ./zklock/internal/writes/
-go test -count=1 -tags tierlockmutants -run TestExploreFindsSeededBugs ./zklock/internal/writes/
+explore_writes() {
+  go test -count=1 -run 'TestExplore$' ./zklock/internal/writes/
+  go test -count=1 -tags tierlockmutants -run TestExploreFindsSeededBugs ./zklock/internal/writes/
+}
+step writes-explorer explore_writes
 
 # gocronlock is a module of its own, so that tierlock does not depend on
-# gocron: vet and test it the same way (its fleet tests run 15 s each).
-(cd gocronlock && go vet ./... && go test -race -count=1 -timeout 8m "$@" ./...)
+# gocron: vet and test it the same way.
+step gocronlock sh -c 'cd gocronlock && go vet ./... && go test -race -count=1 -timeout 8m "$@" ./...' sh "$@"
 # cronlock (robfig/cron's adapter) too, so that tierlock does not depend
 # on robfig/cron: its wrapper with real Crons, README's program built in a
 # new module as a new user would, and the fleet test (internal/fleet): for
 # every registered lock, three robfig/cron processes for 20 s, side by
 # side, on a Redis and a ZooKeeper the test starts (about 60 s in all).
-(cd cronlock && go vet ./... && go test -race -count=1 -timeout 8m "$@" ./...)
-go test -race -count=1 -tags tierlocktrace -run 'TestTrace|TestOn|TestRecorder|TestClass' ./internal/trace/ ./zklock/ ./tier/
-go test -count=1 -tags tierlockmutants -run TestMutant ./stress/
-# The replay (internal/replay) of real runs recorded against a real
-# ZooKeeper, and of hand-made traces it must refuse (about 6 s).
-go test -race -count=1 -tags tierlocktrace -run 'TestRecorded|TestHandMade' ./internal/replay/
-# The code's seeded bugs (internal/mutant), each in a short stress run or,
-# for the bugs of the lease's bounds and the steps' timing, a scenario of
-# its own process, recorded with the bug on: the replay must refuse the
-# run at the step named, and replay the control runs clean (about 110 s).
-go test -count=1 -tags 'tierlocktrace tierlockmutants' -run TestCodeMutants ./internal/replay/
-# The nemesis tests recorded and replayed through the model's client steps
-# (docs/replay.md): every fault kind of tier's nemesis (partition,
-# asymmetric, stall, drop, reset, flood; a guarded write's outcome across a
-# partition and a drop; NewSession's polled state; the recipes' and the
-# multi-lock's scenes) and zklock's expiry-only scenes. One directory per
-# package: trace files are named by pid. About 2.5 minutes.
-tier_traces=$(mktemp -d)
-TIERLOCK_TRACE="$tier_traces" go test -count=1 -tags tierlocktrace -run 'TestNemesis$|TestNemesisTxn$|TestNemesisNewSession$|TestRecipeNemesis$|TestRecipeFlood$|TestRWNemesis$|TestSemNemesis$|TestMultiLockNemesis$' ./tier/
-go run ./internal/replay/cmd/replay "$tier_traces"
-zklock_traces=$(mktemp -d)
-TIERLOCK_TRACE="$zklock_traces" go test -count=1 -tags tierlocktrace -run 'TestPositionAcrossFaults$|TestRevokeAcrossDisconnection$' ./zklock/
-go run ./internal/replay/cmd/replay "$zklock_traces"
-rm -rf "$tier_traces" "$zklock_traces"
+step cronlock sh -c 'cd cronlock && go vet ./... && go test -race -count=1 -timeout 8m "$@" ./...' sh "$@"
+
+# The trace points, the stress command's seeded bugs, the replay
+# (internal/replay) of real runs recorded against a real ZooKeeper and of
+# hand-made traces it must refuse (about 6 s), and the code's seeded bugs
+# (internal/mutant), each in a short stress run or, for the bugs of the
+# lease's bounds and the steps' timing, a scenario of its own process,
+# recorded with the bug on: the replay must refuse the run at the step
+# named, and replay the control runs clean (about 110 s).
+replay_checks() {
+  go test -race -count=1 -tags tierlocktrace -run 'TestTrace|TestOn|TestRecorder|TestClass' ./internal/trace/ ./zklock/ ./tier/
+  go test -count=1 -tags tierlockmutants -run TestMutant ./stress/
+  go test -race -count=1 -tags tierlocktrace -run 'TestRecorded|TestHandMade' ./internal/replay/
+  go test -count=1 -tags 'tierlocktrace tierlockmutants' -run TestCodeMutants ./internal/replay/
+}
+step replay replay_checks
+
+# The nemesis tests recorded, under -race, and replayed through the model's
+# client steps (docs/replay.md): every fault kind of tier's nemesis
+# (partition, asymmetric, stall, drop, reset, flood; a guarded write's
+# outcome across a partition and a drop; NewSession's polled state; the
+# recipes' and the multi-lock's scenes) and zklock's expiry-only scenes.
+# One directory per package: trace files are named by pid. About 2.5
+# minutes.
+nemesis_replayed() {
+  local tier_traces zklock_traces
+  tier_traces=$(mktemp -d)
+  zklock_traces=$(mktemp -d)
+  TIERLOCK_TRACE="$tier_traces" go test -race -count=1 -tags tierlocktrace -run 'TestNemesis$|TestNemesisTxn$|TestNemesisNewSession$|TestRecipeNemesis$|TestRecipeFlood$|TestRWNemesis$|TestSemNemesis$|TestMultiLockNemesis$' ./tier/
+  go run ./internal/replay/cmd/replay "$tier_traces"
+  TIERLOCK_TRACE="$zklock_traces" go test -race -count=1 -tags tierlocktrace -run 'TestPositionAcrossFaults$|TestRevokeAcrossDisconnection$' ./zklock/
+  go run ./internal/replay/cmd/replay "$zklock_traces"
+  rm -rf "$tier_traces" "$zklock_traces"
+}
+step nemesis nemesis_replayed
+
+failed=()
+for i in "${!pids[@]}"; do
+  if wait "${pids[$i]}"; then
+    echo "--- step ${names[$i]}: ok"
+  else
+    failed+=("${names[$i]}")
+    echo "--- step ${names[$i]}: FAILED"
+  fi
+  cat "$logs/${names[$i]}.log"
+done
+rm -rf "$logs"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "make test: failed steps: ${failed[*]}" >&2
+  exit 1
+fi

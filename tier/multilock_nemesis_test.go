@@ -30,6 +30,7 @@ import (
 // throws A's bytes away while the server's still reach A, so only the
 // session lease tells A.
 func TestMultiLockNemesis(t *testing.T) {
+	zktest.TracedStep(t)
 	if testing.Short() {
 		t.Skip("fault scenarios")
 	}

@@ -15,6 +15,7 @@ import (
 
 // Guarded writes under the nemesis (see nemesis_test.go for the setups).
 func TestNemesisTxn(t *testing.T) {
+	zktest.TracedStep(t)
 	if testing.Short() {
 		t.Skip("long fault scenarios")
 	}

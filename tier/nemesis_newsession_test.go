@@ -18,6 +18,7 @@ import (
 // the granted one: its loss bounds must still come from the timeout the
 // server granted.
 func TestNemesisNewSession(t *testing.T) {
+	zktest.TracedStep(t)
 	if testing.Short() {
 		t.Skip("fault scenarios")
 	}

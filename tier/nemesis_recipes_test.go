@@ -101,6 +101,7 @@ var recipes = []recipe{
 }
 
 func TestRecipeNemesis(t *testing.T) {
+	zktest.TracedStep(t)
 	if testing.Short() {
 		t.Skip("fault scenarios")
 	}
@@ -139,6 +140,7 @@ func TestRecipeNemesis(t *testing.T) {
 // grant in the new session, or an error), no node may be left, and a fresh
 // acquisition must hold afterwards.
 func TestRecipeFlood(t *testing.T) {
+	zktest.TracedStep(t)
 	if testing.Short() {
 		t.Skip("fault scenarios")
 	}

@@ -85,6 +85,7 @@ func nemesisScene(t *testing.T, acquireA, acquireB func(ctx context.Context) (co
 }
 
 func TestRWNemesis(t *testing.T) {
+	zktest.TracedStep(t)
 	if testing.Short() {
 		t.Skip("fault scenarios")
 	}
@@ -129,6 +130,7 @@ func TestRWNemesis(t *testing.T) {
 }
 
 func TestSemNemesis(t *testing.T) {
+	zktest.TracedStep(t)
 	if testing.Short() {
 		t.Skip("fault scenarios")
 	}

@@ -225,6 +225,7 @@ func (s *lossScene) finish() {
 }
 
 func TestNemesis(t *testing.T) {
+	zktest.TracedStep(t)
 	if testing.Short() {
 		t.Skip("long fault scenarios")
 	}

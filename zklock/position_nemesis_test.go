@@ -19,6 +19,7 @@ import (
 // Either way the last report is Leads on the node Acquire returns holding,
 // and nothing is told after Acquire returned.
 func TestPositionAcrossFaults(t *testing.T) {
+	zktest.TracedStep(t)
 	for _, fault := range []string{"drop", "expiry"} {
 		t.Run(fault, func(t *testing.T) {
 			servers := zktest.Servers(t)

@@ -22,6 +22,7 @@ import (
 //     acted on when traffic flows again (healed before the client's read
 //     timeout, two thirds of the session timeout, would notice).
 func TestRevokeAcrossDisconnection(t *testing.T) {
+	zktest.TracedStep(t)
 	for _, fault := range []string{"partition", "blackhole"} {
 		t.Run(fault, func(t *testing.T) {
 			servers := zktest.Servers(t)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/internal/zkserver"
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -304,4 +305,20 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TracedStepEnv names the environment variable that make test sets in its
+// race run: the tests that call TracedStep then skip there, because make
+// test runs them again in its traced step (with the tierlocktrace tag and
+// -race), where their history is replayed through the model. Each runs
+// once, under both.
+const TracedStepEnv = "TIERLOCK_TRACED_STEP"
+
+// TracedStep skips t in a build without the tierlocktrace tag when
+// TracedStepEnv is "skip": see TracedStepEnv.
+func TracedStep(t *testing.T) {
+	t.Helper()
+	if !trace.Enabled && os.Getenv(TracedStepEnv) == "skip" {
+		t.Skip("runs in make test's traced step (-tags tierlocktrace, -race), replayed through the model")
+	}
 }
