@@ -279,13 +279,18 @@ func (le *lease) lapse() {
 	}
 }
 
-// stop ends the timer; the renewer ends with the session's context.
+// stop ends the timer; the renewer ends with the session's context. A
+// lapse under way ends with the floor, and is told so, as an outage is.
 func (le *lease) stop() {
 	le.s.st.mu.Lock()
 	if le.timer != nil {
 		le.timer.Stop()
 	}
 	le.s.st.mu.Unlock()
+	if at := le.lapsedAt.Swap(0); at != 0 {
+		le.s.log.Warn("session closed before it was confirmed with the leader again",
+			"after", time.Since(time.Unix(0, at)).Round(time.Millisecond), "bound", le.bound())
+	}
 }
 
 // timeout is the session timeout the loss bounds derive from: the one the

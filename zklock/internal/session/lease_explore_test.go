@@ -82,14 +82,14 @@ import (
 //	(d) caller  on a healthy schedule (no fault, every answer within B/8):
 //	            no lapse, every Grant nil within T/4
 //	(e) log     every outage and every lapse of the lease told once when
-//	            it begins and once when it ends (an outage's end: the next
-//	            session, or Close), at the moment it does
+//	            it begins and once when it ends (or Close ends it), at
+//	            the moment it does
 //
 // TestLeaseExplore also counts the moments the checks are about
 // (lease_lines_test.go) and fails if one was never reached.
 
 var (
-	leaseSchedules   = flag.Int("lease.schedules", 100000, "schedules TestLeaseExplore runs")
+	leaseSchedules   = flag.Int("lease.schedules", 80000, "schedules TestLeaseExplore runs")
 	leaseSeed        = flag.Uint64("lease.seed", 1, "the first seed TestLeaseExplore runs; the seed TestLeaseExploreReplay replays")
 	leasePingReplies = flag.Bool("lease.pingreplies", false, "the follower reports touches only in its ping replies, not ahead of what it forwards (lease.go's assumption dropped)")
 	leaseEvents      = flag.String("lease.events", "", "TestLeaseExploreReplay: the steps to replay (comma-separated tokens); empty: the seed's own")
@@ -111,7 +111,7 @@ func TestLeaseExplore(t *testing.T) {
 	t.Logf("%d schedules, no property broken, in %v", n, time.Since(start).Round(time.Millisecond))
 	missing, counts := uncoveredLease()
 	t.Logf("moments reached: %s", counts)
-	if n >= 2500 && len(missing) > 0 {
+	if n >= 2000 && len(missing) > 0 {
 		t.Errorf("no schedule reached: %s", strings.Join(missing, "; "))
 	}
 }

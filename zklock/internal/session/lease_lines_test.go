@@ -19,6 +19,7 @@ const (
 	outageClosed = "no connection to ZooKeeper until"
 	lapseBegun   = "session not confirmed with the leader in time"
 	lapseOver    = "session confirmed with the leader again"
+	lapseClosed  = "session closed before it was confirmed with the leader again"
 )
 
 // linesAt returns when the floor logged a line beginning with one of pre.
@@ -69,10 +70,10 @@ func (w *world) checkOutageLines(add func(string, ...any)) {
 
 // checkLapseLines: a lapse begins where the lease ran out with holds (the
 // first of its ErrLeaseExpired losses) and ends at the first proof after
-// it that puts the lease ahead again (lease.go's rule).
+// it that puts the lease ahead again (lease.go's rule), or at Close.
 func (w *world) checkLapseLines(add func(string, ...any)) {
 	begins, ends := w.lapses()
-	told, over := w.linesAt(lapseBegun), w.linesAt(lapseOver)
+	told, over := w.linesAt(lapseBegun), w.linesAt(lapseOver, lapseClosed)
 	w.cover(coverLapseOver, len(over) > 0)
 	if !slices.Equal(told, begins) || !slices.Equal(over, ends) {
 		add("(e) lapses told begun at %v and over at %v; they began at %v and ended at %v", told, over, begins, ends)
@@ -101,7 +102,7 @@ func (w *world) lapses() (begins, ends []time.Duration) {
 	slices.Sort(lost)
 	slices.Sort(renewed)
 	for i := 0; i < len(lost); {
-		start, end := lost[i], never
+		start, end := lost[i], closed
 		if j, _ := slices.BinarySearch(renewed, start+1); j < len(renewed) && renewed[j] < closed {
 			end = renewed[j]
 		}
