@@ -85,8 +85,9 @@ import (
 //	            it begins and once when it ends (or Close ends it), at
 //	            the moment it does
 //
-// TestLeaseExplore also counts the moments the checks are about
-// (lease_lines_test.go) and fails if one was never reached.
+// Each property refuses a seeded bug (lease_mutants_test.go,
+// docs/lease.md); TestLeaseExplore also counts the moments the checks are
+// about (lease_lines_test.go) and fails if one was never reached.
 
 var (
 	leaseSchedules   = flag.Int("lease.schedules", 80000, "schedules TestLeaseExplore runs")
