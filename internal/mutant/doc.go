@@ -85,11 +85,31 @@ const (
 	// GrantLate: a hold the session granted ("now") is handed to its
 	// acquirer 200 ms after the verdict (zklock: Lock.attempt).
 	GrantLate = "grant-late"
+
+	// The lease's explorer (zklock/internal/session,
+	// lease_explore_test.go) refuses the five above that live in the
+	// session's floor, and these, each a bug of a property the others
+	// leave alone.
+
+	// GrantIgnoresLease: the grant does not look at the lease's deadline
+	// (session: Floor.grantableLocked).
+	GrantIgnoresLease = "grant-ignores-lease"
+	// GoneWhileDown: a grant asked while the connection is down is told
+	// that its node went with its session, which may live on (session:
+	// Floor.grantableLocked).
+	GoneWhileDown = "gone-while-down"
+	// NoRenewal: the renewer never syncs; only writes, and the syncs of
+	// grants that wait, renew the lease (session: lease.renew).
+	NoRenewal = "no-renewal"
+	// LapseEndUntold: the end of a lapse of the lease is not told
+	// (session: Floor.proved).
+	LapseEndUntold = "lapse-end-untold"
 )
 
 // Names lists the seeded bugs.
 func Names() []string {
 	return []string{GrantBeforeListing, LeaseFromAnswer, DeleteWrongCreate, WatchGrantsEarly, CreateBeforeDelete,
 		TxnUnknownRequeued, ApartStops, UnknownBeforeWire,
-		BoundHalf, SendUncapped, LossLate, LapseLate, GrantLate}
+		BoundHalf, SendUncapped, LossLate, LapseLate, GrantLate,
+		GrantIgnoresLease, GoneWhileDown, NoRenewal, LapseEndUntold}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
 )
 
@@ -100,8 +101,14 @@ func (s *Floor) grantableLocked(owner int64) int {
 		// up a node that exists.
 		return grantLag
 	case s.st.state != StateConnected && !(s.cfg.ExpiryOnly && s.st.state == StateDisconnected):
+		if mutant.On(mutant.GoneWhileDown) {
+			return grantGone // seeded bug: down is not over
+		}
 		return grantDown
 	case !s.st.lease.validLocked(time.Now()):
+		if mutant.On(mutant.GrantIgnoresLease) {
+			return grantNow // seeded bug: the lease not looked at
+		}
 		return grantLease
 	}
 	return grantNow

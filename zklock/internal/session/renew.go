@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tierlock/tierlock/internal/closed"
+	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
@@ -119,6 +120,9 @@ func (le *lease) renew() {
 		s.st.mu.Lock()
 		// After a lapse that ended holds, until a proof tells its end.
 		active := len(s.st.holds) > 0 || s.st.waiting > 0 || le.lapsedAt.Load() != 0
+		if mutant.On(mutant.NoRenewal) {
+			active = false // seeded bug: the renewer never syncs
+		}
 		// A sync is due a period after the latest proof, or the latest
 		// sync, was queued: timed from the queueing, so that a backlog
 		// that delays every write by more than a period still leaves the

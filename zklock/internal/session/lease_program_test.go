@@ -1,0 +1,283 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/zklock/internal/writes"
+)
+
+// What a schedule does: its configuration, drawn from the seed, and its
+// steps, each at a time of its own (ns apart, so that two rarely fall
+// together and a seed replays the same). A step is a token, kind@at or
+// kind@at:d, so that a schedule is a list of them (lease_explore_test.go).
+
+// leaseConfig is a schedule's configuration.
+type leaseConfig struct {
+	T           time.Duration // the session timeout, as negotiated
+	tick        time.Duration // the servers' tickTime, in [T/20, T/2]
+	phase       time.Duration // when the follower's ping replies fall, within tick/2
+	orphanAfter time.Duration // syncLimit × tickTime
+	expiryOnly  bool          // Config.ExpiryOnly
+	healthy     bool          // no faults, every answer within B/8
+	pLate       float64       // the share of late answers (and late processing)
+	pingReplies bool          // touches reported only at ping replies (lease.go's assumption dropped)
+}
+
+// B is the lease's bound as lease.go states it.
+func (c leaseConfig) B() time.Duration {
+	if c.expiryOnly {
+		return c.T * 3 / 4
+	}
+	return c.T / 4
+}
+
+// The horizon of a schedule's steps, and when it closes, in T.
+const (
+	stepsUntil = 6
+	closeAt    = 8
+)
+
+// step is one thing the explorer does at its time.
+type step struct {
+	kind  string
+	at, d time.Duration
+}
+
+func (s step) String() string {
+	if s.d > 0 {
+		return fmt.Sprintf("%s@%v:%v", s.kind, s.at, s.d)
+	}
+	return fmt.Sprintf("%s@%v", s.kind, s.at)
+}
+
+// parseSteps reads a schedule's steps back from their tokens.
+func parseSteps(tokens []string) ([]step, error) {
+	var steps []step
+	for _, tok := range tokens {
+		kind, rest, ok := strings.Cut(tok, "@")
+		at, d, _ := strings.Cut(rest, ":")
+		st := step{kind: kind}
+		var err error
+		if st.at, err = time.ParseDuration(at); !ok || err != nil {
+			return nil, fmt.Errorf("bad step %q", tok)
+		}
+		if d != "" {
+			if st.d, err = time.ParseDuration(d); err != nil {
+				return nil, fmt.Errorf("bad step %q", tok)
+			}
+		}
+		steps = append(steps, st)
+	}
+	return steps, nil
+}
+
+// The steps a schedule draws from, with their weights: acquisitions (aq),
+// releases (rl), ctx ends (x), transactions (tx); the faults: drops (dc),
+// partitions of the follower from the leader (pt), stalls (st), blackholes
+// of the client's traffic (bh), Close (cl).
+var (
+	programKinds = []string{"aq", "rl", "tx"}
+	programW     = []int{5, 4, 3}
+	faultKinds   = []string{"aq", "rl", "tx", "x", "dc", "pt", "st", "bh", "cl"}
+	faultW       = []int{22, 16, 14, 6, 9, 10, 8, 7, 2}
+)
+
+// draw makes seed's configuration and steps.
+func draw(seed uint64) (leaseConfig, []step) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	T := []time.Duration{2 * time.Second, 4 * time.Second, 10 * time.Second}[rng.IntN(3)]
+	c := leaseConfig{T: T, expiryOnly: rng.IntN(4) == 0, healthy: rng.IntN(8) == 0,
+		pLate: []float64{0, 0.1, 0.3}[rng.IntN(3)]}
+	c.pingReplies = *leasePingReplies
+	c.tick = T/20 + uniform(rng, T/2-T/20)
+	c.phase = uniform(rng, c.tick/2)
+	c.orphanAfter = min(time.Duration(2+rng.IntN(19))*c.tick, 2*T)
+	kinds, weights, n := faultKinds, faultW, 10+rng.IntN(31)
+	if c.healthy {
+		kinds, weights, n = programKinds, programW, 6+rng.IntN(15)
+	}
+	total := 0
+	for _, x := range weights {
+		total += x
+	}
+	steps := make([]step, n)
+	for i := range steps {
+		k := rng.IntN(total)
+		j := 0
+		for ; k >= weights[j]; j++ {
+			k -= weights[j]
+		}
+		st := step{kind: kinds[j], at: uniform(rng, stepsUntil*T)}
+		switch st.kind {
+		case "dc":
+			st.d = uniform(rng, 2*T)
+		case "pt":
+			st.d = uniform(rng, 3*T/2)
+		case "st", "bh":
+			st.d = uniform(rng, T)
+		}
+		steps[i] = st
+	}
+	slices.SortStableFunc(steps, func(a, b step) int { return int(a.at - b.at) })
+	return c, steps
+}
+
+// uniform draws a duration in [0, d].
+func uniform(rng *rand.Rand, d time.Duration) time.Duration {
+	return time.Duration(rng.Int64N(int64(d) + 1))
+}
+
+// The double's delays, drawn as the driver meets them.
+func (w *world) jitter() time.Duration {
+	if w.cfg.healthy || w.rng.IntN(10) < 6 {
+		return 0
+	}
+	return uniform(w.rng, w.cfg.T/32)
+}
+
+func (w *world) hop() time.Duration {
+	if w.cfg.healthy {
+		return uniform(w.rng, w.cfg.T/256)
+	}
+	if w.rng.IntN(100) < 85 {
+		return uniform(w.rng, w.cfg.T/128)
+	}
+	return uniform(w.rng, w.cfg.T/8)
+}
+
+// late draws the leader's processing (up to T/2 when late) or an
+// answer's way back (up to T).
+func (w *world) late(upTo time.Duration) time.Duration {
+	if w.cfg.healthy {
+		return uniform(w.rng, w.cfg.T/256)
+	}
+	if w.rng.Float64() < w.cfg.pLate {
+		w.cover(coverLate, true)
+		return uniform(w.rng, upTo)
+	}
+	return uniform(w.rng, w.cfg.T/128)
+}
+
+func (w *world) proc() time.Duration { return w.late(w.cfg.T / 2) }
+func (w *world) back() time.Duration { return w.late(w.cfg.T) }
+
+func (w *world) reconnectDelay() time.Duration {
+	if w.rng.IntN(4) == 0 {
+		return uniform(w.rng, 2*w.cfg.T)
+	}
+	return uniform(w.rng, w.cfg.T/4)
+}
+
+// member is an acquisition, as the lock floor makes one (zklock's
+// Lock.attempt and Hold): Waiting(+1), the create of its node through the
+// write path, Grant with the node's session, Waiting(-1); released, it
+// leaves the valid holds (Forget) and its node is deleted; lost, the same.
+type member struct {
+	n      int
+	path   string
+	m      *Member
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// Under world.mu.
+	owner    int64
+	node     string
+	called   time.Duration // Grant called (-1: never)
+	returned time.Duration // Grant returned (-1: not)
+	err      error
+	loses    []told
+	forgot   time.Duration // released (-1: not)
+	cancelAt time.Duration // its ctx ended (-1: not)
+	exited   bool
+	gaveUp   bool // its node given up (tidy)
+}
+
+// told is a lose call.
+type told struct {
+	at    time.Duration
+	cause error
+}
+
+// granted reports whether Grant returned nil.
+func (a *member) granted() bool { return a.returned >= 0 && a.err == nil }
+
+// acquire is a member's goroutine.
+func (w *world) acquire(a *member) {
+	defer w.exit(a)
+	s := w.s
+	s.Waiting(1)
+	defer s.Waiting(-1)
+	if err := s.Admit(a.ctx, 1); err != nil {
+		return
+	}
+	wr := s.Writes().Create(a.path, fmt.Sprintf("%s/_c_%08d-lock-", a.path, a.n), nil, zk.WorldACL(zk.PermAll))
+	<-wr.Done
+	res := wr.Result()
+	if res.Verdict != writes.Applied || res.Session == 0 {
+		return
+	}
+	w.mu.Lock()
+	a.owner, a.node, a.called = res.Session, res.Results[0].String, w.now()
+	w.mu.Unlock()
+	err := s.Grant(a.ctx, res.Session, a.m)
+	w.mu.Lock()
+	a.returned, a.err = w.now(), err
+	w.mu.Unlock()
+}
+
+// lose is a member's Member callback.
+func (w *world) lose(a *member, cause error) {
+	w.mu.Lock()
+	a.loses = append(a.loses, told{at: w.now(), cause: cause})
+	w.mu.Unlock()
+	w.poke()
+}
+
+// tidy gives up, at the instant they end, the nodes of the acquisitions
+// whose Grant failed or whose hold was lost, as zklock's Lock.attempt and
+// Hold.giveUp do (Forget, and the node's delete through the write path):
+// from the driver, in the members' order, rather than from the goroutines
+// that saw the end, whose order at one instant is the Go scheduler's (the
+// floor ends holds in its map's order), so that a seed replays the same.
+func (w *world) tidy() bool {
+	w.mu.Lock()
+	var ended []*member
+	for _, a := range w.members {
+		if !a.gaveUp && a.node != "" && (len(a.loses) > 0 || a.returned >= 0 && a.err != nil) {
+			a.gaveUp = true
+			ended = append(ended, a)
+		}
+	}
+	w.mu.Unlock()
+	for _, a := range ended {
+		w.s.Forget(a.m)
+		w.s.Writes().Delete(a.path, a.node, a.owner, nil)
+	}
+	return len(ended) > 0
+}
+
+// exit ends an explorer goroutine (a nil member: a transaction's).
+func (w *world) exit(a *member) {
+	w.mu.Lock()
+	w.live--
+	if a != nil {
+		a.exited = true
+	}
+	w.mu.Unlock()
+	w.poke()
+}
+
+// txn is a transaction's goroutine: a setData through the write path.
+func (w *world) txn(n int) {
+	defer w.exit(nil)
+	wr := w.s.Writes().Txn([]any{&zk.SetDataRequest{Path: "/data", Data: []byte{byte(n)}, Version: -1}})
+	<-wr.Done
+	w.cover(coverTxnProof, wr.Result().Verdict == writes.Applied)
+}

@@ -1,0 +1,251 @@
+package session
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/zklock/internal/wire"
+	"github.com/tierlock/tierlock/zklock/internal/writes"
+)
+
+// The lease explorer's double (lease_explore_test.go states its faults and
+// the properties): a go-zookeeper connection (this file and
+// lease_client_test.go), the follower it talks to and the ensemble's
+// leader (lease_server_test.go), on the virtual clock of a synctest
+// bubble. The floor runs unchanged over it, through Conn. Only the
+// explorer's own goroutine (the driver) moves the double; the floor's
+// goroutines hand it requests (Sync, Create, Delete, Multi) and block until
+// the driver answers them. Every time is a duration since the schedule's
+// start.
+
+// world is one schedule: the floor, the double, and what happened.
+type world struct {
+	cfg   leaseConfig
+	rng   *rand.Rand // the double's draws (delays), in the driver's order
+	s     *Floor
+	tap   *wire.Tap
+	t0    time.Time
+	ag    agenda
+	trace []string // the driver's log: what it did, when
+	keep  bool     // keep the trace
+
+	mu      sync.Mutex // what the floor's goroutines reach: below, and members' fields
+	inbox   []*req     // handed since the driver last looked
+	reqs    []*req     // every request, in the order the driver took them
+	writes  []writeRec // every write the client began, as the tap has them
+	lines   []logLine  // the floor's Warn lines
+	members []*member
+	closed  bool // the connection's Close was called
+	live    int  // the explorer's goroutines (acquisitions, transactions) running
+	wake    chan struct{}
+
+	sid   atomic.Int64 // Conn.SessionID
+	state atomic.Int32 // Conn.State
+
+	c    client // the client's side (lease_client_test.go), driver only
+	srv  server // the follower and the leader (lease_server_test.go), driver only
+	hist history
+}
+
+// req is a request handed to the double.
+type req struct {
+	n      int
+	op     int32
+	path   string // the first path it names: what the tap matches
+	ops    []any  // a multi's ops; a create's or a delete's one op
+	sid    int64  // Conn.SessionID as it was handed
+	handed time.Duration
+	mark   int // writes begun before it was handed (the tap's Mark)
+	done   chan struct{}
+
+	// Written before done is closed (end).
+	over     bool
+	conn     *cconn        // the connection that wrote it; nil: never written
+	wi       int           // its write, in world.writes
+	answered time.Duration // when the client had its answer (-1: never)
+	res      []zk.MultiResponse
+	err      error
+}
+
+// writeRec is a write the client began: a request, a ping, a connect.
+type writeRec struct {
+	at   time.Duration
+	what byte // 'r' a request, 'p' a ping, 'c' a connect request
+	r    *req
+}
+
+// now is the virtual time since the schedule began.
+func (w *world) now() time.Duration { return time.Since(w.t0) }
+
+// logf notes what the driver did in the trace, when it is kept (the
+// explorer's own runs keep none: a failing seed is run again with it).
+func (w *world) logf(format string, args ...any) {
+	if !w.keep {
+		return
+	}
+	w.trace = append(w.trace, fmt.Sprintf("%12.6fs ", w.now().Seconds())+fmt.Sprintf(format, args...))
+}
+
+// poke wakes the driver: something of the floor's needs looking at.
+func (w *world) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dbl is the world as the floor's Conn.
+type dbl struct{ w *world }
+
+func (d dbl) SessionID() int64 { return d.w.sid.Load() }
+func (d dbl) State() zk.State  { return zk.State(d.w.state.Load()) }
+
+func (d dbl) Sync(path string) (string, error) {
+	r := d.w.call(wire.OpSync, path, nil)
+	return path, r.err
+}
+
+func (d dbl) Create(path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	r := d.w.call(wire.OpCreate, path, []any{&zk.CreateRequest{Path: path, Data: data, Flags: flags, Acl: acl}})
+	if r.err != nil {
+		return "", r.err
+	}
+	return r.res[0].String, nil
+}
+
+func (d dbl) Delete(path string, version int32) error {
+	return d.w.call(wire.OpDelete, path, []any{&zk.DeleteRequest{Path: path, Version: version}}).err
+}
+
+func (d dbl) Multi(ops ...any) ([]zk.MultiResponse, error) {
+	r := d.w.call(wire.OpMulti, writes.OpPath(ops[0]), ops)
+	return r.res, r.err
+}
+
+func (d dbl) Exists(string) (bool, *zk.Stat, error) { return false, nil, zk.ErrNoServer }
+func (d dbl) AddAuth(string, []byte) error          { return nil }
+
+// Close is go-zookeeper's: every request not answered fails with
+// zk.ErrClosing, and nothing moves after.
+func (d dbl) Close() {
+	w := d.w
+	w.mu.Lock()
+	w.closed = true
+	var open []*req
+	for _, r := range w.reqs {
+		if !r.over {
+			open = append(open, r)
+		}
+	}
+	open = append(open, w.inbox...)
+	w.inbox = nil
+	w.mu.Unlock()
+	for _, r := range open {
+		w.end(r, nil, zk.ErrClosing)
+	}
+}
+
+// call hands a request to the double and waits for its answer.
+func (w *world) call(op int32, path string, ops []any) *req {
+	r := &req{op: op, path: path, ops: ops, done: make(chan struct{}), answered: -1, wi: -1}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		w.end(r, nil, zk.ErrClosing)
+		return r
+	}
+	r.sid, r.handed, r.mark = w.sid.Load(), w.now(), len(w.writes)
+	w.inbox = append(w.inbox, r)
+	w.mu.Unlock()
+	w.poke()
+	<-r.done
+	return r
+}
+
+// end answers r (res, err), unless it was answered already (Close fails
+// what the driver may still answer).
+func (w *world) end(r *req, res []zk.MultiResponse, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if r.over {
+		return
+	}
+	r.over, r.res, r.err, r.answered = true, res, err, w.now()
+	close(r.done)
+}
+
+// takeInbox takes the requests handed since the last look, in an order
+// that does not depend on which goroutine ran first: at one instant the
+// floor's goroutines race to go-zookeeper's queue, so any order is one
+// go-zookeeper could see.
+func (w *world) takeInbox() []*req {
+	w.mu.Lock()
+	in := w.inbox
+	w.inbox = nil
+	if w.closed {
+		in = nil
+	}
+	slices.SortStableFunc(in, func(a, b *req) int {
+		if a.op != b.op {
+			return int(a.op - b.op)
+		}
+		return strings.Compare(a.path, b.path)
+	})
+	for _, r := range in {
+		r.n = len(w.reqs)
+		w.reqs = append(w.reqs, r)
+	}
+	w.mu.Unlock()
+	return in
+}
+
+// record notes a write the client begins now, in the tap as go-zookeeper's
+// tapped connection would (its frame: length, xid, opcode, then the first
+// path; a multi's after 9 bytes of header), and returns its index.
+func (w *world) record(what byte, r *req) int {
+	var frame []byte
+	switch what {
+	case 'p':
+		frame = header(-2, 11, 0)
+	case 'c':
+		frame = make([]byte, 48) // a connect request: protocol version, zxid, timeout, session, password
+		binary.BigEndian.PutUint32(frame, 44)
+	default:
+		frame = requestFrame(r.op, r.path)
+	}
+	w.mu.Lock()
+	i := len(w.writes)
+	w.writes = append(w.writes, writeRec{at: w.now(), what: what, r: r})
+	w.mu.Unlock()
+	w.tap.Record(frame)
+	return i
+}
+
+// header is a request's length, xid and opcode, with room for extra bytes.
+func header(xid, op int32, extra int) []byte {
+	b := make([]byte, 12, 12+extra)
+	binary.BigEndian.PutUint32(b, uint32(8+extra))
+	binary.BigEndian.PutUint32(b[4:], uint32(xid))
+	binary.BigEndian.PutUint32(b[8:], uint32(op))
+	return b
+}
+
+// requestFrame is the start of a request naming path first.
+func requestFrame(op int32, path string) []byte {
+	pre := 0
+	if op == wire.OpMulti {
+		pre = 9 // the first op's header: type, done, error
+	}
+	b := header(1, op, pre+4+len(path))
+	b = append(b, make([]byte, pre)...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(path)))
+	return append(b, path...)
+}
