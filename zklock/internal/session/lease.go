@@ -66,7 +66,11 @@ import (
 // tap, and s is when the request was queued.
 //
 // The argument assumes that the follower's ping replies flow whenever a
-// request gets through (they share its link, in order), that the client's
+// request gets through (they share its link, in order: a touch is reported
+// ahead of the requests forwarded after it; the lease's explorer drops that
+// assumption with -lease.pingreplies, and then refuses the margin: an open
+// question, in docs/lease.md, since ZooKeeper 3.8's follower reports its
+// touches only in its replies to the leader's pings), that the client's
 // monotonic clock and the servers' advance at the same rate within the
 // margin, and that this process is not paused for longer than the margin:
 // a process stopped by the OS or the garbage collector can outlive its

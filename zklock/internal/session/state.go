@@ -114,22 +114,52 @@ func (s *Floor) observe(zs zk.State) {
 	if started == nil {
 		return // zk.Connect has not returned yet; Dial calls observe then
 	}
-	conn := *started
-	id := conn.SessionID()
+	id := (*started).SessionID()
 	s.st.mu.Lock()
 	if s.st.closed {
 		s.st.mu.Unlock()
 		return
 	}
-	var st State
-	var lost []*Member
-	var cause error
 	prev := s.st.sessionID
+	t := s.transitionLocked(zs, id)
+	if !t.moved {
+		s.st.mu.Unlock()
+		// A server that took the connection and dropped it before a first
+		// session (one not serving, say): an outage too.
+		if t.tcp && s.link.tcpUp.Swap(zs == zk.StateConnected) && t.beforeFirst && zs == zk.StateDisconnected {
+			s.outageBegins("connections closed before a session was made", 0)
+		}
+		return
+	}
+	s.setStateLocked(t.st, id)
+	s.st.mu.Unlock()
+	s.tellOutage(zs, prev, id, len(t.lost))
+	if t.st == StateConnected {
+		s.noteGranted()
+	}
+	for _, h := range t.lost {
+		h.lose(t.cause)
+	}
+}
+
+// transition is what a state reported by go-zookeeper changes: the state
+// it moves to (moved), the holds it ends and why.
+type transition struct {
+	moved       bool
+	st          State
+	lost        []*Member
+	cause       error
+	tcp         bool // not moved: a TCP state seen while not connected
+	beforeFirst bool // and before the first session
+}
+
+// transitionLocked applies zs, with the connection in session id, to the
+// floor's state and valid holds. s.st.mu is held.
+func (s *Floor) transitionLocked(zs zk.State, id int64) transition {
 	switch zs {
 	case zk.StateHasSession:
 		if id == 0 {
-			s.st.mu.Unlock()
-			return
+			return transition{}
 		}
 		s.traceHandshake(id)
 		if s.tap == nil {
@@ -138,47 +168,30 @@ func (s *Floor) observe(zs zk.State) {
 				s.link.granted.Store(int64(d))
 			}
 		}
+		t := transition{moved: true, st: StateConnected}
 		if s.st.sessionID != 0 && id != s.st.sessionID {
 			// A new session: the old one is over, and its nodes with it,
 			// whatever events we saw or missed in between.
-			lost, cause = s.takeHolds(), ErrSessionExpired
+			t.lost, t.cause = s.takeHolds(), ErrSessionExpired
 			s.st.lease.reset()
 		}
 		s.st.sessionID = id
-		st = StateConnected
+		return t
 	case zk.StateDisconnected, zk.StateConnecting, zk.StateConnected:
 		// Connecting and Connected are TCP states: no session on them yet.
 		if s.st.state != StateConnected {
-			first := s.st.sessionID == 0
-			s.st.mu.Unlock()
-			// A server that took the connection and dropped it before a
-			// first session (one not serving, say): an outage too.
-			if tcp := s.link.tcpUp.Swap(zs == zk.StateConnected); first && tcp && zs == zk.StateDisconnected {
-				s.outageBegins("connections closed before a session was made", 0)
-			}
-			return
+			return transition{tcp: true, beforeFirst: s.st.sessionID == 0}
 		}
-		st = StateDisconnected
+		t := transition{moved: true, st: StateDisconnected}
 		if !s.cfg.ExpiryOnly {
-			lost, cause = s.takeHolds(), ErrDisconnected
+			t.lost, t.cause = s.takeHolds(), ErrDisconnected
 		}
+		return t
 	case zk.StateExpired:
-		st = StateExpired
-		lost, cause = s.takeHolds(), ErrSessionExpired
 		s.st.lease.reset()
-	default:
-		s.st.mu.Unlock()
-		return
+		return transition{moved: true, st: StateExpired, lost: s.takeHolds(), cause: ErrSessionExpired}
 	}
-	s.setStateLocked(st, id)
-	s.st.mu.Unlock()
-	s.tellOutage(zs, prev, id, len(lost))
-	if st == StateConnected {
-		s.noteGranted()
-	}
-	for _, h := range lost {
-		h.lose(cause)
-	}
+	return transition{}
 }
 
 // traceHandshake records, under Wrap (no tap reads the server's
@@ -261,18 +274,4 @@ func (s *Floor) stateChanged() <-chan struct{} {
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	return s.st.changed
-}
-
-// countWaiting counts an acquisition that has (or is creating) a node, so
-// that the lease is kept fresh for its grant.
-func (s *Floor) countWaiting(delta int) {
-	s.st.mu.Lock()
-	s.st.waiting += delta
-	// The renewer only needs waking when the session becomes active: it
-	// then keeps itself awake while anything has a node.
-	wake := delta > 0 && s.st.waiting == delta && len(s.st.holds) == 0
-	s.st.mu.Unlock()
-	if wake {
-		s.st.lease.wake()
-	}
 }
