@@ -22,7 +22,9 @@ go vet ./...
 # Every package's tests with the race detector, but for the nemesis scenes
 # that the traced step below runs (under -race too) and replays: each runs
 # once (zktest.TracedStep).
+began=$SECONDS
 TIERLOCK_TRACED_STEP=skip go test -race -count=1 -timeout 12m "$@" ./...
+echo "--- the race run: $((SECONDS - began)) s"
 
 # The steps after it wait more than they compute (ZooKeeper's timeouts,
 # schedulers' ticks, faults): they run side by side, each to a log of its
@@ -44,15 +46,20 @@ step() {
 # The lease explored schedule by schedule too (zklock/internal/session,
 # docs/lease.md): 80,000 schedules on a virtual clock (25-45 s on the
 # 2-core machine; the race run above explores 2,000 on one core), and the
-# floor's seeded bugs, each refused by its property (about 5 s). The two
-# explorers compute: one after the other, in one step.
+# floor's seeded bugs, each refused by its property (about 5 s). The
+# explorers compute: they run alone, one after the other, before the steps
+# below, whose fleets a busy processor would make late (gocronlock's
+# TestFleetScale ran 22 % of its ticks beside them).
 explore() {
   go test -count=1 -run 'TestExplore$' ./zklock/internal/writes/
   go test -count=1 -tags tierlockmutants -run TestExploreFindsSeededBugs ./zklock/internal/writes/
   go test -count=1 -run 'TestLeaseExplore$' ./zklock/internal/session/
   go test -count=1 -tags tierlockmutants -run TestLeaseExploreFindsSeededBugs ./zklock/internal/session/
 }
-step explorers explore
+began=$SECONDS
+explore
+echo "--- the explorers: $((SECONDS - began)) s"
+began=$SECONDS
 
 # gocronlock is a module of its own, so that tierlock does not depend on
 # gocron: vet and test it the same way.
@@ -109,6 +116,7 @@ for i in "${!pids[@]}"; do
   cat "$logs/${names[$i]}.log"
 done
 rm -rf "$logs"
+echo "--- the steps side by side: $((SECONDS - began)) s"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "make test: failed steps: ${failed[*]}" >&2
   exit 1

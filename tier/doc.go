@@ -1,7 +1,7 @@
 // Package tier is the lock users hold: a two-tier, reentrant lock in the
 // style of agapple's DistributedReentrantLock.
 //
-// Tier 1 is an admission queue in the process (admit.go): a FIFO that
+// Tier 1 is an admission queue in the process: a FIFO that
 // serializes the goroutines, so that every wait can be abandoned through a
 // context.Context and a try never blocks. Tier 2 is a [zklock.Lock]: the
 // gate's holder competes for the lock across processes through a single
@@ -33,16 +33,9 @@
 // context whose hold is no longer the current one (under WithHandoff the
 // next local holder shares the node, so the server could not tell).
 //
-// Files: admit.go (tier 1, shared by Lock, RWLock and Semaphore), lock.go
-// (the two-tier lock's acquisition and release, its bounded local
-// hand-off, and the two rules every recipe shares: Close against a grant,
-// and telling the observer), lifecycle.go (New, Close, the loss handler),
-// held.go (a hold's type, token, count and revocation), events.go (what
-// an observer is told), locker.go (the sync.Locker adapter), guard.go
-// (guarded writes), rwlock.go, rwwrite.go and rwread.go, semaphore.go,
-// multilock*.go, keyed.go and registry.go (one lock per key), options.go,
-// errors.go,
-// misuse.go (the warning of a Release given a context that holds nothing).
+// An acquisition whose wait ends without the lock (its context, a Close)
+// returns a [WaitError]: the lock (and the registry's key), the tier it
+// waited in, how long, and who held it as far as the waiter knew.
 //
 // Errors are values to test with errors.Is. A tier caller never needs to
 // import zklock for that: every zklock error a tier call can return, or
