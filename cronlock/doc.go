@@ -58,7 +58,9 @@
 // phase: its timers can be seconds apart, and the tick runs on several
 // instances (runonce warns: "the job runs more than once per tick"). Give
 // such a job a spec on the clock ("*/10 * * * * *" with cron.WithSeconds).
-// @every rounds an interval under a second up to one second. A spec's
+// @every rounds an interval under a second up to one second, and one
+// above a second down to whole seconds (@every 1500ms ticks every
+// second). A spec's
 // time zone (CRON_TZ=) changes when its ticks fire, not the rule: every
 // instance must read the spec alike.
 //

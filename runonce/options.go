@@ -12,7 +12,8 @@ import (
 const (
 	// DefaultWindow is the window of a job without WithWindow or
 	// WithJobWindow: right for ticks of 1 s or more whose instances fire
-	// within about 400 ms of one another.
+	// within about 300 ms of one another, with writes answered within
+	// 100 ms (S < W <= P - S - 2r: see the package doc, "The window").
 	DefaultWindow = 500 * time.Millisecond
 	// DefaultLockTimeout bounds Claim, whatever ZooKeeper does.
 	DefaultLockTimeout = time.Second
