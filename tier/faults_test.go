@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -342,12 +343,36 @@ func assertNoOrphans(t *testing.T, servers []string, path string) {
 	}
 }
 
+// connectN opens n sessions, the i-th on servers(i), each logging at Debug
+// to a buffer of the test's that is printed only if the test fails: a fault
+// scene that goes wrong on a loaded machine says what each session saw.
 func connectN(t *testing.T, n int, servers func(i int) []string, opts ...zklock.SessionOption) []*zklock.Session {
 	out := make([]*zklock.Session, n)
+	logs := make([]*zktest.SyncBuffer, n)
 	for i := range out {
-		out[i] = connect(t, servers(i), opts...)
+		logs[i] = &zktest.SyncBuffer{}
+		h := slog.NewTextHandler(logs[i], &slog.HandlerOptions{Level: slog.LevelDebug})
+		log := zklock.WithLogger(slog.New(h).With("session", i))
+		out[i] = connect(t, servers(i), append([]zklock.SessionOption{log}, opts...)...)
 	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for i, b := range logs {
+			t.Logf("session %d's log (its last %d lines):\n%s", i, lastLines, tail(b.String(), lastLines))
+		}
+	})
 	return out
+}
+
+// lastLines is how much of each session's log a failed fault scene prints.
+const lastLines = 150
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // SIGKILL of a standalone server, then a restart on the same data: the

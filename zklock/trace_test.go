@@ -94,6 +94,15 @@ func TestTraceAcquireRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "the node deleted", func() bool { return len(children(t, s.Conn(), p)) == 0 })
+	// The writer records the delete's answer after the reply that let the
+	// listing above through, on a goroutine of its own: a loaded machine
+	// may run the check first (0.23 s into a make test). Wait for the
+	// record too, not only the server.
+	eventually(t, 5*time.Second, "the delete's answer recorded", func() bool {
+		return slices.ContainsFunc(steps(), func(st trace.Step) bool {
+			return st.Kind == trace.Answer && st.Op == trace.OpDelete && st.Path == node
+		})
+	})
 	sid := s.SessionID()
 	isNode := func(st trace.Step) bool { return st.Node == node }
 	onPath := func(st trace.Step) bool { return strings.HasPrefix(st.Path, p+"/") }

@@ -107,7 +107,15 @@ func Ensemble(t testing.TB, n int, opts ...zkserver.Option) *zkserver.Cluster {
 	if err != nil {
 		t.Fatalf("start ensemble of %d: %v", n, err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() {
+		// A scene that failed says what its servers saw last.
+		if t.Failed() {
+			for i := range n {
+				t.Logf("member %d's server log (its last 40 lines):\n%s", i, c.LogTail(i, 40))
+			}
+		}
+		c.Close()
+	})
 	return c
 }
 
