@@ -50,6 +50,33 @@ func TestCloseRacingGrantLock(t *testing.T) {
 	awaitFree(t, obs, p)
 }
 
+// Close racing a Release (found by TestCloseStormTwoProcesses under a
+// loaded make test: "release: tier: context does not hold this lock"):
+// Close takes the hold out between Release's last count and its own take.
+// The hold was the caller's and Close ended it: Release says ErrClosed, as
+// after Close, not ErrNotHolder, which says the context held nothing.
+func TestCloseRacingRelease(t *testing.T) {
+	servers := zktest.Servers(t)
+	s, obs := connect(t, servers), connect(t, servers)
+	p := zktest.Path(t)
+	l := newLock(t, s, p)
+	held, err := l.Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tier.SetReleasingHookForTest(func(*tier.Lock) { _ = l.Close() })
+	defer tier.SetReleasingHookForTest(nil)
+	err = l.Release(held)
+	tier.SetReleasingHookForTest(nil)
+	if !errors.Is(err, tier.ErrClosed) {
+		t.Fatalf("Release with Close taking the hold first: %v, want ErrClosed", err)
+	}
+	if held.Err() == nil {
+		t.Fatal("the held context outlived Close")
+	}
+	awaitFree(t, obs, p)
+}
+
 func TestCloseRacingGrantRWLock(t *testing.T) {
 	servers := zktest.Servers(t)
 	s, obs := connect(t, servers), connect(t, servers)

@@ -39,6 +39,10 @@ func SetDowngradeHookForTest(fn func(readNode string)) { testHookDowngrade = fn 
 // node's hold just before it publishes the local hold; nil removes it.
 func SetPublishHookForTest(fn func(*zklock.Hold)) { testHookPublish = fn }
 
+// SetReleasingHookForTest sets a function Lock.Release calls between the
+// hold's last count and taking it out of current; nil removes it.
+func SetReleasingHookForTest(fn func(*Lock)) { testHookReleasing = fn }
+
 // SetRWPublishHookForTest sets a function an RWLock calls between a grant
 // and the publication of its hold (rw.mu may be held); nil removes it.
 func SetRWPublishHookForTest(fn func(*RWLock)) { testHookRWPublish = fn }

@@ -81,6 +81,11 @@ func (l *Lock) HoldCount(ctx context.Context) int {
 // just before the hold is published (made current).
 var testHookPublish func(*zklock.Hold)
 
+// testHookReleasing, when a test sets it, runs in Release between the
+// hold's count reaching zero and taking the hold out of current: where a
+// Close may take it first.
+var testHookReleasing func(*Lock)
+
 // lossCause is why zh was lost.
 func lossCause(zh *zklock.Hold) error {
 	if err := zh.Err(); err != nil {

@@ -247,7 +247,17 @@ func (l *Lock) Release(held context.Context) error {
 			break
 		}
 	}
+	if testHookReleasing != nil {
+		testHookReleasing(l)
+	}
 	if !l.current.CompareAndSwap(h, nil) {
+		// Close took h out first: it marks the lock closed before it
+		// looks, so the flag is set here. The hold was this caller's,
+		// and Close ended it: ErrClosed, as for a Release after Close,
+		// not ErrNotHolder, which says the context held nothing.
+		if l.life.isClosed() {
+			return ErrClosed
+		}
 		return ErrNotHolder
 	}
 	txnsOver := h.txns.end()

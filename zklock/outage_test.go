@@ -1,6 +1,7 @@
 package zklock_test
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net"
@@ -137,6 +138,50 @@ func TestOutageBeforeTheFirstSession(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Connect returns after the log says its session is established, however
+// slow the log's sink: what the program logs next comes after it. Found as
+// a flake of TestOutageBeforeTheFirstSession in a loaded make test (the
+// end line written just after Connect returned); the sink here, slow on
+// that line, made the old code fail every time.
+func TestConnectReturnsAfterItsLine(t *testing.T) {
+	servers := zktest.Servers(t)
+	buf := &zktest.SyncBuffer{}
+	json := slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelWarn})
+	log := slog.New(slowOn{Handler: json, prefix: "connected to ZooKeeper", d: 300 * time.Millisecond})
+	addr := freeAddr(t)
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		proxyAt(t, servers[0], addr) // nothing listened on addr until now
+	}()
+	connect(t, []string{addr}, zklock.WithLogger(log))
+	if ended := logLines(t, buf, "connected to ZooKeeper"); len(ended) != 1 {
+		t.Fatalf("Connect returned before its session's line (begun %d, ended %d lines)",
+			len(logLines(t, buf, "no connection to ZooKeeper")), len(ended))
+	}
+}
+
+// slowOn is a log sink slow to write the lines that begin with prefix.
+type slowOn struct {
+	slog.Handler
+	prefix string
+	d      time.Duration
+}
+
+func (h slowOn) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, h.prefix) {
+		time.Sleep(h.d)
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h slowOn) WithAttrs(as []slog.Attr) slog.Handler {
+	return slowOn{Handler: h.Handler.WithAttrs(as), prefix: h.prefix, d: h.d}
+}
+
+func (h slowOn) WithGroup(name string) slog.Handler {
+	return slowOn{Handler: h.Handler.WithGroup(name), prefix: h.prefix, d: h.d}
 }
 
 // freeAddr is a loopback address nothing listens on.

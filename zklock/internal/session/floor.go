@@ -97,7 +97,7 @@ type sessionState struct {
 	mu        sync.Mutex
 	state     State
 	sessionID int64
-	ready     chan struct{} // closed on the first session
+	ready     chan struct{} // closed once the first session is made and told (markReady)
 	changed   chan struct{} // closed and replaced on every state change
 	closed    bool
 	holds     map[*Member]struct{} // valid holds of the floor's locks (grant.go)

@@ -136,6 +136,7 @@ func (s *Floor) observe(zs zk.State) {
 	s.tellOutage(zs, prev, id, len(t.lost))
 	if t.st == StateConnected {
 		s.noteGranted()
+		s.markReady()
 	}
 	for _, h := range t.lost {
 		h.lose(t.cause)
@@ -229,15 +230,22 @@ func (s *Floor) setStateLocked(st State, id int64) {
 	s.st.state = st
 	close(s.st.changed)
 	s.st.changed = make(chan struct{})
-	if st == StateConnected {
-		select {
-		case <-s.st.ready:
-		default:
-			close(s.st.ready)
-		}
-	}
 	s.notes.push(st)
 	s.log.Info("zookeeper session state", "state", st, "session", fmt.Sprintf("0x%x", id))
+}
+
+// markReady tells Dial that the first session is made (closes ready,
+// once). observe calls it after the outage's end is told, not as it sets
+// the state: Connect returns after the log says the session is
+// established, so that nothing the program logs next comes before it.
+func (s *Floor) markReady() {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	select {
+	case <-s.st.ready:
+	default:
+		close(s.st.ready)
+	}
 }
 
 // closeState moves the session to StateClosed and ends every hold.
