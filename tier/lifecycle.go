@@ -97,6 +97,18 @@ func (l *Lock) Close() error {
 	return err
 }
 
+// notHolder is what a Release of a context that carried a hold, but no
+// longer a current one, returns: ErrClosed once the lock is closed (Close
+// ended the hold, before this Release or while it ran: Close marks the
+// lock closed before it takes the hold out, so the flag is set by then),
+// as the hold was the caller's; ErrNotHolder otherwise (released already).
+func (c *closing) notHolder() error {
+	if c.isClosed() {
+		return ErrClosed
+	}
+	return ErrNotHolder
+}
+
 func newClosing() closing { return closing{done: make(chan struct{})} }
 
 // begin marks the lock closed, before Close looks for published holds,

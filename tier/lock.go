@@ -227,13 +227,10 @@ func (l *Lock) Release(held context.Context) error {
 	}
 	h := l.holdOf(held)
 	if h == nil {
-		switch {
-		case held.Value(holdKey{l}) == nil:
+		if held.Value(holdKey{l}) == nil {
 			return warnNotHolder(l.log, "lock", "Acquire") // misuse.go
-		case l.life.isClosed():
-			return ErrClosed
 		}
-		return ErrNotHolder
+		return l.life.notHolder()
 	}
 	for {
 		n := h.count.Load()
@@ -251,14 +248,7 @@ func (l *Lock) Release(held context.Context) error {
 		testHookReleasing(l)
 	}
 	if !l.current.CompareAndSwap(h, nil) {
-		// Close took h out first: it marks the lock closed before it
-		// looks, so the flag is set here. The hold was this caller's,
-		// and Close ended it: ErrClosed, as for a Release after Close,
-		// not ErrNotHolder, which says the context held nothing.
-		if l.life.isClosed() {
-			return ErrClosed
-		}
-		return ErrNotHolder
+		return l.life.notHolder() // Close took h out first
 	}
 	txnsOver := h.txns.end()
 	cause := context.Cause(h.ctx) // before the hold ends: a loss, or nil

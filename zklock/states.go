@@ -1,10 +1,11 @@
 package zklock
 
-import "fmt"
+import "github.com/tierlock/tierlock/zklock/internal/session"
 
 // The states a Session moves through, apart from the session itself: the
 // options (WithStateListener) and the state tracking (state.go) speak of
-// them too.
+// them too. They are the floor's states (package session), in its order:
+// Session.State and the listener convert one to the other.
 
 // State is what a Session knows about its ZooKeeper session.
 type State int
@@ -26,18 +27,4 @@ const (
 )
 
 // String names the state, as in logs.
-func (s State) String() string {
-	switch s {
-	case StateConnecting:
-		return "connecting"
-	case StateConnected:
-		return "connected"
-	case StateDisconnected:
-		return "disconnected"
-	case StateExpired:
-		return "expired"
-	case StateClosed:
-		return "closed"
-	}
-	return fmt.Sprintf("State(%d)", int(s))
-}
+func (s State) String() string { return session.State(s).String() }
