@@ -35,6 +35,7 @@ import (
 //	x       the newest acquisition's ctx ends, wherever it waits
 //	tx      a transaction (a setData) through the write path: its success
 //	        proves the session
+//	bz:d    a busy spell: a transaction every T/64 for d
 //	dc:d    the connection drops (written requests fail with
 //	        zk.ErrConnectionClosed, their answers lost; unwritten ones go
 //	        on the next connection); back after d at the earliest, in the
@@ -90,10 +91,10 @@ import (
 // about (lease_lines_test.go) and fails if one was never reached.
 
 var (
-	leaseSchedules   = flag.Int("lease.schedules", 80000, "schedules TestLeaseExplore runs")
-	leaseSeed        = flag.Uint64("lease.seed", 1, "the first seed TestLeaseExplore runs; the seed TestLeaseExploreReplay replays")
-	leasePingReplies = flag.Bool("lease.pingreplies", false, "the follower reports touches only in its ping replies, not ahead of what it forwards (lease.go's assumption dropped)")
-	leaseEvents      = flag.String("lease.events", "", "TestLeaseExploreReplay: the steps to replay (comma-separated tokens); empty: the seed's own")
+	leaseSchedules = flag.Int("lease.schedules", 80000, "schedules TestLeaseExplore runs")
+	leaseSeed      = flag.Uint64("lease.seed", 1, "the first seed TestLeaseExplore runs; the seed TestLeaseExploreReplay replays")
+	leaseSlowPings = flag.Bool("lease.slowpings", false, "the leader pings its follower up to a tick later than tickTime/2 + tickTime/8 (lease.go's assumption dropped)")
+	leaseEvents    = flag.String("lease.events", "", "TestLeaseExploreReplay: the steps to replay (comma-separated tokens); empty: the seed's own")
 )
 
 // TestLeaseExplore runs -lease.schedules schedules from -lease.seed on
@@ -123,6 +124,7 @@ func TestLeaseExplore(t *testing.T) {
 // cores taken), each in a synctest bubble of its own, and returns the
 // lowest seed whose outcome is bad, with its outcome (seed 0: none).
 func runSeeds(t *testing.T, first, n uint64, bad func(outcome) bool) (uint64, outcome) {
+	explorePolls(t)
 	var next atomic.Uint64
 	var mu sync.Mutex
 	var found uint64
@@ -157,6 +159,20 @@ func runSeeds(t *testing.T, first, n uint64, bad func(outcome) bool) (uint64, ou
 		}
 	})
 	return found, worst
+}
+
+// explorePoll is how often a floor made by Wrap polls its connection's
+// state in the explorer: a tenth of a second of virtual time, twenty times
+// the library's, which gives the floor more lag to survive and the bubble
+// fewer wakeups to run (a schedule lasts 8T).
+// Not a round number: no poll falls on an instant the driver computes (a
+// multiple of T, a whole tick), whose order with the poll's the Go
+// scheduler would choose.
+const explorePoll = 100*time.Millisecond - 11*time.Nanosecond
+
+// explorePolls sets the floors' poll period for t's schedules.
+func explorePolls(t *testing.T) {
+	t.Cleanup(SetPollEvery(explorePoll))
 }
 
 // property is the letter of a failure: "(b)".
@@ -230,6 +246,7 @@ func TestLeaseExploreReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	explorePolls(t)
 	var o outcome
 	synctest.Test(t, func(*testing.T) { o = runSchedule(*leaseSeed, steps, true) })
 	for _, l := range o.trace {
@@ -250,6 +267,7 @@ func TestLeaseExploreDeterministic(t *testing.T) {
 	if raceBuild {
 		n = 60
 	}
+	explorePolls(t)
 	synctest.Test(t, func(t *testing.T) {
 		for seed := uint64(1); seed <= n; seed++ {
 			a := runSchedule(seed, nil, true)
