@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs ZooKeeper if missing, checks formatting and
-# vet, then runs every package's tests with the race detector. Each test
-# package starts its own real ZooKeeper (or uses TIERLOCK_ZK_SERVERS).
+# vet, then runs every package's tests with the race detector, in every
+# module of the repository. Each test package starts its own real
+# ZooKeeper (or uses TIERLOCK_ZK_SERVERS).
 #
 # Not under set -e: a failing phase does not end the suite (issue 57, item
 # 5: the race run's failure once ended it, and the explorers, cronlock,
@@ -53,6 +54,7 @@ if [ -z "${TIERLOCK_ZK_SERVERS:-}" ]; then
   phase deps scripts/install-deps.sh
 fi
 
+# gofmt over the files of every module of the repository.
 gofmt_check() {
   local unformatted
   unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
@@ -80,6 +82,14 @@ race_run() {
   TIERLOCK_TRACED_STEP=skip go test -race -count=1 -p 3 -timeout 12m "$@" ./...
 }
 phase race race_run "$@"
+
+# The stress command, a module of its own (stress/go.mod: its plots,
+# Prometheus and terminal packages stay out of the library's module
+# graph), vetted and tested as the race run above tests the library's
+# packages, three at a time. Its tests run fleets of worker processes:
+# they run here, before the explorers, not beside the steps below, whose
+# fleets a busy processor would make late.
+phase stress module_checks stress 12m -p 3 "$@"
 
 # The write path explored schedule by schedule (zklock/internal/writes):
 # 100,000 schedules without the race detector (about 10 s; the race run
@@ -130,6 +140,8 @@ step gocronlock module_checks gocronlock 8m "$@"
 # every registered lock, three robfig/cron processes for 20 s, side by
 # side, on a Redis and a ZooKeeper the test starts (about 60 s in all).
 step cronlock module_checks cronlock 8m "$@"
+# lockmetrics too, so that tierlock does not depend on Prometheus.
+step lockmetrics module_checks lockmetrics 8m "$@"
 
 # The trace points, the stress command's seeded bugs, the replay
 # (internal/replay) of real runs recorded against a real ZooKeeper and of
@@ -141,7 +153,7 @@ step cronlock module_checks cronlock 8m "$@"
 replay_checks() {
   local rc=0
   go test -race -count=1 -tags tierlocktrace -run 'TestTrace|TestOn|TestRecorder|TestClass' ./internal/trace/ ./zklock/ ./tier/ || rc=1
-  go test -count=1 -tags tierlockmutants -run TestMutant ./stress/ || rc=1
+  (cd stress && go test -count=1 -tags tierlockmutants -run TestMutant .) || rc=1
   go test -race -count=1 -tags tierlocktrace -run 'TestRecorded|TestHandMade' ./internal/replay/ || rc=1
   go test -count=1 -tags 'tierlocktrace tierlockmutants' -run TestCodeMutants ./internal/replay/ || rc=1
   return $rc
