@@ -1,6 +1,6 @@
 module github.com/tierlock/tierlock/gocronlock
 
-go 1.26.0
+go 1.25.0
 
 require (
 	github.com/go-co-op/gocron/v2 v2.21.2

@@ -18,7 +18,12 @@ if [ -z "${TIERLOCK_ZK_SERVERS:-}" ]; then
   scripts/install-deps.sh
 fi
 mkdir -p out
-go run ./stress -impl all -handoff -procs 4 -goroutines 64 -duration 20s \
+# stress is a module of its own (stress/go.mod): built in its directory,
+# run from here, so that out/ and any path given in "$@" are this one's.
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+go build -C stress -o "$bin/stress" .
+"$bin/stress" -impl all -handoff -procs 4 -goroutines 64 -duration 20s \
   -report out/report.html -json out/report.json "$@"
 echo
 echo "report: $(pwd)/out/report.html (figures: out/report.json)"

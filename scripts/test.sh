@@ -1,47 +1,95 @@
 #!/usr/bin/env bash
 # The whole test suite: installs ZooKeeper if missing, checks formatting and
-# vet, then runs every package's tests with the race detector. Each test
-# package starts its own real ZooKeeper (or uses TIERLOCK_ZK_SERVERS).
-set -euo pipefail
+# vet, then runs every package's tests with the race detector, in every
+# module of the repository. Each test package starts its own real
+# ZooKeeper (or uses TIERLOCK_ZK_SERVERS).
+#
+# Not under set -e: a failing phase does not end the suite (issue 57, item
+# 5: the race run's failure once ended it, and the explorers, cronlock,
+# gocronlock, the replay and the nemesis never ran, and nothing said so).
+# Every phase runs whatever an earlier one did, prints its time, and the
+# suite ends with the list of the phases that failed, each with the
+# failures its log names, and a non-zero status.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+failed=()
+suite_began=$SECONDS
+
+# failures prints what a failed phase's log names: the go test lines of
+# failed tests and packages, and panics (a timeout, a crash).
+failures() {
+  grep -E -- '^ *--- FAIL: |^FAIL[[:space:]]|^panic: ' "$logs/$1.log" | sed 's/^/    /'
+}
+
+# phase runs a command in the foreground, its output on the console and
+# in its log.
+phase() {
+  local name=$1 began=$SECONDS
+  shift
+  echo "=== $name"
+  "$@" 2>&1 | tee "$logs/$name.log"
+  local rc=${PIPESTATUS[0]}
+  if [ "$rc" -eq 0 ]; then
+    echo "--- $name: ok, $((SECONDS - began)) s"
+  else
+    failed+=("$name")
+    echo "--- $name: FAILED (exit $rc), $((SECONDS - began)) s"
+  fi
+}
+
+# module_checks vets and tests the module in directory $1 with the race
+# detector, under timeout $2; the tests run even when vet fails.
+module_checks() {
+  local dir=$1 timeout=$2 rc=0
+  shift 2
+  (cd "$dir" && go vet ./...) || rc=1
+  (cd "$dir" && go test -race -count=1 -timeout "$timeout" "$@" ./...) || rc=1
+  return $rc
+}
+
 if [ -z "${TIERLOCK_ZK_SERVERS:-}" ]; then
-  scripts/install-deps.sh
+  phase deps scripts/install-deps.sh
 fi
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
-if [ -n "$unformatted" ]; then
-  echo "gofmt would change: $unformatted" >&2
-  exit 1
-fi
-go vet ./...
+
+# gofmt over the files of every module of the repository.
+gofmt_check() {
+  local unformatted
+  unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+  if [ -n "$unformatted" ]; then
+    echo "gofmt would change: $unformatted"
+    return 1
+  fi
+}
+phase gofmt gofmt_check
+phase vet go vet ./...
+
 # The repository's own checks, a module of their own (internal/repocheck,
 # so that the library does not require golang.org/x/mod): the zip go get
 # downloads stays within 2 MB and holds no raw benchmark output, and every
 # relative link in the Markdown files resolves (a few seconds).
-(cd internal/repocheck && go vet ./... && go test -race -count=1 "$@" ./...)
+phase repocheck module_checks internal/repocheck 10m "$@"
+
 # Every package's tests with the race detector, but for the nemesis scenes
 # that the traced step below runs (under -race too) and replays: each runs
 # once (zktest.TracedStep). Three packages at a time, not go test's two
 # (one per core): they wait on ZooKeeper's timeouts, faults and schedulers
 # more than they compute (two at a time kept the 2-core machine 64 % busy);
 # the run took 631 s with two, 454 s with three.
-began=$SECONDS
-TIERLOCK_TRACED_STEP=skip go test -race -count=1 -p 3 -timeout 12m "$@" ./...
-echo "--- the race run: $((SECONDS - began)) s"
-
-# The steps after it wait more than they compute (ZooKeeper's timeouts,
-# schedulers' ticks, faults): they run side by side, each to a log of its
-# own, printed when it ends; the suite fails if any of them does.
-logs=$(mktemp -d)
-pids=()
-names=()
-step() {
-  local name=$1
-  shift
-  ( set -e; "$@" ) >"$logs/$name.log" 2>&1 &
-  pids+=($!)
-  names+=("$name")
+race_run() {
+  TIERLOCK_TRACED_STEP=skip go test -race -count=1 -p 3 -timeout 12m "$@" ./...
 }
+phase race race_run "$@"
+
+# The stress command, a module of its own (stress/go.mod: its plots,
+# Prometheus and terminal packages stay out of the library's module
+# graph), vetted and tested as the race run above tests the library's
+# packages, three at a time. Its tests run fleets of worker processes:
+# they run here, before the explorers, not beside the steps below, whose
+# fleets a busy processor would make late.
+phase stress module_checks stress 12m -p 3 "$@"
 
 # The write path explored schedule by schedule (zklock/internal/writes):
 # 100,000 schedules without the race detector (about 10 s; the race run
@@ -54,25 +102,46 @@ step() {
 # below, whose fleets a busy processor would make late (gocronlock's
 # TestFleetScale ran 22 % of its ticks beside them).
 explore() {
-  go test -count=1 -run 'TestExplore$' ./zklock/internal/writes/
-  go test -count=1 -tags tierlockmutants -run TestExploreFindsSeededBugs ./zklock/internal/writes/
-  go test -count=1 -run 'TestLeaseExplore$' ./zklock/internal/session/
-  go test -count=1 -tags tierlockmutants -run TestLeaseExploreFindsSeededBugs ./zklock/internal/session/
+  local rc=0
+  go test -count=1 -run 'TestExplore$' ./zklock/internal/writes/ || rc=1
+  go test -count=1 -tags tierlockmutants -run TestExploreFindsSeededBugs ./zklock/internal/writes/ || rc=1
+  go test -count=1 -run 'TestLeaseExplore$' ./zklock/internal/session/ || rc=1
+  go test -count=1 -tags tierlockmutants -run TestLeaseExploreFindsSeededBugs ./zklock/internal/session/ || rc=1
+  return $rc
 }
-began=$SECONDS
-explore
-echo "--- the explorers: $((SECONDS - began)) s"
-began=$SECONDS
+phase explorers explore
+
+# The steps after them wait more than they compute (ZooKeeper's timeouts,
+# schedulers' ticks, faults): they run side by side, each to a log of its
+# own, printed when it ends, with its time.
+pids=()
+names=()
+step() {
+  local name=$1
+  shift
+  (
+    began=$SECONDS
+    "$@"
+    rc=$?
+    echo "$((SECONDS - began))" >"$logs/$name.time"
+    exit $rc
+  ) >"$logs/$name.log" 2>&1 &
+  pids+=($!)
+  names+=("$name")
+}
+steps_began=$SECONDS
 
 # gocronlock is a module of its own, so that tierlock does not depend on
 # gocron: vet and test it the same way.
-step gocronlock sh -c 'cd gocronlock && go vet ./... && go test -race -count=1 -timeout 8m "$@" ./...' sh "$@"
+step gocronlock module_checks gocronlock 8m "$@"
 # cronlock (robfig/cron's adapter) too, so that tierlock does not depend
 # on robfig/cron: its wrapper with real Crons, README's program built in a
 # new module as a new user would, and the fleet test (internal/fleet): for
 # every registered lock, three robfig/cron processes for 20 s, side by
 # side, on a Redis and a ZooKeeper the test starts (about 60 s in all).
-step cronlock sh -c 'cd cronlock && go vet ./... && go test -race -count=1 -timeout 8m "$@" ./...' sh "$@"
+step cronlock module_checks cronlock 8m "$@"
+# lockmetrics too, so that tierlock does not depend on Prometheus.
+step lockmetrics module_checks lockmetrics 8m "$@"
 
 # The trace points, the stress command's seeded bugs, the replay
 # (internal/replay) of real runs recorded against a real ZooKeeper and of
@@ -82,10 +151,12 @@ step cronlock sh -c 'cd cronlock && go vet ./... && go test -race -count=1 -time
 # recorded with the bug on: the replay must refuse the run at the step
 # named, and replay the control runs clean (about 110 s).
 replay_checks() {
-  go test -race -count=1 -tags tierlocktrace -run 'TestTrace|TestOn|TestRecorder|TestClass' ./internal/trace/ ./zklock/ ./tier/
-  go test -count=1 -tags tierlockmutants -run TestMutant ./stress/
-  go test -race -count=1 -tags tierlocktrace -run 'TestRecorded|TestHandMade' ./internal/replay/
-  go test -count=1 -tags 'tierlocktrace tierlockmutants' -run TestCodeMutants ./internal/replay/
+  local rc=0
+  go test -race -count=1 -tags tierlocktrace -run 'TestTrace|TestOn|TestRecorder|TestClass' ./internal/trace/ ./zklock/ ./tier/ || rc=1
+  (cd stress && go test -count=1 -tags tierlockmutants -run TestMutant .) || rc=1
+  go test -race -count=1 -tags tierlocktrace -run 'TestRecorded|TestHandMade' ./internal/replay/ || rc=1
+  go test -count=1 -tags 'tierlocktrace tierlockmutants' -run TestCodeMutants ./internal/replay/ || rc=1
+  return $rc
 }
 step replay replay_checks
 
@@ -94,33 +165,44 @@ step replay replay_checks
 # (partition, asymmetric, stall, drop, reset, flood; a guarded write's
 # outcome across a partition and a drop; NewSession's polled state; the
 # recipes' and the multi-lock's scenes) and zklock's expiry-only scenes.
-# One directory per package: trace files are named by pid. About 2.5
-# minutes.
+# One directory per package: trace files are named by pid. A package whose
+# tests fail is replayed all the same: what it recorded may say why. About
+# 2.5 minutes.
 nemesis_replayed() {
-  local tier_traces zklock_traces
+  local rc=0 tier_traces zklock_traces
   tier_traces=$(mktemp -d)
   zklock_traces=$(mktemp -d)
-  TIERLOCK_TRACE="$tier_traces" go test -race -count=1 -tags tierlocktrace -run 'TestNemesis$|TestNemesisTxn$|TestNemesisNewSession$|TestRecipeNemesis$|TestRecipeFlood$|TestRWNemesis$|TestSemNemesis$|TestMultiLockNemesis$' ./tier/
-  go run ./internal/replay/cmd/replay "$tier_traces"
-  TIERLOCK_TRACE="$zklock_traces" go test -race -count=1 -tags tierlocktrace -run 'TestPositionAcrossFaults$|TestRevokeAcrossDisconnection$' ./zklock/
-  go run ./internal/replay/cmd/replay "$zklock_traces"
+  TIERLOCK_TRACE="$tier_traces" go test -race -count=1 -tags tierlocktrace -run 'TestNemesis$|TestNemesisTxn$|TestNemesisNewSession$|TestRecipeNemesis$|TestRecipeFlood$|TestRWNemesis$|TestSemNemesis$|TestMultiLockNemesis$' ./tier/ || rc=1
+  go run ./internal/replay/cmd/replay "$tier_traces" || rc=1
+  TIERLOCK_TRACE="$zklock_traces" go test -race -count=1 -tags tierlocktrace -run 'TestPositionAcrossFaults$|TestRevokeAcrossDisconnection$' ./zklock/ || rc=1
+  go run ./internal/replay/cmd/replay "$zklock_traces" || rc=1
   rm -rf "$tier_traces" "$zklock_traces"
+  return $rc
 }
 step nemesis nemesis_replayed
 
-failed=()
 for i in "${!pids[@]}"; do
+  name=${names[$i]}
   if wait "${pids[$i]}"; then
-    echo "--- step ${names[$i]}: ok"
+    status=ok
   else
-    failed+=("${names[$i]}")
-    echo "--- step ${names[$i]}: FAILED"
+    status=FAILED
+    failed+=("$name")
   fi
-  cat "$logs/${names[$i]}.log"
+  echo "=== $name"
+  cat "$logs/$name.log"
+  echo "--- $name: $status, $(cat "$logs/$name.time" 2>/dev/null || echo '?') s"
 done
-rm -rf "$logs"
-echo "--- the steps side by side: $((SECONDS - began)) s"
+echo "--- the steps side by side: $((SECONDS - steps_began)) s"
+
 if [ ${#failed[@]} -gt 0 ]; then
-  echo "make test: failed steps: ${failed[*]}" >&2
+  {
+    echo "make test: ${#failed[@]} phase(s) failed, $((SECONDS - suite_began)) s in all:"
+    for name in "${failed[@]}"; do
+      echo "  $name"
+      failures "$name"
+    done
+  } >&2
   exit 1
 fi
+echo "make test: every phase passed, $((SECONDS - suite_began)) s in all"

@@ -2,13 +2,17 @@
 // paths on a real ZooKeeper, proves that mutual exclusion held, and compares
 // lock implementations side by side: throughput, acquire latency, ZooKeeper
 // requests per acquisition, znodes and watches per lock path, and fairness.
+// It is a module of its own (stress/go.mod), so that its dependencies (the
+// plots, Prometheus, the progress bar) are not the library's: from the
+// checkout's root, go run -C stress . runs it, in this directory, which is
+// where relative paths such as out/soak.json below then land.
 //
-//	go run ./stress -impl all -handoff -procs 4 -goroutines 64 -duration 10s \
+//	go run -C stress . -impl all -handoff -procs 4 -goroutines 64 -duration 10s \
 //	    -report /tmp/r.html -json /tmp/r.json
 //
 // and, with faults injected all along (the soak run):
 //
-//	go run ./stress -procs 4 -goroutines 64 -fault all -duration 5m \
+//	go run -C stress . -procs 4 -goroutines 64 -fault all -duration 5m \
 //	    -report out/soak.html -json out/soak.json
 //
 // and the whole comparison as a matrix of cells (processes x goroutines x
@@ -18,7 +22,7 @@
 // 20s after a 5s warm-up and says at the start how long it will take
 // (about four hours), -matrix quick is a first look in minutes:
 //
-//	go run ./stress -matrix full -json m.json -report m.html
+//	go run -C stress . -matrix full -json m.json -report m.html
 //
 // # Implementations
 //
@@ -320,7 +324,7 @@
 // and its replacement serves on the same port from zero, which is how
 // Prometheus sees a crashed and restarted process (a counter reset).
 //
-//	go run ./stress -impl tier -procs 4 -duration 1m -metrics 127.0.0.1:9100
+//	go run -C stress . -impl tier -procs 4 -duration 1m -metrics 127.0.0.1:9100
 //
 // # Output
 //

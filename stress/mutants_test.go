@@ -21,7 +21,7 @@ import (
 // fail its history checks, exclusion's and Porcupine's, each naming the
 // violation. The control, with no bug, must pass.
 //
-//	go test -count=1 -tags tierlockmutants -run TestMutant ./stress/
+//	go test -C stress -count=1 -tags tierlockmutants -run TestMutant .
 
 // mutantArgs is the short run: 2 processes of 4 goroutines on one path.
 var mutantArgs = []string{"-impl", "tier", "-procs", "2", "-goroutines", "4", "-paths", "1", "-duration", "3s", "-hold", "200us"}

@@ -18,12 +18,8 @@
 // says so within -duration or zklock.ConnectTimeout (10s), whichever is
 // shorter, and exits 1.
 //
-// With -metrics 127.0.0.1:9100 a process also serves Prometheus metrics of
-// its locks (package lockmetrics) at http://127.0.0.1:9100/metrics: how
-// long workers wait and hold, how many wait now, why holds were lost.
-//
 // What the scheduler example it replaces measured (znodes on ZooKeeper
-// against one lock per goroutine), the stress command measures: go run ./stress.
+// against one lock per goroutine), the stress command measures: go run -C stress ..
 package main
 
 import (
@@ -34,18 +30,12 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/tierlock/tierlock/lockmetrics"
 	"github.com/tierlock/tierlock/tier"
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -82,7 +72,6 @@ func run(ctx context.Context, args []string, out io.Writer, st *store) error {
 	fs.DurationVar(&sch.wait, "wait", 0, "0: skip a busy job (TryAcquire); else wait up to this long (Acquire)")
 	fs.DurationVar(&sch.work, "work", 300*time.Millisecond, "how long one job run takes")
 	duration := fs.Duration("duration", 15*time.Second, "how long to run")
-	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics of the locks at http://<addr>/metrics (e.g. 127.0.0.1:9100)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -93,28 +82,16 @@ func run(ctx context.Context, args []string, out io.Writer, st *store) error {
 	if *workers < 1 || sch.jobs < 1 || sch.work <= 0 || sch.wait < 0 {
 		return errors.New("-workers and -jobs must be at least 1, -work positive, -wait not negative")
 	}
-	// Metrics, if asked for: the hooks below feed them, nothing else does.
-	var sessionOpts []zklock.SessionOption
-	var lockOpts []tier.Option
-	if *metricsAddr != "" {
-		m, stop, err := serveMetrics(*metricsAddr, *root, out)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		sessionOpts = append(sessionOpts, zklock.WithStateListener(m.SessionListener()))
-		lockOpts = append(lockOpts, tier.WithObserver(m.Observe))
-	}
 	// The run's clock starts now: connecting counts against -duration.
 	ctx, cancel := context.WithTimeout(ctx, *duration)
 	defer cancel()
 	// One session per process, shared by every lock of the process.
-	s, err := connect(ctx, servers, sessionOpts...)
+	s, err := connect(ctx, servers)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if sch.reg, err = tier.NewRegistry(s, *root, lockOpts...); err != nil {
+	if sch.reg, err = tier.NewRegistry(s, *root); err != nil {
 		return err
 	}
 	defer sch.reg.Close()
@@ -142,43 +119,17 @@ func defaultServers() string {
 // zklock.ConnectTimeout, or when ctx ends if that is sooner (the end of
 // -duration), with an error that says where it looked, for how long, and
 // the last dial error (such as "connection refused").
-func connect(ctx context.Context, servers string, opts ...zklock.SessionOption) (*zklock.Session, error) {
+func connect(ctx context.Context, servers string) (*zklock.Session, error) {
 	cctx, cancel := context.WithTimeout(ctx, zklock.ConnectTimeout)
 	defer cancel()
 	deadline, _ := cctx.Deadline()
 	bound := time.Until(deadline).Round(100 * time.Millisecond)
-	s, err := zklock.Connect(cctx, strings.Split(servers, ","), opts...)
+	s, err := zklock.Connect(cctx, strings.Split(servers, ","))
 	if errors.Is(err, context.DeadlineExceeded) {
 		return nil, fmt.Errorf("no ZooKeeper reachable at %s within %v (start one with scripts/zk.sh start, or give -zk host:port): %w",
 			servers, bound, err)
 	}
 	return s, err
-}
-
-// serveMetrics serves a registry of its own (not Prometheus's global one)
-// with a lockmetrics.Collector on it at http://addr/metrics, until stop.
-func serveMetrics(addr, root string, out io.Writer) (m *lockmetrics.Collector, stop func(), err error) {
-	reg := prometheus.NewRegistry()
-	// Every job's lock is <root>/job-k: label them all by the root. A label
-	// per job key would make a time series per job, for ever.
-	m, err = lockmetrics.New(reg, lockmetrics.WithLockName(func(string) string { return root }))
-	if err != nil {
-		return nil, nil, err
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, nil, err
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln) // returns when Close is called
-	}()
-	fmt.Fprintf(out, "metrics at http://%s/metrics\n", ln.Addr())
-	return m, func() { srv.Close(); <-done }, nil
 }
 
 // worker runs random jobs until ctx ends, counting what happened.

@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,52 +159,5 @@ func TestBadFlags(t *testing.T) {
 		if err := run(context.Background(), args, &bytes.Buffer{}, newStore()); err == nil {
 			t.Errorf("%v accepted", args)
 		}
-	}
-}
-
-// With -metrics the program serves its locks' metrics while it runs: the
-// test scrapes them over HTTP until jobs have run, labelled by the root.
-func TestMetrics(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	root := fmt.Sprintf("/tierlock-examples-test/jobs-metrics-%d", os.Getpid())
-	var out zktest.SyncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-zk", strings.Join(zktest.Servers(t), ","), "-root", root, "-metrics", "127.0.0.1:0",
-			"-workers", "4", "-jobs", "2", "-work", "30ms", "-wait", "1s", "-duration", "3s"}, &out, newStore())
-	}()
-	var url string
-	for url == "" {
-		if _, rest, ok := strings.Cut(out.String(), "metrics at "); ok {
-			url, _, _ = strings.Cut(rest, "\n")
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("run ended before serving metrics: %v\n%s", err, out.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	want := fmt.Sprintf(`tierlock_acquisitions_total{lock=%q,tier="zookeeper"} `, root)
-	var body string
-	for !strings.Contains(body, want) || strings.Contains(body, want+"0\n") {
-		resp, err := http.Get(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		body = string(b)
-		if ctx.Err() != nil {
-			t.Fatalf("no acquisitions in the metrics:\n%s", body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if strings.Contains(body, "job-") {
-		t.Errorf("a job key made it into a label:\n%s", body)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 }

@@ -11,7 +11,7 @@
 //
 // Bugs are compiled in only with the tierlockmutants build tag:
 //
-//	go test -tags tierlockmutants -run TestMutant ./stress/
+//	go test -C stress -tags tierlockmutants -run TestMutant .
 //
 // In such a build, a process started with TIERLOCK_MUTANT=name runs with
 // that one bug (the variable is read once, at start; child processes

@@ -7,7 +7,7 @@
 // Recording is compiled in only with the tierlocktrace build tag:
 //
 //	go test -tags tierlocktrace ./zklock/ ./tier/
-//	go build -tags tierlocktrace ./stress
+//	go build -C stress -tags tierlocktrace .
 //
 // In such a build, a process started with TIERLOCK_TRACE=dir writes its
 // steps to dir/trace-<pid>.jsonl from its start (every process of a stress

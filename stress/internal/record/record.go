@@ -17,9 +17,8 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
+	"syscall"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // Hold is one critical section as a worker saw it.
@@ -86,7 +85,7 @@ func Create(path string, capacity int64) (*Writer, error) {
 		f.Close()
 		return nil, fmt.Errorf("record: size %s: %w", path, err)
 	}
-	mem, err := unix.Mmap(int(f.Fd()), 0, int(capacity*Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := syscall.Mmap(int(f.Fd()), 0, int(capacity*Size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("record: map %s: %w", path, err)
@@ -137,7 +136,7 @@ func (w *Writer) Count() int64 { return min(w.next.Load(), w.cap) }
 // Close unmaps the file and cuts it to the records written.
 func (w *Writer) Close() error {
 	n := w.Count()
-	err := unix.Munmap(w.mem)
+	err := syscall.Munmap(w.mem)
 	w.mem = nil
 	if e := w.f.Truncate(n * Size); err == nil {
 		err = e
