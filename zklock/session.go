@@ -121,10 +121,11 @@ type LeaseStats struct {
 	// ending them with ErrLeaseExpired.
 	Lapses int64
 	// LateProofs counts the session's writes and syncs that succeeded but
-	// came back too late to renew the lease: the touch they showed at the
-	// leader was more than Bound ago. While every round trip is that slow,
-	// no lock of the session can be granted, free or not: the network (or
-	// the server) is too slow for the session timeout, not the lock held.
+	// came back too late to renew the lease: with a round trip longer than
+	// the lease tolerates (a twelfth of the session timeout with the
+	// servers' tick unknown). While every round trip is that slow, no lock
+	// of the session can be granted, free or not: the network (or the
+	// server) is too slow for the session timeout, not the lock held.
 	LateProofs int64
 	// LastLateRoundTrip is the round trip of the latest late proof.
 	LastLateRoundTrip time.Duration

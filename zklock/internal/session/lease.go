@@ -181,10 +181,11 @@ type LeaseStats struct {
 	// ending them with ErrLeaseExpired.
 	Lapses int64
 	// LateProofs counts the session's writes and syncs that succeeded but
-	// came back too late to renew the lease: the touch they showed at the
-	// leader was more than Bound ago. While every round trip is that slow,
-	// no lock of the session can be granted, free or not: the network (or
-	// the server) is too slow for the session timeout, not the lock held.
+	// came back too late to renew the lease: with a round trip longer than
+	// the lease tolerates (a twelfth of the session timeout with the
+	// servers' tick unknown). While every round trip is that slow, no lock
+	// of the session can be granted, free or not: the network (or the
+	// server) is too slow for the session timeout, not the lock held.
 	LateProofs int64
 	// LastLateRoundTrip is the round trip of the latest late proof.
 	LastLateRoundTrip time.Duration
@@ -208,14 +209,27 @@ func (s *Floor) LeaseStats() LeaseStats {
 		LastLateRoundTrip: time.Duration(le.lateRTT.Load()), Bound: le.reach(), Timeout: s.timeout()}
 }
 
+// maxRoundTrip is the longest round trip with which a held lock's
+// session keeps its lease ahead: a chain spans three round trips (j's,
+// k's, l's), π, and up to two periods, and must leave T/16 for a grant
+// (renew.go): T/12 with the tick unknown. A proof that renews nothing
+// with a longer round trip says the network is too slow for the session
+// timeout; one that renews nothing with a shorter one closed a chain
+// whose k was old (a session that was quiet), which the renewer's next
+// sync mends.
+func (le *lease) maxRoundTrip() time.Duration {
+	t := le.s.timeout()
+	return max(le.reach()-le.gap()-2*le.period()-t/16, 0) / 3
+}
+
 // lateWarnEvery spaces tooLate's warnings.
 const lateWarnEvery = 10 * time.Second
 
-// tooLate notes a proof answered rtt after its send that renewed nothing:
-// the touch it showed was too old. With every round trip that long, a
+// tooLate notes a proof answered rtt after its send, longer than
+// maxRoundTrip, that renewed nothing. With every round trip that long, a
 // grant waits for ever while the lock may be free, so an operator is told,
-// at most every lateWarnEvery, with the round trip and the bound, and
-// LeaseStats counts it.
+// at most every lateWarnEvery, with the round trip and the longest the
+// lease tolerates, and LeaseStats counts it.
 func (le *lease) tooLate(rtt time.Duration) {
 	le.late.Add(1)
 	le.lateRTT.Store(int64(rtt))
@@ -225,7 +239,7 @@ func (le *lease) tooLate(rtt time.Duration) {
 		return
 	}
 	le.s.log.Warn("session round trip too long to confirm the session with the leader: no lock of the session can be granted until it is shorter (a slow network or server, not a held lock)",
-		"round_trip", rtt, "bound", le.reach(), "session_timeout", le.s.timeout())
+		"round_trip", rtt, "max_round_trip", le.maxRoundTrip(), "session_timeout", le.s.timeout())
 }
 
 // proof is a sync or write that can prove the session alive at the
@@ -294,10 +308,8 @@ func (s *Floor) proved(p proof) {
 		return
 	}
 	late, renewed := s.renewFrom(p.id, touched)
-	if late {
-		// A proof that renews nothing is late by its round trip: a
-		// chain's touch is a few round trips before its l.
-		le.tooLate(time.Since(written))
+	if rtt := time.Since(written); late && rtt > le.maxRoundTrip() {
+		le.tooLate(rtt)
 	}
 	if renewed {
 		le.confirmed()

@@ -216,15 +216,6 @@ func (t *Tap) FirstWriteAfter(mark int64) (at time.Time, ok bool) {
 	return time.Unix(0, t.ring[w%RingSize]), true
 }
 
-// LastWrite returns when the latest write began (zero before the first).
-func (t *Tap) LastWrite() time.Time {
-	t.ringMu.Lock()
-	defer t.ringMu.Unlock()
-	if t.writes == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, t.ring[t.writes%RingSize])
-}
 
 // began records the start of a write.
 func (t *Tap) began(start time.Time) {
