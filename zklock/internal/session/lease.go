@@ -297,7 +297,8 @@ func (s *Floor) proved(p proof) {
 	}
 	if mutant.On(mutant.LeaseFromProof) {
 		// Seeded bug: the rule before issue 55, T/4 past the proof's write.
-		s.renewFrom(p.id, written.Add(s.timeout()/4-le.reach()))
+		_, lapsed := s.renewFrom(p.id, written.Add(s.timeout()/4-le.reach()))
+		le.confirmed(lapsed)
 		return
 	}
 	if p.k.IsZero() {
@@ -307,13 +308,11 @@ func (s *Floor) proved(p proof) {
 	if !ok {
 		return
 	}
-	late, renewed := s.renewFrom(p.id, touched)
+	late, lapsed := s.renewFrom(p.id, touched)
 	if rtt := time.Since(written); late && rtt > le.maxRoundTrip() {
 		le.tooLate(rtt)
 	}
-	if renewed {
-		le.confirmed()
-	}
+	le.confirmed(lapsed)
 }
 
 // touchBefore returns the write time of the latest packet known to have
@@ -346,55 +345,60 @@ func (s *Floor) noteProof(p proof, written time.Time) (newK bool) {
 
 // handshake renews the lease from a connect answer that gave session id
 // (the argument's 4): the leader touched it after its request was written.
-// Under Wrap nothing sees the handshake. s.st.mu is held.
-func (le *lease) handshake(id int64) bool {
+// It returns when the lapse it ended began (0: none). Under Wrap nothing
+// sees the handshake. s.st.mu is held.
+func (le *lease) handshake(id int64) (lapsed int64) {
 	if le.s.tap == nil {
-		return false
+		return 0
 	}
 	h, ok := le.s.tap.LastHandshake()
 	if !ok || h.SessionID != id {
-		return false
+		return 0
 	}
-	return le.renewLocked(id, h.Written)
+	_, lapsed = le.renewLocked(id, h.Written)
+	return lapsed
 }
 
-// confirmed tells the end of a lapse, if the lease lapsed with holds and
-// has not been told renewed since.
-func (le *lease) confirmed() {
-	at := le.lapsedAt.Load()
-	if at == 0 || !le.lapsedAt.CompareAndSwap(at, 0) {
+// confirmed tells the end of a lapse that began at lapsed (unix ns; 0:
+// none), which a renewal just ended (renewLocked).
+func (le *lease) confirmed(lapsed int64) {
+	if lapsed == 0 || mutant.On(mutant.LapseEndUntold) { // seeded bug: the lapse's end untold
 		return
 	}
-	if mutant.On(mutant.LapseEndUntold) {
-		return // seeded bug: the lapse's end untold
-	}
 	le.s.log.Warn("session confirmed with the leader again: locks can be granted",
-		"after", time.Since(time.Unix(0, at)).Round(time.Millisecond), "bound", le.reach())
+		"after", time.Since(time.Unix(0, lapsed)).Round(time.Millisecond), "bound", le.reach())
 }
 
 // renewFrom moves the lease's deadline to touched + R, for a proof of
 // session id; it reports a renewal too late to renew anything (its
-// deadline already past), and a lease renewed into the future.
-func (s *Floor) renewFrom(id int64, touched time.Time) (late, renewed bool) {
+// deadline already past), and when the lapse it ended began (0: none).
+func (s *Floor) renewFrom(id int64, touched time.Time) (late bool, lapsed int64) {
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	if id == 0 || id != s.st.sessionID || s.conn.SessionID() != id || s.st.closed {
-		return false, false
+		return false, 0
 	}
-	renewed = s.st.lease.renewLocked(id, touched)
-	return !renewed, renewed
+	ahead, lapsed := s.st.lease.renewLocked(id, touched)
+	return !ahead, lapsed
 }
 
 // renewLocked moves the deadline to touched + R if that is later, and
-// reports whether the deadline lies ahead. s.st.mu is held.
-func (le *lease) renewLocked(id int64, touched time.Time) bool {
+// reports whether the deadline lies ahead and, if that ends a lapse (the
+// lease ran out with holds, no renewal since), when the lapse began (0:
+// none). The lapse's end is taken here, under s.st.mu as its start is
+// (lapse), so that the renewer, which reads both, never sees the lease
+// renewed and still lapsed. s.st.mu is held.
+func (le *lease) renewLocked(id int64, touched time.Time) (ahead bool, lapsed int64) {
 	d := touched.Add(le.reach())
 	if d.After(le.deadline) {
 		trace.Renewed(le.s.zc, id, touched, d)
 		le.deadline = d
 		le.armLocked()
 	}
-	return d.After(time.Now())
+	if ahead = d.After(time.Now()); ahead {
+		lapsed = le.lapsedAt.Swap(0)
+	}
+	return ahead, lapsed
 }
 
 // armLocked sets the deadline timer while holds exist. s.st.mu is held.
@@ -428,11 +432,13 @@ func (le *lease) lapse() {
 		return
 	}
 	lost := s.takeHolds()
+	if len(lost) > 0 {
+		le.lapsedAt.CompareAndSwap(0, time.Now().UnixNano())
+	}
 	s.st.mu.Unlock()
 	trace.Lapsed(s.zc, len(lost))
 	if len(lost) > 0 {
 		le.lapses.Add(1)
-		le.lapsedAt.CompareAndSwap(0, time.Now().UnixNano())
 		le.wake() // the renewer proves the session until it is: see renew
 		s.log.Warn("session not confirmed with the leader in time: holds end, grants wait until it is", "holds", len(lost), "bound", le.reach())
 	}

@@ -42,7 +42,7 @@ func newSessionUnseen(t *testing.T) (fail string) {
 		// The lease vouches for the session now (as a chain or a handshake
 		// would), so that the grant goes through.
 		s.st.mu.Lock()
-		s.st.lease.renewLocked(0x101, time.Now())
+		_, _ = s.st.lease.renewLocked(0x101, time.Now())
 		s.st.mu.Unlock()
 		causes := make(chan error, 2)
 		if err := s.Grant(context.Background(), 0x101, NewMember(func(cause error) { causes <- cause })); err != nil {

@@ -138,13 +138,13 @@ func (le *lease) dueLocked() (active bool, due time.Duration) {
 	// was queued: timed from the queueing, so that a backlog that delays
 	// every write by more than a period still leaves the syncs back to
 	// back, and a sync that fails is sent again a period later. At once
-	// when the deadline is less than a period ahead and the chain a sync
+	// when the deadline is less than two periods ahead and the chain a sync
 	// would close carries it a quarter period further: after a lock woke a
 	// quiet session, its first proof's answer makes a k that
 	// go-zookeeper's pings, a ping interval before it, start a chain from.
 	// (A busy session's next write closes that chain anyway: its deadline
 	// is far ahead, and no sync goes.)
-	if active && time.Until(le.deadline) < every && le.extension().After(le.deadline.Add(every/4)) {
+	if active && time.Until(le.deadline) < 2*every && le.extension().After(le.deadline.Add(every/4)) {
 		return true, 0
 	}
 	return active, time.Until(later(le.proofAt, le.syncAt).Add(every))

@@ -135,9 +135,7 @@ func (s *Floor) observe(zs zk.State) {
 	s.setStateLocked(t.st, id)
 	s.st.mu.Unlock()
 	s.tellOutage(zs, prev, id, len(t.lost))
-	if t.renewed {
-		s.st.lease.confirmed()
-	}
+	s.st.lease.confirmed(t.lapsed)
 	if t.st == StateConnected {
 		s.noteGranted()
 		s.markReady()
@@ -154,9 +152,9 @@ type transition struct {
 	st          State
 	lost        []*Member
 	cause       error
-	tcp         bool // not moved: a TCP state seen while not connected
-	beforeFirst bool // and before the first session
-	renewed     bool // the connect answer renewed the lease (lease.handshake)
+	tcp         bool  // not moved: a TCP state seen while not connected
+	beforeFirst bool  // and before the first session
+	lapsed      int64 // the start of a lapse the connect answer ended (lease.handshake)
 }
 
 // transitionLocked applies zs, with the connection in session id, to the
@@ -182,7 +180,7 @@ func (s *Floor) transitionLocked(zs zk.State, id int64) transition {
 			s.st.lease.reset()
 		}
 		s.st.sessionID = id
-		t.renewed = s.st.lease.handshake(id)
+		t.lapsed = s.st.lease.handshake(id)
 		return t
 	case zk.StateDisconnected, zk.StateConnecting, zk.StateConnected:
 		// Connecting and Connected are TCP states: no session on them yet.
