@@ -216,7 +216,6 @@ func (t *Tap) FirstWriteAfter(mark int64) (at time.Time, ok bool) {
 	return time.Unix(0, t.ring[w%RingSize]), true
 }
 
-
 // began records the start of a write.
 func (t *Tap) began(start time.Time) {
 	t.ringMu.Lock()
