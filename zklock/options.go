@@ -16,7 +16,8 @@ import (
 // Options of sessions (Connect, NewSession) and of locks (New, NewRWLock,
 // NewSemaphore). A few live beside what they configure: WithDigestAuth
 // (auth.go), WithPositionHandler (position.go), WithRevocable and
-// WithRevocationHandler (revoke.go), WithJuteMaxBuffer (writelink.go).
+// WithRevocationHandler (revoke.go), WithJuteMaxBuffer (writelink.go),
+// WithPersistentPath (protection.go).
 
 // sessionConfig is what the session options fill in: the floor's Config
 // (package session), and what only checking it needs.
@@ -164,9 +165,10 @@ type lockConfig struct {
 	onLost  func(node string, cause error)
 	onGone  func(node string, err error) // WithDeleteHandler
 
-	revocable bool              // WithRevocable
-	onRevoked func(node string) // WithRevocationHandler
-	watchNode bool              // WithNodeWatch
+	revocable  bool              // WithRevocable
+	onRevoked  func(node string) // WithRevocationHandler
+	watchNode  bool              // WithNodeWatch
+	persistent bool              // WithPersistentPath
 
 	onPosition func(Position) // see position.go
 }
@@ -188,11 +190,11 @@ func WithLabel(label string) Option { return func(c *lockConfig) { c.label = lab
 func WithRecheckInterval(d time.Duration) Option { return func(c *lockConfig) { c.recheck = d } }
 
 // WithACL sets the ACL of the nodes the lock creates (default: world, all):
-// its lock nodes, and the lock path and any missing ancestor it creates as
-// container nodes. ZooKeeper checks a create or delete of a node against
-// its parent's ACL, so it is the lock path's ACL that decides who may
-// queue and who may delete a holder's node; a lock path that already
-// exists keeps its own. With zk.AuthACL or zk.DigestACL, give the session
+// its lock nodes, and the lock path and any missing ancestor it creates
+// (containers, but see WithPersistentPath). ZooKeeper checks a create or
+// delete of a node against its parent's ACL, so it is the lock path's ACL
+// that decides who may queue and who may delete a holder's node; a lock
+// path that already exists keeps its own. With zk.AuthACL or zk.DigestACL, give the session
 // the credentials (WithDigestAuth). See ExampleWithDigestAuth.
 func WithACL(acl []zk.ACL) Option { return func(c *lockConfig) { c.acl = acl } }
 
