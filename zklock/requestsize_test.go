@@ -82,6 +82,19 @@ func sizeSessions(t *testing.T, inChroot bool, opts ...zklock.SessionOption) (s,
 	return connect(t, servers, opts...), connect(t, servers), chroot
 }
 
+// sizeRoot returns sizeSessions' session and chroot, a node made for the
+// test, and the session's requests recorded from now on.
+func sizeRoot(t *testing.T, inChroot bool) (s *zklock.Session, chroot, root string, rec *requests) {
+	s, admin, chroot := sizeSessions(t, inChroot)
+	root = zktest.Path(t)
+	if err := zkCreateAll(admin.Conn(), root); err != nil {
+		t.Fatal(err)
+	}
+	rec = &requests{}
+	t.Cleanup(rec.record(s))
+	return s, chroot, root, rec
+}
+
 // sentPath is what path takes in a request as the server reads it: its
 // length and its bytes, the chroot's before them.
 func sentPath(chroot, path string) int { return 4 + len(chroot) + len(path) }
@@ -329,13 +342,7 @@ func tooLargeRefusedBeforeSending(t *testing.T, inChroot bool) {
 func TestLimitIsExact(t *testing.T) { inChroots(t, limitIsExact) }
 
 func limitIsExact(t *testing.T, inChroot bool) {
-	s, admin, chroot := sizeSessions(t, inChroot)
-	root := zktest.Path(t)
-	if err := zkCreateAll(admin.Conn(), root); err != nil {
-		t.Fatal(err)
-	}
-	var rec requests
-	defer rec.record(s)()
+	s, chroot, root, rec := sizeRoot(t, inChroot)
 	str := func(x string) int { return 4 + len(x) }
 	acl := append(zk.WorldACL(zk.PermAll), zk.DigestACL(zk.PermRead, "user", "pw")[0],
 		zk.ACL{Perms: zk.PermRead, Scheme: "ip", ID: "127.0.0.1"})
@@ -383,13 +390,7 @@ func limitIsExact(t *testing.T, inChroot bool) {
 func TestBatchPackedToTheLimit(t *testing.T) { inChroots(t, batchPackedToTheLimit) }
 
 func batchPackedToTheLimit(t *testing.T, inChroot bool) {
-	s, admin, chroot := sizeSessions(t, inChroot)
-	root := zktest.Path(t)
-	if err := zkCreateAll(admin.Conn(), root); err != nil {
-		t.Fatal(err)
-	}
-	var rec requests
-	defer rec.record(s)()
+	s, chroot, root, rec := sizeRoot(t, inChroot)
 	set := 9 + sentPath(chroot, root) + 4 + 4 // a set's op in a multi, but its data
 	data := juteMaxBuffer - (8 + 2*set + 9)   // both sets' data in a multi of exactly the limit
 	for _, extra := range []int{0, 1} {
