@@ -154,7 +154,7 @@ func burstOfLargeACLs(t *testing.T, inChroot, withTxn bool) {
 		for _, h := range holds {
 			_ = h.Release()
 		}
-		eventually(t, 10*time.Second, "the writer idle", func() bool { return zklock.QueuedWritesForTest(s) == 0 })
+		nodesDeleted(t, admin, locks[w:w+wave])
 		rec.take() // the releases' deletes
 	}
 	if failed > 0 {
@@ -186,12 +186,13 @@ func largeACLLocks(t *testing.T, s, admin *zklock.Session, rec *requests, n int)
 			t.Fatal(err)
 		}
 	}
-	h, err := newLock(t, s, paths[0], zklock.WithACL(digestACL(entry))).Acquire(ctxT(t, 10*time.Second))
+	first := newLock(t, s, paths[0], zklock.WithACL(digestACL(entry)))
+	h, err := first.Acquire(ctxT(t, 10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = h.Release()
-	eventually(t, 5*time.Second, "the writer idle", func() bool { return zklock.QueuedWritesForTest(s) == 0 })
+	nodesDeleted(t, admin, []*zklock.Lock{first})
 	sizes, ops := rec.take()
 	if len(ops) == 0 || ops[0] != zklock.OpCreate {
 		t.Fatalf("the lone create was not written alone: %v", ops)
@@ -210,6 +211,22 @@ func largeACLLocks(t *testing.T, s, admin *zklock.Session, rec *requests, n int)
 	return root, locks, opSize
 }
 
+// nodesDeleted waits until the nodes of locks are gone on the server: the
+// requests that deleted them were written, and recorded, before. (The
+// writer's queue empty is not enough: a round taken from it may not be
+// written yet, and was counted in the next wave.)
+func nodesDeleted(t *testing.T, admin *zklock.Session, locks []*zklock.Lock) {
+	t.Helper()
+	eventually(t, 10*time.Second, "the released nodes deleted", func() bool {
+		for _, l := range locks {
+			if kids, _, err := admin.Conn().Children(l.Path()); err != nil || len(kids) > 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // burstWave queues the creates of locks (their ops' sizes in a multi:
 // opSize) with the writer held, and a one-op transaction the server
 // refuses in their middle when txn, lets the writer go, and returns the
@@ -221,11 +238,22 @@ func burstWave(t *testing.T, ctx context.Context, s *zklock.Session, locks []*zk
 	defer let()
 	half := len(locks) / 2
 	var got []<-chan acquired
-	for _, l := range locks[:half] {
-		got = append(got, goAcquire(ctx, l))
+	var queued []int
+	// acquire queues locks in order of their sizes' groups: the writes of
+	// one size (whose order among them changes no request) are all queued
+	// before the first of another size goes, so that the queue's order is
+	// the one greedy counts (a large create queued amid a run of small
+	// ones, as the goroutines raced, split it in one request more).
+	acquire := func(locks []*zklock.Lock, sizes []int) {
+		for i, l := range locks {
+			if n := len(queued); n > 0 && sizes[i] != queued[n-1] {
+				eventually(t, 10*time.Second, "the writes before queued", func() bool { return zklock.QueuedWritesForTest(s) == n })
+			}
+			got, queued = append(got, goAcquire(ctx, l)), append(queued, sizes[i])
+		}
 	}
+	acquire(locks[:half], opSize[:half])
 	eventually(t, 10*time.Second, "half the wave queued", func() bool { return zklock.QueuedWritesForTest(s) == half })
-	queued := append([]int{}, opSize[:half]...)
 	told := make(chan error, 1)
 	if txn {
 		go func() {
@@ -235,10 +263,7 @@ func burstWave(t *testing.T, ctx context.Context, s *zklock.Session, locks []*zk
 		eventually(t, 10*time.Second, "the transaction queued", func() bool { return zklock.QueuedWritesForTest(s) == half+1 })
 		queued = append(queued, 9+sentPath(chroot, root)+4)
 	}
-	for _, l := range locks[half:] {
-		got = append(got, goAcquire(ctx, l))
-	}
-	queued = append(queued, opSize[half:]...)
+	acquire(locks[half:], opSize[half:])
 	eventually(t, 10*time.Second, "the wave queued", func() bool { return zklock.QueuedWritesForTest(s) == len(queued) })
 	let()
 	var errs []error
