@@ -152,7 +152,7 @@ func (h *hosts) Init(servers []string) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.servers = h.servers[:0]
+	h.servers = make([]string, 0, len(servers))
 	for _, s := range servers {
 		if !slices.Contains(h.servers, s) {
 			h.servers = append(h.servers, s)
