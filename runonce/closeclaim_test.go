@@ -119,8 +119,14 @@ func TestClaimOnAClosedSession(t *testing.T) {
 	_ = s.Close()
 	for range 3 {
 		time.Sleep(AfterWindow(DefaultWindow))
-		if err := r.Do(ctx, "job", noop); err == nil {
+		err := r.Do(ctx, "job", noop)
+		if err == nil {
 			t.Fatal("a run on a closed session")
+		}
+		// Issue 55, item 7: the log said the session is closed, but the
+		// error was go-zookeeper's "zk: connection closed".
+		if !errors.Is(err, zklock.ErrSessionClosed) {
+			t.Errorf("a claim on a closed session: %v; want an error matching zklock.ErrSessionClosed", err)
 		}
 	}
 	out := logs.String()

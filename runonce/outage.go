@@ -3,6 +3,7 @@ package runonce
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -124,6 +125,17 @@ const (
 	failedClosed                    // the Runner was closed: the program's own doing
 	failedSessionClosed             // the program closed the session: for good
 )
+
+// sessionClosedErr makes err, a Claim's failure on a session the program
+// closed, match zklock.ErrSessionClosed, as the log tells it (kindOf):
+// go-zookeeper fails a closed connection's requests with its own
+// zk.ErrConnectionClosed.
+func (r *Runner) sessionClosedErr(err error) error {
+	if errors.Is(err, zklock.ErrSessionClosed) || r.s.State() != zklock.StateClosed {
+		return err
+	}
+	return fmt.Errorf("%w: %w", zklock.ErrSessionClosed, err)
+}
 
 // kindOf classifies err, a Claim's failure; ctx is the caller's (not Claim's
 // own deadline).

@@ -152,6 +152,7 @@ func (r *Runner) claim(ctx context.Context, key string, tick time.Time) (*Claim,
 		r.checkEnvelope(j, d, calls, p)
 	}
 	if err != nil {
+		err = r.sessionClosedErr(err)
 		j.busy.Store(false)
 		r.report(ctx, j, p, err)
 		return nil, err

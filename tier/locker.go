@@ -6,21 +6,29 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/tierlock/tierlock/zklock"
 )
 
 // Locker returns a sync.Locker on l for code that holds one: Lock blocks
-// until the lock is held, retrying failed attempts (a lost connection,
-// say) with back-off; Unlock releases it.
+// until the lock is held, retrying with back-off what can pass (a lost
+// connection or session, an outage); Unlock releases it.
 //
-// Lock never returns without the lock. Where it cannot lock (the lock or
-// its session is closed, before Lock or while it waits; a nil *Locker)
-// it panics, as etcd's concurrency.NewLocker does: a sync.Locker's caller
-// has no error to look at, and code after Lock runs as if it held the
-// lock. The panic's value is an error whose message names the lock's path
-// and the reason, and which wraps it (ErrClosed, ErrSessionClosed,
-// ErrNil). Close a lock only once no goroutine can still call Lock on its
-// Locker, or use Acquire, which returns the error.
+// Lock never returns without the lock. Where it cannot lock it panics, as
+// etcd's concurrency.NewLocker does: a sync.Locker's caller has no error
+// to look at, and code after Lock runs as if it held the lock. It cannot
+// lock when the lock or its session is closed (before Lock or while it
+// waits), on a nil *Locker, and when the acquisition is refused in a way
+// that retrying cannot change: the server rejects the lock's ACL
+// (zk.ErrInvalidACL), the lock path's or a parent's ACL refuses this
+// session's create (zk.ErrNoAuth), the lock path or a parent is an
+// ephemeral node (zk.ErrNoChildrenForEphemerals), the session's
+// credentials were refused (zk.ErrAuthFailed), or the lock node's create
+// is too large for a request (zklock.ErrInvalidOption). The panic's value
+// is an error whose message names the lock's path and the reason, and
+// which wraps it. Close a lock only once no goroutine can still call Lock
+// on its Locker, or use Acquire, which returns the error.
 //
 // The sync.Locker interface has no way to say that a hold was lost, so the
 // adapter adds one: Context returns the held context of the current hold,
@@ -42,8 +50,8 @@ type Locker struct {
 }
 
 // Lock blocks until the lock is held. It panics where the lock can never
-// be held: the lock or its session closed, a nil *Locker (see
-// Lock.Locker).
+// be held: the lock or its session closed, a nil *Locker, an acquisition
+// refused in a way that retrying cannot change (see Lock.Locker).
 func (k *Locker) Lock() {
 	if k == nil || k.l == nil {
 		panic(fmt.Errorf("tier: Locker.Lock cannot lock: %w", errNil("Locker")))
@@ -55,13 +63,42 @@ func (k *Locker) Lock() {
 			k.held = held
 			return
 		}
-		if errors.Is(err, ErrClosed) || errors.Is(err, zklock.ErrSessionClosed) || errors.Is(err, ErrNil) {
+		if cannotLock(err) {
 			panic(fmt.Errorf("tier: Locker.Lock of %s cannot lock: %w", k.l.Path(), err))
 		}
 		k.l.log.Warn("Locker.Lock: acquire failed, retrying", "path", k.l.Path(), "err", err, "in", wait)
 		time.Sleep(wait)
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// cannotLock reports whether err, which ended an Acquire whose context
+// never ends, is one that no retry can change. zklock retries within
+// Acquire what can pass (a lost connection, an expired session, an
+// outage, zk.ErrNoServer) and returns the server's refusals, which are
+// permanent for the lock as it is made, but one: zk.ErrNoNode, a parent
+// removed between its making and the create (an operator, or the server
+// reaping an empty container), which the next attempt makes again. An
+// error not listed here is retried: a Locker that waits on something new
+// warns each second, where one that panicked on it would end a program
+// that could have gone on.
+func cannotLock(err error) bool {
+	for _, e := range permanent {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+var permanent = []error{
+	ErrClosed, zklock.ErrSessionClosed, ErrNil, // nothing left to lock with
+	zk.ErrInvalidACL,              // the server rejects the lock's ACL
+	zk.ErrNoAuth,                  // the lock path's or a parent's ACL refuses this session's create
+	zk.ErrNoChildrenForEphemerals, // the lock path or a parent is an ephemeral node
+	zk.ErrAuthFailed,              // the session's credentials were refused
+	zklock.ErrInvalidOption,       // the lock node's create too large for a request (its ACL, its label)
+	zklock.ErrInvalidPath, zk.ErrInvalidPath, zk.ErrBadArguments, zk.ErrInvalidFlags, zk.ErrShortBuffer,
 }
 
 // Unlock releases the lock.

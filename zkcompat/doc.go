@@ -28,6 +28,12 @@
 // (_c_<uuid>-lock-<seq>), which zk.Lock parses like its own, so processes
 // still on zk.Lock and processes on zkcompat exclude each other on one path.
 //
+// Kept too, the lock path: when Lock creates it, it is a persistent node
+// with the handle's ACL, as zk.Lock makes it, and the data a caller keeps
+// on it stays after Unlock (TestLockPathKeptAsZkLockKeepsIt; before issue
+// 55 it was a container, which the server deleted with its data once its
+// last lock node was gone).
+//
 // Kept too, with no server to reach: Lock fails with zk.ErrNoServer when
 // zk.Lock's would. go-zookeeper fails the requests it
 // has queued with zk.ErrNoServer each time it has tried every server in
@@ -69,8 +75,8 @@
 // under zklock's default policy) returns an error wrapping
 // tier.ErrLockLost, where zk.Lock's, which cannot see the loss, returns
 // nil. The
-// parents of the path are created as container nodes (removed by the server
-// once empty) rather than persistent ones. LockWithData cannot put the
+// missing parents of the path are created as container nodes (removed by
+// the server once empty) rather than persistent ones. LockWithData cannot put the
 // caller's data into a node that the process's handles share: the node
 // carries tierlock's own (host and pid) and data is ignored.
 //

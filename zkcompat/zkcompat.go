@@ -227,7 +227,11 @@ func obtain(conn *zk.Conn, path string, acl []zk.ACL) (*pathEntry, error) {
 	if e == nil {
 		e = &pathEntry{c: c, path: path}
 		l, err := tier.New(c.s, path,
-			tier.WithLockOptions(zklock.WithACL(acl), zklock.WithLabel("zkcompat"), zklock.WithDeleteHandler(e.onDeleted)),
+			// The lock path persistent, as zk.Lock makes it: its users keep
+			// data on it (a key-value store's value) that a container would
+			// take with it once empty.
+			tier.WithLockOptions(zklock.WithACL(acl), zklock.WithLabel("zkcompat"), zklock.WithDeleteHandler(e.onDeleted),
+				zklock.WithPersistentPath()),
 			tier.WithPositionHandler(e.onPosition))
 		if err != nil {
 			c.idle()

@@ -434,9 +434,12 @@ func TestOversizedRefused(t *testing.T) {
 // The size limits are exact, and what they admit works: a lock path of
 // 4000 bytes and a label of 60 KiB are acquired (their nodes made and
 // deleted on the server); one byte more of path, or a node's data past
-// 64 KiB, is refused before anything is sent.
-func TestSizeLimitsExact(t *testing.T) {
-	s := connect(t, zktest.Servers(t))
+// 64 KiB, is refused before anything is sent. Within a chroot too, whose
+// bytes the server reads in every path.
+func TestSizeLimitsExact(t *testing.T) { inChroots(t, sizeLimitsExact) }
+
+func sizeLimitsExact(t *testing.T, inChroot bool) {
+	s, _, _ := sizeSessions(t, inChroot)
 	ctx := ctxT(t, 30*time.Second)
 	base := zktest.Path(t) + "/"
 	path := func(n int) string { return base + strings.Repeat("p", n-len(base)) }

@@ -147,6 +147,23 @@ func TestChrootCoversSessionConn(t *testing.T) {
 	wantEvent(t, data, zk.EventNodeDataChanged, "/runs")
 }
 
+// A server list whose chroot is "/" ("host:2181/") has none, as the Java
+// client, Curator and kazoo read it: the session connects, and its locks
+// live at the paths it names.
+func TestRootChrootIsNone(t *testing.T) {
+	_, root := newChroot(t)
+	s := connect(t, chrooted(t, "/"))
+	p := zktest.Path(t)
+	h, err := newLock(t, s, p).Acquire(zktest.Context(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	if !exists(t, root.Conn(), h.Node()) {
+		t.Errorf("%s is not on the server at the path the session named", h.Node())
+	}
+}
+
 // A chroot that does not exist is refused at Connect, at once and with
 // zk.ErrNoNode: nothing could be locked under it.
 func TestChrootMustExist(t *testing.T) {

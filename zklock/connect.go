@@ -32,8 +32,9 @@ import (
 // checks it (one request) and fails with zk.ErrNoNode if it does not,
 // since nothing could be locked under it, and creating it would make a
 // mistyped chroot a new, empty tree in which this process locks alone.
-// An empty address is refused with ErrEmptyServerAddress, a chroot that
-// is not a valid path below the root with ErrInvalidChroot.
+// A chroot of "/" ("zk1:2181/") is none, as the Java client, Curator and
+// kazoo read it. An empty address is refused with ErrEmptyServerAddress, a
+// chroot that is not a valid path with ErrInvalidChroot.
 //
 // The connection is TLS with WithTLS, and authenticated by digest
 // credentials (WithDigestAuth) or, over TLS, by a client certificate (an
@@ -118,4 +119,84 @@ func dialedChroot(conn *zk.Conn) string {
 		return "/" + root
 	}
 	return ""
+}
+
+// ErrEmptyServerAddress reports an empty address in Connect's server
+// list: an empty entry, or an empty one between commas (a trailing or
+// doubled comma, a variable that was not set). It is one of the
+// ErrInvalidOption family: errors.Is matches both.
+var ErrEmptyServerAddress error = invalidServers("zklock: empty server address")
+
+// ErrInvalidChroot reports a chroot in Connect's server list that is not
+// a valid absolute path below the root, or two different ones. It is one
+// of the ErrInvalidOption family: errors.Is matches both.
+var ErrInvalidChroot error = invalidServers("zklock: invalid chroot")
+
+// invalidServers is a refusal of Connect's server list that says what is
+// wrong with it, and matches ErrInvalidOption, which callers checked
+// before it had a name of its own.
+type invalidServers string
+
+func (e invalidServers) Error() string { return string(e) }
+
+// Is reports whether target is ErrInvalidOption.
+func (e invalidServers) Is(target error) bool { return target == ErrInvalidOption }
+
+// parseServers reads Connect's server list as the Java client, Curator's
+// connectString and kazoo read theirs: each entry host:port (a missing
+// port means ZooKeeper's 2181) or a comma-separated list of them, the
+// last with an optional chroot, "host:port,host:port/myapp" ("/": none);
+// an entry may also be the chroot alone, "/myapp" (kazoo's list form).
+// Addresses are trimmed; an empty one, an empty list, an invalid chroot or
+// two different chroots are refused.
+func parseServers(servers []string) (addrs []string, chroot string, err error) {
+	for _, entry := range servers {
+		for _, a := range strings.Split(entry, ",") {
+			a = strings.TrimSpace(a)
+			host, root, hasRoot := strings.Cut(a, "/")
+			if hasRoot {
+				if chroot, err = takeChroot(chroot, "/"+root, entry); err != nil {
+					return nil, "", err
+				}
+			}
+			switch {
+			case host != "":
+				addrs = append(addrs, host)
+			case !hasRoot: // a chroot alone names no server, and is no empty address
+				return nil, "", fmt.Errorf("%w in %q (a trailing or doubled comma, or an unset variable?)", ErrEmptyServerAddress, servers)
+			}
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, "", fmt.Errorf("%w: no servers", ErrInvalidOption)
+	}
+	if chroot == "/" { // the root: no chroot
+		chroot = ""
+	}
+	return addrs, chroot, nil
+}
+
+// takeChroot checks root, named in entry, and returns it, or an error if
+// it is invalid or differs from seen (the one named before, if any). "/"
+// is the root itself, no chroot, as the Java client, Curator and kazoo
+// read "host:2181/".
+func takeChroot(seen, root, entry string) (string, error) {
+	if root != "/" {
+		if err := ValidatePath(root); err != nil {
+			why := strings.TrimPrefix(err.Error(), ErrInvalidPath.Error()+": ")
+			return "", fmt.Errorf("%w: %q in %q: %s", ErrInvalidChroot, root, entry, why)
+		}
+	}
+	if seen != "" && seen != root {
+		return "", fmt.Errorf("%w: two chroots in one server list, %s and %s", ErrInvalidChroot, chrootName(seen), chrootName(root))
+	}
+	return root, nil
+}
+
+// chrootName is root as an error names it.
+func chrootName(root string) string {
+	if root == "/" {
+		return "/ (none)"
+	}
+	return root
 }

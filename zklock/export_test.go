@@ -21,7 +21,8 @@ const (
 	OpMulti              = wire.OpMulti
 )
 
-// SetWriteHook runs fn before every request s writes; a non-nil error
+// SetWriteHook runs fn before every request s writes, with its bytes as
+// the server will read them (a chroot's in its paths); a non-nil error
 // fails that write as a failed socket write would (go-zookeeper gets the
 // error, and the connection is closed). nil removes the hook.
 func SetWriteHook(s *Session, fn func(op int32, b []byte) error) { s.f.Tap().SetOnWrite(fn) }

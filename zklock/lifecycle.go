@@ -9,8 +9,9 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// New returns a lock on path (an absolute ZooKeeper path; its parents are
-// created as container nodes when first needed).
+// New returns a lock on path (an absolute ZooKeeper path; it and its
+// parents are created as container nodes when first needed, unless
+// WithPersistentPath).
 func New(s *Session, path string, opts ...Option) (*Lock, error) {
 	if s == nil {
 		return nil, ErrNilSession
@@ -42,7 +43,7 @@ func New(s *Session, path string, opts ...Option) (*Lock, error) {
 		return nil, fmt.Errorf("%w: node data of %d bytes (label included): at most %d", ErrInvalidOption, len(data), maxDataLen)
 	}
 	return &Lock{s: s, f: s.f, path: path, data: data, recheck: cfg.recheck, acl: cfg.acl, onLost: cfg.onLost, onGone: cfg.onGone, rule: mutexRule, marker: lockMarker,
-		revocable: cfg.revocable, watchNode: cfg.watchNode, onRevoked: cfg.onRevoked, onPosition: cfg.onPosition}, nil
+		revocable: cfg.revocable, watchNode: cfg.watchNode, onRevoked: cfg.onRevoked, onPosition: cfg.onPosition, persistent: cfg.persistent}, nil
 }
 
 // newRecipeLock is New for another recipe's queue on the same core: its

@@ -38,6 +38,9 @@ type Lock struct {
 	// watchNode: holds watch their node from the grant (WithNodeWatch), as
 	// revocable ones do.
 	watchNode bool
+	// persistent: the lock path is made a persistent node, not a
+	// container (WithPersistentPath).
+	persistent bool
 
 	onPosition func(Position) // Acquire's position handler (position.go); nil: none
 

@@ -196,7 +196,8 @@ func validSegment(seg string) error {
 // a tierlock node that waits on them). A mixed path must not wrap: the
 // counter is the parent's, and tierlock creates lock paths as container
 // nodes, which the server deletes (resetting the counter) once the queue
-// has been empty for a while.
+// has been empty for a while (not under WithPersistentPath, zkcompat's,
+// as zk.Lock's are not).
 func sequenceBefore(a, b int32) bool { return int32(uint32(b)-uint32(a)) > 0 }
 
 // nodeData says who created a lock node.

@@ -16,7 +16,8 @@ import (
 // Options of sessions (Connect, NewSession) and of locks (New, NewRWLock,
 // NewSemaphore). A few live beside what they configure: WithDigestAuth
 // (auth.go), WithPositionHandler (position.go), WithRevocable and
-// WithRevocationHandler (revoke.go), WithJuteMaxBuffer (writelink.go).
+// WithRevocationHandler (revoke.go), WithJuteMaxBuffer (writelink.go),
+// WithPersistentPath (protection.go).
 
 // sessionConfig is what the session options fill in: the floor's Config
 // (package session), and what only checking it needs.
@@ -180,9 +181,10 @@ type lockConfig struct {
 	onLost  func(node string, cause error)
 	onGone  func(node string, err error) // WithDeleteHandler
 
-	revocable bool              // WithRevocable
-	onRevoked func(node string) // WithRevocationHandler
-	watchNode bool              // WithNodeWatch
+	revocable  bool              // WithRevocable
+	onRevoked  func(node string) // WithRevocationHandler
+	watchNode  bool              // WithNodeWatch
+	persistent bool              // WithPersistentPath
 
 	onPosition func(Position) // see position.go
 }
@@ -204,11 +206,11 @@ func WithLabel(label string) Option { return func(c *lockConfig) { c.label = lab
 func WithRecheckInterval(d time.Duration) Option { return func(c *lockConfig) { c.recheck = d } }
 
 // WithACL sets the ACL of the nodes the lock creates (default: world, all):
-// its lock nodes, and the lock path and any missing ancestor it creates as
-// container nodes. ZooKeeper checks a create or delete of a node against
-// its parent's ACL, so it is the lock path's ACL that decides who may
-// queue and who may delete a holder's node; a lock path that already
-// exists keeps its own. With zk.AuthACL or zk.DigestACL, give the session
+// its lock nodes, and the lock path and any missing ancestor it creates
+// (containers, but see WithPersistentPath). ZooKeeper checks a create or
+// delete of a node against its parent's ACL, so it is the lock path's ACL
+// that decides who may queue and who may delete a holder's node; a lock
+// path that already exists keeps its own. With zk.AuthACL or zk.DigestACL, give the session
 // the credentials (WithDigestAuth). See ExampleWithDigestAuth.
 func WithACL(acl []zk.ACL) Option { return func(c *lockConfig) { c.acl = acl } }
 
@@ -270,74 +272,6 @@ func (m minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (m minLevel) WithGroup(name string) slog.Handler {
 	return minLevel{m.Handler.WithGroup(name), m.min}
-}
-
-// ErrEmptyServerAddress reports an empty address in Connect's server
-// list: an empty entry, or an empty one between commas (a trailing or
-// doubled comma, a variable that was not set). It is one of the
-// ErrInvalidOption family: errors.Is matches both.
-var ErrEmptyServerAddress error = invalidServers("zklock: empty server address")
-
-// ErrInvalidChroot reports a chroot in Connect's server list that is not
-// a valid absolute path below the root, or two different ones. It is one
-// of the ErrInvalidOption family: errors.Is matches both.
-var ErrInvalidChroot error = invalidServers("zklock: invalid chroot")
-
-// invalidServers is a refusal of Connect's server list that says what is
-// wrong with it, and matches ErrInvalidOption, which callers checked
-// before it had a name of its own.
-type invalidServers string
-
-func (e invalidServers) Error() string { return string(e) }
-
-// Is reports whether target is ErrInvalidOption.
-func (e invalidServers) Is(target error) bool { return target == ErrInvalidOption }
-
-// parseServers reads Connect's server list as the Java client, Curator's
-// connectString and kazoo read theirs: each entry host:port (a missing
-// port means ZooKeeper's 2181) or a comma-separated list of them, the
-// last with an optional chroot, "host:port,host:port/myapp"; an entry may
-// also be the chroot alone, "/myapp" (kazoo's list form). Addresses are
-// trimmed; an empty one, an empty list, an invalid chroot or two
-// different chroots are refused.
-func parseServers(servers []string) (addrs []string, chroot string, err error) {
-	for _, entry := range servers {
-		for _, a := range strings.Split(entry, ",") {
-			a = strings.TrimSpace(a)
-			host, root, hasRoot := strings.Cut(a, "/")
-			if hasRoot {
-				if chroot, err = takeChroot(chroot, "/"+root, entry); err != nil {
-					return nil, "", err
-				}
-			}
-			switch {
-			case host != "":
-				addrs = append(addrs, host)
-			case !hasRoot: // a chroot alone names no server, and is no empty address
-				return nil, "", fmt.Errorf("%w in %q (a trailing or doubled comma, or an unset variable?)", ErrEmptyServerAddress, servers)
-			}
-		}
-	}
-	if len(addrs) == 0 {
-		return nil, "", fmt.Errorf("%w: no servers", ErrInvalidOption)
-	}
-	return addrs, chroot, nil
-}
-
-// takeChroot checks root, named in entry, and returns it, or an error if
-// it is invalid or differs from seen (the one named before, if any).
-func takeChroot(seen, root, entry string) (string, error) {
-	if root == "/" {
-		return "", fmt.Errorf("%w: %q in %q: a chroot is a node below the root, such as /myapp (no slash: none)", ErrInvalidChroot, root, entry)
-	}
-	if err := ValidatePath(root); err != nil {
-		why := strings.TrimPrefix(err.Error(), ErrInvalidPath.Error()+": ")
-		return "", fmt.Errorf("%w: %q in %q: %s", ErrInvalidChroot, root, entry, why)
-	}
-	if seen != "" && seen != root {
-		return "", fmt.Errorf("%w: two chroots in one server list, %s and %s", ErrInvalidChroot, seen, root)
-	}
-	return root, nil
 }
 
 // WithDigestAuth authenticates the session's connection with ZooKeeper's

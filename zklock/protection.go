@@ -24,18 +24,38 @@ func (l *Lock) sweepInBackground(guid string) {
 	l.f.Go(func() { l.sweep(guid) })
 }
 
+// WithPersistentPath makes the lock path, when the lock creates it, a
+// persistent node, as go-zookeeper's zk.Lock makes it, rather than a
+// container: the server keeps it, with any data written on it, once its
+// last lock node is gone, where it deletes an empty container (with its
+// data) within its container check (every minute by default). Code that
+// keeps data on the lock path needs it; package zkcompat sets it. Missing
+// ancestors above the lock path are containers still, and a lock path
+// that exists is left as it is.
+func WithPersistentPath() Option { return func(c *lockConfig) { c.persistent = true } }
+
 // ensureParents creates the lock path and its missing ancestors as
-// container nodes, which the server removes once they are empty.
+// container nodes, which the server removes once they are empty; the
+// lock path itself as a persistent node under WithPersistentPath.
 func (l *Lock) ensureParents() error {
 	conn := l.f.Conn()
+	create := func(p string) error {
+		var err error
+		if p == l.path && l.persistent {
+			_, err = conn.Create(p, nil, 0, l.acl)
+		} else {
+			_, err = conn.CreateContainer(p, nil, zk.FlagContainer, l.acl)
+		}
+		return err
+	}
 	var mk func(p string) error
 	mk = func(p string) error {
-		_, err := conn.CreateContainer(p, nil, zk.FlagContainer, l.acl)
+		err := create(p)
 		if errors.Is(err, zk.ErrNoNode) && path.Dir(p) != "/" {
 			if err := mk(path.Dir(p)); err != nil {
 				return err
 			}
-			_, err = conn.CreateContainer(p, nil, zk.FlagContainer, l.acl)
+			err = create(p)
 		}
 		if err == nil || errors.Is(err, zk.ErrNodeExists) {
 			return nil

@@ -55,6 +55,50 @@ func (r *requests) record(s *zklock.Session) (stop func()) {
 	return func() { zklock.SetWriteHook(s, nil) }
 }
 
+// Issue 55, item 2: under a chroot the wire puts the chroot before every
+// path after the writer sized the request by the paths its callers named,
+// so a request counted at the limit went out over jute.maxbuffer and the
+// server dropped the connection. Each size test runs twice, without a
+// chroot and within one: every size it computes counts each path as the
+// server reads it (the chroot's bytes added), and the recorder reads the
+// requests as they go out, chroot included.
+
+// inChroots runs test without a chroot and within one.
+func inChroots(t *testing.T, test func(t *testing.T, inChroot bool)) {
+	for _, inChroot := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chroot=%v", inChroot), func(t *testing.T) { test(t, inChroot) })
+	}
+}
+
+// sizeSessions returns the session under test and an admin session on the
+// shared server, both within a new chroot when inChroot, and the chroot
+// ("" for none): the wire puts it before every path the sessions name.
+func sizeSessions(t *testing.T, inChroot bool, opts ...zklock.SessionOption) (s, admin *zklock.Session, chroot string) {
+	servers := zktest.Servers(t)
+	if inChroot {
+		chroot, _ = newChroot(t)
+		servers = chrooted(t, chroot)
+	}
+	return connect(t, servers, opts...), connect(t, servers), chroot
+}
+
+// sizeRoot returns sizeSessions' session and chroot, a node made for the
+// test, and the session's requests recorded from now on.
+func sizeRoot(t *testing.T, inChroot bool) (s *zklock.Session, chroot, root string, rec *requests) {
+	s, admin, chroot := sizeSessions(t, inChroot)
+	root = zktest.Path(t)
+	if err := zkCreateAll(admin.Conn(), root); err != nil {
+		t.Fatal(err)
+	}
+	rec = &requests{}
+	t.Cleanup(rec.record(s))
+	return s, chroot, root, rec
+}
+
+// sentPath is what path takes in a request as the server reads it: its
+// length and its bytes, the chroot's before them.
+func sentPath(chroot, path string) int { return 4 + len(chroot) + len(path) }
+
 func (r *requests) take() ([]int, []int32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -73,21 +117,23 @@ func (r *requests) take() ([]int, []int32) {
 // in the queue's order, counted on the wire). With a one-op transaction
 // that the server refuses queued in the middle of a wave, the transaction
 // alone fails, at its own op, and the others cost one request more (its
-// batch goes again without it).
+// batch goes again without it). Within a chroot too, the sizes counted
+// with its bytes in every path.
 func TestBurstOfLargeACLs(t *testing.T) {
-	for _, withTxn := range []bool{false, true} {
-		t.Run(fmt.Sprintf("txn=%v", withTxn), func(t *testing.T) { burstOfLargeACLs(t, withTxn) })
-	}
+	inChroots(t, func(t *testing.T, inChroot bool) {
+		for _, withTxn := range []bool{false, true} {
+			t.Run(fmt.Sprintf("txn=%v", withTxn), func(t *testing.T) { burstOfLargeACLs(t, inChroot, withTxn) })
+		}
+	})
 }
 
-func burstOfLargeACLs(t *testing.T, withTxn bool) {
+func burstOfLargeACLs(t *testing.T, inChroot, withTxn bool) {
 	const n, wave = 1024, 64
-	servers := zktest.Servers(t)
 	// A session timeout of 20 s: its bound on requests in flight, which
 	// shrinks when a round trip takes more than an eighth of the lease's
 	// bound (a quarter of the timeout), keeps room for a wave of 1 MiB
 	// requests under the race detector on a loaded machine.
-	s, admin := connect(t, servers, zklock.WithSessionTimeout(20*time.Second)), connect(t, servers)
+	s, admin, chroot := sizeSessions(t, inChroot, zklock.WithSessionTimeout(20*time.Second))
 	var rec requests
 	defer rec.record(s)()
 	root, locks, opSize := largeACLLocks(t, s, admin, &rec, n)
@@ -96,7 +142,7 @@ func burstOfLargeACLs(t *testing.T, withTxn bool) {
 	start := time.Now()
 	for w := 0; w < n; w += wave {
 		txn := withTxn && w == n/2
-		queued, holds, errs := burstWave(t, ctx, s, locks[w:w+wave], opSize[w:w+wave], txn, root)
+		queued, holds, errs := burstWave(t, ctx, s, locks[w:w+wave], opSize[w:w+wave], txn, chroot, root)
 		failed += len(errs)
 		for _, err := range errs[:min(len(errs), 3)] {
 			t.Errorf("an acquisition failed: %v", err)
@@ -108,7 +154,7 @@ func burstOfLargeACLs(t *testing.T, withTxn bool) {
 		for _, h := range holds {
 			_ = h.Release()
 		}
-		eventually(t, 10*time.Second, "the writer idle", func() bool { return zklock.QueuedWritesForTest(s) == 0 })
+		nodesDeleted(t, admin, locks[w:w+wave])
 		rec.take() // the releases' deletes
 	}
 	if failed > 0 {
@@ -140,12 +186,13 @@ func largeACLLocks(t *testing.T, s, admin *zklock.Session, rec *requests, n int)
 			t.Fatal(err)
 		}
 	}
-	h, err := newLock(t, s, paths[0], zklock.WithACL(digestACL(entry))).Acquire(ctxT(t, 10*time.Second))
+	first := newLock(t, s, paths[0], zklock.WithACL(digestACL(entry)))
+	h, err := first.Acquire(ctxT(t, 10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = h.Release()
-	eventually(t, 5*time.Second, "the writer idle", func() bool { return zklock.QueuedWritesForTest(s) == 0 })
+	nodesDeleted(t, admin, []*zklock.Lock{first})
 	sizes, ops := rec.take()
 	if len(ops) == 0 || ops[0] != zklock.OpCreate {
 		t.Fatalf("the lone create was not written alone: %v", ops)
@@ -164,22 +211,49 @@ func largeACLLocks(t *testing.T, s, admin *zklock.Session, rec *requests, n int)
 	return root, locks, opSize
 }
 
+// nodesDeleted waits until the nodes of locks are gone on the server: the
+// requests that deleted them were written, and recorded, before. (The
+// writer's queue empty is not enough: a round taken from it may not be
+// written yet, and was counted in the next wave.)
+func nodesDeleted(t *testing.T, admin *zklock.Session, locks []*zklock.Lock) {
+	t.Helper()
+	eventually(t, 10*time.Second, "the released nodes deleted", func() bool {
+		for _, l := range locks {
+			if kids, _, err := admin.Conn().Children(l.Path()); err != nil || len(kids) > 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // burstWave queues the creates of locks (their ops' sizes in a multi:
 // opSize) with the writer held, and a one-op transaction the server
 // refuses in their middle when txn, lets the writer go, and returns the
 // sizes of the writes queued, in order, the holds and the acquisitions'
 // errors.
-func burstWave(t *testing.T, ctx context.Context, s *zklock.Session, locks []*zklock.Lock, opSize []int, txn bool, root string) ([]int, []*zklock.Hold, []error) {
+func burstWave(t *testing.T, ctx context.Context, s *zklock.Session, locks []*zklock.Lock, opSize []int, txn bool, chroot, root string) ([]int, []*zklock.Hold, []error) {
 	t.Helper()
 	let := zklock.HoldWriterForTest()
 	defer let()
 	half := len(locks) / 2
 	var got []<-chan acquired
-	for _, l := range locks[:half] {
-		got = append(got, goAcquire(ctx, l))
+	var queued []int
+	// acquire queues locks in order of their sizes' groups: the writes of
+	// one size (whose order among them changes no request) are all queued
+	// before the first of another size goes, so that the queue's order is
+	// the one greedy counts (a large create queued amid a run of small
+	// ones, as the goroutines raced, split it in one request more).
+	acquire := func(locks []*zklock.Lock, sizes []int) {
+		for i, l := range locks {
+			if n := len(queued); n > 0 && sizes[i] != queued[n-1] {
+				eventually(t, 10*time.Second, "the writes before queued", func() bool { return zklock.QueuedWritesForTest(s) == n })
+			}
+			got, queued = append(got, goAcquire(ctx, l)), append(queued, sizes[i])
+		}
 	}
+	acquire(locks[:half], opSize[:half])
 	eventually(t, 10*time.Second, "half the wave queued", func() bool { return zklock.QueuedWritesForTest(s) == half })
-	queued := append([]int{}, opSize[:half]...)
 	told := make(chan error, 1)
 	if txn {
 		go func() {
@@ -187,12 +261,9 @@ func burstWave(t *testing.T, ctx context.Context, s *zklock.Session, locks []*zk
 			told <- err
 		}()
 		eventually(t, 10*time.Second, "the transaction queued", func() bool { return zklock.QueuedWritesForTest(s) == half+1 })
-		queued = append(queued, 9+4+len(root)+4)
+		queued = append(queued, 9+sentPath(chroot, root)+4)
 	}
-	for _, l := range locks[half:] {
-		got = append(got, goAcquire(ctx, l))
-	}
-	queued = append(queued, opSize[half:]...)
+	acquire(locks[half:], opSize[half:])
 	eventually(t, 10*time.Second, "the wave queued", func() bool { return zklock.QueuedWritesForTest(s) == len(queued) })
 	let()
 	var errs []error
@@ -240,10 +311,13 @@ func greedy(ops []int, limit int) int {
 // names its size and the limit: an acquisition whose create is one byte
 // over jute.maxbuffer (a long ACL id), ErrInvalidOption; a transaction
 // one byte over, ErrInvalidOp. The server would drop the connection of
-// either (and with it every request out); nothing reaches it.
-func TestTooLargeRefusedBeforeSending(t *testing.T) {
-	servers := zktest.Servers(t)
-	s, admin := connect(t, servers), connect(t, servers)
+// either (and with it every request out); nothing reaches it. Within a
+// chroot too: one byte over as the server reads it, the chroot in its
+// paths.
+func TestTooLargeRefusedBeforeSending(t *testing.T) { inChroots(t, tooLargeRefusedBeforeSending) }
+
+func tooLargeRefusedBeforeSending(t *testing.T, inChroot bool) {
+	s, admin, chroot := sizeSessions(t, inChroot)
 	root := zktest.Path(t)
 	if err := zkCreateAll(admin.Conn(), root+"/k"); err != nil {
 		t.Fatal(err)
@@ -267,7 +341,7 @@ func TestTooLargeRefusedBeforeSending(t *testing.T) {
 		t.Errorf("Acquire with a create one byte over the limit: %v; want ErrInvalidOption naming %s and the %s", err, wantSize, wantLimit)
 	}
 	t.Logf("the acquisition: %v", err)
-	data := make([]byte, juteMaxBuffer-8-9-(4+len(root)+4+4)-9+1) // a multi of one set, one byte over
+	data := make([]byte, juteMaxBuffer-8-9-(sentPath(chroot, root)+4+4)-9+1) // a multi of one set, one byte over
 	_, err = s.Txn(ctxT(t, 10*time.Second), &zk.SetDataRequest{Path: root, Data: data, Version: -1})
 	if !errors.Is(err, zklock.ErrInvalidOp) || !strings.Contains(err.Error(), wantSize) || !strings.Contains(err.Error(), wantLimit) {
 		t.Errorf("a transaction one byte over the limit: %v; want ErrInvalidOp naming %s and the %s", err, wantSize, wantLimit)
@@ -284,16 +358,16 @@ func TestTooLargeRefusedBeforeSending(t *testing.T) {
 // jute.maxbuffer is sent, at that size on the wire, and applied; one byte
 // more is refused before sending. The test counts the bytes by hand,
 // from jute's rules; the writer by its own code; go-zookeeper by its
-// encoder: the three agree, to the byte.
-func TestLimitIsExact(t *testing.T) {
-	servers := zktest.Servers(t)
-	s, admin := connect(t, servers), connect(t, servers)
-	root := zktest.Path(t)
-	if err := zkCreateAll(admin.Conn(), root); err != nil {
-		t.Fatal(err)
-	}
-	var rec requests
-	defer rec.record(s)()
+// encoder: the three agree, to the byte. Within a chroot too, its bytes
+// in each of the four paths: exactly the limit as the server reads it is
+// applied, and one byte more refused unsent (the writer counted the
+// paths without it, and such a transaction went out over the limit: the
+// server dropped the connection, and its caller was told "outcome
+// unknown").
+func TestLimitIsExact(t *testing.T) { inChroots(t, limitIsExact) }
+
+func limitIsExact(t *testing.T, inChroot bool) {
+	s, chroot, root, rec := sizeRoot(t, inChroot)
 	str := func(x string) int { return 4 + len(x) }
 	acl := append(zk.WorldACL(zk.PermAll), zk.DigestACL(zk.PermRead, "user", "pw")[0],
 		zk.ACL{Perms: zk.PermRead, Scheme: "ip", ID: "127.0.0.1"})
@@ -310,11 +384,12 @@ func TestLimitIsExact(t *testing.T) {
 	for _, e := range acl {
 		aclSize += 4 + str(e.Scheme) + str(e.ID)
 	}
+	path := func(p string) int { return sentPath(chroot, p) }
 	fixed := 8 + // the request's header
-		9 + str(node) + 4 + aclSize + 4 + // the create, its data nil
-		9 + str(root) + 4 + 4 + // the set, but its data
-		9 + str(root) + 4 + // the check
-		9 + str(node) + 4 + // the delete
+		9 + path(node) + 4 + aclSize + 4 + // the create, its data nil
+		9 + path(root) + 4 + 4 + // the set, but its data
+		9 + path(root) + 4 + // the check
+		9 + path(node) + 4 + // the delete
 		9 // the closing header
 	for _, extra := range []int{0, 1} {
 		data := make([]byte, juteMaxBuffer-fixed+extra)
@@ -325,6 +400,46 @@ func TestLimitIsExact(t *testing.T) {
 			t.Errorf("a transaction of exactly the limit: %v, sent as %v bytes; want applied, one request of %d", err, sizes, juteMaxBuffer)
 		case extra == 1 && (!errors.Is(err, zklock.ErrInvalidOp) || len(sizes) > 0):
 			t.Errorf("a transaction one byte over the limit: %v, sent as %v bytes; want ErrInvalidOp, nothing sent", err, sizes)
+		}
+	}
+}
+
+// TestBatchPackedToTheLimit: the writer packs the writes queued together
+// into one request up to the limit, counting each path as the server
+// reads it. Two transactions (a set of the same node each) queued while
+// the writer is held, whose one multi would be exactly jute.maxbuffer, go
+// as one request of that size; one byte more, as two; both are applied
+// each time. Within a chroot too (the writer counted the paths without
+// it, and put two such transactions in one request over the limit: the
+// server dropped the connection, and both were told "outcome unknown").
+func TestBatchPackedToTheLimit(t *testing.T) { inChroots(t, batchPackedToTheLimit) }
+
+func batchPackedToTheLimit(t *testing.T, inChroot bool) {
+	s, chroot, root, rec := sizeRoot(t, inChroot)
+	set := 9 + sentPath(chroot, root) + 4 + 4 // a set's op in a multi, but its data
+	data := juteMaxBuffer - (8 + 2*set + 9)   // both sets' data in a multi of exactly the limit
+	for _, extra := range []int{0, 1} {
+		errs := make(chan error, 2)
+		let := zklock.HoldWriterForTest()
+		for i, n := range []int{data / 2, data - data/2 + extra} {
+			go func() {
+				_, err := s.Txn(ctxT(t, 20*time.Second), &zk.SetDataRequest{Path: root, Data: make([]byte, n), Version: -1})
+				errs <- err
+			}()
+			eventually(t, 10*time.Second, "the transaction queued", func() bool { return zklock.QueuedWritesForTest(s) == i+1 })
+		}
+		let()
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Errorf("extra %d: a transaction: %v; want applied", extra, err)
+			}
+		}
+		sizes, _ := rec.take()
+		switch {
+		case extra == 0 && (len(sizes) != 1 || sizes[0] != juteMaxBuffer):
+			t.Errorf("two transactions that fill the limit together: sent as %v bytes; want one request of %d", sizes, juteMaxBuffer)
+		case extra == 1 && (len(sizes) != 2 || slices.Max(sizes) > juteMaxBuffer):
+			t.Errorf("two transactions one byte over the limit together: sent as %v bytes; want two requests", sizes)
 		}
 	}
 }

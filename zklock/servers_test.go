@@ -15,7 +15,7 @@ import (
 )
 
 // The server list takes the forms of the Java client's, Curator's and
-// kazoo's connection strings.
+// kazoo's connection strings, "/" after a server (no chroot) among them.
 func TestServerListForms(t *testing.T) {
 	for _, c := range []struct {
 		in     []string
@@ -28,6 +28,12 @@ func TestServerListForms(t *testing.T) {
 		{[]string{"zk1:2181/myapp", "zk2:2181/myapp"}, "[zk1:2181 zk2:2181]", "/myapp"},
 		{[]string{"zk1:2181", "zk2:2181", "/myapp"}, "[zk1:2181 zk2:2181]", "/myapp"}, // kazoo's list form
 		{[]string{"[::1]:2181/myapp"}, "[[::1]:2181]", "/myapp"},
+		// "/" is no chroot, as the Java client, Curator and kazoo read it
+		// (issue 55, item 7: it was refused as invalid).
+		{[]string{"zk1:2181/"}, "[zk1:2181]", ""},
+		{[]string{"zk1:2181,zk2:2181/"}, "[zk1:2181 zk2:2181]", ""},
+		{[]string{"zk1:2181/", "zk2:2181/"}, "[zk1:2181 zk2:2181]", ""},
+		{[]string{"zk1:2181", "/"}, "[zk1:2181]", ""},
 	} {
 		addrs, chroot, err := zklock.ParseServers(c.in)
 		if err != nil || fmt.Sprint(addrs) != c.addrs || chroot != c.chroot {
@@ -39,7 +45,7 @@ func TestServerListForms(t *testing.T) {
 // A bad server list is refused before anything is dialed, with an error
 // that names what is wrong: an empty address is "empty server address"
 // (not "invalid option", as before), a chroot that is not a node below
-// the root or two chroots ErrInvalidChroot; both still match
+// the root or two chroots (one of them "/", none, and another) ErrInvalidChroot; both still match
 // ErrInvalidOption, which callers checked before.
 func TestBadServerListRefused(t *testing.T) {
 	for _, c := range []struct {
@@ -50,7 +56,8 @@ func TestBadServerListRefused(t *testing.T) {
 		{[]string{"127.0.0.1:2181", ""}, zklock.ErrEmptyServerAddress, "zklock: empty server address in"},
 		{[]string{"127.0.0.1:2181,"}, zklock.ErrEmptyServerAddress, "zklock: empty server address in"},
 		{[]string{" ,127.0.0.1:2181"}, zklock.ErrEmptyServerAddress, "zklock: empty server address in"},
-		{[]string{"127.0.0.1:2181/"}, zklock.ErrInvalidChroot, `zklock: invalid chroot: "/" in`},
+		{[]string{"zk1:2181/a", "zk2:2181/"}, zklock.ErrInvalidChroot, "two chroots in one server list, /a and / (none)"},
+		{[]string{"zk1:2181/", "zk2:2181/a"}, zklock.ErrInvalidChroot, "two chroots in one server list, / (none) and /a"},
 		{[]string{"127.0.0.1:2181/myapp/"}, zklock.ErrInvalidChroot, "ends with a slash"},
 		{[]string{"127.0.0.1:2181/my//app"}, zklock.ErrInvalidChroot, "zklock: invalid chroot"},
 		{[]string{"127.0.0.1:2181/zookeeper"}, zklock.ErrInvalidChroot, "reserved"},

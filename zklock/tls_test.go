@@ -88,7 +88,8 @@ func acquireRelease(t *testing.T, s *zklock.Session, path string, opts ...zklock
 // The client certificate is the session's x509 identity: a lock path
 // whose ACL names one client refuses another. A client that does not
 // trust the server's CA, and one the server refuses, fail at once with
-// the TLS error, not at Connect's deadline.
+// the TLS error, not at Connect's deadline, also when the server list
+// names the server twice.
 func TestTLS(t *testing.T) {
 	c, ca := tlsServer(t)
 	e := &tlsEnv{c: c, ca: ca, addr: c.SecureAddr(0)}
@@ -168,15 +169,19 @@ func (e *tlsEnv) refusedAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		name string
-		cfg  *tls.Config
-		says string
+		name    string
+		servers []string
+		cfg     *tls.Config
+		says    string
 	}{
-		{"server's CA not trusted", clientTLS(t, other, e.ca, "worker"), "certificate signed by unknown authority"},
-		{"no client certificate", clientTLS(t, e.ca, e.ca, ""), "remote error: tls:"},
-		{"client certificate from another CA", clientTLS(t, e.ca, other, "worker"), "remote error: tls:"},
+		{"server's CA not trusted", []string{e.addr}, clientTLS(t, other, e.ca, "worker"), "certificate signed by unknown authority"},
+		{"no client certificate", []string{e.addr}, clientTLS(t, e.ca, e.ca, ""), "remote error: tls:"},
+		{"client certificate from another CA", []string{e.addr}, clientTLS(t, e.ca, other, "worker"), "remote error: tls:"},
+		// Issue 55, item 7: a server named twice was counted twice, and
+		// never refused: Connect waited out its deadline.
+		{"server named twice", []string{e.addr, e.addr}, clientTLS(t, other, e.ca, "worker"), "certificate signed by unknown authority"},
 	} {
-		_, took, err := e.connect(t, []string{e.addr}, c.cfg)
+		_, took, err := e.connect(t, c.servers, c.cfg)
 		if err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: %v after %v; want the TLS error (%s) before the deadline", c.name, err, took, c.says)
 		}

@@ -35,13 +35,20 @@ func (s *Floor) newWrites() *writes.Queue {
 		// are: no mapping of its verdicts to them on this side.
 		Closed:          s.ClosedErr,
 		GoneWithSession: ErrGoneWithSession,
-	}, writeConfig(s.cfg, s.link.ownsConn))
+	}, writeConfig(s.cfg, s.tap, s.link.ownsConn))
 }
 
-// writeConfig is the write path's configuration for a session.
-func writeConfig(cfg Config, ownsConn bool) writes.Config {
-	return writes.Config{MaxOps: maxBatchOps, MaxBytes: requestLimit(cfg.JuteMax), MaxApart: maxApart,
+// writeConfig is the write path's configuration for a session on tap
+// (nil: a connection of its owner's, without a chroot). Its requests are
+// sized with each path as the server reads it, the chroot the tap puts
+// before it included.
+func writeConfig(cfg Config, tap *wire.Tap, ownsConn bool) writes.Config {
+	c := writes.Config{MaxOps: maxBatchOps, MaxBytes: requestLimit(cfg.JuteMax), MaxApart: maxApart,
 		FoldWait: foldWait, OneWrite: cfg.NoPipelining, KeepDeletesOnClose: !ownsConn}
+	if tap != nil {
+		c.PathLen = tap.PathLen
+	}
+	return c
 }
 
 // The size of a request, its header and body as go-zookeeper encodes

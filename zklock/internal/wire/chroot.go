@@ -67,10 +67,7 @@ func (r chroot) request(dst, f []byte) ([]byte, error) {
 	for _, p := range offs {
 		n := max(int(int32(binary.BigEndian.Uint32(f[p:]))), 0)
 		dst = append(dst, f[from:p]...)
-		path := f[p+4 : p+4+n]
-		if string(path) == "/" {
-			path = nil // "/" is the chroot itself
-		}
+		path := below(f[p+4 : p+4+n])
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(r.prefix)+len(path)))
 		dst = append(dst, r.prefix...)
 		dst = append(dst, path...)
@@ -79,6 +76,26 @@ func (r chroot) request(dst, f []byte) ([]byte, error) {
 	dst = append(dst, f[from:]...)
 	binary.BigEndian.PutUint32(dst, uint32(len(dst)-4))
 	return dst, nil
+}
+
+// below returns what follows the chroot in path as the server reads it:
+// path, but nothing of "/", which is the chroot itself.
+func below[P string | []byte](path P) P {
+	if string(path) == "/" {
+		return path[:0]
+	}
+	return path
+}
+
+// PathLen is how many bytes path takes in a request as the server reads
+// it: with a chroot, the chroot's bytes before it (request). The write
+// path sizes its requests by it (the server drops the connection of one
+// over its jute.maxbuffer).
+func (t *Tap) PathLen(path string) int {
+	if t.chroot == nil {
+		return len(path)
+	}
+	return len(t.chroot.prefix) + len(below(path))
 }
 
 // requestPaths appends to offs the offsets in f of the paths the request

@@ -184,6 +184,27 @@ func TestChrootRefusesWhatItCannotRewrite(t *testing.T) {
 	}
 }
 
+// PathLen, by which the write path sizes its requests, is the length of
+// each path in the request as the chroot rewrites it ("/" the chroot
+// itself), and the path's own without a chroot.
+func TestPathLenIsTheRewrittenPath(t *testing.T) {
+	for _, root := range []string{"", "/app"} {
+		tap := New(Config{Chroot: root})
+		for _, path := range []string{"/", "/x", "/locks/job-17/_c_0f8fad5b-lock-"} {
+			f := finish(binary.BigEndian.AppendUint32(appendString(reqHeader(OpDelete), path), 0xffffffff))
+			if root != "" {
+				var err error
+				if f, err = tap.chroot.request(nil, f); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, want := tap.PathLen(path), len(pathAt(f, 12)); got != want {
+				t.Errorf("chroot %q, path %q: PathLen %d, %d bytes in the request", root, path, got, want)
+			}
+		}
+	}
+}
+
 func reqHeader(op int32) []byte {
 	b := make([]byte, 4, 64)
 	b = binary.BigEndian.AppendUint32(b, 9)

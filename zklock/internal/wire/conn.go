@@ -188,8 +188,16 @@ func (c *tappedConn) Close() error {
 // bounded (maxUnsent): beyond it Write waits, as it waited for a full
 // socket before.
 func (c *tappedConn) Write(b []byte) (int, error) {
+	out := b // what the server reads: b, or b under the chroot
+	if c.chroot != nil {
+		var err error
+		if out, err = c.chroot.request(b); err != nil {
+			c.Close()
+			return 0, err
+		}
+	}
 	if fn := c.tap.onWrite.Load(); fn != nil {
-		if err := (*fn)(opcode(b), b); err != nil {
+		if err := (*fn)(opcode(b), out); err != nil {
 			c.Close()
 			return 0, err
 		}
@@ -202,14 +210,6 @@ func (c *tappedConn) Write(b []byte) (int, error) {
 	// its request counted: go-zookeeper's receive loop may read the reply
 	// before this Write returns.
 	c.tap.count(opcode(b))
-	out := b
-	if c.chroot != nil {
-		var err error
-		if out, err = c.chroot.request(b); err != nil {
-			c.Close()
-			return 0, err
-		}
-	}
 	if err := c.queue(out); err != nil {
 		return 0, err
 	}

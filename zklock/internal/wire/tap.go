@@ -124,9 +124,10 @@ func (t *Tap) Written(op int32) int64 {
 	return t.written[op].Load()
 }
 
-// SetOnWrite sets fn (nil: none) to run before each write; an error fails
-// the write and closes the connection, as a real failed write does. A
-// test seam.
+// SetOnWrite sets fn (nil: none) to run before each write, with the
+// request as the server will read it (under a chroot, rewritten); an
+// error fails the write and closes the connection, as a real failed write
+// does. A test seam.
 func (t *Tap) SetOnWrite(fn func(op int32, b []byte) error) {
 	if fn == nil {
 		t.onWrite.Store(nil)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -137,7 +138,8 @@ func (t *Tap) HostProvider() zk.HostProvider {
 
 // hosts is go-zookeeper's DNSHostProvider without the resolution: the
 // servers in the order given (zk.Connect shuffles them first), each
-// resolved when dialed.
+// once, resolved when dialed. A server named twice is one server: Refused
+// waits for the refusals of as many servers as there are (Len).
 type hosts struct {
 	mu         sync.Mutex
 	servers    []string
@@ -150,7 +152,12 @@ func (h *hosts) Init(servers []string) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.servers = append([]string(nil), servers...)
+	h.servers = make([]string, 0, len(servers))
+	for _, s := range servers {
+		if !slices.Contains(h.servers, s) {
+			h.servers = append(h.servers, s)
+		}
+	}
 	h.curr, h.last = -1, -1
 	return nil
 }

@@ -73,3 +73,27 @@ func TestRefusedNeedsEveryServer(t *testing.T) {
 		t.Fatalf("Refused not closed (%v) or no error (%v) after both servers refused", closed(), tap.RefusedErr())
 	}
 }
+
+// A server named twice in the list (as the caller wrote it, or "host" and
+// "host:2181", which go-zookeeper formats alike) is one server: its
+// refusal is every refusal there is to wait for. (It was counted twice,
+// and Refused never closed: Connect waited out its deadline.)
+func TestRefusedCountsAServerOnce(t *testing.T) {
+	tap := New(Config{TLS: &tls.Config{}})
+	if err := tap.HostProvider().Init([]string{"a:1", "b:1", "a:1"}); err != nil {
+		t.Fatal(err)
+	}
+	refused := tls.RecordHeaderError{Msg: "tls: first record does not look like a TLS handshake"}
+	tap.noteRefusal("a:1", refused)
+	select {
+	case <-tap.Refused():
+		t.Fatal("Refused closed before b:1 refused")
+	default:
+	}
+	tap.noteRefusal("b:1", refused)
+	select {
+	case <-tap.Refused():
+	default:
+		t.Fatal("Refused not closed once both servers refused")
+	}
+}

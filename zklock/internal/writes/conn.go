@@ -72,6 +72,10 @@ type Config struct {
 	// fit alone ends at once, TooLarge. A delete always fits (its path is
 	// a lock node's, short beside any bound).
 	MaxOps, MaxBytes int
+	// PathLen is how many bytes a path takes in a request as the server
+	// reads it: under a chroot, the connection puts the chroot before
+	// every path after the request was sized. nil: the path's length.
+	PathLen func(path string) int
 	// MaxApart bounds the requests of one round that sends writes apart,
 	// each alone (after they were refused twice for another write's op).
 	MaxApart int

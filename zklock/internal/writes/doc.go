@@ -38,9 +38,11 @@
 //     later one, so that the session never has two nodes on a path. A lone
 //     delete lingers Config.FoldWait so that a create can carry it.
 //   - A request is never larger than Config.MaxBytes, counted as
-//     go-zookeeper encodes it (size.go): a batch takes writes while they
-//     fit, and a create or a transaction larger alone ends at once,
-//     TooLarge, unsent, rather than failing everyone's batch.
+//     go-zookeeper encodes it, each path as the server reads it (a
+//     chroot's bytes before it: Config.PathLen; size.go): a batch takes
+//     writes while they fit, and a create or a transaction larger alone
+//     ends at once, TooLarge, unsent, rather than failing everyone's
+//     batch.
 //   - A write fails only for its own op. A multi refused at one op fails
 //     the write of that op alone, with what it would have met on its own;
 //     the others were not applied and go again at the head of the queue,

@@ -9,4 +9,4 @@ var (
 
 // NewMutants are the seeded bugs named in this package (mutants.go).
 var NewMutants = []string{mutGiveUpLeavesNode, mutGoneToldNoNode, mutClosedUntold, mutUnknownToldWithdrawn,
-	mutDeleteToldNeighbour, mutSizeByEstimate}
+	mutDeleteToldNeighbour, mutSizeByEstimate, mutSizeWithoutChroot}

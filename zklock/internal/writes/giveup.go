@@ -130,7 +130,7 @@ func (q *Queue) leftOver(w *Write, sweep func()) *Write {
 	case w.res.Verdict == Applied && w.res.Session != 0:
 		node := w.res.Results[0].String
 		q.c.Queued(w.path, node, w.res.Session)
-		return newDelete(w.path, node, w.res.Session)
+		return q.newDelete(w.path, node, w.res.Session)
 	case w.res.Verdict == Applied || w.res.Verdict == Unknown:
 		sweep()
 	}

@@ -70,4 +70,7 @@ const (
 	// mutSizeByEstimate: a create is sized as its prefix and data plus 64
 	// bytes per ACL entry, as before the fix (item 1).
 	mutSizeByEstimate = "size-by-estimate"
+	// mutSizeWithoutChroot: a path is sized as the caller named it, not as
+	// the server reads it under a chroot, as before issue 55's item 2.
+	mutSizeWithoutChroot = "size-without-chroot"
 )

@@ -35,7 +35,7 @@ type Write struct {
 	kind  Kind
 	path  string // the lock path (create, delete); the first op's path (txn)
 	ops   []any
-	size  int   // what its ops add to a multi, in bytes (opSize)
+	size  int   // what its ops add to a multi, in bytes (sizer.op)
 	owner int64 // delete: the session its node was made in
 	at    time.Time
 
@@ -73,8 +73,9 @@ func (w *Write) Result() Result { return w.res }
 // Queue is a session's writes not yet answered, and its writer: one
 // goroutine, running while there is something to send.
 type Queue struct {
-	c   Conn
-	cfg Config
+	c    Conn
+	cfg  Config
+	size sizer // its writes' sizes, by cfg.PathLen
 
 	mu      sync.Mutex
 	queue   []*Write
@@ -87,7 +88,7 @@ type Queue struct {
 
 // New returns the write path of the session c.
 func New(c Conn, cfg Config) *Queue {
-	return &Queue{c: c, cfg: cfg, deletes: make(map[string]int)}
+	return &Queue{c: c, cfg: cfg, size: sizer{cfg.PathLen}, deletes: make(map[string]int)}
 }
 
 // Create queues the create of an acquisition's node, prefix (ephemeral,
@@ -96,7 +97,7 @@ func New(c Conn, cfg Config) *Queue {
 // alone would be larger than Config.MaxBytes ends at once, TooLarge.
 func (q *Queue) Create(path, prefix string, data []byte, acl []zk.ACL) *Write {
 	op := &zk.CreateRequest{Path: prefix, Data: data, Acl: acl, Flags: zk.FlagEphemeralSequential}
-	w := &Write{kind: Create, path: path, ops: []any{op}, size: opSize(op)}
+	w := &Write{kind: Create, path: path, ops: []any{op}, size: q.size.op(op)}
 	if mutant.On(mutSizeByEstimate) {
 		w.size = len(prefix) + len(data) + 64*len(acl) + 32 // seeded bug: the estimate before issue 49
 	}
@@ -110,7 +111,7 @@ func (q *Queue) Create(path, prefix string, data []byte, acl []zk.ACL) *Write {
 func (q *Queue) Txn(ops []any) *Write {
 	size := 0
 	for _, op := range ops {
-		size += opSize(op)
+		size += q.size.op(op)
 	}
 	w := &Write{kind: Txn, path: OpPath(ops[0]), ops: ops, size: size}
 	q.add(w)
@@ -130,7 +131,7 @@ func (q *Queue) Txn(ops []any) *Write {
 // refused at another write's op tells it nothing.
 func (q *Queue) Delete(path, node string, owner int64, told func(error)) {
 	q.c.Queued(path, node, owner)
-	w := newDelete(path, node, owner)
+	w := q.newDelete(path, node, owner)
 	w.told = told
 	q.add(w)
 }
@@ -148,9 +149,9 @@ func (q *Queue) Flush() {
 	}
 }
 
-func newDelete(path, node string, owner int64) *Write {
+func (q *Queue) newDelete(path, node string, owner int64) *Write {
 	op := &zk.DeleteRequest{Path: node, Version: -1}
-	return &Write{kind: Delete, path: path, owner: owner, ops: []any{op}, size: opSize(op)}
+	return &Write{kind: Delete, path: path, owner: owner, ops: []any{op}, size: q.size.op(op)}
 }
 
 func (q *Queue) add(w *Write) {
@@ -159,7 +160,7 @@ func (q *Queue) add(w *Write) {
 		w.sent.ch, w.done = make(chan struct{}), make(chan struct{})
 		w.Sent, w.Done = w.sent.ch, w.done
 		w.wire.Store(&w.sent)
-		if err := w.tooLarge(q.cfg.MaxBytes); err != nil {
+		if err := q.size.tooLarge(w, q.cfg.MaxBytes); err != nil {
 			w.res, w.stage = Result{Verdict: TooLarge, Err: err}, ended
 			q.drop(w, nil) // never sent
 			return

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/mutant"
 )
 
 // A request's size is what go-zookeeper encodes it to (jute, structs.go):
@@ -15,7 +17,10 @@ import (
 // (type, done, error) and a closing header. The bounds are on that
 // (Config.MaxBytes): go-zookeeper fails a request that does not fit its
 // buffer (zk.ErrShortBuffer) and the server drops the connection of one
-// over its jute.maxbuffer, both counting the header and the body.
+// over its jute.maxbuffer, both counting the header and the body. The
+// server reads each path with the session's chroot before it, which the
+// connection adds after go-zookeeper encoded the request: that is counted
+// too (sizer).
 // zklock.TestLimitIsExact holds this count to go-zookeeper's bytes.
 
 const (
@@ -27,25 +32,37 @@ const (
 // (Verdict TooLarge).
 var ErrTooLarge = errors.New("zklock: request too large")
 
-// opSize is what op adds to a multi: its header and its body.
-func opSize(op any) int { return opHeaderSize + bodySize(op) }
+// sizer counts what ops encode to, each path as the server reads it
+// (Config.PathLen: a chroot's bytes before it, which the connection adds
+// after the writer sized the request).
+type sizer struct{ pathLen func(string) int }
 
-// bodySize is what op encodes to, as a request's body: its path, data,
-// ACL and flags or version.
-func bodySize(op any) int {
+func (z sizer) path(p string) int {
+	if z.pathLen == nil || mutant.On(mutSizeWithoutChroot) {
+		return len(p)
+	}
+	return z.pathLen(p)
+}
+
+// op is what op adds to a multi: its header and its body.
+func (z sizer) op(op any) int { return opHeaderSize + z.body(op) }
+
+// body is what op encodes to, as a request's body: its path, data, ACL
+// and flags or version.
+func (z sizer) body(op any) int {
 	switch o := op.(type) {
 	case *zk.CreateRequest:
-		n := 4 + len(o.Path) + 4 + len(o.Data) + 4 + 4
+		n := 4 + z.path(o.Path) + 4 + len(o.Data) + 4 + 4
 		for _, e := range o.Acl {
 			n += 4 + 4 + len(e.Scheme) + 4 + len(e.ID)
 		}
 		return n
 	case *zk.SetDataRequest:
-		return 4 + len(o.Path) + 4 + len(o.Data) + 4
+		return 4 + z.path(o.Path) + 4 + len(o.Data) + 4
 	case *zk.DeleteRequest:
-		return 4 + len(o.Path) + 4
+		return 4 + z.path(o.Path) + 4
 	case *zk.CheckVersionRequest:
-		return 4 + len(o.Path) + 4
+		return 4 + z.path(o.Path) + 4
 	}
 	return 0 // not an op go-zookeeper's Multi takes: it fails unsent
 }
@@ -53,8 +70,8 @@ func bodySize(op any) int {
 // tooLarge reports why w cannot be sent, its request alone larger than
 // limit (a lone create or delete goes as that request, a transaction as a
 // multi); nil when it fits.
-func (w *Write) tooLarge(limit int) error {
-	n := headerSize + bodySize(w.ops[0])
+func (z sizer) tooLarge(w *Write, limit int) error {
+	n := headerSize + z.body(w.ops[0])
 	if w.kind == Txn {
 		n = headerSize + w.size + opHeaderSize
 	}

@@ -62,7 +62,7 @@ func (w *world) toldCause(rec *rec, r writes.Result) {
 		}
 	case writes.TooLarge:
 		w.cover(coverTooLarge)
-		if n := aloneSize(rec.w); !errors.Is(r.Err, writes.ErrTooLarge) || rec.last != nil || n <= w.cfg.MaxBytes {
+		if n := w.aloneSize(rec.w); !errors.Is(r.Err, writes.ErrTooLarge) || rec.last != nil || n <= w.cfg.MaxBytes {
 			w.fail("(l) within the bound", "%s told too large (%v) at %d bytes alone (MaxBytes %d), sent %v", short(rec.key), r.Err, n, w.cfg.MaxBytes, rec.last != nil)
 		}
 	}
@@ -221,49 +221,51 @@ func (w *world) allTold() {
 // string or byte slice: a 4-byte length and its bytes; an int32: 4; a
 // list: a 4-byte count and its items; a request: an 8-byte header; a
 // multi: each op behind a 9-byte header, and a closing one), apart from
-// the write path's (size.go), for (l).
+// the write path's (size.go), for (l). A path is counted as the server
+// reads it, the world's chroot before it.
 
-func encoded(op any) int {
+func (w *world) encoded(op any) int {
 	str := func(s string) int { return 4 + len(s) }
+	path := func(p string) int { return str(p) + w.chroot }
 	switch o := op.(type) {
 	case *zk.CreateRequest:
-		n := str(o.Path) + 4 + len(o.Data) + 4 + 4
+		n := path(o.Path) + 4 + len(o.Data) + 4 + 4
 		for _, a := range o.Acl {
 			n += 4 + str(a.Scheme) + str(a.ID)
 		}
 		return n
 	case *zk.SetDataRequest:
-		return str(o.Path) + 4 + len(o.Data) + 4
+		return path(o.Path) + 4 + len(o.Data) + 4
 	case *zk.DeleteRequest:
-		return str(o.Path) + 4
+		return path(o.Path) + 4
 	case *zk.CheckVersionRequest:
-		return str(o.Path) + 4
+		return path(o.Path) + 4
 	}
 	panic(fmt.Sprintf("explorer: an op of type %T", op))
 }
 
 // requestSize is what r encodes to, its header and body.
-func requestSize(r *writes.Request) int {
+func (w *world) requestSize(r *writes.Request) int {
 	if r.Single {
-		return 8 + encoded(r.Ops[0])
+		return 8 + w.encoded(r.Ops[0])
 	}
 	n := 8 + 9
 	for _, op := range r.Ops {
-		n += 9 + encoded(op)
+		n += 9 + w.encoded(op)
 	}
 	return n
 }
 
-// aloneSize is what w's request alone encodes to.
-func aloneSize(w *writes.Write) int {
-	return requestSize(&writes.Request{Writes: []*writes.Write{w}, Ops: w.Ops(), Single: w.Kind() != writes.Txn})
+// aloneSize is what wr's request alone encodes to.
+func (w *world) aloneSize(wr *writes.Write) int {
+	return w.requestSize(&writes.Request{Writes: []*writes.Write{wr}, Ops: wr.Ops(), Single: wr.Kind() != writes.Txn})
 }
 
 // checkSizes checks (l) on a round the writer sends: no request is larger
 // than MaxBytes.
 func (w *world) checkSizes(reqs []*writes.Request) {
 	for _, r := range reqs {
-		n := requestSize(r)
+		n := w.requestSize(r)
 		if n > w.cfg.MaxBytes {
 			w.fail("(l) within the bound", "a request of %d bytes (MaxBytes %d): %s", n, w.cfg.MaxBytes, describe(r))
 		}

@@ -90,6 +90,7 @@ type world struct {
 	sid       int64
 	noSession bool // the client learnt its session expired: SessionID says 0
 	noTap     bool // the session cannot see its writes: Written is never called
+	chroot    int  // the bytes a chroot puts before every path on the wire (Config.PathLen)
 	nextID    int64
 	budget    budget
 
@@ -354,6 +355,13 @@ func newWorld(seed uint64, logged bool) *world {
 		w.cfg.MaxBytes = 200 + gen.IntN(600) // a few writes a request; some writes too large alone
 	}
 	w.noTap = gen.IntN(8) == 0
+	// A chroot of 8, 16 or 24 bytes in 3 seeds of 4, from the seed rather
+	// than drawn, so that the draws stay what they were: the connection
+	// puts it before every path, which the writer counts (l).
+	if c := int(seed % 4); c > 0 {
+		w.chroot = 8 * c
+		w.cfg.PathLen = func(p string) int { return w.chroot + len(p) }
+	}
 	w.budget = budget{drops: gen.IntN(4), expiries: gen.IntN(3), ctxEnds: gen.IntN(7), opDeletes: gen.IntN(3),
 		reaps: gen.IntN(3), denials: gen.IntN(2), flushes: gen.IntN(3), close: gen.IntN(4) == 0}
 	if logged {
