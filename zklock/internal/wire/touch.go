@@ -198,11 +198,11 @@ func (r *replies) readConnect(b []byte, now time.Time) []byte {
 	r.shook, r.shookAt, r.nhead = true, now, 0
 	ms := int32(binary.BigEndian.Uint32(r.head[8:12]))
 	sid := int64(binary.BigEndian.Uint64(r.head[12:20]))
-	// The server's own words, for the replay's bounds (docs/replay.md).
-	trace.Handshook(r.tap, sid, ms)
 	r.mu.Lock()
 	written := r.connect
 	r.mu.Unlock()
+	// The server's own words, for the replay's bounds (docs/replay.md).
+	trace.Handshook(r.tap, sid, ms, written)
 	t := r.tap
 	if ms > 0 {
 		// The loss bounds (see lease.go) use the negotiated timeout, which
@@ -210,6 +210,7 @@ func (r *replies) readConnect(b []byte, now time.Time) []byte {
 		// than the one asked for.
 		t.timeoutMs.Store(ms)
 		t.touched.Confirm(written, now)
+		trace.Touched(t, written, now)
 		t.hsMu.Lock()
 		t.hs = Handshake{Written: written, SessionID: sid, Timeout: time.Duration(ms) * time.Millisecond}
 		t.hsMu.Unlock()
@@ -243,6 +244,7 @@ func (r *replies) answered(xid int32, now time.Time) {
 	r.out = r.out[i+1:]
 	r.mu.Unlock()
 	r.tap.touched.Confirm(p.at, now)
+	trace.Touched(r.tap, p.at, now)
 }
 
 // Recorder is one connection's writes and reads as a tapped connection
