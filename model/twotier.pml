@@ -48,12 +48,14 @@
  * lease lapses at any moment while p is disconnected or cut (lapse(p): its
  * holds end in the same step, lease.lapse), and expire(p), the leader's, is
  * enabled only while p's lease has lapsed and p is disconnected or cut. That
- * order is what the timing argument in zklock/lease.go guarantees (holds end
- * B = T/4 after the send time of the last proof, the leader cannot expire
- * the session before 5T/8 after it); the bounds, and the T/8 cap on the send
- * time, are argued there, not here. The same argument says that a proof
- * whose answer is read after the expiry comes too late to renew (its send
- * time plus B has passed): the create's answer renews only if the session
+ * order is what the timing argument in zklock/internal/session/lease.go
+ * guarantees (holds end 7T/8 after the latest moment the session showed
+ * itself the leader heard of it, a connect answer or a chain of proofs
+ * around one of the leader's pings, and the leader cannot expire the
+ * session before T after it); the rule is argued there, not here. The same
+ * argument says that a proof whose answer is read after the expiry renews
+ * nothing (its chain needs a later proof, which the expired session's
+ * closed connection fails): the create's answer renews only if the session
  * has not expired since the create was applied, and was sent in the
  * current session (the proof's session id). Left out: a lapse while p is
  * connected to a server linked to the leader (a slow round trip), and a

@@ -72,7 +72,7 @@ const (
 	// wrongly, or a step the code takes later than the model takes it.
 
 	// ReachLong: the lease reaches 5T/4 past the touch it counts from
-	// instead of 3T/4 (zklock/internal/session: lease.reach), past the
+	// instead of 7T/8 (zklock/internal/session: lease.reach), past the
 	// leader's expiry.
 	ReachLong = "reach-long"
 	// ChainNoGap: a chain's k need not be written a ping interval after
