@@ -48,12 +48,14 @@
  * lease lapses at any moment while p is disconnected or cut (lapse(p): its
  * holds end in the same step, lease.lapse), and expire(p), the leader's, is
  * enabled only while p's lease has lapsed and p is disconnected or cut. That
- * order is what the timing argument in zklock/lease.go guarantees (holds end
- * B = T/4 after the send time of the last proof, the leader cannot expire
- * the session before 5T/8 after it); the bounds, and the T/8 cap on the send
- * time, are argued there, not here. The same argument says that a proof
- * whose answer is read after the expiry comes too late to renew (its send
- * time plus B has passed): the create's answer renews only if the session
+ * order is what the timing argument in zklock/internal/session/lease.go
+ * guarantees (holds end 7T/8 after the latest moment the session showed
+ * itself the leader heard of it, a connect answer or a chain of proofs
+ * around one of the leader's pings, and the leader cannot expire the
+ * session before T after it); the rule is argued there, not here. The same
+ * argument says that a proof whose answer is read after the expiry renews
+ * nothing (its chain needs a later proof, which the expired session's
+ * closed connection fails): the create's answer renews only if the session
  * has not expired since the create was applied, and was sent in the
  * current session (the proof's session id). Left out: a lapse while p is
  * connected to a server linked to the leader (a slow round trip), and a
@@ -169,8 +171,7 @@ mtype = { gate_enter, handoff, gate_pass, gate_leave, send, answer, turn, event,
 	renew, lapse, grant, lose, release, del_add, del_take, del_flush, SYNC, handshake };
 hidden int et;    /* ghost: the emitted steps' clock, their seq and t */
 hidden byte egid[MAXN]; /* ghost: node n's GUID (creator * NGUID + guid), kept after it is deleted */
-hidden int esent[P]; /* ghost: when the create or multi of p's acquisition was sent */
-hidden int edsent[MAXN]; /* ghost: when the delete of node n was sent */
+hidden int ehs[P]; /* ghost: when p's latest connect request was written (its answer's step) */
 #define E(x) atomic { x };   /* before a statement (a step of its own outside atomic sequences) */
 #define EA(x) ; atomic { x }  /* after one */
 #define EH(q, k) printf("{\"seq\":%d,\"t\":%d,\"pid\":1,\"proc\":%d,\"sid\":%d,\"kind\":\"%e\"", et + 1, et, (q) + 1, sid[q] + 1, k); et++
@@ -182,12 +183,16 @@ hidden int edsent[MAXN]; /* ghost: when the delete of node n was sent */
 #define EOUTCONN printf(",\"out\":\"conn\"")
 #define EOUTNONODE printf(",\"out\":\"nonode\"")
 #define EEND printf("}\n")
-/* the server's answer to q's connect request: the session s it granted,
- * and the session timeout, T = 4000000, so that B = T/4 is the 1000000 a
- * renew counts (internal/replay derives the lease's bound from it); read,
- * as the code reads it, before the client takes the session for its own */
-#define EHANDSHAKE(q, s) EH(q, handshake); printf(",\"owner\":%d,\"timeout\":4000000,\"note\":\"conn\"}\n", (s) + 1)
-/* a renew: the proof sent at time at, of session q's current id */
+/* the server's answer to q's connect request, read at the wire (as
+ * zklock.Connect's tap reads it) before the client takes the session for
+ * its own: the session s it granted, the session timeout, T = 4000000
+ * (internal/replay derives the lease's reach, 7T/8, from it), and when the
+ * request was written, which the answer shows the leader touched s after */
+#define EHANDSHAKE(q, s) ehs[q] = et; EH(q, handshake); printf(",\"owner\":%d,\"timeout\":4000000,\"at\":%d,\"note\":\"wire\"}\n", (s) + 1, ehs[q])
+/* a renew of session q's current id, counted from a touch at the leader
+ * written at time at: the model's time is an order, and the renews of its
+ * proofs count from the touch its latest handshake shows (ehs[q]), within
+ * its reach; the mutants' from their own step */
 #define ERENEW(q, at) EH(q, renew); printf(",\"owner\":%d,\"at\":%d,\"until\":%d}\n", sid[q] + 1, at, (at) + 1000000)
 /* the waiter's reading of a listing: our node at index i (0 first, -1 gone) */
 #define ETURN(q, i) EH(q, turn); ENODE(znode[q]); printf(",\"n\":%d,\"pzxid\":%d", i, znode[q] + 1); \
@@ -353,7 +358,7 @@ inline apply(q, op, a, b, ans) {
 			E(if :: ans -> EH(q, answer); EOP(DEL); ENPATH(a); ENODE(a); if :: !b -> printf(",\"retry\":true") :: else fi; EEND :: else fi)
 			if
 			:: ans && b -> lease[q] = 1 /* the flusher's delete: proved */
-				EA(ERENEW(q, edsent[a]))
+				EA(ERENEW(q, ehs[q]))
 			:: else
 			fi
 		:: else /* NoNode: done too; an error, which proves nothing */
@@ -523,7 +528,7 @@ inline proved(q) {
 		EA(ERENEW(q, et))
 #else
 	:: rc[q] < MAXN && zsid[q] == sid[q] && !expired[q] -> lease[q] = 1
-		EA(ERENEW(q, esent[q]))
+		EA(ERENEW(q, ehs[q]))
 #endif
 	:: else
 	fi;
@@ -567,7 +572,7 @@ end:
 		conn[p] && cutp != p && !lease[p] && zst[p] != IDLE ->
 		assert(!expired[p]);
 		lease[p] = 1
-		EA(EH(p, send); EOP(SYNC); printf(",\"path\":\"/\"}\n"); EH(p, answer); EOP(SYNC); printf(",\"path\":\"/\"}\n"); ERENEW(p, et - 3))
+		EA(EH(p, send); EOP(SYNC); printf(",\"path\":\"/\"}\n"); EH(p, answer); EOP(SYNC); printf(",\"path\":\"/\"}\n"); ERENEW(p, ehs[p]))
 	}
 	:: atomic { /* the leader expires the session: it has not heard of it for T */
 		!lease[p] && !expired[p] && (!conn[p] || cutp == p) ->
@@ -632,7 +637,7 @@ end:
 	:: atomic {
 		pend[p] != NONE && nfull(wire[p]) -> /* deleteQueue.flush */
 		E(EH(p, del_flush); EPATH; ENODE(pend[p]); EEND)
-		E(edsent[pend[p]] = et; EH(p, send); EOP(DEL); ENPATH(pend[p]); EEND)
+		E(EH(p, send); EOP(DEL); ENPATH(pend[p]); EEND)
 		wire[p]!DEL,pend[p],1;
 		onwire[p] = onwire[p] | BIT(pend[p]);
 		pend[p] = NONE
@@ -718,10 +723,10 @@ create:
 	atomic { /* the create (or multi), and the listing pipelined behind it */
 		if
 		:: stale[p] != NONE ->
-			E(esent[p] = et; EH(p, send); EOP(MULTI); EPFX(p); EEND)
+			E(EH(p, send); EOP(MULTI); EPFX(p); EEND)
 			wire[p]!MULTI,stale[p],guid[p];
 			onwire[p] = onwire[p] | BIT(stale[p])
-		:: else -> E(esent[p] = et; EH(p, send); EOP(CRE); EPFX(p); EEND) wire[p]!CRE,0,guid[p]
+		:: else -> E(EH(p, send); EOP(CRE); EPFX(p); EEND) wire[p]!CRE,0,guid[p]
 		fi;
 		E(EH(p, send); EOP(LIST); EPATH; EEND)
 		wire[p]!LIST,0,guid[p]
@@ -731,7 +736,7 @@ create:
 	:: rc[p] == NONODE -> /* the released node is gone: create alone */
 		E(REACHED(5))
 		d_step { stale[p] = NONE; rc[p] = PEND };
-		E(esent[p] = et; EH(p, send); EOP(CRE); EPFX(p); EEND)
+		E(EH(p, send); EOP(CRE); EPFX(p); EEND)
 		wire[p]!CRE,0,guid[p];
 		atomic { rc[p] != PEND -> proved(p) }
 	:: else

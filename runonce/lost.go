@@ -177,13 +177,8 @@ type lockLabel struct {
 // label returns this Runner's lockLabel, encoded.
 func (r *Runner) label() string {
 	l := lockLabel{Instance: r.by}
-	if b := r.s.LeaseStats().Bound; b > 0 {
-		// The lease's bound is a quarter of the negotiated timeout, three
-		// quarters under WithLossOnExpiryOnly (zklock.LeaseStats).
-		l.SessionTimeout = (4 * b).Milliseconds()
-		if r.s.LossOnExpiryOnly() {
-			l.SessionTimeout = (4 * b / 3).Milliseconds()
-		}
+	if t := r.s.LeaseStats().Timeout; t > 0 {
+		l.SessionTimeout = t.Milliseconds() // the negotiated timeout
 	}
 	data, _ := json.Marshal(l) // strings and an int cannot fail
 	return string(data)

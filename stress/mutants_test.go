@@ -58,19 +58,22 @@ func TestMutantWatchGrantsEarly(t *testing.T) {
 	mutantCaught(t, mutant.WatchGrantsEarly, exclusion.Token, "token", 3)
 }
 
-// TestMutantLeaseFromAnswer pins a gap: the lease counted from a proof's
-// answer instead of its send gains one round trip, and breaks loss before
-// grant only when an answer that succeeded arrives more than about 3T/8
-// after its send (T the session timeout) while the session expires at the
-// leader. Stress's faults do not make that (a frozen or cut connection
-// brings no successful answer late; latency is symmetric), so the run
-// passes: no history check catches this bug (see docs/histories.md).
-func TestMutantLeaseFromAnswer(t *testing.T) {
-	t.Setenv(mutant.Env, mutant.LeaseFromAnswer)
+// TestMutantTouchFromAnswer pins a gap: a chain's touch dated by when its
+// reply was read (w_k − π itself) instead of when its packet was written
+// stretches the lease by a round trip and up to a ping interval, and breaks
+// loss before grant only when the leader expires the session within that
+// stretch of the holder's deadline although the chain's proofs succeeded:
+// the leader must hear of the session's touches late (a follower cut off
+// from it while its clients' requests still get through). Stress's faults
+// do not make that, so the run passes: no history check catches this bug
+// (see docs/histories.md); the replay refuses it at its first renew from a
+// chain (replay.TestCodeMutants).
+func TestMutantTouchFromAnswer(t *testing.T) {
+	t.Setenv(mutant.Env, mutant.TouchFromAnswer)
 	args := append(append([]string(nil), mutantArgs...), "-duration", "6s", "-fault", "expire", "-fault-every", "1s", "-fault-seed", "7")
 	s, _ := stressJSON(t, exitOK, args...)
 	r := s.Results[0]
-	t.Logf("%s, not caught: %s; %d fault(s)", mutant.LeaseFromAnswer, verdict(r), r.FaultsInjected)
+	t.Logf("%s, not caught: %s; %d fault(s)", mutant.TouchFromAnswer, verdict(r), r.FaultsInjected)
 }
 
 // mutantCaught runs stress with the bug name on in the workers and fails t

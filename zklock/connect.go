@@ -75,8 +75,11 @@ const ConnectTimeout = 10 * time.Second
 // events, which may be nil (it then must not be read by anyone else: the
 // session drains it). Requests are not pipelined (that needs the dialer
 // Connect installs), so prefer Connect. The loss bounds are derived from
-// the timeout the server granted, read from the connection (conninfo.go),
-// or from WithSessionTimeout when that is smaller. When the caller closes
+// the timeout the server granted, read from the connection, or from
+// WithSessionTimeout when that cannot be read. No tap sees go-zookeeper's
+// pings either, so the session syncs every quarter of its timeout, a
+// little more often than go-zookeeper pings, to show the leader hears of
+// it (see the package doc's Loss). When the caller closes
 // conn, the session is over: waits on it end with ErrSessionClosed and
 // holds are told they are lost. Credentials (WithDigestAuth) are sent in
 // the background; the session's lock requests wait for them, and fail

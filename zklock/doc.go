@@ -22,11 +22,15 @@
 // # Loss
 //
 // Under the default policy a holder is told of a possible loss before any
-// other process can be granted the lock, whatever the fault: every write
-// the session makes, or a sync when it makes none, confirms the session
-// with the ensemble's leader, and holds end when that has not happened for
-// a quarter of the session timeout ([ErrLeaseExpired]); a disconnection,
-// an expiry or a new session id ends them at once. [WithLossOnExpiryOnly]
+// other process can be granted the lock, whatever the fault: the session
+// shows itself that the ensemble's leader heard of it (a connect answer,
+// or a chain of its writes and syncs around one of the leader's pings of
+// the follower it talks to), and holds end seven eighths of the session
+// timeout after the latest moment so shown ([ErrLeaseExpired]), before
+// the leader can expire the session; a disconnection, an expiry or a new
+// session id ends them at once. The argument assumes ZooKeeper's default
+// negotiation (a session of at least two server ticks), or a tick told by
+// [WithServerTickTime]. [WithLossOnExpiryOnly]
 // keeps holds through short disconnections, with a bounded overlap. A
 // process paused past its session can still believe it holds: the fencing
 // token lets a resource reject it (package fence), and [Hold.Txn] has the
@@ -36,9 +40,10 @@
 //
 // Requests are pipelined on a session made by Connect: an acquisition's
 // listing goes out right behind its create, a release's delete rides the
-// session's next create as one multi transaction, and every write renews
-// the lease, so an uncontended acquisition costs one write round trip and
-// a busy session sends no sync. The own-node watch (which notices an
+// session's next create as one multi transaction, and the writes show
+// the leader hears of the session, so an uncontended acquisition costs one
+// write round trip and a busy session sends no sync (a first acquisition
+// after a quiet spell costs one sync more). The own-node watch (which notices an
 // operator deleting a holder's node, and revocation) is set only for
 // revocable holds and for holds that last.
 //

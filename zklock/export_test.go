@@ -105,11 +105,3 @@ func SetAcquiredHookForTest(fn func(*Lock)) {
 func QueueDeleteForTest(s *Session, path, node string) {
 	s.f.Writes().Delete(path, node, s.f.Conn().SessionID(), nil)
 }
-
-// SinceLastWriteForTest returns how long ago s's connection last began a
-// write (a ping included), and the lease's period: a write path that finds
-// the first at least the second sends the lease's sync ahead of its batch
-// (Session.lead).
-func SinceLastWriteForTest(s *Session) (since, period time.Duration) {
-	return time.Since(s.f.Tap().LastWrite()), s.f.LeasePeriod()
-}

@@ -15,7 +15,7 @@ import (
 // (lease.go) is what tells the holder first. So it is armed only where it
 // buys something: at once for a revocable hold (a request written while
 // the node waited is seen at the first read), and for other holds once
-// they have lasted the lease's bound, after which an operator's deletion
+// they have lasted a quarter of the session timeout, after which an operator's deletion
 // is seen within a round trip instead of at the release. A hold that ends
 // sooner costs no request and no event.
 
@@ -116,9 +116,9 @@ func (h *Hold) retryWatch(err error) {
 
 // armWatch arms the hold's own-node watch when it is worth it (see
 // holdwatch.go, where the watch runs): at once when atOnce, else once the
-// hold has lasted the lease's bound.
+// hold has lasted a quarter of the session timeout.
 func (h *Hold) armWatch(atOnce bool) {
-	d := h.f.Bound()
+	d := h.f.Timeout() / 4
 	if atOnce {
 		d = 0
 	}

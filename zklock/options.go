@@ -32,9 +32,9 @@ type SessionOption func(*sessionConfig)
 // WithSessionTimeout sets the session timeout asked of the server (default
 // 10s; the server bounds it between 2 and 20 ticks unless configured
 // otherwise). A crashed holder's lock passes on after about this long.
-// Under NewSession it asks nothing of the server: the loss bounds derive
-// from the timeout the server granted the connection, or from this one
-// when it is smaller (see NewSession).
+// The loss bounds derive from the timeout the server granted (under
+// NewSession, which asks nothing of the server, the one it granted the
+// caller's connection; this one only when that cannot be read).
 func WithSessionTimeout(d time.Duration) SessionOption {
 	return func(c *sessionConfig) { c.Timeout = d }
 }
@@ -50,15 +50,16 @@ func WithLogger(l *slog.Logger) SessionOption {
 
 // WithLossOnExpiryOnly keeps holds through disconnections and through
 // short failures to reach the ensemble's leader. A hold then ends when the
-// session expires, when its node is deleted, or when no round trip through
-// the leader has succeeded for three quarters of the session timeout (a
-// local timer, as Curator's session connection-state policy has): the
-// server may have expired the session by then. The price is a bounded
-// overlap: another process may be granted the lock up to an eighth of the
-// session timeout before this holder is told (the argument is in lease.go).
-// Use it only together with fencing tokens. The default ends every hold on
-// a disconnection, and when the leader has not been reached for a quarter
-// of the session timeout, before any other process can be granted the lock.
+// session expires, when its node is deleted, or when nine eighths of the
+// session timeout have passed since the latest moment the leader is shown
+// to have heard of the session (a local timer, as Curator's session
+// connection-state policy has): the server may have expired the session by
+// then. The price is a bounded overlap: another process may be granted the
+// lock up to an eighth of the session timeout before this holder is told
+// (the argument is in zklock/internal/session's lease.go). Use it only
+// together with fencing tokens. The default ends every hold on a
+// disconnection, and seven eighths of the session timeout after that
+// moment, before any other process can be granted the lock.
 func WithLossOnExpiryOnly() SessionOption {
 	return func(c *sessionConfig) { c.ExpiryOnly = true }
 }
@@ -127,6 +128,21 @@ func WithTLS(cfg *tls.Config) SessionOption {
 	return func(c *sessionConfig) { c.TLS = cfg; c.tlsSet = true }
 }
 
+// WithServerTickTime tells the session its servers' tickTime (zoo.cfg's
+// tickTime), which a client cannot read. The lease (see the package doc's
+// Loss) must know how often the leader hears of the session from the
+// follower that serves it: twice a tick. Without this option it takes the
+// tick to be half the session timeout the server granted, the most a
+// server allows with its default minSessionTimeout, which is always safe
+// and renews a held lock's session more often than a known short tick
+// needs. A server whose minSessionTimeout is set below two ticks can grant
+// less: then this option is needed for loss before grant to hold, and
+// Connect warns when the tick it says is more than half the granted
+// timeout.
+func WithServerTickTime(d time.Duration) SessionOption {
+	return func(c *sessionConfig) { c.ServerTick = d }
+}
+
 // WithMaxRetryInterval caps the exponential back-off between retries of
 // ZooKeeper operations that failed on a connection loss (default 1s).
 func WithMaxRetryInterval(d time.Duration) SessionOption {
@@ -140,8 +156,8 @@ func buildConfig(opts []SessionOption) (sessionConfig, error) {
 			o(&cfg)
 		}
 	}
-	if cfg.Timeout <= 0 || cfg.MaxRetryWait <= 0 {
-		return cfg, fmt.Errorf("%w: session timeout and retry interval must be positive", ErrInvalidOption)
+	if cfg.Timeout <= 0 || cfg.MaxRetryWait <= 0 || cfg.ServerTick < 0 {
+		return cfg, fmt.Errorf("%w: session timeout and retry interval must be positive, a server tickTime not negative", ErrInvalidOption)
 	}
 	if err := checkDigests(cfg.Digests); err != nil {
 		return cfg, err

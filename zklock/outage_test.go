@@ -3,6 +3,7 @@ package zklock_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net"
 	"strings"
@@ -208,10 +209,12 @@ func proxyAt(t *testing.T, target, addr string) *faultproxy.Proxy {
 }
 
 // A lease that runs out while the connection stays up (the session's
-// requests stopped reaching the leader) is told when it ends too: the
-// session keeps proving itself after the lapse, and the first proof that
-// renews the lease says so, with how long the grants waited. The old
-// code told the lapse alone.
+// round trips grew too long to show the leader hears of it) is told when it
+// ends too: the session keeps proving itself after the lapse, and the
+// first proof that renews the lease says so, with how long the grants
+// waited. The old code told the lapse alone. (With a 600 ms round trip and
+// T = 2 s, go-zookeeper's pings keep the connection, 2T/3 = 1.33 s, while
+// the lease's chains, three round trips long, cannot keep up.)
 func TestLeaseLapseToldWhenItEnds(t *testing.T) {
 	servers := zktest.Servers(t)
 	px := proxyTo(t, servers[0])
@@ -222,17 +225,28 @@ func TestLeaseLapseToldWhenItEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	px.BlockUpstream()
+	defer func() {
+		if t.Failed() {
+			t.Logf("logged:\n%s", buf)
+		}
+	}()
+	px.SetLatency(300 * time.Millisecond)
 	select {
 	case <-h.Lost():
+		if !errors.Is(h.Err(), zklock.ErrLeaseExpired) {
+			t.Fatalf("the hold ended with %v; want the lease's lapse", h.Err())
+		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the hold outlived its lease")
 	}
-	px.UnblockUpstream()
+	px.SetLatency(0)
 	zktest.Eventually(t, 10*time.Second, "the lapse's end told", func() bool {
 		return len(logLines(t, buf, "session confirmed with the leader again")) == 1
 	})
 	if n := len(logLines(t, buf, "session not confirmed with the leader")); n != 1 {
-		t.Fatalf("lapse told %d times:\n%s", n, buf)
+		t.Fatalf("lapse told %d times", n)
+	}
+	if n := len(logLines(t, buf, "no connection to ZooKeeper")); n != 0 {
+		t.Fatalf("the connection dropped: the scene is not a lapse while connected")
 	}
 }

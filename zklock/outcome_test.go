@@ -119,64 +119,6 @@ func TestTxnUnknownIsNeverSentAgain(t *testing.T) {
 	}
 }
 
-// Item 7 of the fifth review: after a quiet spell the writer sends the
-// lease's sync ahead of its batch and waits until it is written. A
-// transaction whose ctx ended then was told ErrOutcomeUnknown before its
-// multi was on the connection; its read-back went out first ("not
-// applied") and the multi then applied (every run, with the sync held).
-func TestTxnGivenUpBeforeItsRequestIsOrdered(t *testing.T) {
-	s := connect(t, zktest.Servers(t))
-	dir := zktest.Path(t)
-	if err := zkCreateAll(s.Conn(), dir); err != nil {
-		t.Fatal(err)
-	}
-	for round := range 3 {
-		node := fmt.Sprintf("%s/a%d", dir, round)
-		eventually(t, 10*time.Second, "a quiet spell", func() bool {
-			since, period := zklock.SinceLastWriteForTest(s)
-			return since > period+period/4
-		})
-		syncHeld, letSync := make(chan struct{}), make(chan struct{})
-		var once atomic.Bool
-		zklock.SetWriteHook(s, func(op int32, _ []byte) error {
-			if op == zklock.OpSync && once.CompareAndSwap(false, true) {
-				close(syncHeld)
-				select { // the lease's sync, held on its way out
-				case <-letSync:
-				case <-time.After(10 * time.Second):
-				}
-			}
-			return nil
-		})
-		ctx, cancel := context.WithCancel(context.Background())
-		got := make(chan error, 1)
-		go func() {
-			_, err := s.Txn(ctx, &zk.CreateRequest{Path: node, Acl: anyone})
-			got <- err
-		}()
-		select {
-		case <-syncHeld:
-		case <-time.After(10 * time.Second):
-			t.Fatal("no sync ahead of the batch")
-		}
-		cancel()
-		var err error
-		select {
-		case err = <-got:
-		case <-time.After(2 * time.Second):
-			t.Fatal("Txn did not return once its ctx ended")
-		}
-		queued := make(chan struct{})
-		read := readBack(s, node, queued) // queued behind the held sync
-		<-queued
-		time.Sleep(20 * time.Millisecond)
-		close(letSync)
-		now := <-read
-		zklock.SetWriteHook(s, nil)
-		told(t, s, err, now, node)
-	}
-}
-
 // A container create in a transaction: the server applies it, but answers
 // the multi with a reply go-zookeeper cannot read (zk.ErrAPIError and the
 // results before it: memzk's TestMultiFlags pins the server's answer).

@@ -121,16 +121,22 @@ type LeaseStats struct {
 	// ending them with ErrLeaseExpired.
 	Lapses int64
 	// LateProofs counts the session's writes and syncs that succeeded but
-	// came back too late to renew the lease: their round trip, from the
-	// send, was above Bound. While every round trip is, no lock of the
-	// session can be granted, free or not: the network (or the server) is
-	// too slow for the session timeout, not the lock held.
+	// came back too late to renew the lease: with a round trip longer than
+	// the lease tolerates (a twelfth of the session timeout with the
+	// servers' tick unknown). While every round trip is that slow, no lock
+	// of the session can be granted, free or not: the network (or the
+	// server) is too slow for the session timeout, not the lock held.
 	LateProofs int64
 	// LastLateRoundTrip is the round trip of the latest late proof.
 	LastLateRoundTrip time.Duration
-	// Bound is the lease's bound: a quarter of the negotiated session
-	// timeout (three quarters under WithLossOnExpiryOnly).
+	// Bound is the lease's reach: how long after the latest touch the
+	// leader is shown to have heard of the session vouches for its holds,
+	// seven eighths of the negotiated session timeout (nine eighths
+	// under WithLossOnExpiryOnly).
 	Bound time.Duration
+	// Timeout is the session timeout the server granted (the one asked
+	// for until a server answered).
+	Timeout time.Duration
 }
 
 // LeaseStats reports the session's lease counters.

@@ -21,6 +21,8 @@
 //   - [Proxy.Stall] blocks the clients' writes (nothing is read from them,
 //     so their send buffers fill) while the server's bytes keep flowing,
 //     until [Proxy.Unstall];
+//   - [Proxy.StallReplies] is Stall the other way, and with Stall holds a
+//     link both ways, each released on its own ([Proxy.UnstallReplies]);
 //   - [Proxy.BlockUpstream] is an asymmetric partition: the clients' bytes
 //     are thrown away, the server's still arrive, until
 //     [Proxy.UnblockUpstream];

@@ -54,6 +54,7 @@ func (p *Proxy) Heal() {
 	p.partitioned = false
 	p.paused = false
 	p.stalled = false
+	p.stalledBack = false
 	p.blockedUp = false
 	p.blackholed = false
 	p.cond.Broadcast()
@@ -125,6 +126,15 @@ func (p *Proxy) Stall() { p.setFlag(&p.stalled, true, "stall") }
 
 // Unstall ends a Stall.
 func (p *Proxy) Unstall() { p.setFlag(&p.stalled, false, "unstall") }
+
+// StallReplies is Stall the other way: the server's bytes are neither
+// forwarded nor read while the clients' keep flowing, until
+// UnstallReplies or Heal; the held bytes then flow on in order. With
+// Stall too, a link holds both ways, and each can be let go on its own.
+func (p *Proxy) StallReplies() { p.setFlag(&p.stalledBack, true, "replies stalled") }
+
+// UnstallReplies ends StallReplies.
+func (p *Proxy) UnstallReplies() { p.setFlag(&p.stalledBack, false, "replies unstalled") }
 
 // BlockUpstream is an asymmetric partition: bytes from clients are read and
 // thrown away (the clients' writes succeed, the server hears nothing), while

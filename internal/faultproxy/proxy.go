@@ -94,6 +94,7 @@ type Proxy struct {
 	partitionUntil time.Time // zero: until Heal
 	paused         bool
 	stalled        bool // client→server: not read (Stall)
+	stalledBack    bool // server→client: not read (StallReplies)
 	blockedUp      bool // client→server: read and discarded (BlockUpstream)
 	blackholed     bool // both directions not read, new connections refused
 	latency        time.Duration
@@ -268,7 +269,7 @@ func closeConns(links []*link) {
 // holdLocked reports whether the direction towards the server (toServer)
 // or towards the client must not be read now.
 func (p *Proxy) holdLocked(toServer bool) bool {
-	return p.blackholed || (toServer && p.stalled)
+	return p.blackholed || (toServer && p.stalled) || (!toServer && p.stalledBack)
 }
 
 // closeLink closes one link after either side ended or failed.

@@ -30,9 +30,11 @@ const (
 	// the create succeeded, without the pipelined listing's answer
 	// (zklock: listBehind, Lock.attempt).
 	GrantBeforeListing = "grant-before-listing"
-	// LeaseFromAnswer: the lease is counted from the arrival of a proof's
-	// answer instead of its send time (zklock/internal/session: Floor.proved).
-	LeaseFromAnswer = "lease-from-answer"
+	// TouchFromAnswer: the touch a chain of proofs shows at the leader is
+	// dated by when it was seen touched (a reply's arrival) instead of
+	// when its packet was written (zklock/internal/session:
+	// Floor.touchBefore).
+	TouchFromAnswer = "touch-from-answer"
 	// DeleteWrongCreate: the create carries the delete of the wrong node,
 	// the queue's first once it is another session's (the holder, its
 	// predecessor's delete applied), queued to the session's writer ahead
@@ -69,13 +71,13 @@ const (
 	// (internal/replay, docs/replay.md): a bound the code computes
 	// wrongly, or a step the code takes later than the model takes it.
 
-	// BoundHalf: the lease's bound B is half the session timeout instead
-	// of a quarter (zklock/internal/session: lease.bound), past the margin lease.go argues.
-	BoundHalf = "bound-half"
-	// SendUncapped: a proof's send time is not capped at the previous
-	// write's start + T/8 (zklock/internal/wire: Tap.FirstWriteAfter
-	// reports no previous write).
-	SendUncapped = "send-uncapped"
+	// ReachLong: the lease reaches 5T/4 past the touch it counts from
+	// instead of 7T/8 (zklock/internal/session: lease.reach), past the
+	// leader's expiry.
+	ReachLong = "reach-long"
+	// ChainNoGap: a chain's k need not be written a ping interval after
+	// j was seen touched (zklock/internal/session: lease.gap is 0).
+	ChainNoGap = "chain-no-gap"
 	// LossLate: the holds a lapse of the lease ended are told lost 200 ms
 	// after it, each (zklock/internal/session: lease.lapse).
 	LossLate = "loss-late"
@@ -102,14 +104,37 @@ const (
 	// grants that wait, renew the lease (session: lease.renew).
 	NoRenewal = "no-renewal"
 	// LapseEndUntold: the end of a lapse of the lease is not told
-	// (session: Floor.proved).
+	// (session: lease.confirmed).
 	LapseEndUntold = "lapse-end-untold"
+
+	// The eighth review's (issue 55), each refused by the lease's
+	// explorer.
+
+	// ChainNoAfter: a proof closes its own chain, as its own k, instead of
+	// one answered before it was queued (session: Floor.proved).
+	ChainNoAfter = "chain-no-after"
+	// TimeoutAsked: the lease's bounds derive from the session timeout
+	// asked for, not the one the server granted (session: Floor.timeout).
+	TimeoutAsked = "timeout-asked"
+	// TimeoutLarger: the lease's bounds derive from the larger of the
+	// asked and granted timeouts (session: Floor.timeout).
+	TimeoutLarger = "timeout-larger"
+	// LeaseFromProof: the rule before issue 55: the lease reaches T/4
+	// past each proof's own write, with no chain (session: Floor.proved),
+	// which assumed a follower that reports touches ahead of what it
+	// forwards.
+	LeaseFromProof = "lease-from-proof"
+	// NewSessionKeepsHolds: a connection in a new session, its old one's
+	// expiry unseen, keeps the old session's holds and lease (session:
+	// Floor.transitionLocked).
+	NewSessionKeepsHolds = "new-session-keeps-holds"
 )
 
 // Names lists the seeded bugs.
 func Names() []string {
-	return []string{GrantBeforeListing, LeaseFromAnswer, DeleteWrongCreate, WatchGrantsEarly, CreateBeforeDelete,
+	return []string{GrantBeforeListing, TouchFromAnswer, DeleteWrongCreate, WatchGrantsEarly, CreateBeforeDelete,
 		TxnUnknownRequeued, ApartStops, UnknownBeforeWire,
-		BoundHalf, SendUncapped, LossLate, LapseLate, GrantLate,
-		GrantIgnoresLease, GoneWhileDown, NoRenewal, LapseEndUntold}
+		ReachLong, ChainNoGap, LossLate, LapseLate, GrantLate,
+		GrantIgnoresLease, GoneWhileDown, NoRenewal, LapseEndUntold,
+		ChainNoAfter, TimeoutAsked, TimeoutLarger, LeaseFromProof, NewSessionKeepsHolds}
 }

@@ -1,70 +1,74 @@
 package replay
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
 	"github.com/tierlock/tierlock/internal/trace"
 )
 
-// The lease's bounds, derived from what the server said and from the
-// documented policy, never read from a value the code computed
-// (zklock/lease.go argues them):
+// The lease's bounds, derived from what the server said, what the wire
+// saw and the lease's documented rule, never read from a value the code
+// computed (zklock/internal/session/lease.go argues the rule):
 //
 //   - T, the session timeout, is the one the server granted in its answer
 //     to the connect request (a handshake step: read from the answer's
 //     bytes at the wire under zklock.Connect, from go-zookeeper's
 //     connection under NewSession), per session;
-//   - B is T/4, or 3T/4 under the expiry-only policy (the session step);
-//   - a proof's send time s is, under Connect, the start of the first write
-//     on the connection after the request was handed to the client (the
-//     request's own write or an earlier one: no later than the server can
-//     have seen it), capped at the start of the write before that one +
-//     T/8 (so that the previous touch of the session was no earlier than
-//     s - T/8); under NewSession, whose writes are not seen, the time the
-//     request was handed to the client.
+//   - R, the lease's reach, is 7T/8, or 9T/8 under the expiry-only policy
+//     (the session step);
+//   - π, the gap, is 5/8 of the servers' tickTime: the one the session
+//     step declares (zklock.WithServerTickTime), else T/2;
+//   - a touch is a packet written at w that the server is shown to have
+//     touched by c: under Connect a touch step (the tap confirms one as
+//     each reply is read, pings' included, AddAuth's and watch events
+//     excluded), under NewSession, whose wire is not seen, a successful
+//     sync or write of the floor's, w its hand-over (its send step) and c
+//     its answer;
+//   - a proof's write time is, under Connect, the start of the first write
+//     on the connection after the request was handed to the client (no
+//     later than its own write; none before its answer: not dated), under
+//     NewSession its hand-over.
 //
-// A renew's deadline (its Until, the code's) may be earlier than s + B,
-// never later; its At, the code's send time, only says which proof it is
-// (one answered at or after it). The deadline the replay then holds the
-// holds to is the code's: earlier, it is stricter.
+// A renew (At the write time of the touch it counts from, Until its
+// deadline, both the code's) is accepted when Until <= At + R, and At is
+// shown to be a touch at the leader by one of:
+//
+//   - a handshake: the server's answer, read at the wire, giving the
+//     renew's session to a connect request written at or after At;
+//   - a chain: a proof l of the session answered with success, handed over
+//     after the answer to another, k; and a touch confirmed by w_k − π (w_k
+//     k's write time) written at or after At.
+//
+// both recorded before the renew. The deadline the replay then holds the
+// holds to is the code's: no later than the rule's, so stricter.
 
-// proof is a successful write's or sync's answer, which a renew must
-// follow (Floor.proved): its time and session, and what the wire says
-// of its send (see sendOf).
-type proof struct {
-	t, sid int64
-	send   int64 // the derived send time, before the cap
-	prev   int64 // the start of the write before it, or -1 when none is known
-}
-
-// deadline is the latest deadline p justifies with timeout T and bound b.
-func (p proof) deadline(T, b int64) int64 {
-	s := p.send
-	if p.prev >= 0 {
-		s = min(s, p.prev+T/8)
-	}
-	return s + b
-}
+// touch is a packet written at w seen touched by c; best is the latest w
+// of the touches confirmed no later than this one (its prefix in c
+// order).
+type touch struct{ w, c, best int64 }
 
 // clockNoise is how much later than the replay's date of a write the
 // code's may be, with session timeout T: time.Now reads the wall clock and
 // the monotonic one apart, tens of ns from each other, and the code keeps
-// a write's start by its wall clock (the tap's ring of UnixNano) where the
-// recorder dates it by the monotonic one. A microsecond, nothing next to
-// the lease's margins (3T/8), and at most a millionth of T, so that
+// a touch's times by its wall clock (the tap's rings of UnixNano) where
+// the recorder dates them by the monotonic one. A microsecond, nothing
+// next to the lease's margin (T/8), and at most a millionth of T, so that
 // traces on a logical clock (the model's, hand-made ones) get none.
 func clockNoise(T int64) int64 { return min(int64(time.Microsecond), T>>20) }
 
-// keepWrites bounds the writes a session keeps: a request in flight is
-// written within the last few thousand (the code's bound on requests in
-// flight is 2,048), and an older send only makes its proof's derived send
-// time later than it could be, never earlier.
+// keepWrites bounds the writes and touches a session keeps: a request in
+// flight is written within the last few thousand (the code's bound on
+// requests in flight is 2,048), and a chain's touch is at most a session
+// timeout older than its renew; an older one dropped only makes the
+// replay stricter, never looser.
 const keepWrites = 1 << 16
 
 // handshake applies the server's answer to a connect request: the session
-// it granted and the session timeout it granted with it. An answer with no
-// session (the session expired) grants nothing.
+// it granted, the session timeout it granted with it, and, read at the
+// wire, when its request was written. An answer with no session (the
+// session expired) grants nothing.
 func (s *session) handshake(st trace.Step) {
 	if st.Owner == 0 && st.Sid != 0 {
 		s.ended = st.Sid // the server's answer to a reconnection: expired
@@ -75,9 +79,13 @@ func (s *session) handshake(st trace.Step) {
 	if t, ok := s.server[st.Owner]; !ok || st.Timeout < t {
 		s.server[st.Owner] = st.Timeout
 	}
+	s.serverHi[st.Owner] = max(s.serverHi[st.Owner], st.Timeout)
 	s.timeout = st.Timeout
 	if st.Note == trace.HandshakeWire {
 		s.tapped = true
+		if w, ok := s.shook[st.Owner]; !ok || st.At > w {
+			s.shook[st.Owner] = st.At
+		}
 	}
 }
 
@@ -89,125 +97,172 @@ func (s *session) wrote(st trace.Step) {
 	s.writes = append(s.writes, st.At)
 }
 
-// sendOf is what the wire says of the send of a request handed to the
-// client at sent and answered at answered: the start of the first write
-// after sent and of the write before it (-1: none recorded), or, for a
-// session whose writes are not recorded, sent itself. ok is false when a
-// recorded session shows no write between the two: the request cannot
-// have been answered.
-func (s *session) sendOf(sent, answered int64) (send, prev int64, ok bool) {
+// touchSeen notes a touch: a packet written at w seen touched by c. The
+// touches are kept in the order of c, which they are recorded in but for
+// two connections' replies read at once.
+func (s *session) touchSeen(w, c int64) {
+	if len(s.touches) == 2*keepWrites {
+		s.touches = append(s.touches[:0], s.touches[keepWrites:]...)
+	}
+	i := len(s.touches)
+	for i > 0 && s.touches[i-1].c > c {
+		i--
+	}
+	s.touches = append(s.touches, touch{})
+	copy(s.touches[i+1:], s.touches[i:])
+	s.touches[i] = touch{w: w, c: c}
+	for ; i < len(s.touches); i++ {
+		best := s.touches[i].w
+		if i > 0 {
+			best = max(best, s.touches[i-1].best)
+		}
+		s.touches[i].best = best
+	}
+}
+
+// touchBy returns the latest write time of a touch confirmed by x.
+func (s *session) touchBy(x int64) (w int64, ok bool) {
+	i := sort.Search(len(s.touches), func(i int) bool { return s.touches[i].c > x })
+	if i == 0 {
+		return 0, false
+	}
+	return s.touches[i-1].best, true
+}
+
+// written is a proof's write time as the wire dates it, for a request
+// handed to the client at sent and answered at answered: under Connect
+// the start of the first write after sent (ok false when a recorded
+// session shows none up to the answer: the request cannot have been
+// answered), under NewSession, whose writes are not seen, sent itself.
+func (s *session) written(sent, answered int64) (w int64, ok bool) {
 	if !s.tapped {
-		return sent, -1, true
+		return sent, true
 	}
 	i := sort.Search(len(s.writes), func(i int) bool { return s.writes[i] > sent })
 	if i == len(s.writes) || s.writes[i] > answered {
-		return 0, -1, false
+		return 0, false
 	}
-	prev = -1
-	if i > 0 {
-		prev = s.writes[i-1]
-	}
-	return s.writes[i], prev, true
+	return s.writes[i], true
 }
 
-// proved notes a successful write's or sync's answer, which a renew may
-// follow (Floor.proved), with its send as the wire dates it (s.sentAt,
-// the answered request's hand-over).
+// proved notes a successful write's or sync's answer (Floor.proved), the
+// answer to s.answering: under NewSession a touch; a chain's l, closing
+// the chain of the latest k answered before it was handed over; and a k
+// for the proofs handed over after it.
 func (s *session) proved(st trace.Step) {
-	// Proofs whose renew moved nothing are never followed by one: the
-	// oldest go. A flood of acquisitions on one session can answer
-	// hundreds of writes before the goroutine of one of them records its
-	// renew (a 10-minute stress -fault all run needed more than 256).
-	const keep = 4096
-	if len(s.proofs) == keep {
-		s.proofs = append(s.proofs[:0], s.proofs[1:]...)
+	r := s.answering
+	if !s.tapped {
+		s.touchSeen(r.t, st.T)
 	}
-	p := proof{t: st.T, sid: st.Sid, send: st.T, prev: -1}
-	if send, prev, ok := s.sendOf(s.sentAt, st.T); ok {
-		p.send, p.prev = send, prev
-	} else {
-		p.send = -1 // no write to date it by: it justifies no deadline (renew says so)
+	if r.sid == 0 || r.sid != s.sid || st.Sid != s.sid {
+		return // a chain is of one session's proofs (lease.reset)
 	}
-	s.proofs = append(s.proofs, p)
+	if r.k >= 0 {
+		s.chainK = max(s.chainK, r.k)
+	}
+	if w, ok := s.written(r.t, st.T); ok {
+		s.lastK = max(s.lastK, w)
+	}
 }
 
-// bound is B for a session timeout T, by the session's policy.
-func (s *session) bound(T int64) int64 {
+// reach is R for a session timeout T, by the session's policy.
+func (s *session) reach(T int64) int64 {
 	if s.expiryOnly {
-		return T * 3 / 4
+		return T + T/8
 	}
-	return T / 4
+	return T * 7 / 8
 }
 
-// renew is proved(q)'s or the sync's "lease[q] = 1": the proof must be of
-// the current session and answered at or after the code's send time, and
-// the deadline no later than the proof's send, as the wire dates it, plus
-// B, from the timeout the server granted.
+// gap is π for session sid: 5/8 of the tick the session was told, else of
+// half the most the server granted it (a tick untold by either of two
+// sessions on one connection counts too: the larger gap).
+func (s *session) gap(sid int64) int64 {
+	tick := s.tick
+	if s.untold || tick == 0 {
+		tick = max(tick, s.serverHi[sid]/2)
+	}
+	return tick * 5 / 8
+}
+
+// renew is the lease's "lease[q] = 1": the renew's session is the current
+// one, its deadline is at most R past the touch it counts from, from the
+// timeout the server granted, and that touch is shown at the leader by a
+// handshake or a chain recorded before it.
 func (s *session) renew(st trace.Step) error {
 	// proved: "rc[q] < MAXN && zsid[q] == sid[q] && !expired[q] -> lease[q] = 1"
 	if st.Owner != s.sid {
-		return refusef("a renew by a proof of session %d while the session is %d (zsid[q] == sid[q])", st.Owner, s.sid)
+		return refusef("a renew of session %d while the session is %d (zsid[q] == sid[q])", st.Owner, s.sid)
 	}
 	T, ok := s.server[st.Owner]
 	if !ok {
 		return refusef("a renew of session %d, whose timeout no answer of the server's to a connect request "+
 			"(handshake) gave: the lease's bound cannot be derived", st.Owner)
 	}
-	b := s.bound(T)
-	i, first := s.proofFor(st, T, b)
-	switch {
-	case first < 0:
-		return refusef("a renew counted from %d, with no write's or sync's answer of the session at or after it: "+
-			"the lease counts from the proof's send, not its answer (proved(q))", st.At)
-	case i < 0:
-		p := s.proofs[first]
-		if p.send < 0 {
-			return refuse("a renew by a proof answered with no write on the connection since it was sent: " +
-				"the wire does not date its send")
-		}
-		return refusef("a renew to %s past its proof's send as the wire dates it (%s; answered %s), where B is %s "+
-			"(%s of the session timeout %s the server granted; lease.go)", dur(st.Until-p.deadline(T, 0)),
-			dur(p.deadline(T, 0)), dur(p.t), dur(b), s.fraction(), dur(T))
+	if r := s.reach(T); st.Until > st.At+r+clockNoise(T) {
+		return refusef("a renew to %s past the touch it counts from (written %s), where the reach R is %s "+
+			"(%s of the session timeout %s the server granted; lease.go): the leader may expire the session T "+
+			"after that touch", dur(st.Until-st.At-r), dur(st.At), dur(r), s.fraction(), dur(T))
 	}
-	s.proofs = append(s.proofs[:i], s.proofs[i+1:]...)
+	if err := s.shown(st, T); err != nil {
+		return err
+	}
 	if s.lease && st.T > s.deadline {
-		s.expireSpans(s.deadline) // the deadline passed before this proof came
+		s.expireSpans(s.deadline) // the deadline passed before this renew came
 	}
 	s.lease, s.deadline = true, st.Until
 	return nil
 }
 
-// proofFor returns the index of the proof renew st takes, -1 when none
-// justifies its deadline, and of the first answered at or after its send
-// time, -1 when none was. Of the proofs that justify the deadline, it is
-// the one that justifies it with the least to spare: its own, whose write
-// the code dated too, unless another's is as good; a proof sent later may
-// be the only one a later renew can use (answers come in the order the
-// session's requests were sent, renews in the order their goroutines get
-// to run, which a flood of acquisitions on one session scrambles).
-func (s *session) proofFor(st trace.Step, T, b int64) (i, first int) {
-	i, first = -1, -1
-	for k, p := range s.proofs {
-		if p.sid != st.Owner || p.t < st.At {
-			continue
-		}
-		if first < 0 {
-			first = k
-		}
-		d := p.deadline(T, b)
-		if p.send >= 0 && st.Until <= d+clockNoise(T) && (i < 0 || d < s.proofs[i].deadline(T, b)) {
-			i = k
-		}
+// shown checks that the touch renew st counts from is shown at the
+// leader: by a handshake of its session whose connect request was written
+// at or after it, or by a chain (bounds.go's rule).
+func (s *session) shown(st trace.Step, T int64) error {
+	noise := clockNoise(T)
+	hs, shook := s.shook[st.Owner]
+	if shook && st.At <= hs+noise {
+		s.c.res.Renews.Handshake++
+		return nil
 	}
-	return i, first
+	pi := s.gap(st.Owner)
+	j, ok := s.touchBy(s.chainK - pi + noise)
+	if s.chainK >= 0 && ok && st.At <= j+noise {
+		s.c.res.Renews.Chain++
+		return nil
+	}
+	why := fmt.Sprintf("a renew counted from a touch written at %s, which no handshake nor chain shows at the leader "+
+		"(lease.go): ", dur(st.At))
+	if shook {
+		why += fmt.Sprintf("the latest connect request answered with session %d was written at %s", st.Owner, dur(hs))
+	} else {
+		why += fmt.Sprintf("no answer to a connect request read at the wire gave session %d", st.Owner)
+	}
+	if s.chainK < 0 {
+		return refuse(why + "; no chain: no proof of the session (a sync or write answered with success) was " +
+			"handed over after another proof's answer (its k)")
+	}
+	why += fmt.Sprintf("; the latest chain's k was written at %s, and ", dur(s.chainK))
+	if ok {
+		why += fmt.Sprintf("the latest touch confirmed by %s", dur(s.chainK-pi))
+	} else {
+		why += fmt.Sprintf("no touch was confirmed by %s", dur(s.chainK-pi))
+	}
+	why += fmt.Sprintf(" (w_k − π, π = %s: 5/8 of the servers' tick, as told, else T/2)", dur(pi))
+	if ok {
+		why += " was written at " + dur(j)
+	}
+	if jk, ok := s.touchBy(s.chainK); ok && st.At <= jk+noise {
+		why += "; a touch written then was confirmed only after w_k − π: k must be written a ping interval " +
+			"after its touch is seen (the gap)"
+	}
+	return refuse(why)
 }
 
-// fraction names B's share of T under the session's policy.
+// fraction names R's share of T under the session's policy.
 func (s *session) fraction() string {
 	if s.expiryOnly {
-		return "3/4, expiry-only"
+		return "9/8, under the expiry-only policy,"
 	}
-	return "1/4"
+	return "7/8"
 }
 
 // dur words a duration or a time of the trace's clock (ns), to the

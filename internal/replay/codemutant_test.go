@@ -31,7 +31,6 @@ var codeMutants = []struct {
 }{
 	{"", 0, ""},
 	{mutant.GrantBeforeListing, trace.Turn, "no listing answered"},
-	{mutant.LeaseFromAnswer, trace.Renew, "counts from the proof's send"},
 	// Another node's delete queued ahead of our create: the queue's first,
 	// another process's or our own whose delete is queued already.
 	{mutant.DeleteWrongCreate, trace.DelAdd, "not one of this lock's, or was queued already"},
@@ -50,8 +49,10 @@ var scenarioMutants = []struct {
 	rule string
 }{
 	{"", 0, ""},
-	{mutant.BoundHalf, trace.Renew, "past its proof's send"},
-	{mutant.SendUncapped, trace.Renew, "past its proof's send"},
+	{mutant.ReachLong, trace.Renew, "past the touch it counts from"},
+	{mutant.ChainNoGap, trace.Renew, "which no handshake nor chain shows"},
+	{mutant.TouchFromAnswer, trace.Renew, "which no handshake nor chain shows"},
+	{mutant.LeaseFromProof, trace.Renew, "which no handshake nor chain shows"},
 	{mutant.LossLate, trace.Lose, "after the"},
 	{mutant.LapseLate, trace.Lapse, "deadline"},
 	{mutant.GrantLate, trace.Grant, "after its verdict"},

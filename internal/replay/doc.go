@@ -65,24 +65,34 @@
 //
 // # Bounds derived from the server and the model, not from the code
 //
-// Every bound the replay applies comes from what the server said and from
-// the model and the lease's documented argument (bounds.go, timing.go),
-// never from a value the code computed; a value the code records (a
-// renew's send time and deadline) is only checked against them, and may
-// be earlier, never later:
+// Every bound the replay applies comes from what the server said, what
+// the wire saw, the model and the lease's documented rule (bounds.go,
+// timing.go; zklock/internal/session/lease.go argues the rule), never from
+// a value the code computed; a value the code records (a renew's touch
+// and deadline) is only checked against them:
 //   - T, the session timeout, is the one the server granted, from its
 //     answer to the connect request (a handshake step: read from the
 //     answer's bytes at the wire under zklock.Connect, from go-zookeeper's
 //     connection under NewSession);
-//   - B, the lease's bound, is T/4, or 3T/4 under the expiry-only policy
-//     (the session step);
-//   - a proof's send time is the start of the first write on the
-//     connection after the request was handed to the client, capped at
-//     the start of the write before it + T/8 (write steps, recorded at the
-//     wire); under NewSession, whose writes are not seen, the hand-over;
-//   - a renew's deadline is at most that send time + B; the holds are
-//     held to the code's deadline, which is then no later;
-//   - the expiry-only policy's overlap is T/8 (3T/4 - 5T/8).
+//   - R, the lease's reach, is 7T/8, or 9T/8 under the expiry-only policy
+//     (the session step), and π, the gap, 5/8 of the servers' tickTime
+//     the session step says it was told, else of T/2;
+//   - a touch (a packet written at w shown touched by c) is a touch step,
+//     recorded by the wire tap as each reply (or the connect answer) is
+//     read, under Connect; under NewSession, whose wire is not seen, a
+//     successful sync or write, from its hand-over to its answer;
+//   - a proof's write time is the start of the first write on the
+//     connection after it was handed to the client (write steps); under
+//     NewSession, the hand-over;
+//   - a renew (At: the touch's write time; Until: the deadline) needs
+//     Until <= At + R, and At shown at the leader by a handshake of its
+//     session read at the wire before it, whose connect request was
+//     written at or after At, or by a chain recorded before it: a proof l
+//     of the session answered, handed over after another proof k's answer,
+//     and a touch confirmed by k's write time − π written at or after At;
+//     the holds are held to the code's deadline, then no later than the
+//     rule's;
+//   - the expiry-only policy's overlap is T/8 (9T/8 - T).
 //
 // # The model's timing
 //
@@ -129,9 +139,11 @@
 //     mutant's wrong step shows: the model prints a MUTANT line there) to
 //     be refused (TestSpinMutants): MUTANT_NO_LOSS_SIGNAL at the
 //     disconnection or lapse whose hold is never told lost;
-//     MUTANT_READ_RENEWS at the renew whose proof is a read;
+//     MUTANT_READ_RENEWS at the renew whose proof is a read and
 //     MUTANT_RENEW_AFTER_EXPIRY at the renew counted from its answer's
-//     arrival; OWNER_AFTER_REPLY at the grant naming the new session the
+//     arrival, each from a touch no handshake nor chain shows (the
+//     model's time is an order: its correct renews count from its latest
+//     handshake, the mutants' from their own step); OWNER_AFTER_REPLY at the grant naming the new session the
 //     owner of a node created in the old one. MUTANT_FORGET_FAILED_DELETE
 //     is accepted: its wrong step is an omission (no retry of a failed
 //     delete) that only the leader's state calls for, the node still being

@@ -8,11 +8,13 @@ import (
 )
 
 // Hand-made traces of the bounds the replay derives from the server's
-// answers (bounds.go) and of the model's timing (timing.go): each is
-// refused at its one wrong step, and the same trace put right replays
-// clean. The hand-made server grants T = 4000 units: B = 1000 under the
-// default policy, and the code may take tol = T/16 = 250 units for a step
-// the model takes with another.
+// answers and the wire (bounds.go) and of the model's timing (timing.go):
+// each is refused at its one wrong step, and the same trace put right
+// replays clean. The hand-made server grants T = 4000 units: the lease's
+// reach R is 3500 under the default policy (7T/8), 4500 under the
+// expiry-only one (9T/8); the gap π is 250 with the servers' tick told as
+// 400 units, 1250 (5/8 of T/2) untold; and the code may take tol = T/16 =
+// 250 units for a step the model takes with another.
 
 // wait moves the next step's time d units on.
 func (b *tr) wait(d int64) *tr {
@@ -28,13 +30,25 @@ func (b *tr) write() *tr {
 	return b
 }
 
-// sync adds a sync sent and answered (with a write in between when the
-// writes are recorded) and returns the time of its send.
+// at is the At of the last step.
+func (b *tr) at() int64 { return b.steps[len(b.steps)-1].At }
+
+// touch adds the tap's touch of the packet written at w, its reply read 1
+// unit before the step.
+func (b *tr) touch(w int64) *tr {
+	b.add(trace.Step{Kind: trace.Touch, At: w})
+	b.steps[len(b.steps)-1].Until = b.steps[len(b.steps)-1].T - 1
+	return b
+}
+
+// sync adds a sync sent and answered (tapped: written after its send, its
+// reply's touch confirmed before its answer) and returns the time of its
+// send.
 func (b *tr) sync() (sent int64) {
 	b.add(trace.Step{Kind: trace.Send, Op: trace.OpSync, Path: "/"})
 	sent = b.steps[len(b.steps)-1].T
-	if b.wire {
-		b.write()
+	if !b.untapped {
+		b.write().touch(b.at())
 	}
 	b.add(trace.Step{Kind: trace.Answer, Op: trace.OpSync, Path: "/"})
 	return sent
@@ -57,70 +71,143 @@ func refusedFor(t *testing.T, name string, b *tr, kind trace.Kind, rule string) 
 	return r
 }
 
-// The lease's bound is the server's T/4, not what the code's renews say:
-// a renew to T/2 after its proof's send is refused, one to T/4 or sooner
-// replays clean.
-func TestHandMadeBoundFromServer(t *testing.T) {
+// The lease reaches R past its touch, from the T the server granted, not
+// what the code's renews say: a renew from the session's handshake to
+// 3600 units past it is refused, to R or less clean; so is one counted
+// with the timeout the session asked for (8000: 7000 past), and under the
+// expiry-only policy one past 9T/8.
+func TestHandMadeReachFromServer(t *testing.T) {
 	for _, c := range []struct {
-		b    int64
-		kind trace.Kind
-	}{{2000, trace.Renew}, {1000, 0}, {900, 0}} {
-		b := newTr(7)
-		at := b.sync()
-		b.add(trace.Step{Kind: trace.Renew, Owner: 7, At: at, Until: at + c.b})
-		refusedFor(t, "bound", b, c.kind, "past its proof's send")
+		name   string
+		expiry bool
+		d      int64
+		kind   trace.Kind
+	}{
+		{"past R", false, 3600, trace.Renew}, {"R", false, 3500, 0}, {"within R", false, 1000, 0},
+		{"the asked timeout", false, 8000 * 7 / 8, trace.Renew},
+		{"expiry-only past R", true, 4600, trace.Renew}, {"expiry-only R", true, 4500, 0},
+	} {
+		b := opened(7, trace.PolicyDefault)
+		if c.expiry {
+			b = opened(7, trace.PolicyExpiryOnly)
+		}
+		b.sync()
+		b.renew(b.steps[0].At + c.d)
+		refusedFor(t, c.name, b, c.kind, "past the touch it counts from")
 	}
 	// With no answer of the server's recorded, no bound can be derived.
 	b := newTr(7)
-	at := b.sync()
-	b.add(trace.Step{Kind: trace.Renew, Owner: 7, At: at, Until: at + 1000})
+	b.sync()
+	b.renew(1000)
 	b.steps = b.steps[1:] // the handshake
 	refusedFor(t, "no handshake", b, trace.Renew, "cannot be derived")
 }
 
-// Under Connect the send time is the wire's: the first write after the
-// request was handed over, capped at the write before it + T/8. A proof
-// written 1000 units after the write before it renews to at most 510 +
-// B, not from its own write; a session whose writes are recorded and show
-// none between a request and its answer dates nothing.
-func TestHandMadeSendTimeFromWire(t *testing.T) {
-	for _, c := range []struct {
-		at   int64
-		kind trace.Kind
-	}{{0, trace.Renew}, {500, 0}} { // the write's own start, uncapped; capped at the ping + T/8
-		b := newTr(7)
-		b.wire = true
-		b.write() // a ping at 9
-		b.wait(1000)
-		b.sync()
-		w := b.steps[len(b.steps)-2].At // the sync's write
-		at := w
-		if c.at != 0 {
-			at = b.steps[1].At + c.at
-		}
-		b.add(trace.Step{Kind: trace.Renew, Owner: 7, At: at, Until: at + 1000})
-		refusedFor(t, "cap", b, c.kind, "past its proof's send")
-	}
+// A renew counts from a touch a handshake or a chain shows at the
+// leader: one from after the session's connect request, with no chain,
+// is refused (the touch dated by its reply's arrival, say); under
+// NewSession the handshake is not read at the wire and shows nothing.
+func TestHandMadeTouchShown(t *testing.T) {
 	b := newTr(7)
-	b.wire = true
-	b.add(trace.Step{Kind: trace.Send, Op: trace.OpSync, Path: "/"}).
-		add(trace.Step{Kind: trace.Answer, Op: trace.OpSync, Path: "/"}).
-		add(trace.Step{Kind: trace.Renew, Owner: 7, At: 10, Until: 1010})
-	refusedFor(t, "no write", b, trace.Renew, "no write on the connection")
+	b.sync()
+	hs := b.steps[0].At
+	refusedFor(t, "from the handshake", b.renew(hs+1000), 0, "")
+	b = newTr(7)
+	sent := b.sync()
+	b.add(trace.Step{Kind: trace.Renew, Owner: 7, At: sent, Until: sent + 1000})
+	refusedFor(t, "from a proof's own send", b, trace.Renew, "which no handshake nor chain shows")
+	b = newTr(7)
+	b.untapped = true
+	b.sync()
+	b.add(trace.Step{Kind: trace.Renew, Owner: 7, At: 0, Until: 1000})
+	refusedFor(t, "from a handshake under NewSession", b, trace.Renew, "no answer to a connect request read at the wire")
 }
 
-// A flood's answers are recorded out of their order, and its renews out
-// of theirs: each renew takes the proof that justifies its deadline with
-// the least to spare, so that a later-sent proof is left for its own.
-func TestHandMadeRenewsScrambled(t *testing.T) {
-	b := newTr(7).
-		add(trace.Step{Kind: trace.Send, Op: trace.OpSync, Path: "/"}).       // t 10: A
-		add(trace.Step{Kind: trace.Send, Op: trace.OpTxn, Path: "/t/a/n"}).   // t 20: B
-		add(trace.Step{Kind: trace.Answer, Op: trace.OpTxn, Path: "/t/a/n"}). // t 30: B's, recorded first
-		add(trace.Step{Kind: trace.Answer, Op: trace.OpSync, Path: "/"}).     // t 40: A's
-		add(trace.Step{Kind: trace.Renew, Owner: 7, At: 10, Until: 1010}).    // A's renew
-		add(trace.Step{Kind: trace.Renew, Owner: 7, At: 20, Until: 1020})     // B's
-	refusedFor(t, "scrambled", b, 0, "")
+// chain is a session told a tick of 400 units (π = 250; untold: 1250) whose
+// renew counts from j, a ping touched (untapped: a sync of the floor's),
+// then, gap units later, k, a sync, and l, a sync handed over after k's
+// answer (lFirst: before it); from j's write time (fromSeen: from when its
+// reply was read), to R past it.
+func chain(untapped, untold bool, gap int64, lFirst, fromSeen bool) *tr {
+	b := newTr(7)
+	b.untapped = untapped
+	tick := int64(400)
+	if untold {
+		tick = 0
+	}
+	b.add(trace.Step{Kind: trace.SessionOpen, Note: trace.PolicyDefault, Tick: tick})
+	var j, seen int64
+	if untapped {
+		j = b.sync()
+		seen = b.steps[len(b.steps)-1].T
+	} else {
+		j = b.write().at()
+		b.touch(j)
+		seen = b.steps[len(b.steps)-1].Until
+	}
+	b.wait(gap)
+	send := func() *tr {
+		b.add(trace.Step{Kind: trace.Send, Op: trace.OpSync, Path: "/"})
+		if !untapped {
+			b.write()
+		}
+		return b
+	}
+	answer := func(w int64) *tr {
+		if !untapped {
+			b.touch(w)
+		}
+		return b.add(trace.Step{Kind: trace.Answer, Op: trace.OpSync, Path: "/"})
+	}
+	send()
+	wk := b.at()
+	if lFirst {
+		send()
+		wl := b.at()
+		answer(wk)
+		answer(wl)
+	} else {
+		answer(wk)
+		send()
+		answer(b.at())
+	}
+	if fromSeen {
+		j = seen
+	}
+	return b.add(trace.Step{Kind: trace.Renew, Owner: 7, At: j, Until: j + 3500})
+}
+
+// A chain shows its j at the leader: k written π after j's reply was
+// read, l handed over after k's answer. Each part wrong is refused: k
+// written too soon after j (no gap: the leader may not have pinged the
+// follower between them), or with the tick untold (π from T/2); l handed
+// over before k's answer (a proof closing its own chain); the touch dated
+// by its reply's arrival instead of its write. Under NewSession, j, k and
+// l are the floor's own syncs.
+func TestHandMadeChain(t *testing.T) {
+	for _, c := range []struct {
+		name                               string
+		untapped, untold, lFirst, fromSeen bool
+		gap                                int64
+		kind                               trace.Kind
+		rule                               string
+	}{
+		{name: "chain", gap: 300},
+		{name: "no gap", gap: 150, kind: trace.Renew, rule: "confirmed only after w_k − π"},
+		{name: "tick untold", untold: true, gap: 300, kind: trace.Renew, rule: "π = 1.25µs"},
+		{name: "tick untold, gap", untold: true, gap: 1300},
+		{name: "l before k's answer", gap: 300, lFirst: true, kind: trace.Renew, rule: "no chain"},
+		{name: "from the reply", gap: 300, fromSeen: true, kind: trace.Renew, rule: "which no handshake nor chain shows"},
+		{name: "NewSession", untapped: true, gap: 300},
+		{name: "NewSession, no gap", untapped: true, gap: 150, kind: trace.Renew, rule: "confirmed only after w_k − π"},
+		// j, the first sync, is the only k answered before l's hand-over
+		{name: "NewSession, l before k's answer", untapped: true, gap: 300, lFirst: true, kind: trace.Renew,
+			rule: "the latest chain's k was written at 20ns"},
+		{name: "NewSession, from the answer", untapped: true, gap: 300, fromSeen: true, kind: trace.Renew,
+			rule: "which no handshake nor chain shows"},
+	} {
+		refusedFor(t, c.name, chain(c.untapped, c.untold, c.gap, c.lFirst, c.fromSeen), c.kind, c.rule)
+	}
 }
 
 // holding is a trace of one hold of session 7 on lockA, its lease to 1060.

@@ -53,30 +53,6 @@ func TestHandMadeTwoLocksOnAPath(t *testing.T) {
 	}
 }
 
-// Two writes answered before either's renew is recorded, the renews then
-// in the order of their send times: each renew is matched with the
-// earliest answer at or after its send, so the later answer is left for
-// the later renew (matched with the latest answer first, the first renew
-// took the only answer the second could use, and the second was refused:
-// a flood of acquisitions on one session in a 10-minute stress run).
-func TestHandMadeRenewsAfterTheirAnswers(t *testing.T) {
-	b := newTr(7).
-		add(trace.Step{Kind: trace.Send, Op: trace.OpSync, Path: "/"}).         // t 10
-		add(trace.Step{Kind: trace.Answer, Op: trace.OpSync, Path: "/"}).       // t 20
-		add(trace.Step{Kind: trace.Send, Op: trace.OpSync, Path: "/"}).         // t 30
-		add(trace.Step{Kind: trace.Answer, Op: trace.OpSync, Path: "/"}).       // t 40
-		add(trace.Step{Kind: trace.Renew, Owner: 7, At: 10, Until: 10 + 1000}). // the first's
-		add(trace.Step{Kind: trace.Renew, Owner: 7, At: 30, Until: 30 + 1000})  // the second's
-	if v := replayed(t, "renews", b.jsonl(t)).First(); v != nil {
-		t.Fatal(v)
-	}
-	// A renew from after every answer is still refused.
-	b.add(trace.Step{Kind: trace.Renew, Owner: 7, At: 65, Until: 65 + 1000})
-	if v := replayed(t, "late renew", b.jsonl(t)).First(); v == nil || v.Step.Kind != trace.Renew {
-		t.Fatalf("refused %v, want the renew counted from after every answer", v)
-	}
-}
-
 // lateWatch is a wait on A, queued behind node 2, given up (its Lock
 // closed): its node's delete queued, its gate left, another goroutine in;
 // then the watch request the wait launched is recorded (its goroutine ran

@@ -18,14 +18,18 @@ func opened(sid int64, policy string) *tr {
 	return b.add(trace.Step{Kind: trace.SessionOpen, Note: policy})
 }
 
-// shift moves the steps from index i on by d in time (T, and a renew's At
-// and Until): a second process's steps, later on the merged clock.
+// shift moves the steps from index i on by d in time (T, a renew's At and
+// Until, a handshake's At): a second process's steps, later on the merged
+// clock.
 func (b *tr) shift(i int, d int64) *tr {
 	for k := i; k < len(b.steps); k++ {
 		s := &b.steps[k]
 		s.T += d
-		if s.Kind == trace.Renew {
+		switch s.Kind {
+		case trace.Renew:
 			s.At, s.Until = s.At+d, s.Until+d
+		case trace.Handshake:
+			s.At += d
 		}
 	}
 	return b
@@ -69,8 +73,8 @@ func TestHandMadeExpiryOnly(t *testing.T) {
 	}
 }
 
-// overlapAt: process 1 (policy) holds with a lease to 20 + B (1020 under
-// the default policy, 3020 under the expiry-only one: T is 4000), never
+// overlapAt: process 1 (policy) holds with a lease to 1020 under the
+// default policy, 3020 under the expiry-only one (T is 4000), never
 // released; process 2 is granted at 180 + d.
 func overlapAt(policy string, d int64) *tr {
 	b := opened(7, policy).acquire(lockA, pfxA, nodeA, 20)
@@ -228,7 +232,7 @@ func goneAfterExpiry(expired bool) *tr {
 		add(trace.Step{Kind: trace.Send, Op: trace.OpCreate, Path: pfxA}).
 		add(trace.Step{Kind: trace.Send, Op: trace.OpList, Path: lockA}).
 		add(trace.Step{Kind: trace.Answer, Op: trace.OpCreate, Path: pfxA, Node: nodeA}).
-		add(trace.Step{Kind: trace.Renew, Owner: 7, At: 20, Until: 1020}).
+		renew(1020).
 		add(trace.Step{Kind: trace.Answer, Op: trace.OpList, Path: lockA, N: 1, Pzxid: 5}).
 		add(trace.Step{Kind: trace.Turn, Node: nodeA, Pzxid: 5, Note: "first"}).
 		add(trace.Step{Kind: trace.Event, Note: "EventSession StateDisconnected"})

@@ -25,8 +25,10 @@ const (
 // tr builds a trace of process 1, session sid, numbering the steps and
 // giving each a time 10 units after the one before. Before the first step
 // of each session of a process it adds the server's answer granting it,
-// with a session timeout of handT (so that B, T/4, is 1000 units), 5
-// units earlier, as a NewSession records it.
+// with a session timeout of handT (so that the lease's reach R, 7T/8, is
+// 3500 units), 5 units earlier: read at the wire, as under Connect, its
+// connect request written 1 unit before (so that the session's renews
+// may count from it), or, untapped, as under NewSession.
 type tr struct {
 	steps []trace.Step
 	sid   int64
@@ -34,15 +36,18 @@ type tr struct {
 	n     int               // steps added by add
 	seen  map[[2]int64]bool // (proc, sid) pairs granted
 	last  map[int]int64     // the last session of each proc
-	// expiry: the session's renews count B = 3T/4 (the expiry-only
-	// policy), not T/4.
+	shook map[[2]int64]int64
+	// expiry: the session's renews reach 3000 (3T/4, within the
+	// expiry-only policy's R, 9T/8), not 1000.
 	expiry bool
-	// wire: the server's answers are read at the wire, as under Connect,
-	// and the writes recorded (write); else as under NewSession.
-	wire bool
+	// untapped: the server's answers are read by go-zookeeper, as under
+	// NewSession: no renew counts from them, and the wire's steps (write,
+	// touch) are not recorded.
+	untapped bool
 }
 
-// bound is the B the trace's renews count.
+// bound is how far past its touch the trace's renews put their deadline:
+// within R under either policy.
 func (b *tr) bound() int64 {
 	if b.expiry {
 		return handT * 3 / 4
@@ -55,10 +60,10 @@ const handT = 4000
 
 // note is the handshakes' Note.
 func (b *tr) note() string {
-	if b.wire {
-		return trace.HandshakeWire
+	if b.untapped {
+		return trace.HandshakeConn
 	}
-	return trace.HandshakeConn
+	return trace.HandshakeWire
 }
 
 func (b *tr) add(s trace.Step) *tr {
@@ -69,16 +74,30 @@ func (b *tr) add(s trace.Step) *tr {
 		s.Proc = max(b.proc, 1)
 	}
 	if b.seen == nil {
-		b.seen, b.last = map[[2]int64]bool{}, map[int]int64{}
+		b.seen, b.last, b.shook = map[[2]int64]bool{}, map[int]int64{}, map[[2]int64]int64{}
 	}
 	if k := [2]int64{int64(s.Proc), b.sid}; !b.seen[k] {
 		b.seen[k] = true
-		b.steps = append(b.steps, trace.Step{Seq: uint64(len(b.steps) + 1), T: s.T - 5, Pid: 1, Proc: s.Proc,
-			Sid: b.last[s.Proc], Kind: trace.Handshake, Owner: b.sid, Timeout: handT, Note: b.note()})
+		h := trace.Step{Seq: uint64(len(b.steps) + 1), T: s.T - 5, Pid: 1, Proc: s.Proc,
+			Sid: b.last[s.Proc], Kind: trace.Handshake, Owner: b.sid, Timeout: handT, Note: b.note()}
+		if !b.untapped {
+			h.At = h.T - 1
+			b.shook[k] = h.At
+		}
+		b.steps = append(b.steps, h)
 	}
 	b.last[s.Proc] = b.sid
 	s.Seq = uint64(len(b.steps) + 1)
 	b.steps = append(b.steps, s)
+	return b
+}
+
+// renew adds a renew of the current session counted from its handshake's
+// connect request, its deadline until.
+func (b *tr) renew(until int64) *tr {
+	b.add(trace.Step{Kind: trace.Renew, Owner: b.sid, Until: until})
+	st := &b.steps[len(b.steps)-1]
+	st.At = b.shook[[2]int64{int64(st.Proc), b.sid}]
 	return b
 }
 
@@ -91,7 +110,7 @@ func (b *tr) acquire(lock, prefix, node string, token int64) *tr {
 		add(trace.Step{Kind: trace.Send, Op: trace.OpCreate, Path: prefix}).
 		add(trace.Step{Kind: trace.Send, Op: trace.OpList, Path: lock}).
 		add(trace.Step{Kind: trace.Answer, Op: trace.OpCreate, Path: prefix, Node: node}).
-		add(trace.Step{Kind: trace.Renew, Owner: b.sid, At: t + 10, Until: t + 10 + b.bound()}).
+		renew(t + 10 + b.bound()).
 		add(trace.Step{Kind: trace.Answer, Op: trace.OpList, Path: lock, N: 1, Pzxid: token}).
 		add(trace.Step{Kind: trace.Turn, Node: node, Pzxid: token, Note: "first"}).
 		add(trace.Step{Kind: trace.Grant, Owner: b.sid, Note: "now"}).
@@ -140,8 +159,8 @@ func TestHandMadeRefused(t *testing.T) {
 	}{
 		{"grant with no listing that found us first", grantUnlisted, trace.Turn, "no listing answered"},
 		{"grant after a turn that found a predecessor", grantWaiting, trace.Grant, "no listing found first"},
-		{"renew from a proof sent in an older session", renewOldSession, trace.Renew, "a renew by a proof of session 7"},
-		{"renew counted from the answer", renewFromAnswer, trace.Renew, "counts from the proof's send"},
+		{"renew of an older session", renewOldSession, trace.Renew, "a renew of session 7 while the session is 8"},
+		{"renew counted from the answer", renewFromAnswer, trace.Renew, "which no handshake nor chain shows"},
 		{"delete riding a create of another path", deleteOtherPath, trace.Send, "delete queued"},
 		{"multi carrying no delete", multiNothing, trace.Send, "carrying no delete"},
 		{"guaranteed delete of a node a create carries", retryTaken, trace.Send, "no failed or left-over delete"},
@@ -180,7 +199,7 @@ func grantWaiting() *tr {
 		add(trace.Step{Kind: trace.Send, Op: trace.OpCreate, Path: pfxA}).
 		add(trace.Step{Kind: trace.Send, Op: trace.OpList, Path: lockA}).
 		add(trace.Step{Kind: trace.Answer, Op: trace.OpCreate, Path: pfxA, Node: nodeA}).
-		add(trace.Step{Kind: trace.Renew, Owner: 7, At: 20, Until: 1020}).
+		renew(1020).
 		add(trace.Step{Kind: trace.Answer, Op: trace.OpList, Path: lockA, N: 2}).
 		add(trace.Step{Kind: trace.Turn, Node: nodeA, N: 1, Note: "wait"}).
 		add(trace.Step{Kind: trace.Event, Path: lockA + "/_c_9-lock-0000000002", Note: "EventNodeDeleted StateHasSession"})
@@ -239,7 +258,7 @@ func grantDisconnected() *tr {
 		add(trace.Step{Kind: trace.Send, Op: trace.OpCreate, Path: pfxA}).
 		add(trace.Step{Kind: trace.Send, Op: trace.OpList, Path: lockA}).
 		add(trace.Step{Kind: trace.Answer, Op: trace.OpCreate, Path: pfxA, Node: nodeA}).
-		add(trace.Step{Kind: trace.Renew, Owner: 7, At: 20, Until: 1020}).
+		renew(1020).
 		add(trace.Step{Kind: trace.Answer, Op: trace.OpList, Path: lockA, N: 1}).
 		add(trace.Step{Kind: trace.Turn, Node: nodeA, Note: "first"})
 	return b.add(trace.Step{Kind: trace.Event, Note: "EventSession StateDisconnected"}).

@@ -50,7 +50,7 @@ func (b *tr) wacquire(lock, prefix, node string, token int64, before ...trace.Ba
 	sent := b.steps[len(b.steps)-1].T
 	return b.add(trace.Step{Kind: trace.Send, Op: trace.OpList, Path: lock}).
 		answer(ws, -1, "", node).
-		add(trace.Step{Kind: trace.Renew, Owner: b.sid, At: sent, Until: sent + b.bound()}).
+		renew(sent + b.bound()).
 		add(trace.Step{Kind: trace.Answer, Op: trace.OpList, Path: lock, N: 1, Pzxid: token}).
 		add(trace.Step{Kind: trace.Turn, Node: node, Pzxid: token, Note: "first"}).
 		add(trace.Step{Kind: trace.Grant, Owner: b.sid, Note: "now"}).

@@ -20,9 +20,9 @@ var spinMutants = []struct {
 	{"MUTANT_NO_LOSS_SIGNAL", []string{"-DF=1", "-DC=0", "-DMUTANT_NO_LOSS_SIGNAL"},
 		"never told lost"},
 	{"MUTANT_READ_RENEWS", []string{"-DF=1", "-DC=0", "-DDISC=0", "-DNOFENCE", "-DMUTANT_READ_RENEWS"},
-		"no write's or sync's answer"},
+		"which no handshake nor chain shows"},
 	{"MUTANT_RENEW_AFTER_EXPIRY", []string{"-DF=1", "-DC=0", "-DDISC=0", "-DNOFENCE", "-DMUTANT_RENEW_AFTER_EXPIRY"},
-		"no write's or sync's answer"},
+		"which no handshake nor chain shows"},
 	{"OWNER_AFTER_REPLY", []string{"-DF=1", "-DC=0", "-DCUT=0", "-DNOFENCE", "-DOWNER_AFTER_REPLY"},
 		"the owner of a node created in session"},
 	// The wrong step is an omission that only the leader's state calls

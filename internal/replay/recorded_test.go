@@ -57,7 +57,8 @@ func recordRun(t *testing.T, run func(), want ...trace.Kind) {
 	for _, v := range res.Violations {
 		t.Errorf("refused: %v", v)
 	}
-	t.Logf("%d steps, %d holds, %d states replayed", res.Steps, res.Holds, res.States)
+	t.Logf("%d steps, %d holds, %d states replayed; renewals shown by a handshake %d, by a chain %d", res.Steps,
+		res.Holds, res.States, res.Renews.Handshake, res.Renews.Chain)
 	if res.Holds == 0 {
 		t.Error("no hold recorded")
 	}

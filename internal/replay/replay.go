@@ -49,6 +49,9 @@ type Result struct {
 	// LateWatches counts watch requests recorded after the wait that
 	// launched them ended (lock.endWait): the model's send, made late.
 	LateWatches int
+	// Renews counts the lease's renewals accepted, by what showed their
+	// touch at the leader (bounds.go): a handshake, a chain.
+	Renews struct{ Handshake, Chain int }
 	// Slowest is, for each timing rule (timing.go), the longest a step
 	// accepted took after the step the model takes it with.
 	Slowest [rules]time.Duration

@@ -21,10 +21,10 @@ import (
 // The scenario the seeded bugs of the lease's bounds and of the steps'
 // timing run in (TestCodeMutants): one session through a fault proxy, with
 // a session timeout T of 2 s, taking every step those bugs change. A
-// stress run takes them too, but not every run, nor in seconds: a proof
-// written more than T/8 after the write before it needs a session left
-// idle, which a busy run seldom is, and a loss by a lapse a fault that
-// freezes a holder's connection.
+// stress run takes them too, but not every run, nor in seconds: a chain
+// whose touch is far older than its proofs needs a session left idle,
+// which a busy run seldom is, and a loss by a lapse a fault that freezes a
+// holder's connection.
 
 // scenarioEnv names the run: the test below runs only when the parent,
 // runScenario, sets it.
@@ -57,11 +57,11 @@ func TestScenarioForMutants(t *testing.T) {
 		}
 		return h
 	}
-	// Acquisitions after an idle stretch longer than T/8: with no node
-	// the session writes only go-zookeeper's pings, every T/3, so most of
-	// these acquisitions begin more than T/8 after the session's last
-	// write, and the proof that opens them (the lease's sync, which the
-	// create waits to follow: Floor.lead) has its send time capped
+	// Acquisitions after an idle stretch: with no node the session writes
+	// only go-zookeeper's pings, every T/3, so the chains that renew the
+	// lease when an acquisition wakes the session count from a ping's
+	// touch, older than its proofs by up to a ping interval and π (T/2 ×
+	// 5/8, the tick untold), the stretch a chain's bugs get wrong
 	// (lease.go).
 	for range 8 {
 		time.Sleep(scenarioTimeout * 3 / 20)
@@ -70,9 +70,8 @@ func TestScenarioForMutants(t *testing.T) {
 		}
 	}
 	// A hold through a frozen connection: no proof gets through, and the
-	// lease's lapse ends the hold at its deadline, T/4 after the last
-	// proof's send, before go-zookeeper notices the silence (2T/3), and
-	// tells it lost.
+	// lease's lapse ends the hold at its deadline, R = 7T/8 after the
+	// latest touch a chain showed, and tells it lost.
 	h := acquire()
 	px.Pause()
 	lost(t, h, scenarioTimeout)

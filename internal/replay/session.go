@@ -29,21 +29,32 @@ type session struct {
 	// deadline is the last renew's Until (checked against the bound the
 	// replay derives: bounds.go).
 	deadline int64
-	// What the server and the wire said (bounds.go): the session timeout
-	// granted to each session id, the latest granted, whether the writes
-	// are recorded (zklock.Connect's tap), their starts, and the send of
-	// the request whose answer is being applied.
-	server  map[int64]int64
-	timeout int64
-	tapped  bool
-	writes  []int64
-	sentAt  int64
-	proofs  []proof              // writes' and syncs' answers that may renew the lease
-	now     map[int64][]int64    // grant verdicts "now" by owner, when judged, not yet followed by their grant
-	sent    map[string][]request // requests sent, not answered, by key: the session's wire
-	valid   int                  // holds of the session whose span is open (timing.go)
-	overdue int64                // the deadline a step was found late for (timing.go)
-	dels    map[string]*del
+	// What the server and the wire said (bounds.go): the least and the
+	// greatest session timeout granted to each session id, the latest
+	// granted, whether the writes are recorded (zklock.Connect's tap),
+	// their starts, the touches, the latest connect request's write whose
+	// answer gave each session id, the servers' tick the session was told
+	// (untold: a session step told none), and the request whose answer is
+	// being applied.
+	server    map[int64]int64
+	serverHi  map[int64]int64
+	timeout   int64
+	tapped    bool
+	writes    []int64
+	touches   []touch
+	shook     map[int64]int64
+	tick      int64
+	untold    bool
+	answering request
+	// The chains of the current session (bounds.go): the write time of
+	// its latest proof answered (a k for the proofs handed over after it),
+	// and the latest k a proof answered closed; -1: none.
+	lastK, chainK int64
+	now           map[int64][]int64    // grant verdicts "now" by owner, when judged, not yet followed by their grant
+	sent          map[string][]request // requests sent, not answered, by key: the session's wire
+	valid         int                  // holds of the session whose span is open (timing.go)
+	overdue       int64                // the deadline a step was found late for (timing.go)
+	dels          map[string]*del
 	// writer: the session's writes go through its writer
 	// (zklock/internal/writes/writer.go), as
 	// the code's have since main 54c8475; outCreates are the prefixes of
@@ -94,8 +105,9 @@ var delNames = [...]string{"queued", "taken", "flushed", "wire", "background"}
 func newSession(c *Checker, file string) *session {
 	return &session{c: c, file: file, now: map[int64][]int64{}, sent: map[string][]request{}, dels: map[string]*del{},
 		outCreates: map[string]bool{},
-		owners:     map[string]int64{}, server: map[int64]int64{}, sweep: map[string]bool{}, locks: map[string][]*lock{},
-		owed: map[string]*trace.Step{}, conn: true}
+		owners:     map[string]int64{}, server: map[int64]int64{}, serverHi: map[int64]int64{}, shook: map[int64]int64{},
+		sweep: map[string]bool{}, locks: map[string][]*lock{}, owed: map[string]*trace.Step{}, conn: true,
+		lastK: -1, chainK: -1}
 }
 
 // step applies one recorded step, or refuses it.
@@ -165,6 +177,9 @@ func (s *session) sessionStep(st trace.Step) error {
 	case trace.Write:
 		s.wrote(st)
 		return nil
+	case trace.Touch:
+		s.touchSeen(st.At, st.Until)
+		return nil
 	}
 	return refusef("a step of kind %q, which the model has no transition for", st.Kind)
 }
@@ -178,7 +193,7 @@ func (s *session) follow(st trace.Step) error {
 	}
 	if s.sid != 0 {
 		s.lease = false
-		s.proofs = s.proofs[:0]
+		s.lastK, s.chainK = -1, -1 // lease.reset
 		clear(s.now)
 		s.endHolds(st)
 	}

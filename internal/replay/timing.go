@@ -16,12 +16,13 @@ import (
 // of time: a step that follows the one the model takes it with later than
 // that is refused, even though it comes.
 //
-// The time allowed, tol, is T/16 of the session timeout the server granted
-// (a quarter of B under the default policy): 125 ms with T = 2 s. The lease
-// argues a margin of 3T/8 between a holder's deadline and the earliest
-// expiry of its session (zklock/lease.go); a loss told later than T/16
-// after its cause, or a lapse later than T/16 after the deadline, spends a
-// sixth of it, which no scheduling delay of a loaded machine comes near:
+// The time allowed, tol, is T/16 of the session timeout the server granted:
+// 125 ms with T = 2 s. The lease argues a margin of T/8 between a holder's
+// deadline (R = 7T/8 past a touch at the leader) and the earliest expiry of
+// its session (T past it; zklock/internal/session/lease.go); a loss told
+// later than T/16 after its cause, or a lapse later than T/16 after the
+// deadline, spends half of it, which no scheduling delay of a loaded
+// machine comes near:
 // make test's recorded runs and a stress run with every fault took at most
 // 5 ms (docs/replay.md), and a seeded bug 200 ms late is refused. The
 // rules:
@@ -114,7 +115,7 @@ func (s *session) check(r int, st trace.Step, due int64, rule string) {
 // client's: they witness nothing; a lapse is checked as it is applied.
 func (s *session) onTime(st trace.Step) {
 	switch st.Kind {
-	case trace.Write, trace.Handshake, trace.Pause, trace.Lapse:
+	case trace.Write, trace.Handshake, trace.Touch, trace.Pause, trace.Lapse:
 		return
 	}
 	if s.lease && s.valid > 0 && s.timeout > 0 && st.T > s.deadline+s.tol() && s.overdue != s.deadline {

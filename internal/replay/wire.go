@@ -46,7 +46,7 @@ func (s *session) send(st trace.Step) error {
 	}
 	if err == nil {
 		k := key(st)
-		s.sent[k] = append(s.sent[k], request{t: st.T, writes: st.Writes})
+		s.sent[k] = append(s.sent[k], request{t: st.T, writes: st.Writes, sid: st.Sid, k: s.lastK})
 	}
 	return err
 }
@@ -59,7 +59,7 @@ func (s *session) answer(st trace.Step) error {
 		return refusef("an answer to no %s request on the wire", st.Op)
 	}
 	r := s.sent[k][0] // a session's requests are answered in the order they were sent
-	s.sentAt = r.t
+	s.answering = r
 	if s.sent[k] = s.sent[k][1:]; len(s.sent[k]) == 0 {
 		delete(s.sent, k)
 	}

@@ -35,10 +35,13 @@ import (
 // requests out at once are written in no order the writer fixes.
 
 // request is one of the session's requests on the wire, unanswered: when
-// it was handed to the client and, for the writer's, its writes.
+// it was handed to the client, for the writer's its writes, the session
+// it was handed over in, and the write time of the latest proof of that
+// session answered by then (the k of its chain, if it proves: -1 none).
 type request struct {
 	t      int64
 	writes []trace.BatchWrite
+	sid, k int64
 }
 
 // writerSend applies a request of the writer: each write in the order of

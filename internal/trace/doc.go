@@ -89,7 +89,9 @@
 //   - session: the session object made (Session.start, under Connect or
 //     NewSession), recorded before any other step of its connection; Note
 //     its loss policy, "default" (twotier.pml's) or "expiry-only"
-//     (zklock.WithLossOnExpiryOnly, which the model does not have).
+//     (zklock.WithLossOnExpiryOnly, which the model does not have); Tick
+//     the servers' tickTime it was told (zklock.WithServerTickTime; 0:
+//     none).
 //   - send and answer of the session's writer (zklock's write path, package writes: every
 //     create, released node's delete and guarded transaction waiting, in
 //     one FIFO, a batch from its head per request, one request out at a
@@ -110,11 +112,13 @@
 //   - send and answer op SYNC: the sync step of lease.refresh, then renew.
 //   - a TXN write (the hold's node): a hold's guarded transaction, a write
 //     the model folds into "a write of the session that succeeded".
-//   - renew: "lease[p] = 1" by proved(p): At the proof's send time, Until
-//     the new deadline (the lease is "ahead" while T < Until), Owner the
-//     proof's session; both the code's, which the replay checks against the
-//     bound it derives. A proof that moves nothing (an older session's, or
-//     one sent before the last) is not recorded.
+//   - renew: "lease[p] = 1": the lease's deadline moved by a handshake
+//     or by a proof closing a chain (zklock/internal/session/lease.go): At
+//     the write time of the touch at the leader it counts from (the chain's
+//     touch, or the handshake's connect request), Until the new deadline
+//     (the lease is "ahead" while T < Until), Owner the session; both the
+//     code's, which the replay checks against the rule it derives. A
+//     renewal that moves nothing is not recorded.
 //   - lapse: "lapse(p)", the deadline passed; N holds ended with it (0: the
 //     lease lapsed with no hold, as the model's lapse may).
 //   - lose: losehold, one step per hold told ("hlost[q] = 1"), Note the
@@ -131,8 +135,15 @@
 //   - handshake: the server's answer to a connect request, Owner the
 //     session it granted, Timeout the session timeout it granted (ns):
 //     read from the answer's bytes by zklock's wire tap (Note "wire",
-//     zklock.Connect), or from go-zookeeper's connection once it has read
-//     them (Note "conn", zklock.NewSession, for each new session);
+//     zklock.Connect; At when the connect request was written), or from
+//     go-zookeeper's connection once it has read them (Note "conn",
+//     zklock.NewSession, for each new session);
+//   - touch: a reply read on a tapped connection, or its connect answer,
+//     showing the server touched the session for the packet written at At
+//     (the reply's own request, or an earlier one: every reply, pings'
+//     included, confirms the packets before it; AddAuth's and watch events
+//     confirm none), Until when the reply was read: recorded as the tap
+//     confirms it (zklock/internal/wire's Touches);
 //   - write: each write on a tapped connection (requests, pings, the
 //     connect request), At when it began, as the tap dates it, N its
 //     opcode. The tap's steps are recorded under the process of its

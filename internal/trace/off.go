@@ -57,9 +57,9 @@ func Turned(c *zk.Conn, node string, index int, leads bool, pzxid int64) {}
 // Evented records an event from go-zookeeper.
 func Evented(c *zk.Conn, ev zk.Event) {}
 
-// Renewed records the lease's deadline moved to until by a proof of
-// session sid sent at sent.
-func Renewed(c *zk.Conn, sid int64, sent, until time.Time) {}
+// Renewed records the lease's deadline of session sid moved to until,
+// counted from a touch written at touched.
+func Renewed(c *zk.Conn, sid int64, touched, until time.Time) {}
 
 // Lapsed records the lease's lapse, ending holds holds.
 func Lapsed(c *zk.Conn, holds int) {}
@@ -80,15 +80,20 @@ func Released(c *zk.Conn, path, node string) {}
 // DelAdded records the delete of node queued for the session's writer.
 func DelAdded(c *zk.Conn, path, node string, owner int64) {}
 
-// SessionOpened records a session made on c, with its loss policy; wire
-// is the wire c was dialed through, or nil.
-func SessionOpened(c *zk.Conn, wire any, expiryOnly bool) {}
+// SessionOpened records a session made on c, with its loss policy and
+// the servers' declared tickTime; wire is the wire c was dialed through,
+// or nil.
+func SessionOpened(c *zk.Conn, wire any, expiryOnly bool, tick time.Duration) {}
 
 // Wrote records a write to the connection of wire, begun at start.
 func Wrote(wire any, op int32, start time.Time) {}
 
-// Handshook records the server's connect response, read on wire.
-func Handshook(wire any, sid int64, timeoutMs int32) {}
+// Handshook records the server's connect response, read on wire, to the
+// connect request written at written.
+func Handshook(wire any, sid int64, timeoutMs int32, written time.Time) {}
+
+// Touched records a touch the tap of wire confirmed.
+func Touched(wire any, written, confirmed time.Time) {}
 
 // ConnHandshook records the session and timeout the server granted, as
 // go-zookeeper read them.

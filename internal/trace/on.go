@@ -160,10 +160,11 @@ func Evented(c *zk.Conn, ev zk.Event) {
 		Out: Class(ev.Err)})
 }
 
-// Renewed records the lease's deadline moved to until by a proof of
-// session sid sent at sent.
-func Renewed(c *zk.Conn, sid int64, sent, until time.Time) {
-	rec(c, Step{Kind: Renew, Owner: sid, At: since(sent), Until: since(until)})
+// Renewed records the lease's deadline of session sid moved to until,
+// counted from a touch of the session at the leader after touched (the
+// write time of a chain's touch, or of a handshake's connect request).
+func Renewed(c *zk.Conn, sid int64, touched, until time.Time) {
+	rec(c, Step{Kind: Renew, Owner: sid, At: since(touched), Until: since(until)})
 }
 
 // Lapsed records the lease's lapse, ending holds holds.
@@ -208,11 +209,12 @@ func DelAdded(c *zk.Conn, path, node string, owner int64) {
 	rec(c, Step{Kind: DelAdd, Path: path, Node: node, Owner: owner})
 }
 
-// SessionOpened records a session made on c, with its loss policy: the
-// first step of c, so that a replay knows the policy before any other.
-// wire, unless nil (a nil pointer too), is the wire c was dialed through
-// (zklock's tap): its steps, recorded from the dial on, are c's.
-func SessionOpened(c *zk.Conn, wire any, expiryOnly bool) {
+// SessionOpened records a session made on c, with its loss policy and
+// the servers' tickTime it was told (0: none): the first step of c, so
+// that a replay knows them before any other. wire, unless nil (a nil
+// pointer too), is the wire c was dialed through (zklock's tap): its
+// steps, recorded from the dial on, are c's.
+func SessionOpened(c *zk.Conn, wire any, expiryOnly bool, tick time.Duration) {
 	r := cur.Load()
 	if r == nil {
 		return
@@ -224,7 +226,7 @@ func SessionOpened(c *zk.Conn, wire any, expiryOnly bool) {
 	if expiryOnly {
 		note = PolicyExpiryOnly
 	}
-	r.Record(c, Step{Kind: SessionOpen, Note: note})
+	r.Record(c, Step{Kind: SessionOpen, Note: note, Tick: int64(tick)})
 }
 
 // Wrote records a write to the connection of wire, begun at start (At):
@@ -238,11 +240,20 @@ func Wrote(wire any, op int32, start time.Time) {
 
 // Handshook records the server's connect response, read on wire: the
 // session it granted and the session timeout, in ms (0 for none: the
-// session expired).
-func Handshook(wire any, sid int64, timeoutMs int32) {
+// session expired), to the connect request written at written.
+func Handshook(wire any, sid int64, timeoutMs int32, written time.Time) {
 	if r := cur.Load(); r != nil {
 		r.RecordWire(wire, Step{Kind: Handshake, Owner: sid, Timeout: int64(timeoutMs) * int64(time.Millisecond),
-			Note: HandshakeWire})
+			At: r.Since(written), Note: HandshakeWire})
+	}
+}
+
+// Touched records a touch the tap of wire confirmed: a reply read at
+// confirmed showed the server touched the session for the packet written
+// at written.
+func Touched(wire any, written, confirmed time.Time) {
+	if r := cur.Load(); r != nil {
+		r.RecordWire(wire, Step{Kind: Touch, At: r.Since(written), Until: r.Since(confirmed)})
 	}
 }
 

@@ -52,14 +52,14 @@ func TestOnRecords(t *testing.T) {
 	}
 }
 
-// A session step names its policy.
+// A session step names its policy and the tick it was told.
 func TestOnSession(t *testing.T) {
 	steps := recorded(t, func() {
-		trace.SessionOpened(nil, nil, true)
-		trace.SessionOpened(nil, nil, false)
+		trace.SessionOpened(nil, nil, true, 0)
+		trace.SessionOpened(nil, nil, false, 200*time.Millisecond)
 	})
 	if len(steps) != 2 || steps[0].Kind != trace.SessionOpen || steps[0].Note != trace.PolicyExpiryOnly ||
-		steps[1].Note != trace.PolicyDefault {
+		steps[0].Tick != 0 || steps[1].Note != trace.PolicyDefault || steps[1].Tick != int64(200*time.Millisecond) {
 		t.Errorf("session steps %v", steps)
 	}
 }
@@ -123,7 +123,8 @@ func recorded(t *testing.T, record func()) []trace.Step {
 }
 
 // A wire's steps are its connection's process's, recorded before the
-// binding or after; a nil wire binds nothing; a pause step names the
+// binding or after; a nil wire binds nothing; a handshake and a touch
+// carry the write time of the packet they answer; a pause step names the
 // process stopped.
 func TestOnWire(t *testing.T) {
 	dir := t.TempDir()
@@ -134,9 +135,10 @@ func TestOnWire(t *testing.T) {
 	w, c1, c2 := new(int), &zk.Conn{}, &zk.Conn{}
 	start := time.Now()
 	trace.Wrote(w, 1, start) // the connect request, before Connect returned
-	trace.SessionOpened(c1, w, false)
-	trace.Handshook(w, 42, 2000)
-	trace.SessionOpened(c2, (*int)(nil), false)
+	trace.SessionOpened(c1, w, false, 0)
+	trace.Handshook(w, 42, 2000, start)
+	trace.Touched(w, start, time.Now())
+	trace.SessionOpened(c2, (*int)(nil), false, 0)
 	trace.Paused(4321, start, time.Now())
 	if err := trace.Stop(); err != nil {
 		t.Fatal(err)
@@ -145,7 +147,7 @@ func TestOnWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(steps) != 5 {
+	if len(steps) != 6 {
 		t.Fatalf("%d steps: %v", len(steps), steps)
 	}
 	// What each step must be, its times aside (checked after).
@@ -153,6 +155,7 @@ func TestOnWire(t *testing.T) {
 		{Kind: trace.Write, Proc: 1, N: 1},
 		{Kind: trace.SessionOpen, Proc: 1, Note: trace.PolicyDefault},
 		{Kind: trace.Handshake, Proc: 1, Owner: 42, Timeout: int64(2 * time.Second), Note: trace.HandshakeWire},
+		{Kind: trace.Touch, Proc: 1},
 		{Kind: trace.SessionOpen, Proc: 2, Note: trace.PolicyDefault},
 		{Kind: trace.Pause, N: 4321},
 	}
@@ -162,7 +165,12 @@ func TestOnWire(t *testing.T) {
 			t.Errorf("step %d: %v, want %v", i+1, s, want[i])
 		}
 	}
-	if w, p := steps[0], steps[4]; w.At <= 0 || w.At > w.T || p.At <= 0 || p.Until < p.At {
+	if w, p := steps[0], steps[5]; w.At <= 0 || w.At > w.T || p.At <= 0 || p.Until < p.At {
 		t.Errorf("times: write %v, pause %v", w, p)
+	}
+	// The handshake's and the touch's write time is the connect
+	// request's; the touch was confirmed after it, by its step.
+	if h, c := steps[2], steps[3]; h.At != steps[0].At || c.At != h.At || c.Until < c.At || c.Until > c.T {
+		t.Errorf("times: write %v, handshake %v, touch %v", steps[0], h, c)
 	}
 }

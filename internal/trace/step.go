@@ -55,7 +55,8 @@ const (
 	DelFlush
 	// SessionOpen: a session object made (Connect, NewSession), recorded
 	// once, before any other step of its connection; Note its loss policy
-	// (PolicyDefault, PolicyExpiryOnly).
+	// (PolicyDefault, PolicyExpiryOnly), Tick the servers' tickTime it was
+	// told (zklock.WithServerTickTime; 0: none).
 	SessionOpen
 	// Write: a request (or a ping, a connect request) written to the
 	// session's connection, recorded at the wire: At when the write began,
@@ -63,21 +64,28 @@ const (
 	// by.
 	Write
 	// Handshake: the server's answer to a connect request: Owner the
-	// session it granted, Timeout the session timeout it granted (ns).
-	// Not a step of the model: what the replay derives the lease's bound
-	// from.
+	// session it granted, Timeout the session timeout it granted (ns), At
+	// when the connect request was written (read at the wire only: Note
+	// HandshakeWire). Not a step of the model: what the replay derives the
+	// lease's bounds from.
 	Handshake
 	// Pause: this process stopped process N (SIGSTOP) at At and let it go
 	// on (SIGCONT) at Until, on this file's clock: a step of the
 	// environment, outside the model, which excuses the stopped process's
 	// lateness.
 	Pause
+	// Touch: a reply read on a tapped connection (or its connect answer)
+	// showed that the server touched the session for a packet written at
+	// At, by Until, when the reply was read: recorded as the tap confirms
+	// it (wire.Touches). Not a step of the model: what the replay derives
+	// a chain's touch from (the lease's argument, lease.go).
+	Touch
 	kindCount
 )
 
 var kindNames = [kindCount]string{"", "gate_enter", "handoff", "gate_pass", "gate_leave",
 	"send", "answer", "turn", "event", "renew", "lapse", "grant", "lose", "release",
-	"del_add", "del_take", "del_flush", "session", "write", "handshake", "pause"}
+	"del_add", "del_take", "del_flush", "session", "write", "handshake", "pause", "touch"}
 
 // String returns the kind's name, as the trace file spells it.
 func (k Kind) String() string {
@@ -135,14 +143,22 @@ type Step struct {
 	Zxid  int64  `json:"zxid,omitempty"` // a node's czxid (GETW) or the fencing token (grant)
 	Pzxid int64  `json:"pzxid,omitempty"`
 	N     int    `json:"n,omitempty"`     // listing: children; turn: our index (-1 gone); lapse: holds ended
-	Owner int64  `json:"owner,omitempty"` // the session that owns Node (grant, renew: the proof's)
-	At    int64  `json:"at,omitempty"`    // renew: the proof's send time; event: the state; pause: the stop
-	Until int64  `json:"until,omitempty"` // renew: the new deadline (ns, same clock as T); pause: the end
+	Owner int64  `json:"owner,omitempty"` // the session that owns Node (grant; renew, handshake: the session)
+	// At: renew, the write time of the touch it counts from; handshake,
+	// the connect request's write; touch, the packet's write; event, the
+	// state; pause, the stop.
+	At int64 `json:"at,omitempty"`
+	// Until: renew, the new deadline (ns, same clock as T); touch, when
+	// the reply that confirmed it was read; pause, the end.
+	Until int64 `json:"until,omitempty"`
 	// Timeout is the session timeout the server granted (handshake, ns).
-	Timeout int64  `json:"timeout,omitempty"`
-	Retry   bool   `json:"retry,omitempty"` // a deleteGuaranteed attempt (the model's bgdel)
-	Wait    bool   `json:"wait,omitempty"`  // gate_enter: a waiting acquisition (not a try)
-	Note    string `json:"note,omitempty"`  // event type, state, verdict, loss cause, session policy
+	Timeout int64 `json:"timeout,omitempty"`
+	// Tick is the servers' tickTime the session was told (session, ns; 0:
+	// none, and the lease takes it as half the granted timeout).
+	Tick  int64  `json:"tick,omitempty"`
+	Retry bool   `json:"retry,omitempty"` // a deleteGuaranteed attempt (the model's bgdel)
+	Wait  bool   `json:"wait,omitempty"`  // gate_enter: a waiting acquisition (not a try)
+	Note  string `json:"note,omitempty"`  // event type, state, verdict, loss cause, session policy
 	// Writes are the writes of a request of the session's writer (send),
 	// in the order of their ops: every one, also when it is alone. Op and
 	// Path are the request's: CRE, DEL or TXN and the write's path when it
@@ -181,10 +197,10 @@ const (
 
 // The loss policies a session step names (zklock.WithLossOnExpiryOnly).
 const (
-	// PolicyDefault: a disconnection, a lapse of the lease (B = T/4) or a
-	// new session ends every hold; twotier.pml's policy.
+	// PolicyDefault: a disconnection, a lapse of the lease (its reach R =
+	// 7T/8) or a new session ends every hold; twotier.pml's policy.
 	PolicyDefault = "default"
-	// PolicyExpiryOnly: holds survive disconnections; a lapse (B = 3T/4),
+	// PolicyExpiryOnly: holds survive disconnections; a lapse (R = 9T/8),
 	// an expiry or a new session ends them. Not in twotier.pml.
 	PolicyExpiryOnly = "expiry-only"
 )

@@ -13,6 +13,7 @@ import (
 // fill it in, with their defaults, and check it.
 type Config struct {
 	Timeout      time.Duration // the session timeout asked of the server
+	ServerTick   time.Duration // the servers' tickTime, when declared (lease.go); 0: at most half the timeout
 	Logger       *slog.Logger  // never nil
 	ExpiryOnly   bool          // holds survive disconnections (lease.go)
 	Listener     func(State)   // told every state change (notify.go); nil: none

@@ -54,3 +54,13 @@ func connField(conn *zk.Conn, name string, kind reflect.Kind) reflect.Value {
 	}
 	return f
 }
+
+// connGranted returns the session timeout the server granted to the
+// floor's connection under Wrap: read from go-zookeeper's, or told by a
+// connection that says it (the lease explorer's double).
+func (s *Floor) connGranted() time.Duration {
+	if c, ok := s.conn.(interface{ GrantedTimeout() time.Duration }); ok {
+		return c.GrantedTimeout()
+	}
+	return grantedTimeout(s.link.zc.Load())
+}

@@ -131,7 +131,7 @@ func newFloor(tap *wire.Tap, owns bool, cfg Config) *Floor {
 // start records the connection (zc: the same as go-zookeeper's type, nil
 // under an explorer's double) and starts the floor's goroutines.
 func (s *Floor) start(conn Conn, zc *zk.Conn) {
-	trace.SessionOpened(zc, s.tap, s.cfg.ExpiryOnly) // before any step of zc: events are recorded once zc is set
+	trace.SessionOpened(zc, s.tap, s.cfg.ExpiryOnly, s.cfg.ServerTick) // before any step of zc: events are recorded once zc is set
 	s.conn, s.zc = conn, zc
 	s.writes = s.newWrites()
 	s.link.zc.Store(zc)

@@ -13,7 +13,7 @@
 //     HardStopped whether the server deleted its nodes itself.
 //   - Reading: State, SessionID, Conn (the go-zookeeper connection, for
 //     the locks' reads), and the few configuration reads (ExpiryOnly,
-//     Logger, Log, MaxRetryWait, Bound, the lease's bound).
+//     Logger, Log, MaxRetryWait, Timeout, the granted session timeout).
 //   - Admitting a request: Admit k places under the bound on requests in
 //     flight, GiveBack one unused; Send a read (admitted, made on a
 //     goroutine of the floor's, waited for or abandoned); LaunchAdmitted a

@@ -170,6 +170,6 @@ func (s *Floor) make(do func() error) error {
 	if s.tap != nil {
 		s.tap.Answered()
 	}
-	s.flight.release(time.Since(start), s.st.lease.bound()/8)
+	s.flight.release(time.Since(start), s.timeout()/32)
 	return err
 }

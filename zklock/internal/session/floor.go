@@ -110,7 +110,9 @@ type sessionState struct {
 type lease struct {
 	s        *Floor
 	deadline time.Time       // holds are valid until then
-	proofAt  time.Time       // when the latest proof that renewed was queued
+	proofAt  time.Time       // when the latest proof of the session was queued
+	lastK    atomic.Int64    // the write time (unix ns) of the latest proof answered in the session: a chain's k (lease.go)
+	own      wire.Touches    // under Wrap, the floor's own proofs as touches (lease.go)
 	syncAt   time.Time       // when the latest sync was queued
 	inflight chan struct{}   // closed when the sync in flight completes; nil when none
 	written  <-chan struct{} // closed when the sync in flight is written (under Dial; else nil)
@@ -162,9 +164,10 @@ type authGate struct {
 // inflight bounds the requests in flight, adapting the bound to the round
 // trip it measures: cut by a quarter (at most once per round trip) when a
 // request took longer than the target, raised by one when one came back
-// fast while the bound was reached. The target is an eighth of the lease's
-// bound, so that a request of the session, and the lease's sync behind it,
-// returns well within the lease.
+// fast while the bound was reached. The target is T/32, an eighth of how
+// far the lease stays ahead of its last proof (T/4, lease.go), so that a
+// request of the session, and the lease's sync behind it, returns well
+// within the lease.
 type inflight struct {
 	mu    sync.Mutex
 	n     int // admitted and not yet released
@@ -326,6 +329,6 @@ func (s *Floor) Dispatching() bool { return s.tap != nil }
 // Writes is the floor's write path: every write of its locks goes there.
 func (s *Floor) Writes() *writes.Queue { return s.writes }
 
-// Bound is the lease's bound: how long after a proof's send the floor
-// vouches for its holds (lease.go).
-func (s *Floor) Bound() time.Duration { return s.st.lease.bound() }
+// Timeout is the session timeout the server granted (the one asked for
+// until a server answered): the lease's bounds derive from it (lease.go).
+func (s *Floor) Timeout() time.Duration { return s.timeout() }

@@ -105,7 +105,7 @@ func (s *Floor) grantableLocked(owner int64) int {
 			return grantGone // seeded bug: down is not over
 		}
 		return grantDown
-	case !s.st.lease.validLocked(time.Now()):
+	case !s.st.lease.grantableLocked(time.Now()):
 		if mutant.On(mutant.GrantIgnoresLease) {
 			return grantNow // seeded bug: the lease not looked at
 		}

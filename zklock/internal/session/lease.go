@@ -5,6 +5,7 @@ import (
 
 	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
+	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
 // The lease: loss before grant, whatever the fault.
@@ -22,94 +23,153 @@ import (
 //     partition (the server's traffic arrives, ours does not) the client
 //     never disconnects at all.
 //
-// So the session confirms itself with the leader. Holds are trusted until
-// B = T/4 after the send time of the last request that proved the session
-// alive at the leader; when that deadline passes without a newer proof,
-// every hold of the session is ended (ErrLeaseExpired) and its node given
-// up. A grant is made only while the deadline lies ahead.
+// So the session proves to itself that the leader heard of it. Holds are
+// trusted until a deadline D = t + R, where t is a moment at which the
+// leader is shown to have heard of the session (a touch, below) and the
+// reach R is 7T/8; when D passes without a later touch shown, every hold
+// of the session ends (ErrLeaseExpired) and its node is given up. A grant
+// is made only while D lies ahead.
 //
-// What proves it. A sync is answered only after a round trip through the
-// leader, which refuses it once the session has expired. So is every write:
-// the leader checks the session (PrepRequestProcessor's checkSession) for
-// every create, delete, setData and multi, exactly as for a forwarded sync,
-// and a write that succeeds was forwarded to the leader and committed
-// through it after it was sent. Reads are served by the follower alone and
-// prove nothing. So every successful write renews the lease (send.go), and
-// the session sends a sync, every T/8, only while a lock has a node and no
-// write has renewed the lease for that long: a busy session needs no sync.
+// What ZooKeeper 3.8 does, which the argument rests on (the lease's
+// explorer models exactly this, lease_server_test.go):
 //
-// Why B = T/4 is early enough. The leader expires a session T after it
-// last heard of it (rounded up to its next tick, which only delays the
-// expiry). It hears of a session through the follower's replies to its
-// pings, sent every tickTime/2 while their link works, each listing the
-// sessions the follower served since the previous reply. Let s be the send
-// time of the last request that proved the session (a sync, or a write);
-// its success shows that the link between the follower and the leader
-// worked after s. The client's previous request was sent at s − T/8 or
-// later (see below); its touch was reported by a ping reply sent within
-// tickTime/2 of it, on that same link. So the leader heard of the session
-// at s − T/8 − tickTime/2 or later, and cannot expire it before
-// s − T/8 − tickTime/2 + T. ZooKeeper grants at least two ticks per session
-// timeout, so tickTime/2 ≤ T/4, and the expiry comes after s + 5T/8, while
-// our holds end at s + T/4: three eighths of T earlier, before even the
-// next holder's grant, which needs the expiry committed and then its own
-// watch and listing.
+//  1. Touch: every packet a client writes (a request, a ping) touches its
+//     session at the server it reaches, in the order they arrive, before
+//     that server answers it or anything after it.
+//  2. The leader hears of a session served by a follower only through the
+//     follower's replies to its pings: the leader queues a ping to each
+//     follower every tickTime/2, on the stream that also carries its
+//     answers (syncs, proposals, commits) to that follower; the follower
+//     takes that stream in order, answering each ping at once with every
+//     touch since its previous answer, and on the stream back forwards its
+//     clients' syncs and writes in the order they came. The leader takes
+//     the touches of a ping's answer before the requests behind it. A
+//     request the follower forwards does not touch the session at the
+//     leader.
+//  3. The leader refuses a sync or a write (checkSession) of a session it
+//     expired, and expires a session no earlier than T after its last
+//     touch there.
+//  4. A connect answer with a session means the leader touched it after
+//     the connect request was written: a new session's creation, or the
+//     REVALIDATE a follower sends the leader for a session it did not
+//     serve, both touch it at the leader.
 //
-// The send time s. Under Dial the wire tap (package wire) records when each
-// write to the socket began; a request queued after the tap's count mark
-// is written no earlier than the first write after mark, so that write's
-// start is taken as s: no later than the server saw our request. And s is
-// capped at the start of the write before it plus T/8, which is what makes
-// "the previous request was sent at s − T/8 or later" true even when the
-// send loop wrote nothing for a while (a stalled socket). Both moves only
-// make s earlier, and the deadline with it. Under Wrap there is no
-// tap, and s is when the request was queued.
+// What shows a touch at the leader.
 //
-// The argument assumes that the follower's ping replies flow whenever a
-// request gets through (they share its link, in order: a touch is reported
-// ahead of the requests forwarded after it; the lease's explorer drops that
-// assumption with -lease.pingreplies, and then refuses the margin: an open
-// question, in docs/lease.md, since ZooKeeper 3.8's follower reports its
-// touches only in its replies to the leader's pings), that the client's
-// monotonic clock and the servers' advance at the same rate within the
-// margin, and that this process is not paused for longer than the margin:
-// a process stopped by the OS or the garbage collector can outlive its
-// session without running the timer. The fencing token is the answer
-// there. tier.TestNemesis measures it: with T = 2 s, holders are told at
-// about 0.4 s into a partition, the next grant comes at about 2 s.
+//   - A handshake (4): the connect request of a connection written at w,
+//     answered with the session: the leader touched the session after w.
+//   - A chain of three packets on one connection: j, written at w_j and
+//     seen touched by a_j (a reply to j, or to a packet written after j,
+//     came then: 1); k, a sync or a write written at w_k > a_j + π and
+//     answered with success; l, a sync or a write handed to go-zookeeper
+//     after k's answer came, and answered with success. Then the leader
+//     queued a ping to the follower between a_j and its answer to k (π
+//     bounds the leader's ping interval, tickTime/2, with some slack: 2);
+//     the follower took that ping after it touched j and before it
+//     answered k, so its answer to the ping, with j's touch in it or in an
+//     earlier answer, went back ahead of l; the leader took that touch
+//     before it took l, and had not expired the session when it took l,
+//     or l would have failed (3). So the leader touched the session after
+//     w_j. If j, k and l were not all on one connection, the connection
+//     that carried l began after a_j, and its handshake touched the
+//     session at the leader after that (4): after w_j again.
 //
-// Under WithLossOnExpiryOnly the deadline is B = 3T/4 instead: holds
-// survive disconnections and leader-less stretches shorter than that, and
-// by the argument above the next holder can be granted the lock at most
-// 3T/4 − 5T/8 = T/8 before this one is told.
+// Either way the leader cannot expire the session before w + T, w the
+// write time shown, and D = w + 7T/8 is an eighth of T earlier: before
+// even the next holder's grant, which needs the expiry committed and then
+// its own watch and listing. The margin covers a late timer and a short
+// stop of this process; a longer one (the OS, the garbage collector) can
+// outlive the session without running the timer, which the fencing token
+// answers.
+//
+// The touches (j) come from the wire tap under Dial (wire.Touches: every
+// reply, go-zookeeper's pings included, confirms the packets before it),
+// and the handshakes too. Under Wrap the tap sees nothing: j is one of the
+// floor's own syncs and writes, dated by when it was queued, and the
+// renewer syncs every T/4 whatever the locks do, a little more often than
+// go-zookeeper pings, so that a quiet session has a recent j when a lock
+// needs a grant.
+//
+// π is 5/8 of the server's tickTime, which the client cannot read: the
+// server grants no session timeout below two of its ticks (its default
+// minSessionTimeout), so tickTime is taken as T/2 unless
+// WithServerTickTime says what it is. A server whose minSessionTimeout is
+// set below two ticks, serving a session of less than two ticks, breaks
+// that; Dial warns when the declared tick says so (checkTick).
+//
+// In a busy session every write is a k and an l, and go-zookeeper's
+// pings and the writes' replies are the j's: no sync is needed. While a
+// lock has a node and nothing else proves the session, the renewer syncs
+// every period (renew.go), which keeps D at least T/4 ahead. A session
+// that was quiet has only go-zookeeper's pings, every T/3, as its j's when
+// a lock wakes it: D is then R − π − T/3 − period ahead at the least,
+// about T/10 with the tick unknown, until its own syncs are π old.
+//
+// Under WithLossOnExpiryOnly the reach is 9T/8 instead: holds survive
+// disconnections and leader-less stretches shorter than that, and the
+// next holder can be granted the lock at most T/8 before this one is told.
+//
+// The argument also assumes that the client's monotonic clock and the
+// servers' advance at the same rate within the margin.
 
 func (le *lease) init(s *Floor) {
 	le.s = s
 	le.kick = make(chan struct{}, 1)
 }
 
-// bound is B: how long after the send time of a proof holds stay valid.
-func (le *lease) bound() time.Duration {
+// reach is R: how long after a touch at the leader the floor vouches for
+// its holds.
+func (le *lease) reach() time.Duration {
 	t := le.s.timeout()
+	if mutant.On(mutant.ReachLong) {
+		return t * 5 / 4 // seeded bug: past the expiry
+	}
 	if le.s.cfg.ExpiryOnly {
-		return t * 3 / 4
+		return t + t/8
 	}
-	if mutant.On(mutant.BoundHalf) {
-		return t / 2 // seeded bug: past the margin of the argument above
-	}
-	return t / 4
+	return t * 7 / 8
 }
 
-// period is how often the session must be proved while a lock has a node.
-func (le *lease) period() time.Duration { return le.s.timeout() / 8 }
+// gap is π: how long the leader may go without queueing a ping to the
+// follower, tickTime/2 and an eighth of a tick of slack (the leader's
+// loop waits half a tick, then pings every follower).
+func (le *lease) gap() time.Duration {
+	if mutant.On(mutant.ChainNoGap) {
+		return 0 // seeded bug: j and k need no ping between them
+	}
+	return le.s.tick() * 5 / 8
+}
 
-// validLocked reports whether holds may be granted now: the deadline is
-// ahead. s.st.mu is held.
+// period is how often the session must be proved while a lock has a node:
+// D then stays at least T/4 ahead of the last proof (reach − gap − two
+// periods, the chain's span), and never less often than T/8.
+func (le *lease) period() time.Duration {
+	t := le.s.timeout()
+	return max(min(t/8, (le.reach()-t/4-le.gap())/2), t/32)
+}
+
+// validLocked reports whether holds stand at now: the deadline is ahead.
+// s.st.mu is held.
 func (le *lease) validLocked(now time.Time) bool { return now.Before(le.deadline) }
 
-// reset forgets the deadline: it was earned by a session that is over.
-// s.st.mu is held.
-func (le *lease) reset() { le.deadline, le.proofAt = time.Time{}, time.Time{} }
+// grantableLocked reports whether a hold may be granted at now: the
+// deadline is at least T/16 ahead, so that a hold is not granted to lapse
+// a moment later (a renewal is a round trip or two away). Under
+// WithLossOnExpiryOnly the deadline reaches past the leader's expiry by
+// up to T/8, for holds to ride out short failures; a new hold is granted
+// only within the default's reach, 7T/8, which ends before it. s.st.mu is
+// held.
+func (le *lease) grantableLocked(now time.Time) bool {
+	t := le.s.timeout()
+	return le.validLocked(now.Add(t/16 + le.reach() - t*7/8))
+}
+
+// reset forgets the deadline and the chain: they were earned by a session
+// that is over. s.st.mu is held.
+func (le *lease) reset() {
+	le.deadline, le.proofAt = time.Time{}, time.Time{}
+	le.lastK.Store(0)
+}
 
 // LeaseStats counts how the session's lease (see WithLossOnExpiryOnly)
 // bore on its locks since the session was made.
@@ -121,16 +181,22 @@ type LeaseStats struct {
 	// ending them with ErrLeaseExpired.
 	Lapses int64
 	// LateProofs counts the session's writes and syncs that succeeded but
-	// came back too late to renew the lease: their round trip, from the
-	// send, was above Bound. While every round trip is, no lock of the
-	// session can be granted, free or not: the network (or the server) is
-	// too slow for the session timeout, not the lock held.
+	// came back too late to renew the lease: with a round trip longer than
+	// the lease tolerates (a twelfth of the session timeout with the
+	// servers' tick unknown). While every round trip is that slow, no lock
+	// of the session can be granted, free or not: the network (or the
+	// server) is too slow for the session timeout, not the lock held.
 	LateProofs int64
 	// LastLateRoundTrip is the round trip of the latest late proof.
 	LastLateRoundTrip time.Duration
-	// Bound is the lease's bound: a quarter of the negotiated session
-	// timeout (three quarters under WithLossOnExpiryOnly).
+	// Bound is the lease's reach: how long after the latest touch the
+	// leader is shown to have heard of the floor vouches for its holds,
+	// seven eighths of the negotiated session timeout (nine eighths
+	// under WithLossOnExpiryOnly).
 	Bound time.Duration
+	// Timeout is the session timeout the server granted (the one asked
+	// for until a server answered).
+	Timeout time.Duration
 }
 
 // LeaseStats reports the session's lease counters.
@@ -140,17 +206,30 @@ func (s *Floor) LeaseStats() LeaseStats {
 	}
 	le := &s.st.lease
 	return LeaseStats{Waits: le.waits.Load(), Lapses: le.lapses.Load(), LateProofs: le.late.Load(),
-		LastLateRoundTrip: time.Duration(le.lateRTT.Load()), Bound: le.bound()}
+		LastLateRoundTrip: time.Duration(le.lateRTT.Load()), Bound: le.reach(), Timeout: s.timeout()}
+}
+
+// maxRoundTrip is the longest round trip with which a held lock's
+// session keeps its lease ahead: a chain spans three round trips (j's,
+// k's, l's), π, and up to two periods, and must leave T/16 for a grant
+// (renew.go): T/12 with the tick unknown. A proof that renews nothing
+// with a longer round trip says the network is too slow for the session
+// timeout; one that renews nothing with a shorter one closed a chain
+// whose k was old (a session that was quiet), which the renewer's next
+// sync mends.
+func (le *lease) maxRoundTrip() time.Duration {
+	t := le.s.timeout()
+	return max(le.reach()-le.gap()-2*le.period()-t/16, 0) / 3
 }
 
 // lateWarnEvery spaces tooLate's warnings.
 const lateWarnEvery = 10 * time.Second
 
-// tooLate notes a proof whose answer came rtt after its send, past the
-// lease's bound: it renewed nothing. With every round trip that long, a
+// tooLate notes a proof answered rtt after its send, longer than
+// maxRoundTrip, that renewed nothing. With every round trip that long, a
 // grant waits for ever while the lock may be free, so an operator is told,
-// at most every lateWarnEvery, with the round trip and the bound, and
-// LeaseStats counts it.
+// at most every lateWarnEvery, with the round trip and the longest the
+// lease tolerates, and LeaseStats counts it.
 func (le *lease) tooLate(rtt time.Duration) {
 	le.late.Add(1)
 	le.lateRTT.Store(int64(rtt))
@@ -159,84 +238,167 @@ func (le *lease) tooLate(rtt time.Duration) {
 	if now-last < int64(lateWarnEvery) || !le.warnedAt.CompareAndSwap(last, now) {
 		return
 	}
-	le.s.log.Warn("session round trip above the lease's bound: no lock of the session can be granted until it is shorter (a slow network or server, not a held lock)",
-		"round_trip", rtt, "bound", le.bound(), "session_timeout", le.s.timeout())
+	le.s.log.Warn("session round trip too long to confirm the session with the leader: no lock of the session can be granted until it is shorter (a slow network or server, not a held lock)",
+		"round_trip", rtt, "max_round_trip", le.maxRoundTrip(), "session_timeout", le.s.timeout())
 }
 
-// proof is a request that can prove the session alive at the leader: the
-// tap's count of writes when it was queued, when it was queued, and the
-// session it was queued in.
+// proof is a sync or write that can prove the session alive at the
+// leader: the tap's count of writes when it was queued, when it was
+// queued, the session it was queued in, and the chain's k it may close
+// (the write time of the latest proof answered by then; zero: none).
 type proof struct {
 	mark int64
 	at   time.Time
 	id   int64
+	k    time.Time
 }
 
 // newProof notes a request about to be queued.
 func (s *Floor) newProof() proof {
 	p := proof{at: time.Now(), id: s.conn.SessionID()}
+	if k := s.st.lease.lastK.Load(); k != 0 {
+		p.k = time.Unix(0, k)
+	}
 	if s.tap != nil {
 		p.mark = s.tap.Mark()
 	}
 	return p
 }
 
-// proved renews the lease with p's request, which succeeded: from its send
-// time (see the argument above), if it was sent in the current session.
-func (s *Floor) proved(p proof) {
-	sent, written := p.at, p.at
+// touches is where the floor learns of touches: the tap's record under
+// Dial, its own proofs' under Wrap.
+func (s *Floor) touches() *wire.Touches {
 	if s.tap != nil {
-		at, prev, ok := s.tap.FirstWriteAfter(p.mark)
-		if !ok {
-			return // too many writes since: its send time is not known
-		}
-		sent, written = at, at
-		if cp := prev.Add(s.st.lease.period()); !prev.IsZero() && cp.Before(sent) {
-			sent = cp
-		}
+		return s.tap.Touches()
 	}
-	if mutant.On(mutant.LeaseFromAnswer) {
-		sent = time.Now() // seeded bug: the answer's arrival, not the send
-	}
-	// A proof that renews nothing because its send time was capped is not
-	// late: late is a measured round trip, from the real send, above B.
-	late, renewed := s.renewFrom(p, sent)
-	if late {
-		if rtt := time.Since(written); rtt > s.st.lease.bound() {
-			s.st.lease.tooLate(rtt)
-		}
-	}
-	if at := s.st.lease.lapsedAt.Load(); renewed && at != 0 && s.st.lease.lapsedAt.CompareAndSwap(at, 0) {
-		if mutant.On(mutant.LapseEndUntold) {
-			return // seeded bug: the lapse's end untold
-		}
-		s.log.Warn("session confirmed with the leader again: locks can be granted",
-			"after", time.Since(time.Unix(0, at)).Round(time.Millisecond), "bound", s.st.lease.bound())
-	}
+	return &s.st.lease.own
 }
 
-// renewFrom moves the lease's deadline to sent + B for p's proof, if it
-// was sent in the current session; it reports a proof too late to renew
-// anything (its deadline already past), and a lease renewed into the
-// future.
-func (s *Floor) renewFrom(p proof, sent time.Time) (late, renewed bool) {
+// proved takes p's request, which succeeded: it may be a later proof's k,
+// and it closes the chain of the k it was queued after, renewing the
+// lease from the touch that chain shows (see the argument above).
+func (s *Floor) proved(p proof) {
+	le := &s.st.lease
+	written := p.at // under Wrap: no later than the write
+	if s.tap != nil {
+		at, ok := s.tap.FirstWriteAfter(p.mark)
+		if !ok {
+			return // too many writes since: its write time is not known
+		}
+		written = at
+	} else {
+		le.own.Confirm(p.at, time.Now()) // answered: touched by now
+	}
+	if s.noteProof(p, written) {
+		le.wake() // a new k: a sync may now close a chain (renew.go)
+	}
+	if mutant.On(mutant.ChainNoAfter) {
+		p.k = written // seeded bug: l is its own k, not one answered before it
+	}
+	if mutant.On(mutant.LeaseFromProof) {
+		// Seeded bug: the rule before issue 55, T/4 past the proof's write.
+		_, lapsed := s.renewFrom(p.id, written.Add(s.timeout()/4-le.reach()))
+		le.confirmed(lapsed)
+		return
+	}
+	if p.k.IsZero() {
+		return
+	}
+	touched, ok := s.touchBefore(p.k.Add(-le.gap()))
+	if !ok {
+		return
+	}
+	late, lapsed := s.renewFrom(p.id, touched)
+	if rtt := time.Since(written); late && rtt > le.maxRoundTrip() {
+		le.tooLate(rtt)
+	}
+	le.confirmed(lapsed)
+}
+
+// touchBefore returns the write time of the latest packet known to have
+// been touched by at.
+func (s *Floor) touchBefore(at time.Time) (time.Time, bool) {
+	if mutant.On(mutant.TouchFromAnswer) {
+		return at, true // seeded bug: dated by when it was seen touched, not written
+	}
+	return s.touches().Before(at)
+}
+
+// noteProof keeps what p, a proof of the current session written at
+// written, means for later ones: the renewer's period counts from its
+// queueing, and it is the chain's k of the proofs queued after it
+// (newK: the latest so far).
+func (s *Floor) noteProof(p proof, written time.Time) (newK bool) {
+	le := &s.st.lease
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
-	le := &s.st.lease
-	if p.id == 0 || p.id != s.st.sessionID || s.conn.SessionID() != p.id || s.st.closed {
-		return false, false
+	if p.id == 0 || p.id != s.st.sessionID {
+		return false
 	}
-	d := sent.Add(le.bound())
+	le.proofAt = later(le.proofAt, p.at)
+	if w := written.UnixNano(); w > le.lastK.Load() {
+		le.lastK.Store(w) // written under st.mu, read by newProof without it
+		return true
+	}
+	return false
+}
+
+// handshake renews the lease from a connect answer that gave session id
+// (the argument's 4): the leader touched it after its request was written.
+// It returns when the lapse it ended began (0: none). Under Wrap nothing
+// sees the handshake. s.st.mu is held.
+func (le *lease) handshake(id int64) (lapsed int64) {
+	if le.s.tap == nil {
+		return 0
+	}
+	h, ok := le.s.tap.LastHandshake()
+	if !ok || h.SessionID != id {
+		return 0
+	}
+	_, lapsed = le.renewLocked(id, h.Written)
+	return lapsed
+}
+
+// confirmed tells the end of a lapse that began at lapsed (unix ns; 0:
+// none), which a renewal just ended (renewLocked).
+func (le *lease) confirmed(lapsed int64) {
+	if lapsed == 0 || mutant.On(mutant.LapseEndUntold) { // seeded bug: the lapse's end untold
+		return
+	}
+	le.s.log.Warn("session confirmed with the leader again: locks can be granted",
+		"after", time.Since(time.Unix(0, lapsed)).Round(time.Millisecond), "bound", le.reach())
+}
+
+// renewFrom moves the lease's deadline to touched + R, for a proof of
+// session id; it reports a renewal too late to renew anything (its
+// deadline already past), and when the lapse it ended began (0: none).
+func (s *Floor) renewFrom(id int64, touched time.Time) (late bool, lapsed int64) {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	if id == 0 || id != s.st.sessionID || s.conn.SessionID() != id || s.st.closed {
+		return false, 0
+	}
+	ahead, lapsed := s.st.lease.renewLocked(id, touched)
+	return !ahead, lapsed
+}
+
+// renewLocked moves the deadline to touched + R if that is later, and
+// reports whether the deadline lies ahead and, if that ends a lapse (the
+// lease ran out with holds, no renewal since), when the lapse began (0:
+// none). The lapse's end is taken here, under s.st.mu as its start is
+// (lapse), so that the renewer, which reads both, never sees the lease
+// renewed and still lapsed. s.st.mu is held.
+func (le *lease) renewLocked(id int64, touched time.Time) (ahead bool, lapsed int64) {
+	d := touched.Add(le.reach())
 	if d.After(le.deadline) {
-		trace.Renewed(s.zc, p.id, sent, d)
+		trace.Renewed(le.s.zc, id, touched, d)
 		le.deadline = d
 		le.armLocked()
 	}
-	if p.at.After(le.proofAt) {
-		le.proofAt = p.at
+	if ahead = d.After(time.Now()); ahead {
+		lapsed = le.lapsedAt.Swap(0)
 	}
-	late = !d.After(time.Now())
-	return late, !late
+	return ahead, lapsed
 }
 
 // armLocked sets the deadline timer while holds exist. s.st.mu is held.
@@ -270,13 +432,15 @@ func (le *lease) lapse() {
 		return
 	}
 	lost := s.takeHolds()
+	if len(lost) > 0 {
+		le.lapsedAt.CompareAndSwap(0, time.Now().UnixNano())
+	}
 	s.st.mu.Unlock()
 	trace.Lapsed(s.zc, len(lost))
 	if len(lost) > 0 {
 		le.lapses.Add(1)
-		le.lapsedAt.CompareAndSwap(0, time.Now().UnixNano())
 		le.wake() // the renewer proves the session until it is: see renew
-		s.log.Warn("session not confirmed with the leader in time: holds end, grants wait until it is", "holds", len(lost), "bound", le.bound())
+		s.log.Warn("session not confirmed with the leader in time: holds end, grants wait until it is", "holds", len(lost), "bound", le.reach())
 	}
 	for _, h := range lost {
 		if mutant.On(mutant.LossLate) {
@@ -296,21 +460,37 @@ func (le *lease) stop() {
 	le.s.st.mu.Unlock()
 	if at := le.lapsedAt.Swap(0); at != 0 {
 		le.s.log.Warn("session closed before it was confirmed with the leader again",
-			"after", time.Since(time.Unix(0, at)).Round(time.Millisecond), "bound", le.bound())
+			"after", time.Since(time.Unix(0, at)).Round(time.Millisecond), "bound", le.reach())
 	}
 }
 
-// timeout is the session timeout the loss bounds derive from: the one the
-// server negotiated when known (from the connect response under Dial,
-// from the connection under Wrap), else the one asked for; the
-// smaller of the two, which only shortens the bounds.
+// timeout is the session timeout the lease's bounds derive from: the one
+// the server granted (from the connect answer under Dial, from the
+// connection under Wrap), which may be more or less than the one asked
+// for (the server clamps it to 2..20 of its ticks), else, before a server
+// answered, the one asked.
 func (s *Floor) timeout() time.Duration {
 	granted := time.Duration(s.link.granted.Load())
 	if s.tap != nil {
 		granted = s.tap.GrantedTimeout()
 	}
-	if granted > 0 {
-		return min(granted, s.cfg.Timeout)
+	switch {
+	case mutant.On(mutant.TimeoutAsked):
+		return s.cfg.Timeout // seeded bug: the granted timeout ignored
+	case mutant.On(mutant.TimeoutLarger):
+		return max(granted, s.cfg.Timeout) // seeded bug: the larger of the two
+	case granted > 0:
+		return granted
 	}
 	return s.cfg.Timeout
+}
+
+// tick is the server's tickTime as the lease takes it: the one declared
+// (WithServerTickTime), else the most the negotiation allows, half the
+// granted timeout (see the argument).
+func (s *Floor) tick() time.Duration {
+	if s.cfg.ServerTick > 0 {
+		return s.cfg.ServerTick
+	}
+	return s.timeout() / 2
 }

@@ -49,6 +49,9 @@ type client struct {
 type cconn struct {
 	n        int
 	sid      int64
+	rec      *wire.Recorder // what the tap notes of it (nil under Wrap: no tap)
+	first    int            // its first write, the connect request, in world.writes
+	acked    int            // its latest write a reply confirmed (confirm)
 	lastRecv time.Duration
 	busy     time.Duration // the send loop is held in a write until then
 	writing  bool          // the next write is scheduled
@@ -63,9 +66,22 @@ type cconn struct {
 // (after storing it: observe reads SessionID), and lets the floor's
 // goroutines it woke settle before the next, so that which state each of
 // them saw does not depend on the Go scheduler.
+//
+// Under Wrap the floor polls the state, and reads the events from a
+// channel, which it drains at once, or there is no channel at all (then
+// it sees only what its polls find: see).
 func (w *world) event(st zk.State) {
 	w.state.Store(int32(st))
-	w.s.onEvent(zk.Event{Type: zk.EventSession, State: st})
+	ev := zk.Event{Type: zk.EventSession, State: st}
+	switch {
+	case !w.cfg.wrap:
+		w.s.onEvent(ev)
+	case w.events != nil:
+		select {
+		case w.events <- ev: // the floor drains it at once while open
+		default: // closed, it drains nothing: go-zookeeper drops the event
+		}
+	}
 	synctest.Wait()
 }
 
@@ -79,15 +95,16 @@ func (w *world) connect() {
 	case w.now() < w.c.downTill:
 		w.ag.at(w.c.downTill, w.connect)
 		return
-	case w.srv.down:
-		w.ag.at(w.srv.healAt, w.connect) // no revalidation while cut from the leader
+	case w.linkCut() || w.srv.orphan:
+		// No revalidation while cut from the leader.
+		w.ag.at(max(w.srv.down.cutTill, w.srv.up.cutTill, w.now()+w.cfg.tick/2), w.connect)
 		return
 	}
 	w.event(zk.StateConnecting)
 	w.event(zk.StateConnected)
 	id := w.sid.Load()
 	if id != 0 && w.expiredBy(id, w.now()) {
-		w.record('c', nil)
+		w.handshake(&cconn{n: -1, acked: -1}, 0)
 		w.logf("connect: session %#x expired", id)
 		w.sid.Store(0)
 		w.hist.learnt = append(w.hist.learnt, learnt{at: w.now(), id: id})
@@ -101,12 +118,12 @@ func (w *world) connect() {
 		id = w.newSession()
 		w.cover(coverNewSession, w.c.n > 0)
 	} else {
-		w.heard(id, w.now()) // the follower revalidated it with the leader
+		w.heard(id) // the follower revalidated it with the leader
 		w.cover(coverSameSession, true)
 	}
 	w.c.n++
-	c := &cconn{n: w.c.n, sid: id}
-	w.record('c', nil)
+	c := &cconn{n: w.c.n, sid: id, acked: -1}
+	w.handshake(c, id)
 	w.c.cur = c
 	w.sid.Store(id)
 	w.hist.ups = append(w.hist.ups, span{from: w.now(), to: -1, sid: id})
@@ -115,6 +132,26 @@ func (w *world) connect() {
 	w.event(zk.StateHasSession)
 	w.ag.at(w.now()+w.cfg.T/3, func() { w.tick(c) })
 	w.pump()
+}
+
+// handshake writes c's connect request and reads the server's answer,
+// now: session id with the granted timeout, or none (0: the session
+// expired), as go-zookeeper does before it tells the state.
+func (w *world) handshake(c *cconn, id int64) {
+	if !w.cfg.wrap {
+		c.rec = w.tap.NewRecorder()
+	}
+	c.first = w.record(c, 'c', nil)
+	var ms int32
+	if id != 0 {
+		ms = int32(w.cfg.T / time.Millisecond)
+	}
+	if id != 0 {
+		w.confirm(c, c.first)
+	}
+	if c.rec != nil {
+		c.rec.Read(connectAnswer(ms, id))
+	}
 }
 
 // drop ends the connection on the client's side (why, for the trace):
@@ -214,7 +251,7 @@ func (w *world) writeNext(c *cconn) {
 
 // begin begins a write on c now: it reaches the follower later.
 func (w *world) begin(c *cconn, what byte, r *req) {
-	i := w.record(what, r)
+	i := w.record(c, what, r)
 	if r != nil {
 		r.wi = i
 		w.logf("write %d", r.n)
@@ -234,7 +271,7 @@ func (w *world) begin(c *cconn, what byte, r *req) {
 	}
 	at = max(at, c.arrive)
 	c.arrive = at
-	w.ag.at(at, func() { w.arrive(c, what, r) })
+	w.ag.at(at, func() { w.arrive(c, what, r, i) })
 }
 
 // writeTimeout fails the write held past its deadline: its request gets
@@ -249,12 +286,12 @@ func (w *world) writeTimeout(c *cconn, r *req) {
 
 // arrive is a write of c reaching the follower: it touches the session,
 // and takes its place among c's replies.
-func (w *world) arrive(c *cconn, what byte, r *req) {
+func (w *world) arrive(c *cconn, what byte, r *req, wi int) {
 	if c != w.c.cur {
 		return // lost with its connection
 	}
 	w.touched(c.sid)
-	slot := &reply{r: r, ready: what != 'r'}
+	slot := &reply{r: r, ready: what != 'r', wi: wi}
 	c.replies = append(c.replies, slot)
 	if what == 'r' {
 		w.forward(c, r, slot)
@@ -266,6 +303,7 @@ func (w *world) arrive(c *cconn, what byte, r *req) {
 // requests reached the follower.
 type reply struct {
 	r     *req // nil: a ping's
+	wi    int  // the packet's write, in world.writes
 	ready bool
 	res   []zk.MultiResponse
 	err   error
@@ -289,6 +327,14 @@ func (w *world) received(c *cconn, slot *reply) {
 		return // failed when its connection dropped
 	}
 	w.recv(c)
+	w.confirm(c, slot.wi)
+	if c.rec != nil {
+		xid := int32(-2)
+		if slot.r != nil {
+			xid = slot.r.xid()
+		}
+		c.rec.Read(replyFrame(xid))
+	}
 	if r := slot.r; r != nil {
 		c.out = slices.DeleteFunc(c.out, func(x *req) bool { return x == r })
 		w.logf("answer %d: %v", r.n, slot.err)

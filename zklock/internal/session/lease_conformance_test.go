@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -52,6 +53,36 @@ func TestLeaseConformance(t *testing.T) {
 		t.Run(fmt.Sprint("silent client/", i), func(t *testing.T) { conformSilent(t, c.Addr(0)) })
 		t.Run(fmt.Sprint("read deadline/", i), func(t *testing.T) { conformReadDeadline(t, c.Addr(0)) })
 		t.Run(fmt.Sprint("follower cut from the leader/", i), conformFollowerCut)
+	}
+	t.Run("negotiation", conformNegotiation)
+}
+
+// conformNegotiation: a server with ZooKeeper's default bounds grants a
+// session between 2 and 20 of its ticks, whatever was asked, and the tap
+// reads what it granted from the connect answer: the double's connect
+// answers carry the granted timeout, and the floor's bounds derive from it.
+func conformNegotiation(t *testing.T) {
+	const tick = 200 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := zkserver.Start(ctx, zkserver.WithTickTime(tick), zkserver.WithSessionTimeouts(2*tick, 20*tick))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, x := range []struct{ asked, granted time.Duration }{
+		{100 * time.Millisecond, 2 * tick}, {2 * time.Second, 2 * time.Second}, {10 * time.Second, 20 * tick},
+	} {
+		f, err := Dial(ctx, []string{c.Addr(0)}, "", Config{Timeout: x.asked, Logger: slog.New(slog.DiscardHandler),
+			MaxRetryWait: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, ok := f.tap.LastHandshake()
+		if got := f.Timeout(); got != x.granted || !ok || h.Timeout != x.granted {
+			t.Errorf("asked %v: the floor counts from %v, the handshake %+v; the server grants %v", x.asked, got, h, x.granted)
+		}
+		f.Close()
 	}
 }
 

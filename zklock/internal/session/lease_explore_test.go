@@ -13,17 +13,36 @@ import (
 )
 
 // The lease explored schedule by schedule: the floor's real code (the
-// lease, its renewer, the grant, observe, the write path's link, Close)
-// on the virtual clock of a synctest bubble, over a double of go-zookeeper's
-// connection, the follower and the leader (lease_world_test.go,
-// lease_client_test.go, lease_server_test.go), kept honest by
-// lease_conformance_test.go against a real ZooKeeper. Each seed draws a
-// configuration (T of 2, 4 or 10 s; tickTime in [T/20, T/2]; syncLimit ×
-// tickTime up to 2T; WithLossOnExpiryOnly 1 in 4; a healthy schedule 1 in
-// 8; a share of late answers of 0, 0.1 or 0.3) and steps at random times
-// (ns apart), on top of the double's own draws (delays) as it meets them.
-// A failing schedule prints its seed, its steps, shrunk, and the command
-// that replays it.
+// lease, its renewer, the grant, observe, the write path's link, Close,
+// and the wire tap's reading of replies and handshakes) on the virtual
+// clock of a synctest bubble, over a double of go-zookeeper's connection,
+// the follower and the leader (lease_world_test.go, lease_client_test.go,
+// lease_server_test.go), kept honest by lease_conformance_test.go against
+// a real ZooKeeper. Each seed draws a configuration and steps at random
+// times (ns apart), on top of the double's own draws (delays) as it meets
+// them. A failing schedule prints its seed, its steps, shrunk, and the
+// command that replays it.
+//
+// The configuration: the session timeout asked (2, 4 or 10 s) and the
+// servers' tick, which negotiate the timeout granted as ZooKeeper does,
+// between 2 and 20 ticks (most schedules within, 1 in 8 granted more than
+// asked, 1 in 8 less; 1 in 16 a server whose minSessionTimeout grants
+// less than 2 ticks, the tick then told to the floor); the tick told to
+// the floor (WithServerTickTime) 1 in 3; syncLimit × tickTime up to 2T;
+// WithLossOnExpiryOnly 1 in 4; the floor made by Wrap 1 in 4 (no tap, its
+// state polled, an event channel or none), else by Dial; a healthy
+// schedule 1 in 8; a share of late answers of 0, 0.1 or 0.3.
+//
+// The follower is ZooKeeper 3.8's (lease_server_test.go): it reports the
+// touches of its clients' packets to the leader only in its answers to the
+// leader's pings, which come every tickTime/2 to tickTime/2 + tickTime/8
+// on the stream down that also carries the leader's answers, and it
+// forwards requests on the stream up behind its earlier ping answers; the
+// leader takes a ping answer's touches as heard when it reads them,
+// before the requests behind them, and touches a session itself only at
+// its connect (a new session, or the REVALIDATE of a reconnection). With
+// -lease.slowpings the leader pings up to a tick late, past lease.go's π:
+// the argument's one assumption of the server dropped, and (a) breaks.
 //
 // The program and the faults (steps, as their tokens name them):
 //
@@ -35,13 +54,16 @@ import (
 //	x       the newest acquisition's ctx ends, wherever it waits
 //	tx      a transaction (a setData) through the write path: its success
 //	        proves the session
+//	bz:d    a busy spell: a transaction every T/64 for d
 //	dc:d    the connection drops (written requests fail with
 //	        zk.ErrConnectionClosed, their answers lost; unwritten ones go
 //	        on the next connection); back after d at the earliest, in the
 //	        same session, or, the leader having expired it, a new one
-//	pt:d    the follower is cut from the leader for d: it keeps answering
-//	        pings (the client stays connected), syncs and writes wait;
-//	        past syncLimit × tickTime it drops its clients
+//	pt:d    the follower is cut from the leader both ways for d: it keeps
+//	        answering pings (the client stays connected), syncs and
+//	        writes wait; past syncLimit × tickTime it drops its clients
+//	pl:d    the stream down cut (the leader's pings and answers wait)
+//	pf:d    the stream up cut (ping answers and forwarded requests wait)
 //	st:d    the socket stalls for d: the write under way and those behind
 //	        it wait (held past 2T/3, the write fails and the connection
 //	        drops)
@@ -50,50 +72,59 @@ import (
 //	cl      Close, at any moment (and at 8T in every schedule)
 //
 // and, drawn by the double: each write's start (at once, or up to T/32
-// later), its way to the follower (up to T/8), the leader's processing
-// (up to T/2 when late) and the answer's way back (up to T when late),
-// ping replies, the read deadline (2T/3 without a byte), reconnections
-// (up to 2T), expiries (the leader's, at lastHeard + T). The follower
-// reports touches ahead of what it forwards, lease.go's stated
-// assumption; -lease.pingreplies drops it (ZooKeeper's follower reports
-// them in its replies to the leader's pings), and (a) then breaks
-// (docs/lease.md).
+// later), its way to the follower (up to T/8), the way between the servers
+// (up to a quarter tick), the leader's processing (up to T/2 when late)
+// and the answer's way back (up to T when late), the leader's pings, the
+// read deadline (2T/3 without a byte), reconnections (at once, or up to
+// 2T), expiries (the leader's, at lastHeard + T).
 //
 // What it checks, each on its side (lease_props_test.go,
-// lease_lines_test.go), from what the double recorded and lease.go's
-// rule, never from a value the floor computed:
+// lease_lines_test.go), from what the double recorded (its writes, the
+// replies that confirm them, its handshakes, its answers, the leader's
+// expiries) and lease.go's rule (reach R = 7T/8, 9T/8 WithLossOnExpiryOnly;
+// π = 5/8 of the tick, T/2 unless told; T the granted timeout), never
+// from a value the floor computed:
 //
 //	(a) server  loss before grant elsewhere: a hold granted in a session
 //	            ends before the leader expires the session, and no Grant
 //	            returns nil at or after that expiry (WithLossOnExpiryOnly:
-//	            at most T/8 after, lease.go's overlap)
-//	(b) spec    the lease's promise: no hold stands later than the latest
-//	            successful proof answered by then allows: its send time
-//	            (its own write's start, capped at the write before it +
-//	            T/8) plus B (T/4; 3T/4 WithLossOnExpiryOnly)
+//	            holds at most T/8 after, lease.go's overlap)
+//	(b) spec    the lease's promise: no hold stands later than the
+//	            renewals the double's record allows by then: a handshake's
+//	            connect write + R, and a chain's j + R (j the latest
+//	            packet a reply confirmed by k's write − π, k the latest
+//	            proof answered before l was handed, l a proof answered),
+//	            each request dated by its own write
 //	(c) caller  Grant returns nil, ErrNodeGone once its session is over,
 //	            ErrClosed after Close, or its ctx's error once it ended;
 //	            lose is called at most once, for a hold, with the cause
-//	            that happened then: ErrDisconnected at a drop (never under
-//	            ExpiryOnly), ErrSessionExpired as the client learns it,
-//	            ErrLeaseExpired once the lease (by lease.go's rule, the
-//	            first write after the proof was handed) ran out, while
-//	            connected, ErrClosed after Close
-//	(d) caller  on a healthy schedule (no fault, every answer within B/8):
-//	            no lapse, every Grant nil within T/4
+//	            that happened then: ErrDisconnected at a drop the floor
+//	            could see (never under ExpiryOnly), ErrSessionExpired as it
+//	            learns of it, ErrLeaseExpired once the lease ran out by the
+//	            rule as the floor must apply it (a request dated by the
+//	            first write after its handing, under Wrap by its handing),
+//	            ErrClosed after Close; and a hold standing when the floor
+//	            learns that its session is over is told then
+//	(d) caller  on a healthy schedule whose tick is at most half the
+//	            timeout: no lapse, every Grant nil within T/4 (under Wrap,
+//	            T/4 + π: no handshake and no ping is seen)
 //	(e) log     every outage and every lapse of the lease told once when
 //	            it begins and once when it ends (or Close ends it), at
-//	            the moment it does
+//	            the moment the floor could see it
+//
+// What the floor could see (see, in lease_props_test.go): under Dial and
+// under Wrap with an event channel, every state at once; under Wrap with
+// none, the state at each of its polls.
 //
 // Each property refuses a seeded bug (lease_mutants_test.go,
 // docs/lease.md); TestLeaseExplore also counts the moments the checks are
 // about (lease_lines_test.go) and fails if one was never reached.
 
 var (
-	leaseSchedules   = flag.Int("lease.schedules", 80000, "schedules TestLeaseExplore runs")
-	leaseSeed        = flag.Uint64("lease.seed", 1, "the first seed TestLeaseExplore runs; the seed TestLeaseExploreReplay replays")
-	leasePingReplies = flag.Bool("lease.pingreplies", false, "the follower reports touches only in its ping replies, not ahead of what it forwards (lease.go's assumption dropped)")
-	leaseEvents      = flag.String("lease.events", "", "TestLeaseExploreReplay: the steps to replay (comma-separated tokens); empty: the seed's own")
+	leaseSchedules = flag.Int("lease.schedules", 80000, "schedules TestLeaseExplore runs")
+	leaseSeed      = flag.Uint64("lease.seed", 1, "the first seed TestLeaseExplore runs; the seed TestLeaseExploreReplay replays")
+	leaseSlowPings = flag.Bool("lease.slowpings", false, "the leader pings its follower up to a tick later than tickTime/2 + tickTime/8 (lease.go's assumption dropped)")
+	leaseEvents    = flag.String("lease.events", "", "TestLeaseExploreReplay: the steps to replay (comma-separated tokens); empty: the seed's own")
 )
 
 // TestLeaseExplore runs -lease.schedules schedules from -lease.seed on
@@ -123,6 +154,7 @@ func TestLeaseExplore(t *testing.T) {
 // cores taken), each in a synctest bubble of its own, and returns the
 // lowest seed whose outcome is bad, with its outcome (seed 0: none).
 func runSeeds(t *testing.T, first, n uint64, bad func(outcome) bool) (uint64, outcome) {
+	explorePolls(t)
 	var next atomic.Uint64
 	var mu sync.Mutex
 	var found uint64
@@ -157,6 +189,24 @@ func runSeeds(t *testing.T, first, n uint64, bad func(outcome) bool) (uint64, ou
 		}
 	})
 	return found, worst
+}
+
+// explorePoll is how often a floor made by Wrap polls its connection's
+// state in the explorer: a tenth of a second of virtual time, twenty times
+// the library's, which gives the floor more lag to survive and the bubble
+// fewer wakeups to run (a schedule lasts 8T).
+// Not a round number: no poll falls on an instant the driver computes (a
+// multiple of T, a whole tick), whose order with the poll's the Go
+// scheduler would choose.
+const explorePoll = 100*time.Millisecond - 11*time.Nanosecond
+
+// explorePolls sets the floors' poll period for t's schedules, and their
+// retries' jitter to none (a seed replays the same).
+func explorePolls(t *testing.T) {
+	t.Cleanup(SetPollEvery(explorePoll))
+	jitter := retryJitter
+	retryJitter = 0
+	t.Cleanup(func() { retryJitter = jitter })
 }
 
 // property is the letter of a failure: "(b)".
@@ -230,6 +280,7 @@ func TestLeaseExploreReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	explorePolls(t)
 	var o outcome
 	synctest.Test(t, func(*testing.T) { o = runSchedule(*leaseSeed, steps, true) })
 	for _, l := range o.trace {
@@ -250,6 +301,7 @@ func TestLeaseExploreDeterministic(t *testing.T) {
 	if raceBuild {
 		n = 60
 	}
+	explorePolls(t)
 	synctest.Test(t, func(t *testing.T) {
 		for seed := uint64(1); seed <= n; seed++ {
 			a := runSchedule(seed, nil, true)

@@ -49,18 +49,18 @@ func (w *world) closedAt() time.Duration {
 func (w *world) checkOutageLines(add func(string, ...any)) {
 	closed := w.closedAt()
 	var begins, ends []time.Duration
-	for _, d := range w.hist.drops {
+	for _, d := range w.seen.drops {
 		if d < closed {
 			begins = append(begins, d)
 		}
 	}
-	for _, u := range w.hist.ups[1:] {
+	for _, u := range w.seen.ups[min(1, len(w.seen.ups)):] {
 		if u.from < closed {
 			ends = append(ends, u.from)
 		}
 	}
-	if closed != never && !w.upAt(closed, 0) {
-		ends = append(ends, closed)
+	if closed != never && !w.upAt(closed, 0) && len(w.seen.ups) > 0 {
+		ends = append(ends, closed) // an outage under way: Close ends it
 	}
 	told, over := w.linesAt(outageBegun), w.linesAt(outageOver, outageClosed)
 	if !slices.Equal(told, begins) || !slices.Equal(over, ends) {
@@ -92,8 +92,8 @@ func (w *world) lapses() (begins, ends []time.Duration) {
 			}
 		}
 	}
-	for _, u := range w.hist.ups {
-		for _, p := range w.proofs(u.sid, false) {
+	for _, u := range w.seen.ups {
+		for _, p := range w.renewals(u.sid, false) {
 			if p.until > p.at && p.at < closed {
 				renewed = append(renewed, p.at)
 			}
@@ -123,31 +123,37 @@ func (w *world) lapses() (begins, ends []time.Duration) {
 type leasePoint int
 
 const (
-	coverNewSession       leasePoint = iota // a reconnection in a new session (the expiry learnt)
-	coverSameSession                        // a reconnection in the same session
-	coverExpiredConnected                   // the leader expired a session whose client was connected
-	coverRefusedExpired                     // a request reached the leader after its session expired
-	coverOrphaned                           // a follower gave up on its leader and dropped the client
-	coverReadDeadline                       // a drop at the read deadline
-	coverStalled                            // a request held by a stalled socket
-	coverBlackholed                         // a write lost in a blackhole until it ended
-	coverAnswerLost                         // a success whose answer the drop lost
-	coverLate                               // a late answer or a late processing
-	coverHeldAtLink                         // a sync waited for the link to the leader
-	coverTxnProof                           // a transaction applied
-	coverGoneTold                           // Grant told ErrNodeGone
-	coverGrantClosed                        // Grant told ErrClosed
-	coverGrantCancelled                     // Grant told its ctx's error
-	coverDisconnectedTold                   // a hold lost: ErrDisconnected
-	coverLapse                              // a hold lost: ErrLeaseExpired
-	coverClosedTold                         // a hold lost: ErrClosed
-	coverLapseOver                          // a lapse told over
-	coverHealthy                            // a healthy schedule
-	coverGrantWaited                        // a grant waited for a sync (LeaseStats.Waits)
-	coverLateProof                          // a proof too late to renew (LeaseStats.LateProofs)
-	coverCapped                             // a proof's send time capped at the write before + T/8
-	coverLeadSync                           // a sync written right before a write of the write path (lead)
-	coverKeptDown                           // under ExpiryOnly, a hold that outlived a drop
+	coverNewSession        leasePoint = iota // a reconnection in a new session (the expiry learnt)
+	coverSameSession                         // a reconnection in the same session
+	coverExpiredConnected                    // the leader expired a session whose client was connected
+	coverRefusedExpired                      // a request reached the leader after its session expired
+	coverOrphaned                            // a follower gave up on its leader and dropped the client
+	coverReadDeadline                        // a drop at the read deadline
+	coverStalled                             // a request held by a stalled socket
+	coverBlackholed                          // a write lost in a blackhole until it ended
+	coverAnswerLost                          // a success whose answer the drop lost
+	coverLate                                // a late answer or a late processing
+	coverHeldAtLink                          // a sync waited for the link to the leader
+	coverTxnProof                            // a transaction applied
+	coverGoneTold                            // Grant told ErrNodeGone
+	coverGrantClosed                         // Grant told ErrClosed
+	coverGrantCancelled                      // Grant told its ctx's error
+	coverDisconnectedTold                    // a hold lost: ErrDisconnected
+	coverLapse                               // a hold lost: ErrLeaseExpired
+	coverClosedTold                          // a hold lost: ErrClosed
+	coverLapseOver                           // a lapse told over
+	coverHealthy                             // a healthy schedule
+	coverGrantWaited                         // a grant waited for a sync (LeaseStats.Waits)
+	coverLateProof                           // a proof too late to renew (LeaseStats.LateProofs)
+	coverKeptDown                            // under ExpiryOnly, a hold that outlived a drop
+	coverStateUnseen                         // under Wrap without events, a new session polled with no drop seen
+	coverOneWay                              // one stream between the servers cut, the other not
+	coverExpiredAfterProof                   // the leader expired a session after answering a request of it newer than its last touch
+	coverProvedUnheard                       // the leader answered a request of a session it had not heard of for 3T/4
+	coverNegotiatedUp                        // the server granted more than asked
+	coverNegotiatedDown                      // the server granted less than asked
+	coverWrapGrant                           // a grant under Wrap
+	coverHeldAtNewSession                    // a hold standing as its client connected in a new session
 	nLeasePoints
 )
 
@@ -156,7 +162,8 @@ var leasePointNames = [nLeasePoints]string{"new session", "same session", "expir
 	"answer lost", "late answer", "sync held at the link", "transaction applied", "told node gone",
 	"grant told closed", "grant told ctx ended", "lost: disconnected", "lost: lease lapsed",
 	"lost: closed", "lapse told over", "healthy schedule", "grant waited for a sync", "late proof",
-	"capped send time", "lead sync", "hold kept across a drop"}
+	"hold kept across a drop", "new session, no drop seen", "one stream cut", "expired after a newer proof",
+	"answered unheard for 3T/4", "granted more than asked", "granted less than asked", "grant under Wrap", "held at a new session"}
 
 var leaseCoverage [nLeasePoints]atomic.Int64
 
@@ -172,11 +179,12 @@ func (w *world) coverSchedule() {
 	st := w.s.LeaseStats()
 	w.cover(coverGrantWaited, st.Waits > 0)
 	w.cover(coverLateProof, st.LateProofs > 0)
-	for _, r := range w.reqs {
-		if r.err == nil && r.over && r.wi > 0 {
-			w.cover(coverCapped, w.sent(r.wi) < w.writes[r.wi].at)
-			prev := w.writes[r.wi-1]
-			w.cover(coverLeadSync, r.op != 9 && prev.r != nil && prev.r.op == 9 && prev.at == w.writes[r.wi].at)
+	w.cover(coverNegotiatedUp, w.cfg.T > w.cfg.asked)
+	w.cover(coverNegotiatedDown, w.cfg.T < w.cfg.asked)
+	for _, a := range w.members {
+		w.cover(coverWrapGrant, w.cfg.wrap && a.granted())
+		for _, l := range w.hist.learnt {
+			w.cover(coverHeldAtNewSession, a.granted() && l.id == a.owner && a.returned <= l.at && a.ended() >= l.at)
 		}
 	}
 	if !w.cfg.expiryOnly {

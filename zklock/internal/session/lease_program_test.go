@@ -20,22 +20,36 @@ import (
 
 // leaseConfig is a schedule's configuration.
 type leaseConfig struct {
-	T           time.Duration // the session timeout, as negotiated
-	tick        time.Duration // the servers' tickTime, in [T/20, T/2]
-	phase       time.Duration // when the follower's ping replies fall, within tick/2
+	asked       time.Duration // the session timeout the floor asks for
+	T           time.Duration // the one the server grants (granted)
+	tick        time.Duration // the servers' tickTime
+	minSession  time.Duration // the servers' minSessionTimeout, when set below two ticks (0: not)
+	declared    bool          // the floor is told the tick (Config.ServerTick)
+	phase       time.Duration // when the leader's first ping goes, within tick/2
 	orphanAfter time.Duration // syncLimit × tickTime
 	expiryOnly  bool          // Config.ExpiryOnly
-	healthy     bool          // no faults, every answer within B/8
+	wrap        bool          // the floor is made by Wrap: no tap, its state polled
+	events      bool          // under Wrap, an event channel (else none)
+	healthy     bool          // no faults, every answer within a 1/256 of T
 	pLate       float64       // the share of late answers (and late processing)
-	pingReplies bool          // touches reported only at ping replies (lease.go's assumption dropped)
+	slowPings   bool          // the leader pings up to a tick late (the argument's assumption dropped)
 }
 
-// B is the lease's bound as lease.go states it.
-func (c leaseConfig) B() time.Duration {
+// R is the lease's reach, and gap its π, as lease.go states them, from
+// what the server granted and the tick the floor knows of.
+func (c leaseConfig) R() time.Duration {
 	if c.expiryOnly {
-		return c.T * 3 / 4
+		return c.T + c.T/8
 	}
-	return c.T / 4
+	return c.T * 7 / 8
+}
+
+func (c leaseConfig) gap() time.Duration {
+	tick := c.T / 2
+	if c.declared {
+		tick = c.tick
+	}
+	return tick * 5 / 8
 }
 
 // The horizon of a schedule's steps, and when it closes, in T.
@@ -79,26 +93,23 @@ func parseSteps(tokens []string) ([]step, error) {
 }
 
 // The steps a schedule draws from, with their weights: acquisitions (aq),
-// releases (rl), ctx ends (x), transactions (tx); the faults: drops (dc),
-// partitions of the follower from the leader (pt), stalls (st), blackholes
-// of the client's traffic (bh), Close (cl).
+// releases (rl), ctx ends (x), transactions (tx), a busy spell of them
+// (bz, one every T/64, so that chains are as short as writes make them);
+// the faults: drops (dc), cuts between the follower and the leader (pt
+// both ways, pl the way down, pf the way up), stalls (st), blackholes of
+// the client's traffic (bh), Close (cl).
 var (
 	programKinds = []string{"aq", "rl", "tx"}
 	programW     = []int{5, 4, 3}
-	faultKinds   = []string{"aq", "rl", "tx", "x", "dc", "pt", "st", "bh", "cl"}
-	faultW       = []int{22, 16, 14, 6, 9, 10, 8, 7, 2}
+	faultKinds   = []string{"aq", "rl", "tx", "bz", "x", "dc", "pt", "pl", "pf", "st", "bh", "cl"}
+	faultW       = []int{22, 16, 14, 4, 6, 9, 6, 4, 4, 8, 7, 2}
 )
 
 // draw makes seed's configuration and steps.
 func draw(seed uint64) (leaseConfig, []step) {
 	rng := rand.New(rand.NewPCG(seed, 1))
-	T := []time.Duration{2 * time.Second, 4 * time.Second, 10 * time.Second}[rng.IntN(3)]
-	c := leaseConfig{T: T, expiryOnly: rng.IntN(4) == 0, healthy: rng.IntN(8) == 0,
-		pLate: []float64{0, 0.1, 0.3}[rng.IntN(3)]}
-	c.pingReplies = *leasePingReplies
-	c.tick = T/20 + uniform(rng, T/2-T/20)
-	c.phase = uniform(rng, c.tick/2)
-	c.orphanAfter = min(time.Duration(2+rng.IntN(19))*c.tick, 2*T)
+	c := drawConfig(rng)
+	T := c.T
 	kinds, weights, n := faultKinds, faultW, 10+rng.IntN(31)
 	if c.healthy {
 		kinds, weights, n = programKinds, programW, 6+rng.IntN(15)
@@ -118,15 +129,44 @@ func draw(seed uint64) (leaseConfig, []step) {
 		switch st.kind {
 		case "dc":
 			st.d = uniform(rng, 2*T)
-		case "pt":
+		case "pt", "pl", "pf":
 			st.d = uniform(rng, 3*T/2)
-		case "st", "bh":
+		case "st", "bh", "bz":
 			st.d = uniform(rng, T)
 		}
 		steps[i] = st
 	}
 	slices.SortStableFunc(steps, func(a, b step) int { return int(a.at - b.at) })
 	return c, steps
+}
+
+// drawConfig draws a schedule's configuration: the timeout asked for; the
+// servers' tick, most often such that they grant it, else more (less than
+// two ticks asked) or less (more than twenty); now and then a server whose
+// minSessionTimeout lets it grant less than two ticks, the tick then told
+// to the floor, as the argument needs (lease.go); the floor's policy and
+// make; how the double behaves.
+func drawConfig(rng *rand.Rand) leaseConfig {
+	asked := []time.Duration{2 * time.Second, 4 * time.Second, 10 * time.Second}[rng.IntN(3)]
+	c := leaseConfig{asked: asked, expiryOnly: rng.IntN(4) == 0, healthy: rng.IntN(8) == 0,
+		pLate: []float64{0, 0.1, 0.3}[rng.IntN(3)], declared: rng.IntN(3) == 0,
+		wrap: rng.IntN(4) == 0, events: rng.IntN(2) == 0, slowPings: *leaseSlowPings}
+	switch k := rng.IntN(16); {
+	case k < 2: // granted more than asked
+		c.tick = asked/2 + uniform(rng, asked/2)
+	case k < 4: // granted less
+		c.tick = asked/40 + uniform(rng, asked/20-asked/40)
+	case k < 5: // a minSessionTimeout under two ticks
+		c.tick = asked/2 + uniform(rng, asked)
+		c.minSession, c.declared = asked/2, true
+	default:
+		c.tick = asked/20 + uniform(rng, asked/2-asked/20)
+	}
+	c.tick = max(c.tick.Round(time.Millisecond), time.Millisecond)
+	c.T = c.granted()
+	c.phase = uniform(rng, c.tick/2)
+	c.orphanAfter = min(time.Duration(2+rng.IntN(19))*c.tick, 2*c.T)
+	return c
 }
 
 // uniform draws a duration in [0, d].
@@ -169,6 +209,9 @@ func (w *world) proc() time.Duration { return w.late(w.cfg.T / 2) }
 func (w *world) back() time.Duration { return w.late(w.cfg.T) }
 
 func (w *world) reconnectDelay() time.Duration {
+	if w.rng.IntN(8) == 0 {
+		return 0 // before a poll can see the drop
+	}
 	if w.rng.IntN(4) == 0 {
 		return uniform(w.rng, 2*w.cfg.T)
 	}

@@ -19,6 +19,7 @@ const never = time.Duration(math.MaxInt64)
 
 // check runs every property over the schedule's history.
 func (w *world) check() []string {
+	w.see()
 	var fails []string
 	add := func(format string, args ...any) { fails = append(fails, fmt.Sprintf(format, args...)) }
 	for _, a := range w.members {
@@ -72,42 +73,93 @@ func (w *world) checkLoss(a *member, add func(string, ...any)) {
 	}
 }
 
-// bound is a proof: answered at at, it lets holds stand until until.
+// bound is a renewal: from at on, the rule lets holds stand until until.
 type bound struct{ at, until time.Duration }
 
-// sent is lease.go's send time of a proof whose first write after its
-// handing (or its own write) is write i: its start, capped at the start
-// of the write before it plus T/8.
-func (w *world) sent(i int) time.Duration {
-	s := w.writes[i].at
-	if i > 0 {
-		s = min(s, w.writes[i-1].at+w.cfg.T/8)
+// renewals lists, in order, the renewals lease.go's rule allows session
+// sid, from the double's records: each handshake that gave the session
+// (under Dial: the tap reads it), counted from its connect request's
+// write; each chain (j, k, l) closed by a sync or write l answered with
+// success in the session, counted from j's write, j the latest packet
+// seen touched (a reply to it or to a later packet of its connection came)
+// by k's write less π, k the latest-written sync or write answered with
+// success before l was handed over. spec dates each request by its own
+// write (the promise, (b)); else, as the floor must, by the first write
+// after its handing (under Wrap, its handing: nothing sees the writes),
+// k of the same session as l (the floor's rule: (c), (e)).
+func (w *world) renewals(sid int64, spec bool) []bound {
+	var out []bound
+	if !w.cfg.wrap {
+		for _, x := range w.writes {
+			if x.what == 'c' && x.c.sid == sid && x.c.n > 0 {
+				out = append(out, bound{at: x.at, until: x.at + w.cfg.R()})
+			}
+		}
 	}
-	return s
-}
-
-// proofs lists, in answer order, the requests that proved session sid
-// (written and answered in it, successfully): spec counts each from its
-// own write (the promise, (b)); else from the first write after its
-// handing, and only those handed in sid (the floor's rule, lease.go: (c),
-// (e)).
-func (w *world) proofs(sid int64, spec bool) []bound {
-	var ps []bound
-	for _, r := range w.reqs {
-		if r.err != nil || !r.over || r.conn == nil || r.conn.sid != sid || r.wi < 0 {
+	proofs := w.provers()
+	for _, l := range proofs {
+		if l.conn.sid != sid {
 			continue
 		}
-		i := r.wi
-		if !spec {
-			if r.sid != sid || r.mark >= len(w.writes) {
-				continue
+		wk := time.Duration(-1)
+		for _, k := range proofs {
+			if k.ansSeq < l.handSeq && (spec || k.sid == sid && k.conn.sid == sid) {
+				wk = max(wk, w.writeOf(k, spec))
 			}
-			i = r.mark
 		}
-		ps = append(ps, bound{at: r.answered, until: w.sent(i) + w.cfg.B()})
+		if wk < 0 {
+			continue
+		}
+		if wj, ok := w.touchedBy(wk - w.cfg.gap()); ok {
+			out = append(out, bound{at: l.answered, until: wj + w.cfg.R()})
+		}
 	}
-	slices.SortStableFunc(ps, func(x, y bound) int { return int(x.at - y.at) })
+	slices.SortStableFunc(out, func(x, y bound) int { return int(x.at - y.at) })
+	return out
+}
+
+// provers are the syncs and writes answered with success.
+func (w *world) provers() []*req {
+	var ps []*req
+	for _, r := range w.reqs {
+		if r.err == nil && r.over && r.conn != nil && r.wi >= 0 {
+			ps = append(ps, r)
+		}
+	}
 	return ps
+}
+
+// writeOf dates r's write: its own (spec), else the first write after
+// its handing, or under Wrap its handing.
+func (w *world) writeOf(r *req, spec bool) time.Duration {
+	switch {
+	case w.cfg.wrap:
+		return r.handed
+	case spec || r.mark >= len(w.writes):
+		return w.writes[r.wi].at
+	}
+	return w.writes[r.mark].at
+}
+
+// touchedBy is the write time of the latest packet seen touched by t:
+// under Dial any packet a reply confirmed, under Wrap the floor's own
+// syncs and writes answered with success (nothing sees the rest).
+func (w *world) touchedBy(t time.Duration) (time.Duration, bool) {
+	best, ok := time.Duration(-1), false
+	if w.cfg.wrap {
+		for _, r := range w.provers() {
+			if r.answered <= t {
+				best, ok = max(best, r.handed), true
+			}
+		}
+		return best, ok
+	}
+	for _, x := range w.writes {
+		if x.confirmed >= 0 && x.confirmed <= t {
+			best, ok = max(best, x.at), true
+		}
+	}
+	return best, ok
 }
 
 // deadline is the lease of session sid at t by the proofs ps: the latest
@@ -124,14 +176,13 @@ func deadline(ps []bound, t time.Duration) time.Duration {
 }
 
 // checkPromise is (b), the lease's promise on the spec's side: a hold is
-// never standing at a time later than the latest proof answered by then
-// allows: its send time (its own write's start, capped at the write
-// before it plus T/8) plus B.
+// never standing at a time later than the renewals by then allow (each
+// request dated by its own write).
 func (w *world) checkPromise(a *member, add func(string, ...any)) {
 	if !a.granted() {
 		return
 	}
-	ps := w.proofs(a.owner, true)
+	ps := w.renewals(a.owner, true)
 	e := a.ended()
 	lo := a.returned
 	d := deadline(ps, lo)
@@ -164,10 +215,10 @@ func nextAnswer(ps []bound, t time.Duration) time.Duration {
 	return never
 }
 
-// upAt reports whether the client had a connection in session sid (0:
-// any) at t.
+// upAt reports whether the floor could see a connection in session sid
+// (0: any) at t.
 func (w *world) upAt(t time.Duration, sid int64) bool {
-	for _, u := range w.hist.ups {
+	for _, u := range w.seen.ups {
 		if (u.sid == sid || sid == 0) && u.from <= t && (u.to < 0 || t <= u.to) {
 			return true
 		}
@@ -175,15 +226,71 @@ func (w *world) upAt(t time.Duration, sid int64) bool {
 	return false
 }
 
-// learntBy reports whether the client learnt, by t (exactly at t: at),
-// that session id expired.
-func (w *world) learntBy(id int64, t time.Duration, at bool) bool {
-	for _, l := range w.hist.learnt {
+// learntBy reports whether the floor could know, by t (exactly at t: at),
+// that session id expired: its state as it saw it (see), or, the truth,
+// its connection's session id, which the floor reads at any time (the
+// grant does).
+func (w *world) learntBy(id int64, t time.Duration, at bool) bool { return learntIn(w.seen, id, t, at) }
+
+func learntIn(h history, id int64, t time.Duration, at bool) bool {
+	for _, l := range h.learnt {
 		if l.id == id && (l.at == t || !at && l.at <= t) {
 			return true
 		}
 	}
 	return false
+}
+
+// see makes w.seen, the connection's history as the floor could see it:
+// the double's own (go-zookeeper's event callback under Dial, and the
+// event channel under Wrap, tell every state at once), or under Wrap
+// without events, what its polls found: the state at each poll, every
+// explorePoll from the floor's start until Close stopped them.
+func (w *world) see() {
+	if !w.cfg.wrap || w.cfg.events {
+		w.seen = w.hist
+		return
+	}
+	var h history
+	end := w.closedAt()
+	if end == never {
+		end = w.now()
+	}
+	var cur *span // what the floor saw last: nil down
+	for t := explorePoll; t < end; t += explorePoll {
+		sid := w.upIn(t)
+		switch {
+		case cur != nil && sid == cur.sid:
+			continue
+		case cur != nil:
+			// A drop, or a new session with no drop seen, which the floor
+			// tells as an outage begun and over at once (tellOutage).
+			cur.to = t
+			h.drops = append(h.drops, t)
+		}
+		cur = nil
+		if sid == 0 {
+			continue
+		}
+		if n := len(h.ups); n > 0 && h.ups[n-1].sid != sid && w.expiredBy(h.ups[n-1].sid, t) {
+			h.learnt = append(h.learnt, learnt{at: t, id: h.ups[n-1].sid})
+		}
+		h.ups = append(h.ups, span{from: t, to: -1, sid: sid})
+		cur = &h.ups[len(h.ups)-1]
+		w.cover(coverStateUnseen, len(h.ups) > 1 && h.ups[len(h.ups)-2].to == t)
+	}
+	h.closeAt, h.ntx = w.hist.closeAt, w.hist.ntx
+	w.seen = h
+}
+
+// upIn is the session the double's connection had at t (0: none).
+func (w *world) upIn(t time.Duration) int64 {
+	for _, u := range w.hist.ups {
+		if u.from <= t && (u.to < 0 || t < u.to) {
+			return u.sid
+		}
+	}
+	return 0
 }
 
 // checkGrantTold is (c) for Grant: nil, ErrNodeGone once the owner's
@@ -200,7 +307,7 @@ func (w *world) checkGrantTold(a *member, add func(string, ...any)) {
 		}
 	case errors.Is(err, ErrNodeGone):
 		w.cover(coverGoneTold, true)
-		if !w.learntBy(a.owner, t, false) || !w.expiredBy(a.owner, t) {
+		if !learntIn(w.hist, a.owner, t, false) || !w.expiredBy(a.owner, t) {
 			add("(c) member %d told its node is gone at %v, its session %#x not over", a.n, t, a.owner)
 		}
 	case err == ErrClosed:
@@ -219,8 +326,14 @@ func (w *world) checkGrantTold(a *member, add func(string, ...any)) {
 }
 
 // checkLoseTold is (c) for lose: once, for a hold, with the cause that
-// happened.
+// happened; and a hold standing when the floor learns that its session is
+// over (its state, or a new session id) is told then.
 func (w *world) checkLoseTold(a *member, add func(string, ...any)) {
+	for _, l := range w.seen.learnt {
+		if a.granted() && l.id == a.owner && a.returned <= l.at && a.ended() > l.at {
+			add("(c) member %d held past %v, when its session %#x was learnt over", a.n, l.at, a.owner)
+		}
+	}
 	switch {
 	case len(a.loses) == 0:
 		return
@@ -233,14 +346,14 @@ func (w *world) checkLoseTold(a *member, add func(string, ...any)) {
 	ok := false
 	switch l.cause {
 	case ErrDisconnected:
-		ok = !w.cfg.expiryOnly && slices.Contains(w.hist.drops, l.at)
+		ok = !w.cfg.expiryOnly && slices.Contains(w.seen.drops, l.at)
 		w.cover(coverDisconnectedTold, ok)
 	case ErrSessionExpired:
 		// Never seen: the lease ends every hold before the leader can
 		// expire its session (lease.go), so before the client learns it.
 		ok = w.learntBy(a.owner, l.at, true) && w.expiredBy(a.owner, l.at)
 	case ErrLeaseExpired:
-		ok = deadline(w.proofs(a.owner, false), l.at) <= l.at && (w.cfg.expiryOnly || w.upAt(l.at, a.owner))
+		ok = deadline(w.renewals(a.owner, false), l.at) <= l.at && (w.cfg.expiryOnly || w.upAt(l.at, a.owner))
 		w.cover(coverLapse, ok)
 	case ErrClosed:
 		ok = w.hist.closeAt >= 0 && w.hist.closeAt <= l.at
@@ -252,21 +365,29 @@ func (w *world) checkLoseTold(a *member, add func(string, ...any)) {
 }
 
 // checkLive is (d), on a healthy schedule (no fault, every answer within
-// B/8): the lease never lapses, and every Grant returns nil within T/4.
+// a few hundredths of T) whose servers' tick is at most half the session
+// timeout: the lease never lapses, and every Grant returns nil within T/4
+// (under Wrap, T/4 + π).
 func (w *world) checkLive(add func(string, ...any)) {
-	if !w.cfg.healthy {
-		return
+	if !w.cfg.healthy || 2*w.cfg.tick > w.cfg.T {
+		return // a tick over half the session, which Dial warns of, leaves the lease little room
 	}
 	w.cover(coverHealthy, true)
 	if n := w.s.LeaseStats().Lapses; n > 0 {
 		add("(d) the lease lapsed %d times on a healthy schedule", n)
+	}
+	// Under Wrap no handshake and no ping is seen: a session's first
+	// chain needs a ping interval (π) after its first sync's answer.
+	within := w.cfg.T / 4
+	if w.cfg.wrap {
+		within += w.cfg.gap()
 	}
 	for _, a := range w.members {
 		switch {
 		case a.called < 0 || a.returned >= 0 && a.err == ErrClosed:
 		case a.returned < 0 || a.err != nil:
 			add("(d) member %d's Grant, called at %v, returned %v at %v on a healthy schedule", a.n, a.called, a.err, a.returned)
-		case a.returned-a.called > w.cfg.T/4:
+		case a.returned-a.called > within:
 			add("(d) member %d's Grant took %v on a healthy schedule", a.n, a.returned-a.called)
 		}
 	}

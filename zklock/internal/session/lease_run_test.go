@@ -9,6 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
@@ -61,12 +63,28 @@ func runConfig(cfg leaseConfig, seed uint64, steps []step, keep bool) outcome {
 	w := &world{cfg: cfg, rng: rand.New(rand.NewPCG(seed, 2)), t0: time.Now(), keep: keep,
 		wake: make(chan struct{}, 1), srv: newServer()}
 	w.hist.closeAt = -1
-	w.tap = wire.New(wire.Config{})
-	w.s = newFloor(w.tap, true, Config{Timeout: cfg.T, Logger: slog.New(lineHandler{w}),
-		ExpiryOnly: cfg.expiryOnly, MaxRetryWait: time.Second})
-	w.s.start(dbl{w}, nil)
-	w.logf("seed %d: T %v, tick %v, syncLimit×tick %v, expiry only %v, healthy %v, late %.1f",
-		seed, cfg.T, cfg.tick, cfg.orphanAfter, cfg.expiryOnly, cfg.healthy, cfg.pLate)
+	fc := Config{Timeout: cfg.asked, Logger: slog.New(lineHandler{w}), ExpiryOnly: cfg.expiryOnly,
+		MaxRetryWait: time.Second}
+	if cfg.declared {
+		fc.ServerTick = cfg.tick
+	}
+	if cfg.wrap {
+		// As Wrap makes it, over the double rather than a *zk.Conn.
+		if cfg.events {
+			w.events = make(chan zk.Event, 6)
+		}
+		w.s = newFloor(nil, false, fc)
+		w.s.start(dbl{w}, nil)
+		w.s.observe(zk.State(w.state.Load()))
+		w.s.Go(func() { w.s.poll(w.events) })
+	} else {
+		w.tap = wire.New(wire.Config{})
+		w.s = newFloor(w.tap, true, fc)
+		w.s.start(dbl{w}, nil)
+	}
+	w.logf("seed %d: T %v (asked %v), tick %v (declared %v), syncLimit×tick %v, expiry only %v, wrap %v (events %v), healthy %v, late %.1f",
+		seed, cfg.T, cfg.asked, cfg.tick, cfg.declared, cfg.orphanAfter, cfg.expiryOnly, cfg.wrap, cfg.events, cfg.healthy, cfg.pLate)
+	w.ag.at(cfg.phase, w.leaderPing)
 	w.connect()
 	for _, st := range steps {
 		w.ag.at(st.at, func() { w.take(st) })
@@ -134,11 +152,20 @@ func (w *world) drive() {
 }
 
 // finished reports whether the floor is closed and the explorer's
-// goroutines are over.
+// goroutines are over, and under Wrap the floor's own too: its Close
+// leaves the caller's connection open, and the guaranteed deletes of the
+// nodes it gave up go on until done (deletes.go), over the double.
 func (w *world) finished() bool {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.hist.closeAt >= 0 && w.live == 0
+	done := w.hist.closeAt >= 0 && w.live == 0
+	w.mu.Unlock()
+	if !done || !w.cfg.wrap {
+		return done
+	}
+	g := &w.s.life.bg
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n == 0
 }
 
 // take takes one step.
@@ -153,17 +180,20 @@ func (w *world) take(st step) {
 	case "x":
 		w.cancelOne()
 	case "tx":
-		w.mu.Lock()
-		w.live++
-		w.hist.ntx++
-		n := w.hist.ntx
-		w.mu.Unlock()
-		go w.txn(n)
+		w.startTxn()
+	case "bz":
+		for t := now; t < now+st.d; t += w.cfg.T / 64 {
+			w.ag.at(t, w.startTxn)
+		}
 	case "dc":
 		w.c.downTill = now + st.d
 		w.drop("dropped by the explorer", nil, nil)
 	case "pt":
-		w.partition(st.d)
+		w.partition(st.d, true, true)
+	case "pl":
+		w.partition(st.d, true, false)
+	case "pf":
+		w.partition(st.d, false, true)
 	case "st":
 		w.c.stallFrom, w.c.stallTill = now, now+st.d
 	case "bh":
@@ -171,6 +201,18 @@ func (w *world) take(st step) {
 	case "cl":
 		w.startClose()
 	}
+}
+
+// startTxn begins a transaction, unless the floor is closing.
+func (w *world) startTxn() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.hist.closeAt >= 0 {
+		return
+	}
+	w.live++
+	w.hist.ntx++
+	go w.txn(w.hist.ntx)
 }
 
 // startAcquire begins an acquisition, unless three are under way.

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"slices"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -10,50 +11,71 @@ import (
 )
 
 // The double's servers: the follower the client is connected to and the
-// ensemble's leader, and the link between them (the faults are in
-// lease_explore_test.go's table).
+// ensemble's leader, and the two streams between them, as ZooKeeper 3.8
+// has them (Leader.lead, LearnerHandler, Follower.processPacket,
+// Learner.ping, LearnerSessionTracker):
 //
-//   - Every request and ping reaching the follower touches its session
-//     there. The follower reports touches to the leader at its ping
-//     replies, every tickTime/2 while the link is up, and ahead of any
-//     request it forwards (lease.go's assumption: the replies share the
-//     link, in order); while the link is down nothing is reported.
-//   - A sync or a write is forwarded to the leader over the link (it waits
-//     while the link is down) and processed there, in order: applied to the
-//     data tree (memzk, kept honest by its own conformance test), its answer
-//     coming back over the link; or, once the leader expired the session,
-//     refused, the follower having closed the connection by then.
-//   - The follower answers a session's requests and pings in the order
-//     they came (ZooKeeper's CommitProcessor queues a session's requests
-//     behind its sync or write in flight): a ping's reply waits behind a
-//     sync the link holds.
-//   - The leader expires a session at E = lastHeard + T, lastHeard the
-//     latest touch reported to it (the real server rounds E up to its next
-//     tick, which only delays it: the double's E is the earliest), and the
-//     follower then closes the session's connection (once the link lets it
-//     learn of it).
-//   - A follower cut from the leader for longer than syncLimit × tickTime
-//     (drawn per schedule, up to 2T) drops its clients and takes none
-//     until the link heals; before that it keeps answering pings.
+//   - Every packet of the client's reaching the follower (a request, a
+//     ping) touches its session there: the follower notes it in its touch
+//     table.
+//   - The leader queues a ping to the follower every tickTime/2 (and up to
+//     an eighth of a tick more: its loop waits half a tick, then pings),
+//     on the stream down to the follower, which also carries its answers
+//     to the follower's forwarded requests and the commit of a session's
+//     close. The follower takes that stream in order; it answers a ping at
+//     once, on the stream up, with every session of its touch table (which
+//     it empties), and a request's answer by making its reply ready.
+//   - On the stream up the follower forwards its clients' syncs and writes
+//     in the order they came. The leader takes that stream in order: the
+//     touches of a ping's answer first (heard: lastHeard is when the leader
+//     takes them), then each request, processed in order after a delay.
+//     A forwarded request does not touch the session at the leader.
+//   - The leader refuses (closes the connection instead of answering) a
+//     request of a session it expired; it expires a session at
+//     E = lastHeard + T (the real server rounds E up to its next tick,
+//     which only delays it: the double's E is the earliest), and the
+//     session's close goes down the stream: the follower closes the
+//     session's connection once it takes it.
+//   - A connect in a session (a new one, or the REVALIDATE of one the
+//     follower did not serve) touches it at the leader; the follower takes
+//     no connection while either stream is cut.
+//   - Either stream may be cut (pt both, pl the one down, pf the one up):
+//     what is queued waits, in order. A follower whose stream down carried
+//     nothing, or whose stream up was cut, for syncLimit × tickTime drops
+//     its clients and takes none until both heal.
+//   - The session timeout is negotiated: the server grants the one asked,
+//     bounded between 2 and 20 ticks (its defaults; minSession lets a
+//     schedule's server grant less than two ticks).
 type server struct {
 	tree *memzk.Tree
 	next int64
 	sess map[int64]*lsess
 
-	touch     time.Duration // the latest touch not yet reported (-1: none)
-	touchSid  int64
-	reporting bool          // a ping reply is due
-	down      bool          // the link to the leader is cut
-	healAt    time.Duration // when it heals
-	fifo      []func()      // what waits for the link, in order (both ways)
-	orphaned  bool          // the follower gave up on the leader (syncLimit)
-	lastProc  time.Duration // when the leader processes the latest forwarded request
+	touched map[int64]bool // the follower's touch table: sessions touched since its last ping answer
+	down    stream         // leader to follower: pings, answers, closes
+	up      stream         // follower to leader: ping answers, forwarded requests
+	lastOut time.Duration  // when the latest item on the stream up reaches the leader
+	lastIn  time.Duration  // when the latest item down reaches the follower
+	lastPrc time.Duration  // when the leader processes the latest forwarded request
+	orphan  bool           // the follower gave up on the leader (syncLimit)
+	pings   int            // pings the leader queued
 }
+
+// stream is one way between the follower and the leader: what is queued
+// while it is cut, and until when it is.
+type stream struct {
+	cutTill time.Duration
+	waiting []func() // in order, taken once it heals
+}
+
+// cut reports whether the stream is cut at t.
+func (s *stream) cut(t time.Duration) bool { return t < s.cutTill }
 
 // lsess is a session as the leader has it.
 type lsess struct {
 	heard     time.Duration // lastHeard
 	expiredAt time.Duration // -1: alive
+	proved    time.Duration // the latest request of the session the leader answered
 }
 
 // newServer makes the servers, with the lock paths and a data node.
@@ -64,7 +86,17 @@ func newServer() server {
 			panic(err)
 		}
 	}
-	return server{tree: t, next: 0x100, sess: map[int64]*lsess{}, touch: -1}
+	return server{tree: t, next: 0x100, sess: map[int64]*lsess{}, touched: map[int64]bool{}}
+}
+
+// granted is the session timeout the server grants to one asked for:
+// within 2 and 20 of its ticks (or from minSession up, when set).
+func (c leaseConfig) granted() time.Duration {
+	lo := 2 * c.tick
+	if c.minSession > 0 {
+		lo = c.minSession
+	}
+	return min(max(c.asked, lo), 20*c.tick)
 }
 
 // expiredBy reports whether the leader expired session id at or before t.
@@ -85,19 +117,19 @@ func (w *world) expiry(id int64) time.Duration {
 func (w *world) newSession() int64 {
 	w.srv.next++
 	id := w.srv.next
-	w.srv.sess[id] = &lsess{heard: -1, expiredAt: -1}
-	w.heard(id, w.now())
+	w.srv.sess[id] = &lsess{heard: -1, expiredAt: -1, proved: -1}
+	w.heard(id)
 	return id
 }
 
-// heard is a touch of session id at time u reaching the leader.
-func (w *world) heard(id int64, u time.Duration) {
+// heard is the leader touching session id now.
+func (w *world) heard(id int64) {
 	ls := w.srv.sess[id]
-	if ls == nil || ls.expiredAt >= 0 || u <= ls.heard {
+	if ls == nil || ls.expiredAt >= 0 {
 		return
 	}
-	ls.heard = u
-	w.ag.at(u+w.cfg.T, func() { w.checkExpiry(id) })
+	ls.heard = w.now()
+	w.ag.at(ls.heard+w.cfg.T, func() { w.checkExpiry(id) })
 }
 
 // checkExpiry expires session id if nothing was heard of it for T.
@@ -110,9 +142,10 @@ func (w *world) checkExpiry(id int64) {
 	w.srv.tree.CloseSession(id)
 	w.logf("leader expires session %#x", id)
 	w.cover(coverExpiredConnected, w.c.cur != nil && w.c.cur.sid == id)
-	// The follower closes the session's connection once it learns of the
-	// expiry's commit, over the link: no reply after that.
-	w.link(func() {
+	w.cover(coverExpiredAfterProof, w.lastProofOf(id) > ls.heard)
+	// The follower closes the session's connection once it takes the
+	// close's commit: no reply after that.
+	w.sendDown(func() {
 		c := w.c.cur
 		if c == nil || c.sid != id {
 			return
@@ -126,74 +159,105 @@ func (w *world) checkExpiry(id int64) {
 	})
 }
 
-// link sends fn's message from the follower to the leader: now, or once
-// the link heals, in order.
-func (w *world) link(fn func()) {
-	if w.srv.down {
-		w.srv.fifo = append(w.srv.fifo, fn)
-		return
+// lastProofOf is when the leader last processed a request of session id
+// that it answered (-1: none).
+func (w *world) lastProofOf(id int64) time.Duration {
+	if ls := w.srv.sess[id]; ls != nil {
+		return ls.proved
 	}
-	fn()
+	return -1
 }
 
-// touched is a write of session id reaching the follower now.
-func (w *world) touched(id int64) {
-	w.srv.touch, w.srv.touchSid = w.now(), id
-	w.scheduleReport()
-}
+// sendUp puts fn, the follower's message, on the stream up: it reaches
+// the leader after a hop, behind what went before, once the stream is not
+// cut.
+func (w *world) sendUp(fn func()) { w.send(&w.srv.up, &w.srv.lastOut, fn) }
 
-// scheduleReport arms the follower's next ping reply, at its next
-// tickTime/2 boundary, while a touch waits to be reported.
-func (w *world) scheduleReport() {
-	if w.srv.reporting || w.srv.touch < 0 {
+// sendDown puts fn, the leader's message, on the stream down.
+func (w *world) sendDown(fn func()) { w.send(&w.srv.down, &w.srv.lastIn, fn) }
+
+func (w *world) send(s *stream, last *time.Duration, fn func()) {
+	if s.cut(w.now()) || len(s.waiting) > 0 {
+		s.waiting = append(s.waiting, fn)
 		return
 	}
-	half := w.cfg.tick / 2
-	at := w.cfg.phase + (max(w.now()-w.cfg.phase, 0)+half-1)/half*half
-	w.srv.reporting = true
-	w.ag.at(at, func() {
-		w.srv.reporting = false
-		if !w.srv.down {
-			w.report()
+	*last = max(w.now()+w.linkHop(), *last)
+	w.ag.at(*last, fn)
+}
+
+// linkHop is the way between the servers.
+func (w *world) linkHop() time.Duration {
+	if w.cfg.healthy || w.rng.IntN(4) > 0 {
+		return uniform(w.rng, w.cfg.tick/64)
+	}
+	return uniform(w.rng, w.cfg.tick/4)
+}
+
+// leaderPing is the leader's loop: a ping down to the follower, then the
+// next after half a tick and up to an eighth of a tick more.
+func (w *world) leaderPing() {
+	if w.isClosed() {
+		return
+	}
+	next := w.now() + w.cfg.tick/2 + uniform(w.rng, w.cfg.tick/8)
+	if w.cfg.slowPings {
+		next += uniform(w.rng, w.cfg.tick) // the argument's assumption dropped
+	}
+	w.ag.at(next, w.leaderPing)
+	if w.srv.orphan {
+		return
+	}
+	w.srv.pings++
+	w.sendDown(w.pingReply)
+}
+
+// pingReply is the follower taking a ping: it answers at once with its
+// touch table, which the leader takes as heard when the answer arrives.
+func (w *world) pingReply() {
+	if len(w.srv.touched) == 0 {
+		return
+	}
+	ids := make([]int64, 0, len(w.srv.touched))
+	for id := range w.srv.touched {
+		ids = append(ids, id)
+	}
+	clear(w.srv.touched)
+	w.sendUp(func() {
+		for _, id := range sortedIDs(ids) {
+			w.heard(id)
 		}
 	})
 }
 
-// report tells the leader of the follower's latest touch.
-func (w *world) report() {
-	if w.srv.touch < 0 {
-		return
-	}
-	w.heard(w.srv.touchSid, w.srv.touch)
-	w.srv.touch = -1
-}
+// touched is a packet of session id reaching the follower now.
+func (w *world) touched(id int64) { w.srv.touched[id] = true }
 
-// forward sends r, which reached the follower on c, to the leader: behind
-// the touches the follower has not reported yet. Its answer comes back
-// over the link into its place among c's replies.
+// forward sends r, which reached the follower on c, to the leader; its
+// answer comes back down into its place among c's replies.
 func (w *world) forward(c *cconn, r *req, slot *reply) {
-	w.cover(coverHeldAtLink, w.srv.down && r.op == wire.OpSync)
-	w.link(func() {
-		if !w.cfg.pingReplies {
-			w.report()
-		}
-		w.srv.lastProc = max(w.now()+w.proc(), w.srv.lastProc) // a session's requests in order
-		w.ag.at(w.srv.lastProc, func() { w.process(c, r, slot) })
+	w.cover(coverHeldAtLink, w.srv.up.cut(w.now()) && r.op == wire.OpSync)
+	w.sendUp(func() {
+		w.srv.lastPrc = max(w.now()+w.proc(), w.srv.lastPrc) // a session's requests in order
+		w.ag.at(w.srv.lastPrc, func() { w.process(c, r, slot) })
 	})
 }
 
-// process is the leader's: r is applied, and its answer goes back to the
-// follower; once its session expired, it is refused, and the follower,
-// which learns of the expiry first (the commit comes ahead of the answer),
-// closes the connection instead of answering (lease_conformance_test.go
-// sees the client's request fail with the connection).
+// process is the leader's: r is applied, and its answer goes back down;
+// once its session expired, it is refused, and the follower, which takes
+// the close's commit first, closes the connection instead of answering
+// (lease_conformance_test.go sees the client's request fail with the
+// connection).
 func (w *world) process(c *cconn, r *req, slot *reply) {
 	if w.expiredBy(c.sid, w.now()) {
 		w.cover(coverRefusedExpired, true)
 		return
 	}
+	if ls := w.srv.sess[c.sid]; ls != nil {
+		w.cover(coverProvedUnheard, w.now()-ls.heard > w.cfg.T*3/4)
+		ls.proved = w.now()
+	}
 	slot.res, slot.err = w.apply(c.sid, r)
-	w.link(func() {
+	w.sendDown(func() {
 		slot.ready = true
 		w.flush(c)
 	})
@@ -217,39 +281,59 @@ func (w *world) apply(sid int64, r *req) ([]zk.MultiResponse, error) {
 	return t.Multi(sid, r.ops...)
 }
 
-// partition cuts the link for d; past syncLimit × tickTime the follower
-// drops its clients.
-func (w *world) partition(d time.Duration) {
-	w.srv.down = true
-	w.srv.healAt = max(w.srv.healAt, w.now()+d)
-	w.ag.at(w.now()+d, w.heal)
+// partition cuts the stream down (down), the one up (up), or both, for d;
+// past syncLimit × tickTime the follower drops its clients.
+func (w *world) partition(d time.Duration, down, up bool) {
+	now := w.now()
+	w.cover(coverOneWay, down != up)
+	for _, x := range []struct {
+		on bool
+		s  *stream
+	}{{down, &w.srv.down}, {up, &w.srv.up}} {
+		if x.on {
+			x.s.cutTill = max(x.s.cutTill, now+d)
+			w.ag.at(now+d, func() { w.heal(x.s) })
+		}
+	}
 	if d > w.cfg.orphanAfter {
-		w.ag.at(w.now()+w.cfg.orphanAfter, func() {
-			if !w.srv.down || w.srv.orphaned {
+		w.ag.at(now+w.cfg.orphanAfter, func() {
+			if !w.linkCut() || w.srv.orphan {
 				return
 			}
-			w.srv.orphaned = true
+			w.srv.orphan = true
 			w.cover(coverOrphaned, true)
 			w.drop("the follower lost the leader (syncLimit)", nil, nil)
 		})
 	}
 }
 
-// heal ends the partition once its last window is over: what waited goes
-// in order, and the touches are reported at the next ping reply.
-func (w *world) heal() {
-	if !w.srv.down || w.now() < w.srv.healAt {
-		return
+// linkCut reports whether either stream is cut now.
+func (w *world) linkCut() bool { return w.srv.down.cut(w.now()) || w.srv.up.cut(w.now()) }
+
+// heal ends a stream's cut once its last window is over: what waited
+// goes, in order.
+func (w *world) heal(s *stream) {
+	if s.cut(w.now()) {
+		return // a later window holds it still
 	}
-	w.logf("link heals")
-	w.srv.down, w.srv.orphaned = false, false
-	fifo := w.srv.fifo
-	w.srv.fifo = nil
-	for _, fn := range fifo {
-		fn()
+	w.logf("a stream heals")
+	waiting := s.waiting
+	s.waiting = nil
+	last := &w.srv.lastIn
+	if s == &w.srv.up {
+		last = &w.srv.lastOut
 	}
-	// The leader's pings, held by the partition, reach the follower behind
-	// what waited: it answers them with its touches.
-	w.report()
-	w.scheduleReport()
+	for _, fn := range waiting {
+		*last = max(w.now()+w.linkHop(), *last)
+		w.ag.at(*last, fn)
+	}
+	if !w.linkCut() {
+		w.srv.orphan = false
+	}
+}
+
+// sortedIDs is ids in order: the touch table is a map.
+func sortedIDs(ids []int64) []int64 {
+	slices.Sort(ids)
+	return ids
 }

@@ -45,14 +45,18 @@ type world struct {
 	members []*member
 	closed  bool // the connection's Close was called
 	live    int  // the explorer's goroutines (acquisitions, transactions) running
+	seq     int  // counts handings and answers
 	wake    chan struct{}
 
 	sid   atomic.Int64 // Conn.SessionID
 	state atomic.Int32 // Conn.State
 
-	c    client // the client's side (lease_client_test.go), driver only
-	srv  server // the follower and the leader (lease_server_test.go), driver only
-	hist history
+	c    client  // the client's side (lease_client_test.go), driver only
+	srv  server  // the follower and the leader (lease_server_test.go), driver only
+	hist history // what the double did
+	seen history // what the floor could see of it (see)
+
+	events chan zk.Event // under Wrap: go-zookeeper's channel (nil: none)
 }
 
 // req is a request handed to the double.
@@ -66,6 +70,9 @@ type req struct {
 	mark   int // writes begun before it was handed (the tap's Mark)
 	done   chan struct{}
 
+	handSeq int // its place among the double's events as handed (takeInbox)
+	ansSeq  int // and as answered (end): same-instant events in the order the floor saw them
+
 	// Written before done is closed (end).
 	over     bool
 	conn     *cconn        // the connection that wrote it; nil: never written
@@ -77,9 +84,11 @@ type req struct {
 
 // writeRec is a write the client began: a request, a ping, a connect.
 type writeRec struct {
-	at   time.Duration
-	what byte // 'r' a request, 'p' a ping, 'c' a connect request
-	r    *req
+	at        time.Duration
+	what      byte // 'r' a request, 'p' a ping, 'c' a connect request
+	r         *req
+	c         *cconn
+	confirmed time.Duration // when a reply to it, or to a later write of c, came (-1: none)
 }
 
 // now is the virtual time since the schedule began.
@@ -107,6 +116,15 @@ type dbl struct{ w *world }
 
 func (d dbl) SessionID() int64 { return d.w.sid.Load() }
 func (d dbl) State() zk.State  { return zk.State(d.w.state.Load()) }
+
+// GrantedTimeout is what Wrap reads of go-zookeeper's connection: the
+// timeout the server granted (0 before a session).
+func (d dbl) GrantedTimeout() time.Duration {
+	if d.w.sid.Load() == 0 {
+		return 0
+	}
+	return d.w.cfg.T
+}
 
 func (d dbl) Sync(path string) (string, error) {
 	r := d.w.call(wire.OpSync, path, nil)
@@ -178,7 +196,8 @@ func (w *world) end(r *req, res []zk.MultiResponse, err error) {
 	if r.over {
 		return
 	}
-	r.over, r.res, r.err, r.answered = true, res, err, w.now()
+	w.seq++
+	r.over, r.res, r.err, r.answered, r.ansSeq = true, res, err, w.now(), w.seq
 	close(r.done)
 }
 
@@ -200,17 +219,19 @@ func (w *world) takeInbox() []*req {
 		return strings.Compare(a.path, b.path)
 	})
 	for _, r := range in {
-		r.n = len(w.reqs)
+		w.seq++
+		r.n, r.handSeq = len(w.reqs), w.seq
 		w.reqs = append(w.reqs, r)
 	}
 	w.mu.Unlock()
 	return in
 }
 
-// record notes a write the client begins now, in the tap as go-zookeeper's
-// tapped connection would (its frame: length, xid, opcode, then the first
-// path; a multi's after 9 bytes of header), and returns its index.
-func (w *world) record(what byte, r *req) int {
+// record notes a write the client begins now on c, in the tap as
+// go-zookeeper's tapped connection would (its frame: length, xid, opcode,
+// then the first path; a multi's after 9 bytes of header), and returns its
+// index.
+func (w *world) record(c *cconn, what byte, r *req) int {
 	var frame []byte
 	switch what {
 	case 'p':
@@ -219,15 +240,31 @@ func (w *world) record(what byte, r *req) int {
 		frame = make([]byte, 48) // a connect request: protocol version, zxid, timeout, session, password
 		binary.BigEndian.PutUint32(frame, 44)
 	default:
-		frame = requestFrame(r.op, r.path)
+		frame = requestFrame(r.xid(), r.op, r.path)
 	}
 	w.mu.Lock()
 	i := len(w.writes)
-	w.writes = append(w.writes, writeRec{at: w.now(), what: what, r: r})
+	w.writes = append(w.writes, writeRec{at: w.now(), what: what, r: r, c: c, confirmed: -1})
 	w.mu.Unlock()
-	w.tap.Record(frame)
+	if c.rec != nil {
+		c.rec.Write(frame)
+	}
 	return i
 }
+
+// confirm notes that a reply to c's write i came now: it and every write
+// of c before it were touched.
+func (w *world) confirm(c *cconn, i int) {
+	for k := max(c.acked+1, c.first); k <= i; k++ {
+		if w.writes[k].c == c {
+			w.writes[k].confirmed = w.now()
+		}
+	}
+	c.acked = max(c.acked, i)
+}
+
+// xid is the request's xid on the wire: go-zookeeper numbers them.
+func (r *req) xid() int32 { return int32(r.n + 1) }
 
 // header is a request's length, xid and opcode, with room for extra bytes.
 func header(xid, op int32, extra int) []byte {
@@ -239,13 +276,31 @@ func header(xid, op int32, extra int) []byte {
 }
 
 // requestFrame is the start of a request naming path first.
-func requestFrame(op int32, path string) []byte {
+func requestFrame(xid, op int32, path string) []byte {
 	pre := 0
 	if op == wire.OpMulti {
 		pre = 9 // the first op's header: type, done, error
 	}
-	b := header(1, op, pre+4+len(path))
+	b := header(xid, op, pre+4+len(path))
 	b = append(b, make([]byte, pre)...)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(path)))
 	return append(b, path...)
+}
+
+// replyFrame is a reply's frame as far as the tap reads it: a length of 4
+// and the xid (the zxid, error and body are not read).
+func replyFrame(xid int32) []byte {
+	b := binary.BigEndian.AppendUint32(nil, 4)
+	return binary.BigEndian.AppendUint32(b, uint32(xid))
+}
+
+// connectAnswer is the server's answer to a connect request: protocol
+// version, timeout (ms; 0: the session expired), session id, password.
+func connectAnswer(ms int32, id int64) []byte {
+	b := binary.BigEndian.AppendUint32(nil, 36)
+	b = binary.BigEndian.AppendUint32(b, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(ms))
+	b = binary.BigEndian.AppendUint64(b, uint64(id))
+	b = binary.BigEndian.AppendUint32(b, 16)
+	return append(b, make([]byte, 16)...)
 }

@@ -11,8 +11,7 @@ import (
 
 // The lease's renewer (lease.go has the argument): the syncs that prove the
 // session while a lock has a node and no write proved it for a period
-// (renew, refresh), and the one that goes ahead of the first write after
-// a quiet spell (lead).
+// (renew, refresh), and, under Wrap, while nothing else does (idleEvery).
 
 // wake asks the renewer to look at the session again.
 func (le *lease) wake() {
@@ -78,29 +77,6 @@ func (le *lease) refreshWritten() (done, written <-chan struct{}) {
 // syncKey is the path the lease's syncs name.
 const syncKey = "/"
 
-// lead makes a write about to be sent follow another within the lease's
-// period, so that its proof is counted from its own send. A proof's send
-// time is capped at the previous write's start plus the period (see the
-// argument above): after a quiet spell, in which the session wrote only
-// go-zookeeper's pings (every T/3), the cap falls before the real send,
-// and a proof answered within B of its send would still renew nothing,
-// making the grant behind it wait for a sync. So after such a spell the
-// lease's sync goes first (the one the renewer would send as the session
-// becomes active, not one more), and the caller waits only until it is
-// written, not for its answer. Without the tap the send time is the
-// queueing and is never capped: nothing to do.
-func (s *Floor) lead() {
-	if s.tap == nil || s.cfg.NoPipelining || time.Since(s.tap.LastWrite()) < s.st.lease.period() {
-		return
-	}
-	done, written := s.st.lease.refreshWritten()
-	select {
-	case <-written:
-	case <-done: // failed unwritten (the connection closed under it)
-	case <-s.life.ctx.Done():
-	}
-}
-
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
@@ -118,17 +94,7 @@ func (le *lease) renew() {
 	defer t.Stop()
 	for !s.Closed() {
 		s.st.mu.Lock()
-		// After a lapse that ended holds, until a proof tells its end.
-		active := len(s.st.holds) > 0 || s.st.waiting > 0 || le.lapsedAt.Load() != 0
-		if mutant.On(mutant.NoRenewal) {
-			active = false // seeded bug: the renewer never syncs
-		}
-		// A sync is due a period after the latest proof, or the latest
-		// sync, was queued: timed from the queueing, so that a backlog
-		// that delays every write by more than a period still leaves the
-		// syncs back to back (a delay up to the lease's bound is then
-		// tolerated), and a sync that fails is sent again a period later.
-		due := time.Until(later(le.proofAt, le.syncAt).Add(le.period()))
+		active, due := le.dueLocked()
 		s.st.mu.Unlock()
 		changed := s.stateChanged()
 		switch {
@@ -150,6 +116,52 @@ func (le *lease) renew() {
 			le.idle(changed, nil)
 		}
 	}
+}
+
+// dueLocked reports whether the session must be proved, and in how long
+// its next sync is due. s.st.mu is held.
+func (le *lease) dueLocked() (active bool, due time.Duration) {
+	s := le.s
+	// After a lapse that ended holds, until a proof tells its end.
+	active = len(s.st.holds) > 0 || s.st.waiting > 0 || le.lapsedAt.Load() != 0
+	every := le.period()
+	if !active && s.tap == nil {
+		// Under Wrap no tap sees go-zookeeper's pings: the floor's own
+		// syncs are the touches a chain starts from (lease.go), one
+		// every T/4.
+		active, every = true, s.timeout()/4
+	}
+	if mutant.On(mutant.NoRenewal) {
+		active = false // seeded bug: the renewer never syncs
+	}
+	// A sync is due a period after the latest proof, or the latest sync,
+	// was queued: timed from the queueing, so that a backlog that delays
+	// every write by more than a period still leaves the syncs back to
+	// back, and a sync that fails is sent again a period later. At once
+	// when the deadline is less than two periods ahead and the chain a sync
+	// would close carries it a quarter period further: after a lock woke a
+	// quiet session, its first proof's answer makes a k that
+	// go-zookeeper's pings, a ping interval before it, start a chain from.
+	// (A busy session's next write closes that chain anyway: its deadline
+	// is far ahead, and no sync goes.)
+	if active && time.Until(le.deadline) < 2*every && le.extension().After(le.deadline.Add(every/4)) {
+		return true, 0
+	}
+	return active, time.Until(later(le.proofAt, le.syncAt).Add(every))
+}
+
+// extension is the deadline a sync queued now would renew the lease to:
+// the chain it closes, its k the latest proof answered (zero: none).
+func (le *lease) extension() time.Time {
+	k := le.lastK.Load()
+	if k == 0 {
+		return time.Time{}
+	}
+	touched, ok := le.s.touchBefore(time.Unix(0, k).Add(-le.gap()))
+	if !ok {
+		return time.Time{}
+	}
+	return touched.Add(le.reach())
 }
 
 // idle waits for the renewer's next look: a state change, a kick (a lock

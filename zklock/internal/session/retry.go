@@ -51,8 +51,13 @@ func (s *Floor) NewBackOff() *backoff.ExponentialBackOff {
 	return backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(10*time.Millisecond),
 		backoff.WithMaxInterval(s.cfg.MaxRetryWait),
+		backoff.WithRandomizationFactor(retryJitter),
 		backoff.WithMaxElapsedTime(0))
 }
+
+// retryJitter spreads the retries of many clients apart; the lease's
+// explorer sets it to 0, so that a seed's schedule replays the same.
+var retryJitter = backoff.DefaultRandomizationFactor
 
 // Retry runs op until it succeeds, fails with a refusal (or an error op
 // marks backoff.Permanent), ctx ends or the session closes, backing off

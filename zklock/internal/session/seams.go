@@ -17,7 +17,7 @@ func (s *Floor) Tap() *wire.Tap { return s.tap }
 func (s *Floor) LeaseValid() bool {
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
-	return s.st.lease.validLocked(time.Now())
+	return s.st.lease.grantableLocked(time.Now())
 }
 
 // LeasePeriod is how often the floor must be proved while a lock has a

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
 )
 
@@ -134,6 +135,7 @@ func (s *Floor) observe(zs zk.State) {
 	s.setStateLocked(t.st, id)
 	s.st.mu.Unlock()
 	s.tellOutage(zs, prev, id, len(t.lost))
+	s.st.lease.confirmed(t.lapsed)
 	if t.st == StateConnected {
 		s.noteGranted()
 		s.markReady()
@@ -150,8 +152,9 @@ type transition struct {
 	st          State
 	lost        []*Member
 	cause       error
-	tcp         bool // not moved: a TCP state seen while not connected
-	beforeFirst bool // and before the first session
+	tcp         bool  // not moved: a TCP state seen while not connected
+	beforeFirst bool  // and before the first session
+	lapsed      int64 // the start of a lapse the connect answer ended (lease.handshake)
 }
 
 // transitionLocked applies zs, with the connection in session id, to the
@@ -165,18 +168,19 @@ func (s *Floor) transitionLocked(zs zk.State, id int64) transition {
 		s.traceHandshake(id)
 		if s.tap == nil {
 			// zs was loaded after go-zookeeper wrote the timeout.
-			if d := grantedTimeout(s.link.zc.Load()); d > 0 {
+			if d := s.connGranted(); d > 0 {
 				s.link.granted.Store(int64(d))
 			}
 		}
 		t := transition{moved: true, st: StateConnected}
-		if s.st.sessionID != 0 && id != s.st.sessionID {
+		if s.st.sessionID != 0 && id != s.st.sessionID && !mutant.On(mutant.NewSessionKeepsHolds) {
 			// A new session: the old one is over, and its nodes with it,
 			// whatever events we saw or missed in between.
 			t.lost, t.cause = s.takeHolds(), ErrSessionExpired
 			s.st.lease.reset()
 		}
 		s.st.sessionID = id
+		t.lapsed = s.st.lease.handshake(id)
 		return t
 	case zk.StateDisconnected, zk.StateConnecting, zk.StateConnected:
 		// Connecting and Connected are TCP states: no session on them yet.
@@ -208,18 +212,24 @@ func (s *Floor) traceHandshake(id int64) {
 // noteGranted warns, once per value, when the server granted a session
 // timeout other than the one Dial asked for (it bounds it between 2 and
 // 20 of its ticks): a crashed holder's lock then passes on after the
-// granted timeout, and the loss bounds derive from the smaller of the two.
-// Under Wrap the caller's connection asked, not the session.
+// granted timeout, and the loss bounds derive from it. Under Wrap the
+// caller's connection asked, not the session. It warns too when the
+// servers' declared tickTime is more than half the granted timeout: the
+// lease's argument needs the leader to hear of the session within the
+// timeout's first half (lease.go), and cannot show loss before grant.
 func (s *Floor) noteGranted() {
-	if s.tap == nil {
+	granted := s.timeout()
+	if s.link.warned.Swap(int64(granted)) == int64(granted) {
 		return
 	}
-	granted := s.tap.GrantedTimeout()
-	if granted <= 0 || granted == s.cfg.Timeout || s.link.warned.Swap(int64(granted)) == int64(granted) {
-		return
+	if s.tap != nil && granted != s.cfg.Timeout {
+		s.log.Warn("ZooKeeper granted another session timeout than the one asked for",
+			"asked", s.cfg.Timeout, "granted", granted)
 	}
-	s.log.Warn("ZooKeeper granted another session timeout than the one asked for",
-		"asked", s.cfg.Timeout, "granted", granted)
+	if tick := s.cfg.ServerTick; tick > 0 && 2*tick > granted {
+		s.log.Warn("the servers' tickTime is more than half the session timeout: a follower may report this session to the leader too seldom for the lease to show loss before grant; ask a session timeout of at least two ticks",
+			"tick", tick, "session_timeout", granted)
+	}
 }
 
 // setStateLocked records st and tells whoever waits on a change.

@@ -23,7 +23,7 @@ func (s *Floor) newWrites() *writes.Queue {
 	return writes.New(writes.Conn{
 		Connected:   s.awaitConnected,
 		SessionID:   s.conn.SessionID,
-		Lead:        s.lead,
+		Lead:        func() {}, // the lease needs no write to go behind a sync (lease.go)
 		Send:        s.sendWrites,
 		Ended:       s.writeEnded,
 		DeleteApart: s.DeleteInBackground,
@@ -185,7 +185,7 @@ func answerOf(err error, r zk.MultiResponse) writes.Answer {
 // rtt (the bound adapts to it), or never sent.
 func (s *Floor) writeEnded(sent bool, rtt time.Duration) {
 	if sent {
-		s.flight.release(rtt, s.st.lease.bound()/8)
+		s.flight.release(rtt, s.timeout()/32)
 	} else {
 		s.flight.giveBack()
 	}

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"encoding/binary"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -19,16 +18,12 @@ type tappedConn struct {
 	addr   string      // the server's, as dialed
 	chroot *chrootConn // nil: no chroot, and no frame is parsed
 
-	// The first bytes read on a connection are the server's connect
-	// response: length, protocol version, timeout (ms), session id,
-	// password. go-zookeeper's connecting goroutine reads them, in exactly
-	// two reads (the length, then the rest), before any other reader
-	// exists; hdr collects the first 20 bytes.
-	hdr      [20]byte
-	nread    int       // bytes of the connect response read so far
-	respLen  int       // its total length, once known
-	shookAt  time.Time // when the connect response was read in full
-	released bool      // responses flow freely (see Read)
+	// What was written and what the replies confirm (touch.go). The
+	// first bytes read on a connection are the server's connect
+	// response; go-zookeeper's connecting goroutine reads them before any
+	// other reader exists.
+	rep      replies
+	released bool // responses flow freely (see Read)
 
 	watchesOut     chan struct{} // closed when setWatches is written
 	watchesOutOnce sync.Once
@@ -85,7 +80,7 @@ const setWatchesWait = 250 * time.Millisecond
 // setWatchesWait). The write closes watchesOut, this Read receives from
 // it: that is the happens-before edge.
 func (c *tappedConn) Read(b []byte) (int, error) {
-	if c.respLen > 0 && c.nread >= c.respLen && !c.released {
+	if c.rep.shook && !c.released {
 		c.released = true
 		c.awaitSetWatches()
 	}
@@ -96,15 +91,13 @@ func (c *tappedConn) Read(b []byte) (int, error) {
 	} else {
 		n, err = c.buffered(b)
 	}
-	if c.respLen == 0 || c.nread < c.respLen {
-		c.readHandshake(b[:n])
-		if err != nil && c.tap.tls != nil && refusal(err) {
-			// A server that refuses this side's certificate after the
-			// handshake (TLS 1.3) says so on the first read.
-			c.tap.dialErr.Store(&err)
-			c.tap.noteRefusal(c.addr, err)
-		}
+	if !c.rep.shook && err != nil && c.tap.tls != nil && refusal(err) {
+		// A server that refuses this side's certificate after the
+		// handshake (TLS 1.3) says so on the first read.
+		c.tap.dialErr.Store(&err)
+		c.tap.noteRefusal(c.addr, err)
 	}
+	c.rep.read(b[:n], time.Now())
 	return n, err
 }
 
@@ -142,7 +135,7 @@ func (c *tappedConn) buffered(b []byte) (int, error) {
 
 // awaitSetWatches holds the first response after a connect (see Read).
 func (c *tappedConn) awaitSetWatches() {
-	t := time.NewTimer(time.Until(c.shookAt.Add(setWatchesWait)))
+	t := time.NewTimer(time.Until(c.rep.shookAt.Add(setWatchesWait)))
 	defer t.Stop()
 	select {
 	case <-c.watchesOut:
@@ -166,31 +159,6 @@ func (c *tappedConn) awaitSetWatches() {
 			}
 		default:
 		}
-	}
-}
-
-// readHandshake notes the bytes b of the connect response.
-func (c *tappedConn) readHandshake(b []byte) {
-	n := len(b)
-	if c.nread < len(c.hdr) && n > 0 {
-		copy(c.hdr[c.nread:], b)
-	}
-	c.nread += n
-	if c.respLen == 0 && c.nread >= 4 {
-		c.respLen = 4 + int(binary.BigEndian.Uint32(c.hdr[0:4]))
-	}
-	if c.nread >= 12 && c.nread-n < 12 {
-		if ms := int32(binary.BigEndian.Uint32(c.hdr[8:12])); ms > 0 {
-			c.tap.timeoutMs.Store(ms)
-		}
-	}
-	if c.nread >= 20 && c.nread-n < 20 {
-		// The server's own words, for the replay's bounds (docs/replay.md).
-		trace.Handshook(c.tap, int64(binary.BigEndian.Uint64(c.hdr[12:20])), int32(binary.BigEndian.Uint32(c.hdr[8:12])))
-	}
-	if c.respLen > 0 && c.nread >= c.respLen {
-		c.shookAt = time.Now()
-		c.tap.sessionReached()
 	}
 }
 
@@ -236,6 +204,7 @@ func (c *tappedConn) Write(b []byte) (int, error) {
 	}
 	start := time.Now()
 	c.tap.began(start)
+	c.rep.wrote(b, start)
 	trace.Wrote(c.tap, opcode(b), start) // the start the tap dates proofs by: the replay dates them too
 	// Counted before the bytes go out, so that whoever has the reply sees
 	// its request counted: go-zookeeper's receive loop may read the reply

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/tierlock/tierlock/internal/mutant"
 )
 
 // Tap observes the bytes go-zookeeper writes to its connection, for two
@@ -43,10 +41,13 @@ type Tap struct {
 	ring   [RingSize]int64 // unix ns when write w began, at ring[w%RingSize]
 
 	// timeoutMs is the session timeout the server granted in its last
-	// connect response. go-zookeeper keeps it unexported, and the loss
-	// bounds (see lease.go) must use the negotiated value, which the server
-	// may have lowered below the one asked for.
+	// connect response (touch.go).
 	timeoutMs atomic.Int32
+
+	// What the replies confirm of the session's touches (touch.go).
+	touched Touches
+	hsMu    sync.Mutex
+	hs      Handshake // the latest connect answer with a session
 
 	// out counts the requests of the session's locks handed to
 	// go-zookeeper and not answered yet (Session.run): with few out, a
@@ -204,44 +205,19 @@ func (t *Tap) Mark() int64 {
 	return t.writes
 }
 
-// FirstWriteAfter returns when the first write after mark began and when
-// the write before it began (zero if none), or ok false when that write has
-// not begun or has left the ring.
-func (t *Tap) FirstWriteAfter(mark int64) (at, prev time.Time, ok bool) {
+// FirstWriteAfter returns when the first write after mark began, or ok
+// false when that write has not begun or has left the ring.
+func (t *Tap) FirstWriteAfter(mark int64) (at time.Time, ok bool) {
 	t.ringMu.Lock()
 	defer t.ringMu.Unlock()
 	w := mark + 1
 	if w > t.writes || t.writes-w >= RingSize-1 {
-		return time.Time{}, time.Time{}, false
+		return time.Time{}, false
 	}
-	at = time.Unix(0, t.ring[w%RingSize])
-	if mark > 0 && !mutant.On(mutant.SendUncapped) { // seeded bug: no previous write, so no cap
-		prev = time.Unix(0, t.ring[mark%RingSize])
-	}
-	return at, prev, true
-}
-
-// LastWrite returns when the latest write began (zero before the first).
-func (t *Tap) LastWrite() time.Time {
-	t.ringMu.Lock()
-	defer t.ringMu.Unlock()
-	if t.writes == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, t.ring[t.writes%RingSize])
+	return time.Unix(0, t.ring[w%RingSize]), true
 }
 
 // began records the start of a write.
-// Record notes frame, a request go-zookeeper would write, as written now,
-// as a tapped connection notes each write: a seam for the lease's
-// explorer (zklock/internal/session), which drives a floor over a
-// double of the connection, with no socket.
-func (t *Tap) Record(frame []byte) {
-	t.began(time.Now())
-	t.count(opcode(frame))
-	t.wrote(frame)
-}
-
 func (t *Tap) began(start time.Time) {
 	t.ringMu.Lock()
 	t.writes++
@@ -339,6 +315,7 @@ func (t *Tap) Dialer() func(network, address string, timeout time.Duration) (net
 		}
 		t.dialErr.Store(nil)
 		tc := &tappedConn{Conn: c, tap: t, addr: address, watchesOut: make(chan struct{}), closed: make(chan struct{})}
+		tc.rep.tap = t
 		tc.wcond.L = &tc.wmu
 		if t.chroot != nil {
 			tc.chroot = newChrootConn(*t.chroot)

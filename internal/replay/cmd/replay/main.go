@@ -5,7 +5,9 @@
 //
 // It reads DIR/trace-*.jsonl (written by a build with the tierlocktrace
 // tag, TIERLOCK_TRACE=DIR) and prints the traces, steps, holds, distinct
-// model states and time taken, then PASS, or the first step the model does
+// model states and time taken, the lease renewals accepted by what showed
+// their touch at the leader (a handshake, a chain), then PASS, or the
+// first step the model does
 // not allow with its process and model state (exit status 1); -n prints
 // the first N such steps. A line "outside twotier.pml:" says what the
 // model does not have and how it was checked (expiry-only sessions, read
@@ -39,6 +41,9 @@ func main() {
 	}
 	r := c.Result()
 	fmt.Printf("%d traces, %d steps, %d holds, %d states, %v\n", r.Traces, r.Steps, r.Holds, r.States, r.Took.Round(1e6))
+	if n := r.Renews; n.Handshake+n.Chain > 0 {
+		fmt.Printf("lease renewals (bounds.go): %d shown by a handshake, %d by a chain\n", n.Handshake, n.Chain)
+	}
 	if tm := r.Timing(); tm != "" {
 		fmt.Println("slowest steps after the model's (timing.go):", tm)
 	}

@@ -1,0 +1,272 @@
+package wire
+
+import (
+	"encoding/binary"
+	"sync"
+	"time"
+
+	"github.com/tierlock/tierlock/internal/trace"
+)
+
+// What the lease (package session, lease.go) needs to know of when the
+// servers heard the session: every packet a client writes touches its
+// session at the server it reaches, before that server answers it or any
+// packet after it on the connection (ZooKeeperServer.submitRequest touches
+// first, in the order the connection's packets arrive). So a reply read at
+// time a, on a connection, to a packet written there at w (or to any
+// packet written after it) shows that the server touched the session
+// between w and a. And the connect request's reply shows more: the leader
+// itself touched the session then (a new session's creation, or the
+// REVALIDATE a follower sends the leader for a session it did not have).
+//
+// The tap keeps both: Touches, in the order the replies came, and the
+// latest Handshake.
+
+// Touches records, in the order their replies came, touches known to have
+// happened: a packet written at written was touched by the server no
+// later than answered. Each entry was written later than the one before
+// it; the oldest drop off past touchRing. The zero value is empty and
+// ready to use.
+type Touches struct {
+	mu   sync.Mutex
+	n    int64
+	ring [touchRing]touch
+}
+
+type touch struct{ written, answered int64 } // unix ns
+
+// touchRing bounds the touches kept: a few per round trip are looked up
+// (at most a session timeout back), far fewer than this many.
+const touchRing = 4096
+
+// Confirm notes that a packet written at written was touched by answered.
+// A packet written no later than the latest one noted adds nothing.
+func (t *Touches) Confirm(written, answered time.Time) {
+	w, a := written.UnixNano(), answered.UnixNano()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n > 0 {
+		last := t.ring[(t.n-1)%touchRing]
+		if w <= last.written {
+			return
+		}
+		a = max(a, last.answered) // in answer order, whatever the clock read
+	}
+	t.ring[t.n%touchRing] = touch{written: w, answered: a}
+	t.n++
+}
+
+// Before returns the write time of the latest packet known, by at, to
+// have been touched: the latest entry answered no later than at. ok is
+// false when none was, or when the entries that could say have dropped
+// off.
+func (t *Touches) Before(at time.Time) (written time.Time, ok bool) {
+	x := at.UnixNano()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lo := max(t.n-touchRing, 0)
+	if t.n == 0 || t.ring[lo%touchRing].answered > x {
+		return time.Time{}, false
+	}
+	// The last entry answered by x, in [lo, n): answers never decrease.
+	hi := t.n - 1
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if t.ring[mid%touchRing].answered <= x {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return time.Unix(0, t.ring[lo%touchRing].written), true
+}
+
+// Handshake is a connection's connect request and the server's answer:
+// the leader touched session SessionID after the request was written
+// (Written) and before the answer was read, granting Timeout.
+type Handshake struct {
+	Written   time.Time
+	SessionID int64
+	Timeout   time.Duration
+}
+
+// LastHandshake returns the latest connect answer that gave the client a
+// session (Timeout > 0), and false before the first.
+func (t *Tap) LastHandshake() (Handshake, bool) {
+	t.hsMu.Lock()
+	defer t.hsMu.Unlock()
+	return t.hs, t.hs.Timeout > 0
+}
+
+// Touches is the tap's record of the session's touches (see Touches).
+func (t *Tap) Touches() *Touches { return &t.touched }
+
+// replies is one connection's packets written and not yet answered, and
+// the reading of the reply frames that answer them: the tap confirms a
+// touch as each reply's head is read. The writing side (wrote) runs on the
+// goroutine that writes, the reading side (read) on the one that reads;
+// mu is taken by both.
+type replies struct {
+	tap *Tap
+
+	mu      sync.Mutex
+	first   bool      // the connect request was written
+	connect time.Time // when it was written
+	out     []pending // written since, not answered, oldest first
+
+	// The reading side: the connect answer's first 20 bytes, then each
+	// reply frame's head (its length and xid).
+	head    [20]byte
+	nhead   int
+	left    int       // bytes of the current frame still to come
+	shook   bool      // the connect answer was read
+	shookAt time.Time // when
+}
+
+// pending is a packet written, by its xid (-2 a ping, -4 credentials, -8
+// the watches re-armed).
+type pending struct {
+	xid int32
+	at  time.Time
+}
+
+// xidAuth is the xid of an AddAuth packet: the server answers it without
+// touching the session (ZooKeeperServer.processPacket), and possibly ahead
+// of the packets before it.
+const xidAuth = -4
+
+// wrote notes the packet framed in b (length, xid, opcode...) written at
+// start; the first of a connection is its connect request.
+func (r *replies) wrote(b []byte, start time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.first {
+		r.first, r.connect = true, start
+		return
+	}
+	if len(b) < 8 {
+		return
+	}
+	r.out = append(r.out, pending{xid: int32(binary.BigEndian.Uint32(b[4:8])), at: start})
+}
+
+// read takes bytes b, read now from the connection, as go-zookeeper reads
+// them: first the connect answer, then reply frames.
+func (r *replies) read(b []byte, now time.Time) {
+	for len(b) > 0 {
+		if !r.shook {
+			b = r.readConnect(b, now)
+			continue
+		}
+		if r.left > 0 {
+			k := min(r.left, len(b))
+			r.left -= k
+			b = b[k:]
+			continue
+		}
+		k := min(8-r.nhead, len(b))
+		copy(r.head[r.nhead:], b[:k])
+		r.nhead += k
+		b = b[k:]
+		if r.nhead == 8 {
+			r.left = 4 + int(binary.BigEndian.Uint32(r.head[0:4])) - 8
+			r.nhead = 0
+			r.answered(int32(binary.BigEndian.Uint32(r.head[4:8])), now)
+		}
+	}
+}
+
+// readConnect takes the connect answer's bytes (length, protocol
+// version, timeout ms, session id, password) and returns the rest of b.
+func (r *replies) readConnect(b []byte, now time.Time) []byte {
+	if r.nhead < len(r.head) {
+		k := copy(r.head[r.nhead:], b)
+		r.nhead += k
+		if r.nhead == len(r.head) {
+			r.left = 4 + int(binary.BigEndian.Uint32(r.head[0:4])) - len(r.head)
+		}
+		b = b[k:]
+	}
+	if r.nhead < len(r.head) {
+		return b
+	}
+	k := min(r.left, len(b))
+	r.left -= k
+	if r.left > 0 {
+		return b[k:]
+	}
+	r.shook, r.shookAt, r.nhead = true, now, 0
+	ms := int32(binary.BigEndian.Uint32(r.head[8:12]))
+	sid := int64(binary.BigEndian.Uint64(r.head[12:20]))
+	r.mu.Lock()
+	written := r.connect
+	r.mu.Unlock()
+	// The server's own words, for the replay's bounds (docs/replay.md).
+	trace.Handshook(r.tap, sid, ms, written)
+	t := r.tap
+	if ms > 0 {
+		// The loss bounds (see lease.go) use the negotiated timeout, which
+		// go-zookeeper keeps unexported and the server may have set other
+		// than the one asked for.
+		t.timeoutMs.Store(ms)
+		t.touched.Confirm(written, now)
+		trace.Touched(t, written, now)
+		t.hsMu.Lock()
+		t.hs = Handshake{Written: written, SessionID: sid, Timeout: time.Duration(ms) * time.Millisecond}
+		t.hsMu.Unlock()
+	}
+	t.sessionReached()
+	return b[k:]
+}
+
+// answered is the head of a reply with xid read now: the packet it
+// answers, and every one before it, was touched. A watch event (-1)
+// answers nothing; an AddAuth's reply only takes its packet out.
+func (r *replies) answered(xid int32, now time.Time) {
+	if xid == -1 {
+		return
+	}
+	r.mu.Lock()
+	i := 0
+	for i < len(r.out) && r.out[i].xid != xid {
+		i++
+	}
+	if i == len(r.out) { // not ours (or already taken): nothing to say
+		r.mu.Unlock()
+		return
+	}
+	p := r.out[i]
+	if xid == xidAuth {
+		r.out = append(r.out[:i], r.out[i+1:]...)
+		r.mu.Unlock()
+		return
+	}
+	r.out = r.out[i+1:]
+	r.mu.Unlock()
+	r.tap.touched.Confirm(p.at, now)
+	trace.Touched(r.tap, p.at, now)
+}
+
+// Recorder is one connection's writes and reads as a tapped connection
+// notes them, without a socket: a seam for the lease's explorer (package
+// session), which drives a floor over a double of go-zookeeper's
+// connection. Its first write is the connect request, its first read the
+// connect answer.
+type Recorder struct{ rep *replies }
+
+// NewRecorder starts a connection's record.
+func (t *Tap) NewRecorder() *Recorder { return &Recorder{rep: &replies{tap: t}} }
+
+// Write notes frame, a packet go-zookeeper would write (its length, xid
+// and opcode first), as written now.
+func (r *Recorder) Write(frame []byte) {
+	now := time.Now()
+	t := r.rep.tap
+	t.began(now)
+	r.rep.wrote(frame, now)
+	t.count(opcode(frame))
+	t.wrote(frame)
+}
+
+// Read notes frame, a whole frame go-zookeeper would read, as read now.
+func (r *Recorder) Read(frame []byte) { r.rep.read(frame, time.Now()) }

@@ -1,0 +1,105 @@
+package wire
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+)
+
+// Touches answers with the latest packet seen touched by a time, and only
+// from what it still keeps.
+func TestTouchesBefore(t *testing.T) {
+	var ts Touches
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	if _, ok := ts.Before(at(5)); ok {
+		t.Fatal("a touch before any was noted")
+	}
+	ts.Confirm(at(0), at(10))
+	ts.Confirm(at(5), at(12))
+	ts.Confirm(at(4), at(20)) // written before the latest: adds nothing
+	ts.Confirm(at(15), at(30))
+	for _, c := range []struct {
+		by   int
+		want int
+		ok   bool
+	}{{9, 0, false}, {10, 0, true}, {11, 0, true}, {12, 5, true}, {29, 5, true}, {30, 15, true}, {99, 15, true}} {
+		w, ok := ts.Before(at(c.by))
+		if ok != c.ok || ok && !w.Equal(at(c.want)) {
+			t.Errorf("Before(%d ms) = %v, %v; want %d ms, %v", c.by, w.Sub(t0), ok, c.want, c.ok)
+		}
+	}
+	for i := range 2 * touchRing {
+		ts.Confirm(at(100+i), at(200+i))
+	}
+	if _, ok := ts.Before(at(199)); ok {
+		t.Error("answered from an entry that dropped off")
+	}
+}
+
+// A connection's replies confirm what they answer and every packet before
+// it: by xid, a ping's the oldest ping out; a watch event confirms nothing,
+// an AddAuth's reply takes its packet out but confirms nothing (the server
+// answers it without touching the session, possibly ahead of the packets
+// before it); the connect answer with a session is a handshake, confirmed
+// too. Frames are read in any split.
+func TestRepliesConfirmTouches(t *testing.T) {
+	tap := New(Config{})
+	rec := tap.NewRecorder()
+	t0 := time.Now()
+	rec.Write(make([]byte, 48)) // the connect request
+	req := func(xid int32) []byte {
+		b := binary.BigEndian.AppendUint32(nil, 8)
+		b = binary.BigEndian.AppendUint32(b, uint32(xid))
+		return binary.BigEndian.AppendUint32(b, 9)
+	}
+	answer := binary.BigEndian.AppendUint32(nil, 36)
+	answer = binary.BigEndian.AppendUint32(answer, 0)
+	answer = binary.BigEndian.AppendUint32(answer, 4000)
+	answer = binary.BigEndian.AppendUint64(answer, 0x1234)
+	answer = append(binary.BigEndian.AppendUint32(answer, 16), make([]byte, 16)...)
+	for i := range answer { // byte by byte
+		rec.Read(answer[i : i+1])
+	}
+	h, ok := tap.LastHandshake()
+	if !ok || h.SessionID != 0x1234 || h.Timeout != 4*time.Second || h.Written.Before(t0) {
+		t.Fatalf("handshake %+v, %v", h, ok)
+	}
+	connected, _ := tap.Touches().Before(time.Now())
+	if !connected.Equal(h.Written) {
+		t.Fatalf("the connect request not confirmed: %v, want %v", connected, h.Written)
+	}
+	// Written: an auth, a request, a ping, another request.
+	var written [4]time.Time
+	for i, xid := range []int32{xidAuth, 1, -2, 2} {
+		time.Sleep(time.Millisecond)
+		rec.Write(req(xid))
+		w, _ := tap.FirstWriteAfter(tap.Mark() - 1)
+		written[i] = w
+	}
+	reply := func(xid int32, body int) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(4+body))
+		b = binary.BigEndian.AppendUint32(b, uint32(xid))
+		return append(b, make([]byte, body)...)
+	}
+	latest := func() time.Time { w, _ := tap.Touches().Before(time.Now()); return w }
+	rec.Read(reply(-1, 20)) // a watch event
+	rec.Read(reply(xidAuth, 12))
+	if !latest().Equal(h.Written) {
+		t.Fatal("a watch event or an auth reply confirmed a touch")
+	}
+	f := reply(-2, 12) // the ping's reply, in two reads across its head
+	rec.Read(f[:6])
+	rec.Read(f[6:])
+	if !latest().Equal(written[2]) {
+		t.Fatalf("the ping's reply confirmed %v, want %v", latest(), written[2])
+	}
+	rec.Read(reply(1, 12)) // request 1 was taken out with the ping: nothing
+	if !latest().Equal(written[2]) {
+		t.Fatal("a reply to a packet already confirmed moved the touch back")
+	}
+	rec.Read(reply(2, 12))
+	if !latest().Equal(written[3]) {
+		t.Fatalf("request 2's reply confirmed %v, want %v", latest(), written[3])
+	}
+}
