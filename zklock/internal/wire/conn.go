@@ -98,11 +98,14 @@ func (c *tappedConn) Read(b []byte) (int, error) {
 	}
 	if c.respLen == 0 || c.nread < c.respLen {
 		c.readHandshake(b[:n])
-		if err != nil && c.tap.tls != nil && refusal(err) {
+		switch {
+		case err != nil && c.tap.tls != nil && refusal(err):
 			// A server that refuses this side's certificate after the
 			// handshake (TLS 1.3) says so on the first read.
 			c.tap.dialErr.Store(&err)
 			c.tap.noteRefusal(c.addr, err)
+		case err != nil && c.tap.tls == nil && c.nread == 0:
+			c.tap.probeTLS(c.addr) // closed before a byte of the answer: a secure port?
 		}
 	}
 	return n, err

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/tierlock/tierlock/internal/mutant"
 )
 
@@ -54,11 +56,12 @@ type Tap struct {
 	// goroutine (see tappedConn.Write).
 	out atomic.Int32
 
-	dials     atomic.Int32                    // connections made; the first has no watches to re-arm
-	dialErr   atomic.Pointer[error]           // the last dial's error; nil after a dial that worked
-	refused   refusals                        // servers that refused TLS (tls.go)
-	onDial    func(address string, err error) // told of each dial (Config.OnDial); nil: none
-	closing   chan struct{}                   // closed when the Session starts closing
+	dials     atomic.Int32                       // connections made; the first has no watches to re-arm
+	dialErr   atomic.Pointer[error]              // the last dial's error; nil after a dial that worked
+	refused   refusals                           // servers that refused this side (tls.go)
+	provider  atomic.Pointer[zk.DNSHostProvider] // go-zookeeper's own host provider, without TLS (tls.go)
+	onDial    func(address string, err error)    // told of each dial (Config.OnDial); nil: none
+	closing   chan struct{}                      // closed when the Session starts closing
 	closeOnce sync.Once
 
 	// Test seams: written counts every request written, by opcode; onWrite,
