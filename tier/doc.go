@@ -35,7 +35,9 @@
 //
 // An acquisition whose wait ends without the lock (its context, a Close)
 // returns a [WaitError]: the lock (and the registry's key), the tier it
-// waited in, how long, and who held it as far as the waiter knew.
+// spent its time in, and who held it with its owner, whichever goroutine
+// of the process asks; during an outage, since when ZooKeeper has been out
+// of reach (it then matches [ErrDisconnected]).
 //
 // Errors are values to test with errors.Is. A tier caller never needs to
 // import zklock for that: every zklock error a tier call can return, or

@@ -83,7 +83,7 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (context.Context, bool, e
 	refused := l.life.isClosed() // closed before it began: refused, not waited for (see waitEnded)
 	held, ok, err := l.enter(ctx, wait, start)
 	if err != nil && !refused {
-		err = waitEnded(l.Path(), start, l.gateHolder, err)
+		err = waitEnded(ctx, l.Path(), start, l.gateHolder, err)
 	}
 	if !ok && err != nil {
 		l.obs.observe(Event{Kind: Failed, Tier: tierOf(err), Wait: time.Since(start), Err: err, Try: !wait})
@@ -185,6 +185,9 @@ func (l *Lock) takeNode(ctx context.Context, wait bool) (Tier, error) {
 			}
 			return TierHandoff, nil
 		}
+	}
+	if err := ctx.Err(); err != nil && wait {
+		return 0, err // the gate came as the wait ended: it ended in tier 1
 	}
 	zh, ok, err := zkAcquire(ctx, l.zk, wait)
 	if err != nil || !ok {

@@ -22,14 +22,14 @@ func (rw *RWLock) rlock(ctx context.Context, wait bool) (context.Context, bool, 
 	start, refused := time.Now(), rw.life.isClosed()
 	if w := rw.holdOfLocked(ctx, true); w != nil && !refused {
 		held, err := rw.readUnderWriteLocked(ctx, w) // unlocks mu
-		return rw.acquired(held, TierHandoff, start, false, wait, err)
+		return rw.acquired(ctx, held, TierHandoff, start, false, wait, err)
 	}
 	rw.mu.Unlock()
 	if wait {
 		rw.obs.observe(Event{Kind: Acquiring})
 	}
 	held, tier, err := rw.readAdmitted(ctx, wait)
-	return rw.acquired(held, tier, start, refused, wait, err)
+	return rw.acquired(ctx, held, tier, start, refused, wait, err)
 }
 
 // readAdmitted admits a reader (one unit of tier 1) and takes it onto the

@@ -32,16 +32,16 @@ func (rw *RWLock) lock(ctx context.Context, wait bool) (context.Context, bool, e
 		rw.obs.observe(Event{Kind: Acquiring})
 	}
 	held, err = rw.writeNode(ctx, wait)
-	return rw.acquired(held, TierZooKeeper, start, refused, wait, err)
+	return rw.acquired(ctx, held, TierZooKeeper, start, refused, wait, err)
 }
 
 // acquired tells the observer how a new acquisition that began at start
 // ended (held nil: not acquired; err nil too: a try found it taken), and
 // returns it as lock and rlock do, its error a WaitError unless the lock
 // was closed before it began (refused: see waitEnded).
-func (rw *RWLock) acquired(held context.Context, tier Tier, start time.Time, refused, wait bool, err error) (context.Context, bool, error) {
+func (rw *RWLock) acquired(ctx, held context.Context, tier Tier, start time.Time, refused, wait bool, err error) (context.Context, bool, error) {
 	if err != nil && !refused {
-		err = waitEnded(rw.Path(), start, rw.gateHolder, err)
+		err = waitEnded(ctx, rw.Path(), start, rw.gateHolder, err)
 	}
 	switch {
 	case err != nil:

@@ -124,7 +124,7 @@ func (sem *Semaphore) acquire(ctx context.Context, k int, wait bool) (context.Co
 	}
 	held, err := sem.take(ctx, k, wait)
 	if err != nil && !refused { // closed before it began: refused, not waited for (see waitEnded)
-		err = waitEnded(sem.Path(), start, sem.gateHolder, err)
+		err = waitEnded(ctx, sem.Path(), start, sem.gateHolder, err)
 	}
 	switch {
 	case err != nil:

@@ -14,26 +14,37 @@ import (
 // WaitError is the error of an acquisition whose wait ended without the
 // lock: its context ended, the lock or its session was closed, or
 // ZooKeeper refused it. It names the lock (and the registry's key), the
-// tier the wait ended in, how long it waited, and who held the lock as far
-// as the waiter knew, from what it had seen anyway (no request is made to
-// tell it):
+// tier the wait ended in and how long it spent in each, and who held the
+// lock, with its owner:
 //
-//   - in tier 1 (TierGate), a goroutine of this process: how long it has
-//     held the lock, and on which node, or that it is itself queued in
-//     ZooKeeper;
-//   - in tier 2 (TierZooKeeper), another process: the queue's first node
-//     and the node ours watched, with who created it (see
-//     zklock.WaitError, whose Behind this is).
+//   - in tier 1 (TierGate), the goroutine of this process ahead of it in
+//     the gate: one holding the lock (since when, on which node), or one
+//     waiting for ZooKeeper, and then who holds the lock there, as that
+//     goroutine's node knows it (the goroutines of a process share what
+//     their node knows); an RWLock's or a Semaphore's says how this
+//     process holds its gate (writer, readers, permits);
+//   - in tier 2 (TierZooKeeper), the holder of the lock: its node, what
+//     its creator wrote (pid@host and label, for tierlock) and its
+//     session (see zklock.WaitError, whose Behind this is).
+//
+// Where the process's node does not know the holder to be current, one
+// read at the end of a wait whose context ended names it (see
+// zklock.Lock.WaitEnded); a successful acquisition sends nothing for it.
+// A wait that ends while the session has no connection to ZooKeeper says
+// since when (Outage) instead of reading (in tier 1, a Lock's).
 //
 // errors.Is sees Err, so errors.Is(err, context.DeadlineExceeded) holds
 // for a wait that timed out, and errors.Is(err, ErrClosed) for one that
-// Close ended.
+// Close ended; errors.Is(err, ErrDisconnected) holds for one that ended
+// during an outage.
 type WaitError struct {
 	Path   string        // the lock path
 	Key    string        // the registry key; "" outside a registry
-	Tier   Tier          // TierGate or TierZooKeeper
+	Tier   Tier          // TierGate or TierZooKeeper: where the wait ended
 	Waited time.Duration // from the call to its return
-	Holder string        // who held the lock, as far as the waiter knew; "" when it knew nothing
+	Gate   time.Duration // of Waited, the time spent in tier 1 (this process's gate)
+	Holder string        // who held the lock, with its owner; "" when nothing was known
+	Outage time.Time     // when the session lost its connection, for a wait that ended with none; zero otherwise
 	Err    error         // why the wait ended
 }
 
@@ -45,11 +56,18 @@ func (e *WaitError) Error() string {
 	} else {
 		b.WriteString(e.Path)
 	}
-	fmt.Fprintf(&b, ": waited %v in ", e.Waited.Round(time.Millisecond))
-	if e.Tier == TierGate {
-		b.WriteString("tier 1 (this process's gate)")
-	} else {
-		b.WriteString("tier 2 (ZooKeeper)")
+	fmt.Fprintf(&b, ": waited %v", e.Waited.Round(time.Millisecond))
+	switch {
+	case e.Tier == TierGate:
+		b.WriteString(" in tier 1 (this process's gate)")
+	case e.Gate >= time.Millisecond:
+		z := "under 1ms"
+		if d := e.Waited - e.Gate; d >= time.Millisecond {
+			z = d.Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(&b, ", %v in tier 1 (this process's gate) then %s in tier 2 (ZooKeeper)", e.Gate.Round(time.Millisecond), z)
+	default:
+		b.WriteString(" in tier 2 (ZooKeeper)")
 	}
 	if e.Holder != "" {
 		b.WriteString(", " + e.Holder)
@@ -61,23 +79,34 @@ func (e *WaitError) Error() string {
 // Unwrap returns why the wait ended.
 func (e *WaitError) Unwrap() error { return e.Err }
 
+// Is reports whether target is ErrDisconnected and the wait ended during
+// an outage of the session's connection.
+func (e *WaitError) Is(target error) bool { return target == ErrDisconnected && !e.Outage.IsZero() }
+
+// gateWait says who a wait that ended in tier 1 waited behind, and since
+// when the session had no connection if it had none (zero otherwise).
+type gateWait func(ctx context.Context, start time.Time, err error) (holder string, outage time.Time)
+
 // waitEnded is the error of an acquisition of path p, begun at start,
 // that ended with err (nil stays nil): a WaitError in tier 2 when zklock's
-// WaitError is in err (its Behind says whom the node waited behind), in
-// tier 1 when its context or Close ended it otherwise (holder says who
-// holds the gate), and err itself when it ended no wait (a refusal before
-// queueing). A call on a lock closed before it began is not passed here:
-// it waited for nothing, and says ErrClosed alone.
-func waitEnded(p string, start time.Time, holder func() string, err error) error {
+// WaitError is in err (its Behind says who held the lock, its Waited how
+// long of the wait was spent there), in tier 1 when its context or Close
+// ended it otherwise (gate says whom it waited behind), and err itself
+// when it ended no wait (a refusal before queueing). A call on a lock
+// closed before it began is not passed here: it waited for nothing, and
+// says ErrClosed alone.
+func waitEnded(ctx context.Context, p string, start time.Time, gate gateWait, err error) error {
 	var zw *zklock.WaitError
 	e := &WaitError{Path: p, Waited: time.Since(start)}
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &zw):
-		e.Tier, e.Holder, e.Err = TierZooKeeper, zw.Behind(), cause(zw.Err)
+		e.Tier, e.Holder, e.Outage, e.Err = TierZooKeeper, zw.Behind(), zw.Outage, cause(zw.Err)
+		e.Gate = max(e.Waited-zw.Waited, 0)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrClosed):
-		e.Tier, e.Holder, e.Err = TierGate, holder(), err
+		e.Tier, e.Gate, e.Err = TierGate, e.Waited, err
+		e.Holder, e.Outage = gate(ctx, start, err)
 	default:
 		return err
 	}
@@ -114,18 +143,29 @@ func tierOf(err error) Tier {
 	return 0
 }
 
-// gateHolder says who holds the lock's gate, for a wait that ended there.
-func (l *Lock) gateHolder() string {
-	h := l.current.Load()
-	if h == nil {
-		return "behind a goroutine of this process that holds no node yet (queued in ZooKeeper, or between holds)"
+// gateHolder says whom a wait that ended in the lock's gate waited
+// behind: the goroutine of this process ahead of it, and then who holds
+// the lock, as the process's node knows it (or one read finds it: see
+// zklock.Lock.WaitEnded).
+func (l *Lock) gateHolder(ctx context.Context, start time.Time, err error) (string, time.Time) {
+	zw := l.zk.WaitEnded(ctx, start, err)
+	if h := l.current.Load(); h != nil {
+		s := fmt.Sprintf("held by a goroutine of this process for %v on node %s", time.Since(h.start).Round(time.Millisecond), path.Base(h.node))
+		if !zw.Outage.IsZero() {
+			s += ", " + zw.Behind() // the outage, and what this process last saw
+		}
+		return s, zw.Outage
 	}
-	return fmt.Sprintf("behind a goroutine of this process holding it for %v on node %s",
-		time.Since(h.start).Round(time.Millisecond), path.Base(h.node))
+	// The goroutine ahead is queued in ZooKeeper, or about to be.
+	return "behind a goroutine of this process waiting for ZooKeeper, " + zw.Behind(), zw.Outage
 }
 
 // gateHolder says who holds the read/write lock's gate in this process.
-func (rw *RWLock) gateHolder() string {
+func (rw *RWLock) gateHolder(context.Context, time.Time, error) (string, time.Time) {
+	return rw.localHolder(), time.Time{}
+}
+
+func (rw *RWLock) localHolder() string {
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
 	switch {
@@ -139,6 +179,6 @@ func (rw *RWLock) gateHolder() string {
 }
 
 // gateHolder says how the semaphore's permits are taken in this process.
-func (sem *Semaphore) gateHolder() string {
-	return fmt.Sprintf("behind goroutines of this process holding or queueing for %d of %d permits", sem.adm.inUse(), sem.n)
+func (sem *Semaphore) gateHolder(context.Context, time.Time, error) (string, time.Time) {
+	return fmt.Sprintf("behind goroutines of this process holding or queueing for %d of %d permits", sem.adm.inUse(), sem.n), time.Time{}
 }

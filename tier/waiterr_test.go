@@ -181,7 +181,7 @@ func TestRecipeWaitErrors(t *testing.T) {
 	defer cancel()
 	_, err = rw2.Lock(wait)
 	var we *tier.WaitError
-	if !errors.As(err, &we) || we.Tier != tier.TierZooKeeper || we.Path != p || !strings.Contains(we.Holder, "holder") {
+	if !errors.As(err, &we) || we.Tier != tier.TierZooKeeper || we.Path != p || !strings.Contains(we.Holder, "held by") {
 		t.Fatalf("writer behind a reader of another process: %v", err)
 	}
 	// A writer of this process behind a reader of this process: tier 1.

@@ -14,16 +14,6 @@ import (
 	"github.com/tierlock/tierlock/zklock/internal/session"
 )
 
-// waitErr wraps err, which ended an acquisition of l begun at start, in a
-// WaitError with what the acquisition saw.
-func (l *Lock) waitErr(err error, start time.Time) error {
-	if err == nil {
-		return nil
-	}
-	v := l.view
-	return &WaitError{Path: l.path, Waited: time.Since(start), Ahead: v.ahead, Holder: v.holder, Watched: v.watched, Err: err}
-}
-
 // newHold makes the hold of a node that leads, with its fencing token (see
 // waitTurn).
 func (l *Lock) newHold(node string, owner, token int64) *Hold {
@@ -80,8 +70,9 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (*Hold, bool, error) {
 	defer l.end()
 	h, ok, err := l.acquireBegun(ctx, wait)
 	if err != nil {
-		err = l.waitErr(err, start)
+		err = l.explain(ctx, start, err) // who holds it: see holder.go
 	}
+	l.view.ended()
 	return h, ok, err
 }
 
@@ -159,6 +150,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 	f := l.f
 	f.Waiting(1)
 	defer f.Waiting(-1)
+	l.view.queued("") // what an earlier node saw says nothing of this one's queue
 	n, err := l.enqueue(ctx, wait)
 	if errors.Is(err, errBusyDelete) {
 		return nil, nil
@@ -166,6 +158,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.view.queued(n.node)
 	if mutant.On(mutant.GrantBeforeListing) {
 		l.leadAtOnce(&n) // seeded bug: leads without the listing's answer
 	}

@@ -44,8 +44,9 @@ type Lock struct {
 
 	onPosition func(Position) // Acquire's position handler (position.go); nil: none
 
-	// What the acquisition in progress saw of the queue, for its WaitError
-	// (waiterr.go): the acquiring goroutine's alone, as busy makes it.
+	// What the acquisition in progress saw of the queue, for the
+	// WaitError of a wait that ends (holder.go): written by the acquiring
+	// goroutine alone, as busy makes it, and read by the waits behind it.
 	view queueView
 
 	mu     sync.Mutex
@@ -86,7 +87,6 @@ func (l *Lock) begin(ctx context.Context) error {
 		return ErrAlreadyHeld
 	}
 	l.busy = true
-	l.view = queueView{ahead: -1}
 	return nil
 }
 

@@ -2,20 +2,17 @@ package zklock
 
 // What an acquisition's own requests showed it of the queue, and what it
 // tells of it: the position reports of a wait (WithPositionHandler), and
-// the WaitError of one that ended without the lock. Nothing here sends a
-// request.
+// the WaitError of one that ended without the lock (holder.go has what it
+// is made from). Nothing here sends a request.
 
 import (
 	"encoding/json"
 	"fmt"
-	"path"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/go-zookeeper/zk"
 )
 
 // Position is where an Acquire's node stands in the lock's queue, as of the
@@ -73,12 +70,17 @@ func (p *positions) seen(q []entry, i int, goes bool) {
 // WaitError is the error of an acquisition that ended without the lock
 // once it had begun to queue: its context ended, its Lock or Session was
 // closed, or a request failed for good. It says which lock, how long the
-// acquisition waited, and who held the lock as far as the waiter knew,
-// from what its own requests had already returned (no request is made to
-// tell it): the queue's first node in the last listing, and the node it
-// watched with its creator, as the watch's read returned them. errors.Is
-// and errors.As see Err, so errors.Is(err, context.DeadlineExceeded)
-// holds for a wait that timed out.
+// acquisition waited, and who held the lock: the queue's first node with
+// what its creator wrote and its session. Those come from what the
+// acquisition's own requests returned while they are known to be current
+// (the node ours watched is the holder, and its watch had not fired);
+// otherwise, for a wait whose context ended, from one read at its end
+// (the queue, then its first node's data: a getChildren and a getData),
+// never from a listing of an earlier node of ours. A wait that ends while
+// the session has no connection to ZooKeeper reads nothing: it says since
+// when (Outage), and errors.Is(err, ErrDisconnected) holds. errors.Is and
+// errors.As see Err, so errors.Is(err, context.DeadlineExceeded) holds
+// for a wait that timed out.
 type WaitError struct {
 	Path   string        // the lock path
 	Waited time.Duration // from the call to its return
@@ -86,14 +88,26 @@ type WaitError struct {
 	// ours led (the session could not grant it in time), -1 when no
 	// listing found ours.
 	Ahead int
-	// Holder is the name of the queue's first node in the last listing
-	// (the holder then); "" when none was read.
+	// Holder is the name of the queue's first node (the holder); "" when
+	// none was known: the queue was not read, or was empty.
 	Holder string
+	// Owner is the holder's node as read, with what its creator wrote
+	// (Data: ParticipantID renders it) and its session (Owner); nil when
+	// it was not read.
+	Owner *Participant
 	// Watched is the node ours watched, with what its creator wrote
 	// (Data) and its session (Owner), as the watch's read returned them;
 	// nil when ours watched no node.
 	Watched *Participant
-	Err     error
+	// Outage is when the session lost its connection to ZooKeeper, for a
+	// wait that ended with none; zero otherwise.
+	Outage time.Time
+	Err    error
+
+	ended   time.Time // when the wait ended: the outage's length is told up to then
+	ours    bool      // the holder's node is this session's
+	empty   bool      // the read found nobody queued
+	readErr error     // the read of the holder failed
 }
 
 func (e *WaitError) Error() string {
@@ -103,31 +117,50 @@ func (e *WaitError) Error() string {
 // Unwrap returns why the wait ended.
 func (e *WaitError) Unwrap() error { return e.Err }
 
+// Is reports whether target is ErrDisconnected and the wait ended during
+// an outage of the session's connection.
+func (e *WaitError) Is(target error) bool { return target == ErrDisconnected && !e.Outage.IsZero() }
+
 // Behind says whom the acquisition waited behind, as the error's message
-// does (package tier builds its own message around it).
+// does (package tier builds its own message around it): the outage if
+// there was one, who held the lock, and how many nodes were ahead of ours.
 func (e *WaitError) Behind() string {
-	switch {
-	case e.Holder == "":
-		return "queue not read"
-	case e.Ahead < 0:
-		return "our node not in the queue, holder " + e.Holder
-	case e.Ahead == 0:
-		return "our node led, not yet granted by the session"
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d ahead, holder %s", e.Ahead, e.Holder)
-	if w := e.Watched; w != nil {
-		if w.Node == e.Holder {
-			b.WriteString(" (watched)")
-		} else {
-			b.WriteString(", watching " + w.Node)
-		}
-		b.WriteString(" created by " + ParticipantID(w.Data))
-		if w.Owner != 0 {
-			fmt.Fprintf(&b, " in session 0x%x", w.Owner)
-		}
+	switch {
+	case !e.Outage.IsZero():
+		fmt.Fprintf(&b, "no connection to ZooKeeper since %s (%v), last seen ", e.Outage.Format("15:04:05.000"), e.ended.Sub(e.Outage).Round(time.Millisecond))
+	case e.readErr != nil && e.Holder != "":
+		fmt.Fprintf(&b, "holder not read as the wait ended (%v), last seen ", e.readErr)
+	}
+	if e.Ahead == 0 && !e.ours {
+		b.WriteString("our node led as the wait ended, not yet granted by the session")
+		return b.String()
+	}
+	b.WriteString(e.holderText())
+	if e.Ahead > 0 {
+		fmt.Fprintf(&b, ", %d ahead of ours", e.Ahead)
 	}
 	return b.String()
+}
+
+// holderText names the holder with its owner, as far as it was read.
+func (e *WaitError) holderText() string {
+	o := e.Owner
+	switch {
+	case e.ours:
+		return "held by this session's node " + e.Holder
+	case o != nil && o.Owner != 0:
+		return fmt.Sprintf("held by %s (node %s, session 0x%x)", ParticipantID(o.Data), o.Node, o.Owner)
+	case o != nil:
+		return fmt.Sprintf("held by %s (node %s)", ParticipantID(o.Data), o.Node)
+	case e.empty:
+		return "held by nobody (the queue was empty as the wait ended)"
+	case e.Holder != "":
+		return "held by node " + e.Holder
+	case e.readErr != nil:
+		return "holder not read: " + e.readErr.Error()
+	}
+	return "queue not read"
 }
 
 // ParticipantID renders what a lock node's creator wrote in it as an
@@ -154,33 +187,3 @@ func ParticipantID(data []byte) string {
 }
 
 func notPrintable(r rune) bool { return !unicode.IsPrint(r) }
-
-// queueView is what an acquisition's own requests told it of the queue, kept
-// for its WaitError: written and read by the acquiring goroutine only (a
-// Lock serves one acquisition at a time: see begin).
-type queueView struct {
-	ahead   int
-	holder  string
-	watched *Participant
-}
-
-// sawQueue notes a listing in which our node is at index i (-1: absent).
-func (v *queueView) sawQueue(q []entry, i int) {
-	v.ahead = i
-	if len(q) > 0 {
-		v.holder = q[0].name
-	}
-}
-
-// sawWatched notes the node our node watches, as its GetW returned it.
-func (v *queueView) sawWatched(target string, data []byte, st *zk.Stat) {
-	name := path.Base(target)
-	p := &Participant{Node: name, Data: data}
-	if st != nil {
-		p.Owner, p.Created = st.EphemeralOwner, time.UnixMilli(st.Ctime)
-	}
-	if f, seq, ok := ParseNode(name); ok {
-		p.Family, p.Sequence = f, seq
-	}
-	v.watched = p
-}

@@ -99,6 +99,7 @@ func TestTLS(t *testing.T) {
 	t.Run("x509 identity in ACLs", e.x509Identity)
 	t.Run("refused at once", e.refusedAtOnce)
 	t.Run("plain port", e.plainPort)
+	t.Run("plain client on the secure port", e.plainClient)
 }
 
 func (e *tlsEnv) acquireAndRelease(t *testing.T) {
@@ -197,6 +198,27 @@ func (e *tlsEnv) plainPort(t *testing.T) {
 		t.Errorf("TLS to the plain port: %v; want a hint at the secure port", err)
 	}
 	t.Log(err)
+}
+
+// A client without TLS pointed at the secure client port fails at once,
+// saying so, as TLS to the plain port does: the server closes the plain
+// connection before answering, and a second connection finds that the
+// port speaks TLS. On e876833 it waited out its deadline: "no session:
+// context deadline exceeded".
+func (e *tlsEnv) plainClient(t *testing.T) {
+	const deadline = 10 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	start := time.Now()
+	_, err := zklock.Connect(ctx, []string{e.addr}, zklock.WithLogger(zktest.QuietLog))
+	took := time.Since(start)
+	t.Logf("after %v: %v", took.Round(time.Millisecond), err)
+	if err == nil || !strings.Contains(err.Error(), "is this its secure client port?") || !errors.Is(err, zk.ErrNoServer) {
+		t.Fatalf("a plain client on the secure port: %v; want the hint, and zk.ErrNoServer", err)
+	}
+	if took > deadline/2 {
+		t.Errorf("it took %v of the %v deadline", took, deadline)
+	}
 }
 
 // WithTLS(nil) is refused, and so is WithTLS under NewSession, whose

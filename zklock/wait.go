@@ -44,7 +44,7 @@ func (l *Lock) waitTurn(ctx context.Context, n *ourNode, wait bool) (token int64
 			}
 		}
 		i := position(n.q, w.name, "")
-		l.view.sawQueue(n.q, i)
+		l.view.sawQueue(n.q, i, n.owner)
 		if i < 0 {
 			trace.Turned(l.f.Conn(), n.node, i, false, n.pzxid)
 			return 0, false, errNodeGone
@@ -252,8 +252,15 @@ func (w *waiter) setTimer(d time.Duration) {
 	w.timer.Reset(d)
 }
 
-// drop forgets the watch: its callback, and its channel.
+// drop forgets the watch, which fired or is given up: the lock's view no
+// longer knows the watched node to stand.
 func (w *waiter) drop() {
+	w.forget()
+	w.l.view.unwatched()
+}
+
+// forget removes the watch's callback and channel.
+func (w *waiter) forget() {
 	if w.unwatch != nil {
 		w.unwatch()
 		w.unwatch = nil
@@ -261,8 +268,14 @@ func (w *waiter) drop() {
 	w.watched, w.ev = "", nil
 }
 
+// stop ends the wait. The view keeps the watch as standing: it had not
+// fired, and the error of a wait that ends is made from the view right
+// after (acquire); acquire's end then marks the view over.
 func (w *waiter) stop() {
-	w.drop()
+	if w.watched != "" && (w.signal.State() || len(w.ev) > 0) {
+		w.l.view.unwatched() // it fired as the wait ended
+	}
+	w.forget()
 	if w.timer != nil {
 		w.timer.Stop()
 	}

@@ -36,7 +36,8 @@ type cli struct {
 	count   int  // watch only
 	long    bool // ls only
 
-	s *zklock.Session
+	s  *zklock.Session
+	zk zkState // watch only: its lines of the connection's state (zkstate.go)
 }
 
 func newCLI(name string, sc subcommand, stdout, stderr io.Writer) *cli {
@@ -133,6 +134,9 @@ func (c *cli) connect(ctx context.Context) (*zklock.Session, error) {
 	}
 	opts := []zklock.SessionOption{zklock.WithLogger(slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))),
 		zklock.WithSessionTimeout(sessionTimeout)}
+	if c.name == "watch" {
+		opts = append(opts, zklock.WithStateListener(c.listen))
+	}
 	if c.digest != "" {
 		user, password, ok := strings.Cut(c.digest, ":")
 		if !ok || user == "" {

@@ -28,6 +28,7 @@ func Example_unknownSubcommand() {
 	//   watch   ROOT|PATH       a line each time a lock under ROOT changes, or PATH's queue each time it changes
 	//   revoke  PATH|NODE       ask the holder of PATH (every holder, for readers), or NODE, to release: writes __REVOKE__ into the node's data
 	//   break   -yes PATH|NODE  delete the node of PATH's holder, or NODE: the lock passes to the next in line
+	//   create  [PATH]          create the chroot -zk names (host:port/myapp), and PATH below it, with missing parents
 	//
 	// flags of every subcommand: -zk host:port,...[/chroot] -digest user:password -timeout 10s -json
 	//   and for TLS: -tls -tls-ca FILE -tls-cert FILE -tls-key FILE -tls-server-name NAME

@@ -25,10 +25,15 @@ import (
 // token, the processes waiting, the holder; then a legend and a total: a
 // root of 149 held keys is 155 lines, not 600.
 //
+// A node whose session no server lists among its connections is marked
+// (sessions.go): its process may be gone, its nodes stay until the
+// session expires.
+//
 // Cost: one getChildren per znode under ROOT, plus for each lock path
 // found one getChildren and one getData per lock node (ListParticipants),
 // then two or three exists per lock, all in flight together
-// (readQueueStats).
+// (readQueueStats); when there are locks, the four-letter words conf (of
+// one server) and cons (of each).
 func runLs(ctx context.Context, c *cli, args []string) error {
 	root, err := c.pathArg(args, true)
 	if err != nil {
@@ -46,6 +51,9 @@ func runLs(ctx context.Context, c *cli, args []string) error {
 	qs, err := c.queues(rctx, paths)
 	if err != nil {
 		return err
+	}
+	if len(qs) > 0 {
+		c.connectedSessions(rctx).mark(qs)
 	}
 	if c.long || (len(paths) > 0 && paths[0] == root) {
 		return c.printLong(root, qs)

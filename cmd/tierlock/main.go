@@ -5,6 +5,7 @@
 //	tierlock watch  [flags] ROOT|PATH      follow the locks under ROOT, or PATH's queue, until interrupted
 //	tierlock revoke [flags] PATH|NODE      ask the holder (or NODE) to release: writes __REVOKE__ into its data
 //	tierlock break  [flags] -yes PATH|NODE delete the holder's node (or NODE): the lock passes on at once
+//	tierlock create [flags] [PATH]         create the chroot -zk names (host:port/myapp), and PATH below it
 //
 // A PATH is a lock path: a znode with lock nodes among its children. A
 // ROOT is a znode with lock paths below it (a registry's root): ls shows
@@ -84,10 +85,11 @@ var subcommands = map[string]subcommand{
 	"watch":  {"ROOT|PATH", "a line each time a lock under ROOT changes, or PATH's queue each time it changes", runWatch},
 	"revoke": {"PATH|NODE", "ask the holder of PATH (every holder, for readers), or NODE, to release: writes __REVOKE__ into the node's data", runRevoke},
 	"break":  {"-yes PATH|NODE", "delete the node of PATH's holder, or NODE: the lock passes to the next in line", runBreak},
+	"create": {"[PATH]", "create the chroot -zk names (host:port/myapp), and PATH below it, with missing parents", runCreate},
 }
 
 // order lists the subcommands in help.
-var order = []string{"ls", "watch", "revoke", "break"}
+var order = []string{"ls", "watch", "revoke", "break", "create"}
 
 // runContext is run with the context the caller chooses (tests cancel a
 // watch through it).

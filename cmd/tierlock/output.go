@@ -29,6 +29,10 @@ type nodeView struct {
 	Label   string        `json:"label,omitempty"`
 	Revoke  bool          `json:"revoke_requested,omitempty"` // the data is Curator's __REVOKE__
 	Data    string        `json:"data"`                       // the raw data (lossy for binary data)
+	// Connected: the session is connected to some server (ls, where every
+	// server's cons says; nil when unknown). A process gone keeps its
+	// nodes until its session expires.
+	Connected *bool `json:"session_connected,omitempty"`
 
 	// The first holder only (see holding.go): how long it has led the
 	// queue, at least (exactly when HeldExact; nil when ZooKeeper does not
@@ -147,8 +151,12 @@ func printQueues(w io.Writer, qs []queueView) error {
 				state = "holds"
 			}
 			name := v.Node[strings.LastIndex(v.Node, "/")+1:]
+			session := v.Session
+			if v.disconnected() {
+				session += " (no connection)"
+			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%010d\t%s\t%s\t%s\t%s\n", state, v.Kind, v.Family, v.Seq,
-				age(v.AgeSec), v.Session, name, v.who())
+				age(v.AgeSec), session, name, v.who())
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -113,6 +113,9 @@ func (s lockSummary) holderText() string {
 	if s.Holders > 1 {
 		t += fmt.Sprintf(" (+%d more)", s.Holders-1)
 	}
+	if h.disconnected() {
+		t = noConnection + t
+	}
 	return t
 }
 
@@ -154,7 +157,11 @@ func printSummaries(w io.Writer, ls []lockSummary) error {
 	if err := t.rows(rows...); err != nil {
 		return err
 	}
-	_, err := fmt.Fprint(w, legend, sum(ls), "\n")
+	more := ""
+	if slices.ContainsFunc(ls, func(l lockSummary) bool { return l.Holder.disconnected() }) {
+		more = legendNoConnection
+	}
+	_, err := fmt.Fprint(w, legend, more, sum(ls), "\n")
 	return err
 }
 

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // TLS to the servers' secure client port: the flags and the configuration
@@ -62,10 +64,12 @@ func (f *tlsFlags) config() (*tls.Config, error) {
 }
 
 // tlsRefused reports whether err is the servers' refusal of the TLS
-// handshake, or this side's of their certificates: a server that cannot
-// be used, as one that cannot be reached.
+// handshake, or this side's of their certificates, or TLS spoken to a
+// plain client (zklock.Connect fails with zk.ErrNoServer when every
+// server refused): a server that cannot be used, as one that cannot be
+// reached.
 func tlsRefused(err error) bool {
 	var verify *tls.CertificateVerificationError
 	var remote *net.OpError
-	return errors.As(err, &verify) || (errors.As(err, &remote) && remote.Op == "remote error")
+	return errors.As(err, &verify) || (errors.As(err, &remote) && remote.Op == "remote error") || errors.Is(err, zk.ErrNoServer)
 }

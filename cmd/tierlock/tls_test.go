@@ -17,8 +17,9 @@ import (
 // The inspector reaches a secure client port with -tls-ca and a client
 // certificate (-tls-cert, -tls-key; the server asks for one); a CA that
 // did not sign the server's certificate, or no client certificate, is
-// exit 3 with the TLS error, at once; flags that do not fit together, or
-// files that are not what they should be, are usage errors.
+// exit 3 with the TLS error, at once, and so is no TLS at all (a hint at
+// the secure port); flags that do not fit together, or files that are not
+// what they should be, are usage errors.
 func TestInspectorOverTLS(t *testing.T) {
 	ca, err := zkserver.NewCA("tierlock test CA")
 	if err != nil {
@@ -72,6 +73,8 @@ func TestInspectorOverTLS(t *testing.T) {
 		{"certificate without key", []string{"-tls-ca", caFile, "-tls-cert", certFile}, exitUsage, "-tls-cert and -tls-key go together"},
 		{"missing CA file", []string{"-tls-ca", filepath.Join(dir, "none.pem")}, exitUsage, "-tls-ca"},
 		{"CA file of no certificate", []string{"-tls-ca", keyFile}, exitUsage, "holds no PEM certificate"},
+		// Before, exit 3 after the whole -timeout: "no session: context deadline exceeded".
+		{"no TLS flags", nil, exitUnreachable, "is this its secure client port?"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"ls", "-zk", zkFlag, "-timeout", "20s"}, tc.args...)

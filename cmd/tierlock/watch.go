@@ -37,9 +37,11 @@ func runWatch(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.connect(ctx); err != nil {
+	s, err := c.connect(ctx)
+	if err != nil {
 		return err
 	}
+	c.watching(s)
 	return c.watchLock(ctx, p)
 }
 
@@ -166,12 +168,14 @@ func (c *cli) printListing(ctx context.Context, p string, ps []zklock.Participan
 	q := viewOf(p, ps, st, now)
 	seen.bound(&q, listed, now)
 	q.Time = &now
-	if c.json {
-		return printJSON(c.stdout, q)
-	}
-	if err := printQueues(c.stdout, []queueView{q}); err != nil {
+	return c.printing(func() error {
+		if c.json {
+			return printJSON(c.stdout, q)
+		}
+		if err := printQueues(c.stdout, []queueView{q}); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintln(c.stdout)
 		return err
-	}
-	_, err := fmt.Fprintln(c.stdout)
-	return err
+	})
 }

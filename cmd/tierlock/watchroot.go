@@ -236,6 +236,11 @@ func (w *rootWatch) printFirst(ctx context.Context) error {
 		ls = append(ls, w.summary(p, w.last[p], now))
 	}
 	t := sum(ls)
+	return w.c.printing(func() error { return w.printTable(now, ls, t) })
+}
+
+// printTable prints the first listing, ls, read at now, and its total.
+func (w *rootWatch) printTable(now time.Time, ls []lockSummary, t totals) error {
 	if w.c.json {
 		for i := range ls {
 			if err := printJSON(w.c.stdout, rootEvent{Time: now, Event: "listed", lockSummary: &ls[i]}); err != nil {
@@ -259,8 +264,10 @@ func (w *rootWatch) printFirst(ctx context.Context) error {
 func (w *rootWatch) print(event string, l lockSummary) error {
 	w.printed++
 	now := time.Now()
-	if w.c.json {
-		return printJSON(w.c.stdout, rootEvent{Time: now, Event: event, lockSummary: &l})
-	}
-	return w.out.rows(append([]string{timeText(now), event}, l.cells()...))
+	return w.c.printing(func() error {
+		if w.c.json {
+			return printJSON(w.c.stdout, rootEvent{Time: now, Event: event, lockSummary: &l})
+		}
+		return w.out.rows(append([]string{timeText(now), event}, l.cells()...))
+	})
 }

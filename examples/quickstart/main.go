@@ -47,8 +47,8 @@ func run(ctx context.Context, servers []string) error {
 	dial, cancel := context.WithTimeout(ctx, 5*time.Second)
 	s, err := zklock.Connect(dial, servers, zklock.WithSessionTimeout(sessionTimeout))
 	cancel()
-	if err != nil {
-		return fmt.Errorf("%w (is ZooKeeper running? scripts/zk.sh start starts one)", err)
+	if err != nil { // it says what is wrong: no server answering (scripts/zk.sh start), a chroot...
+		return err
 	}
 	defer s.Close()
 	// A lock per key, made on first use: one ZooKeeper node per key this

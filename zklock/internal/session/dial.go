@@ -2,7 +2,10 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -50,7 +53,7 @@ func Dial(ctx context.Context, servers []string, chroot string, cfg Config) (*Fl
 		}
 	}
 	if chroot != "" {
-		if err := s.findChroot(ctx, chroot); err != nil {
+		if err := s.findChroot(ctx, servers, chroot); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -59,23 +62,34 @@ func Dial(ctx context.Context, servers []string, chroot string, cfg Config) (*Fl
 }
 
 // established waits for the session, or for ctx to end, or for every
-// server to refuse TLS.
+// server to refuse this side (TLS refused, or TLS spoken to a plain
+// client: see wire's refusals), which fails with zk.ErrNoServer and the
+// last refusal.
 func (s *Floor) established(ctx context.Context, servers []string) error {
 	select {
 	case <-s.st.ready:
 		return nil
 	case <-s.tap.Refused():
-		return fmt.Errorf("zklock: connect to %v: no session: every server refused TLS: %w", servers, s.tap.RefusedErr())
+		what := "every server refused TLS"
+		if s.cfg.TLS == nil {
+			what = "every server speaks TLS only"
+		}
+		return fmt.Errorf("zklock: connect to %v: no session: %s: %w: %w", servers, what, zk.ErrNoServer, s.tap.RefusedErr())
 	case <-ctx.Done():
 	}
 	if dialErr := s.tap.LastDialErr(); dialErr != nil {
-		return fmt.Errorf("zklock: connect to %v: no session: %w (last dial error: %w)", servers, ctx.Err(), dialErr)
+		hint := ""
+		if op := (*net.OpError)(nil); errors.As(dialErr, &op) && op.Op == "dial" {
+			hint = "; is ZooKeeper running there?" // nothing answered
+		}
+		return fmt.Errorf("zklock: connect to %v: no session: %w (last dial error: %w%s)", servers, ctx.Err(), dialErr, hint)
 	}
 	return fmt.Errorf("zklock: connect to %v: no session: %w", servers, ctx.Err())
 }
 
-// findChroot checks that the chroot exists: its "/".
-func (s *Floor) findChroot(ctx context.Context, chroot string) error {
+// findChroot checks that the chroot exists: its "/". Missing, the error
+// says how to create it, on servers.
+func (s *Floor) findChroot(ctx context.Context, servers []string, chroot string) error {
 	var ok bool
 	err := s.Retry(ctx, func() (err error) {
 		ok, err = await.Call(ctx, func() (bool, error) {
@@ -88,7 +102,7 @@ func (s *Floor) findChroot(ctx context.Context, chroot string) error {
 	case err != nil:
 		return fmt.Errorf("zklock: connect: looking for the chroot %s: %w", chroot, err)
 	case !ok:
-		return fmt.Errorf("zklock: connect: the chroot %s does not exist: create it first (zkCli.sh create %s), as the Java client and kazoo need: %w", chroot, chroot, zk.ErrNoNode)
+		return fmt.Errorf("zklock: connect: the chroot %s does not exist: create it first, as the Java client and kazoo need (tierlock create -zk %s%s, or ZooKeeper's zkCli.sh create %s): %w", chroot, strings.Join(servers, ","), chroot, chroot, zk.ErrNoNode)
 	}
 	return nil
 }

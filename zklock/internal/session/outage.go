@@ -25,6 +25,16 @@ type outage struct {
 	dialErr error     // the last one's error
 }
 
+// OutageSince returns when the outage under way began: the session has had
+// no connection to ZooKeeper since then. It is zero when the session has a
+// connection (a wait that ends says so: see zklock's WaitError).
+func (s *Floor) OutageSince() time.Time {
+	o := &s.out
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.since
+}
+
 // outageBegins starts an outage, unless one is under way, with cause (a
 // disconnection, a dial that failed, an expiry) and the holds it ends at
 // once; log is told of the first.

@@ -91,13 +91,18 @@ func (c *tappedConn) Read(b []byte) (int, error) {
 	} else {
 		n, err = c.buffered(b)
 	}
-	if !c.rep.shook && err != nil && c.tap.tls != nil && refusal(err) {
-		// A server that refuses this side's certificate after the
-		// handshake (TLS 1.3) says so on the first read.
-		c.tap.dialErr.Store(&err)
-		c.tap.noteRefusal(c.addr, err)
-	}
 	c.rep.read(b[:n], time.Now())
+	if !c.rep.shook && err != nil {
+		switch {
+		case c.tap.tls != nil && refusal(err):
+			// A server that refuses this side's certificate after the
+			// handshake (TLS 1.3) says so on the first read.
+			c.tap.dialErr.Store(&err)
+			c.tap.noteRefusal(c.addr, err)
+		case c.tap.tls == nil && c.rep.nhead == 0:
+			c.tap.probeTLS(c.addr) // closed before a byte of the answer: a secure port?
+		}
+	}
 	return n, err
 }
 

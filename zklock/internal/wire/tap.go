@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // Tap observes the bytes go-zookeeper writes to its connection, for two
@@ -55,11 +57,12 @@ type Tap struct {
 	// goroutine (see tappedConn.Write).
 	out atomic.Int32
 
-	dials     atomic.Int32                    // connections made; the first has no watches to re-arm
-	dialErr   atomic.Pointer[error]           // the last dial's error; nil after a dial that worked
-	refused   refusals                        // servers that refused TLS (tls.go)
-	onDial    func(address string, err error) // told of each dial (Config.OnDial); nil: none
-	closing   chan struct{}                   // closed when the Session starts closing
+	dials     atomic.Int32                       // connections made; the first has no watches to re-arm
+	dialErr   atomic.Pointer[error]              // the last dial's error; nil after a dial that worked
+	refused   refusals                           // servers that refused this side (tls.go)
+	provider  atomic.Pointer[zk.DNSHostProvider] // go-zookeeper's own host provider, without TLS (tls.go)
+	onDial    func(address string, err error)    // told of each dial (Config.OnDial); nil: none
+	closing   chan struct{}                      // closed when the Session starts closing
 	closeOnce sync.Once
 
 	// Test seams: written counts every request written, by opcode; onWrite,

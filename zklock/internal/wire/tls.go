@@ -63,8 +63,9 @@ func refusal(err error) bool {
 	var verify *tls.CertificateVerificationError
 	var header tls.RecordHeaderError
 	var remote *net.OpError
+	var plain *PlainToTLSError
 	switch {
-	case errors.As(err, &verify), errors.As(err, &header):
+	case errors.As(err, &verify), errors.As(err, &header), errors.As(err, &plain):
 		return true
 	case errors.As(err, &remote) && remote.Op == "remote error":
 		return remote.Err == nil || remote.Err.Error() != "tls: internal error"
@@ -72,21 +73,74 @@ func refusal(err error) bool {
 	return false
 }
 
-// refusals tracks the servers that refused TLS since the last connection
-// that reached a session: when every server has, Connect stops waiting
-// (Refused) instead of retrying until its deadline.
+// PlainToTLSError reports a server that closed a plain connection before
+// answering its connect request, and answers a TLS handshake: a secure
+// client port, which this side does not speak TLS to.
+type PlainToTLSError struct{ Address string }
+
+func (e *PlainToTLSError) Error() string {
+	return e.Address + " closed the connection before answering and speaks TLS: is this its secure client port? (connect with TLS: zklock.WithTLS, tierlock's -tls flags)"
+}
+
+// probeBound bounds the handshake that asks a port whether it speaks TLS.
+const probeBound = 2 * time.Second
+
+// probeTLS is called when a plain connection to address ended before any
+// byte of the connect response: a server that is not serving (no quorum)
+// does that, and so does a secure client port, which reads the connect
+// request as a TLS record it cannot parse. Before the session's first
+// connection, once per address, a second connection asks in a TLS
+// handshake, and a server that answers in TLS counts as refusing (so
+// Connect fails at once, saying why, instead of at its deadline). The
+// handshake verifies nothing and sends nothing over the connection: all it
+// learns is whether the port speaks TLS.
+func (t *Tap) probeTLS(address string) {
+	r := &t.refused
+	r.mu.Lock()
+	if r.reached || r.probed[address] {
+		r.mu.Unlock()
+		return
+	}
+	if r.probed == nil {
+		r.probed = make(map[string]bool)
+	}
+	r.probed[address] = true
+	r.mu.Unlock()
+	dial := t.dial
+	if dial == nil {
+		dial = net.DialTimeout
+	}
+	c, err := dial("tcp", address, probeBound)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), probeBound)
+	defer cancel()
+	err = tls.Client(c, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}).HandshakeContext(ctx) //nolint:gosec // learns only whether the port speaks TLS
+	var remote *net.OpError
+	if err == nil || (errors.As(err, &remote) && remote.Op == "remote error") {
+		t.noteRefusal(address, &PlainToTLSError{Address: address})
+	}
+}
+
+// refusals tracks the servers that refused this side since the last
+// connection that reached a session (TLS refused, or TLS spoken to a
+// plain client): when every server has, Connect stops waiting (Refused)
+// instead of retrying until its deadline.
 type refusals struct {
-	mu     sync.Mutex
-	by     map[string]bool
-	last   error         // the last refusal
-	all    chan struct{} // closed when every server refused
-	closed bool
+	mu      sync.Mutex
+	by      map[string]bool
+	last    error         // the last refusal
+	all     chan struct{} // closed when every server refused
+	closed  bool
+	reached bool            // a connection reached a session: no more probes
+	probed  map[string]bool // addresses asked whether they speak TLS (probeTLS)
 }
 
 // Refused is closed when, since the last connection that reached a
-// session, every server has refused TLS in a way that trying again will
-// not change (see refusal); RefusedErr then says why. Never closed
-// without TLS.
+// session, every server has refused this side in a way that trying again
+// will not change (see refusal); RefusedErr then says why.
 func (t *Tap) Refused() <-chan struct{} { return t.refused.all }
 
 // RefusedErr returns the last refusal (see Refused), nil before one.
@@ -98,7 +152,8 @@ func (t *Tap) RefusedErr() error {
 
 // noteRefusal records address's error if it is a refusal.
 func (t *Tap) noteRefusal(address string, err error) {
-	if t.hosts == nil || !refusal(err) {
+	servers := t.servers()
+	if servers == nil || !refusal(err) {
 		return
 	}
 	r := &t.refused
@@ -108,7 +163,7 @@ func (t *Tap) noteRefusal(address string, err error) {
 		r.by = make(map[string]bool)
 	}
 	r.by[address], r.last = true, err
-	if len(r.by) >= t.hosts.Len() && !r.closed {
+	if len(r.by) >= servers.Len() && !r.closed {
 		r.closed = true
 		close(r.all)
 	}
@@ -116,24 +171,37 @@ func (t *Tap) noteRefusal(address string, err error) {
 
 // sessionReached forgets the refusals: a server took this side.
 func (t *Tap) sessionReached() {
-	if t.hosts == nil {
-		return
-	}
 	r := &t.refused
 	r.mu.Lock()
 	clear(r.by)
+	r.reached = true
 	r.mu.Unlock()
 }
 
 // HostProvider returns what go-zookeeper takes its servers from: its
 // default (which resolves names once and dials IP addresses) without TLS,
 // and hosts with TLS, so that a certificate is checked against the name
-// the caller gave.
+// the caller gave. It is called once, before the first dial.
 func (t *Tap) HostProvider() zk.HostProvider {
 	if t.hosts == nil {
-		return zk.NewDNSHostProvider()
+		p := zk.NewDNSHostProvider()
+		t.provider.Store(p)
+		return p
 	}
 	return t.hosts
+}
+
+// servers is the host provider go-zookeeper dials from (its count of
+// addresses is what every server refusing means); nil before
+// HostProvider.
+func (t *Tap) servers() interface{ Len() int } {
+	if t.hosts != nil {
+		return t.hosts
+	}
+	if p := t.provider.Load(); p != nil {
+		return p
+	}
+	return nil
 }
 
 // hosts is go-zookeeper's DNSHostProvider without the resolution: the
