@@ -110,7 +110,7 @@ func (w *world) renewals(sid int64, spec bool) []bound {
 		if wk < 0 {
 			continue
 		}
-		if wj, ok := w.touchedBy(wk - w.cfg.gap()); ok {
+		if wj, ok := w.touchedBy(wk-w.cfg.gap(), spec); ok {
 			out = append(out, bound{at: l.answered, until: wj + w.cfg.R()})
 		}
 	}
@@ -143,8 +143,10 @@ func (w *world) writeOf(r *req, spec bool) time.Duration {
 
 // touchedBy is the write time of the latest packet seen touched by t:
 // under Dial any packet a reply confirmed, under Wrap the floor's own
-// syncs and writes answered with success (nothing sees the rest).
-func (w *world) touchedBy(t time.Duration) (time.Duration, bool) {
+// syncs and writes answered with success (nothing sees the rest). As the
+// floor keeps them (spec false), the tap keeps a touch only a grain after
+// the one before (wire.Touches), in the order the replies came.
+func (w *world) touchedBy(t time.Duration, spec bool) (time.Duration, bool) {
 	best, ok := time.Duration(-1), false
 	if w.cfg.wrap {
 		for _, r := range w.provers() {
@@ -154,13 +156,28 @@ func (w *world) touchedBy(t time.Duration) (time.Duration, bool) {
 		}
 		return best, ok
 	}
+	var ts []writeRec
 	for _, x := range w.writes {
-		if x.confirmed >= 0 && x.confirmed <= t {
+		if x.confirmed >= 0 {
+			ts = append(ts, x)
+		}
+	}
+	slices.SortStableFunc(ts, func(x, y writeRec) int { return int(x.confirmed - y.confirmed) })
+	last := time.Duration(-1 << 62)
+	for _, x := range ts {
+		if !spec && x.at < last+touchGrain {
+			continue
+		}
+		last = max(last, x.at)
+		if x.confirmed <= t {
 			best, ok = max(best, x.at), true
 		}
 	}
 	return best, ok
 }
+
+// touchGrain is the tap's (wire.Touches).
+const touchGrain = 10 * time.Millisecond
 
 // deadline is the lease of session sid at t by the proofs ps: the latest
 // until of those answered by t (-1<<62: none).

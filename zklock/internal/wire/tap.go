@@ -91,6 +91,7 @@ type Config struct {
 // New returns a tap whose connections are made as cfg says.
 func New(cfg Config) *Tap {
 	t := &Tap{dial: cfg.Dial, tls: cfg.TLS, onDial: cfg.OnDial, closing: make(chan struct{})}
+	t.touched.grain = touchGrain
 	t.refused.all = make(chan struct{})
 	if cfg.TLS != nil {
 		t.hosts = &hosts{}

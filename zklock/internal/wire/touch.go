@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tierlock/tierlock/internal/trace"
@@ -25,35 +26,52 @@ import (
 // Touches records, in the order their replies came, touches known to have
 // happened: a packet written at written was touched by the server no
 // later than answered. Each entry was written later than the one before
-// it; the oldest drop off past touchRing. The zero value is empty and
-// ready to use.
+// it, by at least its grain; the oldest drop off past touchRing. The zero
+// value is empty and ready to use, with no grain (the floor's own proofs
+// under Wrap: a few a second); the tap's has touchGrain.
 type Touches struct {
-	mu   sync.Mutex
+	grain int64
+	last  atomic.Int64 // the latest entry's written: Confirm's path without the lock
+	mu    sync.Mutex
 	n    int64
 	ring [touchRing]touch
 }
 
 type touch struct{ written, answered int64 } // unix ns
 
-// touchRing bounds the touches kept: a few per round trip are looked up
-// (at most a session timeout back), far fewer than this many.
-const touchRing = 4096
+// A busy session confirms thousands of packets a second, and a chain looks
+// back π and two periods (about T/2, lease.go). So in the tap's record a
+// touch written less than touchGrain after the latest entry adds nothing: a chain's touch is
+// then dated at most touchGrain early, which only shortens the lease, and
+// the ring spans at least touchRing × touchGrain (82 s) of writes. (With
+// every reply kept and 4,096 of them, a session answering 4,000 a second
+// kept one second: its chains found no touch old enough, and its grants
+// waited for the lease from 8 s on, when the connect answer's ran out.)
+const (
+	touchRing  = 8192
+	touchGrain = int64(10 * time.Millisecond)
+)
 
 // Confirm notes that a packet written at written was touched by answered.
-// A packet written no later than the latest one noted adds nothing.
+// A packet written less than the grain after the latest one noted (with no
+// grain: no later) adds nothing.
 func (t *Touches) Confirm(written, answered time.Time) {
 	w, a := written.UnixNano(), answered.UnixNano()
+	if w < t.last.Load()+max(t.grain, 1) {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.n > 0 {
 		last := t.ring[(t.n-1)%touchRing]
-		if w <= last.written {
+		if w < last.written+max(t.grain, 1) {
 			return
 		}
 		a = max(a, last.answered) // in answer order, whatever the clock read
 	}
 	t.ring[t.n%touchRing] = touch{written: w, answered: a}
 	t.n++
+	t.last.Store(w)
 }
 
 // Before returns the write time of the latest packet known, by at, to

@@ -9,9 +9,9 @@ import (
 // Touches answers with the latest packet seen touched by a time, and only
 // from what it still keeps.
 func TestTouchesBefore(t *testing.T) {
-	var ts Touches
+	ts := Touches{grain: touchGrain}
 	t0 := time.Unix(1000, 0)
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	at := func(u int) time.Time { return t0.Add(time.Duration(u) * 20 * time.Millisecond) } // a unit: two grains
 	if _, ok := ts.Before(at(5)); ok {
 		t.Fatal("a touch before any was noted")
 	}
@@ -26,8 +26,13 @@ func TestTouchesBefore(t *testing.T) {
 	}{{9, 0, false}, {10, 0, true}, {11, 0, true}, {12, 5, true}, {29, 5, true}, {30, 15, true}, {99, 15, true}} {
 		w, ok := ts.Before(at(c.by))
 		if ok != c.ok || ok && !w.Equal(at(c.want)) {
-			t.Errorf("Before(%d ms) = %v, %v; want %d ms, %v", c.by, w.Sub(t0), ok, c.want, c.ok)
+			t.Errorf("Before(%d) = %v, %v; want %d, %v", c.by, w.Sub(t0), ok, c.want, c.ok)
 		}
+	}
+	before := ts.n
+	ts.Confirm(at(15).Add(time.Millisecond), at(31)) // within a grain of the latest: nothing
+	if ts.n != before {
+		t.Error("a touch within a grain of the latest was kept")
 	}
 	for i := range 2 * touchRing {
 		ts.Confirm(at(100+i), at(200+i))
@@ -72,7 +77,7 @@ func TestRepliesConfirmTouches(t *testing.T) {
 	// Written: an auth, a request, a ping, another request.
 	var written [4]time.Time
 	for i, xid := range []int32{xidAuth, 1, -2, 2} {
-		time.Sleep(time.Millisecond)
+		time.Sleep(15 * time.Millisecond) // more than a grain apart
 		rec.Write(req(xid))
 		w, _ := tap.FirstWriteAfter(tap.Mark() - 1)
 		written[i] = w
