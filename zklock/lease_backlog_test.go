@@ -2,7 +2,9 @@ package zklock_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -199,5 +201,50 @@ func TestIdleSessionProofsAreOnTime(t *testing.T) {
 	}
 	if out := logs.String(); strings.Contains(out, "round trip too long") {
 		t.Errorf("a false alarm was logged:\n%s", out)
+	}
+}
+
+// A session busy on many paths answers thousands of replies a second: the
+// tap's record of touches must reach back as far as a chain looks (π and
+// two periods, lease.go), or no chain finds a touch old enough, and once
+// the connect answer's lease runs out (7T/8) every grant waits for the
+// lease. Here 64 goroutines on 64 paths acquire and release for 3T (T =
+// 2 s); the tap kept every reply in 4,096 entries, a fraction of a second,
+// and grants waited (issue 55's A/B: about 1,000 waits in 4 s of 4 x 1000
+// x 1000).
+func TestBusySessionKeepsItsLease(t *testing.T) {
+	const T = 2 * time.Second
+	s := connect(t, zktest.Servers(t), zklock.WithSessionTimeout(T))
+	root := zktest.Path(t)
+	ctx := ctxT(t, 30*time.Second)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	end := time.Now().Add(3 * T)
+	for g := range 64 {
+		l := newLock(t, s, fmt.Sprintf("%s/k%d", root, g))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) {
+				h, err := l.Acquire(ctx)
+				if err == nil {
+					err = h.Release()
+				}
+				if err != nil {
+					mu.Lock()
+					firstErr = cmp.Or(firstErr, err)
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatal(firstErr)
+	}
+	if st := s.LeaseStats(); st.Waits > 0 || st.Lapses > 0 {
+		t.Errorf("a busy session waited for its lease: %+v", st)
 	}
 }

@@ -33,8 +33,8 @@ type Touches struct {
 	grain int64
 	last  atomic.Int64 // the latest entry's written: Confirm's path without the lock
 	mu    sync.Mutex
-	n    int64
-	ring [touchRing]touch
+	n     int64
+	ring  [touchRing]touch
 }
 
 type touch struct{ written, answered int64 } // unix ns
