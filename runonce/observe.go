@@ -25,12 +25,15 @@ const (
 	// SkippedStale: the scheduler fired the tick more than its window
 	// late (ErrStale, ClaimTick): the fleet ran it.
 	SkippedStale
+	// SkippedLost: a named tick no instance ran, which this one cannot
+	// (ErrTickLost, ClaimTick): a later tick ran before it fired here.
+	SkippedLost
 )
 
-var outcomeNames = [...]string{"ran", "held", "already_ran", "yielded", "failed", "stale"}
+var outcomeNames = [...]string{"ran", "held", "already_ran", "yielded", "failed", "stale", "lost"}
 
 // String returns the outcome's name: ran, held, already_ran, yielded,
-// failed or stale (the values of lockmetrics' outcome label).
+// failed, stale or lost (the values of lockmetrics' outcome label).
 func (o Outcome) String() string {
 	if o < 0 || int(o) >= len(outcomeNames) {
 		return "unknown"
@@ -51,12 +54,16 @@ func outcomeOf(err error) Outcome {
 		return SkippedYielded
 	case errors.Is(err, ErrStale):
 		return SkippedStale
+	case errors.Is(err, ErrTickLost):
+		return SkippedLost
 	default:
 		return Failed
 	}
 }
 
-// Event is one Claim call, as WithObserver reports it.
+// Event is one Claim call, as WithObserver reports it: a run's when it
+// ends (Claim.Release: Ran; Claim.Fail: Failed), so that a run that
+// panics is never told as run; a skip or a failure when Claim returns.
 type Event struct {
 	Job     string        // the job's key
 	Outcome Outcome       // how it ended

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -21,6 +22,10 @@ type Claim struct {
 	cancel context.CancelCauseFunc
 	closed atomic.Bool // Runner.Close released the hold
 	done   atomic.Bool
+	// What the observer hears of the run when it ends: its Claim's
+	// latency, its tick.
+	latency time.Duration
+	tick    time.Time
 }
 
 // Context returns the run's context, for the job to watch: it carries the
@@ -49,12 +54,38 @@ var errRunClosed = fmt.Errorf("%w: the run's lock was released by Close", ErrClo
 // the lock was lost during the run (logged as a warning too), and
 // zklock.ErrNotHeld on a second call.
 func (c *Claim) Release() error {
+	return c.end(nil)
+}
+
+// Fail ends the run as Release does, for a run that failed in a way its
+// observer must hear (a job that panicked, cause wrapping ErrPanicked):
+// the observer hears Failed with cause, not Ran. The tick stays the
+// fleet's run (the other instances skip it, as already run).
+func (c *Claim) Fail(cause error) error {
+	if cause == nil {
+		cause = ErrPanicked
+	}
+	return c.end(cause)
+}
+
+// failOnPanic, deferred around a run, fails c if the run panics, and
+// panics on with the same value.
+func (c *Claim) failOnPanic() {
+	if v := recover(); v != nil {
+		_ = c.Fail(fmt.Errorf("runonce: job %q: %w: %v", c.j.key, ErrPanicked, v))
+		panic(v)
+	}
+}
+
+// end ends the run, told to the observer as Ran, or Failed with cause.
+func (c *Claim) end(cause error) error {
 	if c == nil {
 		return ErrNil
 	}
 	if !c.done.CompareAndSwap(false, true) {
 		return fmt.Errorf("runonce: job %q: %w", c.j.key, zklock.ErrNotHeld)
 	}
+	c.r.Observe(Event{Job: c.j.key, Outcome: outcomeOf(cause), Latency: c.latency, Err: cause, Tick: c.tick})
 	c.j.run.CompareAndSwap(c, nil)
 	err := c.hold.Release()
 	c.j.busy.Store(false)
