@@ -34,6 +34,7 @@ type decision struct {
 	readAt  time.Time     // when the read it decided on was answered
 	held    bool          // the job's lock found held by the attempt's take (tick.go)
 	noNode  bool          // a late tick that found no run node: not run
+	named   bool          // decided by the ticks' names (tick.go)
 	hold    *zklock.Hold  // the run's hold, taken before its write (tick.go)
 	// sinceLast is the time from the last run to this attempt's timer, by
 	// the server's clock (ms); for a named tick, from the last run's tick.
@@ -138,7 +139,7 @@ func (r *Runner) attempt(ctx context.Context, j *job, p *probe) (decision, error
 	d.rec.Last, d.rec.LastBy, d.rec.Runs = d.prev.At, d.prev.By, d.prev.Runs
 	d.rec.Prev, d.rec.Epoch = stat.Mtime, runrec.EpochOf(stat.Mzxid)
 	d.rec.Timeout, d.rec.MaxWindow = max(d.rec.Timeout, d.prev.Timeout), max(d.rec.Window, d.prev.MaxWindow)
-	d.rec.LastTick, d.rec.Ticks = d.prev.Tick, d.prev.Ticks
+	d.rec.LastTick, d.rec.Ticks, d.rec.Floor = d.prev.Tick, d.prev.Ticks, d.prev.Floor
 	if r.cfg.spread {
 		d.rec.Recent, d.rec.Since, d.rec.Yield = d.prev.Recent, d.prev.Since, d.prev.Yields(r.by)
 	}

@@ -29,7 +29,9 @@ func TestServerClockOff(t *testing.T) {
 			warm(t, zk.Addrs())
 			s, logs := logged(t, zk.Addrs())
 			var outcomes []string
-			r, err := runonce.New(s, zktest.Path(t), runonce.WithWindow(300*time.Millisecond), runonce.WithObserver(func(e runonce.Event) {
+			// A lock timeout of 3 s: a loaded machine's new server is slow to
+			// answer its first requests; the clocks are what is tested.
+			r, err := runonce.New(s, zktest.Path(t), runonce.WithWindow(300*time.Millisecond), runonce.WithLockTimeout(3*time.Second), runonce.WithObserver(func(e runonce.Event) {
 				outcomes = append(outcomes, e.Outcome.String())
 			}))
 			if err != nil {
@@ -78,10 +80,11 @@ func warm(t *testing.T, servers []string) {
 // TestHostClockAhead (issue 56): b's host clock reads 2 s ahead of a's: it
 // fires the tick it names T when a's clock reads T-2s. Each tick is its
 // scheduled time, named alike by both: every tick runs once, on b while
-// it schedules (a's attempts find it ran, or lost before the fleet began,
-// and say the clocks differ), then on a from the first tick b did not
+// it schedules (a's attempts find it ran, and say the clocks differ), on
+// a before b's first (ticks b passed over) and from the first b did not
 // run, none twice. By the server's clock alone, b's run of T and a's of
-// T, 2 s apart, were two ticks.
+// T, 2 s apart, were two ticks, and a's attempts of the ticks before b's
+// first said already_ran.
 func TestHostClockAhead(t *testing.T) {
 	root := zktest.Path(t)
 	const w, period = 200 * time.Millisecond, 500 * time.Millisecond
@@ -130,14 +133,38 @@ func TestHostClockAhead(t *testing.T) {
 			t.Errorf("tick %v ran on %v", time.UnixMilli(tick).Format("05.000"), who)
 		}
 	}
-	for k := range 14 + ahead {
-		tick := t0.Add(time.Duration(k) * period).UnixMilli()
-		if want := k >= ahead; (len(ran[tick]) == 1) != want && k < 14 {
-			t.Errorf("tick %d ran on %v, want it run: %v", k, ran[tick], want)
+	for k := range 14 {
+		if tick := t0.Add(time.Duration(k) * period).UnixMilli(); len(ran[tick]) != 1 {
+			t.Errorf("tick %d ran on %v, want once", k, ran[tick])
 		}
 	}
 	if !strings.Contains(logs.String(), "the hosts' clocks differ") {
 		t.Errorf("a did not say the clocks differ:\n%s", logs.String())
 	}
 	t.Logf("a's outcomes: %v", aSaid)
+}
+
+// TestTickOf: a run's context carries the tick it runs (ClaimTick's), for
+// a job that processes its tick's data; a Claim without one has none.
+func TestTickOf(t *testing.T) {
+	r, _ := newRunner(t, zktest.Path(t))
+	ctx := zktest.Context(t, 10*time.Second)
+	tick := time.Now().Truncate(time.Millisecond)
+	c, err := r.ClaimTick(ctx, "job", tick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := runonce.TickOf(r.RunContext("job")); !ok || !got.Equal(tick) {
+		t.Errorf("the run's tick: %v, %v; want %v", got, ok, tick)
+	}
+	_ = c.Release()
+	time.Sleep(runonce.AfterWindow(runonce.DefaultWindow))
+	c, err = r.Claim(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	if got, ok := runonce.TickOf(c.Context()); ok {
+		t.Errorf("a Claim's run has a tick: %v", got)
+	}
 }

@@ -127,22 +127,23 @@
 // A scheduler that tells a fire's scheduled tick claims it with ClaimTick
 // (cronlock and gocronlock do, with the scheduler attached). The tick is
 // its name: a spec's boundary, named alike on every instance whatever its
-// clock reads. The run node keeps the names of the job's last runs, and
-// a named tick after a named run is decided by the names alone
-// (internal/runrec): it runs when it is at least the window after the
-// last run's tick, and an attempt of the same or an earlier tick never
-// runs, whatever the hosts' clocks, the server's and the latencies. Its
-// attempt skips on the read alone when its tick or a later one ran, and
-// takes the job's lock before its write when it would run (a claim cut
+// clock reads. The run node keeps the names of the job's runs (the
+// largest eight, and the largest let go), and a named tick after a named
+// run is decided by the names alone (internal/runrec): it runs when no
+// run's tick is within the window of it, and an attempt of a tick run
+// never runs, whatever the hosts' clocks, the server's and the latencies
+// (a tick that an instance whose clock is ahead passed over runs when
+// another comes to it). Its attempt skips on the read alone when its tick
+// ran, and takes the job's lock before its write when it would run (a claim cut
 // between the two leaves its lock held: the others tell its tick lost,
 // not run). Each comparison is of one clock (stale.go): a fire's lateness
 // is this host's clock at the claim less the tick; ticks are compared
 // with ticks. A tick fired more than its window late is a replay of a
 // tick a stopped process slept through, or one its scheduler delayed:
 // skipped as stale (ErrStale) when a run of it is recorded, run when no
-// instance ran it nor a later one, and lost (ErrTickLost) otherwise, told
-// so; a late tick of a job with no run node is not run (it may be one of
-// a job removed since). A job whose ticks are each instance's own
+// instance ran it, and lost (ErrTickLost) when no record can show it,
+// told so; a late tick of a job with no run node is not run (it may be
+// one of a job removed since). A job whose ticks are each instance's own
 // (robfig/cron's @every, from each instance's start) claims with
 // ClaimEvery: its window is its period, so that it runs once per period
 // whatever the phases.
@@ -181,7 +182,7 @@
 // (lateness.go measures). The end of an outage, of an episode of stale
 // ticks and of one of lost ticks names each job with the ticks it cost. A
 // named tick that a later one ran before it fired, on time here, says the
-// hosts' clocks differ (once). WithObserver hears every Claim
+// hosts' clocks differ (once), and ticks closer than the window say so. WithObserver hears every Claim
 // (lockmetrics.Collector.ObserveJob exports them); LastRun, and tierlock
 // ls on the root, tell each job's last run and who made it; RemoveJob
 // deletes a retired job's nodes, once no attempt of a tick it ran can

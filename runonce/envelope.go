@@ -30,7 +30,7 @@ type checks struct {
 	spread    int64 // ms: the largest gap seen from a tick's last run to this instance's timer of the same tick
 	sampled   bool  // spread holds a sample
 	lost      int
-	warned    [3]bool // window, over, lost
+	warned    [4]bool // window, over, lost, ticks closer than the window (tick.go)
 
 	toldLate atomic.Bool // overload.go
 }
@@ -68,8 +68,13 @@ func (r *Runner) checkEnvelope(j *job, d decision, calls int64, p *probe) {
 	} else {
 		c.ticks++
 		c.measure(d)
-		r.checkOver(j, d)
-		if d.prev.Runs == c.lastRuns && d.verdict == runrec.Skip && !d.yielded {
+		if d.named {
+			r.checkNamedOver(j, d)
+		} else {
+			r.checkOver(j, d)
+		}
+		// A named tick's skip says its tick ran (tick.go tells the rest).
+		if d.prev.Runs == c.lastRuns && d.verdict == runrec.Skip && !d.yielded && !d.named {
 			if c.lost++; c.lost == 2 && !c.warned[2] {
 				c.warned[2] = true
 				r.firstSkipped(j, d)
@@ -135,6 +140,30 @@ func (r *Runner) checkOver(j *job, d decision) {
 	r.log.Warn(what+": the fleet's timers for it are further apart than its window; "+advice,
 		"job", j.key, "runs", runs, "ticks", c.ticks, "window", msDuration(d.rec.Window),
 		"spread_measured", spread, "period_measured", c.period.Round(time.Millisecond), "write_rtt_p99", rtt)
+}
+
+// checkNamedOver warns once when the ticks run, by their names, are
+// closer than the period this instance measured, less the window: the job's ticks are not
+// named alike across the fleet (each instance's own phase), so it runs
+// more than once per period. Counting runs, as checkOver does, would take
+// the runs of two ticks in one second (a tick an instance whose clock is
+// ahead passed over, run when another came to it) for a tick run twice.
+func (r *Runner) checkNamedOver(j *job, d decision) {
+	c := &j.checks
+	if c.warned[1] || c.period <= 0 {
+		return
+	}
+	for i := 1; i < len(d.prev.Ticks); i++ {
+		// Ticks named alike are a period apart, give or take the spread
+		// of their names (under the window).
+		if gap := msDuration(d.prev.Ticks[i-1] - d.prev.Ticks[i]); gap < c.period-msDuration(d.rec.Window) {
+			c.warned[1] = true
+			r.log.Warn("the job runs more than once per tick: its ticks are not named alike across the fleet (each instance's own phase: an interval counted from each instance's start), and runs of ticks "+
+				gap.Round(time.Millisecond).String()+" apart were taken for two; start the job on a common boundary"+r.hint(),
+				"job", j.key, "period_measured", c.period.Round(time.Millisecond), "window", msDuration(d.rec.Window))
+			return
+		}
+	}
 }
 
 // firstSkipped tells first attempts of a tick that skip: overload, when

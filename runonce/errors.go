@@ -35,10 +35,10 @@ var (
 	// scheduler delayed, which the fleet ran. It is skipped, not run
 	// again. It matches ErrSkipped.
 	ErrStale = fmt.Errorf("%w: stale tick", ErrSkipped)
-	// ErrTickLost reports a named tick (ClaimTick) that no instance ran
-	// and this one cannot: a later tick ran before it fired here (late, or
-	// on a clock behind the others'), or it fired late and the job has no
-	// run node. It matches ErrSkipped.
+	// ErrTickLost reports a named tick (ClaimTick) that this instance
+	// cannot run, and whose run no record shows: older than the runs the
+	// job's run node keeps, or fired late when the job's last run had no
+	// tick or the job has no run node. It matches ErrSkipped.
 	ErrTickLost = fmt.Errorf("%w: tick lost", ErrSkipped)
 	// ErrPanicked reports a run that panicked (Do, Claim.Fail): the tick is
 	// the fleet's run, not run again, and it failed.

@@ -25,8 +25,8 @@ const (
 	// SkippedStale: the scheduler fired the tick more than its window
 	// late (ErrStale, ClaimTick): the fleet ran it.
 	SkippedStale
-	// SkippedLost: a named tick no instance ran, which this one cannot
-	// (ErrTickLost, ClaimTick): a later tick ran before it fired here.
+	// SkippedLost: a named tick this instance cannot run, whose run no
+	// record shows (ErrTickLost, ClaimTick).
 	SkippedLost
 )
 
@@ -70,6 +70,7 @@ type Event struct {
 	Latency time.Duration // from Claim's entry to its return
 	Err     error         // Claim's error; nil when it ran
 	Tick    time.Time     // the tick claimed, as ClaimTick was told it; zero for Claim
+	Entry   time.Time     // Claim's entry: the timer's firing, as near as the Runner knows it
 }
 
 // Observe passes e to the observer (WithObserver), if any, on the

@@ -22,7 +22,7 @@ func (r *Runner) report(ctx context.Context, j *job, p *probe, err error) time.D
 	}
 	r.calm()
 	if err != nil {
-		r.Observe(Event{Job: j.key, Outcome: outcomeOf(err), Latency: latency, Err: err, Tick: p.tick})
+		r.Observe(Event{Job: j.key, Outcome: outcomeOf(err), Latency: latency, Err: err, Tick: p.tick, Entry: p.entry})
 	}
 	return latency
 }

@@ -23,9 +23,9 @@ type Claim struct {
 	closed atomic.Bool // Runner.Close released the hold
 	done   atomic.Bool
 	// What the observer hears of the run when it ends: its Claim's
-	// latency, its tick.
-	latency time.Duration
-	tick    time.Time
+	// latency, tick and entry.
+	latency     time.Duration
+	tick, entry time.Time
 }
 
 // Context returns the run's context, for the job to watch: it carries the
@@ -41,6 +41,22 @@ func (c *Claim) Context() context.Context {
 	}
 	return c.ctx
 }
+
+// TickOf returns the scheduled time of the tick a run's context (its
+// Claim's, RunContext's) runs, as ClaimTick or ClaimEvery was told it,
+// and false for a run claimed without one (Claim): a job that processes
+// the data of its tick reads it here, where its scheduler does not tell it
+// (robfig/cron).
+func TickOf(ctx context.Context) (time.Time, bool) {
+	if ctx == nil {
+		return time.Time{}, false
+	}
+	t, ok := ctx.Value(tickKey{}).(time.Time)
+	return t, ok
+}
+
+// tickKey is the key of a run's tick in its context.
+type tickKey struct{}
 
 // errRunClosed ends a run whose lock Runner.Close released.
 var errRunClosed = fmt.Errorf("%w: the run's lock was released by Close", ErrClosed)
@@ -85,7 +101,7 @@ func (c *Claim) end(cause error) error {
 	if !c.done.CompareAndSwap(false, true) {
 		return fmt.Errorf("runonce: job %q: %w", c.j.key, zklock.ErrNotHeld)
 	}
-	c.r.Observe(Event{Job: c.j.key, Outcome: outcomeOf(cause), Latency: c.latency, Err: cause, Tick: c.tick})
+	c.r.Observe(Event{Job: c.j.key, Outcome: outcomeOf(cause), Latency: c.latency, Err: cause, Tick: c.tick, Entry: c.entry})
 	c.j.run.CompareAndSwap(c, nil)
 	err := c.hold.Release()
 	c.j.busy.Store(false)

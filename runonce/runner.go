@@ -64,8 +64,9 @@ type job struct {
 	retired atomic.Bool             // removed: a Claim takes a new entry
 	run     atomic.Pointer[Claim]   // the run going on, set by Claim, cleared by Release
 
-	ownNode string      // the name of this process's last hold's lock node (lost.go), under busy
-	held    heldEpisode // ticks lost to the lock held elsewhere (lost.go), under busy
+	ownNode  string      // the name of this process's last hold's lock node (lost.go), under busy
+	lastName int64       // the tick this process last claimed (tick.go), under busy
+	held     heldEpisode // ticks lost to the lock held elsewhere (lost.go), under busy
 
 	calls    atomic.Int64 // Claim calls
 	warnedAt atomic.Int64 // the last failure warned of (Unix ns)
@@ -169,7 +170,10 @@ func (r *Runner) started(ctx context.Context, j *job, p *probe, h *zklock.Hold) 
 	if testHookAfterTake != nil {
 		testHookAfterTake()
 	}
-	c := &Claim{r: r, j: j, hold: h, tick: p.tick}
+	c := &Claim{r: r, j: j, hold: h, tick: p.tick, entry: p.entry}
+	if !p.tick.IsZero() {
+		ctx = context.WithValue(ctx, tickKey{}, p.tick)
+	}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	j.run.Store(c)
 	// A loss or a Close between take's last look and the Store above found

@@ -20,7 +20,8 @@ import (
 //     sees its replay late; a host whose clock is off the others' fires
 //     on time by its own);
 //   - the tick is compared with the names of the runs, never with the
-//     server's clock: it runs when it is a window after the last run's.
+//     server's clock: it runs when no run's tick is within a window of it
+//     (runrec's Open).
 //
 // robfig/cron v3 on Go 1.23 and later fires, when a stopped process
 // resumes (SIGSTOP, a suspend, a long GC), the ticks it slept through,
@@ -28,21 +29,23 @@ import (
 // fires a tick when the run before it ends. A late tick the fleet ran
 // (a run of it recorded) is skipped as stale, said once when this
 // instance's stale ticks begin and once when its ticks are on time again;
-// one no instance ran, nor any after it, runs, late; one a later tick ran
-// before is lost, and told so. The server's clock dates a tick only for
-// a claim without one (Claim) and for RemoveJob.
+// one no instance ran runs, late; one whose run the record cannot show
+// (older than the runs it keeps, or the job's last run had no tick) is
+// lost, and told so. The server's clock dates a tick only for a claim
+// without one (Claim) and for RemoveJob.
 
 // ClaimTick is Claim for a tick whose scheduled time the scheduler tells
 // (tick, the spec's boundary as this host's clock reads it, not the
 // fire's time). The rule compares the tick with the ticks of the job's
-// runs: it runs when it is at least the job's window after the last run's
-// (once per tick, whatever the hosts' and the server's clocks and the
-// latencies). A tick fired more than its window late (or 100 ms, for a
-// shorter window) by this host's clock is a replay, or a tick delayed by
-// the scheduler: skipped as stale (ErrStale) when the fleet ran it, run
-// when no instance ran it nor a later one, and lost (ErrTickLost)
-// otherwise. A late tick of a job that has no run node is not run: it may
-// be one of a job removed since.
+// runs, which its run node keeps (the largest eight): it runs when no
+// run's tick is within the job's window of it, once per tick whatever the
+// hosts' and the server's clocks and the latencies. A tick fired more than
+// its window late (or 100 ms, for a shorter window) by this host's clock
+// is a replay, or a tick delayed by the scheduler: skipped as stale
+// (ErrStale) when the fleet ran it, run when no instance ran it, and lost
+// (ErrTickLost) when the record cannot show whether one did. A late tick
+// of a job that has no run node is not run: it may be one of a job
+// removed since.
 func (r *Runner) ClaimTick(ctx context.Context, key string, tick time.Time) (*Claim, error) {
 	if tick.IsZero() {
 		return nil, fmt.Errorf("%w: ClaimTick with the zero time", ErrInvalidOption)

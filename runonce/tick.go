@@ -13,9 +13,9 @@ import (
 
 // The named ticks' side of the rule (stale.go says why). An attempt of a
 // named tick whose record's last run had a name is decided by the names:
-// a tick less than a window after the last run's is skipped on the read
-// alone (no write); one a window or more after it takes the job's lock
-// first, then writes the record conditional on the version read. The lock
+// a tick run (within a window of a run's) is skipped on the read alone
+// (no write); one open takes the job's lock first, then writes the record
+// conditional on the version read. The lock
 // before the write: a claim cut between its write and its run (a kill, a
 // stop) leaves its lock held, so that the others tell its tick lost
 // (held), not run, until its session expires; the cut can then fall only
@@ -24,9 +24,11 @@ import (
 // attemptNamed decides d, p's attempt of a named tick after a named run,
 // on the record read (stat).
 func (r *Runner) attemptNamed(ctx context.Context, conn *zk.Conn, j *job, p *probe, d decision, stat *zk.Stat) (decision, error) {
-	d.sinceLast = p.name - d.prev.Tick
-	if d.sinceLast < ms(p.window(j)) {
-		// This tick, or a later one, ran.
+	w := ms(p.window(j))
+	d.named, d.sinceLast = true, p.name-d.prev.Latest()
+	r.checkNames(j, p, d, w)
+	if !d.prev.Open(p.name, w) {
+		// This tick ran, or is older than the runs the record keeps.
 		d.verdict, d.local = runrec.Skip, true
 		switch {
 		case r.cfg.spread:
@@ -116,9 +118,8 @@ func (r *Runner) skipped(j *job, p *probe, d decision) error {
 	case d.noNode:
 		return r.lost(j, p, fmt.Sprintf("it fired %v late, and the job has no run node (it may be a tick of a job removed since)", p.lateBy.Round(time.Millisecond)))
 	}
-	w := ms(p.window(j))
-	ran := d.prev.RanTick(p.name, w)
-	if d.prev.Tick == 0 {
+	ran := d.prev.RanTick(p.name, ms(p.window(j)))
+	if !d.named {
 		ran = r.ranSince(d, p)
 	}
 	switch {
@@ -127,13 +128,10 @@ func (r *Runner) skipped(j *job, p *probe, d decision) error {
 	case ran:
 		r.losts.end(r, "ticks run again after ticks lost", "ticks_lost")
 		return fmt.Errorf("%w: job %q", ErrAlreadyRan, j.key)
-	case p.lateBy > 0 && d.prev.Tick == 0:
-		return r.lost(j, p, fmt.Sprintf("it fired %v late (this process stopped or stalled, or its scheduler delayed it), and the job's record names no tick: this instance cannot tell that the fleet ran it", p.lateBy.Round(time.Millisecond)))
-	case p.lateBy > 0:
-		return r.lost(j, p, fmt.Sprintf("it fired %v late (this process stopped or stalled, or its scheduler delayed it), after the fleet ran a later tick", p.lateBy.Round(time.Millisecond)))
+	case d.named:
+		return r.lost(j, p, fmt.Sprintf("it is older than the runs the job's record keeps (the last %d; the latest %s): no instance can tell that it ran", runrec.MaxRecent, tickString(d.prev.Latest())))
 	}
-	r.checkClocks(j, p, d)
-	return r.lost(j, p, fmt.Sprintf("a later tick (%s, by %s) ran before it fired here, on time", tickString(d.prev.Tick), d.prev.By))
+	return r.lost(j, p, fmt.Sprintf("it fired %v late (this process stopped or stalled, or its scheduler delayed it), and the job's record names no tick: this instance cannot tell that the fleet ran it", p.lateBy.Round(time.Millisecond)))
 }
 
 // ranSince reports whether d's record, whose last run has no name, shows
@@ -165,13 +163,21 @@ func (r *Runner) lost(j *job, p *probe, why string) error {
 	return fmt.Errorf("%w: job %q: its tick of %s: %s", ErrTickLost, j.key, tickString(p.name), why)
 }
 
-// checkClocks tells once that the hosts' clocks differ: an instance ran a
-// later tick before this instance's fired, on time by this host's clock.
-func (r *Runner) checkClocks(j *job, p *probe, d decision) {
-	if ahead := d.prev.Tick - p.name; ahead >= ms(p.window(j)) && r.toldClocks.CompareAndSwap(false, true) {
-		r.log.Warn("the hosts' clocks differ: another instance ran a later tick of this job before this instance's tick fired, on time by this host's clock; the fleet still runs each tick once (by its name), on the instances whose clocks are ahead, but keep the hosts' clocks in step (NTP): RemoveJob and the claims without a tick count on it",
-			"job", j.key, "tick", tickString(p.name), "last_tick", tickString(d.prev.Tick), "by", d.prev.By, "ahead_by_at_least", msDuration(ahead))
+// checkNames tells what p's named tick shows of the fleet's setting, once
+// each: the hosts' clocks differ (an instance ran a later tick before this
+// one fired, on time by this host's clock), or the job's ticks are closer
+// than its window (its last tick here less than a window before this one).
+func (r *Runner) checkNames(j *job, p *probe, d decision, w int64) {
+	if ahead := d.prev.Latest() - p.name; p.lateBy == 0 && ahead >= w && r.toldClocks.CompareAndSwap(false, true) {
+		r.log.Warn("the hosts' clocks differ: another instance ran a later tick of this job before this instance's tick fired, on time by this host's clock; each tick still runs once (by its name), but keep the hosts' clocks in step (NTP): RemoveJob and the claims without a tick count on it",
+			"job", j.key, "tick", tickString(p.name), "latest_tick_run", tickString(d.prev.Latest()), "by", d.prev.By, "ahead_by_at_least", msDuration(ahead))
 	}
+	if gap := p.name - j.lastName; j.lastName != 0 && gap > 0 && gap < w && !j.checks.warned[3] {
+		j.checks.warned[3] = true
+		r.log.Warn("the job's ticks are closer than its window: a tick within a window of a run is taken for it, and does not run; the window must be below the job's period (WithWindow, WithJobWindow)",
+			"job", j.key, "ticks_apart", msDuration(gap), "window", msDuration(w))
+	}
+	j.lastName = p.name
 }
 
 // tickString formats a tick's name (ms).
