@@ -94,8 +94,9 @@
 //
 // # A run's context
 //
-// robfig/cron gives a job no context. RunContext returns the context of
-// the job's run going on in this instance, cancelled when the job's lock
-// is lost and when the Locker is closed, so that a job can stop working
-// under a lock it no longer holds.
+// robfig/cron gives a job no context, nor its tick. RunContext returns the
+// context of the job's run going on in this instance, cancelled when the
+// job's lock is lost and when the Locker is closed, so that a job can stop
+// working under a lock it no longer holds; runonce.TickOf reads from it
+// the tick the run claimed, for a job that processes its tick's data.
 package cronlock

@@ -189,7 +189,11 @@ func (r *Runner) checkWindow(j *job, d decision) {
 	c := &j.checks
 	if w := d.prev.Window; w > 0 && w != d.rec.Window && !c.warned[0] {
 		c.warned[0] = true
-		r.log.Warn("the fleet's windows differ for this job: ticks are lost or run twice; give every instance the same window (WithWindow, WithJobWindow)",
+		what := "the fleet's windows differ for this job: ticks are lost or run twice; give every instance the same window (WithWindow, WithJobWindow)"
+		if d.named {
+			what = "the fleet's windows differ for this job: its ticks claimed by their names still run once, but a claim without a tick (RunNow, a scheduler not attached) can lose a tick or run one twice; give every instance the same window (WithWindow, WithJobWindow)"
+		}
+		r.log.Warn(what,
 			"job", j.key, "window", msDuration(d.rec.Window), "other_window", msDuration(w), "other", d.prev.Writer)
 	}
 }

@@ -13,10 +13,12 @@ const libFaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 // WithClockOffset runs the servers under libfaketime with their wall clock
 // d ahead of the host's (behind when d is negative): the clock that dates
 // a znode's mtime and ctime, as a server whose clock is not its clients'.
-// Their monotonic clock (the JVM's nanoTime: ticks, session expiry) is the
-// host's. Start returns an error matching ErrNotInstalled when libfaketime
-// is missing. A JVM honours it (TestClockOffset reads an mtime against the
-// host's clock).
+// Their monotonic clock is shifted alike, so that its durations (ticks,
+// session expiry) are the host's: left to the host, libfaketime's
+// wrappers of the JVM's timed waits made each request 15 times slower
+// (11.7 s for 1,000 creates, against 0.75 s). Start returns an error
+// matching ErrNotInstalled when libfaketime is missing. A JVM honours it
+// (TestClockOffset reads an mtime against the host's clock).
 func WithClockOffset(d time.Duration) Option { return func(c *config) { c.clockOffset = d } }
 
 // env returns the environment of the servers' processes: nil (the
@@ -29,6 +31,5 @@ func (c *Cluster) env() ([]string, error) {
 		return nil, fmt.Errorf("%w: libfaketime (WithClockOffset): %v", ErrNotInstalled, err)
 	}
 	return append(os.Environ(), "LD_PRELOAD="+libFaketime,
-		fmt.Sprintf("FAKETIME=%+.3f", c.cfg.clockOffset.Seconds()),
-		"FAKETIME_DONT_FAKE_MONOTONIC=1"), nil
+		fmt.Sprintf("FAKETIME=%+.3f", c.cfg.clockOffset.Seconds())), nil
 }
