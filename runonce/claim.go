@@ -119,9 +119,13 @@ func (r *Runner) attempt(ctx context.Context, j *job, p *probe) (decision, error
 		return decision{}, zklock.ErrSessionClosed
 	}
 	d := decision{rec: runrec.Record{Window: ms(p.window(j)), Timeout: ms(r.cfg.timeout), By: r.by, Tick: p.name}}
+	asked := time.Now()
 	p.ask(r, ctx)
 	data, stat, err := getNode(ctx, conn, j.runPath)
 	read := time.Now()
+	if err == nil || errors.Is(err, zk.ErrNoNode) {
+		err = r.fresh(ctx, p, asked, err)
+	}
 	p.got(r, err)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
@@ -133,9 +137,6 @@ func (r *Runner) attempt(ctx context.Context, j *job, p *probe) (decision, error
 		testHookAfterRead(j.runPath)
 	}
 	d.prev, d.readAt = runrec.Derive(data, stat.Mtime, stat.Mzxid), read
-	if err := r.fresh(j, p); err != nil {
-		return d, err
-	}
 	d.rec.Last, d.rec.LastBy, d.rec.Runs = d.prev.At, d.prev.By, d.prev.Runs
 	d.rec.Prev, d.rec.Epoch = stat.Mtime, runrec.EpochOf(stat.Mzxid)
 	d.rec.Timeout, d.rec.MaxWindow = max(d.rec.Timeout, d.prev.Timeout), max(d.rec.Window, d.prev.MaxWindow)
@@ -173,9 +174,6 @@ func (r *Runner) first(ctx context.Context, conn *zk.Conn, j *job, p *probe, d d
 		d.verdict, d.local, d.noNode = runrec.Skip, true, true
 		return d, nil
 	}
-	if err := r.fresh(j, p); err != nil {
-		return d, err
-	}
 	if err := r.enter(p); err != nil {
 		return d, err
 	}
@@ -191,17 +189,24 @@ func (r *Runner) first(ctx context.Context, conn *zk.Conn, j *job, p *probe, d d
 	return d, nil
 }
 
-// fresh refuses p's claim of j once it is older than the lock timeout
-// (issue 56, item 2): a claim that stalled between its start and its read
-// (a stopped process) may read after a RemoveJob, which waits the lock
-// timeout after the last run's tick, deleted the job's node, and take its
-// tick for a first run.
-func (r *Runner) fresh(j *job, p *probe) error {
-	if age := time.Since(p.entry); age > r.cfg.timeout {
-		return fmt.Errorf("runonce: job %q: %w: the claim is %v old, past its lock timeout (%v): this process stalled; the tick is lost",
-			j.key, context.DeadlineExceeded, age.Round(time.Millisecond), r.cfg.timeout)
+// fresh returns read's result (nil or zk.ErrNoNode), the read asked at
+// asked for p's claim, or a deadline's error (issue 56, item 2): for a
+// read asked more than the lock timeout after the claim's entry (this
+// process stalled between the two: a stopped process may read after a
+// RemoveJob deleted the job's node, and take the tick it ran for a first
+// run), and for one answered past the claim's deadline, which is not an
+// answer, as if its wait had ended first. So a claim decides on a read
+// answered at most twice its lock timeout after its entry (RemoveJob
+// waits for that).
+func (r *Runner) fresh(ctx context.Context, p *probe, asked time.Time, read error) error {
+	switch {
+	case asked.Sub(p.entry) > r.cfg.timeout:
+		return fmt.Errorf("the claim's read asked %v after its entry, past its lock timeout (%v): this process stalled: %w",
+			asked.Sub(p.entry).Round(time.Millisecond), r.cfg.timeout, context.DeadlineExceeded)
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
 	}
-	return nil
+	return read
 }
 
 // skipsLocally decides d without a write when the server-clock note says

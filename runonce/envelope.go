@@ -142,28 +142,28 @@ func (r *Runner) checkOver(j *job, d decision) {
 		"spread_measured", spread, "period_measured", c.period.Round(time.Millisecond), "write_rtt_p99", rtt)
 }
 
-// checkNamedOver warns once when the ticks run, by their names, are
-// closer than the period this instance measured, less the window: the job's ticks are not
-// named alike across the fleet (each instance's own phase), so it runs
-// more than once per period. Counting runs, as checkOver does, would take
-// the runs of two ticks in one second (a tick an instance whose clock is
-// ahead passed over, run when another came to it) for a tick run twice.
+// checkNamedOver warns once when the ticks run, by their names, are more
+// than one per period this instance measured: the ticks the run node
+// keeps (up to eight) outnumber their span's periods by more than one,
+// where ticks named alike are a period apart, give or take the spread of
+// their names. Then the job's ticks are not named alike across the fleet
+// (each instance's own phase), and it runs more than once per period.
+// Counting runs, as checkOver does, would take the runs of two ticks in
+// one second (a tick an instance whose clock is ahead passed over, run
+// when another came to it) for a tick run twice.
 func (r *Runner) checkNamedOver(j *job, d decision) {
 	c := &j.checks
-	if c.warned[1] || c.period <= 0 {
+	n := len(d.prev.Ticks)
+	if c.warned[1] || c.period <= 0 || n < 4 {
 		return
 	}
-	for i := 1; i < len(d.prev.Ticks); i++ {
-		// Ticks named alike are a period apart, give or take the spread
-		// of their names (under the window).
-		if gap := msDuration(d.prev.Ticks[i-1] - d.prev.Ticks[i]); gap < c.period-msDuration(d.rec.Window) {
-			c.warned[1] = true
-			r.log.Warn("the job runs more than once per tick: its ticks are not named alike across the fleet (each instance's own phase: an interval counted from each instance's start), and runs of ticks "+
-				gap.Round(time.Millisecond).String()+" apart were taken for two; start the job on a common boundary"+r.hint(),
-				"job", j.key, "period_measured", c.period.Round(time.Millisecond), "window", msDuration(d.rec.Window))
-			return
-		}
+	span := msDuration(d.prev.Ticks[0] - d.prev.Ticks[n-1])
+	if float64(n-1) <= float64(span)/float64(c.period)+1 {
+		return
 	}
+	c.warned[1] = true
+	r.log.Warn("the job runs more than once per tick: its ticks are not named alike across the fleet (each instance's own phase: an interval counted from each instance's start); start the job on a common boundary"+r.hint(),
+		"job", j.key, "runs", n, "over", span.Round(time.Millisecond), "period_measured", c.period.Round(time.Millisecond), "window", msDuration(d.rec.Window))
 }
 
 // firstSkipped tells first attempts of a tick that skip: overload, when

@@ -148,6 +148,7 @@ func TestRemoveCutsAnAttempt(t *testing.T) {
 	cleanup := testRunner(t, zktest.Servers(t), root, WithWindow(w))
 	ctx := zktest.Context(t, 30*time.Second)
 	runTwoTicks(t, ctx, a, b, "job", w)
+	// b's first attempt wrote its lock timeout in the job's record.
 	removed := make(chan error, 1)
 	go func() { removed <- cleanup.RemoveJob(ctx, "job") }()
 	conn := zktest.Connect(t, zktest.Servers(t)).Conn()
@@ -155,10 +156,12 @@ func TestRemoveCutsAnAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// b's attempt of tick 3, late in the removal's wait (0.9 s after it
-	// began: it waits at least the window and the lock timeout, 1.2 s),
-	// and within its own lock timeout of its end.
-	time.Sleep(900 * time.Millisecond)
+	// b's attempt of tick 3, late in the removal's wait (twice the window
+	// and b's lock timeout, the largest recorded: 6.4 s), within its own
+	// lock timeout of its end, so that its write after the delete is in
+	// time. (The version that failed on e876833 began 0.9 s into it: the
+	// wait was then the window and the last writer's lock timeout, 1.2 s.)
+	time.Sleep(2*w + 3*time.Second + 500*time.Millisecond)
 	cut := false
 	testHookAfterRead = func(string) {
 		for range 500 {

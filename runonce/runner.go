@@ -142,9 +142,7 @@ func (r *Runner) claim(ctx context.Context, key string, tick time.Time, every ti
 		return nil, err
 	}
 	r.named(j, p)
-	// The claim's deadline counts from its entry: one that stalled before
-	// it began has less time, or none (fresh).
-	lockCtx, cancel := context.WithDeadline(ctx, entry.Add(r.cfg.timeout))
+	lockCtx, cancel := context.WithTimeout(ctx, r.cfg.timeout)
 	defer cancel()
 	defer r.leave(p)
 	h, d, err := r.take(lockCtx, j, p)
