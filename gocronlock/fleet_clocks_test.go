@@ -103,5 +103,8 @@ func fleetClock(t *testing.T, cfg clockConfig) {
 		t.Errorf("ticks that ran nowhere observed as already_ran outside a cut claim: %s; as stale: %s; observed by no instance: %v",
 			explain(rs, outside), explain(rs, stale), lost.Unobserved)
 	}
+	if n := f.count("runs more than once per tick"); n > 0 && len(rep.Duplicates) == 0 {
+		t.Errorf("%d warnings that a job runs more than once per tick, in a run where none did:\n%s", n, f.grep("runs more than once per tick", 4))
+	}
 	fl.checkLastRuns(t, ctx, zc.Addrs(), rs)
 }

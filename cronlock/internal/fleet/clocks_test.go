@@ -118,5 +118,8 @@ func fleetClock(t *testing.T, cfg clockConfig) {
 		t.Errorf("ticks that ran nowhere observed as already_ran outside a cut claim: %s; as stale: %s; observed by no instance: %s",
 			explain(rs, out), explain(rs, stale), explain(rs, lost.Unobserved))
 	}
+	if n := f.count("runs more than once per tick"); n > 0 && rep.Repeated() == 0 {
+		t.Errorf("%d warnings that a job runs more than once per tick, in a run where none did", n)
+	}
 	f.checkLastRuns(t, ctx, zk.Addrs(), root, rs)
 }
