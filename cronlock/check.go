@@ -48,7 +48,7 @@ func (l *Locker) checkName(j *locked) bool {
 	shared := older && !u.told
 	l.mu.Unlock()
 	if replaced {
-		if c := l.cron.Load(); c != nil && entriesNamed(c, j.name) < 2 {
+		if c := l.cron.Load(); c != nil && removedFrom(c, j) {
 			l.log.Debug("a removed job's late tick: not run", "job", j.name)
 			return false
 		}
@@ -113,6 +113,19 @@ func (j *refusedJob) Run() {
 		err = ErrUnnamedJob
 	}
 	j.l.r.Observe(runonce.Event{Job: j.what, Outcome: runonce.Failed, Err: err})
+}
+
+// isNil reports whether job is nil or holds a nil func or pointer (its
+// Run would panic).
+func isNil(job cron.Job) bool {
+	if job == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(job); v.Kind() {
+	case reflect.Func, reflect.Pointer:
+		return v.IsNil()
+	}
+	return false
 }
 
 // describe names a job for the log: its function's name for a func, its

@@ -3,6 +3,7 @@ package cronlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -99,7 +100,14 @@ func (l *Locker) Wrapper() cron.JobWrapper {
 			if j.name == "" {
 				return l.unnamed(j.job)
 			}
-			return l.wrap(j.name, j.job)
+			w := l.wrap(j.name, j.job)
+			if lj, ok := w.(*locked); ok {
+				lj.named = true
+			}
+			return w
+		}
+		if lockedIn(job) != nil {
+			return job // Wrap's, inside a wrapper with an Unwrap method
 		}
 		return l.unnamed(job)
 	}
@@ -132,9 +140,12 @@ func nilLocker(job cron.Job) cron.Job {
 }
 
 // wrap returns job locked under name; a nil job is refused (check.go):
-// its ticks would be claimed, the fleet's run of them made by no one.
+// its ticks would be claimed, the fleet's run of them made by no one. A
+// nil func (cron.FuncJob(nil): a handler missing from a map) or a nil
+// pointer is a nil job (issue 56, item 3: it panicked in every claim it
+// won).
 func (l *Locker) wrap(name string, job cron.Job) cron.Job {
-	if job == nil {
+	if isNil(job) {
 		return l.nilJob(name)
 	}
 	j := &locked{l: l, name: name, job: job, seq: l.seq.Add(1)}
@@ -152,9 +163,13 @@ type locked struct {
 	seq  uint64 // the order it was wrapped in (check.go)
 	told sync.Once
 
-	mu    sync.Mutex    // its fires' ticks (tick.go)
-	sched cron.Schedule // its entry's schedule, once read
-	prev  time.Time     // its last fire's tick
+	named bool // made by Wrapper of a job Named: its entry is found by its name
+
+	mu     sync.Mutex    // its fires' ticks (tick.go)
+	sched  cron.Schedule // its entry's schedule, once read
+	prev   time.Time     // its last fire's tick
+	every  time.Duration // an @every schedule's period, over a second (tick.go)
+	unseen sync.Once     // a fire the Locker cannot name, told (tick.go)
 }
 
 // Run is the job's tick: robfig/cron calls it on a goroutine of its own
@@ -176,21 +191,32 @@ func (j *locked) Run() {
 
 // claim claims the tick of j's fire under way, by its scheduled time when
 // the Locker knows it (Attach), and runs fn if this instance runs it,
-// releasing the claim when fn returns or panics.
-func (l *Locker) claim(j *locked, fn func()) (err error) {
+// releasing the claim when fn returns. When fn panics, the claim is
+// failed (the observer hears Failed, never Ran) and the panic goes on to
+// the wrappers outside the Locker's (cron.Recover).
+func (l *Locker) claim(j *locked, fn func()) error {
 	ctx := context.Background()
 	var c *runonce.Claim
-	if tick := l.tickOf(j, time.Now()); !tick.IsZero() {
-		c, err = l.r.ClaimTick(ctx, j.name, tick)
-	} else {
+	var err error
+	switch tick, every := l.tickOf(j, time.Now()); {
+	case tick.IsZero():
 		c, err = l.r.Claim(ctx, j.name)
+	case every > 0:
+		c, err = l.r.ClaimEvery(ctx, j.name, tick, every)
+	default:
+		c, err = l.r.ClaimTick(ctx, j.name, tick)
 	}
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, c.Release()) }()
+	defer func() {
+		if v := recover(); v != nil {
+			_ = c.Fail(fmt.Errorf("cronlock: job %q: %w: %v", j.name, runonce.ErrPanicked, v))
+			panic(v)
+		}
+	}()
 	fn()
-	return nil
+	return c.Release()
 }
 
 // LastRun returns the job's last run as its run node records it; the zero

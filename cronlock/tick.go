@@ -6,14 +6,15 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
-// The tick of a fire (issue 50, item 7). robfig/cron v3 on Go 1.23 and
+// The tick of a fire (issues 50 and 56). robfig/cron v3 on Go 1.23 and
 // later fires, when a stopped process resumes, the ticks it slept
-// through, each late by the stop, and runs them: a job that processes
-// "the data of tick T" would process T twice. A cron.Job is not told its
-// tick, but the Cron keeps it: each entry's Prev is the scheduled time of
-// its last fire. Attach lets the Locker read it, and claim each tick with
-// runonce's ClaimTick, which skips a tick more than the job's window late
-// (stale) and says so.
+// through, each late by the stop; cron.DelayIfStillRunning fires a tick
+// when the run before it ends. A cron.Job is not told its tick, but the
+// Cron keeps it: each entry's Prev is the scheduled time of its last
+// fire. Attach lets the Locker read it, and claim each tick by it with
+// runonce's ClaimTick: the rule compares ticks by their names, so that a
+// tick runs once whatever the clocks, and a late one the fleet ran is
+// skipped (stale).
 //
 // Reading it costs a snapshot of the Cron's entries (robfig/cron copies
 // them all, through its run loop), so it is read only when needed: after
@@ -26,42 +27,73 @@ import (
 // its tick without reading the Cron's entries.
 const onTime = 100 * time.Millisecond
 
+// WithChain returns a cron.Option for cron.New: the Cron's chain is
+// wrappers followed by the Locker's Wrapper (last, so that it sees each
+// job and its name), and the Cron is attached (Attach). It is the short
+// form, and the safe one: a Cron made with it cannot run its jobs without
+// the Locker knowing their ticks.
+//
+//	c := cron.New(cron.WithSeconds(), locker.WithChain(cron.Recover(logger)))
+//	c.AddJob("0 */5 * * * *", cronlock.Named("invoices", job))
+func (l *Locker) WithChain(wrappers ...cron.JobWrapper) cron.Option {
+	return func(c *cron.Cron) {
+		cron.WithChain(append(wrappers[:len(wrappers):len(wrappers)], l.Wrapper())...)(c)
+		l.Attach(c)
+	}
+}
+
 // Attach lets the Locker read, from c, the scheduled tick of each fire of
-// the jobs it wraps in c (robfig/cron's Entry.Prev), so that a tick fired
-// more than its window late (a replay of the ticks a stopped process slept
-// through) is skipped and said so (runonce.ErrStale) rather than run
-// again. Call it once the Cron is made, before Start; a Locker serves one
-// Cron. A job is found by its name (Named, under Wrapper, wherever it
-// stands in the chain), or as the job added (Wrap's, outermost in its
-// chain, or inside jobs whose types have an Unwrap() cron.Job method); one
-// not found is claimed by the Claim's own time, as without Attach.
+// the jobs it wraps in c (robfig/cron's Entry.Prev), so that each tick is
+// claimed by its name, and a tick fired more than its window late that
+// the fleet ran (a replay of the ticks a stopped process slept through)
+// is skipped and said so (runonce.ErrStale) rather than run again. Call
+// it once the Cron is made, before Start; a Locker serves one Cron
+// (WithChain makes the Cron attached). A job is found by its name (Named,
+// under Wrapper, wherever it stands in the chain), or as the job added
+// (Wrap's, outermost in its chain, or inside jobs whose types have an
+// Unwrap() cron.Job method). A job not found, or any job when no Cron is
+// attached, is claimed by the Claim's own time, and told once at Warn: a
+// tick it fires late can then run twice.
 func (l *Locker) Attach(c *cron.Cron) {
 	if l != nil && c != nil {
 		l.cron.Store(c)
 	}
 }
 
-// tickOf returns the scheduled time of j's fire under way, fired at now;
-// zero when it cannot tell (no Cron attached, j not found).
-func (l *Locker) tickOf(j *locked, now time.Time) time.Time {
+// tickOf returns the scheduled time of j's fire under way, fired at now,
+// and the period of an @every schedule over a second (whose ticks are
+// each instance's own: runonce.ClaimEvery); a zero time when it cannot
+// tell (no Cron attached, j not found), told once per job.
+func (l *Locker) tickOf(j *locked, now time.Time) (time.Time, time.Duration) {
 	c := l.cron.Load()
 	if c == nil {
-		return time.Time{}
+		j.unseen.Do(func() {
+			l.log.Warn("a job fires from a Cron the Locker cannot read (no Attach): its ticks are claimed by the claim's time, and a tick robfig/cron fires late (after a stop) can run twice; make the Cron with cron.New(..., locker.WithChain(...)), or call locker.Attach(c)",
+				"job", j.name)
+		})
+		return time.Time{}, 0
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.sched != nil && !j.prev.IsZero() {
 		if next := j.sched.Next(j.prev); !next.After(now) && now.Sub(next) < onTime {
 			j.prev = next
-			return next
+			return next, j.every
 		}
 	}
 	e, ok := l.entryOf(c, j, now)
 	if !ok {
-		return time.Time{}
+		j.unseen.Do(func() {
+			l.log.Warn("the Locker cannot find this job in its Cron (a wrapper outside the Locker's hides it, cron.Recover around Wrap say): its ticks are claimed by the claim's time, and a tick robfig/cron fires late can run twice; put the Locker's wrapper last in the chain (locker.WithChain), or give the wrapper an Unwrap() cron.Job method",
+				"job", j.name)
+		})
+		return time.Time{}, 0
 	}
-	j.sched, j.prev = e.Schedule, e.Prev
-	return e.Prev
+	j.sched, j.prev, j.every = e.Schedule, e.Prev, 0
+	if d, ok := e.Schedule.(cron.ConstantDelaySchedule); ok && d.Delay > time.Second {
+		j.every = d.Delay
+	}
+	return e.Prev, j.every
 }
 
 // entryOf finds j's entry in c: the one whose Job is j itself, or named as
@@ -70,7 +102,7 @@ func (l *Locker) entryOf(c *cron.Cron, j *locked, now time.Time) (cron.Entry, bo
 	var found cron.Entry
 	ok := false
 	for _, e := range c.Entries() {
-		if !l.isEntryOf(e, j) || e.Prev.IsZero() || e.Prev.After(now) {
+		if !isEntryOf(e, j) || e.Prev.IsZero() || e.Prev.After(now) {
 			continue
 		}
 		if !ok || e.Prev.After(found.Prev) {
@@ -81,43 +113,59 @@ func (l *Locker) entryOf(c *cron.Cron, j *locked, now time.Time) (cron.Entry, bo
 }
 
 // isEntryOf reports whether e is j's entry: its job is named as j, or is
-// j, or wraps j (a job of a type with an Unwrap method returning the job
-// it wraps, unwrapped as far as it goes). Comparing a job with j cannot
-// panic: j's dynamic type, *locked, is comparable, and an interface
-// comparison panics only between equal non-comparable types.
-func (l *Locker) isEntryOf(e cron.Entry, j *locked) bool {
+// j, or wraps j.
+func isEntryOf(e cron.Entry, j *locked) bool {
 	for _, job := range []cron.Job{e.Job, e.WrappedJob} {
-		for range 16 { // a bound, should a job unwrap to itself
-			if n, ok := job.(named); ok {
-				return n.name == j.name
-			}
-			if job == cron.Job(j) {
-				return true
-			}
-			u, ok := job.(interface{ Unwrap() cron.Job })
-			if !ok {
-				break
-			}
-			job = u.Unwrap()
+		if n, ok := job.(named); ok {
+			return n.name == j.name
+		}
+		if lockedIn(job) == j {
+			return true
 		}
 	}
 	return false
 }
 
-// entriesNamed counts c's entries of jobs named name (Named, or Wrap's).
-func entriesNamed(c *cron.Cron, name string) int {
-	n := 0
+// lockedIn returns the job Wrap made that job is or wraps (a job of a type
+// with an Unwrap method returning the job it wraps, unwrapped as far as it
+// goes), nil if none. Comparing jobs cannot panic: it is a type switch.
+func lockedIn(job cron.Job) *locked {
+	for range 16 { // a bound, should a job unwrap to itself
+		if lj, ok := job.(*locked); ok {
+			return lj
+		}
+		u, ok := job.(interface{ Unwrap() cron.Job })
+		if !ok {
+			return nil
+		}
+		job = u.Unwrap()
+	}
+	return nil
+}
+
+// removedFrom reports whether j is a job removed from c (cron.Cron.Remove)
+// whose tick comes late (cron.DelayIfStillRunning before the Locker's
+// wrapper): the Cron holds a newer job of its name and not j. A job
+// Wrapper made of a Named one is found by its name: fewer entries of the
+// name than jobs wrapped under it. A job hidden from the Cron's readers
+// (cron.Recover around Wrap) cannot be told removed: it goes on (issue
+// 56, item 3: two schedules of one name, each so wrapped, lost the older
+// one's ticks).
+func removedFrom(c *cron.Cron, j *locked) bool {
+	names, newer := 0, false
 	for _, e := range c.Entries() {
-		switch j := e.Job.(type) {
-		case named:
-			if j.name == name {
-				n++
+		if n, ok := e.Job.(named); ok {
+			if n.name == j.name {
+				names++
 			}
-		case *locked:
-			if j.name == name {
-				n++
-			}
+			continue
+		}
+		switch lj := lockedIn(e.Job); {
+		case lj == j:
+			return false
+		case lj != nil && lj.name == j.name && lj.seq > j.seq:
+			newer = true
 		}
 	}
-	return n
+	return newer || (j.named && names < 2)
 }

@@ -45,10 +45,16 @@
 // period: then no window gives once per tick.
 //
 // gocron passes Lock no tick, but while Lock runs the job's NextRun is the
-// scheduled time of the run it decides: Locker.Attach lets the Locker
-// read it and claim the tick with runonce.ClaimTick, so that a tick gocron
-// fires late after a stop (a SIGSTOP, a suspend), which the fleet ran on
-// time, is skipped as stale and said so rather than run again.
+// scheduled time of the run it decides: Locker.Attach (or NewScheduler,
+// which makes the scheduler with the Locker and attaches it) lets the
+// Locker read it and claim the tick with runonce.ClaimTick, by its name:
+// ticks are compared with ticks, whatever the hosts' and ZooKeeper's
+// clocks, so that each tick runs once; a tick gocron fires late after a
+// stop (a SIGSTOP, a suspend), which the fleet ran on time, is skipped as
+// stale and said so rather than run again. A job removed and added again
+// under its name is read again. A Lock without a scheduler attached, or
+// of a job the Locker cannot find in it, is claimed by its own time, and
+// told once per job at Warn: a tick gocron fires late can then run twice.
 //
 // Lock never blocks gocron's tick longer than the lock timeout
 // (runonce.WithLockTimeout, runonce.DefaultLockTimeout). Unlock does not wait: the release

@@ -37,15 +37,16 @@ func ExampleNewLocker() {
 			return
 		}
 		defer locker.Close()
-		sched, err := gocron.NewScheduler(gocron.WithDistributedLocker(locker))
+		// The scheduler, with the Locker as its distributed locker, and
+		// attached: each run claimed by its scheduled tick, once whatever
+		// the hosts' and ZooKeeper's clocks; one fired late (after a stop)
+		// that the fleet ran is stale, skipped rather than run again.
+		sched, err := locker.NewScheduler()
 		if err != nil {
 			fmt.Println(err)
 			return
 		}
 		defer sched.Shutdown()
-		// Each run's scheduled tick: one fired late (after a stop) is
-		// stale, skipped rather than run again.
-		locker.Attach(sched)
 		// The job's name is the lock's key: give every job its own.
 		_, err = sched.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()),
 			gocron.NewTask(func() { runs.Add(1) }), gocron.WithName("nightly-report"))

@@ -14,17 +14,20 @@ import (
 	"github.com/tierlock/tierlock/runonce"
 )
 
-// TestAttachSkipsStaleTicks (issue 50, item 7): gocron, on a clock 5 s
-// behind the server's (a fake clock, as a process stopped 5 s sees its
-// timers), fires a job's tick 4 s after its scheduled time. Attached, the
-// Locker claims the run by its scheduled tick (the job's NextRun while
-// Lock runs): stale, skipped and said so. (Ticks on time run: the fleet
-// tests, ExampleNewLocker.)
+// TestAttachSkipsStaleTicks (issues 50, item 7, and 56): the fleet (b)
+// ran a tick on time; gocron, on a clock 2 s behind (a fake clock, as a
+// process stopped 2 s sees its timers), fires that tick 1 s after its
+// scheduled time. Attached, the Locker claims the run by its scheduled
+// tick (the job's NextRun while Lock runs): the fleet ran it, so it is
+// stale, skipped and said so. (A late tick no instance ran: runonce's
+// TestClaimTickStale; ticks on time run: the fleet tests,
+// ExampleNewLocker.)
 func TestAttachSkipsStaleTicks(t *testing.T) {
+	root := zktest.Path(t)
 	s, logs := logged(t, zktest.Servers(t))
 	var mu sync.Mutex
 	var outcomes []string
-	l, err := gocronlock.NewLocker(s, zktest.Path(t), runonce.WithObserver(func(e runonce.Event) {
+	l, err := gocronlock.NewLocker(s, root, runonce.WithObserver(func(e runonce.Event) {
 		mu.Lock()
 		outcomes = append(outcomes, e.Outcome.String())
 		mu.Unlock()
@@ -33,7 +36,19 @@ func TestAttachSkipsStaleTicks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	clock := clockwork.NewFakeClockAt(time.Now().Add(-5 * time.Second))
+	b, err := runonce.New(zktest.Connect(t, zktest.Servers(t)), root) // an instance of the fleet, attached
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	tick := time.Now().Truncate(time.Millisecond)
+	c, err := b.ClaimTick(zktest.Context(t, 5*time.Second), "report", tick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Release()
+	time.Sleep(time.Second)
+	clock := clockwork.NewFakeClockAt(tick.Add(-time.Second))
 	late, err := gocron.NewScheduler(gocron.WithDistributedLocker(l), gocron.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
@@ -41,12 +56,12 @@ func TestAttachSkipsStaleTicks(t *testing.T) {
 	defer late.Shutdown()
 	l.Attach(late)
 	if _, err := late.NewJob(gocron.DurationJob(time.Second), gocron.NewTask(func() {}), gocron.WithName("report"),
-		gocron.WithStartAt(gocron.WithStartDateTime(clock.Now().Add(time.Second)))); err != nil {
+		gocron.WithStartAt(gocron.WithStartDateTime(tick))); err != nil {
 		t.Fatal(err)
 	}
 	late.Start()
 	time.Sleep(100 * time.Millisecond)
-	clock.Advance(time.Second) // the tick of 4 s ago fires now
+	clock.Advance(time.Second) // the tick b ran, a second ago, fires now
 	zktest.Eventually(t, 5*time.Second, "the late tick's Lock", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -56,6 +71,6 @@ func TestAttachSkipsStaleTicks(t *testing.T) {
 	got := strings.Join(outcomes, " ")
 	mu.Unlock()
 	if got != "stale" || !strings.Contains(logs.String(), "stale ticks skipped") {
-		t.Errorf("a tick 4 s late: outcomes %q, want stale, told:\n%s", got, logs.String())
+		t.Errorf("a tick the fleet ran, 1 s late: outcomes %q, want stale, told:\n%s", got, logs.String())
 	}
 }

@@ -32,8 +32,12 @@ type decision struct {
 	heldBy  string        // the lock's holder node then: "" free
 	late    time.Duration // a run not confirmed: its write's answer came this long after Claim's entry
 	readAt  time.Time     // when the read it decided on was answered
+	held    bool          // the job's lock found held by the attempt's take (tick.go)
+	noNode  bool          // a late tick that found no run node: not run
+	named   bool          // decided by the ticks' names (tick.go)
+	hold    *zklock.Hold  // the run's hold, taken before its write (tick.go)
 	// sinceLast is the time from the last run to this attempt's timer, by
-	// the server's clock (ms).
+	// the server's clock (ms); for a named tick, from the last run's tick.
 	sinceLast int64
 }
 
@@ -54,12 +58,15 @@ func (r *Runner) take(ctx context.Context, j *job, p *probe) (*zklock.Hold, deci
 		r.unCount(ctx, j, d)
 		return nil, d, fmt.Errorf("runonce: job %q: %w: answered %v after Claim's entry, too late to rule out that the tick ran: the tick is lost",
 			j.key, ErrSlowWrite, d.late.Round(time.Millisecond))
-	case d.heldBy != "" && d.yielded:
+	case d.held || (d.heldBy != "" && d.yielded):
 		return nil, d, r.lostToHeld(ctx, j, d.heldBy, d.prev.Removing)
 	case d.yielded:
 		return nil, d, fmt.Errorf("%w: job %q", ErrYielded, j.key)
 	case d.verdict != runrec.Run:
-		return nil, d, fmt.Errorf("%w: job %q", ErrAlreadyRan, j.key)
+		return nil, d, r.skipped(j, p, d)
+	case d.hold != nil:
+		j.ownNode = path.Base(d.hold.Node())
+		return d.hold, d, nil
 	}
 	p.ask(r, ctx)
 	h, ok, err := j.lock.TryAcquire(ctx)
@@ -79,7 +86,8 @@ func (r *Runner) take(ctx context.Context, j *job, p *probe) (*zklock.Hold, deci
 }
 
 // decide applies the rule. A version conflict (a write this instance did
-// not see) is read again and decided afresh, until an attempt decides or
+// not see), and a write that found the node deleted (a RemoveJob's: issue
+// 56, item 2, it failed the tick), is read again and decided afresh, until an attempt decides or
 // the Claim's deadline: each conflict is another instance's write that
 // went through, so simultaneous timers settle within as many rounds as
 // instances race (issue 50, item 8: three rounds at most made a lost race
@@ -90,7 +98,7 @@ func (r *Runner) decide(ctx context.Context, j *job, p *probe) (decision, error)
 	var err error
 	for range maxConflicts {
 		d, err = r.attempt(ctx, j, p)
-		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) {
+		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, zk.ErrNoNode) {
 			return d, err
 		}
 	}
@@ -110,10 +118,14 @@ func (r *Runner) attempt(ctx context.Context, j *job, p *probe) (decision, error
 	if conn == nil {
 		return decision{}, zklock.ErrSessionClosed
 	}
-	d := decision{rec: runrec.Record{Window: ms(j.window), Timeout: ms(r.cfg.timeout), By: r.by}}
+	d := decision{rec: runrec.Record{Window: ms(p.window(j)), Timeout: ms(r.cfg.timeout), By: r.by, Tick: p.name}}
+	asked := time.Now()
 	p.ask(r, ctx)
 	data, stat, err := getNode(ctx, conn, j.runPath)
 	read := time.Now()
+	if err == nil || errors.Is(err, zk.ErrNoNode) {
+		err = r.fresh(ctx, p, asked, err)
+	}
 	p.got(r, err)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
@@ -125,7 +137,19 @@ func (r *Runner) attempt(ctx context.Context, j *job, p *probe) (decision, error
 		testHookAfterRead(j.runPath)
 	}
 	d.prev, d.readAt = runrec.Derive(data, stat.Mtime, stat.Mzxid), read
-	if r.skipsLocally(j, p, &d, stat, read) {
+	d.rec.Last, d.rec.LastBy, d.rec.Runs = d.prev.At, d.prev.By, d.prev.Runs
+	d.rec.Prev, d.rec.Epoch = stat.Mtime, runrec.EpochOf(stat.Mzxid)
+	d.rec.Timeout, d.rec.MaxWindow = max(d.rec.Timeout, d.prev.Timeout), max(d.rec.Window, d.prev.MaxWindow)
+	d.rec.LastTick, d.rec.Ticks, d.rec.Floor = d.prev.Tick, d.prev.Ticks, d.prev.Floor
+	if r.cfg.spread {
+		d.rec.Recent, d.rec.Since, d.rec.Yield = d.prev.Recent, d.prev.Since, d.prev.Yields(r.by)
+	}
+	switch {
+	case p.name != 0 && d.prev.Tick != 0:
+		return r.attemptNamed(ctx, conn, j, p, d, stat)
+	case p.lateBy > 0:
+		return r.lateUnnamed(ctx, j, p, d, stat)
+	case r.skipsLocally(j, p, &d, stat, read):
 		return d, nil
 	}
 	if r.looksAtLock(j, d.prev) {
@@ -136,11 +160,6 @@ func (r *Runner) attempt(ctx context.Context, j *job, p *probe) (decision, error
 			return d, fmt.Errorf("runonce: job %q: read its lock: %w", j.key, err)
 		}
 	}
-	d.rec.Last, d.rec.LastBy, d.rec.Runs = d.prev.At, d.prev.By, d.prev.Runs
-	d.rec.Prev, d.rec.Epoch = stat.Mtime, runrec.EpochOf(stat.Mzxid)
-	if r.cfg.spread {
-		d.rec.Recent, d.rec.Since, d.rec.Yield = d.prev.Recent, d.prev.Since, d.prev.Yields(r.by)
-	}
 	d.rec.Yield = d.rec.Yield || d.heldBy != "" // never a run: SteppedBack tells whether it would have been
 	return r.write(ctx, j, p, d, stat.Version)
 }
@@ -148,6 +167,13 @@ func (r *Runner) attempt(ctx context.Context, j *job, p *probe) (decision, error
 // first makes the job's run node, its first run: nothing before it, so
 // the write runs (createRun makes its parents, persistent).
 func (r *Runner) first(ctx context.Context, conn *zk.Conn, j *job, p *probe, d decision) (decision, error) {
+	if p.lateBy > 0 {
+		// A late tick, and no record to tell whether the fleet ran it: not
+		// run (RemoveJob deletes a job's node once no attempt on time can
+		// be of a tick it ran).
+		d.verdict, d.local, d.noNode = runrec.Skip, true, true
+		return d, nil
+	}
 	if err := r.enter(p); err != nil {
 		return d, err
 	}
@@ -159,7 +185,28 @@ func (r *Runner) first(ctx context.Context, conn *zk.Conn, j *job, p *probe, d d
 		return d, fmt.Errorf("runonce: job %q: create run node: %w", j.key, err)
 	}
 	d.verdict, d.first, d.decided = runrec.Run, true, true
+	j.wrote.Store(true)
 	return d, nil
+}
+
+// fresh returns read's result (nil or zk.ErrNoNode), the read asked at
+// asked for p's claim, or a deadline's error (issue 56, item 2): for a
+// read asked more than the lock timeout after the claim's entry (this
+// process stalled between the two: a stopped process may read after a
+// RemoveJob deleted the job's node, and take the tick it ran for a first
+// run), and for one answered past the claim's deadline, which is not an
+// answer, as if its wait had ended first. So a claim decides on a read
+// answered at most twice its lock timeout after its entry (RemoveJob
+// waits for that).
+func (r *Runner) fresh(ctx context.Context, p *probe, asked time.Time, read error) error {
+	switch {
+	case asked.Sub(p.entry) > r.cfg.timeout:
+		return fmt.Errorf("the claim's read asked %v after its entry, past its lock timeout (%v): this process stalled: %w",
+			asked.Sub(p.entry).Round(time.Millisecond), r.cfg.timeout, context.DeadlineExceeded)
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	}
+	return read
 }
 
 // skipsLocally decides d without a write when the server-clock note says
@@ -219,6 +266,7 @@ func (r *Runner) write(ctx context.Context, j *job, p *probe, d decision, versio
 		d.late = answered
 	}
 	d.yielded = d.rec.SteppedBack(mtime, epoch)
+	j.wrote.Store(true)
 	return d, nil
 }
 

@@ -53,7 +53,9 @@
 //
 // An attempt costs one read and one write, and a run the lock's create and
 // delete besides (and a read of the lock's children when another instance
-// made the last run); no clock but the server's is compared.
+// made the last run). This rule, Claim's, compares the server's clock with
+// the server's clock only (the mtimes; the instance's own measures are
+// durations on its monotonic clock).
 //
 // Two instances cannot both run one tick. The decisions form one chain:
 // each write is refused if anyone wrote the node since its read (the
@@ -112,20 +114,39 @@
 //   - What remains: a leader whose clock steps forward by X between a
 //     tick's run and a later attempt of the same tick repeats that tick when
 //     X >= W - S; a new leader ahead of the old one by more than 10 s can
-//     repeat one.
+//     repeat one. Named ticks (ClaimTick, below) are decided by their
+//     names, whatever the server's clock.
 //
 // What the rule trades: a run whose outcome is unknown (its write timed
 // out, its hold was lost after the write) counts as run, so a tick can be
-// lost but is never run twice.
+// lost but is never run twice. A run is told to the observer when it ends
+// (Claim.Release), as failed when it panicked (Do, Claim.Fail).
 //
 // # Ticks a scheduler knows
 //
 // A scheduler that tells a fire's scheduled tick claims it with ClaimTick
-// (cronlock and gocronlock do, with the scheduler attached): a tick fired
-// more than the job's window after it, by the server's clock or this
-// process's own, is a replay of a tick a stopped process slept through,
-// which the fleet ran on time; it is skipped (ErrStale), not run again
-// (stale.go).
+// (cronlock and gocronlock do, with the scheduler attached). The tick is
+// its name: a spec's boundary, named alike on every instance whatever its
+// clock reads. The run node keeps the names of the job's runs (the
+// largest eight, and the largest let go), and a named tick after a named
+// run is decided by the names alone (internal/runrec): it runs when no
+// run's tick is within the window of it, and an attempt of a tick run
+// never runs, whatever the hosts' clocks, the server's and the latencies
+// (a tick that an instance whose clock is ahead passed over runs when
+// another comes to it). Its attempt skips on the read alone when its tick
+// ran, and takes the job's lock before its write when it would run (a claim cut
+// between the two leaves its lock held: the others tell its tick lost,
+// not run). Each comparison is of one clock (stale.go): a fire's lateness
+// is this host's clock at the claim less the tick; ticks are compared
+// with ticks. A tick fired more than its window late is a replay of a
+// tick a stopped process slept through, or one its scheduler delayed:
+// skipped as stale (ErrStale) when a run of it is recorded, run when no
+// instance ran it, and lost (ErrTickLost) when no record can show it,
+// told so; a late tick of a job with no run node is not run (it may be
+// one of a job removed since). A job whose ticks are each instance's own
+// (robfig/cron's @every, from each instance's start) claims with
+// ClaimEvery: its window is its period, so that it runs once per period
+// whatever the phases.
 //
 // # Bounds
 //
@@ -158,11 +179,17 @@
 // envelope's symptoms are overload, said in a line when it begins (the
 // Claim's latency and the process's scheduling latency, 99th percentiles,
 // and what to change), once per job, and in a line when it ends
-// (lateness.go measures). WithObserver hears every Claim
+// (lateness.go measures). The end of an outage, of an episode of stale
+// ticks and of one of lost ticks names each job with the ticks it cost. A
+// named tick that a later one ran before it fired, on time here, says the
+// hosts' clocks differ (once), and ticks closer than the window say so. WithObserver hears every Claim
 // (lockmetrics.Collector.ObserveJob exports them); LastRun, and tierlock
 // ls on the root, tell each job's last run and who made it; RemoveJob
 // deletes a retired job's nodes, once no attempt of a tick it ran can
-// still decide (ErrJobActive while an instance schedules it).
+// still decide (ErrJobActive while an instance schedules it), whatever
+// each instance's options: the run node keeps the largest window and
+// lock timeout written, each instance writing its own at its first
+// attempt of the job, and a claim older than its lock timeout is refused.
 //
 // # Spreading
 //

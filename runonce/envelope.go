@@ -30,7 +30,7 @@ type checks struct {
 	spread    int64 // ms: the largest gap seen from a tick's last run to this instance's timer of the same tick
 	sampled   bool  // spread holds a sample
 	lost      int
-	warned    [3]bool // window, over, lost
+	warned    [4]bool // window, over, lost, ticks closer than the window (tick.go)
 
 	toldLate atomic.Bool // overload.go
 }
@@ -68,8 +68,13 @@ func (r *Runner) checkEnvelope(j *job, d decision, calls int64, p *probe) {
 	} else {
 		c.ticks++
 		c.measure(d)
-		r.checkOver(j, d)
-		if d.prev.Runs == c.lastRuns && d.verdict == runrec.Skip && !d.yielded {
+		if d.named {
+			r.checkNamedOver(j, d)
+		} else {
+			r.checkOver(j, d)
+		}
+		// A named tick's skip says its tick ran (tick.go tells the rest).
+		if d.prev.Runs == c.lastRuns && d.verdict == runrec.Skip && !d.yielded && !d.named {
 			if c.lost++; c.lost == 2 && !c.warned[2] {
 				c.warned[2] = true
 				r.firstSkipped(j, d)
@@ -137,6 +142,30 @@ func (r *Runner) checkOver(j *job, d decision) {
 		"spread_measured", spread, "period_measured", c.period.Round(time.Millisecond), "write_rtt_p99", rtt)
 }
 
+// checkNamedOver warns once when the ticks run, by their names, are more
+// than one per period this instance measured: the ticks the run node
+// keeps (up to eight) outnumber their span's periods by more than one,
+// where ticks named alike are a period apart, give or take the spread of
+// their names. Then the job's ticks are not named alike across the fleet
+// (each instance's own phase), and it runs more than once per period.
+// Counting runs, as checkOver does, would take the runs of two ticks in
+// one second (a tick an instance whose clock is ahead passed over, run
+// when another came to it) for a tick run twice.
+func (r *Runner) checkNamedOver(j *job, d decision) {
+	c := &j.checks
+	n := len(d.prev.Ticks)
+	if c.warned[1] || c.period <= 0 || n < 4 {
+		return
+	}
+	span := msDuration(d.prev.Ticks[0] - d.prev.Ticks[n-1])
+	if float64(n-1) <= float64(span)/float64(c.period)+1 {
+		return
+	}
+	c.warned[1] = true
+	r.log.Warn("the job runs more than once per tick: its ticks are not named alike across the fleet (each instance's own phase: an interval counted from each instance's start); start the job on a common boundary"+r.hint(),
+		"job", j.key, "runs", n, "over", span.Round(time.Millisecond), "period_measured", c.period.Round(time.Millisecond), "window", msDuration(d.rec.Window))
+}
+
 // firstSkipped tells first attempts of a tick that skip: overload, when
 // this instance is late, or a window too wide for the job's period.
 func (r *Runner) firstSkipped(j *job, d decision) {
@@ -160,7 +189,11 @@ func (r *Runner) checkWindow(j *job, d decision) {
 	c := &j.checks
 	if w := d.prev.Window; w > 0 && w != d.rec.Window && !c.warned[0] {
 		c.warned[0] = true
-		r.log.Warn("the fleet's windows differ for this job: ticks are lost or run twice; give every instance the same window (WithWindow, WithJobWindow)",
+		what := "the fleet's windows differ for this job: ticks are lost or run twice; give every instance the same window (WithWindow, WithJobWindow)"
+		if d.named {
+			what = "the fleet's windows differ for this job: its ticks claimed by their names still run once, but a claim without a tick (RunNow, a scheduler not attached) can lose a tick or run one twice; give every instance the same window (WithWindow, WithJobWindow)"
+		}
+		r.log.Warn(what,
 			"job", j.key, "window", msDuration(d.rec.Window), "other_window", msDuration(w), "other", d.prev.Writer)
 	}
 }

@@ -22,7 +22,8 @@ var (
 	// it while the lock is held). It matches ErrSkipped.
 	ErrLockHeld = fmt.Errorf("%w: job lock held", ErrSkipped)
 	// ErrAlreadyRan reports a tick that a run started less than the job's
-	// window ago, by the server's clock, already covered. It matches
+	// window ago, by the server's clock, already covered (Claim), or, for
+	// a named tick (ClaimTick), a tick whose run is recorded. It matches
 	// ErrSkipped.
 	ErrAlreadyRan = fmt.Errorf("%w: this tick already ran", ErrSkipped)
 	// ErrYielded reports a run this instance stepped back from, so that
@@ -30,9 +31,18 @@ var (
 	ErrYielded = fmt.Errorf("%w: yielded to another instance", ErrSkipped)
 	// ErrStale reports a tick that its scheduler fired more than the
 	// job's window late (ClaimTick): a replay of a tick the process slept
-	// through (robfig/cron fires them after a stop), which the fleet ran
-	// on time. It is skipped, not run again. It matches ErrSkipped.
+	// through (robfig/cron fires them after a stop), or a tick the
+	// scheduler delayed, which the fleet ran. It is skipped, not run
+	// again. It matches ErrSkipped.
 	ErrStale = fmt.Errorf("%w: stale tick", ErrSkipped)
+	// ErrTickLost reports a named tick (ClaimTick) that this instance
+	// cannot run, and whose run no record shows: older than the runs the
+	// job's run node keeps, or fired late when the job's last run had no
+	// tick or the job has no run node. It matches ErrSkipped.
+	ErrTickLost = fmt.Errorf("%w: tick lost", ErrSkipped)
+	// ErrPanicked reports a run that panicked (Do, Claim.Fail): the tick is
+	// the fleet's run, not run again, and it failed.
+	ErrPanicked = errors.New("runonce: the run panicked")
 	// ErrSlowWrite reports a run given up because the run node's write
 	// was answered too late to rule out that another instance ran the
 	// tick (see the package doc, "The window"): the tick is lost, never

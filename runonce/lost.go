@@ -47,6 +47,7 @@ import (
 // instance saw it: under the job's busy flag.
 type heldEpisode struct {
 	node  string    // the holder's lock node; "" none
+	name  string    // its instance, as its node names it
 	began time.Time // this instance's first lost tick of it
 	runs  int64     // the runs recorded then: one more, and someone ran
 	lost  int
@@ -96,11 +97,9 @@ func (r *Runner) lostToHeld(ctx context.Context, j *job, node, remover string) e
 		node, _ = r.holder(ctx, r.s.Conn(), j, &probe{})
 	}
 	e := &j.held
-	holder := node
 	if e.node != node || node == "" {
-		*e = heldEpisode{node: node, began: time.Now(), runs: -1}
 		info := r.holderInfo(ctx, j, node)
-		holder = info.name
+		*e = heldEpisode{node: node, name: info.name, began: time.Now(), runs: -1}
 		what := "tick lost: the job's lock is held by another run (of an earlier tick still going, or of an instance that died, until its session expires): the job's ticks are lost until the lock is free (told once, and when it is free)"
 		if remover != "" {
 			what = "tick lost: the job's lock is held by a RemoveJob, removing the job while this instance schedules it (told once, and when it is free)"
@@ -108,7 +107,9 @@ func (r *Runner) lostToHeld(ctx context.Context, j *job, node, remover string) e
 		r.log.Warn(what, "job", j.key, "holder", info.name, "holder_node", node, "held_since", info.since, "if_gone_session_expires_by", info.expiry)
 	}
 	e.lost++
-	return fmt.Errorf("%w: job %q: by %s (the tick is lost)", ErrLockHeld, j.key, holder)
+	// Every attempt names the instance (issue 56, item 6: the first named
+	// it, the others a lock node).
+	return fmt.Errorf("%w: job %q: by %s (the tick is lost)", ErrLockHeld, j.key, e.name)
 }
 
 // heldEnds ends j's episode once an attempt finds the lock free, or a run

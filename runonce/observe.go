@@ -25,12 +25,15 @@ const (
 	// SkippedStale: the scheduler fired the tick more than its window
 	// late (ErrStale, ClaimTick): the fleet ran it.
 	SkippedStale
+	// SkippedLost: a named tick this instance cannot run, whose run no
+	// record shows (ErrTickLost, ClaimTick).
+	SkippedLost
 )
 
-var outcomeNames = [...]string{"ran", "held", "already_ran", "yielded", "failed", "stale"}
+var outcomeNames = [...]string{"ran", "held", "already_ran", "yielded", "failed", "stale", "lost"}
 
 // String returns the outcome's name: ran, held, already_ran, yielded,
-// failed or stale (the values of lockmetrics' outcome label).
+// failed, stale or lost (the values of lockmetrics' outcome label).
 func (o Outcome) String() string {
 	if o < 0 || int(o) >= len(outcomeNames) {
 		return "unknown"
@@ -51,18 +54,23 @@ func outcomeOf(err error) Outcome {
 		return SkippedYielded
 	case errors.Is(err, ErrStale):
 		return SkippedStale
+	case errors.Is(err, ErrTickLost):
+		return SkippedLost
 	default:
 		return Failed
 	}
 }
 
-// Event is one Claim call, as WithObserver reports it.
+// Event is one Claim call, as WithObserver reports it: a run's when it
+// ends (Claim.Release: Ran; Claim.Fail: Failed), so that a run that
+// panics is never told as run; a skip or a failure when Claim returns.
 type Event struct {
 	Job     string        // the job's key
 	Outcome Outcome       // how it ended
 	Latency time.Duration // from Claim's entry to its return
 	Err     error         // Claim's error; nil when it ran
 	Tick    time.Time     // the tick claimed, as ClaimTick was told it; zero for Claim
+	Entry   time.Time     // Claim's entry: the timer's firing, as near as the Runner knows it
 }
 
 // Observe passes e to the observer (WithObserver), if any, on the

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +33,12 @@ type outage struct {
 	relapse int   // returns that did not last
 	stalled bool  // it began as this process's stall (stall.go)
 	session int64 // the session's id when it began
+	// jobs counts the runs skipped per job, for the line at its end (issue
+	// 56, item 6: it named none); silent counts those of the Claims that
+	// met ZooKeeper silent before it began (its first moments), when.
+	jobs     map[string]int64
+	silent   map[string]int64
+	silentAt time.Time
 }
 
 // outageSettle is how long ZooKeeper must answer, without a Claim failing
@@ -65,6 +74,20 @@ type probe struct {
 	pending int64     // the send of the request being waited for (heard's clock); 0: none
 	entered bool      // admitted to writing (close.go)
 	tick    time.Time // the tick's scheduled time (ClaimTick); zero: not known
+	// name is the tick's name (ms, stale.go), 0 without one; lateBy its
+	// lateness, 0 when on time; every the period of ClaimEvery's job, its
+	// window.
+	name   int64
+	lateBy time.Duration
+	every  time.Duration
+}
+
+// window returns the window of p's claim of j.
+func (p *probe) window(j *job) time.Duration {
+	if p.every > 0 {
+		return p.every
+	}
+	return j.window
 }
 
 // ask notes a request about to be sent; got, its return (err): an answer,
@@ -161,20 +184,28 @@ func (r *Runner) kindOf(ctx context.Context, err error, p *probe) failureKind {
 	return failedOther
 }
 
-// unreachable notes a Claim that failed to reach ZooKeeper (err).
-func (r *Runner) unreachable(err error) {
+// unreachable notes a Claim of job that failed to reach ZooKeeper (err).
+func (r *Runner) unreachable(job string, err error) {
 	o := &r.out
 	o.mu.Lock()
 	first := !o.down
 	switch {
 	case first:
 		o.down, o.since, o.upSince, o.skipped, o.relapse = true, time.Now(), time.Time{}, 0, 0
-		o.stalled, o.session = r.stall.recent(), r.s.SessionID()
+		o.stalled, o.session, o.jobs = r.stall.recent(), r.s.SessionID(), map[string]int64{}
+		if time.Since(o.silentAt) < 2*r.cfg.timeout {
+			for k, n := range o.silent {
+				o.jobs[k] += n
+				o.skipped += n
+			}
+		}
+		o.silent = nil
 	case !o.upSince.IsZero():
 		o.upSince = time.Time{}
 		o.relapse++
 	}
 	o.skipped++
+	o.jobs[job]++
 	stalled := o.stalled
 	o.mu.Unlock()
 	switch {
@@ -187,16 +218,45 @@ func (r *Runner) unreachable(err error) {
 }
 
 // duringOutage reports whether an outage is on (its end not yet
-// settled); with skip, a run skipped then counts as one of its skipped
-// runs.
-func (r *Runner) duringOutage(skip bool) bool {
+// settled); with job, a run of it skipped then counts as one of its
+// skipped runs.
+func (r *Runner) duringOutage(job string) bool {
 	o := &r.out
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.down && skip {
+	if o.down && job != "" {
 		o.skipped++
+		o.jobs[job]++
 	}
 	return o.down
+}
+
+// silentSkip counts a run of job skipped on a Claim that met ZooKeeper
+// silent: the outage's, if one is on or begins soon.
+func (r *Runner) silentSkip(job string) {
+	if r.duringOutage(job) {
+		return
+	}
+	o := &r.out
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.silent == nil || time.Since(o.silentAt) >= 2*r.cfg.timeout {
+		o.silent = map[string]int64{}
+	}
+	o.silent[job]++
+	o.silentAt = time.Now()
+}
+
+// jobsLine names the jobs of counts, each with its count, sorted.
+func jobsLine(counts map[string]int64) string {
+	var b strings.Builder
+	for _, job := range slices.Sorted(maps.Keys(counts)) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%d", job, counts[job])
+	}
+	return b.String()
 }
 
 // reached notes a Claim that ZooKeeper answered.
@@ -213,17 +273,18 @@ func (r *Runner) reached() {
 	}
 	over := now.Sub(o.upSince) >= outageSettle
 	since, upSince, skipped, relapse, stalled, session := o.since, o.upSince, o.skipped, o.relapse, o.stalled, o.session
+	var jobs string
 	if over {
-		o.down = false
+		o.down, jobs = false, jobsLine(o.jobs)
 	}
 	o.mu.Unlock()
 	switch {
 	case over && stalled:
 		r.log.Warn("the ZooKeeper session answers again after this process's stall", "down_for", upSince.Sub(since).Round(time.Millisecond),
-			"runs_skipped", skipped, "session_expired", session != r.s.SessionID())
+			"runs_skipped", skipped, "jobs", jobs, "session_expired", session != r.s.SessionID())
 	case over:
 		r.log.Warn("ZooKeeper reachable again", "down_for", upSince.Sub(since).Round(time.Millisecond),
-			"runs_skipped", skipped, "returns_that_did_not_last", relapse)
+			"runs_skipped", skipped, "jobs", jobs, "returns_that_did_not_last", relapse)
 	}
 }
 

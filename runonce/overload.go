@@ -58,7 +58,7 @@ func (r *Runner) overloaded(w time.Duration) bool {
 // tellLate notes a symptom of lateness (what) of j: the summary when an
 // overload begins, the job's line once; nothing during an outage.
 func (r *Runner) tellLate(j *job, what string) {
-	if r.duringOutage(false) {
+	if r.duringOutage("") {
 		// The outage's doing: requests held through it come back late.
 		return
 	}

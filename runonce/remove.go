@@ -24,12 +24,20 @@ import (
 // window of it, since an attempt that found the node gone would go ahead
 // as a new job's first run. RemoveJob takes the job's lock without
 // waiting (an error matching ErrLockHeld when a run holds it), then waits
-// until the last run is a window and a lock timeout old by the ZooKeeper
-// server's clock, as long as ctx allows, and deletes the node conditional
-// on its version. The window and the lock timeout are the larger of this
-// Runner's (WithWindow, WithLockTimeout) and the fleet's, which the run
-// node records: a remover's options never make it unsafe
-// (TestRemoverWithDefaults).
+// until the last run is twice the window and the lock timeout old by the
+// ZooKeeper server's clock, as long as ctx allows, and deletes the node
+// conditional on its version. An attempt that finds the node gone runs
+// only if its tick fired at most its window before its claim (a late tick
+// is not run without a record: ClaimTick), and its read was answered at
+// most twice its lock timeout after its claim began (a later one is
+// refused): so its timer fired at least a window after the last run's, a
+// later tick. The window and the lock
+// timeout are the largest of this Runner's (WithWindow, WithLockTimeout)
+// and those the run node records, each instance's written by its first
+// attempt of the job: whatever each instance's options, a removal never
+// makes a tick run twice (TestRemoverWithDefaults,
+// TestRemoveWithALongerTimeout), and an attempt cut by the delete is read
+// again (TestRemoveCutsAnAttempt).
 //
 // An instance that attempts the job in the window RemoveJob watches, this
 // one included, still schedules it: RemoveJob then deletes nothing (or
@@ -152,9 +160,9 @@ func (r *Runner) forget(j *job) {
 	}
 }
 
-// retire deletes j's run node, under h, once its last run is a window and
-// a lock timeout old by the server's clock, the fleet's recorded ones or
-// this Runner's, whichever is larger. It learns that clock from a write:
+// retire deletes j's run node, under h, once its last run is twice a
+// window and a lock timeout old by the server's clock, the largest
+// recorded or this Runner's (see RemoveJob). It learns that clock from a write:
 // the node rewritten as it is (runrec.Keep), marked as being removed,
 // conditional on the version read, whose mtime is the server's time. Any
 // attempt that finds the node gone reads it after the delete, so its timer
@@ -173,7 +181,7 @@ func (r *Runner) retire(ctx context.Context, h *zklock.Hold, j *job, rm *removal
 			return fmt.Errorf("read run node: %w", err)
 		}
 		last := runrec.Derive(data, stat.Mtime, stat.Mzxid)
-		need := max(ms(j.window), last.Window) + max(ms(r.cfg.timeout), last.Timeout)
+		need := 2 * (max(ms(j.window), last.Window, last.MaxWindow) + max(ms(r.cfg.timeout), last.Timeout))
 		window := last.Window // the fleet's, so that the writes read as the fleet's
 		if window <= 0 {
 			window = ms(j.window) // an unreadable record: this Runner's

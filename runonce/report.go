@@ -6,8 +6,10 @@ import (
 )
 
 // report logs a Claim's outcome (a skip at Debug; a failure once per
-// outage, or once a minute per job) and tells the observer.
-func (r *Runner) report(ctx context.Context, j *job, p *probe, err error) {
+// outage, or once a minute per job) and tells the observer, but of a run:
+// its Claim tells it when it ends (run.go). It returns the Claim's
+// latency.
+func (r *Runner) report(ctx context.Context, j *job, p *probe, err error) time.Duration {
 	latency := time.Since(p.entry)
 	r.stalledDuring(p.entry)
 	r.late.observe(latency)
@@ -19,9 +21,10 @@ func (r *Runner) report(ctx context.Context, j *job, p *probe, err error) {
 		r.failed(ctx, j, p, err)
 	}
 	r.calm()
-	if r.cfg.observe != nil {
-		r.cfg.observe(Event{Job: j.key, Outcome: outcomeOf(err), Latency: latency, Err: err, Tick: p.tick})
+	if err != nil {
+		r.Observe(Event{Job: j.key, Outcome: outcomeOf(err), Latency: latency, Err: err, Tick: p.tick, Entry: p.entry})
 	}
+	return latency
 }
 
 // failed logs a failed Claim by what it met: ZooKeeper silent for long
@@ -43,11 +46,12 @@ func (r *Runner) failed(ctx context.Context, j *job, p *probe, err error) {
 	case failedCancelled:
 		r.log.Debug("run skipped: the job's context ended", "job", j.key, "err", err)
 	case failedSilent:
+		r.silentSkip(j.key)
 		r.log.Debug("run skipped: ZooKeeper silent", "job", j.key, "err", err)
 	case failedUnreachable:
-		r.unreachable(err)
+		r.unreachable(j.key, err)
 	case failedLate:
-		if !r.duringOutage(true) {
+		if !r.duringOutage(j.key) {
 			r.tellLate(j, lateWhat(err))
 		}
 	default:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -21,6 +22,10 @@ type Claim struct {
 	cancel context.CancelCauseFunc
 	closed atomic.Bool // Runner.Close released the hold
 	done   atomic.Bool
+	// What the observer hears of the run when it ends: its Claim's
+	// latency, tick and entry.
+	latency     time.Duration
+	tick, entry time.Time
 }
 
 // Context returns the run's context, for the job to watch: it carries the
@@ -37,6 +42,22 @@ func (c *Claim) Context() context.Context {
 	return c.ctx
 }
 
+// TickOf returns the scheduled time of the tick a run's context (its
+// Claim's, RunContext's) runs, as ClaimTick or ClaimEvery was told it,
+// and false for a run claimed without one (Claim): a job that processes
+// the data of its tick reads it here, where its scheduler does not tell it
+// (robfig/cron).
+func TickOf(ctx context.Context) (time.Time, bool) {
+	if ctx == nil {
+		return time.Time{}, false
+	}
+	t, ok := ctx.Value(tickKey{}).(time.Time)
+	return t, ok
+}
+
+// tickKey is the key of a run's tick in its context.
+type tickKey struct{}
+
 // errRunClosed ends a run whose lock Runner.Close released.
 var errRunClosed = fmt.Errorf("%w: the run's lock was released by Close", ErrClosed)
 
@@ -49,12 +70,38 @@ var errRunClosed = fmt.Errorf("%w: the run's lock was released by Close", ErrClo
 // the lock was lost during the run (logged as a warning too), and
 // zklock.ErrNotHeld on a second call.
 func (c *Claim) Release() error {
+	return c.end(nil)
+}
+
+// Fail ends the run as Release does, for a run that failed in a way its
+// observer must hear (a job that panicked, cause wrapping ErrPanicked):
+// the observer hears Failed with cause, not Ran. The tick stays the
+// fleet's run (the other instances skip it, as already run).
+func (c *Claim) Fail(cause error) error {
+	if cause == nil {
+		cause = ErrPanicked
+	}
+	return c.end(cause)
+}
+
+// failOnPanic, deferred around a run, fails c if the run panics, and
+// panics on with the same value.
+func (c *Claim) failOnPanic() {
+	if v := recover(); v != nil {
+		_ = c.Fail(fmt.Errorf("runonce: job %q: %w: %v", c.j.key, ErrPanicked, v))
+		panic(v)
+	}
+}
+
+// end ends the run, told to the observer as Ran, or Failed with cause.
+func (c *Claim) end(cause error) error {
 	if c == nil {
 		return ErrNil
 	}
 	if !c.done.CompareAndSwap(false, true) {
 		return fmt.Errorf("runonce: job %q: %w", c.j.key, zklock.ErrNotHeld)
 	}
+	c.r.Observe(Event{Job: c.j.key, Outcome: outcomeOf(cause), Latency: c.latency, Err: cause, Tick: c.tick, Entry: c.entry})
 	c.j.run.CompareAndSwap(c, nil)
 	err := c.hold.Release()
 	c.j.busy.Store(false)

@@ -39,7 +39,9 @@ type Runner struct {
 	clock       serverClock // the server's clock as this instance's writes saw it
 	sessionGone sync.Once   // a Claim on a closed session, told (report.go)
 	stall       stall       // signs of this process's stall (stall.go)
-	stales      stales      // stale ticks skipped (stale.go)
+	stales      tally       // stale ticks skipped (tick.go)
+	losts       tally       // named ticks lost (tick.go)
+	toldClocks  atomic.Bool // the hosts' clocks told to differ (tick.go)
 
 	mu     sync.Mutex
 	jobs   map[string]*job
@@ -57,12 +59,14 @@ type job struct {
 	runPath string
 	window  time.Duration
 	busy    atomic.Bool             // a Claim of this process holds or takes the lock, or RemoveJob does
+	wrote   atomic.Bool             // this Runner wrote the job's record (tick.go)
 	removal atomic.Pointer[removal] // a RemoveJob under way (remove.go)
 	retired atomic.Bool             // removed: a Claim takes a new entry
 	run     atomic.Pointer[Claim]   // the run going on, set by Claim, cleared by Release
 
-	ownNode string      // the name of this process's last hold's lock node (lost.go), under busy
-	held    heldEpisode // ticks lost to the lock held elsewhere (lost.go), under busy
+	ownNode  string      // the name of this process's last hold's lock node (lost.go), under busy
+	lastName int64       // the tick this process last claimed (tick.go), under busy
+	held     heldEpisode // ticks lost to the lock held elsewhere (lost.go), under busy
 
 	calls    atomic.Int64 // Claim calls
 	warnedAt atomic.Int64 // the last failure warned of (Unix ns)
@@ -112,11 +116,12 @@ func New(s *zklock.Session, root string, opts ...Option) (*Runner, error) {
 // sooner when ctx ends. The run's context (Claim.Context) derives from
 // ctx.
 func (r *Runner) Claim(ctx context.Context, key string) (*Claim, error) {
-	return r.claim(ctx, key, time.Time{})
+	return r.claim(ctx, key, time.Time{}, 0)
 }
 
-// claim is Claim, and ClaimTick with a tick (not zero).
-func (r *Runner) claim(ctx context.Context, key string, tick time.Time) (*Claim, error) {
+// claim is Claim, and ClaimTick with a tick (not zero), and ClaimEvery
+// with a period too.
+func (r *Runner) claim(ctx context.Context, key string, tick time.Time, every time.Duration) (*Claim, error) {
 	entry := time.Now() // the timer's firing, as near as the Runner knows it
 	if r == nil {
 		return nil, ErrNil
@@ -129,18 +134,14 @@ func (r *Runner) claim(ctx context.Context, key string, tick time.Time) (*Claim,
 		return nil, err
 	}
 	calls := j.calls.Add(1)
-	p := &probe{entry: entry, tick: tick}
+	p := &probe{entry: entry, tick: tick, every: every}
 	if j, err = r.own(j, key); err != nil {
 		if j != nil {
 			r.report(ctx, j, p, err)
 		}
 		return nil, err
 	}
-	if err := r.stale(j, p); err != nil {
-		j.busy.Store(false)
-		r.report(ctx, j, p, err)
-		return nil, err
-	}
+	r.named(j, p)
 	lockCtx, cancel := context.WithTimeout(ctx, r.cfg.timeout)
 	defer cancel()
 	defer r.leave(p)
@@ -157,6 +158,9 @@ func (r *Runner) claim(ctx context.Context, key string, tick time.Time) (*Claim,
 		r.report(ctx, j, p, err)
 		return nil, err
 	}
+	if p.name != 0 {
+		r.losts.end(r, "ticks run again after ticks lost", "ticks_lost")
+	}
 	return r.started(ctx, j, p, h), nil
 }
 
@@ -165,7 +169,10 @@ func (r *Runner) started(ctx context.Context, j *job, p *probe, h *zklock.Hold) 
 	if testHookAfterTake != nil {
 		testHookAfterTake()
 	}
-	c := &Claim{r: r, j: j, hold: h}
+	c := &Claim{r: r, j: j, hold: h, tick: p.tick, entry: p.entry}
+	if !p.tick.IsZero() {
+		ctx = context.WithValue(ctx, tickKey{}, p.tick)
+	}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	j.run.Store(c)
 	// A loss or a Close between take's last look and the Store above found
@@ -179,7 +186,7 @@ func (r *Runner) started(ctx context.Context, j *job, p *probe, h *zklock.Hold) 
 		}
 		c.cancel(err)
 	}
-	r.report(ctx, j, p, nil)
+	c.latency = r.report(ctx, j, p, nil)
 	return c
 }
 
@@ -209,11 +216,12 @@ func (r *Runner) own(j *job, key string) (*job, error) {
 
 // Do runs fn when this instance runs the tick of key whose timer just
 // fired: it claims the tick (Claim), calls fn with the run's context
-// (Claim.Context) and releases the claim when fn returns or panics. It
-// returns Claim's error when fn is not called (matching ErrSkipped when
-// the tick is another instance's), and otherwise fn's error joined with
-// Release's (an error wrapping zklock.ErrLockLost when the job's lock was
-// lost during the run).
+// (Claim.Context) and releases the claim when fn returns, or fails it
+// when fn panics (Claim.Fail: the observer hears Failed, ErrPanicked) and
+// panics on. It returns Claim's error when fn is not called (matching
+// ErrSkipped when the tick is another instance's), and otherwise fn's
+// error joined with Release's (an error wrapping zklock.ErrLockLost when
+// the job's lock was lost during the run).
 func (r *Runner) Do(ctx context.Context, key string, fn func(ctx context.Context) error) (err error) {
 	if fn == nil {
 		return fmt.Errorf("%w: Do with a nil func", ErrNil)
@@ -222,8 +230,9 @@ func (r *Runner) Do(ctx context.Context, key string, fn func(ctx context.Context
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, c.Release()) }()
-	return fn(c.Context())
+	defer c.failOnPanic()
+	err = fn(c.Context())
+	return errors.Join(err, c.Release())
 }
 
 // job returns the state of key, making it on first use.

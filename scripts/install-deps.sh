@@ -8,7 +8,9 @@
 #     /usr/bin/python3);
 #   - spin and a C compiler, for the protocol models under model/;
 #   - redis-server, the baseline of cronlock's fleet test (a Redis lock in a
-#     robfig/cron JobWrapper, as robfig users write it today).
+#     robfig/cron JobWrapper, as robfig users write it today);
+#   - libfaketime, under which the cron fleets' documented runs start a
+#     ZooKeeper server whose clock is off the hosts'.
 set -euo pipefail
 
 missing=()
@@ -21,6 +23,7 @@ command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
 command -v spin >/dev/null 2>&1 || missing+=(spin)
 command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v faketime >/dev/null 2>&1 || missing+=(faketime)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then

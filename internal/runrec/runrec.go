@@ -12,6 +12,7 @@
 package runrec
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 	"time"
@@ -40,10 +41,25 @@ type Record struct {
 	Runs int64 `json:"runs,omitempty"`
 	// Window is the writer's window, in ms.
 	Window int64 `json:"window_ms"`
-	// Timeout is the writer's lock timeout (runonce.WithLockTimeout), in
-	// ms: with Window, what a remover of the job must wait for (0: a
-	// writer of a version that did not record it).
-	Timeout int64 `json:"timeout_ms,omitempty"`
+	// Timeout is the largest lock timeout (runonce.WithLockTimeout) of the
+	// writers, in ms, and MaxWindow the largest window: what a remover of
+	// the job must wait for, whatever each instance's options (0: writers
+	// of a version that did not record them).
+	Timeout   int64 `json:"timeout_ms,omitempty"`
+	MaxWindow int64 `json:"max_window_ms,omitempty"`
+	// Tick is the scheduled time of the tick this write claims (ms, as its
+	// scheduler names it: runonce's ClaimTick), 0 for a claim without one;
+	// LastTick the last run's (0: it had none), Ticks the largest ticks
+	// run, the largest first, at most MaxRecent, and Floor the largest
+	// tick the list has let go (0: none): every tick run is in the list or
+	// at most the floor. A tick is its
+	// scheduled time: a spec's ticks are named alike on every instance,
+	// whatever its clock reads, so a write that claims one is decided by
+	// the names alone (see Verdict).
+	Tick     int64   `json:"tick_ms,omitempty"`
+	LastTick int64   `json:"last_tick_ms,omitempty"`
+	Ticks    []int64 `json:"ticks_ms,omitempty"`
+	Floor    int64   `json:"floor_ms,omitempty"`
 	// Delay is the writer's own measure (monotonic, ms, rounded down) of
 	// the time from its Lock's entry (the timer's firing) to the write's
 	// send.
@@ -116,6 +132,40 @@ func (r Record) Fired(mtime int64) int64 { return mtime - r.Delay }
 // as late as it can have fired (Fired). Every reader derives the same. The
 // writer itself runs only if Confirms says so too.
 func (r Record) Verdict(mtime, epoch int64) Verdict {
+	if r.named() {
+		return r.tickVerdict(mtime, epoch)
+	}
+	v := r.timeVerdict(mtime, epoch)
+	if v == Run && r.Tick != 0 && len(r.Ticks) > 0 && r.Tick-r.Ticks[0] < r.Window {
+		// A named tick after a run without a name (a RunNow): never one
+		// within a window of a named run's tick.
+		return Skip
+	}
+	return v
+}
+
+// named reports whether r is decided by the ticks' names: it claims a
+// named tick, and the last run had one.
+func (r Record) named() bool { return r.Tick != 0 && r.LastTick != 0 }
+
+// tickVerdict decides a write that claims a named tick after a named run:
+// it runs when its tick is open (Open), by the names alone, whatever the
+// clocks and latencies (an attempt of a tick run never runs). A skip
+// across a leader change or a clock step back rebases the server time
+// (the last run's date), not the names.
+func (r Record) tickVerdict(mtime, epoch int64) Verdict {
+	switch {
+	case open(r.Tick, r.Window, r.Ticks, r.Floor) && !r.Yield:
+		return Run
+	case (r.Epoch != 0 && r.Epoch != epoch) || mtime < r.Prev:
+		return Rebase
+	}
+	return Skip
+}
+
+// timeVerdict decides a write by the server's clock: its timer, dated as
+// late as it can have fired, a window after the last run's.
+func (r Record) timeVerdict(mtime, epoch int64) Verdict {
 	elapsed := r.Fired(mtime) - r.Last
 	switch {
 	case r.Epoch != 0 && r.Epoch != epoch:
@@ -145,6 +195,9 @@ func (r Record) Verdict(mtime, epoch int64) Verdict {
 // later attempt of the same tick is never confirmed. A write that counts
 // as a run but is not confirmed is a tick lost, never one run twice.
 func (r Record) Confirms(mtime, epoch int64, answered time.Duration) bool {
+	if r.named() {
+		return r.Verdict(mtime, epoch) == Run // the names decide: no latency counts
+	}
 	early := r
 	early.Delay = (answered + time.Millisecond - 1).Milliseconds() // rounded up
 	return r.Verdict(mtime, epoch) == Run && early.Verdict(mtime, epoch) == Run
@@ -156,19 +209,26 @@ func (r Record) Confirms(mtime, epoch int64, answered time.Duration) bool {
 // leaves Recent and Since as they are. Its mtime tells its writer the
 // server's time (runonce's RemoveJob). window is the writer's.
 func Keep(prev Last, window, mtime, mzxid int64) Record {
-	return Record{Last: prev.At, LastBy: prev.By, Runs: prev.Runs, Window: window, Timeout: prev.Timeout, Prev: mtime, Epoch: EpochOf(mzxid),
-		Recent: prev.Recent, Since: prev.Since, Yield: true}
+	return Record{Last: prev.At, LastBy: prev.By, Runs: prev.Runs, Window: window, Timeout: prev.Timeout, MaxWindow: max(prev.MaxWindow, window),
+		LastTick: prev.Tick, Ticks: prev.Ticks, Floor: prev.Floor, Prev: mtime, Epoch: EpochOf(mzxid), Recent: prev.Recent, Since: prev.Since, Yield: true}
 }
 
 // Last is a job's state after a write: its last run and the count.
 type Last struct {
-	At      int64  // when the last run started (server ms); 0 if none
-	By      string // who made it
-	Runs    int64  // runs recorded
-	Window  int64  // the window of the write's writer, ms (0: unreadable)
-	Timeout int64  // the lock timeout of the write's writer, ms (0: not recorded)
-	Writer  string // who wrote last
-	Ran     bool   // the write was itself a run
+	At        int64  // when the last run started (server ms); 0 if none
+	By        string // who made it
+	Runs      int64  // runs recorded
+	Window    int64  // the window of the write's writer, ms (0: unreadable)
+	Timeout   int64  // the largest lock timeout written, ms (0: not recorded)
+	MaxWindow int64  // the largest window written, ms
+	// Tick is the scheduled time of the last run (ms), 0 when it had none;
+	// Ticks the largest ticks run, the largest first, and Floor the
+	// largest tick let go of the list.
+	Tick   int64
+	Ticks  []int64
+	Floor  int64
+	Writer string // who wrote last
+	Ran    bool   // the write was itself a run
 	// Removing names the instance removing the job, if the write was its
 	// (see Record.Removing).
 	Removing string
@@ -184,13 +244,17 @@ func Derive(data []byte, mtime, mzxid int64) Last {
 	if !ok {
 		return Last{At: mtime, Runs: 0}
 	}
-	l := Last{At: r.Last, By: r.LastBy, Runs: r.Runs, Window: r.Window, Timeout: r.Timeout, Writer: r.By, Removing: r.Removing}
+	l := Last{At: r.Last, By: r.LastBy, Runs: r.Runs, Window: r.Window, Timeout: r.Timeout, MaxWindow: max(r.MaxWindow, r.Window),
+		Tick: r.LastTick, Ticks: r.Ticks, Floor: r.Floor, Writer: r.By, Removing: r.Removing}
 	epoch := EpochOf(mzxid)
 	v := r.Verdict(mtime, epoch)
 	l.Recent, l.Since = r.Spread(v == Run, r.SteppedBack(mtime, epoch))
 	switch v {
 	case Run:
-		l.At, l.By, l.Runs, l.Ran = r.Fired(mtime), r.By, r.Runs+1, true
+		l.At, l.By, l.Runs, l.Ran, l.Tick = r.Fired(mtime), r.By, r.Runs+1, true, r.Tick
+		if r.Tick != 0 {
+			l.Ticks, l.Floor = keep(r.Tick, r.Ticks, r.Floor)
+		}
 	case Rebase:
 		l.At = mtime
 	}
@@ -267,4 +331,53 @@ func (l Last) Yields(by string) bool {
 	}
 	k := min(len(alive), len(l.Recent))
 	return k > 0 && slices.Contains(l.Recent[:k], by)
+}
+
+// RanTick reports whether the ticks of l show tick (ms) run: a run whose
+// tick is within w of it (the same tick, named alike by every instance,
+// or within the window by which instances whose ticks differ count one).
+func (l Last) RanTick(tick, w int64) bool { return ran(tick, w, l.Ticks) }
+
+// Open reports whether a run of tick (ms) by a writer of window w would
+// be one (Verdict): no tick within w of it ran, and it is w above the
+// floor (the runs the list has let go are not known).
+func (l Last) Open(tick, w int64) bool { return open(tick, w, l.Ticks, l.Floor) }
+
+// Latest returns the latest tick run, 0 if none is kept.
+func (l Last) Latest() int64 {
+	if len(l.Ticks) == 0 {
+		return 0
+	}
+	return l.Ticks[0]
+}
+
+// keep returns ticks (the largest first) with tick, and the floor: the
+// smallest let go when there are more than MaxRecent.
+func keep(tick int64, ticks []int64, floor int64) ([]int64, int64) {
+	i, _ := slices.BinarySearchFunc(ticks, tick, func(t, target int64) int { return cmp.Compare(target, t) })
+	ticks = slices.Insert(slices.Clone(ticks), i, tick)
+	if len(ticks) > MaxRecent {
+		floor = max(floor, ticks[MaxRecent])
+		ticks = ticks[:MaxRecent]
+	}
+	return ticks, floor
+}
+
+// ran reports whether a tick within w of tick is in ticks.
+func ran(tick, w int64, ticks []int64) bool {
+	for _, t := range ticks {
+		if tick-t < w && t-tick < w {
+			return true
+		}
+	}
+	return false
+}
+
+// open reports whether tick is a tick to run, by the names: not run
+// (ran), and w above floor. A tick below the latest run's runs too: a
+// tick a fleet's instance passed over (one whose clock is ahead of the
+// others' leads them, and its first tick after a stop leaps over the ones
+// between), when another instance comes to it.
+func open(tick, w int64, ticks []int64, floor int64) bool {
+	return !ran(tick, w, ticks) && (floor == 0 || tick-floor >= w)
 }

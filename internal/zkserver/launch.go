@@ -53,7 +53,8 @@ type config struct {
 	logger      *slog.Logger
 	startupWait time.Duration
 	containers  time.Duration
-	tls         *TLS // tls.go
+	clockOffset time.Duration // faketime.go
+	tls         *TLS          // tls.go
 }
 
 // Option configures Start and StartEnsemble.
@@ -296,6 +297,10 @@ func (c *Cluster) launch(i int) error {
 		"-cp", cp, main, m.cfgFile)
 	cmd.Dir = m.dir
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if cmd.Env, err = c.env(); err != nil {
+		logf.Close()
+		return err
+	}
 	setProcAttrs(cmd)
 	if err := cmd.Start(); err != nil {
 		logf.Close()

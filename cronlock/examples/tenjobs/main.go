@@ -29,8 +29,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer locker.Close()
-	c := cron.New(cron.WithSeconds(), cron.WithChain(locker.Wrapper())) // Wrapper last in the chain
-	locker.Attach(c)                                                    // each fire's tick: a late one is stale, not run again
+	c := cron.New(cron.WithSeconds(), locker.WithChain()) // the Locker's wrapper last in the chain, and the Cron attached: each tick claimed by its name
 	for i := range 10 {
 		name := fmt.Sprintf("job-%d", i) // a job's name is its key across the fleet: one per job
 		job := cron.FuncJob(func() { fmt.Println(name, "ran at", time.Now().Format("15:04:05.000")) })

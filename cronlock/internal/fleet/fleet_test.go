@@ -167,7 +167,9 @@ type fleetRun struct {
 	logs    map[string]*zktest.SyncBuffer // each worker's stderr, its log
 	gone    map[string][]*child.Proc      // workers killed and started again
 	killed  map[*child.Proc]bool          // workers killed by the test
-	cuts    []time.Time                   // the ticks a kill or a stop cut node-0 after (faults_test.go)
+	cuts    []time.Time                   // the ticks a kill or a stop cut an instance after (faults_test.go)
+	target  string                        // the instance the faults hit ("": node-0)
+	clock   time.Duration                 // its clock's offset from the others' (-clock)
 	mu      sync.Mutex
 	records Records
 	readers sync.WaitGroup
@@ -175,7 +177,8 @@ type fleetRun struct {
 
 // startFleet starts one worker per offset, with the lock name on servers,
 // scheduling from a common start fleetLead ahead for d, the fleet's jobs
-// (fleetJobs but for jobs) and extra flags for each.
+// (fleetJobs but for jobs) and extra flags for each: "node-1:-clock=2s"
+// is node-1's alone.
 func startFleet(t *testing.T, name string, servers []string, d time.Duration, jobs []Job, extra ...string) *fleetRun {
 	t.Helper()
 	if jobs == nil {
@@ -192,7 +195,16 @@ func startFleet(t *testing.T, name string, servers []string, d time.Duration, jo
 		for _, j := range f.jobs {
 			args = append(args, "-job", j.Name+"="+j.Spec)
 		}
-		f.args[instance] = append(args, extra...)
+		for _, e := range extra {
+			if node, flag, ok := strings.Cut(e, ":"); ok && strings.HasPrefix(node, "node-") {
+				if node == instance {
+					args = append(args, flag)
+				}
+				continue
+			}
+			args = append(args, e)
+		}
+		f.args[instance] = args
 		f.logs[instance] = &zktest.SyncBuffer{}
 		f.launch(t, instance)
 	}

@@ -9,14 +9,15 @@ import (
 
 // Told is what the instances' observers said of the ticks that ran
 // nowhere (a lock with an observer: tierlock's): a lost tick must be
-// observed as lost (held, failed, stale), never as already_ran, which
-// would say it ran.
+// observed as lost (held, failed, lost), never as already_ran or stale,
+// which would say it ran.
 type Told struct {
 	Lost       int            // (job, tick) that ran nowhere
 	ByOutcome  map[string]int // of those, how many each outcome was observed for
 	AlreadyRan []Key          // of those, the ones an instance observed as already_ran
 	Unobserved []Key          // of those, the ones no instance observed
 	Held       []Key          // of those, the ones an instance observed as held
+	Stale      []Key          // of those, the ones an instance observed as stale (which says the fleet ran it)
 }
 
 // TellsLost sorts the lost ticks of rep by what obs said of them.
@@ -41,6 +42,9 @@ func TellsLost(rep Report, obs []Obs) Told {
 		if outcomes["held"] {
 			t.Held = append(t.Held, k)
 		}
+		if outcomes["stale"] {
+			t.Stale = append(t.Stale, k)
+		}
 		for o := range outcomes {
 			t.ByOutcome[o]++
 		}
@@ -53,6 +57,6 @@ func (t Told) String() string {
 	for _, o := range slices.Sorted(maps.Keys(t.ByOutcome)) {
 		by = append(by, fmt.Sprintf("%s=%d", o, t.ByOutcome[o]))
 	}
-	return fmt.Sprintf("%d ticks ran nowhere, observed as: %s; observed as already_ran: %d; observed by no instance: %d",
-		t.Lost, strings.Join(by, " "), len(t.AlreadyRan), len(t.Unobserved))
+	return fmt.Sprintf("%d ticks ran nowhere, observed as: %s; observed as already_ran: %d, as stale: %d; observed by no instance: %d",
+		t.Lost, strings.Join(by, " "), len(t.AlreadyRan), len(t.Stale), len(t.Unobserved))
 }

@@ -24,15 +24,21 @@ type Config struct {
 	Instance string
 	// Logger is the instance's log (its stderr).
 	Logger *slog.Logger
-	// Windows are jobs' windows, by name, for a lock that has them.
+	// Windows are jobs' windows, by name, for a lock that has them, and
+	// Window the other jobs' (0: the lock's default).
 	Windows map[string]time.Duration
+	Window  time.Duration
+	// LockTimeout is the lock's timeout, for a lock that has one (0: its
+	// default).
+	LockTimeout time.Duration
 	// SessionTimeout is the session's timeout, for a lock that has one
 	// (0: its default).
 	SessionTimeout time.Duration
 	// Observe, if the lock can, is told each fire's outcome (runonce's
-	// names: ran, held, already_ran, yielded, failed, stale) on the fire's
-	// goroutine.
-	Observe func(job, outcome string)
+	// names: ran, held, already_ran, yielded, failed, stale, lost) on the
+	// fire's goroutine, with the scheduled time it claimed (robfig/cron's
+	// Entry.Prev; zero when it claimed none).
+	Observe func(job, outcome string, tick time.Time)
 }
 
 // Lock is a lock opened on one instance.
@@ -47,6 +53,17 @@ type Lock struct {
 	// Attach, if not nil, is given the scheduler once the jobs are added,
 	// before it starts.
 	Attach func(*cron.Cron)
+	// Chain and Named, if not nil, are the lock's other API form
+	// (-form chain): Chain(wrappers...) is the cron.Option that makes the
+	// Cron's chain wrappers followed by the lock's, and Named names a job
+	// for it.
+	Chain func(wrappers ...cron.JobWrapper) cron.Option
+	Named func(name string, job cron.Job) cron.Job
+	// RunTick, if not nil, returns the scheduled time the run of the job
+	// named name going on claimed (robfig/cron's Entry.Prev), false when
+	// it claimed none: a run is named by it rather than by the job's last
+	// fire, which a fire of a later tick may have been meanwhile.
+	RunTick func(name string) (time.Time, bool)
 }
 
 // Factory opens a lock for one instance.

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"time"
 
 	"github.com/robfig/cron/v3"
 
@@ -32,11 +33,17 @@ func openTierlock(ctx context.Context, c Config) (Lock, error) {
 		return Lock{}, err
 	}
 	opts := []runonce.Option{runonce.WithInstanceName(c.Instance), runonce.WithLogger(c.Logger)}
+	if c.Window > 0 {
+		opts = append(opts, runonce.WithWindow(c.Window))
+	}
+	if c.LockTimeout > 0 {
+		opts = append(opts, runonce.WithLockTimeout(c.LockTimeout))
+	}
 	for name, w := range c.Windows {
 		opts = append(opts, runonce.WithJobWindow(name, w))
 	}
 	if c.Observe != nil {
-		opts = append(opts, runonce.WithObserver(func(e runonce.Event) { c.Observe(e.Job, e.Outcome.String()) }))
+		opts = append(opts, runonce.WithObserver(func(e runonce.Event) { c.Observe(e.Job, e.Outcome.String(), e.Tick) }))
 	}
 	l, err := cronlock.New(s, c.Root, opts...)
 	if err != nil {
@@ -46,6 +53,11 @@ func openTierlock(ctx context.Context, c Config) (Lock, error) {
 	return Lock{
 		Wrap:   func(name string, job cron.Job) cron.Job { return l.Wrap(name)(job) },
 		Attach: l.Attach,
+		Chain:  l.WithChain,
+		Named:  cronlock.Named,
+		RunTick: func(name string) (time.Time, bool) {
+			return runonce.TickOf(l.RunContext(name))
+		},
 		Close: func() error {
 			err := l.Close()
 			_ = s.Close()

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -30,6 +29,10 @@ type config struct {
 	sessionTimeout         time.Duration
 	start                  time.Time
 	stopWait, openDeadline time.Duration
+	// Issue 56's fleets: this instance's clock off the others' (see
+	// clock), its lock timeout and default window, and the API form.
+	clock, lockTimeout, window time.Duration
+	form                       string
 }
 
 func parse(args []string, stderr io.Writer) (config, error) {
@@ -48,7 +51,11 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.workMax, "work-max", 50*time.Millisecond, "longest run")
 	fs.Int64Var(&startMs, "start", 0, "the fleet's common start, Unix ms (default: the next whole second)")
 	fs.DurationVar(&c.sessionTimeout, "session-timeout", 0, "the lock's session timeout, where it has one (0: its default)")
-	fs.Func("window", "a job's window, name=duration (repeat the flag for each job), where the lock has one", c.window)
+	fs.Func("window", "a job's window, name=duration (repeat the flag for each job), where the lock has one", c.jobWindow)
+	fs.DurationVar(&c.window, "default-window", 0, "the other jobs' window, where the lock has one (0: its default)")
+	fs.DurationVar(&c.lockTimeout, "lock-timeout", 0, "the lock's timeout, where it has one (0: its default)")
+	fs.DurationVar(&c.clock, "clock", 0, "this instance's clock's offset from the others' (see clock.go)")
+	fs.StringVar(&c.form, "form", FormWrap, "the lock's API form, where it has two: "+FormWrap+" (a wrapper per job) or "+FormChain+" (the Cron's chain)")
 	fs.Func("job", "a job, name=spec (repeat the flag for each job)", c.job)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -69,8 +76,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	return c, nil
 }
 
-// window parses a -window flag into c.
-func (c *config) window(v string) error {
+// jobWindow parses a -window flag into c.
+func (c *config) jobWindow(v string) error {
 	name, d, ok := strings.Cut(v, "=")
 	w, err := time.ParseDuration(d)
 	if !ok || err != nil || w <= 0 {
@@ -117,7 +124,7 @@ func run(ctx context.Context, c config, rec *recorder, logger *slog.Logger, stde
 	v, _ := Lookup(c.lock)
 	open, cancel := context.WithTimeout(ctx, c.openDeadline)
 	lk, err := v.Open(open, Config{Servers: c.servers, Root: c.root, Instance: c.name, Logger: logger,
-		Windows: c.windows, SessionTimeout: c.sessionTimeout, Observe: rec.observe})
+		Windows: c.windows, Window: c.window, LockTimeout: c.lockTimeout, SessionTimeout: c.sessionTimeout, Observe: rec.observe})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("open %s: %w", c.lock, err)
@@ -125,26 +132,15 @@ func run(ctx context.Context, c config, rec *recorder, logger *slog.Logger, stde
 	if lk.Close != nil {
 		defer func() { err = errors.Join(err, lk.Close()) }()
 	}
-	// robfig/cron logs its errors (a job's panic) to stdout by default:
-	// stderr keeps the records alone on stdout.
-	sched := cron.New(cron.WithParser(shiftedParser{offset: c.offset}), cron.WithLocation(time.UTC),
-		cron.WithLogger(cron.PrintfLogger(log.New(stderr, "cron: ", log.LstdFlags))))
-	rec.cron = sched
-	for _, j := range c.jobs {
-		id, err := sched.AddJob(j.Spec, rec.fire(j.Name, lk.Wrap(j.Name, rec.job(j.Name))))
-		if err != nil {
-			return err
-		}
-		rec.ids[j.Name] = id
-	}
-	if lk.Attach != nil {
-		lk.Attach(sched)
+	sched, err := schedule(c, lk, rec, stderr)
+	if err != nil {
+		return err
 	}
 	sched.Start()
 	rec.line("ready %s %d", c.name, time.Now().UnixMicro())
 	// The instance's last tick is the fleet's last before start+duration,
 	// fired offset later.
-	end := time.NewTimer(time.Until(c.start.Add(c.duration + c.offset)))
+	end := time.NewTimer(time.Until(c.start.Add(c.duration + c.offset - c.clock)))
 	defer end.Stop()
 	select {
 	case <-end.C:
@@ -162,13 +158,15 @@ func run(ctx context.Context, c config, rec *recorder, logger *slog.Logger, stde
 
 // recorder writes an instance's records, one line and one write each.
 type recorder struct {
-	w      io.Writer
-	name   string
-	offset time.Duration
-	scheds map[string]cron.Schedule // each job's, not shifted
-	work   func() time.Duration
-	cron   *cron.Cron              // the scheduler, set before it starts
-	ids    map[string]cron.EntryID // each job's entry, set before it starts
+	w       io.Writer
+	name    string
+	offset  time.Duration
+	scheds  map[string]cron.Schedule // each job's, not shifted
+	work    func() time.Duration
+	cron    *cron.Cron                     // the scheduler, set before it starts
+	ids     map[string]cron.EntryID        // each job's entry, set before it starts
+	adding  string                         // the job being added (clock.go)
+	runTick func(string) (time.Time, bool) // the lock's Lock.RunTick, set before it starts
 
 	mu   sync.Mutex
 	last map[string]fired // each job's last fire
@@ -183,7 +181,7 @@ type fired struct {
 }
 
 func newRecorder(w io.Writer, c config) (*recorder, error) {
-	r := &recorder{w: w, name: c.name, offset: c.offset, scheds: map[string]cron.Schedule{}, last: map[string]fired{}, ids: map[string]cron.EntryID{},
+	r := &recorder{w: w, name: c.name, offset: c.offset - c.clock, scheds: map[string]cron.Schedule{}, last: map[string]fired{}, ids: map[string]cron.EntryID{},
 		work: func() time.Duration { return c.workMin + rand.N(c.workMax-c.workMin+1) }}
 	for _, j := range c.jobs {
 		s, err := ParseSpec(j.Spec)
@@ -269,6 +267,11 @@ func (r *recorder) job(job string) cron.Job {
 		r.mu.Lock()
 		f := r.last[job]
 		r.mu.Unlock()
+		if r.runTick != nil {
+			if tick, ok := r.runTick(job); ok {
+				f.tick = tick.Add(-r.offset).UnixMicro()
+			}
+		}
 		start, work := time.Now(), r.work()
 		r.line("run %s %s %d %d %d %d", job, r.name, f.tick, f.at.UnixMicro(), start.UnixMicro(), start.Add(work).UnixMicro())
 		time.Sleep(work)
@@ -276,10 +279,16 @@ func (r *recorder) job(job string) cron.Job {
 }
 
 // observe records the lock's outcome of job's fire under way (the lock's
-// observer, called on the fire's goroutine), named by the fire's tick.
-func (r *recorder) observe(job, outcome string) {
+// observer, called on the fire's goroutine), named by the scheduled time
+// it claimed (less the instance's offset), or by the fire's tick when it
+// claimed none: a run is told when it ends, and another fire of the job
+// may have begun meanwhile.
+func (r *recorder) observe(job, outcome string, claimed time.Time) {
 	r.mu.Lock()
-	f := r.last[job]
+	tick := r.last[job].tick
 	r.mu.Unlock()
-	r.line("obs %s %s %d %s", job, r.name, f.tick, outcome)
+	if !claimed.IsZero() {
+		tick = claimed.Add(-r.offset).UnixMicro()
+	}
+	r.line("obs %s %s %d %s", job, r.name, tick, outcome)
 }

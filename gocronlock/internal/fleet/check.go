@@ -16,7 +16,7 @@ type Run struct {
 	Job  string
 	Tick int64
 	Node string
-	At   time.Time // when its timer fired (its Lock's entry; the run's start under the Elector)
+	At   time.Time // when it started, once its Lock let it run (the run's start under the Elector)
 }
 
 // Gaps returns, for each (job, tick) that ran more than once, the time
@@ -244,13 +244,14 @@ func Check(runs []Run, jobs int, first, last int64, skip func(tick int64) bool) 
 }
 
 // Told is what the instances' observers said of the ticks that ran
-// nowhere: a lost tick must be observed as lost (held, failed, stale),
-// never as already_ran, which would say it ran.
+// nowhere: a lost tick must be observed as lost (held, failed, lost),
+// never as already_ran or stale, which would say it ran.
 type Told struct {
 	Lost       int            // (job, tick) that ran nowhere
 	ByOutcome  map[string]int // of those, how many each outcome was observed for
 	AlreadyRan []Key          // of those, the ones an instance observed as already_ran
 	Unobserved []Key          // of those, the ones no instance observed
+	Stale      []Key          // of those, the ones an instance observed as stale (which says the fleet ran it)
 }
 
 // TellsLost sorts the lost ticks of rep by what obs said of them.
@@ -271,6 +272,9 @@ func TellsLost(rep Report, obs []Obs) Told {
 		if said[k]["already_ran"] {
 			t.AlreadyRan = append(t.AlreadyRan, k)
 		}
+		if said[k]["stale"] {
+			t.Stale = append(t.Stale, k)
+		}
 		for o := range said[k] {
 			t.ByOutcome[o]++
 		}
@@ -283,6 +287,6 @@ func (t Told) String() string {
 	for _, o := range slices.Sorted(maps.Keys(t.ByOutcome)) {
 		by = append(by, fmt.Sprintf("%s=%d", o, t.ByOutcome[o]))
 	}
-	return fmt.Sprintf("%d ticks ran nowhere, observed as: %s; observed as already_ran: %d; observed by no instance: %d",
-		t.Lost, strings.Join(by, " "), len(t.AlreadyRan), len(t.Unobserved))
+	return fmt.Sprintf("%d ticks ran nowhere, observed as: %s; observed as already_ran: %d, as stale: %d; observed by no instance: %d",
+		t.Lost, strings.Join(by, " "), len(t.AlreadyRan), len(t.Stale), len(t.Unobserved))
 }

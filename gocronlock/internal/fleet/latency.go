@@ -21,17 +21,12 @@ type latencies struct {
 	lags     []time.Duration // how late each Lock was called after its tick
 	outcomes map[string]int  // by runonce.Outcome's name
 	lastErr  error           // the last failure's
-	entries  sync.Map        // job -> time.Time: the entry of its last Lock that ran
 }
 
-// observe keeps e's latency, and the entry of a Lock that ran: a tick is
-// named by its timer, not by its run's start, which a slow Lock delays
-// into the next tick's second.
+// observe keeps e's latency, and how late its Lock was called after its
+// tick.
 func (l *latencies) observe(e runonce.Event) {
-	entry := time.Now().Add(-e.Latency)
-	if e.Outcome == runonce.Ran {
-		l.entries.Store(e.Job, entry)
-	}
+	entry := e.Entry
 	l.mu.Lock()
 	l.ds = append(l.ds, e.Latency)
 	if l.period > 0 {

@@ -15,6 +15,7 @@ import (
 // slept through, late, which its firing would name as a later tick.
 type monitor struct {
 	scheduled sync.Map // job name -> time.Time
+	started   sync.Map // job name -> time.Time: its run's start, once Lock let it run
 }
 
 var _ gocron.SchedulerMonitor = (*monitor)(nil)
@@ -29,9 +30,10 @@ func (m *monitor) tick(job string) (time.Time, bool) {
 	return at.(time.Time), true
 }
 
-// JobSchedulingDelay keeps the run's scheduled time.
-func (m *monitor) JobSchedulingDelay(job gocron.Job, scheduled, _ time.Time) {
+// JobSchedulingDelay keeps the run's scheduled time, and its start.
+func (m *monitor) JobSchedulingDelay(job gocron.Job, scheduled, started time.Time) {
 	m.scheduled.Store(job.Name(), scheduled)
+	m.started.Store(job.Name(), started)
 }
 
 // The rest of gocron.SchedulerMonitor: nothing to keep.

@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,7 +46,15 @@ type config struct {
 	join                     bool
 	obs                      bool // write each Lock's outcome
 	slow                     int  // jobs every 10 periods, with a window of slowWindow
+	// Issue 56's fleets: this instance's clock off the others' (forms.go),
+	// its lock timeout, and the Locker's API form.
+	clock, lockTimeout time.Duration
+	form               string
 }
+
+// first is the instance's tick 0, as the others' clocks read it: the
+// fleet's start and the instance's offset, less its clock's.
+func (c config) first() time.Time { return c.start.Add(c.offset - c.clock) }
 
 // slowWindow is the window of the -slow jobs: wider than a cleanup's
 // defaults wait for (500 ms and 1 s).
@@ -74,6 +83,9 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.Int64Var(&startMs, "start", 0, "common start, Unix ms: tick 0 of every job (default: the next whole second)")
 	fs.BoolVar(&c.obs, "obs", false, "write each Lock's outcome (an obs record)")
 	fs.IntVar(&c.slow, "slow", 0, "jobs slow-00 ... every 10 periods, with a window of 3 s")
+	fs.DurationVar(&c.clock, "clock", 0, "this instance's clock's offset from the others' (see forms.go)")
+	fs.DurationVar(&c.lockTimeout, "lock-timeout", 0, "the Locker's lock timeout (0: its default)")
+	fs.StringVar(&c.form, "form", FormLocker, "the Locker's API form: "+strings.Join(forms, ", "))
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -84,8 +96,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	if c.mode != ModeLocker && c.mode != ModeElector {
 		return c, fmt.Errorf("-mode %q: want %s or %s", c.mode, ModeLocker, ModeElector)
 	}
-	if c.jobs < 1 || c.period <= 0 || c.workMin < 0 || c.workMax < c.workMin {
-		return c, fmt.Errorf("bad -jobs, -period or -work-min/-work-max")
+	if c.jobs < 1 || c.period <= 0 || c.workMin < 0 || c.workMax < c.workMin || !slices.Contains(forms, c.form) {
+		return c, fmt.Errorf("bad -jobs, -period, -work-min/-work-max or -form")
 	}
 	return c, nil
 }
@@ -122,14 +134,11 @@ func run(ctx context.Context, c config, rec *recorder) error {
 	}
 	defer closeIt()
 	rec.mon = &monitor{}
-	sched, err := gocron.NewScheduler(opt, gocron.WithSchedulerMonitor(rec.mon))
+	sched, jobOpts, err := newScheduler(c, opt, locker, rec.mon)
 	if err != nil {
 		return err
 	}
-	if locker != nil {
-		locker.Attach(sched)
-	}
-	first := c.start.Add(c.offset)
+	first := c.first()
 	rec.lat.first, rec.lat.period = first, c.period
 	from := first
 	if c.join {
@@ -137,7 +146,7 @@ func run(ctx context.Context, c config, rec *recorder) error {
 		// to make the jobs before it.
 		from = first.Add(time.Since(first).Truncate(c.period) + 2*c.period)
 	}
-	if err := addJobs(sched, c, rec, first, from); err != nil {
+	if err := addJobs(sched, c, rec, first, from, jobOpts); err != nil {
 		_ = sched.Shutdown()
 		return err
 	}
@@ -167,6 +176,9 @@ func distribute(s *zklock.Session, c config, rec *recorder) (gocron.SchedulerOpt
 		return gocron.WithDistributedElector(e), nil, func() { _ = e.Close() }, nil
 	}
 	opts := []runonce.Option{runonce.WithWindow(c.window), runonce.WithInstanceName(c.name), runonce.WithObserver(rec.observe(c))}
+	if c.lockTimeout > 0 {
+		opts = append(opts, runonce.WithLockTimeout(c.lockTimeout))
+	}
 	if c.spread {
 		opts = append(opts, runonce.WithSpread())
 	}
@@ -186,7 +198,7 @@ func distribute(s *zklock.Session, c config, rec *recorder) (gocron.SchedulerOpt
 // addJobs makes c's jobs, each a duration job from from (or the
 // scheduler's start, under -no-start), its runs recorded with the tick
 // gocron ran them for.
-func addJobs(sched gocron.Scheduler, c config, rec *recorder, first, from time.Time) error {
+func addJobs(sched gocron.Scheduler, c config, rec *recorder, first, from time.Time, jobOpts []gocron.JobOption) error {
 	add := func(job string, period time.Duration) error {
 		from := from
 		if c.join {
@@ -209,6 +221,7 @@ func addJobs(sched gocron.Scheduler, c config, rec *recorder, first, from time.T
 		if c.noStart {
 			opts = opts[:1]
 		}
+		opts = append(opts, jobOpts...)
 		_, err := sched.NewJob(gocron.DurationJob(period), task, opts...)
 		return err
 	}
@@ -258,20 +271,20 @@ func (r *recorder) observe(c config) func(runonce.Event) {
 	return func(e runonce.Event) {
 		r.lat.observe(e)
 		if c.obs {
-			at := time.Now().Add(-e.Latency) // the Lock's entry, when the Locker knew no tick
+			at := e.Entry // the Lock's entry, when the Locker knew no tick
 			if !e.Tick.IsZero() {
 				at = e.Tick
 			}
-			r.line("obs %s %d %s %s", e.Job, tickOf(at, c.start.Add(c.offset), c.period), r.name, e.Outcome)
+			r.line("obs %s %d %s %s", e.Job, tickOf(at, c.first(), c.period), r.name, e.Outcome)
 		}
 	}
 }
 
-// fired returns when the timer of job's run going on fired: its Lock's
-// entry, which the Locker's observer saw (the task runs on the goroutine
-// that called Lock, right after it), or now under the Elector.
+// fired returns when job's run going on started, once its Lock let it
+// run (the monitor heard it, on the run's goroutine), or now under the
+// Elector. (The Locker's observer hears a run when it ends, issue 56.)
 func (r *recorder) fired(job string) time.Time {
-	if at, ok := r.lat.entries.Load(job); ok {
+	if at, ok := r.mon.started.Load(job); ok {
 		return at.(time.Time)
 	}
 	return time.Now()

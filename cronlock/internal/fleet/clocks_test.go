@@ -1,0 +1,125 @@
+package fleet
+
+import (
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierlock/tierlock/internal/zkserver"
+	"github.com/tierlock/tierlock/internal/zktest"
+)
+
+// The fleet on one clock, in any configuration (issue 56): a documented
+// run, not make test's.
+//
+//	cd cronlock && go test -count=1 -timeout 30m -v -run TestFleetClocks ./internal/fleet/ -fleet.clocks all -fleet.duration 80s
+var fleetClocks = flag.String("fleet.clocks", "", "TestFleetClocks: the configurations, comma-separated ("+strings.Join(clockNames, ", ")+") or all")
+
+// clockConfig is one configuration of TestFleetClocks: ZooKeeper's clock
+// off the hosts' (libfaketime), flags of the instances' own, the instance
+// the faults hit.
+type clockConfig struct {
+	zk     time.Duration
+	extra  []string
+	target string
+	clock  time.Duration // the target's -clock
+	what   string
+}
+
+// clockNames are the configurations, in the order they run.
+var clockNames = []string{"zk+2s", "zk-2s", "host+2s", "host-2s", "mixed"}
+
+// Every configuration mixes cronlock's two API forms (node-1: the Cron's
+// chain, locker.WithChain and Named; the others: Wrap per job).
+var clockConfigs = map[string]clockConfig{
+	"zk+2s":   {zk: 2 * time.Second, what: "ZooKeeper's clock 2 s ahead of the hosts'"},
+	"zk-2s":   {zk: -2 * time.Second, what: "ZooKeeper's clock 2 s behind the hosts'"},
+	"host+2s": {extra: []string{"node-1:-clock=2s"}, target: "node-1", clock: 2 * time.Second, what: "node-1's clock 2 s ahead of the others' (it runs the ticks; the faults hit it)"},
+	"host-2s": {extra: []string{"node-1:-clock=-2s"}, what: "node-1's clock 2 s behind the others'"},
+	"mixed": {extra: []string{"node-1:-lock-timeout=3s", "node-2:-lock-timeout=500ms", "node-2:-default-window=800ms"},
+		what: "lock timeouts 1 s, 3 s and 500 ms, node-2's window 800 ms"},
+}
+
+// clockFaults are the faults of every configuration: a kill, a 5-s pause
+// mid-run, a cleanup with the defaults.
+var clockFaults = []string{"kill", "stop-run", "cleanup"}
+
+// TestFleetClocks runs the fault fleet (TestFleetFaults': three
+// robfig/cron processes, timers 0/150/300 ms apart, 30 jobs every 1 or
+// 2 s and 3 every 10 s with a 3-s window, the Crons attached) in each
+// configuration, with a kill, a 5-s SIGSTOP mid-run and a cleanup with
+// the defaults, a fault every -fleet.fault-every. Per run: no (job, tick)
+// runs twice by scheduled time (robfig/cron's Entry.Prev, on the
+// instance's own clock); every tick that ran nowhere is observed by an
+// instance, with its job, as lost (held, failed, lost), never as
+// already_ran or stale, but for a claim cut between its write and its run
+// by the kill or the stop (counted); each job's LastRun names the
+// instance of its last run.
+func TestFleetClocks(t *testing.T) {
+	if *fleetClocks == "" {
+		t.Skip("a documented run: -fleet.clocks all -fleet.duration 80s")
+	}
+	names := strings.Split(*fleetClocks, ",")
+	if *fleetClocks == "all" {
+		names = clockNames
+	}
+	for _, name := range names {
+		cfg, ok := clockConfigs[name]
+		if !ok {
+			t.Fatalf("-fleet.clocks: no configuration %q (want %s)", name, strings.Join(clockNames, ", "))
+		}
+		t.Run(name, func(t *testing.T) { fleetClock(t, cfg) })
+	}
+}
+
+// fleetClock runs TestFleetClocks' fleet in cfg.
+func fleetClock(t *testing.T, cfg clockConfig) {
+	ctx := zktest.Context(t, *fleetDuration+5*time.Minute)
+	var opts []zkserver.Option
+	if cfg.zk != 0 {
+		opts = append(opts, zkserver.WithClockOffset(cfg.zk))
+	}
+	zk, err := zkserver.Start(ctx, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { zk.Close() })
+	jobs := fleetJobs()
+	extra := append([]string{"-session-timeout", faultSession.String(), "node-1:-form=" + FormChain}, cfg.extra...)
+	for i := range slowJobs {
+		name := fmt.Sprintf("slow-%02d", i)
+		jobs = append(jobs, Job{Name: name, Spec: slowSpec})
+		extra = append(extra, "-window", name+"="+slowWindow.String())
+	}
+	d := *fleetDuration
+	f := startFleet(t, "tierlock", zk.Addrs(), d, jobs, extra...)
+	f.target, f.clock = cfg.target, cfg.clock
+	root := f.args["node-0"][slices.Index(f.args["node-0"], "-root")+1]
+	done := make(chan []string, 1)
+	go func() { done <- f.faults(t, ctx, zk, root, clockFaults) }()
+	rs := f.wait(t, fleetLead+d+time.Minute)
+	told := <-done
+	rep, err := Check(f.jobs, rs, f.start, f.start.Add(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := TellsLost(rep, rs.Obs)
+	cut := len(lost.AlreadyRan) + len(lost.Stale) - len(f.outsideCuts(lost.AlreadyRan, rs.Obs)) - len(f.outsideCuts(lost.Stale, rs.Obs))
+	t.Logf("%s, %v: %v\n  faults: %s\n  lost ticks: %v (already_ran or stale: %d claims cut between their write and their run by the kill or the stop)\n  warnings: %s",
+		cfg.what, d, rep, strings.Join(told, "; "), lost, cut, f.warnings())
+	if rep.Repeated() > 0 {
+		t.Errorf("%d ticks ran more than once, the first: %s", rep.Repeated(), explain(rs, rep.Repeats))
+	}
+	out, stale := f.outsideCuts(lost.AlreadyRan, rs.Obs), f.outsideCuts(lost.Stale, rs.Obs)
+	if len(out) > 0 || len(lost.Unobserved) > 0 || len(stale) > 0 {
+		t.Errorf("ticks that ran nowhere observed as already_ran outside a cut claim: %s; as stale: %s; observed by no instance: %s",
+			explain(rs, out), explain(rs, stale), explain(rs, lost.Unobserved))
+	}
+	if n := f.count("runs more than once per tick"); n > 0 && rep.Repeated() == 0 {
+		t.Errorf("%d warnings that a job runs more than once per tick, in a run where none did", n)
+	}
+	f.checkLastRuns(t, ctx, zk.Addrs(), root, rs)
+}

@@ -1,0 +1,227 @@
+package runonce
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/runrec"
+)
+
+// The named ticks' side of the rule (stale.go says why). An attempt of a
+// named tick whose record's last run had a name is decided by the names:
+// a tick run (within a window of a run's) is skipped on the read alone
+// (no write); one open takes the job's lock first, then writes the record
+// conditional on the version read. The lock
+// before the write: a claim cut between its write and its run (a kill, a
+// stop) leaves its lock held, so that the others tell its tick lost
+// (held), not run, until its session expires; the cut can then fall only
+// between the write and the job's start.
+
+// attemptNamed decides d, p's attempt of a named tick after a named run,
+// on the record read (stat).
+func (r *Runner) attemptNamed(ctx context.Context, conn *zk.Conn, j *job, p *probe, d decision, stat *zk.Stat) (decision, error) {
+	w := ms(p.window(j))
+	d.named, d.sinceLast = true, p.name-d.prev.Latest()
+	r.checkNames(j, p, d, w)
+	if !d.prev.Open(p.name, w) {
+		// This tick ran, or is older than the runs the record keeps.
+		d.verdict, d.local = runrec.Skip, true
+		switch {
+		case r.cfg.spread:
+			return r.write(ctx, j, p, d, stat.Version) // spreading reads every attempt
+		case r.mustWrite(j, d):
+			return r.keepWrite(ctx, j, p, d, stat)
+		}
+		return d, nil
+	}
+	if d.rec.Yield {
+		return r.write(ctx, j, p, d, stat.Version) // a step back (WithSpread): no lock
+	}
+	if err := r.enter(p); err != nil {
+		return d, err
+	}
+	p.ask(r, ctx)
+	h, ok, err := j.lock.TryAcquire(ctx)
+	p.got(r, err)
+	switch {
+	case err != nil:
+		return d, fmt.Errorf("runonce: job %q: %w (the tick is lost)", j.key, err)
+	case !ok:
+		d.looked, d.held, d.yielded, d.verdict = true, true, true, runrec.Skip
+		if d.heldBy, err = r.holder(ctx, conn, j, p); err != nil {
+			return d, fmt.Errorf("runonce: job %q: read its lock: %w", j.key, err)
+		}
+		if r.mustWrite(j, d) {
+			return r.keepWrite(ctx, j, p, d, stat)
+		}
+		return d, nil
+	}
+	d.looked = true
+	d, err = r.write(ctx, j, p, d, stat.Version)
+	if err != nil || d.verdict != runrec.Run || d.late > 0 {
+		_ = h.Release() // a conflict (read again) or a failure: the lock goes
+		return d, err
+	}
+	d.hold = h
+	return d, nil
+}
+
+// mustWrite reports whether an attempt that would skip without a write
+// writes all the same: a RemoveJob waits (it must see the job still
+// scheduled), or this Runner has not written the job's record yet (its
+// window and lock timeout, which RemoveJob and the other instances read).
+func (r *Runner) mustWrite(j *job, d decision) bool {
+	return d.prev.Removing != "" || !j.wrote.Load()
+}
+
+// keepWrite writes d's record read (stat) again as it is, but for this
+// Runner's window and lock timeout (the largest written are kept),
+// conditional on its version: never a run, no attempt's writer named.
+func (r *Runner) keepWrite(ctx context.Context, j *job, p *probe, d decision, stat *zk.Stat) (decision, error) {
+	if err := r.enter(p); err != nil {
+		return d, err
+	}
+	keep := runrec.Keep(d.prev, d.rec.Window, stat.Mtime, stat.Mzxid)
+	keep.Timeout, keep.MaxWindow = d.rec.Timeout, d.rec.MaxWindow
+	p.ask(r, ctx)
+	_, err := r.s.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: keep.Encode(), Version: stat.Version})
+	p.got(r, err)
+	if err != nil {
+		return d, fmt.Errorf("runonce: job %q: write run node: %w", j.key, err)
+	}
+	j.wrote.Store(true)
+	return d, nil
+}
+
+// lateUnnamed decides p's attempt of a late tick on a record whose last
+// run had no name: not run (the server's clock dates the attempt by its
+// claim, not by its tick), written when it must be.
+func (r *Runner) lateUnnamed(ctx context.Context, j *job, p *probe, d decision, stat *zk.Stat) (decision, error) {
+	d.verdict, d.local = runrec.Skip, true
+	if r.mustWrite(j, d) {
+		return r.keepWrite(ctx, j, p, d, stat)
+	}
+	return d, nil
+}
+
+// skipped returns the error of p's attempt, decided d, that does not run:
+// for a named tick, whether the fleet ran it (already ran; stale when
+// late) or not (lost), told.
+func (r *Runner) skipped(j *job, p *probe, d decision) error {
+	switch {
+	case p.name == 0 || (p.lateBy == 0 && d.prev.Tick == 0):
+		return fmt.Errorf("%w: job %q", ErrAlreadyRan, j.key) // the server's clock's verdict
+	case d.noNode:
+		return r.lost(j, p, fmt.Sprintf("it fired %v late, and the job has no run node (it may be a tick of a job removed since)", p.lateBy.Round(time.Millisecond)))
+	}
+	ran := d.prev.RanTick(p.name, ms(p.window(j)))
+	if !d.named {
+		ran = r.ranSince(d, p)
+	}
+	switch {
+	case ran && p.lateBy > 0:
+		return r.staleTick(j, p)
+	case ran:
+		r.losts.end(r, "ticks run again after ticks lost", "ticks_lost")
+		return fmt.Errorf("%w: job %q", ErrAlreadyRan, j.key)
+	case d.named:
+		return r.lost(j, p, fmt.Sprintf("it is older than the runs the job's record keeps (the last %d; the latest %s): no instance can tell that it ran", runrec.MaxRecent, tickString(d.prev.Latest())))
+	}
+	return r.lost(j, p, fmt.Sprintf("it fired %v late (this process stopped or stalled, or its scheduler delayed it), and the job's record names no tick: this instance cannot tell that the fleet ran it", p.lateBy.Round(time.Millisecond)))
+}
+
+// ranSince reports whether d's record, whose last run has no name, shows
+// a run at or after p's tick: the last run's age by the server's clock
+// (its bound from this instance's last write) no more than the tick's by
+// this host's clock, each of one clock. False when it cannot tell.
+func (r *Runner) ranSince(d decision, p *probe) bool {
+	bound, ok := r.clock.bound(d.readAt)
+	return ok && bound-d.prev.At <= d.readAt.Round(0).Sub(p.tick).Milliseconds()
+}
+
+// staleTick tells p's late tick, which the fleet ran: skipped.
+func (r *Runner) staleTick(j *job, p *probe) error {
+	late := p.lateBy.Round(time.Millisecond)
+	if r.stales.add(j.key) {
+		r.log.Warn("stale ticks skipped: the scheduler fired ticks more than their window late (this process was stopped or stalled, and replays the ticks it slept through, or its scheduler delayed them), and the fleet ran them: not run again (told once, and when ticks are on time again)",
+			"job", j.key, "tick", tickString(p.name), "late", late)
+	}
+	return fmt.Errorf("%w: job %q: its tick of %s fired %v late, more than its window (%v), and the fleet ran it: not run again",
+		ErrStale, j.key, tickString(p.name), late, p.window(j))
+}
+
+// lost tells p's tick, which no instance ran and this one cannot (why).
+func (r *Runner) lost(j *job, p *probe, why string) error {
+	if r.losts.add(j.key) {
+		r.log.Warn("ticks lost: a tick no instance ran, which this instance cannot run (told once, and when its ticks run again, with the ticks lost per job)",
+			"job", j.key, "tick", tickString(p.name), "why", why)
+	}
+	return fmt.Errorf("%w: job %q: its tick of %s: %s", ErrTickLost, j.key, tickString(p.name), why)
+}
+
+// checkNames tells what p's named tick shows of the fleet's setting, once
+// each: the hosts' clocks differ (an instance ran a later tick before this
+// one fired, on time by this host's clock), or the job's ticks are closer
+// than its window (its last tick here less than a window before this one).
+func (r *Runner) checkNames(j *job, p *probe, d decision, w int64) {
+	if ahead := d.prev.Latest() - p.name; p.lateBy == 0 && ahead >= w && r.toldClocks.CompareAndSwap(false, true) {
+		r.log.Warn("the hosts' clocks differ: another instance ran a later tick of this job before this instance's tick fired, on time by this host's clock; each tick still runs once (by its name), but keep the hosts' clocks in step (NTP): RemoveJob and the claims without a tick count on it",
+			"job", j.key, "tick", tickString(p.name), "latest_tick_run", tickString(d.prev.Latest()), "by", d.prev.By, "ahead_by_at_least", msDuration(ahead))
+	}
+	if gap := p.name - j.lastName; j.lastName != 0 && gap > 0 && gap < w && !j.checks.warned[3] {
+		j.checks.warned[3] = true
+		r.log.Warn("the job's ticks are closer than its window: a tick within a window of a run is taken for it, and does not run; the window must be below the job's period (WithWindow, WithJobWindow)",
+			"job", j.key, "ticks_apart", msDuration(gap), "window", msDuration(w))
+	}
+	j.lastName = p.name
+}
+
+// tickString formats a tick's name (ms).
+func tickString(name int64) string { return time.UnixMilli(name).UTC().Format(time.RFC3339Nano) }
+
+// tally is an episode of ticks of one kind on this instance (stale,
+// lost, an outage's): told in a line when it begins and one when it ends,
+// naming every job with the ticks it cost.
+type tally struct {
+	mu    sync.Mutex
+	since time.Time
+	jobs  map[string]int64 // nil: no episode
+}
+
+// add counts a tick of job; it reports whether the episode begins.
+func (t *tally) add(job string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	begins := t.jobs == nil
+	if begins {
+		t.jobs, t.since = map[string]int64{}, time.Now()
+	}
+	t.jobs[job]++
+	return begins
+}
+
+// take ends the episode, if one is on: how many ticks, and of which jobs.
+func (t *tally) take() (n int64, jobs string, since time.Time, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.jobs == nil {
+		return 0, "", time.Time{}, false
+	}
+	for _, c := range t.jobs {
+		n += c
+	}
+	jobs, since, t.jobs = jobsLine(t.jobs), t.since, nil
+	return n, jobs, since, true
+}
+
+// end tells the episode's end, if one is on, in a line what, with count
+// the name of its ticks' count.
+func (t *tally) end(r *Runner, what, count string) {
+	if n, jobs, since, ok := t.take(); ok {
+		r.log.Warn(what, count, n, "jobs", jobs, "for", time.Since(since).Round(time.Millisecond))
+	}
+}
