@@ -62,8 +62,8 @@ const (
 	// second write of a path (writes.Queue.takeApartLocked; item 6).
 	ApartStops = "apart-stops"
 	// UnknownBeforeWire: a write taken into a round cannot be taken back
-	// while the round waits for the lease's sync, and a caller who gives
-	// up is told the outcome is unknown before the request is on the wire
+	// before the round is sealed, and a caller who gives up is told the
+	// outcome is unknown before the request is on the wire
 	// (writes.Queue.GiveUp, Await; item 7).
 	UnknownBeforeWire = "unknown-before-wire"
 

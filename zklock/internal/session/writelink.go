@@ -23,7 +23,6 @@ func (s *Floor) newWrites() *writes.Queue {
 	return writes.New(writes.Conn{
 		Connected:   s.awaitConnected,
 		SessionID:   s.conn.SessionID,
-		Lead:        func() {}, // the lease needs no write to go behind a sync (lease.go)
 		Send:        s.sendWrites,
 		Ended:       s.writeEnded,
 		DeleteApart: s.DeleteInBackground,
