@@ -240,7 +240,7 @@ func (l *Lock) enqueueAgain(ctx context.Context, guid, prefix string, first erro
 			}
 			if found != "" {
 				// Created in a session that is now over: it goes with it.
-				f.DeleteInBackground(found, owner)
+				f.Go(func() { f.DeleteGuaranteed(found, owner) })
 			}
 			mayExist = false
 		}

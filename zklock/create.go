@@ -36,12 +36,12 @@ import (
 // queued delete: the lock counts as taken (by our own old node).
 func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (ourNode, error) {
 	f := l.f
-	if err := f.Admit(ctx, 2); err != nil {
+	if err := f.Flight().Admit(ctx, 2); err != nil {
 		return ourNode{}, err
 	}
 	if !wait && f.State() != session.StateConnected && f.Writes().DeleteQueued(l.path) {
-		f.GiveBack()
-		f.GiveBack()
+		f.Flight().GiveBack()
+		f.Flight().GiveBack()
 		return ourNode{}, errBusyDelete
 	}
 	if mutant.On(mutant.DeleteWrongCreate) {
@@ -51,7 +51,7 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (our
 	select {
 	case <-w.Sent:
 	case <-ctx.Done():
-		f.GiveBack() // the listing's place (the create's is the writer's)
+		f.Flight().GiveBack() // the listing's place (the create's is the writer's)
 		l.giveUp(w, prefix)
 		return ourNode{}, ctx.Err()
 	}
@@ -86,11 +86,11 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (our
 func (l *Lock) listBehind(ctx context.Context) ([]string, *zk.Stat, error) {
 	f := l.f
 	if mutant.On(mutant.GrantBeforeListing) {
-		f.GiveBack()
+		f.Flight().GiveBack()
 		return nil, nil, errNotListed // seeded bug: the listing not sent nor waited for
 	}
 	if ctx.Err() != nil {
-		f.GiveBack()
+		f.Flight().GiveBack()
 		return nil, nil, ctx.Err()
 	}
 	// Written by the request's goroutine, read only after wait returned
@@ -98,7 +98,7 @@ func (l *Lock) listBehind(ctx context.Context) ([]string, *zk.Stat, error) {
 	// still be running, and these must not be touched.
 	var children []string
 	var stat *zk.Stat
-	err := f.LaunchAdmitted(func() error {
+	err := f.Flight().LaunchAdmitted(func() error {
 		trace.Sent(f.Conn(), trace.OpList, l.path)
 		c, st, err := f.Conn().Children(l.path)
 		trace.Listed(f.Conn(), trace.OpList, l.path, c, st, err)

@@ -252,7 +252,7 @@ func (l *Lock) readFirst(ctx context.Context) ([]entry, *Participant, error) {
 	var q []entry
 	for range 2 {
 		var children []string
-		err := f.Send(ctx, func() error {
+		err := f.Flight().Send(ctx, func() error {
 			c, _, err := f.Conn().Children(l.path)
 			if err == nil {
 				children = c
@@ -270,7 +270,7 @@ func (l *Lock) readFirst(ctx context.Context) ([]entry, *Participant, error) {
 		}
 		var data []byte
 		var st *zk.Stat
-		err = f.Send(ctx, func() error {
+		err = f.Flight().Send(ctx, func() error {
 			d, s, err := f.Conn().Get(l.path + "/" + q[0].name)
 			if err == nil {
 				data, st = d, s

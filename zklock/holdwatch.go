@@ -32,9 +32,9 @@ func (h *Hold) watchOwn() {
 		return
 	}
 	unwatch := func() {}
-	if f.Dispatching() {
+	if f.Watches().Dispatching() {
 		// Registered before the read, so that no event after it is missed.
-		unwatch = f.Watch(h.node, h.onOwnEvent)
+		unwatch = f.Watches().Add(h.node, h.onOwnEvent)
 	}
 	data, stat, ev, err := f.Conn().GetW(h.node)
 	if !h.watchRead(stat, err) {
@@ -52,7 +52,7 @@ func (h *Hold) watchOwn() {
 	if h.revoked != nil && IsRevocation(data) {
 		h.lock.tellRevoked(h)
 	}
-	if !f.Dispatching() {
+	if !f.Watches().Dispatching() {
 		// No event callback: the event arrives on ev only.
 		select {
 		case e := <-ev:
@@ -110,7 +110,7 @@ func (h *Hold) retryWatch(err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.watching != nil {
-		h.watching = time.AfterFunc(f.MaxRetryWait(), h.watchOwn)
+		h.watching = time.AfterFunc(f.Config().MaxRetryWait, h.watchOwn)
 	}
 }
 
@@ -118,7 +118,7 @@ func (h *Hold) retryWatch(err error) {
 // holdwatch.go, where the watch runs): at once when atOnce, else once the
 // hold has lasted a quarter of the session timeout.
 func (h *Hold) armWatch(atOnce bool) {
-	d := h.f.Timeout() / 4
+	d := h.f.Lease().Timeout() / 4
 	if atOnce {
 		d = 0
 	}

@@ -105,7 +105,7 @@ func (w *waiter) list(ctx context.Context) error {
 	f := w.l.f
 	var children []string
 	var stat *zk.Stat
-	err := f.Send(ctx, func() error {
+	err := f.Flight().Send(ctx, func() error {
 		trace.Sent(f.Conn(), trace.OpList, w.l.path)
 		c, st, err := f.Conn().Children(w.l.path)
 		trace.Listed(f.Conn(), trace.OpList, w.l.path, c, st, err)
@@ -135,20 +135,20 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 	}
 	w.drop()
 	w.signal = mutexbool.New(false)
-	if f.Dispatching() {
+	if f.Watches().Dispatching() {
 		// Registered before the request, so that no event after it is
 		// missed. The callback runs on go-zookeeper's event goroutine.
 		wp, sig := target, w.signal
 		if target == childrenWatched {
 			wp = w.l.path
 		}
-		w.unwatch = f.Watch(wp, func(zk.Event) { sig.Set(true) })
+		w.unwatch = f.Watches().Add(wp, func(zk.Event) { sig.Set(true) })
 	}
 	var ev <-chan zk.Event
 	var children []string
 	var data []byte
 	var stat *zk.Stat
-	err = f.Send(ctx, func() error {
+	err = f.Flight().Send(ctx, func() error {
 		if target == childrenWatched {
 			trace.Sent(f.Conn(), trace.OpChildrenW, w.l.path)
 			c, st, ch, err := f.Conn().ChildrenW(w.l.path)
@@ -184,7 +184,7 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 	if target != childrenWatched {
 		w.l.view.sawWatched(target, data, stat)
 	}
-	if !f.Dispatching() {
+	if !f.Watches().Dispatching() {
 		w.ev = ev
 	}
 	return target == childrenWatched, nil
