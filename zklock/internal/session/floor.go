@@ -32,7 +32,7 @@ import (
 // state: the state and the valid holds (sessionState, state.go; the grant,
 // grant.go), the lease (Lease, lease.go, lapse.go, renew.go), the bound on
 // requests in flight (Flight, flight.go), the write path's link
-// (writeLink, writelink.go), the watches (Watches, watches.go), the
+// (writeLink, writelink.go), the watches (Watches, state.go), the
 // outage (outage.go), the credentials (authGate, auth.go) and the state
 // listener (notifier, notify.go). The Floor's own methods are the verbs
 // the lock floor calls, and its making and ending (dial.go).
@@ -49,7 +49,7 @@ type Floor struct {
 	lease   Lease        // the lease: under st.mu too (lease.go)
 	flight  Flight       // the locks' requests in flight (flight.go)
 	wl      writeLink    // the write path, and its link to the connection (writelink.go)
-	watches Watches      // watch callbacks by path (watches.go)
+	watches Watches      // watch callbacks by path (state.go)
 	out     outage       // told to the log (outage.go)
 	auth    authGate     // auth.go
 	notes   notifier     // state changes for cfg.Listener (notify.go)

@@ -16,6 +16,7 @@ import (
 // lease's fields are guarded by mu too (lease.go). Its methods track the
 // state from go-zookeeper's events (onEvent) or from polling (poll), and
 // end the holds on a disconnection, an expiry or a new session (observe).
+// The watch events onEvent dispatches go to the Watches (below).
 type sessionState struct {
 	s         *Floor
 	mu        sync.Mutex
@@ -257,4 +258,64 @@ func (st *sessionState) changedChan() <-chan struct{} {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.changed
+}
+
+// Watches are the callbacks of the session's watches, by the path their
+// events name: a waiter's predecessor (the callback sets its BooleanMutex),
+// a holder's own node. Like ZooKeeper's watches they are one-shot: an
+// event for a path calls and removes every callback registered on it.
+type Watches struct {
+	mu sync.Mutex
+	m  map[string][]*watchFn
+	// dispatching: watch events reach the callbacks (under Dial); set
+	// as the floor is made, before anyone reads it.
+	dispatching bool
+}
+
+type watchFn struct{ fn func(zk.Event) }
+
+// Dispatching reports whether watch events reach the callbacks Add
+// registers: under Dial go-zookeeper calls the floor for every event,
+// watch events included, synchronously and before it notifies the watch's
+// own channel. Under Wrap it cannot, and watchers wait on their channels.
+func (ws *Watches) Dispatching() bool { return ws.dispatching }
+
+// Add registers fn for the next event on path and returns the function
+// that removes it (a no-op once it ran). fn runs on go-zookeeper's event
+// goroutine: it must not block.
+func (ws *Watches) Add(path string, fn func(zk.Event)) (unwatch func()) {
+	w := &watchFn{fn: fn}
+	ws.mu.Lock()
+	if ws.m == nil {
+		ws.m = make(map[string][]*watchFn)
+	}
+	ws.m[path] = append(ws.m[path], w)
+	ws.mu.Unlock()
+	return func() {
+		ws.mu.Lock()
+		defer ws.mu.Unlock()
+		l := ws.m[path]
+		for i, x := range l {
+			if x == w {
+				l = append(l[:i], l[i+1:]...)
+				break
+			}
+		}
+		if len(l) == 0 {
+			delete(ws.m, path)
+		} else {
+			ws.m[path] = l
+		}
+	}
+}
+
+// dispatch calls, and removes, the callbacks registered on ev's path.
+func (ws *Watches) dispatch(ev zk.Event) {
+	ws.mu.Lock()
+	l := ws.m[ev.Path]
+	delete(ws.m, ev.Path)
+	ws.mu.Unlock()
+	for _, w := range l {
+		w.fn(ev)
+	}
 }
