@@ -134,7 +134,7 @@ func (f *Flight) wakeLocked() {
 // Admit admits k requests (1 or 2: an acquisition's create and the
 // listing pipelined behind it) under the bound, waiting in order behind
 // earlier ones, until ctx ends or the floor closes. The create's place is
-// given back by the writer when it is answered (writeEnded), the
+// given back by the writer when it is answered (writeLink.ended), the
 // listing's by LaunchAdmitted's request, or by GiveBack when unused.
 func (f *Flight) Admit(ctx context.Context, k int) error {
 	return f.acquire(ctx, k, f.s.life.ctx.Done())
