@@ -18,8 +18,8 @@ import (
 // The wait, whole: our node's turn in the queue, read and watched on the
 // caller's goroutine (waitTurn and its waiter), and what it notes as it
 // goes: the position reports (WithPositionHandler) and the lock's view of
-// the queue (queueView, holder.go, where the WaitError of a wait that ends
-// is made from it). The queue's order and the recipes' rules are
+// the queue (queueView, seen.go), which the WaitError of a wait that ends
+// is made from (holder.go). The queue's order and the recipes' rules are
 // node.go's.
 
 // waitTurn blocks until our node leads the queue (or, when !wait, looks
@@ -117,12 +117,11 @@ func (w *waiter) list(ctx context.Context, watch bool) (<-chan zk.Event, error) 
 	var children []string
 	var stat *zk.Stat
 	var ev <-chan zk.Event
-	err := f.Flight().Send(ctx, func() error {
+	err := f.Flight().Send(ctx, func() (err error) {
 		trace.Sent(f.Conn(), op, dir)
 		var c []string
 		var st *zk.Stat
 		var ch <-chan zk.Event
-		var err error
 		if watch {
 			c, st, ch, err = f.Conn().ChildrenW(dir)
 		} else {
@@ -134,10 +133,11 @@ func (w *waiter) list(ctx context.Context, watch bool) (<-chan zk.Event, error) 
 		}
 		return err
 	})
-	if err == nil {
-		w.n.q, w.n.pzxid = w.l.sortQueue(children), stat.Pzxid
+	if err != nil {
+		return nil, err // the request may still run: what it writes is not read
 	}
-	return ev, err
+	w.n.q, w.n.pzxid = w.l.sortQueue(children), stat.Pzxid
+	return ev, nil
 }
 
 // arm sets the watch the rule asks for (node watch, the index of the
@@ -206,10 +206,11 @@ func (w *waiter) watchNode(ctx context.Context, target string) (<-chan zk.Event,
 		}
 		return err
 	})
-	if err == nil {
-		w.l.view.sawWatched(target, data, stat)
+	if err != nil {
+		return nil, err // the request may still run: what it writes is not read
 	}
-	return ev, err
+	w.l.view.sawWatched(target, data, stat)
+	return ev, nil
 }
 
 // sleep waits for the watch, the re-check or the end of the wait.
@@ -342,8 +343,8 @@ func (p *positions) seen(q []entry, i int, goes bool) {
 	p.fn(pos)
 }
 
-// What the wait notes in the lock's view as it goes (queueView: what it
-// holds, and who reads it, is in holder.go).
+// What the wait notes in the lock's view as it goes (queueView, seen.go,
+// says what it holds and who reads it).
 
 // queued starts the view of node, about to be queued ("") or just
 // queued: nothing seen of its place yet.
