@@ -3,45 +3,21 @@ package zklock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/zklock/internal/session"
 )
 
-// newHold makes the hold of a node that leads, with its fencing token (see
-// waitTurn).
-func (l *Lock) newHold(node string, owner, token int64) *Hold {
-	h := &Hold{f: l.f, path: l.path, lock: holdLock{leave: l.detach, tellLost: l.lost, tellRevoked: l.revoke}, node: node, owner: owner, token: token, onGone: l.onGone, lost: make(chan struct{})}
-	h.m = session.NewMember(h.lose)
-	if l.revocable {
-		h.revoked = make(chan struct{})
-	}
-	return h
-}
-
-// publish makes the granted h the lock's hold, unless the lock was closed
-// meanwhile, and arms its own-node watch.
-func (l *Lock) publish(h *Hold) error {
-	l.mu.Lock()
-	closed := l.closed
-	if !closed {
-		l.hold = h
-	}
-	l.mu.Unlock()
-	if closed {
-		h.released.Store(true)
-		h.giveUp()
-		return ErrClosed
-	}
-	h.armWatch(l.revocable || l.watchNode)
-	return nil
-}
+// An acquisition, top to bottom: acquire claims the lock for the call
+// (begin), acquireNode queues a node until one leads, each attempt in
+// four stages: our node created with the queue listed behind it
+// (enqueue, create.go), its turn waited for (waitTurn, wait.go), the hold
+// granted by the session floor (Floor.Grant) and published
+// (Hold.publish, hold.go). A wait that ends without the lock is explained
+// (explain, holder.go).
 
 // Acquire waits until the lock is held, ctx ends, Close is called, or an
 // error that retrying cannot mend occurs, and returns the hold. Connection
@@ -76,6 +52,36 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (*Hold, bool, error) {
 	return h, ok, err
 }
 
+// begin claims the lock for one call, rejecting misuse.
+func (l *Lock) begin(ctx context.Context) error {
+	if l == nil {
+		return errNil("Lock")
+	}
+	if ctx == nil {
+		return ErrNilContext
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return ErrClosed
+	case l.f.Closed():
+		return l.f.ClosedErr()
+	case l.busy:
+		return ErrBusy
+	case l.hold != nil && !l.hold.isLost():
+		return ErrAlreadyHeld
+	}
+	l.busy = true
+	return nil
+}
+
+func (l *Lock) end() {
+	l.mu.Lock()
+	l.busy, l.abort = false, nil
+	l.mu.Unlock()
+}
+
 // acquireBegun is acquire once begin let it in.
 func (l *Lock) acquireBegun(ctx context.Context, wait bool) (*Hold, bool, error) {
 	if err := ctx.Err(); err != nil {
@@ -101,7 +107,7 @@ func (l *Lock) acquireBegun(ctx context.Context, wait bool) (*Hold, bool, error)
 	switch {
 	case errors.Is(context.Cause(ctx), ErrClosed):
 		// Close ended the acquisition: it released h too if h was
-		// published before it looked (publish checks closed under mu, and
+		// published before it looked (attach checks closed under mu, and
 		// Close aborts under mu before it releases the hold it found).
 		return nil, false, ErrClosed
 	case err != nil:
@@ -143,7 +149,7 @@ func (l *Lock) acquireNode(ctx context.Context, wait bool) (*Hold, error) {
 var testHookAcquired atomic.Pointer[func(*Lock)]
 
 // attempt queues one node and waits for it to lead (or not, when !wait),
-// then has the session grant the hold. It returns the hold, nil when !wait
+// then has the session grant the hold, and publishes it. It returns the hold, nil when !wait
 // and the lock is taken, or an error; on an error no node of ours stays
 // queued.
 func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
@@ -151,6 +157,11 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 	f.Waiting(1)
 	defer f.Waiting(-1)
 	l.view.queued("") // what an earlier node saw says nothing of this one's queue
+	// Credentials first (WithDigestAuth): a create under an ACL that
+	// only they satisfy would be refused, or made anonymous.
+	if err := f.AwaitAuth(ctx); err != nil {
+		return nil, err
+	}
 	n, err := l.enqueue(ctx, wait)
 	if errors.Is(err, errBusyDelete) {
 		return nil, nil
@@ -158,20 +169,26 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.view.queued(n.node)
 	if mutant.On(mutant.GrantBeforeListing) {
 		l.leadAtOnce(&n) // seeded bug: leads without the listing's answer
 	}
 	token, leads, err := l.waitTurn(ctx, &n, wait)
 	if err == nil && leads {
-		h := l.newHold(n.node, n.owner, token)
+		// The hold of our node, which leads, with its fencing token (see
+		// waitTurn): the session floor grants it, and it is published.
+		h := &Hold{f: f, path: l.path, node: n.node, owner: n.owner, token: token, onGone: l.onGone, lost: make(chan struct{}),
+			lock: holdLock{attach: l.attach, leave: l.detach, tellLost: l.lost, tellRevoked: l.revoke}}
+		h.m = session.NewMember(h.lose)
+		if l.revocable {
+			h.revoked = make(chan struct{})
+		}
 		err = f.Grant(ctx, n.owner, h.m)
 		if mutant.On(mutant.GrantLate) && err == nil {
 			time.Sleep(200 * time.Millisecond) // seeded bug: handed over long after the verdict
 		}
 		trace.Granted(f.Conn(), l.path, n.node, n.owner, token, err)
 		if err == nil {
-			return h, l.publish(h)
+			return h, h.publish(l.revocable || l.watchNode)
 		}
 	}
 	// Even a node found gone is deleted: should the finding be wrong, a
@@ -179,104 +196,4 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 	// delete ends at once if it is gone or its session is over).
 	f.Writes().Delete(l.path, n.node, n.owner, nil)
 	return nil, err
-}
-
-// enqueue creates our node and lists the queue, pipelined: the listing is
-// sent right behind the create on the same session, so it sees our node
-// and the whole exchange costs one round trip. A pending delete of the
-// session goes in the same multi transaction as the create (see
-// createAndList for which, and when it is taken). A create whose
-// outcome is unknown (any error that is not the server's answer) may have
-// been applied: before creating another, enqueueAgain looks for our GUID
-// (protection mode), so no orphan blocks the queue.
-func (l *Lock) enqueue(ctx context.Context, wait bool) (ourNode, error) {
-	f := l.f
-	// Credentials first (WithDigestAuth): a create under an ACL that
-	// only they satisfy would be refused, or made anonymous.
-	if err := f.AwaitAuth(ctx); err != nil {
-		return ourNode{}, err
-	}
-	guid := newGUID()
-	prefix := l.path + "/" + protectedPrefix + guid + l.marker
-	n, err := l.createAndList(ctx, prefix, wait)
-	switch {
-	case err == nil:
-		return n, nil
-	case errors.Is(err, errBusyDelete):
-		return ourNode{}, err // nothing was sent
-	case ctx.Err() == nil:
-		return l.enqueueAgain(ctx, guid, prefix, err)
-	case !session.Refusal(err) && !errors.Is(err, ctx.Err()):
-		// The create failed, its outcome unknown, as ctx ended (when ctx
-		// ended first, giveUp sweeps): the node may be there.
-		l.sweepInBackground(guid)
-		return ourNode{}, ctx.Err()
-	}
-	return ourNode{}, err
-}
-
-// enqueueAgain is the retry machinery, which a first create that
-// succeeded never pays for: it makes the missing parents, and after a
-// create of unknown outcome looks for our GUID before creating again.
-func (l *Lock) enqueueAgain(ctx context.Context, guid, prefix string, first error) (ourNode, error) {
-	f := l.f
-	var n ourNode
-	parentsMade, mayExist := false, false
-	pending := first // the first attempt's error, classified in the first round
-	err := f.Retry(ctx, func() error {
-		if pending != nil {
-			e := pending
-			pending = nil
-			return l.createFailed(e, &parentsMade, &mayExist)
-		}
-		if mayExist {
-			found, owner, err := l.findOwn(guid)
-			if err != nil {
-				return err
-			}
-			if found != "" && owner == f.Conn().SessionID() {
-				n.node, n.owner = found, owner
-				return nil
-			}
-			if found != "" {
-				// Created in a session that is now over: it goes with it.
-				f.DeleteInBackground(found, owner)
-			}
-			mayExist = false
-		}
-		var cerr error
-		n, cerr = l.createAndList(ctx, prefix, true)
-		if cerr == nil {
-			return nil
-		}
-		return l.createFailed(cerr, &parentsMade, &mayExist)
-	})
-	if err != nil {
-		if mayExist {
-			l.sweepInBackground(guid) // given up with a create of unknown outcome
-		}
-		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			return ourNode{}, err
-		}
-		return ourNode{}, fmt.Errorf("zklock: queue on %s: %w", l.path, err)
-	}
-	return n, nil
-}
-
-// createFailed decides what a failed create asks for: the parents made
-// (once), the caller told (a refusal), or protection mode (its outcome
-// unknown). The error it returns is retried unless it is a refusal.
-func (l *Lock) createFailed(err error, parentsMade, mayExist *bool) error {
-	switch {
-	case errors.Is(err, zk.ErrNoNode) && !*parentsMade:
-		*parentsMade = true
-		if err := l.ensureParents(); err != nil {
-			return err
-		}
-		return errParentsMade // retried like a lost connection
-	case session.Refusal(err):
-		return err
-	}
-	*mayExist = true
-	return err
 }

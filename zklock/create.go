@@ -19,12 +19,41 @@ import (
 	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
 
-// Creating our node: admitted with the listing pipelined behind it, the
-// create queued for the session's writer (package writes), and the search
-// for our GUID after a create of unknown outcome (findOwn; the clean-up of
-// a create given up, giveUp and sweep). What the next attempt does after a
-// failed create is protection.go's; the queue's order and the wait are
+// Queueing our node: its create, admitted with the listing pipelined
+// behind it and queued for the session's writer (package writes), and the
+// retries of a create that failed (enqueueAgain: the missing parents made,
+// and protection mode, which looks for our GUID after a create of unknown
+// outcome before creating again: findOwn and sweep, protection.go); the
+// clean-up of a create given up (giveUp). The wait that follows is
 // wait.go's.
+
+// enqueue creates our node and lists the queue, pipelined: the listing is
+// sent right behind the create on the same session, so it sees our node
+// and the whole exchange costs one round trip. A pending delete of the
+// session goes in the same multi transaction as the create (see
+// createAndList for which, and when it is taken). A create whose
+// outcome is unknown (any error that is not the server's answer) may have
+// been applied: before creating another, enqueueAgain looks for our GUID
+// (protection mode), so no orphan blocks the queue.
+func (l *Lock) enqueue(ctx context.Context, wait bool) (ourNode, error) {
+	guid := newGUID()
+	prefix := l.path + "/" + protectedPrefix + guid + l.marker
+	n, err := l.createAndList(ctx, prefix, wait)
+	switch {
+	case err == nil:
+		return n, nil
+	case errors.Is(err, errBusyDelete):
+		return ourNode{}, err // nothing was sent
+	case ctx.Err() == nil:
+		return l.enqueueAgain(ctx, guid, prefix, err)
+	case !session.Refusal(err) && !errors.Is(err, ctx.Err()):
+		// The create failed, its outcome unknown, as ctx ended (when ctx
+		// ended first, giveUp sweeps): the node may be there.
+		l.sweepInBackground(guid)
+		return ourNode{}, ctx.Err()
+	}
+	return ourNode{}, err
+}
 
 // createAndList is one create of our node with the listing pipelined
 // behind it, the two admitted together by the bound on requests in flight.
@@ -36,12 +65,12 @@ import (
 // queued delete: the lock counts as taken (by our own old node).
 func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (ourNode, error) {
 	f := l.f
-	if err := f.Admit(ctx, 2); err != nil {
+	if err := f.Flight().Admit(ctx, 2); err != nil {
 		return ourNode{}, err
 	}
 	if !wait && f.State() != session.StateConnected && f.Writes().DeleteQueued(l.path) {
-		f.GiveBack()
-		f.GiveBack()
+		f.Flight().GiveBack()
+		f.Flight().GiveBack()
 		return ourNode{}, errBusyDelete
 	}
 	if mutant.On(mutant.DeleteWrongCreate) {
@@ -51,7 +80,7 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (our
 	select {
 	case <-w.Sent:
 	case <-ctx.Done():
-		f.GiveBack() // the listing's place (the create's is the writer's)
+		f.Flight().GiveBack() // the listing's place (the create's is the writer's)
 		l.giveUp(w, prefix)
 		return ourNode{}, ctx.Err()
 	}
@@ -86,11 +115,11 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (our
 func (l *Lock) listBehind(ctx context.Context) ([]string, *zk.Stat, error) {
 	f := l.f
 	if mutant.On(mutant.GrantBeforeListing) {
-		f.GiveBack()
+		f.Flight().GiveBack()
 		return nil, nil, errNotListed // seeded bug: the listing not sent nor waited for
 	}
 	if ctx.Err() != nil {
-		f.GiveBack()
+		f.Flight().GiveBack()
 		return nil, nil, ctx.Err()
 	}
 	// Written by the request's goroutine, read only after wait returned
@@ -98,7 +127,7 @@ func (l *Lock) listBehind(ctx context.Context) ([]string, *zk.Stat, error) {
 	// still be running, and these must not be touched.
 	var children []string
 	var stat *zk.Stat
-	err := f.LaunchAdmitted(func() error {
+	err := f.Flight().LaunchAdmitted(func() error {
 		trace.Sent(f.Conn(), trace.OpList, l.path)
 		c, st, err := f.Conn().Children(l.path)
 		trace.Listed(f.Conn(), trace.OpList, l.path, c, st, err)
@@ -111,6 +140,72 @@ func (l *Lock) listBehind(ctx context.Context) ([]string, *zk.Stat, error) {
 		return nil, nil, err
 	}
 	return children, stat, nil
+}
+
+// enqueueAgain is the retry machinery, which a first create that
+// succeeded never pays for: it makes the missing parents, and after a
+// create of unknown outcome looks for our GUID before creating again.
+func (l *Lock) enqueueAgain(ctx context.Context, guid, prefix string, first error) (ourNode, error) {
+	f := l.f
+	var n ourNode
+	parentsMade, mayExist := false, false
+	pending := first // the first attempt's error, classified in the first round
+	err := f.Retry(ctx, func() error {
+		if pending != nil {
+			e := pending
+			pending = nil
+			return l.createFailed(e, &parentsMade, &mayExist)
+		}
+		if mayExist {
+			found, owner, err := l.findOwn(guid)
+			if err != nil {
+				return err
+			}
+			if found != "" && owner == f.Conn().SessionID() {
+				n.node, n.owner = found, owner
+				return nil
+			}
+			if found != "" {
+				// Created in a session that is now over: it goes with it.
+				f.Go(func() { f.DeleteGuaranteed(found, owner) })
+			}
+			mayExist = false
+		}
+		var cerr error
+		n, cerr = l.createAndList(ctx, prefix, true)
+		if cerr == nil {
+			return nil
+		}
+		return l.createFailed(cerr, &parentsMade, &mayExist)
+	})
+	if err != nil {
+		if mayExist {
+			l.sweepInBackground(guid) // given up with a create of unknown outcome
+		}
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return ourNode{}, err
+		}
+		return ourNode{}, fmt.Errorf("zklock: queue on %s: %w", l.path, err)
+	}
+	return n, nil
+}
+
+// createFailed decides what a failed create asks for: the parents made
+// (once), the caller told (a refusal), or protection mode (its outcome
+// unknown). The error it returns is retried unless it is a refusal.
+func (l *Lock) createFailed(err error, parentsMade, mayExist *bool) error {
+	switch {
+	case errors.Is(err, zk.ErrNoNode) && !*parentsMade:
+		*parentsMade = true
+		if err := l.ensureParents(); err != nil {
+			return err
+		}
+		return errParentsMade // retried like a lost connection
+	case session.Refusal(err):
+		return err
+	}
+	*mayExist = true
+	return err
 }
 
 // errSessionChanged is a create answered while the session changed: its
@@ -139,6 +234,22 @@ var testHookCreated atomic.Pointer[func()]
 // errNotListed is listBehind's answer under the grant-before-listing bug:
 // the listing was not waited for.
 var errNotListed = errors.New("zklock: mutant: listing not waited for")
+
+// leadAtOnce is the grant-before-listing bug (its other half is
+// listBehind's): our node, created, is taken to lead without the listing's
+// answer (the queue is our node alone: its sequence orders nothing). The
+// token is the node's creation zxid, read by an exists, so that tokens
+// still grow and what the checks meet is the overlap itself.
+func (l *Lock) leadAtOnce(n *ourNode) {
+	if n.node == "" || n.q != nil {
+		return
+	}
+	_, st, err := l.f.Conn().Exists(n.node)
+	if err != nil || st == nil {
+		return // n.q stays nil: waitTurn lists
+	}
+	n.q, n.pzxid = []entry{{name: path.Base(n.node)}}, st.Czxid
+}
 
 // wrongDelete is the delete-wrong-create bug: ahead of our create, the
 // writer is given the delete of the wrong node, the queue's first that is

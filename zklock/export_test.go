@@ -25,10 +25,10 @@ const (
 // the server will read them (a chroot's in its paths); a non-nil error
 // fails that write as a failed socket write would (go-zookeeper gets the
 // error, and the connection is closed). nil removes the hook.
-func SetWriteHook(s *Session, fn func(op int32, b []byte) error) { s.f.Tap().SetOnWrite(fn) }
+func SetWriteHook(s *Session, fn func(op int32, b []byte) error) { session.TapOf(s.f).SetOnWrite(fn) }
 
 // Written reports how many requests with opcode op s has written.
-func Written(s *Session, op int32) int64 { return s.f.Tap().Written(op) }
+func Written(s *Session, op int32) int64 { return session.TapOf(s.f).Written(op) }
 
 // SetPollEvery sets how often sessions made by NewSession poll their
 // connection's state, and returns the function that restores it.
@@ -43,7 +43,7 @@ func SetTxnSkipLostCheck(on bool) (restore func()) {
 }
 
 // LeaseValid reports whether s's lease would let a hold be granted now.
-func LeaseValid(s *Session) bool { return s.f.LeaseValid() }
+func LeaseValid(s *Session) bool { return s.f.Lease().Valid() }
 
 // SetAuthDelayForTest delays the sending of every session's credentials by
 // d, and returns the function that restores it.
@@ -64,7 +64,7 @@ func HoldWriterForTest() (let func()) { return session.HoldWriters() }
 // FillInflightForTest takes every free place in s's bound on requests in
 // flight, as a burst of acquisitions would, and returns the function that
 // gives them back.
-func FillInflightForTest(s *Session) (giveBack func()) { return s.f.FillInflight() }
+func FillInflightForTest(s *Session) (giveBack func()) { return s.f.Flight().Fill() }
 
 // SetCreatedHookForTest sets a function every acquisition runs between its
 // create's answer and the read of the session that owns the node; nil

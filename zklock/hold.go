@@ -42,8 +42,12 @@ type Hold struct {
 }
 
 // holdLock is what a hold needs of its lock, as functions the lock gives
-// it (newHold), so that a hold names nothing of Lock's.
+// it (attempt, as it makes the hold), so that a hold names nothing of
+// Lock's.
 type holdLock struct {
+	// attach makes h the lock's hold: false when the lock was closed
+	// meanwhile.
+	attach func(h *Hold) bool
 	// leave takes h out of the lock, once: false when it is not the
 	// lock's hold any more.
 	leave func(h *Hold) bool
@@ -108,10 +112,10 @@ func (h *Hold) Revoked() <-chan struct{} {
 	return h.revoked
 }
 
-// A hold begins (attempt, lock.go): newHold makes it for a node that
-// leads; the session floor grants it (Floor.Grant, which rests on the
-// session's state and its lease); publish makes it the lock's; armWatch watches
-// its node when that is worth it (holdwatch.go).
+// A hold begins (attempt, acquire.go): made for a node that leads, the
+// session floor grants it (Floor.Grant, which rests on the session's state
+// and its lease); publish makes it the lock's, and armWatch watches its
+// node when that is worth it (both in holdwatch.go).
 
 // A hold ends by Release or by lose, both through giveUp: out of the
 // lock (detach), out of the session's valid holds (forget), its watch

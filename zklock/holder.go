@@ -1,16 +1,16 @@
 package zklock
 
 // Who holds the lock, for a wait that ends without it: what the lock's
-// acquisitions saw of the queue (shared with the goroutines that wait
-// behind the acquiring one, in package tier's gate), and, where that is
-// not known to be current, one read of the queue's first node at the end
-// of the failed wait. A successful acquisition sends nothing for it.
+// acquisitions saw of the queue (the view the wait writes, wait.go, shared
+// with the goroutines that wait behind the acquiring one, in package
+// tier's gate), and, where that is not known to be current, one read of
+// the queue's first node at the end of the failed wait. A successful
+// acquisition sends nothing for it.
 
 import (
 	"context"
 	"errors"
 	"path"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -27,98 +27,12 @@ func readBound(d time.Duration) time.Duration {
 	return min(max(d/4, 50*time.Millisecond), time.Second)
 }
 
-// queueView is what the lock's acquisitions saw of its queue, for the
-// WaitError of a wait that ends: written by the acquiring goroutine (a Lock
-// serves one acquisition at a time: see begin), read by it and by the
-// goroutines that wait behind it in tier's gate (WaitEnded), under mu.
-//
-// Our node's place and watch are of the node queued now. The holder, with
-// its owner when read, is the last one seen in session seenIn, by any of
-// the session's nodes or by a read: during an outage it is what the error
-// says was last seen. One seen in an earlier session (our node went with
-// it) says nothing of the queue now, and is never told.
-type queueView struct {
-	mu       sync.Mutex
-	node     string       // our node queued now; "" when none
-	ahead    int          // nodes ahead of node in its last listing; -1 before one
-	watched  *Participant // the node ours watches, as its GetW read it; nil when none
-	standing bool         // the watch on watched stands: armed, and not fired
-	holder   string       // the first node, as last seen
-	owner    *Participant // holder's node as read (data, session); nil when not read
-	seenIn   int64        // the session holder was seen in
-	reading  *holderRead  // the read of the holder in flight (readHolder)
-}
-
-// queued starts the view of node, about to be queued ("") or just
-// queued: nothing seen of its place yet.
-func (v *queueView) queued(node string) {
-	v.mu.Lock()
-	v.node, v.ahead, v.watched, v.standing = node, -1, nil, false
-	v.mu.Unlock()
-}
-
-// sawQueue notes a listing, made in session, in which our node is at
-// index i (-1: absent).
-func (v *queueView) sawQueue(q []entry, i int, session int64) {
-	v.mu.Lock()
-	v.ahead = i
-	if len(q) > 0 {
-		v.sawHolderLocked(q[0].name, nil, session)
-	}
-	v.mu.Unlock()
-}
-
-// sawHolderLocked notes holder, first in a listing or read of session,
-// with its node as read (nil: not read; an owner read before of the same
-// node is kept).
-func (v *queueView) sawHolderLocked(holder string, owner *Participant, session int64) {
-	if holder != v.holder || session != v.seenIn {
-		v.owner = nil
-	}
-	if owner != nil {
-		v.owner = owner
-	}
-	v.holder, v.seenIn = holder, session
-}
-
-// sawWatched notes the node our node watches, as its GetW returned it:
-// the watch stands from now on.
-func (v *queueView) sawWatched(target string, data []byte, st *zk.Stat) {
-	p := participantOf(path.Base(target), data, st)
-	v.mu.Lock()
-	v.watched, v.standing = p, true
-	if p.Node == v.holder {
-		v.owner = p
-	}
-	v.mu.Unlock()
-}
-
-// unwatched notes that the watch fired or was dropped: the watched node
-// may be gone.
-func (v *queueView) unwatched() {
-	v.mu.Lock()
-	v.standing = false
-	v.mu.Unlock()
-}
-
 // ended notes that the acquisition is over: no node of ours is queued,
 // and nothing keeps the holder current.
 func (v *queueView) ended() {
 	v.mu.Lock()
 	v.node, v.ahead, v.standing = "", -1, false
 	v.mu.Unlock()
-}
-
-// participantOf is the Participant of node name as a read returned it.
-func participantOf(name string, data []byte, st *zk.Stat) *Participant {
-	p := &Participant{Node: name, Data: data}
-	if st != nil {
-		p.Owner, p.Created = st.EphemeralOwner, time.UnixMilli(st.Ctime)
-	}
-	if f, seq, ok := ParseNode(name); ok {
-		p.Family, p.Sequence = f, seq
-	}
-	return p
 }
 
 // WaitEnded returns the WaitError of a wait for the lock, begun at start,
@@ -208,14 +122,6 @@ func waitOver(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
-// holderRead is one read of the queue and its first node.
-type holderRead struct {
-	done  chan struct{} // closed once the fields are written
-	q     []entry       // the listing, sorted; nil when it failed or the path is gone
-	first *Participant  // q's first node as read; nil when not read
-	err   error
-}
-
 // readHolder reads the queue and its first node, in session, or waits for
 // the read in flight: a wait that ends while one is in flight is told what
 // it returns, which was answered after that wait ended.
@@ -252,7 +158,7 @@ func (l *Lock) readFirst(ctx context.Context) ([]entry, *Participant, error) {
 	var q []entry
 	for range 2 {
 		var children []string
-		err := f.Send(ctx, func() error {
+		err := f.Flight().Send(ctx, func() error {
 			c, _, err := f.Conn().Children(l.path)
 			if err == nil {
 				children = c
@@ -270,7 +176,7 @@ func (l *Lock) readFirst(ctx context.Context) ([]entry, *Participant, error) {
 		}
 		var data []byte
 		var st *zk.Stat
-		err = f.Send(ctx, func() error {
+		err = f.Flight().Send(ctx, func() error {
 			d, s, err := f.Conn().Get(l.path + "/" + q[0].name)
 			if err == nil {
 				data, st = d, s

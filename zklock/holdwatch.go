@@ -17,7 +17,8 @@ import (
 // the node waited is seen at the first read), and for other holds once
 // they have lasted a quarter of the session timeout, after which an operator's deletion
 // is seen within a round trip instead of at the release. A hold that ends
-// sooner costs no request and no event.
+// sooner costs no request and no event. It is armed as the hold is
+// published (publish, armWatch: at the end of this file).
 
 // watchOwn reads the hold's node and watches it: a deletion, or the
 // watch's end with the session, ends the hold; a revocation request in its
@@ -32,9 +33,9 @@ func (h *Hold) watchOwn() {
 		return
 	}
 	unwatch := func() {}
-	if f.Dispatching() {
+	if f.Watches().Dispatching() {
 		// Registered before the read, so that no event after it is missed.
-		unwatch = f.Watch(h.node, h.onOwnEvent)
+		unwatch = f.Watches().Add(h.node, h.onOwnEvent)
 	}
 	data, stat, ev, err := f.Conn().GetW(h.node)
 	if !h.watchRead(stat, err) {
@@ -52,7 +53,7 @@ func (h *Hold) watchOwn() {
 	if h.revoked != nil && IsRevocation(data) {
 		h.lock.tellRevoked(h)
 	}
-	if !f.Dispatching() {
+	if !f.Watches().Dispatching() {
 		// No event callback: the event arrives on ev only.
 		select {
 		case e := <-ev:
@@ -110,15 +111,27 @@ func (h *Hold) retryWatch(err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.watching != nil {
-		h.watching = time.AfterFunc(f.MaxRetryWait(), h.watchOwn)
+		h.watching = time.AfterFunc(f.Config().MaxRetryWait, h.watchOwn)
 	}
 }
 
-// armWatch arms the hold's own-node watch when it is worth it (see
-// holdwatch.go, where the watch runs): at once when atOnce, else once the
-// hold has lasted a quarter of the session timeout.
+// publish makes the granted h its lock's hold (attach), unless the lock
+// was closed meanwhile, and arms its own-node watch (at once when watch).
+func (h *Hold) publish(watch bool) error {
+	if !h.lock.attach(h) {
+		h.released.Store(true)
+		h.giveUp()
+		return ErrClosed
+	}
+	h.armWatch(watch)
+	return nil
+}
+
+// armWatch arms the hold's own-node watch when it is worth it (watchOwn
+// runs it): at once when atOnce, else once the hold has lasted a quarter
+// of the session timeout.
 func (h *Hold) armWatch(atOnce bool) {
-	d := h.f.Timeout() / 4
+	d := h.f.Lease().Timeout() / 4
 	if atOnce {
 		d = 0
 	}

@@ -66,41 +66,23 @@ func (l *Lock) current() *Hold {
 // currentNode returns the node of the lock's hold, or "".
 func (l *Lock) currentNode() string { return l.current().Node() }
 
-// begin claims the lock for one call, rejecting misuse.
-func (l *Lock) begin(ctx context.Context) error {
-	if l == nil {
-		return errNil("Lock")
-	}
-	if ctx == nil {
-		return ErrNilContext
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case l.closed:
-		return ErrClosed
-	case l.f.Closed():
-		return l.f.ClosedErr()
-	case l.busy:
-		return ErrBusy
-	case l.hold != nil && !l.hold.isLost():
-		return ErrAlreadyHeld
-	}
-	l.busy = true
-	return nil
-}
-
-func (l *Lock) end() {
-	l.mu.Lock()
-	l.busy, l.abort = false, nil
-	l.mu.Unlock()
-}
-
 // lost tells the lock's loss handler (WithLossHandler) of node lost.
 func (l *Lock) lost(node string, cause error) {
 	if l.onLost != nil {
 		l.onLost(node, cause)
 	}
+}
+
+// attach makes h, granted, the lock's hold, unless the lock was closed
+// meanwhile (false).
+func (l *Lock) attach(h *Hold) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.hold = h
+	return true
 }
 
 // detach takes h out of the lock, once: false when it is not the lock's

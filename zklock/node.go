@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // Node names follow Curator's protected form, _c_<uuid>-lock-<seq>, so that
@@ -242,6 +244,18 @@ type Participant struct {
 	// Revoked: its holder was asked to release it (RevokeNode). Data is
 	// then RevokeMessage, which replaced what its creator wrote.
 	Revoked bool
+}
+
+// participantOf is the Participant of node name as a read returned it.
+func participantOf(name string, data []byte, st *zk.Stat) *Participant {
+	p := &Participant{Node: name, Data: data}
+	if st != nil {
+		p.Owner, p.Created = st.EphemeralOwner, time.UnixMilli(st.Ctime)
+	}
+	if f, seq, ok := ParseNode(name); ok {
+		p.Family, p.Sequence = f, seq
+	}
+	return p
 }
 
 func parseLease(name string) (int32, bool) { return parseAfter(name, leaseMarker) }

@@ -73,7 +73,7 @@ func WithStateListener(fn func(State)) SessionOption {
 	return func(c *sessionConfig) {
 		c.Listener = nil
 		if fn != nil {
-			c.Listener = func(st session.State) { fn(State(st)) }
+			c.Listener = func(st int) { fn(State(st)) }
 		}
 	}
 }

@@ -10,10 +10,10 @@ import (
 )
 
 // What an acquisition does when its first create fails (Curator's
-// protection mode): the missing parents made, and a create whose outcome is
-// unknown looked for by its GUID (findOwn, create.go) before another is
-// sent, so that no orphan of ours blocks the queue. A first create that
-// succeeds never comes here.
+// protection mode; enqueueAgain, create.go, runs it): the missing parents
+// made, and a create whose outcome is unknown looked for by its GUID
+// (findOwn, sweep) before another is sent, so that no orphan of ours
+// blocks the queue. A first create that succeeds never comes here.
 
 // errParentsMade asks retry to create our node again once the missing
 // parents exist.

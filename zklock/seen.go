@@ -1,15 +1,17 @@
 package zklock
 
-// What an acquisition's own requests showed it of the queue, and what it
-// tells of it: the position reports of a wait (WithPositionHandler), and
-// the WaitError of one that ended without the lock (holder.go has what it
-// is made from). Nothing here sends a request.
+// What an acquisition's own requests showed it of the queue, as it tells
+// it: the Position of a wait (WithPositionHandler; the wait reports it,
+// wait.go), the WaitError of one that ended without the lock (holder.go
+// makes it), and the lock's view of the queue it is made from (queueView:
+// the wait writes it, holder.go reads it). Nothing here sends a request.
 
 import (
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -34,37 +36,6 @@ type Position struct {
 	// failure at that moment, such as a loss of the session, can still
 	// follow it).
 	Leads bool
-}
-
-// positions reports one queued node's place to the handler on the
-// caller's goroutine, so reports come in order and never after Acquire
-// returned; without a handler waitTurn makes no call.
-type positions struct {
-	fn   func(Position)
-	node string
-	dir  string // the lock path, for Holder
-	last Position
-	any  bool // last is set
-}
-
-// newPositions returns the reporter to fn of node, queued on the lock at
-// dir; nil without a handler (fn nil), or a wait.
-func newPositions(fn func(Position), node, dir string, wait bool) *positions {
-	if fn == nil || !wait {
-		return nil
-	}
-	return &positions{fn: fn, node: node, dir: dir}
-}
-
-// seen reports our node at index i of q, going or not, unless that is
-// the position reported last (a re-check that finds nothing new).
-func (p *positions) seen(q []entry, i int, goes bool) {
-	pos := Position{Node: p.node, Ahead: i, Queued: len(q), Holder: p.dir + "/" + q[0].name, Leads: goes}
-	if p.any && pos == p.last {
-		return
-	}
-	p.last, p.any = pos, true
-	p.fn(pos)
 }
 
 // WaitError is the error of an acquisition that ended without the lock
@@ -187,3 +158,34 @@ func ParticipantID(data []byte) string {
 }
 
 func notPrintable(r rune) bool { return !unicode.IsPrint(r) }
+
+// queueView is what the lock's acquisitions saw of its queue, for the
+// WaitError of a wait that ends: written by the acquiring goroutine (a Lock
+// serves one acquisition at a time: see begin) as it waits (wait.go), read
+// by it and by the goroutines that wait behind it in tier's gate
+// (WaitEnded, holder.go), under mu.
+//
+// Our node's place and watch are of the node queued now. The holder, with
+// its owner when read, is the last one seen in session seenIn, by any of
+// the session's nodes or by a read: during an outage it is what the error
+// says was last seen. One seen in an earlier session (our node went with
+// it) says nothing of the queue now, and is never told.
+type queueView struct {
+	mu       sync.Mutex
+	node     string       // our node queued now; "" when none
+	ahead    int          // nodes ahead of node in its last listing; -1 before one
+	watched  *Participant // the node ours watches, as its GetW read it; nil when none
+	standing bool         // the watch on watched stands: armed, and not fired
+	holder   string       // the first node, as last seen
+	owner    *Participant // holder's node as read (data, session); nil when not read
+	seenIn   int64        // the session holder was seen in
+	reading  *holderRead  // the read of the holder in flight (readHolder)
+}
+
+// holderRead is one read of the queue and its first node.
+type holderRead struct {
+	done  chan struct{} // closed once the fields are written
+	q     []entry       // the listing, sorted; nil when it failed or the path is gone
+	first *Participant  // q's first node as read; nil when not read
+	err   error
+}

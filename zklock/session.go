@@ -59,7 +59,7 @@ func (s *Session) Conn() *zk.Conn {
 // disconnections (WithLossOnExpiryOnly): its holds may overlap another
 // process's for up to an eighth of the session timeout, which code built
 // on the session (leader election, say) may need to tell its users.
-func (s *Session) LossOnExpiryOnly() bool { return s != nil && s.f.ExpiryOnly() }
+func (s *Session) LossOnExpiryOnly() bool { return s != nil && s.f.Config().ExpiryOnly }
 
 // Logger returns the logger the session and its locks log to (see
 // WithLogger), for code built on the session, such as package tier.
@@ -67,7 +67,7 @@ func (s *Session) Logger() *slog.Logger {
 	if s == nil {
 		return slog.New(slog.DiscardHandler)
 	}
-	return s.f.Logger()
+	return s.f.Config().Logger
 }
 
 // Done is closed when the session is closed.
@@ -144,5 +144,6 @@ func (s *Session) LeaseStats() LeaseStats {
 	if s == nil {
 		return LeaseStats{}
 	}
-	return LeaseStats(s.f.LeaseStats())
+	waits, lapses, late, lastLate, bound, timeout := s.f.Lease().Stats()
+	return LeaseStats{Waits: waits, Lapses: lapses, LateProofs: late, LastLateRoundTrip: lastLate, Bound: bound, Timeout: timeout}
 }

@@ -3,9 +3,10 @@ package zklock
 import "github.com/tierlock/tierlock/zklock/internal/session"
 
 // The states a Session moves through, apart from the session itself: the
-// options (WithStateListener) and the state tracking (state.go) speak of
-// them too. They are the floor's states (package session), in its order:
-// Session.State and the listener convert one to the other.
+// options (WithStateListener) speak of them too. Their values and names
+// are the floor's (package session counts them as plain ints, and tracks
+// them): State is their type, written here only, with what each means to
+// a holder.
 
 // State is what a Session knows about its ZooKeeper session.
 type State int
@@ -13,18 +14,18 @@ type State int
 // The states a Session moves through.
 const (
 	// StateConnecting: no session yet.
-	StateConnecting State = iota
+	StateConnecting State = session.StateConnecting
 	// StateConnected: a live session; holds are valid.
-	StateConnected
+	StateConnected State = session.StateConnected
 	// StateDisconnected: the connection dropped and the session may or may
 	// not survive; a holder cannot know whether it still holds its locks.
-	StateDisconnected
+	StateDisconnected State = session.StateDisconnected
 	// StateExpired: the server expired the session; its ephemeral nodes,
 	// and so every hold, are gone. The client reconnects with a new session.
-	StateExpired
+	StateExpired State = session.StateExpired
 	// StateClosed: Close was called or the connection was closed.
-	StateClosed
+	StateClosed State = session.StateClosed
 )
 
 // String names the state, as in logs.
-func (s State) String() string { return session.State(s).String() }
+func (s State) String() string { return session.StateName(int(s)) }

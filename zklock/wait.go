@@ -15,7 +15,12 @@ import (
 	"github.com/tierlock/tierlock/zklock/internal/session"
 )
 
-// The wait (waitTurn), and the queue's order it reads (sortQueue).
+// The wait, whole: our node's turn in the queue, read and watched on the
+// caller's goroutine (waitTurn and its waiter), and what it notes as it
+// goes: the position reports (WithPositionHandler) and the lock's view of
+// the queue (queueView, seen.go), which the WaitError of a wait that ends
+// is made from (holder.go). The queue's order and the recipes' rules are
+// node.go's.
 
 // waitTurn blocks until our node leads the queue (or, when !wait, looks
 // once), on the caller's goroutine: agapple's design, with no goroutine of
@@ -29,6 +34,7 @@ import (
 // successor can only lead on a listing taken after our node's deletion,
 // strictly below every later holder's token (multis: docs/guarantees.md).
 func (l *Lock) waitTurn(ctx context.Context, n *ourNode, wait bool) (token int64, leads bool, err error) {
+	l.view.queued(n.node)
 	w := &waiter{l: l, n: n, name: path.Base(n.node), pos: newPositions(l.onPosition, n.node, l.path, wait)}
 	defer w.stop()
 	for {
@@ -36,7 +42,7 @@ func (l *Lock) waitTurn(ctx context.Context, n *ourNode, wait bool) (token int64
 			return 0, false, errNodeGone // our node was ephemeral to a session that is over
 		}
 		if n.q == nil {
-			if err := w.list(ctx); err != nil {
+			if _, err := w.list(ctx, false); err != nil {
 				if err = w.failed(ctx, err); err != nil {
 					return 0, false, err
 				}
@@ -51,7 +57,7 @@ func (l *Lock) waitTurn(ctx context.Context, n *ourNode, wait bool) (token int64
 		}
 		goes, watch := l.rule(n.q, i)
 		trace.Turned(l.f.Conn(), n.node, i, goes, n.pzxid)
-		if w.pos != nil { // a position handler (position.go)
+		if w.pos != nil { // a position handler
 			w.pos.seen(n.q, i, goes)
 		}
 		if goes || !wait {
@@ -100,24 +106,38 @@ type waiter struct {
 // waiter.watched (no node name starts with a space).
 const childrenWatched = " children"
 
-// list reads the queue.
-func (w *waiter) list(ctx context.Context) error {
-	f := w.l.f
+// list reads the queue and stores the listing; with watch, it sets a
+// children watch with it (any child created or deleted fires it), whose
+// channel it returns.
+func (w *waiter) list(ctx context.Context, watch bool) (<-chan zk.Event, error) {
+	f, dir, op := w.l.f, w.l.path, trace.OpList
+	if watch {
+		op = trace.OpChildrenW
+	}
 	var children []string
 	var stat *zk.Stat
-	err := f.Send(ctx, func() error {
-		trace.Sent(f.Conn(), trace.OpList, w.l.path)
-		c, st, err := f.Conn().Children(w.l.path)
-		trace.Listed(f.Conn(), trace.OpList, w.l.path, c, st, err)
+	var ev <-chan zk.Event
+	err := f.Flight().Send(ctx, func() (err error) {
+		trace.Sent(f.Conn(), op, dir)
+		var c []string
+		var st *zk.Stat
+		var ch <-chan zk.Event
+		if watch {
+			c, st, ch, err = f.Conn().ChildrenW(dir)
+		} else {
+			c, st, err = f.Conn().Children(dir)
+		}
+		trace.Listed(f.Conn(), op, dir, c, st, err)
 		if err == nil {
-			children, stat = c, st
+			children, stat, ev = c, st, ch
 		}
 		return err
 	})
-	if err == nil {
-		w.n.q, w.n.pzxid = w.l.sortQueue(children), stat.Pzxid
+	if err != nil {
+		return nil, err // the request may still run: what it writes is not read
 	}
-	return err
+	w.n.q, w.n.pzxid = w.l.sortQueue(children), stat.Pzxid
+	return ev, nil
 }
 
 // arm sets the watch the rule asks for (node watch, the index of the
@@ -125,41 +145,59 @@ func (w *waiter) list(ctx context.Context) error {
 // must be looked at again before waiting: a children watch came with a
 // listing, which it stored, or the node to watch was already gone.
 func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
-	f := w.l.f
-	target := childrenWatched
+	target, on := childrenWatched, w.l.path
 	if watch != watchChildren {
 		target = w.l.path + "/" + w.n.q[watch].name
+		on = target
 	}
 	if target == w.watched {
 		return false, nil
 	}
 	w.drop()
-	w.signal = mutexbool.New(false)
-	if f.Dispatching() {
-		// Registered before the request, so that no event after it is
-		// missed. The callback runs on go-zookeeper's event goroutine.
-		wp, sig := target, w.signal
-		if target == childrenWatched {
-			wp = w.l.path
-		}
-		w.unwatch = f.Watch(wp, func(zk.Event) { sig.Set(true) })
-	}
+	w.register(on)
 	var ev <-chan zk.Event
-	var children []string
+	if target == childrenWatched {
+		ev, err = w.list(ctx, true)
+	} else {
+		ev, err = w.watchNode(ctx, target)
+	}
+	switch {
+	case errors.Is(err, zk.ErrNoNode) && target != childrenWatched:
+		w.drop()
+		w.n.q = nil // it went away in between: look again at once
+		return true, nil
+	case err != nil:
+		w.drop()
+		return false, err
+	}
+	w.watched = target
+	if !w.l.f.Watches().Dispatching() {
+		w.ev = ev
+	}
+	return target == childrenWatched, nil
+}
+
+// register gives the watch on path a fresh signal (so that a stale
+// callback cannot wake a later wait) and, under Connect, the callback that
+// sets it: registered before the request, so that no event after it is
+// missed. The callback runs on go-zookeeper's event goroutine.
+func (w *waiter) register(path string) {
+	w.signal = mutexbool.New(false)
+	if ws := w.l.f.Watches(); ws.Dispatching() {
+		sig := w.signal
+		w.unwatch = ws.Add(path, func(zk.Event) { sig.Set(true) })
+	}
+}
+
+// watchNode reads the node at target with a data watch (an exists watch
+// on a node that is already gone would stay behind), and notes it in the
+// lock's view as the node ours watches.
+func (w *waiter) watchNode(ctx context.Context, target string) (<-chan zk.Event, error) {
+	f := w.l.f
 	var data []byte
 	var stat *zk.Stat
-	err = f.Send(ctx, func() error {
-		if target == childrenWatched {
-			trace.Sent(f.Conn(), trace.OpChildrenW, w.l.path)
-			c, st, ch, err := f.Conn().ChildrenW(w.l.path)
-			trace.Listed(f.Conn(), trace.OpChildrenW, w.l.path, c, st, err)
-			if err == nil {
-				children, stat, ev = c, st, ch
-			}
-			return err
-		}
-		// A data watch: an exists watch on a node that is already gone
-		// would stay behind.
+	var ev <-chan zk.Event
+	err := f.Flight().Send(ctx, func() error {
 		trace.Sent(f.Conn(), trace.OpGetW, target)
 		d, st, ch, err := f.Conn().GetW(target)
 		trace.Watched(f.Conn(), target, st, err)
@@ -168,26 +206,11 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 		}
 		return err
 	})
-	if err == nil && target == childrenWatched {
-		w.n.q, w.n.pzxid = w.l.sortQueue(children), stat.Pzxid
-	}
-	if errors.Is(err, zk.ErrNoNode) && target != childrenWatched {
-		w.drop()
-		w.n.q = nil // it went away in between: look again at once
-		return true, nil
-	}
 	if err != nil {
-		w.drop()
-		return false, err
+		return nil, err // the request may still run: what it writes is not read
 	}
-	w.watched = target
-	if target != childrenWatched {
-		w.l.view.sawWatched(target, data, stat)
-	}
-	if !f.Dispatching() {
-		w.ev = ev
-	}
-	return target == childrenWatched, nil
+	w.l.view.sawWatched(target, data, stat)
+	return ev, nil
 }
 
 // sleep waits for the watch, the re-check or the end of the wait.
@@ -289,17 +312,88 @@ func (w *waiter) grantsEarly() bool {
 	return mutant.On(mutant.WatchGrantsEarly) && w.watched == ""
 }
 
-// leadAtOnce is the grant-before-listing bug: our node, created, is taken
-// to lead without the listing's answer (the queue is our node alone). The
-// token is the node's creation zxid, read by an exists, so that tokens
-// still grow and what the checks meet is the overlap itself.
-func (l *Lock) leadAtOnce(n *ourNode) {
-	if n.node == "" || n.q != nil {
+// positions reports one queued node's place to the handler on the
+// caller's goroutine, so reports come in order and never after Acquire
+// returned; without a handler waitTurn makes no call.
+type positions struct {
+	fn   func(Position)
+	node string
+	dir  string // the lock path, for Holder
+	last Position
+	any  bool // last is set
+}
+
+// newPositions returns the reporter to fn of node, queued on the lock at
+// dir; nil without a handler (fn nil), or a wait.
+func newPositions(fn func(Position), node, dir string, wait bool) *positions {
+	if fn == nil || !wait {
+		return nil
+	}
+	return &positions{fn: fn, node: node, dir: dir}
+}
+
+// seen reports our node at index i of q, going or not, unless that is
+// the position reported last (a re-check that finds nothing new).
+func (p *positions) seen(q []entry, i int, goes bool) {
+	pos := Position{Node: p.node, Ahead: i, Queued: len(q), Holder: p.dir + "/" + q[0].name, Leads: goes}
+	if p.any && pos == p.last {
 		return
 	}
-	_, st, err := l.f.Conn().Exists(n.node)
-	if err != nil || st == nil {
-		return // n.q stays nil: waitTurn lists
+	p.last, p.any = pos, true
+	p.fn(pos)
+}
+
+// What the wait notes in the lock's view as it goes (queueView, seen.go,
+// says what it holds and who reads it).
+
+// queued starts the view of node, about to be queued ("") or just
+// queued: nothing seen of its place yet.
+func (v *queueView) queued(node string) {
+	v.mu.Lock()
+	v.node, v.ahead, v.watched, v.standing = node, -1, nil, false
+	v.mu.Unlock()
+}
+
+// sawQueue notes a listing, made in session, in which our node is at
+// index i (-1: absent).
+func (v *queueView) sawQueue(q []entry, i int, session int64) {
+	v.mu.Lock()
+	v.ahead = i
+	if len(q) > 0 {
+		v.sawHolderLocked(q[0].name, nil, session)
 	}
-	n.q, n.pzxid = l.sortQueue([]string{path.Base(n.node)}), st.Czxid
+	v.mu.Unlock()
+}
+
+// sawHolderLocked notes holder, first in a listing or read of session,
+// with its node as read (nil: not read; an owner read before of the same
+// node is kept).
+func (v *queueView) sawHolderLocked(holder string, owner *Participant, session int64) {
+	if holder != v.holder || session != v.seenIn {
+		v.owner = nil
+	}
+	if owner != nil {
+		v.owner = owner
+	}
+	v.holder, v.seenIn = holder, session
+}
+
+// sawWatched notes the node our node watches, as its GetW returned it:
+// the watch stands from now on.
+func (v *queueView) sawWatched(target string, data []byte, st *zk.Stat) {
+	p := participantOf(path.Base(target), data, st)
+	v.mu.Lock()
+	v.watched, v.standing = p, true
+	if p.Node == v.holder {
+		v.owner = p
+	}
+	v.mu.Unlock()
+}
+
+// unwatched notes that the watch fired or was dropped: the watched node
+// may be gone.
+func (v *queueView) unwatched() {
+	v.mu.Lock()
+	v.standing = false
+	v.mu.Unlock()
 }

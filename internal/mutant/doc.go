@@ -33,7 +33,7 @@ const (
 	// TouchFromAnswer: the touch a chain of proofs shows at the leader is
 	// dated by when it was seen touched (a reply's arrival) instead of
 	// when its packet was written (zklock/internal/session:
-	// Floor.touchBefore).
+	// Lease.touchBefore).
 	TouchFromAnswer = "touch-from-answer"
 	// DeleteWrongCreate: the create carries the delete of the wrong node,
 	// the queue's first once it is another session's (the holder, its
@@ -62,8 +62,8 @@ const (
 	// second write of a path (writes.Queue.takeApartLocked; item 6).
 	ApartStops = "apart-stops"
 	// UnknownBeforeWire: a write taken into a round cannot be taken back
-	// while the round waits for the lease's sync, and a caller who gives
-	// up is told the outcome is unknown before the request is on the wire
+	// before the round is sealed, and a caller who gives up is told the
+	// outcome is unknown before the request is on the wire
 	// (writes.Queue.GiveUp, Await; item 7).
 	UnknownBeforeWire = "unknown-before-wire"
 
@@ -94,11 +94,11 @@ const (
 	// leave alone.
 
 	// GrantIgnoresLease: the grant does not look at the lease's deadline
-	// (session: Floor.grantableLocked).
+	// (session: sessionState.grantableLocked).
 	GrantIgnoresLease = "grant-ignores-lease"
 	// GoneWhileDown: a grant asked while the connection is down is told
 	// that its node went with its session, which may live on (session:
-	// Floor.grantableLocked).
+	// sessionState.grantableLocked).
 	GoneWhileDown = "gone-while-down"
 	// NoRenewal: the renewer never syncs; only writes, and the syncs of
 	// grants that wait, renew the lease (session: lease.renew).
@@ -111,22 +111,22 @@ const (
 	// explorer.
 
 	// ChainNoAfter: a proof closes its own chain, as its own k, instead of
-	// one answered before it was queued (session: Floor.proved).
+	// one answered before it was queued (session: Lease.proved).
 	ChainNoAfter = "chain-no-after"
 	// TimeoutAsked: the lease's bounds derive from the session timeout
-	// asked for, not the one the server granted (session: Floor.timeout).
+	// asked for, not the one the server granted (session: Lease.Timeout).
 	TimeoutAsked = "timeout-asked"
 	// TimeoutLarger: the lease's bounds derive from the larger of the
-	// asked and granted timeouts (session: Floor.timeout).
+	// asked and granted timeouts (session: Lease.Timeout).
 	TimeoutLarger = "timeout-larger"
 	// LeaseFromProof: the rule before issue 55: the lease reaches T/4
-	// past each proof's own write, with no chain (session: Floor.proved),
+	// past each proof's own write, with no chain (session: Lease.proved),
 	// which assumed a follower that reports touches ahead of what it
 	// forwards.
 	LeaseFromProof = "lease-from-proof"
 	// NewSessionKeepsHolds: a connection in a new session, its old one's
 	// expiry unseen, keeps the old session's holds and lease (session:
-	// Floor.transitionLocked).
+	// sessionState.transitionLocked).
 	NewSessionKeepsHolds = "new-session-keeps-holds"
 )
 

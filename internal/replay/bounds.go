@@ -145,7 +145,7 @@ func (s *session) written(sent, answered int64) (w int64, ok bool) {
 	return s.writes[i], true
 }
 
-// proved notes a successful write's or sync's answer (Floor.proved), the
+// proved notes a successful write's or sync's answer (Lease.proved), the
 // answer to s.answering: under NewSession a touch; a chain's l, closing
 // the chain of the latest k answered before it was handed over; and a k
 // for the proofs handed over after it.

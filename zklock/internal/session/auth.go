@@ -15,7 +15,7 @@ import (
 // resendZkAuth), so requests queued across a reconnect always go out
 // after the credentials. What it does not cover is the first AddAuth
 // itself, which this file does: the credentials are in place before the
-// session's first lock request (see awaitAuth), and an AddAuth whose reply
+// session's first lock request (see AwaitAuth), and an AddAuth whose reply
 // a reconnect raced is sent again (see addDigest).
 //
 // The digest scheme never fails to authenticate: the server only derives
@@ -23,27 +23,55 @@ import (
 // error here but a different identity, which the ACLs then refuse
 // (zk.ErrNoAuth on the request). zk.ErrAuthFailed comes from other schemes.
 
-func (g *authGate) init(needed bool) {
-	g.done = make(chan struct{})
-	if !needed {
+// authGate is closed once the session's credentials are in place, or their
+// sending failed for good.
+type authGate struct {
+	s    *Floor
+	done chan struct{}
+	err  error // written before done is closed, read after
+}
+
+func (g *authGate) init(s *Floor) {
+	g.s, g.done = s, make(chan struct{})
+	if len(s.cfg.Digests) == 0 {
 		close(g.done)
+	}
+}
+
+// AwaitAuth waits until the session's credentials are in place: every
+// request that creates, deletes or reads lock nodes goes after it. It
+// returns the auth's failure, or ctx's error.
+func (s *Floor) AwaitAuth(ctx context.Context) error {
+	g := &s.auth
+	select {
+	case <-g.done:
+		return g.err
+	default:
+	}
+	select {
+	case <-g.done:
+		return g.err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.life.ctx.Done():
+		return ErrClosed
 	}
 }
 
 // authenticate sends every credential of the session and opens the gate.
 // Dial runs it before returning; Wrap in the background.
-func (s *Floor) authenticate(ctx context.Context) error {
+func (g *authGate) authenticate(ctx context.Context) error {
 	if d := testAuthDelay; d > 0 {
 		sleepCtx(ctx, d)
 	}
 	var err error
-	for _, d := range s.cfg.Digests {
-		if err = s.addDigest(ctx, d); err != nil {
+	for _, d := range g.s.cfg.Digests {
+		if err = g.addDigest(ctx, d); err != nil {
 			break
 		}
 	}
-	s.auth.err = err
-	close(s.auth.done)
+	g.err = err
+	close(g.done)
 	return err
 }
 
@@ -58,7 +86,8 @@ func (s *Floor) authenticate(ctx context.Context) error {
 // one sends the credential again (a duplicate record is harmless). Under
 // Wrap, whose state is polled, a reconnect faster than the poll can
 // go unseen: that window, microseconds wide, stays.
-func (s *Floor) addDigest(ctx context.Context, d Digest) error {
+func (g *authGate) addDigest(ctx context.Context, d Digest) error {
+	s := g.s
 	cred := []byte(d.User + ":" + d.Password)
 	err := s.Retry(ctx, func() error {
 		gen := s.link.connGen.Load()

@@ -25,7 +25,6 @@ func TestClosingLeavesTheOutcomeUnknown(t *testing.T) {
 	q := writes.New(writes.Conn{
 		Connected: func() bool { return true },
 		SessionID: func() int64 { return 1 },
-		Lead:      func() {},
 		Send: func(reqs []*writes.Request) []writes.Answer {
 			// A lone create, as sendWrites answers it.
 			return []writes.Answer{answerOf(zk.ErrClosing, zk.MultiResponse{Error: zk.ErrClosing})}

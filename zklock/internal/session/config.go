@@ -16,7 +16,7 @@ type Config struct {
 	ServerTick   time.Duration // the servers' tickTime, when declared (lease.go); 0: at most half the timeout
 	Logger       *slog.Logger  // never nil
 	ExpiryOnly   bool          // holds survive disconnections (lease.go)
-	Listener     func(State)   // told every state change (notify.go); nil: none
+	Listener     func(int)     // told every state change, one of the States (notify.go); nil: none
 	MaxRetryWait time.Duration // the cap of every back-off (retry.go)
 	NoPipelining bool          // every request waits for the one before
 	Digests      []Digest      // credentials (auth.go)

@@ -55,12 +55,13 @@ func connField(conn *zk.Conn, name string, kind reflect.Kind) reflect.Value {
 	return f
 }
 
-// connGranted returns the session timeout the server granted to the
-// floor's connection under Wrap: read from go-zookeeper's, or told by a
-// connection that says it (the lease explorer's double).
-func (s *Floor) connGranted() time.Duration {
-	if c, ok := s.conn.(interface{ GrantedTimeout() time.Duration }); ok {
+// connGranted returns the session timeout the server granted to a
+// floor's connection under Wrap, conn (zc, go-zookeeper's, once known):
+// read from go-zookeeper's, or told by a connection that says it (the
+// lease explorer's double).
+func connGranted(conn Conn, zc *zk.Conn) time.Duration {
+	if c, ok := conn.(interface{ GrantedTimeout() time.Duration }); ok {
 		return c.GrantedTimeout()
 	}
-	return grantedTimeout(s.link.zc.Load())
+	return grantedTimeout(zc)
 }

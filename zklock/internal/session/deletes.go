@@ -22,7 +22,7 @@ import (
 // timeout without a session, so that Close under Wrap is bounded.
 func (s *Floor) DeleteGuaranteed(node string, owner int64) {
 	s.UntilSessionOver(owner, func() (bool, error) {
-		// Guarded: this closure is copied where deleteGuaranteed is
+		// Guarded: this closure is copied where DeleteGuaranteed is
 		// inlined, and the copies' calls are not inlined themselves.
 		if trace.Enabled {
 			trace.RetrySent(s.zc, node)
@@ -39,7 +39,7 @@ func (s *Floor) DeleteGuaranteed(node string, owner int64) {
 }
 
 // UntilSessionOver runs op, backing off between attempts, until it reports
-// done or session owner is over (see deleteGuaranteed), whatever errors op
+// done or session owner is over (see DeleteGuaranteed), whatever errors op
 // meets. Closing the floor does not stop it unless the floor owns the
 // connection; under Wrap, the owner's closing of the connection
 // does.
@@ -73,7 +73,7 @@ func (s *Floor) UntilSessionOver(owner int64, op func() (done bool, err error)) 
 		if s.conn.State() != zk.StateHasSession && s.Closed() {
 			if downSince.IsZero() {
 				downSince = time.Now()
-			} else if time.Since(downSince) > 2*s.timeout() {
+			} else if time.Since(downSince) > 2*s.lease.Timeout() {
 				return
 			}
 		} else {
@@ -86,20 +86,5 @@ func (s *Floor) UntilSessionOver(owner int64, op func() (done bool, err error)) 
 			t.Stop()
 			return
 		}
-	}
-}
-
-// DeleteInBackground runs deleteGuaranteed on a goroutine the session
-// tracks.
-func (s *Floor) DeleteInBackground(node string, owner int64) {
-	s.Go(func() { s.DeleteGuaranteed(node, owner) })
-}
-
-func (s *Floor) hardStopped() bool {
-	select {
-	case <-s.life.hardStop:
-		return true
-	default:
-		return false
 	}
 }

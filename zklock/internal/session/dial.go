@@ -27,12 +27,12 @@ func Dial(ctx context.Context, servers []string, chroot string, cfg Config) (*Fl
 	// set before zk.Connect starts the goroutine that dials.
 	var s *Floor
 	tap := wire.New(wire.Config{Dial: cfg.Dialer, TLS: cfg.TLS, Chroot: chroot,
-		OnDial: func(address string, err error) { s.dialed(address, err) }})
+		OnDial: func(address string, err error) { s.out.dialed(address, err) }})
 	s = newFloor(tap, true, cfg)
 	conn, _, err := zk.Connect(servers, cfg.Timeout,
 		zk.WithDialer(tap.Dialer()),
 		zk.WithHostProvider(tap.HostProvider()),
-		zk.WithEventCallback(s.onEvent),
+		zk.WithEventCallback(s.st.onEvent),
 		zk.WithLogger(zkLogger{cfg.Logger}),
 		zk.WithLogInfo(false))
 	if err != nil {
@@ -41,13 +41,13 @@ func Dial(ctx context.Context, servers []string, chroot string, cfg Config) (*Fl
 	}
 	s.start(conn, conn)
 	// Events that came before conn was known were ignored: catch up.
-	s.observe(conn.State())
+	s.st.observe(conn.State())
 	if err := s.established(ctx, servers); err != nil {
 		s.Close()
 		return nil, err
 	}
 	if len(cfg.Digests) > 0 {
-		if err := s.authenticate(ctx); err != nil {
+		if err := s.auth.authenticate(ctx); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -121,10 +121,10 @@ func Wrap(conn *zk.Conn, events <-chan zk.Event, cfg Config) (*Floor, error) {
 	default:
 	}
 	s.start(conn, conn)
-	s.observe(conn.State())
-	s.Go(func() { s.poll(events) })
+	s.st.observe(conn.State())
+	s.Go(func() { s.st.poll(events) })
 	if len(cfg.Digests) > 0 {
-		s.Go(func() { _ = s.authenticate(s.life.ctx) })
+		s.Go(func() { _ = s.auth.authenticate(s.life.ctx) })
 	}
 	return s, nil
 }
@@ -134,11 +134,13 @@ func newFloor(tap *wire.Tap, owns bool, cfg Config) *Floor {
 	s.link.ownsConn = owns
 	s.life.hardStop = make(chan struct{})
 	s.life.ctx, s.life.cancel = context.WithCancel(context.Background())
-	s.st.ready, s.st.changed = make(chan struct{}), make(chan struct{})
-	s.st.holds = make(map[*Member]struct{})
+	s.st.init(s)
+	s.lease.init(s)
+	s.flight.s = s
+	s.watches.dispatching = tap != nil
+	s.out.log, s.out.expiryOnly = s.log, cfg.ExpiryOnly
+	s.auth.init(s)
 	s.notes.init(cfg.Listener)
-	s.st.lease.init(s)
-	s.auth.init(len(cfg.Digests) > 0)
 	return s
 }
 
@@ -147,7 +149,7 @@ func newFloor(tap *wire.Tap, owns bool, cfg Config) *Floor {
 func (s *Floor) start(conn Conn, zc *zk.Conn) {
 	trace.SessionOpened(zc, s.tap, s.cfg.ExpiryOnly, s.cfg.ServerTick) // before any step of zc: events are recorded once zc is set
 	s.conn, s.zc = conn, zc
-	s.writes = s.newWrites()
+	s.wl.start(s)
 	s.link.zc.Store(zc)
 	s.link.conn.Store(&conn)
 	if s.cfg.Listener != nil {
@@ -155,7 +157,7 @@ func (s *Floor) start(conn Conn, zc *zk.Conn) {
 		// which may be what calls Close (see Close).
 		go s.notes.run()
 	}
-	s.Go(s.st.lease.renew)
+	s.Go(s.lease.renew)
 }
 
 // stop ends a floor whose connection never came up.
@@ -176,13 +178,13 @@ func (s *Floor) stop() {
 func (s *Floor) Close() { s.life.closeOnce.Do(s.close) }
 
 func (s *Floor) close() {
-	s.closeState()
+	s.st.closeState()
 	s.st.mu.Lock()
 	s.st.closed = true
 	s.st.mu.Unlock()
 	s.life.cancel()
-	s.st.lease.stop()
-	s.writes.Stop()
+	s.lease.stop()
+	s.wl.q.Stop()
 	s.notes.close()
 	// Every goroutine of ours ends on s.life.ctx, on hardStop, or on a request
 	// that completes (the closed connection fails it at once), except the

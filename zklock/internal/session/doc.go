@@ -11,26 +11,26 @@
 //   - Making and ending: Dial (zklock.Connect), Wrap (zklock.NewSession),
 //     Close; Done, Closed and ClosedErr say whether and why it ended,
 //     HardStopped whether the server deleted its nodes itself.
-//   - Reading: State, SessionID, Conn (the go-zookeeper connection, for
-//     the locks' reads), and the few configuration reads (ExpiryOnly,
-//     Logger, Log, MaxRetryWait, Timeout, the granted session timeout).
-//   - Admitting a request: Admit k places under the bound on requests in
-//     flight, GiveBack one unused; Send a read (admitted, made on a
-//     goroutine of the floor's, waited for or abandoned); LaunchAdmitted a
-//     read whose place Admit gave (a listing pipelined behind a create).
+//   - Reading: State (one of the States, states.go), SessionID, Conn (the
+//     go-zookeeper connection, for the locks' reads), Config (what it was
+//     made with: ExpiryOnly, Logger, MaxRetryWait), Log, OutageSince.
 //   - Granting: Waiting counts an acquisition with a node (the lease is
 //     kept fresh for it); Grant makes a Member one of the valid holds once
 //     the floor can vouch for it; Forget takes it out.
-//   - Writing: Writes is the write path (package writes): every create,
-//     delete and transaction of the locks goes there.
-//   - Watching: Watch registers a callback for the next event on a path
-//     (under Dial, go-zookeeper calls the floor for every event;
-//     Dispatching says so).
-//   - Background work: Go (a goroutine Close waits for), DeleteGuaranteed,
-//     DeleteInBackground and UntilSessionOver (retried until done or the
-//     session is over), Retry and NewBackOff (the one retry policy), and
-//     Refusal (which errors are the server's final answer); AwaitAuth
-//     waits for the credentials.
+//   - Its parts, each reached through one accessor: Writes, the write path
+//     (package writes): every create, delete and transaction of the locks
+//     goes there; Flight, the bound on requests in flight: Admit k places,
+//     GiveBack one unused, Send a read (admitted, made on a goroutine of
+//     the floor's, waited for or abandoned), LaunchAdmitted a read whose
+//     place Admit gave (a listing pipelined behind a create); Watches: Add
+//     a callback for the next event on a path (under Dial, go-zookeeper
+//     calls the floor for every event; Dispatching says so); Lease: its
+//     Timeout (the granted session timeout) and its Stats.
+//   - Background work: Go (a goroutine Close waits for), DeleteGuaranteed
+//     and UntilSessionOver (retried until done or the session is over),
+//     Retry and NewBackOff (the one retry policy), and Refusal (which
+//     errors are the server's final answer); AwaitAuth waits for the
+//     credentials.
 //
 // # What the floor calls back
 //

@@ -2,26 +2,50 @@ package session
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
 // What the floor's locks send, and how:
 //
 //   - every acquisition's create and listing are admitted under a bound on
-//     the session's requests in flight (inflight), so that a burst (a
+//     the session's requests in flight (Flight), so that a burst (a
 //     thousand goroutines queueing at once) waits in the process rather
 //     than in the server's queue, where it would hold up every later
 //     request of the session past the lease;
 //   - every write goes through the session's writer (package writes), which
 //     sends what is waiting in one multi, and a write that succeeds
 //     renews the lease (lease.go);
-//   - reads (a listing, a watch) are sent here: send.
+//   - reads (a listing, a watch) are sent here: Send.
 //
 // go-zookeeper's calls block until the reply and cannot be withdrawn, so
 // an acquisition's read runs on a goroutine of the session's for its
 // round trip while the caller waits for it or for its ctx. Between
 // requests, while it waits for its watch, an acquisition has no goroutine
 // but the caller's.
+
+// Flight bounds the requests in flight, adapting the bound to the round
+// trip it measures: cut by a quarter (at most once per round trip) when a
+// request took longer than the target, raised by one when one came back
+// fast while the bound was reached. The target is T/32, an eighth of how
+// far the lease stays ahead of its last proof (T/4, lease.go), so that a
+// request of the session, and the lease's sync behind it, returns well
+// within the lease. Its reads are made here (Send, LaunchAdmitted), each
+// on a goroutine of the floor's.
+type Flight struct {
+	s     *Floor // for its goroutines, its end, the tap and the target
+	mu    sync.Mutex
+	n     int // admitted and not yet released
+	limit int
+	queue []waitingFlight // in order
+	cutAt time.Time       // when limit was last cut
+}
+
+// waitingFlight is an acquire waiting for k places.
+type waitingFlight struct {
+	k     int
+	ready chan struct{} // closed, under mu, when admitted
+}
 
 const (
 	minInflight   = 16
@@ -31,7 +55,7 @@ const (
 
 // acquire admits k requests (1 or 2), waiting in order behind earlier
 // ones, until ctx ends or quit closes.
-func (f *inflight) acquire(ctx context.Context, k int, quit <-chan struct{}) error {
+func (f *Flight) acquire(ctx context.Context, k int, quit <-chan struct{}) error {
 	f.mu.Lock()
 	if f.limit == 0 {
 		f.limit = startInflight
@@ -73,8 +97,8 @@ func (f *inflight) acquire(ctx context.Context, k int, quit <-chan struct{}) err
 	return err
 }
 
-// giveBack returns a place admitted but not used.
-func (f *inflight) giveBack() {
+// GiveBack returns a place Admit gave and no request used.
+func (f *Flight) GiveBack() {
 	f.mu.Lock()
 	f.n--
 	f.wakeLocked()
@@ -82,7 +106,7 @@ func (f *inflight) giveBack() {
 }
 
 // release ends one request that took rtt, against the target round trip.
-func (f *inflight) release(rtt, target time.Duration) {
+func (f *Flight) release(rtt, target time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	saturated := f.n >= f.limit
@@ -97,7 +121,7 @@ func (f *inflight) release(rtt, target time.Duration) {
 	f.wakeLocked()
 }
 
-func (f *inflight) wakeLocked() {
+func (f *Flight) wakeLocked() {
 	for len(f.queue) > 0 && f.n+f.queue[0].k <= f.limit {
 		w := f.queue[0]
 		f.queue[0] = waitingFlight{}
@@ -110,14 +134,11 @@ func (f *inflight) wakeLocked() {
 // Admit admits k requests (1 or 2: an acquisition's create and the
 // listing pipelined behind it) under the bound, waiting in order behind
 // earlier ones, until ctx ends or the floor closes. The create's place is
-// given back by the writer when it is answered (writeEnded), the
+// given back by the writer when it is answered (writeLink.ended), the
 // listing's by LaunchAdmitted's request, or by GiveBack when unused.
-func (s *Floor) Admit(ctx context.Context, k int) error {
-	return s.flight.acquire(ctx, k, s.life.ctx.Done())
+func (f *Flight) Admit(ctx context.Context, k int) error {
+	return f.acquire(ctx, k, f.s.life.ctx.Done())
 }
-
-// GiveBack returns a place Admit gave and no request used.
-func (s *Floor) GiveBack() { s.flight.giveBack() }
 
 // Send makes a read of the locks' (do makes it on the connection; it
 // must write its results only into variables its caller reads after Send
@@ -125,11 +146,11 @@ func (s *Floor) GiveBack() { s.flight.giveBack() }
 // it under the bound (the caller waits for its place itself, so a request
 // waiting for one has no goroutine of its own), makes it on a goroutine of
 // the floor's, and waits for it or for ctx.
-func (s *Floor) Send(ctx context.Context, do func() error) error {
-	if err := s.Admit(ctx, 1); err != nil {
+func (f *Flight) Send(ctx context.Context, do func() error) error {
+	if err := f.Admit(ctx, 1); err != nil {
 		return err
 	}
-	return s.LaunchAdmitted(do).Wait(ctx)
+	return f.LaunchAdmitted(do).Wait(ctx)
 }
 
 // Call is a request running on a goroutine of the floor's.
@@ -140,10 +161,10 @@ type Call struct {
 
 // LaunchAdmitted makes do, a request whose place Admit gave, on a
 // goroutine of the floor's, and gives the place back when it ends.
-func (s *Floor) LaunchAdmitted(do func() error) *Call {
+func (f *Flight) LaunchAdmitted(do func() error) *Call {
 	c := &Call{fin: make(chan struct{})}
-	s.Go(func() {
-		c.err = s.make(do)
+	f.s.Go(func() {
+		c.err = f.make(do)
 		close(c.fin)
 	})
 	return c
@@ -161,15 +182,15 @@ func (c *Call) Wait(ctx context.Context) error {
 
 // make makes do, an admitted request: it counts it out on the wire tap,
 // and gives its place in the bound back after.
-func (s *Floor) make(do func() error) error {
-	start := time.Now()
-	if s.tap != nil {
-		s.tap.Handed()
+func (f *Flight) make(do func() error) error {
+	start, tap := time.Now(), f.s.tap
+	if tap != nil {
+		tap.Handed()
 	}
 	err := do()
-	if s.tap != nil {
-		s.tap.Answered()
+	if tap != nil {
+		tap.Answered()
 	}
-	s.flight.release(time.Since(start), s.timeout()/32)
+	f.release(time.Since(start), f.s.lease.Timeout()/32)
 	return err
 }

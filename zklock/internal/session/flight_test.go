@@ -10,7 +10,7 @@ import (
 // The bound on requests in flight (flight.go): in order, a pair admitted
 // together, a waiter that gives up leaves no place taken.
 func TestInflightOrder(t *testing.T) {
-	f := &inflight{limit: 4}
+	f := &Flight{limit: 4}
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
 		if err := f.acquire(ctx, 1, nil); err != nil {
@@ -55,7 +55,7 @@ func TestInflightOrder(t *testing.T) {
 		t.Fatalf("got %q; want the quitter to give up", got)
 	}
 	queued(2)
-	f.giveBack() // two places free: the pair goes, the single still waits
+	f.GiveBack() // two places free: the pair goes, the single still waits
 	if got := <-admitted; got != "pair" {
 		t.Fatalf("got %q; want pair", got)
 	}
@@ -64,7 +64,7 @@ func TestInflightOrder(t *testing.T) {
 		t.Fatalf("%q admitted past the bound", got)
 	default:
 	}
-	f.giveBack()
+	f.GiveBack()
 	if got := <-admitted; got != "single" {
 		t.Fatalf("got %q; want single", got)
 	}
@@ -84,7 +84,7 @@ func TestInflightOrder(t *testing.T) {
 // one (never above maxInflight), a fast one below it changes nothing.
 func TestInflightAdapts(t *testing.T) {
 	const target = 10 * time.Millisecond
-	f := &inflight{limit: 256, n: 10}
+	f := &Flight{limit: 256, n: 10}
 	f.release(time.Second, target)
 	if f.limit != 192 {
 		t.Fatalf("after a slow round trip: %d; want 192", f.limit)
@@ -108,12 +108,12 @@ func TestInflightAdapts(t *testing.T) {
 		t.Fatalf("fast while full: %d; want 145", f.limit)
 	}
 
-	f = &inflight{limit: minInflight, n: minInflight}
+	f = &Flight{limit: minInflight, n: minInflight}
 	f.release(time.Second, target)
 	if f.limit != minInflight {
 		t.Errorf("cut below the floor: %d", f.limit)
 	}
-	f = &inflight{limit: maxInflight, n: maxInflight}
+	f = &Flight{limit: maxInflight, n: maxInflight}
 	f.release(time.Millisecond, target)
 	if f.limit != maxInflight {
 		t.Errorf("raised above the ceiling: %d", f.limit)

@@ -27,6 +27,15 @@ import (
 // event callback, which it calls synchronously for every event (Dial), or
 // polling the connection's State and SessionID (Wrap). Its event channel,
 // which drops events once six are unread, is not relied on.
+//
+// Its parts are types of their own, each with the methods that keep its
+// state: the state and the valid holds (sessionState, state.go; the grant,
+// grant.go), the lease (Lease, lease.go, lapse.go, renew.go), the bound on
+// requests in flight (Flight, flight.go), the write path's link
+// (writeLink, writelink.go), the watches (Watches, state.go), the
+// outage (outage.go), the credentials (authGate, auth.go) and the state
+// listener (notifier, notify.go). The Floor's own methods are the verbs
+// the lock floor calls, and its making and ending (dial.go).
 type Floor struct {
 	conn Conn      // the connection: a *zk.Conn, or an explorer's double
 	zc   *zk.Conn  // the same as go-zookeeper's type (Conn, trace points); nil under a double
@@ -36,13 +45,14 @@ type Floor struct {
 	log  *slog.Logger
 	life lifetime // Close: the floor's context, its background goroutines
 
-	st      sessionState  // state, valid holds, the lease: under st.mu (state.go)
-	notes   notifier      // state changes for cfg.Listener (notify.go)
-	flight  inflight      // the locks' requests in flight (flight.go)
-	writes  *writes.Queue // writes not yet answered, and the writer (writelink.go)
-	watches watches       // watch callbacks by path (state.go)
-	auth    authGate      // auth.go
-	out     outage        // told to the log (outage.go)
+	st      sessionState // state, valid holds: under st.mu (state.go)
+	lease   Lease        // the lease: under st.mu too (lease.go)
+	flight  Flight       // the locks' requests in flight (flight.go)
+	wl      writeLink    // the write path, and its link to the connection (writelink.go)
+	watches Watches      // watch callbacks by path (state.go)
+	out     outage       // told to the log (outage.go)
+	auth    authGate     // auth.go
+	notes   notifier     // state changes for cfg.Listener (notify.go)
 }
 
 // Conn is what the floor asks of its go-zookeeper connection: *zk.Conn
@@ -89,97 +99,6 @@ type lifetime struct {
 	hardStop  chan struct{}
 	bg        group // goroutines of the floor and its locks
 	closeOnce sync.Once
-}
-
-// sessionState is the session's state as its locks see it, under mu: the
-// lease's fields are guarded by mu too.
-type sessionState struct {
-	mu        sync.Mutex
-	state     State
-	sessionID int64
-	ready     chan struct{} // closed once the first session is made and told (markReady)
-	changed   chan struct{} // closed and replaced on every state change
-	closed    bool
-	holds     map[*Member]struct{} // valid holds of the floor's locks (grant.go)
-	waiting   int                  // acquisitions with a node queued
-	lease     lease                // lease.go
-}
-
-// lease is the deadline until which a session's holds are trusted; its
-// fields are guarded by sessionState.mu.
-type lease struct {
-	s        *Floor
-	deadline time.Time       // holds are valid until then
-	proofAt  time.Time       // when the latest proof of the session was queued
-	lastK    atomic.Int64    // the write time (unix ns) of the latest proof answered in the session: a chain's k (lease.go)
-	own      wire.Touches    // under Wrap, the floor's own proofs as touches (lease.go)
-	syncAt   time.Time       // when the latest sync was queued
-	inflight chan struct{}   // closed when the sync in flight completes; nil when none
-	written  <-chan struct{} // closed when the sync in flight is written (under Dial; else nil)
-	timer    *time.Timer     // fires at the deadline while holds exist
-	kick     chan struct{}   // wakes the renewer
-
-	waits, lapses atomic.Int64 // see LeaseStats
-
-	// lapsedAt is when the lease last ran out with holds (unix ns), until
-	// a proof renews it again: the end of that episode is told too.
-	lapsedAt atomic.Int64
-
-	// Proofs answered too late to renew anything: see tooLate.
-	late     atomic.Int64
-	lateRTT  atomic.Int64 // the latest one's round trip, ns
-	warnedAt atomic.Int64 // when tooLate last warned, unix ns
-}
-
-// watches are the callbacks of the session's watches, by the path their
-// events name: a waiter's predecessor (the callback sets its BooleanMutex),
-// a holder's own node. Like ZooKeeper's watches they are one-shot: an
-// event for a path calls and removes every callback registered on it.
-type watches struct {
-	mu sync.Mutex
-	m  map[string][]*watchFn
-}
-
-type watchFn struct{ fn func(zk.Event) }
-
-// notifier delivers state changes to the user's listener in order, from
-// its own goroutine, so that user code never runs where state is tracked.
-type notifier struct {
-	fn    func(State)
-	mu    sync.Mutex
-	queue []State
-	wake  chan struct{}
-	done  chan struct{}
-
-	closeOnce sync.Once
-}
-
-// authGate is closed once the session's credentials are in place, or their
-// sending failed for good.
-type authGate struct {
-	done chan struct{}
-	err  error // written before done is closed, read after
-}
-
-// inflight bounds the requests in flight, adapting the bound to the round
-// trip it measures: cut by a quarter (at most once per round trip) when a
-// request took longer than the target, raised by one when one came back
-// fast while the bound was reached. The target is T/32, an eighth of how
-// far the lease stays ahead of its last proof (T/4, lease.go), so that a
-// request of the session, and the lease's sync behind it, returns well
-// within the lease.
-type inflight struct {
-	mu    sync.Mutex
-	n     int // admitted and not yet released
-	limit int
-	queue []waitingFlight // in order
-	cutAt time.Time       // when limit was last cut
-}
-
-// waitingFlight is an acquire waiting for k places.
-type waitingFlight struct {
-	k     int
-	ready chan struct{} // closed, under mu, when admitted
 }
 
 // The background goroutines of a session (Go): requests left to
@@ -235,30 +154,13 @@ func (s *Floor) Go(fn func()) {
 	}()
 }
 
-// AwaitAuth waits until the session's credentials are in place: every
-// request that creates, deletes or reads lock nodes goes after it. It
-// returns the auth's failure, or ctx's error.
-func (s *Floor) AwaitAuth(ctx context.Context) error {
-	select {
-	case <-s.auth.done:
-		return s.auth.err
-	default:
-	}
-	select {
-	case <-s.auth.done:
-		return s.auth.err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.life.ctx.Done():
-		return ErrClosed
-	}
-}
-
 // What the lock floor reads of the floor: its state and session, its
-// connection, its configuration, its end.
+// connection, its configuration, its end; and its parts that the lock
+// floor speaks to (Writes, Flight, Watches, Lease).
 
-// State reports the floor's current state.
-func (s *Floor) State() State {
+// State reports the floor's current state: one of the States
+// (states.go).
+func (s *Floor) State() int {
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	return s.st.state
@@ -275,17 +177,12 @@ func (s *Floor) SessionID() int64 {
 // Conn returns the go-zookeeper connection, for the locks' reads.
 func (s *Floor) Conn() *zk.Conn { return s.zc }
 
-// ExpiryOnly reports Config.ExpiryOnly.
-func (s *Floor) ExpiryOnly() bool { return s.cfg.ExpiryOnly }
-
-// Logger returns the logger the floor and its locks log to.
-func (s *Floor) Logger() *slog.Logger { return s.cfg.Logger }
+// Config returns what the floor was made with (its ExpiryOnly, Logger,
+// MaxRetryWait are the lock floor's to read).
+func (s *Floor) Config() Config { return s.cfg }
 
 // Log returns the floor's own logger (Logger's, with component=zklock).
 func (s *Floor) Log() *slog.Logger { return s.log }
-
-// MaxRetryWait is Config.MaxRetryWait: the cap of every back-off.
-func (s *Floor) MaxRetryWait() time.Duration { return s.cfg.MaxRetryWait }
 
 // Done is closed when the floor is closed.
 func (s *Floor) Done() <-chan struct{} { return s.life.ctx.Done() }
@@ -320,15 +217,20 @@ func (s *Floor) HardStopped() bool {
 	}
 }
 
-// Dispatching reports whether watch events reach the callbacks Watch
-// registers: under Dial go-zookeeper calls the floor for every event,
-// watch events included, synchronously and before it notifies the watch's
-// own channel. Under Wrap it cannot, and watchers wait on their channels.
-func (s *Floor) Dispatching() bool { return s.tap != nil }
-
 // Writes is the floor's write path: every write of its locks goes there.
-func (s *Floor) Writes() *writes.Queue { return s.writes }
+func (s *Floor) Writes() *writes.Queue { return s.wl.q }
 
-// Timeout is the session timeout the server granted (the one asked for
-// until a server answered): the lease's bounds derive from it (lease.go).
-func (s *Floor) Timeout() time.Duration { return s.timeout() }
+// Flight is the bound on the locks' requests in flight: their reads are
+// admitted and sent there.
+func (s *Floor) Flight() *Flight { return &s.flight }
+
+// Watches are the callbacks of the locks' watches.
+func (s *Floor) Watches() *Watches { return &s.watches }
+
+// Lease is the floor's lease: its timeout and its counters.
+func (s *Floor) Lease() *Lease { return &s.lease }
+
+// OutageSince returns when the outage under way began: the session has had
+// no connection to ZooKeeper since then. It is zero when the session has a
+// connection (a wait that ends says so: see zklock's WaitError).
+func (s *Floor) OutageSince() time.Time { return s.out.began() }

@@ -35,11 +35,11 @@ var ErrNodeGone = errors.New("zklock: lock node vanished while queued")
 func (s *Floor) Grant(ctx context.Context, owner int64, m *Member) error {
 	for attempt := 0; ; attempt++ {
 		s.st.mu.Lock()
-		verdict := s.grantableLocked(owner)
+		verdict := s.st.grantableLocked(owner)
 		trace.Judged(s.zc, owner, verdict)
 		if verdict == grantNow {
 			s.st.holds[m] = struct{}{}
-			s.st.lease.armLocked()
+			s.lease.armLocked()
 			s.st.mu.Unlock()
 			return nil
 		}
@@ -51,7 +51,7 @@ func (s *Floor) Grant(ctx context.Context, owner int64, m *Member) error {
 		case grantGone:
 			return ErrNodeGone
 		}
-		if err := s.awaitGrantable(ctx, verdict, attempt, changed); err != nil {
+		if err := s.st.awaitGrantable(ctx, verdict, attempt, changed); err != nil {
 			return err
 		}
 	}
@@ -75,7 +75,7 @@ func (s *Floor) Waiting(delta int) {
 	wake := delta > 0 && s.st.waiting == delta && len(s.st.holds) == 0
 	s.st.mu.Unlock()
 	if wake {
-		s.st.lease.wake()
+		s.lease.wake()
 	}
 }
 
@@ -89,23 +89,26 @@ const (
 	grantLease  // connected, but the lease is not ahead
 )
 
-func (s *Floor) grantableLocked(owner int64) int {
+// grantableLocked is Grant's verdict on a hold of a node made in session
+// owner. st.mu is held.
+func (st *sessionState) grantableLocked(owner int64) int {
+	s := st.s
 	switch {
-	case s.st.closed:
+	case st.closed:
 		return grantClosed
 	case owner != s.conn.SessionID():
 		// The client holds another session (or none, after an expiry).
 		return grantGone
-	case owner != s.st.sessionID:
+	case owner != st.sessionID:
 		// Under Wrap the state is polled: wait for it rather than give
 		// up a node that exists.
 		return grantLag
-	case s.st.state != StateConnected && !(s.cfg.ExpiryOnly && s.st.state == StateDisconnected):
+	case st.state != StateConnected && !(s.cfg.ExpiryOnly && st.state == StateDisconnected):
 		if mutant.On(mutant.GoneWhileDown) {
 			return grantGone // seeded bug: down is not over
 		}
 		return grantDown
-	case !s.st.lease.grantableLocked(time.Now()):
+	case !s.lease.grantableLocked(time.Now()):
 		if mutant.On(mutant.GrantIgnoresLease) {
 			return grantNow // seeded bug: the lease not looked at
 		}
@@ -115,15 +118,16 @@ func (s *Floor) grantableLocked(owner int64) int {
 }
 
 // awaitGrantable waits for what may change Grant's verdict.
-func (s *Floor) awaitGrantable(ctx context.Context, verdict, attempt int, changed <-chan struct{}) error {
+func (st *sessionState) awaitGrantable(ctx context.Context, verdict, attempt int, changed <-chan struct{}) error {
+	s := st.s
 	var refreshed <-chan struct{}
 	var lag <-chan time.Time
 	switch verdict {
 	case grantLease:
 		if attempt == 0 {
-			s.st.lease.waits.Add(1)
+			s.lease.waits.Add(1)
 		}
-		refreshed = s.st.lease.refresh()
+		refreshed = s.lease.refresh()
 	case grantLag:
 		lag = time.After(5 * time.Millisecond) // a polled state catches up within a tick
 	}

@@ -12,8 +12,8 @@ import (
 // lapse told when it begins and when it ends, the counters, and a round
 // trip too long for any renewal.
 
-// armLocked sets the deadline timer while holds exist. s.st.mu is held.
-func (le *lease) armLocked() {
+// armLocked sets the deadline timer while holds exist. st.mu is held.
+func (le *Lease) armLocked() {
 	if len(le.s.st.holds) == 0 {
 		return
 	}
@@ -30,7 +30,7 @@ func (le *lease) armLocked() {
 
 // lapse runs at the deadline: unless a proof moved it meanwhile, every hold
 // of the session ends.
-func (le *lease) lapse() {
+func (le *Lease) lapse() {
 	s := le.s
 	s.st.mu.Lock()
 	if s.st.closed {
@@ -42,7 +42,7 @@ func (le *lease) lapse() {
 		s.st.mu.Unlock()
 		return
 	}
-	lost := s.takeHolds()
+	lost := s.st.takeHolds()
 	if len(lost) > 0 {
 		le.lapsedAt.CompareAndSwap(0, time.Now().UnixNano())
 	}
@@ -63,7 +63,7 @@ func (le *lease) lapse() {
 
 // stop ends the timer; the renewer ends with the session's context. A
 // lapse under way ends with the floor, and is told so, as an outage is.
-func (le *lease) stop() {
+func (le *Lease) stop() {
 	le.s.st.mu.Lock()
 	if le.timer != nil {
 		le.timer.Stop()
@@ -77,7 +77,7 @@ func (le *lease) stop() {
 
 // confirmed tells the end of a lapse that began at lapsed (unix ns; 0:
 // none), which a renewal just ended (renewLocked).
-func (le *lease) confirmed(lapsed int64) {
+func (le *Lease) confirmed(lapsed int64) {
 	if lapsed == 0 || mutant.On(mutant.LapseEndUntold) { // seeded bug: the lapse's end untold
 		return
 	}
@@ -85,42 +85,36 @@ func (le *lease) confirmed(lapsed int64) {
 		"after", time.Since(time.Unix(0, lapsed)).Round(time.Millisecond), "bound", le.reach())
 }
 
-// LeaseStats counts how the session's lease (see WithLossOnExpiryOnly)
-// bore on its locks since the session was made.
-type LeaseStats struct {
-	// Waits counts grants that had to wait for the session to be
-	// confirmed with the leader before they could be made.
-	Waits int64
-	// Lapses counts the times the lease ran out while holds existed,
-	// ending them with ErrLeaseExpired.
-	Lapses int64
-	// LateProofs counts the session's writes and syncs that succeeded but
-	// came back too late to renew the lease: with a round trip longer than
-	// the lease tolerates (a twelfth of the session timeout with the
-	// servers' tick unknown). While every round trip is that slow, no lock
-	// of the session can be granted, free or not: the network (or the
-	// server) is too slow for the session timeout, not the lock held.
-	LateProofs int64
-	// LastLateRoundTrip is the round trip of the latest late proof.
-	LastLateRoundTrip time.Duration
-	// Bound is the lease's reach: how long after the latest touch the
-	// leader is shown to have heard of the floor vouches for its holds,
-	// seven eighths of the negotiated session timeout (nine eighths
-	// under WithLossOnExpiryOnly).
-	Bound time.Duration
-	// Timeout is the session timeout the server granted (the one asked
-	// for until a server answered).
-	Timeout time.Duration
+// Stats reports the lease's counters, as package zklock's LeaseStats
+// documents them: the grants that waited for a proof, the lapses with
+// holds, the proofs answered too late to renew it and the latest one's
+// round trip, the reach (R) and the session timeout.
+func (le *Lease) Stats() (waits, lapses, lateProofs int64, lastLateRoundTrip, reach, timeout time.Duration) {
+	return le.waits.Load(), le.lapses.Load(), le.late.Load(), time.Duration(le.lateRTT.Load()), le.reach(), le.Timeout()
 }
 
-// LeaseStats reports the session's lease counters.
-func (s *Floor) LeaseStats() LeaseStats {
-	if s == nil {
-		return LeaseStats{}
+// noteGranted warns, once per value, when the server granted a session
+// timeout other than the one Dial asked for (it bounds it between 2 and
+// 20 of its ticks): a crashed holder's lock then passes on after the
+// granted timeout, and the loss bounds derive from it. Under Wrap the
+// caller's connection asked, not the session. It warns too when the
+// servers' declared tickTime is more than half the granted timeout: the
+// lease's argument needs the leader to hear of the session within the
+// timeout's first half (lease.go), and cannot show loss before grant.
+func (le *Lease) noteGranted() {
+	s := le.s
+	granted := le.Timeout()
+	if s.link.warned.Swap(int64(granted)) == int64(granted) {
+		return
 	}
-	le := &s.st.lease
-	return LeaseStats{Waits: le.waits.Load(), Lapses: le.lapses.Load(), LateProofs: le.late.Load(),
-		LastLateRoundTrip: time.Duration(le.lateRTT.Load()), Bound: le.reach(), Timeout: s.timeout()}
+	if s.tap != nil && granted != s.cfg.Timeout {
+		s.log.Warn("ZooKeeper granted another session timeout than the one asked for",
+			"asked", s.cfg.Timeout, "granted", granted)
+	}
+	if tick := s.cfg.ServerTick; tick > 0 && 2*tick > granted {
+		s.log.Warn("the servers' tickTime is more than half the session timeout: a follower may report this session to the leader too seldom for the lease to show loss before grant; ask a session timeout of at least two ticks",
+			"tick", tick, "session_timeout", granted)
+	}
 }
 
 // maxRoundTrip is the longest round trip with which a held lock's
@@ -131,8 +125,8 @@ func (s *Floor) LeaseStats() LeaseStats {
 // timeout; one that renews nothing with a shorter one closed a chain
 // whose k was old (a session that was quiet), which the renewer's next
 // sync mends.
-func (le *lease) maxRoundTrip() time.Duration {
-	t := le.s.timeout()
+func (le *Lease) maxRoundTrip() time.Duration {
+	t := le.Timeout()
 	return max(le.reach()-le.gap()-2*le.period()-t/16, 0) / 3
 }
 
@@ -143,8 +137,8 @@ const lateWarnEvery = 10 * time.Second
 // maxRoundTrip, that renewed nothing. With every round trip that long, a
 // grant waits for ever while the lock may be free, so an operator is told,
 // at most every lateWarnEvery, with the round trip and the longest the
-// lease tolerates, and LeaseStats counts it.
-func (le *lease) tooLate(rtt time.Duration) {
+// lease tolerates, and Stats counts it.
+func (le *Lease) tooLate(rtt time.Duration) {
 	le.late.Add(1)
 	le.lateRTT.Store(int64(rtt))
 	now := time.Now().UnixNano()
@@ -153,5 +147,5 @@ func (le *lease) tooLate(rtt time.Duration) {
 		return
 	}
 	le.s.log.Warn("session round trip too long to confirm the session with the leader: no lock of the session can be granted until it is shorter (a slow network or server, not a held lock)",
-		"round_trip", rtt, "max_round_trip", le.maxRoundTrip(), "session_timeout", le.s.timeout())
+		"round_trip", rtt, "max_round_trip", le.maxRoundTrip(), "session_timeout", le.Timeout())
 }

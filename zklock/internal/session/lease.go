@@ -1,6 +1,7 @@
 package session
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/tierlock/tierlock/internal/mutant"
@@ -112,15 +113,43 @@ import (
 // The argument also assumes that the client's monotonic clock and the
 // servers' advance at the same rate within the margin.
 
-func (le *lease) init(s *Floor) {
+// Lease is the deadline until which a session's holds are trusted, and
+// what keeps it (the proofs, the renewer: renew.go) and tells of it (its
+// lapse and counters: lapse.go). Its fields are guarded by the floor's
+// st.mu but for the atomics.
+type Lease struct {
+	s        *Floor
+	deadline time.Time       // holds are valid until then
+	proofAt  time.Time       // when the latest proof of the session was queued
+	lastK    atomic.Int64    // the write time (unix ns) of the latest proof answered in the session: a chain's k
+	own      wire.Touches    // under Wrap, the floor's own proofs as touches
+	syncAt   time.Time       // when the latest sync was queued
+	inflight chan struct{}   // closed when the sync in flight completes; nil when none
+	written  <-chan struct{} // closed when the sync in flight is written (under Dial; else nil)
+	timer    *time.Timer     // fires at the deadline while holds exist
+	kick     chan struct{}   // wakes the renewer
+
+	waits, lapses atomic.Int64 // see Stats
+
+	// lapsedAt is when the lease last ran out with holds (unix ns), until
+	// a proof renews it again: the end of that episode is told too.
+	lapsedAt atomic.Int64
+
+	// Proofs answered too late to renew anything: see tooLate.
+	late     atomic.Int64
+	lateRTT  atomic.Int64 // the latest one's round trip, ns
+	warnedAt atomic.Int64 // when tooLate last warned, unix ns
+}
+
+func (le *Lease) init(s *Floor) {
 	le.s = s
 	le.kick = make(chan struct{}, 1)
 }
 
 // reach is R: how long after a touch at the leader the floor vouches for
 // its holds.
-func (le *lease) reach() time.Duration {
-	t := le.s.timeout()
+func (le *Lease) reach() time.Duration {
+	t := le.Timeout()
 	if mutant.On(mutant.ReachLong) {
 		return t * 5 / 4 // seeded bug: past the expiry
 	}
@@ -133,40 +162,40 @@ func (le *lease) reach() time.Duration {
 // gap is π: how long the leader may go without queueing a ping to the
 // follower, tickTime/2 and an eighth of a tick of slack (the leader's
 // loop waits half a tick, then pings every follower).
-func (le *lease) gap() time.Duration {
+func (le *Lease) gap() time.Duration {
 	if mutant.On(mutant.ChainNoGap) {
 		return 0 // seeded bug: j and k need no ping between them
 	}
-	return le.s.tick() * 5 / 8
+	return le.tick() * 5 / 8
 }
 
 // period is how often the session must be proved while a lock has a node:
 // D then stays at least T/4 ahead of the last proof (reach − gap − two
 // periods, the chain's span), and never less often than T/8.
-func (le *lease) period() time.Duration {
-	t := le.s.timeout()
+func (le *Lease) period() time.Duration {
+	t := le.Timeout()
 	return max(min(t/8, (le.reach()-t/4-le.gap())/2), t/32)
 }
 
 // validLocked reports whether holds stand at now: the deadline is ahead.
-// s.st.mu is held.
-func (le *lease) validLocked(now time.Time) bool { return now.Before(le.deadline) }
+// st.mu is held.
+func (le *Lease) validLocked(now time.Time) bool { return now.Before(le.deadline) }
 
 // grantableLocked reports whether a hold may be granted at now: the
 // deadline is at least T/16 ahead, so that a hold is not granted to lapse
 // a moment later (a renewal is a round trip or two away). Under
 // WithLossOnExpiryOnly the deadline reaches past the leader's expiry by
 // up to T/8, for holds to ride out short failures; a new hold is granted
-// only within the default's reach, 7T/8, which ends before it. s.st.mu is
+// only within the default's reach, 7T/8, which ends before it. st.mu is
 // held.
-func (le *lease) grantableLocked(now time.Time) bool {
-	t := le.s.timeout()
+func (le *Lease) grantableLocked(now time.Time) bool {
+	t := le.Timeout()
 	return le.validLocked(now.Add(t/16 + le.reach() - t*7/8))
 }
 
 // reset forgets the deadline and the chain: they were earned by a session
-// that is over. s.st.mu is held.
-func (le *lease) reset() {
+// that is over. st.mu is held.
+func (le *Lease) reset() {
 	le.deadline, le.proofAt = time.Time{}, time.Time{}
 	le.lastK.Store(0)
 }
@@ -183,9 +212,10 @@ type proof struct {
 }
 
 // newProof notes a request about to be queued.
-func (s *Floor) newProof() proof {
+func (le *Lease) newProof() proof {
+	s := le.s
 	p := proof{at: time.Now(), id: s.conn.SessionID()}
-	if k := s.st.lease.lastK.Load(); k != 0 {
+	if k := le.lastK.Load(); k != 0 {
 		p.k = time.Unix(0, k)
 	}
 	if s.tap != nil {
@@ -196,18 +226,18 @@ func (s *Floor) newProof() proof {
 
 // touches is where the floor learns of touches: the tap's record under
 // Dial, its own proofs' under Wrap.
-func (s *Floor) touches() *wire.Touches {
-	if s.tap != nil {
-		return s.tap.Touches()
+func (le *Lease) touches() *wire.Touches {
+	if le.s.tap != nil {
+		return le.s.tap.Touches()
 	}
-	return &s.st.lease.own
+	return &le.own
 }
 
 // proved takes p's request, which succeeded: it may be a later proof's k,
 // and it closes the chain of the k it was queued after, renewing the
 // lease from the touch that chain shows (see the argument above).
-func (s *Floor) proved(p proof) {
-	le := &s.st.lease
+func (le *Lease) proved(p proof) {
+	s := le.s
 	written := p.at // under Wrap: no later than the write
 	if s.tap != nil {
 		at, ok := s.tap.FirstWriteAfter(p.mark)
@@ -218,7 +248,7 @@ func (s *Floor) proved(p proof) {
 	} else {
 		le.own.Confirm(p.at, time.Now()) // answered: touched by now
 	}
-	if s.noteProof(p, written) {
+	if le.noteProof(p, written) {
 		le.wake() // a new k: a sync may now close a chain (renew.go)
 	}
 	if mutant.On(mutant.ChainNoAfter) {
@@ -226,18 +256,18 @@ func (s *Floor) proved(p proof) {
 	}
 	if mutant.On(mutant.LeaseFromProof) {
 		// Seeded bug: the rule before issue 55, T/4 past the proof's write.
-		_, lapsed := s.renewFrom(p.id, written.Add(s.timeout()/4-le.reach()))
+		_, lapsed := le.renewFrom(p.id, written.Add(le.Timeout()/4-le.reach()))
 		le.confirmed(lapsed)
 		return
 	}
 	if p.k.IsZero() {
 		return
 	}
-	touched, ok := s.touchBefore(p.k.Add(-le.gap()))
+	touched, ok := le.touchBefore(p.k.Add(-le.gap()))
 	if !ok {
 		return
 	}
-	late, lapsed := s.renewFrom(p.id, touched)
+	late, lapsed := le.renewFrom(p.id, touched)
 	if rtt := time.Since(written); late && rtt > le.maxRoundTrip() {
 		le.tooLate(rtt)
 	}
@@ -246,19 +276,19 @@ func (s *Floor) proved(p proof) {
 
 // touchBefore returns the write time of the latest packet known to have
 // been touched by at.
-func (s *Floor) touchBefore(at time.Time) (time.Time, bool) {
+func (le *Lease) touchBefore(at time.Time) (time.Time, bool) {
 	if mutant.On(mutant.TouchFromAnswer) {
 		return at, true // seeded bug: dated by when it was seen touched, not written
 	}
-	return s.touches().Before(at)
+	return le.touches().Before(at)
 }
 
 // noteProof keeps what p, a proof of the current session written at
 // written, means for later ones: the renewer's period counts from its
 // queueing, and it is the chain's k of the proofs queued after it
 // (newK: the latest so far).
-func (s *Floor) noteProof(p proof, written time.Time) (newK bool) {
-	le := &s.st.lease
+func (le *Lease) noteProof(p proof, written time.Time) (newK bool) {
+	s := le.s
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	if p.id == 0 || p.id != s.st.sessionID {
@@ -275,8 +305,8 @@ func (s *Floor) noteProof(p proof, written time.Time) (newK bool) {
 // handshake renews the lease from a connect answer that gave session id
 // (the argument's 4): the leader touched it after its request was written.
 // It returns when the lapse it ended began (0: none). Under Wrap nothing
-// sees the handshake. s.st.mu is held.
-func (le *lease) handshake(id int64) (lapsed int64) {
+// sees the handshake. st.mu is held.
+func (le *Lease) handshake(id int64) (lapsed int64) {
 	if le.s.tap == nil {
 		return 0
 	}
@@ -291,13 +321,14 @@ func (le *lease) handshake(id int64) (lapsed int64) {
 // renewFrom moves the lease's deadline to touched + R, for a proof of
 // session id; it reports a renewal too late to renew anything (its
 // deadline already past), and when the lapse it ended began (0: none).
-func (s *Floor) renewFrom(id int64, touched time.Time) (late bool, lapsed int64) {
+func (le *Lease) renewFrom(id int64, touched time.Time) (late bool, lapsed int64) {
+	s := le.s
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	if id == 0 || id != s.st.sessionID || s.conn.SessionID() != id || s.st.closed {
 		return false, 0
 	}
-	ahead, lapsed := s.st.lease.renewLocked(id, touched)
+	ahead, lapsed := le.renewLocked(id, touched)
 	return !ahead, lapsed
 }
 
@@ -306,8 +337,8 @@ func (s *Floor) renewFrom(id int64, touched time.Time) (late bool, lapsed int64)
 // lease ran out with holds, no renewal since), when the lapse began (0:
 // none). The lapse's end is taken here, under s.st.mu as its start is
 // (lapse), so that the renewer, which reads both, never sees the lease
-// renewed and still lapsed. s.st.mu is held.
-func (le *lease) renewLocked(id int64, touched time.Time) (ahead bool, lapsed int64) {
+// renewed and still lapsed. st.mu is held.
+func (le *Lease) renewLocked(id int64, touched time.Time) (ahead bool, lapsed int64) {
 	d := touched.Add(le.reach())
 	if d.After(le.deadline) {
 		trace.Renewed(le.s.zc, id, touched, d)
@@ -320,12 +351,13 @@ func (le *lease) renewLocked(id int64, touched time.Time) (ahead bool, lapsed in
 	return ahead, lapsed
 }
 
-// timeout is the session timeout the lease's bounds derive from: the one
+// Timeout is the session timeout the lease's bounds derive from: the one
 // the server granted (from the connect answer under Dial, from the
 // connection under Wrap), which may be more or less than the one asked
 // for (the server clamps it to 2..20 of its ticks), else, before a server
 // answered, the one asked.
-func (s *Floor) timeout() time.Duration {
+func (le *Lease) Timeout() time.Duration {
+	s := le.s
 	granted := time.Duration(s.link.granted.Load())
 	if s.tap != nil {
 		granted = s.tap.GrantedTimeout()
@@ -344,9 +376,9 @@ func (s *Floor) timeout() time.Duration {
 // tick is the server's tickTime as the lease takes it: the one declared
 // (WithServerTickTime), else the most the negotiation allows, half the
 // granted timeout (see the argument).
-func (s *Floor) tick() time.Duration {
-	if s.cfg.ServerTick > 0 {
-		return s.cfg.ServerTick
+func (le *Lease) tick() time.Duration {
+	if t := le.s.cfg.ServerTick; t > 0 {
+		return t
 	}
-	return s.timeout() / 2
+	return le.Timeout() / 2
 }

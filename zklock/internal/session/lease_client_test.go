@@ -75,7 +75,7 @@ func (w *world) event(st zk.State) {
 	ev := zk.Event{Type: zk.EventSession, State: st}
 	switch {
 	case !w.cfg.wrap:
-		w.s.onEvent(ev)
+		w.s.st.onEvent(ev)
 	case w.events != nil:
 		select {
 		case w.events <- ev: // the floor drains it at once while open

@@ -79,7 +79,7 @@ func conformNegotiation(t *testing.T) {
 			t.Fatal(err)
 		}
 		h, ok := f.tap.LastHandshake()
-		if got := f.Timeout(); got != x.granted || !ok || h.Timeout != x.granted {
+		if got := f.Lease().Timeout(); got != x.granted || !ok || h.Timeout != x.granted {
 			t.Errorf("asked %v: the floor counts from %v, the handshake %+v; the server grants %v", x.asked, got, h, x.granted)
 		}
 		f.Close()

@@ -143,8 +143,8 @@ const (
 	coverClosedTold                          // a hold lost: ErrClosed
 	coverLapseOver                           // a lapse told over
 	coverHealthy                             // a healthy schedule
-	coverGrantWaited                         // a grant waited for a sync (LeaseStats.Waits)
-	coverLateProof                           // a proof too late to renew (LeaseStats.LateProofs)
+	coverGrantWaited                         // a grant waited for a sync (Lease.Stats: waits)
+	coverLateProof                           // a proof too late to renew (Lease.Stats: late proofs)
 	coverKeptDown                            // under ExpiryOnly, a hold that outlived a drop
 	coverStateUnseen                         // under Wrap without events, a new session polled with no drop seen
 	coverOneWay                              // one stream between the servers cut, the other not
@@ -176,9 +176,9 @@ func (w *world) cover(p leasePoint, cond bool) {
 
 // coverSchedule counts the moments seen only in the whole schedule.
 func (w *world) coverSchedule() {
-	st := w.s.LeaseStats()
-	w.cover(coverGrantWaited, st.Waits > 0)
-	w.cover(coverLateProof, st.LateProofs > 0)
+	waits, _, late, _, _, _ := w.s.lease.Stats()
+	w.cover(coverGrantWaited, waits > 0)
+	w.cover(coverLateProof, late > 0)
 	w.cover(coverNegotiatedUp, w.cfg.T > w.cfg.asked)
 	w.cover(coverNegotiatedDown, w.cfg.T < w.cfg.asked)
 	for _, a := range w.members {

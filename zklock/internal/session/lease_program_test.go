@@ -257,7 +257,7 @@ func (w *world) acquire(a *member) {
 	s := w.s
 	s.Waiting(1)
 	defer s.Waiting(-1)
-	if err := s.Admit(a.ctx, 1); err != nil {
+	if err := s.Flight().Admit(a.ctx, 1); err != nil {
 		return
 	}
 	wr := s.Writes().Create(a.path, fmt.Sprintf("%s/_c_%08d-lock-", a.path, a.n), nil, zk.WorldACL(zk.PermAll))

@@ -390,7 +390,7 @@ func (w *world) checkLive(add func(string, ...any)) {
 		return // a tick over half the session, which Dial warns of, leaves the lease little room
 	}
 	w.cover(coverHealthy, true)
-	if n := w.s.LeaseStats().Lapses; n > 0 {
+	if _, n, _, _, _, _ := w.s.lease.Stats(); n > 0 {
 		add("(d) the lease lapsed %d times on a healthy schedule", n)
 	}
 	// Under Wrap no handshake and no ping is seen: a session's first

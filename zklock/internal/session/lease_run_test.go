@@ -75,8 +75,8 @@ func runConfig(cfg leaseConfig, seed uint64, steps []step, keep bool) outcome {
 		}
 		w.s = newFloor(nil, false, fc)
 		w.s.start(dbl{w}, nil)
-		w.s.observe(zk.State(w.state.Load()))
-		w.s.Go(func() { w.s.poll(w.events) })
+		w.s.st.observe(zk.State(w.state.Load()))
+		w.s.Go(func() { w.s.st.poll(w.events) })
 	} else {
 		w.tap = wire.New(wire.Config{})
 		w.s = newFloor(w.tap, true, fc)
@@ -115,8 +115,8 @@ func (w *world) summary() []string {
 	for _, l := range w.lines {
 		out = append(out, fmt.Sprintf("%12.6fs log: %s", l.at.Seconds(), l.msg))
 	}
-	st := w.s.LeaseStats()
-	return append(out, fmt.Sprintf("lease: %d waits, %d lapses, %d late proofs", st.Waits, st.Lapses, st.LateProofs))
+	waits, lapses, late, _, _, _ := w.s.lease.Stats()
+	return append(out, fmt.Sprintf("lease: %d waits, %d lapses, %d late proofs", waits, lapses, late))
 }
 
 // drive takes the agenda's actions in time order until the floor is

@@ -36,13 +36,13 @@ func newSessionUnseen(t *testing.T) (fail string) {
 		s := newFloor(nil, false, Config{Timeout: 4 * time.Second, Logger: slog.New(slog.DiscardHandler),
 			MaxRetryWait: time.Second})
 		s.start(c, nil)
-		s.observe(c.State())
-		s.Go(func() { s.poll(nil) })
+		s.st.observe(c.State())
+		s.Go(func() { s.st.poll(nil) })
 		defer s.Close()
 		// The lease vouches for the session now (as a chain or a handshake
 		// would), so that the grant goes through.
 		s.st.mu.Lock()
-		_, _ = s.st.lease.renewLocked(0x101, time.Now())
+		_, _ = s.lease.renewLocked(0x101, time.Now())
 		s.st.mu.Unlock()
 		causes := make(chan error, 2)
 		if err := s.Grant(context.Background(), 0x101, NewMember(func(cause error) { causes <- cause })); err != nil {
@@ -62,7 +62,7 @@ func newSessionUnseen(t *testing.T) (fail string) {
 		default:
 			fail = "the hold of session 0x101 stands in session 0x102"
 		}
-		if fail == "" && s.LeaseValid() {
+		if fail == "" && s.lease.Valid() {
 			fail = "the lease of the old session still vouches in the new one"
 		}
 	})

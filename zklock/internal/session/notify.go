@@ -1,10 +1,24 @@
 package session
 
-func (n *notifier) init(fn func(State)) {
+import "sync"
+
+// notifier delivers state changes to the user's listener in order, from
+// its own goroutine, so that user code never runs where state is tracked.
+type notifier struct {
+	fn    func(int)
+	mu    sync.Mutex
+	queue []int
+	wake  chan struct{}
+	done  chan struct{}
+
+	closeOnce sync.Once
+}
+
+func (n *notifier) init(fn func(int)) {
 	n.fn, n.wake, n.done = fn, make(chan struct{}, 1), make(chan struct{})
 }
 
-func (n *notifier) push(st State) {
+func (n *notifier) push(st int) {
 	if n.fn == nil {
 		return
 	}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 // failed). Before this, the log's last word on an outage was "cannot reach
 // ZooKeeper", still there after the servers answered again.
 type outage struct {
+	log        *slog.Logger // the floor's
+	expiryOnly bool         // holds survive a disconnection (Config.ExpiryOnly)
+
 	mu      sync.Mutex
 	since   time.Time // zero: no outage
 	cause   string    // what began it
@@ -25,21 +29,18 @@ type outage struct {
 	dialErr error     // the last one's error
 }
 
-// OutageSince returns when the outage under way began: the session has had
-// no connection to ZooKeeper since then. It is zero when the session has a
-// connection (a wait that ends says so: see zklock's WaitError).
-func (s *Floor) OutageSince() time.Time {
-	o := &s.out
+// began returns when the outage under way began; zero when none is
+// (Floor.OutageSince).
+func (o *outage) began() time.Time {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.since
 }
 
-// outageBegins starts an outage, unless one is under way, with cause (a
+// begins starts an outage, unless one is under way, with cause (a
 // disconnection, a dial that failed, an expiry) and the holds it ends at
 // once; log is told of the first.
-func (s *Floor) outageBegins(cause string, holds int) {
-	o := &s.out
+func (o *outage) begins(cause string, holds int) {
 	o.mu.Lock()
 	if !o.since.IsZero() {
 		o.holds += holds
@@ -49,34 +50,32 @@ func (s *Floor) outageBegins(cause string, holds int) {
 	o.since, o.cause, o.holds, o.dials, o.dialErr = time.Now(), cause, holds, 0, nil
 	o.mu.Unlock()
 	what := "holds end, acquisitions wait for a connection"
-	if s.cfg.ExpiryOnly {
+	if o.expiryOnly {
 		what = "holds are kept until the session expires, acquisitions wait for a connection"
 	}
-	s.log.Warn("no connection to ZooKeeper: "+what, "cause", cause, "holds_ended", holds)
+	o.log.Warn("no connection to ZooKeeper: "+what, "cause", cause, "holds_ended", holds)
 }
 
 // dialed notes a dial of the session's connection (under Dial): a
 // failure begins an outage if none is under way (Dial's first dial,
 // or a connection lost with nobody to tell: see observe) and is counted.
-func (s *Floor) dialed(address string, err error) {
+func (o *outage) dialed(address string, err error) {
 	if err == nil {
 		return
 	}
-	s.log.Debug("cannot reach ZooKeeper", "server", address, "err", err)
-	s.outageBegins("cannot dial "+address+": "+err.Error(), 0)
-	o := &s.out
+	o.log.Debug("cannot reach ZooKeeper", "server", address, "err", err)
+	o.begins("cannot dial "+address+": "+err.Error(), 0)
 	o.mu.Lock()
 	o.dials++
 	o.dialErr = err
 	o.mu.Unlock()
 }
 
-// outageHolds counts holds ended during an outage under way.
-func (s *Floor) outageHolds(n int) {
+// holdsEnded counts holds ended during an outage under way.
+func (o *outage) holdsEnded(n int) {
 	if n == 0 {
 		return
 	}
-	o := &s.out
 	o.mu.Lock()
 	if !o.since.IsZero() {
 		o.holds += n
@@ -84,30 +83,29 @@ func (s *Floor) outageHolds(n int) {
 	o.mu.Unlock()
 }
 
-// tellOutage tells the outage's lines for the state zs that observe
-// applied, in session id (prev: the session before; 0 for the first),
-// having ended holds.
-func (s *Floor) tellOutage(zs zk.State, prev, id int64, holds int) {
+// tell tells the outage's lines for the state zs that observe applied, in
+// session id (prev: the session before; 0 for the first), having ended
+// holds.
+func (o *outage) tell(zs zk.State, prev, id int64, holds int) {
 	switch zs {
 	case zk.StateHasSession:
 		if prev != 0 && prev != id {
 			// A polled state (NewSession) can miss the disconnection.
-			s.outageBegins("session expired", 0)
+			o.begins("session expired", 0)
 		}
-		s.outageHolds(holds)
-		s.outageEnds("connected", prev, id)
+		o.holdsEnded(holds)
+		o.ends("connected", prev, id)
 	case zk.StateExpired:
-		s.outageBegins("session expired", holds)
+		o.begins("session expired", holds)
 	default:
-		s.outageBegins("connection lost", holds)
+		o.begins("connection lost", holds)
 	}
 }
 
-// outageEnds ends the outage under way, if any: the session has a
-// connection again (end is "connected", in session id; prev is the one
-// before, 0 when this is the first) or was closed.
-func (s *Floor) outageEnds(end string, prev, id int64) {
-	o := &s.out
+// ends ends the outage under way, if any: the session has a connection
+// again (end is "connected", in session id; prev is the one before, 0 when
+// this is the first) or was closed.
+func (o *outage) ends(end string, prev, id int64) {
 	o.mu.Lock()
 	if o.since.IsZero() {
 		o.mu.Unlock()
@@ -122,15 +120,15 @@ func (s *Floor) outageEnds(end string, prev, id int64) {
 	}
 	switch {
 	case end != "connected":
-		s.log.Warn("no connection to ZooKeeper until "+end, attrs...)
+		o.log.Warn("no connection to ZooKeeper until "+end, attrs...)
 	case prev == 0:
 		attrs = append(attrs, "session", fmt.Sprintf("0x%x", id))
-		s.log.Warn("connected to ZooKeeper: session established", attrs...)
+		o.log.Warn("connected to ZooKeeper: session established", attrs...)
 	case prev != id:
 		attrs = append(attrs, "session", fmt.Sprintf("0x%x", id))
-		s.log.Warn("connected to ZooKeeper again, in a new session: the old one expired, and its nodes with it", attrs...)
+		o.log.Warn("connected to ZooKeeper again, in a new session: the old one expired, and its nodes with it", attrs...)
 	default:
 		attrs = append(attrs, "session", fmt.Sprintf("0x%x", id))
-		s.log.Warn("connected to ZooKeeper again, in the same session", attrs...)
+		o.log.Warn("connected to ZooKeeper again, in the same session", attrs...)
 	}
 }

@@ -14,7 +14,7 @@ import (
 // (renew, refresh), and, under Wrap, while nothing else does (idleEvery).
 
 // wake asks the renewer to look at the session again.
-func (le *lease) wake() {
+func (le *Lease) wake() {
 	select {
 	case le.kick <- struct{}{}:
 	default:
@@ -27,15 +27,15 @@ func (le *lease) wake() {
 // the lease (the deadline only moves forward) except that it may be slow:
 // callers that wait on it and still find the lease stale call refresh
 // again. The sync is not counted in the session's requests in flight
-// (send.go): it must not wait behind the requests it is to vouch for.
-func (le *lease) refresh() <-chan struct{} {
+// (flight.go): it must not wait behind the requests it is to vouch for.
+func (le *Lease) refresh() <-chan struct{} {
 	done, _ := le.refreshWritten()
 	return done
 }
 
 // refreshWritten is refresh, and also returns a channel closed once the
 // sync is written (nil under Wrap, where that is not seen).
-func (le *lease) refreshWritten() (done, written <-chan struct{}) {
+func (le *Lease) refreshWritten() (done, written <-chan struct{}) {
 	s := le.s
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
@@ -57,12 +57,12 @@ func (le *lease) refreshWritten() (done, written <-chan struct{}) {
 		if w != nil {
 			defer s.tap.Forget(syncKey, w)
 		}
-		p := s.newProof()
+		p := le.newProof()
 		trace.Sent(s.zc, trace.OpSync, syncKey)
 		_, err := s.conn.Sync(syncKey)
 		trace.Answered(s.zc, trace.OpSync, syncKey, "", err)
 		if err == nil {
-			s.proved(p)
+			le.proved(p)
 		} else {
 			s.log.Debug("session not confirmed", "err", err)
 		}
@@ -86,7 +86,7 @@ func later(a, b time.Time) time.Time {
 
 // renew keeps the lease fresh while any lock of the session has a node: it
 // sends a sync when no proof came for a period.
-func (le *lease) renew() {
+func (le *Lease) renew() {
 	s := le.s
 	// One timer for the renewer's life, reset at each look (since Go 1.23
 	// a Reset timer delivers no value from before the Reset).
@@ -96,7 +96,7 @@ func (le *lease) renew() {
 		s.st.mu.Lock()
 		active, due := le.dueLocked()
 		s.st.mu.Unlock()
-		changed := s.stateChanged()
+		changed := s.st.changedChan()
 		switch {
 		case active && s.State() != StateConnected:
 			// No sync while the connection is down: go-zookeeper would send
@@ -119,8 +119,8 @@ func (le *lease) renew() {
 }
 
 // dueLocked reports whether the session must be proved, and in how long
-// its next sync is due. s.st.mu is held.
-func (le *lease) dueLocked() (active bool, due time.Duration) {
+// its next sync is due. st.mu is held.
+func (le *Lease) dueLocked() (active bool, due time.Duration) {
 	s := le.s
 	// After a lapse that ended holds, until a proof tells its end.
 	active = len(s.st.holds) > 0 || s.st.waiting > 0 || le.lapsedAt.Load() != 0
@@ -129,7 +129,7 @@ func (le *lease) dueLocked() (active bool, due time.Duration) {
 		// Under Wrap no tap sees go-zookeeper's pings: the floor's own
 		// syncs are the touches a chain starts from (lease.go), one
 		// every T/4.
-		active, every = true, s.timeout()/4
+		active, every = true, le.Timeout()/4
 	}
 	if mutant.On(mutant.NoRenewal) {
 		active = false // seeded bug: the renewer never syncs
@@ -152,12 +152,12 @@ func (le *lease) dueLocked() (active bool, due time.Duration) {
 
 // extension is the deadline a sync queued now would renew the lease to:
 // the chain it closes, its k the latest proof answered (zero: none).
-func (le *lease) extension() time.Time {
+func (le *Lease) extension() time.Time {
 	k := le.lastK.Load()
 	if k == 0 {
 		return time.Time{}
 	}
-	touched, ok := le.s.touchBefore(time.Unix(0, k).Add(-le.gap()))
+	touched, ok := le.touchBefore(time.Unix(0, k).Add(-le.gap()))
 	if !ok {
 		return time.Time{}
 	}
@@ -166,7 +166,7 @@ func (le *lease) extension() time.Time {
 
 // idle waits for the renewer's next look: a state change, a kick (a lock
 // queued), the timer wake (nil: none), or the session's end.
-func (le *lease) idle(changed <-chan struct{}, wake <-chan time.Time) {
+func (le *Lease) idle(changed <-chan struct{}, wake <-chan time.Time) {
 	select {
 	case <-wake:
 	case <-changed:

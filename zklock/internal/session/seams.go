@@ -8,27 +8,23 @@ import (
 )
 
 // Test seams: what package zklock's tests reach below the session's face
-// (zklock's export_test.go). The library itself calls none of them.
+// (zklock's export_test.go), as functions or as methods of the parts they
+// reach. The library itself calls none of them.
 
-// Tap is the floor's wire tap (nil under Wrap).
-func (s *Floor) Tap() *wire.Tap { return s.tap }
+// TapOf is s's wire tap (nil under Wrap).
+func TapOf(s *Floor) *wire.Tap { return s.tap }
 
-// LeaseValid reports whether the lease would let a hold be granted now.
-func (s *Floor) LeaseValid() bool {
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	return s.st.lease.grantableLocked(time.Now())
+// Valid reports whether the lease would let a hold be granted now.
+func (le *Lease) Valid() bool {
+	le.s.st.mu.Lock()
+	defer le.s.st.mu.Unlock()
+	return le.grantableLocked(time.Now())
 }
 
-// LeasePeriod is how often the floor must be proved while a lock has a
-// node.
-func (s *Floor) LeasePeriod() time.Duration { return s.st.lease.period() }
-
-// FillInflight takes every free place in the bound on requests in flight,
-// as a burst of acquisitions would, and returns the function that gives
-// them back.
-func (s *Floor) FillInflight() (giveBack func()) {
-	f := &s.flight
+// Fill takes every free place in the bound on requests in flight, as a
+// burst of acquisitions would, and returns the function that gives them
+// back.
+func (f *Flight) Fill() (giveBack func()) {
 	f.mu.Lock()
 	if f.limit == 0 {
 		f.limit = startInflight

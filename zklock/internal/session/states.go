@@ -3,31 +3,22 @@ package session
 import "fmt"
 
 // The states a floor moves through, apart from the session itself: the
-// options (WithStateListener) and the state tracking (state.go) speak of
-// them too.
-
-// State is what a floor knows about its ZooKeeper session.
-type State int
-
-// The states a floor moves through.
+// state tracking (state.go), the grant and the write path's link speak of
+// them. Package zklock's State is their type, and says what each means to
+// a holder (zklock/states.go); the floor counts them as plain ints, in
+// that order, so that the type, its documentation and its names are
+// written once.
 const (
-	// StateConnecting: no session yet.
-	StateConnecting State = iota
-	// StateConnected: a live session; holds are valid.
+	StateConnecting = iota // no session yet
 	StateConnected
-	// StateDisconnected: the connection dropped and the session may or may
-	// not survive; a holder cannot know whether it still holds its locks.
 	StateDisconnected
-	// StateExpired: the server expired the session; its ephemeral nodes,
-	// and so every hold, are gone. The client reconnects with a new session.
 	StateExpired
-	// StateClosed: Close was called or the connection was closed.
 	StateClosed
 )
 
-// String names the state, as in logs.
-func (s State) String() string {
-	switch s {
+// StateName names state st, as in logs (zklock's State.String).
+func StateName(st int) string {
+	switch st {
 	case StateConnecting:
 		return "connecting"
 	case StateConnected:
@@ -39,5 +30,5 @@ func (s State) String() string {
 	case StateClosed:
 		return "closed"
 	}
-	return fmt.Sprintf("State(%d)", int(s))
+	return fmt.Sprintf("State(%d)", st)
 }

@@ -17,16 +17,25 @@ import (
 // request on the wire with the lease's proof around it, and the bound on
 // requests in flight.
 
-// newWrites makes the floor's write path on its connection.
-func (s *Floor) newWrites() *writes.Queue {
+// writeLink is the floor's write path (q) and its side of the path's
+// contract: its methods are what writes.Conn asks of the session.
+type writeLink struct {
+	s *Floor
+	q *writes.Queue
+}
+
+// start makes the floor's write path on its connection.
+func (wl *writeLink) start(s *Floor) {
 	zc := s.zc
-	return writes.New(writes.Conn{
-		Connected:   s.awaitConnected,
-		SessionID:   s.conn.SessionID,
-		Lead:        func() {}, // the lease needs no write to go behind a sync (lease.go)
-		Send:        s.sendWrites,
-		Ended:       s.writeEnded,
-		DeleteApart: s.DeleteInBackground,
+	wl.s = s
+	wl.q = writes.New(writes.Conn{
+		Connected: wl.connected,
+		SessionID: s.conn.SessionID,
+		Send:      wl.send,
+		Ended:     wl.ended,
+		// A delete the server would not let go: retried alone until its
+		// node or its session is gone.
+		DeleteApart: func(node string, owner int64) { s.Go(func() { s.DeleteGuaranteed(node, owner) }) },
 		Queued:      func(path, node string, owner int64) { trace.DelAdded(zc, path, node, owner) },
 		Go:          s.Go,
 		Now:         time.Now,
@@ -106,23 +115,24 @@ const foldWait = 100 * time.Microsecond
 // each round until the channel closes (HoldWriterForTest).
 var testWriterGate atomic.Pointer[chan struct{}]
 
-// sendWrites makes the requests of a writer's round: the first on the
+// send makes the requests of a writer's round: the first on the
 // writer's goroutine, each other one (a round of writes apart, at most
-// maxApart) side by side, through sendWrites on a goroutine of its own:
+// maxApart) side by side, through send on a goroutine of its own:
 // go-zookeeper's calls block until the answer. A lone create or delete is
 // sent as that request (its answer carries what a multi's would, for
 // less), anything else as a multi; the results are one per op whenever
 // the server evaluated the request. The tap tells the request when it is
 // written (the creates' listings go behind it), and a success proves the
 // session at the leader (the lease, lease.go).
-func (s *Floor) sendWrites(reqs []*writes.Request) []writes.Answer {
+func (wl *writeLink) send(reqs []*writes.Request) []writes.Answer {
+	s := wl.s
 	answers := make([]writes.Answer, len(reqs))
 	var wg sync.WaitGroup
 	for i := 1; i < len(reqs); i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			answers[i] = s.sendWrites(reqs[i : i+1])[0]
+			answers[i] = wl.send(reqs[i : i+1])[0]
 		}()
 	}
 	defer wg.Wait()
@@ -141,7 +151,7 @@ func (s *Floor) sendWrites(reqs []*writes.Request) []writes.Answer {
 		wt := s.tap.ExpectFunc(key, r.Written, op)
 		defer s.tap.Forget(key, wt)
 	}
-	p := s.newProof()
+	p := s.lease.newProof()
 	if s.tap != nil {
 		s.tap.Handed()
 	}
@@ -167,7 +177,7 @@ func (s *Floor) sendWrites(reqs []*writes.Request) []writes.Answer {
 		s.tap.Answered()
 	}
 	if a.Err == nil {
-		s.proved(p)
+		s.lease.proved(p)
 	}
 	return answers
 }
@@ -181,20 +191,21 @@ func answerOf(err error, r zk.MultiResponse) writes.Answer {
 	return writes.Answer{Results: []zk.MultiResponse{r}, Err: err}
 }
 
-// writeEnded gives a create's place in the bound back: answered after
-// rtt (the bound adapts to it), or never sent.
-func (s *Floor) writeEnded(sent bool, rtt time.Duration) {
+// ended gives a create's place in the bound back: answered after rtt
+// (the bound adapts to it), or never sent.
+func (wl *writeLink) ended(sent bool, rtt time.Duration) {
 	if sent {
-		s.flight.release(rtt, s.timeout()/32)
+		wl.s.flight.release(rtt, wl.s.lease.Timeout()/32)
 	} else {
-		s.flight.giveBack()
+		wl.s.flight.GiveBack()
 	}
 }
 
-// awaitConnected waits until the session is connected; false once it is
+// connected waits until the session is connected; false once it is
 // closed. It is the writer's wait before each round (a test's gate holds
 // it first: HoldWriterForTest).
-func (s *Floor) awaitConnected() bool {
+func (wl *writeLink) connected() bool {
+	s := wl.s
 	if gate := testWriterGate.Load(); gate != nil {
 		select {
 		case <-*gate:

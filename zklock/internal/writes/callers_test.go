@@ -309,10 +309,9 @@ func (w *world) findOwn(c *caller) {
 func (w *world) end(c *caller) {
 	w.budget.ctxEnds--
 	w.logf("caller %d: ctx ends (%s)", c.id, c.state)
-	inLead := w.inLead()
 	if c.state == sTxn {
 		r, onWire := writes.GiveUpTold(w.q, c.w, errCtx)
-		w.coverTold(r, onWire, inLead)
+		w.coverTold(r, onWire)
 
 		if onWire == nil {
 			w.told(c, r, true)
@@ -327,7 +326,7 @@ func (w *world) end(c *caller) {
 		w.bg = append(w.bg, &bgJob{sweepPath: c.path, sweepPrefix: prefix, owner: w.sid})
 	}
 	fate := w.q.GiveUp(c.w, sweep) // which cleans up after a create that had ended
-	w.coverFate(fate, inLead)
+	w.coverFate(fate)
 	switch fate {
 	case writes.TakenBack:
 		w.recs.toldNotApplied(w, c.rec)
@@ -335,16 +334,6 @@ func (w *world) end(c *caller) {
 		w.recs.observe(w, c.rec, c.w.Result(), true)
 	}
 	w.failed(c)
-}
-
-// inLead reports whether a writer's round waits for Lead.
-func (w *world) inLead() bool {
-	for _, t := range w.tasks {
-		if t.wait == waitLead {
-			return true
-		}
-	}
-	return false
 }
 
 // told tells c its transaction's outcome (gaveUp: as it gave up); an

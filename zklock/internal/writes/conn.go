@@ -10,8 +10,8 @@ import (
 // Conn is what the session gives its write path: the connection, as far
 // as the writer needs it, and the session's bookkeeping around a write.
 // Every field must be set. The queue calls none with its lock held but
-// Now and AfterFunc, which must not call back into it; Connected, Lead and
-// Send are called by the writer's goroutine, and may wait.
+// Now and AfterFunc, which must not call back into it; Connected and Send
+// are called by the writer's goroutine, and may wait.
 type Conn struct {
 	// Connected waits until the session has a connection with a session
 	// (true), or is closed (false). A request handed to the client while
@@ -21,9 +21,6 @@ type Conn struct {
 	// SessionID is the id of the connection's current session, 0 when
 	// none.
 	SessionID func() int64
-	// Lead runs before a round's requests are sealed, and may wait: after
-	// a quiet spell the session's lease sends its sync ahead of them.
-	Lead func()
 	// Send makes each request and returns their answers, in the order of
 	// reqs. Requests may be made side by side, each written whole; Send
 	// calls Request.Written once it sees a request written (a session that

@@ -15,47 +15,45 @@ import (
 type point int
 
 const (
-	coverRefusedOther   point = iota // a multi refused at another write's op
-	coverRefusedOwn                  // a write told it was refused at its own op
-	coverApart                       // a round of writes apart (more than one request)
-	coverApartCap                    // a round of writes apart at MaxApart requests
-	coverTakenQueued                 // given up while queued: taken back
-	coverTakenLead                   // given up while its round waited for Lead: taken back
-	coverAbandoned                   // given up once sealed: left to the writer
-	coverOver                        // given up after it ended
-	coverWireUnknown                 // told unknown once its request was on the wire
-	coverWireSettled                 // waited for the wire, and told its real outcome
-	coverReadBack                    // a caller read back an unknown outcome
-	coverDropApplied                 // a drop whose request the server applied first
-	coverDropLost                    // a drop whose request the server never applied
-	coverNewSession                  // a new session (expiry)
-	coverOwnerUnknown                // a create applied as the session changed
-	coverFoundOwn                    // protection mode found its node
-	coverCreatedAgain                // protection mode created again
-	coverHandedOver                  // a delete refused by an ACL, handed over
-	coverOrphan                      // the writer deleted what an abandoned create made
-	coverSweep                       // a create's sweep for its GUID
-	coverClosedWrite                 // a write ended by the Session's close
-	coverTimerStart                  // the timer started the writer (lone deletes)
-	coverParent                      // parents made after NoNode
-	coverOneWrite                    // a schedule of one write per request
-	coverTooLarge                    // a write too large alone, told so unsent
-	coverBigRequest                  // a request of several writes over half MaxBytes
-	coverSessionZero                 // SessionID 0 (the expiry learnt) to the write path
-	coverNoTapGiveUp                 // no tap: a caller who gave up waited for the answer
-	coverSentAfterClose              // a round sent after the Session's Close (Lead returned)
-	coverGoneAnswered                // a delete refused in the next session: its node went with its session
+	coverRefusedOther point = iota // a multi refused at another write's op
+	coverRefusedOwn                // a write told it was refused at its own op
+	coverApart                     // a round of writes apart (more than one request)
+	coverApartCap                  // a round of writes apart at MaxApart requests
+	coverTakenQueued               // given up while queued: taken back
+	coverAbandoned                 // given up once sealed: left to the writer
+	coverOver                      // given up after it ended
+	coverWireUnknown               // told unknown once its request was on the wire
+	coverWireSettled               // waited for the wire, and told its real outcome
+	coverReadBack                  // a caller read back an unknown outcome
+	coverDropApplied               // a drop whose request the server applied first
+	coverDropLost                  // a drop whose request the server never applied
+	coverNewSession                // a new session (expiry)
+	coverOwnerUnknown              // a create applied as the session changed
+	coverFoundOwn                  // protection mode found its node
+	coverCreatedAgain              // protection mode created again
+	coverHandedOver                // a delete refused by an ACL, handed over
+	coverOrphan                    // the writer deleted what an abandoned create made
+	coverSweep                     // a create's sweep for its GUID
+	coverClosedWrite               // a write ended by the Session's close
+	coverTimerStart                // the timer started the writer (lone deletes)
+	coverParent                    // parents made after NoNode
+	coverOneWrite                  // a schedule of one write per request
+	coverTooLarge                  // a write too large alone, told so unsent
+	coverBigRequest                // a request of several writes over half MaxBytes
+	coverSessionZero               // SessionID 0 (the expiry learnt) to the write path
+	coverNoTapGiveUp               // no tap: a caller who gave up waited for the answer
+	coverGoneAnswered              // a delete refused in the next session: its node went with its session
 	nPoints
 )
 
 var pointNames = [nPoints]string{"refused at another's op", "refused at its own op", "round apart", "round apart at its cap",
-	"given up queued", "given up as its round waited for Lead", "given up once sealed", "given up once over",
+	"given up queued", "given up once sealed", "given up once over",
 	"told unknown once on the wire", "told its outcome once on the wire", "read back", "drop: applied first",
 	"drop: never applied", "new session", "create answered as the session changed", "protection found its node",
 	"protection created again", "delete handed over", "orphan deleted by the writer", "sweep", "write ended by Close",
 	"writer started by its timer", "parents made", "one write per request", "too large alone",
 	"request over half MaxBytes", "SessionID 0", "no tap: a give-up waited for the answer",
-	"round sent after Close", "delete refused in the next session"}
+	"delete refused in the next session"}
 
 var coverage [nPoints]atomic.Int64
 
@@ -75,10 +73,8 @@ func uncovered() (missing []string, counts string) {
 }
 
 // coverFate counts what GiveUp made of a write.
-func (w *world) coverFate(f writes.Fate, inLead bool) {
+func (w *world) coverFate(f writes.Fate) {
 	switch {
-	case f == writes.TakenBack && inLead:
-		w.cover(coverTakenLead)
 	case f == writes.TakenBack:
 		w.cover(coverTakenQueued)
 	case f == writes.Abandoned:
@@ -89,12 +85,10 @@ func (w *world) coverFate(f writes.Fate, inLead bool) {
 }
 
 // coverTold counts what GiveUpTold said.
-func (w *world) coverTold(r writes.Result, onWire <-chan struct{}, inLead bool) {
+func (w *world) coverTold(r writes.Result, onWire <-chan struct{}) {
 	switch {
 	case onWire != nil:
 		w.cover(coverAbandoned)
-	case r.Verdict == writes.Withdrawn && inLead:
-		w.cover(coverTakenLead)
 	case r.Verdict == writes.Withdrawn:
 		w.cover(coverTakenQueued)
 	default:

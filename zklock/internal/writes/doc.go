@@ -9,10 +9,9 @@
 // # What the session gives it (Conn)
 //
 // The connection's state (Connected waits for a connection with a session;
-// SessionID), the lease's turn before a round (Lead), the sending of a
-// round's requests and their answers (Send, which calls Request.Written
-// when it sees a request on the wire), and the session's bookkeeping: the
-// places its bound on requests in flight lent to creates (Ended), the
+// SessionID), the sending of a round's requests and their answers (Send,
+// which calls Request.Written when it sees a request on the wire), and the
+// session's bookkeeping: the places its bound on requests in flight lent to creates (Ended), the
 // guaranteed delete of a node the server would not let go (DeleteApart), a
 // trace point (Queued), goroutines the session tracks (Go), and a clock
 // (Now, AfterFunc). Nothing else crosses: the package imports nothing of
@@ -58,12 +57,12 @@
 //     Unknown and is never sent again.
 //   - What a caller is told is true. A caller that stops waiting (GiveUp)
 //     takes its write back while it is not yet sealed into a request (it
-//     is then never applied: queued, waiting for the lease's sync with its
-//     round, or back in the queue after a refused batch). A sealed write is
-//     the writer's: never sent again, whatever its batch meets; the node a
-//     create made is deleted, or looked for by GUID. Await tells a caller
-//     Unknown only once the request is on the wire, so that what the
-//     caller sends next (a read-back) is answered after it.
+//     is then never applied: queued, or back in the queue after a refused
+//     batch). A sealed write is the writer's: never sent again, whatever
+//     its batch meets; the node a create made is deleted, or looked for by
+//     GUID. Await tells a caller Unknown only once the request is on the
+//     wire, so that what the caller sends next (a read-back) is answered
+//     after it.
 //
 // The properties these rules keep are checked three ways: model/writes.pml
 // (spin), the explorer here (every schedule of a few callers, faults and

@@ -31,7 +31,7 @@ const Abandoned Fate = TakenBack + 1
 // resolves the giving up against the write's end itself, as
 // semaphore.Acquire's case <-done: does (the caller cleans up after
 // nothing): a write not yet sealed into a request (queued, taken into a
-// round that waits for Lead, or back in the queue after its batch was
+// round not yet sealed, or back in the queue after its batch was
 // refused) is taken back; a sealed one is left to the writer, which cleans
 // up after it as it settles it and never sends it again; one that had
 // ended is cleaned up here. A create's clean-up is the delete of the node

@@ -30,7 +30,6 @@ func TestGiveUpWhileClosing(t *testing.T) {
 	q := writes.New(writes.Conn{
 		Connected:       func() bool { return false }, // the session is over
 		SessionID:       func() int64 { return 0 },
-		Lead:            func() {},
 		Send:            func([]*writes.Request) []writes.Answer { t.Fatal("nothing is sent"); return nil },
 		Ended:           func(bool, time.Duration) { ended++ },
 		DeleteApart:     func(string, int64) {},
@@ -73,7 +72,6 @@ func TestWithdrawnAfterGivingUpCarriesTheCause(t *testing.T) {
 	q := writes.New(writes.Conn{
 		Connected: func() bool { <-ready; return true }, // both queued first, one batch
 		SessionID: func() int64 { return 1 },
-		Lead:      func() {},
 		Send: func(reqs []*writes.Request) []writes.Answer {
 			reqs[0].Written()
 			<-answer
@@ -126,7 +124,6 @@ func TestDeleteAnsweredInTheNextSession(t *testing.T) {
 	q := writes.New(writes.Conn{
 		Connected: func() bool { return true },
 		SessionID: func() int64 { return sid },
-		Lead:      func() {},
 		Send: func(reqs []*writes.Request) []writes.Answer {
 			sid = 2 // the connection lost before the request was written, the session expired
 			return []writes.Answer{{Results: []zk.MultiResponse{{Error: zk.ErrNoNode}}, Err: zk.ErrNoNode}}
@@ -164,7 +161,6 @@ func TestGiveUpOfAWriteSealedAgain(t *testing.T) {
 	q := writes.New(writes.Conn{
 		Connected: func() bool { <-ready; return true }, // both queued first, one batch
 		SessionID: func() int64 { return 1 },
-		Lead:      func() {},
 		Send: func(reqs []*writes.Request) []writes.Answer {
 			round++
 			if round == 1 { // both, on the wire; the second's check fails

@@ -18,7 +18,7 @@ import (
 //
 // Determinism. Every goroutine of the write path runs only while the
 // scheduler has handed it the baton (run), and gives it back at its next
-// call of a blocking Conn method (Connected, Lead, Send) or when it ends:
+// call of a blocking Conn method (Connected, Send) or when it ends:
 // at any moment exactly one goroutine of the world runs, and what it does
 // depends only on the state the steps before made. Time is a counter that
 // moves only when a timer fires. So a schedule is its list of steps, and
@@ -30,7 +30,6 @@ type waitKind uint8
 const (
 	waitStart     waitKind = iota // started (Conn.Go, a timer), not yet run
 	waitConnected                 // in Conn.Connected
-	waitLead                      // in Conn.Lead
 	waitSend                      // in Conn.Send, for its answers
 	waitEnded                     // returned
 )
@@ -138,7 +137,6 @@ func (w *world) conn() writes.Conn {
 			}
 			return w.sid
 		},
-		Lead:  func() { w.block(waitLead) },
 		Send:  w.send,
 		Ended: func(sent bool, rtt time.Duration) { w.ended++ },
 		DeleteApart: func(node string, owner int64) {
@@ -170,9 +168,6 @@ func (w *world) send(reqs []*writes.Request) []writes.Answer {
 	w.rounds++
 	w.checkRound(reqs)
 	w.checkSizes(reqs)
-	if w.closed {
-		w.cover(coverSentAfterClose) // Lead returned as the Session closed
-	}
 	call := &sendCall{answers: make([]writes.Answer, len(reqs)), left: len(reqs)}
 	slot := make([]*wireReq, len(reqs))
 	for i, r := range reqs {
@@ -225,7 +220,7 @@ func (w *world) run(t *task) {
 // runnable reports whether t can be run now.
 func (w *world) runnable(t *task) bool {
 	switch t.wait {
-	case waitStart, waitLead:
+	case waitStart:
 		return true
 	case waitConnected:
 		return w.closed || w.state == connUp

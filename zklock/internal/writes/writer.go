@@ -39,7 +39,6 @@ func (q *Queue) run() {
 		if round == nil {
 			break // closed: shut it
 		}
-		q.c.Lead()
 		reqs, sentIn := q.seal(round)
 		if len(reqs) == 0 {
 			continue
@@ -58,9 +57,8 @@ func (q *Queue) run() {
 	q.shut()
 }
 
-// seal makes a round's requests, once Lead has let it go: a write given
-// up since it was taken is left out (its caller was told it was
-// withdrawn), and so is the delete of a node whose session is over (the
+// seal makes a round's requests: a write given up since it was taken is
+// left out (its caller was told it was withdrawn), and so is the delete of a node whose session is over (the
 // server deleted it with its session). From here a caller who gives up is
 // told the outcome is unknown (GiveUp). sid is the session it goes in.
 func (q *Queue) seal(round [][]*Write) (reqs []*Request, sid int64) {
