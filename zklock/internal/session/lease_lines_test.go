@@ -146,7 +146,6 @@ const (
 	coverGrantWaited                         // a grant waited for a sync (Lease.Stats: waits)
 	coverLateProof                           // a proof too late to renew (Lease.Stats: late proofs)
 	coverKeptDown                            // under ExpiryOnly, a hold that outlived a drop
-	coverStateUnseen                         // under Wrap without events, a new session polled with no drop seen
 	coverOneWay                              // one stream between the servers cut, the other not
 	coverExpiredAfterProof                   // the leader expired a session after answering a request of it newer than its last touch
 	coverProvedUnheard                       // the leader answered a request of a session it had not heard of for 3T/4
@@ -162,7 +161,7 @@ var leasePointNames = [nLeasePoints]string{"new session", "same session", "expir
 	"answer lost", "late answer", "sync held at the link", "transaction applied", "told node gone",
 	"grant told closed", "grant told ctx ended", "lost: disconnected", "lost: lease lapsed",
 	"lost: closed", "lapse told over", "healthy schedule", "grant waited for a sync", "late proof",
-	"hold kept across a drop", "new session, no drop seen", "one stream cut", "expired after a newer proof",
+	"hold kept across a drop", "one stream cut", "expired after a newer proof",
 	"answered unheard for 3T/4", "granted more than asked", "granted less than asked", "grant under Wrap", "held at a new session"}
 
 var leaseCoverage [nLeasePoints]atomic.Int64

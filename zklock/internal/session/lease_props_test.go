@@ -294,7 +294,6 @@ func (w *world) see() {
 		}
 		h.ups = append(h.ups, span{from: t, to: -1, sid: sid})
 		cur = &h.ups[len(h.ups)-1]
-		w.cover(coverStateUnseen, len(h.ups) > 1 && h.ups[len(h.ups)-2].to == t)
 	}
 	h.closeAt, h.ntx = w.hist.closeAt, w.hist.ntx
 	w.seen = h
