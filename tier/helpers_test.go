@@ -12,7 +12,7 @@ import (
 )
 
 // TestMain shares one real ZooKeeper among the tests and checks for leaked
-// goroutines; run as a child process (see multiproc_test.go) it is a worker.
+// goroutines; run as a child process (see multiproc_scene_test.go) it is a worker.
 func TestMain(m *testing.M) {
 	exitIfKillChild()
 	if os.Getenv(childEnv) != "" {

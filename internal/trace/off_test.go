@@ -42,12 +42,6 @@ func TestOffAllocatesNothing(t *testing.T) {
 	}
 }
 
-func BenchmarkOff(b *testing.B) {
-	for b.Loop() {
-		recordAll()
-	}
-}
-
 var errX = errors.New("x")
 
 func recordAll() {

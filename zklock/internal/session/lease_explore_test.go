@@ -17,7 +17,7 @@ import (
 // and the wire tap's reading of replies and handshakes) on the virtual
 // clock of a synctest bubble, over a double of go-zookeeper's connection,
 // the follower and the leader (lease_world_test.go, lease_client_test.go,
-// lease_server_test.go), kept honest by lease_conformance_test.go against
+// lease_server_test.go), kept honest by lease_conformance_scene_test.go against
 // a real ZooKeeper. Each seed draws a configuration and steps at random
 // times (ns apart), on top of the double's own draws (delays) as it meets
 // them. A failing schedule prints its seed, its steps, shrunk, and the

@@ -245,7 +245,7 @@ func (w *world) forward(c *cconn, r *req, slot *reply) {
 // process is the leader's: r is applied, and its answer goes back down;
 // once its session expired, it is refused, and the follower, which takes
 // the close's commit first, closes the connection instead of answering
-// (lease_conformance_test.go sees the client's request fail with the
+// (lease_conformance_scene_test.go sees the client's request fail with the
 // connection).
 func (w *world) process(c *cconn, r *req, slot *reply) {
 	if w.expiredBy(c.sid, w.now()) {

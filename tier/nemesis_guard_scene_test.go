@@ -13,7 +13,7 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// Guarded writes under the nemesis (see nemesis_test.go for the setups).
+// Guarded writes under the nemesis (see nemesis_scene_test.go for the setups).
 func TestNemesisTxn(t *testing.T) {
 	zktest.TracedStep(t)
 	if testing.Short() {

@@ -167,7 +167,7 @@ type fleetRun struct {
 	logs    map[string]*zktest.SyncBuffer // each worker's stderr, its log
 	gone    map[string][]*child.Proc      // workers killed and started again
 	killed  map[*child.Proc]bool          // workers killed by the test
-	cuts    []time.Time                   // the ticks a kill or a stop cut an instance after (faults_test.go)
+	cuts    []time.Time                   // the ticks a kill or a stop cut an instance after (faults_scene_test.go)
 	target  string                        // the instance the faults hit ("": node-0)
 	clock   time.Duration                 // its clock's offset from the others' (-clock)
 	mu      sync.Mutex
