@@ -138,6 +138,13 @@ func goMember(ctx context.Context, spec childSpec) (func(g int) (func(context.Co
 			}
 		}()
 		acl := zk.WorldACL(zk.PermAll)
+		if spec.Family == famZkcompat {
+			if err := firstLock(ctx, conn, spec.Path, acl); err != nil {
+				zkcompat.CloseConn(conn)
+				conn.Close()
+				return nil, nil, err
+			}
+		}
 		return func(int) (func(context.Context) error, func() error) {
 				if spec.Family == famGozk {
 					l := zk.NewLock(conn, spec.Path, acl)
@@ -151,6 +158,19 @@ func goMember(ctx context.Context, spec childSpec) (func(g int) (func(context.Co
 			}, nil
 	}
 	return nil, nil, fmt.Errorf("unknown Go family %q", spec.Family)
+}
+
+// firstLock locks path once with the drop-in. Its session cannot see the
+// connection's handshake, so its first lock waits about 5/8 of a tick for
+// its first lease (docs/lease.md, "The cost"), queueing the fleet behind
+// it: a member locks once before the start barrier, as a process that has
+// been running would have.
+func firstLock(ctx context.Context, conn *zk.Conn, path string, acl []zk.ACL) error {
+	l := zkcompat.NewLock(conn, path, acl)
+	if err := l.LockContext(ctx); err != nil {
+		return err
+	}
+	return l.Unlock()
 }
 
 type discard struct{}

@@ -69,6 +69,19 @@ func TestScenarioForMutants(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Acquisitions after a longer idle stretch, T/2. A renewal counted
+	// from its proof's own write (the rule before issue 55, the bug
+	// lease-from-proof) then claims a touch R - T/4 = 5T/8 before that
+	// write: later than any chain can show, which is π = 5T/16 before the
+	// previous acquisition's last proof at the latest. The stretch above,
+	// 3T/20, leaves that claim within what a chain shows about half the
+	// time.
+	for range 3 {
+		time.Sleep(scenarioTimeout / 2)
+		if err := acquire().Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// A hold through a frozen connection: no proof gets through, and the
 	// lease's lapse ends the hold at its deadline, R = 7T/8 after the
 	// latest touch a chain showed, and tells it lost.

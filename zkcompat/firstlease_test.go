@@ -1,0 +1,46 @@
+package zkcompat_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/zkcompat"
+)
+
+// The drop-in's session cannot see the connection's handshake (it runs on
+// the caller's connection, made by zk.Connect), so the first lease of a
+// connection is shown by two of its own syncs across a follower's ping
+// interval, π = 5/8 of a tick, the tick taken as half the session timeout
+// (docs/lease.md). A first Lock granted sooner would be trusting a touch
+// the lease rule cannot show; the second lock, on the warm session, does
+// not wait again (it is not timed here: a loaded machine may slow it).
+// docs/interop.md states the cost.
+func TestFirstLockWaitsForTheLease(t *testing.T) {
+	const timeout = 4 * time.Second
+	c := connTo(t, zktest.Servers(t), timeout)
+	pi := timeout / 2 * 5 / 8
+	path := zktest.Path(t)
+	l := zkcompat.NewLock(c, path, zk.WorldACL(zk.PermAll))
+	start := time.Now()
+	if err := l.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	first := time.Since(start)
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if first < pi {
+		t.Fatalf("the first Lock on a connection was granted after %v, before π = %v: no lease could be shown yet", first, pi)
+	}
+	start = time.Now()
+	if err := l.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("first Lock %v (π %v), second %v", first, pi, time.Since(start))
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+}
