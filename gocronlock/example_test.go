@@ -22,6 +22,7 @@ import (
 func ExampleNewLocker() {
 	ctx := context.Background()
 	var runs atomic.Int32
+	var scheds []gocron.Scheduler
 	for range 3 {
 		s, err := zklock.Connect(ctx, zktest.Addrs(), zklock.WithLogger(slog.New(slog.DiscardHandler)))
 		if err != nil {
@@ -54,6 +55,12 @@ func ExampleNewLocker() {
 			fmt.Println(err)
 			return
 		}
+		scheds = append(scheds, sched)
+	}
+	// A one-time job started immediately is scheduled when its scheduler
+	// starts: the instances' spread is the time between their starts,
+	// which must stay within the window.
+	for _, sched := range scheds {
 		sched.Start()
 	}
 	time.Sleep(time.Second)
