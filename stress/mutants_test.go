@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,7 +44,10 @@ func TestMutantGrantBeforeListing(t *testing.T) {
 // The holder's node deleted by another's create: the creator leads at
 // once, before the holder hears of its loss.
 func TestMutantDeleteWrongCreate(t *testing.T) {
-	mutantCaught(t, mutant.DeleteWrongCreate, exclusion.Overlap, "held by", 1)
+	// Porcupine meets an overlap of the new leader's or the token it took
+	// below the holder's first, as the run's timing has it (a loaded make
+	// test met the second).
+	mutantCaught(t, mutant.DeleteWrongCreate, exclusion.Overlap, "held by|below the last one granted", 1)
 }
 
 // With two processes the predecessor whose watch fires is the holder, gone:
@@ -78,8 +82,9 @@ func TestMutantTouchFromAnswer(t *testing.T) {
 
 // mutantCaught runs stress with the bug name on in the workers and fails t
 // unless the run failed, exclusion's examples include a violation of kind,
-// and Porcupine's reason contains reason; a run that found nothing is
-// tried again, up to runs runs in all.
+// and Porcupine's reason contains reason (or one of its alternatives,
+// separated by |); a run that found nothing is tried again, up to runs
+// runs in all.
 func mutantCaught(t *testing.T, name string, kind exclusion.Kind, reason string, runs int) {
 	t.Helper()
 	t.Setenv(mutant.Env, name)
@@ -112,7 +117,7 @@ func mutantCaught(t *testing.T, name string, kind exclusion.Kind, reason string,
 	if found == "" {
 		t.Errorf("%s: no %s violation among exclusion's examples %+v", name, kind, r.Check.Examples)
 	}
-	if !strings.Contains(why, reason) {
+	if !slices.ContainsFunc(strings.Split(reason, "|"), func(r string) bool { return strings.Contains(why, r) }) {
 		t.Errorf("%s: porcupine %+v, want a reason with %q", name, r.Porcupine, reason)
 	}
 }
