@@ -3,6 +3,8 @@ package zklock
 import (
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/tierlock/tierlock/zklock/internal/session"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
@@ -104,4 +106,10 @@ func SetAcquiredHookForTest(fn func(*Lock)) {
 // session, as a release on the lock at path does.
 func QueueDeleteForTest(s *Session, path, node string) {
 	s.f.Writes().Delete(path, node, s.f.Conn().SessionID(), nil)
+}
+
+// OwnNodeDeletedForTest hands h's own-node watch a deletion of its node,
+// as an event already on its way when giveUp removed the watch comes.
+func OwnNodeDeletedForTest(h *Hold) {
+	h.onOwnEvent(zk.Event{Type: zk.EventNodeDeleted, Path: h.node})
 }
