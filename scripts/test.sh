@@ -98,11 +98,11 @@ phase stress module_checks stress 12m -p 3 "$@"
 # 100,000 schedules without the race detector (about 10 s; the race run
 # above explores 10,000), and its seeded bugs, each found by the explorer.
 # The lease explored schedule by schedule too (zklock/internal/session,
-# docs/lease.md): 40,000 schedules on a virtual clock (about 32 s on the
-# idle 2-core machine, 64 s with a busy loop on one core; the race run
-# above explores 2,000 on one core; the package's default, 80,000, and
-# longer soaks are docs/lease.md's commands), and the floor's seeded bugs,
-# each refused by its property within 5,805 schedules (about 40 s). The
+# docs/lease.md): 40,000 schedules on a virtual clock (the package's
+# default, 80,000, took 64 s of an idle CI run and 127 s beside a busy
+# core; the race run above explores 2,000 on one core; 80,000 and longer
+# soaks are docs/lease.md's commands), and the floor's seeded bugs, each
+# refused by its property within 5,805 schedules (42 s in that CI run). The
 # explorers compute: they run alone, one after the other, before the steps
 # below, whose fleets a busy processor would make late (gocronlock's
 # TestFleetScale ran 22 % of its ticks beside them).
