@@ -82,12 +82,22 @@ func TestRemoveJobSeesItsOwnTicks(t *testing.T) {
 // server-clock note says the run is recent): RemoveJob saw no write and
 // deleted the job under b. b's attempts in the window RemoveJob watches
 // now write, and RemoveJob says ErrJobActive.
+//
+// b attempts once RemoveJob holds the job's lock, which its first write
+// of the run node (the removal mark) shows. A fixed 100 ms once stood for
+// that: beside a busy loop, b's attempt came first, took the lock, and
+// RemoveJob said ErrLockHeld (1 of 4 at load 3).
 func TestRemoveJobSeesLocalSkips(t *testing.T) {
 	root := zktest.Path(t)
 	opts := []runonce.Option{runonce.WithWindow(300 * time.Millisecond), runonce.WithLockTimeout(300 * time.Millisecond)}
 	a, _ := newRunner(t, root, opts...)
 	b, _ := newRunner(t, root, opts...)
-	cleanup, _ := newRunner(t, root, opts...)
+	cleanup, s := newRunner(t, root, opts...)
+	name, err := runonce.NodeName("job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runPath := root + "/" + name + "/run"
 	ctx := zktest.Context(t, 20*time.Second)
 	for range 2 { // b's second run writes the node and notes the server's clock
 		if err := b.Do(ctx, "job", noopRun); err != nil {
@@ -98,9 +108,16 @@ func TestRemoveJobSeesLocalSkips(t *testing.T) {
 	if err := a.Do(ctx, "job", noopRun); err != nil {
 		t.Fatal(err)
 	}
+	_, ran, err := s.Conn().Get(runPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	removed := make(chan error, 1)
 	go func() { removed <- cleanup.RemoveJob(ctx, "job") }()
-	time.Sleep(100 * time.Millisecond)
+	zktest.Eventually(t, 10*time.Second, "RemoveJob's mark on the run node", func() bool {
+		_, st, err := s.Conn().Get(runPath)
+		return err == nil && st.Version > ran.Version
+	})
 	if err := b.Do(ctx, "job", noopRun); !errors.Is(err, runonce.ErrSkipped) {
 		t.Errorf("b's attempt of a's tick: %v, want a skip", err)
 	}
