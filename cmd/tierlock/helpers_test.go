@@ -105,10 +105,17 @@ func held(t *testing.T, ch <-chan acquired) *zklock.Hold {
 	return r.h
 }
 
-// waitQueue waits until path has n children.
+// waitQueue waits until path has n children. A failure names the
+// children it saw last: under load it once timed out (TestBreak, a loaded
+// make test) and said nothing of what the queue held.
 func waitQueue(t *testing.T, s *zklock.Session, path string, n int) {
 	t.Helper()
-	zktest.Eventually(t, 10*time.Second, "queue of "+path, func() bool {
-		return len(zktest.Children(t, s.Conn(), path)) == n
-	})
+	var seen []string
+	deadline := time.Now().Add(10 * time.Second)
+	for seen = zktest.Children(t, s.Conn(), path); len(seen) != n; seen = zktest.Children(t, s.Conn(), path) {
+		if time.Now().After(deadline) {
+			t.Fatalf("queue of %s: %d nodes after 10s, want %d: %v (session %s)", path, len(seen), n, seen, s.State())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
