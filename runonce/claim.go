@@ -278,6 +278,10 @@ var testHookAfterRead func(runPath string)
 // take and the run's Store.
 var testHookAfterTake func()
 
+// testHookBeforeRelease, set by tests only, runs in a run's end between
+// its removal from the job and its hold's Release.
+var testHookBeforeRelease func()
+
 // testHookBeforeJobNodeDelete, set by tests only, runs in RemoveJob right
 // before it deletes the job's node.
 var testHookBeforeJobNodeDelete func()

@@ -54,6 +54,34 @@ func TestCloseBeforeTheRunIsStored(t *testing.T) {
 	}
 }
 
+// TestCloseWhileTheRunEnds: Close runs while a run's Release is under
+// way, after the run left its job (so Close finds no run to mark) and
+// before its hold is released, so that Close ends the hold (zklock's
+// Lock.Close) under the Release. Release returned the loss, "zklock: lock
+// lost: zklock: lock closed", and logged "lock lost during the run" (once
+// in a loaded make test's TestCloseClaimStorm); a hold its Runner's Close
+// ended is a close, as in TestCloseBeforeTheRunIsStored.
+func TestCloseWhileTheRunEnds(t *testing.T) {
+	var logs zktest.SyncBuffer
+	s := zktest.Connect(t, zktest.Servers(t), zklock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	r, err := New(s, zktest.Path(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.Claim(zktest.Context(t, 10*time.Second), "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testHookBeforeRelease = func() { _ = r.Close() }
+	defer func() { testHookBeforeRelease = nil }()
+	if err := c.Release(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Release: %v, want ErrClosed", err)
+	}
+	if strings.Contains(logs.String(), "lock lost") {
+		t.Errorf("a Close was logged as a loss:\n%s", logs.String())
+	}
+}
+
 // TestCloseClaimStorm: Close racing Claims of several jobs, at random
 // moments, round after round: a run's Release is nil or ErrClosed, never
 // a loss, and nothing is logged as one.

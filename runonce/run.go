@@ -2,6 +2,7 @@ package runonce
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -103,11 +104,18 @@ func (c *Claim) end(cause error) error {
 	}
 	c.r.Observe(Event{Job: c.j.key, Outcome: outcomeOf(cause), Latency: c.latency, Err: cause, Tick: c.tick, Entry: c.entry})
 	c.j.run.CompareAndSwap(c, nil)
+	if testHookBeforeRelease != nil {
+		testHookBeforeRelease()
+	}
 	err := c.hold.Release()
 	c.j.busy.Store(false)
 	c.cancel(nil)
 	switch {
-	case c.closed.Load():
+	case c.closed.Load() || errors.Is(err, zklock.ErrClosed):
+		// Close released the lock: it marked the run, or it found the run
+		// gone from its job (the CompareAndSwap above) and ended the hold
+		// under this Release. Only Close ends a job's lock while a run
+		// holds it (RemoveJob's owns the job), so a closed hold is its.
 		return fmt.Errorf("runonce: job %q: %w", c.j.key, errRunClosed)
 	case err != nil:
 		c.r.log.Warn("lock lost during the run", "job", c.j.key, "err", err)
