@@ -41,7 +41,7 @@ func Dial(ctx context.Context, servers []string, chroot string, cfg Config) (*Fl
 	}
 	s.start(conn, conn)
 	// Events that came before conn was known were ignored: catch up.
-	s.st.observe(conn.State())
+	s.st.catchUp()
 	if err := s.established(ctx, servers); err != nil {
 		s.Close()
 		return nil, err
@@ -121,7 +121,7 @@ func Wrap(conn *zk.Conn, events <-chan zk.Event, cfg Config) (*Floor, error) {
 	default:
 	}
 	s.start(conn, conn)
-	s.st.observe(conn.State())
+	s.st.catchUp()
 	s.Go(func() { s.st.poll(events) })
 	if len(cfg.Digests) > 0 {
 		s.Go(func() { _ = s.auth.authenticate(s.life.ctx) })

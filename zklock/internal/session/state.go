@@ -87,28 +87,44 @@ func (st *sessionState) poll(events <-chan zk.Event) {
 			}
 			st.onEvent(ev)
 		case <-t.C:
-			st.observe(s.conn.State())
+			st.catchUp()
 		case <-s.life.ctx.Done():
 			return
 		}
 	}
 }
 
-// observe applies a connection state reported by go-zookeeper. A holder
-// must hear of a possible loss as soon as the client knows of it, so the
-// holds are ended here, synchronously.
-func (st *sessionState) observe(zs zk.State) {
+// catchUp applies the connection's state as it is now: once zk.Connect
+// returns (the events before it were ignored), and at each poll under
+// Wrap. The state is read under mu, as observe applies it. go-zookeeper
+// stores a state, then calls the callback, which waits for mu: so a state
+// read under mu is never older than one the callback applied before it.
+// Read outside mu, a TCP state read just before the first session's event
+// was applied after it, and the session took itself for disconnected for
+// good, no event coming to correct it (TestCatchUpNotOvertaken).
+func (st *sessionState) catchUp() { st.apply(st.s.conn.State) }
+
+// observe applies a connection state reported by go-zookeeper's event.
+func (st *sessionState) observe(zs zk.State) { st.apply(func() zk.State { return zs }) }
+
+// apply applies the state read returns, called under mu. A holder must
+// hear of a possible loss as soon as the client knows of it, so the holds
+// are ended here, synchronously.
+func (st *sessionState) apply(read func() zk.State) {
 	s := st.s
 	started := s.link.conn.Load()
 	if started == nil {
-		return // zk.Connect has not returned yet; Dial calls observe then
+		return // zk.Connect has not returned yet; Dial catches up then
 	}
-	id := (*started).SessionID()
 	st.mu.Lock()
 	if st.closed {
 		st.mu.Unlock()
 		return
 	}
+	// The state first: go-zookeeper sets the session's id before the
+	// state that announces it.
+	zs := read()
+	id := (*started).SessionID()
 	prev := st.sessionID
 	t := st.transitionLocked(zs, id)
 	if !t.moved {
