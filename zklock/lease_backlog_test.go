@@ -19,25 +19,27 @@ import (
 // backlog: thousands of acquisitions pipelined on one session, or a starved
 // send loop) keeps its holds as long as each sync, once written, is
 // answered in time: the lease dates a proof by its write, not by its
-// queueing. Here every sync's write is held back d = 3.6 s, with T = 24 s
-// (R = 21 s, π = 7.5 s with the tick unknown, the renewer's period 3 s):
+// queueing. Here every sync's write is held back d = 6 s, with T = 40 s
+// (R = 35 s, π = 12.5 s with the tick unknown, the renewer's period 5 s):
 // the hold idle, the syncs go one after the other, s = d apart, each a
 // chain's k once answered and the next one's l. A chain's touch is a sync
 // written up to s before w_k − π; its l is answered about s after w_k; the
 // next renewal comes s later again: the deadline is at least R − π − 3s =
-// 2.7 s ahead at its lowest, the margin a loaded machine's stalls must stay
-// within (T = 16 s left 1.8 s, and a make test with a busy core beside it
-// lapsed once in seven runs). Dated from its queueing, each k would be d
-// older, 0.9 s past the deadline: the lease lapses. The hold lasts until
-// 36 s after the connect, past the connect answer's own reach (R), so that
-// only chains carry it. (A delay that jumps by more than the lease's slack
-// at once, or a server that answers later, still ends holds: nothing then
-// shows that the leader heard from us in time.)
+// 4.5 s ahead at its lowest, the margin a loaded machine's stalls and
+// delays must stay within. Each sync waits for the one before it, so the
+// machine's delays add up along a chain: at T = 16 s (1.8 s) one make
+// test with a busy core beside it in seven lapsed, and at T = 24 s (2.7 s)
+// one in five. Dated from its queueing, each k would be d older, 1.5 s past
+// the deadline: the lease lapses. The hold lasts until 60 s after the
+// connect, past the connect answer's own reach (R), so that only chains
+// carry it. (A delay that jumps by more than the lease's slack at once, or
+// a server that answers later, still ends holds: nothing then shows that
+// the leader heard from us in time.)
 func TestLeaseCountsFromTheWrite(t *testing.T) {
-	const timeout, holdBack = 24 * time.Second, 3600 * time.Millisecond
+	const timeout, holdBack = 40 * time.Second, 6 * time.Second
 	servers := zktest.Servers(t)
 	p := zktest.Path(t)
-	ctx := ctxT(t, 90*time.Second)
+	ctx := ctxT(t, 120*time.Second)
 	connected := time.Now()
 	s := connect(t, servers, zklock.WithSessionTimeout(timeout))
 	l := newLock(t, s, p)
