@@ -26,15 +26,17 @@ import (
 // written up to s before w_k − π; its l is answered about s after w_k; the
 // next renewal comes s later again: the deadline is at least R − π − 3s =
 // 4.5 s ahead at its lowest, the margin a loaded machine's stalls and
-// delays must stay within. Each sync waits for the one before it, so the
-// machine's delays add up along a chain: at T = 16 s (1.8 s) one make
-// test with a busy core beside it in seven lapsed, and at T = 24 s (2.7 s)
-// one in five. Dated from its queueing, each k would be d older, 1.5 s past
-// the deadline: the lease lapses. The hold lasts until 60 s after the
-// connect, past the connect answer's own reach (R), so that only chains
-// carry it. (A delay that jumps by more than the lease's slack at once, or
-// a server that answers later, still ends holds: nothing then shows that
-// the leader heard from us in time.)
+// delays must stay within. Make tests with a busy core beside them lapsed
+// it once each at T = 16, 24 and 40 s, each exactly at the deadline of a
+// sync dated from its queueing: go-zookeeper's ping, its ticker's fire
+// held back behind a sync, went out between the next sync's queueing and
+// its write, and the tap dated the sync by it (wire.TestPingDatesNoProof).
+// Dated from its queueing, each k would be d older, 1.5 s past the
+// deadline: the lease lapses. The hold lasts until 60 s after the connect,
+// past the connect answer's own reach (R), so that only chains carry it.
+// (A delay that jumps by more than the lease's slack at once, or a server
+// that answers later, still ends holds: nothing then shows that the
+// leader heard from us in time.)
 func TestLeaseCountsFromTheWrite(t *testing.T) {
 	const timeout, holdBack = 40 * time.Second, 6 * time.Second
 	servers := zktest.Servers(t)

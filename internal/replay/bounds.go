@@ -27,9 +27,9 @@ import (
 //     sync or write of the floor's, w its hand-over (its send step) and c
 //     its answer;
 //   - a proof's write time is, under Connect, the start of the first write
-//     on the connection after the request was handed to the client (no
-//     later than its own write; none before its answer: not dated), under
-//     NewSession its hand-over.
+//     of a request (a ping's is not one) on the connection after the
+//     request was handed to the client (no later than its own write; none
+//     before its answer: not dated), under NewSession its hand-over.
 //
 // A renew (At the write time of the touch it counts from, Until its
 // deadline, both the code's) is accepted when Until <= At + R, and At is
@@ -89,8 +89,16 @@ func (s *session) handshake(st trace.Step) {
 	}
 }
 
-// wrote notes a write's start (its At) on the session's connection.
+// opPing is ZooKeeper's ping opcode.
+const opPing = 11
+
+// wrote notes a write's start (its At) on the session's connection; a
+// ping's is not one: it is go-zookeeper's own, written outside the order
+// of its requests, and the tap dates no proof by it.
 func (s *session) wrote(st trace.Step) {
+	if st.N == opPing {
+		return
+	}
 	if len(s.writes) == 2*keepWrites {
 		s.writes = append(s.writes[:0], s.writes[keepWrites:]...)
 	}

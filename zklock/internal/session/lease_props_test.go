@@ -129,16 +129,20 @@ func (w *world) provers() []*req {
 	return ps
 }
 
-// writeOf dates r's write: its own (spec), else the first write after
-// its handing, or under Wrap its handing.
+// writeOf dates r's write: its own (spec), else the first write of a
+// request (not a ping) after its handing, or under Wrap its handing.
 func (w *world) writeOf(r *req, spec bool) time.Duration {
-	switch {
-	case w.cfg.wrap:
+	if w.cfg.wrap {
 		return r.handed
-	case spec || r.mark >= len(w.writes):
-		return w.writes[r.wi].at
 	}
-	return w.writes[r.mark].at
+	if !spec {
+		for i := r.mark; i < len(w.writes) && i <= r.wi; i++ {
+			if w.writes[i].what != 'p' {
+				return w.writes[i].at
+			}
+		}
+	}
+	return w.writes[r.wi].at
 }
 
 // touchedBy is the write time of the latest packet seen touched by t:

@@ -208,7 +208,7 @@ func (c *tappedConn) Write(b []byte) (int, error) {
 		}
 	}
 	start := time.Now()
-	c.tap.began(start)
+	c.tap.began(b, start)
 	c.rep.wrote(b, start)
 	trace.Wrote(c.tap, opcode(b), start) // the start the tap dates proofs by: the replay dates them too
 	// Counted before the bytes go out, so that whoever has the reply sees

@@ -92,12 +92,12 @@ func TestWrittenCountsBeforeTheBytesGoOut(t *testing.T) {
 func TestFirstWriteAfterMark(t *testing.T) {
 	tap := New(Config{})
 	t0 := time.Now()
-	tap.began(t0)
+	tap.began(nil, t0)
 	m := tap.Mark()
 	if _, ok := tap.FirstWriteAfter(m); ok {
 		t.Fatal("a write after the mark before any was made")
 	}
-	tap.began(t0.Add(time.Millisecond))
+	tap.began(nil, t0.Add(time.Millisecond))
 	at, ok := tap.FirstWriteAfter(m)
 	if !ok || !at.Equal(t0.Add(time.Millisecond)) {
 		t.Fatalf("FirstWriteAfter = %v, %v", at, ok)

@@ -280,7 +280,7 @@ func (t *Tap) NewRecorder() *Recorder { return &Recorder{rep: &replies{tap: t}} 
 func (r *Recorder) Write(frame []byte) {
 	now := time.Now()
 	t := r.rep.tap
-	t.began(now)
+	t.began(frame, now)
 	r.rep.wrote(frame, now)
 	t.count(opcode(frame))
 	t.wrote(frame)

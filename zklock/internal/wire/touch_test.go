@@ -108,3 +108,28 @@ func TestRepliesConfirmTouches(t *testing.T) {
 		t.Fatalf("request 2's reply confirmed %v, want %v", latest(), written[3])
 	}
 }
+
+// TestPingDatesNoProof: a request handed to the client at a mark, then a
+// ping written (go-zookeeper's ticker, outside its requests' order), then
+// the request itself: the request's proof is dated by its own write. The
+// ring counted the ping, and the proof was dated by it: as old as its
+// queueing, however long the request waited to be written.
+func TestPingDatesNoProof(t *testing.T) {
+	tap := New(Config{})
+	rec := tap.NewRecorder()
+	rec.Write(make([]byte, 48)) // the connect request
+	frame := func(xid, op int32) []byte {
+		b := binary.BigEndian.AppendUint32(nil, 8)
+		b = binary.BigEndian.AppendUint32(b, uint32(xid))
+		return binary.BigEndian.AppendUint32(b, uint32(op))
+	}
+	mark := tap.Mark()
+	rec.Write(frame(-2, opPing))
+	time.Sleep(15 * time.Millisecond)
+	before := time.Now()
+	rec.Write(frame(1, OpSync))
+	at, ok := tap.FirstWriteAfter(mark)
+	if !ok || at.Before(before) {
+		t.Fatalf("the sync's proof dated %v before its write (ok %v): by the ping's", before.Sub(at), ok)
+	}
+}
