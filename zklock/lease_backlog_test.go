@@ -26,11 +26,9 @@ import (
 // written up to s before w_k − π; its l is answered about s after w_k; the
 // next renewal comes s later again: the deadline is at least R − π − 3s =
 // 4.5 s ahead at its lowest, the margin a loaded machine's stalls and
-// delays must stay within. Make tests with a busy core beside them lapsed
-// it once each at T = 16, 24 and 40 s, each exactly at the deadline of a
-// sync dated from its queueing: go-zookeeper's ping, its ticker's fire
-// held back behind a sync, went out between the next sync's queueing and
-// its write, and the tap dated the sync by it (wire.TestPingDatesNoProof).
+// delays must stay within. Nothing else is written while the hold is
+// idle (the own-node watch's read goes out right behind a sync, T/4 into
+// the hold), and a ping dates no proof (wire.TestPingDatesNoProof).
 // Dated from its queueing, each k would be d older, 1.5 s past the
 // deadline: the lease lapses. The hold lasts until 60 s after the connect,
 // past the connect answer's own reach (R), so that only chains carry it.
@@ -42,6 +40,26 @@ func TestLeaseCountsFromTheWrite(t *testing.T) {
 	servers := zktest.Servers(t)
 	p := zktest.Path(t)
 	ctx := ctxT(t, 120*time.Second)
+	// The lock's path made first, by another session: once the syncs are
+	// held back, nothing but syncs is to be written while the hold is
+	// idle. A sync is dated by the first request written after its
+	// queueing, and the acquisition's requests, made behind held-back
+	// syncs (the path's containers, a level at a time), went out among
+	// them for 36 s: a sync queued just before one of them was dated by
+	// it, as by its queueing, and the hold lapsed 47 s after the connect
+	// (three loaded make tests of five; the trace showed the container's
+	// create written right after the sync's queueing).
+	os := connect(t, servers)
+	first, err := newLock(t, os, p).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Release(); err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, 10*time.Second, "the first node's delete", func() bool {
+		return len(zktest.Children(t, os.Conn(), p)) == 0
+	})
 	connected := time.Now()
 	s := connect(t, servers, zklock.WithSessionTimeout(timeout))
 	l := newLock(t, s, p)
