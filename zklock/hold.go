@@ -136,10 +136,14 @@ func (h *Hold) Release() error {
 	if !h.lock.leave(h) {
 		return ErrNotHeld
 	}
-	// Whether the hold was lost is decided before its node is given up.
+	// Whether the hold was lost is decided before its node is given up,
+	// and with the release's trace step, under mu as lose decides: a loss
+	// is traced before the release or not at all (lose).
+	h.mu.Lock()
 	lost := h.isLost()
 	h.released.Store(true)
 	trace.Released(h.f.Conn(), h.path, h.node)
+	h.mu.Unlock()
 	h.giveUp()
 	if lost {
 		return fmt.Errorf("%w: %w", ErrLockLost, h.cause)
@@ -164,20 +168,30 @@ func (h *Hold) isLost() bool {
 // or Session. A hold ended by a Close is not warned of: the program closed
 // it. It may run on go-zookeeper's event goroutine: nothing here blocks.
 func (h *Hold) lose(cause error) {
+	// Under mu, as Release marks the hold released and traces it: either
+	// the loss comes first, traced, and Release says it was lost, or the
+	// release does, and the news is of our own delete (the own-node
+	// watch's event can come after giveUp removed it): no loss is told,
+	// nor traced. Decided apart, a loss was traced after the release (the
+	// replay refused it once in a nemesis run), or, with the mark set
+	// before the release's step, a disconnection that ended a hold in the
+	// trace told it no loss (refused once too).
+	h.mu.Lock()
 	first := false
 	h.lostOnce.Do(func() {
 		h.cause = cause
 		close(h.lost)
 		first = true
 	})
+	released := h.released.Load()
+	if first && !released {
+		trace.Lost(h.f.Conn(), h.node, cause)
+	}
+	h.mu.Unlock()
 	if !first {
 		return
 	}
-	// Released first: the news is of our own delete (the own-node watch's
-	// event can come after giveUp removed it), and no loss is told, nor
-	// traced (the replay refused such a step once in a nemesis run).
-	if !h.released.Load() {
-		trace.Lost(h.f.Conn(), h.node, cause)
+	if !released {
 		if !errors.Is(cause, ErrSessionClosed) && !errors.Is(cause, ErrClosed) {
 			h.f.Log().Warn("lock lost", "node", h.node, "cause", cause)
 		}
