@@ -26,9 +26,14 @@ import (
 // written up to s before w_k − π; its l is answered about s after w_k; the
 // next renewal comes s later again: the deadline is at least R − π − 3s =
 // 4.5 s ahead at its lowest, the margin a loaded machine's stalls and
-// delays must stay within. Nothing else is written while the hold is
-// idle (the own-node watch's read goes out right behind a sync, T/4 into
-// the hold), and a ping dates no proof (wire.TestPingDatesNoProof).
+// delays must stay within. One request is written among the held-back
+// syncs, the own-node watch's read T/4 into the hold, right behind a
+// sync; should it go out only after the next sync's queueing (a loaded
+// machine's delay), that sync is dated by it, one step early, and the
+// hold lapses 35 s after the connect (once in a loaded make test, run 19
+// of issue 57). The product dates a proof by the first request written
+// after its queueing (docs/guarantees.md); dating a sync by its own write
+// would close this. A ping dates no proof (wire.TestPingDatesNoProof).
 // Dated from its queueing, each k would be d older, 1.5 s past the
 // deadline: the lease lapses. The hold lasts until 60 s after the connect,
 // past the connect answer's own reach (R), so that only chains carry it.
