@@ -30,10 +30,10 @@ import (
 // syncs, the own-node watch's read T/4 into the hold, right behind a
 // sync; should it go out only after the next sync's queueing (a loaded
 // machine's delay), that sync is dated by it, one step early, and the
-// hold lapses 35 s after the connect (once in a loaded make test, run 19
-// of issue 57). The product dates a proof by the first request written
-// after its queueing (docs/guarantees.md); dating a sync by its own write
-// would close this. A ping dates no proof (wire.TestPingDatesNoProof).
+// hold lapses 35 s after the connect (the likely cause of the lapse at
+// 35.0 s in a loaded make test, run 19 of issue 57). The product dates a
+// proof by the first request written after its queueing
+// (docs/guarantees.md); dating a sync by its own write would close this. A ping dates no proof (wire.TestPingDatesNoProof).
 // Dated from its queueing, each k would be d older, 1.5 s past the
 // deadline: the lease lapses. The hold lasts until 60 s after the connect,
 // past the connect answer's own reach (R), so that only chains carry it.
