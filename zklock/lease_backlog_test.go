@@ -27,13 +27,14 @@ import (
 // next renewal comes s later again: the deadline is at least R − π − 3s =
 // 4.5 s ahead at its lowest, the margin a loaded machine's stalls and
 // delays must stay within. One request is written among the held-back
-// syncs, the own-node watch's read T/4 into the hold, right behind a
-// sync; should it go out only after the next sync's queueing (a loaded
-// machine's delay), that sync is dated by it, one step early, and the
-// hold lapses 35 s after the connect (the likely cause of the lapse at
-// 35.0 s in a loaded make test, run 19 of issue 57). The product dates a
-// proof by the first request written after its queueing
-// (docs/guarantees.md); dating a sync by its own write would close this. A ping dates no proof (wire.TestPingDatesNoProof).
+// syncs, the own-node watch's read; armed T/4 into the hold, it could go
+// out after the next sync's queueing (a loaded machine's delay) and date
+// that sync one step early, and the hold lapsed 35 s after the connect
+// (the likely cause, not traced, of run 19 of issue 57's failure): it is
+// armed at the grant instead. The product dates a proof by the first
+// request written after its queueing (docs/guarantees.md); dating a sync
+// by its own write would close this for good. A ping dates no proof
+// (wire.TestPingDatesNoProof).
 // Dated from its queueing, each k would be d older, 1.5 s past the
 // deadline: the lease lapses. The hold lasts until 60 s after the connect,
 // past the connect answer's own reach (R), so that only chains carry it.
@@ -67,7 +68,11 @@ func TestLeaseCountsFromTheWrite(t *testing.T) {
 	})
 	connected := time.Now()
 	s := connect(t, servers, zklock.WithSessionTimeout(timeout))
-	l := newLock(t, s, p)
+	// The own-node watch from the grant (WithNodeWatch), not T/4 into the
+	// hold: its read then goes out among the first held-back syncs, which
+	// no chain can use yet (w_k − π is before every touch but the connect's
+	// and the create's), so that dating one of them by it costs nothing.
+	l := newLock(t, s, p, zklock.WithNodeWatch())
 	zklock.SetWriteHook(s, func(op int32, _ []byte) error {
 		if op == zklock.OpSync {
 			time.Sleep(holdBack)
