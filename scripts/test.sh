@@ -19,9 +19,15 @@ failed=()
 suite_began=$SECONDS
 
 # failures prints what a failed phase's log names: the go test lines of
-# failed tests and packages, and panics (a timeout, a crash).
+# failed tests and packages, and panics (a timeout, a crash), with the
+# tests a timeout found running (go test lists them under the panic): a CI
+# run's runonce timed out once, and the part of its output on record named
+# no test.
 failures() {
-  grep -E -- '^ *--- FAIL: |^FAIL[[:space:]]|^panic: ' "$logs/$1.log" | sed 's/^/    /'
+  awk '/^ *--- FAIL: |^FAIL[[:space:]]/ { print; next }
+       /^panic: / { print; running = /timed out/; next }
+       running && /^[[:space:]]+(running tests:|Test|Example|Fuzz)/ { print; next }
+       { running = 0 }' "$logs/$1.log" | sed 's/^/    /'
 }
 
 # phase runs a command in the foreground, its output on the console and

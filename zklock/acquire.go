@@ -178,7 +178,7 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 		// waitTurn): the session floor grants it, and it is published.
 		h := &Hold{f: f, path: l.path, node: n.node, owner: n.owner, token: token, onGone: l.onGone, lost: make(chan struct{}),
 			lock: holdLock{attach: l.attach, leave: l.detach, tellLost: l.lost, tellRevoked: l.revoke}}
-		h.m = session.NewMember(h.lose)
+		h.m = session.NewMember(l.path, n.node, h.lose)
 		if l.revocable {
 			h.revoked = make(chan struct{})
 		}

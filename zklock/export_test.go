@@ -113,3 +113,9 @@ func QueueDeleteForTest(s *Session, path, node string) {
 func OwnNodeDeletedForTest(h *Hold) {
 	h.onOwnEvent(zk.Event{Type: zk.EventNodeDeleted, Path: h.node})
 }
+
+// SetApplyHook runs fn as every session applies a connection state: before
+// the state is applied (taken false), and after it ended holds, before
+// their losses are told (taken true). It returns the function that removes
+// it.
+func SetApplyHook(fn func(taken bool)) (remove func()) { return session.SetApplyHook(fn) }

@@ -136,14 +136,29 @@ func (h *Hold) Release() error {
 	if !h.lock.leave(h) {
 		return ErrNotHeld
 	}
-	// Whether the hold was lost is decided before its node is given up,
-	// and with the release's trace step, under mu as lose decides: a loss
-	// is traced before the release or not at all (lose).
+	// Decided under mu, as lose decides a loss, and for a hold not lost
+	// yet, by the floor (Leave), under the lock it ends holds under: the
+	// loss comes first, traced, and Release says the hold was lost, or the
+	// release does, and no loss is told nor traced. A hold the floor ended
+	// first (a disconnection, an expiry, a lapse) may not have heard of it
+	// yet: its loss is told here, before the release
+	// (TestTraceReleaseMeetsDisconnection).
 	h.mu.Lock()
+	first := false
+	if !h.isLost() {
+		if cause := h.f.Leave(h.m); cause != nil {
+			first = h.endLocked(cause)
+		}
+	}
 	lost := h.isLost()
 	h.released.Store(true)
-	trace.Released(h.f.Conn(), h.path, h.node)
+	if lost {
+		trace.Released(h.f.Conn(), h.path, h.node) // Leave traced the others
+	}
 	h.mu.Unlock()
+	if first {
+		h.tellLoss()
+	}
 	h.giveUp()
 	if lost {
 		return fmt.Errorf("%w: %w", ErrLockLost, h.cause)
@@ -168,36 +183,47 @@ func (h *Hold) isLost() bool {
 // or Session. A hold ended by a Close is not warned of: the program closed
 // it. It may run on go-zookeeper's event goroutine: nothing here blocks.
 func (h *Hold) lose(cause error) {
-	// Under mu, as Release marks the hold released and traces it: either
-	// the loss comes first, traced, and Release says it was lost, or the
-	// release does, and the news is of our own delete (the own-node
-	// watch's event can come after giveUp removed it): no loss is told,
-	// nor traced. Decided apart, a loss was traced after the release (the
-	// replay refused it once in a nemesis run), or, with the mark set
-	// before the release's step, a disconnection that ended a hold in the
-	// trace told it no loss (refused once too).
+	// Under mu, as Release decides: either the loss comes first, traced,
+	// and Release says it was lost, or the release does, and the news is
+	// of our own delete (the own-node watch's event can come after giveUp
+	// removed it): no loss is told, nor traced. Decided apart, a loss was
+	// traced after the release (the replay refused it once in a nemesis
+	// run).
 	h.mu.Lock()
-	first := false
-	h.lostOnce.Do(func() {
-		h.cause = cause
-		close(h.lost)
-		first = true
-	})
+	first := h.endLocked(cause)
 	released := h.released.Load()
-	if first && !released {
-		trace.Lost(h.f.Conn(), h.node, cause)
-	}
 	h.mu.Unlock()
 	if !first {
 		return
 	}
 	if !released {
-		if !errors.Is(cause, ErrSessionClosed) && !errors.Is(cause, ErrClosed) {
-			h.f.Log().Warn("lock lost", "node", h.node, "cause", cause)
-		}
-		h.lock.tellLost(h.node, cause)
+		h.tellLoss()
 	}
 	h.giveUp()
+}
+
+// endLocked ends the hold with cause, once (it reports whether this was
+// the first end), and traces the loss of a hold not released. h.mu is
+// held.
+func (h *Hold) endLocked(cause error) (first bool) {
+	h.lostOnce.Do(func() {
+		h.cause = cause
+		close(h.lost)
+		first = true
+	})
+	if first && !h.released.Load() {
+		trace.Lost(h.f.Conn(), h.node, cause)
+	}
+	return first
+}
+
+// tellLoss warns of the hold's loss, unless the program closed it, and
+// tells the lock's loss handler.
+func (h *Hold) tellLoss() {
+	if !errors.Is(h.cause, ErrSessionClosed) && !errors.Is(h.cause, ErrClosed) {
+		h.f.Log().Warn("lock lost", "node", h.node, "cause", h.cause)
+	}
+	h.lock.tellLost(h.node, h.cause)
 }
 
 // giveUp is every hold's end, by Release or by lose: the hold leaves the

@@ -17,11 +17,16 @@ import (
 // Grant to Forget, told Lose when the floor can no longer vouch for it (a
 // disconnection, an expiry or a new session, the lease's lapse, Close).
 type Member struct {
-	lose func(cause error) // must not block: it may run on go-zookeeper's event goroutine
+	lose       func(cause error) // must not block: it may run on go-zookeeper's event goroutine
+	path, node string            // the hold's lock and node, for the release's trace step (Leave)
+	ended      error             // the cause the floor ended it with (takeHolds), under st.mu
 }
 
-// NewMember is the member of a hold that lose ends.
-func NewMember(lose func(cause error)) *Member { return &Member{lose: lose} }
+// NewMember is the member of the hold of node, on the lock at path, that
+// lose ends.
+func NewMember(path, node string, lose func(cause error)) *Member {
+	return &Member{lose: lose, path: path, node: node}
+}
 
 // ErrNodeGone reports that a node's session is over (the node went with
 // it) before its hold could be granted.
@@ -55,6 +60,27 @@ func (s *Floor) Grant(ctx context.Context, owner int64, m *Member) error {
 			return err
 		}
 	}
+}
+
+// Leave takes m out of the valid holds as its holder releases it, and
+// returns nil; or, when the floor ended m first (a disconnection, an
+// expiry, a new session, the lease's lapse, Close: takeHolds), the cause
+// it ended it with, whose loss the holder must tell before its release:
+// m's lose may not have run yet. The release's trace step is recorded
+// here, under the lock the floor ends holds under and traces the state or
+// lapse that ends them: the trace orders the two as they were decided.
+// Recorded apart, a release traced after a disconnection's step, its hold
+// ended by that step and never told lost, was refused by the replay
+// (TestTraceReleaseMeetsDisconnection).
+func (s *Floor) Leave(m *Member) error {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	if _, ok := s.st.holds[m]; !ok && m.ended != nil {
+		return m.ended
+	}
+	delete(s.st.holds, m)
+	trace.Released(s.zc, m.path, m.node)
+	return nil
 }
 
 // Forget takes m out of the valid holds (released, or lost by its own

@@ -42,12 +42,12 @@ func (le *Lease) lapse() {
 		s.st.mu.Unlock()
 		return
 	}
-	lost := s.st.takeHolds()
+	lost := s.st.takeHolds(ErrLeaseExpired)
 	if len(lost) > 0 {
 		le.lapsedAt.CompareAndSwap(0, time.Now().UnixNano())
 	}
+	trace.Lapsed(s.zc, len(lost)) // under mu, as a release is decided (Floor.Leave)
 	s.st.mu.Unlock()
-	trace.Lapsed(s.zc, len(lost))
 	if len(lost) > 0 {
 		le.lapses.Add(1)
 		le.wake() // the renewer proves the session until it is: see renew

@@ -75,7 +75,7 @@ func runConfig(cfg leaseConfig, seed uint64, steps []step, keep bool) outcome {
 		}
 		w.s = newFloor(nil, false, fc)
 		w.s.start(dbl{w}, nil)
-		w.s.st.observe(zk.State(w.state.Load()))
+		w.s.st.catchUp()
 		w.s.Go(func() { w.s.st.poll(w.events) })
 	} else {
 		w.tap = wire.New(wire.Config{})
@@ -232,7 +232,7 @@ func (w *world) startAcquire() {
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &member{n: n, path: fmt.Sprintf("/l/k%d", n%3), ctx: ctx, cancel: cancel,
 		called: -1, returned: -1, forgot: -1, cancelAt: -1}
-	a.m = NewMember(func(cause error) { w.lose(a, cause) })
+	a.m = NewMember("", "", func(cause error) { w.lose(a, cause) })
 	w.members = append(w.members, a)
 	w.live++
 	w.mu.Unlock()

@@ -36,7 +36,7 @@ func newSessionUnseen(t *testing.T) (fail string) {
 		s := newFloor(nil, false, Config{Timeout: 4 * time.Second, Logger: slog.New(slog.DiscardHandler),
 			MaxRetryWait: time.Second})
 		s.start(c, nil)
-		s.st.observe(c.State())
+		s.st.catchUp()
 		s.Go(func() { s.st.poll(nil) })
 		defer s.Close()
 		// The lease vouches for the session now (as a chain or a handshake
@@ -45,7 +45,7 @@ func newSessionUnseen(t *testing.T) (fail string) {
 		_, _ = s.lease.renewLocked(0x101, time.Now())
 		s.st.mu.Unlock()
 		causes := make(chan error, 2)
-		if err := s.Grant(context.Background(), 0x101, NewMember(func(cause error) { causes <- cause })); err != nil {
+		if err := s.Grant(context.Background(), 0x101, NewMember("", "", func(cause error) { causes <- cause })); err != nil {
 			fail = fmt.Sprintf("Grant: %v", err)
 			return
 		}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tierlock/tierlock/zklock/internal/wire"
@@ -77,3 +78,15 @@ var (
 	GrantedTimeout = grantedTimeout
 	ConnQuit       = connQuit
 )
+
+// testApplyHook, when a test sets it, runs in apply (state.go) as a state
+// is applied: before its lock is taken (taken false), and after the state
+// ended holds, before their losses are told (taken true).
+var testApplyHook atomic.Pointer[func(taken bool)]
+
+// SetApplyHook sets the hook run as every floor applies a connection state
+// (testApplyHook), and returns the function that removes it.
+func SetApplyHook(fn func(taken bool)) (remove func()) {
+	testApplyHook.Store(&fn)
+	return func() { testApplyHook.Store(nil) }
+}

@@ -42,16 +42,16 @@ func (st *sessionState) init(s *Floor) {
 // the state needs; user code (the state listener) runs elsewhere.
 func (st *sessionState) onEvent(ev zk.Event) {
 	s := st.s
-	if trace.Enabled { // guarded: the atomic load would stay in a build without the tag
-		trace.Evented(s.link.zc.Load(), ev) // nil until zk.Connect returns (s.conn is set then)
-	}
 	switch ev.Type {
 	case zk.EventSession:
 		if ev.State == zk.StateHasSession {
 			s.link.connGen.Add(1) // before go-zookeeper re-sends credentials: see addDigest
 		}
-		st.observe(ev.State)
+		st.observe(ev)
 	default:
+		if trace.Enabled { // guarded: the atomic load would stay in a build without the tag
+			trace.Evented(s.link.zc.Load(), ev) // nil until zk.Connect returns (s.conn is set then)
+		}
 		if ev.Path != "" {
 			s.watches.dispatch(ev)
 		}
@@ -102,21 +102,34 @@ func (st *sessionState) poll(events <-chan zk.Event) {
 // Read outside mu, a TCP state read just before the first session's event
 // was applied after it, and the session took itself for disconnected for
 // good, no event coming to correct it (TestCatchUpNotOvertaken).
-func (st *sessionState) catchUp() { st.apply(st.s.conn.State) }
+func (st *sessionState) catchUp() { st.apply(st.s.conn.State, nil) }
 
 // observe applies a connection state reported by go-zookeeper's event.
-func (st *sessionState) observe(zs zk.State) { st.apply(func() zk.State { return zs }) }
+func (st *sessionState) observe(ev zk.Event) { st.apply(func() zk.State { return ev.State }, &ev) }
 
 // apply applies the state read returns, called under mu. A holder must
 // hear of a possible loss as soon as the client knows of it, so the holds
-// are ended here, synchronously.
-func (st *sessionState) apply(read func() zk.State) {
+// are ended here, synchronously. ev, the event that reported the state
+// (nil for a state read by catchUp), is traced under mu, where the holds
+// it ends are taken and a release is decided (Floor.Leave): traced as it
+// arrived, a release decided before the take was traced after it, its hold
+// ended in the trace and never told lost (TestTraceReleaseMeetsDisconnection).
+func (st *sessionState) apply(read func() zk.State, ev *zk.Event) {
 	s := st.s
 	started := s.link.conn.Load()
 	if started == nil {
+		if ev != nil && trace.Enabled {
+			trace.Evented(s.link.zc.Load(), *ev) // nil: no session yet
+		}
 		return // zk.Connect has not returned yet; Dial catches up then
 	}
+	if fn := testApplyHook.Load(); fn != nil {
+		(*fn)(false)
+	}
 	st.mu.Lock()
+	if ev != nil && trace.Enabled {
+		trace.Evented(s.link.zc.Load(), *ev)
+	}
 	if st.closed {
 		st.mu.Unlock()
 		return
@@ -138,6 +151,9 @@ func (st *sessionState) apply(read func() zk.State) {
 	}
 	st.setStateLocked(t.st, id)
 	st.mu.Unlock()
+	if fn := testApplyHook.Load(); fn != nil && len(t.lost) > 0 {
+		(*fn)(true)
+	}
 	s.out.tell(zs, prev, id, len(t.lost))
 	s.lease.confirmed(t.lapsed)
 	if t.st == StateConnected {
@@ -181,7 +197,7 @@ func (st *sessionState) transitionLocked(zs zk.State, id int64) transition {
 		if st.sessionID != 0 && id != st.sessionID && !mutant.On(mutant.NewSessionKeepsHolds) {
 			// A new session: the old one is over, and its nodes with it,
 			// whatever events we saw or missed in between.
-			t.lost, t.cause = st.takeHolds(), ErrSessionExpired
+			t.lost, t.cause = st.takeHolds(ErrSessionExpired), ErrSessionExpired
 			s.lease.reset()
 		}
 		st.sessionID = id
@@ -194,12 +210,12 @@ func (st *sessionState) transitionLocked(zs zk.State, id int64) transition {
 		}
 		t := transition{moved: true, st: StateDisconnected}
 		if !s.cfg.ExpiryOnly {
-			t.lost, t.cause = st.takeHolds(), ErrDisconnected
+			t.lost, t.cause = st.takeHolds(ErrDisconnected), ErrDisconnected
 		}
 		return t
 	case zk.StateExpired:
 		s.lease.reset()
-		return transition{moved: true, st: StateExpired, lost: st.takeHolds(), cause: ErrSessionExpired}
+		return transition{moved: true, st: StateExpired, lost: st.takeHolds(ErrSessionExpired), cause: ErrSessionExpired}
 	}
 	return transition{}
 }
@@ -247,7 +263,7 @@ func (st *sessionState) closeState() {
 		st.mu.Unlock()
 		return
 	}
-	lost := st.takeHolds()
+	lost := st.takeHolds(ErrClosed)
 	st.setStateLocked(StateClosed, st.sessionID)
 	st.mu.Unlock()
 	st.s.out.ends("the session was closed", 0, 0)
@@ -256,13 +272,15 @@ func (st *sessionState) closeState() {
 	}
 }
 
-// takeHolds empties the set of valid holds and returns them. st.mu is held.
-func (st *sessionState) takeHolds() []*Member {
+// takeHolds empties the set of valid holds, ended with cause, and returns
+// them. st.mu is held.
+func (st *sessionState) takeHolds(cause error) []*Member {
 	if len(st.holds) == 0 {
 		return nil
 	}
 	hs := make([]*Member, 0, len(st.holds))
 	for h := range st.holds {
+		h.ended = cause
 		hs = append(hs, h)
 	}
 	clear(st.holds)
