@@ -25,7 +25,7 @@ func TestFailedWriteOfWaiterWatchIsRetried(t *testing.T) {
 	p := zktest.Path(t)
 	holder := newLock(t, hs, p)
 	waiter := newLock(t, ws, p)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := ctxT(t, 40*time.Second)
 	hh, err := holder.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -33,8 +33,10 @@ func TestFailedWriteOfWaiterWatchIsRetried(t *testing.T) {
 	fired := failOnce(ws, zklock.OpGetData, p+"/")
 	defer zklock.SetWriteHook(ws, nil)
 	got := goAcquire(ctx, waiter)
-	eventually(t, 5*time.Second, "the waiter's watch write failed", fired.Load)
-	eventually(t, 5*time.Second, "the waiter queued", func() bool { return len(children(t, hs.Conn(), p)) == 2 })
+	// Through a reconnection (the failed write closes the connection):
+	// 15 s each, where a loaded make test's race run once took more than 5.
+	eventually(t, 15*time.Second, "the waiter's watch write failed", fired.Load)
+	eventually(t, 15*time.Second, "the waiter queued", func() bool { return len(children(t, hs.Conn(), p)) == 2 })
 	if err := hh.Release(); err != nil {
 		t.Fatal(err)
 	}
