@@ -47,6 +47,13 @@ func SetTxnSkipLostCheck(on bool) (restore func()) {
 // LeaseValid reports whether s's lease would let a hold be granted now.
 func LeaseValid(s *Session) bool { return s.f.Lease().Valid() }
 
+// RefreshLease sends a sync that proves s, and returns the channel closed
+// once it is answered.
+func RefreshLease(s *Session) <-chan struct{} { return s.f.Lease().Refresh() }
+
+// LeaseLastK is the write time s's lease dates its latest proof by.
+func LeaseLastK(s *Session) time.Time { return s.f.Lease().LastK() }
+
 // SetAuthDelayForTest delays the sending of every session's credentials by
 // d, and returns the function that restores it.
 func SetAuthDelayForTest(d time.Duration) (restore func()) { return session.SetAuthDelay(d) }

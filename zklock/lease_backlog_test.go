@@ -26,15 +26,12 @@ import (
 // written up to s before w_k − π; its l is answered about s after w_k; the
 // next renewal comes s later again: the deadline is at least R − π − 3s =
 // 4.5 s ahead at its lowest, the margin a loaded machine's stalls and
-// delays must stay within. One request is written among the held-back
-// syncs, the own-node watch's read; armed T/4 into the hold, it could go
-// out after the next sync's queueing (a loaded machine's delay) and date
-// that sync one step early, and the hold lapsed 35 s after the connect
-// (the likely cause, not traced, of run 19 of issue 57's failure): it is
-// armed at the grant instead. The product dates a proof by the first
-// request written after its queueing (docs/guarantees.md); dating a sync
-// by its own write would close this for good. A ping dates no proof
-// (wire.TestPingDatesNoProof).
+// delays must stay within. Each sync is dated by its own write: dated by
+// the first request written after its queueing, as before, a request of
+// the lock's written there (the own-node watch's read, say) dated it a
+// step early, and the hold lapsed 47 s after the connect in four of
+// thirteen loaded make tests (TestSyncDatedByItsOwnWrite). A ping dates no
+// proof (wire.TestPingDatesNoProof).
 // Dated from its queueing, each k would be d older, 1.5 s past the
 // deadline: the lease lapses. The hold lasts until 60 s after the connect,
 // past the connect answer's own reach (R), so that only chains carry it.
@@ -46,15 +43,10 @@ func TestLeaseCountsFromTheWrite(t *testing.T) {
 	servers := zktest.Servers(t)
 	p := zktest.Path(t)
 	ctx := ctxT(t, 120*time.Second)
-	// The lock's path made first, by another session: once the syncs are
-	// held back, nothing but syncs is to be written while the hold is
-	// idle. A sync is dated by the first request written after its
-	// queueing, and the acquisition's requests, made behind held-back
-	// syncs (the path's containers, a level at a time), went out among
-	// them for 36 s: a sync queued just before one of them was dated by
-	// it, as by its queueing, and the hold lapsed 47 s after the connect
-	// (three loaded make tests of five; the trace showed the container's
-	// create written right after the sync's queueing).
+	// The lock's path made first, by another session, so that the hold is
+	// granted soon after the connect: the acquisition's requests (the
+	// path's containers, a level at a time) queued behind held-back syncs
+	// and it was granted only at 36 s.
 	os := connect(t, servers)
 	first, err := newLock(t, os, p).Acquire(ctx)
 	if err != nil {
@@ -68,11 +60,7 @@ func TestLeaseCountsFromTheWrite(t *testing.T) {
 	})
 	connected := time.Now()
 	s := connect(t, servers, zklock.WithSessionTimeout(timeout))
-	// The own-node watch from the grant (WithNodeWatch), not T/4 into the
-	// hold: its read then goes out among the first held-back syncs, which
-	// no chain can use yet (w_k − π is before every touch but the connect's
-	// and the create's), so that dating one of them by it costs nothing.
-	l := newLock(t, s, p, zklock.WithNodeWatch())
+	l := newLock(t, s, p)
 	zklock.SetWriteHook(s, func(op int32, _ []byte) error {
 		if op == zklock.OpSync {
 			time.Sleep(holdBack)
@@ -93,6 +81,62 @@ func TestLeaseCountsFromTheWrite(t *testing.T) {
 	zklock.SetWriteHook(s, nil)
 	if err := h.Release(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSyncDatedByItsOwnWrite: a sync queued while another request waits
+// to be written is dated by its own write, not by the first request
+// written after its queueing. Here that request's write (a read) is held
+// until the sync is queued behind it, and the sync's own write is held
+// back d more: dated by the read, the sync's k came d early (zklock's
+// TestLeaseCountsFromTheWrite lapsed so, in four of thirteen loaded make
+// tests: a request written just after a held-back sync's queueing). The
+// sync is queued from the read's hold (on go-zookeeper's send loop, which
+// waits there), 200 ms before the read goes: a margin for the sync's
+// goroutine to note its place among the writes; later, the read would
+// follow it and the test could not fail.
+func TestSyncDatedByItsOwnWrite(t *testing.T) {
+	const d = time.Second
+	s := connect(t, zktest.Servers(t))
+	read := zktest.Path(t) + "/a-read"
+	var synced <-chan struct{}
+	var syncFrom time.Time // when the sync's write was let go: its write began after
+	var mu sync.Mutex
+	zklock.SetWriteHook(s, func(op int32, b []byte) error {
+		switch {
+		case op == zklock.OpGetData && bytes.Contains(b, []byte(read)):
+			mu.Lock()
+			synced = zklock.RefreshLease(s)
+			mu.Unlock()
+			time.Sleep(200 * time.Millisecond)
+		case op == zklock.OpSync:
+			time.Sleep(d)
+			mu.Lock()
+			syncFrom = time.Now()
+			mu.Unlock()
+		}
+		return nil
+	})
+	defer zklock.SetWriteHook(s, nil)
+	if _, _, err := s.Conn().Get(read); err == nil {
+		t.Fatal("the read found a node")
+	}
+	mu.Lock()
+	done := synced
+	mu.Unlock()
+	if done == nil {
+		t.Fatal("no sync was queued")
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sync was not answered")
+	}
+	mu.Lock()
+	from := syncFrom
+	mu.Unlock()
+	if k := zklock.LeaseLastK(s); k.Before(from) {
+		t.Errorf("the sync dated %v before its write began (by the read's write)", from.Sub(k).Round(time.Millisecond))
 	}
 }
 

@@ -92,6 +92,13 @@ func (s *session) handshake(st trace.Step) {
 // opPing is ZooKeeper's ping opcode.
 const opPing = 11
 
+// wrote is a request's write on the session's connection: when it began,
+// and the key of the tap's waiter it told ("" none).
+type wrote struct {
+	at  int64
+	key string
+}
+
 // wrote notes a write's start (its At) on the session's connection; a
 // ping's is not one: it is go-zookeeper's own, written outside the order
 // of its requests, and the tap dates no proof by it.
@@ -102,7 +109,7 @@ func (s *session) wrote(st trace.Step) {
 	if len(s.writes) == 2*keepWrites {
 		s.writes = append(s.writes[:0], s.writes[keepWrites:]...)
 	}
-	s.writes = append(s.writes, st.At)
+	s.writes = append(s.writes, wrote{at: st.At, key: st.Path})
 }
 
 // touchSeen notes a touch: a packet written at w seen touched by c. The
@@ -137,20 +144,30 @@ func (s *session) touchBy(x int64) (w int64, ok bool) {
 	return s.touches[i-1].best, true
 }
 
-// written is a proof's write time as the wire dates it, for a request
-// handed to the client at sent and answered at answered: under Connect
-// the start of the first write after sent (ok false when a recorded
-// session shows none up to the answer: the request cannot have been
-// answered), under NewSession, whose writes are not seen, sent itself.
-func (s *session) written(sent, answered int64) (w int64, ok bool) {
+// written is a proof's write time as the wire dates it, for request r
+// answered at answered: under Connect its own write, the first after its
+// sending that told a waiter of its key, else (no waiter: a session
+// without pipelining) the start of the first write after its sending (ok
+// false when a recorded session shows none up to the answer: the request
+// cannot have been answered); under NewSession, whose writes are not
+// seen, its sending itself.
+func (s *session) written(r request, answered int64) (w int64, ok bool) {
 	if !s.tapped {
-		return sent, true
+		return r.t, true
 	}
-	i := sort.Search(len(s.writes), func(i int) bool { return s.writes[i] > sent })
-	if i == len(s.writes) || s.writes[i] > answered {
+	first := sort.Search(len(s.writes), func(i int) bool { return s.writes[i].at > r.t })
+	if first == len(s.writes) || s.writes[first].at > answered {
 		return 0, false
 	}
-	return s.writes[i], true
+	for _, x := range s.writes[first:] {
+		if x.at > answered {
+			break
+		}
+		if x.key != "" && x.key == r.path {
+			return x.at, true
+		}
+	}
+	return s.writes[first].at, true
 }
 
 // proved notes a successful write's or sync's answer (Lease.proved), the
@@ -168,7 +185,7 @@ func (s *session) proved(st trace.Step) {
 	if r.k >= 0 {
 		s.chainK = max(s.chainK, r.k)
 	}
-	if w, ok := s.written(r.t, st.T); ok {
+	if w, ok := s.written(r, st.T); ok {
 		s.lastK = max(s.lastK, w)
 	}
 }

@@ -210,6 +210,42 @@ func TestHandMadeChain(t *testing.T) {
 	}
 }
 
+// ownWrite is chain's trace with k's own write, which tells the tap's
+// waiter of key "/", 200 units after another request's write that follows
+// k's send (a backlog): k dated by its own write (keyed) shows j at the
+// leader; dated by the other one, k would be written too soon after j.
+func ownWrite(keyed bool) *tr {
+	b := newTr(7)
+	b.add(trace.Step{Kind: trace.SessionOpen, Note: trace.PolicyDefault, Tick: 400})
+	j := b.write().at()
+	b.touch(j)
+	b.wait(100)
+	b.add(trace.Step{Kind: trace.Send, Op: trace.OpSync, Path: "/"})
+	b.write() // another request's, queued before k
+	b.wait(200)
+	b.write()
+	if keyed {
+		b.steps[len(b.steps)-1].Path = "/"
+	}
+	wk := b.at()
+	b.touch(wk).add(trace.Step{Kind: trace.Answer, Op: trace.OpSync, Path: "/"})
+	b.add(trace.Step{Kind: trace.Send, Op: trace.OpSync, Path: "/"})
+	b.write()
+	b.steps[len(b.steps)-1].Path = "/"
+	b.touch(b.at()).add(trace.Step{Kind: trace.Answer, Op: trace.OpSync, Path: "/"})
+	return b.add(trace.Step{Kind: trace.Renew, Owner: 7, At: j, Until: j + 3500})
+}
+
+// A proof is dated by its own write where the tap's waiter saw it (the
+// write step names the waiter's key), as the code dates it
+// (Lease.writtenAt): a sync queued behind a backlog shows its chain's j.
+// Without the key the replay dates it as the code does a proof with no
+// waiter, by the first write after its send, and refuses the same renew.
+func TestHandMadeProofOwnWrite(t *testing.T) {
+	refusedFor(t, "own write", ownWrite(true), 0, "")
+	refusedFor(t, "first write after the send", ownWrite(false), trace.Renew, "confirmed only after w_k − π")
+}
+
 // holding is a trace of one hold of session 7 on lockA, its lease to 1060.
 func holding() *tr { return newTr(7).acquire(lockA, pfxA, nodeA, 20) }
 

@@ -40,7 +40,7 @@ type session struct {
 	serverHi  map[int64]int64
 	timeout   int64
 	tapped    bool
-	writes    []int64
+	writes    []wrote
 	touches   []touch
 	shook     map[int64]int64
 	tick      int64

@@ -46,7 +46,7 @@ func (s *session) send(st trace.Step) error {
 	}
 	if err == nil {
 		k := key(st)
-		s.sent[k] = append(s.sent[k], request{t: st.T, writes: st.Writes, sid: st.Sid, k: s.lastK})
+		s.sent[k] = append(s.sent[k], request{t: st.T, path: st.Path, writes: st.Writes, sid: st.Sid, k: s.lastK})
 	}
 	return err
 }

@@ -40,6 +40,7 @@ import (
 // session answered by then (the k of its chain, if it proves: -1 none).
 type request struct {
 	t      int64
+	path   string // the first path it names: its waiter's key at the tap
 	writes []trace.BatchWrite
 	sid, k int64
 }

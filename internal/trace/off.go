@@ -85,8 +85,9 @@ func DelAdded(c *zk.Conn, path, node string, owner int64) {}
 // or nil.
 func SessionOpened(c *zk.Conn, wire any, expiryOnly bool, tick time.Duration) {}
 
-// Wrote records a write to the connection of wire, begun at start.
-func Wrote(wire any, op int32, start time.Time) {}
+// Wrote records a write to the connection of wire, begun at start, of a
+// request whose waiter has key (its own write's date: "" none).
+func Wrote(wire any, op int32, start time.Time, key string) {}
 
 // Handshook records the server's connect response, read on wire, to the
 // connect request written at written.

@@ -68,7 +68,7 @@ func recordAll() {
 	trace.SessionOpened(c, c, true, time.Second)
 	trace.WritesSent(c, 1, func(int) (bool, []any) { return false, nil })
 	trace.WritesAnswered(c, 1, func(int) (bool, []any) { return false, nil }, nil, errX)
-	trace.Wrote(c, 1, time.Time{})
+	trace.Wrote(c, 1, time.Time{}, "")
 	trace.Handshook(c, 1, 1, time.Time{})
 	trace.Touched(c, time.Time{}, time.Time{})
 	trace.ConnHandshook(c, 1, time.Second)

@@ -231,10 +231,12 @@ func SessionOpened(c *zk.Conn, wire any, expiryOnly bool, tick time.Duration) {
 
 // Wrote records a write to the connection of wire, begun at start (At):
 // a request with opcode op (a ping, a connect request: whatever the
-// client writes).
-func Wrote(wire any, op int32, start time.Time) {
+// client writes). key (Path) is the key of the tap's waiter the write
+// tells ("" none): a proof with a waiter is dated by the write that tells
+// it (its own), the others by the first write after their queueing.
+func Wrote(wire any, op int32, start time.Time, key string) {
 	if r := cur.Load(); r != nil {
-		r.RecordWire(wire, Step{Kind: Write, N: int(op), At: r.Since(start)})
+		r.RecordWire(wire, Step{Kind: Write, N: int(op), At: r.Since(start), Path: key})
 	}
 }
 

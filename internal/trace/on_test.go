@@ -134,7 +134,7 @@ func TestOnWire(t *testing.T) {
 	}
 	w, c1, c2 := new(int), &zk.Conn{}, &zk.Conn{}
 	start := time.Now()
-	trace.Wrote(w, 1, start) // the connect request, before Connect returned
+	trace.Wrote(w, 1, start, "") // the connect request, before Connect returned
 	trace.SessionOpened(c1, w, false, 0)
 	trace.Handshook(w, 42, 2000, start)
 	trace.Touched(w, start, time.Now())

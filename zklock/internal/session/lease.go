@@ -201,20 +201,23 @@ func (le *Lease) reset() {
 }
 
 // proof is a sync or write that can prove the session alive at the
-// leader: the tap's count of writes when it was queued, when it was
-// queued, the session it was queued in, and the chain's k it may close
-// (the write time of the latest proof answered by then; zero: none).
+// leader: its waiter (the tap's interest in its write; nil: none), the
+// tap's count of writes when it was queued, when it was queued, the
+// session it was queued in, and the chain's k it may close (the write time
+// of the latest proof answered by then; zero: none).
 type proof struct {
+	w    *wire.Waiter
 	mark int64
 	at   time.Time
 	id   int64
 	k    time.Time
 }
 
-// newProof notes a request about to be queued.
-func (le *Lease) newProof() proof {
+// newProof notes a request about to be queued, whose write w awaits (nil:
+// none).
+func (le *Lease) newProof(w *wire.Waiter) proof {
 	s := le.s
-	p := proof{at: time.Now(), id: s.conn.SessionID()}
+	p := proof{w: w, at: time.Now(), id: s.conn.SessionID()}
 	if k := le.lastK.Load(); k != 0 {
 		p.k = time.Unix(0, k)
 	}
@@ -222,6 +225,25 @@ func (le *Lease) newProof() proof {
 		p.mark = s.tap.Mark()
 	}
 	return p
+}
+
+// writtenAt dates p's write, under Dial: its own, as its waiter saw it
+// begin; with no waiter (the writes of a session without pipelining), the
+// first write of a request after p's queueing, which go-zookeeper's order
+// of writes puts no later than p's own. Dated so, a proof queued behind a
+// backlog of other requests was dated by the first of them written after
+// its queueing: the lease counted from up to the backlog's length before
+// its write, and a backlog longer than the lease's slack ended holds
+// (zklock.TestLeaseCountsFromTheWrite lapsed so in loaded make tests,
+// TestSyncDatedByItsOwnWrite). A ping dates nothing: go-zookeeper writes
+// its pings outside its requests' order (wire.TestPingDatesNoProof).
+func (le *Lease) writtenAt(p proof) (time.Time, bool) {
+	if p.w != nil {
+		if at, ok := p.w.WrittenAt(); ok {
+			return at, true
+		}
+	}
+	return le.s.tap.FirstWriteAfter(p.mark)
 }
 
 // touches is where the floor learns of touches: the tap's record under
@@ -240,7 +262,7 @@ func (le *Lease) proved(p proof) {
 	s := le.s
 	written := p.at // under Wrap: no later than the write
 	if s.tap != nil {
-		at, ok := s.tap.FirstWriteAfter(p.mark)
+		at, ok := le.writtenAt(p)
 		if !ok {
 			return // too many writes since: its write time is not known
 		}

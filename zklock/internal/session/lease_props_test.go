@@ -83,10 +83,10 @@ type bound struct{ at, until time.Duration }
 // success in the session, counted from j's write, j the latest packet
 // seen touched (a reply to it or to a later packet of its connection came)
 // by k's write less π, k the latest-written sync or write answered with
-// success before l was handed over. spec dates each request by its own
-// write (the promise, (b)); else, as the floor must, by the first write
-// after its handing (under Wrap, its handing: nothing sees the writes),
-// k of the same session as l (the floor's rule: (c), (e)).
+// success before l was handed over, each dated by its own write (under
+// Wrap, its handing: nothing sees the writes). spec is the promise, (b);
+// else the floor's rule, (c) and (e): k of the same session as l, and the
+// touches the tap keeps (a grain apart).
 func (w *world) renewals(sid int64, spec bool) []bound {
 	var out []bound
 	if !w.cfg.wrap {
@@ -104,7 +104,7 @@ func (w *world) renewals(sid int64, spec bool) []bound {
 		wk := time.Duration(-1)
 		for _, k := range proofs {
 			if k.ansSeq < l.handSeq && (spec || k.sid == sid && k.conn.sid == sid) {
-				wk = max(wk, w.writeOf(k, spec))
+				wk = max(wk, w.writeOf(k))
 			}
 		}
 		if wk < 0 {
@@ -129,18 +129,12 @@ func (w *world) provers() []*req {
 	return ps
 }
 
-// writeOf dates r's write: its own (spec), else the first write of a
-// request (not a ping) after its handing, or under Wrap its handing.
-func (w *world) writeOf(r *req, spec bool) time.Duration {
+// writeOf dates r's write: its own, as the floor does under Dial (the
+// tap's waiter of every sync and write sees it begin), or under Wrap its
+// handing (nothing sees the writes).
+func (w *world) writeOf(r *req) time.Duration {
 	if w.cfg.wrap {
 		return r.handed
-	}
-	if !spec {
-		for i := r.mark; i < len(w.writes) && i <= r.wi; i++ {
-			if w.writes[i].what != 'p' {
-				return w.writes[i].at
-			}
-		}
 	}
 	return w.writes[r.wi].at
 }

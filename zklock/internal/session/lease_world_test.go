@@ -67,7 +67,6 @@ type req struct {
 	ops    []any  // a multi's ops; a create's or a delete's one op
 	sid    int64  // Conn.SessionID as it was handed
 	handed time.Duration
-	mark   int // writes begun before it was handed (the tap's Mark)
 	done   chan struct{}
 
 	handSeq int // its place among the double's events as handed (takeInbox)
@@ -180,7 +179,7 @@ func (w *world) call(op int32, path string, ops []any) *req {
 		w.end(r, nil, zk.ErrClosing)
 		return r
 	}
-	r.sid, r.handed, r.mark = w.sid.Load(), w.now(), len(w.writes)
+	r.sid, r.handed = w.sid.Load(), w.now()
 	w.inbox = append(w.inbox, r)
 	w.mu.Unlock()
 	w.poke()

@@ -57,7 +57,7 @@ func (le *Lease) refreshWritten() (done, written <-chan struct{}) {
 		if w != nil {
 			defer s.tap.Forget(syncKey, w)
 		}
-		p := le.newProof()
+		p := le.newProof(w)
 		trace.Sent(s.zc, trace.OpSync, syncKey)
 		_, err := s.conn.Sync(syncKey)
 		trace.Answered(s.zc, trace.OpSync, syncKey, "", err)

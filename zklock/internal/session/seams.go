@@ -22,6 +22,19 @@ func (le *Lease) Valid() bool {
 	return le.grantableLocked(time.Now())
 }
 
+// Refresh sends a sync that proves the session (refresh), and returns
+// the channel closed once it is answered.
+func (le *Lease) Refresh() <-chan struct{} { return le.refresh() }
+
+// LastK is the write time the lease dates its latest proof by: the k of
+// the chains of the proofs queued after it (zero: none).
+func (le *Lease) LastK() time.Time {
+	if k := le.lastK.Load(); k != 0 {
+		return time.Unix(0, k)
+	}
+	return time.Time{}
+}
+
 // Fill takes every free place in the bound on requests in flight, as a
 // burst of acquisitions would, and returns the function that gives them
 // back.

@@ -146,12 +146,13 @@ func (wl *writeLink) send(reqs []*writes.Request) []writes.Answer {
 	case r.Single && del != nil:
 		op = wire.OpDelete
 	}
+	var wt *wire.Waiter
 	if s.tap != nil && !s.cfg.NoPipelining {
 		key := writes.OpPath(r.Ops[0])
-		wt := s.tap.ExpectFunc(key, r.Written, op)
+		wt = s.tap.ExpectFunc(key, r.Written, op)
 		defer s.tap.Forget(key, wt)
 	}
-	p := s.lease.newProof()
+	p := s.lease.newProof(wt)
 	if s.tap != nil {
 		s.tap.Handed()
 	}

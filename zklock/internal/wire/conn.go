@@ -210,7 +210,9 @@ func (c *tappedConn) Write(b []byte) (int, error) {
 	start := time.Now()
 	c.tap.began(b, start)
 	c.rep.wrote(b, start)
-	trace.Wrote(c.tap, opcode(b), start) // the start the tap dates proofs by: the replay dates them too
+	if trace.Enabled { // the start the tap dates proofs by: the replay dates them too
+		trace.Wrote(c.tap, opcode(b), start, c.tap.expected(b))
+	}
 	// Counted before the bytes go out, so that whoever has the reply sees
 	// its request counted: go-zookeeper's receive loop may read the reply
 	// before this Write returns.
@@ -221,7 +223,7 @@ func (c *tappedConn) Write(b []byte) (int, error) {
 	if opcode(b) == OpSetWatches {
 		c.watchesOutOnce.Do(func() { close(c.watchesOut) })
 	}
-	c.tap.wrote(b)
+	c.tap.wrote(b, start)
 	return len(b), nil
 }
 

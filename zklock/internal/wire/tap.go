@@ -150,11 +150,26 @@ type Waiter struct {
 	ops  []int32
 	sent chan struct{} // closed when the request is written
 	then func()        // called once sent is closed (ExpectFunc); nil: none
+	at   time.Time     // when the write began; set before sent is closed
+	key  string        // the first path its request names
 }
 
 // Sent is closed once the request is written: a request queued after that
 // is written after it.
 func (w *Waiter) Sent() <-chan struct{} { return w.sent }
+
+// WrittenAt returns when the request's write began, once Sent is closed
+// (ok false before). A request of the same key and opcode written after
+// Expect and before this one would have taken the waiter: the time is
+// then that earlier write's, never a later one's.
+func (w *Waiter) WrittenAt() (at time.Time, ok bool) {
+	select {
+	case <-w.sent:
+		return w.at, true // written before sent was closed
+	default:
+		return time.Time{}, false
+	}
+}
 
 // The ZooKeeper request opcodes the session uses.
 const (
@@ -179,7 +194,7 @@ func (t *Tap) Expect(key string, ops ...int32) *Waiter { return t.ExpectFunc(key
 // is written, on the goroutine that wrote it: fn must be quick and must
 // not block.
 func (t *Tap) ExpectFunc(key string, fn func(), ops ...int32) *Waiter {
-	w := &Waiter{ops: ops, sent: make(chan struct{}), then: fn}
+	w := &Waiter{ops: ops, sent: make(chan struct{}), then: fn, key: key}
 	t.mu.Lock()
 	if t.waiters == nil {
 		t.waiters = make(map[string]*Waiter)
@@ -281,31 +296,50 @@ func (t *Tap) count(op int32) {
 	}
 }
 
-// wrote tells the waiter of the request just written, if any.
-func (t *Tap) wrote(b []byte) {
-	op := opcode(b)
-	if t.n.Load() == 0 || op < 0 {
-		return
-	}
-	p := firstPath(b, op)
-	if p == nil {
-		return
-	}
-	t.mu.Lock()
-	w := t.waiters[string(p)] // no allocation: the compiler looks up string(bytes) in place
-	if w != nil && slices.Contains(w.ops, op) {
-		delete(t.waiters, string(p))
-		t.n.Store(int32(len(t.waiters)))
-	} else {
-		w = nil
-	}
-	t.mu.Unlock()
-	if w != nil {
+// wrote tells the waiter of the request just written, whose write began
+// at start, if any.
+func (t *Tap) wrote(b []byte, start time.Time) {
+	if w := t.waiterOf(b, true); w != nil {
+		w.at = start
 		close(w.sent)
 		if w.then != nil {
 			w.then()
 		}
 	}
+}
+
+// expected returns the key of the waiter that the request framed in b is
+// to tell, "" when none (for the trace: the replay dates a proof as the
+// tap does).
+func (t *Tap) expected(b []byte) string {
+	if w := t.waiterOf(b, false); w != nil {
+		return w.key
+	}
+	return ""
+}
+
+// waiterOf returns the waiter of the request framed in b, nil when none,
+// taking it out of the waiters when take.
+func (t *Tap) waiterOf(b []byte, take bool) *Waiter {
+	op := opcode(b)
+	if t.n.Load() == 0 || op < 0 {
+		return nil
+	}
+	p := firstPath(b, op)
+	if p == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := t.waiters[string(p)] // no allocation: the compiler looks up string(bytes) in place
+	if w == nil || !slices.Contains(w.ops, op) {
+		return nil
+	}
+	if take {
+		delete(t.waiters, string(p))
+		t.n.Store(int32(len(t.waiters)))
+	}
+	return w
 }
 
 // Dialer returns a go-zookeeper Dialer whose connections report writes.

@@ -33,18 +33,25 @@ func frame(op int32, path string) []byte {
 func TestExpectSeesItsRequest(t *testing.T) {
 	tap := New(Config{})
 	w := tap.Expect("/a/_c_x-lock-", OpCreate, OpMulti)
-	tap.wrote(frame(OpGetData, "/a/_c_x-lock-")) // another opcode
-	tap.wrote(frame(OpCreate, "/a/other"))       // another path
+	tap.wrote(frame(OpGetData, "/a/_c_x-lock-"), time.Now()) // another opcode
+	tap.wrote(frame(OpCreate, "/a/other"), time.Now())       // another path
 	select {
 	case <-w.Sent():
 		t.Fatal("sent before its request was written")
 	default:
 	}
-	tap.wrote(frame(OpMulti, "/a/_c_x-lock-"))
+	if _, ok := w.WrittenAt(); ok {
+		t.Fatal("a write time before its request was written")
+	}
+	start := time.Now()
+	tap.wrote(frame(OpMulti, "/a/_c_x-lock-"), start)
 	select {
 	case <-w.Sent():
 	default:
 		t.Fatal("not sent after its request was written")
+	}
+	if at, ok := w.WrittenAt(); !ok || !at.Equal(start) {
+		t.Fatalf("written at %v, %v; want %v", at, ok, start)
 	}
 	tap.Forget("/a/_c_x-lock-", w) // already gone: nothing happens
 }

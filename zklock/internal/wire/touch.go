@@ -283,7 +283,7 @@ func (r *Recorder) Write(frame []byte) {
 	t.began(frame, now)
 	r.rep.wrote(frame, now)
 	t.count(opcode(frame))
-	t.wrote(frame)
+	t.wrote(frame, now)
 }
 
 // Read notes frame, a whole frame go-zookeeper would read, as read now.
