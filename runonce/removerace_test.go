@@ -80,25 +80,38 @@ func TestRemoveJobMeetsARunBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	running := make(chan struct{})
-	done := make(chan struct{})
+	done := make(chan error, 1)
 	var runAt time.Time
 	testHookBeforeLockDelete = func() {
 		testHookBeforeLockDelete = nil
 		go func() {
-			defer close(done)
-			_ = b.Do(ctx, "job", func(context.Context) error {
+			done <- b.Do(ctx, "job", func(context.Context) error {
 				runAt = time.Now()
 				close(running)
 				time.Sleep(3 * time.Second)
 				return nil
 			})
 		}()
-		<-running
+		// b's Do may end without running (a skip): waiting for the run
+		// alone, the hook, and RemoveJob with it, then waited forever,
+		// and the package's tests ran out their timeout.
+		select {
+		case <-running:
+		case err := <-done:
+			done <- err
+		}
 	}
 	defer func() { testHookBeforeLockDelete = nil }()
 	err = a.RemoveJob(ctx, "job")
+	select {
+	case <-running:
+	default:
+		t.Fatalf("b's Do did not run the job: %v (RemoveJob: %v)", <-done, err)
+	}
 	took := time.Since(runAt)
-	<-done
+	if bErr := <-done; bErr != nil {
+		t.Errorf("b's run: %v", bErr)
+	}
 	if !errors.Is(err, ErrJobActive) || took > time.Second {
 		t.Errorf("RemoveJob: %v after %v; want ErrJobActive at once", err, took.Round(time.Millisecond))
 	}
