@@ -228,15 +228,10 @@ func (le *Lease) newProof(w *wire.Waiter) proof {
 }
 
 // writtenAt dates p's write, under Dial: its own, as its waiter saw it
-// begin; with no waiter (the writes of a session without pipelining), the
-// first write of a request after p's queueing, which go-zookeeper's order
-// of writes puts no later than p's own. Dated so, a proof queued behind a
-// backlog of other requests was dated by the first of them written after
-// its queueing: the lease counted from up to the backlog's length before
-// its write, and a backlog longer than the lease's slack ended holds
-// (zklock.TestLeaseCountsFromTheWrite lapsed so in loaded make tests,
-// TestSyncDatedByItsOwnWrite). A ping dates nothing: go-zookeeper writes
-// its pings outside its requests' order (wire.TestPingDatesNoProof).
+// begin (a backlog ahead of it does not age it: TestSyncDatedByItsOwnWrite);
+// with no waiter (WithoutPipelining), the first write of a request after
+// its queueing, no later than its own in go-zookeeper's order. A ping
+// dates nothing (wire.TestPingDatesNoProof).
 func (le *Lease) writtenAt(p proof) (time.Time, bool) {
 	if p.w != nil {
 		if at, ok := p.w.WrittenAt(); ok {
