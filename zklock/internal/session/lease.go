@@ -213,8 +213,7 @@ type proof struct {
 	k    time.Time
 }
 
-// newProof notes a request about to be queued, whose write w awaits (nil:
-// none).
+// newProof notes a request about to be queued, its write awaited by w.
 func (le *Lease) newProof(w *wire.Waiter) proof {
 	s := le.s
 	p := proof{w: w, at: time.Now(), id: s.conn.SessionID()}
