@@ -209,9 +209,10 @@ func (c *tappedConn) Write(b []byte) (int, error) {
 	}
 	start := time.Now()
 	c.tap.began(b, start)
+	w := c.tap.take(b, start)
 	c.rep.wrote(b, start)
 	if trace.Enabled { // the start the tap dates proofs by: the replay dates them too
-		trace.Wrote(c.tap, opcode(b), start, c.tap.expected(b))
+		trace.Wrote(c.tap, opcode(b), start, w.Key())
 	}
 	// Counted before the bytes go out, so that whoever has the reply sees
 	// its request counted: go-zookeeper's receive loop may read the reply
@@ -223,7 +224,7 @@ func (c *tappedConn) Write(b []byte) (int, error) {
 	if opcode(b) == OpSetWatches {
 		c.watchesOutOnce.Do(func() { close(c.watchesOut) })
 	}
-	c.tap.wrote(b, start)
+	c.tap.wrote(w)
 	return len(b), nil
 }
 

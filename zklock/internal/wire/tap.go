@@ -150,7 +150,7 @@ type Waiter struct {
 	ops  []int32
 	sent chan struct{} // closed when the request is written
 	then func()        // called once sent is closed (ExpectFunc); nil: none
-	at   time.Time     // when the write began; set before sent is closed
+	at   atomic.Int64  // when the write began (unix ns; 0: not yet): set as it begins (take)
 	key  string        // the first path its request names
 }
 
@@ -158,17 +158,28 @@ type Waiter struct {
 // is written after it.
 func (w *Waiter) Sent() <-chan struct{} { return w.sent }
 
-// WrittenAt returns when the request's write began, once Sent is closed
-// (ok false before). A request of the same key and opcode written after
-// Expect and before this one would have taken the waiter: the time is
-// then that earlier write's, never a later one's.
+// WrittenAt returns when the request's write began, once it has begun
+// (ok false before). A request of the same key and opcode whose write
+// began after Expect and before this one's would have taken the waiter:
+// the time is then that earlier write's, never a later one's.
+//
+// It is known as the write begins, before the bytes go out and so before
+// any reply: the reply can reach the request's caller before the write
+// returns to the send loop, and a proof answered then found its waiter
+// untold and was dated by an earlier request's write (TestWrittenAtBeforeTheReply).
 func (w *Waiter) WrittenAt() (at time.Time, ok bool) {
-	select {
-	case <-w.sent:
-		return w.at, true // written before sent was closed
-	default:
-		return time.Time{}, false
+	if ns := w.at.Load(); ns != 0 {
+		return time.Unix(0, ns), true
 	}
+	return time.Time{}, false
+}
+
+// Key is the key the waiter was registered under ("" for nil).
+func (w *Waiter) Key() string {
+	if w == nil {
+		return ""
+	}
+	return w.key
 }
 
 // The ZooKeeper request opcodes the session uses.
@@ -296,11 +307,10 @@ func (t *Tap) count(op int32) {
 	}
 }
 
-// wrote tells the waiter of the request just written, whose write began
-// at start, if any.
-func (t *Tap) wrote(b []byte, start time.Time) {
-	if w := t.waiterOf(b, true); w != nil {
-		w.at = start
+// wrote tells w (nil: none), the waiter take found for a request, that
+// its bytes are out.
+func (t *Tap) wrote(w *Waiter) {
+	if w != nil {
 		close(w.sent)
 		if w.then != nil {
 			w.then()
@@ -308,19 +318,13 @@ func (t *Tap) wrote(b []byte, start time.Time) {
 	}
 }
 
-// expected returns the key of the waiter that the request framed in b is
-// to tell, "" when none (for the trace: the replay dates a proof as the
-// tap does).
-func (t *Tap) expected(b []byte) string {
-	if w := t.waiterOf(b, false); w != nil {
-		return w.key
-	}
-	return ""
-}
-
-// waiterOf returns the waiter of the request framed in b, nil when none,
-// taking it out of the waiters when take.
-func (t *Tap) waiterOf(b []byte, take bool) *Waiter {
+// take takes the waiter of the request framed in b out of the waiters as
+// its write begins at start, and dates it (nil when it has none). Taken
+// there and not once the bytes are out: by then an earlier request of the
+// same key (the lease's previous sync) could have been answered and the
+// next one's waiter registered, which took the earlier write for its own,
+// a whole renewal early (TestLateToldWriteTakesNoLaterWaiter).
+func (t *Tap) take(b []byte, start time.Time) *Waiter {
 	op := opcode(b)
 	if t.n.Load() == 0 || op < 0 {
 		return nil
@@ -335,10 +339,9 @@ func (t *Tap) waiterOf(b []byte, take bool) *Waiter {
 	if w == nil || !slices.Contains(w.ops, op) {
 		return nil
 	}
-	if take {
-		delete(t.waiters, string(p))
-		t.n.Store(int32(len(t.waiters)))
-	}
+	delete(t.waiters, string(p))
+	t.n.Store(int32(len(t.waiters)))
+	w.at.Store(start.UnixNano())
 	return w
 }
 

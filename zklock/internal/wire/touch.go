@@ -281,9 +281,10 @@ func (r *Recorder) Write(frame []byte) {
 	now := time.Now()
 	t := r.rep.tap
 	t.began(frame, now)
+	w := t.take(frame, now)
 	r.rep.wrote(frame, now)
 	t.count(opcode(frame))
-	t.wrote(frame, now)
+	t.wrote(w)
 }
 
 // Read notes frame, a whole frame go-zookeeper would read, as read now.
