@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"time"
 )
 
@@ -88,6 +89,10 @@ type bound struct{ at, until time.Duration }
 // else the floor's rule, (c) and (e): k of the same session as l, and the
 // touches the tap keeps (a grain apart).
 func (w *world) renewals(sid int64, spec bool) []bound {
+	key := renewalsKey{sid, spec, len(w.reqs), len(w.writes)}
+	if out, ok := w.renewed[key]; ok {
+		return out // the checks ask per member; the records are the same
+	}
 	var out []bound
 	if !w.cfg.wrap {
 		for _, x := range w.writes {
@@ -97,25 +102,49 @@ func (w *world) renewals(sid int64, spec bool) []bound {
 		}
 	}
 	proofs := w.provers()
+	// The k's in answer order, each with the latest write among them by
+	// then: l's k is the last of those answered before l was handed.
+	type kBy struct {
+		ans int
+		w   time.Duration
+	}
+	var ks []kBy
+	for _, k := range proofs {
+		if spec || k.sid == sid && k.conn.sid == sid {
+			ks = append(ks, kBy{k.ansSeq, w.writeOf(k)})
+		}
+	}
+	slices.SortStableFunc(ks, func(x, y kBy) int { return x.ans - y.ans })
+	for i := 1; i < len(ks); i++ {
+		ks[i].w = max(ks[i].w, ks[i-1].w)
+	}
+	touched := w.touches(spec)
 	for _, l := range proofs {
 		if l.conn.sid != sid {
 			continue
 		}
-		wk := time.Duration(-1)
-		for _, k := range proofs {
-			if k.ansSeq < l.handSeq && (spec || k.sid == sid && k.conn.sid == sid) {
-				wk = max(wk, w.writeOf(k))
-			}
-		}
-		if wk < 0 {
+		i, _ := slices.BinarySearchFunc(ks, l.handSeq, func(k kBy, h int) int { return k.ans - h })
+		if i == 0 {
 			continue
 		}
-		if wj, ok := w.touchedBy(wk-w.cfg.gap(), spec); ok {
+		if wj, ok := touched.by(ks[i-1].w - w.cfg.gap()); ok {
 			out = append(out, bound{at: l.answered, until: wj + w.cfg.R()})
 		}
 	}
 	slices.SortStableFunc(out, func(x, y bound) int { return int(x.at - y.at) })
+	if w.renewed == nil {
+		w.renewed = make(map[renewalsKey][]bound)
+	}
+	w.renewed[key] = out
 	return out
+}
+
+// renewalsKey names a renewals answer: its session and side, and the
+// records it was read from.
+type renewalsKey struct {
+	sid          int64
+	spec         bool
+	reqs, writes int
 }
 
 // provers are the syncs and writes answered with success.
@@ -139,20 +168,40 @@ func (w *world) writeOf(r *req) time.Duration {
 	return w.writes[r.wi].at
 }
 
-// touchedBy is the write time of the latest packet seen touched by t:
-// under Dial any packet a reply confirmed, under Wrap the floor's own
-// syncs and writes answered with success (nothing sees the rest). As the
-// floor keeps them (spec false), the tap keeps a touch only a grain after
-// the one before (wire.Touches), in the order the replies came.
-func (w *world) touchedBy(t time.Duration, spec bool) (time.Duration, bool) {
-	best, ok := time.Duration(-1), false
-	if w.cfg.wrap {
-		for _, r := range w.provers() {
-			if r.answered <= t {
-				best, ok = max(best, r.handed), true
-			}
+// touchIndex is the touches known, in the order they were seen touched,
+// each with the latest write time among them by then.
+type touchIndex []struct{ confirmed, best time.Duration }
+
+// by is the write time of the latest packet seen touched by t.
+func (ti touchIndex) by(t time.Duration) (time.Duration, bool) {
+	i := sort.Search(len(ti), func(i int) bool { return ti[i].confirmed > t })
+	if i == 0 {
+		return -1, false
+	}
+	return ti[i-1].best, true
+}
+
+// touches indexes the packets seen touched: under Dial any packet a reply
+// confirmed, under Wrap the floor's own syncs and writes answered with
+// success (nothing sees the rest). As the floor keeps them (spec false),
+// the tap keeps a touch only a grain after the one before (wire.Touches),
+// in the order the replies came.
+func (w *world) touches(spec bool) touchIndex {
+	var ti touchIndex
+	add := func(confirmed, written time.Duration) {
+		best := written
+		if n := len(ti); n > 0 {
+			best = max(best, ti[n-1].best)
 		}
-		return best, ok
+		ti = append(ti, struct{ confirmed, best time.Duration }{confirmed, best})
+	}
+	if w.cfg.wrap {
+		ps := w.provers()
+		slices.SortStableFunc(ps, func(x, y *req) int { return int(x.answered - y.answered) })
+		for _, r := range ps {
+			add(r.answered, r.handed)
+		}
+		return ti
 	}
 	var ts []writeRec
 	for _, x := range w.writes {
@@ -167,11 +216,9 @@ func (w *world) touchedBy(t time.Duration, spec bool) (time.Duration, bool) {
 			continue
 		}
 		last = max(last, x.at)
-		if x.confirmed <= t {
-			best, ok = max(best, x.at), true
-		}
+		add(x.confirmed, x.at)
 	}
-	return best, ok
+	return ti
 }
 
 // touchGrain is the tap's (wire.Touches).

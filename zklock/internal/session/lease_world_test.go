@@ -57,6 +57,8 @@ type world struct {
 	seen history // what the floor could see of it (see)
 
 	events chan zk.Event // under Wrap: go-zookeeper's channel (nil: none)
+
+	renewed map[renewalsKey][]bound // renewals' answers, the props' (driver only)
 }
 
 // req is a request handed to the double.
