@@ -124,21 +124,7 @@ func TestFleetScale(t *testing.T) {
 	if len(sc.twice) > 0 {
 		t.Errorf("%d (job, tick) ran twice, their timers less than a window apart (of %d): %s", len(sc.twice), sc.rep.Expected, strings.Join(sc.twice, ", "))
 	}
-	if sc.rep.Coverage() < 0.999 {
-		// The instances' share of the processor decides how many ticks
-		// they keep at this scale: make test runs this under -race, beside
-		// the replay, the nemesis and the cron fleets, and a busy core
-		// (67 % of the ticks in a loaded run on a machine whose hypervisor
-		// took a fifth of its time). What the test holds on any machine is
-		// the Locker's word: ticks lost while its instances were late are
-		// told as overload (runonce's lateness), as TestFleetCapacity
-		// checks at each step; lost without that word, they are a fault.
-		if !strings.Contains(sc.warnings, `"WARN overloaded"`) {
-			t.Errorf("%.2f%% of the ticks ran, want at least 99.9%%, and the Locker said no word of overload", 100*sc.rep.Coverage())
-		} else {
-			t.Logf("%.2f%% of the ticks ran: the instances were late and said so (overloaded); at least 99.9%% needs the processor this scale asks for", 100*sc.rep.Coverage())
-		}
-	}
+	checkCoverage(t, sc.rep.Coverage(), 0.999, sc.warnings)
 }
 
 // TestFleetCapacity (issue 43, item 11) measures the fleet's capacity on
