@@ -87,8 +87,14 @@ func scale(t *testing.T, jobs int, d time.Duration) scaled {
 	// are a timer gocron fired too late to be named by its tick (the
 	// machine overloaded): outside the envelope, and not what the rule
 	// rules out. Those closer are.
+	nodes := map[fleet.Key][]string{} // who ran each (job, tick) run twice
+	for _, r := range rs.Runs {
+		if k := (fleet.Key{Job: r.Job, Tick: r.Tick}); sc.rep.Duplicates[k] > 0 {
+			nodes[k] = append(nodes[k], r.Node)
+		}
+	}
 	for k, gap := range fleet.Gaps(rs.Runs, sc.rep.Duplicates) {
-		s := fmt.Sprintf("%s/%d: %v", k.Job, k.Tick, gap.Round(time.Millisecond))
+		s := fmt.Sprintf("%s/%d: %v (%s)", k.Job, k.Tick, gap.Round(time.Millisecond), strings.Join(nodes[k], ", "))
 		if gap >= runonce.DefaultWindow {
 			sc.late = append(sc.late, s)
 		} else {

@@ -206,14 +206,21 @@ func addJobs(sched gocron.Scheduler, c config, rec *recorder, first, from time.T
 			from = first.Add((from.Sub(first) + period - 1) / period * period)
 		}
 		task := gocron.NewTask(func() {
-			fired := rec.fired(job)
+			// The run's start, once its Lock let it run (the Locker's
+			// observer hears a run when it ends, issue 56), or now if
+			// gocron told none.
+			times, ok := rec.mon.take(job)
+			fired := times.started
+			if !ok {
+				fired = time.Now()
+			}
 			at := fired
 			// The scheduled time gocron reports is the run's under the
 			// Locker; under the Elector it keeps the ticks an instance
 			// skipped while it did not lead (gocron cleans them only after
 			// a Lock's refusal or a run), so runs are named by their timer.
-			if scheduled, ok := rec.mon.tick(job); ok && c.mode == ModeLocker {
-				at = scheduled
+			if ok && c.mode == ModeLocker {
+				at = times.scheduled
 			}
 			rec.run(job, tickOf(at, first, c.period), fired, c.work())
 		})
@@ -278,16 +285,6 @@ func (r *recorder) observe(c config) func(runonce.Event) {
 			r.line("obs %s %d %s %s", e.Job, tickOf(at, c.first(), c.period), r.name, e.Outcome)
 		}
 	}
-}
-
-// fired returns when job's run going on started, once its Lock let it
-// run (the monitor heard it, on the run's goroutine), or now under the
-// Elector. (The Locker's observer hears a run when it ends, issue 56.)
-func (r *recorder) fired(job string) time.Time {
-	if at, ok := r.mon.started.Load(job); ok {
-		return at.(time.Time)
-	}
-	return time.Now()
 }
 
 // lockStats writes the Lock latencies' record: count, p50, p99, max (µs).
