@@ -80,25 +80,18 @@ phase repocheck module_checks internal/repocheck 10m "$@"
 
 # Every package's tests with the race detector, but for the nemesis scenes
 # that the traced step below runs (under -race too) and replays: each runs
-# once (zktest.TracedStep). Three packages at a time, not go test's two
-# (one per core): they wait on ZooKeeper's timeouts, faults and schedulers
-# more than they compute (two at a time kept the 2-core machine 64 % busy);
-# the run took 631 s with two, 454 s with three. The four longest packages
-# are named first, so that they start first: listed in import order,
-# zklock (about 250 s of the run's 950 package-seconds) started last and
-# ran alone at the end.
+# once (zktest.TracedStep). Four packages at a time, not go test's two
+# (one per core): most wait on ZooKeeper's timeouts, faults and schedulers
+# more than they compute. With three the idle machine was 20-50 % busy for
+# the run's first 270 s, and the run was bound by its package-seconds
+# (about 1,215 s, three slots: 428 s), not by its longest package, zklock
+# (355 s). The longest packages are named first, so that they start first,
+# and with them model, whose spin searches compute (113 s, two at a time):
+# listed in import order, it started at 315 s and ran alone at the end.
 race_run() {
-  TIERLOCK_TRACED_STEP=skip go test -race -count=1 -p 3 -timeout 12m "$@" ./zklock ./runonce ./tier ./zkcompat ./...
+  TIERLOCK_TRACED_STEP=skip go test -race -count=1 -p 4 -timeout 12m "$@" ./zklock ./runonce ./model ./tier ./zkcompat ./zklock/internal/session ./...
 }
 phase race race_run "$@"
-
-# The stress command, a module of its own (stress/go.mod: its plots,
-# Prometheus and terminal packages stay out of the library's module
-# graph), vetted and tested as the race run above tests the library's
-# packages, three at a time. Its tests run fleets of worker processes:
-# they run here, before the explorers, not beside the steps below, whose
-# fleets a busy processor would make late.
-phase stress module_checks stress 12m -p 3 "$@"
 
 # The write path explored schedule by schedule (zklock/internal/writes):
 # 100,000 schedules without the race detector (about 10 s; the race run
@@ -145,6 +138,14 @@ step() {
 }
 steps_began=$SECONDS
 
+# The stress command, a module of its own (stress/go.mod: its plots,
+# Prometheus and terminal packages stay out of the library's module
+# graph), vetted and tested as the race run above tests the library's
+# packages. Its tests (faults, recipes, the matrix: about 190 s) run one
+# stress run at a time and wait more than they compute (0.9 of a core):
+# beside the steps below, not in a phase of their own, where the machine
+# was idle half the time.
+step stress module_checks stress 12m -p 3 "$@"
 # gocronlock is a module of its own, so that tierlock does not depend on
 # gocron: vet and test it the same way.
 step gocronlock module_checks gocronlock 8m "$@"
