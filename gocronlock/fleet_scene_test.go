@@ -212,7 +212,11 @@ func checkCoverage(t *testing.T, coverage, want float64, warnings string) {
 // TestFleetWindowTooSmall is the check's own check: with a window shorter
 // than the instances' offsets the Locker is a lock held for the run and
 // no more, and the same fleet runs every tick on every instance, as
-// gocron's Redis adapter does in #841. The checker must see it.
+// gocron's Redis adapter does in #841. The checker must see it: most
+// ticks ran twice or more. How many times each ran is the machine's: an
+// instance whose timer fires late, into another's run, finds the lock
+// held (a loaded make test: 1.96 runs per tick, 99 duplicated ticks of
+// 80; idle, about 3).
 func TestFleetWindowTooSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fleet test: -short")
@@ -223,7 +227,7 @@ func TestFleetWindowTooSmall(t *testing.T) {
 	rs := f.wait(t, time.Until(f.start)+d+40*time.Second, nil)
 	rep := fleet.Check(rs.Runs, fleetJobs, 1, lastTick(d)-1, nil)
 	t.Logf("locker fleet with a 1 ms window, %v: %v", d, rep)
-	if rep.RunsPerTick() < 2.5 || len(rep.Duplicates) < rep.Expected*9/10 {
+	if len(rep.Duplicates) < rep.Expected*9/10 {
 		t.Errorf("%.3f runs per tick, %d duplicated: the check would not catch a lock without the rule", rep.RunsPerTick(), len(rep.Duplicates))
 	}
 }
