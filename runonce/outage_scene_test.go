@@ -172,6 +172,10 @@ func TestOutageFollowerCut(t *testing.T) {
 	defer l.Close()
 	stop := tickJobs(l, 5, 100*time.Millisecond)
 	time.Sleep(time.Second)
+	// The cut's times, beside the lines': a loaded make test once had
+	// "overloaded" 0.85 s before "unreachable", and could not say whether
+	// it came before the cut (the machine) or after it.
+	t.Logf("cut at %s", time.Now().UTC().Format("15:04:05.000"))
 	if err := zc.PartitionMember(follower); err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +183,7 @@ func TestOutageFollowerCut(t *testing.T) {
 	if err := zc.HealMember(follower); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("healed at %s", time.Now().UTC().Format("15:04:05.000"))
 	zktest.Eventually(t, 30*time.Second, "the Runner's line when ZooKeeper is back", func() bool {
 		return strings.Contains(logs.String(), "ZooKeeper reachable again")
 	})
