@@ -96,34 +96,8 @@ race_run() {
 }
 phase race race_run "$@"
 
-# The write path explored schedule by schedule (zklock/internal/writes):
-# 100,000 schedules without the race detector (about 10 s; the race run
-# above explores 10,000), and its seeded bugs, each found by the explorer.
-# The lease explored schedule by schedule too (zklock/internal/session,
-# docs/lease.md): 40,000 schedules on a virtual clock (29 s on an idle
-# development machine once its checker stopped rescanning every proof per
-# proof; the package's default, 80,000, kept two loaded make tests at 17
-# and 19.9 min, too close to the 20 the suite must keep beside a busy
-# core; the race run above explores 2,000 on one core; 80,000 and longer
-# soaks are docs/lease.md's commands), and the floor's seeded bugs, each
-# refused by its property within 5,805 schedules (13 s idle, 95 s before
-# the checker's indexes). The
-# explorers compute: they run alone, one after the other, before the steps
-# below, whose fleets a busy processor would make late (gocronlock's
-# TestFleetScale ran 22 % of its ticks beside them).
-explore() {
-  local rc=0
-  go test -count=1 -run 'TestExplore$' ./zklock/internal/writes/ || rc=1
-  go test -count=1 -tags tierlockmutants -run TestExploreFindsSeededBugs ./zklock/internal/writes/ || rc=1
-  go test -count=1 -run 'TestLeaseExplore$' ./zklock/internal/session/ -lease.schedules=40000 || rc=1
-  go test -count=1 -tags tierlockmutants -run TestLeaseExploreFindsSeededBugs ./zklock/internal/session/ || rc=1
-  return $rc
-}
-phase explorers explore
-
-# The steps after them wait more than they compute (ZooKeeper's timeouts,
-# schedulers' ticks, faults): they run side by side, each to a log of its
-# own, printed when it ends, with its time.
+# A step runs in the background, to a log of its own, printed with its
+# time when finish_steps has waited for it.
 pids=()
 names=()
 step() {
@@ -139,16 +113,66 @@ step() {
   pids+=($!)
   names+=("$name")
 }
-steps_began=$SECONDS
+finish_steps() {
+  local i name status
+  for i in "${!pids[@]}"; do
+    name=${names[$i]}
+    if wait "${pids[$i]}"; then
+      status=ok
+    else
+      status=FAILED
+      failed+=("$name")
+    fi
+    echo "=== $name"
+    cat "$logs/$name.log"
+    echo "--- $name: $status, $(cat "$logs/$name.time" 2>/dev/null || echo '?') s"
+  done
+  pids=()
+  names=()
+}
 
 # The stress command, a module of its own (stress/go.mod: its plots,
 # Prometheus and terminal packages stay out of the library's module
 # graph), vetted and tested as the race run above tests the library's
-# packages. Its tests (faults, recipes, the matrix: about 190 s) run one
-# stress run at a time and wait more than they compute (0.9 of a core):
-# beside the steps below, not in a phase of their own, where the machine
-# was idle half the time.
+# packages. Its tests (faults, recipes, the matrix: about 190 s idle) run
+# one stress run at a time and wait more than they compute (0.9 of a
+# core): beside the explorers, which compute and are not late, and ended
+# before the steps below, whose fleets a busy processor makes late. In a
+# phase of their own the machine was idle half the time; beside the steps
+# (loaded runs 8-10) gocronlock's TestFleetSpread and cronlock's TestFleet
+# lost ticks.
 step stress module_checks stress 12m -p 3 "$@"
+
+# The write path explored schedule by schedule (zklock/internal/writes):
+# 100,000 schedules without the race detector (about 10 s; the race run
+# above explores 10,000), and its seeded bugs, each found by the explorer.
+# The lease explored schedule by schedule too (zklock/internal/session,
+# docs/lease.md): 40,000 schedules on a virtual clock (29 s on an idle
+# development machine once its checker stopped rescanning every proof per
+# proof; the package's default, 80,000, kept two loaded make tests at 17
+# and 19.9 min, too close to the 20 the suite must keep beside a busy
+# core; the race run above explores 2,000 on one core; 80,000 and longer
+# soaks are docs/lease.md's commands), and the floor's seeded bugs, each
+# refused by its property within 5,805 schedules (13 s idle, 95 s before
+# the checker's indexes). The
+# explorers compute, one after the other, beside the stress tests only,
+# before the steps below, whose fleets a busy processor would make late
+# (gocronlock's TestFleetScale ran 22 % of its ticks beside them).
+explore() {
+  local rc=0
+  go test -count=1 -run 'TestExplore$' ./zklock/internal/writes/ || rc=1
+  go test -count=1 -tags tierlockmutants -run TestExploreFindsSeededBugs ./zklock/internal/writes/ || rc=1
+  go test -count=1 -run 'TestLeaseExplore$' ./zklock/internal/session/ -lease.schedules=40000 || rc=1
+  go test -count=1 -tags tierlockmutants -run TestLeaseExploreFindsSeededBugs ./zklock/internal/session/ || rc=1
+  return $rc
+}
+phase explorers explore
+finish_steps
+
+# The steps after them wait more than they compute (ZooKeeper's timeouts,
+# schedulers' ticks, faults): they run side by side.
+steps_began=$SECONDS
+
 # gocronlock is a module of its own, so that tierlock does not depend on
 # gocron: vet and test it the same way.
 step gocronlock module_checks gocronlock 8m "$@"
@@ -199,18 +223,7 @@ nemesis_replayed() {
 }
 step nemesis nemesis_replayed
 
-for i in "${!pids[@]}"; do
-  name=${names[$i]}
-  if wait "${pids[$i]}"; then
-    status=ok
-  else
-    status=FAILED
-    failed+=("$name")
-  fi
-  echo "=== $name"
-  cat "$logs/$name.log"
-  echo "--- $name: $status, $(cat "$logs/$name.time" 2>/dev/null || echo '?') s"
-done
+finish_steps
 echo "--- the steps side by side: $((SECONDS - steps_began)) s"
 
 if [ ${#failed[@]} -gt 0 ]; then
