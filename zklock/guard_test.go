@@ -200,7 +200,10 @@ func TestTxnKnownLost(t *testing.T) {
 
 // ctx ends while the request is being written: Txn returns once it is
 // on the wire (so that a read-back goes after it), the outcome unknown
-// (ctx's error), and it lands.
+// (ctx's error), and it lands. The write is held a second after the
+// cancel, for Txn to see its ctx end before the answer: with 50 ms a
+// loaded make test's Txn was not scheduled in time, met the answer too,
+// and returned it (nil, true, but not this test's case).
 func TestTxnContextEndsInFlight(t *testing.T) {
 	s := connect(t, zktest.Servers(t))
 	h, dir := heldLock(t, s)
@@ -208,7 +211,7 @@ func TestTxnContextEndsInFlight(t *testing.T) {
 	zklock.SetWriteHook(s, func(op int32, _ []byte) error {
 		if op == zklock.OpMulti {
 			cancel()
-			time.Sleep(50 * time.Millisecond) // Txn sees its ctx end before the multi is written
+			time.Sleep(time.Second) // Txn sees its ctx end before the multi is written
 		}
 		return nil
 	})
