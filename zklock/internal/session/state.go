@@ -118,18 +118,14 @@ func (st *sessionState) apply(read func() zk.State, ev *zk.Event) {
 	s := st.s
 	started := s.link.conn.Load()
 	if started == nil {
-		if ev != nil && trace.Enabled {
-			trace.Evented(s.link.zc.Load(), *ev) // nil: no session yet
-		}
-		return // zk.Connect has not returned yet; Dial catches up then
+		st.traceEvent(ev) // its connection nil: no session yet
+		return            // zk.Connect has not returned yet; Dial catches up then
 	}
 	if fn := testApplyHook.Load(); fn != nil {
 		(*fn)(false)
 	}
 	st.mu.Lock()
-	if ev != nil && trace.Enabled {
-		trace.Evented(s.link.zc.Load(), *ev)
-	}
+	st.traceEvent(ev)
 	if st.closed {
 		st.mu.Unlock()
 		return
@@ -142,11 +138,7 @@ func (st *sessionState) apply(read func() zk.State, ev *zk.Event) {
 	t := st.transitionLocked(zs, id)
 	if !t.moved {
 		st.mu.Unlock()
-		// A server that took the connection and dropped it before a first
-		// session (one not serving, say): an outage too.
-		if t.tcp && s.link.tcpUp.Swap(zs == zk.StateConnected) && t.beforeFirst && zs == zk.StateDisconnected {
-			s.out.begins("connections closed before a session was made", 0)
-		}
+		st.noteTCP(t, zs)
 		return
 	}
 	st.setStateLocked(t.st, id)
@@ -162,6 +154,23 @@ func (st *sessionState) apply(read func() zk.State, ev *zk.Event) {
 	}
 	for _, h := range t.lost {
 		h.lose(t.cause)
+	}
+}
+
+// traceEvent traces go-zookeeper's event ev, if any (nil: a state read by
+// catchUp), with the session's connection.
+func (st *sessionState) traceEvent(ev *zk.Event) {
+	if ev != nil && trace.Enabled {
+		trace.Evented(st.s.link.zc.Load(), *ev)
+	}
+}
+
+// noteTCP notes a TCP state that moved nothing: a server that took the
+// connection and dropped it before a first session (one not serving,
+// say) is an outage too.
+func (st *sessionState) noteTCP(t transition, zs zk.State) {
+	if t.tcp && st.s.link.tcpUp.Swap(zs == zk.StateConnected) && t.beforeFirst && zs == zk.StateDisconnected {
+		st.s.out.begins("connections closed before a session was made", 0)
 	}
 }
 
