@@ -143,7 +143,10 @@ func TestSyncDatedByItsOwnWrite(t *testing.T) {
 // A busy session needs no sync: its writes are the chains' k's and l's
 // and their replies the touches (lease.go), so a session that acquires and
 // releases without a pause for several lease periods sends no sync at all,
-// and loses no hold.
+// and loses no hold. Without a pause is the test's to keep: a loaded make
+// test's loop (one sync in 2 s) may stall; a sync is then what the lease
+// needs. The loop's longest gap is measured on its own clock, and syncs
+// fail the test only when no gap reached half a lease period.
 func TestBusySessionSendsNoSync(t *testing.T) {
 	s := connect(t, zktest.Servers(t), zklock.WithSessionTimeout(2*time.Second)) // lease period 250 ms
 	l := newLock(t, s, zktest.Path(t))
@@ -157,8 +160,13 @@ func TestBusySessionSendsNoSync(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond)
 	before := zklock.Written(s, zklock.OpSync)
-	n := 0
+	const halfPeriod = 125 * time.Millisecond
+	n, longest, last := 0, time.Duration(0), time.Now()
 	for start := time.Now(); time.Since(start) < 2*time.Second; n++ {
+		if gap := time.Since(last); gap > longest {
+			longest = gap
+		}
+		last = time.Now()
 		h, err := l.Acquire(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -168,9 +176,13 @@ func TestBusySessionSendsNoSync(t *testing.T) {
 		}
 	}
 	syncs := zklock.Written(s, zklock.OpSync) - before
-	t.Logf("%d acquisitions in 2 s (8 lease periods), %d syncs, lease %+v", n, syncs, s.LeaseStats())
-	if syncs > 0 {
-		t.Errorf("a busy session sent %d syncs: its writes should have renewed the lease", syncs)
+	t.Logf("%d acquisitions in 2 s (8 lease periods), the longest %v, %d syncs, lease %+v", n, longest.Round(time.Millisecond), syncs, s.LeaseStats())
+	switch {
+	case syncs == 0:
+	case longest >= halfPeriod:
+		t.Logf("%d syncs, the loop stalled %v (the machine): not a busy session's", syncs, longest.Round(time.Millisecond))
+	default:
+		t.Errorf("a busy session sent %d syncs, its longest acquisition %v: its writes should have renewed the lease", syncs, longest.Round(time.Millisecond))
 	}
 	if st := s.LeaseStats(); st.Lapses > 0 || st.Waits > 0 {
 		t.Errorf("lease waits or lapses on a busy session: %+v", st)
