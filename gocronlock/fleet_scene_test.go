@@ -170,8 +170,9 @@ func lastTick(duration time.Duration) int64 { return int64(duration/fleetPeriod)
 
 // TestFleetLocker runs #841's shape with real gocron schedulers in three
 // processes: every (job, tick) runs once, and at least 99 % of the ticks
-// run, or the instances said they were late (checkCoverage). The first and the last tick (start-up, shutdown) are not counted
-// for coverage; duplicates are counted over all.
+// run, or the instances said they were late (checkCoverage). The first
+// and the last tick (start-up, shutdown) are not counted for coverage;
+// duplicates are counted over all.
 func TestFleetLocker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fleet test: -short")

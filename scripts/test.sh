@@ -154,10 +154,10 @@ step stress module_checks stress 12m -p 3 "$@"
 # core; the race run above explores 2,000 on one core; 80,000 and longer
 # soaks are docs/lease.md's commands), and the floor's seeded bugs, each
 # refused by its property within 5,805 schedules (13 s idle, 95 s before
-# the checker's indexes). The
-# explorers compute, one after the other, beside the stress tests only,
-# before the steps below, whose fleets a busy processor would make late
-# (gocronlock's TestFleetScale ran 22 % of its ticks beside them).
+# the checker's indexes). The explorers compute, one after the other,
+# beside the stress tests only, before the steps below, whose fleets a
+# busy processor would make late (gocronlock's TestFleetScale ran 22 % of
+# its ticks beside them).
 explore() {
   local rc=0
   go test -count=1 -run 'TestExplore$' ./zklock/internal/writes/ || rc=1
