@@ -39,6 +39,11 @@ func SetDowngradeHookForTest(fn func(readNode string)) { testHookDowngrade = fn 
 // node's hold just before it publishes the local hold; nil removes it.
 func SetPublishHookForTest(fn func(*zklock.Hold)) { testHookPublish = fn }
 
+// SetAskingNodeHookForTest sets a function Lock.Acquire calls once the
+// gate is taken and the lock found open, just before it asks zklock for
+// the node; nil removes it.
+func SetAskingNodeHookForTest(fn func(*Lock)) { testHookAskingNode = fn }
+
 // SetReleasingHookForTest sets a function Lock.Release calls between the
 // hold's last count and taking it out of current; nil removes it.
 func SetReleasingHookForTest(fn func(*Lock)) { testHookReleasing = fn }

@@ -81,6 +81,11 @@ func (l *Lock) HoldCount(ctx context.Context) int {
 // just before the hold is published (made current).
 var testHookPublish func(*zklock.Hold)
 
+// testHookAskingNode, when a test sets it, runs in enter once the gate is
+// taken and the lock found open, just before zklock is asked for the
+// node: where a Close refuses that ask.
+var testHookAskingNode func(*Lock)
+
 // testHookReleasing, when a test sets it, runs in Release between the
 // hold's count reaching zero and taking the hold out of current: where a
 // Close may take it first.

@@ -189,6 +189,9 @@ func (l *Lock) takeNode(ctx context.Context, wait bool) (Tier, error) {
 	if err := ctx.Err(); err != nil && wait {
 		return 0, err // the gate came as the wait ended: it ended in tier 1
 	}
+	if testHookAskingNode != nil {
+		testHookAskingNode(l)
+	}
 	zh, ok, err := zkAcquire(ctx, l.zk, wait)
 	if err != nil || !ok {
 		return 0, err // acquire makes it a WaitError

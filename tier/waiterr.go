@@ -104,8 +104,10 @@ func waitEnded(ctx context.Context, p string, start time.Time, gate gateWait, er
 	case errors.As(err, &zw):
 		e.Tier, e.Holder, e.Outage, e.Err = TierZooKeeper, zw.Behind(), zw.Outage, cause(zw.Err)
 		e.Gate = max(e.Waited-zw.Waited, 0)
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrClosed):
-		e.Tier, e.Gate, e.Err = TierGate, e.Waited, err
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrClosed), errors.Is(err, zklock.ErrClosed):
+		// zklock's ErrClosed bare: our Close came between the gate and the
+		// ask for the node, which zklock refused.
+		e.Tier, e.Gate, e.Err = TierGate, e.Waited, cause(err)
 		e.Holder, e.Outage = gate(ctx, start, err)
 	default:
 		return err
