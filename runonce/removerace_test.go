@@ -38,6 +38,7 @@ func TestRemoveJobMeetsARunAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lockGone(t, a, dir)
 	testHookBeforeJobNodeDelete = func() {
 		if err := b.Do(ctx, "job", noop); err != nil {
 			t.Errorf("b's run: %v", err)
@@ -54,6 +55,17 @@ func TestRemoveJobMeetsARunAgain(t *testing.T) {
 }
 
 func noop(context.Context) error { return nil }
+
+// lockGone waits until the job whose node is dir has no lock node: a
+// run's Release deletes its node in the background, and a RemoveJob that
+// comes before the delete lands finds the lock held and says ErrLockHeld
+// (loaded run 43: "job lock held ... by another instance", 40 ms in).
+func lockGone(t *testing.T, r *Runner, dir string) {
+	t.Helper()
+	zktest.Eventually(t, 10*time.Second, "the job's lock free", func() bool {
+		return len(zktest.Children(t, r.s.Conn(), path.Join(dir, lockName))) == 0
+	})
+}
 
 // TestRemoveJobMeetsARunBack (issue 50, item 2): between RemoveJob's
 // delete of the run node and its delete of the lock's path, an instance
@@ -79,6 +91,11 @@ func TestRemoveJobMeetsARunBack(t *testing.T) {
 	if err := b.Do(ctx, "job", noop); err != nil {
 		t.Fatal(err)
 	}
+	dir, err := a.dir("job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lockGone(t, a, dir)
 	running := make(chan struct{})
 	done := make(chan error, 1)
 	var runAt time.Time
