@@ -1,6 +1,9 @@
 package runonce
 
-import "time"
+import (
+	"testing"
+	"time"
+)
 
 // What the external tests (package runonce_test) steer, exported to them
 // only.
@@ -40,4 +43,10 @@ func AfterWindow(w time.Duration) time.Duration { return w + 20*time.Millisecond
 func NeverOverloaded() (restore func()) {
 	testHookNeverLate = true
 	return func() { testHookNeverLate = false }
+}
+
+// WaitLockFree waits until r's job named key has no lock node (lockGone).
+func WaitLockFree(t *testing.T, r *Runner, key string) {
+	t.Helper()
+	lockGone(t, r, key)
 }

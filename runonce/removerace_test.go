@@ -38,7 +38,7 @@ func TestRemoveJobMeetsARunAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lockGone(t, a, dir)
+	lockGone(t, a, "job")
 	testHookBeforeJobNodeDelete = func() {
 		if err := b.Do(ctx, "job", noop); err != nil {
 			t.Errorf("b's run: %v", err)
@@ -56,12 +56,18 @@ func TestRemoveJobMeetsARunAgain(t *testing.T) {
 
 func noop(context.Context) error { return nil }
 
-// lockGone waits until the job whose node is dir has no lock node: a
-// run's Release deletes its node in the background, and a RemoveJob that
-// comes before the delete lands finds the lock held and says ErrLockHeld
-// (loaded run 43: "job lock held ... by another instance", 40 ms in).
-func lockGone(t *testing.T, r *Runner, dir string) {
+// lockGone waits until r's job named key has no lock node: a run's
+// Release deletes its node in the background, and a RemoveJob that comes
+// before the delete lands finds the lock held and says ErrLockHeld
+// (TestRemoverWithDefaults once in a loaded make test, and loaded run
+// 43's TestRemoveJobMeetsARunAgain: "job lock held ... by another
+// instance", 40 ms in).
+func lockGone(t *testing.T, r *Runner, key string) {
 	t.Helper()
+	dir, err := r.dir(key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	zktest.Eventually(t, 10*time.Second, "the job's lock free", func() bool {
 		return len(zktest.Children(t, r.s.Conn(), path.Join(dir, lockName))) == 0
 	})
@@ -91,11 +97,7 @@ func TestRemoveJobMeetsARunBack(t *testing.T) {
 	if err := b.Do(ctx, "job", noop); err != nil {
 		t.Fatal(err)
 	}
-	dir, err := a.dir("job")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lockGone(t, a, dir)
+	lockGone(t, a, "job")
 	running := make(chan struct{})
 	done := make(chan error, 1)
 	var runAt time.Time

@@ -11,23 +11,7 @@ import (
 
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/runonce"
-	"github.com/tierlock/tierlock/zklock"
 )
-
-// lockFree waits until the job named key has no lock node: a run's
-// Release deletes its node in the background, and a RemoveJob of another
-// instance that comes before the delete lands finds the lock held and says
-// ErrLockHeld (TestRemoverWithDefaults, once in a loaded make test).
-func lockFree(t *testing.T, s *zklock.Session, root, key string) {
-	t.Helper()
-	name, err := runonce.NodeName(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zktest.Eventually(t, 10*time.Second, "the job's lock free", func() bool {
-		return len(zktest.Children(t, s.Conn(), root+"/"+name+"/lock")) == 0
-	})
-}
 
 // TestRemoverWithDefaults (issue 50, item 1): a cleanup Runner made with
 // the defaults (500 ms window, 1 s lock timeout) removes a job of a fleet
@@ -42,13 +26,13 @@ func TestRemoverWithDefaults(t *testing.T) {
 	fleet := []runonce.Option{runonce.WithWindow(2 * time.Second)}
 	a, _ := newRunner(t, root, fleet...)
 	c, _ := newRunner(t, root, fleet...)
-	cleanup, s := newRunner(t, root)
+	cleanup, _ := newRunner(t, root)
 	ctx := zktest.Context(t, 30*time.Second)
 	if err := a.Do(ctx, "job", noopRun); err != nil {
 		t.Fatal(err)
 	}
 	ranAt := time.Now()
-	lockFree(t, s, root, "job")
+	runonce.WaitLockFree(t, cleanup, "job")
 	removed := make(chan error, 1)
 	go func() { removed <- cleanup.RemoveJob(ctx, "job") }()
 	time.Sleep(time.Until(ranAt.Add(1800 * time.Millisecond)))
@@ -100,7 +84,7 @@ func TestRemoveJobSeesItsOwnTicks(t *testing.T) {
 // deleted the job under b. b's attempts in the window RemoveJob watches
 // now write, and RemoveJob says ErrJobActive.
 //
-// RemoveJob starts once a's lock node is gone (lockFree), and b attempts
+// RemoveJob starts once a's lock node is gone (WaitLockFree), and b attempts
 // once RemoveJob holds the job's lock, which its first write of the run
 // node (the removal mark) shows. A fixed 100 ms once stood for that:
 // beside busy loops, b's attempt came first, took the lock, and RemoveJob
@@ -130,7 +114,7 @@ func TestRemoveJobSeesLocalSkips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lockFree(t, s, root, "job")
+	runonce.WaitLockFree(t, cleanup, "job")
 	removed := make(chan error, 1)
 	go func() { removed <- cleanup.RemoveJob(ctx, "job") }()
 	zktest.Eventually(t, 10*time.Second, "RemoveJob's mark on the run node", func() bool {

@@ -60,24 +60,29 @@ func TestCloseRacingGrantLock(t *testing.T) {
 func TestCloseRacingNodeAsk(t *testing.T) {
 	servers := zktest.Servers(t)
 	s, obs := connect(t, servers), connect(t, servers)
-	for _, try := range []bool{false, true} {
-		p := zktest.Path(t) + map[bool]string{false: "/acquire", true: "/try"}[try]
-		l := newLock(t, s, p)
-		tier.SetAskingNodeHookForTest(func(*tier.Lock) { _ = l.Close() })
-		var held context.Context
-		var err error
-		if try {
-			held, _, err = l.TryAcquire(ctxT(t, 10*time.Second))
-		} else {
-			held, err = l.Acquire(ctxT(t, 10*time.Second))
-		}
-		tier.SetAskingNodeHookForTest(nil)
-		what := map[bool]string{false: "Lock.Acquire", true: "Lock.TryAcquire"}[try] + " with Close before the node is asked"
-		wantClosedNotHeld(t, what, held, err)
-		if !strings.HasPrefix(err.Error(), "tier: ") || strings.Contains(err.Error(), "zklock") {
-			t.Errorf("%s: %q, want this package's error", what, err)
-		}
-		awaitFree(t, obs, p)
+	for _, tc := range []struct {
+		name string
+		take func(*tier.Lock, context.Context) (context.Context, error)
+	}{
+		{"Lock.Acquire", (*tier.Lock).Acquire},
+		{"Lock.TryAcquire", func(l *tier.Lock, ctx context.Context) (context.Context, error) {
+			held, _, err := l.TryAcquire(ctx)
+			return held, err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := zktest.Path(t)
+			l := newLock(t, s, p)
+			tier.SetAskingNodeHookForTest(func(*tier.Lock) { _ = l.Close() })
+			defer tier.SetAskingNodeHookForTest(nil)
+			held, err := tc.take(l, ctxT(t, 10*time.Second))
+			tier.SetAskingNodeHookForTest(nil)
+			wantClosedNotHeld(t, tc.name+" with Close before the node is asked", held, err)
+			if !strings.HasPrefix(err.Error(), "tier: ") || strings.Contains(err.Error(), "zklock") {
+				t.Errorf("%q, want this package's error", err)
+			}
+			awaitFree(t, obs, p)
+		})
 	}
 }
 

@@ -5,20 +5,6 @@ import (
 	"testing"
 )
 
-// attemptTick is sim.attempt for a named tick (a Locker's ClaimTick): the
-// record carries the tick and the ticks run, and the names decide.
-func (s *sim) attemptTick(by string, now, tick int64) bool {
-	prev := Derive(s.data, s.mtime, 1<<32)
-	r := Record{Last: prev.At, LastBy: prev.By, Runs: prev.Runs, Window: w, By: by,
-		Recent: prev.Recent, Since: prev.Since, Yield: prev.Yields(by),
-		Tick: tick, LastTick: prev.Tick, Ticks: prev.Ticks, Floor: prev.Floor}
-	if s.data != nil {
-		r.Prev, r.Epoch = s.mtime, 1
-	}
-	s.data, s.mtime = r.Encode(), now
-	return r.Verdict(now, 1) == Run
-}
-
 // spreadShares plays a job of gocronlock's TestFleetSpread on the record:
 // three instances whose timers are 0, 150 and 300 ms apart, the job
 // ticking every second for 10 ticks, every attempt writing; a tick's
@@ -36,7 +22,7 @@ func spreadShares(rng *rand.Rand, shuffle float64) map[string]int {
 			rng.Shuffle(3, func(i, j int) { order[i], order[j] = order[j], order[i] })
 		}
 		for i, by := range order {
-			if s.attemptTick(by, n*1000+int64(i)*10, n*1000+off[by]) && n >= 1 && n <= 8 {
+			if s.attempt(by, n*1000+int64(i)*10, n*1000+off[by], Derive) && n >= 1 && n <= 8 {
 				runs[by]++
 			}
 		}

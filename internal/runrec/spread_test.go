@@ -31,12 +31,14 @@ type sim struct {
 	mtime int64
 }
 
-// attempt is by's attempt at now, reading the node with derive; it
+// attempt is by's attempt at now of tick (a named tick, a Locker's
+// ClaimTick; 0: a claim without a name), reading the node with derive; it
 // reports whether by ran.
-func (s *sim) attempt(by string, now int64, derive deriver) bool {
+func (s *sim) attempt(by string, now, tick int64, derive deriver) bool {
 	prev := derive(s.data, s.mtime, 1<<32)
 	r := Record{Last: prev.At, LastBy: prev.By, Runs: prev.Runs, Window: w, By: by,
-		Recent: prev.Recent, Since: prev.Since, Yield: prev.Yields(by)}
+		Recent: prev.Recent, Since: prev.Since, Yield: prev.Yields(by),
+		Tick: tick, LastTick: prev.Tick, Ticks: prev.Ticks, Floor: prev.Floor}
 	if s.data != nil {
 		r.Prev, r.Epoch = s.mtime, 1
 	}
@@ -48,7 +50,7 @@ func (s *sim) attempt(by string, now int64, derive deriver) bool {
 func (s *sim) tick(n int64, order []string, derive func(by string) deriver) []string {
 	var ran []string
 	for i, by := range order {
-		if s.attempt(by, n*1000+int64(i)*10, derive(by)) {
+		if s.attempt(by, n*1000+int64(i)*10, 0, derive(by)) {
 			ran = append(ran, by)
 		}
 	}
