@@ -33,7 +33,7 @@ const (
 	// TouchFromAnswer: the touch a chain of proofs shows at the leader is
 	// dated by when it was seen touched (a reply's arrival) instead of
 	// when its packet was written (zklock/internal/session:
-	// Lease.touchBefore).
+	// Lease.chainFrom).
 	TouchFromAnswer = "touch-from-answer"
 	// DeleteWrongCreate: the create carries the delete of the wrong node,
 	// the queue's first once it is another session's (the holder, its

@@ -251,11 +251,14 @@ func (le *Lease) touches() *wire.Touches {
 
 // proved takes p's request, which succeeded: it may be a later proof's k,
 // and it closes the chain of the k it was queued after, renewing the
-// lease from the touch that chain shows (see the argument above).
+// lease from the touch that chain shows (see the argument above). The
+// new k and the renewal are taken under one hold of st.mu, and the
+// renewer is woken after: a look between the two would see the new k
+// against the old deadline and sync at once, where a look a moment later
+// would not (TestLeaseExploreWakeOrder).
 func (le *Lease) proved(p proof) {
-	s := le.s
 	written := p.at // under Wrap: no later than the write
-	if s.tap != nil {
+	if le.s.tap != nil {
 		at, ok := le.writtenAt(p)
 		if !ok {
 			return // too many writes since: its write time is not known
@@ -264,58 +267,64 @@ func (le *Lease) proved(p proof) {
 	} else {
 		le.own.Confirm(p.at, time.Now()) // answered: touched by now
 	}
-	if le.noteProof(p, written) {
-		le.wake() // a new k: a sync may now close a chain (renew.go)
-	}
+	k := p.k
 	if mutant.On(mutant.ChainNoAfter) {
-		p.k = written // seeded bug: l is its own k, not one answered before it
+		k = written // seeded bug: l is its own k, not one answered before it
 	}
+	touched, chained := le.chainFrom(k)
 	if mutant.On(mutant.LeaseFromProof) {
 		// Seeded bug: the rule before issue 55, T/4 past the proof's write.
-		_, lapsed := le.renewFrom(p.id, written.Add(le.Timeout()/4-le.reach()))
-		le.confirmed(lapsed)
-		return
+		touched, chained = written.Add(le.Timeout()/4-le.reach()), true
 	}
-	if p.k.IsZero() {
-		return
+	newK, late, lapsed := le.take(p, written, touched, chained)
+	if newK {
+		le.wake() // a sync may now close a chain (renew.go)
+		if fn := testWokeHook.Load(); fn != nil {
+			(*fn)()
+		}
 	}
-	touched, ok := le.touchBefore(p.k.Add(-le.gap()))
-	if !ok {
-		return
-	}
-	late, lapsed := le.renewFrom(p.id, touched)
 	if rtt := time.Since(written); late && rtt > le.maxRoundTrip() {
 		le.tooLate(rtt)
 	}
 	le.confirmed(lapsed)
 }
 
-// touchBefore returns the write time of the latest packet known to have
-// been touched by at.
-func (le *Lease) touchBefore(at time.Time) (time.Time, bool) {
-	if mutant.On(mutant.TouchFromAnswer) {
-		return at, true // seeded bug: dated by when it was seen touched, not written
+// chainFrom returns the touch shown by a chain whose k was written at k
+// (zero: no chain): the write time of the latest packet known to have
+// been touched by k − π.
+func (le *Lease) chainFrom(k time.Time) (time.Time, bool) {
+	if k.IsZero() {
+		return time.Time{}, false
 	}
-	return le.touches().Before(at)
+	if mutant.On(mutant.TouchFromAnswer) {
+		return k.Add(-le.gap()), true // seeded bug: dated by when it was seen touched, not written
+	}
+	return le.touches().Before(k.Add(-le.gap()))
 }
 
-// noteProof keeps what p, a proof of the current session written at
-// written, means for later ones: the renewer's period counts from its
-// queueing, and it is the chain's k of the proofs queued after it
-// (newK: the latest so far).
-func (le *Lease) noteProof(p proof, written time.Time) (newK bool) {
+// take keeps what p, a proof of the current session written at written,
+// means: the renewer's period counts from its queueing, and it is the
+// chain's k of the proofs queued after it (newK: the latest so far). If
+// it closed a chain (chained), the deadline moves to touched + R; late
+// says that renewed nothing (the deadline already past), lapsed when the
+// lapse it ended began (0: none).
+func (le *Lease) take(p proof, written, touched time.Time, chained bool) (newK, late bool, lapsed int64) {
 	s := le.s
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	if p.id == 0 || p.id != s.st.sessionID {
-		return false
+		return false, false, 0
 	}
 	le.proofAt = later(le.proofAt, p.at)
 	if w := written.UnixNano(); w > le.lastK.Load() {
 		le.lastK.Store(w) // written under st.mu, read by newProof without it
-		return true
+		newK = true
 	}
-	return false
+	if !chained || s.conn.SessionID() != p.id || s.st.closed {
+		return newK, false, 0
+	}
+	ahead, lapsed := le.renewLocked(p.id, touched)
+	return newK, !ahead, lapsed
 }
 
 // handshake renews the lease from a connect answer that gave session id
@@ -332,20 +341,6 @@ func (le *Lease) handshake(id int64) (lapsed int64) {
 	}
 	_, lapsed = le.renewLocked(id, h.Written)
 	return lapsed
-}
-
-// renewFrom moves the lease's deadline to touched + R, for a proof of
-// session id; it reports a renewal too late to renew anything (its
-// deadline already past), and when the lapse it ended began (0: none).
-func (le *Lease) renewFrom(id int64, touched time.Time) (late bool, lapsed int64) {
-	s := le.s
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	if id == 0 || id != s.st.sessionID || s.conn.SessionID() != id || s.st.closed {
-		return false, 0
-	}
-	ahead, lapsed := le.renewLocked(id, touched)
-	return !ahead, lapsed
 }
 
 // renewLocked moves the deadline to touched + R if that is later, and

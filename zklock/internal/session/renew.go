@@ -153,11 +153,11 @@ func (le *Lease) dueLocked() (active bool, due time.Duration) {
 // extension is the deadline a sync queued now would renew the lease to:
 // the chain it closes, its k the latest proof answered (zero: none).
 func (le *Lease) extension() time.Time {
-	k := le.lastK.Load()
-	if k == 0 {
-		return time.Time{}
+	var k time.Time
+	if ns := le.lastK.Load(); ns != 0 {
+		k = time.Unix(0, ns)
 	}
-	touched, ok := le.touchBefore(time.Unix(0, k).Add(-le.gap()))
+	touched, ok := le.chainFrom(k)
 	if !ok {
 		return time.Time{}
 	}

@@ -103,3 +103,15 @@ func SetApplyHook(fn func(taken bool)) (remove func()) {
 	testApplyHook.Store(&fn)
 	return func() { testApplyHook.Store(nil) }
 }
+
+// testWokeHook, when a test sets it, runs in Lease.proved once a proof's
+// new k woke the renewer, before the proof's goroutine goes on: a test
+// that yields there lets the renewer look first.
+var testWokeHook atomic.Pointer[func()]
+
+// SetWokeHook sets testWokeHook for every floor, and returns the function
+// that removes it.
+func SetWokeHook(fn func()) (remove func()) {
+	testWokeHook.Store(&fn)
+	return func() { testWokeHook.Store(nil) }
+}
