@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/tierlock/tierlock/internal/await"
 	"github.com/tierlock/tierlock/internal/runrec"
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -121,7 +120,7 @@ func (r *Runner) attempt(ctx context.Context, j *job, p *probe) (decision, error
 	d := decision{rec: runrec.Record{Window: ms(p.window(j)), Timeout: ms(r.cfg.timeout), By: r.by, Tick: p.name}}
 	asked := time.Now()
 	p.ask(r, ctx)
-	data, stat, err := getNode(ctx, conn, j.runPath)
+	data, stat, err := getNode(ctx, r.s, j.runPath)
 	read := time.Now()
 	if err == nil || errors.Is(err, zk.ErrNoNode) {
 		err = r.fresh(ctx, p, asked, err)
@@ -286,18 +285,38 @@ var testHookBeforeRelease func()
 // before it deletes the job's node.
 var testHookBeforeJobNodeDelete func()
 
-// getNode reads path on conn, giving up when ctx ends.
-func getNode(ctx context.Context, conn *zk.Conn, p string) ([]byte, *zk.Stat, error) {
-	if conn == nil {
-		return nil, nil, zklock.ErrSessionClosed
-	}
+// getNode reads path through s (call), giving up when ctx ends.
+func getNode(ctx context.Context, s *zklock.Session, p string) ([]byte, *zk.Stat, error) {
 	type read struct {
 		data []byte
 		stat *zk.Stat
 	}
-	r, err := await.Call(ctx, func() (read, error) {
+	r, err := call(ctx, s, func(conn *zk.Conn) (read, error) {
 		data, stat, err := conn.Get(p)
 		return read{data, stat}, err
 	})
 	return r.data, r.stat, err
+}
+
+// call runs req through s (zklock.Session.Request), so that the session's
+// Close waits for it before closing the connection: req's result, or
+// ctx's cause once ctx ended, req then finishing unread in the background.
+func call[T any](ctx context.Context, s *zklock.Session, req func(*zk.Conn) (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	err := s.Request(ctx, func(conn *zk.Conn) error {
+		v, err := req(conn)
+		ch <- result{v, err} // before Request returns req's error
+		return err
+	})
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	default: // not run, or abandoned: what req writes is not read
+		var zero T
+		return zero, err
+	}
 }

@@ -44,7 +44,7 @@ func (r *Runner) LastRun(ctx context.Context, key string) (Run, error) {
 	if r.isClosed() {
 		return Run{}, ErrClosed
 	}
-	data, stat, err := getNode(ctx, r.s.Conn(), path.Join(dir, runName))
+	data, stat, err := getNode(ctx, r.s, path.Join(dir, runName))
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return Run{}, nil

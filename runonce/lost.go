@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/tierlock/tierlock/internal/await"
 	"github.com/tierlock/tierlock/internal/runrec"
 	"github.com/tierlock/tierlock/zklock"
 )
@@ -65,7 +64,7 @@ func (r *Runner) looksAtLock(j *job, prev runrec.Last) bool {
 // this instance's own last hold, whose delete is on its way.
 func (r *Runner) holder(ctx context.Context, conn *zk.Conn, j *job, p *probe) (string, error) {
 	p.ask(r, ctx)
-	kids, err := await.Call(ctx, func() ([]string, error) {
+	kids, err := call(ctx, r.s, func(conn *zk.Conn) ([]string, error) {
 		kids, _, err := conn.Children(j.lock.Path())
 		return kids, err
 	})
@@ -144,7 +143,7 @@ func (r *Runner) holderInfo(ctx context.Context, j *job, node string) holderDesc
 		desc.name = "unknown (gone)"
 		return desc
 	}
-	data, stat, err := getNode(ctx, r.s.Conn(), path.Join(j.lock.Path(), node))
+	data, stat, err := getNode(ctx, r.s, path.Join(j.lock.Path(), node))
 	if err != nil {
 		return desc
 	}
@@ -210,7 +209,7 @@ func (r *Runner) unCount(ctx context.Context, j *job, d decision) {
 			return
 		}
 		var data []byte
-		if data, stat, err = getNode(ctx, r.s.Conn(), j.runPath); err != nil {
+		if data, stat, err = getNode(ctx, r.s, j.runPath); err != nil {
 			return
 		}
 		cur = runrec.Derive(data, stat.Mtime, stat.Mzxid)

@@ -6,8 +6,6 @@ import (
 	"path"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/tierlock/tierlock/internal/await"
 )
 
 // createRun creates the job's run node with data, in one transaction with
@@ -44,7 +42,7 @@ func (r *Runner) createRun(ctx context.Context, conn *zk.Conn, j *job, data []by
 	if err := r.ensure(ctx, conn, j.lock.Path()); err != nil {
 		return err
 	}
-	_, err = await.Call(ctx, func() (string, error) { return conn.Create(j.runPath, data, 0, r.cfg.acl) })
+	_, err = call(ctx, r.s, func(conn *zk.Conn) (string, error) { return conn.Create(j.runPath, data, 0, r.cfg.acl) })
 	return err
 }
 
@@ -73,7 +71,7 @@ func (r *Runner) ensure(ctx context.Context, conn *zk.Conn, p string) error {
 	var mk func(p string, flags int32) error
 	mk = func(p string, flags int32) error {
 		create := func() error {
-			_, err := await.Call(ctx, func() (string, error) {
+			_, err := call(ctx, r.s, func(conn *zk.Conn) (string, error) {
 				if flags == zk.FlagContainer {
 					return conn.CreateContainer(p, nil, flags, r.cfg.acl)
 				}

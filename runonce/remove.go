@@ -68,7 +68,7 @@ func (r *Runner) RemoveJob(ctx context.Context, key string) error {
 	if r.isClosed() {
 		return ErrClosed
 	}
-	_, _, err = getNode(ctx, r.s.Conn(), path.Join(dir, runName))
+	_, _, err = getNode(ctx, r.s, path.Join(dir, runName))
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		// Never ran, or removed: no decision to guard, no lock to take.
@@ -171,8 +171,7 @@ func (r *Runner) forget(j *job) {
 // attempt that writes the node meanwhile moves its version: the watch set
 // after each keeping write ends the wait, and the job is still scheduled.
 func (r *Runner) retire(ctx context.Context, h *zklock.Hold, j *job, rm *removal) error {
-	conn := r.s.Conn()
-	data, stat, err := getNode(ctx, conn, j.runPath)
+	data, stat, err := getNode(ctx, r.s, j.runPath)
 	for {
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
@@ -201,7 +200,7 @@ func (r *Runner) retire(ctx context.Context, h *zklock.Hold, j *job, rm *removal
 		if err := r.await(ctx, j, rm, stat.Version, msDuration(need-quiet)); err != nil {
 			return fmt.Errorf("the last run is %v old, under %v: %w", msDuration(quiet), msDuration(need), err)
 		}
-		data, stat, err = getNode(ctx, conn, j.runPath)
+		data, stat, err = getNode(ctx, r.s, j.runPath)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/tierlock/tierlock/internal/await"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -56,7 +55,7 @@ func (r *Runner) deleteEmpty(ctx context.Context, p string, wait func(kids []str
 		if conn == nil {
 			return zklock.ErrSessionClosed
 		}
-		_, err := await.Call(ctx, func() (struct{}, error) { return struct{}{}, conn.Delete(p, -1) })
+		_, err := call(ctx, r.s, func(conn *zk.Conn) (struct{}, error) { return struct{}{}, conn.Delete(p, -1) })
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNoNode):
 			return nil
@@ -67,7 +66,7 @@ func (r *Runner) deleteEmpty(ctx context.Context, p string, wait func(kids []str
 			kids []string
 			ch   <-chan zk.Event
 		}
-		w, err := await.Call(ctx, func() (watched, error) {
+		w, err := call(ctx, r.s, func(conn *zk.Conn) (watched, error) {
 			kids, _, ch, err := conn.ChildrenW(p)
 			return watched{kids, ch}, err
 		})

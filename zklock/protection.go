@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"context"
 	"errors"
 	"path"
 
@@ -40,13 +41,17 @@ func WithPersistentPath() Option { return func(c *lockConfig) { c.persistent = t
 func (l *Lock) ensureParents() error {
 	conn := l.f.Conn()
 	create := func(p string) error {
-		var err error
-		if p == l.path && l.persistent {
-			_, err = conn.Create(p, nil, 0, l.acl)
-		} else {
-			_, err = conn.CreateContainer(p, nil, zk.FlagContainer, l.acl)
-		}
-		return err
+		// Through the floor, which Close waits for: CreateContainer
+		// meeting Close is a data race in go-zookeeper (Floor.Request).
+		return l.f.Request(context.Background(), func() error {
+			var err error
+			if p == l.path && l.persistent {
+				_, err = conn.Create(p, nil, 0, l.acl)
+			} else {
+				_, err = conn.CreateContainer(p, nil, zk.FlagContainer, l.acl)
+			}
+			return err
+		})
 	}
 	var mk func(p string) error
 	mk = func(p string) error {

@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -53,6 +54,28 @@ func (s *Session) Conn() *zk.Conn {
 		return nil
 	}
 	return s.f.Conn()
+}
+
+// Request runs req on the session's connection (Conn) for code built on
+// the session that makes requests of its own, so that Close waits for it
+// (a second at most) before it closes the connection, as for the
+// session's own requests: go-zookeeper v1.0.4 mishandles a request that
+// meets Close (CreateContainer's answer written as it is read; a
+// connection goroutine blocked for ever). It returns req's error; the
+// session's, ErrSessionClosed, once Close began, req not run; or ctx's
+// cause once ctx ended, req then finishing in the background, so that
+// what req writes must not be read after that.
+func (s *Session) Request(ctx context.Context, req func(*zk.Conn) error) error {
+	switch {
+	case s == nil:
+		return errNil("Session")
+	case ctx == nil:
+		return ErrNilContext
+	case req == nil:
+		return nilError{msg: "zklock: nil request"}
+	}
+	conn := s.f.Conn()
+	return s.f.Request(ctx, func() error { return req(conn) })
 }
 
 // LossOnExpiryOnly reports whether the session keeps holds through

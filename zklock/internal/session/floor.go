@@ -154,6 +154,38 @@ func (s *Floor) Go(fn func()) {
 	}()
 }
 
+// Request runs req, a request on the floor's connection made outside its
+// write path, on a goroutine Close waits for before it closes the
+// connection (dial.go): go-zookeeper v1.0.4's CreateContainer reads its
+// answer after a tie with Close while the connection's receiving
+// goroutine may still be writing it (a data race), and a request queued
+// as Close begins can block that goroutine for ever. It is refused with
+// ClosedErr once Close began, and not sent when ctx has ended; when ctx
+// ends first, it returns ctx's cause and req finishes in the background.
+func (s *Floor) Request(ctx context.Context, req func() error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	s.st.mu.Lock()
+	if s.st.closed {
+		s.st.mu.Unlock()
+		return s.ClosedErr()
+	}
+	s.life.bg.add() // before Close sets closed: its drain waits for it
+	s.st.mu.Unlock()
+	done := make(chan error, 1) // an abandoned req ends without a reader
+	go func() {
+		defer s.life.bg.done()
+		done <- req()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
 // What the lock floor reads of the floor: its state and session, its
 // connection, its configuration, its end; and its parts that the lock
 // floor speaks to (Writes, Flight, Watches, Lease).
