@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -217,5 +218,52 @@ func TestRequestMeetsClose(t *testing.T) {
 		if err := s.Request(context.Background(), func(*zk.Conn) error { t.Error("a request ran after Close"); return nil }); !errors.Is(err, zklock.ErrSessionClosed) {
 			t.Errorf("round %d: a request after Close: %v, want ErrSessionClosed", round, err)
 		}
+	}
+}
+
+// TestCloseAndARequestInProgress: Close of a Connect session waits for a
+// Request in progress before it closes the connection (a second at most);
+// Close of a NewSession session does not wait, since the caller closes
+// the connection, and a request waiting for it to come back would hold
+// Close for as long.
+func TestCloseAndARequestInProgress(t *testing.T) {
+	servers := zktest.Servers(t)
+	for _, own := range []bool{true, false} {
+		t.Run(map[bool]string{true: "Connect", false: "NewSession"}[own], func(t *testing.T) {
+			s := connect(t, servers)
+			if !own {
+				conn, events, err := zk.Connect(servers, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(conn.Close)
+				if s, err = zklock.NewSession(conn, events, zklock.WithLogger(quietLog)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			started, release := make(chan struct{}), make(chan struct{})
+			var released atomic.Bool
+			ended := make(chan error, 1)
+			go func() {
+				ended <- s.Request(context.Background(), func(*zk.Conn) error {
+					close(started)
+					<-release
+					return nil
+				})
+			}()
+			<-started
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				released.Store(true)
+				close(release)
+			}()
+			s.Close()
+			if got := released.Load(); got != own {
+				t.Errorf("Close returned with the request released %v, want %v", got, own)
+			}
+			if err := <-ended; err != nil {
+				t.Errorf("the request: %v", err)
+			}
+		})
 	}
 }

@@ -61,7 +61,9 @@ func (s *Session) Conn() *zk.Conn {
 // (a second at most) before it closes the connection, as for the
 // session's own requests: go-zookeeper v1.0.4 mishandles a request that
 // meets Close (CreateContainer's answer written as it is read; a
-// connection goroutine blocked for ever). It returns req's error; the
+// connection goroutine blocked for ever). Under NewSession the caller
+// closes the connection, after Close, which does not wait for req. It
+// returns req's error; the
 // session's, ErrSessionClosed, once Close began, req not run; or ctx's
 // cause once ctx ended, req then finishing in the background, so that
 // what req writes must not be read after that.

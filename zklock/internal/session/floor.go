@@ -155,13 +155,16 @@ func (s *Floor) Go(fn func()) {
 }
 
 // Request runs req, a request on the floor's connection made outside its
-// write path, on a goroutine Close waits for before it closes the
-// connection (dial.go): go-zookeeper v1.0.4's CreateContainer reads its
-// answer after a tie with Close while the connection's receiving
-// goroutine may still be writing it (a data race), and a request queued
-// as Close begins can block that goroutine for ever. It is refused with
-// ClosedErr once Close began, and not sent when ctx has ended; when ctx
-// ends first, it returns ctx's cause and req finishes in the background.
+// write path, on a goroutine that Close, when it closes the connection
+// (Dial's), waits for first (dial.go): go-zookeeper v1.0.4's
+// CreateContainer reads its answer after a tie with Close while the
+// connection's receiving goroutine may still be writing it (a data race),
+// and a request queued as Close begins can block that goroutine for ever.
+// Under Wrap the caller closes the connection, and Close does not wait
+// for req, which may be waiting for a connection that does not come back.
+// It is refused with ClosedErr once Close began, and not sent when ctx
+// has ended; when ctx ends first, it returns ctx's cause and req finishes
+// in the background.
 func (s *Floor) Request(ctx context.Context, req func() error) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
@@ -171,11 +174,16 @@ func (s *Floor) Request(ctx context.Context, req func() error) error {
 		s.st.mu.Unlock()
 		return s.ClosedErr()
 	}
-	s.life.bg.add() // before Close sets closed: its drain waits for it
+	tracked := s.link.ownsConn
+	if tracked {
+		s.life.bg.add() // before Close sets closed: its drain waits for it
+	}
 	s.st.mu.Unlock()
 	done := make(chan error, 1) // an abandoned req ends without a reader
 	go func() {
-		defer s.life.bg.done()
+		if tracked {
+			defer s.life.bg.done()
+		}
 		done <- req()
 	}()
 	select {
