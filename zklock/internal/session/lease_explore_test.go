@@ -294,6 +294,14 @@ func TestLeaseExploreReplay(t *testing.T) {
 // TestLeaseExploreDeterministic: a seed's schedule, run twice, does the
 // same, step for step (its trace), so that a failing seed replays.
 func TestLeaseExploreDeterministic(t *testing.T) {
+	runTwice(t, "the second run differs from the first", nil)
+}
+
+// runTwice runs each seed's schedule twice (300 seeds, 60 under the race
+// detector, or -lease.schedules), the second time with set's hook in
+// place (nil: none; set returns the hook's removal), and fails where
+// the traces differ, saying what.
+func runTwice(t *testing.T, what string, set func() (remove func())) {
 	n := uint64(300)
 	if flagSet("lease.schedules") {
 		n = uint64(*leaseSchedules)
@@ -305,9 +313,14 @@ func TestLeaseExploreDeterministic(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		for seed := uint64(1); seed <= n; seed++ {
 			a := runSchedule(seed, nil, true)
+			remove := func() {}
+			if set != nil {
+				remove = set()
+			}
 			b := runSchedule(seed, nil, true)
+			remove()
 			if x, y := strings.Join(a.trace, "\n"), strings.Join(b.trace, "\n"); x != y {
-				t.Errorf("seed %d: the second run differs from the first:\n%s", seed, firstDiff(a.trace, b.trace))
+				t.Errorf("seed %d: %s:\n%s", seed, what, firstDiff(a.trace, b.trace))
 			}
 		}
 	})
@@ -334,27 +347,11 @@ func flagSet(name string) bool {
 // goes on or after (loaded run 40 of docs/benchmarks.md: a sync went
 // 141 ms earlier in the second run of seed 42).
 func TestLeaseExploreWakeOrder(t *testing.T) {
-	n := uint64(300)
-	if flagSet("lease.schedules") {
-		n = uint64(*leaseSchedules)
-	}
-	if raceBuild {
-		n = 60
-	}
-	explorePolls(t)
-	synctest.Test(t, func(t *testing.T) {
-		for seed := uint64(1); seed <= n; seed++ {
-			a := runSchedule(seed, nil, true)
-			remove := SetWokeHook(func() {
-				for range 100 {
-					runtime.Gosched() // the renewer looks now, if it can
-				}
-			})
-			b := runSchedule(seed, nil, true)
-			remove()
-			if x, y := strings.Join(a.trace, "\n"), strings.Join(b.trace, "\n"); x != y {
-				t.Errorf("seed %d: the renewer's look first changes the schedule:\n%s", seed, firstDiff(a.trace, b.trace))
+	runTwice(t, "the renewer's look first changes the schedule", func() func() {
+		return SetWokeHook(func() {
+			for range 100 {
+				runtime.Gosched() // the renewer looks now, if it can
 			}
-		}
+		})
 	})
 }
