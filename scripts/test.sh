@@ -2,7 +2,9 @@
 # The whole test suite: installs ZooKeeper if missing, checks formatting and
 # vet, then runs every package's tests with the race detector, in every
 # module of the repository. Each test package starts its own real
-# ZooKeeper (or uses TIERLOCK_ZK_SERVERS).
+# ZooKeeper (or uses TIERLOCK_ZK_SERVERS). The checks that only compute
+# run in the background at the lowest priority from the start; the tests
+# judged by a clock run in phases, then in steps side by side.
 #
 # Not under set -e: a failing phase does not end the suite (issue 57, item
 # 5: the race run's failure once ended it, and the explorers, cronlock,
@@ -19,31 +21,55 @@ failed=()
 suite_began=$SECONDS
 
 # failures prints what a failed phase's log names: the go test lines of
-# failed tests and packages, and panics (a timeout, a crash), with the
-# tests a timeout found running (go test lists them under the panic): a CI
-# run's runonce timed out once, and the part of its output on record named
-# no test.
+# failed tests and packages, the parts of a background step that failed,
+# and panics (a timeout, a crash), with the tests a timeout found running
+# (go test lists them under the panic): a CI run's runonce timed out once,
+# and the part of its output on record named no test.
 failures() {
-  awk '/^ *--- FAIL: |^FAIL[[:space:]]/ { print; next }
+  awk '/^ *--- FAIL: |^FAIL[[:space:]]|^--- .*: FAILED/ { print; next }
        /^panic: / { print; running = /timed out/; next }
        running && /^[[:space:]]+(running tests:|Test|Example|Fuzz)/ { print; next }
        { running = 0 }' "$logs/$1.log" | sed 's/^/    /'
 }
 
-# phase runs a command in the foreground, its output on the console and
-# in its log.
-phase() {
-  local name=$1 began=$SECONDS
+# timed runs a command between "=== name" and "--- name: ok|FAILED, its
+# time", and returns its status.
+timed() {
+  local name=$1 began=$SECONDS rc
   shift
   echo "=== $name"
-  "$@" 2>&1 | tee "$logs/$name.log"
-  local rc=${PIPESTATUS[0]}
+  "$@"
+  rc=$?
   if [ "$rc" -eq 0 ]; then
     echo "--- $name: ok, $((SECONDS - began)) s"
   else
-    failed+=("$name")
     echo "--- $name: FAILED (exit $rc), $((SECONDS - began)) s"
   fi
+  return $rc
+}
+
+# phase runs a command in the foreground, its output on the console and
+# in its log.
+phase() {
+  timed "$@" 2>&1 | tee "$logs/$1.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("$1")
+}
+
+# A step runs in the background, to a log of its own, printed with its
+# time when finish_steps has waited for it.
+declare -A step_pids
+step() {
+  timed "$@" >"$logs/$1.log" 2>&1 &
+  step_pids[$1]=$!
+}
+# finish_steps waits for the steps named, in that order, and prints each
+# one's log.
+finish_steps() {
+  local name
+  for name in "$@"; do
+    wait "${step_pids[$name]}" || failed+=("$name")
+    cat "$logs/$name.log"
+  done
 }
 
 # module_checks vets and tests the module in directory $1 with the race
@@ -69,105 +95,90 @@ gofmt_check() {
     return 1
   fi
 }
-phase gofmt gofmt_check
-phase vet go vet ./...
 
-# The repository's own checks, a module of their own (internal/repocheck,
-# so that the library does not require golang.org/x/mod): the zip go get
-# downloads stays within 2 MB and holds no raw benchmark output, and every
-# relative link in the Markdown files resolves (a few seconds).
-phase repocheck module_checks internal/repocheck 10m "$@"
-
-# Every package's tests with the race detector, but for the nemesis scenes
-# that the traced step below runs (under -race too) and replays: each runs
-# once (zktest.TracedStep). Three packages at a time, not go test's two
-# (one per core): they wait on ZooKeeper's timeouts, faults and schedulers
-# more than they compute (two at a time kept the 2-core machine 64 % busy);
-# the run took 631 s with two, 454 s with three. The four longest
-# packages are named first, so that they start first: listed in import
-# order, zklock (about 250 s of the run's 950 package-seconds) started last
-# and ran alone at the end. Four at a time, model's spin searches among the
-# first, took 444 and 450 s beside a busy core, no less than three, and
-# two scenes failed their margins in the second (runonce's
-# TestOutageFollowerCut told overload before the outage; zklock's
-# TestServerRestartWhileWaiting granted out of order).
-race_run() {
-  TIERLOCK_TRACED_STEP=skip go test -race -count=1 -p 3 -timeout 12m "$@" ./zklock ./runonce ./tier ./zkcompat ./...
-}
-phase race race_run "$@"
-
-# A step runs in the background, to a log of its own, printed with its
-# time when finish_steps has waited for it.
-pids=()
-names=()
-step() {
-  local name=$1
-  shift
-  (
-    began=$SECONDS
-    "$@"
-    rc=$?
-    echo "$((SECONDS - began))" >"$logs/$name.time"
-    exit $rc
-  ) >"$logs/$name.log" 2>&1 &
-  pids+=($!)
-  names+=("$name")
-}
-finish_steps() {
-  local i name status
-  for i in "${!pids[@]}"; do
-    name=${names[$i]}
-    if wait "${pids[$i]}"; then
-      status=ok
-    else
-      status=FAILED
-      failed+=("$name")
-    fi
-    echo "=== $name"
-    cat "$logs/$name.log"
-    echo "--- $name: $status, $(cat "$logs/$name.time" 2>/dev/null || echo '?') s"
-  done
-  pids=()
-  names=()
-}
-
-# The stress command, a module of its own (stress/go.mod: its plots,
-# Prometheus and terminal packages stay out of the library's module
-# graph), vetted and tested as the race run above tests the library's
-# packages. Its tests (faults, recipes, the matrix: about 190 s idle) run
-# one stress run at a time and wait more than they compute (0.9 of a
-# core): beside the explorers, which compute and are not late, and ended
-# before the steps below, whose fleets a busy processor makes late. In a
-# phase of their own the machine was idle half the time; beside the steps
-# (loaded runs 8-10) gocronlock's TestFleetSpread and cronlock's TestFleet
-# lost ticks.
-step stress module_checks stress 12m -p 3 "$@"
+# The packages that only compute: no ZooKeeper, no clock they are judged
+# by (model's spin searches, the write path's unit tests and explorer,
+# the run records). They run in the background checks below, not in the
+# race run.
+compute_pkgs=(./model ./zklock/internal/writes ./internal/runrec)
 
 # The write path explored schedule by schedule (zklock/internal/writes):
-# 100,000 schedules without the race detector (about 10 s; the race run
-# above explores 10,000), and its seeded bugs, each found by the explorer.
+# 100,000 schedules without the race detector (about 10 s; the compute
+# run explores 10,000), and its seeded bugs, each found by the explorer.
 # The lease explored schedule by schedule too (zklock/internal/session,
 # docs/lease.md): 40,000 schedules on a virtual clock (29 s on an idle
 # development machine once its checker stopped rescanning every proof per
 # proof; the package's default, 80,000, kept two loaded make tests at 17
-# and 19.9 min, too close to the 20 the suite must keep beside a busy
-# core; the race run above explores 2,000 on one core; 80,000 and longer
-# soaks are docs/lease.md's commands), and the floor's seeded bugs, each
-# refused by its property within 5,805 schedules (13 s idle, 95 s before
-# the checker's indexes). The explorers compute, one after the other,
-# beside the stress tests only, before the steps below, whose fleets a
-# busy processor would make late (gocronlock's TestFleetScale ran 22 % of
-# its ticks beside them).
+# and 19.9 min when the explorers ran at normal priority; the race run
+# explores 2,000 on one core; 80,000 and longer soaks are docs/lease.md's
+# commands), and the floor's seeded bugs, each refused by its property
+# within 5,805 schedules (13 s idle, 95 s before the checker's indexes).
 explore() {
   local rc=0
-  go test -count=1 -run 'TestExplore$' ./zklock/internal/writes/ || rc=1
-  go test -count=1 -tags tierlockmutants -run TestExploreFindsSeededBugs ./zklock/internal/writes/ || rc=1
-  go test -count=1 -run 'TestLeaseExplore$' ./zklock/internal/session/ -lease.schedules=40000 || rc=1
-  go test -count=1 -tags tierlockmutants -run TestLeaseExploreFindsSeededBugs ./zklock/internal/session/ || rc=1
+  go test -count=1 -timeout 30m -run 'TestExplore$' ./zklock/internal/writes/ || rc=1
+  go test -count=1 -timeout 30m -tags tierlockmutants -run TestExploreFindsSeededBugs ./zklock/internal/writes/ || rc=1
+  go test -count=1 -timeout 30m -run 'TestLeaseExplore$' ./zklock/internal/session/ -lease.schedules=40000 || rc=1
+  go test -count=1 -timeout 30m -tags tierlockmutants -run TestLeaseExploreFindsSeededBugs ./zklock/internal/session/ || rc=1
   return $rc
 }
-phase explorers explore
-finish_steps
+
+# The checks that compute and are judged by no clock run in the
+# background from the start, one after the other, at the lowest priority
+# (nice 19): gofmt, vet, the repository's own checks (internal/repocheck,
+# a module of its own so that the library does not require
+# golang.org/x/mod: the zip go get downloads stays within 2 MB and holds
+# no raw benchmark output, every relative link in the Markdown files
+# resolves), the compute packages under -race, and the explorers. They
+# take the processor the tests that wait on ZooKeeper's timeouts, faults
+# and schedulers leave: the race run kept an idle 2-core machine 25-40 %
+# busy for its first 270 s (idle run of 22472c4), while these ran in
+# phases of their own or beside the stress module (about 160 s of an idle
+# make test's 937). At nice 19 a test that waits on a clock takes the
+# processor from them when it wakes, so they make no fleet late; in a
+# phase of their own, or at normal priority beside the steps, they did
+# (gocronlock's TestFleetScale ran 22 % of its ticks late beside the
+# explorers). Time limits of 30 min: beside a busy core they get what is
+# left.
+background_checks() {
+  local rc=0
+  renice -n 19 -p "$BASHPID" >/dev/null || echo "renice failed: these checks run at normal priority"
+  timed gofmt gofmt_check || rc=1
+  timed vet go vet ./... || rc=1
+  timed repocheck module_checks internal/repocheck 30m "$@" || rc=1
+  timed compute go test -race -count=1 -p 1 -timeout 30m "$@" "${compute_pkgs[@]}" || rc=1
+  timed explorers explore || rc=1
+  return $rc
+}
+step checks background_checks "$@"
+
+# Every other package's tests with the race detector, but for the nemesis
+# scenes that the traced step below runs (under -race too) and replays:
+# each runs once (zktest.TracedStep). Three packages at a time, not go
+# test's two (one per core): they wait on ZooKeeper's timeouts, faults
+# and schedulers more than they compute (two at a time kept the 2-core
+# machine 64 % busy); the run took 631 s with two, 454 s with three. The
+# four longest packages are named first, so that they start first: listed
+# in import order, zklock (about 250 s of the run's 950 package-seconds)
+# started last and ran alone at the end. Four at a time, model's spin
+# searches among the first, took 444 and 450 s beside a busy core, no
+# less than three, and two scenes failed their margins in the second
+# (runonce's TestOutageFollowerCut told overload before the outage;
+# zklock's TestServerRestartWhileWaiting granted out of order).
+race_run() {
+  local pkgs
+  pkgs=$(go list ./zklock ./runonce ./tier ./zkcompat ./... | grep -vxF -f <(go list "${compute_pkgs[@]}")) || return 1
+  TIERLOCK_TRACED_STEP=skip go test -race -count=1 -p 3 -timeout 12m "$@" $pkgs
+}
+phase race race_run "$@"
+
+# The stress command, a module of its own (stress/go.mod: its plots,
+# Prometheus and terminal packages stay out of the library's module
+# graph), vetted and tested as the race run above tests the library's
+# packages. Its tests (faults, recipes, the matrix: about 200 s idle) run
+# one stress run at a time and wait more than they compute (0.85 of a
+# core), in a phase of their own: beside the steps (loaded runs 8-10)
+# gocronlock's TestFleetSpread and cronlock's TestFleet lost ticks.
+phase stress module_checks stress 12m -p 3 "$@"
 
 # The steps after them wait more than they compute (ZooKeeper's timeouts,
 # schedulers' ticks, faults): they run side by side.
@@ -223,8 +234,9 @@ nemesis_replayed() {
 }
 step nemesis nemesis_replayed
 
-finish_steps
+finish_steps gocronlock cronlock lockmetrics replay nemesis
 echo "--- the steps side by side: $((SECONDS - steps_began)) s"
+finish_steps checks
 
 if [ ${#failed[@]} -gt 0 ]; then
   {
