@@ -206,28 +206,22 @@ func staleTxnBatched(t *testing.T, s, admin *zklock.Session, root string) bool {
 			errs[i] <- err
 		}()
 	}
-	var early error
 	eventually(t, 5*time.Second, "both queued", func() bool {
-		select {
-		case early = <-errs[0]:
-			return true
-		default:
-			return zklock.QueuedWritesForTest(s) == 2
-		}
+		return len(errs[0]) > 0 || zklock.QueuedWritesForTest(s) == 2
 	})
+	early := len(errs[0]) > 0 // the stale hold's Txn ended before it was queued
 	let()
-	if early != nil && errors.Is(early, zklock.ErrLockLost) && errors.Is(early, zklock.ErrNodeDeleted) {
-		<-errs[1]
-		return false
+	if early {
+		err := <-errs[0]
+		if errors.Is(err, zklock.ErrLockLost) && errors.Is(err, zklock.ErrNodeDeleted) {
+			<-errs[1]
+			return false
+		}
+		errs[0] <- err
 	}
 	var stale, ok int
 	for i := range 2 {
-		var err error
-		if i == 0 && early != nil {
-			err = early
-		} else {
-			err = <-errs[i]
-		}
+		err := <-errs[i]
 		switch {
 		case err == nil:
 			ok++

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/await"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
 	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
@@ -179,19 +180,13 @@ func (s *Floor) Request(ctx context.Context, req func() error) error {
 		s.life.bg.add() // before Close sets closed: its drain waits for it
 	}
 	s.st.mu.Unlock()
-	done := make(chan error, 1) // an abandoned req ends without a reader
-	go func() {
+	_, err := await.Call(ctx, func() (struct{}, error) {
 		if tracked {
 			defer s.life.bg.done()
 		}
-		done <- req()
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+		return struct{}{}, req()
+	})
+	return err
 }
 
 // What the lock floor reads of the floor: its state and session, its
