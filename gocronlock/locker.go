@@ -57,9 +57,10 @@ func NewLocker(s *zklock.Session, root string, opts ...runonce.Option) (*Locker,
 // Lock decides whether this instance runs the job named key now: it
 // returns a gocron.Lock, held for the run, when it does, and an error
 // (runonce.ErrLockHeld, runonce.ErrAlreadyRan or runonce.ErrYielded, matching runonce.ErrSkipped, or a
-// failure) when it does not. It never waits for another instance and
-// returns within the lock timeout (runonce.WithLockTimeout), or sooner when ctx
-// ends. ctx is the job's own (gocron's): RunContext derives from it.
+// failure) when it does not. It returns within the lock timeout
+// (runonce.WithLockTimeout), or sooner when ctx ends, and waits for
+// another instance only as runonce.Runner.Claim says (a claim of the tick
+// under way). ctx is the job's own (gocron's): RunContext derives from it.
 func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	if l == nil {
 		return nil, runonce.ErrNil

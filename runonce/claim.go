@@ -85,8 +85,10 @@ func (r *Runner) take(ctx context.Context, j *job, p *probe) (*zklock.Hold, deci
 }
 
 // decide applies the rule. A version conflict (a write this instance did
-// not see), and a write that found the node deleted (a RemoveJob's: issue
-// 56, item 2, it failed the tick), is read again and decided afresh, until an attempt decides or
+// not see), a write that found the node deleted (a RemoveJob's: issue
+// 56, item 2, it failed the tick), and an attempt that waited for another
+// instance's claim under way (errDecideAgain), is read again and decided
+// afresh, until an attempt decides or
 // the Claim's deadline: each conflict is another instance's write that
 // went through, so simultaneous timers settle within as many rounds as
 // instances race (issue 50, item 8: three rounds at most made a lost race
@@ -97,7 +99,7 @@ func (r *Runner) decide(ctx context.Context, j *job, p *probe) (decision, error)
 	var err error
 	for range maxConflicts {
 		d, err = r.attempt(ctx, j, p)
-		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, zk.ErrNoNode) {
+		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, errDecideAgain) {
 			return d, err
 		}
 	}

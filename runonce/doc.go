@@ -136,7 +136,10 @@
 // another comes to it). Its attempt skips on the read alone when its tick
 // ran, and takes the job's lock before its write when it would run (a claim cut
 // between the two leaves its lock held: the others tell its tick lost,
-// not run). Each comparison is of one clock (stale.go): a fire's lateness
+// not run; one under way, its lock taken since the last run was recorded,
+// they wait for, within half the lock timeout and the tick's window,
+// and decide on its write).
+// Each comparison is of one clock (stale.go): a fire's lateness
 // is this host's clock at the claim less the tick; ticks are compared
 // with ticks. A tick fired more than its window late is a replay of a
 // tick a stopped process slept through, or one its scheduler delayed:

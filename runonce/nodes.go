@@ -3,9 +3,13 @@ package runonce
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path"
+	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/zklock"
 )
 
 // createRun creates the job's run node with data, in one transaction with
@@ -92,4 +96,49 @@ func (r *Runner) ensure(ctx context.Context, conn *zk.Conn, p string) error {
 		return err
 	}
 	return mk(p, 0)
+}
+
+// waitEnd is how awaitWrite's wait ended.
+type waitEnd int
+
+const (
+	waitPassed  waitEnd = iota // d passed, or the watch was lost (a reconnect)
+	waitWritten                // the run node was written or deleted since version
+	waitStopped                // stop closed
+)
+
+// awaitWrite waits up to d, on a watch of j's run node, for a write of it
+// since version (read before): RemoveJob waits out the last run's age
+// this way, and an attempt the claim of another instance under way
+// (tick.go). The error is the watch's (zk.ErrNoNode: the node is gone),
+// or ctx's cause.
+func (r *Runner) awaitWrite(ctx context.Context, j *job, version int32, d time.Duration, stop <-chan struct{}) (waitEnd, error) {
+	conn := r.s.Conn()
+	if conn == nil {
+		return waitPassed, zklock.ErrSessionClosed
+	}
+	_, stat, ch, err := conn.GetW(j.runPath)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return waitPassed, err
+	case err != nil:
+		return waitPassed, fmt.Errorf("watch run node: %w", err)
+	case stat.Version != version:
+		return waitWritten, nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return waitPassed, context.Cause(ctx)
+	case <-stop:
+		return waitStopped, nil
+	case ev := <-ch:
+		if ev.Type == zk.EventNodeDataChanged || ev.Type == zk.EventNodeDeleted {
+			return waitWritten, nil
+		}
+		return waitPassed, nil
+	case <-timer.C:
+		return waitPassed, nil
+	}
 }

@@ -204,38 +204,21 @@ func (r *Runner) retire(ctx context.Context, h *zklock.Hold, j *job, rm *removal
 	}
 }
 
-// await waits d, on a watch of j's run node: an attempt that writes it
-// (its version no longer version), one of this instance (rm), or ctx's
-// end, ends the wait with an error.
+// await waits d for the run node of j to stay at version: an attempt
+// that writes it, one of this instance (rm), or ctx's end, ends the wait
+// with an error.
 func (r *Runner) await(ctx context.Context, j *job, rm *removal, version int32, d time.Duration) error {
-	conn := r.s.Conn()
-	if conn == nil {
-		return zklock.ErrSessionClosed
-	}
-	_, stat, ch, err := conn.GetW(j.runPath)
-	switch {
+	switch end, err := r.awaitWrite(ctx, j, version, d, rm.seen); {
 	case errors.Is(err, zk.ErrNoNode):
 		return errWrote // deleted by another remover: nothing of this one's to delete
 	case err != nil:
-		return fmt.Errorf("watch run node: %w", err)
-	case stat.Version != version:
+		return err
+	case end == waitWritten:
 		return errWrote
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-rm.seen:
+	case end == waitStopped:
 		return errAttempted
-	case ev := <-ch:
-		if ev.Type == zk.EventNodeDataChanged || ev.Type == zk.EventNodeDeleted {
-			return errWrote
-		}
-		return nil // the watch lost (a reconnect): the next keeping write looks again
-	case <-timer.C:
-		return nil
 	}
+	return nil // d passed, or the watch lost (a reconnect): the next keeping write looks again
 }
 
 // written says what a write of retire's came to: nil when the node is

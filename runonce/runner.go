@@ -111,9 +111,11 @@ func New(s *zklock.Session, root string, opts ...Option) (*Runner, error) {
 // job's lock until its Release, when it does, and an error when it does
 // not (ErrLockHeld, ErrAlreadyRan or ErrYielded, matching ErrSkipped, or a
 // failure: the run is skipped). Call it when the tick's timer fires: the
-// rule dates the tick by Claim's entry. It never waits for another
-// instance and returns within the lock timeout (WithLockTimeout), or
-// sooner when ctx ends. The run's context (Claim.Context) derives from
+// rule dates the tick by Claim's entry. It returns within the lock
+// timeout (WithLockTimeout), or sooner when ctx ends. It waits for
+// another instance only when a named tick's (ClaimTick, ClaimEvery) lock
+// is held by that instance's claim under way, for its write of the run
+// node, and within half the lock timeout and the tick's window. The run's context (Claim.Context) derives from
 // ctx.
 func (r *Runner) Claim(ctx context.Context, key string) (*Claim, error) {
 	return r.claim(ctx, key, time.Time{}, 0)
