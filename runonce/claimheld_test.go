@@ -10,6 +10,7 @@ import (
 
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/runonce"
+	"github.com/tierlock/tierlock/zklock"
 )
 
 // TestHeldByAClaimOfTheTick: b reads the record of a named tick open, then
@@ -17,15 +18,12 @@ import (
 // b's take finds the lock held. b told "tick lost" (ErrLockHeld, a Warn
 // naming a) for a tick a was running: a loaded make test's fleet said so
 // 54 times in 10 s, and lost the ticks whose holding claim then stepped
-// back. The lock was taken after the last run was recorded, so it is a
+// back. The lock was taken after the run node's last write, so it is a
 // claim under way: b decides again on its write, and skips the tick as
 // already run, with no warning.
 func TestHeldByAClaimOfTheTick(t *testing.T) {
-	root := zktest.Path(t)
-	var logs zktest.SyncBuffer
-	a, _ := newRunner(t, root, runonce.WithInstanceName("instance-a"))
-	b, _ := newRunner(t, root, runonce.WithInstanceName("instance-b"),
-		runonce.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	pair := twoInstances(t)
+	a, b, logs := pair.a, pair.b, pair.logs
 	ctx := zktest.Context(t, 20*time.Second)
 	tick := time.Now()
 	c, err := a.ClaimTick(ctx, "job", tick) // the last run, named
@@ -78,14 +76,14 @@ func TestHeldByAClaimOfTheTick(t *testing.T) {
 
 // TestHeldByAnEarlierRun: a's run of a named tick still holds the job's
 // lock at the next tick, b's claim of which is lost to it (ErrLockHeld,
-// told): a lock taken before the last run was recorded is that run's,
-// not a claim under way, and no write of it is waited for.
+// told): a lock taken before the run node's last write is that run's, not
+// a claim under way, and no write of it is waited for (a wait would leave
+// b's watch on the run node: b7a622a compared the lock's ctime with the
+// last run's time, which is dated back to its claim's entry, and waited
+// here).
 func TestHeldByAnEarlierRun(t *testing.T) {
-	root := zktest.Path(t)
-	var logs zktest.SyncBuffer
-	a, _ := newRunner(t, root, runonce.WithInstanceName("instance-a"))
-	b, _ := newRunner(t, root, runonce.WithInstanceName("instance-b"),
-		runonce.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	pair := twoInstances(t)
+	a, b, logs := pair.a, pair.b, pair.logs
 	ctx := zktest.Context(t, 20*time.Second)
 	tick := time.Now()
 	running, err := a.ClaimTick(ctx, "job", tick)
@@ -104,4 +102,26 @@ func TestHeldByAnEarlierRun(t *testing.T) {
 	if !strings.Contains(logs.String(), "tick lost") {
 		t.Errorf("b did not tell the tick lost:\n%s", logs.String())
 	}
+	if n := zktest.WatchesBySession(t, pair.root+"/")[pair.sb.SessionID()]; n > 0 {
+		t.Errorf("b holds %d watches below the job: it waited for a write of the run that holds the lock", n)
+	}
+}
+
+// instances is two Runners of one root, instance-a and instance-b, with
+// b's session and log.
+type instances struct {
+	root string
+	a, b *runonce.Runner
+	sb   *zklock.Session
+	logs *zktest.SyncBuffer
+}
+
+// twoInstances returns two instances of a root of t's own.
+func twoInstances(t *testing.T) instances {
+	t.Helper()
+	in := instances{root: zktest.Path(t), logs: new(zktest.SyncBuffer)}
+	in.a, _ = newRunner(t, in.root, runonce.WithInstanceName("instance-a"))
+	in.b, in.sb = newRunner(t, in.root, runonce.WithInstanceName("instance-b"),
+		runonce.WithLogger(slog.New(slog.NewTextHandler(in.logs, nil))))
+	return in
 }

@@ -136,7 +136,7 @@
 // another comes to it). Its attempt skips on the read alone when its tick
 // ran, and takes the job's lock before its write when it would run (a claim cut
 // between the two leaves its lock held: the others tell its tick lost,
-// not run; one under way, its lock taken since the last run was recorded,
+// not run; one under way, its lock taken after the run node's last write,
 // they wait for, within half the lock timeout and the tick's window,
 // and decide on its write).
 // Each comparison is of one clock (stale.go): a fire's lateness

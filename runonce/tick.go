@@ -22,7 +22,7 @@ import (
 // stop) leaves its lock held, so that the others tell its tick lost
 // (held), not run, until its session expires; the cut can then fall only
 // between the write and the job's start. An attempt that finds the lock
-// taken since the last run was recorded meets another instance's claim
+// taken after the run node's last write meets another instance's claim
 // between its take and its write, and decides on that write
 // (awaitClaim).
 
@@ -60,7 +60,7 @@ func (r *Runner) attemptNamed(ctx context.Context, conn *zk.Conn, j *job, p *pro
 		if d.heldBy, err = r.holder(ctx, conn, j, p); err != nil {
 			return d, fmt.Errorf("runonce: job %q: read its lock: %w", j.key, err)
 		}
-		if err := r.awaitClaim(ctx, j, p, d, stat.Version); err != nil {
+		if err := r.awaitClaim(ctx, j, p, d, stat); err != nil {
 			return d, err
 		}
 		if r.mustWrite(j, d) {
@@ -240,36 +240,38 @@ func (t *tally) end(r *Runner, what, count string) {
 var errDecideAgain = errors.New("runonce: the job's lock's holder wrote the run node or let the lock go: decide again")
 
 // awaitClaim decides what a lock found held means for d's attempt (of a
-// tick open, by version's record). A holder that took the lock after the
-// last run was recorded is not a run of an earlier tick but another
-// instance's claim, between its take and its write: it may run the tick,
-// step back or fail. The attempt told the tick lost (a loaded make
-// test's spread fleet: 54 "tick lost" warnings in 10 s for ticks another
-// instance ran, and the ticks lost when the holding claim did not run
-// them); now it waits for that claim's write, until half the lock
-// timeout from the Claim's entry and the tick's window from the tick
-// (this instance's next fire of the job comes no sooner, and its busy
-// flag would refuse it). It returns errDecideAgain when the run node was
-// written since version or the holder has let the lock go, ctx's cause
-// when ctx ended, and nil when the wait does not apply or passed: the
-// tick is lost to the lock.
-func (r *Runner) awaitClaim(ctx context.Context, j *job, p *probe, d decision, version int32) error {
+// tick open, by the record read, stat). A holder whose lock node was
+// made after the record's last write (its Czxid above the record's Mzxid:
+// ZooKeeper's order, no clock) is not a run of an earlier tick, whose
+// take precedes its write, but another instance's claim between its take
+// and its write: it may run the tick, step back or fail. The attempt told
+// the tick lost (a loaded make test's spread fleet: 54 "tick lost"
+// warnings in 10 s for ticks another instance ran, and the ticks lost
+// when the holding claim did not run them); now it waits for that claim's
+// write, until half the lock timeout from the Claim's entry and the
+// tick's window from the tick (this instance's next fire of the job comes
+// no sooner, and its busy flag would refuse it). A holder this instance
+// has told already (j.held) is not looked at again. It returns
+// errDecideAgain when the run node was written since or the holder has
+// let the lock go, ctx's cause when ctx ended, and nil when the wait does
+// not apply or passed: the tick is lost to the lock.
+func (r *Runner) awaitClaim(ctx context.Context, j *job, p *probe, d decision, stat *zk.Stat) error {
 	until := p.entry.Add(r.cfg.timeout / 2)
 	if end := p.tick.Add(p.window(j)); !p.tick.IsZero() && end.Before(until) {
 		until = end
 	}
 	left := time.Until(until)
-	if d.heldBy == "" || d.prev.Removing != "" || left <= 0 {
+	if d.heldBy == "" || d.heldBy == j.held.node || d.prev.Removing != "" || left <= 0 {
 		return nil
 	}
-	_, stat, err := getNode(ctx, r.s, path.Join(j.lock.Path(), d.heldBy))
+	_, hold, err := getNode(ctx, r.s, path.Join(j.lock.Path(), d.heldBy))
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return errDecideAgain // let go since the take
-	case err != nil || stat.Ctime <= d.prev.At:
-		return nil // an earlier run's
+	case err != nil || hold.Czxid <= stat.Mzxid:
+		return nil // taken before the record's last write: an earlier run's
 	}
-	end, err := r.awaitWrite(ctx, j, version, left, nil)
+	end, err := r.awaitWrite(ctx, j, stat.Version, left, nil)
 	switch {
 	case ctx.Err() != nil:
 		return err

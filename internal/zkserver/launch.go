@@ -275,7 +275,7 @@ func (c *Cluster) startAll(ctx context.Context) error {
 	}
 	// A member that could not bind its election port still comes to
 	// serve (it reaches its peers through their listeners) and exits
-	// seconds later, when its listener gives up: loaded make test run 43's
+	// seconds later, when its listener gives up: loaded make test run 56's
 	// nemesis partitioned one member of an ensemble that had lost another
 	// so, and no quorum was left to expire A's session. The listener binds
 	// as the member starts, before the election its serving waits for, so

@@ -12,7 +12,7 @@ import (
 // TestStartRetriesAnElectionPortTaken: a port picked free and taken by
 // another process before the member binds it. A member whose election
 // port is taken still comes to serve, and exits seconds later (loaded
-// make test run 43: the nemesis then partitioned an ensemble with no
+// make test run 56, docs/benchmarks.md: the nemesis then partitioned an ensemble with no
 // member to spare); the start sees the failed bind in its log and retries
 // with fresh ports, so no member of the ensemble it returns failed one.
 func TestStartRetriesAnElectionPortTaken(t *testing.T) {
