@@ -7,6 +7,7 @@ import (
 
 	"github.com/tierlock/tierlock/zklock/internal/session"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
+	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
 
 // Test seams over the wire tap of a session made by Connect.
@@ -97,6 +98,12 @@ func SetBatchFromForTest(n int32) (restore func()) {
 // not yet taken into a batch.
 func QueuedWritesForTest(s *Session) int {
 	return s.f.Writes().Len()
+}
+
+// QueuedTxnsForTest returns how many transactions s's writer has queued
+// and not yet taken into a batch.
+func QueuedTxnsForTest(s *Session) int {
+	return s.f.Writes().Count(writes.Txn)
 }
 
 // SetAcquiredHookForTest sets a function every acquisition runs once its

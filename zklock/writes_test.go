@@ -165,7 +165,10 @@ func TestBatchDeleteOfAGoneNodeFailsNothingElse(t *testing.T) {
 // The hold's own-node watch may tell it of the delete before its Txn is
 // queued (a loaded make test's run 49: "lock lost: lock node deleted"),
 // which is right but leaves nothing stale to batch: the scene is then
-// played again, at most five times.
+// played again, at most five times. Told after its Txn was queued (the
+// watch is armed a quarter of the session timeout into the hold, which a
+// loaded scene outlasts: run 64), the lost hold queues its node's delete
+// beside the two transactions, and the scene is played as it is.
 func TestBatchStaleTxnFailsAlone(t *testing.T) {
 	servers := zktest.Servers(t)
 	s, admin := connect(t, servers), connect(t, servers)
@@ -207,7 +210,7 @@ func staleTxnBatched(t *testing.T, s, admin *zklock.Session, root string) bool {
 		}()
 	}
 	eventually(t, 5*time.Second, "both queued", func() bool {
-		return len(errs[0]) > 0 || zklock.QueuedWritesForTest(s) == 2
+		return len(errs[0]) > 0 || zklock.QueuedTxnsForTest(s) == 2
 	})
 	early := len(errs[0]) > 0 // the stale hold's Txn ended before it was queued
 	let()
