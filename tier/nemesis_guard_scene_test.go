@@ -1,6 +1,7 @@
 package tier_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -82,6 +83,15 @@ func TestNemesisTxn(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Whatever A's client does once healed, its write must not land.
+		// The member's rejoin (an election, then a sync with the leader)
+		// is ZooKeeper's, not the lock's: it gets the 30 s the other
+		// healed scenes give it (run 64's loaded machine took more than
+		// nemBound); A's client then has nemBound to be back.
+		rejoin, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := zc.WaitReady(rejoin, f); err != nil {
+			t.Fatalf("the healed member did not rejoin: %v", err)
+		}
 		eventually(t, nemBound, "A's session back", func() bool {
 			_, err := a.Conn().Sync("/")
 			return err == nil
