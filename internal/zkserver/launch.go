@@ -133,24 +133,9 @@ func Start(ctx context.Context, opts ...Option) (*Cluster, error) {
 // StartEnsemble starts n servers (n == 1: standalone; n >= 3: a quorum
 // ensemble) and waits until every member serves.
 func StartEnsemble(ctx context.Context, n int, opts ...Option) (*Cluster, error) {
-	if n < 1 || n == 2 {
-		return nil, fmt.Errorf("zkserver: ensemble size %d: want 1 or at least 3", n)
-	}
-	cfg := config{tickTime: 200 * time.Millisecond, syncLimit: 10, initLimit: 20, jar: DefaultJar, startupWait: 60 * time.Second, containers: time.Minute}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if cfg.syncLimit < 1 || cfg.initLimit < 1 {
-		return nil, fmt.Errorf("zkserver: syncLimit %d, initLimit %d: both must be at least 1", cfg.syncLimit, cfg.initLimit)
-	}
-	if cfg.logger == nil {
-		cfg.logger = slog.New(slog.DiscardHandler)
-	}
-	if _, err := exec.LookPath("java"); err != nil {
-		return nil, fmt.Errorf("%w: java: %v", ErrNotInstalled, err)
-	}
-	if _, err := os.Stat(cfg.jar); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotInstalled, err)
+	cfg, err := newConfig(n, opts)
+	if err != nil {
+		return nil, err
 	}
 	c := &Cluster{cfg: cfg}
 	if c.cfg.dir == "" {
@@ -160,28 +145,61 @@ func StartEnsemble(ctx context.Context, n int, opts ...Option) (*Cluster, error)
 		}
 		c.cfg.dir, c.ownDir = d, true
 	}
-	// Ports are picked free, but another process can take one before the
-	// JVM binds it; a failed start is retried with fresh ports.
+	if err := c.start(ctx, n); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// newConfig checks a start's size and options, and that Java and the
+// server's jar are there.
+func newConfig(n int, opts []Option) (config, error) {
+	cfg := config{tickTime: 200 * time.Millisecond, syncLimit: 10, initLimit: 20, jar: DefaultJar, startupWait: 60 * time.Second, containers: time.Minute}
+	if n < 1 || n == 2 {
+		return cfg, fmt.Errorf("zkserver: ensemble size %d: want 1 or at least 3", n)
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.syncLimit < 1 || cfg.initLimit < 1 {
+		return cfg, fmt.Errorf("zkserver: syncLimit %d, initLimit %d: both must be at least 1", cfg.syncLimit, cfg.initLimit)
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.New(slog.DiscardHandler)
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		return cfg, fmt.Errorf("%w: java: %v", ErrNotInstalled, err)
+	}
+	if _, err := os.Stat(cfg.jar); err != nil {
+		return cfg, fmt.Errorf("%w: %v", ErrNotInstalled, err)
+	}
+	return cfg, nil
+}
+
+// start lays out n members and starts them. Ports are picked free, but
+// another process can take one before the JVM binds it; a failed start is
+// retried with fresh ports, three times in all.
+func (c *Cluster) start(ctx context.Context, n int) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		if err = c.layout(n); err != nil {
-			break
+			return err
 		}
 		if testHookLaidOut != nil {
 			testHookLaidOut(c)
 		}
 		if err = c.startAll(ctx); err == nil {
-			return c, nil
+			return nil
 		}
 		c.stopAll()
 		c.closePeerLinks()
 		if ctx.Err() != nil {
-			break
+			return err
 		}
-		cfg.logger.Warn("zookeeper start failed, retrying", "err", err)
+		c.cfg.logger.Warn("zookeeper start failed, retrying", "err", err)
 	}
-	c.Close()
-	return nil, err
+	return err
 }
 
 func (c *Cluster) layout(n int) error {
