@@ -146,11 +146,15 @@ type LeaseStats struct {
 	// ending them with ErrLeaseExpired.
 	Lapses int64
 	// LateProofs counts the session's writes and syncs that succeeded but
-	// came back too late to renew the lease: with a round trip longer than
-	// the lease tolerates (a twelfth of the session timeout with the
-	// servers' tick unknown). While every round trip is that slow, no lock
-	// of the session can be granted, free or not: the network (or the
-	// server) is too slow for the session timeout, not the lock held.
+	// came back too late to renew the lease for their round trip: longer
+	// than keeps the lease ahead (a twelfth of the session timeout with
+	// the servers' tick unknown), sent right after the proof before them.
+	// (The first after a quiet spell renews nothing at any round trip, and
+	// is not counted.) A grant then waits until a proof renews the lease;
+	// while every round trip is above a sixth of the session timeout (the
+	// tick unknown), none can, and no lock of the session is granted, free
+	// or not, but just after a new connection: the network (or the server)
+	// is too slow for the session timeout, not the lock held.
 	LateProofs int64
 	// LastLateRoundTrip is the round trip of the latest late proof.
 	LastLateRoundTrip time.Duration
@@ -159,8 +163,10 @@ type LeaseStats struct {
 	// seven eighths of the negotiated session timeout (nine eighths
 	// under WithLossOnExpiryOnly).
 	Bound time.Duration
-	// Timeout is the session timeout the server granted (the one asked
-	// for until a server answered).
+	// Timeout is the session timeout the lease's bounds derive from: the
+	// least the servers granted the session (members may be set apart:
+	// each may touch it with its own), the one asked for until a server
+	// answered.
 	Timeout time.Duration
 }
 

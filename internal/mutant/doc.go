@@ -128,6 +128,28 @@ const (
 	// expiry unseen, keeps the old session's holds and lease (session:
 	// sessionState.transitionLocked).
 	NewSessionKeepsHolds = "new-session-keeps-holds"
+
+	// The ninth review's, each refused by the lease's explorer.
+
+	// AuthTouches: a reply confirms the touch of an auth packet, told
+	// apart by the Java client's xid only, while go-zookeeper sends its
+	// auths with ordinary xids (wire: pending.untouched).
+	AuthTouches = "auth-touches"
+	// TimeoutKeptLonger: the lease keeps the reach of the longest timeout
+	// granted in the session, not the latest grant's (session:
+	// Lease.Timeout).
+	TimeoutKeptLonger = "timeout-kept-longer"
+	// WallClock: the lease keeps its times on the wall clock, as unix
+	// nanoseconds (internal/mono: Of and Time.Std).
+	WallClock = "wall-clock"
+	// HandshakeFromAnswer: a connect answer is dated by when it was read,
+	// not by when its request was written, as the leader's touch of the
+	// session (wire: replies.readConnect).
+	HandshakeFromAnswer = "handshake-from-answer"
+	// PingsInRing: go-zookeeper's pings are counted in the tap's ring of
+	// writes, which dates a proof with no waiter by the first write after
+	// its queueing (wire: Tap.began).
+	PingsInRing = "pings-in-ring"
 )
 
 // Names lists the seeded bugs.
@@ -136,5 +158,6 @@ func Names() []string {
 		TxnUnknownRequeued, ApartStops, UnknownBeforeWire,
 		ReachLong, ChainNoGap, LossLate, LapseLate, GrantLate,
 		GrantIgnoresLease, GoneWhileDown, NoRenewal, LapseEndUntold,
-		ChainNoAfter, TimeoutAsked, TimeoutLarger, LeaseFromProof, NewSessionKeepsHolds}
+		ChainNoAfter, TimeoutAsked, TimeoutLarger, LeaseFromProof, NewSessionKeepsHolds,
+		AuthTouches, TimeoutKeptLonger, WallClock, HandshakeFromAnswer, PingsInRing}
 }

@@ -50,10 +50,9 @@ import (
 type touch struct{ w, c, best int64 }
 
 // clockNoise is how much later than the replay's date of a write the
-// code's may be, with session timeout T: time.Now reads the wall clock and
-// the monotonic one apart, tens of ns from each other, and the code keeps
-// a touch's times by its wall clock (the tap's rings of UnixNano) where
-// the recorder dates them by the monotonic one. A microsecond, nothing
+// code's may be, with session timeout T: the code keeps a touch's times on
+// the monotonic clock (internal/mono), the recorder may read its own
+// clock a moment apart. A microsecond, nothing
 // next to the lease's margin (T/8), and at most a millionth of T, so that
 // traces on a logical clock (the model's, hand-made ones) get none.
 func clockNoise(T int64) int64 { return min(int64(time.Microsecond), T>>20) }
@@ -79,7 +78,6 @@ func (s *session) handshake(st trace.Step) {
 	if t, ok := s.server[st.Owner]; !ok || st.Timeout < t {
 		s.server[st.Owner] = st.Timeout
 	}
-	s.serverHi[st.Owner] = max(s.serverHi[st.Owner], st.Timeout)
 	s.timeout = st.Timeout
 	if st.Note == trace.HandshakeWire {
 		s.tapped = true
@@ -199,12 +197,13 @@ func (s *session) reach(T int64) int64 {
 }
 
 // gap is π for session sid: 5/8 of the tick the session was told, else of
-// half the most the server granted it (a tick untold by either of two
-// sessions on one connection counts too: the larger gap).
+// half the least the servers granted it (members share one tickTime and
+// grant no less than two of its ticks: lease.go's tick), a tick untold by
+// either of two sessions on one connection counting too: the larger gap.
 func (s *session) gap(sid int64) int64 {
 	tick := s.tick
 	if s.untold || tick == 0 {
-		tick = max(tick, s.serverHi[sid]/2)
+		tick = max(tick, s.server[sid]/2)
 	}
 	return tick * 5 / 8
 }

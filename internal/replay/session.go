@@ -29,15 +29,14 @@ type session struct {
 	// deadline is the last renew's Until (checked against the bound the
 	// replay derives: bounds.go).
 	deadline int64
-	// What the server and the wire said (bounds.go): the least and the
-	// greatest session timeout granted to each session id, the latest
+	// What the server and the wire said (bounds.go): the least session
+	// timeout granted to each session id (lease.go's T), the latest
 	// granted, whether the writes are recorded (zklock.Connect's tap),
 	// their starts, the touches, the latest connect request's write whose
 	// answer gave each session id, the servers' tick the session was told
 	// (untold: a session step told none), and the request whose answer is
 	// being applied.
 	server    map[int64]int64
-	serverHi  map[int64]int64
 	timeout   int64
 	tapped    bool
 	writes    []wrote
@@ -105,7 +104,7 @@ var delNames = [...]string{"queued", "taken", "flushed", "wire", "background"}
 func newSession(c *Checker, file string) *session {
 	return &session{c: c, file: file, now: map[int64][]int64{}, sent: map[string][]request{}, dels: map[string]*del{},
 		outCreates: map[string]bool{},
-		owners:     map[string]int64{}, server: map[int64]int64{}, serverHi: map[int64]int64{}, shook: map[int64]int64{},
+		owners:     map[string]int64{}, server: map[int64]int64{}, shook: map[int64]int64{},
 		sweep: map[string]bool{}, locks: map[string][]*lock{}, owed: map[string]*trace.Step{}, conn: true,
 		lastK: -1, chainK: -1}
 }

@@ -50,6 +50,7 @@ type config struct {
 	peerProxies bool
 	minSession  time.Duration
 	maxSession  time.Duration
+	memberMax   map[int]time.Duration // WithMemberMaxSessionTimeout, by member index
 	dir         string
 	jar         string
 	logger      *slog.Logger
@@ -78,13 +79,6 @@ func WithSyncLimit(ticks int) Option { return func(c *config) { c.syncLimit = ti
 // WithInitLimit sets ZooKeeper's initLimit (default 20): how many ticks a
 // follower may take to connect to the leader and sync with it.
 func WithInitLimit(ticks int) Option { return func(c *config) { c.initLimit = ticks } }
-
-// WithSessionTimeouts sets the bounds the server applies to the session
-// timeout that clients ask for (default: 2 ticks and
-// [DefaultMaxSessionTimeout], or 20 ticks if that is longer).
-func WithSessionTimeouts(min, max time.Duration) Option {
-	return func(c *config) { c.minSession, c.maxSession = min, max }
-}
 
 // WithDir puts the servers' data and logs under dir instead of a new
 // temporary directory (which Close removes).
@@ -237,6 +231,9 @@ func (c *Cluster) writeConfig(m *member) error {
 	fmt.Fprintf(&b, "dataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n", data, m.clientPort)
 	b.WriteString("admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=0\n")
 	lo, hi := c.sessionBounds()
+	if d, ok := c.cfg.memberMax[m.id-1]; ok {
+		hi = max(lo, d)
+	}
 	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=%d\n", lo.Milliseconds(), hi.Milliseconds())
 	if c.cfg.tls != nil {
 		if err := c.writeTLS(m, &b); err != nil {
@@ -262,20 +259,6 @@ func (c *Cluster) writeConfig(m *member) error {
 		return fmt.Errorf("zkserver: %w", err)
 	}
 	return nil
-}
-
-// sessionBounds are the session timeouts the servers grant: what
-// WithSessionTimeouts set, else 2 ticks to DefaultMaxSessionTimeout (at
-// least 20 ticks, ZooKeeper's own upper bound).
-func (c *Cluster) sessionBounds() (lo, hi time.Duration) {
-	lo, hi = c.cfg.minSession, c.cfg.maxSession
-	if lo <= 0 {
-		lo = 2 * c.cfg.tickTime
-	}
-	if hi <= 0 {
-		hi = max(DefaultMaxSessionTimeout, 20*c.cfg.tickTime)
-	}
-	return lo, max(lo, hi)
 }
 
 func (c *Cluster) startAll(ctx context.Context) error {

@@ -78,12 +78,13 @@ type link struct {
 	conn     atomic.Pointer[Conn]    // conn, once started: what observe reads (an explorer's double too)
 	connGen  atomic.Int64            // connections that reached a session, as onEvent saw them
 
-	// Under Wrap: the timeout the server granted (ns), read from the
-	// connection on each new session, and the channel the connection's
-	// Close closes (see conninfo.go); connGone is set once it has.
-	granted  atomic.Int64
-	quit     <-chan struct{}
-	connGone atomic.Bool
+	// Under Wrap: the least and the most timeout the servers granted the
+	// session (ns), read from the connection at each connect answer seen
+	// (noteGrant), and the channel the connection's Close closes (see
+	// conninfo.go); connGone is set once it has.
+	least, most atomic.Int64
+	quit        <-chan struct{}
+	connGone    atomic.Bool
 
 	warned atomic.Int64 // the granted timeout (ns) last warned of (noteGranted)
 	tcpUp  atomic.Bool  // the latest state seen before a first session was zk.StateConnected (outage.go)
@@ -269,3 +270,14 @@ func (s *Floor) Lease() *Lease { return &s.lease }
 // no connection to ZooKeeper since then. It is zero when the session has a
 // connection (a wait that ends says so: see zklock's WaitError).
 func (s *Floor) OutageSince() time.Time { return s.out.began() }
+
+// noteGrant takes a timeout d granted the session under Wrap, in the
+// session seen before (same) or a new one.
+func (l *link) noteGrant(d time.Duration, same bool) {
+	least, most := int64(d), int64(d)
+	if same && l.least.Load() > 0 {
+		least, most = min(l.least.Load(), least), max(l.most.Load(), most)
+	}
+	l.least.Store(least)
+	l.most.Store(most)
+}

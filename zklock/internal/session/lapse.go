@@ -3,6 +3,7 @@ package session
 import (
 	"time"
 
+	"github.com/tierlock/tierlock/internal/mono"
 	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
 )
@@ -17,7 +18,7 @@ func (le *Lease) armLocked() {
 	if len(le.s.st.holds) == 0 {
 		return
 	}
-	d := time.Until(le.deadline)
+	d := time.Until(le.deadlineLocked())
 	if mutant.On(mutant.LapseLate) {
 		d += le.period() // seeded bug: the holds outlive the deadline
 	}
@@ -44,7 +45,7 @@ func (le *Lease) lapse() {
 	}
 	lost := s.st.takeHolds(ErrLeaseExpired)
 	if len(lost) > 0 {
-		le.lapsedAt.CompareAndSwap(0, time.Now().UnixNano())
+		le.lapsedAt.CompareAndSwap(0, int64(mono.Now()))
 	}
 	trace.Lapsed(s.zc, len(lost)) // under mu, as a release is decided (Floor.Leave)
 	s.st.mu.Unlock()
@@ -71,18 +72,18 @@ func (le *Lease) stop() {
 	le.s.st.mu.Unlock()
 	if at := le.lapsedAt.Swap(0); at != 0 {
 		le.s.log.Warn("session closed before it was confirmed with the leader again",
-			"after", time.Since(time.Unix(0, at)).Round(time.Millisecond), "bound", le.reach())
+			"after", time.Since(mono.Time(at).Std()).Round(time.Millisecond), "bound", le.reach())
 	}
 }
 
-// confirmed tells the end of a lapse that began at lapsed (unix ns; 0:
+// confirmed tells the end of a lapse that began at lapsed (mono.Time; 0:
 // none), which a renewal just ended (renewLocked).
 func (le *Lease) confirmed(lapsed int64) {
 	if lapsed == 0 || mutant.On(mutant.LapseEndUntold) { // seeded bug: the lapse's end untold
 		return
 	}
 	le.s.log.Warn("session confirmed with the leader again: locks can be granted",
-		"after", time.Since(time.Unix(0, lapsed)).Round(time.Millisecond), "bound", le.reach())
+		"after", time.Since(mono.Time(lapsed).Std()).Round(time.Millisecond), "bound", le.reach())
 }
 
 // Stats reports the lease's counters, as package zklock's LeaseStats
@@ -120,32 +121,65 @@ func (le *Lease) noteGranted() {
 // maxRoundTrip is the longest round trip with which a held lock's
 // session keeps its lease ahead: a chain spans three round trips (j's,
 // k's, l's), π, and up to two periods, and must leave T/16 for a grant
-// (renew.go): T/12 with the tick unknown. A proof that renews nothing
-// with a longer round trip says the network is too slow for the session
-// timeout; one that renews nothing with a shorter one closed a chain
-// whose k was old (a session that was quiet), which the renewer's next
-// sync mends.
+// (renew.go): T/12 with the tick unknown. Above it a proof may renew
+// nothing, as its chain began too long before its answer, and a held
+// lock's lease may lapse (lapse), whichever way the pings fall.
 func (le *Lease) maxRoundTrip() time.Duration {
 	t := le.Timeout()
 	return max(le.reach()-le.gap()-2*le.period()-t/16, 0) / 3
 }
 
+// grantRoundTrip is the longest round trip with which a chain can still
+// renew the lease for a grant: a grant needs the touch shown less than
+// 7T/8 − T/16 old (grantableLocked), and a chain's is at least π and
+// three round trips old as its l is answered: T/6 with the tick unknown.
+// Between maxRoundTrip and it, a grant comes once a chain fits, if one
+// does (the pings' and syncs' timing decides); above it only a
+// connection's handshake renews the lease for a grant.
+func (le *Lease) grantRoundTrip() time.Duration {
+	t := le.Timeout()
+	return max(t*7/8-t/16-le.gap(), 0) / 3
+}
+
 // lateWarnEvery spaces tooLate's warnings.
 const lateWarnEvery = 10 * time.Second
 
-// tooLate notes a proof answered rtt after its send, longer than
-// maxRoundTrip, that renewed nothing. With every round trip that long, a
-// grant waits for ever while the lock may be free, so an operator is told,
-// at most every lateWarnEvery, with the round trip and the longest the
-// lease tolerates, and Stats counts it.
-func (le *Lease) tooLate(rtt time.Duration) {
+// What tooLate tells of grants: no grant is refused for the lease, each
+// waits until a proof renews it (Grant); with round trips above
+// grantRoundTrip no proof can, but a new connection's handshake.
+const (
+	lateDelays  = "session round trip too long to keep the lease ahead: a proof answered too late renewed nothing, and grants are delayed until one renews it (a slow network or server, not a held lock)"
+	lateRefuses = "session round trip too long for any grant: a proof answered too late renewed nothing, and no lock of the session can be granted while round trips are above max_grant_round_trip, except after a new connection (a slow network or server, not a held lock)"
+)
+
+// tooLate notes a proof written at written that renewed nothing, having
+// closed the chain of the proof written at k. That is its round trip's
+// doing when the round trip is longer than maxRoundTrip and k was the
+// proof just before it, written within a round trip and a period of it as
+// the renewer's syncs and a busy session's writes are. A proof after a
+// quiet spell (an acquisition's create, the sync sent with it) closes a
+// chain from before the spell: it renews nothing at any round trip, and
+// the next sync mends that, so it is neither counted nor told, whatever
+// its round trip. A late one is counted (Stats), and
+// an operator told at most every lateWarnEvery, with its round trip and
+// the bounds: whether grants are delayed, or cannot be made while round
+// trips are that long (grantRoundTrip).
+func (le *Lease) tooLate(k, written time.Time) {
+	rtt := time.Since(written)
+	if rtt <= le.maxRoundTrip() || written.Sub(k) > rtt+le.period() {
+		return
+	}
 	le.late.Add(1)
 	le.lateRTT.Store(int64(rtt))
-	now := time.Now().UnixNano()
+	now := int64(mono.Now())
 	last := le.warnedAt.Load()
 	if now-last < int64(lateWarnEvery) || !le.warnedAt.CompareAndSwap(last, now) {
 		return
 	}
-	le.s.log.Warn("session round trip too long to confirm the session with the leader: no lock of the session can be granted until it is shorter (a slow network or server, not a held lock)",
-		"round_trip", rtt, "max_round_trip", le.maxRoundTrip(), "session_timeout", le.Timeout())
+	msg, grant := lateDelays, le.grantRoundTrip()
+	if rtt > grant {
+		msg = lateRefuses
+	}
+	le.s.log.Warn(msg, "round_trip", rtt, "max_round_trip", le.maxRoundTrip(), "max_grant_round_trip", grant,
+		"late_proofs", le.late.Load(), "session_timeout", le.Timeout())
 }

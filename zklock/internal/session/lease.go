@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tierlock/tierlock/internal/mono"
 	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
@@ -34,9 +35,11 @@ import (
 // What ZooKeeper 3.8 does, which the argument rests on (the lease's
 // explorer models exactly this, lease_server_test.go):
 //
-//  1. Touch: every packet a client writes (a request, a ping) touches its
-//     session at the server it reaches, in the order they arrive, before
-//     that server answers it or anything after it.
+//  1. Touch: every packet a client writes (a request, a ping), but an
+//     auth, touches its session at the server it reaches, in the order
+//     they arrive, before that server answers it or anything after it.
+//     The server answers an auth itself (processPacket), untouched and
+//     possibly ahead of packets before it: its reply confirms nothing.
 //  2. The leader hears of a session served by a follower only through the
 //     follower's replies to its pings: the leader queues a ping to each
 //     follower every tickTime/2, on the stream that also carries its
@@ -49,7 +52,10 @@ import (
 //     leader.
 //  3. The leader refuses a sync or a write (checkSession) of a session it
 //     expired, and expires a session no earlier than T after its last
-//     touch there.
+//     touch there, T the least timeout any member granted the session: a
+//     touch moves the expiry to itself plus the timeout the member that
+//     reported it granted, earlier too (ExpiryQueue.update), and a
+//     REVALIDATE re-arms it with the new connection's.
 //  4. A connect answer with a session means the leader touched it after
 //     the connect request was written: a new session's creation, or the
 //     REVALIDATE a follower sends the leader for a session it did not
@@ -84,7 +90,8 @@ import (
 // answers.
 //
 // The touches (j) come from the wire tap under Dial (wire.Touches: every
-// reply, go-zookeeper's pings included, confirms the packets before it),
+// reply, go-zookeeper's pings included, confirms the packets before it;
+// an auth's, told by its opcode, confirms nothing),
 // and the handshakes too. Under Wrap the tap sees nothing: j is one of the
 // floor's own syncs and writes, dated by when it was queued, and the
 // renewer syncs every T/4 whatever the locks do, a little more often than
@@ -111,7 +118,14 @@ import (
 // next holder can be granted the lock at most T/8 before this one is told.
 //
 // The argument also assumes that the client's monotonic clock and the
-// servers' advance at the same rate within the margin.
+// servers' advance at the same rate within the margin. Every time it reads
+// is on that clock: the ones kept in atomics and rings are stored as
+// mono.Time and rebuilt with their monotonic reading, so that a step of
+// the wall clock moves no deadline.
+//
+// The deadline is not kept: D = t + R is computed at each look from the
+// latest touch shown (t) and the least timeout granted so far, so that a
+// reconnection granted a shorter timeout brings it in at once.
 
 // Lease is the deadline until which a session's holds are trusted, and
 // what keeps it (the proofs, the renewer: renew.go) and tells of it (its
@@ -119,9 +133,9 @@ import (
 // st.mu but for the atomics.
 type Lease struct {
 	s        *Floor
-	deadline time.Time       // holds are valid until then
+	touched  time.Time       // the latest touch at the leader shown: holds are valid until it + R (deadlineLocked)
 	proofAt  time.Time       // when the latest proof of the session was queued
-	lastK    atomic.Int64    // the write time (unix ns) of the latest proof answered in the session: a chain's k
+	lastK    atomic.Int64    // the write time (mono.Time) of the latest proof answered in the session: a chain's k
 	own      wire.Touches    // under Wrap, the floor's own proofs as touches
 	syncAt   time.Time       // when the latest sync was queued
 	inflight chan struct{}   // closed when the sync in flight completes; nil when none
@@ -131,14 +145,14 @@ type Lease struct {
 
 	waits, lapses atomic.Int64 // see Stats
 
-	// lapsedAt is when the lease last ran out with holds (unix ns), until
+	// lapsedAt is when the lease last ran out with holds (mono.Time), until
 	// a proof renews it again: the end of that episode is told too.
 	lapsedAt atomic.Int64
 
 	// Proofs answered too late to renew anything: see tooLate.
 	late     atomic.Int64
 	lateRTT  atomic.Int64 // the latest one's round trip, ns
-	warnedAt atomic.Int64 // when tooLate last warned, unix ns
+	warnedAt atomic.Int64 // when tooLate last warned (mono.Time)
 }
 
 func (le *Lease) init(s *Floor) {
@@ -146,40 +160,9 @@ func (le *Lease) init(s *Floor) {
 	le.kick = make(chan struct{}, 1)
 }
 
-// reach is R: how long after a touch at the leader the floor vouches for
-// its holds.
-func (le *Lease) reach() time.Duration {
-	t := le.Timeout()
-	if mutant.On(mutant.ReachLong) {
-		return t * 5 / 4 // seeded bug: past the expiry
-	}
-	if le.s.cfg.ExpiryOnly {
-		return t + t/8
-	}
-	return t * 7 / 8
-}
-
-// gap is π: how long the leader may go without queueing a ping to the
-// follower, tickTime/2 and an eighth of a tick of slack (the leader's
-// loop waits half a tick, then pings every follower).
-func (le *Lease) gap() time.Duration {
-	if mutant.On(mutant.ChainNoGap) {
-		return 0 // seeded bug: j and k need no ping between them
-	}
-	return le.tick() * 5 / 8
-}
-
-// period is how often the session must be proved while a lock has a node:
-// D then stays at least T/4 ahead of the last proof (reach − gap − two
-// periods, the chain's span), and never less often than T/8.
-func (le *Lease) period() time.Duration {
-	t := le.Timeout()
-	return max(min(t/8, (le.reach()-t/4-le.gap())/2), t/32)
-}
-
 // validLocked reports whether holds stand at now: the deadline is ahead.
 // st.mu is held.
-func (le *Lease) validLocked(now time.Time) bool { return now.Before(le.deadline) }
+func (le *Lease) validLocked(now time.Time) bool { return now.Before(le.deadlineLocked()) }
 
 // grantableLocked reports whether a hold may be granted at now: the
 // deadline is at least T/16 ahead, so that a hold is not granted to lapse
@@ -196,7 +179,7 @@ func (le *Lease) grantableLocked(now time.Time) bool {
 // reset forgets the deadline and the chain: they were earned by a session
 // that is over. st.mu is held.
 func (le *Lease) reset() {
-	le.deadline, le.proofAt = time.Time{}, time.Time{}
+	le.touched, le.proofAt = time.Time{}, time.Time{}
 	le.lastK.Store(0)
 }
 
@@ -218,7 +201,7 @@ func (le *Lease) newProof(w *wire.Waiter) proof {
 	s := le.s
 	p := proof{w: w, at: time.Now(), id: s.conn.SessionID()}
 	if k := le.lastK.Load(); k != 0 {
-		p.k = time.Unix(0, k)
+		p.k = mono.Time(k).Std()
 	}
 	if s.tap != nil {
 		p.mark = s.tap.Mark()
@@ -283,8 +266,8 @@ func (le *Lease) proved(p proof) {
 			(*fn)()
 		}
 	}
-	if rtt := time.Since(written); late && rtt > le.maxRoundTrip() {
-		le.tooLate(rtt)
+	if late {
+		le.tooLate(k, written)
 	}
 	le.confirmed(lapsed)
 }
@@ -316,7 +299,7 @@ func (le *Lease) take(p proof, written, touched time.Time, chained bool) (newK, 
 		return false, false, 0
 	}
 	le.proofAt = later(le.proofAt, p.at)
-	if w := written.UnixNano(); w > le.lastK.Load() {
+	if w := int64(mono.Of(written)); w > le.lastK.Load() {
 		le.lastK.Store(w) // written under st.mu, read by newProof without it
 		newK = true
 	}
@@ -329,67 +312,37 @@ func (le *Lease) take(p proof, written, touched time.Time, chained bool) (newK, 
 
 // handshake renews the lease from a connect answer that gave session id
 // (the argument's 4): the leader touched it after its request was written.
-// It returns when the lapse it ended began (0: none). Under Wrap nothing
-// sees the handshake. st.mu is held.
+// The answer may have granted a shorter timeout than any before it, which
+// brings the deadline in (deadlineLocked): the timer is armed again
+// whatever the answer shows. It returns when the lapse it ended began (0:
+// none). Under Wrap nothing sees the handshake. st.mu is held.
 func (le *Lease) handshake(id int64) (lapsed int64) {
-	if le.s.tap == nil {
-		return 0
+	if le.s.tap != nil {
+		if h, ok := le.s.tap.LastHandshake(); ok && h.SessionID == id {
+			_, lapsed = le.renewLocked(id, h.Written)
+		}
 	}
-	h, ok := le.s.tap.LastHandshake()
-	if !ok || h.SessionID != id {
-		return 0
+	if !le.touched.IsZero() {
+		trace.Renewed(le.s.zc, id, le.touched, le.deadlineLocked())
 	}
-	_, lapsed = le.renewLocked(id, h.Written)
+	le.armLocked()
 	return lapsed
 }
 
-// renewLocked moves the deadline to touched + R if that is later, and
-// reports whether the deadline lies ahead and, if that ends a lapse (the
-// lease ran out with holds, no renewal since), when the lapse began (0:
-// none). The lapse's end is taken here, under s.st.mu as its start is
+// renewLocked moves the latest touch shown to touched if that is later,
+// and reports whether the deadline lies ahead and, if that ends a lapse
+// (the lease ran out with holds, no renewal since), when the lapse began
+// (0: none). The lapse's end is taken here, under s.st.mu as its start is
 // (lapse), so that the renewer, which reads both, never sees the lease
 // renewed and still lapsed. st.mu is held.
 func (le *Lease) renewLocked(id int64, touched time.Time) (ahead bool, lapsed int64) {
-	d := touched.Add(le.reach())
-	if d.After(le.deadline) {
-		trace.Renewed(le.s.zc, id, touched, d)
-		le.deadline = d
+	if touched.After(le.touched) {
+		le.touched = touched
+		trace.Renewed(le.s.zc, id, touched, le.deadlineLocked())
 		le.armLocked()
 	}
-	if ahead = d.After(time.Now()); ahead {
+	if ahead = le.deadlineLocked().After(time.Now()); ahead {
 		lapsed = le.lapsedAt.Swap(0)
 	}
 	return ahead, lapsed
-}
-
-// Timeout is the session timeout the lease's bounds derive from: the one
-// the server granted (from the connect answer under Dial, from the
-// connection under Wrap), which may be more or less than the one asked
-// for (the server clamps it to 2..20 of its ticks), else, before a server
-// answered, the one asked.
-func (le *Lease) Timeout() time.Duration {
-	s := le.s
-	granted := time.Duration(s.link.granted.Load())
-	if s.tap != nil {
-		granted = s.tap.GrantedTimeout()
-	}
-	switch {
-	case mutant.On(mutant.TimeoutAsked):
-		return s.cfg.Timeout // seeded bug: the granted timeout ignored
-	case mutant.On(mutant.TimeoutLarger):
-		return max(granted, s.cfg.Timeout) // seeded bug: the larger of the two
-	case granted > 0:
-		return granted
-	}
-	return s.cfg.Timeout
-}
-
-// tick is the server's tickTime as the lease takes it: the one declared
-// (WithServerTickTime), else the most the negotiation allows, half the
-// granted timeout (see the argument).
-func (le *Lease) tick() time.Duration {
-	if t := le.s.cfg.ServerTick; t > 0 {
-		return t
-	}
-	return le.Timeout() / 2
 }

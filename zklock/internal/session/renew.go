@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tierlock/tierlock/internal/closed"
+	"github.com/tierlock/tierlock/internal/mono"
 	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
@@ -144,7 +145,7 @@ func (le *Lease) dueLocked() (active bool, due time.Duration) {
 	// go-zookeeper's pings, a ping interval before it, start a chain from.
 	// (A busy session's next write closes that chain anyway: its deadline
 	// is far ahead, and no sync goes.)
-	if active && time.Until(le.deadline) < 2*every && le.extension().After(le.deadline.Add(every/4)) {
+	if d := le.deadlineLocked(); active && time.Until(d) < 2*every && le.extension().After(d.Add(every/4)) {
 		return true, 0
 	}
 	return active, time.Until(later(le.proofAt, le.syncAt).Add(every))
@@ -155,7 +156,7 @@ func (le *Lease) dueLocked() (active bool, due time.Duration) {
 func (le *Lease) extension() time.Time {
 	var k time.Time
 	if ns := le.lastK.Load(); ns != 0 {
-		k = time.Unix(0, ns)
+		k = mono.Time(ns).Std()
 	}
 	touched, ok := le.chainFrom(k)
 	if !ok {

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tierlock/tierlock/internal/mono"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
@@ -30,7 +31,7 @@ func (le *Lease) Refresh() <-chan struct{} { return le.refresh() }
 // the chains of the proofs queued after it (zero: none).
 func (le *Lease) LastK() time.Time {
 	if k := le.lastK.Load(); k != 0 {
-		return time.Unix(0, k)
+		return mono.Time(k).Std()
 	}
 	return time.Time{}
 }

@@ -199,7 +199,7 @@ func (st *sessionState) transitionLocked(zs zk.State, id int64) transition {
 		if s.tap == nil {
 			// zs was loaded after go-zookeeper wrote the timeout.
 			if d := connGranted(s.conn, s.link.zc.Load()); d > 0 {
-				s.link.granted.Store(int64(d))
+				s.link.noteGrant(d, id == st.sessionID)
 			}
 		}
 		t := transition{moved: true, st: StateConnected}

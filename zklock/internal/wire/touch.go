@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tierlock/tierlock/internal/mono"
+	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
 )
 
@@ -37,7 +39,7 @@ type Touches struct {
 	ring  [touchRing]touch
 }
 
-type touch struct{ written, answered int64 } // unix ns
+type touch struct{ written, answered int64 } // mono.Time: the lease reads one monotonic clock
 
 // A busy session confirms thousands of packets a second, and a chain looks
 // back π and two periods (about T/2, lease.go). So in the tap's record a
@@ -56,7 +58,7 @@ const (
 // A packet written less than the grain after the latest one noted (with no
 // grain: no later) adds nothing.
 func (t *Touches) Confirm(written, answered time.Time) {
-	w, a := written.UnixNano(), answered.UnixNano()
+	w, a := int64(mono.Of(written)), int64(mono.Of(answered))
 	if w < t.last.Load()+max(t.grain, 1) {
 		return
 	}
@@ -79,7 +81,7 @@ func (t *Touches) Confirm(written, answered time.Time) {
 // false when none was, or when the entries that could say have dropped
 // off.
 func (t *Touches) Before(at time.Time) (written time.Time, ok bool) {
-	x := at.UnixNano()
+	x := int64(mono.Of(at))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	lo := max(t.n-touchRing, 0)
@@ -96,16 +98,32 @@ func (t *Touches) Before(at time.Time) (written time.Time, ok bool) {
 			hi = mid - 1
 		}
 	}
-	return time.Unix(0, t.ring[lo%touchRing].written), true
+	return mono.Time(t.ring[lo%touchRing].written).Std(), true
 }
 
 // Handshake is a connection's connect request and the server's answer:
 // the leader touched session SessionID after the request was written
-// (Written) and before the answer was read, granting Timeout.
+// (Written) and before the answer was read, granting Timeout. Least and
+// Most are the least and the most timeout any connect answer on the tap
+// granted the session: every member that granted one may still touch the
+// session with it (a follower's report of a touch carries the timeout its
+// connection was granted), so the lease reaches by the least, and takes
+// the tick from the most (lease.go).
 type Handshake struct {
-	Written   time.Time
-	SessionID int64
-	Timeout   time.Duration
+	Written     time.Time
+	SessionID   int64
+	Timeout     time.Duration
+	Least, Most time.Duration
+}
+
+// next is the record after a connect answer granting session sid the
+// timeout d to a request written at written.
+func (h Handshake) next(written time.Time, sid int64, d time.Duration) Handshake {
+	least, most := d, d
+	if h.SessionID == sid && h.Timeout > 0 {
+		least, most = min(h.Least, d), max(h.Most, d)
+	}
+	return Handshake{Written: written, SessionID: sid, Timeout: d, Least: least, Most: most}
 }
 
 // LastHandshake returns the latest connect answer that gave the client a
@@ -141,17 +159,36 @@ type replies struct {
 	shookAt time.Time // when
 }
 
-// pending is a packet written, by its xid (-2 a ping, -4 credentials, -8
-// the watches re-armed).
+// pending is a packet written: its xid (-2 a ping, -8 the watches
+// re-armed, else go-zookeeper's counter), its opcode, and when.
 type pending struct {
-	xid int32
-	at  time.Time
+	xid, op int32
+	at      time.Time
 }
 
-// xidAuth is the xid of an AddAuth packet: the server answers it without
-// touching the session (ZooKeeperServer.processPacket), and possibly ahead
-// of the packets before it.
-const xidAuth = -4
+// What a reply confirms, by the opcode of the packet it answers. ZooKeeper
+// 3.8 (ZooKeeperServer.processPacket) answers an auth packet itself, without
+// submitRequest and so without touching the session, and possibly ahead of
+// the packets written before it; every other packet go-zookeeper v1.0.4
+// writes (its requests, pings, SetWatches on a new connection, the close)
+// goes through submitRequest, whose submitRequestNow touches the session
+// before anything else, in the connection's order. go-zookeeper sends an
+// auth (AddAuth, and resendZkAuth on each new connection) with an ordinary
+// xid from its counter, not the Java client's -4, so a reply is told apart
+// by the opcode its packet was written with, never by its xid.
+const (
+	opAuth  int32 = 100 // AddAuth: answered untouched
+	xidAuth int32 = -4  // the Java client's auth xid: answered untouched too
+)
+
+// untouched reports whether the server answers p without touching the
+// session: its reply confirms no touch, neither p's nor the packets before.
+func (p pending) untouched() bool {
+	if mutant.On(mutant.AuthTouches) {
+		return p.xid == xidAuth // seeded bug: an auth told by the Java client's xid alone
+	}
+	return p.op == opAuth || p.xid == xidAuth
+}
 
 // wrote notes the packet framed in b (length, xid, opcode...) written at
 // start; the first of a connection is its connect request.
@@ -165,7 +202,7 @@ func (r *replies) wrote(b []byte, start time.Time) {
 	if len(b) < 8 {
 		return
 	}
-	r.out = append(r.out, pending{xid: int32(binary.BigEndian.Uint32(b[4:8])), at: start})
+	r.out = append(r.out, pending{xid: int32(binary.BigEndian.Uint32(b[4:8])), op: opcode(b), at: start})
 }
 
 // read takes bytes b, read now from the connection, as go-zookeeper reads
@@ -221,6 +258,9 @@ func (r *replies) readConnect(b []byte, now time.Time) []byte {
 	r.mu.Unlock()
 	// The server's own words, for the replay's bounds (docs/replay.md).
 	trace.Handshook(r.tap, sid, ms, written)
+	if mutant.On(mutant.HandshakeFromAnswer) {
+		written = now // seeded bug: the leader's touch dated by the answer's read
+	}
 	t := r.tap
 	if ms > 0 {
 		// The loss bounds (see lease.go) use the negotiated timeout, which
@@ -230,7 +270,7 @@ func (r *replies) readConnect(b []byte, now time.Time) []byte {
 		t.touched.Confirm(written, now)
 		trace.Touched(t, written, now)
 		t.hsMu.Lock()
-		t.hs = Handshake{Written: written, SessionID: sid, Timeout: time.Duration(ms) * time.Millisecond}
+		t.hs = t.hs.next(written, sid, time.Duration(ms)*time.Millisecond)
 		t.hsMu.Unlock()
 	}
 	t.sessionReached()
@@ -239,7 +279,8 @@ func (r *replies) readConnect(b []byte, now time.Time) []byte {
 
 // answered is the head of a reply with xid read now: the packet it
 // answers, and every one before it, was touched. A watch event (-1)
-// answers nothing; an AddAuth's reply only takes its packet out.
+// answers nothing; an auth's reply only takes its packet out (untouched),
+// leaving the packets before it to their own replies.
 func (r *replies) answered(xid int32, now time.Time) {
 	if xid == -1 {
 		return
@@ -254,7 +295,7 @@ func (r *replies) answered(xid int32, now time.Time) {
 		return
 	}
 	p := r.out[i]
-	if xid == xidAuth {
+	if p.untouched() {
 		r.out = append(r.out[:i], r.out[i+1:]...)
 		r.mu.Unlock()
 		return

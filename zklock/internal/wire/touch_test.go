@@ -133,3 +133,47 @@ func TestPingDatesNoProof(t *testing.T) {
 		t.Fatalf("the sync's proof dated %v before its write (ok %v): by the ping's", before.Sub(at), ok)
 	}
 }
+
+// An auth as go-zookeeper v1.0.4 sends it (AddAuth, and resendZkAuth on
+// each new connection): an ordinary xid from its counter, opcode 100. The
+// server answers it without touching the session, possibly ahead of a
+// request written before it: its reply confirms nothing, and leaves the
+// request before it to its own reply. Told apart by the Java client's xid
+// (-4) alone, the reply confirmed the auth's write and took the request
+// out unconfirmed (the ninth review's item 1).
+func TestAuthReplyConfirmsNothing(t *testing.T) {
+	tap := New(Config{})
+	rec := tap.NewRecorder()
+	rec.Write(make([]byte, 48)) // the connect request
+	answer := binary.BigEndian.AppendUint32(nil, 36)
+	answer = binary.BigEndian.AppendUint32(answer, 0)
+	answer = binary.BigEndian.AppendUint32(answer, 4000)
+	answer = binary.BigEndian.AppendUint64(answer, 0x1234)
+	rec.Read(append(binary.BigEndian.AppendUint32(answer, 16), make([]byte, 16)...))
+	h, _ := tap.LastHandshake()
+	frame := func(xid, op int32) []byte {
+		b := binary.BigEndian.AppendUint32(nil, 8)
+		b = binary.BigEndian.AppendUint32(b, uint32(xid))
+		return binary.BigEndian.AppendUint32(b, uint32(op))
+	}
+	reply := func(xid int32) []byte {
+		b := binary.BigEndian.AppendUint32(nil, 16)
+		b = binary.BigEndian.AppendUint32(b, uint32(xid))
+		return append(b, make([]byte, 12)...)
+	}
+	latest := func() time.Time { w, _ := tap.Touches().Before(time.Now()); return w }
+	time.Sleep(15 * time.Millisecond) // more than a grain apart
+	rec.Write(frame(1, OpGetData))
+	request, _ := tap.FirstWriteAfter(tap.Mark() - 1)
+	time.Sleep(15 * time.Millisecond)
+	rec.Write(frame(2, opAuth))
+	rec.Read(reply(2)) // the auth, answered first
+	if got := latest(); !got.Equal(h.Written) {
+		t.Fatalf("the auth's reply confirmed a touch written %v after the handshake", got.Sub(h.Written))
+	}
+	rec.Read(reply(1))
+	if got := latest(); !got.Equal(request) {
+		t.Fatalf("the request before the auth confirmed %v after the handshake, want its write, %v after",
+			got.Sub(h.Written), request.Sub(h.Written))
+	}
+}

@@ -1,0 +1,237 @@
+package zklock_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/zkserver"
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// What the lease counts as evidence, against a real server: only what the
+// server did (docs/lease.md, "What a reply confirms").
+
+// An AddAuth on a real connection (a caller's, through Session.Conn, as
+// WithDigestAuth's at Dial and go-zookeeper's re-send at each reconnection)
+// goes out with an ordinary xid and opcode 100; ZooKeeper answers it without
+// touching the session. Its reply confirms no touch: the latest touch the
+// tap records is still a packet written before the auth. Told apart by the
+// Java client's xid alone, the auth's reply was taken for a touch of its
+// own write (the ninth review's item 1), which a chain then carried past
+// what the leader heard.
+func TestAuthIsNoTouch(t *testing.T) {
+	s := connect(t, zktest.Servers(t), zklock.WithSessionTimeout(20*time.Second)) // pings T/3 apart: none here
+	type write struct {
+		op int32
+		at time.Time
+	}
+	var mu sync.Mutex
+	var writes []write
+	zklock.SetWriteHook(s, func(op int32, _ []byte) error {
+		mu.Lock()
+		writes = append(writes, write{op, time.Now()})
+		mu.Unlock()
+		return nil
+	})
+	defer zklock.SetWriteHook(s, nil)
+	before, _ := zklock.LatestTouch(s)
+	time.Sleep(20 * time.Millisecond) // past the tap's grain: a touch after this is a new one
+	if err := s.Conn().AddAuth("digest", []byte("auth-is-no-touch:secret")); err != nil {
+		t.Fatal(err)
+	}
+	latest, ok := zklock.LatestTouch(s)
+	if !ok {
+		t.Fatal("no touch recorded, not even the handshake")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// The packet a touch dates is the last one whose hook ran before the
+	// tap's write time (the hook runs just before the write begins).
+	var dated *write
+	for i := range writes {
+		if !writes[i].at.After(latest) {
+			dated = &writes[i]
+		}
+	}
+	if dated != nil && dated.op == zklock.OpAuth {
+		t.Fatalf("the auth's reply confirmed a touch of its own write, %v after the latest before it (writes %v)",
+			latest.Sub(before), writes)
+	}
+	if len(writes) == 0 || writes[len(writes)-1].op != zklock.OpAuth {
+		t.Fatalf("the auth was not the last packet written: %v", writes)
+	}
+}
+
+// A reconnection in the same session to a member that grants a shorter
+// timeout (members set apart mid-way through a rolling change of
+// maxSessionTimeout): the leader's REVALIDATE re-arms the session's expiry
+// with the new timeout, T2 after it. A, granted T1 = 10 s by member f1,
+// holds the lock; its connection drops and it reconnects to f2, which
+// grants T2 = 4 s; f2 is then cut from its peers (it keeps answering A's
+// pings: syncLimit is long), the leader expires A T2 after the REVALIDATE,
+// and B, on the leader, is granted the lock. A must be told first (under
+// WithLossOnExpiryOnly, which keeps holds through the disconnection that
+// f2's stalled syncs bring at 2T2/3, at most T2/8 after). The
+// lease before the ninth review kept the deadline it had earned under T1
+// (a touch + 7T1/8, only ever moved later): B was granted while A held
+// (item 2). Under Connect and under NewSession alike.
+func TestShorterTimeoutAtReconnection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-member ensemble")
+	}
+	const (
+		T1, T2 = 10 * time.Second, 4 * time.Second
+		tick   = 200 * time.Millisecond
+	)
+	// Member 0 grants at most T2, the others T1. At a first start the
+	// member with the highest id leads (all zxids equal): member 0 follows.
+	const f2 = 0
+	c := zktest.Ensemble(t, 3, zkserver.WithPeerProxies(), zkserver.WithTickTime(tick),
+		zkserver.WithSyncLimit(int(2*T1/tick)), zkserver.WithInitLimit(20),
+		zkserver.WithSessionTimeouts(2*tick, T1), zkserver.WithMemberMaxSessionTimeout(f2, T2))
+	ctx := zktest.Context(t, 4*time.Minute)
+	var leader int
+	zktest.Eventually(t, time.Minute, "a leader", func() bool {
+		var err error
+		leader, err = c.Leader(ctx)
+		return err == nil
+	})
+	if leader == f2 {
+		t.Fatalf("member %d leads: the scene needs it a follower", f2)
+	}
+	f1 := 3 - leader - f2
+	for _, wrap := range []bool{false, true} {
+		for _, expiryOnly := range []bool{false, true} {
+			name := map[bool]string{false: "Connect", true: "NewSession"}[wrap] +
+				map[bool]string{false: "/default", true: "/expiry only"}[expiryOnly]
+			t.Run(name, func(t *testing.T) {
+				r := shorterTimeoutScene(t, ctx, c, wrap, expiryOnly, leader, f1, f2, T1, T2)
+				t.Log(r)
+				// Under WithLossOnExpiryOnly the holder may be told up to T/8
+				// after the next grant (lease.go's bounded overlap), and as
+				// much again for a timer late on a loaded machine: the
+				// deadline kept from T1 overlapped by seconds.
+				var overlap time.Duration
+				if expiryOnly {
+					overlap = 2 * T2 / 8
+				}
+				switch {
+				case r.bGranted.IsZero():
+					t.Fatalf("B never granted: %s", r)
+				case r.aLost.IsZero() || r.aLost.After(r.bGranted.Add(overlap)):
+					t.Errorf("two holders: B granted at %s, A told lost at %s (granted %v at the reconnection; overlap allowed %v)",
+						r.rel(r.bGranted), r.rel(r.aLost), T2, overlap)
+				}
+			})
+		}
+	}
+}
+
+// shorterTimeoutScene plays TestShorterTimeoutAtReconnection's scene once:
+// A's session made by Connect, or by NewSession over the test's own
+// connection (wrap), its dials steered to f1 first, then to f2.
+func shorterTimeoutScene(t *testing.T, ctx context.Context, c *zkserver.Cluster, wrap, expiryOnly bool,
+	leader, f1, f2 int, T1, T2 time.Duration) sceneResult {
+	var r sceneResult
+	opts := []zklock.SessionOption{zklock.WithSessionTimeout(T1), zklock.WithLogger(quietLog)}
+	if expiryOnly {
+		opts = append(opts, zklock.WithLossOnExpiryOnly())
+	}
+	d := &steeredDialer{allow: c.Addr(f1)}
+	servers := []string{c.Addr(f1), c.Addr(f2)}
+	var a *zklock.Session
+	if wrap {
+		conn, events, err := zk.Connect(servers, T1, zk.WithDialer(d.dial), zk.WithLogInfo(false), zk.WithLogger(zkQuiet{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(conn.Close)
+		if a, err = zklock.NewSession(conn, events, opts...); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = a.Close() })
+	} else {
+		a = connect(t, servers, append(opts, zklock.WithDialer(d.dial))...)
+	}
+	b := connect(t, []string{c.Addr(leader)}, zklock.WithSessionTimeout(T2))
+	path := zktest.Path(t)
+	la, lb := newLock(t, a, path), newLock(t, b, path)
+	eventually(t, 10*time.Second, "A granted T1", func() bool { return a.LeaseStats().Timeout == T1 })
+	// A's lease renewed under T1: its first lock and release, then quiet.
+	if h, err := la.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	} else if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
+	d.moveTo(c.Addr(f2)) // the connection to f1 drops; A reconnects to f2, in the same session
+	eventually(t, 30*time.Second, "A on f2, in the same session", func() bool {
+		return a.Conn().Server() == c.Addr(f2) && a.Conn().State() == zk.StateHasSession
+	})
+	eventually(t, 10*time.Second, "A granted T2", func() bool { return a.LeaseStats().Timeout == T2 })
+	h, err := la.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = h.Release() }()
+	if err := c.PartitionMember(f2); err != nil {
+		t.Fatal(err)
+	}
+	r.stalled = time.Now()
+	defer func() { _ = c.HealMember(f2) }()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		bCtx, cancel := context.WithTimeout(ctx, T1+T2)
+		defer cancel()
+		if hb, err := lb.Acquire(bCtx); err == nil {
+			r.bGranted = time.Now()
+			_ = hb.Release()
+		}
+	}()
+	select {
+	case <-h.Lost():
+		r.aLost = time.Now()
+	case <-time.After(T1 + T2):
+	}
+	wg.Wait()
+	return r
+}
+
+// steeredDialer dials only the one address it allows: the others are
+// refused, so that go-zookeeper moves on to it. moveTo allows another and
+// closes the connection made to the one before.
+type steeredDialer struct {
+	mu    sync.Mutex
+	allow string
+	conn  net.Conn
+}
+
+func (d *steeredDialer) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if address != d.allow {
+		return nil, fmt.Errorf("steered away from %s (the test allows %s)", address, d.allow)
+	}
+	c, err := net.DialTimeout(network, address, timeout)
+	if err == nil {
+		d.conn = c
+	}
+	return c, err
+}
+
+func (d *steeredDialer) moveTo(addr string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.allow = addr
+	if d.conn != nil {
+		d.conn.Close()
+	}
+}
