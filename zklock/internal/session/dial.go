@@ -139,6 +139,9 @@ func newFloor(tap *wire.Tap, owns bool, cfg Config) *Floor {
 	s.flight.s = s
 	s.watches.dispatching = tap != nil
 	s.out.log, s.out.expiryOnly = s.log, cfg.ExpiryOnly
+	if tap != nil {
+		s.out.unanswered = tap.Unanswered
+	}
 	s.auth.init(s)
 	s.notes.init(cfg.Listener)
 	return s

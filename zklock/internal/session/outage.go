@@ -1,12 +1,15 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
 // An outage, as an operator is told of it: the session has no connection
@@ -20,6 +23,9 @@ import (
 type outage struct {
 	log        *slog.Logger // the floor's
 	expiryOnly bool         // holds survive a disconnection (Config.ExpiryOnly)
+	// unanswered (nil under Wrap) is the tap's connection whose server has
+	// not answered the handshake yet (wire's Tap.Unanswered).
+	unanswered func() error
 
 	mu      sync.Mutex
 	since   time.Time // zero: no outage
@@ -59,12 +65,18 @@ func (o *outage) begins(cause string, holds int) {
 // dialed notes a dial of the session's connection (under Dial): a
 // failure begins an outage if none is under way (Dial's first dial,
 // or a connection lost with nobody to tell: see observe) and is counted.
+// A connection whose server never answered the handshake is a failure
+// too, told after the dial that made it (wire.UnansweredError).
 func (o *outage) dialed(address string, err error) {
 	if err == nil {
 		return
 	}
 	o.log.Debug("cannot reach ZooKeeper", "server", address, "err", err)
-	o.begins("cannot dial "+address+": "+err.Error(), 0)
+	cause := "cannot dial " + address + ": " + err.Error()
+	if unanswered := (*wire.UnansweredError)(nil); errors.As(err, &unanswered) {
+		cause = err.Error() // it says the server and that it connected
+	}
+	o.begins(cause, 0)
 	o.mu.Lock()
 	o.dials++
 	o.dialErr = err
@@ -114,6 +126,13 @@ func (o *outage) ends(end string, prev, id int64) {
 	d, cause, holds, dials, dialErr := time.Since(o.since), o.cause, o.holds, o.dials, o.dialErr
 	o.since = time.Time{}
 	o.mu.Unlock()
+	if end != "connected" && o.unanswered != nil {
+		// The last dial connected, and its server is silent still: that,
+		// not an earlier dial's failure, is where the session stands.
+		if err := o.unanswered(); err != nil {
+			dialErr = err
+		}
+	}
 	attrs := []any{"after", d.Round(time.Millisecond), "cause", cause, "holds_ended", holds, "failed_dials", dials}
 	if dialErr != nil {
 		attrs = append(attrs, "last_dial_error", dialErr.Error())

@@ -25,6 +25,13 @@ type tappedConn struct {
 	rep      replies
 	released bool // responses flow freely (see Read)
 
+	// The handshake (handshake.go), on the goroutine that writes the
+	// connect request and reads its answer: when the answer is due (zero:
+	// no bound), and the tap's record of the wait until it ends.
+	connectOut bool // the connect request, the connection's first write, was written
+	answerBy   time.Time
+	awaiting   *awaiting
+
 	watchesOut     chan struct{} // closed when setWatches is written
 	watchesOutOnce sync.Once
 	closed         chan struct{} // closed by Close
@@ -92,25 +99,18 @@ func (c *tappedConn) Read(b []byte) (int, error) {
 		n, err = c.buffered(b)
 	}
 	c.rep.read(b[:n], time.Now())
-	if !c.rep.shook && err != nil {
-		switch {
-		case c.tap.tls != nil && refusal(err):
-			// A server that refuses this side's certificate after the
-			// handshake (TLS 1.3) says so on the first read.
-			c.tap.dialErr.Store(&err)
-			c.tap.noteRefusal(c.addr, err)
-		case c.tap.tls == nil && c.rep.nhead == 0:
-			c.tap.probeTLS(c.addr) // closed before a byte of the answer: a secure port?
-		}
+	if c.awaiting != nil {
+		c.handshakeRead(err)
 	}
 	return n, err
 }
 
-// SetReadDeadline sets the deadline for reads from now on. It reaches the
+// SetReadDeadline sets the deadline for reads from now on, before the
+// connect answer no later than it is due (handshake.go). It reaches the
 // socket when the socket is next read: a reply served from the buffer needs
 // none, and most are under load.
 func (c *tappedConn) SetReadDeadline(t time.Time) error {
-	c.rdeadline = t
+	c.rdeadline = c.readDeadline(t)
 	return nil
 }
 
@@ -198,19 +198,22 @@ func (c *tappedConn) Write(b []byte) (int, error) {
 		var err error
 		if out, err = c.chroot.request(b); err != nil {
 			c.Close()
-			return 0, err
+			return writeFailed(b, err)
 		}
 	}
 	if fn := c.tap.onWrite.Load(); fn != nil {
 		if err := (*fn)(opcode(b), out); err != nil {
 			c.Close()
-			return 0, err
+			return writeFailed(b, err)
 		}
 	}
 	start := time.Now()
 	c.tap.began(b, start)
 	w := c.tap.take(b, start)
 	c.rep.wrote(b, start)
+	if !c.connectOut {
+		c.wroteConnect(b, start)
+	}
 	if trace.Enabled { // the start the tap dates proofs by: the replay dates them too
 		trace.Wrote(c.tap, opcode(b), start, w.Key())
 	}
@@ -219,13 +222,32 @@ func (c *tappedConn) Write(b []byte) (int, error) {
 	// before this Write returns.
 	c.tap.count(opcode(b))
 	if err := c.queue(out); err != nil {
-		return 0, err
+		return writeFailed(b, err) // the connection is closed (queue, send)
 	}
 	if opcode(b) == OpSetWatches {
 		c.watchesOutOnce.Do(func() { close(c.watchesOut) })
 	}
 	c.tap.wrote(w)
 	return len(b), nil
+}
+
+// writeFailed is what Write returns for the request framed in b, whose
+// bytes could not go out: err, once the connection is closed. Except for
+// an auth packet, reported as written: go-zookeeper v1.0.4 answers a
+// request whose write fails twice, sendData handing it err while leaving
+// it registered, and flushRequests failing it again when the connection
+// ends. Its requests have room for both answers; the credentials it
+// re-sends on each new connection (resendZkAuth, through sendRequest) have
+// room for one, and resendZkAuth, failed, reads neither: the second answer
+// then blocks go-zookeeper's loop for good, in flushRequests, and the
+// session never reconnects. Reported as written, the packet is answered
+// once, by flushRequests (zk.ErrConnectionClosed), and the loop goes on to
+// the next connection.
+func writeFailed(b []byte, err error) (int, error) {
+	if opcode(b) == opSetAuth {
+		return len(b), nil
+	}
+	return 0, err
 }
 
 // maxUnsent bounds the bytes queued for the socket.

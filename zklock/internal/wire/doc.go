@@ -9,7 +9,10 @@
 // chroot (chroot.go, chrootconn.go: request paths prefixed, reply and
 // event paths stripped), and TLS on the dialed socket, below the tap, with
 // the servers' names kept for the certificates and refusals told at once
-// (tls.go: HostProvider, Refused). The session never reaches into its
-// fields: these verbs, and Handed and Answered around each request, are
-// the floor's whole face.
+// (tls.go: HostProvider, Refused). A server that takes a connection and
+// never answers its connect request is given up, and told of, at two
+// thirds of the session timeout asked, where go-zookeeper waits ten times
+// that (handshake.go: UnansweredError, Unanswered). The session never
+// reaches into its fields: these verbs, and Handed and Answered around
+// each request, are the floor's whole face.
 package wire
