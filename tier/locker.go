@@ -75,13 +75,13 @@ func (k *Locker) Lock() {
 // cannotLock reports whether err, which ended an Acquire whose context
 // never ends, is one that no retry can change. zklock retries within
 // Acquire what can pass (a lost connection, an expired session, an
-// outage, zk.ErrNoServer) and returns the server's refusals, which are
-// permanent for the lock as it is made, but one: zk.ErrNoNode, a parent
-// removed between its making and the create (an operator, or the server
-// reaping an empty container), which the next attempt makes again. An
-// error not listed here is retried: a Locker that waits on something new
-// warns each second, where one that panicked on it would end a program
-// that could have gone on.
+// outage, zk.ErrNoServer, a parent removed between its making and the
+// create, which it makes again) and returns the server's refusals, which
+// are permanent for the lock as it is made, but one: zk.ErrNoNode, which
+// zklock returns only when the session's chroot is gone, and which an
+// operator may create again. An error not listed here is retried: a
+// Locker that waits on something new warns each second, where one that
+// panicked on it would end a program that could have gone on.
 func cannotLock(err error) bool {
 	for _, e := range permanent {
 		if errors.Is(err, e) {

@@ -148,13 +148,13 @@ func (l *Lock) listBehind(ctx context.Context) ([]string, *zk.Stat, error) {
 func (l *Lock) enqueueAgain(ctx context.Context, guid, prefix string, first error) (ourNode, error) {
 	f := l.f
 	var n ourNode
-	parentsMade, mayExist := false, false
+	mayExist := false
 	pending := first // the first attempt's error, classified in the first round
 	err := f.Retry(ctx, func() error {
 		if pending != nil {
 			e := pending
 			pending = nil
-			return l.createFailed(e, &parentsMade, &mayExist)
+			return l.createFailed(e, &mayExist)
 		}
 		if mayExist {
 			found, owner, err := l.findOwn(guid)
@@ -176,7 +176,7 @@ func (l *Lock) enqueueAgain(ctx context.Context, guid, prefix string, first erro
 		if cerr == nil {
 			return nil
 		}
-		return l.createFailed(cerr, &parentsMade, &mayExist)
+		return l.createFailed(cerr, &mayExist)
 	})
 	if err != nil {
 		if mayExist {
@@ -190,13 +190,22 @@ func (l *Lock) enqueueAgain(ctx context.Context, guid, prefix string, first erro
 	return n, nil
 }
 
-// createFailed decides what a failed create asks for: the parents made
-// (once), the caller told (a refusal), or protection mode (its outcome
-// unknown). The error it returns is retried unless it is a refusal.
-func (l *Lock) createFailed(err error, parentsMade, mayExist *bool) error {
+// createFailed decides what a failed create asks for: the parents made,
+// the caller told (a refusal), or protection mode (its outcome unknown).
+// The error it returns is retried unless it is a refusal.
+//
+// A create refused for a missing parent made nothing, and the parents are
+// made again each time one is: the lock path and its ancestors are
+// containers, which the server reaps once empty, between our making and
+// our create as well (a node of another session came and went), and
+// someone's cleanup may delete them; nor does a making whose connection
+// dropped say whether it was applied. Made only once, a second refusal
+// would end the acquisition with the server's bare zk.ErrNoNode. Only a
+// parent that cannot be made is the caller's to know (ensureParents: the
+// session's chroot gone).
+func (l *Lock) createFailed(err error, mayExist *bool) error {
 	switch {
-	case errors.Is(err, zk.ErrNoNode) && !*parentsMade:
-		*parentsMade = true
+	case errors.Is(err, zk.ErrNoNode):
 		if err := l.ensureParents(); err != nil {
 			return err
 		}

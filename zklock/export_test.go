@@ -14,14 +14,16 @@ import (
 
 // Request opcodes, for the hooks below.
 const (
-	OpCreate             = wire.OpCreate
-	OpDelete             = wire.OpDelete
-	OpExists       int32 = 3
-	OpGetData            = wire.OpGetData
-	OpSetData            = wire.OpSetData
-	OpSync               = wire.OpSync
-	OpGetChildren2       = wire.OpGetChildren2
-	OpMulti              = wire.OpMulti
+	OpCreate                = wire.OpCreate
+	OpCreateContainer int32 = 19
+	OpDelete                = wire.OpDelete
+	OpExists          int32 = 3
+	OpGetData               = wire.OpGetData
+	OpSetData               = wire.OpSetData
+	OpSync                  = wire.OpSync
+	OpGetChildren2          = wire.OpGetChildren2
+	OpMulti                 = wire.OpMulti
+	OpAuth            int32 = 100
 )
 
 // SetWriteHook runs fn before every request s writes, with its bytes as
@@ -43,6 +45,12 @@ func SetPollEvery(d time.Duration) (restore func()) { return session.SetPollEver
 func SetTxnSkipLostCheck(on bool) (restore func()) {
 	old := testSkipLostCheck.Swap(on)
 	return func() { testSkipLostCheck.Store(old) }
+}
+
+// LatestTouch is when the latest packet s's tap has seen touched at the
+// server was written (ok false: none yet).
+func LatestTouch(s *Session) (time.Time, bool) {
+	return session.TapOf(s.f).Touches().Before(time.Now())
 }
 
 // LeaseValid reports whether s's lease would let a hold be granted now.

@@ -3,6 +3,7 @@ package zklock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path"
 
 	"github.com/go-zookeeper/zk"
@@ -37,37 +38,57 @@ func WithPersistentPath() Option { return func(c *lockConfig) { c.persistent = t
 
 // ensureParents creates the lock path and its missing ancestors as
 // container nodes, which the server removes once they are empty; the
-// lock path itself as a persistent node under WithPersistentPath.
-func (l *Lock) ensureParents() error {
-	conn := l.f.Conn()
-	create := func(p string) error {
-		// Through the floor, which Close waits for: CreateContainer
-		// meeting Close is a data race in go-zookeeper (Floor.Request).
-		return l.f.Request(context.Background(), func() error {
-			var err error
-			if p == l.path && l.persistent {
-				_, err = conn.Create(p, nil, 0, l.acl)
-			} else {
-				_, err = conn.CreateContainer(p, nil, zk.FlagContainer, l.acl)
-			}
+// lock path itself as a persistent node under WithPersistentPath. A
+// parent that vanishes as the path below it is made (reaped, or deleted
+// by someone) makes it return errParentGone, which the caller retries;
+// the session's chroot gone, errChrootGone, which it cannot.
+func (l *Lock) ensureParents() error { return l.makePath(l.path) }
+
+// errParentGone asks retry to make the parents again: one of them,
+// made or found just before, was gone when the path below it was made.
+var errParentGone = errors.New("zklock: a parent of the lock path vanished as the lock path was made")
+
+// errChrootGone is the error of a path whose top node cannot be made: the
+// server refuses a child of the root only when the session's chroot, the
+// root it sees, is gone. It wraps zk.ErrNoNode, which go-zookeeper's
+// zk.Lock returns there (zkcompat passes it on).
+var errChrootGone = fmt.Errorf("zklock: the session's chroot is gone (deleted since Connect found it): nothing can be locked under it until it is created again: %w", zk.ErrNoNode)
+
+// makePath makes p, and its parents first when they are missing.
+func (l *Lock) makePath(p string) error {
+	err := l.makeNode(p)
+	if errors.Is(err, zk.ErrNoNode) && path.Dir(p) != "/" {
+		if err := l.makePath(path.Dir(p)); err != nil {
 			return err
-		})
-	}
-	var mk func(p string) error
-	mk = func(p string) error {
-		err := create(p)
-		if errors.Is(err, zk.ErrNoNode) && path.Dir(p) != "/" {
-			if err := mk(path.Dir(p)); err != nil {
-				return err
-			}
-			err = create(p)
 		}
-		if err == nil || errors.Is(err, zk.ErrNodeExists) {
-			return nil
+		err = l.makeNode(p)
+	}
+	switch {
+	case err == nil || errors.Is(err, zk.ErrNodeExists):
+		return nil
+	case !errors.Is(err, zk.ErrNoNode):
+		return err
+	case path.Dir(p) == "/":
+		return errChrootGone
+	}
+	return errParentGone
+}
+
+// makeNode creates p: a container, or the lock path under
+// WithPersistentPath a persistent node.
+func (l *Lock) makeNode(p string) error {
+	conn := l.f.Conn()
+	// Through the floor, which Close waits for: CreateContainer meeting
+	// Close is a data race in go-zookeeper (Floor.Request).
+	return l.f.Request(context.Background(), func() error {
+		var err error
+		if p == l.path && l.persistent {
+			_, err = conn.Create(p, nil, 0, l.acl)
+		} else {
+			_, err = conn.CreateContainer(p, nil, zk.FlagContainer, l.acl)
 		}
 		return err
-	}
-	return mk(l.path)
+	})
 }
 
 // sweep searches the queue for the node carrying guid, a create of
@@ -109,11 +130,11 @@ func (l *Lock) findOwn(guid string) (node string, owner int64, err error) {
 		return "", 0, nil
 	}
 	node = l.path + "/" + q[i].name
-	_, stat, err := conn.Exists(node)
+	ok, stat, err := conn.Exists(node)
 	switch {
 	case err != nil:
 		return "", 0, err
-	case stat == nil:
+	case !ok: // gone since the listing (go-zookeeper's stat is zero then, never nil)
 		return "", 0, nil
 	}
 	return node, stat.EphemeralOwner, nil
