@@ -84,16 +84,11 @@ func rawConn(t *testing.T, servers []string, timeout time.Duration) *zk.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for range events {
-		}
-	}()
+	ended := zktest.DrainEvents(events)
 	eventually(t, 10*time.Second, "a session", func() bool { return c.State() == zk.StateHasSession })
 	t.Cleanup(func() {
 		c.Close()
-		<-done
+		zktest.AwaitClosed(t, "the end of go-zookeeper's loop (its events channel closed)", ended)
 	})
 	return c
 }

@@ -73,18 +73,22 @@ func TestErrorsAreZkLocks(t *testing.T) {
 			defer l.Unlock()
 			return l.Lock()
 		}},
+		// The connection is closed for good: Close returned and
+		// go-zookeeper's loop ended (closable), so nothing is written on it.
+		// Locking while the loop ends can hang go-zookeeper's loop, zk.Lock
+		// as well (see closable).
 		{"closed connection", zk.ErrConnectionClosed, func(t *testing.T, e env) error {
-			c := conn(t)
-			c.Close()
+			c, closeConn := closable(t)
+			closeConn()
 			return e.newLock(c, e.path, acl).Lock()
 		}},
 		{"unlock on a closed connection", zk.ErrConnectionClosed, func(t *testing.T, e env) error {
-			c := conn(t)
+			c, closeConn := closable(t)
 			l := e.newLock(c, e.path, acl)
 			if err := l.Lock(); err != nil {
 				t.Fatal(err)
 			}
-			c.Close()
+			closeConn()
 			return l.Unlock()
 		}},
 	}

@@ -55,17 +55,12 @@ func tapped(t testing.TB) (*zk.Conn, *wireTap) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for range events {
-		}
-	}()
+	ended := zktest.DrainEvents(events)
 	zktest.Eventually(t, 10*time.Second, "a session", func() bool { return c.State() == zk.StateHasSession })
 	t.Cleanup(func() {
 		zkcompat.CloseConn(c)
 		c.Close()
-		<-done
+		zktest.AwaitClosed(t, "the end of go-zookeeper's loop (its events channel closed)", ended)
 	})
 	return c, w
 }

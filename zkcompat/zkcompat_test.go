@@ -23,39 +23,6 @@ func TestMain(m *testing.M) {
 
 var acl = zk.WorldACL(zk.PermAll)
 
-type quiet struct{}
-
-func (quiet) Printf(string, ...any) {}
-
-// conn connects a go-zookeeper client, as a caller of zk.Lock has one, and
-// ends the drop-in's use of it and the connection when the test ends.
-func conn(t *testing.T) *zk.Conn {
-	t.Helper()
-	return connTo(t, zktest.Servers(t), 4*time.Second)
-}
-
-// connTo is conn on servers with the given session timeout.
-func connTo(t *testing.T, servers []string, timeout time.Duration) *zk.Conn {
-	t.Helper()
-	c, events, err := zk.Connect(servers, timeout, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for range events {
-		}
-	}()
-	zktest.Eventually(t, 10*time.Second, "a session", func() bool { return c.State() == zk.StateHasSession })
-	t.Cleanup(func() {
-		zkcompat.CloseConn(c)
-		c.Close()
-		<-done
-	})
-	return c
-}
-
 // Lock, Unlock, and Lock again on the same handle, as zk.Lock allows.
 func TestLockUnlockLockAgain(t *testing.T) {
 	c := conn(t)

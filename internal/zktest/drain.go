@@ -1,0 +1,60 @@
+package zktest
+
+import (
+	"bytes"
+	"runtime/pprof"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// StuckAfter bounds the waits of AwaitClosed: a wait that lasts longer is
+// a hang, reported with every goroutine's stack.
+const StuckAfter = time.Minute
+
+// DrainEvents reads a go-zookeeper connection's events (go-zookeeper
+// drops those nobody reads) until it closes the channel, and returns a
+// channel closed once it has: go-zookeeper closes it when the
+// connection's loop has ended, after Close. Wait for it with AwaitClosed.
+func DrainEvents(events <-chan zk.Event) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range events {
+		}
+	}()
+	return done
+}
+
+// AwaitClosed waits until ch is closed. After StuckAfter it fails t,
+// naming what it waited for, with the stacks of all goroutines, and
+// returns: a wait in a test or its cleanup never hangs the test binary.
+// go-zookeeper v1.0.4's loop can block for good in flushRequests, and its
+// events channel is then never closed (see "go-zookeeper's loop stuck in
+// flushRequests" in docs/operations.md).
+func AwaitClosed(t testing.TB, what string, ch <-chan struct{}) {
+	t.Helper()
+	awaitClosed(t, what, ch, StuckAfter)
+}
+
+func awaitClosed(t testing.TB, what string, ch <-chan struct{}, d time.Duration) {
+	t.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ch:
+	case <-timer.C:
+		t.Errorf("zktest: %s: still waiting after %v; the goroutines:\n%s", what, d, Goroutines())
+	}
+}
+
+// Goroutines returns the stacks of all goroutines, as an unrecovered
+// panic prints them.
+func Goroutines() string {
+	var b bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 2); err != nil {
+		return "(no goroutine profile: " + err.Error() + ")"
+	}
+	return b.String()
+}

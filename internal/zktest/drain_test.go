@@ -1,0 +1,63 @@
+package zktest
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recorder is a testing.TB that keeps what Errorf was told.
+type recorder struct {
+	testing.TB
+	errs []string
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+// A wait that outlasts its bound fails the test with every goroutine's
+// stack, the blocked one's included, and returns.
+func TestAwaitClosedReportsAHang(t *testing.T) {
+	never := make(chan struct{})
+	defer close(never)
+	blocked := make(chan struct{})
+	go func() { blockedHere(never, blocked) }()
+	<-blocked
+	r := &recorder{TB: t}
+	awaitClosed(r, "the events channel", never, 10*time.Millisecond)
+	if len(r.errs) != 1 {
+		t.Fatalf("%d errors, want 1: %q", len(r.errs), r.errs)
+	}
+	for _, want := range []string{"the events channel: still waiting after 10ms", "zktest.blockedHere", "goroutine "} {
+		if !strings.Contains(r.errs[0], want) {
+			t.Errorf("the report lacks %q:\n%s", want, r.errs[0])
+		}
+	}
+}
+
+func blockedHere(never <-chan struct{}, blocked chan<- struct{}) {
+	close(blocked)
+	<-never
+}
+
+// A closed channel ends the wait without a failure; DrainEvents closes its
+// channel once the events channel is closed.
+func TestAwaitClosedOnClose(t *testing.T) {
+	events := make(chan zk.Event, 1)
+	events <- zk.Event{}
+	close(events)
+	r := &recorder{TB: t}
+	awaitClosed(r, "the events channel", DrainEvents(events), StuckAfter)
+	if len(r.errs) != 0 {
+		t.Fatalf("errors: %q", r.errs)
+	}
+}
