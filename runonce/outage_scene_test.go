@@ -109,7 +109,7 @@ func TestSlowLocksAreNoOutage(t *testing.T) {
 	}
 }
 
-// TestOutageFlapsLogTwoLines (issue 43, item 8): ZooKeeper silent three
+// TestOutageFlapsLogTwoLines: ZooKeeper silent three
 // times for a second, a second apart (the connection held, the session
 // kept), under 5 jobs: one outage, two lines. Without hysteresis each
 // return logged "reachable again" and each silence "unreachable".
@@ -141,8 +141,21 @@ func TestOutageFlapsLogTwoLines(t *testing.T) {
 	stop()
 	lines := runonceLines(logs.String())
 	t.Logf("the Runner's %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
-	if len(lines) != 2 || !strings.Contains(lines[0], "ZooKeeper unreachable") || !strings.Contains(lines[1], "ZooKeeper reachable again") {
-		t.Errorf("%d lines, want 2: unreachable, then reachable again", len(lines))
+	// The outage's lines are two. Under load (the race detector, a busy
+	// core) the jobs, every 100 ms with a 300-ms lock timeout, are truly
+	// late, and the Runner truly says so ("overloaded", "job's tick late:
+	// overload"): those lines may come too, never another outage line.
+	var outage []string
+	for _, line := range lines {
+		switch {
+		case strings.Contains(line, "reachable"):
+			outage = append(outage, line)
+		case !strings.Contains(line, "overload"):
+			t.Errorf("a line neither of the outage nor of overload: %s", line)
+		}
+	}
+	if len(outage) != 2 || !strings.Contains(outage[0], "ZooKeeper unreachable") || !strings.Contains(outage[1], "ZooKeeper reachable again") {
+		t.Errorf("%d outage lines, want 2: unreachable, then reachable again", len(outage))
 	}
 }
 
