@@ -1,6 +1,8 @@
 package zkcompat_test
 
 import (
+	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -13,15 +15,25 @@ import (
 // The drop-in's session cannot see the connection's handshake (it runs on
 // the caller's connection, made by zk.Connect), so the first lease of a
 // connection is shown by two of its own syncs across a follower's ping
-// interval, π = 5/8 of a tick, the tick taken as half the session timeout
-// (docs/lease.md). A first Lock granted sooner would be trusting a touch
-// the lease rule cannot show; the second lock, on the warm session, does
-// not wait again (it is not timed here: a loaded machine may slow it).
-// docs/interop.md states the cost.
+// interval, π = 5/8 of the servers' tick, which the session reads from a
+// server (a probe asking for less than its minSessionTimeout: two ticks),
+// not taken as half the session timeout (docs/lease.md): 125 ms on the
+// test server's 200-ms tick, where it was 1.25 s here. A first Lock granted
+// sooner would be trusting a touch the lease rule cannot show; the second
+// lock, on the warm session, does not wait again (neither is timed from
+// above: a loaded machine may slow them). docs/interop.md states the cost.
 func TestFirstLockWaitsForTheLease(t *testing.T) {
 	const timeout = 4 * time.Second
 	c := connTo(t, zktest.Servers(t), timeout)
-	pi := timeout / 2 * 5 / 8
+	conf, err := zktest.Cluster(t).Conf(context.Background(), 0)
+	if err != nil {
+		t.Skipf("the server's tickTime cannot be read (conf): %v", err)
+	}
+	tick, err := strconv.Atoi(conf["tickTime"])
+	if err != nil {
+		t.Fatalf("the server's tickTime %q: %v", conf["tickTime"], err)
+	}
+	pi := time.Duration(tick) * time.Millisecond * 5 / 8
 	path := zktest.Path(t)
 	l := zkcompat.NewLock(c, path, zk.WorldACL(zk.PermAll))
 	start := time.Now()

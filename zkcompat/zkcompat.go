@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -47,10 +46,14 @@ type handleHold struct {
 }
 
 // NewLock returns a handle on path for conn, with the ACL its nodes are
-// created with, as zk.NewLock does. Nothing is sent to ZooKeeper until
-// Lock. The ACL of the first handle that locks a path in a process is the
-// one the shared node gets.
+// created with, as zk.NewLock does. It starts conn's session (once per
+// connection and process), whose lease is then proved in the background
+// while conn lives: a first Lock soon after waits for what remains of it
+// (π of the servers' tick: docs/interop.md), a later one for nothing. No
+// node is created until Lock. The ACL of the first handle that locks a
+// path in a process is the one the shared node gets.
 func NewLock(conn *zk.Conn, path string, acl []zk.ACL) *Lock {
+	start(conn)
 	return &Lock{conn: conn, path: path, acl: acl}
 }
 
@@ -187,16 +190,16 @@ func sessionOptions() []zklock.SessionOption {
 	return nil
 }
 
-// sessionLinger is how long a connection's session is kept after its last
-// lock was closed, so that a process that locks now and then does not set
-// a session up each time.
-const sessionLinger = 30 * time.Second
-
+// A connection's session lives as long as the connection, from its first
+// NewLock: its lease is proved in the background meanwhile (a few syncs a
+// session timeout: docs/interop.md), so that a Lock after any quiet spell
+// is granted on its create's answer, as zk.Lock's is. Closing it after a
+// quiet spell, as the drop-in did (30 s), made the next Lock set a session
+// up again and wait for a lease of its own: 3.6 s with a 10-s timeout.
 type connEntry struct {
-	conn   *zk.Conn
-	s      *zklock.Session
-	paths  map[string]*pathEntry
-	linger *time.Timer // closes the idle session
+	conn  *zk.Conn
+	s     *zklock.Session
+	paths map[string]*pathEntry
 }
 
 type pathEntry struct {
@@ -219,10 +222,6 @@ func obtain(conn *zk.Conn, path string, acl []zk.ACL) (*pathEntry, error) {
 		}
 		registry.conns[conn] = c
 	}
-	if c.linger != nil {
-		c.linger.Stop()
-		c.linger = nil
-	}
 	e := c.paths[path]
 	if e == nil {
 		e = &pathEntry{c: c, path: path}
@@ -234,7 +233,6 @@ func obtain(conn *zk.Conn, path string, acl []zk.ACL) (*pathEntry, error) {
 				zklock.WithPersistentPath()),
 			tier.WithPositionHandler(e.onPosition))
 		if err != nil {
-			c.idle()
 			return nil, fmt.Errorf("zkcompat: %w", err)
 		}
 		e.l = l
@@ -254,29 +252,11 @@ func (e *pathEntry) done() {
 	last := e.refs == 0 && e.c.paths[e.path] == e
 	if last {
 		delete(e.c.paths, e.path)
-		e.c.idle()
 	}
 	registry.mu.Unlock()
 	if last {
 		_ = e.l.Close()
 	}
-}
-
-// idle arms the linger timer when c has no lock left (registry.mu held).
-func (c *connEntry) idle() {
-	if len(c.paths) > 0 || c.linger != nil {
-		return
-	}
-	c.linger = time.AfterFunc(sessionLinger, func() {
-		registry.mu.Lock()
-		if registry.conns[c.conn] != c || len(c.paths) > 0 {
-			registry.mu.Unlock()
-			return
-		}
-		delete(registry.conns, c.conn)
-		registry.mu.Unlock()
-		c.close()
-	})
 }
 
 // CloseConn ends the drop-in's use of conn: holds on it are lost (their
@@ -292,9 +272,6 @@ func CloseConn(conn *zk.Conn) {
 	delete(registry.conns, conn)
 	var locks []*tier.Lock
 	if c != nil {
-		if c.linger != nil {
-			c.linger.Stop()
-		}
 		for _, e := range c.paths {
 			locks = append(locks, e.l)
 		}
@@ -320,5 +297,31 @@ func newConnEntry(conn *zk.Conn) (*connEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zkcompat: %w", err)
 	}
-	return &connEntry{conn: conn, s: s, paths: map[string]*pathEntry{}}, nil
+	c := &connEntry{conn: conn, s: s, paths: map[string]*pathEntry{}}
+	// The caller's Close of conn ends the session (its Done): the entry
+	// goes with it, and holds nothing of conn's for the process's life.
+	go func() {
+		<-s.Done()
+		registry.mu.Lock()
+		if registry.conns[conn] == c {
+			delete(registry.conns, conn)
+		}
+		registry.mu.Unlock()
+		c.close()
+	}()
+	return c, nil
+}
+
+// start makes conn's session, unless it has one, so that its lease is
+// proved by the time a lock is asked for. An error is left for Lock to
+// meet and tell.
+func start(conn *zk.Conn) {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	if conn == nil || registry.conns[conn] != nil {
+		return
+	}
+	if c, err := newConnEntry(conn); err == nil {
+		registry.conns[conn] = c
+	}
 }

@@ -69,6 +69,13 @@ const keepWrites = 1 << 16
 // wire, when its request was written. An answer with no session (the
 // session expired) grants nothing.
 func (s *session) handshake(st trace.Step) {
+	if st.Note == trace.HandshakeProbe {
+		// The least timeout a server grants: its tick is at most half.
+		if s.probed == 0 || st.Timeout/2 < s.probed {
+			s.probed = st.Timeout / 2
+		}
+		return
+	}
 	if st.Owner == 0 && st.Sid != 0 {
 		s.ended = st.Sid // the server's answer to a reconnection: expired
 	}
@@ -197,13 +204,18 @@ func (s *session) reach(T int64) int64 {
 }
 
 // gap is π for session sid: 5/8 of the tick the session was told, else of
+// the tick a probe read (half the least a server grants anyone), else of
 // half the least the servers granted it (members share one tickTime and
 // grant no less than two of its ticks: lease.go's tick), a tick untold by
 // either of two sessions on one connection counting too: the larger gap.
 func (s *session) gap(sid int64) int64 {
 	tick := s.tick
 	if s.untold || tick == 0 {
-		tick = max(tick, s.server[sid]/2)
+		untold := s.server[sid] / 2
+		if s.probed > 0 {
+			untold = min(untold, s.probed)
+		}
+		tick = max(tick, untold)
 	}
 	return tick * 5 / 8
 }

@@ -44,6 +44,7 @@ type session struct {
 	shook     map[int64]int64
 	tick      int64
 	untold    bool
+	probed    int64 // the tick a probe read: half the least timeout a server grants (0: none)
 	answering request
 	// The chains of the current session (bounds.go): the write time of
 	// its latest proof answered (a k for the proofs handed over after it),

@@ -96,6 +96,10 @@ func Handshook(wire any, sid int64, timeoutMs int32, written time.Time) {}
 // Touched records a touch the tap of wire confirmed.
 func Touched(wire any, written, confirmed time.Time) {}
 
+// TickProbed records a probe's connect answer: the least session timeout
+// the server grants.
+func TickProbed(c *zk.Conn, least time.Duration) {}
+
 // ConnHandshook records the session and timeout the server granted, as
 // go-zookeeper read them.
 func ConnHandshook(c *zk.Conn, sid int64, d time.Duration) {}

@@ -266,6 +266,12 @@ func ConnHandshook(c *zk.Conn, sid int64, d time.Duration) {
 	rec(c, Step{Kind: Handshake, Owner: sid, Timeout: int64(d), Note: HandshakeConn})
 }
 
+// TickProbed records, on c's session, a probe's connect answer from a
+// server: the least session timeout it grants, least.
+func TickProbed(c *zk.Conn, least time.Duration) {
+	rec(c, Step{Kind: Handshake, Timeout: int64(least), Note: HandshakeProbe})
+}
+
 // Paused records that this process stopped process pid (SIGSTOP) no
 // earlier than from and let it go on (SIGCONT) no earlier than to.
 func Paused(pid int, from, to time.Time) {

@@ -193,6 +193,10 @@ const (
 	// HandshakeConn: from go-zookeeper's connection once it had read the
 	// response (zklock.NewSession): no write is recorded.
 	HandshakeConn = "conn"
+	// HandshakeProbe: a probe's connect answer (no session of the
+	// trace's): the least session timeout the server grants, Timeout,
+	// which bounds its tick by half (zklock's tick probe).
+	HandshakeProbe = "probe"
 )
 
 // The loss policies a session step names (zklock.WithLossOnExpiryOnly).

@@ -93,14 +93,22 @@ func (le *Lease) grants() (least, most time.Duration) {
 
 // tick is the server's tickTime as the lease takes it: the one declared
 // (WithServerTickTime), else the most the negotiation allows, half the
-// session timeout (see the argument): the members of an ensemble share one
-// tickTime, and each grants no session less than two of its ticks, so half
-// the least timeout any of them granted bounds it. (A rolling change of
+// session timeout (see the argument), or less where a probe read the
+// server's (tickprobe.go): the members of an ensemble share one tickTime,
+// and each grants no session less than two of its ticks, so half the
+// least timeout any of them granted bounds it. (A rolling change of
 // tickTime itself needs WithServerTickTime, the largest of the old and the
 // new.)
 func (le *Lease) tick() time.Duration {
 	if t := le.s.cfg.ServerTick; t > 0 {
 		return t
 	}
-	return le.Timeout() / 2
+	t := le.Timeout() / 2
+	if p := time.Duration(le.probed.Load()); p > 0 {
+		t = min(t, p)
+	}
+	return t
 }
+
+// setTick takes the tick a probe read.
+func (le *Lease) setTick(d time.Duration) { le.probed.Store(int64(d)) }

@@ -161,6 +161,7 @@ func (s *Floor) start(conn Conn, zc *zk.Conn) {
 		go s.notes.run()
 	}
 	s.Go(s.lease.renew)
+	s.Go(func() { s.probe(zc) })
 }
 
 // stop ends a floor whose connection never came up.

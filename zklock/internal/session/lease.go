@@ -144,6 +144,7 @@ type Lease struct {
 	kick     chan struct{}   // wakes the renewer
 
 	waits, lapses atomic.Int64 // see Stats
+	probed        atomic.Int64 // the servers' tick a probe read (ns; 0: none): tick
 
 	// lapsedAt is when the lease last ran out with holds (mono.Time), until
 	// a proof renews it again: the end of that episode is told too.

@@ -12,7 +12,23 @@ import (
 
 // The lease's renewer (lease.go has the argument): the syncs that prove the
 // session while a lock has a node and no write proved it for a period
-// (renew, refresh), and, under Wrap, while nothing else does (idleEvery).
+// (renew, refresh), and every idle period while nothing else does
+// (idleEvery): a session's idle cost, four to seven syncs a session
+// timeout, the price of a lock granted at once after any quiet spell.
+
+// idleEvery is how often a session with no lock syncs. A lock arriving at
+// t is granted on its create's answer when the chain that answer closes
+// leaves the deadline T/16 ahead: its k is the latest idle sync, up to a
+// period and a round trip before t, and its j a touch answered π before k,
+// up to another period earlier (the sync before, or under Dial a ping),
+// so D = w_j + 7T/8 ≥ t + 7T/8 − 3P − π − 2rtt. With a round trip up to
+// T/32: P = (13T/16 − π − T/16)/3, at most T/4 (more saves little) and at
+// least T/32. T/7 with the tick unknown (π = 5T/16); with a probed tick of
+// a tenth of T, T/4.
+func (le *Lease) idleEvery() time.Duration {
+	t := le.Timeout()
+	return min(max((t*12/16-le.gap())/3, t/32), t/4)
+}
 
 // wake asks the renewer to look at the session again.
 func (le *Lease) wake() {
@@ -126,11 +142,14 @@ func (le *Lease) dueLocked() (active bool, due time.Duration) {
 	// After a lapse that ended holds, until a proof tells its end.
 	active = len(s.st.holds) > 0 || s.st.waiting > 0 || le.lapsedAt.Load() != 0
 	every := le.period()
-	if !active && s.tap == nil {
-		// Under Wrap no tap sees go-zookeeper's pings: the floor's own
-		// syncs are the touches a chain starts from (lease.go), one
-		// every T/4.
-		active, every = true, le.Timeout()/4
+	if !active {
+		// While the connection lives, a session with no lock proves
+		// itself every idle period (idleEvery), so that a lock that wakes it is
+		// granted on its create's answer: that answer closes the chain of
+		// the latest idle sync (its k). Without them a quiet session's first grant waited
+		// for a sync sent after its create's answer (under Wrap, which
+		// sees no handshake, for a chain of its own across π).
+		active, every = true, le.idleEvery()
 	}
 	if mutant.On(mutant.NoRenewal) {
 		active = false // seeded bug: the renewer never syncs
