@@ -116,7 +116,11 @@ func leastGranted(ctx context.Context, addr string) (time.Duration, error) {
 // caller's dialer is go-zookeeper's secret), nor under an explorer's
 // double (zc nil).
 func (s *Floor) probe(zc *zk.Conn) {
-	if s.cfg.ServerTick > 0 || s.cfg.TLS != nil || zc == nil {
+	if s.cfg.ServerTick > 0 || zc == nil {
+		return
+	}
+	if s.cfg.TLS != nil {
+		s.tickUnknown("TLS: the probe dials plaintext")
 		return
 	}
 	for s.State() != StateConnected {
@@ -132,5 +136,18 @@ func (s *Floor) probe(zc *zk.Conn) {
 	if d := probeTick(ctx, addr, s.log); d > 0 {
 		trace.TickProbed(zc, 2*d)
 		s.lease.setTick(d)
+		return
 	}
+	s.tickUnknown("no answer to the probe from " + addr)
+}
+
+// tickUnknown says, once, what an unknown tick costs where it costs a
+// caller's wait: under Wrap, which sees no handshake, a session's first
+// grant waits for a chain across π = 5/8 of half the session timeout.
+func (s *Floor) tickUnknown(why string) {
+	if s.tap != nil {
+		return // the handshake shows the first lease: nothing waits for the tick
+	}
+	s.log.Warn("the servers' tick is not known: a first lock on this connection waits 5/8 of half the session timeout; declare it with WithServerTickTime",
+		"why", why, "wait", s.lease.Timeout()*5/16)
 }
