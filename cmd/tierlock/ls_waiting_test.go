@@ -57,3 +57,25 @@ func TestLsTableWidth(t *testing.T) {
 	}
 	tierlock(t, "ls", "-l", root).want(t, exitOK, label)
 }
+
+// A process waiting on two locks is one process waiting, not two: the
+// total counts sessions, not nodes (two processes, each queued on two
+// locks, were "4 processes waiting").
+func TestLsTotalCountsProcesses(t *testing.T) {
+	root := zktest.Path(t)
+	ctx := zktest.Context(t, 30*time.Second)
+	s1, s2, s3 := connect(t), connect(t), connect(t)
+	for _, p := range []string{root + "/job-1", root + "/job-2"} {
+		acquire(t, ctx, newLock(t, s1, p))
+		acquireAsync(ctx, newLock(t, s2, p))
+		acquireAsync(ctx, newLock(t, s3, p))
+		waitQueue(t, s1, p, 3)
+	}
+	r := tierlock(t, "ls", root)
+	r.want(t, exitOK, "2 locks, 2 held, 2 processes waiting")
+	for _, lock := range []string{"job-1", "job-2"} {
+		if c := cells(t, r.stdout, lock); c["WAITING-PROCS"] != "2" {
+			t.Errorf("%s: %q, want WAITING-PROCS 2:\n%s", lock, c, r.stdout)
+		}
+	}
+}

@@ -22,17 +22,22 @@ type lockSummary struct {
 	Name    string     `json:"name"`   // the path relative to the root
 	Family  string     `json:"family"` // the families of its nodes, in queue order, comma-separated
 	Holders int        `json:"holders"`
-	Waiting int        `json:"waiting"`          // nodes that do not hold: one per waiting process (tierlock)
+	Waiting int        `json:"waiting"`          // sessions with a node that does not hold: the processes waiting
 	Holder  *nodeView  `json:"holder,omitempty"` // the first holder, with held_seconds and token
 	AgeSec  float64    `json:"age_seconds"`      // the first holder's node's age: since it queued, its wait included
 	Nodes   []nodeView `json:"nodes"`
+
+	// waiters are the sessions of its waiting nodes: a process, one
+	// session, counted once however many nodes it queued (zk.Lock queues
+	// one per goroutine), here and over the root (sum).
+	waiters []string
 }
 
 // totals sums up the locks under a root.
 type totals struct {
 	Locks   int `json:"locks"`
 	Held    int `json:"held"`    // locks with a holder
-	Waiting int `json:"waiting"` // nodes waiting, over all locks
+	Waiting int `json:"waiting"` // sessions with a node waiting, over all locks: a process waiting on two locks counts once
 }
 
 func (t totals) String() string {
@@ -64,7 +69,10 @@ func summarize(root string, q queueView) lockSummary {
 			fams = append(fams, string(v.Family))
 		}
 		if !v.Holder {
-			s.Waiting++
+			if !slices.Contains(s.waiters, v.Session) {
+				s.waiters = append(s.waiters, v.Session)
+			}
+			s.Waiting = len(s.waiters)
 			continue
 		}
 		if s.Holders++; s.Holder == nil {
@@ -77,12 +85,16 @@ func summarize(root string, q queueView) lockSummary {
 
 func sum(ls []lockSummary) totals {
 	t := totals{Locks: len(ls)}
+	waiting := map[string]bool{}
 	for _, l := range ls {
 		if l.Holders > 0 {
 			t.Held++
 		}
-		t.Waiting += l.Waiting
+		for _, w := range l.waiters {
+			waiting[w] = true
+		}
 	}
+	t.Waiting = len(waiting)
 	return t
 }
 
@@ -139,7 +151,7 @@ var summaryHeader = []string{"LOCK", "FAMILY", "HELD", "QUEUED", "TOKEN", "WAITI
 // show; it follows the table, the total stays the last line.
 const legend = `HELD           since the holder took over (≥ at least; ? not in ZooKeeper: at most QUEUED, since it queued)
 TOKEN          its fencing token, as Hold.Token returns it (≥ at least: its node's czxid)
-WAITING-PROCS  nodes queued behind it, one per process; goroutines waiting inside a process are not in ZooKeeper
+WAITING-PROCS  processes (sessions) queued behind it; goroutines waiting inside a process are not in ZooKeeper
 `
 
 // maxWidth bounds the lines of the table of a root: the HOLDER column is
