@@ -22,7 +22,9 @@ import (
 //     stall ends, and a write held for the read timeout (2T/3, its write
 //     deadline) fails with the socket's error and drops the connection.
 //   - A ping is written every T/3 of a connection (a ticker, whatever else
-//     is written; a tick that finds the send loop held waits for it).
+//     is written; a tick that finds the send loop held waits for it), T the
+//     timeout the connection was granted: go-zookeeper's timings follow
+//     each connect answer.
 //   - Writes reach the follower in order, after a delay the driver picks;
 //     under a blackhole of the client's traffic they arrive once it ends
 //     (TCP resends them), or never if the connection drops first.
@@ -30,15 +32,14 @@ import (
 //     A drop fails the requests written and unanswered with
 //     zk.ErrConnectionClosed; those not written go out on the next
 //     connection, in whatever session it has.
-//   - A reconnection tells the floor StateConnecting, StateConnected and
-//     StateHasSession in the same session, or, when the leader expired it,
-//     StateExpired (SessionID 0) and StateDisconnected first, then a new
-//     session. The follower revalidates a session with the leader: it
-//     takes no connection while cut from it.
+//   - A connection is made, and its credential sent again, as
+//     lease_connect_test.go has it.
 type client struct {
-	cur   *cconn // nil while down
-	n     int    // connections made
-	sendq []*req // handed, not yet written
+	cur     *cconn        // nil while down; made, maybe not answered yet (shook)
+	n       int           // connections made
+	sendq   []*req        // handed, not yet written
+	timeout time.Duration // the timeout the next connect asks: the last granted (go-zookeeper's sessionTimeoutMs)
+	creds   bool          // an AddAuth succeeded: each new connection sends it again
 
 	downTill             time.Duration // no connection before then (a drop's)
 	stallFrom, stallTill time.Duration // the socket takes nothing then
@@ -48,7 +49,11 @@ type client struct {
 // cconn is one connection.
 type cconn struct {
 	n        int
-	sid      int64
+	sid      int64          // the session the follower took it in (0 until then, or none)
+	asked    int64          // the session its connect request names (0: a new one)
+	T        time.Duration  // the session timeout its member grants
+	shook    bool           // the client read a connect answer with a session: it may write
+	authing  bool           // go-zookeeper sends its credential again: its send loop waits for the reply
 	rec      *wire.Recorder // what the tap notes of it (nil under Wrap: no tap)
 	first    int            // its first write, the connect request, in world.writes
 	acked    int            // its latest write a reply confirmed (confirm)
@@ -85,75 +90,6 @@ func (w *world) event(st zk.State) {
 	synctest.Wait()
 }
 
-// connect makes a connection, in the session the client has if the
-// leader has not expired it, else in a new one.
-func (w *world) connect() {
-	if w.isClosed() || w.c.cur != nil {
-		return
-	}
-	switch {
-	case w.now() < w.c.downTill:
-		w.ag.at(w.c.downTill, w.connect)
-		return
-	case w.linkCut() || w.srv.orphan:
-		// No revalidation while cut from the leader.
-		w.ag.at(max(w.srv.down.cutTill, w.srv.up.cutTill, w.now()+w.cfg.tick/2), w.connect)
-		return
-	}
-	w.event(zk.StateConnecting)
-	w.event(zk.StateConnected)
-	id := w.sid.Load()
-	if id != 0 && w.expiredBy(id, w.now()) {
-		w.handshake(&cconn{n: -1, acked: -1}, 0)
-		w.logf("connect: session %#x expired", id)
-		w.sid.Store(0)
-		w.hist.learnt = append(w.hist.learnt, learnt{at: w.now(), id: id})
-		w.event(zk.StateExpired)
-		w.event(zk.StateDisconnected)
-		w.event(zk.StateConnecting)
-		w.event(zk.StateConnected)
-		id = 0
-	}
-	if id == 0 {
-		id = w.newSession()
-		w.cover(coverNewSession, w.c.n > 0)
-	} else {
-		w.heard(id) // the follower revalidated it with the leader
-		w.cover(coverSameSession, true)
-	}
-	w.c.n++
-	c := &cconn{n: w.c.n, sid: id, acked: -1}
-	w.handshake(c, id)
-	w.c.cur = c
-	w.sid.Store(id)
-	w.hist.ups = append(w.hist.ups, span{from: w.now(), to: -1, sid: id})
-	w.logf("connected %d in session %#x", c.n, id)
-	w.recv(c)
-	w.event(zk.StateHasSession)
-	w.ag.at(w.now()+w.cfg.T/3, func() { w.tick(c) })
-	w.pump()
-}
-
-// handshake writes c's connect request and reads the server's answer,
-// now: session id with the granted timeout, or none (0: the session
-// expired), as go-zookeeper does before it tells the state.
-func (w *world) handshake(c *cconn, id int64) {
-	if !w.cfg.wrap {
-		c.rec = w.tap.NewRecorder()
-	}
-	c.first = w.record(c, 'c', nil)
-	var ms int32
-	if id != 0 {
-		ms = int32(w.cfg.T / time.Millisecond)
-	}
-	if id != 0 {
-		w.confirm(c, c.first)
-	}
-	if c.rec != nil {
-		c.rec.Read(connectAnswer(ms, id))
-	}
-}
-
 // drop ends the connection on the client's side (why, for the trace):
 // failed, if not nil, is the request whose write failed with ferr.
 func (w *world) drop(why string, failed *req, ferr error) {
@@ -163,8 +99,11 @@ func (w *world) drop(why string, failed *req, ferr error) {
 	}
 	w.logf("drop: %s", why)
 	w.c.cur = nil
-	w.hist.ups[len(w.hist.ups)-1].to = w.now()
-	w.hist.drops = append(w.hist.drops, w.now())
+	if c.shook {
+		w.hist.ups[len(w.hist.ups)-1].to = w.now()
+		w.hist.drops = append(w.hist.drops, w.now())
+	}
+	// Before its answer too: go-zookeeper's loop tells the TCP state.
 	w.event(zk.StateDisconnected)
 	out := c.out
 	c.out = nil
@@ -190,7 +129,7 @@ func (w *world) drop(why string, failed *req, ferr error) {
 func (w *world) recv(c *cconn) {
 	c.lastRecv = w.now()
 	at := c.lastRecv
-	w.ag.at(at+w.cfg.T*2/3, func() {
+	w.ag.at(at+c.T*2/3, func() {
 		if c == w.c.cur && c.lastRecv == at {
 			w.cover(coverReadDeadline, true)
 			w.drop("read deadline: nothing received for 2T/3", nil, nil)
@@ -203,7 +142,7 @@ func (w *world) tick(c *cconn) {
 	if c != w.c.cur {
 		return
 	}
-	w.ag.at(w.now()+w.cfg.T/3, func() { w.tick(c) })
+	w.ag.at(w.now()+c.T/3, func() { w.tick(c) })
 	if c.busy > w.now() || c.writing {
 		c.tick = true
 		w.pump()
@@ -212,10 +151,11 @@ func (w *world) tick(c *cconn) {
 	w.begin(c, 'p', nil)
 }
 
-// pump schedules c's next write, when one waits and none is scheduled.
+// pump schedules c's next write, when one waits and none is scheduled
+// (and its send loop runs: its answer read, its credential's answered).
 func (w *world) pump() {
 	c := w.c.cur
-	if c == nil || c.writing || len(w.c.sendq) == 0 && !c.tick {
+	if c == nil || !c.shook || c.authing || c.writing || len(w.c.sendq) == 0 && !c.tick {
 		return
 	}
 	at := max(w.now(), c.busy)
@@ -249,7 +189,9 @@ func (w *world) writeNext(c *cconn) {
 	w.pump()
 }
 
-// begin begins a write on c now: it reaches the follower later.
+// begin begins a write on c now: it reaches the follower later. A
+// connect request's write has no deadline that a stall reaches (ten read
+// timeouts).
 func (w *world) begin(c *cconn, what byte, r *req) {
 	i := w.record(c, what, r)
 	if r != nil {
@@ -260,8 +202,8 @@ func (w *world) begin(c *cconn, what byte, r *req) {
 	if now >= w.c.stallFrom && now < w.c.stallTill {
 		c.busy = w.c.stallTill
 		w.cover(coverStalled, r != nil)
-		if c.busy-now > w.cfg.T*2/3 {
-			w.ag.at(now+w.cfg.T*2/3, func() { w.writeTimeout(c, r) })
+		if c.busy-now > c.T*2/3 && what != 'c' {
+			w.ag.at(now+c.T*2/3, func() { w.writeTimeout(c, r) })
 		}
 	}
 	at := max(now, c.busy) + w.hop()
@@ -284,13 +226,22 @@ func (w *world) writeTimeout(c *cconn, r *req) {
 	w.drop("write held past its deadline", r, err)
 }
 
-// arrive is a write of c reaching the follower: it touches the session,
-// and takes its place among c's replies.
+// arrive is a write of c reaching the follower: a connect request goes
+// to the leader, an auth is answered at once (lease_connect_test.go);
+// anything else touches the session, and takes its place among c's
+// replies.
 func (w *world) arrive(c *cconn, what byte, r *req, wi int) {
-	if c != w.c.cur {
+	switch {
+	case c != w.c.cur:
 		return // lost with its connection
+	case what == 'c':
+		w.revalidate(c)
+		return
+	case r != nil && r.op == opAuth:
+		w.answerAuth(c, r, wi)
+		return
 	}
-	w.touched(c.sid)
+	w.touched(c.sid, c.T)
 	slot := &reply{r: r, ready: what != 'r', wi: wi}
 	c.replies = append(c.replies, slot)
 	if what == 'r' {
@@ -305,6 +256,7 @@ type reply struct {
 	r     *req // nil: a ping's
 	wi    int  // the packet's write, in world.writes
 	ready bool
+	auth  bool // an auth's: it confirms no touch
 	res   []zk.MultiResponse
 	err   error
 }
@@ -323,11 +275,13 @@ func (w *world) flush(c *cconn) {
 // received is a reply reaching the client.
 func (w *world) received(c *cconn, slot *reply) {
 	if c != w.c.cur {
-		w.cover(coverAnswerLost, slot.r != nil && slot.err == nil)
+		w.cover(coverAnswerLost, slot.r != nil && !slot.auth && slot.err == nil)
 		return // failed when its connection dropped
 	}
 	w.recv(c)
-	w.confirm(c, slot.wi)
+	if !slot.auth {
+		w.confirm(c, slot.wi)
+	}
 	if c.rec != nil {
 		xid := int32(-2)
 		if slot.r != nil {
@@ -339,6 +293,9 @@ func (w *world) received(c *cconn, slot *reply) {
 		c.out = slices.DeleteFunc(c.out, func(x *req) bool { return x == r })
 		w.logf("answer %d: %v", r.n, slot.err)
 		w.end(r, slot.res, slot.err)
+		if slot.auth {
+			w.authed(c, r)
+		}
 	}
 }
 

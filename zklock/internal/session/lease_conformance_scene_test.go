@@ -55,6 +55,7 @@ func TestLeaseConformance(t *testing.T) {
 		t.Run(fmt.Sprint("follower cut from the leader/", i), conformFollowerCut)
 	}
 	t.Run("negotiation", conformNegotiation)
+	t.Run("auth answered untouched", func(t *testing.T) { conformAuth(t, c.Addr(0)) })
 }
 
 // conformNegotiation: a server with ZooKeeper's default bounds grants a

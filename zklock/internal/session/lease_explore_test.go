@@ -4,12 +4,15 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/tierlock/tierlock/internal/mutant"
 )
 
 // The lease explored schedule by schedule: the floor's real code (the
@@ -27,11 +30,18 @@ import (
 // servers' tick, which negotiate the timeout granted as ZooKeeper does,
 // between 2 and 20 ticks (most schedules within, 1 in 8 granted more than
 // asked, 1 in 8 less; 1 in 16 a server whose minSessionTimeout grants
-// less than 2 ticks, the tick then told to the floor); the tick told to
-// the floor (WithServerTickTime) 1 in 3; syncLimit × tickTime up to 2T;
+// less than 2 ticks, the tick then told to the floor); 1 in 4 faulty
+// schedules, a second member whose bounds are set apart, granting less
+// (down to two ticks) or more, which each reconnection may reach (so a
+// session's grants change: go-zookeeper asks each connect for the last
+// one granted); the tick told to the floor (WithServerTickTime) 1 in 3;
+// syncLimit × tickTime up to 2T; where the leader's tick boundaries fall;
 // WithLossOnExpiryOnly 1 in 4; the floor made by Wrap 1 in 4 (no tap, its
-// state polled, an event channel or none), else by Dial; a healthy
-// schedule 1 in 8; a share of late answers of 0, 0.1 or 0.3.
+// state polled, an event channel or none; its connection has its first
+// session, as Dial's has when Dial returns), else by Dial, WithoutPipelining
+// 1 in 4; a credential 1 in 3 (the floor's AddAuth once the first session
+// is made, and go-zookeeper's on each new connection); a healthy schedule
+// 1 in 8; a share of late answers of 0, 0.1 or 0.3.
 //
 // The follower is ZooKeeper 3.8's (lease_server_test.go): it reports the
 // touches of its clients' packets to the leader only in its answers to the
@@ -40,7 +50,13 @@ import (
 // forwards requests on the stream up behind its earlier ping answers; the
 // leader takes a ping answer's touches as heard when it reads them,
 // before the requests behind them, and touches a session itself only at
-// its connect (a new session, or the REVALIDATE of a reconnection). With
+// its connect (a new session, or the REVALIDATE of a reconnection, sent
+// up the stream and answered down it, then the way back to the client:
+// the answer is read later than the leader's touch, slowly when late).
+// Each touch sets the session's expiry as ZooKeeper's expiry queue does:
+// its time plus the timeout it carries (its connection's), rounded up past
+// the next tick, earlier than before too. The follower answers an auth
+// itself, at once and untouched (lease_connect_test.go). With
 // -lease.slowpings the leader pings up to a tick late, past lease.go's π:
 // the argument's one assumption of the server dropped, and (a) breaks.
 //
@@ -69,40 +85,48 @@ import (
 //	        drops)
 //	bh:d    the client's traffic is lost for d (asymmetric: the server's
 //	        arrives): writes reach the follower once it ends
+//	ws:d    the wall clock steps by d, back or forth (up to T): only a
+//	        lease on the wall clock can see it (mono.StepWall)
 //	cl      Close, at any moment (and at 8T in every schedule)
 //
 // and, drawn by the double: each write's start (at once, or up to T/32
 // later), its way to the follower (up to T/8), the way between the servers
 // (up to a quarter tick), the leader's processing (up to T/2 when late)
-// and the answer's way back (up to T when late), the leader's pings, the
-// read deadline (2T/3 without a byte), reconnections (at once, or up to
-// 2T), expiries (the leader's, at lastHeard + T).
+// and the answer's way back (up to T when late, a connect answer's too),
+// the leader's pings, the read deadline (2T/3 of the connection's timeout
+// without a byte), reconnections (at once, or up to 2T) and the member
+// each reaches, expiries (the leader's expiry queue's).
 //
 // What it checks, each on its side (lease_props_test.go,
-// lease_lines_test.go), from what the double recorded (its writes, the
-// replies that confirm them, its handshakes, its answers, the leader's
-// expiries) and lease.go's rule (reach R = 7T/8, 9T/8 WithLossOnExpiryOnly;
-// π = 5/8 of the tick, T/2 unless told; T the granted timeout), never
-// from a value the floor computed:
+// lease_promise_test.go, lease_lines_test.go), from what the double
+// recorded (its writes, the replies that confirm them, its handshakes and
+// the timeouts they granted, its answers, the leader's expiries) and
+// lease.go's rule (reach R = 7T/8, 9T/8 WithLossOnExpiryOnly; π = 5/8 of
+// the tick, T/2 unless told; T the least timeout granted the session by
+// then, as the floor could know it), never from a value the floor
+// computed:
 //
 //	(a) server  loss before grant elsewhere: a hold granted in a session
 //	            ends before the leader expires the session, and no Grant
 //	            returns nil at or after that expiry (WithLossOnExpiryOnly:
 //	            holds at most T/8 after, lease.go's overlap)
 //	(b) spec    the lease's promise: no hold stands later than the
-//	            renewals the double's record allows by then: a handshake's
-//	            connect write + R, and a chain's j + R (j the latest
-//	            packet a reply confirmed by k's write − π, k the latest
+//	            renewals and grants the double's record allows by then: a
+//	            handshake's connect write + R once its answer is read, and
+//	            a chain's j + R (j the latest packet a reply confirmed by
+//	            k's write − π, an auth's reply confirming none, k the latest
 //	            proof answered before l was handed, l a proof answered),
-//	            each request dated by its own write
+//	            each request dated by its own write, R as it is at each
+//	            moment (a shorter grant brings it in at once)
 //	(c) caller  Grant returns nil, ErrNodeGone once its session is over,
 //	            ErrClosed after Close, or its ctx's error once it ended;
 //	            lose is called at most once, for a hold, with the cause
 //	            that happened then: ErrDisconnected at a drop the floor
 //	            could see (never under ExpiryOnly), ErrSessionExpired as it
 //	            learns of it, ErrLeaseExpired once the lease ran out by the
-//	            rule as the floor must apply it (a request dated by the
-//	            first write after its handing, under Wrap by its handing),
+//	            rule as the floor must apply it (a write WithoutPipelining
+//	            dated by the first write but a ping after its handing,
+//	            under Wrap a request by its handing),
 //	            ErrClosed after Close; and a hold standing when the floor
 //	            learns that its session is over is told then
 //	(d) caller  on a healthy schedule whose tick is at most half the
@@ -143,16 +167,29 @@ func TestLeaseExplore(t *testing.T) {
 	t.Logf("%d schedules, no property broken, in %v", n, time.Since(start).Round(time.Millisecond))
 	missing, counts := uncoveredLease()
 	t.Logf("moments reached: %s", counts)
+	if n < rareFrom {
+		missing = slices.DeleteFunc(missing, func(m string) bool { return m == leasePointNames[coverHeldAtNewSession] })
+	}
 	if n >= 2000 && len(missing) > 0 {
 		t.Errorf("no schedule reached: %s", strings.Join(missing, "; "))
 	}
 }
 
+// rareFrom is the run from which a hold standing as its client connects
+// in a new session must be reached: only under WithLossOnExpiryOnly, in
+// the T/8 its holds may outlive the leader's expiry, which the expiry
+// queue's rounding up to a tick mostly closes (3 in seeds 1 to 80,000, 1
+// in 1 to 40,000, none in 1 to 2,000, where it was 49 with the expiry at
+// lastHeard + T).
+const rareFrom = 80000
+
 // runSeeds runs seeds first to first+n-1, a worker per core (one under
 // the race detector, which runs beside the other packages' tests in go
 // test ./...: a timing test of zklock's lost its margin once with both
-// cores taken), each in a synctest bubble of its own, and returns the
-// lowest seed whose outcome is bad, with its outcome (seed 0: none).
+// cores taken; one too under the seeded bug wall-clock, which reads the
+// wall clock's steps, the process's (mono.StepWall), so that a schedule
+// sees only its own), each in a synctest bubble of its own, and returns
+// the lowest seed whose outcome is bad, with its outcome (seed 0: none).
 func runSeeds(t *testing.T, first, n uint64, bad func(outcome) bool) (uint64, outcome) {
 	explorePolls(t)
 	var next atomic.Uint64
@@ -160,7 +197,7 @@ func runSeeds(t *testing.T, first, n uint64, bad func(outcome) bool) (uint64, ou
 	var found uint64
 	var worst outcome
 	workers := runtime.GOMAXPROCS(0)
-	if raceBuild {
+	if raceBuild || mutant.On(mutant.WallClock) {
 		workers = 1
 	}
 	t.Run("schedules", func(t *testing.T) {

@@ -33,19 +33,56 @@ type leaseConfig struct {
 	healthy     bool          // no faults, every answer within a 1/256 of T
 	pLate       float64       // the share of late answers (and late processing)
 	slowPings   bool          // the leader pings up to a tick late (the argument's assumption dropped)
+	latency     time.Duration // a fixed delay each way between the client and the follower, a proxy's (0 in drawn schedules)
+
+	members      []grantBounds // the members a connection may reach; none: one, the servers' defaults (firstMember)
+	expiryPhase  time.Duration // where the leader's tick boundaries fall, within a tick: its expiries are rounded up to them
+	digests      bool          // the floor has a credential: an auth goes out after the first session and on each connection after
+	noPipelining bool          // Config.NoPipelining (under Dial): a write's proof is dated by the first write after its queueing
 }
 
-// R is the lease's reach, and gap its π, as lease.go states them, from
-// what the server granted and the tick the floor knows of.
-func (c leaseConfig) R() time.Duration {
-	if c.expiryOnly {
-		return c.T + c.T/8
+// grantBounds is what one member of the ensemble grants a session: the
+// timeout asked, within its minSessionTimeout and maxSessionTimeout.
+type grantBounds struct{ lo, hi time.Duration }
+
+func (b grantBounds) grant(asked time.Duration) time.Duration { return min(max(asked, b.lo), b.hi) }
+
+// firstMember is the servers' negotiation as ZooKeeper's defaults have
+// it: between 2 and 20 ticks (from minSession up, when set).
+func (c leaseConfig) firstMember() grantBounds {
+	lo := 2 * c.tick
+	if c.minSession > 0 {
+		lo = c.minSession
 	}
-	return c.T * 7 / 8
+	return grantBounds{lo: lo, hi: 20 * c.tick}
 }
 
-func (c leaseConfig) gap() time.Duration {
-	tick := c.T / 2
+// member is the bounds of the member that connection n reaches: the
+// first connection the first member (T is what it grants), each later one
+// either member, drawn.
+func (w *world) member(n int) grantBounds {
+	ms := w.cfg.members
+	if len(ms) == 0 {
+		return w.cfg.firstMember()
+	}
+	if n > 1 && len(ms) > 1 && w.rng.IntN(2) == 0 {
+		return ms[1]
+	}
+	return ms[0]
+}
+
+// reach is the lease's R, and gapOf its π, for the least timeout granted
+// the session, as lease.go states them: T the least granted, the tick
+// half of it unless the floor is told the tick.
+func (c leaseConfig) reach(least time.Duration) time.Duration {
+	if c.expiryOnly {
+		return least + least/8
+	}
+	return least * 7 / 8
+}
+
+func (c leaseConfig) gapOf(least time.Duration) time.Duration {
+	tick := least / 2
 	if c.declared {
 		tick = c.tick
 	}
@@ -65,7 +102,7 @@ type step struct {
 }
 
 func (s step) String() string {
-	if s.d > 0 {
+	if s.d != 0 {
 		return fmt.Sprintf("%s@%v:%v", s.kind, s.at, s.d)
 	}
 	return fmt.Sprintf("%s@%v", s.kind, s.at)
@@ -97,12 +134,13 @@ func parseSteps(tokens []string) ([]step, error) {
 // (bz, one every T/64, so that chains are as short as writes make them);
 // the faults: drops (dc), cuts between the follower and the leader (pt
 // both ways, pl the way down, pf the way up), stalls (st), blackholes of
-// the client's traffic (bh), Close (cl).
+// the client's traffic (bh), steps of the wall clock (ws, either way),
+// Close (cl).
 var (
 	programKinds = []string{"aq", "rl", "tx"}
 	programW     = []int{5, 4, 3}
-	faultKinds   = []string{"aq", "rl", "tx", "bz", "x", "dc", "pt", "pl", "pf", "st", "bh", "cl"}
-	faultW       = []int{22, 16, 14, 4, 6, 9, 6, 4, 4, 8, 7, 2}
+	faultKinds   = []string{"aq", "rl", "tx", "bz", "x", "dc", "pt", "pl", "pf", "st", "bh", "ws", "cl"}
+	faultW       = []int{22, 16, 14, 4, 6, 9, 6, 4, 4, 8, 7, 3, 2}
 )
 
 // draw makes seed's configuration and steps.
@@ -133,6 +171,8 @@ func draw(seed uint64) (leaseConfig, []step) {
 			st.d = uniform(rng, 3*T/2)
 		case "st", "bh", "bz":
 			st.d = uniform(rng, T)
+		case "ws":
+			st.d = uniform(rng, 2*T) - T
 		}
 		steps[i] = st
 	}
@@ -144,8 +184,9 @@ func draw(seed uint64) (leaseConfig, []step) {
 // servers' tick, most often such that they grant it, else more (less than
 // two ticks asked) or less (more than twenty); now and then a server whose
 // minSessionTimeout lets it grant less than two ticks, the tick then told
-// to the floor, as the argument needs (lease.go); the floor's policy and
-// make; how the double behaves.
+// to the floor, as the argument needs (lease.go); 1 in 4 faulty schedules
+// a second member whose bounds are set apart (otherMember); the floor's
+// policy, make and options; how the double behaves.
 func drawConfig(rng *rand.Rand) leaseConfig {
 	asked := []time.Duration{2 * time.Second, 4 * time.Second, 10 * time.Second}[rng.IntN(3)]
 	c := leaseConfig{asked: asked, expiryOnly: rng.IntN(4) == 0, healthy: rng.IntN(8) == 0,
@@ -163,10 +204,33 @@ func drawConfig(rng *rand.Rand) leaseConfig {
 		c.tick = asked/20 + uniform(rng, asked/2-asked/20)
 	}
 	c.tick = max(c.tick.Round(time.Millisecond), time.Millisecond)
-	c.T = c.granted()
+	c.members = []grantBounds{c.firstMember()}
+	c.T = c.members[0].grant(asked)
 	c.phase = uniform(rng, c.tick/2)
 	c.orphanAfter = min(time.Duration(2+rng.IntN(19))*c.tick, 2*c.T)
+	c.expiryPhase = uniform(rng, c.tick-1)
+	c.digests = rng.IntN(3) == 0
+	c.noPipelining = !c.wrap && rng.IntN(4) == 0
+	if !c.healthy && rng.IntN(4) == 0 {
+		c.members = append(c.members, c.otherMember(rng))
+	}
 	return c
+}
+
+// otherMember draws a second member's bounds, set apart from the first's
+// (a rolling change of maxSessionTimeout or minSessionTimeout): one that
+// grants less than T, from the first's floor to 3T/4, or more, from above
+// T. go-zookeeper asks each connection for the timeout the last one was
+// granted, so a session's grants go down or up and stay there until the
+// other member sets them apart again. Whole milliseconds, as a connect
+// answer carries them.
+func (c leaseConfig) otherMember(rng *rand.Rand) grantBounds {
+	first := c.members[0]
+	if room := c.T*3/4 - first.lo; room > time.Millisecond && rng.IntN(2) == 0 {
+		return grantBounds{lo: first.lo, hi: first.lo + uniform(rng, room).Truncate(time.Millisecond)}
+	}
+	lo := c.T + time.Millisecond + uniform(rng, c.T).Truncate(time.Millisecond)
+	return grantBounds{lo: lo, hi: max(first.hi, lo)}
 }
 
 // uniform draws a duration in [0, d].
@@ -184,12 +248,12 @@ func (w *world) jitter() time.Duration {
 
 func (w *world) hop() time.Duration {
 	if w.cfg.healthy {
-		return uniform(w.rng, w.cfg.T/256)
+		return w.cfg.latency + uniform(w.rng, w.cfg.T/256)
 	}
 	if w.rng.IntN(100) < 85 {
-		return uniform(w.rng, w.cfg.T/128)
+		return w.cfg.latency + uniform(w.rng, w.cfg.T/128)
 	}
-	return uniform(w.rng, w.cfg.T/8)
+	return w.cfg.latency + uniform(w.rng, w.cfg.T/8)
 }
 
 // late draws the leader's processing (up to T/2 when late) or an
@@ -206,7 +270,7 @@ func (w *world) late(upTo time.Duration) time.Duration {
 }
 
 func (w *world) proc() time.Duration { return w.late(w.cfg.T / 2) }
-func (w *world) back() time.Duration { return w.late(w.cfg.T) }
+func (w *world) back() time.Duration { return w.cfg.latency + w.late(w.cfg.T) }
 
 func (w *world) reconnectDelay() time.Duration {
 	if w.rng.IntN(8) == 0 {
@@ -257,6 +321,9 @@ func (w *world) acquire(a *member) {
 	s := w.s
 	s.Waiting(1)
 	defer s.Waiting(-1)
+	if s.AwaitAuth(a.ctx) != nil {
+		return // as zklock's locks: no lock request before the credential
+	}
 	if err := s.Flight().Admit(a.ctx, 1); err != nil {
 		return
 	}

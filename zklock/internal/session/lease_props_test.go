@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -49,18 +48,21 @@ func (a *member) ended() time.Duration {
 }
 
 // checkLoss is (a), on the server's side: a hold granted in a session ends
-// before the leader expires that session, and none is granted after (with
-// WithLossOnExpiryOnly, lease.go's overlap: at most T/8 after).
+// before the leader expires that session (its expiry queue's, from the
+// double), and none is granted after (with WithLossOnExpiryOnly, lease.go's
+// overlap: at most T/8 after, T the least timeout granted the session by
+// the hold's end).
 func (w *world) checkLoss(a *member, add func(string, ...any)) {
 	E := w.expiry(a.owner)
 	if !a.granted() || E < 0 {
 		return
 	}
+	e := a.ended()
 	var slack time.Duration
 	if w.cfg.expiryOnly {
-		slack = w.cfg.T / 8
+		least, _ := w.grantsBy(a.owner, e)
+		slack = least / 8
 	}
-	e := a.ended()
 	late := e >= E
 	if slack > 0 {
 		late = e > E+slack
@@ -72,209 +74,6 @@ func (w *world) checkLoss(a *member, add func(string, ...any)) {
 		add("(a) member %d held until %v, past its session %#x's expiry at the leader (%v) by %v",
 			a.n, e, a.owner, E, e-E)
 	}
-}
-
-// bound is a renewal: from at on, the rule lets holds stand until until.
-type bound struct{ at, until time.Duration }
-
-// renewals lists, in order, the renewals lease.go's rule allows session
-// sid, from the double's records: each handshake that gave the session
-// (under Dial: the tap reads it), counted from its connect request's
-// write; each chain (j, k, l) closed by a sync or write l answered with
-// success in the session, counted from j's write, j the latest packet
-// seen touched (a reply to it or to a later packet of its connection came)
-// by k's write less π, k the latest-written sync or write answered with
-// success before l was handed over, each dated by its own write (under
-// Wrap, its handing: nothing sees the writes). spec is the promise, (b);
-// else the floor's rule, (c) and (e): k of the same session as l, and the
-// touches the tap keeps (a grain apart).
-func (w *world) renewals(sid int64, spec bool) []bound {
-	key := renewalsKey{sid, spec, len(w.reqs), len(w.writes)}
-	if out, ok := w.renewed[key]; ok {
-		return out // the checks ask per member; the records are the same
-	}
-	var out []bound
-	if !w.cfg.wrap {
-		for _, x := range w.writes {
-			if x.what == 'c' && x.c.sid == sid && x.c.n > 0 {
-				out = append(out, bound{at: x.at, until: x.at + w.cfg.R()})
-			}
-		}
-	}
-	proofs := w.provers()
-	// The k's in answer order, each with the latest write among them by
-	// then: l's k is the last of those answered before l was handed.
-	type kBy struct {
-		ans int
-		w   time.Duration
-	}
-	var ks []kBy
-	for _, k := range proofs {
-		if spec || k.sid == sid && k.conn.sid == sid {
-			ks = append(ks, kBy{k.ansSeq, w.writeOf(k)})
-		}
-	}
-	slices.SortStableFunc(ks, func(x, y kBy) int { return x.ans - y.ans })
-	for i := 1; i < len(ks); i++ {
-		ks[i].w = max(ks[i].w, ks[i-1].w)
-	}
-	touched := w.touches(spec)
-	for _, l := range proofs {
-		if l.conn.sid != sid {
-			continue
-		}
-		i, _ := slices.BinarySearchFunc(ks, l.handSeq, func(k kBy, h int) int { return k.ans - h })
-		if i == 0 {
-			continue
-		}
-		if wj, ok := touched.by(ks[i-1].w - w.cfg.gap()); ok {
-			out = append(out, bound{at: l.answered, until: wj + w.cfg.R()})
-		}
-	}
-	slices.SortStableFunc(out, func(x, y bound) int { return int(x.at - y.at) })
-	if w.renewed == nil {
-		w.renewed = make(map[renewalsKey][]bound)
-	}
-	w.renewed[key] = out
-	return out
-}
-
-// renewalsKey names a renewals answer: its session and side, and the
-// records it was read from.
-type renewalsKey struct {
-	sid          int64
-	spec         bool
-	reqs, writes int
-}
-
-// provers are the syncs and writes answered with success.
-func (w *world) provers() []*req {
-	var ps []*req
-	for _, r := range w.reqs {
-		if r.err == nil && r.over && r.conn != nil && r.wi >= 0 {
-			ps = append(ps, r)
-		}
-	}
-	return ps
-}
-
-// writeOf dates r's write: its own, as the floor does under Dial (the
-// tap's waiter of every sync and write sees it begin), or under Wrap its
-// handing (nothing sees the writes).
-func (w *world) writeOf(r *req) time.Duration {
-	if w.cfg.wrap {
-		return r.handed
-	}
-	return w.writes[r.wi].at
-}
-
-// touchIndex is the touches known, in the order they were seen touched,
-// each with the latest write time among them by then.
-type touchIndex []struct{ confirmed, best time.Duration }
-
-// by is the write time of the latest packet seen touched by t.
-func (ti touchIndex) by(t time.Duration) (time.Duration, bool) {
-	i := sort.Search(len(ti), func(i int) bool { return ti[i].confirmed > t })
-	if i == 0 {
-		return -1, false
-	}
-	return ti[i-1].best, true
-}
-
-// touches indexes the packets seen touched: under Dial any packet a reply
-// confirmed, under Wrap the floor's own syncs and writes answered with
-// success (nothing sees the rest). As the floor keeps them (spec false),
-// the tap keeps a touch only a grain after the one before (wire.Touches),
-// in the order the replies came.
-func (w *world) touches(spec bool) touchIndex {
-	var ti touchIndex
-	add := func(confirmed, written time.Duration) {
-		best := written
-		if n := len(ti); n > 0 {
-			best = max(best, ti[n-1].best)
-		}
-		ti = append(ti, struct{ confirmed, best time.Duration }{confirmed, best})
-	}
-	if w.cfg.wrap {
-		ps := w.provers()
-		slices.SortStableFunc(ps, func(x, y *req) int { return int(x.answered - y.answered) })
-		for _, r := range ps {
-			add(r.answered, r.handed)
-		}
-		return ti
-	}
-	var ts []writeRec
-	for _, x := range w.writes {
-		if x.confirmed >= 0 {
-			ts = append(ts, x)
-		}
-	}
-	slices.SortStableFunc(ts, func(x, y writeRec) int { return int(x.confirmed - y.confirmed) })
-	last := time.Duration(-1 << 62)
-	for _, x := range ts {
-		if !spec && x.at < last+touchGrain {
-			continue
-		}
-		last = max(last, x.at)
-		add(x.confirmed, x.at)
-	}
-	return ti
-}
-
-// touchGrain is the tap's (wire.Touches).
-const touchGrain = 10 * time.Millisecond
-
-// deadline is the lease of session sid at t by the proofs ps: the latest
-// until of those answered by t (-1<<62: none).
-func deadline(ps []bound, t time.Duration) time.Duration {
-	d := time.Duration(-1 << 62)
-	for _, p := range ps {
-		if p.at > t {
-			break
-		}
-		d = max(d, p.until)
-	}
-	return d
-}
-
-// checkPromise is (b), the lease's promise on the spec's side: a hold is
-// never standing at a time later than the renewals by then allow (each
-// request dated by its own write).
-func (w *world) checkPromise(a *member, add func(string, ...any)) {
-	if !a.granted() {
-		return
-	}
-	ps := w.renewals(a.owner, true)
-	e := a.ended()
-	lo := a.returned
-	d := deadline(ps, lo)
-	for _, p := range ps {
-		if p.at <= lo {
-			d = max(d, p.until) // answered at lo: counted from then
-			continue
-		}
-		if p.at >= e {
-			break
-		}
-		if p.at > max(lo, d) {
-			break // held over [max(lo, d), p.at) with no lease
-		}
-		lo, d = p.at, max(d, p.until)
-	}
-	if hi := min(e, nextAnswer(ps, lo)); hi > max(lo, d) {
-		add("(b) member %d (session %#x) held at %v, past the lease's promise %v (held %v to %v)",
-			a.n, a.owner, max(lo, d), d, a.returned, e)
-	}
-}
-
-// nextAnswer is the first answer of ps after t (never: none).
-func nextAnswer(ps []bound, t time.Duration) time.Duration {
-	for _, p := range ps {
-		if p.at > t {
-			return p.at
-		}
-	}
-	return never
 }
 
 // upAt reports whether the floor could see a connection in session sid
@@ -306,8 +105,11 @@ func learntIn(h history, id int64, t time.Duration, at bool) bool {
 // see makes w.seen, the connection's history as the floor could see it:
 // the double's own (go-zookeeper's event callback under Dial, and the
 // event channel under Wrap, tell every state at once), or under Wrap
-// without events, what its polls found: the state at each poll, every
-// explorePoll from the floor's start until Close stopped them.
+// without events, what its polls found: the state at its start (Wrap's
+// catchUp) and at each poll, every explorePoll until Close stopped them,
+// and the
+// timeout the connection had been granted then, which it reads at each
+// (a grant between two polls, superseded by the next, goes unseen).
 func (w *world) see() {
 	if !w.cfg.wrap || w.cfg.events {
 		w.seen = w.hist
@@ -319,8 +121,11 @@ func (w *world) see() {
 		end = w.now()
 	}
 	var cur *span // what the floor saw last: nil down
-	for t := explorePoll; t < end; t += explorePoll {
+	for t := time.Duration(0); t < end; t += explorePoll {
 		sid := w.upIn(t)
+		if sid != 0 {
+			h.noteGrant(t, sid, w.grantIn(t))
+		}
 		switch {
 		case cur != nil && sid == cur.sid:
 			continue
@@ -342,6 +147,25 @@ func (w *world) see() {
 	}
 	h.closeAt, h.ntx = w.hist.closeAt, w.hist.ntx
 	w.seen = h
+}
+
+// grantIn is the timeout the latest connect answer by t granted.
+func (w *world) grantIn(t time.Duration) time.Duration {
+	var d time.Duration
+	for _, g := range w.hist.grants {
+		if g.at <= t {
+			d = g.T
+		}
+	}
+	return d
+}
+
+// noteGrant keeps a grant a poll read, unless it read the same before.
+func (h *history) noteGrant(at time.Duration, sid int64, d time.Duration) {
+	if n := len(h.grants); n > 0 && h.grants[n-1].sid == sid && h.grants[n-1].T == d {
+		return
+	}
+	h.grants = append(h.grants, grantRec{at: at, sid: sid, T: d})
 }
 
 // upIn is the session the double's connection had at t (0: none).
@@ -403,8 +227,14 @@ func (w *world) checkLoseTold(a *member, add func(string, ...any)) {
 	case !a.granted() || a.loses[0].at < a.returned:
 		add("(c) member %d told lost with no hold", a.n)
 	}
-	l := a.loses[0]
-	ok := false
+	if l := a.loses[0]; !w.happened(a, l) {
+		add("(c) member %d (session %#x) told lost at %v: %v, which did not happen then", a.n, a.owner, l.at, l.cause)
+	}
+}
+
+// happened reports whether the cause a was told lost with happened when
+// it was told.
+func (w *world) happened(a *member, l told) (ok bool) {
 	switch l.cause {
 	case ErrDisconnected:
 		ok = !w.cfg.expiryOnly && slices.Contains(w.seen.drops, l.at)
@@ -414,15 +244,13 @@ func (w *world) checkLoseTold(a *member, add func(string, ...any)) {
 		// expire its session (lease.go), so before the client learns it.
 		ok = w.learntBy(a.owner, l.at, true) && w.expiredBy(a.owner, l.at)
 	case ErrLeaseExpired:
-		ok = deadline(w.renewals(a.owner, false), l.at) <= l.at && (w.cfg.expiryOnly || w.upAt(l.at, a.owner))
+		ok = w.deadlineAt(a.owner, w.renewals(a.owner, false), l.at) <= l.at && (w.cfg.expiryOnly || w.upAt(l.at, a.owner))
 		w.cover(coverLapse, ok)
 	case ErrClosed:
 		ok = w.hist.closeAt >= 0 && w.hist.closeAt <= l.at
 		w.cover(coverClosedTold, ok)
 	}
-	if !ok {
-		add("(c) member %d (session %#x) told lost at %v: %v, which did not happen then", a.n, a.owner, l.at, l.cause)
-	}
+	return ok
 }
 
 // checkLive is (d), on a healthy schedule (no fault, every answer within
@@ -441,7 +269,7 @@ func (w *world) checkLive(add func(string, ...any)) {
 	// chain needs a ping interval (π) after its first sync's answer.
 	within := w.cfg.T / 4
 	if w.cfg.wrap {
-		within += w.cfg.gap()
+		within += w.cfg.gapOf(w.cfg.T)
 	}
 	for _, a := range w.members {
 		switch {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/mono"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
@@ -34,8 +35,16 @@ type history struct {
 	ups     []span          // connections with a session
 	drops   []time.Duration // the client lost a connection that had a session
 	learnt  []learnt        // the client learnt its session expired
+	grants  []grantRec      // the connect answers that gave a session, with the timeout each granted
 	closeAt time.Duration   // the floor's Close began (-1: never)
 	ntx     int
+}
+
+// grantRec is a session timeout granted session sid, known from at on.
+type grantRec struct {
+	at  time.Duration
+	sid int64
+	T   time.Duration
 }
 
 type span struct {
@@ -63,29 +72,46 @@ func runConfig(cfg leaseConfig, seed uint64, steps []step, keep bool) outcome {
 	w := &world{cfg: cfg, rng: rand.New(rand.NewPCG(seed, 2)), t0: time.Now(), keep: keep,
 		wake: make(chan struct{}, 1), srv: newServer()}
 	w.hist.closeAt = -1
+	w.c.timeout = cfg.asked
+	w.granted.Store(int64(cfg.asked))
+	defer w.unstepWall()
 	fc := Config{Timeout: cfg.asked, Logger: slog.New(lineHandler{w}), ExpiryOnly: cfg.expiryOnly,
-		MaxRetryWait: time.Second}
+		MaxRetryWait: time.Second, NoPipelining: cfg.noPipelining}
 	if cfg.declared {
 		fc.ServerTick = cfg.tick
 	}
+	if cfg.digests {
+		fc.Digests = []Digest{{User: "explorer", Password: "secret"}}
+	}
+	w.logf("seed %d: T %v (asked %v), tick %v (declared %v), members %v, syncLimit×tick %v, expiry only %v, wrap %v (events %v), healthy %v, late %.1f, digests %v, no pipelining %v",
+		seed, cfg.T, cfg.asked, cfg.tick, cfg.declared, cfg.members, cfg.orphanAfter, cfg.expiryOnly, cfg.wrap, cfg.events, cfg.healthy, cfg.pLate,
+		cfg.digests, cfg.noPipelining)
 	if cfg.wrap {
-		// As Wrap makes it, over the double rather than a *zk.Conn.
+		// As Wrap makes it, over the double rather than a *zk.Conn, which
+		// has its first session, as Dial's has when it returns (so the
+		// floor never sees a connection lost before its first session:
+		// outage.go's noteTCP, which (e) does not model), and whose
+		// channel, if any, its caller drained.
+		w.s = newFloor(nil, false, fc)
+		w.s.start(dbl{w}, nil)
+		w.connect()
 		if cfg.events {
 			w.events = make(chan zk.Event, 6)
 		}
-		w.s = newFloor(nil, false, fc)
-		w.s.start(dbl{w}, nil)
 		w.s.st.catchUp()
 		w.s.Go(func() { w.s.st.poll(w.events) })
 	} else {
 		w.tap = wire.New(wire.Config{})
 		w.s = newFloor(w.tap, true, fc)
 		w.s.start(dbl{w}, nil)
+		w.connect()
 	}
-	w.logf("seed %d: T %v (asked %v), tick %v (declared %v), syncLimit×tick %v, expiry only %v, wrap %v (events %v), healthy %v, late %.1f",
-		seed, cfg.T, cfg.asked, cfg.tick, cfg.declared, cfg.orphanAfter, cfg.expiryOnly, cfg.wrap, cfg.events, cfg.healthy, cfg.pLate)
 	w.ag.at(cfg.phase, w.leaderPing)
-	w.connect()
+	if cfg.digests {
+		// As Dial does once its session is made (Wrap at once, in the
+		// background): the floor's credential, through AddAuth.
+		w.s.Go(func() { _ = w.s.auth.authenticate(w.s.life.ctx) })
+	}
 	for _, st := range steps {
 		w.ag.at(st.at, func() { w.take(st) })
 	}
@@ -198,9 +224,21 @@ func (w *world) take(st step) {
 		w.c.stallFrom, w.c.stallTill = now, now+st.d
 	case "bh":
 		w.c.bhFrom, w.c.bhTill = now, now+st.d
+	case "ws":
+		w.walls = append(w.walls, mono.StepWall(st.d))
 	case "cl":
 		w.startClose()
 	}
+}
+
+// unstepWall steps the wall clock back by what the schedule stepped it:
+// the step is the process's (mono.StepWall), which only the seeded bug
+// wall-clock reads, and the next schedule starts from none.
+func (w *world) unstepWall() {
+	for _, back := range w.walls {
+		back()
+	}
+	w.walls = nil
 }
 
 // startTxn begins a transaction, unless the floor is closing.

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -31,34 +32,40 @@ import (
 //     takes them), then each request, processed in order after a delay.
 //     A forwarded request does not touch the session at the leader.
 //   - The leader refuses (closes the connection instead of answering) a
-//     request of a session it expired; it expires a session at
-//     E = lastHeard + T (the real server rounds E up to its next tick,
-//     which only delays it: the double's E is the earliest), and the
-//     session's close goes down the stream: the follower closes the
-//     session's connection once it takes it.
+//     request of a session it expired. Its expiry queue is ZooKeeper's
+//     (ExpiryQueue.update): each touch sets the session's expiry to the
+//     touch's time plus the timeout it carries, rounded up past the next
+//     tick boundary, earlier than before too; the follower's touches carry
+//     the timeout of the connection that made them, a REVALIDATE the one
+//     the follower grants the new connection. The session's close goes
+//     down the stream: the follower closes the session's connection once
+//     it takes it.
 //   - A connect in a session (a new one, or the REVALIDATE of one the
-//     follower did not serve) touches it at the leader; the follower takes
-//     no connection while either stream is cut.
+//     follower did not serve) touches it at the leader
+//     (lease_connect_test.go); the follower takes no connection while
+//     either stream is cut. An auth the follower answers itself, at once
+//     and untouched.
 //   - Either stream may be cut (pt both, pl the one down, pf the one up):
 //     what is queued waits, in order. A follower whose stream down carried
 //     nothing, or whose stream up was cut, for syncLimit × tickTime drops
 //     its clients and takes none until both heal.
-//   - The session timeout is negotiated: the server grants the one asked,
-//     bounded between 2 and 20 ticks (its defaults; minSession lets a
-//     schedule's server grant less than two ticks).
+//   - The session timeout is negotiated: the member a connection reaches
+//     grants the one asked, within its bounds: between 2 and 20 ticks (its
+//     defaults; minSession lets a schedule's server grant less than two
+//     ticks), or a second member's, set apart (leaseConfig.members).
 type server struct {
 	tree *memzk.Tree
 	next int64
 	sess map[int64]*lsess
 
-	touched map[int64]bool // the follower's touch table: sessions touched since its last ping answer
-	down    stream         // leader to follower: pings, answers, closes
-	up      stream         // follower to leader: ping answers, forwarded requests
-	lastOut time.Duration  // when the latest item on the stream up reaches the leader
-	lastIn  time.Duration  // when the latest item down reaches the follower
-	lastPrc time.Duration  // when the leader processes the latest forwarded request
-	orphan  bool           // the follower gave up on the leader (syncLimit)
-	pings   int            // pings the leader queued
+	touched map[int64]time.Duration // the follower's touch table: sessions touched since its last ping answer, with their connection's timeout
+	down    stream                  // leader to follower: pings, answers, closes
+	up      stream                  // follower to leader: ping answers, forwarded requests
+	lastOut time.Duration           // when the latest item on the stream up reaches the leader
+	lastIn  time.Duration           // when the latest item down reaches the follower
+	lastPrc time.Duration           // when the leader processes the latest forwarded request
+	orphan  bool                    // the follower gave up on the leader (syncLimit)
+	pings   int                     // pings the leader queued
 }
 
 // stream is one way between the follower and the leader: what is queued
@@ -74,6 +81,7 @@ func (s *stream) cut(t time.Duration) bool { return t < s.cutTill }
 // lsess is a session as the leader has it.
 type lsess struct {
 	heard     time.Duration // lastHeard
+	expires   time.Duration // when its expiry queue takes it (heard's touch)
 	expiredAt time.Duration // -1: alive
 	proved    time.Duration // the latest request of the session the leader answered
 }
@@ -86,17 +94,7 @@ func newServer() server {
 			panic(err)
 		}
 	}
-	return server{tree: t, next: 0x100, sess: map[int64]*lsess{}, touched: map[int64]bool{}}
-}
-
-// granted is the session timeout the server grants to one asked for:
-// within 2 and 20 of its ticks (or from minSession up, when set).
-func (c leaseConfig) granted() time.Duration {
-	lo := 2 * c.tick
-	if c.minSession > 0 {
-		lo = c.minSession
-	}
-	return min(max(c.asked, lo), 20*c.tick)
+	return server{tree: t, next: 0x100, sess: map[int64]*lsess{}, touched: map[int64]time.Duration{}}
 }
 
 // expiredBy reports whether the leader expired session id at or before t.
@@ -113,29 +111,39 @@ func (w *world) expiry(id int64) time.Duration {
 	return -1
 }
 
-// newSession opens a session at the leader, heard of now.
-func (w *world) newSession() int64 {
+// newSession opens a session at the leader with timeout to, heard of
+// now.
+func (w *world) newSession(to time.Duration) int64 {
 	w.srv.next++
 	id := w.srv.next
 	w.srv.sess[id] = &lsess{heard: -1, expiredAt: -1, proved: -1}
-	w.heard(id)
+	w.heard(id, to)
 	return id
 }
 
-// heard is the leader touching session id now.
-func (w *world) heard(id int64) {
+// heard is the leader touching session id now with timeout to: its
+// expiry moves to now + to, rounded up (later or earlier than it was).
+func (w *world) heard(id int64, to time.Duration) {
 	ls := w.srv.sess[id]
 	if ls == nil || ls.expiredAt >= 0 {
 		return
 	}
-	ls.heard = w.now()
-	w.ag.at(ls.heard+w.cfg.T, func() { w.checkExpiry(id) })
+	ls.heard, ls.expires = w.now(), w.roundUp(w.now()+to)
+	w.ag.at(ls.expires, func() { w.checkExpiry(id) })
 }
 
-// checkExpiry expires session id if nothing was heard of it for T.
+// roundUp is ExpiryQueue.roundToNextInterval: the first of the leader's
+// tick boundaries after t (strictly: one on t goes a tick on).
+func (w *world) roundUp(t time.Duration) time.Duration {
+	tick, ph := w.cfg.tick, w.cfg.expiryPhase
+	return ((t-ph)/tick+1)*tick + ph
+}
+
+// checkExpiry expires session id if its expiry has come: nothing touched
+// it since with a later one.
 func (w *world) checkExpiry(id int64) {
 	ls := w.srv.sess[id]
-	if ls.expiredAt >= 0 || w.now() < ls.heard+w.cfg.T {
+	if ls.expiredAt >= 0 || w.now() < ls.expires {
 		return
 	}
 	ls.expiredAt = w.now()
@@ -151,7 +159,8 @@ func (w *world) checkExpiry(id int64) {
 			return
 		}
 		c.replies = append(c.replies, &reply{}) // never ready
-		w.ag.at(w.now()+w.back(), func() {
+		c.back = max(w.now()+w.back(), c.back)  // behind what it sent before: a connect answer too
+		w.ag.at(c.back, func() {
 			if c == w.c.cur {
 				w.drop("the server closed the expired session's connection", nil, nil)
 			}
@@ -212,7 +221,8 @@ func (w *world) leaderPing() {
 }
 
 // pingReply is the follower taking a ping: it answers at once with its
-// touch table, which the leader takes as heard when the answer arrives.
+// touch table, which the leader takes as heard when the answer arrives,
+// each session with the timeout its entry carries.
 func (w *world) pingReply() {
 	if len(w.srv.touched) == 0 {
 		return
@@ -221,16 +231,34 @@ func (w *world) pingReply() {
 	for id := range w.srv.touched {
 		ids = append(ids, id)
 	}
+	table := maps.Clone(w.srv.touched)
 	clear(w.srv.touched)
 	w.sendUp(func() {
 		for _, id := range sortedIDs(ids) {
-			w.heard(id)
+			w.heard(id, table[id])
 		}
 	})
 }
 
-// touched is a packet of session id reaching the follower now.
-func (w *world) touched(id int64) { w.srv.touched[id] = true }
+// touched is a packet of session id reaching the follower now on a
+// connection granted timeout to (LearnerSessionTracker.touchSession: the
+// latest touch's timeout stands).
+func (w *world) touched(id int64, to time.Duration) { w.srv.touched[id] = to }
+
+// admit is the leader taking c's connect request from the follower: a
+// new session's creation, or the REVALIDATE of the session it names,
+// each touching the session with the timeout the follower granted c; 0
+// when the session named has expired (the answer then carries none).
+func (w *world) admit(c *cconn) int64 {
+	switch {
+	case c.asked == 0:
+		return w.newSession(c.T)
+	case w.expiredBy(c.asked, w.now()):
+		return 0
+	}
+	w.heard(c.asked, c.T)
+	return c.asked
+}
 
 // forward sends r, which reached the follower on c, to the leader; its
 // answer comes back down into its place among c's replies.

@@ -48,8 +48,9 @@ type world struct {
 	seq     int  // counts handings and answers
 	wake    chan struct{}
 
-	sid   atomic.Int64 // Conn.SessionID
-	state atomic.Int32 // Conn.State
+	sid     atomic.Int64 // Conn.SessionID
+	state   atomic.Int32 // Conn.State
+	granted atomic.Int64 // the timeout the last connect answer granted (ns): what Wrap reads
 
 	c    client  // the client's side (lease_client_test.go), driver only
 	srv  server  // the follower and the leader (lease_server_test.go), driver only
@@ -59,6 +60,7 @@ type world struct {
 	events chan zk.Event // under Wrap: go-zookeeper's channel (nil: none)
 
 	renewed map[renewalsKey][]bound // renewals' answers, the props' (driver only)
+	walls   []func()                // the wall clock's steps taken back (unstepWall)
 }
 
 // req is a request handed to the double.
@@ -71,8 +73,10 @@ type req struct {
 	handed time.Duration
 	done   chan struct{}
 
-	handSeq int // its place among the double's events as handed (takeInbox)
-	ansSeq  int // and as answered (end): same-instant events in the order the floor saw them
+	handSeq  int  // its place among the double's events as handed (takeInbox)
+	ansSeq   int  // and as answered (end): same-instant events in the order the floor saw them
+	mark     int  // the writes begun when it was handed (len(world.writes))
+	internal bool // go-zookeeper's own (a credential sent again), not the floor's
 
 	// Written before done is closed (end).
 	over     bool
@@ -83,7 +87,8 @@ type req struct {
 	err      error
 }
 
-// writeRec is a write the client began: a request, a ping, a connect.
+// writeRec is a write the client began: a request (an auth too), a ping,
+// a connect.
 type writeRec struct {
 	at        time.Duration
 	what      byte // 'r' a request, 'p' a ping, 'c' a connect request
@@ -119,13 +124,9 @@ func (d dbl) SessionID() int64 { return d.w.sid.Load() }
 func (d dbl) State() zk.State  { return zk.State(d.w.state.Load()) }
 
 // GrantedTimeout is what Wrap reads of go-zookeeper's connection: the
-// timeout the server granted (0 before a session).
-func (d dbl) GrantedTimeout() time.Duration {
-	if d.w.sid.Load() == 0 {
-		return 0
-	}
-	return d.w.cfg.T
-}
+// timeout the last connect answer granted (its sessionTimeoutMs, the one
+// asked before the first).
+func (d dbl) GrantedTimeout() time.Duration { return time.Duration(d.w.granted.Load()) }
 
 func (d dbl) Sync(path string) (string, error) {
 	r := d.w.call(wire.OpSync, path, nil)
@@ -150,7 +151,10 @@ func (d dbl) Multi(ops ...any) ([]zk.MultiResponse, error) {
 }
 
 func (d dbl) Exists(string) (bool, *zk.Stat, error) { return false, nil, zk.ErrNoServer }
-func (d dbl) AddAuth(string, []byte) error          { return nil }
+
+// AddAuth is a request like the others, numbered from the same counter
+// (lease_connect_test.go).
+func (d dbl) AddAuth(string, []byte) error { return d.w.call(opAuth, "", nil).err }
 
 // Close is go-zookeeper's: every request not answered fails with
 // zk.ErrClosing, and nothing moves after.
@@ -181,7 +185,7 @@ func (w *world) call(op int32, path string, ops []any) *req {
 		w.end(r, nil, zk.ErrClosing)
 		return r
 	}
-	r.sid, r.handed = w.sid.Load(), w.now()
+	r.sid, r.handed, r.mark = w.sid.Load(), w.now(), len(w.writes)
 	w.inbox = append(w.inbox, r)
 	w.mu.Unlock()
 	w.poke()
@@ -241,6 +245,10 @@ func (w *world) record(c *cconn, what byte, r *req) int {
 		frame = make([]byte, 48) // a connect request: protocol version, zxid, timeout, session, password
 		binary.BigEndian.PutUint32(frame, 44)
 	default:
+		if r.op == opAuth {
+			frame = authFrame(r.xid())
+			break
+		}
 		frame = requestFrame(r.xid(), r.op, r.path)
 	}
 	w.mu.Lock()
@@ -286,6 +294,18 @@ func requestFrame(xid, op int32, path string) []byte {
 	b = append(b, make([]byte, pre)...)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(path)))
 	return append(b, path...)
+}
+
+// authFrame is an auth request as go-zookeeper frames it: its header,
+// then type 0, the scheme and the credential.
+func authFrame(xid int32) []byte {
+	const scheme, cred = "digest", "explorer:secret"
+	b := header(xid, opAuth, 4+4+len(scheme)+4+len(cred))
+	b = binary.BigEndian.AppendUint32(b, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(scheme)))
+	b = append(b, scheme...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(cred)))
+	return append(b, cred...)
 }
 
 // replyFrame is a reply's frame as far as the tap reads it: a length of 4
