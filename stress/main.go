@@ -40,6 +40,9 @@ const (
 
 // run is the stress command, parent side; it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if isCold(args) {
+		return runCold(ctx, args, stdout, stderr)
+	}
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
