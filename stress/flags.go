@@ -54,9 +54,6 @@ checked on every path it covers; -impl tier or nolock.
 
 Without -zk (or TIERLOCK_ZK_SERVERS) it starts a local ZooKeeper.
 
-With -cold it measures something else: an uncontended Lock first on a
-connection and after idle spells, beside zk.Lock (stress -cold -h).
-
 Every implementation is measured over the same window: -duration after a
 -warmup. Only holds entered inside it count; the servers' and the workers'
 counters (requests by kind, CPU) are read at its edges; what a run does
@@ -131,7 +128,7 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.StringVar(&c.Metrics, "metrics", "", "host:port: each tier or zklock worker serves Prometheus metrics of its locks and session while it runs, the worker in slot i at http://host:(port+i)/metrics")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&c.Verbose, "v", false, "pass the workers' logs through to stderr")
-	fs.Bool("cold", false, "measure cold locks instead: the first Lock on a connection and a Lock after idle spells, beside zk.Lock (its flags: stress -cold -h)")
+	fs.Bool("cold", false, "measure cold locks instead, beside zk.Lock: stress -cold -h")
 	matrixFlag := defineMatrixFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
