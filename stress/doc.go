@@ -328,20 +328,8 @@
 //
 // # Cold locks (-cold)
 //
-// stress -cold measures something else: an uncontended Lock when the
-// connection is cold, the first on a new connection and one after an
-// idle spell (issue 69), for zk.Lock (one zk.Conn per connection), the
-// drop-in zkcompat (on the caller's zk.Conn) and tier (zklock.Connect,
-// tier.New), side by side on one server. For each implementation and
-// spell, -cold-n connections connect, take and release a lock, idle for
-// the spell, and take a lock again, every lock path made beforehand; the
-// connections start -cold-stagger apart, so the run lasts about its
-// longest spell (the default, 5s to 5m, about five minutes). One table:
-// per row (the first Lock, then each spell) each implementation's median
-// and p99, their ratios to zk.Lock's, and the Locks within -cold-budget:
-//
-//	go run -C stress . -cold
-//	go run -C stress . -cold -cold-idle 5s,35s -cold-n 50 -cold-tick 2s
+// stress -cold times an uncontended Lock first on a connection and after
+// idle spells, zk.Lock, zkcompat and tier side by side (stress -cold -h).
 //
 // # Output
 //
