@@ -22,7 +22,7 @@ func TestJobMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := serve(t, reg)
-	for _, o := range []string{"ran", "already_ran", "already_ran", "held", "yielded", "stale", "lost", "failed", "bogus"} {
+	for _, o := range []string{"ran", "already_ran", "already_ran", "held", "yielded", "stale", "unknown", "failed", "bogus"} {
 		m.ObserveJob("report", o, 3*time.Millisecond)
 	}
 	for i := range 3 {
@@ -36,7 +36,7 @@ func TestJobMetrics(t *testing.T) {
 		"tierlock_job_locks_total{job=report,outcome=held}":        1,
 		"tierlock_job_locks_total{job=report,outcome=yielded}":     1,
 		"tierlock_job_locks_total{job=report,outcome=stale}":       1,
-		"tierlock_job_locks_total{job=report,outcome=lost}":        1,
+		"tierlock_job_locks_total{job=report,outcome=unknown}":     1,
 		"tierlock_job_locks_total{job=report,outcome=failed}":      2,
 		"tierlock_job_locks_total{job=job-0,outcome=ran}":          1,
 		"tierlock_job_locks_total{job=other,outcome=ran}":          2,

@@ -119,7 +119,7 @@ func (r *Runner) attempt(ctx context.Context, j *job, p *probe) (decision, error
 	if conn == nil {
 		return decision{}, zklock.ErrSessionClosed
 	}
-	d := decision{rec: runrec.Record{Window: ms(p.window(j)), Timeout: ms(r.cfg.timeout), By: r.by, Tick: p.name}}
+	d := decision{rec: runrec.Record{Window: ms(p.window(j)), Timeout: ms(r.cfg.timeout), By: r.by, Tick: p.name, Fire: p.fire()}}
 	asked := time.Now()
 	p.ask(r, ctx)
 	data, stat, err := getNode(ctx, r.s, j.runPath)

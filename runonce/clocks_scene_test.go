@@ -102,8 +102,8 @@ func TestHostClockAhead(t *testing.T) {
 	claim := func(r *runonce.Runner, who string, tick time.Time) string {
 		c, err := r.ClaimTick(ctx, "job", tick)
 		switch {
-		case errors.Is(err, runonce.ErrTickLost):
-			return "lost"
+		case errors.Is(err, runonce.ErrTickUnknown):
+			return "unknown"
 		case errors.Is(err, runonce.ErrAlreadyRan):
 			return "already_ran"
 		case err != nil:

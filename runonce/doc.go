@@ -133,7 +133,12 @@
 // run's tick is within the window of it, and an attempt of a tick run
 // never runs, whatever the hosts' clocks, the server's and the latencies
 // (a tick that an instance whose clock is ahead passed over runs when
-// another comes to it). Its attempt skips on the read alone when its tick
+// another comes to it). A run without a tick (a claim that does not know
+// it: RunNow, a scheduler not attached) keeps its fire, on its host's
+// clock, as the floor: a timer fires at its tick or after, so that run
+// was of a tick at or before its fire, and none of those runs again; a
+// named run after a run of an instance of a version that keeps no names
+// lets every tick a window before its own go. Its attempt skips on the read alone when its tick
 // ran, and takes the job's lock before its write when it would run (a claim cut
 // between the two leaves its lock held: the others tell its tick lost,
 // not run; one under way, its lock taken after the run node's last write,
@@ -144,8 +149,8 @@
 // with ticks. A tick fired more than its window late is a replay of a
 // tick a stopped process slept through, or one its scheduler delayed:
 // skipped as stale (ErrStale) when a run of it is recorded, run when no
-// instance ran it, and lost (ErrTickLost) when no record can show it,
-// told so; a late tick of a job with no run node is not run (it may be
+// instance ran it, and unknown (ErrTickUnknown) when the record can
+// neither show nor rule out a run of it, told so; a late tick of a job with no run node is not run (it may be
 // one of a job removed since). A job whose ticks are each instance's own
 // (robfig/cron's @every, from each instance's start) claims with
 // ClaimEvery: its window is its period, so that it runs once per period

@@ -30,7 +30,7 @@ type checks struct {
 	spread    int64 // ms: the largest gap seen from a tick's last run to this instance's timer of the same tick
 	sampled   bool  // spread holds a sample
 	lost      int
-	warned    [4]bool // window, over, lost, ticks closer than the window (tick.go)
+	warned    [5]bool // window, over, lost, ticks closer than the window (tick.go), an older writer
 
 	toldLate atomic.Bool // overload.go
 }
@@ -58,6 +58,7 @@ type checks struct {
 func (r *Runner) checkEnvelope(j *job, d decision, calls int64, p *probe) {
 	c := &j.checks
 	r.checkWindow(j, d)
+	r.checkWriter(j, d)
 	at := p.tick
 	if at.IsZero() {
 		at = p.entry
@@ -195,6 +196,20 @@ func (r *Runner) checkWindow(j *job, d decision) {
 		}
 		r.log.Warn(what,
 			"job", j.key, "window", msDuration(d.rec.Window), "other_window", msDuration(w), "other", d.prev.Writer)
+	}
+}
+
+// checkWriter warns once if the run node's last writer is of an older
+// version, which keeps no tick names: the runs it makes leave none, so
+// that a named tick after one is decided by the server's clock too, and
+// every tick before it is let go (runrec's Verdict): a tick of those that
+// no instance ran is not run.
+func (r *Runner) checkWriter(j *job, d decision) {
+	c := &j.checks
+	if d.prev.Old && !c.warned[4] {
+		c.warned[4] = true
+		r.log.Warn("an instance of an older version writes this job's run node: the runs it makes keep no tick name, so the ticks before each of them are let go (none runs twice; one no instance ran may be lost); upgrade it",
+			"job", j.key, "other", d.prev.Writer)
 	}
 }
 

@@ -35,11 +35,13 @@ var (
 	// scheduler delayed, which the fleet ran. It is skipped, not run
 	// again. It matches ErrSkipped.
 	ErrStale = fmt.Errorf("%w: stale tick", ErrSkipped)
-	// ErrTickLost reports a named tick (ClaimTick) that this instance
-	// cannot run, and whose run no record shows: older than the runs the
-	// job's run node keeps, or fired late when the job's last run had no
-	// tick or the job has no run node. It matches ErrSkipped.
-	ErrTickLost = fmt.Errorf("%w: tick lost", ErrSkipped)
+	// ErrTickUnknown reports a named tick (ClaimTick) that this instance
+	// cannot run because the job's record cannot tell whether another
+	// instance ran it: older than the runs the run node keeps, at or
+	// before the fire of a run without a tick, or fired late when the
+	// job's last run had no tick or the job has no run node. The fleet may
+	// have run it or not; no instance runs it twice. It matches ErrSkipped.
+	ErrTickUnknown = fmt.Errorf("%w: tick unknown", ErrSkipped)
 	// ErrPanicked reports a run that panicked (Do, Claim.Fail): the tick is
 	// the fleet's run, not run again, and it failed.
 	ErrPanicked = errors.New("runonce: the run panicked")

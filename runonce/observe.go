@@ -2,6 +2,7 @@ package runonce
 
 import (
 	"errors"
+	"strconv"
 	"time"
 )
 
@@ -25,18 +26,19 @@ const (
 	// SkippedStale: the scheduler fired the tick more than its window
 	// late (ErrStale, ClaimTick): the fleet ran it.
 	SkippedStale
-	// SkippedLost: a named tick this instance cannot run, whose run no
-	// record shows (ErrTickLost, ClaimTick).
-	SkippedLost
+	// SkippedUnknown: a named tick this instance cannot run, whose run
+	// the job's record cannot show or rule out (ErrTickUnknown,
+	// ClaimTick): the fleet may have run it.
+	SkippedUnknown
 )
 
-var outcomeNames = [...]string{"ran", "held", "already_ran", "yielded", "failed", "stale", "lost"}
+var outcomeNames = [...]string{"ran", "held", "already_ran", "yielded", "failed", "stale", "unknown"}
 
 // String returns the outcome's name: ran, held, already_ran, yielded,
-// failed, stale or lost (the values of lockmetrics' outcome label).
+// failed, stale or unknown (the values of lockmetrics' outcome label).
 func (o Outcome) String() string {
 	if o < 0 || int(o) >= len(outcomeNames) {
-		return "unknown"
+		return "Outcome(" + strconv.Itoa(int(o)) + ")"
 	}
 	return outcomeNames[o]
 }
@@ -54,8 +56,8 @@ func outcomeOf(err error) Outcome {
 		return SkippedYielded
 	case errors.Is(err, ErrStale):
 		return SkippedStale
-	case errors.Is(err, ErrTickLost):
-		return SkippedLost
+	case errors.Is(err, ErrTickUnknown):
+		return SkippedUnknown
 	default:
 		return Failed
 	}

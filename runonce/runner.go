@@ -40,7 +40,7 @@ type Runner struct {
 	sessionGone sync.Once   // a Claim on a closed session, told (report.go)
 	stall       stall       // signs of this process's stall (stall.go)
 	stales      tally       // stale ticks skipped (tick.go)
-	losts       tally       // named ticks lost (tick.go)
+	unknowns    tally       // named ticks the record cannot tell run (tick.go)
 	toldClocks  atomic.Bool // the hosts' clocks told to differ (tick.go)
 
 	mu     sync.Mutex
@@ -161,7 +161,7 @@ func (r *Runner) claim(ctx context.Context, key string, tick time.Time, every ti
 		return nil, err
 	}
 	if p.name != 0 {
-		r.losts.end(r, "ticks run again after ticks lost", "ticks_lost")
+		r.unknowns.end(r, ticksKnown, "ticks_unknown")
 	}
 	return r.started(ctx, j, p, h), nil
 }

@@ -30,8 +30,8 @@ import (
 // (a run of it recorded) is skipped as stale, said once when this
 // instance's stale ticks begin and once when its ticks are on time again;
 // one no instance ran runs, late; one whose run the record cannot show
-// (older than the runs it keeps, or the job's last run had no tick) is
-// lost, and told so. The server's clock dates a tick only for a claim
+// (older than the runs it keeps, at or before a run without a tick, or
+// the job's last run had no tick) is unknown, and told so. The server's clock dates a tick only for a claim
 // without one (Claim) and for RemoveJob.
 
 // ClaimTick is Claim for a tick whose scheduled time the scheduler tells
@@ -42,8 +42,8 @@ import (
 // hosts' and the server's clocks and the latencies. A tick fired more than
 // its window late (or 100 ms, for a shorter window) by this host's clock
 // is a replay, or a tick delayed by the scheduler: skipped as stale
-// (ErrStale) when the fleet ran it, run when no instance ran it, and lost
-// (ErrTickLost) when the record cannot show whether one did. A late tick
+// (ErrStale) when the fleet ran it, run when no instance ran it, and unknown
+// (ErrTickUnknown) when the record cannot show whether one did. A late tick
 // of a job that has no run node is not run: it may be one of a job
 // removed since.
 func (r *Runner) ClaimTick(ctx context.Context, key string, tick time.Time) (*Claim, error) {
@@ -72,6 +72,11 @@ func (r *Runner) ClaimEvery(ctx context.Context, key string, tick time.Time, per
 // whose window is shorter (a fleet outside the envelope already): a
 // timer's ordinary lag is not a replay.
 const staleFloor = 100 * time.Millisecond
+
+// fire returns the name of p's fire: this host's clock at the claim's
+// entry, on the clock that names the ticks (ms). A run without a tick
+// keeps it as its name (runrec's Fire).
+func (p *probe) fire() int64 { return p.entry.Add(hostclock.Offset()).UnixMilli() }
 
 // named notes p's tick: its name, and its lateness on this host's clock
 // (the claim's entry less the tick, both wall-clock readings of this

@@ -124,7 +124,7 @@ func (r *Runner) skipped(j *job, p *probe, d decision) error {
 	case p.name == 0 || (p.lateBy == 0 && d.prev.Tick == 0):
 		return fmt.Errorf("%w: job %q", ErrAlreadyRan, j.key) // the server's clock's verdict
 	case d.noNode:
-		return r.lost(j, p, fmt.Sprintf("it fired %v late, and the job has no run node (it may be a tick of a job removed since)", p.lateBy.Round(time.Millisecond)))
+		return r.unknown(j, p, fmt.Sprintf("it fired %v late, and the job has no run node (it may be a tick of a job removed since)", p.lateBy.Round(time.Millisecond)))
 	}
 	ran := d.prev.RanTick(p.name, ms(p.window(j)))
 	if !d.named {
@@ -134,12 +134,12 @@ func (r *Runner) skipped(j *job, p *probe, d decision) error {
 	case ran && p.lateBy > 0:
 		return r.staleTick(j, p)
 	case ran:
-		r.losts.end(r, "ticks run again after ticks lost", "ticks_lost")
+		r.unknowns.end(r, ticksKnown, "ticks_unknown")
 		return fmt.Errorf("%w: job %q", ErrAlreadyRan, j.key)
 	case d.named:
-		return r.lost(j, p, fmt.Sprintf("it is older than the runs the job's record keeps (the last %d; the latest %s): no instance can tell that it ran", runrec.MaxRecent, tickString(d.prev.Latest())))
+		return r.unknown(j, p, fmt.Sprintf("it is not a window above the ticks the job's record has let go (up to %s: runs older than the last %d it keeps, the latest %s, or a run without a tick, which may have been this one's)", tickString(d.prev.Floor), runrec.MaxRecent, tickString(d.prev.Latest())))
 	}
-	return r.lost(j, p, fmt.Sprintf("it fired %v late (this process stopped or stalled, or its scheduler delayed it), and the job's record names no tick: this instance cannot tell that the fleet ran it", p.lateBy.Round(time.Millisecond)))
+	return r.unknown(j, p, fmt.Sprintf("it fired %v late (this process stopped or stalled, or its scheduler delayed it), and the job's last run has no tick", p.lateBy.Round(time.Millisecond)))
 }
 
 // ranSince reports whether d's record, whose last run has no name, shows
@@ -162,14 +162,18 @@ func (r *Runner) staleTick(j *job, p *probe) error {
 		ErrStale, j.key, tickString(p.name), late, p.window(j))
 }
 
-// lost tells p's tick, which no instance ran and this one cannot (why).
-func (r *Runner) lost(j *job, p *probe, why string) error {
-	if r.losts.add(j.key) {
-		r.log.Warn("ticks lost: a tick no instance ran, which this instance cannot run (told once, and when its ticks run again, with the ticks lost per job)",
+// unknown tells p's tick, which this instance cannot run, and whose run
+// the record cannot show or rule out (why).
+func (r *Runner) unknown(j *job, p *probe, why string) error {
+	if r.unknowns.add(j.key) {
+		r.log.Warn("ticks unknown: ticks this instance cannot run, whose runs the job's record can neither show nor rule out (the fleet may have run them; none runs twice) (told once, and when a tick is known again, with the ticks per job)",
 			"job", j.key, "tick", tickString(p.name), "why", why)
 	}
-	return fmt.Errorf("%w: job %q: its tick of %s: %s", ErrTickLost, j.key, tickString(p.name), why)
+	return fmt.Errorf("%w: job %q: its tick of %s: the record cannot tell whether it ran: %s", ErrTickUnknown, j.key, tickString(p.name), why)
 }
+
+// ticksKnown ends an episode of ticks unknown.
+const ticksKnown = "ticks known again after ticks unknown"
 
 // checkNames tells what p's named tick shows of the fleet's setting, once
 // each: the hosts' clocks differ (an instance ran a later tick before this
@@ -177,8 +181,11 @@ func (r *Runner) lost(j *job, p *probe, why string) error {
 // than its window (its last tick here less than a window before this one).
 func (r *Runner) checkNames(j *job, p *probe, d decision, w int64) {
 	if ahead := d.prev.Latest() - p.name; p.lateBy == 0 && ahead >= w && r.toldClocks.CompareAndSwap(false, true) {
-		r.log.Warn("the hosts' clocks differ: another instance ran a later tick of this job before this instance's tick fired, on time by this host's clock; each tick still runs once (by its name), but keep the hosts' clocks in step (NTP): RemoveJob and the claims without a tick count on it",
-			"job", j.key, "tick", tickString(p.name), "latest_tick_run", tickString(d.prev.Latest()), "by", d.prev.By, "ahead_by_at_least", msDuration(ahead))
+		what := "the hosts' clocks differ: another instance ran a later tick of this job before this instance's tick fired, on time by this host's clock; each tick still runs once (by its name), but keep the hosts' clocks in step (NTP): RemoveJob and the claims without a tick count on it"
+		if !d.prev.Open(p.name, w) && !d.prev.RanTick(p.name, w) {
+			what = "the hosts' clocks differ by more than the job's record keeps: another instance ran later ticks of this job before this instance's tick fired, on time by this host's clock, and the record no longer names the runs of ticks this old, so this instance cannot tell whether they ran and runs none (ticks unknown); keep the hosts' clocks in step (NTP)"
+		}
+		r.log.Warn(what, "job", j.key, "tick", tickString(p.name), "latest_tick_run", tickString(d.prev.Latest()), "by", d.prev.By, "ahead_by_at_least", msDuration(ahead))
 	}
 	if gap := p.name - j.lastName; j.lastName != 0 && gap > 0 && gap < w && !j.checks.warned[3] {
 		j.checks.warned[3] = true

@@ -60,6 +60,12 @@ type Record struct {
 	LastTick int64   `json:"last_tick_ms,omitempty"`
 	Ticks    []int64 `json:"ticks_ms,omitempty"`
 	Floor    int64   `json:"floor_ms,omitempty"`
+	// Fire is the writer's host clock when its timer fired (its claim's
+	// entry, ms, on the clock that names the ticks): the name a run
+	// without a tick keeps in Ticks, so that a later named fire of its
+	// tick does not run it again. A named claim's fire less its tick is
+	// its lateness. 0: a writer of a version before it (see Derive).
+	Fire int64 `json:"fire_ms,omitempty"`
 	// Delay is the writer's own measure (monotonic, ms, rounded down) of
 	// the time from its Lock's entry (the timer's firing) to the write's
 	// send.
@@ -131,22 +137,41 @@ func (r Record) Fired(mtime int64) int64 { return mtime - r.Delay }
 // Mtime, EpochOf(Mzxid)): whether it counts as a run, by its timer dated
 // as late as it can have fired (Fired). Every reader derives the same. The
 // writer itself runs only if Confirms says so too.
+//
+// A write without a tick is decided by the server's clock (timeVerdict),
+// one that claims a tick by the names (tickVerdict), unless the last run
+// has no name (nameless): a run of a writer that drops the names (a
+// version before them) or of one that did not keep its own (a version
+// before Fire). Then both decide: the server's clock, the timer dated at
+// its tick (its fire less its lateness), and the names kept; and a run
+// lets every tick before its own go (Derive), since the record cannot
+// tell which one the nameless run was.
 func (r Record) Verdict(mtime, epoch int64) Verdict {
-	if r.named() {
+	switch {
+	case r.Tick == 0:
+		return r.timeVerdict(mtime, epoch, r.Delay)
+	case !r.nameless():
 		return r.tickVerdict(mtime, epoch)
 	}
-	v := r.timeVerdict(mtime, epoch)
-	if v == Run && r.Tick != 0 && len(r.Ticks) > 0 && r.Tick-r.Ticks[0] < r.Window {
-		// A named tick after a run without a name (a RunNow): never one
-		// within a window of a named run's tick.
+	v := r.timeVerdict(mtime, epoch, r.Delay+r.late())
+	if v == Run && !open(r.Tick, r.Window, r.Ticks, r.Floor) {
 		return Skip
 	}
 	return v
 }
 
-// named reports whether r is decided by the ticks' names: it claims a
-// named tick, and the last run had one.
-func (r Record) named() bool { return r.Tick != 0 && r.LastTick != 0 }
+// nameless reports whether the last run before r's write has no name: a
+// run is recorded (Last), and its tick is not (LastTick).
+func (r Record) nameless() bool { return r.LastTick == 0 && r.Last != 0 }
+
+// late returns how long after its tick a named writer's timer fired, by
+// its host's clock (ms, rounded up; 0 when it fired early or is unknown).
+func (r Record) late() int64 {
+	if r.Tick == 0 || r.Fire < r.Tick {
+		return 0
+	}
+	return r.Fire - r.Tick + 1
+}
 
 // tickVerdict decides a write that claims a named tick after a named run:
 // it runs when its tick is open (Open), by the names alone, whatever the
@@ -163,10 +188,10 @@ func (r Record) tickVerdict(mtime, epoch int64) Verdict {
 	return Skip
 }
 
-// timeVerdict decides a write by the server's clock: its timer, dated as
-// late as it can have fired, a window after the last run's.
-func (r Record) timeVerdict(mtime, epoch int64) Verdict {
-	elapsed := r.Fired(mtime) - r.Last
+// timeVerdict decides a write by the server's clock: its timer, dated
+// delay before its write's mtime, a window after the last run's.
+func (r Record) timeVerdict(mtime, epoch, delay int64) Verdict {
+	elapsed := mtime - delay - r.Last
 	switch {
 	case r.Epoch != 0 && r.Epoch != epoch:
 		if elapsed >= r.Window+ServerSkew.Milliseconds() && !r.Yield {
@@ -195,7 +220,7 @@ func (r Record) timeVerdict(mtime, epoch int64) Verdict {
 // later attempt of the same tick is never confirmed. A write that counts
 // as a run but is not confirmed is a tick lost, never one run twice.
 func (r Record) Confirms(mtime, epoch int64, answered time.Duration) bool {
-	if r.named() {
+	if r.Tick != 0 && !r.nameless() {
 		return r.Verdict(mtime, epoch) == Run // the names decide: no latency counts
 	}
 	early := r
@@ -228,7 +253,10 @@ type Last struct {
 	Ticks  []int64
 	Floor  int64
 	Writer string // who wrote last
-	Ran    bool   // the write was itself a run
+	// Old says that the last writer keeps no names (a version before
+	// Fire, or before ticks): its runs leave none (Verdict).
+	Old bool
+	Ran bool // the write was itself a run
 	// Removing names the instance removing the job, if the write was its
 	// (see Record.Removing).
 	Removing string
@@ -245,20 +273,38 @@ func Derive(data []byte, mtime, mzxid int64) Last {
 		return Last{At: mtime, Runs: 0}
 	}
 	l := Last{At: r.Last, By: r.LastBy, Runs: r.Runs, Window: r.Window, Timeout: r.Timeout, MaxWindow: max(r.MaxWindow, r.Window),
-		Tick: r.LastTick, Ticks: r.Ticks, Floor: r.Floor, Writer: r.By, Removing: r.Removing}
+		Tick: r.LastTick, Ticks: r.Ticks, Floor: r.Floor, Writer: r.By, Old: r.By != "" && r.Fire == 0, Removing: r.Removing}
 	epoch := EpochOf(mzxid)
 	v := r.Verdict(mtime, epoch)
 	l.Recent, l.Since = r.Spread(v == Run, r.SteppedBack(mtime, epoch))
 	switch v {
 	case Run:
-		l.At, l.By, l.Runs, l.Ran, l.Tick = r.Fired(mtime), r.By, r.Runs+1, true, r.Tick
-		if r.Tick != 0 {
-			l.Ticks, l.Floor = keep(r.Tick, r.Ticks, r.Floor)
-		}
+		l.At, l.By, l.Runs, l.Ran = r.Fired(mtime), r.By, r.Runs+1, true
+		l.Tick, l.Ticks, l.Floor = r.names()
 	case Rebase:
 		l.At = mtime
 	}
 	return l
+}
+
+// names returns the names a run of r leaves: its tick, the ticks run and
+// the floor. A run without a tick (a claim that does not know it) lets
+// every tick up to its fire go: a timer fires at its tick or after it, so
+// its run was of one of those, and the record cannot tell which. A named
+// run after a nameless one lets every tick a window before its own go:
+// the nameless run was of one of those (Verdict).
+func (r Record) names() (tick int64, ticks []int64, floor int64) {
+	switch {
+	case r.Tick == 0 && r.Fire != 0:
+		return r.Fire, r.Ticks, max(r.Floor, r.Fire)
+	case r.Tick == 0:
+		return 0, r.Ticks, r.Floor // a writer that keeps no names: the next named run lets them go
+	}
+	ticks, floor = keep(r.Tick, r.Ticks, r.Floor)
+	if r.nameless() {
+		floor = max(floor, r.Tick-r.Window)
+	}
+	return r.Tick, ticks, floor
 }
 
 // SteppedBack reports whether the write of r that got mtime in epoch
