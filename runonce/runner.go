@@ -32,16 +32,16 @@ type Runner struct {
 	by   string
 	log  *slog.Logger
 
-	out         outage      // ZooKeeper's unavailability, logged in two lines
-	heard       heard       // when ZooKeeper last answered
-	late        lateness    // how late this instance is
-	over        overload    // an overload, told in two lines
-	clock       serverClock // the server's clock as this instance's writes saw it
-	sessionGone sync.Once   // a Claim on a closed session, told (report.go)
-	stall       stall       // signs of this process's stall (stall.go)
-	stales      tally       // stale ticks skipped (tick.go)
-	unknowns    tally       // named ticks the record cannot tell run (tick.go)
-	toldClocks  atomic.Bool // the hosts' clocks told to differ (tick.go)
+	out         outage       // ZooKeeper's unavailability, logged in two lines
+	heard       heard        // when ZooKeeper last answered
+	late        lateness     // how late this instance is
+	over        overload     // an overload, told in two lines
+	clock       serverClock  // the server's clock as this instance's writes saw it
+	sessionGone sync.Once    // a Claim on a closed session, told (report.go)
+	stall       stall        // signs of this process's stall (stall.go)
+	stales      tally        // stale ticks skipped (tick.go)
+	unknowns    tally        // named ticks the record cannot tell run (tick.go)
+	toldClocks  atomic.Int32 // the hosts' clocks told to differ: 1, by more than the record keeps: 2 (tick.go)
 
 	mu     sync.Mutex
 	jobs   map[string]*job

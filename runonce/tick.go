@@ -180,11 +180,14 @@ const ticksKnown = "ticks known again after ticks unknown"
 // one fired, on time by this host's clock), or the job's ticks are closer
 // than its window (its last tick here less than a window before this one).
 func (r *Runner) checkNames(j *job, p *probe, d decision, w int64) {
-	if ahead := d.prev.Latest() - p.name; p.lateBy == 0 && ahead >= w && r.toldClocks.CompareAndSwap(false, true) {
-		what := "the hosts' clocks differ: another instance ran a later tick of this job before this instance's tick fired, on time by this host's clock; each tick still runs once (by its name), but keep the hosts' clocks in step (NTP): RemoveJob and the claims without a tick count on it"
-		if !d.prev.Open(p.name, w) && !d.prev.RanTick(p.name, w) {
-			what = "the hosts' clocks differ by more than the job's record keeps: another instance ran later ticks of this job before this instance's tick fired, on time by this host's clock, and the record no longer names the runs of ticks this old, so this instance cannot tell whether they ran and runs none (ticks unknown); keep the hosts' clocks in step (NTP)"
-		}
+	ahead := d.prev.Latest() - p.name
+	level := int32(1)
+	what := "the hosts' clocks differ: another instance ran a later tick of this job before this instance's tick fired, on time by this host's clock; each tick still runs once (by its name), but keep the hosts' clocks in step (NTP): RemoveJob and the claims without a tick count on it"
+	if !d.prev.Open(p.name, w) && !d.prev.RanTick(p.name, w) {
+		level = 2
+		what = "the hosts' clocks differ by more than the job's record keeps: another instance ran later ticks of this job before this instance's tick fired, on time by this host's clock, and the record no longer names the runs of ticks this old, so this instance cannot tell whether they ran and runs none (ticks unknown); keep the hosts' clocks in step (NTP)"
+	}
+	if told := r.toldClocks.Load(); p.lateBy == 0 && ahead >= w && told < level && r.toldClocks.CompareAndSwap(told, level) {
 		r.log.Warn(what, "job", j.key, "tick", tickString(p.name), "latest_tick_run", tickString(d.prev.Latest()), "by", d.prev.By, "ahead_by_at_least", msDuration(ahead))
 	}
 	if gap := p.name - j.lastName; j.lastName != 0 && gap > 0 && gap < w && !j.checks.warned[3] {
