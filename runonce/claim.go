@@ -58,7 +58,7 @@ func (r *Runner) take(ctx context.Context, j *job, p *probe) (*zklock.Hold, deci
 		return nil, d, fmt.Errorf("runonce: job %q: %w: answered %v after Claim's entry, too late to rule out that the tick ran: the tick is lost",
 			j.key, ErrSlowWrite, d.late.Round(time.Millisecond))
 	case d.held || (d.heldBy != "" && d.yielded):
-		return nil, d, r.lostToHeld(ctx, j, d.heldBy, d.prev.Removing)
+		return nil, d, r.lostToHeld(ctx, j, p, d.heldBy, d.prev.Removing)
 	case d.yielded:
 		return nil, d, fmt.Errorf("%w: job %q", ErrYielded, j.key)
 	case d.verdict != runrec.Run:
@@ -78,7 +78,7 @@ func (r *Runner) take(ctx context.Context, j *job, p *probe) (*zklock.Hold, deci
 		// Taken since the attempt looked (a rare race): the write is made
 		// not to count.
 		r.unCount(ctx, j, d)
-		return nil, d, r.lostToHeld(ctx, j, "", d.prev.Removing)
+		return nil, d, r.lostToHeld(ctx, j, p, "", d.prev.Removing)
 	}
 	j.ownNode = path.Base(h.Node())
 	return h, d, nil
@@ -166,7 +166,10 @@ func (r *Runner) attempt(ctx context.Context, j *job, p *probe) (decision, error
 }
 
 // first makes the job's run node, its first run: nothing before it, so
-// the write runs (createRun makes its parents, persistent).
+// the write runs (createRun makes its parents, persistent). It takes the
+// job's lock first, as a named tick's claim does (tick.go), so that a
+// lock taken after the record's last write is always a claim under way
+// (awaitClaim), never this run's.
 func (r *Runner) first(ctx context.Context, conn *zk.Conn, j *job, p *probe, d decision) (decision, error) {
 	if p.lateBy > 0 {
 		// A late tick, and no record to tell whether the fleet ran it: not
@@ -178,14 +181,25 @@ func (r *Runner) first(ctx context.Context, conn *zk.Conn, j *job, p *probe, d d
 	if err := r.enter(p); err != nil {
 		return d, err
 	}
+	p.ask(r, ctx)
+	h, ok, err := j.lock.TryAcquire(ctx)
+	p.got(r, err)
+	switch {
+	case err != nil:
+		return d, fmt.Errorf("runonce: job %q: %w (the tick is lost)", j.key, err)
+	case !ok:
+		d.looked, d.held, d.verdict = true, true, runrec.Skip // a RemoveJob, or another first claim
+		return d, nil
+	}
 	d.rec.Delay = time.Since(p.entry).Milliseconds()
 	p.ask(r, ctx)
-	err := r.createRun(ctx, conn, j, d.rec.Encode())
+	err = r.createRun(ctx, conn, j, d.rec.Encode())
 	p.got(r, err)
 	if err != nil {
+		_ = h.Release() // decided again (another's first run), or failed: the lock goes
 		return d, fmt.Errorf("runonce: job %q: create run node: %w", j.key, err)
 	}
-	d.verdict, d.first, d.decided = runrec.Run, true, true
+	d.verdict, d.first, d.decided, d.hold = runrec.Run, true, true, h
 	j.wrote.Store(true)
 	return d, nil
 }

@@ -142,8 +142,9 @@
 // ran, and takes the job's lock before its write when it would run (a claim cut
 // between the two leaves its lock held: the others tell its tick lost,
 // not run; one under way, its lock taken after the run node's last write,
-// they wait for, within half the lock timeout and the tick's window,
-// and decide on its write).
+// they wait for, by the holder's lock timeout within their own, and
+// decide on its write, or tell the tick unknown when their own runs out;
+// a first run, too, takes the lock before it makes the run node).
 // Each comparison is of one clock (stale.go): a fire's lateness
 // is this host's clock at the claim less the tick; ticks are compared
 // with ticks. A tick fired more than its window late is a replay of a

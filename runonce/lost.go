@@ -50,6 +50,7 @@ type heldEpisode struct {
 	began time.Time // this instance's first lost tick of it
 	runs  int64     // the runs recorded then: one more, and someone ran
 	lost  int
+	ticks []int64 // the named ticks lost, to take back those the record shows run at the end
 }
 
 // looksAtLock reports whether an attempt that read prev must look at the
@@ -87,11 +88,11 @@ func (r *Runner) holder(ctx context.Context, conn *zk.Conn, j *job, p *probe) (s
 	return first, nil
 }
 
-// lostToHeld notes a tick of j lost to its lock held by node ("": look
+// lostToHeld notes p's tick of j lost to its lock held by node ("": look
 // again for it), by a RemoveJob of remover's if not "" (the run node's
 // mark), tells the episode once when it begins, and returns the attempt's
 // error.
-func (r *Runner) lostToHeld(ctx context.Context, j *job, node, remover string) error {
+func (r *Runner) lostToHeld(ctx context.Context, j *job, p *probe, node, remover string) error {
 	if node == "" {
 		node, _ = r.holder(ctx, r.s.Conn(), j, &probe{})
 	}
@@ -99,20 +100,26 @@ func (r *Runner) lostToHeld(ctx context.Context, j *job, node, remover string) e
 	if e.node != node || node == "" {
 		info := r.holderInfo(ctx, j, node)
 		*e = heldEpisode{node: node, name: info.name, began: time.Now(), runs: -1}
-		what := "tick lost: the job's lock is held by another run (of an earlier tick still going, or of an instance that died, until its session expires): the job's ticks are lost until the lock is free (told once, and when it is free)"
+		what := "tick lost: the job's lock is held by another run (of an earlier tick still going, or of an instance that died, until its session expires): this instance cannot run the job's ticks until the lock is free, and they are lost unless the holder runs them after (told once, and when it is free, with the ticks the record shows run since)"
 		if remover != "" {
 			what = "tick lost: the job's lock is held by a RemoveJob, removing the job while this instance schedules it (told once, and when it is free)"
 		}
 		r.log.Warn(what, "job", j.key, "holder", info.name, "holder_node", node, "held_since", info.since, "if_gone_session_expires_by", info.expiry)
 	}
 	e.lost++
+	if p.name != 0 && len(e.ticks) < runrec.MaxRecent {
+		e.ticks = append(e.ticks, p.name)
+	}
 	// Every attempt names the instance (issue 56, item 6: the first named
 	// it, the others a lock node).
 	return fmt.Errorf("%w: job %q: by %s (the tick is lost)", ErrLockHeld, j.key, e.name)
 }
 
 // heldEnds ends j's episode once an attempt finds the lock free, or a run
-// recorded after it began.
+// recorded after it began. The ticks it lost that the record read shows
+// run are taken back: the holder ran them after (a run longer than its
+// period, under cron.DelayIfStillRunning, runs the next tick when it
+// ends), and they are told apart.
 func (r *Runner) heldEnds(j *job, d decision) {
 	e := &j.held
 	if e.node == "" && e.lost == 0 {
@@ -125,7 +132,13 @@ func (r *Runner) heldEnds(j *job, d decision) {
 	if !free && !(e.runs >= 0 && d.prev.Runs > e.runs) {
 		return
 	}
-	r.log.Warn("job's lock free again", "job", j.key, "ticks_lost", e.lost, "for", time.Since(e.began).Round(time.Millisecond))
+	ranAfter := 0
+	for _, tick := range e.ticks {
+		if d.prev.RanTick(tick, ms(j.window)) {
+			ranAfter++
+		}
+	}
+	r.log.Warn("job's lock free again", "job", j.key, "ticks_lost", e.lost-ranAfter, "ticks_run_after", ranAfter, "for", time.Since(e.began).Round(time.Millisecond))
 	*e = heldEpisode{}
 }
 

@@ -115,8 +115,9 @@ func New(s *zklock.Session, root string, opts ...Option) (*Runner, error) {
 // timeout (WithLockTimeout), or sooner when ctx ends. It waits for
 // another instance only when a named tick's (ClaimTick, ClaimEvery) lock
 // is held by that instance's claim under way, for its write of the run
-// node, and within half the lock timeout and the tick's window. The run's context (Claim.Context) derives from
-// ctx.
+// node, by that instance's lock timeout and within its own (the tick
+// unknown when its own runs out first). The run's context
+// (Claim.Context) derives from ctx.
 func (r *Runner) Claim(ctx context.Context, key string) (*Claim, error) {
 	return r.claim(ctx, key, time.Time{}, 0)
 }

@@ -254,24 +254,21 @@ var errDecideAgain = errors.New("runonce: the job's lock's holder wrote the run 
 // made after the record's last write (its Czxid above the record's Mzxid:
 // ZooKeeper's order, no clock) is not a run of an earlier tick, whose
 // take precedes its write, but another instance's claim between its take
-// and its write: it may run the tick, step back or fail. The attempt told
-// the tick lost (a loaded make test's spread fleet: 54 "tick lost"
-// warnings in 10 s for ticks another instance ran, and the ticks lost
-// when the holding claim did not run them); now it waits for that claim's
-// write, until half the lock timeout from the Claim's entry and the
-// tick's window from the tick (this instance's next fire of the job comes
-// no sooner, and its busy flag would refuse it). A holder this instance
-// has told already (j.held) is not looked at again. It returns
-// errDecideAgain when the run node was written since or the holder has
-// let the lock go, ctx's cause when ctx ended, and nil when the wait does
-// not apply or passed: the tick is lost to the lock.
+// and its write: it may run the tick, step back or fail. The attempt
+// waits for that claim's write by the holder's bounds, not its own: the
+// holder's claim began before its node, so before it was seen, and writes
+// within its lock timeout (the largest the record shows, or this
+// instance's), unless this claim's own ends first (an eighth of its lock
+// timeout left to decide again). A holder this instance has told already
+// (j.held) is not looked at again. It returns errDecideAgain when the run
+// node was written since or the holder has let the lock go, ctx's cause
+// when ctx ended, ErrTickUnknown when this claim's time ran out while the
+// holder could still write (it may run the tick), and nil when the wait
+// does not apply or the holder's bound passed: the tick is lost to the
+// lock.
 func (r *Runner) awaitClaim(ctx context.Context, j *job, p *probe, d decision, stat *zk.Stat) error {
-	until := p.entry.Add(r.cfg.timeout / 2)
-	if end := p.tick.Add(p.window(j)); !p.tick.IsZero() && end.Before(until) {
-		until = end
-	}
-	left := time.Until(until)
-	if d.heldBy == "" || d.heldBy == j.held.node || d.prev.Removing != "" || left <= 0 {
+	seen := time.Now()
+	if d.heldBy == "" || d.heldBy == j.held.node || d.prev.Removing != "" {
 		return nil
 	}
 	_, hold, err := getNode(ctx, r.s, path.Join(j.lock.Path(), d.heldBy))
@@ -281,12 +278,23 @@ func (r *Runner) awaitClaim(ctx context.Context, j *job, p *probe, d decision, s
 	case err != nil || hold.Czxid <= stat.Mzxid:
 		return nil // taken before the record's last write: an earlier run's
 	}
-	end, err := r.awaitWrite(ctx, j, stat.Version, left, nil)
-	switch {
-	case ctx.Err() != nil:
-		return err
-	case end == waitWritten || errors.Is(err, zk.ErrNoNode):
-		return errDecideAgain
+	until := seen.Add(max(msDuration(d.prev.Timeout), r.cfg.timeout))
+	own := p.entry.Add(r.cfg.timeout - r.cfg.timeout/8)
+	cut := own.Before(until)
+	if cut {
+		until = own
+	}
+	if left := time.Until(until); left > 0 {
+		end, err := r.awaitWrite(ctx, j, stat.Version, left, nil)
+		switch {
+		case ctx.Err() != nil:
+			return err
+		case end == waitWritten || errors.Is(err, zk.ErrNoNode):
+			return errDecideAgain
+		}
+	}
+	if cut {
+		return r.unknown(j, p, fmt.Sprintf("another instance's claim of it (%s) had taken the job's lock and not yet written its record when this claim's lock timeout (%v) ran out: it may run it", d.heldBy, r.cfg.timeout))
 	}
 	return nil
 }
