@@ -212,12 +212,13 @@ func (r *Runner) first(ctx context.Context, conn *zk.Conn, j *job, p *probe, d d
 // run), and for one answered past the claim's deadline, which is not an
 // answer, as if its wait had ended first. So a claim decides on a read
 // answered at most twice its lock timeout after its entry (RemoveJob
-// waits for that).
+// waits for that). The first is marked errStalled: the claim, cut by a
+// stall, is told as the record read after it shows its tick (stall.go).
 func (r *Runner) fresh(ctx context.Context, p *probe, asked time.Time, read error) error {
 	switch {
 	case asked.Sub(p.entry) > r.cfg.timeout:
-		return fmt.Errorf("the claim's read asked %v after its entry, past its lock timeout (%v): this process stalled: %w",
-			asked.Sub(p.entry).Round(time.Millisecond), r.cfg.timeout, context.DeadlineExceeded)
+		return fmt.Errorf("the claim's read asked %v after its entry, past its lock timeout (%v): %w: %w",
+			asked.Sub(p.entry).Round(time.Millisecond), r.cfg.timeout, errStalled, context.DeadlineExceeded)
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
 	}

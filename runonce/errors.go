@@ -23,8 +23,9 @@ var (
 	ErrLockHeld = fmt.Errorf("%w: job lock held", ErrSkipped)
 	// ErrAlreadyRan reports a tick that a run started less than the job's
 	// window ago, by the server's clock, already covered (Claim), or, for
-	// a named tick (ClaimTick), a tick whose run is recorded. It matches
-	// ErrSkipped.
+	// a named tick (ClaimTick), a tick whose run is recorded, told so too
+	// of a claim that a stall of this process cut (its failure would have
+	// been told for a tick the fleet ran). It matches ErrSkipped.
 	ErrAlreadyRan = fmt.Errorf("%w: this tick already ran", ErrSkipped)
 	// ErrYielded reports a run this instance stepped back from, so that
 	// another instance makes it (WithSpread). It matches ErrSkipped.
@@ -39,8 +40,12 @@ var (
 	// cannot run because the job's record cannot tell whether another
 	// instance ran it: older than the runs the run node keeps, at or
 	// before the fire of a run without a tick, or fired late when the
-	// job's last run had no tick or the job has no run node. The fleet may
-	// have run it or not; no instance runs it twice. It matches ErrSkipped.
+	// job's last run had no tick or the job has no run node. It reports
+	// too a claim that a stall of this process cut past its lock timeout,
+	// when the record read after the stall cannot tell its tick: a claim
+	// without a tick (Claim) whose job's record shows runs, which cannot
+	// be told from its tick's. The fleet may have run it or not; no
+	// instance runs it twice. It matches ErrSkipped.
 	ErrTickUnknown = fmt.Errorf("%w: tick unknown", ErrSkipped)
 	// ErrPanicked reports a run that panicked (Do, Claim.Fail): the tick is
 	// the fleet's run, not run again, and it failed.

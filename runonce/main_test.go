@@ -11,14 +11,17 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/tierlock/tierlock/internal/child"
 	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/runonce"
 	"github.com/tierlock/tierlock/zklock"
 )
 
 // TestMain runs the package's tests against one real ZooKeeper, and
-// goleak checks that nothing is left running.
+// goleak checks that nothing is left running; in a child of a test, the
+// child's part (stall_scene_test.go).
 func TestMain(m *testing.M) {
+	child.Dispatch(map[string]func() int{stallRole: stallMain})
 	goleak.VerifyTestMain(zktest.Wrap(m))
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/mono"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -30,9 +31,10 @@ type outage struct {
 	since   time.Time // the first failure
 	upSince time.Time // answered since, without a failure (zero: not yet)
 	skipped int64
-	relapse int   // returns that did not last
-	stalled bool  // it began as this process's stall (stall.go)
-	session int64 // the session's id when it began
+	relapse int        // returns that did not last
+	stalled bool       // it began as this process's stall (stall.go)
+	stall   mono.Stall // that stall
+	session int64      // the session's id when it began
 	// jobs counts the runs skipped per job, for the line at its end (issue
 	// 56, item 6: it named none); silent counts those of the Claims that
 	// met ZooKeeper silent before it began (its first moments), when.
@@ -192,7 +194,8 @@ func (r *Runner) unreachable(job string, err error) {
 	switch {
 	case first:
 		o.down, o.since, o.upSince, o.skipped, o.relapse = true, time.Now(), time.Time{}, 0, 0
-		o.stalled, o.session, o.jobs = r.stall.recent(), r.s.SessionID(), map[string]int64{}
+		o.session, o.jobs = r.s.SessionID(), map[string]int64{}
+		o.stall, o.stalled = stallNear(o.since)
 		if time.Since(o.silentAt) < 2*r.cfg.timeout {
 			for k, n := range o.silent {
 				o.jobs[k] += n
@@ -206,12 +209,12 @@ func (r *Runner) unreachable(job string, err error) {
 	}
 	o.skipped++
 	o.jobs[job]++
-	stalled := o.stalled
+	stalled, stall := o.stalled, o.stall
 	o.mu.Unlock()
 	switch {
 	case first && stalled:
-		r.log.Warn("this process stalled (stopped, suspended or paused: its Claims outlived their deadline or its ticks came late), and its ZooKeeper session's connection with it: runs are skipped until the session answers again",
-			"state", r.s.State(), "err", err)
+		r.log.Warn("this process stalled (stopped, suspended or paused: its monotonic clock jumped), and its ZooKeeper session's connection with it: runs are skipped until the session answers again",
+			"stalled_for", stall.Len().Round(time.Millisecond), "state", r.s.State(), "err", err)
 	case first:
 		r.log.Warn("ZooKeeper unreachable: runs are skipped until it answers", "state", r.s.State(), "err", err)
 	}
@@ -273,6 +276,10 @@ func (r *Runner) reached() {
 	}
 	over := now.Sub(o.upSince) >= outageSettle
 	since, upSince, skipped, relapse, stalled, session := o.since, o.upSince, o.skipped, o.relapse, o.stalled, o.session
+	if stalled {
+		since = o.stall.From // the outage went with the stall: from its start
+	}
+	stall := o.stall
 	var jobs string
 	if over {
 		o.down, jobs = false, jobsLine(o.jobs)
@@ -281,7 +288,7 @@ func (r *Runner) reached() {
 	switch {
 	case over && stalled:
 		r.log.Warn("the ZooKeeper session answers again after this process's stall", "down_for", upSince.Sub(since).Round(time.Millisecond),
-			"runs_skipped", skipped, "jobs", jobs, "session_expired", session != r.s.SessionID())
+			"stalled_for", stall.Len().Round(time.Millisecond), "runs_skipped", skipped, "jobs", jobs, "session_expired", session != r.s.SessionID())
 	case over:
 		r.log.Warn("ZooKeeper reachable again", "down_for", upSince.Sub(since).Round(time.Millisecond),
 			"runs_skipped", skipped, "jobs", jobs, "returns_that_did_not_last", relapse)

@@ -11,7 +11,6 @@ import (
 // latency.
 func (r *Runner) report(ctx context.Context, j *job, p *probe, err error) time.Duration {
 	latency := time.Since(p.entry)
-	r.stalledDuring(p.entry)
 	r.late.observe(latency)
 	switch o := outcomeOf(err); {
 	case o == Ran:

@@ -38,7 +38,6 @@ type Runner struct {
 	over        overload     // an overload, told in two lines
 	clock       serverClock  // the server's clock as this instance's writes saw it
 	sessionGone sync.Once    // a Claim on a closed session, told (report.go)
-	stall       stall        // signs of this process's stall (stall.go)
 	stales      tally        // stale ticks skipped (tick.go)
 	unknowns    tally        // named ticks the record cannot tell run (tick.go)
 	toldClocks  atomic.Int32 // the hosts' clocks told to differ: 1, by more than the record keeps: 2 (tick.go)
@@ -112,7 +111,10 @@ func New(s *zklock.Session, root string, opts ...Option) (*Runner, error) {
 // not (ErrLockHeld, ErrAlreadyRan or ErrYielded, matching ErrSkipped, or a
 // failure: the run is skipped). Call it when the tick's timer fires: the
 // rule dates the tick by Claim's entry. It returns within the lock
-// timeout (WithLockTimeout), or sooner when ctx ends. It waits for
+// timeout (WithLockTimeout), or sooner when ctx ends; a claim that a
+// stall of this process cut (a stop, a suspend) reads the job's record
+// once more after it, within another lock timeout, to tell whether the
+// fleet ran its tick (stall.go). It waits for
 // another instance only when a named tick's (ClaimTick, ClaimEvery) lock
 // is held by that instance's claim under way, for its write of the run
 // node, by that instance's lock timeout and within its own (the tick
@@ -156,7 +158,7 @@ func (r *Runner) claim(ctx context.Context, key string, tick time.Time, every ti
 		r.checkEnvelope(j, d, calls, p)
 	}
 	if err != nil {
-		err = r.sessionClosedErr(err)
+		err = r.afterStall(ctx, j, p, r.sessionClosedErr(err))
 		j.busy.Store(false)
 		r.report(ctx, j, p, err)
 		return nil, err

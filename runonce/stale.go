@@ -80,8 +80,7 @@ func (p *probe) fire() int64 { return p.entry.Add(hostclock.Offset()).UnixMilli(
 
 // named notes p's tick: its name, and its lateness on this host's clock
 // (the claim's entry less the tick, both wall-clock readings of this
-// host). A late one is a sign of a stall (stall.go); one on time ends an
-// episode of stale ticks.
+// host). One on time ends an episode of stale ticks.
 func (r *Runner) named(j *job, p *probe) {
 	if p.tick.IsZero() {
 		return
@@ -91,7 +90,5 @@ func (r *Runner) named(j *job, p *probe) {
 	if p.lateBy <= max(p.window(j), staleFloor) {
 		p.lateBy = 0
 		r.stales.end(r, "ticks on time again", "stale_ticks_skipped")
-		return
 	}
-	r.stall.note()
 }

@@ -10,6 +10,10 @@
 // clock (Of), and rebuilt from the epoch (Time.Std), which gives it a
 // monotonic reading again: every comparison and duration the lease makes
 // runs on one monotonic clock (TestStdKeepsTheMonotonicClock).
+//
+// The same clock measures the process's stalls (stall.go): a goroutine,
+// while any Watch is on, finds the clock jumped when the process was
+// stopped, and StallIn says when and for how long.
 package mono
 
 import (

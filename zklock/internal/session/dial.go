@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/tierlock/tierlock/internal/await"
+	"github.com/tierlock/tierlock/internal/mono"
 	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
@@ -29,6 +30,7 @@ func Dial(ctx context.Context, servers []string, chroot string, cfg Config) (*Fl
 	tap := wire.New(wire.Config{Dial: cfg.Dialer, TLS: cfg.TLS, Chroot: chroot,
 		OnDial: func(address string, err error) { s.out.dialed(address, err) }})
 	s = newFloor(tap, true, cfg)
+	s.life.unwatch = mono.Watch()
 	conn, _, err := zk.Connect(servers, cfg.Timeout,
 		zk.WithDialer(tap.Dialer()),
 		zk.WithHostProvider(tap.HostProvider()),
@@ -113,6 +115,7 @@ func (s *Floor) findChroot(ctx context.Context, servers []string, chroot string)
 // installed by zk.Connect; nothing is pipelined.
 func Wrap(conn *zk.Conn, events <-chan zk.Event, cfg Config) (*Floor, error) {
 	s := newFloor(nil, false, cfg)
+	s.life.unwatch = mono.Watch()
 	s.link.quit = connQuit(conn)
 	select {
 	case <-s.link.quit:
@@ -169,6 +172,14 @@ func (s *Floor) stop() {
 	s.life.cancel()
 	s.notes.close()
 	s.life.bg.wait()
+	s.endWatch()
+}
+
+// endWatch undoes the floor's mono.Watch, if it made one.
+func (s *Floor) endWatch() {
+	if s.life.unwatch != nil {
+		s.life.unwatch()
+	}
 }
 
 // Close ends the floor: every hold on it ends (ErrClosed), the locks'
@@ -218,4 +229,5 @@ func (s *Floor) close() {
 		s.conn.Close()
 	}
 	<-drained
+	s.endWatch()
 }

@@ -101,6 +101,10 @@ type lifetime struct {
 	hardStop  chan struct{}
 	bg        group // goroutines of the floor and its locks
 	closeOnce sync.Once
+	// unwatch undoes the floor's mono.Watch, which measures this
+	// process's stalls for the outage's and the lapse's lines (Dial and
+	// Wrap; nil under an explorer's double, whose clock is a bubble's).
+	unwatch func()
 }
 
 // The background goroutines of a session (Go): requests left to

@@ -45,14 +45,19 @@ func (le *Lease) lapse() {
 	}
 	lost := s.st.takeHolds(ErrLeaseExpired)
 	if len(lost) > 0 {
-		le.lapsedAt.CompareAndSwap(0, int64(mono.Now()))
+		le.lapsing()
 	}
 	trace.Lapsed(s.zc, len(lost)) // under mu, as a release is decided (Floor.Leave)
 	s.st.mu.Unlock()
 	if len(lost) > 0 {
 		le.lapses.Add(1)
 		le.wake() // the renewer proves the session until it is: see renew
-		s.log.Warn("session not confirmed with the leader in time: holds end, grants wait until it is", "holds", len(lost), "bound", le.reach())
+		msg := "session not confirmed with the leader in time: holds end, grants wait until it is"
+		stalled := le.stalledFor()
+		if stalled != nil {
+			msg += "; this process stalled (stopped, suspended or paused: its monotonic clock jumped) past the lease's deadline"
+		}
+		s.log.Warn(msg, append([]any{"holds", len(lost), "bound", le.reach()}, stalled...)...)
 	}
 	for _, h := range lost {
 		if mutant.On(mutant.LossLate) {
@@ -60,6 +65,28 @@ func (le *Lease) lapse() {
 		}
 		h.lose(ErrLeaseExpired)
 	}
+}
+
+// lapsing notes a lapse beginning now, unless one is on: from the start
+// of the stall this process resumes from, if its deadline passed in one
+// (mono's watch).
+func (le *Lease) lapsing() {
+	at, stall := mono.Now(), time.Duration(0)
+	if st, ok := stalledBefore(at.Std()); ok {
+		at, stall = mono.Of(st.From), st.Len()
+	}
+	if le.lapsedAt.CompareAndSwap(0, int64(at)) {
+		le.lapseStall.Store(int64(stall))
+	}
+}
+
+// stalledFor is the attribute of the stall the latest lapse began with
+// (nil: none).
+func (le *Lease) stalledFor() []any {
+	if d := le.lapseStall.Load(); d != 0 {
+		return []any{"stalled_for", time.Duration(d).Round(time.Millisecond)}
+	}
+	return nil
 }
 
 // stop ends the timer; the renewer ends with the session's context. A
@@ -70,9 +97,10 @@ func (le *Lease) stop() {
 		le.timer.Stop()
 	}
 	le.s.st.mu.Unlock()
+	stalled := le.stalledFor()
 	if at := le.lapsedAt.Swap(0); at != 0 {
 		le.s.log.Warn("session closed before it was confirmed with the leader again",
-			"after", time.Since(mono.Time(at).Std()).Round(time.Millisecond), "bound", le.reach())
+			append([]any{"after", time.Since(mono.Time(at).Std()).Round(time.Millisecond), "bound", le.reach()}, stalled...)...)
 	}
 }
 
@@ -83,7 +111,7 @@ func (le *Lease) confirmed(lapsed int64) {
 		return
 	}
 	le.s.log.Warn("session confirmed with the leader again: locks can be granted",
-		"after", time.Since(mono.Time(lapsed).Std()).Round(time.Millisecond), "bound", le.reach())
+		append([]any{"after", time.Since(mono.Time(lapsed).Std()).Round(time.Millisecond), "bound", le.reach()}, le.stalledFor()...)...)
 }
 
 // Stats reports the lease's counters, as package zklock's LeaseStats

@@ -154,8 +154,11 @@ type Lease struct {
 	probed        atomic.Int64 // the servers' tick a probe read (ns; 0: none): tick
 
 	// lapsedAt is when the lease last ran out with holds (mono.Time), until
-	// a proof renews it again: the end of that episode is told too.
-	lapsedAt atomic.Int64
+	// a proof renews it again: the end of that episode is told too. A lapse
+	// found as this process resumed from a stall began with the stall:
+	// lapsedAt is the stall's start, and lapseStall its length (ns; 0: none).
+	lapsedAt   atomic.Int64
+	lapseStall atomic.Int64
 
 	// Proofs answered too late to renew anything: see tooLate.
 	late     atomic.Int64

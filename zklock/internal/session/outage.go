@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tierlock/tierlock/internal/mono"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
@@ -19,7 +20,12 @@ import (
 // session has; the second says how long it lasted and what it cost (the
 // holds it ended, whether the session survived it, the dial attempts that
 // failed). Before this, the log's last word on an outage was "cannot reach
-// ZooKeeper", still there after the servers answered again.
+// ZooKeeper", still there after the servers answered again. An outage that
+// begins as this process resumes from a stall (mono's watch measured its
+// monotonic clock jump: a SIGSTOP, a suspend) went with the stall: both
+// lines say the stall's length (stalled_for), and the second counts the
+// outage from the stall's start, not from when the process, resumed,
+// found the connection gone.
 type outage struct {
 	log        *slog.Logger // the floor's
 	expiryOnly bool         // holds survive a disconnection (Config.ExpiryOnly)
@@ -33,6 +39,21 @@ type outage struct {
 	holds   int       // holds it ended
 	dials   int       // dial attempts that failed during it
 	dialErr error     // the last one's error
+	// stall is this process's stall it began with (stalled): the
+	// connection lost while the process was stopped (mono's watch).
+	stall   mono.Stall
+	stalled bool
+}
+
+// stallEcho is how soon after a stall of this process an outage that
+// begins is the stall's: a connection the stall cut is found gone as the
+// process resumes (its read fails at once).
+const stallEcho = 2 * time.Second
+
+// stalledBefore returns the stall of this process that at, an outage's
+// beginning, follows, if any.
+func stalledBefore(at time.Time) (mono.Stall, bool) {
+	return mono.StallIn(at.Add(-stallEcho), at)
 }
 
 // began returns when the outage under way began; zero when none is
@@ -54,13 +75,23 @@ func (o *outage) begins(cause string, holds int) {
 		return
 	}
 	o.since, o.cause, o.holds, o.dials, o.dialErr = time.Now(), cause, holds, 0, nil
+	o.stall, o.stalled = stalledBefore(o.since)
+	stall, stalled := o.stall, o.stalled
 	o.mu.Unlock()
 	what := "holds end, acquisitions wait for a connection"
 	if o.expiryOnly {
 		what = "holds are kept until the session expires, acquisitions wait for a connection"
 	}
-	o.log.Warn("no connection to ZooKeeper: "+what, "cause", cause, "holds_ended", holds)
+	attrs := []any{"cause", cause, "holds_ended", holds}
+	if stalled {
+		what += "; the connection went with this process's stall (stopped, suspended or paused: its monotonic clock jumped)"
+		attrs = append(attrs, "stalled_for", roundStall(stall))
+	}
+	o.log.Warn("no connection to ZooKeeper: "+what, attrs...)
 }
+
+// roundStall is s's length as the lines tell it.
+func roundStall(s mono.Stall) time.Duration { return s.Len().Round(time.Millisecond) }
 
 // dialed notes a dial of the session's connection (under Dial): a
 // failure begins an outage if none is under way (Dial's first dial,
@@ -124,8 +155,12 @@ func (o *outage) ends(end string, prev, id int64) {
 		return
 	}
 	d, cause, holds, dials, dialErr := time.Since(o.since), o.cause, o.holds, o.dials, o.dialErr
-	o.since = time.Time{}
+	stall, stalled := o.stall, o.stalled
+	o.since, o.stalled = time.Time{}, false
 	o.mu.Unlock()
+	if stalled {
+		d = time.Since(stall.From) // from the stall's start: the connection went with it
+	}
 	if end != "connected" && o.unanswered != nil {
 		// The last dial connected, and its server is silent still: that,
 		// not an earlier dial's failure, is where the session stands.
@@ -134,6 +169,9 @@ func (o *outage) ends(end string, prev, id int64) {
 		}
 	}
 	attrs := []any{"after", d.Round(time.Millisecond), "cause", cause, "holds_ended", holds, "failed_dials", dials}
+	if stalled {
+		attrs = append(attrs, "stalled_for", roundStall(stall))
+	}
 	if dialErr != nil {
 		attrs = append(attrs, "last_dial_error", dialErr.Error())
 	}

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/mono"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
@@ -57,5 +60,36 @@ func TestOutageCausedByAnUnansweredHandshake(t *testing.T) {
 	}
 	if begun["cause"] != e.Error() || o.dials != 1 {
 		t.Fatalf("cause %q after %d failed dials; want %q after 1", begun["cause"], o.dials, e.Error())
+	}
+}
+
+// An outage that begins as this process resumes from a stall (a 15-s
+// SIGSTOP: the server expired the session meanwhile) is the stall's: its
+// lines say the stall's length, as the process measured it, and count the
+// outage from the stall's start. They said "after=2.005s", from when the
+// process noticed the connection gone, after the stop.
+func TestOutageOfAStallCountedFromIt(t *testing.T) {
+	var buf bytes.Buffer
+	o := &outage{log: slog.New(slog.NewJSONHandler(&buf, nil))}
+	resumed := time.Now()
+	defer mono.NoteStall(resumed.Add(-15*time.Second), resumed)()
+	o.tell(zk.StateDisconnected, 1, 1, 0)
+	o.ends("connected", 1, 2)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	for _, l := range lines {
+		t.Log(l)
+	}
+	for i, l := range lines {
+		var line map[string]any
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatal(err)
+		}
+		stalled, _ := line["stalled_for"].(float64) // slog's JSON: ns
+		if time.Duration(stalled) != 15*time.Second {
+			t.Errorf("line %d: stalled_for %v, want 15s", i, time.Duration(stalled))
+		}
+		if after, ok := line["after"].(float64); i == 1 && (!ok || time.Duration(after) < 15*time.Second) {
+			t.Errorf("the outage's end: after=%v, want at least the stall's 15s", time.Duration(after))
+		}
 	}
 }
