@@ -326,10 +326,11 @@
 //
 //	go run -C stress . -impl tier -procs 4 -duration 1m -metrics 127.0.0.1:9100
 //
-// # Cold locks (-cold)
+// # Cold locks (-cold), idle sessions' cost (-idle-cost)
 //
 // stress -cold times an uncontended Lock first on a connection and after
-// idle spells, zk.Lock, zkcompat and tier side by side (stress -cold -h).
+// idle spells, zk.Lock, zkcompat and tier side by side (stress -cold -h);
+// stress -idle-cost what their idle sessions cost one server (-idle-cost -h).
 //
 // # Output
 //

@@ -128,7 +128,7 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.StringVar(&c.Metrics, "metrics", "", "host:port: each tier or zklock worker serves Prometheus metrics of its locks and session while it runs, the worker in slot i at http://host:(port+i)/metrics")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&c.Verbose, "v", false, "pass the workers' logs through to stderr")
-	fs.Bool("cold", false, "measure cold locks instead, beside zk.Lock: stress -cold -h")
+	defineModeFlags(fs) // -cold, -idle-cost
 	matrixFlag := defineMatrixFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

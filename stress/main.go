@@ -43,6 +43,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if isCold(args) {
 		return runCold(ctx, args, stdout, stderr)
 	}
+	if isIdleCost(args) {
+		return runIdleCost(ctx, args, stdout, stderr)
+	}
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
