@@ -188,8 +188,14 @@ func (r *Runner) first(ctx context.Context, conn *zk.Conn, j *job, p *probe, d d
 	case err != nil:
 		return d, fmt.Errorf("runonce: job %q: %w (the tick is lost)", j.key, err)
 	case !ok:
-		d.looked, d.held, d.verdict = true, true, runrec.Skip // a RemoveJob, or another first claim
+		if err := r.awaitFirst(ctx, j, p); err != nil {
+			return d, err // errDecideAgain: another first claim made the node
+		}
+		d.looked, d.held, d.verdict = true, true, runrec.Skip // a RemoveJob, or a first claim cut
 		return d, nil
+	}
+	if testHookBeforeCreate != nil {
+		testHookBeforeCreate()
 	}
 	d.rec.Delay = time.Since(p.entry).Milliseconds()
 	p.ask(r, ctx)
@@ -202,6 +208,38 @@ func (r *Runner) first(ctx context.Context, conn *zk.Conn, j *job, p *probe, d d
 	d.verdict, d.first, d.decided, d.hold = runrec.Run, true, true, h
 	j.wrote.Store(true)
 	return d, nil
+}
+
+// awaitFirst waits, for a first claim that found the job's lock held and
+// no run node, for that node: another instance's first claim takes the
+// lock before it makes the node (first), so the holder is most often one
+// under way. It waits within this claim's lock timeout, less an eighth to
+// decide again, and returns errDecideAgain when the node appears, ctx's
+// cause when ctx ends, nil when the wait passed: the holder is a
+// RemoveJob's, or a first claim cut between its take and its create, and
+// the tick is lost to the lock.
+func (r *Runner) awaitFirst(ctx context.Context, j *job, p *probe) error {
+	conn := r.s.Conn()
+	if conn == nil {
+		return zklock.ErrSessionClosed
+	}
+	ok, _, ch, err := conn.ExistsW(j.runPath)
+	switch {
+	case err != nil:
+		return fmt.Errorf("runonce: job %q: watch run node: %w", j.key, err)
+	case ok:
+		return errDecideAgain
+	}
+	timer := time.NewTimer(time.Until(p.entry.Add(r.cfg.timeout - r.cfg.timeout/8)))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-ch:
+		return errDecideAgain
+	case <-timer.C:
+		return nil
+	}
 }
 
 // fresh returns read's result (nil or zk.ErrNoNode), the read asked at
@@ -289,6 +327,10 @@ func (r *Runner) write(ctx context.Context, j *job, p *probe, d decision, versio
 // testHookAfterRead, set by tests only, runs between the read and the
 // write of a run node.
 var testHookAfterRead func(runPath string)
+
+// testHookBeforeCreate, set by tests only, runs in a first claim between
+// its lock's take and the run node's create.
+var testHookBeforeCreate func()
 
 // testHookAfterTake, set by tests only, runs in Claim between the lock's
 // take and the run's Store.

@@ -125,3 +125,44 @@ func twoInstances(t *testing.T) instances {
 		runonce.WithLogger(slog.New(slog.NewTextHandler(in.logs, nil))))
 	return in
 }
+
+// TestHeldByAFirstClaim: a's claim of a job's first tick takes the job's
+// lock and has not yet made the run node when b's claim of the same tick
+// reads (no node) and finds the lock held. b told the tick held, lost to
+// the lock, though a ran it (the ninth review of the fleet, item 3, met in
+// the mixed fleet's first ticks); now it waits for the node and skips the
+// tick a ran.
+func TestHeldByAFirstClaim(t *testing.T) {
+	pair := twoInstances(t)
+	a, b, logs := pair.a, pair.b, pair.logs
+	ctx := zktest.Context(t, 20*time.Second)
+	tick := time.Now()
+	aTook, bFound := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	defer runonce.SetBeforeCreateHook(func() {
+		if first.CompareAndSwap(false, true) { // a's first claim: wait there until b met its lock
+			close(aTook)
+			<-bFound
+		}
+	})()
+	aErr := make(chan error, 1)
+	go func() {
+		c, err := a.ClaimTick(ctx, "job", tick)
+		if err == nil {
+			err = c.Release()
+		}
+		aErr <- err
+	}()
+	<-aTook
+	go func() { time.Sleep(300 * time.Millisecond); close(bFound) }() // b reads and meets the lock meanwhile
+	_, err := b.ClaimTick(ctx, "job", tick)
+	if err := <-aErr; err != nil {
+		t.Fatalf("a's first claim: %v", err)
+	}
+	if !errors.Is(err, runonce.ErrAlreadyRan) {
+		t.Errorf("b's claim of the first tick, which a ran: %v, want ErrAlreadyRan", err)
+	}
+	if strings.Contains(logs.String(), "tick lost") {
+		t.Errorf("b told the tick lost:\n%s", logs)
+	}
+}

@@ -50,3 +50,10 @@ func WaitLockFree(t *testing.T, r *Runner, key string) {
 	t.Helper()
 	lockGone(t, r, key)
 }
+
+// SetBeforeCreateHook makes fn run in a first claim between its lock's
+// take and the run node's create, until the returned function is called.
+func SetBeforeCreateHook(fn func()) (restore func()) {
+	testHookBeforeCreate = fn
+	return func() { testHookBeforeCreate = nil }
+}

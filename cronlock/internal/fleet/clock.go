@@ -11,15 +11,19 @@ import (
 	"github.com/tierlock/tierlock/internal/hostclock"
 )
 
-// The API forms of a lock that has two (-form): a wrapper per job, or the
-// Cron's chain.
+// The API forms of a lock (-form): a wrapper per job, the Cron attached
+// (its fires claim their ticks by name); the Cron's chain, where the lock
+// has it (named too); or a wrapper per job, the Cron not attached
+// (cronlock's Wrap without Attach: its claims carry no tick, decided by
+// the server's clock).
 const (
 	FormWrap  = "wrap"
 	FormChain = "chain"
+	FormLoose = "loose"
 )
 
-// schedule makes c's Cron, its jobs added in c's form, attached, not yet
-// started.
+// schedule makes c's Cron, its jobs added in c's form, attached but in
+// FormLoose, not yet started.
 //
 // An instance whose clock is off the others' by c.clock (issue 56): Go
 // reads the wall clock through the vDSO, which libfaketime's preload
@@ -42,8 +46,8 @@ func schedule(c config, lk Lock, rec *recorder, stderr io.Writer) (*cron.Cron, e
 		return nil, fmt.Errorf("-form %s: the lock has one form only", c.form)
 	case chain:
 		opts = append(opts, lk.Chain(rec.fireWrapper))
-	case c.form != FormWrap:
-		return nil, fmt.Errorf("-form %q: want %s or %s", c.form, FormWrap, FormChain)
+	case c.form != FormWrap && c.form != FormLoose:
+		return nil, fmt.Errorf("-form %q: want %s, %s or %s", c.form, FormWrap, FormChain, FormLoose)
 	}
 	sched := cron.New(opts...)
 	rec.cron, rec.runTick = sched, lk.RunTick
@@ -59,7 +63,7 @@ func schedule(c config, lk Lock, rec *recorder, stderr io.Writer) (*cron.Cron, e
 		}
 		rec.ids[j.Name] = id
 	}
-	if lk.Attach != nil && !chain {
+	if lk.Attach != nil && c.form == FormWrap {
 		lk.Attach(sched)
 	}
 	return sched, nil

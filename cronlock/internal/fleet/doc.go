@@ -10,6 +10,11 @@
 // -offset (a fleet's timers 0, 150 and 300 ms apart). It writes a record of
 // each fire and each run to its stdout, one line each, which the test
 // gathers from all the instances. [Check] counts the runs per (job, tick).
+// Per instance, -form picks the lock's API form (wrap: a wrapper per job,
+// the Cron attached; chain: the Cron's chain; loose: a wrapper per job,
+// the Cron not attached), and -old-record makes it an instance of
+// runonce before the tick names (oldrecord.go), for TestFleetClocks'
+// mixed fleet.
 //
 // # The seam: a lock is a file of its own
 //

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Told is what the instances' observers said of the ticks that ran
@@ -59,4 +60,52 @@ func (t Told) String() string {
 	}
 	return fmt.Sprintf("%d ticks ran nowhere, observed as: %s; observed as already_ran: %d, as stale: %d; observed by no instance: %d",
 		t.Lost, strings.Join(by, " "), len(t.AlreadyRan), len(t.Stale), len(t.Unobserved))
+}
+
+// ToldLostRan returns the (job, tick) of in (WindowKeys) that ran on an
+// instance, which obs told lost or held (the tick ran, yet an instance
+// said it was lost), in the order first told.
+func ToldLostRan(rs Records, obs []Obs, in map[Key]bool) []Key {
+	ran := map[Key]bool{}
+	for _, r := range rs.Runs {
+		ran[Key{r.Job, r.Tick.UTC()}] = true
+	}
+	seen := map[Key]bool{}
+	var keys []Key
+	for _, o := range obs {
+		k := Key{o.Job, o.Tick.UTC()}
+		if (o.Outcome == "lost" || o.Outcome == "held") && ran[k] && in[k] && !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// WindowKeys returns the (job, tick) that Check counts from from to to:
+// each job's ticks there but its first and its last (the fleet starting
+// and stopping).
+func WindowKeys(jobs []Job, from, to time.Time) (map[Key]bool, error) {
+	in := map[Key]bool{}
+	for _, j := range jobs {
+		s, err := ParseSpec(j.Spec)
+		if err != nil {
+			return nil, err
+		}
+		ts := Ticks(s, from, to)
+		for i := 1; i < len(ts)-1; i++ {
+			in[Key{j.Name, ts[i]}] = true
+		}
+	}
+	return in, nil
+}
+
+// ObsExcept returns the observations of obs but instance's ("": all).
+func ObsExcept(obs []Obs, instance string) []Obs {
+	return slices.DeleteFunc(slices.Clone(obs), func(o Obs) bool { return o.Instance == instance })
+}
+
+// ObsOf returns instance's observations of obs.
+func ObsOf(obs []Obs, instance string) []Obs {
+	return slices.DeleteFunc(slices.Clone(obs), func(o Obs) bool { return o.Instance != instance })
 }

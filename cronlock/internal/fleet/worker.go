@@ -33,6 +33,9 @@ type config struct {
 	// clock), its lock timeout and default window, and the API form.
 	clock, lockTimeout, window time.Duration
 	form                       string
+	// oldRecord: the instance writes the run node as runonce did before
+	// the tick names (issue 71; oldrecord.go), whatever -lock says.
+	oldRecord bool
 }
 
 func parse(args []string, stderr io.Writer) (config, error) {
@@ -55,7 +58,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.window, "default-window", 0, "the other jobs' window, where the lock has one (0: its default)")
 	fs.DurationVar(&c.lockTimeout, "lock-timeout", 0, "the lock's timeout, where it has one (0: its default)")
 	fs.DurationVar(&c.clock, "clock", 0, "this instance's clock's offset from the others' (see clock.go)")
-	fs.StringVar(&c.form, "form", FormWrap, "the lock's API form, where it has two: "+FormWrap+" (a wrapper per job) or "+FormChain+" (the Cron's chain)")
+	fs.StringVar(&c.form, "form", FormWrap, "the lock's API form: "+FormWrap+" (a wrapper per job, the Cron attached), "+FormChain+" (the Cron's chain, where the lock has it) or "+FormLoose+" (a wrapper per job, the Cron not attached)")
+	fs.BoolVar(&c.oldRecord, "old-record", false, "write the run node as runonce did before the tick names (e2b5ae4), on -lock's ZooKeeper (see oldrecord.go)")
 	fs.Func("job", "a job, name=spec (repeat the flag for each job)", c.job)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -122,8 +126,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 func run(ctx context.Context, c config, rec *recorder, logger *slog.Logger, stderr io.Writer) (err error) {
 	v, _ := Lookup(c.lock)
+	openLock := v.Open
+	if c.oldRecord {
+		if v.Backend != ZooKeeper {
+			return fmt.Errorf("-old-record: -lock %s is not on ZooKeeper", c.lock)
+		}
+		openLock = openOldRecord
+	}
 	open, cancel := context.WithTimeout(ctx, c.openDeadline)
-	lk, err := v.Open(open, Config{Servers: c.servers, Root: c.root, Instance: c.name, Logger: logger,
+	lk, err := openLock(open, Config{Servers: c.servers, Root: c.root, Instance: c.name, Logger: logger,
 		Windows: c.windows, Window: c.window, LockTimeout: c.lockTimeout, SessionTimeout: c.sessionTimeout, Observe: rec.observe})
 	cancel()
 	if err != nil {
