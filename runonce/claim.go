@@ -91,7 +91,7 @@ func (r *Runner) take(ctx context.Context, j *job, p *probe) (*zklock.Hold, deci
 // afresh, until an attempt decides or
 // the Claim's deadline: each conflict is another instance's write that
 // went through, so simultaneous timers settle within as many rounds as
-// instances race (issue 50, item 8: three rounds at most made a lost race
+// instances race (once, three rounds at most made a lost race
 // a failure, "version conflict", for 27-34 of 72 attempts of eight
 // instances under WithSpread). maxConflicts bounds a pathological server.
 func (r *Runner) decide(ctx context.Context, j *job, p *probe) (decision, error) {
@@ -243,7 +243,7 @@ func (r *Runner) awaitFirst(ctx context.Context, j *job, p *probe) error {
 }
 
 // fresh returns read's result (nil or zk.ErrNoNode), the read asked at
-// asked for p's claim, or a deadline's error (issue 56, item 2): for a
+// asked for p's claim, or a deadline's error: for a
 // read asked more than the lock timeout after the claim's entry (this
 // process stalled between the two: a stopped process may read after a
 // RemoveJob deleted the job's node, and take the tick it ran for a first

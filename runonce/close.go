@@ -6,7 +6,7 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// A Close and the claims in flight (issue 50, item 3). A claim's write of
+// A Close and the claims in flight. A claim's write of
 // the run node counts as the tick's run for every instance; were Close to
 // end the job's lock between that write and the claim's take of the lock,
 // the tick would run nowhere. So a claim about to write enters (writing

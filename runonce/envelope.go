@@ -9,7 +9,7 @@ import (
 )
 
 // The checks that tell a fleet it is outside the rule's envelope, once per
-// job (issue 39, items 1 and 2): what the rule's own state shows, where
+// job: what the rule's own state shows, where
 // today a misconfigured fleet only loses ticks or runs them twice,
 // silently.
 
@@ -47,7 +47,7 @@ type checks struct {
 //   - its first attempt of a tick (no run by another since its last one,
 //     a tick ago) runs: a skip there, twice, means ticks are late or lost.
 //
-// Only the ticks this instance saw count (issue 50, item 7: after a stop,
+// Only the ticks this instance saw count (once, after a stop,
 // the runs made while it slept counted against the ticks it did not see,
 // and nearly every job was told it ran more than once per tick): an
 // attempt counts when the one before it was its last Claim of the job and

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// How late this instance is (issue 43, item 11). A run starts late by two
+// How late this instance is. A run starts late by two
 // amounts: the scheduler's lag, how late it calls Claim after the tick, and
 // the Claim's own latency. The rule counts neither, but a fleet too busy
 // for its jobs pays for both: a Claim answered too late cannot confirm its

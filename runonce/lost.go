@@ -14,7 +14,7 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// Ticks lost to a held lock (issue 50, item 6). A process killed mid-run
+// Ticks lost to a held lock. A process killed mid-run
 // keeps the job's lock until its session expires, and a run longer than
 // its period keeps it into the next ticks: those ticks are lost, no
 // instance can run them. The attempt that found the lock held used to
@@ -110,7 +110,7 @@ func (r *Runner) lostToHeld(ctx context.Context, j *job, p *probe, node, remover
 	if p.name != 0 && len(e.ticks) < runrec.MaxRecent {
 		e.ticks = append(e.ticks, p.name)
 	}
-	// Every attempt names the instance (issue 56, item 6: the first named
+	// Every attempt names the instance (once, the first named
 	// it, the others a lock node).
 	return fmt.Errorf("%w: job %q: by %s (the tick is lost)", ErrLockHeld, j.key, e.name)
 }

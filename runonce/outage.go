@@ -21,10 +21,10 @@ import (
 // outage keeps ZooKeeper's unavailability, as Claim sees it, to two log
 // lines per Runner: one when a Claim first fails to reach ZooKeeper, one
 // when ZooKeeper has answered again for outageSettle, with how long and
-// how many runs were skipped meanwhile (issue 39, item 3: one warning per
+// how many runs were skipped meanwhile (once, one warning per
 // job and tick was 15 lines a second for a fleet of 3 × 10 jobs). The
 // settling is the hysteresis: a connection that comes and goes is one
-// outage, not two lines per return (issue 43, item 8).
+// outage, not two lines per return.
 type outage struct {
 	mu      sync.Mutex
 	down    bool
@@ -35,8 +35,8 @@ type outage struct {
 	stalled bool       // it began as this process's stall (stall.go)
 	stall   mono.Stall // that stall
 	session int64      // the session's id when it began
-	// jobs counts the runs skipped per job, for the line at its end (issue
-	// 56, item 6: it named none); silent counts those of the Claims that
+	// jobs counts the runs skipped per job, for the line at its end (once,
+	// it named none); silent counts those of the Claims that
 	// met ZooKeeper silent before it began (its first moments), when.
 	jobs     map[string]int64
 	silent   map[string]int64
@@ -119,7 +119,7 @@ func (p *probe) got(r *Runner, err error) {
 // between requests (this process was slow) or while the Runner's other
 // requests were answered (ZooKeeper answered, late) did not meet an
 // outage: those were counted as one, and ZooKeeper's returns logged, at
-// each turn of a loaded fleet (issue 43, item 8).
+// each turn of a loaded fleet.
 func (p *probe) silence(r *Runner, err error) failureKind {
 	t := int64(r.cfg.timeout)
 	now, out := r.heard.now(), p.pending

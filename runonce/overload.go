@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Overload, told as overload (issue 43, item 11): a fleet of 3 processes
+// Overload, told as overload: a fleet of 3 processes
 // at 1,000 jobs a second each, on a machine too slow for it, heard "the
 // fleet's timers for it are further apart than its window; start the job
 // on a common boundary" 1,468 times (the timers were on one: the scheduler

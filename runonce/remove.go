@@ -130,7 +130,7 @@ var (
 
 // jobToRemove returns key's entry, or one made for the removal alone and
 // closed by done: RemoveJob of a key this instance does not schedule
-// leaves nothing behind (issue 43, item 10).
+// leaves nothing behind.
 func (r *Runner) jobToRemove(key, dir string) (*job, func(), error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -147,8 +147,8 @@ func (r *Runner) jobToRemove(key, dir string) (*job, func(), error) {
 	return j, func() { _ = j.lock.Close() }, nil
 }
 
-// forget drops j, removed, from the Runner: its entry and its lock (issue
-// 50, item 2: every removed job stayed in memory). A Claim that holds j
+// forget drops j, removed, from the Runner: its entry and its lock (once,
+// every removed job stayed in memory). A Claim that holds j
 // already finds it retired and takes a new entry.
 func (r *Runner) forget(j *job) {
 	j.retired.Store(true)

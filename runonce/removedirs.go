@@ -19,7 +19,7 @@ import (
 // for that on a watch. Any other lock node is
 // an instance running the job again, and a run node or a lock path made
 // again below the job's node an instance still scheduling it: ErrJobActive
-// at once (issue 50, item 2: RemoveJob waited a run out, sending a delete
+// at once (once, RemoveJob waited a run out, sending a delete
 // every 20 ms, for as long as the run lasted).
 func (r *Runner) deleteDirs(ctx context.Context, key, dir string, own ...string) error {
 	if testHookBeforeLockDelete != nil {

@@ -36,7 +36,7 @@ func (r *Runner) failed(ctx context.Context, j *job, p *probe, err error) {
 		r.log.Debug("run skipped: the Runner is closed", "job", j.key, "err", err)
 	case failedSessionClosed:
 		// Not an outage: ZooKeeper will never answer this session again
-		// (issue 50, item 8: it was told "ZooKeeper unreachable: runs are
+		// (once, it was told "ZooKeeper unreachable: runs are
 		// skipped until it answers").
 		r.sessionGone.Do(func() {
 			r.log.Error("the ZooKeeper session is closed: this Runner's runs are skipped for good; stop the scheduler and close the Runner before the session",

@@ -279,7 +279,7 @@ func (r *Runner) dir(key string) (string, error) {
 
 // newJob makes the state of key, whose node is dir; only Claim's keep it
 // (r.jobs): a job entry and its lock are per job this instance schedules,
-// not per key asked of LastRun or RemoveJob (issue 43, item 10).
+// not per key asked of LastRun or RemoveJob.
 func (r *Runner) newJob(key, dir string) (*job, error) {
 	window, ok := r.cfg.windows[key]
 	if !ok {

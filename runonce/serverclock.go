@@ -17,13 +17,13 @@ import (
 // most the server's time at its timer, so at most this bound) a window
 // after the last run (runrec.Record.Confirms). The later instances' attempts
 // of a tick, two thirds of them in a fleet of three, cost a read instead
-// of a read and a write (issue 38: ZooKeeper transactions per tick). Not
+// of a read and a write (ZooKeeper transactions per tick). Not
 // under WithSpread, whose choice needs every attempt written.
 //
 // The bound fails when this process's monotonic clock falls behind the
 // leader's: a host suspend (the monotonic clock stops), the leader's clock
 // stepped forward. Then it reads low, and a local skip would skip every
-// tick for the lag's length, "already ran" (issue 50, item 4: a 30-s lag
+// tick for the lag's length, "already ran" (once, a 30-s lag
 // lost 6 of 6 ticks). The read before the local skip checks it: the run
 // node's mtime and the last run are server times at or before now, so
 // either above the bound, or the wall clock gone further than the

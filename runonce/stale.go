@@ -8,7 +8,7 @@ import (
 	"github.com/tierlock/tierlock/internal/hostclock"
 )
 
-// Ticks a scheduler names (issues 50 and 56). A scheduler that tells each
+// Ticks a scheduler names. A scheduler that tells each
 // fire's scheduled time (cronlock and gocronlock, with the scheduler
 // attached) claims it with ClaimTick: the tick is its name, the same on
 // every instance whatever its clock reads (a spec's boundary), and the
