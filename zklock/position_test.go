@@ -366,8 +366,12 @@ func TestPositionSemaphore(t *testing.T) {
 			mutex = append(mutex, pos)
 		}
 	}
-	if len(mutex) != 1 || !mutex[0].Leads || path.Dir(mutex[0].Node) != p+"/locks" {
-		t.Errorf("mutex reports %+v, want one, leading", mutex)
+	// The mutex is most often free when b comes, so one report, leading;
+	// under load the first acquirer's release of it may still be on its
+	// way, and b reports its place behind that node first (make test run
+	// 72). Every report is of the mutex's queue, and the last leads.
+	if len(mutex) == 0 || len(mutex) > 2 || !mutex[len(mutex)-1].Leads || path.Dir(mutex[0].Node) != p+"/locks" {
+		t.Errorf("mutex reports %+v, want one leading, or one queued then one leading", mutex)
 	}
 	if a := aheads(leases); !slices.Equal(a, []int{1, 0}) {
 		t.Fatalf("lease ahead went %v, want [1 0] (%+v)", a, leases)
