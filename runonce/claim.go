@@ -178,15 +178,10 @@ func (r *Runner) first(ctx context.Context, conn *zk.Conn, j *job, p *probe, d d
 		d.verdict, d.local, d.noNode = runrec.Skip, true, true
 		return d, nil
 	}
-	if err := r.enter(p); err != nil {
-		return d, err
-	}
-	p.ask(r, ctx)
-	h, ok, err := j.lock.TryAcquire(ctx)
-	p.got(r, err)
+	h, ok, err := r.takeBefore(ctx, j, p)
 	switch {
 	case err != nil:
-		return d, fmt.Errorf("runonce: job %q: %w (the tick is lost)", j.key, err)
+		return d, err
 	case !ok:
 		if err := r.awaitFirst(ctx, j, p); err != nil {
 			return d, err // errDecideAgain: another first claim made the node

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/tierlock/tierlock/internal/runrec"
+	"github.com/tierlock/tierlock/zklock"
 )
 
 // The named ticks' side of the rule (stale.go says why). An attempt of a
@@ -46,15 +47,10 @@ func (r *Runner) attemptNamed(ctx context.Context, conn *zk.Conn, j *job, p *pro
 	if d.rec.Yield {
 		return r.write(ctx, j, p, d, stat.Version) // a step back (WithSpread): no lock
 	}
-	if err := r.enter(p); err != nil {
-		return d, err
-	}
-	p.ask(r, ctx)
-	h, ok, err := j.lock.TryAcquire(ctx)
-	p.got(r, err)
+	h, ok, err := r.takeBefore(ctx, j, p)
 	switch {
 	case err != nil:
-		return d, fmt.Errorf("runonce: job %q: %w (the tick is lost)", j.key, err)
+		return d, err
 	case !ok:
 		d.looked, d.held, d.yielded, d.verdict = true, true, true, runrec.Skip
 		if d.heldBy, err = r.holder(ctx, conn, j, p); err != nil {
@@ -76,6 +72,22 @@ func (r *Runner) attemptNamed(ctx context.Context, conn *zk.Conn, j *job, p *pro
 	}
 	d.hold = h
 	return d, nil
+}
+
+// takeBefore takes j's lock, without waiting, for p's claim before its
+// write (a named tick's, a first run's): admitted to writing first (enter),
+// an error that says the tick is lost when the take fails.
+func (r *Runner) takeBefore(ctx context.Context, j *job, p *probe) (*zklock.Hold, bool, error) {
+	if err := r.enter(p); err != nil {
+		return nil, false, err
+	}
+	p.ask(r, ctx)
+	h, ok, err := j.lock.TryAcquire(ctx)
+	p.got(r, err)
+	if err != nil {
+		return nil, false, fmt.Errorf("runonce: job %q: %w (the tick is lost)", j.key, err)
+	}
+	return h, ok, nil
 }
 
 // mustWrite reports whether an attempt that would skip without a write
