@@ -2,6 +2,7 @@ package session
 
 import (
 	"reflect"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -17,18 +18,33 @@ import (
 //   - sessionTimeoutMs, the timeout the server granted: the lease's bounds
 //     must derive from it (lease.go), and the server may grant less than
 //     was asked (it clamps to 2..20 ticks unless configured otherwise).
-//     go-zookeeper writes it in authenticate before it stores
-//     StateHasSession atomically; the session reads it after loading that
-//     state, so the write happens before the read.
+//     go-zookeeper writes it, unguarded, in authenticate, between its
+//     connect's turn of serverMu and its atomic store of StateHasSession.
+//     grantedTimeout reads it holding serverMu, and only when it loads
+//     StateHasSession there: that load orders the last write before the
+//     read, and the next connection's write waits behind the mutex, so it
+//     comes after the read. A read without the mutex, at each of the
+//     floor's polls, raced that next write (the race detector, make test
+//     run 72); a read only as the floor saw a new state missed a
+//     reconnection that fell between two polls (the lease explorer, CI,
+//     seed 6288).
+//   - serverMu, the mutex that orders those two.
 //   - shouldQuit, closed by Conn.Close: the one sign that the connection is
 //     closed for good rather than reconnecting (both fail requests with
 //     ErrConnectionClosed). It is made in zk.Connect and never replaced.
 
 // grantedTimeout returns the session timeout the server granted to conn,
-// or 0 when it cannot be read.
+// or 0 when it cannot be read or conn has no session.
 func grantedTimeout(conn *zk.Conn) time.Duration {
 	f := connField(conn, "sessionTimeoutMs", reflect.Int32)
-	if !f.IsValid() {
+	m := connField(conn, "serverMu", reflect.Struct)
+	if !f.IsValid() || !m.IsValid() || m.Type() != reflect.TypeFor[sync.Mutex]() {
+		return 0
+	}
+	mu := (*sync.Mutex)(unsafe.Pointer(m.UnsafeAddr()))
+	mu.Lock()
+	defer mu.Unlock()
+	if conn.State() != zk.StateHasSession {
 		return 0
 	}
 	return time.Duration(f.Int()) * time.Millisecond

@@ -196,12 +196,9 @@ func (st *sessionState) transitionLocked(zs zk.State, id int64) transition {
 			return transition{}
 		}
 		st.traceHandshake(id)
-		if s.tap == nil && (st.state != StateConnected || id != st.sessionID) {
-			// zs was loaded after go-zookeeper wrote the timeout. Read
-			// only as the floor comes to the session, not at each poll:
-			// go-zookeeper writes the field unguarded at its next
-			// connection, and a read at every poll raced that write
-			// (the race detector, once in four loaded make tests).
+		if s.tap == nil {
+			// Read at each poll, not only as the floor comes to the
+			// session: a reconnection may fall between two polls.
 			if d := connGranted(s.conn, s.link.zc.Load()); d > 0 {
 				s.link.noteGrant(d, id == st.sessionID)
 			}
