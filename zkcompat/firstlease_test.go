@@ -56,3 +56,38 @@ func TestFirstLockWaitsForTheLease(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The first lease's chain needs three syncs (lease.go): one whose answer
+// shows a touch, one written π after that answer, one sent after the
+// second's answer. The first Lock waits for those, and no more: a sync
+// queued before the second may be written carries nothing, so the session
+// waits for that moment instead of re-sending. The test counts the syncs
+// the connection carried from NewLock to the grant: 7 or 8 when each sync
+// was re-sent after a growing pause (the first Lock then 190-210 ms on a
+// 200-ms tick, 130 ms now). A count, not a time: a loaded machine only
+// delays the chain.
+func TestFirstLockSendsOnlyTheChain(t *testing.T) {
+	const opSync = 9
+	c, w := tapped(t)
+	syncs := func() int64 {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.reqs[opSync]
+	}
+	before := syncs()
+	l := zkcompat.NewLock(c, zktest.Path(t), zk.WorldACL(zk.PermAll))
+	start := time.Now()
+	if err := l.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	took, n := time.Since(start), syncs()-before
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("first Lock %v, %d syncs", took, n)
+	// Three for the chain, and one renewal the session's renewer may send
+	// while a lock waits (renew.go), if the chain took a period.
+	if n > 4 {
+		t.Errorf("the first Lock's grant took %d syncs; its chain needs 3", n)
+	}
+}

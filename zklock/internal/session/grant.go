@@ -143,26 +143,40 @@ func (st *sessionState) grantableLocked(owner int64) int {
 	return grantNow
 }
 
-// awaitGrantable waits for what may change Grant's verdict.
+// awaitGrantable waits for what may change Grant's verdict. Waiting on
+// the lease, it syncs only when a sync can help (kAt): the chain that
+// renews the lease needs its k written π after its touch was seen, and a
+// sync before that is a round trip spent for nothing (a first grant under
+// Wrap waited 50-90 ms more for them, each re-sent after a growing pause).
 func (st *sessionState) awaitGrantable(ctx context.Context, verdict, attempt int, changed <-chan struct{}) error {
 	s := st.s
 	var refreshed <-chan struct{}
 	var lag <-chan time.Time
+	var k int64 // the chain's k as the sync was asked for
 	switch verdict {
 	case grantLease:
 		if attempt == 0 {
 			s.lease.waits.Add(1)
 		}
-		refreshed = s.lease.refresh()
+		if d := time.Until(s.lease.kAt()); d > 0 {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			lag = t.C
+		} else {
+			k = s.lease.lastK.Load()
+			refreshed = s.lease.refresh()
+		}
 	case grantLag:
 		lag = time.After(5 * time.Millisecond) // a polled state catches up within a tick
 	}
 	select {
 	case <-lag:
 	case <-refreshed:
-		if attempt > 0 {
-			// The leader did not confirm us: do not spin.
-			if !sleepCtx(ctx, min(time.Duration(attempt)*10*time.Millisecond, s.cfg.MaxRetryWait)) {
+		if s.lease.lastK.Load() == k || attempt > 4 {
+			// The sync failed, or syncs that each prove the session do
+			// not make it grantable (a round trip as long as the lease):
+			// the leader did not confirm us; do not spin.
+			if !sleepCtx(ctx, min(time.Duration(attempt+1)*10*time.Millisecond, s.cfg.MaxRetryWait)) {
 				return ctx.Err()
 			}
 		}

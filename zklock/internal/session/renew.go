@@ -91,6 +91,30 @@ func (le *Lease) refreshWritten() (done, written <-chan struct{}) {
 	return fin, le.written
 }
 
+// kAt is the earliest a sync can be queued and help the lease on (zero:
+// now): a sync moves the deadline only as the l of a chain whose k was
+// written at least π after the chain's touch was seen, a touch newer than
+// the one the deadline stands on. When the latest proof answered is such
+// a k, a sync now is its l. Else the first newer touch was seen at a, and
+// a sync queued before a + π could be neither: it would wait a round trip
+// for nothing, and the next one π more. (None newer: a sync now makes one.)
+func (le *Lease) kAt() time.Time {
+	s := le.s
+	s.st.mu.Lock()
+	touched := le.touched
+	s.st.mu.Unlock()
+	if ns := le.lastK.Load(); ns != 0 {
+		if j, ok := le.chainFrom(mono.Time(ns).Std()); ok && j.After(touched) {
+			return time.Time{}
+		}
+	}
+	a, ok := le.touches().SeenAfter(touched)
+	if !ok {
+		return time.Time{}
+	}
+	return a.Add(le.gap())
+}
+
 // syncKey is the path the lease's syncs name.
 const syncKey = "/"
 

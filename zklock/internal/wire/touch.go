@@ -101,6 +101,30 @@ func (t *Touches) Before(at time.Time) (written time.Time, ok bool) {
 	return mono.Time(t.ring[lo%touchRing].written).Std(), true
 }
 
+// SeenAfter returns when the first packet written after w known to be
+// touched was seen touched: the earliest entry written after w. ok is
+// false when none was (or w is older than the ring, whose oldest entry is
+// then taken).
+func (t *Touches) SeenAfter(w time.Time) (answered time.Time, ok bool) {
+	x := int64(mono.Of(w))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lo, hi := max(t.n-touchRing, 0), t.n
+	// The first entry written after x, in [lo, n]: writes increase.
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if t.ring[mid%touchRing].written > x {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	if lo == t.n {
+		return time.Time{}, false
+	}
+	return mono.Time(t.ring[lo%touchRing].answered).Std(), true
+}
+
 // Handshake is a connection's connect request and the server's answer:
 // the leader touched session SessionID after the request was written
 // (Written) and before the answer was read, granting Timeout. Least and

@@ -42,6 +42,36 @@ func TestTouchesBefore(t *testing.T) {
 	}
 }
 
+// SeenAfter answers with when the first packet written after a time was
+// seen touched: the time a chain's k may be written from, π later.
+func TestTouchesSeenAfter(t *testing.T) {
+	ts := Touches{grain: touchGrain}
+	t0 := time.Unix(1000, 0)
+	at := func(u int) time.Time { return t0.Add(time.Duration(u) * 20 * time.Millisecond) }
+	if _, ok := ts.SeenAfter(at(0)); ok {
+		t.Fatal("a touch before any was noted")
+	}
+	ts.Confirm(at(0), at(10))
+	ts.Confirm(at(5), at(12))
+	ts.Confirm(at(15), at(30))
+	for _, c := range []struct {
+		after int
+		want  int
+		ok    bool
+	}{{-1, 10, true}, {0, 12, true}, {4, 12, true}, {5, 30, true}, {14, 30, true}, {15, 0, false}, {99, 0, false}} {
+		a, ok := ts.SeenAfter(at(c.after))
+		if ok != c.ok || ok && !a.Equal(at(c.want)) {
+			t.Errorf("SeenAfter(%d) = %v, %v; want %d, %v", c.after, a.Sub(t0), ok, c.want, c.ok)
+		}
+	}
+	for i := range 2 * touchRing {
+		ts.Confirm(at(100+i), at(200+i))
+	}
+	if a, ok := ts.SeenAfter(at(0)); !ok || !a.Equal(at(200+touchRing)) {
+		t.Errorf("past the ring: %v, %v; want the oldest kept, %d", a.Sub(t0), ok, 200+touchRing)
+	}
+}
+
 // A connection's replies confirm what they answer and every packet before
 // it: by xid, a ping's the oldest ping out; a watch event confirms nothing,
 // an AddAuth's reply takes its packet out but confirms nothing (the server
