@@ -2,6 +2,7 @@ package zkcompat_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -67,7 +68,6 @@ func TestFirstLockWaitsForTheLease(t *testing.T) {
 // 200-ms tick, 130 ms now). A count, not a time: a loaded machine only
 // delays the chain.
 func TestFirstLockSendsOnlyTheChain(t *testing.T) {
-	const opSync = 9
 	c, w := tapped(t)
 	syncs := func() int64 {
 		w.mu.Lock()
@@ -89,5 +89,45 @@ func TestFirstLockSendsOnlyTheChain(t *testing.T) {
 	// while a lock waits (renew.go), if the chain took a period.
 	if n > 4 {
 		t.Errorf("the first Lock's grant took %d syncs; its chain needs 3", n)
+	}
+}
+
+// A session with no lock proves itself once every idle period (renew.go's
+// idleEvery, T/4 at the most and T/32 at the least), so that a lock after
+// a quiet spell is granted at once; that is its idle cost. The renewer's
+// "at once" clause, meant for a lock that woke a quiet session, also fired
+// after each idle sync's answer: every idle sync was followed by another
+// 2-3 ms later, twice the cost (24 syncs in 12 idle seconds with T = 4 s,
+// where idleEvery is 958 ms). No two idle syncs closer than T/32.
+func TestIdleSessionSyncsEveryIdlePeriod(t *testing.T) {
+	const timeout, quiet = 4 * time.Second, 12 * time.Second // tapped's timeout
+	c, w := tapped(t)
+	l := zkcompat.NewLock(c, zktest.Path(t), zk.WorldACL(zk.PermAll))
+	if err := l.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the lock's own syncs over
+	w.mu.Lock()
+	from := len(w.syncs)
+	w.mu.Unlock()
+	time.Sleep(quiet)
+	w.mu.Lock()
+	syncs := slices.Clone(w.syncs[from:])
+	w.mu.Unlock()
+	if len(syncs) == 0 {
+		t.Fatalf("no sync in %v quiet: the lease is not kept while idle", quiet)
+	}
+	var close int
+	for i := 1; i < len(syncs); i++ {
+		if syncs[i].Sub(syncs[i-1]) < timeout/32 {
+			close++
+		}
+	}
+	t.Logf("%d syncs in %v quiet, %d of them within T/32 of the one before", len(syncs), quiet, close)
+	if close > 0 {
+		t.Errorf("%d of %d idle syncs came within T/32 = %v of the one before", close, len(syncs), timeout/32)
 	}
 }

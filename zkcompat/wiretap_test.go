@@ -27,6 +27,7 @@ const (
 	opCreate    = 1
 	opDelete    = 2
 	opSetData   = 5
+	opSync      = 9
 	opCheck     = 13
 	opMulti     = 14
 	opError     = -1 // a multi's error result
@@ -41,7 +42,8 @@ type wireTap struct {
 	refused int64           // multis the server refused
 	// refused multis by their failing op's opcode
 	refusedAt map[int32]int64
-	noNode    int64 // deletes that found their node gone
+	noNode    int64       // deletes that found their node gone
+	syncs     []time.Time // when each sync was written
 }
 
 func newWireTap() *wireTap { return &wireTap{reqs: map[int32]int64{}, refusedAt: map[int32]int64{}} }
@@ -120,6 +122,9 @@ func (c *tapConn) Write(b []byte) (int, error) {
 		xid, op := int32(binary.BigEndian.Uint32(f[0:4])), int32(binary.BigEndian.Uint32(f[4:8]))
 		c.w.mu.Lock()
 		c.w.reqs[op]++
+		if op == opSync {
+			c.w.syncs = append(c.w.syncs, time.Now())
+		}
 		c.w.mu.Unlock()
 		ops := []int32{op}
 		if op == opMulti {

@@ -165,7 +165,7 @@ func (le *Lease) dueLocked() (active bool, due time.Duration) {
 	s := le.s
 	// After a lapse that ended holds, until a proof tells its end.
 	active = len(s.st.holds) > 0 || s.st.waiting > 0 || le.lapsedAt.Load() != 0
-	every := le.period()
+	every, locked := le.period(), active
 	if !active {
 		// While the connection lives, a session with no lock proves
 		// itself every idle period (idleEvery), so that a lock that wakes it is
@@ -181,14 +181,17 @@ func (le *Lease) dueLocked() (active bool, due time.Duration) {
 	// A sync is due a period after the latest proof, or the latest sync,
 	// was queued: timed from the queueing, so that a backlog that delays
 	// every write by more than a period still leaves the syncs back to
-	// back, and a sync that fails is sent again a period later. At once
-	// when the deadline is less than two periods ahead and the chain a sync
-	// would close carries it a quarter period further: after a lock woke a
-	// quiet session, its first proof's answer makes a k that
-	// go-zookeeper's pings, a ping interval before it, start a chain from.
-	// (A busy session's next write closes that chain anyway: its deadline
-	// is far ahead, and no sync goes.)
-	if d := le.deadlineLocked(); active && time.Until(d) < 2*every && le.extension().After(d.Add(every/4)) {
+	// back, and a sync that fails is sent again a period later. At once,
+	// while a lock has a node, when the deadline is less than two periods
+	// ahead and the chain a sync would close carries it a quarter period
+	// further: after a lock woke a quiet session, its first proof's answer
+	// makes a k that go-zookeeper's pings, a ping interval before it, start
+	// a chain from. (A busy session's next write closes that chain anyway:
+	// its deadline is far ahead, and no sync goes.) Not for a session with
+	// no lock: its idle syncs chain one period apart by design (idleEvery),
+	// and the clause doubled them, each idle sync's answer sending another
+	// at once (TestIdleSessionSyncsEveryIdlePeriod).
+	if d := le.deadlineLocked(); locked && time.Until(d) < 2*every && le.extension().After(d.Add(every/4)) {
 		return true, 0
 	}
 	return active, time.Until(later(le.proofAt, le.syncAt).Add(every))
