@@ -57,7 +57,9 @@ func TestBesideZkLock(t *testing.T) {
 			go worker(d.Lock, d.Unlock)
 		}
 	}
-	wg.Wait()
+	if _, ok := zktest.Await(t, "the workers' holds", zktest.Waited(&wg)); !ok {
+		t.FailNow()
+	}
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)

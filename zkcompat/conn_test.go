@@ -52,7 +52,7 @@ func connLoop(t *testing.T, servers []string, timeout time.Duration) (*zk.Conn, 
 // written. A request made right after Close may still be written while the
 // loop ends; one whose write then fails can leave go-zookeeper v1.0.4's
 // loop blocked for good (see docs/operations.md), a hang of go-zookeeper's
-// that these tests do not test.
+// that only zkhang_test.go's tests provoke.
 func closable(t *testing.T) (c *zk.Conn, closeConn func()) {
 	t.Helper()
 	c, ended := connLoop(t, zktest.Servers(t), 4*time.Second)

@@ -2,8 +2,10 @@ package zkcompat_test
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -62,7 +64,11 @@ func (sh shape) run(c *zk.Conn, paths []string, newLock func(c *zk.Conn, p strin
 			}
 		}()
 	}
-	wg.Wait()
+	select {
+	case <-zktest.Waited(&wg):
+	case <-time.After(zktest.StuckAfter):
+		return fmt.Errorf("the shape's goroutines still running after %v; the goroutines:\n%s", zktest.StuckAfter, zktest.Goroutines())
+	}
 	close(errs)
 	return errors.Join(<-errs)
 }

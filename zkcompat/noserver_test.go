@@ -59,7 +59,8 @@ func lockWithin(t *testing.T, d time.Duration, lock func() error, unblock func()
 			res <- outcome{err, time.Since(start)}
 		case <-time.After(d):
 			unblock()
-			res <- outcome{fmt.Errorf("still blocked after %v (then unblocked: %w)", d, <-done), time.Since(start)}
+			err, _ := zktest.Await(t, "the lock's return once unblocked", done)
+			res <- outcome{fmt.Errorf("still blocked after %v (then unblocked: %w)", d, err), time.Since(start)}
 		}
 	}()
 	return res

@@ -84,7 +84,9 @@ func TestUnlockStorm(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	if _, ok := zktest.Await(t, "the storm's goroutines", zktest.Waited(&wg)); !ok {
+		t.FailNow()
+	}
 	close(errs)
 	for err := range errs {
 		t.Error(err)

@@ -186,7 +186,9 @@ func TestOneNodePerProcess(t *testing.T) {
 	if err := holder.Unlock(); err != nil {
 		t.Fatal(err)
 	}
-	wg.Wait()
+	if _, ok := zktest.Await(t, "the sixteen handles' turns", zktest.Waited(&wg)); !ok {
+		t.FailNow()
+	}
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
@@ -326,10 +328,11 @@ func TestCloseConn(t *testing.T) {
 
 // Issue 21, item 7: on a closed connection the drop-in answers at once,
 // as zk.Lock does (zk: connection closed), instead of waiting for a
-// session that will never come.
+// session that will never come. The connection is closed for good
+// (closable: go-zookeeper's loop has ended), as in TestErrorsAreZkLocks.
 func TestClosedConn(t *testing.T) {
-	c := connTo(t, zktest.Servers(t), 4*time.Second)
-	c.Close()
+	c, closeConn := closable(t)
+	closeConn()
 	l := zkcompat.NewLock(c, zktest.Path(t), acl)
 	done := make(chan error, 1)
 	go func() { done <- l.Lock() }()
@@ -340,7 +343,7 @@ func TestClosedConn(t *testing.T) {
 		}
 	case <-time.After(3 * time.Second):
 		zkcompat.CloseConn(c) // ends the wait
-		<-done
+		zktest.Await(t, "Lock's return after CloseConn", done)
 		t.Fatal("Lock on a closed connection still waiting after 3s")
 	}
 }

@@ -3,6 +3,7 @@ package zktest
 import (
 	"bytes"
 	"runtime/pprof"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,17 +36,39 @@ func DrainEvents(events <-chan zk.Event) <-chan struct{} {
 // flushRequests" in docs/operations.md).
 func AwaitClosed(t testing.TB, what string, ch <-chan struct{}) {
 	t.Helper()
-	awaitClosed(t, what, ch, StuckAfter)
+	await(t, what, ch, StuckAfter)
 }
 
-func awaitClosed(t testing.TB, what string, ch <-chan struct{}, d time.Duration) {
+// Await receives from ch (a closed ch gives T's zero value), as AwaitClosed
+// waits: after StuckAfter it fails t with the stacks of all goroutines and
+// returns ok false. It calls only t.Errorf, so a goroutine other than the
+// test's may call it; the test's own goroutine stops with t.FailNow on a
+// false ok when what follows needs the value.
+func Await[T any](t testing.TB, what string, ch <-chan T) (v T, ok bool) {
+	t.Helper()
+	return await(t, what, ch, StuckAfter)
+}
+
+// Waited returns a channel closed once wg.Wait returns, for AwaitClosed.
+func Waited(wg *sync.WaitGroup) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	return done
+}
+
+func await[T any](t testing.TB, what string, ch <-chan T, d time.Duration) (v T, ok bool) {
 	t.Helper()
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
-	case <-ch:
+	case v = <-ch:
+		return v, true
 	case <-timer.C:
 		t.Errorf("zktest: %s: still waiting after %v; the goroutines:\n%s", what, d, Goroutines())
+		return v, false
 	}
 }
 

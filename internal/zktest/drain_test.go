@@ -1,8 +1,10 @@
 package zktest
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +35,7 @@ func TestAwaitClosedReportsAHang(t *testing.T) {
 	go func() { blockedHere(never, blocked) }()
 	<-blocked
 	r := &recorder{TB: t}
-	awaitClosed(r, "the events channel", never, 10*time.Millisecond)
+	await(r, "the events channel", never, 10*time.Millisecond)
 	if len(r.errs) != 1 {
 		t.Fatalf("%d errors, want 1: %q", len(r.errs), r.errs)
 	}
@@ -56,8 +58,44 @@ func TestAwaitClosedOnClose(t *testing.T) {
 	events <- zk.Event{}
 	close(events)
 	r := &recorder{TB: t}
-	awaitClosed(r, "the events channel", DrainEvents(events), StuckAfter)
+	await(r, "the events channel", DrainEvents(events), StuckAfter)
 	if len(r.errs) != 0 {
 		t.Fatalf("errors: %q", r.errs)
 	}
+}
+
+// Await gives what the channel gives, a closed channel's zero value
+// included; one that gives nothing in time fails the test with the
+// stacks, as AwaitClosed does. Waited closes once the group is done.
+func TestAwait(t *testing.T) {
+	errs := make(chan error, 1)
+	errs <- errors.New("the value")
+	r := &recorder{TB: t}
+	if err, ok := await(r, "an error", errs, StuckAfter); !ok || err == nil || err.Error() != "the value" {
+		t.Errorf("await = %v, %v; want the value, true", err, ok)
+	}
+	close(errs)
+	if err, ok := await(r, "an error", errs, StuckAfter); !ok || err != nil {
+		t.Errorf("await of a closed channel = %v, %v; want nil, true", err, ok)
+	}
+	if len(r.errs) != 0 {
+		t.Fatalf("errors: %q", r.errs)
+	}
+	never := make(chan int)
+	if v, ok := await(r, "a number", never, 10*time.Millisecond); ok || v != 0 {
+		t.Errorf("await with nothing sent = %v, %v; want 0, false", v, ok)
+	}
+	if len(r.errs) != 1 || !strings.Contains(r.errs[0], "a number: still waiting after 10ms") || !strings.Contains(r.errs[0], "goroutine ") {
+		t.Errorf("the report: %q", r.errs)
+	}
+
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	wg.Go(func() { <-release })
+	waited := Waited(&wg)
+	if IsClosed(waited) {
+		t.Fatal("Waited closed before the group was done")
+	}
+	close(release)
+	AwaitClosed(t, "the group", waited)
 }
