@@ -174,6 +174,7 @@ type Report struct {
 	Fires       int               // fires of the window's ticks, every instance's
 	Overlaps    int
 	Wait        [3]time.Duration // from the timer's fire to the run's start (the lock's wait): p50, p99, max
+	WaitBySpec  map[string][3]time.Duration
 	Repeats     []Key            // the first of the ticks that ran more than once, for a message
 	Lost        []Key            // the ticks that ran nowhere
 }
@@ -182,7 +183,8 @@ func (r Report) String() string {
 	var b strings.Builder
 	b.WriteString(r.Counts.String())
 	for _, spec := range slices.Sorted(maps.Keys(r.BySpec)) {
-		fmt.Fprintf(&b, "\n  %q: %v", spec, r.BySpec[spec])
+		w := r.WaitBySpec[spec]
+		fmt.Fprintf(&b, "\n  %q: %v; fire to run p50 %v, p99 %v", spec, r.BySpec[spec], w[0], w[1])
 	}
 	var per []string
 	for _, in := range slices.Sorted(maps.Keys(r.PerInstance)) {
@@ -201,7 +203,7 @@ const maxRepeats = 10
 // starting and stopping). A run whose tick is not one of its job's is an
 // error: a record the checker cannot place.
 func Check(jobs []Job, rs Records, from, to time.Time) (Report, error) {
-	rep := Report{BySpec: map[string]Counts{}, PerInstance: map[string]int{}, Overlaps: rs.Overlaps}
+	rep := Report{BySpec: map[string]Counts{}, WaitBySpec: map[string][3]time.Duration{}, PerInstance: map[string]int{}, Overlaps: rs.Overlaps}
 	inWindow := map[Key]bool{}
 	scheds := map[string]cron.Schedule{}
 	spec := map[string]string{}
@@ -223,6 +225,7 @@ func Check(jobs []Job, rs Records, from, to time.Time) (Report, error) {
 	}
 	count := map[Key]int{}
 	var waits []time.Duration
+	bySpec := map[string][]time.Duration{}
 	for _, r := range rs.Runs {
 		k := Key{r.Job, r.Tick.UTC()}
 		if s, ok := scheds[r.Job]; !ok || !TickOf(s, k.Tick).Equal(k.Tick) {
@@ -232,6 +235,7 @@ func Check(jobs []Job, rs Records, from, to time.Time) (Report, error) {
 			count[k]++
 			rep.PerInstance[r.Instance]++
 			waits = append(waits, r.Start.Sub(r.Fired))
+			bySpec[spec[r.Job]] = append(bySpec[spec[r.Job]], r.Start.Sub(r.Fired))
 		}
 	}
 	for _, f := range rs.Fires {
@@ -251,6 +255,9 @@ func Check(jobs []Job, rs Records, from, to time.Time) (Report, error) {
 		}
 	}
 	rep.Wait = quantiles(waits)
+	for sp, ds := range bySpec {
+		rep.WaitBySpec[sp] = quantiles(ds)
+	}
 	return rep, nil
 }
 

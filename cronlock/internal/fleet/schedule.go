@@ -19,8 +19,9 @@ type Job struct {
 var specParser = cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
 // lookback bounds how far back TickOf looks for a tick: a spec's ticks
-// must be closer than this (ParseSpec checks it).
-const lookback = time.Minute
+// must be closer than this (ParseSpec checks it). Two minutes: a job once a
+// minute is a fleet's too (TestFleetMinuteTicks).
+const lookback = 2 * time.Minute
 
 // leeway is how early a timer may fire and still be its tick's: a Go
 // timer does not fire early, but robfig/cron sets its timers by the wall
