@@ -286,8 +286,13 @@ func (r *Runner) newJob(key, dir string) (*job, error) {
 		window = r.cfg.window
 	}
 	j := &job{key: key, runPath: path.Join(dir, runName), window: window}
+	// The lock path persistent, as createRun makes it: a container (the
+	// lock's default, made so when a first run takes the lock before it
+	// writes the job's nodes) is reaped once empty at the server's next
+	// check, and a job once a minute then made it again at every tick
+	// (TestLockPathKeptBetweenTicks). RemoveJob deletes it (deleteDirs).
 	lock, err := zklock.New(r.s, path.Join(dir, lockName), zklock.WithACL(r.cfg.acl), zklock.WithLossHandler(j.lost),
-		zklock.WithLabel(r.label()))
+		zklock.WithLabel(r.label()), zklock.WithPersistentPath())
 	if err != nil {
 		return nil, fmt.Errorf("runonce: job %q: %w", key, err)
 	}
