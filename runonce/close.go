@@ -6,45 +6,6 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// A Close and the claims in flight. A claim's write of
-// the run node counts as the tick's run for every instance; were Close to
-// end the job's lock between that write and the claim's take of the lock,
-// the tick would run nowhere. So a claim about to write enters (writing
-// is refused once Close has begun: the tick is left unmarked, ErrClosed),
-// and Close waits for the claims that entered to finish (their runs
-// stored, or their failure returned) before it ends the locks: a claim in
-// flight at Close either finishes, writes and runs (its run then released
-// by Close, its context cancelled with ErrClosed), or leaves the tick to
-// the others.
-
-// enter admits p's claim to writing, once; ErrClosed after Close.
-func (r *Runner) enter(p *probe) error {
-	if p.entered {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return errClaimClosed
-	}
-	// Under r.mu with closed false: before Close's Wait (happens-before
-	// through r.mu), so that Wait counts it.
-	r.claims.Add(1)
-	p.entered = true
-	return nil
-}
-
-// leave ends p's claim's writing, if it entered.
-func (r *Runner) leave(p *probe) {
-	if p.entered {
-		p.entered = false
-		r.claims.Done()
-	}
-}
-
-// errClaimClosed ends a claim that Close found before its write.
-var errClaimClosed = errors.Join(ErrClosed, errors.New("the tick is left to the other instances"))
-
 // isClosed reports whether Close was called.
 func (r *Runner) isClosed() bool {
 	r.mu.Lock()
@@ -70,7 +31,9 @@ func (r *Runner) Close() error {
 	}
 	r.closed = true
 	r.mu.Unlock()
-	r.claims.Wait()
+	// The claims in flight finish first (gate.go): a claim that wrote
+	// stores its run before it leaves, so that the loop below finds it.
+	r.gate.shut()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var errs []error

@@ -42,34 +42,23 @@ import (
 // when its session expires at the latest; and once when the lock is free
 // again, with the ticks lost.
 
-// heldEpisode is a job's episode of ticks lost to its lock held, as this
-// instance saw it: under the job's busy flag.
-type heldEpisode struct {
-	node  string    // the holder's lock node; "" none
-	name  string    // its instance, as its node names it
-	began time.Time // this instance's first lost tick of it
-	runs  int64     // the runs recorded then: one more, and someone ran
-	lost  int
-	ticks []int64 // the named ticks lost, to take back those the record shows run at the end
-}
-
 // looksAtLock reports whether an attempt that read prev must look at the
 // job's lock before its write: unless this process made the last run (its
 // hold's node known) and that run is over, and no RemoveJob holds the lock
 // (prev.Removing).
-func (r *Runner) looksAtLock(j *job, prev runrec.Last) bool {
-	return prev.By != r.by || j.ownNode == "" || prev.Removing != ""
+func (c *claimer) looksAtLock(j *job, prev runrec.Last) bool {
+	return prev.By != c.by || j.ownNode == "" || prev.Removing != ""
 }
 
 // holder returns the node that holds j's lock, "" when none does or it is
 // this instance's own last hold, whose delete is on its way.
-func (r *Runner) holder(ctx context.Context, conn *zk.Conn, j *job, p *probe) (string, error) {
-	p.ask(r, ctx)
-	kids, err := call(ctx, r.s, func(conn *zk.Conn) ([]string, error) {
+func (c *claimer) holder(ctx context.Context, j *job, p *probe) (string, error) {
+	p.ask(&c.tell.heard, ctx)
+	kids, err := call(ctx, c.s, func(conn *zk.Conn) ([]string, error) {
 		kids, _, err := conn.Children(j.lock.Path())
 		return kids, err
 	})
-	p.got(r, err)
+	p.got(&c.tell.heard, err)
 	if errors.Is(err, zk.ErrNoNode) {
 		return "", nil
 	}
@@ -92,19 +81,19 @@ func (r *Runner) holder(ctx context.Context, conn *zk.Conn, j *job, p *probe) (s
 // again for it), by a RemoveJob of remover's if not "" (the run node's
 // mark), tells the episode once when it begins, and returns the attempt's
 // error.
-func (r *Runner) lostToHeld(ctx context.Context, j *job, p *probe, node, remover string) error {
+func (c *claimer) lostToHeld(ctx context.Context, j *job, p *probe, node, remover string) error {
 	if node == "" {
-		node, _ = r.holder(ctx, r.s.Conn(), j, &probe{})
+		node, _ = c.holder(ctx, j, &probe{})
 	}
 	e := &j.held
 	if e.node != node || node == "" {
-		info := r.holderInfo(ctx, j, node)
+		info := c.holderInfo(ctx, j, node)
 		*e = heldEpisode{node: node, name: info.name, began: time.Now(), runs: -1}
 		what := "tick lost: the job's lock is held by another run (of an earlier tick still going, or of an instance that died, until its session expires): this instance cannot run the job's ticks until the lock is free, and they are lost unless the holder runs them after (told once, and when it is free, with the ticks the record shows run since)"
 		if remover != "" {
 			what = "tick lost: the job's lock is held by a RemoveJob, removing the job while this instance schedules it (told once, and when it is free)"
 		}
-		r.log.Warn(what, "job", j.key, "holder", info.name, "holder_node", node, "held_since", info.since, "if_gone_session_expires_by", info.expiry)
+		c.tell.log.Warn(what, "job", j.key, "holder", info.name, "holder_node", node, "held_since", info.since, "if_gone_session_expires_by", info.expiry)
 	}
 	e.lost++
 	if p.name != 0 && len(e.ticks) < runrec.MaxRecent {
@@ -120,25 +109,24 @@ func (r *Runner) lostToHeld(ctx context.Context, j *job, p *probe, node, remover
 // run are taken back: the holder ran them after (a run longer than its
 // period, under cron.DelayIfStillRunning, runs the next tick when it
 // ends), and they are told apart.
-func (r *Runner) heldEnds(j *job, d decision) {
-	e := &j.held
+func (c *claimer) heldEnds(j *job, d decision) {
+	e, last := &j.held, d.read.last
 	if e.node == "" && e.lost == 0 {
 		return
 	}
-	if e.runs < 0 && (d.decided || d.local) {
-		e.runs = d.prev.Runs
+	if e.runs < 0 && d.decided() {
+		e.runs = last.Runs
 	}
-	free := d.looked && d.heldBy == ""
-	if !free && !(e.runs >= 0 && d.prev.Runs > e.runs) {
+	if !d.lock.free() && !(e.runs >= 0 && last.Runs > e.runs) {
 		return
 	}
 	ranAfter := 0
 	for _, tick := range e.ticks {
-		if d.prev.RanTick(tick, ms(j.window)) {
+		if last.RanTick(tick, ms(j.window)) {
 			ranAfter++
 		}
 	}
-	r.log.Warn("job's lock free again", "job", j.key, "ticks_lost", e.lost-ranAfter, "ticks_run_after", ranAfter, "for", time.Since(e.began).Round(time.Millisecond))
+	c.tell.log.Warn("job's lock free again", "job", j.key, "ticks_lost", e.lost-ranAfter, "ticks_run_after", ranAfter, "for", time.Since(e.began).Round(time.Millisecond))
 	*e = heldEpisode{}
 }
 
@@ -150,13 +138,13 @@ type holderDesc struct {
 }
 
 // holderInfo reads node, below j's lock, for the episode's line.
-func (r *Runner) holderInfo(ctx context.Context, j *job, node string) holderDesc {
+func (c *claimer) holderInfo(ctx context.Context, j *job, node string) holderDesc {
 	desc := holderDesc{name: node, since: "unknown", expiry: "unknown"}
 	if node == "" {
 		desc.name = "unknown (gone)"
 		return desc
 	}
-	data, stat, err := getNode(ctx, r.s, path.Join(j.lock.Path(), node))
+	data, stat, err := getNode(ctx, c.s, path.Join(j.lock.Path(), node))
 	if err != nil {
 		return desc
 	}
@@ -187,10 +175,10 @@ type lockLabel struct {
 	SessionTimeout int64  `json:"session_timeout_ms,omitempty"`
 }
 
-// label returns this Runner's lockLabel, encoded.
-func (r *Runner) label() string {
-	l := lockLabel{Instance: r.by}
-	if t := r.s.LeaseStats().Timeout; t > 0 {
+// labelOf returns the lockLabel of the instance named by on s, encoded.
+func labelOf(by string, s *zklock.Session) string {
+	l := lockLabel{Instance: by}
+	if t := s.LeaseStats().Timeout; t > 0 {
 		l.SessionTimeout = t.Milliseconds() // the negotiated timeout
 	}
 	data, _ := json.Marshal(l) // strings and an int cannot fail
@@ -201,28 +189,29 @@ func (r *Runner) label() string {
 // make (its lock taken meanwhile, its answer too late), not count: the
 // record is written again with the state it read (runrec.Keep), unless a
 // later run came since. So the last run recorded is one that was made.
-func (r *Runner) unCount(ctx context.Context, j *job, d decision) {
-	if d.wrote == nil {
+func (c *claimer) unCount(ctx context.Context, j *job, d decision) {
+	w := d.wrote
+	if w.stat == nil {
 		return
 	}
-	fired := d.rec.Fired(d.wrote.Mtime)
-	cur, stat := runrec.Derive(d.rec.Encode(), d.wrote.Mtime, d.wrote.Mzxid), d.wrote
+	fired := w.rec.Fired(w.stat.Mtime)
+	cur, stat := runrec.Derive(w.rec.Encode(), w.stat.Mtime, w.stat.Mzxid), w.stat
 	for range 3 {
-		if cur.At != fired || cur.By != r.by {
+		if cur.At != fired || cur.By != c.by {
 			return // a later write moved the last run
 		}
-		fix := cur
-		fix.At, fix.By, fix.Runs = d.prev.At, d.prev.By, d.prev.Runs
-		keep := runrec.Keep(fix, d.rec.Window, stat.Mtime, stat.Mzxid)
-		_, err := r.s.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: keep.Encode(), Version: stat.Version})
+		fix, prev := cur, d.read.last
+		fix.At, fix.By, fix.Runs = prev.At, prev.By, prev.Runs
+		keep := runrec.Keep(fix, w.rec.Window, stat.Mtime, stat.Mzxid)
+		_, err := c.s.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: keep.Encode(), Version: stat.Version})
 		if !errors.Is(err, zk.ErrBadVersion) {
 			if err != nil {
-				r.log.Debug("a run not made still counts: its record could not be written again", "job", j.key, "err", err)
+				c.tell.log.Debug("a run not made still counts: its record could not be written again", "job", j.key, "err", err)
 			}
 			return
 		}
 		var data []byte
-		if data, stat, err = getNode(ctx, r.s, j.runPath); err != nil {
+		if data, stat, err = getNode(ctx, c.s, j.runPath); err != nil {
 			return
 		}
 		cur = runrec.Derive(data, stat.Mtime, stat.Mzxid)

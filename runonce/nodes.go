@@ -5,12 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/tierlock/tierlock/zklock"
 )
+
+// store is the jobs' nodes below the Runner's root, made and read on its
+// session with its ACL.
+type store struct {
+	s    *zklock.Session
+	root string
+	acl  []zk.ACL
+
+	rootMu   sync.Mutex // held while the root is made (rootReady)
+	rootMade bool
+}
 
 // createRun creates the job's run node with data, in one transaction with
 // the job's node and its lock's path when these are missing (a new job:
@@ -21,19 +33,19 @@ import (
 // before it can queue, which under a burst of runs takes longer than Claim
 // may. RemoveJob deletes them. The root and its ancestors are containers,
 // as zklock makes a lock's.
-func (r *Runner) createRun(ctx context.Context, conn *zk.Conn, j *job, data []byte) error {
+func (st *store) createRun(ctx context.Context, conn *zk.Conn, j *job, data []byte) error {
 	dir := path.Dir(j.runPath)
 	multi := func() error {
-		_, err := r.s.Txn(ctx, &zk.CreateRequest{Path: dir, Acl: r.cfg.acl}, &zk.CreateRequest{Path: j.lock.Path(), Acl: r.cfg.acl},
-			&zk.CreateRequest{Path: j.runPath, Data: data, Acl: r.cfg.acl})
+		_, err := st.s.Txn(ctx, &zk.CreateRequest{Path: dir, Acl: st.acl}, &zk.CreateRequest{Path: j.lock.Path(), Acl: st.acl},
+			&zk.CreateRequest{Path: j.runPath, Data: data, Acl: st.acl})
 		return err
 	}
-	if err := r.rootReady(ctx, conn); err != nil {
+	if err := st.rootReady(ctx, conn); err != nil {
 		return err
 	}
 	err := multi()
 	if errors.Is(err, zk.ErrNoNode) { // the root is gone since: make it, and again
-		if err := r.ensure(ctx, conn, r.root); err != nil {
+		if err := st.ensure(ctx, conn, st.root); err != nil {
 			return err
 		}
 		err = multi()
@@ -43,10 +55,10 @@ func (r *Runner) createRun(ctx context.Context, conn *zk.Conn, j *job, data []by
 	}
 	// The job's node or its lock's path exists (made by zklock, or by an
 	// instance whose run node another deleted): the run node alone.
-	if err := r.ensure(ctx, conn, j.lock.Path()); err != nil {
+	if err := st.ensure(ctx, conn, j.lock.Path()); err != nil {
 		return err
 	}
-	_, err = call(ctx, r.s, func(conn *zk.Conn) (string, error) { return conn.Create(j.runPath, data, 0, r.cfg.acl) })
+	_, err = call(ctx, st.s, func(conn *zk.Conn) (string, error) { return conn.Create(j.runPath, data, 0, st.acl) })
 	return err
 }
 
@@ -56,30 +68,30 @@ func (r *Runner) createRun(ctx context.Context, conn *zk.Conn, j *job, data []by
 // root (the others sent apart, all failing, then made again one by one:
 // the first tick lost to the lock timeout). The first new job makes it;
 // the others wait for it.
-func (r *Runner) rootReady(ctx context.Context, conn *zk.Conn) error {
-	r.rootMu.Lock()
-	defer r.rootMu.Unlock()
-	if r.rootMade {
+func (st *store) rootReady(ctx context.Context, conn *zk.Conn) error {
+	st.rootMu.Lock()
+	defer st.rootMu.Unlock()
+	if st.rootMade {
 		return nil
 	}
-	if err := r.ensure(ctx, conn, r.root); err != nil {
+	if err := st.ensure(ctx, conn, st.root); err != nil {
 		return err
 	}
-	r.rootMade = true
+	st.rootMade = true
 	return nil
 }
 
 // ensure makes p if it is missing, persistent, its missing ancestors
 // containers.
-func (r *Runner) ensure(ctx context.Context, conn *zk.Conn, p string) error {
+func (st *store) ensure(ctx context.Context, conn *zk.Conn, p string) error {
 	var mk func(p string, flags int32) error
 	mk = func(p string, flags int32) error {
 		create := func() error {
-			_, err := call(ctx, r.s, func(conn *zk.Conn) (string, error) {
+			_, err := call(ctx, st.s, func(conn *zk.Conn) (string, error) {
 				if flags == zk.FlagContainer {
-					return conn.CreateContainer(p, nil, flags, r.cfg.acl)
+					return conn.CreateContainer(p, nil, flags, st.acl)
 				}
-				return conn.Create(p, nil, flags, r.cfg.acl)
+				return conn.Create(p, nil, flags, st.acl)
 			})
 			return err
 		}
@@ -112,8 +124,8 @@ const (
 // this way, and an attempt the claim of another instance under way
 // (tick.go). The error is the watch's (zk.ErrNoNode: the node is gone),
 // or ctx's cause.
-func (r *Runner) awaitWrite(ctx context.Context, j *job, version int32, d time.Duration, stop <-chan struct{}) (waitEnd, error) {
-	conn := r.s.Conn()
+func (st *store) awaitWrite(ctx context.Context, j *job, version int32, d time.Duration, stop <-chan struct{}) (waitEnd, error) {
+	conn := st.s.Conn()
 	if conn == nil {
 		return waitPassed, zklock.ErrSessionClosed
 	}
@@ -140,5 +152,41 @@ func (r *Runner) awaitWrite(ctx context.Context, j *job, version int32, d time.D
 		return waitPassed, nil
 	case <-timer.C:
 		return waitPassed, nil
+	}
+}
+
+// getNode reads path through s (call), giving up when ctx ends.
+func getNode(ctx context.Context, s *zklock.Session, p string) ([]byte, *zk.Stat, error) {
+	type read struct {
+		data []byte
+		stat *zk.Stat
+	}
+	r, err := call(ctx, s, func(conn *zk.Conn) (read, error) {
+		data, stat, err := conn.Get(p)
+		return read{data, stat}, err
+	})
+	return r.data, r.stat, err
+}
+
+// call runs req through s (zklock.Session.Request), so that the session's
+// Close waits for it before closing the connection: req's result, or
+// ctx's cause once ctx ended, req then finishing unread in the background.
+func call[T any](ctx context.Context, s *zklock.Session, req func(*zk.Conn) (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	err := s.Request(ctx, func(conn *zk.Conn) error {
+		v, err := req(conn)
+		ch <- result{v, err} // before Request returns req's error
+		return err
+	})
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	default: // not run, or abandoned: what req writes is not read
+		var zero T
+		return zero, err
 	}
 }

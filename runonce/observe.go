@@ -74,13 +74,3 @@ type Event struct {
 	Tick    time.Time     // the tick claimed, as ClaimTick was told it; zero for Claim
 	Entry   time.Time     // Claim's entry: the timer's firing, as near as the Runner knows it
 }
-
-// Observe passes e to the observer (WithObserver), if any, on the
-// caller's goroutine. It is for an adapter's own refusals, made before any
-// Claim (a job without a name, say), so that the observer hears of every
-// tick: Claim reports its own outcomes.
-func (r *Runner) Observe(e Event) {
-	if r != nil && r.cfg.observe != nil {
-		r.cfg.observe(e)
-	}
-}

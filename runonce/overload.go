@@ -2,6 +2,7 @@ package runonce
 
 import (
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,8 +33,13 @@ import (
 // for the tests).
 var overloadSettle = 30 * time.Second
 
-// overload is an episode of it.
+// overload is an episode of it, told to log; out is the Runner's outage,
+// lateness its measure.
 type overload struct {
+	out      *outage
+	lateness *lateness
+	log      *slog.Logger
+
 	on       atomic.Bool // read by every Claim (calm)
 	mu       sync.Mutex
 	since    time.Time
@@ -44,25 +50,24 @@ type overload struct {
 }
 
 // overloaded reports whether this instance is late for a job of window w.
-func (r *Runner) overloaded(w time.Duration) bool {
+func (o *overload) overloaded(w time.Duration) bool {
 	if testHookNeverLate {
 		return false
 	}
-	if r.over.on.Load() {
+	if o.on.Load() {
 		return true
 	}
-	lock, lag := r.late.figures()
+	lock, lag := o.lateness.figures()
 	return lock+lag >= w/2
 }
 
 // tellLate notes a symptom of lateness (what) of j: the summary when an
 // overload begins, the job's line once; nothing during an outage.
-func (r *Runner) tellLate(j *job, what string) {
-	if r.duringOutage("") {
+func (o *overload) tellLate(j *job, what string) {
+	if o.out.during("") {
 		// The outage's doing: requests held through it come back late.
 		return
 	}
-	o := &r.over
 	o.mu.Lock()
 	begins := !o.on.Load()
 	if begins {
@@ -79,24 +84,23 @@ func (r *Runner) tellLate(j *job, what string) {
 	if !begins && !tell {
 		return
 	}
-	lock, lag := r.late.figures()
+	lock, lag := o.lateness.figures()
 	if begins {
-		r.log.Warn("overloaded: runs start late, so ticks are lost or run twice; give each process fewer jobs, widen the window (WithWindow: it must stay below the jobs' period less the fleet's spread), or add instances; if ZooKeeper's answers are what is slow (lock_p99 high, scheduling_latency_p99 low), a faster ensemble",
+		o.log.Warn("overloaded: runs start late, so ticks are lost or run twice; give each process fewer jobs, widen the window (WithWindow: it must stay below the jobs' period less the fleet's spread), or add instances; if ZooKeeper's answers are what is slow (lock_p99 high, scheduling_latency_p99 low), a faster ensemble",
 			"lock_p99", lock.Round(time.Millisecond), "scheduling_latency_p99", lag.Round(time.Millisecond), "window", j.window)
 	}
 	if tell {
-		r.log.Warn("job's tick late: overload (see \"overloaded\", once per job)", "job", j.key, "symptom", what,
+		o.log.Warn("job's tick late: overload (see \"overloaded\", once per job)", "job", j.key, "symptom", what,
 			"lock_p99", lock.Round(time.Millisecond), "scheduling_latency_p99", lag.Round(time.Millisecond))
 	}
 }
 
 // calm ends an overload that has settled; every Claim calls it.
-func (r *Runner) calm() {
-	o := &r.over
+func (o *overload) calm() {
 	if !o.on.Load() {
 		return
 	}
-	lock, lag := r.late.figures()
+	lock, lag := o.lateness.figures()
 	o.mu.Lock()
 	over := time.Since(o.lastLate) >= overloadSettle && lock+lag < o.window/4
 	since, jobs, late := o.since, o.jobs, o.late
@@ -105,7 +109,7 @@ func (r *Runner) calm() {
 	}
 	o.mu.Unlock()
 	if over {
-		r.log.Warn("no longer overloaded", "for", time.Since(since).Round(time.Second), "jobs_told", jobs, "late_locks", late,
+		o.log.Warn("no longer overloaded", "for", time.Since(since).Round(time.Second), "jobs_told", jobs, "late_locks", late,
 			"lock_p99", lock.Round(time.Millisecond), "scheduling_latency_p99", lag.Round(time.Millisecond))
 	}
 }

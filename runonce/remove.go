@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -72,7 +71,7 @@ func (r *Runner) RemoveJob(ctx context.Context, key string) error {
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		// Never ran, or removed: no decision to guard, no lock to take.
-		return r.deleteDirs(ctx, key, dir)
+		return r.nodes.deleteDirs(ctx, key, dir)
 	case err != nil:
 		return fmt.Errorf("runonce: job %q: read run node: %w", key, err)
 	}
@@ -103,29 +102,18 @@ func (r *Runner) RemoveJob(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("runonce: job %q: %w", key, err)
 	}
-	if err := r.deleteDirs(ctx, key, dir, own, j.ownNode); err != nil {
+	if err := r.nodes.deleteDirs(ctx, key, dir, own, j.ownNode); err != nil {
 		return err
 	}
 	r.forget(j)
 	return nil
 }
 
-// removal is a RemoveJob under way, as the job's Claims of this instance
-// see it: they are refused, and seen.
-type removal struct {
-	once sync.Once
-	seen chan struct{} // closed by an attempt of this instance
-}
-
-// attempted notes an attempt of this instance during the removal.
-func (rm *removal) attempted() { rm.once.Do(func() { close(rm.seen) }) }
-
-// errAttempted, errWrote and errRunBack say what showed the job still
+// errAttempted and errWrote (and errRunBack) say what showed the job still
 // scheduled.
 var (
 	errAttempted = fmt.Errorf("%w: this instance attempted it meanwhile", ErrJobActive)
 	errWrote     = fmt.Errorf("%w: an instance wrote its run node meanwhile", ErrJobActive)
-	errRunBack   = fmt.Errorf("%w: an instance runs it again", ErrJobActive)
 )
 
 // jobToRemove returns key's entry, or one made for the removal alone and
@@ -189,13 +177,13 @@ func (r *Runner) retire(ctx context.Context, h *zklock.Hold, j *job, rm *removal
 		keep.Timeout, keep.Removing = max(last.Timeout, ms(r.cfg.timeout)), r.by
 		res, err := h.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: keep.Encode(), Version: stat.Version})
 		if err != nil {
-			return written("keep run node", err)
+			return retireErr("keep run node", err)
 		}
 		data, stat = keep.Encode(), res[0].Stat
 		quiet := stat.Mtime - runrec.Derive(data, stat.Mtime, stat.Mzxid).At
 		if quiet >= need {
 			_, err := h.Txn(ctx, &zk.DeleteRequest{Path: j.runPath, Version: stat.Version})
-			return written("delete run node", err)
+			return retireErr("delete run node", err)
 		}
 		if err := r.await(ctx, j, rm, stat.Version, msDuration(need-quiet)); err != nil {
 			return fmt.Errorf("the last run is %v old, under %v: %w", msDuration(quiet), msDuration(need), err)
@@ -208,7 +196,7 @@ func (r *Runner) retire(ctx context.Context, h *zklock.Hold, j *job, rm *removal
 // that writes it, one of this instance (rm), or ctx's end, ends the wait
 // with an error.
 func (r *Runner) await(ctx context.Context, j *job, rm *removal, version int32, d time.Duration) error {
-	switch end, err := r.awaitWrite(ctx, j, version, d, rm.seen); {
+	switch end, err := r.nodes.awaitWrite(ctx, j, version, d, rm.seen); {
 	case errors.Is(err, zk.ErrNoNode):
 		return errWrote // deleted by another remover: nothing of this one's to delete
 	case err != nil:
@@ -221,9 +209,9 @@ func (r *Runner) await(ctx context.Context, j *job, rm *removal, version int32, 
 	return nil // d passed, or the watch lost (a reconnect): the next keeping write looks again
 }
 
-// written says what a write of retire's came to: nil when the node is
+// retireErr says what a write of retire's came to: nil when the node is
 // gone, ErrJobActive when an attempt wrote it since it was read.
-func written(what string, err error) error {
+func retireErr(what string, err error) error {
 	switch {
 	case err == nil, errors.Is(err, zk.ErrNoNode):
 		return nil

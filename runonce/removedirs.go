@@ -21,7 +21,7 @@ import (
 // again below the job's node an instance still scheduling it: ErrJobActive
 // at once (once, RemoveJob waited a run out, sending a delete
 // every 20 ms, for as long as the run lasted).
-func (r *Runner) deleteDirs(ctx context.Context, key, dir string, own ...string) error {
+func (st *store) deleteDirs(ctx context.Context, key, dir string, own ...string) error {
 	if testHookBeforeLockDelete != nil {
 		testHookBeforeLockDelete()
 	}
@@ -33,12 +33,12 @@ func (r *Runner) deleteDirs(ctx context.Context, key, dir string, own ...string)
 		}
 		return true
 	}
-	err := r.deleteEmpty(ctx, path.Join(dir, lockName), onlyOwn)
+	err := st.deleteEmpty(ctx, path.Join(dir, lockName), onlyOwn)
 	if err == nil {
 		if testHookBeforeJobNodeDelete != nil {
 			testHookBeforeJobNodeDelete()
 		}
-		err = r.deleteEmpty(ctx, dir, func([]string) bool { return false })
+		err = st.deleteEmpty(ctx, dir, func([]string) bool { return false })
 	}
 	if err != nil {
 		return fmt.Errorf("runonce: job %q: %w", key, err)
@@ -49,13 +49,13 @@ func (r *Runner) deleteDirs(ctx context.Context, key, dir string, own ...string)
 // deleteEmpty deletes p once it is empty, waiting on a watch of its
 // children while wait says of them that they will go; otherwise
 // ErrJobActive.
-func (r *Runner) deleteEmpty(ctx context.Context, p string, wait func(kids []string) bool) error {
+func (st *store) deleteEmpty(ctx context.Context, p string, wait func(kids []string) bool) error {
 	for {
-		conn := r.s.Conn()
+		conn := st.s.Conn()
 		if conn == nil {
 			return zklock.ErrSessionClosed
 		}
-		_, err := call(ctx, r.s, func(conn *zk.Conn) (struct{}, error) { return struct{}{}, conn.Delete(p, -1) })
+		_, err := call(ctx, st.s, func(conn *zk.Conn) (struct{}, error) { return struct{}{}, conn.Delete(p, -1) })
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNoNode):
 			return nil
@@ -66,7 +66,7 @@ func (r *Runner) deleteEmpty(ctx context.Context, p string, wait func(kids []str
 			kids []string
 			ch   <-chan zk.Event
 		}
-		w, err := call(ctx, r.s, func(conn *zk.Conn) (watched, error) {
+		w, err := call(ctx, st.s, func(conn *zk.Conn) (watched, error) {
 			kids, _, ch, err := conn.ChildrenW(p)
 			return watched{kids, ch}, err
 		})
@@ -88,6 +88,14 @@ func (r *Runner) deleteEmpty(ctx context.Context, p string, wait func(kids []str
 	}
 }
 
+// errRunBack says that an instance runs the job again: a lock node of
+// another instance below the job's lock.
+var errRunBack = fmt.Errorf("%w: an instance runs it again", ErrJobActive)
+
 // testHookBeforeLockDelete, set by tests only, runs in RemoveJob right
 // before it deletes the job's lock path.
 var testHookBeforeLockDelete func()
+
+// testHookBeforeJobNodeDelete, set by tests only, runs in RemoveJob right
+// before it deletes the job's node.
+var testHookBeforeJobNodeDelete func()

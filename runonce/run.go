@@ -4,27 +4,105 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// A run, from the Claim that let it go ahead to its Release: its hold of
-// the job's lock, and the context a job watches.
+// A job's state on this instance, and a run of one of its ticks, from the
+// Claim that let it go ahead to its Release: its hold of the job's lock,
+// and the context a job watches.
+
+// job is the Runner's state for one job key.
+type job struct {
+	key     string
+	lock    *zklock.Lock
+	runPath string
+	window  time.Duration
+	busy    atomic.Bool             // a Claim of this process holds or takes the lock, or RemoveJob does
+	wrote   atomic.Bool             // this Runner wrote the job's record (claimer.go)
+	removal atomic.Pointer[removal] // a RemoveJob under way (remove.go)
+	retired atomic.Bool             // removed: a Claim takes a new entry
+	run     atomic.Pointer[Claim]   // the run going on, set by Claim, cleared by Release
+
+	ownNode  string      // the name of this process's last hold's lock node (lost.go), under busy
+	lastName int64       // the tick this process last claimed (envelope.go), under busy
+	held     heldEpisode // ticks lost to the lock held elsewhere (lost.go), under busy
+
+	calls    atomic.Int64 // Claim calls
+	warnedAt atomic.Int64 // the last failure warned of (Unix ns)
+	checks   checks       // envelope.go
+}
+
+// checks is a job's state for the envelope's checks (envelope.go), under
+// the job's busy flag: the attempts counted (an unbroken run of this
+// instance's decided attempts one tick apart), the run count at their
+// start and at the last decided attempt, the period and the spread this
+// instance measured, and the strikes.
+type checks struct {
+	known     bool
+	baseRuns  int64     // the runs recorded when the counted attempts began
+	ticks     int64     // the counted attempts since
+	lastRuns  int64     // the runs recorded after the last decided attempt
+	lastCalls int64     // its Claim call's number
+	lastAt    time.Time // its tick (ClaimTick) or its entry
+	lastRead  time.Time // when its read was answered
+	period    time.Duration
+	spread    int64 // ms: the largest gap seen from a tick's last run to this instance's timer of the same tick
+	sampled   bool  // spread holds a sample
+	lost      int
+	warned    [5]bool // window, over, lost, ticks closer than the window, an older writer
+
+	toldLate atomic.Bool // overload.go
+}
+
+// heldEpisode is a job's episode of ticks lost to its lock held, as this
+// instance saw it (lost.go): under the job's busy flag.
+type heldEpisode struct {
+	node  string    // the holder's lock node; "" none
+	name  string    // its instance, as its node names it
+	began time.Time // this instance's first lost tick of it
+	runs  int64     // the runs recorded then: one more, and someone ran
+	lost  int
+	ticks []int64 // the named ticks lost, to take back those the record shows run at the end
+}
+
+// removal is a RemoveJob under way, as the job's Claims of this instance
+// see it: they are refused, and seen.
+type removal struct {
+	once sync.Once
+	seen chan struct{} // closed by an attempt of this instance
+}
+
+// attempted notes an attempt of this instance during the removal.
+func (rm *removal) attempted() { rm.once.Do(func() { close(rm.seen) }) }
+
+// lost is the job lock's loss handler: it cancels the run going on, if
+// the hold lost is its. It runs where zklock detects the loss (maybe on
+// go-zookeeper's event goroutine) and does not block.
+func (j *job) lost(node string, cause error) {
+	if c := j.run.Load(); c != nil && c.hold.Node() == node {
+		c.cancel(fmt.Errorf("runonce: job %q: %w: %w", j.key, zklock.ErrLockLost, cause))
+	}
+}
 
 // Claim is this instance's run of one tick of a job: it holds the job's
 // lock, so that runs do not overlap, until Release.
 type Claim struct {
-	r      *Runner
 	j      *job
 	hold   *zklock.Hold
 	ctx    context.Context // the run's context
 	cancel context.CancelCauseFunc
 	closed atomic.Bool // Runner.Close released the hold
 	done   atomic.Bool
-	// What the observer hears of the run when it ends: its Claim's
-	// latency, tick and entry.
+	// What the observer hears of the run when it ends (observe: the
+	// Runner's observer, or nil): its Claim's latency, tick and entry;
+	// log, the Runner's, tells a lock lost during the run.
+	observe     func(Event)
+	log         *slog.Logger
 	latency     time.Duration
 	tick, entry time.Time
 }
@@ -102,7 +180,9 @@ func (c *Claim) end(cause error) error {
 	if !c.done.CompareAndSwap(false, true) {
 		return fmt.Errorf("runonce: job %q: %w", c.j.key, zklock.ErrNotHeld)
 	}
-	c.r.Observe(Event{Job: c.j.key, Outcome: outcomeOf(cause), Latency: c.latency, Err: cause, Tick: c.tick, Entry: c.entry})
+	if c.observe != nil {
+		c.observe(Event{Job: c.j.key, Outcome: outcomeOf(cause), Latency: c.latency, Err: cause, Tick: c.tick, Entry: c.entry})
+	}
 	c.j.run.CompareAndSwap(c, nil)
 	if testHookBeforeRelease != nil {
 		testHookBeforeRelease()
@@ -118,38 +198,12 @@ func (c *Claim) end(cause error) error {
 		// holds it (RemoveJob's owns the job), so a closed hold is its.
 		return fmt.Errorf("runonce: job %q: %w", c.j.key, errRunClosed)
 	case err != nil:
-		c.r.log.Warn("lock lost during the run", "job", c.j.key, "err", err)
+		c.log.Warn("lock lost during the run", "job", c.j.key, "err", err)
 		return fmt.Errorf("runonce: job %q: %w", c.j.key, err)
 	}
 	return nil
 }
 
-// RunContext returns the context of this instance's run of the job named
-// key going on now (Claim.Context), for a job that cannot be handed its
-// Claim (a scheduler's task). Called while this instance has no run of
-// the job, it returns a context already cancelled, its cause wrapping
-// zklock.ErrNotHeld.
-func (r *Runner) RunContext(key string) context.Context {
-	if r != nil {
-		r.mu.Lock()
-		j := r.jobs[key]
-		r.mu.Unlock()
-		if j != nil {
-			if c := j.run.Load(); c != nil {
-				return c.ctx
-			}
-		}
-	}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	cancel(fmt.Errorf("runonce: job %q: no run on this instance: %w", key, zklock.ErrNotHeld))
-	return ctx
-}
-
-// lost is the job lock's loss handler: it cancels the run going on, if
-// the hold lost is its. It runs where zklock detects the loss (maybe on
-// go-zookeeper's event goroutine) and does not block.
-func (j *job) lost(node string, cause error) {
-	if c := j.run.Load(); c != nil && c.hold.Node() == node {
-		c.cancel(fmt.Errorf("runonce: job %q: %w: %w", j.key, zklock.ErrLockLost, cause))
-	}
-}
+// testHookBeforeRelease, set by tests only, runs in a run's end between
+// its removal from the job and its hold's Release.
+var testHookBeforeRelease func()

@@ -7,17 +7,9 @@ import (
 	"log/slog"
 	"path"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tierlock/tierlock/zklock"
-)
-
-// The names below a job's node (root/<job>): the lock's path and the run
-// node.
-const (
-	lockName = "lock"
-	runName  = "run"
 )
 
 // Runner is one instance's side of the rule (see the package doc): it
@@ -32,44 +24,19 @@ type Runner struct {
 	by   string
 	log  *slog.Logger
 
-	out         outage       // ZooKeeper's unavailability, logged in two lines
-	heard       heard        // when ZooKeeper last answered
-	late        lateness     // how late this instance is
-	over        overload     // an overload, told in two lines
-	clock       serverClock  // the server's clock as this instance's writes saw it
-	sessionGone sync.Once    // a Claim on a closed session, told (report.go)
-	stales      tally        // stale ticks skipped (tick.go)
-	unknowns    tally        // named ticks the record cannot tell run (tick.go)
-	toldClocks  atomic.Int32 // the hosts' clocks told to differ: 1, by more than the record keeps: 2 (tick.go)
+	// Its parts: claims decides (claim.go, tick.go), tell tells what the
+	// decisions do not (report.go), nodes makes and reads the jobs' nodes,
+	// and gate holds Close until the claims that write have stored their
+	// runs.
+	claims claimer     // a claim: read, decide, write, lock
+	tell   *reporter   // outages, overload, the envelope, ticks stale or unknown
+	clock  serverClock // the server's clock as this instance's writes saw it
+	nodes  store       // the jobs' nodes below the root
+	gate   gate        // claims admitted to writing, until Close
 
-	mu     sync.Mutex
+	mu     sync.Mutex // held while a job's entry is looked up or made, and by Close
 	jobs   map[string]*job
-	closed bool
-	claims sync.WaitGroup // claims that may write (close.go)
-
-	rootMu   sync.Mutex // held while the root is made (rootReady)
-	rootMade bool
-}
-
-// job is the Runner's state for one job key.
-type job struct {
-	key     string
-	lock    *zklock.Lock
-	runPath string
-	window  time.Duration
-	busy    atomic.Bool             // a Claim of this process holds or takes the lock, or RemoveJob does
-	wrote   atomic.Bool             // this Runner wrote the job's record (tick.go)
-	removal atomic.Pointer[removal] // a RemoveJob under way (remove.go)
-	retired atomic.Bool             // removed: a Claim takes a new entry
-	run     atomic.Pointer[Claim]   // the run going on, set by Claim, cleared by Release
-
-	ownNode  string      // the name of this process's last hold's lock node (lost.go), under busy
-	lastName int64       // the tick this process last claimed (tick.go), under busy
-	held     heldEpisode // ticks lost to the lock held elsewhere (lost.go), under busy
-
-	calls    atomic.Int64 // Claim calls
-	warnedAt atomic.Int64 // the last failure warned of (Unix ns)
-	checks   checks       // envelope.go
+	closed bool // Close was called: no job entry is made, no call accepted
 }
 
 // New returns a Runner whose jobs live below root, an absolute ZooKeeper
@@ -100,8 +67,10 @@ func New(s *zklock.Session, root string, opts ...Option) (*Runner, error) {
 	if cfg.log == nil {
 		cfg.log = s.Logger().With("component", "runonce", "root", root)
 	}
-	r := &Runner{s: s, root: root, cfg: cfg, by: cfg.name, log: cfg.log, jobs: map[string]*job{}}
-	r.heard.born = time.Now()
+	r := &Runner{s: s, root: root, cfg: cfg, by: cfg.name, log: cfg.log, jobs: map[string]*job{},
+		tell: newReporter(s, &cfg), nodes: store{s: s, root: root, acl: cfg.acl}}
+	r.claims = claimer{s: s, nodes: &r.nodes, gate: &r.gate, tell: r.tell, clock: &r.clock,
+		by: r.by, timeout: cfg.timeout, spread: cfg.spread}
 	return r, nil
 }
 
@@ -121,12 +90,47 @@ func New(s *zklock.Session, root string, opts ...Option) (*Runner, error) {
 // unknown when its own runs out first). The run's context
 // (Claim.Context) derives from ctx.
 func (r *Runner) Claim(ctx context.Context, key string) (*Claim, error) {
-	return r.claim(ctx, key, time.Time{}, 0)
+	return r.claimKey(ctx, key, time.Time{}, 0)
 }
 
-// claim is Claim, and ClaimTick with a tick (not zero), and ClaimEvery
-// with a period too.
-func (r *Runner) claim(ctx context.Context, key string, tick time.Time, every time.Duration) (*Claim, error) {
+// ClaimTick is Claim for a tick whose scheduled time the scheduler tells
+// (tick, the spec's boundary as this host's clock reads it, not the
+// fire's time). The rule compares the tick with the ticks of the job's
+// runs, which its run node keeps (the largest eight): it runs when no
+// run's tick is within the job's window of it, once per tick whatever the
+// hosts' and the server's clocks and the latencies. A tick fired more than
+// its window late (or 100 ms, for a shorter window) by this host's clock
+// is a replay, or a tick delayed by the scheduler: skipped as stale
+// (ErrStale) when the fleet ran it, run when no instance ran it, and unknown
+// (ErrTickUnknown) when the record cannot show whether one did. A late tick
+// of a job that has no run node is not run: it may be one of a job
+// removed since.
+func (r *Runner) ClaimTick(ctx context.Context, key string, tick time.Time) (*Claim, error) {
+	if tick.IsZero() {
+		return nil, fmt.Errorf("%w: ClaimTick with the zero time", ErrInvalidOption)
+	}
+	return r.claimKey(ctx, key, tick, 0)
+}
+
+// ClaimEvery is ClaimTick for a job that ticks every period from a phase
+// of each instance's own (robfig/cron's "@every 10s", counted from when
+// the job was added, moved by a stop): its ticks are not named alike
+// across the fleet, so its window is its period, and it runs once per
+// period across the fleet whatever the phases.
+func (r *Runner) ClaimEvery(ctx context.Context, key string, tick time.Time, period time.Duration) (*Claim, error) {
+	switch {
+	case tick.IsZero():
+		return nil, fmt.Errorf("%w: ClaimEvery with the zero time", ErrInvalidOption)
+	case period <= 0:
+		return nil, fmt.Errorf("%w: ClaimEvery with a period of %v", ErrInvalidOption, period)
+	}
+	return r.claimKey(ctx, key, tick, period)
+}
+
+// claimKey is Claim, and ClaimTick with a tick (not zero), and ClaimEvery
+// with a period too: the job's entry, its busy flag, and the claim
+// (claimer.try), told, and its run stored.
+func (r *Runner) claimKey(ctx context.Context, key string, tick time.Time, every time.Duration) (*Claim, error) {
 	entry := time.Now() // the timer's firing, as near as the Runner knows it
 	if r == nil {
 		return nil, ErrNil
@@ -134,37 +138,28 @@ func (r *Runner) claim(ctx context.Context, key string, tick time.Time, every ti
 	if ctx == nil {
 		return nil, ErrNilContext
 	}
-	j, err := r.job(key)
+	j, err := r.jobFor(key)
 	if err != nil {
 		return nil, err
 	}
 	calls := j.calls.Add(1)
-	p := &probe{entry: entry, tick: tick, every: every}
+	p := newProbe(entry, tick, every, j.window)
 	if j, err = r.own(j, key); err != nil {
 		if j != nil {
-			r.report(ctx, j, p, err)
+			r.tell.report(ctx, j, p, err)
 		}
 		return nil, err
 	}
-	r.named(j, p)
 	lockCtx, cancel := context.WithTimeout(ctx, r.cfg.timeout)
 	defer cancel()
-	defer r.leave(p)
-	h, d, err := r.take(lockCtx, j, p)
-	if d.decided || d.local || errors.Is(err, ErrLockHeld) {
-		r.reached() // ZooKeeper answered
-	}
-	if d.decided || d.local {
-		r.checkEnvelope(j, d, calls, p)
-	}
+	// Runs before cancel, and after started: a claim that entered the gate
+	// leaves it once its run is stored, where Close looks (gate.go).
+	defer r.gate.leave(p)
+	h, err := r.claims.try(ctx, lockCtx, j, p, calls)
 	if err != nil {
-		err = r.afterStall(ctx, j, p, r.sessionClosedErr(err))
 		j.busy.Store(false)
-		r.report(ctx, j, p, err)
+		r.tell.report(ctx, j, p, err)
 		return nil, err
-	}
-	if p.name != 0 {
-		r.unknowns.end(r, ticksKnown, "ticks_unknown")
 	}
 	return r.started(ctx, j, p, h), nil
 }
@@ -174,7 +169,7 @@ func (r *Runner) started(ctx context.Context, j *job, p *probe, h *zklock.Hold) 
 	if testHookAfterTake != nil {
 		testHookAfterTake()
 	}
-	c := &Claim{r: r, j: j, hold: h, tick: p.tick, entry: p.entry}
+	c := &Claim{j: j, hold: h, observe: r.cfg.observe, log: r.log, tick: p.tick, entry: p.entry}
 	if !p.tick.IsZero() {
 		ctx = context.WithValue(ctx, tickKey{}, p.tick)
 	}
@@ -191,7 +186,7 @@ func (r *Runner) started(ctx context.Context, j *job, p *probe, h *zklock.Hold) 
 		}
 		c.cancel(err)
 	}
-	c.latency = r.report(ctx, j, p, nil)
+	c.latency = r.tell.report(ctx, j, p, nil)
 	return c
 }
 
@@ -206,7 +201,7 @@ func (r *Runner) own(j *job, key string) (*job, error) {
 			}
 			j.busy.Store(false)
 			var err error
-			if j, err = r.job(key); err != nil {
+			if j, err = r.jobFor(key); err != nil {
 				return nil, err
 			}
 			continue
@@ -240,8 +235,8 @@ func (r *Runner) Do(ctx context.Context, key string, fn func(ctx context.Context
 	return errors.Join(err, c.Release())
 }
 
-// job returns the state of key, making it on first use.
-func (r *Runner) job(key string) (*job, error) {
+// jobFor returns the state of key, making it on first use.
+func (r *Runner) jobFor(key string) (*job, error) {
 	dir, err := r.dir(key)
 	if err != nil {
 		return nil, err
@@ -292,10 +287,45 @@ func (r *Runner) newJob(key, dir string) (*job, error) {
 	// check, and a job once a minute then made it again at every tick
 	// (TestLockPathKeptBetweenTicks). RemoveJob deletes it (deleteDirs).
 	lock, err := zklock.New(r.s, path.Join(dir, lockName), zklock.WithACL(r.cfg.acl), zklock.WithLossHandler(j.lost),
-		zklock.WithLabel(r.label()), zklock.WithPersistentPath())
+		zklock.WithLabel(labelOf(r.by, r.s)), zklock.WithPersistentPath())
 	if err != nil {
 		return nil, fmt.Errorf("runonce: job %q: %w", key, err)
 	}
 	j.lock = lock
 	return j, nil
 }
+
+// RunContext returns the context of this instance's run of the job named
+// key going on now (Claim.Context), for a job that cannot be handed its
+// Claim (a scheduler's task). Called while this instance has no run of
+// the job, it returns a context already cancelled, its cause wrapping
+// zklock.ErrNotHeld.
+func (r *Runner) RunContext(key string) context.Context {
+	if r != nil {
+		r.mu.Lock()
+		j := r.jobs[key]
+		r.mu.Unlock()
+		if j != nil {
+			if c := j.run.Load(); c != nil {
+				return c.ctx
+			}
+		}
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(fmt.Errorf("runonce: job %q: no run on this instance: %w", key, zklock.ErrNotHeld))
+	return ctx
+}
+
+// Observe passes e to the observer (WithObserver), if any, on the
+// caller's goroutine. It is for an adapter's own refusals, made before any
+// Claim (a job without a name, say), so that the observer hears of every
+// tick: Claim reports its own outcomes.
+func (r *Runner) Observe(e Event) {
+	if r != nil && r.cfg.observe != nil {
+		r.cfg.observe(e)
+	}
+}
+
+// testHookAfterTake, set by tests only, runs in Claim between the lock's
+// take and the run's Store.
+var testHookAfterTake func()

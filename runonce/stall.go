@@ -36,31 +36,17 @@ import (
 // cannot be told from its tick's). That read never runs the tick: a claim
 // past its lock timeout decides nothing on a read (fresh).
 
-// stallMemory is how long after a stall an outage, or a claim's failure,
-// is the stall's.
-const stallMemory = 10 * time.Second
-
 // stallSlack is how long past its lock timeout a Claim may return without
 // having stalled (its last steps, on a busy machine).
 const stallSlack = time.Second
-
-// stallNear returns the stall of this process within stallMemory before
-// at, or over it, if any.
-func stallNear(at time.Time) (mono.Stall, bool) {
-	return mono.StallIn(at.Add(-stallMemory), at)
-}
-
-// errStalled marks a claim's read refused as asked past the claim's lock
-// timeout (fresh): its process stalled between its entry and its read.
-var errStalled = errors.New("this process stalled")
 
 // cutByStall reports whether p's claim, failed with err, was cut by a
 // stall of this process: its read refused for one (fresh), the claim
 // outlived its lock timeout (it returns within it unless its process
 // stopped), or a stall measured since stallMemory before its entry.
-func (r *Runner) cutByStall(p *probe, err error) bool {
+func (c *claimer) cutByStall(p *probe, err error) bool {
 	now := time.Now()
-	if errors.Is(err, errStalled) || now.Sub(p.entry) > r.cfg.timeout+stallSlack {
+	if errors.Is(err, errStalled) || now.Sub(p.entry) > c.timeout+stallSlack {
 		return true
 	}
 	_, ok := mono.StallIn(p.entry.Add(-stallMemory), now)
@@ -71,41 +57,41 @@ func (r *Runner) cutByStall(p *probe, err error) bool {
 // stall of this process cut it, what the run node, read afresh (within
 // another lock timeout), shows of its tick; err otherwise, and when the
 // read fails or finds no node.
-func (r *Runner) afterStall(ctx context.Context, j *job, p *probe, err error) error {
+func (c *claimer) afterStall(ctx context.Context, j *job, p *probe, err error) error {
 	if outcomeOf(err) != Failed || ctx.Err() != nil || errors.Is(err, ErrClosed) ||
-		errors.Is(err, zklock.ErrSessionClosed) || !r.cutByStall(p, err) {
+		errors.Is(err, zklock.ErrSessionClosed) || !c.cutByStall(p, err) {
 		return err
 	}
-	readCtx, cancel := context.WithTimeout(ctx, r.cfg.timeout)
+	readCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	data, stat, rerr := getNode(readCtx, r.s, j.runPath)
+	data, stat, rerr := getNode(readCtx, c.s, j.runPath)
 	if rerr != nil {
 		return err
 	}
-	r.heard.note(nil)
-	r.reached()
-	return r.toldByRecord(j, p, runrec.Derive(data, stat.Mtime, stat.Mzxid), err)
+	c.tell.heard.note(nil)
+	c.tell.out.reached()
+	return c.toldByRecord(j, p, runrec.Derive(data, stat.Mtime, stat.Mzxid), err)
 }
 
 // toldByRecord returns what p's claim of j, cut by a stall (err), tells by
 // the record read after it (last).
-func (r *Runner) toldByRecord(j *job, p *probe, last runrec.Last, err error) error {
-	w := ms(p.window(j))
+func (c *claimer) toldByRecord(j *job, p *probe, last runrec.Last, err error) error {
+	w := ms(p.window)
 	switch {
 	case p.name == 0 && last.At == 0:
 		return err // no run recorded
 	case p.name == 0:
 		return fmt.Errorf("%w: job %q: this process stalled past the claim's lock timeout, and a claim without a tick cannot be told from the runs its record shows since (the last by %s) (the claim: %v)",
 			ErrTickUnknown, j.key, last.By, err)
-	case !r.ranElsewhere(p, last, w):
+	case !c.ranElsewhere(p, last, w):
 		if last.Open(p.name, w) || p.entered {
 			// Not run; or a run this claim may have written itself, which
 			// counts and was not made: a tick lost.
 			return err
 		}
-		return r.unknown(j, p, "this process stalled past the claim's lock timeout, and the job's record, read since, neither names the tick run nor leaves it open")
+		return c.tell.unknown(j, p, "this process stalled past the claim's lock timeout, and the job's record, read since, neither names the tick run nor leaves it open")
 	case p.lateBy > 0:
-		return r.staleTick(j, p)
+		return c.tell.staleTick(j, p)
 	}
 	return fmt.Errorf("%w: job %q: its tick of %s ran, by %s, while this process stalled past the claim's lock timeout (the record, read since, names it) (the claim: %v)",
 		ErrAlreadyRan, j.key, tickString(p.name), ranBy(p, last, w), err)
@@ -115,11 +101,11 @@ func (r *Runner) toldByRecord(j *job, p *probe, last runrec.Last, err error) err
 // stalled, shows p's tick run by another claim than p's: any run of it
 // when p's claim wrote nothing (it was not admitted to writing), else
 // only the latest, by another instance.
-func (r *Runner) ranElsewhere(p *probe, last runrec.Last, w int64) bool {
+func (c *claimer) ranElsewhere(p *probe, last runrec.Last, w int64) bool {
 	if !p.entered {
 		return last.RanTick(p.name, w)
 	}
-	return last.By != r.by && last.Tick != 0 && p.name-last.Tick < w && last.Tick-p.name < w
+	return last.By != c.by && last.Tick != 0 && p.name-last.Tick < w && last.Tick-p.name < w
 }
 
 // ranBy names the instance whose run of p's tick last shows, when it is

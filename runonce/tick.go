@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -14,11 +13,36 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// The named ticks' side of the rule (stale.go says why). An attempt of a
-// named tick whose record's last run had a name is decided by the names:
-// a tick run (within a window of a run's) is skipped on the read alone
-// (no write); one open takes the job's lock first, then writes the record
-// conditional on the version read. The lock
+// Ticks a scheduler names. A scheduler that tells each fire's scheduled
+// time (cronlock and gocronlock, with the scheduler attached) claims it
+// with ClaimTick: the tick is its name, the same on every instance
+// whatever its clock reads (a spec's boundary), and the run node keeps
+// the names of the last runs. Two comparisons, each of one clock:
+//
+//   - a fire's lateness is the host's clock at the claim less the tick,
+//     both read on the host (a stopped process's wall clock runs on, so it
+//     sees its replay late; a host whose clock is off the others' fires
+//     on time by its own);
+//   - the tick is compared with the names of the runs, never with the
+//     server's clock: it runs when no run's tick is within a window of it
+//     (runrec's Open).
+//
+// robfig/cron v3 on Go 1.23 and later fires, when a stopped process
+// resumes (SIGSTOP, a suspend, a long GC), the ticks it slept through,
+// late; gocron fires each job's missed tick once; cron.DelayIfStillRunning
+// fires a tick when the run before it ends. A late tick the fleet ran (a
+// run of it recorded) is skipped as stale, said once when this instance's
+// stale ticks begin and once when its ticks are on time again; one no
+// instance ran runs, late; one whose run the record cannot show (older
+// than the runs it keeps, at or before a run without a tick, or the job's
+// last run had no tick) is unknown, and told so. The server's clock dates
+// a tick only for a claim without one (Claim) and for RemoveJob.
+//
+// An attempt of a named tick whose record's last run had a name is
+// decided by the names, a second decision over the same read (claim.go
+// reads, and hands it here): a tick run (within a window of a run's) is
+// skipped on the read alone (no write); one open takes the job's lock
+// first, then writes the record conditional on the version read. The lock
 // before the write: a claim cut between its write and its run (a kill, a
 // stop) leaves its lock held, so that the others tell its tick lost
 // (held), not run, until its session expires; the cut can then fall only
@@ -27,103 +51,80 @@ import (
 // between its take and its write, and decides on that write
 // (awaitClaim).
 
-// attemptNamed decides d, p's attempt of a named tick after a named run,
-// on the record read (stat).
-func (r *Runner) attemptNamed(ctx context.Context, conn *zk.Conn, j *job, p *probe, d decision, stat *zk.Stat) (decision, error) {
-	w := ms(p.window(j))
-	d.named, d.sinceLast = true, p.name-d.prev.Latest()
-	r.checkNames(j, p, d, w)
-	if !d.prev.Open(p.name, w) {
+// byNames decides d, p's attempt of a named tick after a named run, on
+// the record read, rec the record it writes; it returns the run's hold
+// when p's claim runs the tick.
+func (c *claimer) byNames(ctx context.Context, j *job, p *probe, d decision, rec runrec.Record) (decision, *zklock.Hold, error) {
+	w, last := ms(p.window), d.read.last
+	d.sinceLast = p.name - last.Latest()
+	c.tell.checkNames(j, p, last, w)
+	if !last.Open(p.name, w) {
 		// This tick ran, or is older than the runs the record keeps.
-		d.verdict, d.local = runrec.Skip, true
-		switch {
-		case r.cfg.spread:
-			return r.write(ctx, j, p, d, stat.Version) // spreading reads every attempt
-		case r.mustWrite(j, d):
-			return r.keepWrite(ctx, j, p, d, stat)
-		}
-		return d, nil
+		d.verdict, d.basis = runrec.Skip, byNames
+		d, err := c.skipNamed(ctx, j, p, d, rec)
+		return d, nil, err
 	}
-	if d.rec.Yield {
-		return r.write(ctx, j, p, d, stat.Version) // a step back (WithSpread): no lock
+	if rec.Yield {
+		d, err := c.write(ctx, j, p, d, rec, byNames) // a step back (WithSpread): no lock
+		return d, nil, err
 	}
-	h, ok, err := r.takeBefore(ctx, j, p)
+	h, ok, err := c.takeBefore(ctx, j, p)
 	switch {
 	case err != nil:
-		return d, err
+		return d, nil, err
 	case !ok:
-		d.looked, d.held, d.yielded, d.verdict = true, true, true, runrec.Skip
-		if d.heldBy, err = r.holder(ctx, conn, j, p); err != nil {
-			return d, fmt.Errorf("runonce: job %q: read its lock: %w", j.key, err)
-		}
-		if err := r.awaitClaim(ctx, j, p, d, stat); err != nil {
-			return d, err
-		}
-		if r.mustWrite(j, d) {
-			return r.keepWrite(ctx, j, p, d, stat)
-		}
-		return d, nil
+		d, err := c.heldNamed(ctx, j, p, d, rec)
+		return d, nil, err
 	}
-	d.looked = true
-	d, err = r.write(ctx, j, p, d, stat.Version)
-	if err != nil || d.verdict != runrec.Run || d.late > 0 {
+	d.lock.looked = true
+	d, err = c.write(ctx, j, p, d, rec, byNames)
+	if err != nil || d.verdict != runrec.Run || d.wrote.late > 0 {
 		_ = h.Release() // a conflict (read again) or a failure: the lock goes
-		return d, err
+		return d, nil, err
 	}
-	d.hold = h
+	return d, h, nil
+}
+
+// skipNamed ends d, p's attempt of a named tick the record shows run (or
+// too old to tell), skipped: written when spreading, which reads every
+// attempt, or when it must be (mustWrite).
+func (c *claimer) skipNamed(ctx context.Context, j *job, p *probe, d decision, rec runrec.Record) (decision, error) {
+	switch {
+	case c.spread:
+		return c.write(ctx, j, p, d, rec, byNames)
+	case mustWrite(j, d):
+		return c.keepWrite(ctx, j, p, d, rec)
+	}
 	return d, nil
 }
 
-// takeBefore takes j's lock, without waiting, for p's claim before its
-// write (a named tick's, a first run's): admitted to writing first (enter),
-// an error that says the tick is lost when the take fails.
-func (r *Runner) takeBefore(ctx context.Context, j *job, p *probe) (*zklock.Hold, bool, error) {
-	if err := r.enter(p); err != nil {
-		return nil, false, err
+// heldNamed ends d, p's attempt of an open named tick whose take of the
+// job's lock found it held: by another instance's claim under way, whose
+// write it waits for (awaitClaim), or by a run of an earlier tick, a
+// RemoveJob or a claim cut, and the tick is lost to the lock.
+func (c *claimer) heldNamed(ctx context.Context, j *job, p *probe, d decision, rec runrec.Record) (decision, error) {
+	d.verdict = runrec.Skip
+	d.lock.looked, d.lock.refused = true, true
+	var err error
+	if d.lock.holder, err = c.holder(ctx, j, p); err != nil {
+		return d, fmt.Errorf("runonce: job %q: read its lock: %w", j.key, err)
 	}
-	p.ask(r, ctx)
-	h, ok, err := j.lock.TryAcquire(ctx)
-	p.got(r, err)
-	if err != nil {
-		return nil, false, fmt.Errorf("runonce: job %q: %w (the tick is lost)", j.key, err)
-	}
-	return h, ok, nil
-}
-
-// mustWrite reports whether an attempt that would skip without a write
-// writes all the same: a RemoveJob waits (it must see the job still
-// scheduled), or this Runner has not written the job's record yet (its
-// window and lock timeout, which RemoveJob and the other instances read).
-func (r *Runner) mustWrite(j *job, d decision) bool {
-	return d.prev.Removing != "" || !j.wrote.Load()
-}
-
-// keepWrite writes d's record read (stat) again as it is, but for this
-// Runner's window and lock timeout (the largest written are kept),
-// conditional on its version: never a run, no attempt's writer named.
-func (r *Runner) keepWrite(ctx context.Context, j *job, p *probe, d decision, stat *zk.Stat) (decision, error) {
-	if err := r.enter(p); err != nil {
+	if err := c.awaitClaim(ctx, j, p, d); err != nil {
 		return d, err
 	}
-	keep := runrec.Keep(d.prev, d.rec.Window, stat.Mtime, stat.Mzxid)
-	keep.Timeout, keep.MaxWindow = d.rec.Timeout, d.rec.MaxWindow
-	p.ask(r, ctx)
-	_, err := r.s.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: keep.Encode(), Version: stat.Version})
-	p.got(r, err)
-	if err != nil {
-		return d, fmt.Errorf("runonce: job %q: write run node: %w", j.key, err)
+	if mustWrite(j, d) {
+		return c.keepWrite(ctx, j, p, d, rec)
 	}
-	j.wrote.Store(true)
 	return d, nil
 }
 
-// lateUnnamed decides p's attempt of a late tick on a record whose last
+// lateUnnamed decides d, p's attempt of a late tick on a record whose last
 // run had no name: not run (the server's clock dates the attempt by its
 // claim, not by its tick), written when it must be.
-func (r *Runner) lateUnnamed(ctx context.Context, j *job, p *probe, d decision, stat *zk.Stat) (decision, error) {
-	d.verdict, d.local = runrec.Skip, true
-	if r.mustWrite(j, d) {
-		return r.keepWrite(ctx, j, p, d, stat)
+func (c *claimer) lateUnnamed(ctx context.Context, j *job, p *probe, d decision, rec runrec.Record) (decision, error) {
+	d.verdict, d.basis = runrec.Skip, byClock
+	if mustWrite(j, d) {
+		return c.keepWrite(ctx, j, p, d, rec)
 	}
 	return d, nil
 }
@@ -131,129 +132,38 @@ func (r *Runner) lateUnnamed(ctx context.Context, j *job, p *probe, d decision, 
 // skipped returns the error of p's attempt, decided d, that does not run:
 // for a named tick, whether the fleet ran it (already ran; stale when
 // late) or not (lost), told.
-func (r *Runner) skipped(j *job, p *probe, d decision) error {
+func (c *claimer) skipped(j *job, p *probe, d decision) error {
+	last := d.read.last
 	switch {
-	case p.name == 0 || (p.lateBy == 0 && d.prev.Tick == 0):
+	case p.name == 0 || (p.lateBy == 0 && last.Tick == 0):
 		return fmt.Errorf("%w: job %q", ErrAlreadyRan, j.key) // the server's clock's verdict
-	case d.noNode:
-		return r.unknown(j, p, fmt.Sprintf("it fired %v late, and the job has no run node (it may be a tick of a job removed since)", p.lateBy.Round(time.Millisecond)))
+	case d.basis == noRecord:
+		return c.tell.unknown(j, p, fmt.Sprintf("it fired %v late, and the job has no run node (it may be a tick of a job removed since)", p.lateBy.Round(time.Millisecond)))
 	}
-	ran := d.prev.RanTick(p.name, ms(p.window(j)))
-	if !d.named {
-		ran = r.ranSince(d, p)
+	named := d.basis == byNames
+	ran := last.RanTick(p.name, ms(p.window))
+	if !named {
+		ran = c.ranSince(d, p)
 	}
 	switch {
 	case ran && p.lateBy > 0:
-		return r.staleTick(j, p)
+		return c.tell.staleTick(j, p)
 	case ran:
-		r.unknowns.end(r, ticksKnown, "ticks_unknown")
+		c.tell.ticksKnown()
 		return fmt.Errorf("%w: job %q", ErrAlreadyRan, j.key)
-	case d.named:
-		return r.unknown(j, p, fmt.Sprintf("it is not a window above the ticks the job's record has let go (up to %s: runs older than the last %d it keeps, the latest %s, or a run without a tick, which may have been this one's)", tickString(d.prev.Floor), runrec.MaxRecent, tickString(d.prev.Latest())))
+	case named:
+		return c.tell.unknown(j, p, fmt.Sprintf("it is not a window above the ticks the job's record has let go (up to %s: runs older than the last %d it keeps, the latest %s, or a run without a tick, which may have been this one's)", tickString(last.Floor), runrec.MaxRecent, tickString(last.Latest())))
 	}
-	return r.unknown(j, p, fmt.Sprintf("it fired %v late (this process stopped or stalled, or its scheduler delayed it), and the job's last run has no tick", p.lateBy.Round(time.Millisecond)))
+	return c.tell.unknown(j, p, fmt.Sprintf("it fired %v late (this process stopped or stalled, or its scheduler delayed it), and the job's last run has no tick", p.lateBy.Round(time.Millisecond)))
 }
 
 // ranSince reports whether d's record, whose last run has no name, shows
 // a run at or after p's tick: the last run's age by the server's clock
 // (its bound from this instance's last write) no more than the tick's by
 // this host's clock, each of one clock. False when it cannot tell.
-func (r *Runner) ranSince(d decision, p *probe) bool {
-	bound, ok := r.clock.bound(d.readAt)
-	return ok && bound-d.prev.At <= d.readAt.Round(0).Sub(p.tick).Milliseconds()
-}
-
-// staleTick tells p's late tick, which the fleet ran: skipped.
-func (r *Runner) staleTick(j *job, p *probe) error {
-	late := p.lateBy.Round(time.Millisecond)
-	if r.stales.add(j.key) {
-		r.log.Warn("stale ticks skipped: the scheduler fired ticks more than their window late (this process was stopped or stalled, and replays the ticks it slept through, or its scheduler delayed them), and the fleet ran them: not run again (told once, and when ticks are on time again)",
-			"job", j.key, "tick", tickString(p.name), "late", late)
-	}
-	return fmt.Errorf("%w: job %q: its tick of %s fired %v late, more than its window (%v), and the fleet ran it: not run again",
-		ErrStale, j.key, tickString(p.name), late, p.window(j))
-}
-
-// unknown tells p's tick, which this instance cannot run, and whose run
-// the record cannot show or rule out (why).
-func (r *Runner) unknown(j *job, p *probe, why string) error {
-	if r.unknowns.add(j.key) {
-		r.log.Warn("ticks unknown: ticks this instance cannot run, whose runs the job's record can neither show nor rule out (the fleet may have run them; none runs twice) (told once, and when a tick is known again, with the ticks per job)",
-			"job", j.key, "tick", tickString(p.name), "why", why)
-	}
-	return fmt.Errorf("%w: job %q: its tick of %s: the record cannot tell whether it ran: %s", ErrTickUnknown, j.key, tickString(p.name), why)
-}
-
-// ticksKnown ends an episode of ticks unknown.
-const ticksKnown = "ticks known again after ticks unknown"
-
-// checkNames tells what p's named tick shows of the fleet's setting, once
-// each: the hosts' clocks differ (an instance ran a later tick before this
-// one fired, on time by this host's clock), or the job's ticks are closer
-// than its window (its last tick here less than a window before this one).
-func (r *Runner) checkNames(j *job, p *probe, d decision, w int64) {
-	ahead := d.prev.Latest() - p.name
-	level := int32(1)
-	what := "the hosts' clocks differ: another instance ran a later tick of this job before this instance's tick fired, on time by this host's clock; each tick still runs once (by its name), but keep the hosts' clocks in step (NTP): RemoveJob and the claims without a tick count on it"
-	if !d.prev.Open(p.name, w) && !d.prev.RanTick(p.name, w) {
-		level = 2
-		what = "the hosts' clocks differ by more than the job's record keeps: another instance ran later ticks of this job before this instance's tick fired, on time by this host's clock, and the record no longer names the runs of ticks this old, so this instance cannot tell whether they ran and runs none (ticks unknown); keep the hosts' clocks in step (NTP)"
-	}
-	if told := r.toldClocks.Load(); p.lateBy == 0 && ahead >= w && told < level && r.toldClocks.CompareAndSwap(told, level) {
-		r.log.Warn(what, "job", j.key, "tick", tickString(p.name), "latest_tick_run", tickString(d.prev.Latest()), "by", d.prev.By, "ahead_by_at_least", msDuration(ahead))
-	}
-	if gap := p.name - j.lastName; j.lastName != 0 && gap > 0 && gap < w && !j.checks.warned[3] {
-		j.checks.warned[3] = true
-		r.log.Warn("the job's ticks are closer than its window: a tick within a window of a run is taken for it, and does not run; the window must be below the job's period (WithWindow, WithJobWindow)",
-			"job", j.key, "ticks_apart", msDuration(gap), "window", msDuration(w))
-	}
-	j.lastName = p.name
-}
-
-// tickString formats a tick's name (ms).
-func tickString(name int64) string { return time.UnixMilli(name).UTC().Format(time.RFC3339Nano) }
-
-// tally is an episode of ticks of one kind on this instance (stale,
-// lost, an outage's): told in a line when it begins and one when it ends,
-// naming every job with the ticks it cost.
-type tally struct {
-	mu    sync.Mutex
-	since time.Time
-	jobs  map[string]int64 // nil: no episode
-}
-
-// add counts a tick of job; it reports whether the episode begins.
-func (t *tally) add(job string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	begins := t.jobs == nil
-	if begins {
-		t.jobs, t.since = map[string]int64{}, time.Now()
-	}
-	t.jobs[job]++
-	return begins
-}
-
-// take ends the episode, if one is on: how many ticks, and of which jobs.
-func (t *tally) take() (n int64, jobs string, since time.Time, ok bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.jobs == nil {
-		return 0, "", time.Time{}, false
-	}
-	for _, c := range t.jobs {
-		n += c
-	}
-	jobs, since, t.jobs = jobsLine(t.jobs), t.since, nil
-	return n, jobs, since, true
-}
-
-// end tells the episode's end, if one is on, in a line what, with count
-// the name of its ticks' count.
-func (t *tally) end(r *Runner, what, count string) {
-	if n, jobs, since, ok := t.take(); ok {
-		r.log.Warn(what, count, n, "jobs", jobs, "for", time.Since(since).Round(time.Millisecond))
-	}
+func (c *claimer) ranSince(d decision, p *probe) bool {
+	bound, ok := c.clock.bound(d.read.at)
+	return ok && bound-d.read.last.At <= d.read.at.Round(0).Sub(p.tick).Milliseconds()
 }
 
 // errDecideAgain ends an attempt that found the job's lock held by a
@@ -262,7 +172,7 @@ func (t *tally) end(r *Runner, what, count string) {
 var errDecideAgain = errors.New("runonce: the job's lock's holder wrote the run node or let the lock go: decide again")
 
 // awaitClaim decides what a lock found held means for d's attempt (of a
-// tick open, by the record read, stat). A holder whose lock node was
+// tick open, by the record read). A holder whose lock node was
 // made after the record's last write (its Czxid above the record's Mzxid:
 // ZooKeeper's order, no clock) is not a run of an earlier tick, whose
 // take precedes its write, but another instance's claim between its take
@@ -278,26 +188,27 @@ var errDecideAgain = errors.New("runonce: the job's lock's holder wrote the run 
 // holder could still write (it may run the tick), and nil when the wait
 // does not apply or the holder's bound passed: the tick is lost to the
 // lock.
-func (r *Runner) awaitClaim(ctx context.Context, j *job, p *probe, d decision, stat *zk.Stat) error {
+func (c *claimer) awaitClaim(ctx context.Context, j *job, p *probe, d decision) error {
 	seen := time.Now()
-	if d.heldBy == "" || d.heldBy == j.held.node || d.prev.Removing != "" {
+	holder, stat := d.lock.holder, d.read.stat
+	if holder == "" || holder == j.held.node || d.read.last.Removing != "" {
 		return nil
 	}
-	_, hold, err := getNode(ctx, r.s, path.Join(j.lock.Path(), d.heldBy))
+	_, hold, err := getNode(ctx, c.s, path.Join(j.lock.Path(), holder))
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return errDecideAgain // let go since the take
 	case err != nil || hold.Czxid <= stat.Mzxid:
 		return nil // taken before the record's last write: an earlier run's
 	}
-	until := seen.Add(max(msDuration(d.prev.Timeout), r.cfg.timeout))
-	own := p.entry.Add(r.cfg.timeout - r.cfg.timeout/8)
+	until := seen.Add(max(msDuration(d.read.last.Timeout), c.timeout))
+	own := p.entry.Add(c.timeout - c.timeout/8)
 	cut := own.Before(until)
 	if cut {
 		until = own
 	}
 	if left := time.Until(until); left > 0 {
-		end, err := r.awaitWrite(ctx, j, stat.Version, left, nil)
+		end, err := c.nodes.awaitWrite(ctx, j, stat.Version, left, nil)
 		switch {
 		case ctx.Err() != nil:
 			return err
@@ -306,7 +217,7 @@ func (r *Runner) awaitClaim(ctx context.Context, j *job, p *probe, d decision, s
 		}
 	}
 	if cut {
-		return r.unknown(j, p, fmt.Sprintf("another instance's claim of it (%s) had taken the job's lock and not yet written its record when this claim's lock timeout (%v) ran out: it may run it", d.heldBy, r.cfg.timeout))
+		return c.tell.unknown(j, p, fmt.Sprintf("another instance's claim of it (%s) had taken the job's lock and not yet written its record when this claim's lock timeout (%v) ran out: it may run it", holder, c.timeout))
 	}
 	return nil
 }
