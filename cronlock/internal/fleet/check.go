@@ -175,8 +175,8 @@ type Report struct {
 	Overlaps    int
 	Wait        [3]time.Duration // from the timer's fire to the run's start (the lock's wait): p50, p99, max
 	WaitBySpec  map[string][3]time.Duration
-	Repeats     []Key            // the first of the ticks that ran more than once, for a message
-	Lost        []Key            // the ticks that ran nowhere
+	Repeats     []Key // the first of the ticks that ran more than once, for a message
+	Lost        []Key // the ticks that ran nowhere
 }
 
 func (r Report) String() string {
