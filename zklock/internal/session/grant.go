@@ -38,6 +38,7 @@ var ErrNodeGone = errors.New("zklock: lock node vanished while queued")
 // ErrNodeGone when owner's session is over, the floor's ClosedErr once it
 // is closed, and ctx's error when ctx ends first.
 func (s *Floor) Grant(ctx context.Context, owner int64, m *Member) error {
+	syncs := 0 // the syncs this grant waited on, for awaitGrantable's pause
 	for attempt := 0; ; attempt++ {
 		s.st.mu.Lock()
 		verdict := s.st.grantableLocked(owner)
@@ -56,7 +57,7 @@ func (s *Floor) Grant(ctx context.Context, owner int64, m *Member) error {
 		case grantGone:
 			return ErrNodeGone
 		}
-		if err := s.st.awaitGrantable(ctx, verdict, attempt, changed); err != nil {
+		if err := s.st.awaitGrantable(ctx, verdict, attempt, &syncs, changed); err != nil {
 			return err
 		}
 	}
@@ -148,7 +149,9 @@ func (st *sessionState) grantableLocked(owner int64) int {
 // renews the lease needs its k written π after its touch was seen, and a
 // sync before that is a round trip spent for nothing (a first grant under
 // Wrap waited 50-90 ms more for them, each re-sent after a growing pause).
-func (st *sessionState) awaitGrantable(ctx context.Context, verdict, attempt int, changed <-chan struct{}) error {
+// syncs counts the syncs the grant waited on: the pause after a sync that
+// did not help grows with them, not with the looks at kAt between them.
+func (st *sessionState) awaitGrantable(ctx context.Context, verdict, attempt int, syncs *int, changed <-chan struct{}) error {
 	s := st.s
 	var refreshed <-chan struct{}
 	var lag <-chan time.Time
@@ -169,6 +172,7 @@ func (st *sessionState) awaitGrantable(ctx context.Context, verdict, attempt int
 		} else {
 			k = s.lease.lastK.Load()
 			refreshed = s.lease.refresh()
+			*syncs++
 		}
 	case grantLag:
 		lag = time.After(5 * time.Millisecond) // a polled state catches up within a tick
@@ -176,11 +180,11 @@ func (st *sessionState) awaitGrantable(ctx context.Context, verdict, attempt int
 	select {
 	case <-lag:
 	case <-refreshed:
-		if s.lease.lastK.Load() == k || attempt > 4 {
+		if s.lease.lastK.Load() == k || *syncs > 4 {
 			// The sync failed, or syncs that each prove the session do
 			// not make it grantable (a round trip as long as the lease):
 			// the leader did not confirm us; do not spin.
-			if !sleepCtx(ctx, min(time.Duration(attempt+1)*10*time.Millisecond, s.cfg.MaxRetryWait)) {
+			if !sleepCtx(ctx, min(time.Duration(*syncs)*10*time.Millisecond, s.cfg.MaxRetryWait)) {
 				return ctx.Err()
 			}
 		}
