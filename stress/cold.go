@@ -48,7 +48,7 @@ type coldRun struct {
 	servers []string
 	t0      time.Time
 
-	mu    sync.Mutex
+	mu    sync.Mutex   // guards cells and the progress lines written to stderr
 	cells [][]coldCell // [impl][row]: row 0 the first Lock, row s+1 after spell s
 
 	left   []atomic.Int64 // jobs of each spell not yet ended
@@ -160,7 +160,10 @@ func (r *coldRun) run(ctx context.Context, jobs []coldJob) {
 		wg.Go(func() {
 			r.job(ctx, j)
 			if r.left[j.spell].Add(-1) == 0 && ctx.Err() == nil {
+				// Spells can end together; stderr may be a bytes.Buffer.
+				r.mu.Lock()
 				fmt.Fprintf(r.stderr, "stress: cold: after %s idle: done (%.0fs)\n", spell(r.cfg.Idle[j.spell]), time.Since(r.t0).Seconds())
+				r.mu.Unlock()
 			}
 		})
 	}
