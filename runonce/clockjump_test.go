@@ -10,13 +10,13 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// TestLocalSkipAfterAClockJump (issue 50, item 4): this process's
-// monotonic clock falls 30 s behind the server's (a host suspend; a
-// leader's clock stepped forward), played by moving the server-clock note
-// of its last write 30 s back. The note made the instance skip every
-// tick, "already ran", without a write: 6 of 6 ticks lost, and the one
-// line blamed the window (since_last_run=-29.9s). A negative age is a
-// clock jump: the instance writes, runs the ticks, and says so once.
+// TestLocalSkipAfterAClockJump: this process's monotonic clock falls 30 s
+// behind the server's (a host suspend; a leader's clock stepped forward),
+// played by moving the server-clock note of its last write 30 s back. The
+// note made the instance skip every tick, "already ran", without a write:
+// 6 of 6 ticks lost, and the one line blamed the window
+// (since_last_run=-29.9s). A negative age is a clock jump: the instance
+// writes, runs the ticks, and says so once.
 func TestLocalSkipAfterAClockJump(t *testing.T) {
 	var logs zktest.SyncBuffer
 	s := zktest.Connect(t, zktest.Servers(t), zklock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))

@@ -14,13 +14,12 @@ import (
 	"github.com/tierlock/tierlock/runonce"
 )
 
-// TestServerClockOff (issue 56, item 1): a ZooKeeper server whose clock is
-// 2 s ahead of the host's, or 2 s behind, a real one under libfaketime:
-// an attached job's ticks, each claimed on time with its scheduled tick,
-// all run. The stale check compared the tick (the host's clock) with the
-// server's clock bound from the last write: with the server ahead, every
-// tick after the first was skipped as stale, and told "the fleet ran them"
-// (nobody did).
+// TestServerClockOff: a ZooKeeper server whose clock is 2 s ahead of the
+// host's, or 2 s behind, a real one under libfaketime: an attached job's
+// ticks, each claimed on time with its scheduled tick, all run. The stale
+// check compared the tick (the host's clock) with the server's clock
+// bound from the last write: with the server ahead, every tick after the
+// first was skipped as stale, and told "the fleet ran them" (nobody did).
 func TestServerClockOff(t *testing.T) {
 	for _, off := range []time.Duration{2 * time.Second, -2 * time.Second} {
 		t.Run(off.String(), func(t *testing.T) {
@@ -77,11 +76,11 @@ func warm(t *testing.T, servers []string) {
 	}
 }
 
-// TestHostClockAhead (issue 56): b's host clock reads 2 s ahead of a's: it
-// fires the tick it names T when a's clock reads T-2s. Each tick is its
-// scheduled time, named alike by both: every tick runs once, on b while
-// it schedules (a's attempts find it ran, and say the clocks differ), on
-// a before b's first (ticks b passed over) and from the first b did not
+// TestHostClockAhead: b's host clock reads 2 s ahead of a's: it fires the
+// tick it names T when a's clock reads T-2s. Each tick is its scheduled
+// time, named alike by both: every tick runs once, on b while it
+// schedules (a's attempts find it ran, and say the clocks differ), on a
+// before b's first (ticks b passed over) and from the first b did not
 // run, none twice. By the server's clock alone, b's run of T and a's of
 // T, 2 s apart, were two ticks, and a's attempts of the ticks before b's
 // first said already_ran.

@@ -15,14 +15,13 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// TestCloseBetweenReadAndWrite (issue 50, item 3): Close lands between a
-// claim's read of the run node and its write. The write went out and
-// counted as the tick's run, the claim then failed on its closed lock
-// ("zklock: lock closed", warned as "run skipped: lock failed"), and the
-// other instance skipped "this tick already ran": the tick ran nowhere.
-// Now a claim in flight at Close either finishes (writes and runs) or
-// leaves the tick unmarked, and says ErrClosed: here it leaves it, and b
-// runs the tick.
+// TestCloseBetweenReadAndWrite: Close lands between a claim's read of the
+// run node and its write. The write went out and counted as the tick's
+// run, the claim then failed on its closed lock ("zklock: lock closed",
+// warned as "run skipped: lock failed"), and the other instance skipped
+// "this tick already ran": the tick ran nowhere. Now a claim in flight at
+// Close either finishes (writes and runs) or leaves the tick unmarked,
+// and says ErrClosed: here it leaves it, and b runs the tick.
 func TestCloseBetweenReadAndWrite(t *testing.T) {
 	root := zktest.Path(t)
 	var logs zktest.SyncBuffer
@@ -100,10 +99,9 @@ func TestCloseClaimTickStorm(t *testing.T) {
 	}
 }
 
-// TestClaimOnAClosedSession (issue 50, item 8): a claim after the program
-// closed its session was told "ZooKeeper unreachable: runs are skipped
-// until it answers" (it never will): it is told once as the session's
-// close, and no outage.
+// TestClaimOnAClosedSession: a claim after the program closed its session
+// was told "ZooKeeper unreachable: runs are skipped until it answers" (it
+// never will): it is told once as the session's close, and no outage.
 func TestClaimOnAClosedSession(t *testing.T) {
 	var logs zktest.SyncBuffer
 	s := zktest.Connect(t, zktest.Servers(t), zklock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
@@ -123,8 +121,8 @@ func TestClaimOnAClosedSession(t *testing.T) {
 		if err == nil {
 			t.Fatal("a run on a closed session")
 		}
-		// Issue 55, item 7: the log said the session is closed, but the
-		// error was go-zookeeper's "zk: connection closed".
+		// The log said the session is closed, but the error was
+		// go-zookeeper's "zk: connection closed".
 		if !errors.Is(err, zklock.ErrSessionClosed) {
 			t.Errorf("a claim on a closed session: %v; want an error matching zklock.ErrSessionClosed", err)
 		}

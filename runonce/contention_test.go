@@ -11,14 +11,14 @@ import (
 	"github.com/tierlock/tierlock/runonce"
 )
 
-// TestSimultaneousTimers (issue 50, item 8): eight instances whose timers
-// fire together (released by one barrier), nine ticks, with WithSpread
-// (every attempt writes) and without. The decisions race on the run
-// node's version: three conflicts in a row ended an attempt as Failed
-// "version conflict" with a "run skipped: lock failed" warning, where the
-// fleet's own contention had decided (with WithSpread 27-34 of 72). A lost
-// race is an ordinary skip: no attempt fails, nothing is warned, and each
-// tick runs once.
+// TestSimultaneousTimers: eight instances whose timers fire together
+// (released by one barrier), nine ticks, with WithSpread (every attempt
+// writes) and without. The decisions race on the run node's version:
+// three conflicts in a row ended an attempt as Failed "version conflict"
+// with a "run skipped: lock failed" warning, where the fleet's own
+// contention had decided (with WithSpread 27-34 of 72). A lost race is an
+// ordinary skip: no attempt fails, nothing is warned, and each tick runs
+// once.
 func TestSimultaneousTimers(t *testing.T) {
 	for _, spread := range []bool{true, false} {
 		t.Run(fmt.Sprint("spread=", spread), func(t *testing.T) {

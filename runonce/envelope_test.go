@@ -29,11 +29,11 @@ func ticks(t *testing.T, ls []*runonce.Runner, offs []time.Duration, p time.Dura
 	wg.Wait()
 }
 
-// TestOutsideEnvelopeWarned (issue 39, item 2): what the run node shows of
-// a fleet outside S < W <= P - S is said once per job: windows that
-// differ, timers further apart than the window (a DurationJob without a
-// start time: its ticks run more than once), a window longer than the
-// period allows (ticks late or lost).
+// TestOutsideEnvelopeWarned: what the run node shows of a fleet outside
+// S < W <= P - S is said once per job: windows that differ, timers
+// further apart than the window (a DurationJob without a start time: its
+// ticks run more than once), a window longer than the period allows
+// (ticks late or lost).
 func TestOutsideEnvelopeWarned(t *testing.T) {
 	defer runonce.NeverOverloaded()()
 	servers := zktest.Servers(t)
@@ -95,9 +95,9 @@ func TestOutsideEnvelopeWarned(t *testing.T) {
 	})
 }
 
-// TestObserverAndLastRun (issue 39, item 4): the observer hears every
-// Lock with its outcome and latency, and LastRun names the instance that
-// ran, with the count of runs.
+// TestObserverAndLastRun: the observer hears every Lock with its outcome
+// and latency, and LastRun names the instance that ran, with the count of
+// runs.
 func TestObserverAndLastRun(t *testing.T) {
 	root := zktest.Path(t)
 	const w = 200 * time.Millisecond
@@ -138,19 +138,19 @@ func TestObserverAndLastRun(t *testing.T) {
 			t.Errorf("event %+v", e)
 		}
 	}
-	// A run is told when it ends (issue 56: a run that panics is told
-	// failed, never ran): a's, released after b's first attempt.
+	// A run is told when it ends (a run that panics is told failed, never
+	// ran): a's, released after b's first attempt.
 	if fmt.Sprint(got) != "[already_ran ran already_ran ran]" {
 		t.Errorf("outcomes %v (errors %v, %v), want [already_ran ran already_ran ran]", got, errHeld, errRan)
 	}
 }
 
-// TestStallNotTakenForDoubles (issue 50, item 7): a stops claiming for
-// six ticks (a process stopped, or a scheduler stalled) while b runs
-// them, then ticks again. a counted the runs b made while it slept
-// against the ticks it saw, and told nearly every job "the job runs more
-// than once per tick" (17 and 20 of 20, in runs without a double). Only
-// the ticks this instance saw count: no job is told.
+// TestStallNotTakenForDoubles: a stops claiming for six ticks (a process
+// stopped, or a scheduler stalled) while b runs them, then ticks again. a
+// counted the runs b made while it slept against the ticks it saw, and
+// told nearly every job "the job runs more than once per tick" (17 and 20
+// of 20, in runs without a double). Only the ticks this instance saw
+// count: no job is told.
 func TestStallNotTakenForDoubles(t *testing.T) {
 	defer runonce.NeverOverloaded()()
 	root := zktest.Path(t)

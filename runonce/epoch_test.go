@@ -10,13 +10,12 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// TestLeaderChangeRebases (issue 37, item 9), on a real 3-server ensemble:
-// a job runs, the ensemble's leader is killed and another is elected. The
-// first attempt after that skips although the run is older than the
-// window (1 ms here): its write lands in a new epoch, whose leader's clock
-// cannot be compared with the one that dated the run, so it rebases the
-// record on the new clock (the old rule ran it). The next attempt, in the
-// same epoch, runs.
+// TestLeaderChangeRebases, on a real 3-server ensemble: a job runs, the
+// ensemble's leader is killed and another is elected. The first attempt
+// after that skips although the run is older than the window (1 ms here):
+// its write lands in a new epoch, whose leader's clock cannot be compared
+// with the one that dated the run, so it rebases the record on the new
+// clock (the old rule ran it). The next attempt, in the same epoch, runs.
 func TestLeaderChangeRebases(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a private ensemble")

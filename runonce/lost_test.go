@@ -11,11 +11,11 @@ import (
 	"github.com/tierlock/tierlock/runonce"
 )
 
-// TestLostTicksTold (issue 50, item 6): a's run of a tick keeps the job's
-// lock (a process killed mid-run keeps it until its session expires; here
-// a never releases until the end), and b and c, 50 ms apart, attempt the
-// five ticks after. Every one of those ticks is lost. b's write counted as
-// the tick's run before its lock failed: c skipped it as already run, the
+// TestLostTicksTold: a's run of a tick keeps the job's lock (a process
+// killed mid-run keeps it until its session expires; here a never
+// releases until the end), and b and c, 50 ms apart, attempt the five
+// ticks after. Every one of those ticks is lost. b's write counted as the
+// tick's run before its lock failed: c skipped it as already run, the
 // observers said already_ran for ticks no one ran, LastRun named b as the
 // last runner, and nothing above Debug was logged. Now each attempt of a
 // lost tick is observed as held, LastRun names a, who ran, and each of b

@@ -15,15 +15,16 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// outage is how long TestOutageLogsTwoLines cuts ZooKeeper off (issue
-// 39's report: 13 s).
+// outage is how long TestOutageLogsTwoLines cuts ZooKeeper off (13 s in
+// the report behind this test).
 var outage = flag.Duration("outage", 6*time.Second, "TestOutageLogsTwoLines: how long ZooKeeper is unreachable")
 
-// TestOutageLogsTwoLines (issue 39, item 3): ZooKeeper unreachable for
-// longer than the session (a partition of 6 s, -outage; sessions of 4 s)
-// under 10 jobs ticking every 500 ms. The Runner says so in one line naming ZooKeeper and in one when it is back, with
-// the runs skipped; it used to warn once per job and tick ("context
-// deadline exceeded"). Every warning of the session is counted.
+// TestOutageLogsTwoLines: ZooKeeper unreachable for longer than the
+// session (a partition of 6 s, -outage; sessions of 4 s) under 10 jobs
+// ticking every 500 ms. The Runner says so in one line naming ZooKeeper
+// and in one when it is back, with the runs skipped; it used to warn once
+// per job and tick ("context deadline exceeded"). Every warning of the
+// session is counted.
 func TestOutageLogsTwoLines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 6 s outage")
@@ -69,11 +70,11 @@ func TestOutageLogsTwoLines(t *testing.T) {
 	}
 }
 
-// TestSlowLocksAreNoOutage (issue 43, item 8): Locks that time out while
-// ZooKeeper answers every request (here: this process stalls between the
-// run node's read, answered, and its write), interleaved with Locks that
-// run, are no outage. The Runner logged "ZooKeeper unreachable" and
-// "reachable again" at each turn: 20 lines for 20 Locks.
+// TestSlowLocksAreNoOutage: Locks that time out while ZooKeeper answers
+// every request (here: this process stalls between the run node's read,
+// answered, and its write), interleaved with Locks that run, are no
+// outage. The Runner logged "ZooKeeper unreachable" and "reachable again"
+// at each turn: 20 lines for 20 Locks.
 func TestSlowLocksAreNoOutage(t *testing.T) {
 	s, logs := logged(t, zktest.Servers(t))
 	l, err := runonce.New(s, zktest.Path(t), runonce.WithWindow(time.Millisecond),

@@ -10,13 +10,13 @@ import (
 	"github.com/tierlock/tierlock/runonce"
 )
 
-// TestOverloadToldAsOverload (issue 43, item 11): a fleet too busy for its
-// jobs. x's Locks take 150 ms (its process stalls between the run node's
-// read and write), y's scheduler fires 250 ms late, beyond the 200 ms
-// window: each tick runs on both. x said "the fleet's timers for it are
-// further apart than its window; start the job on a common boundary",
-// where the timers were on one: x measures its own Locks late, and says
-// overload, with what to change, once for the job and once in all.
+// TestOverloadToldAsOverload: a fleet too busy for its jobs. x's Locks
+// take 150 ms (its process stalls between the run node's read and write),
+// y's scheduler fires 250 ms late, beyond the 200 ms window: each tick
+// runs on both. x said "the fleet's timers for it are further apart than
+// its window; start the job on a common boundary", where the timers were
+// on one: x measures its own Locks late, and says overload, with what to
+// change, once for the job and once in all.
 func TestOverloadToldAsOverload(t *testing.T) {
 	root := zktest.Path(t)
 	const w, p = 200 * time.Millisecond, 500 * time.Millisecond

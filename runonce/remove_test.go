@@ -10,8 +10,8 @@ import (
 	"github.com/tierlock/tierlock/runonce"
 )
 
-// TestRemoveJob (issue 39, item 4): a retired job's run node goes, and
-// with it the job's node; a job held elsewhere is refused.
+// TestRemoveJob: a retired job's run node goes, and with it the job's
+// node; a job held elsewhere is refused.
 func TestRemoveJob(t *testing.T) {
 	root := zktest.Path(t)
 	a, s := newRunner(t, root)
@@ -39,9 +39,9 @@ func TestRemoveJob(t *testing.T) {
 	}
 }
 
-// TestUnknownKeysLeaveNothing (issue 43, item 10): LastRun and RemoveJob
-// of keys this instance never scheduled leave no job entry (and no lock)
-// behind: they made one per key, never removed.
+// TestUnknownKeysLeaveNothing: LastRun and RemoveJob of keys this
+// instance never scheduled leave no job entry (and no lock) behind: they
+// made one per key, never removed.
 func TestUnknownKeysLeaveNothing(t *testing.T) {
 	root := zktest.Path(t)
 	l, _ := newRunner(t, root)
@@ -63,14 +63,14 @@ func TestUnknownKeysLeaveNothing(t *testing.T) {
 	}
 }
 
-// TestRemoveJobWhileScheduled (issue 43, item 9): RemoveJob's doc said it
-// took the job's lock "so that no run decides meanwhile", but a run
-// decides before it locks. A ran a tick; B's RemoveJob deleted the run
-// node at once; C's attempt of the same tick, within the window, found no
-// node and ran the tick again. Now RemoveJob deletes the node only once the
-// last run is a window and a lock timeout old by the server's clock: C's
-// attempt finds it, skips, and by its write shows the job still
-// scheduled, which RemoveJob reports (ErrJobActive), deleting nothing.
+// TestRemoveJobWhileScheduled: RemoveJob's doc said it took the job's
+// lock "so that no run decides meanwhile", but a run decides before it
+// locks. A ran a tick; B's RemoveJob deleted the run node at once; C's
+// attempt of the same tick, within the window, found no node and ran the
+// tick again. Now RemoveJob deletes the node only once the last run is a
+// window and a lock timeout old by the server's clock: C's attempt finds
+// it, skips, and by its write shows the job still scheduled, which
+// RemoveJob reports (ErrJobActive), deleting nothing.
 func TestRemoveJobWhileScheduled(t *testing.T) {
 	root := zktest.Path(t)
 	const w = 300 * time.Millisecond

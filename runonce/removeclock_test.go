@@ -10,8 +10,8 @@ import (
 	"github.com/tierlock/tierlock/internal/zktest"
 )
 
-// Issue 56, item 2: a removal never makes a tick run twice, whatever each
-// instance's options.
+// A removal never makes a tick run twice, whatever each instance's
+// options.
 
 // testRunner is a Runner on a session of its own on servers.
 func testRunner(t *testing.T, servers []string, root string, opts ...Option) *Runner {

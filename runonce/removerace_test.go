@@ -73,13 +73,12 @@ func lockGone(t *testing.T, r *Runner, key string) {
 	})
 }
 
-// TestRemoveJobMeetsARunBack (issue 50, item 2): between RemoveJob's
-// delete of the run node and its delete of the lock's path, an instance
-// that still schedules the job claims a tick and runs for 3 s (here from
-// a hook). RemoveJob waited the whole run out, sending a delete every
-// 20 ms (hours for a long job under context.Background); a lock node of
-// another instance is an instance still scheduling the job: ErrJobActive
-// at once.
+// TestRemoveJobMeetsARunBack: between RemoveJob's delete of the run node
+// and its delete of the lock's path, an instance that still schedules the
+// job claims a tick and runs for 3 s (here from a hook). RemoveJob waited
+// the whole run out, sending a delete every 20 ms (hours for a long job
+// under context.Background); a lock node of another instance is an
+// instance still scheduling the job: ErrJobActive at once.
 func TestRemoveJobMeetsARunBack(t *testing.T) {
 	root := zktest.Path(t)
 	opts := []Option{WithWindow(50 * time.Millisecond)}

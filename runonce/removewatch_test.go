@@ -13,14 +13,14 @@ import (
 	"github.com/tierlock/tierlock/runonce"
 )
 
-// TestRemoverWithDefaults (issue 50, item 1): a cleanup Runner made with
-// the defaults (500 ms window, 1 s lock timeout) removes a job of a fleet
-// whose window is 2 s. It aged the last run by its own window and timeout,
-// 1.5 s, and deleted the run node; c's attempt of the same tick, 1.8 s
-// after a's run and within the fleet's window, found nothing and ran the
-// tick again. The remover now judges by the larger of its own and the
-// recorded window and lock timeout: c's attempt finds the node, skips,
-// and shows the job still scheduled.
+// TestRemoverWithDefaults: a cleanup Runner made with the defaults
+// (500 ms window, 1 s lock timeout) removes a job of a fleet whose window
+// is 2 s. It aged the last run by its own window and timeout, 1.5 s, and
+// deleted the run node; c's attempt of the same tick, 1.8 s after a's run
+// and within the fleet's window, found nothing and ran the tick again.
+// The remover now judges by the larger of its own and the recorded window
+// and lock timeout: c's attempt finds the node, skips, and shows the job
+// still scheduled.
 func TestRemoverWithDefaults(t *testing.T) {
 	root := zktest.Path(t)
 	fleet := []runonce.Option{runonce.WithWindow(2 * time.Second)}
@@ -44,12 +44,12 @@ func TestRemoverWithDefaults(t *testing.T) {
 	}
 }
 
-// TestRemoveJobSeesItsOwnTicks (issue 50, item 2): the instance whose
-// scheduler runs the job removes it. RemoveJob returned nil while its own
-// ticks were refused "job lock held ... by a run of this instance" (no
-// such run, and no write for RemoveJob to see); the scheduler made the
-// nodes again at its next tick. Its own attempts count: ErrJobActive, and
-// they are refused as skipped for the removal.
+// TestRemoveJobSeesItsOwnTicks: the instance whose scheduler runs the job
+// removes it. RemoveJob returned nil while its own ticks were refused
+// "job lock held ... by a run of this instance" (no such run, and no
+// write for RemoveJob to see); the scheduler made the nodes again at its
+// next tick. Its own attempts count: ErrJobActive, and they are refused
+// as skipped for the removal.
 func TestRemoveJobSeesItsOwnTicks(t *testing.T) {
 	var mu sync.Mutex
 	var refusals []error
@@ -78,11 +78,11 @@ func TestRemoveJobSeesItsOwnTicks(t *testing.T) {
 	}
 }
 
-// TestRemoveJobSeesLocalSkips (issue 50, item 2): b schedules the job, but
-// its attempts come after a's runs and skip without a write (its
-// server-clock note says the run is recent): RemoveJob saw no write and
-// deleted the job under b. b's attempts in the window RemoveJob watches
-// now write, and RemoveJob says ErrJobActive.
+// TestRemoveJobSeesLocalSkips: b schedules the job, but its attempts come
+// after a's runs and skip without a write (its server-clock note says the
+// run is recent): RemoveJob saw no write and deleted the job under b. b's
+// attempts in the window RemoveJob watches now write, and RemoveJob says
+// ErrJobActive.
 //
 // RemoveJob starts once a's lock node is gone (WaitLockFree), and b attempts
 // once RemoveJob holds the job's lock, which its first write of the run
@@ -129,10 +129,10 @@ func TestRemoveJobSeesLocalSkips(t *testing.T) {
 	}
 }
 
-// TestRemoveJobWatches (issue 50, item 2): RemoveJob waits for the last
-// run to age (here 2 s and a lock timeout: the fleet's window), and an
-// attempt that writes meanwhile ends the wait at once with ErrJobActive:
-// it waits by a watch on the run node. It answered at the end of the wait.
+// TestRemoveJobWatches: RemoveJob waits for the last run to age (here 2 s
+// and a lock timeout: the fleet's window), and an attempt that writes
+// meanwhile ends the wait at once with ErrJobActive: it waits by a watch
+// on the run node. It answered at the end of the wait.
 func TestRemoveJobWatches(t *testing.T) {
 	root := zktest.Path(t)
 	fleet := []runonce.Option{runonce.WithWindow(2 * time.Second), runonce.WithSpread()} // every attempt writes
@@ -155,8 +155,8 @@ func TestRemoveJobWatches(t *testing.T) {
 	}
 }
 
-// TestRemoveJobLeavesNothing (issue 50, item 2): every job removed left
-// its entry and its zklock.Lock in the Runner for ever (200 of 200).
+// TestRemoveJobLeavesNothing: every job removed left its entry and its
+// zklock.Lock in the Runner for ever (200 of 200).
 func TestRemoveJobLeavesNothing(t *testing.T) {
 	r, _ := newRunner(t, zktest.Path(t), runonce.WithWindow(time.Millisecond), runonce.WithLockTimeout(2*time.Second))
 	ctx := zktest.Context(t, 60*time.Second)

@@ -14,11 +14,11 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// TestHeldElsewhereSkips: a run whose tick is due but whose job's lock
-// is held, by a run of an earlier tick still going on another instance,
-// is skipped (ErrLockHeld), not queued; the rule, not the lock, makes the
-// other attempts of a tick skip. The tick is lost, not counted as run
-// (issue 50, item 6): an attempt of it after the lock is free runs it.
+// TestHeldElsewhereSkips: a run whose tick is due but whose job's lock is
+// held, by a run of an earlier tick still going on another instance, is
+// skipped (ErrLockHeld), not queued; the rule, not the lock, makes the
+// other attempts of a tick skip. The tick is lost, not counted as run: an
+// attempt of it after the lock is free runs it.
 func TestHeldElsewhereSkips(t *testing.T) {
 	root := zktest.Path(t)
 	const job = "held"

@@ -14,11 +14,11 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// TestDoOncePerTick is gocron issue #841's shape on the primitive: three
-// instances whose timers fire 0, 300 and 600 ms into each tick, a job of
-// 5 ms, each run released before the next instance tries. A lock alone
-// runs each tick three times; Do runs it once, on the first instance, and
-// the others are told why not (ErrAlreadyRan).
+// TestDoOncePerTick is the shape of go-co-op/gocron#841, on the primitive:
+// three instances whose timers fire 0, 300 and 600 ms into each tick, a
+// job of 5 ms, each run released before the next instance tries. A lock
+// alone runs each tick three times; Do runs it once, on the first
+// instance, and the others are told why not (ErrAlreadyRan).
 //
 // The margins, kept on a loaded machine (a make test with a busy core
 // beside it once delayed the first instance's write 152 ms, past the

@@ -31,12 +31,12 @@ func spreadTick(ctx context.Context, t *testing.T, job string, ls map[string]*ru
 	return ran
 }
 
-// TestSpreadAfterALeave (issue 43, item 2): with WithSpread, an instance
-// that wrote once since the last run and then left stayed in the run
-// node's Since for ever, so the instance that made the last run stepped
-// back on every tick after: the job never ran again. Now the tick left to
-// the instance that does not come is lost, and that one only; when it
-// comes back, the runs spread again, each tick once.
+// TestSpreadAfterALeave: with WithSpread, an instance that wrote once
+// since the last run and then left stayed in the run node's Since for
+// ever, so the instance that made the last run stepped back on every tick
+// after: the job never ran again. Now the tick left to the instance that
+// does not come is lost, and that one only; when it comes back, the runs
+// spread again, each tick once.
 func TestSpreadAfterALeave(t *testing.T) {
 	root := zktest.Path(t)
 	const w = 150 * time.Millisecond

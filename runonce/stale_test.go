@@ -10,16 +10,15 @@ import (
 	"github.com/tierlock/tierlock/runonce"
 )
 
-// TestClaimTickStale (issues 50, item 7, and 56, items 1 and 6): ticks
-// its scheduler fires more than the job's window after their scheduled
-// time (a replay of a tick a stopped process slept through, a tick
-// cron.DelayIfStillRunning delayed). One the fleet ran (b, on time) is
-// skipped, observed as stale and said so, once for an episode of them,
-// and once when a tick is on time again (the line said "the fleet ran
-// them" of ticks nobody ran); one whose run no record can show (at or
-// before the fire of a run without a tick, which may have been its run) is
-// unknown, told so; one no instance ran runs, late, before the fleet's last
-// run or after it; a tick on time runs.
+// TestClaimTickStale: ticks its scheduler fires more than the job's
+// window after their scheduled time (a replay of a tick a stopped process
+// slept through, a tick cron.DelayIfStillRunning delayed). One the fleet
+// ran (b, on time) is skipped, observed as stale and said so, once for an
+// episode of them, and once when a tick is on time again (the line said
+// "the fleet ran them" of ticks nobody ran); one whose run no record can
+// show (at or before the fire of a run without a tick, which may have
+// been its run) is unknown, told so; one no instance ran runs, late,
+// before the fleet's last run or after it; a tick on time runs.
 func TestClaimTickStale(t *testing.T) {
 	root := zktest.Path(t)
 	const w = 200 * time.Millisecond

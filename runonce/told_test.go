@@ -12,7 +12,7 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// Issue 56, item 6: what is told must be what happened.
+// What is told must be what happened.
 
 // TestHeldNamesTheHolder: a tick lost to a held lock named the holding
 // instance on the episode's first attempt only, then a lock node's name.

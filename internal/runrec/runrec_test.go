@@ -32,10 +32,10 @@ func (n node) write(by string, mtime, epoch, delay int64) (Verdict, node) {
 // run a tick earlier.
 var ranAt = node{Record{Last: 9000, Runs: 9, Window: w, Prev: 9300, Epoch: 1, By: "A"}, 10000, 1}
 
-// TestReviewerClockBehind is issue 37, item 9's case: A ran at 10,000; B,
-// 150 ms later in the same tick, writes at 9,450 on a new leader whose
-// clock is 700 ms behind. The old rule ran it again (elapsed -550 < -W).
-// Now B rebases (the write is in another epoch), and the next tick runs.
+// TestReviewerClockBehind: A ran at 10,000; B, 150 ms later in the same
+// tick, writes at 9,450 on a new leader whose clock is 700 ms behind. The
+// old rule ran it again (elapsed -550 < -W). Now B rebases (the write is
+// in another epoch), and the next tick runs.
 func TestReviewerClockBehind(t *testing.T) {
 	if v := ranAt.rec.Verdict(ranAt.mtime, ranAt.epoch); v != Run {
 		t.Fatalf("A's write: %v, want Run", v)
@@ -103,10 +103,10 @@ func TestForwardStepBound(t *testing.T) {
 	}
 }
 
-// TestTimerNotDecision (issue 38): a run is dated by its timer, not by its
-// write. A's first Lock took 800 ms (a cold server): by its write's time,
-// the next tick, 5 ms into its second, came 205 ms after the last run and
-// was lost; by the timers it is a second.
+// TestTimerNotDecision: a run is dated by its timer, not by its write.
+// A's first Lock took 800 ms (a cold server): by its write's time, the
+// next tick, 5 ms into its second, came 205 ms after the last run and was
+// lost; by the timers it is a second.
 func TestTimerNotDecision(t *testing.T) {
 	first := node{Record{Window: w, By: "A", Delay: 800}, 1800, 1}
 	last := Derive(first.rec.Encode(), first.mtime, first.epoch<<32)
@@ -125,8 +125,8 @@ func TestTimerNotDecision(t *testing.T) {
 	}
 }
 
-// TestOffsetShape is gocron issue #841's shape: three instances 150 ms
-// apart, a tick a second: each tick runs once, on the first.
+// TestOffsetShape is the shape of go-co-op/gocron#841: three instances
+// 150 ms apart, a tick a second: each tick runs once, on the first.
 func TestOffsetShape(t *testing.T) {
 	n := node{Record{Window: w, By: "A"}, 1000, 1}
 	runs := 1
@@ -184,13 +184,14 @@ func TestSpread(t *testing.T) {
 	}
 }
 
-// TestConfirms: a run holds whatever the latencies. B's timer fired 150
-// ms after A's run (a = 10,000); its Lock took 800 ms to the write's send.
-// Answered 50 ms after the send, B's write does not count as a run. Answered
-// 600 ms after it, the write counts as a run (its timer dated as late as
-// it can be: 10,750), but B cannot confirm it (dated as early, 10,150): B
-// skips, a tick lost, not one run twice. Dated by its send alone (issue
-// 38's idea), B ran. The next tick's first attempt is confirmed.
+// TestConfirms: a run holds whatever the latencies. B's timer fired
+// 150 ms after A's run (a = 10,000); its Lock took 800 ms to the write's
+// send. Answered 50 ms after the send, B's write does not count as a run.
+// Answered 600 ms after it, the write counts as a run (its timer dated as
+// late as it can be: 10,750), but B cannot confirm it (dated as early,
+// 10,150): B skips, a tick lost, not one run twice. Dated by its send
+// alone, as was once proposed, B ran. The next tick's first attempt is
+// confirmed.
 func TestConfirms(t *testing.T) {
 	const a = 10000
 	ranA := node{Record{Last: 9000, Window: w, By: "A", Delay: 5}, a + 5 + 40, 1}

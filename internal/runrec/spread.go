@@ -12,7 +12,7 @@ import "slices"
 // seen before it had this tick left to them, and only those that write
 // after it (those that came) count as alive for the next one. So a tick
 // left to an instance that does not come is the only one lost to it: the
-// next tick's attempts no longer step back for it (issue 43: kept in
+// next tick's attempts no longer step back for it (when it was kept in
 // Since until the next run, an instance that wrote once and left made the
 // last runner step back on every tick after). Otherwise the writer joins
 // Since.

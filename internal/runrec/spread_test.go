@@ -11,9 +11,9 @@ import (
 // version's derivation (a fleet upgraded one instance at a time).
 type deriver func(data []byte, mtime, mzxid int64) Last
 
-// deriveBefore43 is Derive as it was before issue 43 (item 2): a write
-// that was not a run always added its writer to Since, so an instance that
-// wrote once since the last run and left stayed there until the next run.
+// deriveBefore43 is Derive as an earlier version had it: a write that was
+// not a run always added its writer to Since, so an instance that wrote
+// once since the last run and left stayed there until the next run.
 func deriveBefore43(data []byte, mtime, mzxid int64) Last {
 	l := Derive(data, mtime, mzxid)
 	if r, ok := Decode(data); ok && !l.Ran {
@@ -57,10 +57,10 @@ func (s *sim) tick(n int64, order []string, derive func(by string) deriver) []st
 	return ran
 }
 
-// TestSpreadLeaveCostsOneTick (issue 43, item 2), on the record alone:
-// two instances, B skips once and leaves. Before, A stepped back on every
-// tick after (B stayed in Since: only a run cleared it); now the tick left
-// to B is lost and the next runs.
+// TestSpreadLeaveCostsOneTick, on the record alone: two instances, B
+// skips once and leaves. Before, A stepped back on every tick after (B
+// stayed in Since: only a run cleared it); now the tick left to B is lost
+// and the next runs.
 func TestSpreadLeaveCostsOneTick(t *testing.T) {
 	var s sim
 	now := func(string) deriver { return Derive }
@@ -142,11 +142,12 @@ func churn(t *testing.T, seed uint64, charged bool, derive func(by string) deriv
 	return lost, left
 }
 
-// TestSpreadMixedFleet (issue 45: a fleet upgraded one instance at a
-// time): instances that read the record as before issue 43 beside ones
-// that read it as now. The record's format is the same; the rule decides
-// each tick as ever, so none runs twice; the ticks lost stay bounded by
-// the departures, where a fleet of old instances alone stops the job.
+// TestSpreadMixedFleet (a fleet upgraded one instance at a time):
+// instances that read the record as the earlier version did
+// (deriveBefore43) beside ones that read it as now. The record's format
+// is the same; the rule decides each tick as ever, so none runs twice;
+// the ticks lost stay bounded by the departures, where a fleet of old
+// instances alone stops the job.
 func TestSpreadMixedFleet(t *testing.T) {
 	old := func(string) deriver { return deriveBefore43 }
 	lostOld, leftOld := churn(t, 1, false, old)
@@ -168,7 +169,7 @@ func TestSpreadMixedFleet(t *testing.T) {
 
 // TestKeep: RemoveJob's write leaves the job's state as it was, runs
 // nothing however late it comes, and leaves the spreading lists alone,
-// for this version's readers and the ones before issue 43.
+// for this version's readers and the earlier version's (deriveBefore43).
 func TestKeep(t *testing.T) {
 	var s sim
 	now := func(string) deriver { return Derive }

@@ -2,14 +2,14 @@ package runrec
 
 import "testing"
 
-// TestNamedTicks (issue 56): writes that claim named ticks after a named
-// run are decided by the names alone: a later tick a window on runs
-// whatever the server's clock says (here 2 s behind the names, then a new
-// leader's), and so does an earlier one no run is within a window of (a
-// tick an instance ahead of the others passed over); a tick run never
-// runs again. The ticks run are kept, the latest run first, at most
-// MaxRecent, and the largest let go is the floor: a tick not a window
-// above it does not run (its run would not be known).
+// TestNamedTicks: writes that claim named ticks after a named run are
+// decided by the names alone: a later tick a window on runs whatever the
+// server's clock says (here 2 s behind the names, then a new leader's),
+// and so does an earlier one no run is within a window of (a tick an
+// instance ahead of the others passed over); a tick run never runs again.
+// The ticks run are kept, the latest run first, at most MaxRecent, and
+// the largest let go is the floor: a tick not a window above it does not
+// run (its run would not be known).
 func TestNamedTicks(t *testing.T) {
 	const tick = 1_000_000
 	n := node{Record{Tick: tick, Window: w, By: "A"}, 998_000, 1} // a first run, the server 2 s behind

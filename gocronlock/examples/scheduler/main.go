@@ -64,7 +64,7 @@ func run(ctx context.Context, out io.Writer, servers []string, root string, ever
 	// close together: the window must exceed that spread.
 	start := time.Now().Truncate(every).Add(every)
 	for _, name := range []string{"invoices", "reports", "cleanup"} {
-		task := gocron.NewTask(func() { fmt.Fprintf(out, "%s %s: ran\n", time.Now().Format("15:04:05.000"), name) })
+		task := gocron.NewTask(func() { fmt.Fprintln(out, ranLine(locker, name)) })
 		if _, err := sched.NewJob(gocron.DurationJob(every), task, gocron.WithName(name),
 			gocron.WithStartAt(gocron.WithStartDateTime(start))); err != nil {
 			return err
@@ -74,6 +74,19 @@ func run(ctx context.Context, out io.Writer, servers []string, root string, ever
 	fmt.Fprintf(out, "scheduling 3 jobs every %v from %s; Ctrl-C stops\n", every, start.Format("15:04:05"))
 	<-ctx.Done()
 	return sched.Shutdown()
+}
+
+// ranLine is what a run prints: when it ran and, under the Locker, the
+// tick it runs (a tick fired late runs late, but it is still its own tick).
+func ranLine(locker *gocronlock.Locker, job string) string {
+	line := fmt.Sprintf("%s %s: ran", time.Now().Format("15:04:05.000"), job)
+	if locker == nil {
+		return line
+	}
+	if tick, ok := runonce.TickOf(locker.RunContext(job)); ok {
+		line += " the tick of " + tick.Format("15:04:05")
+	}
+	return line
 }
 
 // distribute returns the scheduler option that shares the jobs with the
