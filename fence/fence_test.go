@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tierlock/tierlock/fence"
+	"github.com/tierlock/tierlock/internal/zktest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -161,7 +162,7 @@ func TestStorm(t *testing.T) {
 			mu.Unlock()
 		}()
 	}
-	wg.Wait()
+	zktest.Wait(t, "the workers", &wg)
 	for key, toks := range log {
 		if len(toks) == 0 {
 			continue

@@ -132,7 +132,7 @@ func TestElectorConcurrentClose(t *testing.T) {
 		wg.Go(func() { closeWithin(t, e, 10*time.Second) })
 	}
 	close(ready)
-	wg.Wait()
+	zktest.Wait(t, "the concurrent Closes", &wg)
 }
 
 // TestElectorCloseStorm (issue 37, item 4): instances whose leader
@@ -166,7 +166,7 @@ func TestElectorCloseStorm(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	close(stop)
-	faults.Wait()
+	zktest.Wait(t, "the operator's faults", &faults)
 	var closers sync.WaitGroup
 	for _, in := range all {
 		closers.Go(func() {
@@ -174,7 +174,7 @@ func TestElectorCloseStorm(t *testing.T) {
 			in.s.Close()
 		})
 	}
-	closers.Wait()
+	zktest.Wait(t, "the closers", &closers)
 	t.Logf("closed from a handler on leading %d times, on its end %d, from a listener %d", c.leading.Load(), c.end.Load(), c.listener.Load())
 	if c.leading.Load() == 0 || c.end.Load() == 0 || c.listener.Load() == 0 {
 		t.Error("a kind of callback never closed: the storm did not test it")

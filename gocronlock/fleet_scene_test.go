@@ -149,7 +149,7 @@ func (f *fleetRun) wait(t *testing.T, limit time.Duration, killed map[*instance]
 			t.Errorf("%s", in.proc.Describe(in.name))
 		}
 	}
-	f.readers.Wait()
+	zktest.Wait(t, "the instances' output readers", &f.readers)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.records

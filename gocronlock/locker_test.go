@@ -40,7 +40,7 @@ func TestOnceInOffsetShape(t *testing.T) {
 				ran[i], errs[i] = runOnce(ctx, lockers[i], job, func() { time.Sleep(5 * time.Millisecond) })
 			})
 		}
-		wg.Wait()
+		zktest.Wait(t, "the tick's instances", &wg)
 		if !ran[0] || ran[1] || ran[2] {
 			t.Fatalf("tick %d: ran %v (errors %v), want only the first instance", tick, ran, errs)
 		}

@@ -65,7 +65,7 @@ func TestCleanupWithDefaults(t *testing.T) {
 			removed[i] = cleanup.RemoveJob(ctx, name)
 		})
 	}
-	wg.Wait()
+	zktest.Wait(t, "the RemoveJob calls", &wg)
 	time.Sleep(time.Until(start.Add(2500 * time.Millisecond)))
 	for i := range jobs {
 		if n := runs[i].Load(); n != 1 {

@@ -114,7 +114,7 @@ func TestScrapeCounts(t *testing.T) {
 	for range n {
 		release <- struct{}{}
 	}
-	wg.Wait()
+	zktest.Wait(t, "the three holders", &wg)
 	viaZK := 1
 	for i := 1; i < len(tokens); i++ {
 		if tokens[i] != tokens[i-1] {
@@ -318,7 +318,7 @@ func TestGaugesBalance(t *testing.T) {
 			tries.Store(g, try)
 		})
 	}
-	wg.Wait()
+	zktest.Wait(t, "the goroutines", &wg)
 	// Tries that surely succeed, and one that surely fails (a cancelled
 	// context): neither kind was ever a waiter.
 	for range 3 {

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/tierlock/tierlock/internal/zktest"
 	"github.com/tierlock/tierlock/mutexbool"
 )
 
@@ -241,13 +242,13 @@ func TestStorm(t *testing.T) {
 		}()
 	}
 
-	setWG.Wait()
+	zktest.Wait(t, "the setters", &setWG)
 	m.Set(true)
 	if !m.State() {
 		t.Fatal("State() = false after final Set(true)")
 	}
 	collect(t, errs, getters)
-	getWG.Wait()
+	zktest.Wait(t, "the getters", &getWG)
 }
 
 // Done is closed by Set(true), at once when already true, and a channel

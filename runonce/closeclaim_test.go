@@ -86,7 +86,7 @@ func TestCloseClaimTickStorm(t *testing.T) {
 		wg.Go(func() { errA = a.Do(ctx, "job", func(context.Context) error { ranA = true; return nil }) })
 		time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond)
 		_ = a.Close()
-		wg.Wait()
+		zktest.Wait(t, "a's Do", &wg)
 		errB := b.Do(ctx, "job", noop)
 		if !ranA && errB != nil {
 			lost++

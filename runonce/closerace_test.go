@@ -108,7 +108,7 @@ func TestCloseClaimStorm(t *testing.T) {
 		}
 		time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
 		_ = r.Close()
-		wg.Wait()
+		zktest.Wait(t, "the claims", &wg)
 	}
 	if strings.Contains(logs.String(), "lock lost") {
 		t.Errorf("a Close was logged as a loss:\n%s", logs.String())

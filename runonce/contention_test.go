@@ -62,7 +62,7 @@ func TestSimultaneousTimers(t *testing.T) {
 				}
 				time.Sleep(5 * time.Millisecond)
 				close(start)
-				wg.Wait()
+				zktest.Wait(t, "the tick's runners", &wg)
 				runs := 0
 				for _, ok := range ran {
 					if ok {

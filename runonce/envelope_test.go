@@ -26,7 +26,7 @@ func ticks(t *testing.T, ls []*runonce.Runner, offs []time.Duration, p time.Dura
 			}
 		})
 	}
-	wg.Wait()
+	zktest.Wait(t, "the runners", &wg)
 }
 
 // TestOutsideEnvelopeWarned: what the run node shows of a fleet outside
@@ -180,7 +180,7 @@ func TestStallNotTakenForDoubles(t *testing.T) {
 				_, _ = runOnce(ctx, b, job, nil)
 			})
 		}
-		wg.Wait()
+		zktest.Wait(t, "the tick's runs", &wg)
 	}
 	if n := strings.Count(logs.String(), "the job runs more than once per tick"); n > 0 {
 		t.Errorf("%d of %d jobs told they run more than once per tick, where each tick ran once:\n%s", n, jobs, strings.Join(runonceLines(logs.String()), "\n"))

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tierlock/tierlock/internal/zktest"
 )
 
 // TestLatencyP99: the Claim latency histogram's 99th percentile, within a
@@ -57,7 +59,7 @@ func TestSchedulingLatency(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond)
 	close(stop)
-	wg.Wait()
+	zktest.Wait(t, "the spinners and sleepers", &wg)
 	got := s.p99()
 	t.Logf("scheduling latency p99 with 4 spinners per processor: %v", got)
 	if got < time.Millisecond {

@@ -181,7 +181,7 @@ func TestRemoveJobLeavesNothing(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	zktest.Wait(t, "the RemoveJob calls", &wg)
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)

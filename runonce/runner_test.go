@@ -51,7 +51,7 @@ func TestDoOncePerTick(t *testing.T) {
 				})
 			})
 		}
-		wg.Wait()
+		zktest.Wait(t, "the instances", &wg)
 		checkFirstRan(t, tick, ran, errs)
 		last, err := rs[2].LastRun(ctx, "report")
 		if err != nil {
@@ -249,7 +249,7 @@ func TestBoundaryHint(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	zktest.Wait(t, "the runners", &wg)
 	const want = "the job runs more than once per tick: the fleet's timers for it are further apart than its window; "
 	if out := logs.String(); !strings.Contains(out, want) || !strings.Contains(out, "start the job on a common boundary (the scheduler's own way)") ||
 		!strings.Contains(out, "component=runonce") {

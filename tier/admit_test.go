@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tierlock/tierlock/internal/zktest"
 )
 
 // admitWaitFor polls cond until it holds or a generous deadline passes.
@@ -81,7 +83,7 @@ func TestAdmissionFIFO(t *testing.T) {
 		admitWaitFor(t, "the waiter is queued", func() bool { return a.waiters() == i+1 })
 	}
 	a.release(1)
-	wg.Wait()
+	zktest.Wait(t, "the waiters", &wg)
 	for i, v := range order {
 		if v != i {
 			t.Fatalf("served out of order: %v", order)

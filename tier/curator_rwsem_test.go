@@ -74,7 +74,7 @@ func mixedRun(t *testing.T, mode, param string, d, hold time.Duration,
 			}()
 		}
 	}
-	wg.Wait()
+	zktest.Wait(t, "our goroutines", &wg)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("curator: %v\n%s", err, errOut.String())
 	}

@@ -296,7 +296,7 @@ func (c *crew) stop() {
 	}
 	c.cancel()
 	c.cancel = nil
-	c.wg.Wait()
+	zktest.Wait(c.t, "the crew's workers", &c.wg)
 	verifyExclusion(c.t, c.log)
 	var holds, lost int64
 	for _, w := range c.workers {

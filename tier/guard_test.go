@@ -396,7 +396,7 @@ func TestTxnStress(t *testing.T) {
 			}()
 		}
 	}
-	wg.Wait()
+	zktest.Wait(t, "the goroutines", &wg)
 	data, _, err := admin.Conn().Get(counter)
 	if err != nil {
 		t.Fatal(err)

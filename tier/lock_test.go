@@ -137,7 +137,7 @@ func TestGoroutinesOneNode(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	zktest.Wait(t, "the goroutines", &wg)
 	close(stop)
 	<-sampled
 	if peakNodes.Load() > 1 {
@@ -306,7 +306,7 @@ func TestReleaseOrderLetsOthersIn(t *testing.T) {
 		go run("a", a, 5, &wg)
 		go run("b", b, 5, &wg)
 	}
-	wg.Wait()
+	zktest.Wait(t, "the runs", &wg)
 	// With both processes always waiting, strict order alternates: count
 	// the switches between processes.
 	switches := 0
@@ -365,7 +365,7 @@ func TestHandoffBounded(t *testing.T) {
 	// gate waiters; the bound below needs at least four of them queued).
 	time.Sleep(100 * time.Millisecond)
 	l.Release(first)
-	wg.Wait()
+	zktest.Wait(t, "the waiters", &wg)
 	// 11 holds: at most 4 hand-offs per node, so at least 3 nodes.
 	if handoffs.Load() == 0 || zkTier.Load() < 3 || handoffs.Load()+zkTier.Load() != 11 {
 		t.Fatalf("handoffs %d, zookeeper acquisitions %d", handoffs.Load(), zkTier.Load())

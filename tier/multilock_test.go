@@ -453,7 +453,7 @@ func oppositeOrders(t *testing.T, shared, unordered bool, rounds int) int {
 				errs[g] = m.Release(held)
 			}()
 		}
-		wg.Wait()
+		zktest.Wait(t, "the two sets", &wg)
 		switch {
 		case errors.Is(errs[0], context.DeadlineExceeded) && errors.Is(errs[1], context.DeadlineExceeded):
 			deadlocks++

@@ -136,7 +136,7 @@ func TestRegistryExclusionPerKey(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	zktest.Wait(t, "the goroutines", &wg)
 	if r.Len() != 0 {
 		t.Fatalf("%d locks left after all released", r.Len())
 	}
@@ -163,7 +163,7 @@ func TestLocker(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	zktest.Wait(t, "the Locker's users", &wg)
 	if _, ok, _ := l.TryAcquire(context.Background()); !ok {
 		t.Fatal("lock not free after the Locker's last Unlock")
 	}

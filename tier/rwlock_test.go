@@ -243,7 +243,7 @@ func TestRWMultiSession(t *testing.T) {
 			}()
 		}
 	}
-	wg.Wait()
+	zktest.Wait(t, "the goroutines", &wg)
 	v := checkRW(rec.log)
 	t.Logf("%d reads, %d writes over %d sessions x %d goroutines; reader concurrency %d; %d violations",
 		v.reads, v.writes, procs, goroutines, v.maxReaders, len(v.violations))

@@ -86,7 +86,7 @@ func TestSemMultiSession(t *testing.T) {
 			}
 		}
 	}()
-	wg.Wait()
+	zktest.Wait(t, "the goroutines", &wg)
 	close(stop)
 	<-sampled
 	bad, peak := checkSem(rec.log, n)
@@ -140,7 +140,7 @@ func TestSemTryRace(t *testing.T) {
 			}()
 		}
 	}
-	wg.Wait()
+	zktest.Wait(t, "the tries", &wg)
 	bad, peak := checkSem(rec.log, n)
 	t.Logf("%d tries won of %d; peak %d of %d", wins.Load(), procs*3*10, peak, n)
 	for _, s := range bad {

@@ -35,7 +35,7 @@ func waitAll(t *testing.T, l *tier.Lock, n int, deadline time.Time) []error {
 			errs[i] = err
 		}()
 	}
-	wg.Wait()
+	zktest.Wait(t, "the waiters", &wg)
 	for i, err := range errs {
 		if err == nil {
 			t.Fatalf("waiter %d acquired a lock held elsewhere", i)

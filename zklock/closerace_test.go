@@ -66,7 +66,7 @@ func TestCloseRacingAcquisitions(t *testing.T) {
 			t.Fatal(err)
 		}
 		cancel()
-		wg.Wait()
+		zktest.Wait(t, "the acquirers", &wg)
 	}
 }
 
@@ -172,7 +172,7 @@ func TestConcurrentSessionClose(t *testing.T) {
 				}
 			}()
 		}
-		wg.Wait()
+		zktest.Wait(t, "the closers", &wg)
 		if st := s.State(); st != zklock.StateClosed {
 			t.Errorf("round %d: state %v after Close", round, st)
 		}
@@ -214,7 +214,7 @@ func TestRequestMeetsClose(t *testing.T) {
 		}
 		time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond)
 		s.Close()
-		wg.Wait()
+		zktest.Wait(t, "the requests", &wg)
 		if err := s.Request(context.Background(), func(*zk.Conn) error { t.Error("a request ran after Close"); return nil }); !errors.Is(err, zklock.ErrSessionClosed) {
 			t.Errorf("round %d: a request after Close: %v, want ErrSessionClosed", round, err)
 		}

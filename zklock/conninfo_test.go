@@ -108,7 +108,7 @@ func TestGrantedTimeoutReadsBesideReconnections(t *testing.T) {
 		reads++
 	}
 	close(stop)
-	wg.Wait()
+	zktest.Wait(t, "the connection cutter", &wg)
 	t.Logf("%d reads, %d in a session", reads, sessions)
 	if sessions == 0 {
 		t.Error("no read found the session")

@@ -305,7 +305,7 @@ func TestServerRestartWhileWaiting(t *testing.T) {
 	if err := hh.Release(); !errors.Is(err, zklock.ErrLockLost) {
 		t.Fatalf("holder Release: %v", err)
 	}
-	wg.Wait()
+	zktest.Wait(t, "the waiters", &wg)
 	for i, v := range order {
 		if v != i {
 			t.Fatalf("granted out of order after restart: %v", order)

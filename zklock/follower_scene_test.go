@@ -176,6 +176,6 @@ func stalledFollowerScene(t *testing.T, ctx context.Context, a *zklock.Session, 
 	time.Sleep(r.stalled.Add(T + 400*time.Millisecond).Sub(time.Now()))
 	link.UnstallReplies()
 	r.downHealed = time.Now()
-	wg.Wait()
+	zktest.Wait(t, "A's and B's acquisitions", &wg)
 	return r
 }

@@ -146,7 +146,7 @@ func silentFirst(t *testing.T) (addrs []string, silent <-chan string) {
 		for _, ln := range lns {
 			ln.Close()
 		}
-		wg.Wait()
+		zktest.Wait(t, "the accept loops", &wg)
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range held {

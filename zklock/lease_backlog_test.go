@@ -344,7 +344,7 @@ func TestBusySessionKeepsItsLease(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	zktest.Wait(t, "the acquirers", &wg)
 	if firstErr != nil {
 		t.Fatal(firstErr)
 	}

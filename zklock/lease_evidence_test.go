@@ -201,7 +201,7 @@ func shorterTimeoutScene(t *testing.T, ctx context.Context, c *zkserver.Cluster,
 		r.aLost = time.Now()
 	case <-time.After(T1 + T2):
 	}
-	wg.Wait()
+	zktest.Wait(t, "B's acquisition", &wg)
 	return r
 }
 

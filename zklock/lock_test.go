@@ -121,7 +121,7 @@ func TestFIFO(t *testing.T) {
 	if err := hh.Release(); err != nil {
 		t.Fatal(err)
 	}
-	wg.Wait()
+	zktest.Wait(t, "the waiters", &wg)
 	if len(order) != n {
 		t.Fatalf("order = %v", order)
 	}
@@ -324,7 +324,7 @@ func TestPipelinedExclusion(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	zktest.Wait(t, "the acquirers", &wg)
 	if maxInside.Load() != 1 {
 		t.Fatalf("%d holders at once", maxInside.Load())
 	}

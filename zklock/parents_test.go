@@ -228,7 +228,7 @@ func TestParentsReapedStorm(t *testing.T) {
 			})
 		}
 	}
-	wg.Wait()
+	zktest.Wait(t, "the acquirers", &wg)
 	close(stop)
 	t.Logf("%d acquisitions, %d failed writes, %d containers reaped", acquired.Load(), min(failed.Load(), 3), <-reaped)
 	for _, p := range paths {

@@ -59,7 +59,7 @@ func TestPipelineContractOneRequestPerWrite(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	zktest.Wait(t, "the listings", &wg)
 	if b := bad.Load(); b > 0 {
 		t.Fatalf("%d of %d writes were not exactly one request (first: %s): pipelining's assumption broke", b, writes.Load(), firstBad)
 	}

@@ -270,7 +270,7 @@ func TestPositionNothingAfterReturn(t *testing.T) {
 		w.Close()
 	}
 	stopChurn()
-	churned.Wait()
+	zktest.Wait(t, "the churning contenders", &churned)
 }
 
 // Bad input and the calls that report nothing: a nil handler is no

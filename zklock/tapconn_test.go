@@ -109,7 +109,7 @@ func TestRequestsBehindABusySocketGoTogether(t *testing.T) {
 		return zklock.Written(s, zklock.OpGetChildren2)-before == n
 	})
 	let()
-	wg.Wait()
+	zktest.Wait(t, "the listings", &wg)
 	close(errs)
 	for err := range errs {
 		if err != nil {

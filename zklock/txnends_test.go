@@ -124,7 +124,7 @@ func TestTxnEndsWithTheSessionLost(t *testing.T) {
 	wg.Add(2)
 	go func() { defer wg.Done(); _, heldErr = h.Txn(ctxT(t, 20*time.Second), seqCreate(held)) }()
 	go func() { defer wg.Done(); _, freeErr = s.Txn(ctxT(t, 20*time.Second), seqCreate(free)) }()
-	wg.Wait()
+	zktest.Wait(t, "the two Txns", &wg)
 	if s.SessionID() == sid {
 		t.Fatalf("the session was not expired (still %x)", sid)
 	}
@@ -201,7 +201,7 @@ func TestTxnStorm(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	zktest.Wait(t, "the workers", &wg)
 	zklock.SetWriteHook(s, nil)
 	close(results)
 	eventually(t, 20*time.Second, "the writer idle", func() bool { return zklock.QueuedWritesForTest(s) == 0 })

@@ -46,7 +46,7 @@ func TestTwoProcesses(t *testing.T) {
 	for i, p := range policies {
 		wg.Go(func() { errs[i] = run(ctx, slices.Concat(common, p), &outs[i], st) })
 	}
-	wg.Wait()
+	zktest.Wait(t, "the two processes", &wg)
 	for i, p := range policies {
 		t.Run(strings.Join(p, " "), func(t *testing.T) {
 			out := outs[i].String()

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tierlock/tierlock/internal/zktest"
 )
 
 func TestLogOrdersCalls(t *testing.T) {
@@ -45,7 +47,7 @@ func TestLogConcurrent(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	zktest.Wait(t, "the goroutines", &wg)
 	if r := l.Check(Options{}); !r.OK() || r.Holds != 400 {
 		t.Fatalf("holds under a mutex: %+v", r)
 	}

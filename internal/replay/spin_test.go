@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tierlock/tierlock/internal/trace"
+	"github.com/tierlock/tierlock/internal/zktest"
 )
 
 // The replay checked against model/twotier.pml: the model, built with
@@ -166,7 +167,7 @@ func inParallel(t *testing.T, src string, jobs []func(dir string)) {
 		ch <- j
 	}
 	close(ch)
-	wg.Wait()
+	zktest.Wait(t, "the workers", &wg)
 }
 
 // trail runs pan on the model with defines (EMIT added) until its first

@@ -59,6 +59,13 @@ func Waited(wg *sync.WaitGroup) <-chan struct{} {
 	return done
 }
 
+// Wait waits for wg as AwaitClosed waits for a channel: after StuckAfter
+// it fails t, naming what, with the stacks of all goroutines.
+func Wait(t testing.TB, what string, wg *sync.WaitGroup) {
+	t.Helper()
+	AwaitClosed(t, what, Waited(wg))
+}
+
 func await[T any](t testing.TB, what string, ch <-chan T, d time.Duration) (v T, ok bool) {
 	t.Helper()
 	timer := time.NewTimer(d)

@@ -294,7 +294,7 @@ func (f *fleetRun) wait(t *testing.T, limit time.Duration) Records {
 			break
 		}
 	}
-	f.readers.Wait()
+	zktest.Wait(t, "the instances' output readers", &f.readers)
 	for instance := range f.procs {
 		if ready, ok := f.records.Ready[instance]; !ok || (ready.After(f.start) && len(f.gone[instance]) == 0) {
 			t.Errorf("%s's scheduler started at %v, after the fleet's start %v: make fleetLead longer", instance, ready, f.start)

@@ -35,7 +35,7 @@ func TestTwoCopies(t *testing.T) {
 			for i := range outs {
 				wg.Go(func() { errs[i] = run(ctx, &outs[i], zktest.Servers(t), root, time.Second, elect) })
 			}
-			wg.Wait()
+			zktest.Wait(t, "the two copies", &wg)
 			runs := map[string][]time.Time{}
 			ticks := map[string]int{} // "job tick" under the Locker
 			for i := range outs {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/tierlock/tierlock/internal/zktest"
 )
 
 // The write path explored schedule by schedule (world_test.go,
@@ -137,7 +139,7 @@ func TestExplore(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	zktest.Wait(t, "the explorers", &wg)
 	if failed != nil {
 		t.Fatal(failed.report())
 	}
