@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -134,7 +135,7 @@ func (f *fleetRun) judgeClocks(t *testing.T, cfg clockConfig, rep Report, rs Rec
 	}
 	obs := ObsExcept(rs.Obs, cfg.old)
 	lost := TellsLost(rep, obs)
-	ranLost := ToldLostRan(rs, obs, in)
+	ranLost := f.notTakenBack(ToldLostRan(rs, obs, in), obs)
 	cut := len(lost.AlreadyRan) + len(lost.Stale) - len(f.outsideCuts(lost.AlreadyRan, obs)) - len(f.outsideCuts(lost.Stale, obs))
 	t.Logf("%s, %v: %v\n  faults: %s\n  lost ticks: %v (already_ran or stale: %d claims cut between their write and their run by the kill or the stop)\n  ticks run told lost or held: %d\n  warnings: %s",
 		cfg.what, *fleetDuration, rep, strings.Join(told, "; "), lost, cut, len(ranLost), f.warnings())
@@ -155,6 +156,57 @@ func (f *fleetRun) judgeClocks(t *testing.T, cfg clockConfig, rep Report, rs Rec
 	if n := f.count("runs more than once per tick"); n > 0 && rep.Repeated() == 0 {
 		t.Errorf("%d warnings that a job runs more than once per tick, in a run where none did", n)
 	}
+}
+
+// notTakenBack returns the ticks of keys (ticks that ran, told lost or
+// held) that were told lost, or held and not taken back. An instance that
+// finds a job's lock held tells the tick lost "unless the holder runs them
+// after" and, when the lock is free again, how many of them the record
+// shows run since (ticks_run_after): a paused holder, or one whose clock is
+// behind, runs them late, once. Its held ticks that ran are told truly when
+// its take-backs for the job cover them.
+func (f *fleetRun) notTakenBack(keys []Key, obs []Obs) []Key {
+	ran := map[Key]bool{}
+	for _, k := range keys {
+		ran[k] = true
+	}
+	bad := map[Key]bool{}
+	held := map[[2]string][]Key{} // (instance, job): its held ticks that ran
+	for _, o := range obs {
+		k := Key{o.Job, o.Tick.UTC()}
+		switch {
+		case !ran[k]:
+		case o.Outcome == "held":
+			held[[2]string{o.Instance, o.Job}] = append(held[[2]string{o.Instance, o.Job}], k)
+		default:
+			bad[k] = true
+		}
+	}
+	for ij, ks := range held {
+		if len(ks) > f.ranAfter(ij[0], ij[1]) {
+			for _, k := range ks {
+				bad[k] = true
+			}
+		}
+	}
+	return slices.DeleteFunc(slices.Clone(keys), func(k Key) bool { return !bad[k] })
+}
+
+// ranAfter sums the ticks instance took back for job: ticks_run_after of
+// its "job's lock free again" lines.
+func (f *fleetRun) ranAfter(instance, job string) int {
+	n := 0
+	for _, line := range strings.Split(f.logs[instance].String(), "\n") {
+		if !strings.Contains(line, `msg="job's lock free again"`) || !strings.Contains(line, " job="+job+" ") {
+			continue
+		}
+		if _, v, ok := strings.Cut(line, " ticks_run_after="); ok {
+			v, _, _ = strings.Cut(v, " ")
+			m, _ := strconv.Atoi(v)
+			n += m
+		}
+	}
+	return n
 }
 
 // toldOf returns the workers' log lines (warnings and errors) that name
