@@ -12,6 +12,58 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
+// TestHeldTickRunAfterTheLockFrees: b loses t+1 to a's run of t, and at
+// t+2 finds the lock free before a, late (its clock behind, or woken from
+// a stop), runs t+1. The end of b's episode waits for the record to show
+// t+1 run or let go, and takes it back at t+3. On the code before, b told
+// the end at t+2 with t+1 lost ("ticks_lost=1 ticks_run_after=0"), and a
+// then ran it: cronlock's fleet with an instance 2 s behind told 78 ticks
+// lost that ran.
+func TestHeldTickRunAfterTheLockFrees(t *testing.T) {
+	pair := twoInstances(t)
+	a, b, logs := pair.a, pair.b, pair.logs
+	ctx := zktest.Context(t, 20*time.Second)
+	const period = time.Second
+	t0 := time.Now().Truncate(period).Add(period)
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * period) }
+	claim := func(r *runonce.Runner, i int) error {
+		c, err := r.ClaimTick(ctx, "job", at(i))
+		if err == nil {
+			err = c.Release()
+			runonce.WaitLockFree(t, r, "job")
+		}
+		return err
+	}
+	time.Sleep(time.Until(at(0)))
+	run, err := a.ClaimTick(ctx, "job", at(0))
+	if err != nil {
+		t.Fatalf("a's tick t: %v", err)
+	}
+	time.Sleep(time.Until(at(1)))
+	if _, err := b.ClaimTick(ctx, "job", at(1)); !errors.Is(err, runonce.ErrLockHeld) {
+		t.Fatalf("b's tick t+1 while a's run of t goes on: %v, want ErrLockHeld", err)
+	}
+	if err := run.Release(); err != nil {
+		t.Fatal(err)
+	}
+	runonce.WaitLockFree(t, a, "job")
+	time.Sleep(time.Until(at(2)))
+	if err := claim(b, 2); err != nil {
+		t.Fatalf("b's tick t+2, the lock free: %v", err)
+	}
+	if err := claim(a, 1); err != nil {
+		t.Fatalf("a's late fire of t+1: %v, want a run (no instance ran it)", err)
+	}
+	time.Sleep(time.Until(at(3)))
+	if err := claim(b, 3); err != nil {
+		t.Fatalf("b's tick t+3: %v", err)
+	}
+	out := logs.String()
+	if n := strings.Count(out, "job's lock free again"); n != 1 || !strings.Contains(out, "ticks_lost=0 ticks_run_after=1") {
+		t.Errorf("b's episode ended in %d lines, want 1 taking back t+1, which a ran after the lock was free:\n%s", n, out)
+	}
+}
+
 // TestHeldTickRunAfter (the ninth review of the fleet, item 3): a's run
 // of tick t lasts longer than the period, so b's claim of t+1 finds the
 // job's lock held; a's scheduler then fires t+1 when the run ends

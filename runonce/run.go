@@ -67,7 +67,10 @@ type heldEpisode struct {
 	began time.Time // this instance's first lost tick of it
 	runs  int64     // the runs recorded then: one more, and someone ran
 	lost  int
-	ticks []int64 // the named ticks lost, to take back those the record shows run at the end
+	ticks []int64 // the named ticks lost and not yet decided: shown run (taken back) or let go
+	// free: the lock was found free; the end waits for ticks to be decided
+	free     bool
+	ranAfter int // ticks taken back
 }
 
 // removal is a RemoveJob under way, as the job's Claims of this instance

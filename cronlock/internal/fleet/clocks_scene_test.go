@@ -178,7 +178,7 @@ func (f *fleetRun) notTakenBack(keys []Key, obs []Obs) []Key {
 		case !ran[k]:
 		case o.Outcome == "held":
 			held[[2]string{o.Instance, o.Job}] = append(held[[2]string{o.Instance, o.Job}], k)
-		default:
+		case o.Outcome == "lost":
 			bad[k] = true
 		}
 	}
