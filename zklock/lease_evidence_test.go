@@ -132,6 +132,20 @@ func TestShorterTimeoutAtReconnection(t *testing.T) {
 			})
 		}
 	}
+	for _, wrap := range []bool{false, true} {
+		name := map[bool]string{false: "Connect", true: "NewSession"}[wrap] + "/expiry only/answer withheld"
+		t.Run(name, func(t *testing.T) {
+			r := withheldAnswerScene(t, ctx, c, wrap, leader, f1, f2, T1, T2)
+			t.Log(r)
+			switch {
+			case r.bGranted.IsZero():
+				t.Fatalf("B never granted: %s", r)
+			case r.aLost.IsZero() || r.aLost.After(r.bGranted.Add(2*T2/8)):
+				t.Errorf("two holders: B granted at %s, A told lost at %s (T2 %v granted by an answer withheld; overlap allowed %v)",
+					r.rel(r.bGranted), r.rel(r.aLost), T2, 2*T2/8)
+			}
+		})
+	}
 }
 
 // shorterTimeoutScene plays TestShorterTimeoutAtReconnection's scene once:
@@ -140,26 +154,8 @@ func TestShorterTimeoutAtReconnection(t *testing.T) {
 func shorterTimeoutScene(t *testing.T, ctx context.Context, c *zkserver.Cluster, wrap, expiryOnly bool,
 	leader, f1, f2 int, T1, T2 time.Duration) sceneResult {
 	var r sceneResult
-	opts := []zklock.SessionOption{zklock.WithSessionTimeout(T1), zklock.WithLogger(quietLog)}
-	if expiryOnly {
-		opts = append(opts, zklock.WithLossOnExpiryOnly())
-	}
 	d := &steeredDialer{allow: c.Addr(f1)}
-	servers := []string{c.Addr(f1), c.Addr(f2)}
-	var a *zklock.Session
-	if wrap {
-		conn, events, err := zk.Connect(servers, T1, zk.WithDialer(d.dial), zk.WithLogInfo(false), zk.WithLogger(zkQuiet{}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(conn.Close)
-		if a, err = zklock.NewSession(conn, events, opts...); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = a.Close() })
-	} else {
-		a = connect(t, servers, append(opts, zklock.WithDialer(d.dial))...)
-	}
+	a := steeredSession(t, d, []string{c.Addr(f1), c.Addr(f2)}, wrap, expiryOnly, T1)
 	b := connect(t, []string{c.Addr(leader)}, zklock.WithSessionTimeout(T2))
 	path := zktest.Path(t)
 	la, lb := newLock(t, a, path), newLock(t, b, path)
@@ -170,7 +166,7 @@ func shorterTimeoutScene(t *testing.T, ctx context.Context, c *zkserver.Cluster,
 	} else if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
-	d.moveTo(c.Addr(f2)) // the connection to f1 drops; A reconnects to f2, in the same session
+	d.moveTo(c.Addr(f2), false) // the connection to f1 drops; A reconnects to f2, in the same session
 	eventually(t, 30*time.Second, "A on f2, in the same session", func() bool {
 		return a.Conn().Server() == c.Addr(f2) && a.Conn().State() == zk.StateHasSession
 	})
@@ -205,13 +201,40 @@ func shorterTimeoutScene(t *testing.T, ctx context.Context, c *zkserver.Cluster,
 	return r
 }
 
+// steeredSession makes A's session with timeout T, by Connect or by
+// NewSession over the test's own connection (wrap), dialing through d.
+func steeredSession(t *testing.T, d *steeredDialer, servers []string, wrap, expiryOnly bool, T time.Duration) *zklock.Session {
+	t.Helper()
+	opts := []zklock.SessionOption{zklock.WithSessionTimeout(T), zklock.WithLogger(quietLog)}
+	if expiryOnly {
+		opts = append(opts, zklock.WithLossOnExpiryOnly())
+	}
+	if !wrap {
+		return connect(t, servers, append(opts, zklock.WithDialer(d.dial))...)
+	}
+	conn, events, err := zk.Connect(servers, T, zk.WithDialer(d.dial), zk.WithLogInfo(false), zk.WithLogger(zkQuiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	a, err := zklock.NewSession(conn, events, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	return a
+}
+
 // steeredDialer dials only the one address it allows: the others are
 // refused, so that go-zookeeper moves on to it. moveTo allows another and
-// closes the connection made to the one before.
+// closes the connection made to the one before; asked to, it withholds
+// what the server sends on the next connection (withheld), and refuses
+// every dial after it.
 type steeredDialer struct {
-	mu    sync.Mutex
-	allow string
-	conn  net.Conn
+	mu       sync.Mutex
+	allow    string
+	withhold bool
+	conn     net.Conn
 }
 
 func (d *steeredDialer) dial(network, address string, timeout time.Duration) (net.Conn, error) {
@@ -221,17 +244,35 @@ func (d *steeredDialer) dial(network, address string, timeout time.Duration) (ne
 		return nil, fmt.Errorf("steered away from %s (the test allows %s)", address, d.allow)
 	}
 	c, err := net.DialTimeout(network, address, timeout)
-	if err == nil {
-		d.conn = c
+	if err != nil {
+		return nil, err
 	}
-	return c, err
+	d.conn = c
+	if d.withhold {
+		d.allow, d.withhold = "", false // one such connection, and no more
+		return withheld{c}, nil
+	}
+	return c, nil
 }
 
-func (d *steeredDialer) moveTo(addr string) {
+func (d *steeredDialer) moveTo(addr string, withhold bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.allow = addr
+	d.allow, d.withhold = addr, withhold
 	if d.conn != nil {
 		d.conn.Close()
+	}
+}
+
+// withheld is a connection whose reads see nothing the server sends (its
+// connect answer first): they read and drop it until the connection fails
+// or its read deadline passes.
+type withheld struct{ net.Conn }
+
+func (w withheld) Read(b []byte) (int, error) {
+	for {
+		if _, err := w.Conn.Read(b); err != nil {
+			return 0, err
+		}
 	}
 }

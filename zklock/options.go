@@ -54,10 +54,17 @@ func WithLogger(l *slog.Logger) SessionOption {
 // session timeout have passed since the latest moment the leader is shown
 // to have heard of the session (a local timer, as Curator's session
 // connection-state policy has): the server may have expired the session by
-// then. The price is a bounded overlap: another process may be granted the
-// lock up to an eighth of the session timeout before this holder is told
-// (the argument is in zklock/internal/session's lease.go). Use it only
-// together with fencing tokens. The default ends every hold on a
+// then. From the moment the session's connection reaches a server again
+// until that server's answer tells the timeout it grants, the hold stands
+// at most nine eighths of the least timeout a member can grant (two ticks
+// by ZooKeeper's defaults, as the session's probe reads it, or as
+// WithServerTickTime declares it; where neither says, the hold ends as a
+// server is reached): the member may grant less than any before it, and
+// the leader's expiry follows before the answer can tell. The price is a
+// bounded overlap: another process may be granted the lock up to an eighth
+// of the session timeout before this holder is told (the argument is in
+// zklock/internal/session's lease.go). Use it only together with fencing
+// tokens. The default ends every hold on a
 // disconnection, and seven eighths of the session timeout after that
 // moment, before any other process can be granted the lock.
 func WithLossOnExpiryOnly() SessionOption {

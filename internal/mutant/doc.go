@@ -150,6 +150,11 @@ const (
 	// writes, which dates a proof with no waiter by the first write after
 	// its queueing (wire: Tap.began).
 	PingsInRing = "pings-in-ring"
+	// UntoldGrantIgnored: under WithLossOnExpiryOnly, the deadline keeps
+	// the reach of the timeouts granted so far while a reconnection's
+	// connect answer, which may grant less, is on its way (session:
+	// Lease.reachNow).
+	UntoldGrantIgnored = "untold-grant-ignored"
 )
 
 // Names lists the seeded bugs.
@@ -159,5 +164,5 @@ func Names() []string {
 		ReachLong, ChainNoGap, LossLate, LapseLate, GrantLate,
 		GrantIgnoresLease, GoneWhileDown, NoRenewal, LapseEndUntold,
 		ChainNoAfter, TimeoutAsked, TimeoutLarger, LeaseFromProof, NewSessionKeepsHolds,
-		AuthTouches, TimeoutKeptLonger, WallClock, HandshakeFromAnswer, PingsInRing}
+		AuthTouches, TimeoutKeptLonger, WallClock, HandshakeFromAnswer, PingsInRing, UntoldGrantIgnored}
 }

@@ -44,6 +44,7 @@ func (le *Lease) lapse() {
 		return
 	}
 	lost := s.st.takeHolds(ErrLeaseExpired)
+	why := le.untoldWhy()
 	if len(lost) > 0 {
 		le.lapsing()
 	}
@@ -52,7 +53,7 @@ func (le *Lease) lapse() {
 	if len(lost) > 0 {
 		le.lapses.Add(1)
 		le.wake() // the renewer proves the session until it is: see renew
-		msg := "session not confirmed with the leader in time: holds end, grants wait until it is"
+		msg := "session not confirmed with the leader in time" + why + ": holds end, grants wait until it is"
 		stalled := le.stalledFor()
 		if stalled != nil {
 			msg += "; this process stalled (stopped, suspended or paused: its monotonic clock jumped) past the lease's deadline"

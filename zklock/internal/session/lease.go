@@ -115,15 +115,24 @@ import (
 //
 // Under WithLossOnExpiryOnly the reach is 9T/8 instead: holds survive
 // disconnections and leader-less stretches shorter than that, and the
-// next holder can be granted the lock at most T/8 before this one is told,
-// provided no member grants the session a shorter timeout at a
-// reconnection whose answer is still on its way: the REVALIDATE re-arms the
-// leader's expiry with it before the client can know (the lease's
-// explorer's author showed 559 ms past the expiry with T 10 s cut to 4 s and
-// the answer 5 s late). Under the default policy the drop ended the holds
-// already; under WithLossOnExpiryOnly a rolling change of the members'
-// maxSessionTimeout downwards can overlap holds by more than T/8.
-//
+// next holder can be granted the lock at most T/8 before this one is told.
+// But a reconnection may reach a member that grants less than any before
+// it (a rolling change of maxSessionTimeout): its REVALIDATE re-arms the
+// leader's expiry with what it grants, at or after the connect request's
+// write, before the answer can tell the client (the lease's explorer
+// showed a hold 792 ms past the expiry, T 1.98 s cut to 208 ms, the answer
+// given up at 2T/3). So from the moment a connection is made until its
+// answer tells the grant, D is at most that moment plus 9/8 of the least
+// timeout a member can grant (bounds.go: untoldCap): the least a probe was
+// granted (tickprobe.go), else two declared ticks; where the floor knows
+// neither, the holds end as a server is reached, as the default policy
+// ends them at the drop. Under the default policy the drop ended the holds
+// already, and no grant is made before the answer. A connection given up
+// before its answer keeps the bound until the next answer: it assumes the
+// REVALIDATE of the attempt given up reached the leader before the next
+// one's, as one follower's stream keeps them (members that forward both
+// could order them otherwise, which no test has shown).
+
 // The argument also assumes that the client's monotonic clock and the
 // servers' advance at the same rate within the margin. Every time it reads
 // is on that clock: the ones kept in atomics and rings are stored as
@@ -148,7 +157,12 @@ type Lease struct {
 	inflight chan struct{}   // closed when the sync in flight completes; nil when none
 	written  <-chan struct{} // closed when the sync in flight is written (under Dial; else nil)
 	timer    *time.Timer     // fires at the deadline while holds exist
-	kick     chan struct{}   // wakes the renewer
+
+	// Under WithLossOnExpiryOnly: no later than the write of the first
+	// connect request whose answer has not told its grant yet (zero: none;
+	// untoldCap), and under Wrap when the floor last saw the session up.
+	untoldSince, upSeen time.Time
+	kick                chan struct{} // wakes the renewer
 
 	waits, lapses atomic.Int64 // see Stats
 	probed        atomic.Int64 // the servers' tick a probe read (ns; 0: none): tick
@@ -328,10 +342,17 @@ func (le *Lease) take(p proof, written, touched time.Time, chained bool) (newK, 
 // whatever the answer shows. It returns when the lapse it ended began (0:
 // none). Under Wrap nothing sees the handshake. st.mu is held.
 func (le *Lease) handshake(id int64) (lapsed int64) {
+	le.untoldSince = time.Time{} // the grant is told: the tap read the answer (Dial), or noteGrant the connection (Wrap)
+	if le.s.tap == nil {
+		le.upSeen = time.Now()
+	}
 	if le.s.tap != nil {
 		if h, ok := le.s.tap.LastHandshake(); ok && h.SessionID == id {
 			_, lapsed = le.renewLocked(id, h.Written)
 		}
+	}
+	if lapsed == 0 && le.deadlineLocked().After(time.Now()) {
+		lapsed = le.lapsedAt.Swap(0) // a lapse the untold grant's bound began ends with it
 	}
 	if !le.touched.IsZero() {
 		trace.Renewed(le.s.zc, id, le.touched, le.deadlineLocked())

@@ -42,6 +42,7 @@ type client struct {
 	creds   bool          // an AddAuth succeeded: each new connection sends it again
 
 	downTill             time.Duration // no connection before then (a drop's)
+	slowNext             time.Duration // the next connection reaches the second member, its answer this late (an rv step's; 0: none)
 	stallFrom, stallTill time.Duration // the socket takes nothing then
 	bhFrom, bhTill       time.Duration // the client's traffic is lost then
 }
@@ -65,6 +66,7 @@ type cconn struct {
 	back     time.Duration // when its latest reply reaches the client
 	replies  []*reply      // the follower's, in order
 	out      []*req        // written, unanswered
+	slow     time.Duration // its connect answer reaches the client this long after the leader's touch at least (an rv step's; 0: as drawn)
 }
 
 // event tells the floor a state, as go-zookeeper's event callback does

@@ -68,8 +68,13 @@ func (w *world) connect() {
 	}
 	w.event(zk.StateConnecting)
 	w.event(zk.StateConnected)
+	w.hist.dials = append(w.hist.dials, w.now())
 	w.c.n++
 	c := &cconn{n: w.c.n, asked: w.sid.Load(), acked: -1, T: w.member(w.c.n).grant(w.c.timeout)}
+	if c.slow = w.c.slowNext; c.slow > 0 {
+		w.c.slowNext = 0
+		c.T = w.cfg.members[len(w.cfg.members)-1].grant(w.c.timeout)
+	}
 	if !w.cfg.wrap {
 		c.rec = w.tap.NewRecorder()
 	}
@@ -102,6 +107,9 @@ func (w *world) revalidate(c *cconn) {
 			}
 			c.sid = id
 			c.back = max(w.now()+w.back(), c.back)
+			if c.slow > 0 {
+				c.back = max(w.now()+c.slow, c.back) // an rv step's: the way down slow
+			}
 			w.ag.at(c.back, func() { w.shake(c) })
 		})
 	})

@@ -96,9 +96,17 @@ func (w *world) lapses() (begins, ends []time.Duration) {
 		}
 	}
 	for _, u := range w.seen.ups {
-		for _, p := range w.renewals(u.sid, false) {
-			if p.until > p.at && p.at < closed {
-				renewed = append(renewed, p.at)
+		// A renewal ends a lapse if the deadline is then ahead, and so
+		// does a reconnection's grant told, which lifts the bound of
+		// untoldCapAt.
+		ps := w.renewals(u.sid, false)
+		ats := []time.Duration{u.from}
+		for _, p := range ps {
+			ats = append(ats, p.at)
+		}
+		for _, at := range ats {
+			if at < closed && w.deadlineAt(u.sid, ps, at, true) > at {
+				renewed = append(renewed, at)
 			}
 		}
 	}

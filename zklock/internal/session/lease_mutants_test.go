@@ -37,6 +37,7 @@ var leaseBugs = []struct{ bug, prop string }{
 	{mutant.TimeoutKeptLonger, "(a)"},
 	{mutant.WallClock, "(a)"},
 	{mutant.HandshakeFromAnswer, "(a)"},
+	{mutant.UntoldGrantIgnored, "(a)"},
 }
 
 // TestLeaseExploreFindsSeededBugs: the explorer finds each bug by itself,

@@ -237,9 +237,10 @@ const touchGrain = 10 * time.Millisecond
 const noLease = time.Duration(-1 << 62)
 
 // deadlineAt is the lease of session sid at t by the renewals ps: the
-// latest touch of those answered by t, plus R as it is at t (noLease:
-// none).
-func (w *world) deadlineAt(sid int64, ps []bound, t time.Duration) time.Duration {
+// latest touch of those answered by t, plus R as it is at t, or less while
+// a reconnection's grant is untold (untoldCapAt; early: as early as the
+// floor may date it) (noLease: none).
+func (w *world) deadlineAt(sid int64, ps []bound, t time.Duration, early bool) time.Duration {
 	from := noLease
 	for _, p := range ps {
 		if p.at > t {
@@ -250,14 +251,54 @@ func (w *world) deadlineAt(sid int64, ps []bound, t time.Duration) time.Duration
 	if from == noLease {
 		return noLease
 	}
-	return from + w.reachAt(sid, t)
+	d := from + w.reachAt(sid, t)
+	if c, ok := w.untoldCapAt(sid, t, early); ok {
+		d = min(d, c)
+	}
+	return d
+}
+
+// untoldCapAt is lease.go's bound on the deadline of session sid at t
+// while a reconnection's grant is untold, under WithLossOnExpiryOnly
+// (Lease.untoldCap): 9/8 of the least timeout a member can grant, as the
+// floor knows it, past the first connection made since the session was
+// last seen up (Dial: its StateConnected, before its connect request), or,
+// under Wrap, past the floor's last look that saw the session up (early:
+// the poll before the one that saw it down; else that one). ok is false
+// when the session is up at t, or no connection was made since.
+func (w *world) untoldCapAt(sid int64, t time.Duration, early bool) (time.Duration, bool) {
+	if !w.cfg.expiryOnly {
+		return 0, false
+	}
+	var u *span
+	for i := range w.seen.ups {
+		if w.seen.ups[i].from <= t {
+			u = &w.seen.ups[i]
+		}
+	}
+	if u == nil || u.sid != sid || u.to < 0 || u.to > t {
+		return 0, false
+	}
+	from := u.to
+	switch {
+	case !w.cfg.wrap:
+		i, _ := slices.BinarySearch(w.hist.dials, u.to)
+		if i == len(w.hist.dials) || w.hist.dials[i] > t {
+			return 0, false
+		}
+		from = w.hist.dials[i]
+	case early:
+		from -= explorePoll
+	}
+	least := w.cfg.leastGrantable()
+	return from + least + least/8, true
 }
 
 // checkPromise is (b), the lease's promise on the spec's side: a hold is
 // never standing at a time later than the renewals and grants by then
 // allow (each request dated by its own write). The deadline moves only
-// at a renewal's answer (out) or a grant's (in): between two such
-// moments the hold must end by it.
+// at a renewal's answer (out), a grant's (in) or a reconnection's (in):
+// between two such moments the hold must end by it.
 func (w *world) checkPromise(a *member, add func(string, ...any)) {
 	if !a.granted() {
 		return
@@ -272,10 +313,16 @@ func (w *world) checkPromise(a *member, add func(string, ...any)) {
 			moves = append(moves, g.at)
 		}
 	}
+	// And where a reconnection's untold grant brings it in and out
+	// (untoldCapAt).
+	moves = append(moves, w.hist.dials...)
+	for _, u := range w.seen.ups {
+		moves = append(moves, u.from, u.to)
+	}
 	slices.Sort(moves)
 	e := a.ended()
 	for lo := a.returned; ; {
-		d := w.deadlineAt(a.owner, ps, lo)
+		d := w.deadlineAt(a.owner, ps, lo, false)
 		next := never
 		if i, _ := slices.BinarySearch(moves, lo+1); i < len(moves) {
 			next = moves[i]

@@ -244,7 +244,7 @@ func (w *world) happened(a *member, l told) (ok bool) {
 		// expire its session (lease.go), so before the client learns it.
 		ok = w.learntBy(a.owner, l.at, true) && w.expiredBy(a.owner, l.at)
 	case ErrLeaseExpired:
-		ok = w.deadlineAt(a.owner, w.renewals(a.owner, false), l.at) <= l.at && (w.cfg.expiryOnly || w.upAt(l.at, a.owner))
+		ok = w.deadlineAt(a.owner, w.renewals(a.owner, false), l.at, true) <= l.at && (w.cfg.expiryOnly || w.upAt(l.at, a.owner))
 		w.cover(coverLapse, ok)
 	case ErrClosed:
 		ok = w.hist.closeAt >= 0 && w.hist.closeAt <= l.at

@@ -33,6 +33,7 @@ type outcome struct {
 // history is what the double saw, for the checks.
 type history struct {
 	ups     []span          // connections with a session
+	dials   []time.Duration // connections made (StateConnected told), each before its connect request
 	drops   []time.Duration // the client lost a connection that had a session
 	learnt  []learnt        // the client learnt its session expired
 	grants  []grantRec      // the connect answers that gave a session, with the timeout each granted
@@ -83,8 +84,8 @@ func runConfig(cfg leaseConfig, seed uint64, steps []step, keep bool) outcome {
 	if cfg.digests {
 		fc.Digests = []Digest{{User: "explorer", Password: "secret"}}
 	}
-	w.logf("seed %d: T %v (asked %v), tick %v (declared %v), members %v, syncLimit×tick %v, expiry only %v, wrap %v (events %v), healthy %v, late %.1f, digests %v, no pipelining %v",
-		seed, cfg.T, cfg.asked, cfg.tick, cfg.declared, cfg.members, cfg.orphanAfter, cfg.expiryOnly, cfg.wrap, cfg.events, cfg.healthy, cfg.pLate,
+	w.logf("seed %d: T %v (asked %v), tick %v (declared %v, probed %v), members %v, syncLimit×tick %v, expiry only %v, wrap %v (events %v), healthy %v, late %.1f, digests %v, no pipelining %v",
+		seed, cfg.T, cfg.asked, cfg.tick, cfg.declared, cfg.probed, cfg.members, cfg.orphanAfter, cfg.expiryOnly, cfg.wrap, cfg.events, cfg.healthy, cfg.pLate,
 		cfg.digests, cfg.noPipelining)
 	if cfg.wrap {
 		// As Wrap makes it, over the double rather than a *zk.Conn, which
@@ -105,6 +106,10 @@ func runConfig(cfg leaseConfig, seed uint64, steps []step, keep bool) outcome {
 		w.s = newFloor(w.tap, true, fc)
 		w.s.start(dbl{w}, nil)
 		w.connect()
+	}
+	if cfg.probed {
+		// What the probe reads (tickprobe.go): the first member's least grant.
+		w.s.lease.setTick(cfg.members[0].lo / 2)
 	}
 	w.ag.at(cfg.phase, w.leaderPing)
 	if cfg.digests {
@@ -214,6 +219,9 @@ func (w *world) take(st step) {
 	case "dc":
 		w.c.downTill = now + st.d
 		w.drop("dropped by the explorer", nil, nil)
+	case "rv":
+		w.c.slowNext = max(st.d, time.Nanosecond)
+		w.drop("dropped by the explorer, the next answer slow", nil, nil)
 	case "pt":
 		w.partition(st.d, true, true)
 	case "pl":

@@ -215,6 +215,11 @@ func (st *sessionState) transitionLocked(zs zk.State, id int64) transition {
 		return t
 	case zk.StateDisconnected, zk.StateConnecting, zk.StateConnected:
 		// Connecting and Connected are TCP states: no session on them yet.
+		// A connect request may follow, its grant untold until the answer
+		// (Lease.untoldCap).
+		if st.sessionID != 0 {
+			s.lease.untoldLocked(zs)
+		}
 		if st.state != StateConnected {
 			return transition{tcp: true, beforeFirst: st.sessionID == 0}
 		}
