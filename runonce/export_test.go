@@ -57,3 +57,10 @@ func SetBeforeCreateHook(fn func()) (restore func()) {
 	testHookBeforeCreate = fn
 	return func() { testHookBeforeCreate = nil }
 }
+
+// SetHolderReadHook makes fn's error, if any, the outcome of a claim's
+// read of its job's lock holder (awaitClaim), as a dropped connection's.
+func SetHolderReadHook(fn func() error) (restore func()) {
+	testHookHolderRead = fn
+	return func() { testHookHolderRead = nil }
+}

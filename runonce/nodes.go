@@ -114,10 +114,14 @@ func (st *store) ensure(ctx context.Context, conn *zk.Conn, p string) error {
 type waitEnd int
 
 const (
-	waitPassed  waitEnd = iota // d passed, or the watch was lost (a reconnect)
+	waitPassed  waitEnd = iota // d passed
 	waitWritten                // the run node was written or deleted since version
 	waitStopped                // stop closed
+	waitLost                   // the watch ended unwritten (go-zookeeper's EventNotWatching: the session's end)
 )
+
+// errWatchLost is a watch on the run node that ended before any write.
+var errWatchLost = errors.New("runonce: watch lost")
 
 // awaitWrite waits up to d, on a watch of j's run node, for a write of it
 // since version (read before): RemoveJob waits out the last run's age
@@ -149,7 +153,7 @@ func (st *store) awaitWrite(ctx context.Context, j *job, version int32, d time.D
 		if ev.Type == zk.EventNodeDataChanged || ev.Type == zk.EventNodeDeleted {
 			return waitWritten, nil
 		}
-		return waitPassed, nil
+		return waitLost, fmt.Errorf("watch run node: the watch ended unwritten (%v): %w", ev.Err, errWatchLost)
 	case <-timer.C:
 		return waitPassed, nil
 	}

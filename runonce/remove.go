@@ -199,6 +199,8 @@ func (r *Runner) await(ctx context.Context, j *job, rm *removal, version int32, 
 	switch end, err := r.nodes.awaitWrite(ctx, j, version, d, rm.seen); {
 	case errors.Is(err, zk.ErrNoNode):
 		return errWrote // deleted by another remover: nothing of this one's to delete
+	case end == waitLost:
+		return nil // the watch lost: the next keeping write looks again
 	case err != nil:
 		return err
 	case end == waitWritten:
@@ -206,7 +208,7 @@ func (r *Runner) await(ctx context.Context, j *job, rm *removal, version int32, 
 	case end == waitStopped:
 		return errAttempted
 	}
-	return nil // d passed, or the watch lost (a reconnect): the next keeping write looks again
+	return nil // d passed: the next keeping write looks again
 }
 
 // retireErr says what a write of retire's came to: nil when the node is

@@ -166,6 +166,10 @@ func (c *claimer) ranSince(d decision, p *probe) bool {
 	return ok && bound-d.read.last.At <= d.read.at.Round(0).Sub(p.tick).Milliseconds()
 }
 
+// testHookHolderRead, set by tests only, may fail awaitClaim's read of
+// the lock's holder, as a dropped connection would.
+var testHookHolderRead func() error
+
 // errDecideAgain ends an attempt that found the job's lock held by a
 // claim under way, which wrote since, or by a holder gone since
 // (awaitClaim): decide reads the run node again.
@@ -195,10 +199,18 @@ func (c *claimer) awaitClaim(ctx context.Context, j *job, p *probe, d decision) 
 		return nil
 	}
 	_, hold, err := getNode(ctx, c.s, path.Join(j.lock.Path(), holder))
+	if testHookHolderRead != nil && err == nil {
+		err = testHookHolderRead()
+	}
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return errDecideAgain // let go since the take
-	case err != nil || hold.Czxid <= stat.Mzxid:
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case err != nil:
+		// Unread, the holder may be a claim of this tick under way: not lost.
+		return c.tell.unknown(j, p, fmt.Sprintf("the job's lock is held by %s, whose node this claim could not read (%v): it may be another instance's claim of the tick, which may run it", holder, err))
+	case hold.Czxid <= stat.Mzxid:
 		return nil // taken before the record's last write: an earlier run's
 	}
 	until := seen.Add(max(msDuration(d.read.last.Timeout), c.timeout))
@@ -214,6 +226,8 @@ func (c *claimer) awaitClaim(ctx context.Context, j *job, p *probe, d decision) 
 			return err
 		case end == waitWritten || errors.Is(err, zk.ErrNoNode):
 			return errDecideAgain
+		case err != nil:
+			return c.tell.unknown(j, p, fmt.Sprintf("another instance's claim of it (%s) had taken the job's lock and not yet written its record, and this claim could not watch for that write (%v): it may run it", holder, err))
 		}
 	}
 	if cut {
