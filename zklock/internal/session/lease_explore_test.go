@@ -34,14 +34,17 @@ import (
 // schedules, a second member whose bounds are set apart, granting less
 // (down to two ticks) or more, which each reconnection may reach (so a
 // session's grants change: go-zookeeper asks each connect for the last
-// one granted); the tick told to the floor (WithServerTickTime) 1 in 3;
+// one granted); the tick told to the floor (WithServerTickTime) 1 in 3,
+// else read by the probe 3 in 4 (the first member's least grant);
 // syncLimit × tickTime up to 2T; where the leader's tick boundaries fall;
 // WithLossOnExpiryOnly 1 in 4; the floor made by Wrap 1 in 4 (no tap, its
 // state polled, an event channel or none; its connection has its first
 // session, as Dial's has when Dial returns), else by Dial, WithoutPipelining
 // 1 in 4; a credential 1 in 3 (the floor's AddAuth once the first session
 // is made, and go-zookeeper's on each new connection); a healthy schedule
-// 1 in 8; a share of late answers of 0, 0.1 or 0.3.
+// 1 in 8; a share of late answers of 0, 0.1 or 0.3; in half the faulty
+// WithLossOnExpiryOnly schedules an rv step (a drop, then a connection to
+// the second member, its answer slow).
 //
 // The follower is ZooKeeper 3.8's (lease_server_test.go): it reports the
 // touches of its clients' packets to the leader only in its answers to the

@@ -109,7 +109,8 @@ func draw(seed uint64) (leaseConfig, []step) {
 	slices.SortStableFunc(steps, func(a, b step) int { return int(a.at - b.at) })
 	// Drawn last, so that each seed's configuration and steps stay those
 	// drawn before: the probe, and under WithLossOnExpiryOnly a
-	// reconnection to a member that grants less, its answer slow.
+	// reconnection to the second member (drawn for it if none was), its
+	// answer slow.
 	c.probed = !c.declared && rng.IntN(4) != 0
 	if c.expiryOnly && !c.healthy && rng.IntN(2) == 0 {
 		if len(c.members) == 1 {
