@@ -120,9 +120,6 @@ const (
 	waitLost                   // the watch ended unwritten (go-zookeeper's EventNotWatching: the session's end)
 )
 
-// errWatchLost is a watch on the run node that ended before any write.
-var errWatchLost = errors.New("runonce: watch lost")
-
 // awaitWrite waits up to d, on a watch of j's run node, for a write of it
 // since version (read before): RemoveJob waits out the last run's age
 // this way, and an attempt the claim of another instance under way
@@ -153,7 +150,7 @@ func (st *store) awaitWrite(ctx context.Context, j *job, version int32, d time.D
 		if ev.Type == zk.EventNodeDataChanged || ev.Type == zk.EventNodeDeleted {
 			return waitWritten, nil
 		}
-		return waitLost, fmt.Errorf("watch run node: the watch ended unwritten (%v): %w", ev.Err, errWatchLost)
+		return waitLost, fmt.Errorf("watch run node: ended unwritten: %w", ev.Err) // go-zookeeper sets Err on EventNotWatching
 	case <-timer.C:
 		return waitPassed, nil
 	}

@@ -181,11 +181,19 @@ func shorterTimeoutScene(t *testing.T, ctx context.Context, c *zkserver.Cluster,
 	}
 	r.stalled = time.Now()
 	defer func() { _ = c.HealMember(f2) }()
+	r.bGrantedALost(t, ctx, lb, h, T1+T2)
+	return r
+}
+
+// bGrantedALost notes when B's acquisition through lb was granted and when
+// A's hold h was told lost, each within d (zero: not then).
+func (r *sceneResult) bGrantedALost(t *testing.T, ctx context.Context, lb *zklock.Lock, h *zklock.Hold, d time.Duration) {
+	t.Helper()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		bCtx, cancel := context.WithTimeout(ctx, T1+T2)
+		bCtx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
 		if hb, err := lb.Acquire(bCtx); err == nil {
 			r.bGranted = time.Now()
@@ -195,10 +203,9 @@ func shorterTimeoutScene(t *testing.T, ctx context.Context, c *zkserver.Cluster,
 	select {
 	case <-h.Lost():
 		r.aLost = time.Now()
-	case <-time.After(T1 + T2):
+	case <-time.After(d):
 	}
 	zktest.Wait(t, "B's acquisition", &wg)
-	return r
 }
 
 // steeredSession makes A's session with timeout T, by Connect or by

@@ -2,7 +2,6 @@ package zklock_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -53,23 +52,7 @@ func withheldAnswerScene(t *testing.T, ctx context.Context, c *zkserver.Cluster,
 	time.Sleep(time.Second) // the cut in place before A's last packet to f1
 	d.moveTo(c.Addr(f2), true)
 	r.stalled = time.Now()
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		bCtx, cancel := context.WithTimeout(ctx, T1+T2)
-		defer cancel()
-		if hb, err := lb.Acquire(bCtx); err == nil {
-			r.bGranted = time.Now()
-			_ = hb.Release()
-		}
-	}()
-	select {
-	case <-h.Lost():
-		r.aLost = time.Now()
-	case <-time.After(T1 + T2):
-	}
-	zktest.Wait(t, "B's acquisition", &wg)
+	r.bGrantedALost(t, ctx, lb, h, T1+T2)
 	d.moveTo(c.Addr(f2), false) // A's client may learn its session's end: its Close need not wait out refused dials
 	return r
 }

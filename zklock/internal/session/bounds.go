@@ -62,9 +62,9 @@ func (le *Lease) deadlineLocked() time.Time {
 
 // untoldCap bounds the deadline while a reconnection's grant is untold
 // (under WithLossOnExpiryOnly: holds ride a reconnection only under that
-// policy): 9/8 of the least timeout a member can grant past the write of
-// the first connect request not answered since, or that write itself
-// where the floor does not know that least. The member a connection
+// policy): 9/8 of the least timeout a member can grant past untoldSince
+// (no later than the write of the first connect request not answered
+// since), or untoldSince itself where the floor does not know that least. The member a connection
 // reaches may grant less than any before it (a rolling change of
 // maxSessionTimeout), and its REVALIDATE re-arms the leader's expiry with
 // what it grants at or after the request's write, before the answer can

@@ -132,7 +132,7 @@ import (
 // REVALIDATE of the attempt given up reached the leader before the next
 // one's, as one follower's stream keeps them (members that forward both
 // could order them otherwise, which no test has shown).
-
+//
 // The argument also assumes that the client's monotonic clock and the
 // servers' advance at the same rate within the margin. Every time it reads
 // is on that clock: the ones kept in atomics and rings are stored as
@@ -345,11 +345,8 @@ func (le *Lease) handshake(id int64) (lapsed int64) {
 	le.untoldSince = time.Time{} // the grant is told: the tap read the answer (Dial), or noteGrant the connection (Wrap)
 	if le.s.tap == nil {
 		le.upSeen = time.Now()
-	}
-	if le.s.tap != nil {
-		if h, ok := le.s.tap.LastHandshake(); ok && h.SessionID == id {
-			_, lapsed = le.renewLocked(id, h.Written)
-		}
+	} else if h, ok := le.s.tap.LastHandshake(); ok && h.SessionID == id {
+		_, lapsed = le.renewLocked(id, h.Written)
 	}
 	if lapsed == 0 && le.deadlineLocked().After(time.Now()) {
 		lapsed = le.lapsedAt.Swap(0) // a lapse the untold grant's bound began ends with it

@@ -17,9 +17,8 @@ import (
 // (lease.go's tick), unless the floor is told the tick.
 
 // bound is a renewal: from at on, the rule counts a touch at the leader
-// at from, which lets holds stand until until (from + R as R is at at;
-// deadlineAt has it at any later moment).
-type bound struct{ at, from, until time.Duration }
+// at from, which lets holds stand until from + R (deadlineAt).
+type bound struct{ at, from time.Duration }
 
 // grantsBy returns the least and the most timeout granted session sid by
 // t, as the floor could know them (seen: the connect answers as the tap
@@ -54,7 +53,7 @@ func (w *world) gapAt(sid int64, t time.Duration) time.Duration {
 
 // renewal is a bound answered at at from a touch at from.
 func (w *world) renewal(sid int64, at, from time.Duration) bound {
-	return bound{at: at, from: from, until: from + w.reachAt(sid, at)}
+	return bound{at: at, from: from}
 }
 
 // renewals lists, in order, the renewals lease.go's rule allows session
