@@ -177,6 +177,7 @@ func (c *claimer) carry(rec runrec.Record, rd reading) runrec.Record {
 	rec.Prev, rec.Epoch = stat.Mtime, runrec.EpochOf(stat.Mzxid)
 	rec.Timeout, rec.MaxWindow = max(rec.Timeout, prev.Timeout), max(rec.Window, prev.MaxWindow)
 	rec.LastTick, rec.Ticks, rec.Floor = prev.Tick, prev.Ticks, prev.Floor
+	rec.RunZxid = prev.RunZxid
 	if c.spread {
 		rec.Recent, rec.Since, rec.Yield = prev.Recent, prev.Since, prev.Yields(c.by)
 	}
@@ -186,7 +187,7 @@ func (c *claimer) carry(rec runrec.Record, rd reading) runrec.Record {
 // first makes the job's run node, its first run: nothing before it, so
 // the write runs (createRun makes its parents, persistent). It takes the
 // job's lock first, as a named tick's claim does (tick.go), so that a
-// lock taken after the record's last write is always a claim under way
+// lock taken after the last run's write is always a claim under way
 // (awaitClaim), never this run's.
 func (c *claimer) first(ctx context.Context, conn *zk.Conn, j *job, p *probe, rec runrec.Record) (decision, *zklock.Hold, error) {
 	var d decision
@@ -209,8 +210,8 @@ func (c *claimer) first(ctx context.Context, conn *zk.Conn, j *job, p *probe, re
 		d.lock.looked, d.lock.refused = true, true
 		return d, nil, nil
 	}
-	if testHookBeforeCreate != nil {
-		testHookBeforeCreate()
+	if testHookTaken != nil {
+		testHookTaken()
 	}
 	rec.Delay = time.Since(p.entry).Milliseconds()
 	p.ask(&c.tell.heard, ctx)
@@ -282,6 +283,7 @@ func (c *claimer) skipsLocally(j *job, p *probe, d *decision) bool {
 // write of a run node.
 var testHookAfterRead func(runPath string)
 
-// testHookBeforeCreate, set by tests only, runs in a first claim between
-// its lock's take and the run node's create.
-var testHookBeforeCreate func()
+// testHookTaken, set by tests only, runs in a claim between its take of
+// the job's lock and its write of the run node (a first claim's create, a
+// named tick's write).
+var testHookTaken func()

@@ -1,9 +1,11 @@
 package runonce_test
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,14 +86,7 @@ func claimUnderWay(t *testing.T, pair instances) error {
 			<-aClaimed
 		}
 	})()
-	errB := make(chan error, 1)
-	go func() {
-		c, err := b.ClaimTick(ctx, "job", tick)
-		if err == nil {
-			err = c.Release()
-		}
-		errB <- err
-	}()
+	errB := claimInBackground(ctx, b, tick)
 	<-bRead
 	held, err := a.ClaimTick(ctx, "job", tick)
 	close(aClaimed)
@@ -170,20 +165,13 @@ func TestHeldByAFirstClaim(t *testing.T) {
 	tick := time.Now()
 	aTook, bFound := make(chan struct{}), make(chan struct{})
 	var first atomic.Bool
-	defer runonce.SetBeforeCreateHook(func() {
+	defer runonce.SetTakenHook(func() {
 		if first.CompareAndSwap(false, true) { // a's first claim: wait there until b met its lock
 			close(aTook)
 			<-bFound
 		}
 	})()
-	aErr := make(chan error, 1)
-	go func() {
-		c, err := a.ClaimTick(ctx, "job", tick)
-		if err == nil {
-			err = c.Release()
-		}
-		aErr <- err
-	}()
+	aErr := claimInBackground(ctx, a, tick)
 	<-aTook
 	go func() { time.Sleep(300 * time.Millisecond); close(bFound) }() // b reads and meets the lock meanwhile
 	_, err := b.ClaimTick(ctx, "job", tick)
@@ -195,5 +183,120 @@ func TestHeldByAFirstClaim(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "tick lost") {
 		t.Errorf("b told the tick lost:\n%s", logs)
+	}
+}
+
+// TestHeldByAClaimAcrossAKeepWrite: a's claim of a named tick takes the
+// job's lock; before its write, c (an instance that has not written the
+// job's record yet) skips an earlier tick and writes the record as it is
+// (a keep write, no run); b's claim of a's tick then finds a's lock older
+// than the record's last write. b took it for an earlier run's and told
+// the tick lost, and a, whose write the keep write refused, decided again
+// and ran it (the mixed fleet of TestFleetClocks: 45 ticks told held that
+// ran). A lock is an earlier run's only when taken before the last run's
+// write, which a keep write carries on: b waits for a's write and skips
+// the tick a ran.
+func TestHeldByAClaimAcrossAKeepWrite(t *testing.T) {
+	pair := twoInstances(t)
+	a, b, logs := pair.a, pair.b, pair.logs
+	c, _ := newRunner(t, pair.root, runonce.WithInstanceName("instance-c"))
+	ctx := zktest.Context(t, 20*time.Second)
+	first := time.Now()
+	ran, err := a.ClaimTick(ctx, "job", first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ran.Release(); err != nil {
+		t.Fatal(err)
+	}
+	tick := first.Add(2 * runonce.DefaultWindow)
+	time.Sleep(time.Until(tick))
+	aTook, bFound := make(chan struct{}), make(chan struct{})
+	var once, found atomic.Bool
+	defer runonce.SetTakenHook(func() {
+		if once.CompareAndSwap(false, true) { // a's first take: held until b met its lock
+			close(aTook)
+			select {
+			case <-bFound:
+			case <-time.After(10 * time.Second): // b never met the lock: the test fails below
+			}
+		}
+	})()
+	defer runonce.SetHolderReadHook(func() error {
+		if found.CompareAndSwap(false, true) {
+			close(bFound)
+		}
+		return nil
+	})()
+	aErr := claimInBackground(ctx, a, tick)
+	<-aTook
+	if _, err := c.ClaimTick(ctx, "job", first); !errors.Is(err, runonce.ErrSkipped) {
+		t.Fatalf("c's claim of the tick a ran: %v, want it skipped", err)
+	}
+	_, err = b.ClaimTick(ctx, "job", tick)
+	if err := <-aErr; err != nil {
+		t.Fatalf("a's claim: %v", err)
+	}
+	if !errors.Is(err, runonce.ErrAlreadyRan) {
+		t.Errorf("b's claim of the tick a ran: %v, want ErrAlreadyRan", err)
+	}
+	if strings.Contains(logs.String(), "tick lost") {
+		t.Errorf("b told the tick lost:\n%s", logs)
+	}
+}
+
+// claimInBackground claims r's tick of "job" on a goroutine of its own,
+// releasing the run at once; the channel gives the outcome.
+func claimInBackground(ctx context.Context, r *runonce.Runner, tick time.Time) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		c, err := r.ClaimTick(ctx, "job", tick)
+		if err == nil {
+			err = c.Release()
+		}
+		out <- err
+	}()
+	return out
+}
+
+// TestOwnClaimUnderWayIsNotHeld: a fire of a job while this instance's
+// own claim of an earlier tick is still deciding (robfig/cron runs each
+// fire on a goroutine of its own; a claim waits up to its lock timeout for
+// another instance's write) cannot claim, but the tick is not lost to the
+// lock: no run of this instance holds it, and another instance may run
+// the tick. It is unknown (ErrTickUnknown), never held. On the code
+// before it was ErrLockHeld, "by a run of this instance": cronlock's mixed
+// fleet (node-1's lock timeout 3 s) told 79 ticks held that node-2 ran.
+// While this instance's run of the tick holds the lock, a fire of the next
+// is held, truly.
+func TestOwnClaimUnderWayIsNotHeld(t *testing.T) {
+	a, _ := newRunner(t, zktest.Path(t), runonce.WithInstanceName("instance-a"))
+	ctx := zktest.Context(t, 20*time.Second)
+	at := secondTicks()
+	_ = claimOnTime(t, ctx, a, at, 0).Release()
+	runonce.WaitLockFree(t, a, "job")
+	read, goOn := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	restore := runonce.SetAfterReadHook(func(string) { once.Do(func() { close(read); <-goOn }) })
+	defer restore()
+	time.Sleep(time.Until(at(1)))
+	first := claimInBackground(ctx, a, at(1)) // held after its read
+	<-read
+	_, err := a.ClaimTick(ctx, "job", at(1).Add(500*time.Millisecond))
+	close(goOn)
+	if !errors.Is(err, runonce.ErrTickUnknown) || errors.Is(err, runonce.ErrLockHeld) {
+		t.Errorf("a fire while this instance's claim of an earlier tick decides: %v, want ErrTickUnknown, not ErrLockHeld", err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("the claim under way: %v", err)
+	}
+	restore()
+	run, err := a.ClaimTick(ctx, "job", at(2))
+	if err != nil {
+		t.Fatalf("tick t+2: %v", err)
+	}
+	defer run.Release()
+	if _, err := a.ClaimTick(ctx, "job", at(2).Add(500*time.Millisecond)); !errors.Is(err, runonce.ErrLockHeld) {
+		t.Errorf("a fire while this instance's run holds the lock: %v, want ErrLockHeld", err)
 	}
 }

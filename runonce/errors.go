@@ -44,8 +44,11 @@ var (
 	// too a claim that a stall of this process cut past its lock timeout,
 	// when the record read after the stall cannot tell its tick: a claim
 	// without a tick (Claim) whose job's record shows runs, which cannot
-	// be told from its tick's. The fleet may have run it or not; no
-	// instance runs it twice. It matches ErrSkipped.
+	// be told from its tick's. It reports also a tick fired while this
+	// instance's own claim of the job is still deciding, no run of it
+	// holding the job's lock: another instance may run the tick. The
+	// fleet may have run it or not; no instance runs it twice. It matches
+	// ErrSkipped.
 	ErrTickUnknown = fmt.Errorf("%w: tick unknown", ErrSkipped)
 	// ErrPanicked reports a run that panicked (Do, Claim.Fail): the tick is
 	// the fleet's run, not run again, and it failed.

@@ -51,11 +51,12 @@ func WaitLockFree(t *testing.T, r *Runner, key string) {
 	lockGone(t, r, key)
 }
 
-// SetBeforeCreateHook makes fn run in a first claim between its lock's
-// take and the run node's create, until the returned function is called.
-func SetBeforeCreateHook(fn func()) (restore func()) {
-	testHookBeforeCreate = fn
-	return func() { testHookBeforeCreate = nil }
+// SetTakenHook makes fn run in every claim between its take of the job's
+// lock and its write of the run node (a first claim's create, a named
+// tick's write), until the returned function is called.
+func SetTakenHook(fn func()) (restore func()) {
+	testHookTaken = fn
+	return func() { testHookTaken = nil }
 }
 
 // SetHolderReadHook makes fn's error, if any, the outcome of a claim's

@@ -1,7 +1,10 @@
 package runonce_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -23,9 +26,7 @@ func TestHeldTickRunAfterTheLockFrees(t *testing.T) {
 	pair := twoInstances(t)
 	a, b, logs := pair.a, pair.b, pair.logs
 	ctx := zktest.Context(t, 20*time.Second)
-	const period = time.Second
-	t0 := time.Now().Truncate(period).Add(period)
-	at := func(i int) time.Time { return t0.Add(time.Duration(i) * period) }
+	at := secondTicks()
 	claim := func(r *runonce.Runner, i int) error {
 		c, err := r.ClaimTick(ctx, "job", at(i))
 		if err == nil {
@@ -34,11 +35,7 @@ func TestHeldTickRunAfterTheLockFrees(t *testing.T) {
 		}
 		return err
 	}
-	time.Sleep(time.Until(at(0)))
-	run, err := a.ClaimTick(ctx, "job", at(0))
-	if err != nil {
-		t.Fatalf("a's tick t: %v", err)
-	}
+	run := claimOnTime(t, ctx, a, at, 0)
 	time.Sleep(time.Until(at(1)))
 	if _, err := b.ClaimTick(ctx, "job", at(1)); !errors.Is(err, runonce.ErrLockHeld) {
 		t.Fatalf("b's tick t+1 while a's run of t goes on: %v, want ErrLockHeld", err)
@@ -74,29 +71,24 @@ func TestHeldTickRunAfter(t *testing.T) {
 	pair := twoInstances(t)
 	a, b, logs := pair.a, pair.b, pair.logs
 	ctx := zktest.Context(t, 20*time.Second)
-	const period = time.Second
-	t0 := time.Now().Truncate(period).Add(period)
-	time.Sleep(time.Until(t0))
-	run, err := a.ClaimTick(ctx, "job", t0)
-	if err != nil {
-		t.Fatalf("a's tick t: %v", err)
-	}
-	time.Sleep(time.Until(t0.Add(period)))
-	if _, err := b.ClaimTick(ctx, "job", t0.Add(period)); !errors.Is(err, runonce.ErrLockHeld) {
+	at := secondTicks()
+	run := claimOnTime(t, ctx, a, at, 0)
+	time.Sleep(time.Until(at(1)))
+	if _, err := b.ClaimTick(ctx, "job", at(1)); !errors.Is(err, runonce.ErrLockHeld) {
 		t.Fatalf("b's tick t+1 while a's run of t goes on: %v, want ErrLockHeld", err)
 	}
 	time.Sleep(200 * time.Millisecond)
 	if err := run.Release(); err != nil {
 		t.Fatal(err)
 	}
-	late, err := a.ClaimTick(ctx, "job", t0.Add(period)) // DelayIfStillRunning's fire of t+1
+	late, err := a.ClaimTick(ctx, "job", at(1)) // DelayIfStillRunning's fire of t+1
 	if err != nil {
 		t.Fatalf("a's delayed fire of t+1: %v, want a run (no instance ran it)", err)
 	}
 	_ = late.Release()
 	runonce.WaitLockFree(t, a, "job")
-	time.Sleep(time.Until(t0.Add(2 * period)))
-	if c, err := b.ClaimTick(ctx, "job", t0.Add(2*period)); err != nil {
+	time.Sleep(time.Until(at(2)))
+	if c, err := b.ClaimTick(ctx, "job", at(2)); err != nil {
 		t.Fatalf("b's tick t+2: %v", err)
 	} else {
 		_ = c.Release()
@@ -158,14 +150,7 @@ func TestSlowClaimAwaited(t *testing.T) {
 			tick := t0.Add(w + 500*time.Millisecond)
 			p.SetLatency(400 * time.Millisecond)
 			time.Sleep(time.Until(tick))
-			aErr := make(chan error, 1)
-			go func() {
-				c, err := a.ClaimTick(ctx, "job", tick)
-				if err == nil {
-					err = c.Release()
-				}
-				aErr <- err
-			}()
+			aErr := claimInBackground(ctx, a, tick)
 			lockDir := root + "/job/lock"
 			zktest.Eventually(t, 5*time.Second, "a's lock node", func() bool {
 				kids, _, err := sb.Conn().Children(lockDir)
@@ -183,4 +168,129 @@ func TestSlowClaimAwaited(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHeldByTheNextRunKeepsTheEpisode: b loses t+1 to a's run of t; a,
+// its run over, runs t+1 late (cron.DelayIfStillRunning) and b's t+2
+// finds the lock held again, by that late run's node; a then runs t+2
+// late too. b's episode is one: told once when it begins, and once at t+3
+// taking back both ticks it lost. On the code before, the second holder
+// began a new episode and the first was forgotten untold, with the t+1 it
+// lost and a ran ("ticks_lost=0 ticks_run_after=1" for two held ticks that
+// ran): cronlock's fleet with ZooKeeper's clock 2 s behind told 20 ticks
+// held that ran, a stopped holder's late run holding the lock again.
+func TestHeldByTheNextRunKeepsTheEpisode(t *testing.T) {
+	pair := twoInstances(t)
+	a, b, logs := pair.a, pair.b, pair.logs
+	ctx := zktest.Context(t, 20*time.Second)
+	at := secondTicks()
+	held := func(i int) {
+		t.Helper()
+		time.Sleep(time.Until(at(i)))
+		if _, err := b.ClaimTick(ctx, "job", at(i)); !errors.Is(err, runonce.ErrLockHeld) {
+			t.Fatalf("b's tick t+%d while a runs: %v, want ErrLockHeld", i, err)
+		}
+	}
+	late := func(prev *runonce.Claim, i int) *runonce.Claim {
+		t.Helper()
+		if err := prev.Release(); err != nil {
+			t.Fatal(err)
+		}
+		c, err := a.ClaimTick(ctx, "job", at(i)) // DelayIfStillRunning's fire of t+i
+		if err != nil {
+			t.Fatalf("a's delayed fire of t+%d: %v, want a run (no instance ran it)", i, err)
+		}
+		return c
+	}
+	run := claimOnTime(t, ctx, a, at, 0)
+	held(1)
+	run = late(run, 1)
+	held(2)
+	run = late(run, 2)
+	if err := run.Release(); err != nil {
+		t.Fatal(err)
+	}
+	runonce.WaitLockFree(t, a, "job")
+	time.Sleep(time.Until(at(3)))
+	if c, err := b.ClaimTick(ctx, "job", at(3)); err != nil {
+		t.Fatalf("b's tick t+3: %v", err)
+	} else {
+		_ = c.Release()
+	}
+	out := logs.String()
+	begun, ended := strings.Count(out, "tick lost: the job's lock is held"), strings.Count(out, "job's lock free again")
+	if begun != 1 || ended != 1 || !strings.Contains(out, "ticks_lost=0 ticks_run_after=2") {
+		t.Errorf("b's episode told in %d beginnings and %d ends, want 1 and 1 taking back t+1 and t+2, which a ran after:\n%s", begun, ended, out)
+	}
+}
+
+// TestHeldEpisodeOutlastsTheRecord: a's run of tick t holds the job's
+// lock, and b's claims of t+1 to t+11 each find it held; a then runs each
+// of them late, one after the other (cron.DelayIfStillRunning, or an
+// instance woken from a stop replaying its ticks), so the lock is never
+// free for b until t+12. The record names the last runrec.MaxRecent (8) runs
+// only: by t+12, t+1 to t+3 have left it. b's episode must take back all
+// eleven ticks, which a ran. On the code before, the ticks were taken back
+// only at the episode's end, and t+1 to t+3 were let go and counted lost
+// ("ticks_lost=3 ticks_run_after=8"): cronlock's mixed fleet told 50 ticks
+// held that a stopped instance ran late.
+func TestHeldEpisodeOutlastsTheRecord(t *testing.T) {
+	root := zktest.Path(t)
+	logs := new(zktest.SyncBuffer)
+	win := runonce.WithWindow(100 * time.Millisecond)
+	a, _ := newRunner(t, root, runonce.WithInstanceName("instance-a"), win)
+	b, _ := newRunner(t, root, runonce.WithInstanceName("instance-b"), win,
+		runonce.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	ctx := zktest.Context(t, 30*time.Second)
+	t0 := time.Now().Truncate(time.Second).Add(time.Second)
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * 300 * time.Millisecond) }
+	run := claimOnTime(t, ctx, a, at, 0)
+	const held = 11
+	for i := 1; i <= held; i++ {
+		time.Sleep(time.Until(at(i)))
+		if _, err := b.ClaimTick(ctx, "job", at(i)); !errors.Is(err, runonce.ErrLockHeld) {
+			t.Fatalf("b's tick t+%d while a runs: %v, want ErrLockHeld", i, err)
+		}
+		if err := run.Release(); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if run, err = a.ClaimTick(ctx, "job", at(i)); err != nil { // a's late fire of t+i
+			t.Fatalf("a's late fire of t+%d: %v, want a run (no instance ran it)", i, err)
+		}
+	}
+	if err := run.Release(); err != nil {
+		t.Fatal(err)
+	}
+	runonce.WaitLockFree(t, a, "job")
+	time.Sleep(time.Until(at(held + 1)))
+	if c, err := b.ClaimTick(ctx, "job", at(held+1)); err != nil {
+		t.Fatalf("b's tick t+%d, the lock free: %v", held+1, err)
+	} else {
+		_ = c.Release()
+	}
+	out := logs.String()
+	want := fmt.Sprintf("ticks_lost=0 ticks_run_after=%d", held)
+	if strings.Count(out, "job's lock free again") != 1 || !strings.Contains(out, want) {
+		t.Errorf("b's episode's end does not take back the %d ticks a ran late (want %q):\n%s", held, want, out)
+	}
+}
+
+// claimOnTime sleeps until at(i), claims that tick on r, and fails t when
+// the claim does not run it.
+func claimOnTime(t *testing.T, ctx context.Context, r *runonce.Runner, at func(int) time.Time, i int) *runonce.Claim {
+	t.Helper()
+	time.Sleep(time.Until(at(i)))
+	c, err := r.ClaimTick(ctx, "job", at(i))
+	if err != nil {
+		t.Fatalf("tick t+%d, on time: %v", i, err)
+	}
+	return c
+}
+
+// secondTicks names a job's ticks every second from the next whole one:
+// at(0) is its tick t, at(i) t+i.
+func secondTicks() (at func(i int) time.Time) {
+	t0 := time.Now().Truncate(time.Second).Add(time.Second)
+	return func(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
 }

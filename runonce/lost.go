@@ -82,17 +82,19 @@ func (c *claimer) holder(ctx context.Context, j *job, p *probe) (string, error) 
 // lostToHeld notes p's tick of j lost to its lock held by node ("": look
 // again for it), by a RemoveJob of remover's if not "" (the run node's
 // mark), tells the episode once when it begins, and returns the attempt's
-// error.
+// error. A holder after another is the same episode: this instance still
+// cannot run the job, and the ticks it lost are still to be decided, the
+// new holder perhaps running them late (a stopped instance woken, a run
+// under cron.DelayIfStillRunning). Begun anew, the ticks lost to the
+// holder before were forgotten, told neither lost nor run after: cronlock's
+// fleet with ZooKeeper's clock 2 s behind told 20 ticks held that ran.
 func (c *claimer) lostToHeld(ctx context.Context, j *job, p *probe, node, remover string) error {
 	if node == "" {
 		node, _ = c.holder(ctx, j, &probe{})
 	}
 	e := &j.held
-	if e.free && (e.node != node || node == "") {
-		c.heldTold(j) // another holder: its ticks not yet decided told lost
-	}
-	e.free = false
-	if e.node != node || node == "" {
+	switch {
+	case e.lost == 0:
 		info := c.holderInfo(ctx, j, node)
 		*e = heldEpisode{node: node, name: info.name, began: time.Now(), runs: -1}
 		what := "tick lost: the job's lock is held by another run (of an earlier tick still going, or of an instance that died, until its session expires): this instance cannot run the job's ticks until the lock is free, and they are lost unless the holder runs them after (told once, and once the lock is free and the record shows each of them run or lets it go, with the ticks run after)"
@@ -100,7 +102,12 @@ func (c *claimer) lostToHeld(ctx context.Context, j *job, p *probe, node, remove
 			what = "tick lost: the job's lock is held by a RemoveJob, removing the job while this instance schedules it (told once, and when it is free)"
 		}
 		c.tell.log.Warn(what, "job", j.key, "holder", info.name, "holder_node", node, "held_since", info.since, "if_gone_session_expires_by", info.expiry)
+	case node != e.node:
+		info := c.holderInfo(ctx, j, node)
+		e.node, e.name = node, info.name
+		c.tell.log.Debug("tick lost: the job's lock is held by another run now, in the same episode", "job", j.key, "holder", info.name, "holder_node", node, "held_since", info.since)
 	}
+	e.free = false
 	e.lost++
 	if p.name != 0 {
 		// The latest kept: a dead holder's episode loses a session's worth
@@ -126,10 +133,26 @@ func (c *claimer) lostToHeld(ctx context.Context, j *job, p *probe, node, remove
 // every named tick is one or the other. Told at the lock's first free look,
 // an instance 2 s behind the others ran 78 of the ticks told lost after it
 // (cronlock's TestFleetClocks, host-2s).
+//
+// Every read takes back the ticks it shows run, in the episode as at its
+// end: the record names its last MaxRecent runs only, and a holder that
+// runs the lost ticks late one after the other keeps the lock from this
+// instance past them, so that at the end the first it ran have left the
+// record and would be let go as lost (TestHeldEpisodeOutlastsTheRecord).
 func (c *claimer) heldEnds(j *job, d decision) {
 	e, last := &j.held, d.read.last
 	if e.node == "" && e.lost == 0 {
 		return
+	}
+	w := ms(j.window)
+	if d.read.stat != nil {
+		e.ticks = slices.DeleteFunc(e.ticks, func(tick int64) bool {
+			ran := last.RanTick(tick, w)
+			if ran {
+				e.ranAfter++
+			}
+			return ran
+		})
 	}
 	if e.runs < 0 && d.decided() {
 		e.runs = last.Runs
@@ -138,14 +161,8 @@ func (c *claimer) heldEnds(j *job, d decision) {
 		return
 	}
 	e.free = true
-	w := ms(j.window)
-	e.ticks = slices.DeleteFunc(e.ticks, func(tick int64) bool {
-		if last.RanTick(tick, w) {
-			e.ranAfter++
-			return true
-		}
-		return !last.Open(tick, w) // let go: no run of it can count now
-	})
+	// let go: no run of it can count now
+	e.ticks = slices.DeleteFunc(e.ticks, func(tick int64) bool { return !last.Open(tick, w) })
 	if len(e.ticks) > 0 {
 		return
 	}
@@ -234,7 +251,7 @@ func (c *claimer) unCount(ctx context.Context, j *job, d decision) {
 			return // a later write moved the last run
 		}
 		fix, prev := cur, d.read.last
-		fix.At, fix.By, fix.Runs = prev.At, prev.By, prev.Runs
+		fix.At, fix.By, fix.Runs, fix.RunZxid = prev.At, prev.By, prev.Runs, prev.RunZxid
 		keep := runrec.Keep(fix, w.rec.Window, stat.Mtime, stat.Mzxid)
 		_, err := c.s.Txn(ctx, &zk.SetDataRequest{Path: j.runPath, Data: keep.Encode(), Version: stat.Version})
 		if !errors.Is(err, zk.ErrBadVersion) {

@@ -150,7 +150,11 @@ func TestRemoveCutsAnAttempt(t *testing.T) {
 	runTwoTicks(t, ctx, a, b, "job", w)
 	// b's first attempt wrote its lock timeout in the job's record.
 	removed := make(chan error, 1)
-	go func() { removed <- cleanup.RemoveJob(ctx, "job") }()
+	removing := make(chan struct{}) // closed once RemoveJob returned
+	go func() {
+		removed <- cleanup.RemoveJob(ctx, "job")
+		close(removing)
+	}()
 	conn := zktest.Connect(t, zktest.Servers(t)).Conn()
 	dir, err := a.dir("job")
 	if err != nil {
@@ -162,14 +166,22 @@ func TestRemoveCutsAnAttempt(t *testing.T) {
 	// time. (The version that failed on e876833 began 0.9 s into it: the
 	// wait was then the window and the last writer's lock timeout, 1.2 s.)
 	time.Sleep(2*w + 3*time.Second + 500*time.Millisecond)
+	// The hook holds b between its read and its write until the delete has
+	// come, however late the machine makes it, or RemoveJob returned.
 	cut := false
 	testHookAfterRead = func(string) {
-		for range 500 {
+		for over := false; !over; {
+			select {
+			case <-removing: // one look more: the delete came before the return
+				over = true
+			case <-ctx.Done():
+				over = true
+			case <-time.After(10 * time.Millisecond):
+			}
 			if ok, _, _ := conn.Exists(dir + "/run"); !ok {
 				cut = true
 				return
 			}
-			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	defer func() { testHookAfterRead = nil }()
@@ -178,7 +190,7 @@ func TestRemoveCutsAnAttempt(t *testing.T) {
 	rmErr := <-removed
 	t.Logf("b's attempt cut by the delete: %v, its claim: %v; RemoveJob: %v", cut, err, rmErr)
 	if !cut {
-		t.Skip("the delete did not come between b's read and its write")
+		t.Fatalf("the run node stood until RemoveJob returned (%v): the delete never came between b's read and its write", rmErr)
 	}
 	if outcomeOf(err) == Failed {
 		t.Errorf("an attempt cut by the delete failed: %v", err)

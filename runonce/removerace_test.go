@@ -102,6 +102,11 @@ func TestRemoveJobMeetsARunBack(t *testing.T) {
 	var runAt time.Time
 	testHookBeforeLockDelete = func() {
 		testHookBeforeLockDelete = nil
+		// RemoveJob's own lock node goes in the background (its Release):
+		// b's first claim, sent before that delete lands, found the lock
+		// held, waited for a run node no one made, and skipped its tick,
+		// told lost to a holder gone by then (CI's race run at 4905f86).
+		lockGone(t, a, "job")
 		go func() {
 			done <- b.Do(ctx, "job", func(context.Context) error {
 				runAt = time.Now()

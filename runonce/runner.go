@@ -191,8 +191,9 @@ func (r *Runner) started(ctx context.Context, j *job, p *probe, h *zklock.Hold) 
 }
 
 // own takes j's busy flag for a Claim, or says why not: a run of this
-// instance still going, or its RemoveJob (which the removal notes). A job
-// removed meanwhile is taken anew.
+// instance still going (held), a claim of it still deciding (unknown), or
+// its RemoveJob (which the removal notes). A job removed meanwhile is
+// taken anew.
 func (r *Runner) own(j *job, key string) (*job, error) {
 	for {
 		if j.busy.CompareAndSwap(false, true) {
@@ -209,6 +210,13 @@ func (r *Runner) own(j *job, key string) (*job, error) {
 		if rm := j.removal.Load(); rm != nil {
 			rm.attempted()
 			return j, fmt.Errorf("%w: job %q: by this instance's RemoveJob (the tick is lost)", ErrLockHeld, key)
+		}
+		if j.run.Load() == nil {
+			// A claim of this instance is deciding (it may wait up to its
+			// lock timeout for another instance's write), and no run of
+			// it holds the job's lock: the tick is not lost to the lock,
+			// another instance may run it (TestOwnClaimUnderWayIsNotHeld).
+			return j, fmt.Errorf("%w: job %q: this instance's claim of an earlier tick is still deciding, and no run of it holds the job's lock: another instance may run this tick", ErrTickUnknown, key)
 		}
 		return j, fmt.Errorf("%w: job %q: by a run of this instance", ErrLockHeld, key)
 	}

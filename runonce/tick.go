@@ -47,9 +47,9 @@ import (
 // stop) leaves its lock held, so that the others tell its tick lost
 // (held), not run, until its session expires; the cut can then fall only
 // between the write and the job's start. An attempt that finds the lock
-// taken after the run node's last write meets another instance's claim
-// between its take and its write, and decides on that write
-// (awaitClaim).
+// taken after the last run's write (the record carries its zxid) meets
+// another instance's claim between its take and its write, and decides on
+// that write (awaitClaim).
 
 // byNames decides d, p's attempt of a named tick after a named run, on
 // the record read, rec the record it writes; it returns the run's hold
@@ -77,6 +77,9 @@ func (c *claimer) byNames(ctx context.Context, j *job, p *probe, d decision, rec
 		return d, nil, err
 	}
 	d.lock.looked = true
+	if testHookTaken != nil {
+		testHookTaken()
+	}
 	d, err = c.write(ctx, j, p, d, rec, byNames)
 	if err != nil || d.verdict != runrec.Run || d.wrote.late > 0 {
 		_ = h.Release() // a conflict (read again) or a failure: the lock goes
@@ -166,6 +169,16 @@ func (c *claimer) ranSince(d decision, p *probe) bool {
 	return ok && bound-d.read.last.At <= d.read.at.Round(0).Sub(p.tick).Milliseconds()
 }
 
+// lastRunZxid is the zxid of the write of the last run rd shows: carried
+// on by the writes since (runrec.Last.RunZxid), or, from a writer of a
+// version before it, the record's last write.
+func lastRunZxid(rd reading) int64 {
+	if z := rd.last.RunZxid; z != 0 {
+		return z
+	}
+	return rd.stat.Mzxid
+}
+
 // testHookHolderRead, set by tests only, may fail awaitClaim's read of
 // the lock's holder, as a dropped connection would.
 var testHookHolderRead func() error
@@ -176,11 +189,14 @@ var testHookHolderRead func() error
 var errDecideAgain = errors.New("runonce: the job's lock's holder wrote the run node or let the lock go: decide again")
 
 // awaitClaim decides what a lock found held means for d's attempt (of a
-// tick open, by the record read). A holder whose lock node was
-// made after the record's last write (its Czxid above the record's Mzxid:
-// ZooKeeper's order, no clock) is not a run of an earlier tick, whose
-// take precedes its write, but another instance's claim between its take
-// and its write: it may run the tick, step back or fail. The attempt
+// tick open, by the record read). A holder whose lock node was made after
+// the write of the last run the record shows (its Czxid above that
+// write's zxid: ZooKeeper's order, no clock) is not a run of an earlier
+// tick, whose take precedes its write, but another instance's claim
+// between its take and its write: it may run the tick, step back or fail.
+// Writes that are not runs (an instance's first keep write, a step back)
+// may come between that claim's take and its write, which they refuse:
+// the claim then decides again and may still run the tick. The attempt
 // waits for that claim's write by the holder's bounds, not its own: the
 // holder's claim began before its node, so before it was seen, and writes
 // within its lock timeout (the largest the record shows, or this
@@ -210,8 +226,11 @@ func (c *claimer) awaitClaim(ctx context.Context, j *job, p *probe, d decision) 
 	case err != nil:
 		// Unread, the holder may be a claim of this tick under way: not lost.
 		return c.tell.unknown(j, p, fmt.Sprintf("the job's lock is held by %s, whose node this claim could not read (%v): it may be another instance's claim of the tick, which may run it", holder, err))
-	case hold.Czxid <= stat.Mzxid:
-		return nil // taken before the record's last write: an earlier run's
+	case hold.Czxid <= lastRunZxid(d.read):
+		// Taken before the last run's write: that run's or an earlier one's.
+		c.tell.log.Debug("the job's lock is an earlier run's: taken before the last run's write", "job", j.key, "tick", tickString(p.name),
+			"holder", holder, "lock_zxid", hold.Czxid, "run_zxid", d.read.last.RunZxid, "record_zxid", stat.Mzxid, "record_version", stat.Version)
+		return nil
 	}
 	until := seen.Add(max(msDuration(d.read.last.Timeout), c.timeout))
 	own := p.entry.Add(c.timeout - c.timeout/8)

@@ -1,11 +1,14 @@
 package zkcompat_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/zktest"
 )
 
 // BenchmarkVsZkLock runs the drop-in and zk.Lock side by side, alternated
@@ -69,4 +72,45 @@ func roundTrip(b *testing.B, c *zk.Conn, path string) time.Duration {
 	}
 	slices.Sort(ds)
 	return ds[len(ds)/2]
+}
+
+// BenchmarkNewPathVsZkLock times the first Lock of a path that does not
+// exist yet (the lock makes it, as zk.Lock does), from NewLock to Lock's
+// return, the drop-in's and zk.Lock's alternated on one connection each:
+// the medians of each, and ratio, the drop-in's median over zk.Lock's.
+//
+//	go test -run '^$' -bench NewPathVsZkLock -benchtime 1000x -count 3 ./zkcompat
+func BenchmarkNewPathVsZkLock(b *testing.B) {
+	var conns [2]*zk.Conn
+	for i := range impls {
+		conns[i], _ = tapped(b)
+	}
+	root := zktest.Path(b)
+	createParents(b, conns[0], root+"/x")
+	lat := [2][]time.Duration{make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)}
+	b.ResetTimer()
+	for n := range b.N {
+		for k := range impls {
+			i := (k + n) % 2
+			start := time.Now()
+			l := impls[i].newLock(conns[i], fmt.Sprintf("%s/%d/%d", root, i, n))
+			if err := l.Lock(); err != nil {
+				b.Fatal(err)
+			}
+			lat[i] = append(lat[i], time.Since(start))
+			b.StopTimer()
+			if err := l.Unlock(); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	}
+	b.StopTimer()
+	var med [2]float64
+	for i, im := range impls {
+		slices.Sort(lat[i])
+		med[i] = float64(lat[i][len(lat[i])/2].Microseconds())
+		b.ReportMetric(med[i], im.name+"-p50-µs")
+	}
+	b.ReportMetric(med[1]/med[0], "ratio")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -274,48 +275,71 @@ func TestWriterWaitingListsOnlyWhenQueueChanged(t *testing.T) {
 // could run at once: a queue of deletes alone waits foldWait for such a
 // create. (When the sender of deletes only yielded, it sent the delete
 // alone, before the create could take it, in a good part of such releases:
-// 56 of 200 here.)
+// 56 of 200.)
+//
+// One round, true under any load: the wait is set to 20 ms, and only a
+// release whose next Acquire returned within it is judged: its delete was
+// queued after the span began and the create before it ended, so a writer
+// that waits could not have sent the delete alone (a timer fires late,
+// never early). A release the machine delayed longer may go alone; the
+// test counts those and says how many it judged.
 func TestReleaseFoldsWithAProcessorIdle(t *testing.T) {
+	const wait = 20 * time.Millisecond
+	t.Cleanup(zklock.SetFoldWaitForTest(wait))
 	s := connect(t, zktest.Servers(t))
 	ctx := ctxT(t, 60*time.Second)
 	root := zktest.Path(t)
 	locks := [2]*zklock.Lock{newLock(t, s, root+"/a"), newLock(t, s, root+"/b")}
-	hold := func(l *zklock.Lock, d time.Duration) {
+	acquire := func(l *zklock.Lock) *zklock.Hold {
 		t.Helper()
 		h, err := l.Acquire(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(d) // a hold: the other processor idles
-		if err := h.Release(); err != nil {
+		return h
+	}
+	for _, l := range locks { // both paths known: a create on either may carry a delete
+		if err := acquire(l).Release(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, l := range locks { // both paths known: a create on either may carry a delete
-		hold(l, 0)
-	}
-	// Up to three rounds of 200: the code before fails every round (it is
-	// systematic: the flusher ran as soon as a processor was idle), while
-	// a machine busy with other work can delay the releasing goroutine past
-	// foldWait in one round, the more so under -race (seen: 23 to 32 alone
-	// with a stress matrix beside it, 6 on an idle machine).
-	const rounds, limit = 200, 200 / 5
-	var seen []string
-	for range 3 {
-		time.Sleep(100 * time.Millisecond) // earlier deletes go out, alone
-		d0, m0 := zklock.Written(s, zklock.OpDelete), zklock.Written(s, zklock.OpMulti)
-		for i := range rounds {
-			hold(locks[i%2], time.Millisecond)
+	time.Sleep(2 * wait) // those releases' deletes go out, alone
+	const releases = 200
+	var judged, late, lateAlone int
+	var bad []string
+	h := acquire(locks[0])
+	for i := range releases {
+		time.Sleep(time.Millisecond) // a hold: the other processor idles
+		d0 := zklock.Written(s, zklock.OpDelete)
+		start := time.Now()
+		if err := h.Release(); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond) // the last delete: no create takes it
-		alone, carried := zklock.Written(s, zklock.OpDelete)-d0, zklock.Written(s, zklock.OpMulti)-m0
-		seen = append(seen, fmt.Sprintf("%d alone, %d carried", alone, carried))
-		if alone <= limit {
-			t.Logf("rounds: %v", seen)
-			return
+		h = acquire(locks[(i+1)%2])
+		span := time.Since(start)
+		alone := zklock.Written(s, zklock.OpDelete) - d0
+		switch {
+		case span >= wait:
+			late++
+			lateAlone += int(alone)
+		case alone > 0:
+			bad = append(bad, fmt.Sprintf("release %d: its delete went alone, the next create came %v after", i, span.Round(time.Microsecond)))
+		default:
+			judged++
 		}
 	}
-	t.Errorf("released nodes deleted alone in each round of %d: %v; want at most %d alone in one", rounds, seen, limit)
+	if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d releases: %d judged, %d carried; %d whose next Acquire took %v or more (%d of their deletes alone, not judged)",
+		releases, judged+len(bad), judged, late, wait, lateAlone)
+	if len(bad) > 0 {
+		t.Errorf("%d of %d releases followed within %v by a create sent their delete alone:\n%s",
+			len(bad), judged+len(bad), wait, strings.Join(bad, "\n"))
+	}
+	if judged+len(bad) == 0 {
+		t.Errorf("no release was followed within %v by the next Acquire's return (%d of %d took longer): nothing judged", wait, late, releases)
+	}
 }
 
 // TestLoopOnOneLockKeepsNoReleasedNodes: a goroutine that takes one lock

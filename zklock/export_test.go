@@ -67,6 +67,11 @@ func LeaseLastK(s *Session) time.Time { return s.f.Lease().LastK() }
 // d, and returns the function that restores it.
 func SetAuthDelayForTest(d time.Duration) (restore func()) { return session.SetAuthDelay(d) }
 
+// SetFoldWaitForTest sets how long the lone deletes of sessions connected
+// from now on wait for a create to carry them, and returns the function
+// that restores it.
+func SetFoldWaitForTest(d time.Duration) (restore func()) { return session.SetFoldWait(d) }
+
 // GrantedTimeout and ConnQuit expose conninfo.go's reads of go-zookeeper's
 // unexported fields to TestConnInternals.
 var (
@@ -141,3 +146,7 @@ func OwnNodeDeletedForTest(h *Hold) {
 // their losses are told (taken true). It returns the function that removes
 // it.
 func SetApplyHook(fn func(taken bool)) (remove func()) { return session.SetApplyHook(fn) }
+
+// SetRetryPauseHook makes fn run before each pause of the sessions'
+// retries, with the error that asked for it, until restore is called.
+func SetRetryPauseHook(fn func(err error)) (restore func()) { return session.SetPauseHook(fn) }

@@ -256,3 +256,29 @@ func reap(conn *zk.Conn, paths []string, stop <-chan struct{}) int {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A Lock on a path that does not exist yet makes it, then creates its node
+// again at once, as zk.Lock does: without a retry's pause. Before, the
+// create went back to the retries' backoff (10 ms and up) after making the
+// parents: a zk.Lock user's first Lock of a new path through the drop-in
+// took 14 ms at the median against zk.Lock's 3.3 (an uncontended loop of
+// 1,400 new paths on one connection).
+func TestMissingPathMadeWithoutPause(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	var mu sync.Mutex
+	var pauses []error
+	defer zklock.SetRetryPauseHook(func(err error) {
+		if !strings.Contains(err.Error(), "lock path created") {
+			return // another session's retry, left by an earlier test: not this one's to judge
+		}
+		mu.Lock()
+		pauses = append(pauses, err)
+		mu.Unlock()
+	})()
+	holdOnce(t, zktest.Context(t, 10*time.Second), newLock(t, s, zktest.Path(t)+"/a/b/lock"))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(pauses) > 0 {
+		t.Errorf("the acquisition paused %d times, for %v; want none: the parents made, the create goes again at once", len(pauses), pauses)
+	}
+}

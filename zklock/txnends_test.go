@@ -150,9 +150,15 @@ func TestTxnStorm(t *testing.T) {
 		t.Fatal(err)
 	}
 	const workers, each = 8, 25
-	var drops atomic.Int64
+	// The storm is made by construction, not by chance, so that every run
+	// has all three outcomes under any load (CI's loaded race run once had
+	// every 0-19 ms deadline expire before a batch was sealed): every 40th
+	// write is dropped, every fourth transaction carries a stale op (not
+	// applied), and every fourth has a deadline no load reaches (applied,
+	// or unknown when a drop meets it). The rest race random deadlines.
+	var writes, drops atomic.Int64
 	zklock.SetWriteHook(s, func(op int32, _ []byte) error {
-		if (op == zklock.OpMulti || op == zklock.OpCreate) && rand.IntN(40) == 0 {
+		if (op == zklock.OpMulti || op == zklock.OpCreate) && writes.Add(1)%40 == 0 {
 			drops.Add(1)
 			return errors.New("injected: connection reset by peer")
 		}
@@ -177,10 +183,14 @@ func TestTxnStorm(t *testing.T) {
 					return
 				}
 				ops := []any{seqCreate(dir)}
-				if rand.IntN(4) == 0 {
+				budget := time.Duration(rand.IntN(20)) * time.Millisecond
+				switch i % 4 {
+				case 0:
+					budget = time.Minute
+				case 1:
 					ops = append(ops, &zk.SetDataRequest{Path: root + "/stale", Version: 99})
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rand.IntN(20))*time.Millisecond)
+				ctx, cancel := context.WithTimeout(context.Background(), budget)
 				d0 := drops.Load()
 				_, err := s.Txn(ctx, ops...)
 				cancel()

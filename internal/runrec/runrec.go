@@ -88,6 +88,12 @@ type Record struct {
 	// on the records it writes while it waits: an attempt that reads it
 	// writes, so that the remover sees the job still scheduled.
 	Removing string `json:"removing,omitempty"`
+	// RunZxid is the zxid of the write that recorded the last run before
+	// this one, carried on by every write (Keep, an attempt's write) from
+	// the record read; 0: unknown (none yet, or a writer of a version
+	// before it). A write that is itself a run is its own (Derive): the
+	// job's lock is a run's when it was taken before that write.
+	RunZxid int64 `json:"run_zxid,omitempty"`
 }
 
 // MaxRecent bounds Record.Recent.
@@ -235,7 +241,8 @@ func (r Record) Confirms(mtime, epoch int64, answered time.Duration) bool {
 // server's time (runonce's RemoveJob). window is the writer's.
 func Keep(prev Last, window, mtime, mzxid int64) Record {
 	return Record{Last: prev.At, LastBy: prev.By, Runs: prev.Runs, Window: window, Timeout: prev.Timeout, MaxWindow: max(prev.MaxWindow, window),
-		LastTick: prev.Tick, Ticks: prev.Ticks, Floor: prev.Floor, Prev: mtime, Epoch: EpochOf(mzxid), Recent: prev.Recent, Since: prev.Since, Yield: true}
+		LastTick: prev.Tick, Ticks: prev.Ticks, Floor: prev.Floor, Prev: mtime, Epoch: EpochOf(mzxid), Recent: prev.Recent, Since: prev.Since, Yield: true,
+		RunZxid: prev.RunZxid}
 }
 
 // Last is a job's state after a write: its last run and the count.
@@ -257,6 +264,10 @@ type Last struct {
 	// Fire, or before ticks): its runs leave none (Verdict).
 	Old bool
 	Ran bool // the write was itself a run
+	// RunZxid is the zxid of the write that recorded the last run (0:
+	// unknown): a lock taken before it is that run's or an earlier one's,
+	// one taken after it a claim under way, whatever was written since.
+	RunZxid int64
 	// Removing names the instance removing the job, if the write was its
 	// (see Record.Removing).
 	Removing string
@@ -273,13 +284,13 @@ func Derive(data []byte, mtime, mzxid int64) Last {
 		return Last{At: mtime, Runs: 0}
 	}
 	l := Last{At: r.Last, By: r.LastBy, Runs: r.Runs, Window: r.Window, Timeout: r.Timeout, MaxWindow: max(r.MaxWindow, r.Window),
-		Tick: r.LastTick, Ticks: r.Ticks, Floor: r.Floor, Writer: r.By, Old: r.By != "" && r.Fire == 0, Removing: r.Removing}
+		Tick: r.LastTick, Ticks: r.Ticks, Floor: r.Floor, Writer: r.By, Old: r.By != "" && r.Fire == 0, Removing: r.Removing, RunZxid: r.RunZxid}
 	epoch := EpochOf(mzxid)
 	v := r.Verdict(mtime, epoch)
 	l.Recent, l.Since = r.Spread(v == Run, r.SteppedBack(mtime, epoch))
 	switch v {
 	case Run:
-		l.At, l.By, l.Runs, l.Ran = r.Fired(mtime), r.By, r.Runs+1, true
+		l.At, l.By, l.Runs, l.Ran, l.RunZxid = r.Fired(mtime), r.By, r.Runs+1, true, mzxid
 		l.Tick, l.Ticks, l.Floor = r.names()
 	case Rebase:
 		l.At = mtime

@@ -213,3 +213,29 @@ func TestConfirms(t *testing.T) {
 		t.Error("the next tick's first attempt not confirmed")
 	}
 }
+
+// TestRunZxid: a run's write is its own last run's zxid; a keep write and
+// an attempt's write that does not run carry it on, whatever their own
+// zxid; a record of a writer before the field tells 0 (unknown).
+func TestRunZxid(t *testing.T) {
+	const runZ, keepZ, skipZ = 1<<32 | 7, 1<<32 | 9, 1<<32 | 12
+	run := Record{Last: 9000, Runs: 9, Window: w, Prev: 9300, Epoch: 1, By: "A", RunZxid: 1<<32 | 3}
+	ran := Derive(run.Encode(), 10000, runZ)
+	if !ran.Ran || ran.RunZxid != runZ {
+		t.Fatalf("a run's write: ran %v, RunZxid %#x; want a run, its own zxid %#x", ran.Ran, ran.RunZxid, runZ)
+	}
+	kept := Derive(Keep(ran, w, 10000, runZ).Encode(), 10100, keepZ)
+	if kept.Ran || kept.RunZxid != runZ {
+		t.Errorf("a keep write: ran %v, RunZxid %#x; want no run, the run's %#x", kept.Ran, kept.RunZxid, runZ)
+	}
+	// An attempt in the same tick (100 ms after the run): not a run, its
+	// record carrying the run's zxid as runonce's carry does.
+	skip := Record{Last: kept.At, LastBy: kept.By, Runs: kept.Runs, Window: w, Prev: 10100, Epoch: 1, By: "B", RunZxid: kept.RunZxid}
+	if after := Derive(skip.Encode(), 10200, skipZ); after.Ran || after.RunZxid != runZ {
+		t.Errorf("a write in the run's tick: ran %v, RunZxid %#x; want no run, the run's %#x", after.Ran, after.RunZxid, runZ)
+	}
+	old := Record{Last: kept.At, Runs: kept.Runs, Window: w, Prev: 10100, Epoch: 1, By: "old"}
+	if after := Derive(old.Encode(), 10150, skipZ); after.Ran || after.RunZxid != 0 {
+		t.Errorf("an older writer's write in the tick: ran %v, RunZxid %#x; want no run, 0", after.Ran, after.RunZxid)
+	}
+}

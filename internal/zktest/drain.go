@@ -66,6 +66,35 @@ func Wait(t testing.TB, what string, wg *sync.WaitGroup) {
 	AwaitClosed(t, what, Waited(wg))
 }
 
+// WaitProgress waits for wg as Wait does, but for work whose length is
+// its own (an explorer's schedules, on a loaded machine minutes): the hang
+// it reports is progress that has stood still for StuckAfter, read from
+// progress (a counter the work advances), not the wait's length.
+func WaitProgress(t testing.TB, what string, wg *sync.WaitGroup, progress func() uint64) {
+	t.Helper()
+	waitProgress(t, what, wg, progress, StuckAfter)
+}
+
+func waitProgress(t testing.TB, what string, wg *sync.WaitGroup, progress func() uint64, d time.Duration) {
+	t.Helper()
+	done := Waited(wg)
+	ticker := time.NewTicker(d)
+	defer ticker.Stop()
+	for last := progress(); ; {
+		select {
+		case <-done:
+			return
+		case <-ticker.C:
+			now := progress()
+			if now == last {
+				t.Errorf("zktest: %s: no progress in %v (at %d); the goroutines:\n%s", what, d, now, Goroutines())
+				return
+			}
+			last = now
+		}
+	}
+}
+
 func await[T any](t testing.TB, what string, ch <-chan T, d time.Duration) (v T, ok bool) {
 	t.Helper()
 	timer := time.NewTimer(d)

@@ -99,3 +99,31 @@ func TestAwait(t *testing.T) {
 	close(release)
 	AwaitClosed(t, "the group", waited)
 }
+
+// Work that goes on is waited for however long it takes; work whose
+// counter stands still for the bound fails the test with the stacks.
+func TestWaitProgress(t *testing.T) {
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	wg.Go(func() { <-release })
+	var reads uint64 // each read of the counter finds it moved; the fourth ends the work
+	moving := func() uint64 {
+		if reads++; reads == 4 {
+			close(release)
+		}
+		return reads
+	}
+	r := &recorder{TB: t}
+	waitProgress(r, "the moving work", &wg, moving, time.Millisecond)
+	if len(r.errs) != 0 || reads < 4 {
+		t.Fatalf("work that moved at each of %d reads: errors %q", reads, r.errs)
+	}
+	stop := make(chan struct{})
+	wg.Go(func() { <-stop })
+	waitProgress(r, "the stuck work", &wg, func() uint64 { return 20 }, 10*time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if len(r.errs) != 1 || !strings.Contains(r.errs[0], "the stuck work: no progress in 10ms (at 20)") || !strings.Contains(r.errs[0], "goroutine ") {
+		t.Errorf("the report: %q", r.errs)
+	}
+}

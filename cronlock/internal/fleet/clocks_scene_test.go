@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +20,11 @@ import (
 // run, not make test's.
 //
 //	cd cronlock && go test -count=1 -timeout 30m -v -run TestFleetClocks ./internal/fleet/ -fleet.clocks all -fleet.duration 80s
+//
+// fleetLogs keeps a failing fleet's logs, every line of each instance,
+// for what the failure's dozen lines do not show.
+var fleetLogs = flag.String("fleet.logs", "", "TestFleetClocks: a directory to write each instance's whole log (at Debug level) to when ticks that ran were told lost or held")
+
 var fleetClocks = flag.String("fleet.clocks", "", "TestFleetClocks: the configurations, comma-separated ("+strings.Join(clockNames, ", ")+") or all")
 
 // clockConfig is one configuration of TestFleetClocks: ZooKeeper's clock
@@ -76,6 +83,9 @@ var clockFaults = []string{"kill", "stop-run", "cleanup"}
 func TestFleetClocks(t *testing.T) {
 	if *fleetClocks == "" {
 		t.Skip("a documented run: -fleet.clocks all -fleet.duration 80s")
+	}
+	if *fleetLogs != "" {
+		t.Setenv(DebugEnv, "1") // the workers inherit it: their logs at Debug, to read
 	}
 	names := strings.Split(*fleetClocks, ",")
 	if *fleetClocks == "all" {
@@ -151,7 +161,7 @@ func (f *fleetRun) judgeClocks(t *testing.T, cfg clockConfig, rep Report, rs Rec
 			explain(rs, out), explain(rs, stale), explain(rs, lost.Unobserved))
 	}
 	if len(ranLost) > 0 {
-		t.Errorf("ticks that ran observed as lost or held: %s; the instances said:\n%s", explain(rs, ranLost), f.toldOf(ranLost))
+		t.Errorf("ticks that ran observed as lost or held: %s; the instances said:\n%s", explain(rs, ranLost), f.toldOf(t, ranLost))
 	}
 	if n := f.count("runs more than once per tick"); n > 0 && rep.Repeated() == 0 {
 		t.Errorf("%d warnings that a job runs more than once per tick, in a run where none did", n)
@@ -210,8 +220,21 @@ func (f *fleetRun) ranAfter(instance, job string) int {
 }
 
 // toldOf returns the workers' log lines (warnings and errors) that name
-// the jobs of the first few of keys, at most 12.
-func (f *fleetRun) toldOf(keys []Key) string {
+// the jobs of the first few of keys, at most 12; with -fleet.logs, it
+// writes every line to a directory of the configuration's first.
+func (f *fleetRun) toldOf(t *testing.T, keys []Key) string {
+	if d := *fleetLogs; d != "" {
+		d = filepath.Join(d, filepath.Base(t.Name())) // the configuration's
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Logf("-fleet.logs: %v", err)
+		}
+		for instance, b := range f.logs {
+			if err := os.WriteFile(filepath.Join(d, instance+".log"), []byte(b.String()), 0o644); err != nil {
+				t.Logf("-fleet.logs: %v", err)
+			}
+		}
+		t.Logf("-fleet.logs: the instances' logs in %s", d)
+	}
 	var out []string
 	for _, instance := range slices.Sorted(maps.Keys(f.logs)) {
 		for _, line := range strings.Split(f.logs[instance].String(), "\n") {

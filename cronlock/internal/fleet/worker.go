@@ -112,7 +112,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	logger := slog.New(slog.NewTextHandler(stderr, nil)).With("instance", c.name)
+	var level slog.Level // Info; Debug when the test keeps the logs to read (-fleet.logs)
+	if os.Getenv(DebugEnv) != "" {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("instance", c.name)
 	rec, err := newRecorder(stdout, c)
 	if err == nil {
 		err = run(ctx, c, rec, logger, stderr)
@@ -303,3 +307,6 @@ func (r *recorder) observe(job, outcome string, claimed time.Time) {
 	}
 	r.line("obs %s %s %d %s", job, r.name, tick, outcome)
 }
+
+// DebugEnv, set in a worker's environment, has it log at Debug level.
+const DebugEnv = "CRONFLEET_DEBUG"

@@ -103,6 +103,7 @@ func (s *Floor) Waiting(delta int) {
 	s.st.mu.Unlock()
 	if wake {
 		s.lease.wake()
+		s.st.wakePoll()
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"testing/synctest"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -89,7 +88,7 @@ func (w *world) event(st zk.State) {
 		default: // closed, it drains nothing: go-zookeeper drops the event
 		}
 	}
-	synctest.Wait()
+	w.settle()
 }
 
 // drop ends the connection on the client's side (why, for the trace):
@@ -122,7 +121,7 @@ func (w *world) drop(why string, failed *req, ferr error) {
 			} else {
 				w.end(r, nil, zk.ErrConnectionClosed)
 			}
-			synctest.Wait()
+			w.settle()
 		}
 	})
 }

@@ -35,7 +35,7 @@ var leaseBugs = []struct{ bug, prop string }{
 	{mutant.LapseEndUntold, "(e)"},
 	{mutant.AuthTouches, "(b)"},
 	{mutant.TimeoutKeptLonger, "(a)"},
-	{mutant.WallClock, "(a)"},
+	{mutant.WallClock, "(b)"}, // (a) refuses it after 32,026 schedules since the writer takes its rounds as the driver settles (9,731 before): docs/lease.md
 	{mutant.HandshakeFromAnswer, "(a)"},
 	{mutant.UntoldGrantIgnored, "(a)"},
 }

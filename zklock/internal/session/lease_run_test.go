@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"testing/synctest"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -18,11 +17,11 @@ import (
 // Running one schedule inside a synctest bubble: the floor is made and
 // started over the double as Dial would over go-zookeeper, the steps and
 // the double's own actions are put on the agenda, and the driver takes
-// them in time order, letting the floor settle (synctest.Wait) before
-// each. The floor's goroutines run on the bubble's clock: its timers (the
-// lease's deadline, the renewer's period, Grant's waits, Close's grace)
-// fire when virtual time reaches them, with the driver asleep until its
-// next action or until the floor hands it something (poke).
+// them in time order, letting the floor settle (settle) before each. The
+// floor's goroutines run on the bubble's clock: its timers (the lease's
+// deadline, the renewer's period, Grant's waits, Close's grace) fire when
+// virtual time reaches them, with the driver asleep until its next action
+// or until the floor hands it something (poke).
 
 // outcome is what a schedule did and what its checks found.
 type outcome struct {
@@ -58,8 +57,7 @@ type learnt struct {
 	id int64
 }
 
-// runSchedule runs seed's schedule (its own steps when steps is nil); it
-// must run inside a synctest bubble.
+// runSchedule runs seed's schedule (its steps if steps is nil), in a bubble.
 func runSchedule(seed uint64, steps []step, keep bool) outcome {
 	cfg, drawn := draw(seed)
 	if steps == nil {
@@ -107,6 +105,7 @@ func runConfig(cfg leaseConfig, seed uint64, steps []step, keep bool) outcome {
 		w.s.start(dbl{w}, nil)
 		w.connect()
 	}
+	defer w.parkWriters()() // before any write: a member's first comes at a step
 	if cfg.probed {
 		// What the probe reads (tickprobe.go): the first member's least grant.
 		w.s.lease.setTick(cfg.members[0].lo / 2)
@@ -124,7 +123,7 @@ func runConfig(cfg leaseConfig, seed uint64, steps []step, keep bool) outcome {
 	w.drive()
 	// Whatever the floor left armed (a write path's timer) fires now.
 	time.Sleep(2 * wire.CloseGrace)
-	synctest.Wait()
+	w.settle()
 	for _, a := range w.members {
 		a.cancel()
 	}
@@ -156,7 +155,7 @@ func (w *world) drive() {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
-		synctest.Wait()
+		w.settle()
 		w.enqueue()
 		if w.tidy() {
 			continue

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -47,6 +48,10 @@ type world struct {
 	live    int  // the explorer's goroutines (acquisitions, transactions) running
 	seq     int  // counts handings and answers
 	wake    chan struct{}
+	// The floor's writer parked before a round (parkWriter), until the
+	// driver settles.
+	writerGo chan struct{}
+	parked   bool
 
 	sid     atomic.Int64 // Conn.SessionID
 	state   atomic.Int32 // Conn.State
@@ -324,4 +329,64 @@ func connectAnswer(ms int32, id int64) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(id))
 	b = binary.BigEndian.AppendUint32(b, 16)
 	return append(b, make([]byte, 16)...)
+}
+
+// writerParks routes the writer's gate (testWriterGate) to its floor's
+// world: the explorer's workers run schedules side by side.
+var (
+	writerParks sync.Map // *Floor → *world
+	gateOnce    sync.Once
+)
+
+// parkWriters has every explored floor's writer parked before each round
+// (parkWriter); w's floor is one until the returned function is called.
+func (w *world) parkWriters() (unpark func()) {
+	gateOnce.Do(func() {
+		gate := func(s *Floor) {
+			if w, ok := writerParks.Load(s); ok {
+				w.(*world).parkWriter()
+			}
+		}
+		testWriterGate.Store(&gate)
+	})
+	writerParks.Store(w.s, w)
+	return func() { writerParks.Delete(w.s) }
+}
+
+// parkWriter holds the floor's writer before its round until the driver
+// settles (settle): by then every goroutine woken at this instant has
+// handed its writes, so that a round gathers the same writes in every run
+// of a schedule. Without it the writer, woken at one instant with an
+// acquisition, took its round before or after that acquisition handed its
+// create, as the Go scheduler ran them: a multi of two creates in one
+// run, one create in the other (TestLeaseExploreDeterministic, 7 and 9
+// seeds of 20,000).
+func (w *world) parkWriter() {
+	w.mu.Lock()
+	if w.writerGo == nil {
+		w.writerGo = make(chan struct{})
+	}
+	ch := w.writerGo
+	w.parked = true
+	w.mu.Unlock()
+	<-ch
+}
+
+// settle lets the floor settle at this instant: every goroutine blocked,
+// and then the writer, if it parked, let go to take its round, the writes
+// queued at this instant in an order of their own (writes.OrderInstants),
+// until it did not park again.
+func (w *world) settle() {
+	for {
+		synctest.Wait()
+		w.mu.Lock()
+		ch, parked := w.writerGo, w.parked
+		w.writerGo, w.parked = nil, false
+		w.mu.Unlock()
+		if !parked {
+			return
+		}
+		w.s.wl.q.OrderInstants()
+		close(ch)
+	}
 }

@@ -30,14 +30,7 @@ func TestNewSessionUnseenEndsHolds(t *testing.T) {
 // newSessionUnseen runs the scene and returns what went wrong ("": nothing).
 func newSessionUnseen(t *testing.T) (fail string) {
 	synctest.Test(t, func(t *testing.T) {
-		c := &polledConn{}
-		c.sid.Store(0x101)
-		c.state.Store(int32(zk.StateHasSession))
-		s := newFloor(nil, false, Config{Timeout: 4 * time.Second, Logger: slog.New(slog.DiscardHandler),
-			MaxRetryWait: time.Second})
-		s.start(c, nil)
-		s.st.catchUp()
-		s.Go(func() { s.st.poll(nil) })
+		s, c := polledFloor()
 		defer s.Close()
 		// The lease vouches for the session now (as a chain or a handshake
 		// would), so that the grant goes through.
@@ -69,15 +62,29 @@ func newSessionUnseen(t *testing.T) (fail string) {
 	return fail
 }
 
+// polledFloor returns a floor that polls a polledConn, as Wrap's does, in
+// session 0x101 (call it in a bubble; Close it).
+func polledFloor() (*Floor, *polledConn) {
+	c := &polledConn{}
+	c.sid.Store(0x101)
+	c.state.Store(int32(zk.StateHasSession))
+	s := newFloor(nil, false, Config{Timeout: 4 * time.Second, Logger: slog.New(slog.DiscardHandler), MaxRetryWait: time.Second})
+	s.start(c, nil)
+	s.st.catchUp()
+	s.Go(func() { s.st.poll(nil) })
+	return s, c
+}
+
 // polledConn is a connection whose state and session the test sets; every
 // sync succeeds.
 type polledConn struct {
 	sid   atomic.Int64
 	state atomic.Int32
+	reads atomic.Int64 // reads of the state
 }
 
 func (c *polledConn) SessionID() int64                 { return c.sid.Load() }
-func (c *polledConn) State() zk.State                  { return zk.State(c.state.Load()) }
+func (c *polledConn) State() zk.State                  { c.reads.Add(1); return zk.State(c.state.Load()) }
 func (c *polledConn) Sync(path string) (string, error) { return path, nil }
 func (c *polledConn) Create(string, []byte, int32, []zk.ACL) (string, error) {
 	return "", zk.ErrNoServer

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -67,15 +68,27 @@ func (s *Floor) Retry(ctx context.Context, op func() error) error {
 	defer stop()
 	unlink := context.AfterFunc(s.life.ctx, stop)
 	defer unlink()
-	err := backoff.Retry(func() error {
+	err := backoff.RetryNotify(func() error {
 		err := op()
 		if err != nil && Refusal(err) {
 			return backoff.Permanent(err)
 		}
 		return err
-	}, backoff.WithContext(s.NewBackOff(), ctx))
+	}, backoff.WithContext(s.NewBackOff(), ctx), notePause)
 	if err != nil && s.Closed() && !errors.Is(err, ErrClosed) {
 		return fmt.Errorf("%w: %w", s.ClosedErr(), err)
 	}
 	return err
+}
+
+// pauseHook, set by tests only (SetPauseHook), is told of each of Retry's
+// pauses: atomic, since the Retries of sessions a test left behind may
+// run while it is set.
+var pauseHook atomic.Pointer[func(error)]
+
+// notePause tells pauseHook, if set, of a pause that err asked for.
+func notePause(err error, _ time.Duration) {
+	if fn := pauseHook.Load(); fn != nil {
+		(*fn)(err)
+	}
 }

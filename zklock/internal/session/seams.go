@@ -56,11 +56,19 @@ func (f *Flight) Fill() (giveBack func()) {
 }
 
 // SetPollEvery sets how often floors made by Wrap poll their connection's
-// state, and returns the function that restores it.
+// state, busy or idle, and returns the function that restores it.
 func SetPollEvery(d time.Duration) (restore func()) {
-	old := pollEvery
-	pollEvery = d
-	return func() { pollEvery = old }
+	old, oldIdle := pollEvery, pollIdle
+	pollEvery, pollIdle = d, d
+	return func() { pollEvery, pollIdle = old, oldIdle }
+}
+
+// SetFoldWait sets how long the deletes of floors made from now on linger
+// for a create to carry them, and returns the function that restores it.
+func SetFoldWait(d time.Duration) (restore func()) {
+	old := foldWait
+	foldWait = d
+	return func() { foldWait = old }
 }
 
 // SetAuthDelay delays the sending of every floor's credentials by d, and
@@ -76,11 +84,17 @@ func SetAuthDelay(d time.Duration) (restore func()) {
 // batch gathers.
 func HoldWriters() (let func()) {
 	gate := make(chan struct{})
-	testWriterGate.Store(&gate)
+	hold := func(s *Floor) {
+		select {
+		case <-gate:
+		case <-s.life.ctx.Done():
+		}
+	}
+	old := testWriterGate.Swap(&hold)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			testWriterGate.Store(nil)
+			testWriterGate.Store(old)
 			close(gate)
 		})
 	}
@@ -115,4 +129,12 @@ var testWokeHook atomic.Pointer[func()]
 func SetWokeHook(fn func()) (remove func()) {
 	testWokeHook.Store(&fn)
 	return func() { testWokeHook.Store(nil) }
+}
+
+// SetPauseHook makes fn run, with the error that asked for it, before each
+// pause of every Retry between its attempts, and returns the function that
+// removes it.
+func SetPauseHook(fn func(err error)) (restore func()) {
+	pauseHook.Store(&fn)
+	return func() { pauseHook.Store(nil) }
 }

@@ -3,7 +3,6 @@ package session
 import (
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -27,12 +26,14 @@ type sessionState struct {
 	closed    bool
 	holds     map[*Member]struct{} // valid holds of the floor's locks (grant.go)
 	waiting   int                  // acquisitions with a node queued
+	active    chan struct{}        // poll.go: the floor became active (Waiting), under Wrap
 }
 
 func (st *sessionState) init(s *Floor) {
 	st.s = s
 	st.ready, st.changed = make(chan struct{}), make(chan struct{})
 	st.holds = make(map[*Member]struct{})
+	st.active = make(chan struct{}, 1)
 }
 
 // onEvent is go-zookeeper's event callback. go-zookeeper calls it
@@ -54,42 +55,6 @@ func (st *sessionState) onEvent(ev zk.Event) {
 		}
 		if ev.Path != "" {
 			s.watches.dispatch(ev)
-		}
-	}
-}
-
-// pollEvery is how often a floor made by Wrap reads its connection's state; a
-// variable so that a test can make the poll lag.
-var pollEvery = 5 * time.Millisecond
-
-// poll feeds observe under Wrap, from events and from the
-// connection's state, read often enough that a short disconnection or a
-// session change is seen even when the channel dropped its event.
-func (st *sessionState) poll(events <-chan zk.Event) {
-	s := st.s
-	t := time.NewTicker(pollEvery)
-	defer t.Stop()
-	quit := s.link.quit
-	for {
-		select {
-		case <-quit:
-			// The caller closed the connection: the session is over for
-			// good, and every wait on it must end.
-			quit = nil
-			s.link.connGone.Store(true)
-			st.closeState()
-			s.life.cancel()
-		case ev, ok := <-events:
-			if !ok {
-				events = nil
-				st.closeState()
-				continue
-			}
-			st.onEvent(ev)
-		case <-t.C:
-			st.catchUp()
-		case <-s.life.ctx.Done():
-			return
 		}
 	}
 }

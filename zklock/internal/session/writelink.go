@@ -108,12 +108,17 @@ const (
 // foldWait is how long a released node's delete, queued alone, waits for a
 // create of the session to carry it: short beside a hand-off between
 // processes (a committed write, an event and a read), long beside the path
-// from a release to the releasing goroutine's next create.
-const foldWait = 100 * time.Microsecond
+// from a release to the releasing goroutine's next create. A variable for
+// one test's sake (SetFoldWait); the library never changes it.
+var foldWait = 100 * time.Microsecond
 
-// testWriterGate, when a test sets it, holds every session's writer before
-// each round until the channel closes (HoldWriterForTest).
-var testWriterGate atomic.Pointer[chan struct{}]
+// testWriterGate, when a test sets it, runs on a session's writer before
+// each round, once the session is connected (connected): HoldWriters holds
+// every writer there until it lets them go; the lease's explorer parks its
+// floor's writer there until every goroutine woken at that instant has
+// handed its writes, so that a round gathers the same writes in every run
+// of a schedule (lease_world_test.go).
+var testWriterGate atomic.Pointer[func(*Floor)]
 
 // send makes the requests of a writer's round: the first on the
 // writer's goroutine, each other one (a round of writes apart, at most
@@ -204,15 +209,10 @@ func (wl *writeLink) ended(sent bool, rtt time.Duration) {
 
 // connected waits until the session is connected; false once it is
 // closed. It is the writer's wait before each round (a test's gate holds
-// it first: HoldWriterForTest).
+// it last: testWriterGate).
 func (wl *writeLink) connected() bool {
 	s := wl.s
-	if gate := testWriterGate.Load(); gate != nil {
-		select {
-		case <-*gate:
-		case <-s.life.ctx.Done():
-		}
-	}
+	gated := false
 	for {
 		s.st.mu.Lock()
 		st, changed := s.st.state, s.st.changed
@@ -220,9 +220,16 @@ func (wl *writeLink) connected() bool {
 		switch {
 		case s.Closed() || st == StateClosed:
 			return false
-		case st == StateConnected:
+		case st == StateConnected && gated:
 			return true
+		case st == StateConnected:
+			gated = true
+			if gate := testWriterGate.Load(); gate != nil {
+				(*gate)(s)
+			}
+			continue // the state read again: the gate may have held the writer long
 		}
+		gated = false
 		select {
 		case <-changed:
 		case <-s.life.ctx.Done():

@@ -115,6 +115,7 @@ func TestExplore(t *testing.T) {
 	var mu sync.Mutex
 	var failed *failure
 	var wg sync.WaitGroup
+	var done atomic.Uint64
 	for range runtime.GOMAXPROCS(0) {
 		wg.Add(1)
 		go func() {
@@ -129,6 +130,7 @@ func TestExplore(t *testing.T) {
 				}
 				seed := *firstSeed + i
 				evs, fails, _ := explore(seed, *steps, false)
+				done.Add(1)
 				if len(fails) > 0 {
 					mu.Lock()
 					if failed == nil || seed < failed.seed {
@@ -139,7 +141,7 @@ func TestExplore(t *testing.T) {
 			}
 		}()
 	}
-	zktest.Wait(t, "the explorers", &wg)
+	zktest.WaitProgress(t, "the explorers' schedules", &wg, done.Load)
 	if failed != nil {
 		t.Fatal(failed.report())
 	}

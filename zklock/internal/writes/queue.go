@@ -230,36 +230,6 @@ func (q *Queue) wake() {
 	}
 }
 
-// DeleteQueued reports whether a delete of a node on the lock at path
-// waits in the queue.
-func (q *Queue) DeleteQueued(path string) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.deletes[path] > 0
-}
-
-// Len returns how many writes wait in the queue, not yet taken.
-func (q *Queue) Len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.queue)
-}
-
-// Count returns how many writes of kind k wait in the queue, not yet
-// taken: what a test needs where the session may queue a write of its own
-// (a lost hold's delete) beside the ones it watches.
-func (q *Queue) Count(k Kind) int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	n := 0
-	for _, w := range q.queue {
-		if w.kind == k {
-			n++
-		}
-	}
-	return n
-}
-
 // takeLocked takes the next round from the head of the queue: one batch
 // of whole writes within the bounds, or, when the head's writes were
 // refused twice for another's op, writes apart (takeApartLocked); nil
