@@ -34,8 +34,7 @@ func New(s *Session, path string, opts ...Option) (*Lock, error) {
 	if len(cfg.acl) == 0 {
 		return nil, fmt.Errorf("%w: empty ACL", ErrInvalidOption)
 	}
-	host, _ := os.Hostname()
-	data, err := json.Marshal(nodeData{Host: host, Pid: os.Getpid(), Label: cfg.label})
+	data, err := json.Marshal(nodeData{Host: hostname(), Pid: os.Getpid(), Label: cfg.label})
 	if err != nil {
 		return nil, fmt.Errorf("zklock: node data: %w", err)
 	}
