@@ -207,7 +207,7 @@ func sequenceBefore(a, b int32) bool { return int32(uint32(b)-uint32(a)) > 0 }
 // hostname is the host's name for nodeData, read once per process. Read
 // at every New, it cost each Lock of the drop-in (which makes a Lock per
 // path no handle holds) a file read of the kernel's: tier.New's median
-// after 30 ms idle went from 60 to 48 µs without it (issue 69).
+// after 30 ms idle went from 60 to 48 µs without it.
 var hostname = sync.OnceValue(func() string {
 	h, _ := os.Hostname()
 	return h
