@@ -87,12 +87,7 @@ func TestHeldTickRunAfter(t *testing.T) {
 	}
 	_ = late.Release()
 	runonce.WaitLockFree(t, a, "job")
-	time.Sleep(time.Until(at(2)))
-	if c, err := b.ClaimTick(ctx, "job", at(2)); err != nil {
-		t.Fatalf("b's tick t+2: %v", err)
-	} else {
-		_ = c.Release()
-	}
+	_ = claimOnTime(t, ctx, b, at, 2).Release()
 	out := logs.String()
 	if !strings.Contains(out, "job's lock free again") || !strings.Contains(out, "ticks_lost=0 ticks_run_after=1") {
 		t.Errorf("b's episode's end does not take back t+1, which a ran after:\n%s", out)
@@ -211,12 +206,7 @@ func TestHeldByTheNextRunKeepsTheEpisode(t *testing.T) {
 		t.Fatal(err)
 	}
 	runonce.WaitLockFree(t, a, "job")
-	time.Sleep(time.Until(at(3)))
-	if c, err := b.ClaimTick(ctx, "job", at(3)); err != nil {
-		t.Fatalf("b's tick t+3: %v", err)
-	} else {
-		_ = c.Release()
-	}
+	_ = claimOnTime(t, ctx, b, at, 3).Release()
 	out := logs.String()
 	begun, ended := strings.Count(out, "tick lost: the job's lock is held"), strings.Count(out, "job's lock free again")
 	if begun != 1 || ended != 1 || !strings.Contains(out, "ticks_lost=0 ticks_run_after=2") {
@@ -263,12 +253,7 @@ func TestHeldEpisodeOutlastsTheRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	runonce.WaitLockFree(t, a, "job")
-	time.Sleep(time.Until(at(held + 1)))
-	if c, err := b.ClaimTick(ctx, "job", at(held+1)); err != nil {
-		t.Fatalf("b's tick t+%d, the lock free: %v", held+1, err)
-	} else {
-		_ = c.Release()
-	}
+	_ = claimOnTime(t, ctx, b, at, held+1).Release()
 	out := logs.String()
 	want := fmt.Sprintf("ticks_lost=0 ticks_run_after=%d", held)
 	if strings.Count(out, "job's lock free again") != 1 || !strings.Contains(out, want) {
