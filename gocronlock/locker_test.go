@@ -3,6 +3,7 @@ package gocronlock_test
 import (
 	"errors"
 	"path"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -16,9 +17,12 @@ import (
 // TestOnceInOffsetShape is gocron issue #841's shape in one process: three
 // instances whose timers fire 0, 150 and 300 ms into each one-second
 // tick, a job of 5 ms, each run releasing before the next instance tries.
-// A lock alone runs each tick three times; the rule runs it once, on the
-// first instance, and the run node records the tick's start by the
-// server's clock.
+// A lock alone runs each tick three times; the rule runs it once, and the
+// run node records the start of that run's timer by the server's clock.
+// The first instance usually runs it; beside a busy core its claim can
+// still be on its way when the second's is decided (CI on b964fdc: the
+// first tick's claim, which makes the job's nodes, was passed by the
+// second instance's), and the tick is then the second's.
 func TestOnceInOffsetShape(t *testing.T) {
 	root := zktest.Path(t)
 	const job = "report"
@@ -41,11 +45,15 @@ func TestOnceInOffsetShape(t *testing.T) {
 			})
 		}
 		zktest.Wait(t, "the tick's instances", &wg)
-		if !ran[0] || ran[1] || ran[2] {
-			t.Fatalf("tick %d: ran %v (errors %v), want only the first instance", tick, ran, errs)
+		runner := slices.Index(ran, true)
+		if runner < 0 || slices.Index(ran[runner+1:], true) >= 0 {
+			t.Fatalf("tick %d: ran %v (errors %v), want one instance", tick, ran, errs)
 		}
-		for i := 1; i < len(offsets); i++ {
-			if !errors.Is(errs[i], runonce.ErrAlreadyRan) || !errors.Is(errs[i], runonce.ErrSkipped) {
+		if runner > 0 {
+			t.Logf("tick %d: run by instance %d, the first's claim was passed (%v)", tick, runner, errs[0])
+		}
+		for i := range offsets {
+			if i != runner && (!errors.Is(errs[i], runonce.ErrAlreadyRan) || !errors.Is(errs[i], runonce.ErrSkipped)) {
 				t.Errorf("tick %d, instance %d: %v, want ErrAlreadyRan", tick, i, errs[i])
 			}
 		}
@@ -54,8 +62,9 @@ func TestOnceInOffsetShape(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The server is on this machine: its clock is ours.
-		if d := last.At.Sub(at); d < -50*time.Millisecond || d > 150*time.Millisecond {
-			t.Errorf("tick %d: last run recorded %v after the tick, want about 0", tick, d)
+		fired := at.Add(offsets[runner])
+		if d := last.At.Sub(fired); d < -50*time.Millisecond || d > 150*time.Millisecond {
+			t.Errorf("tick %d: last run recorded %v after instance %d's timer, want about 0", tick, d, runner)
 		}
 	}
 }
