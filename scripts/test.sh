@@ -98,11 +98,15 @@ gofmt_check() {
 
 # The packages that only compute: no ZooKeeper, no clock they are judged
 # by (model's spin searches, the write path's unit tests and explorer,
-# the run records). They run in the background checks below, not in the
-# race run. The run records' tests (internal/runrec) start no goroutine,
-# so the race detector has nothing to watch in them: they run without it
-# (2.6 s; 36 s under it).
-compute_pkgs=(./model ./zklock/internal/writes ./internal/runrec)
+# the run records, the spin simulations replayed). They run in the
+# background checks below, not in the race run. The run records' tests
+# (internal/runrec) start no goroutine, so the race detector has nothing
+# to watch in them: they run without it (2.6 s; 36 s under it). Nor does
+# internal/replay's untagged tests' (spin's simulations and counterexamples
+# replayed, one checker per trace): 24 s and 47 s of CPU without it, 71 s
+# in the race run's third lane under it; the replay step below runs the
+# checker under the race detector on recorded traces.
+compute_pkgs=(./model ./zklock/internal/writes ./internal/runrec ./internal/replay)
 compute_race_pkgs=(./model ./zklock/internal/writes)
 
 # The write path explored schedule by schedule (zklock/internal/writes):
@@ -145,7 +149,7 @@ explore() {
 compute_tests() {
   local rc=0
   go test -race -count=1 -p 1 -timeout 30m "$@" "${compute_race_pkgs[@]}" || rc=1
-  go test -count=1 -timeout 30m "$@" ./internal/runrec || rc=1
+  go test -count=1 -timeout 30m "$@" ./internal/runrec ./internal/replay || rc=1
   return $rc
 }
 background_checks() {
@@ -153,6 +157,7 @@ background_checks() {
   renice -n 19 -p "$BASHPID" >/dev/null || echo "renice failed: these checks run at normal priority"
   timed gofmt gofmt_check || rc=1
   timed vet go vet ./... || rc=1
+  timed stress-vet sh -c 'cd stress && go vet ./...' || rc=1
   timed repocheck module_checks internal/repocheck 30m "$@" || rc=1
   timed compute compute_tests "$@" || rc=1
   timed explorers explore || rc=1
@@ -160,34 +165,44 @@ background_checks() {
 }
 step checks background_checks "$@"
 
-# Every other package's tests with the race detector, but for the nemesis
-# scenes that the traced step below runs (under -race too) and replays:
-# each runs once (zktest.TracedStep). They wait on ZooKeeper's timeouts,
-# faults and schedulers more than they compute, so four test processes
-# run at once, in three lanes of about 280 s each (idle): zklock's tests,
-# which run one after the other, about 400 package-seconds of the run's
-# 1,100, in two halves, each followed by packages of its lane; the others
-# two at a time, runonce (about 240 s) and tier first. zklock whole, one
-# package of three at a time, bounded the run at 390-420 s. Its first
-# half is its six longest scenes, the lease's on real servers and
-# ensembles (about 210 s); the second every other test (-skip of the same
-# names: none is lost, a new test falls in it). Each lane runs to a log of
-# its own, printed when all have ended. (Four packages at a time under
-# one go test, model's spin searches among them, took 444 and 450 s beside
-# a busy core and failed two scenes' margins; the spin searches run in the
-# background checks now.)
+# Every other package's tests with the race detector, and the stress
+# command's (a module of its own, stress/go.mod: its plots, Prometheus and
+# terminal packages stay out of the library's module graph), but for the
+# nemesis scenes that the traced step below runs (under -race too) and
+# replays: each runs once (zktest.TracedStep). They wait on ZooKeeper's
+# timeouts, faults and schedulers more than they compute, so four test
+# processes run at once, in three lanes:
+#   1. zklock's six longest scenes, the lease's on real servers and
+#      ensembles (about 210 s idle), zkcompat, then the stress package's
+#      longest tests ($stress_first, about 100 s);
+#   2. zklock's other tests (-skip of the same names: none is lost, a new
+#      test falls in it), the session package, interop, then the stress
+#      package's other tests and the stress module's other packages;
+#   3. the library's other packages two at a time, runonce (about 260 s)
+#      and tier first.
+# The stress package's tests run one stress run at a time, 0.9 of a core
+# for about 200 s: in a phase of their own after this run (an idle make
+# test's 215 s of 771), they left the machine half idle. In two halves,
+# each with a ZooKeeper of its own, at the end of lanes 1 and 2, they meet
+# the end of lane 3 (its short packages; runonce and tier are done), not
+# gocronlock's nor cronlock's fleets (beside the steps, loaded runs 8-10,
+# those lost ticks). Each lane runs to a log of its own, printed when all
+# have ended.
 zklock_first='^(TestLeaseCountsFromTheWrite|TestShorterTimeoutAtReconnection|TestLeaseAgainstAStalledFollower|TestBurstOfLargeACLs|TestQuietSessionGrantsAtOnce|TestIdleSessionProofsAreOnTime)$'
+stress_first='^(TestEveryImplementation|TestRecipeCurator|TestRecipeFaults|TestFaultLeader|TestFaultRestart|TestMatrixTiny)$'
 lane1=(./zkcompat)
 lane2=(./zklock/internal/session ./interop)
 # lane runs zklock's tests that $1 $2 (-run or -skip, and the pattern)
-# select, then the packages after them, one at a time, both whatever the
-# other's outcome; the go test flags of make test's arguments ($race_args)
-# to each.
+# select, the packages after them one at a time, then the stress module's
+# tests that $3 $4 select in the packages $5; each whatever the others'
+# outcome; the go test flags of make test's arguments ($race_args) to
+# each.
 lane() {
-  local sel=$1 pattern=$2 rc=0
-  shift 2
+  local sel=$1 pattern=$2 stress_sel=$3 stress_pattern=$4 stress_pkgs=$5 rc=0
+  shift 5
   go test -race -count=1 -timeout 12m "$sel" "$pattern" "${race_args[@]}" ./zklock || rc=1
   go test -race -count=1 -p 1 -timeout 12m "${race_args[@]}" "$@" || rc=1
+  (cd stress && go test -race -count=1 -p 1 -timeout 12m "$stress_sel" "$stress_pattern" "${race_args[@]}" $stress_pkgs) || rc=1
   return $rc
 }
 race_run() {
@@ -197,9 +212,9 @@ race_run() {
   dir=$(mktemp -d)
   export TIERLOCK_TRACED_STEP=skip
   go test -race -c -o /dev/null ./zklock || rc=1 # built once, for both halves
-  lane -run "$zklock_first" "${lane1[@]}" >"$dir/lane-1" 2>&1 &
+  lane -run "$zklock_first" -run "$stress_first" . "${lane1[@]}" >"$dir/lane-1" 2>&1 &
   local first=$!
-  lane -skip "$zklock_first" "${lane2[@]}" >"$dir/lane-2" 2>&1 &
+  lane -skip "$zklock_first" -skip "$stress_first" ./... "${lane2[@]}" >"$dir/lane-2" 2>&1 &
   local second=$!
   go test -race -count=1 -p 2 -timeout 12m "$@" $others >"$dir/lane-3" 2>&1 || rc=1
   wait "$first" || rc=1
@@ -212,15 +227,6 @@ race_run() {
   return $rc
 }
 phase race race_run "$@"
-
-# The stress command, a module of its own (stress/go.mod: its plots,
-# Prometheus and terminal packages stay out of the library's module
-# graph), vetted and tested as the race run above tests the library's
-# packages. Its tests (faults, recipes, the matrix: about 200 s idle) run
-# one stress run at a time and wait more than they compute (0.85 of a
-# core), in a phase of their own: beside the steps (loaded runs 8-10)
-# gocronlock's TestFleetSpread and cronlock's TestFleet lost ticks.
-phase stress module_checks stress 12m -p 3 "$@"
 
 # The steps after them wait more than they compute (ZooKeeper's timeouts,
 # schedulers' ticks, faults): they run side by side.
