@@ -93,7 +93,7 @@ func TestReadmeTenJobs(t *testing.T) {
 		b := run(t, good, servers)
 		time.Sleep(5 * time.Second)
 		outA, outB := a.stop(t), b.stop(t)
-		checkRuns(t, outA+outB, start, time.Now().Add(-time.Second))
+		checkRuns(t, outA+outB, a.stderr.String()+b.stderr.String(), start, time.Now().Add(-time.Second))
 	})
 	t.Run("a job without a name", func(t *testing.T) {
 		p := run(t, bad, servers)
@@ -175,8 +175,13 @@ var ranAt = regexp.MustCompile(`^(job-\d) ran at (\d\d:\d\d:\d\d)\.\d{3}$`)
 
 // checkRuns checks the runs in out, the programs' output, the first
 // started at start: the programs ran their first tick within 3 s, and
-// every tick of the ten jobs from that one to the second of to ran once.
-func checkRuns(t *testing.T, out string, start, to time.Time) {
+// every tick of the ten jobs from that one to the second of to ran once,
+// or, if the copies said they were late (logs, their standard error:
+// "overloaded"), at most once. Beside make test's other steps a copy's
+// claims can outlast their window (idle make test run 106: two ticks of
+// 40 ran nowhere), and the Locker then says so; a tick run twice, or lost
+// without that word, is a fault on any machine.
+func checkRuns(t *testing.T, out, logs string, start, to time.Time) {
 	t.Helper()
 	runs := map[string]int{} // "job-3 12:00:01" -> runs
 	first := ""
@@ -198,20 +203,31 @@ func checkRuns(t *testing.T, out string, start, to time.Time) {
 	if from.Format("15:04:05") != first {
 		t.Fatalf("the first run at %q, want within 3 s of the start (%s)", first, start.Format("15:04:05.000"))
 	}
-	ticks := 0
+	late := strings.Contains(logs, "WARN overloaded:")
+	ticks, lost, faults := 0, 0, 0
 	for tick := from; !tick.After(to); tick = tick.Add(time.Second) {
 		ticks++
 		for i := range 10 {
 			key := "job-" + string(rune('0'+i)) + " " + tick.Format("15:04:05")
-			if n := runs[key]; n != 1 {
+			switch n := runs[key]; {
+			case n == 0 && late:
+				lost++
+			case n != 1:
+				faults++
 				t.Errorf("%s ran %d times, want once", key, n)
 			}
 		}
+	}
+	if faults > 0 {
+		t.Logf("the copies' logs:\n%s", logs)
+	}
+	if lost > 0 {
+		t.Logf("%d ticks ran nowhere while the copies said they were late (overloaded)", lost)
 	}
 	for key, n := range runs {
 		if n > 1 {
 			t.Errorf("%s ran %d times", key, n)
 		}
 	}
-	t.Logf("%d runs of 10 jobs; %d ticks checked, each once", len(runs), ticks)
+	t.Logf("%d runs of 10 jobs; %d ticks checked", len(runs), ticks)
 }
