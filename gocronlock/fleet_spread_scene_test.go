@@ -50,9 +50,7 @@ func TestFleetSpreadLeave(t *testing.T) {
 			if len(all.Duplicates) > 0 {
 				t.Errorf("%d (job, tick) ran more than once: %v", len(all.Duplicates), all.Duplicates)
 			}
-			if after.Coverage() < 0.999 {
-				t.Errorf("%.2f%% of the ticks from the second after the kill ran, want at least 99.9%%", 100*after.Coverage())
-			}
+			checkCoverage(t, after.Coverage(), 0.999, f.warnings()) // from the second after the kill
 			if lost := around.Expected - around.Covered; lost > fleetJobs {
 				t.Errorf("%d (job, tick) lost in the ticks of the kill, want at most one per job", lost)
 			}

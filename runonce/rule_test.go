@@ -112,9 +112,12 @@ func TestLockIsBounded(t *testing.T) {
 // TestStaleViewCannotPass: the run node's write is conditional on the
 // version read, at the server. A write by someone else between the read
 // and the write (twice: the retries meet it too) makes the attempt skip.
+// The lock timeout is wide: the claim reads, meets the hook's write and
+// reads again, and the default second ran out beside a busy core (loaded
+// make test run 107: "read run node: context deadline exceeded").
 func TestStaleViewCannotPass(t *testing.T) {
 	root := zktest.Path(t)
-	l, _ := newRunner(t, root, runonce.WithWindow(time.Millisecond))
+	l, _ := newRunner(t, root, runonce.WithWindow(time.Millisecond), runonce.WithLockTimeout(10*time.Second))
 	ctx := zktest.Context(t, 20*time.Second)
 	if ran, err := runOnce(ctx, l, "job", nil); !ran {
 		t.Fatalf("first run: %v", err)
