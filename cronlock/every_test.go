@@ -45,13 +45,11 @@ func TestEveryOncePerPeriod(t *testing.T) {
 	time.Sleep(9 * time.Second)
 	mu.Lock()
 	defer mu.Unlock()
-	for i := 1; i < len(ran); i++ {
-		if gap := ran[i].Sub(ran[i-1]); gap < 1500*time.Millisecond {
-			t.Errorf("runs %v apart, want one per 2-s period (runs at %v)", gap.Round(time.Millisecond), ran)
-			break
-		}
-	}
-	if len(ran) < 4 {
-		t.Errorf("%d runs in 10 s, want one per period", len(ran))
+	// a's fires, 2, 4, 6, 8 and 10 s after its start, make at most five
+	// runs; b's, a second after each, would make about nine. A gap
+	// between two runs says less: a run late beside a busy core is 1.48 s
+	// before the next on time (loaded make test run 112).
+	if len(ran) < 4 || len(ran) > 5 {
+		t.Errorf("%d runs in 10 s, want one per 2-s period, 4 or 5 (runs at %v)", len(ran), ran)
 	}
 }

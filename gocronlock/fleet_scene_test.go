@@ -220,7 +220,8 @@ func checkCoverage(t *testing.T, coverage, want float64, warnings string) {
 // ticks ran twice or more. How many times each ran is the machine's: an
 // instance whose timer fires late, into another's run, finds the lock
 // held (a loaded make test: 1.96 runs per tick, 99 duplicated ticks of
-// 80; idle, about 3).
+// 80; loaded run 112: 1.55, 33 of 80; idle, about 3). A quarter of the
+// ticks run twice is the check seeing it.
 func TestFleetWindowTooSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fleet test: -short")
@@ -231,7 +232,7 @@ func TestFleetWindowTooSmall(t *testing.T) {
 	rs := f.wait(t, time.Until(f.start)+d+40*time.Second, nil)
 	rep := fleet.Check(rs.Runs, fleetJobs, 1, lastTick(d)-1, nil)
 	t.Logf("locker fleet with a 1 ms window, %v: %v", d, rep)
-	if len(rep.Duplicates) < rep.Expected*9/10 {
+	if len(rep.Duplicates) < rep.Expected/4 {
 		t.Errorf("%.3f runs per tick, %d duplicated: the check would not catch a lock without the rule", rep.RunsPerTick(), len(rep.Duplicates))
 	}
 }
