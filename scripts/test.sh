@@ -101,9 +101,9 @@ gofmt_check() {
 # the run records, the spin simulations replayed). They run in the
 # background checks below, not in the race run. The run records' tests
 # (internal/runrec) start no goroutine, so the race detector has nothing
-# to watch in them: they run without it (2.6 s; 36 s under it). Nor does
-# internal/replay's untagged tests' (spin's simulations and counterexamples
-# replayed, one checker per trace): 24 s and 47 s of CPU without it, 71 s
+# to watch in them: they run without it (2.6 s; 36 s under it). Nor has
+# it much in internal/replay's untagged tests (spin's simulations and
+# counterexamples replayed, one checker per trace): 24 s and 47 s of CPU without it, 71 s
 # in the race run's third lane under it; the replay step below runs the
 # checker under the race detector on recorded traces.
 compute_pkgs=(./model ./zklock/internal/writes ./internal/runrec ./internal/replay)
