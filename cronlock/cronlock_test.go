@@ -207,22 +207,16 @@ func TestEveryPhasesWarned(t *testing.T) {
 	root := zktest.Path(t)
 	var ran atomic.Int32
 	var ins []instance
-	var first time.Time // the first instance's start: its @every counts from this second
+	var crons []*cron.Cron
 	for i := range 2 {
-		if i == 1 {
-			time.Sleep(time.Until(first.Truncate(time.Second).Add(1500 * time.Millisecond)))
-		}
 		in := newInstance(t, root, runonce.WithWindow(300*time.Millisecond), runonce.WithInstanceName(fmt.Sprint("node-", i)))
 		c := cron.New(cron.WithChain(in.locker.Wrapper()))
 		if _, err := c.AddJob("@every 2s", cronlock.Named("every", cron.FuncJob(func() { ran.Add(1) }))); err != nil {
 			t.Fatal(err)
 		}
-		if i == 0 {
-			first = time.Now()
-		}
-		startCron(t, c)
-		ins = append(ins, in)
+		ins, crons = append(ins, in), append(crons, c)
 	}
+	startOffPhase(t, crons[0], crons[1])
 	const want, hint = "the job runs more than once per tick: the fleet's timers for it are further apart than its window; ",
 		"start the job on a common boundary (a spec on the clock"
 	zktest.Eventually(t, 12*time.Second, "the warning", func() bool {
@@ -234,4 +228,29 @@ func TestEveryPhasesWarned(t *testing.T) {
 		return false
 	})
 	t.Logf("%d runs in all", ran.Load())
+}
+
+// startOffPhase starts a, then b a second off a's phase: "@every 2s" ticks
+// on the whole seconds after its cron's start, so b's timer must start in
+// the second before a's next tick. A start the load delays past that
+// second puts b in a's phase; b is then started again at a's next tick but
+// one, and the offsets each attempt got are told if none came right.
+func startOffPhase(t *testing.T, a, b *cron.Cron) {
+	t.Helper()
+	startCron(t, a)
+	next := a.Entries()[0].Next
+	var got []time.Duration
+	for range 5 {
+		time.Sleep(time.Until(next.Add(-500 * time.Millisecond)))
+		b.Start()
+		off := b.Entries()[0].Next.Sub(next)
+		if off%(2*time.Second) != 0 {
+			t.Cleanup(func() { <-b.Stop().Done() })
+			return
+		}
+		got = append(got, off)
+		<-b.Stop().Done()
+		next = next.Add(4 * time.Second)
+	}
+	t.Fatalf("the second cron's first tick was in the first's phase at each of 5 starts (offsets %v): the load delayed its start by more than half a second each time", got)
 }
