@@ -1,11 +1,9 @@
 package replay
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 )
 
 // spinMutants are twotier.pml's mutants that change the client's steps,
@@ -35,8 +33,7 @@ var spinMutants = []struct {
 // step (its marker printed), is refused at the step the table names.
 func TestSpinMutants(t *testing.T) {
 	src := spinDir(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := t.Context()
 	var jobs []func(string)
 	for _, m := range spinMutants {
 		jobs = append(jobs, func(dir string) {
@@ -70,8 +67,7 @@ func TestSpinMutants(t *testing.T) {
 // whose wrong step every simulation takes, are refused whenever it shows.
 func TestSpinMutantSimulations(t *testing.T) {
 	src := spinDir(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := t.Context()
 	var jobs []func(string)
 	for _, m := range spinMutants[1:3] {
 		for seed := 1; seed <= 20; seed++ {

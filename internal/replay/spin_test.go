@@ -61,8 +61,19 @@ func spinDir(t *testing.T) string {
 	return dir
 }
 
-// run runs a command in dir and returns its output.
+// commandBound is a hang guard on one spin, cc or pan process: each
+// takes a second or less of CPU, but at nice 19 beside a loaded race run
+// (make test's background checks) a second of CPU took over a minute of
+// the wall clock, so a bound on a whole batch of them (2 minutes for
+// TestSpinSimulations' 280) failed a loaded make test (run 114) where no
+// process hung.
+const commandBound = 5 * time.Minute
+
+// run runs a command in dir and returns its output; ctx, or commandBound
+// of the wall clock, ends it.
 func run(ctx context.Context, dir, name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, commandBound)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
@@ -103,8 +114,7 @@ func replayed(t *testing.T, name string, steps []byte) Result {
 // faults, replays clean.
 func TestSpinSimulations(t *testing.T) {
 	src := spinDir(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := t.Context()
 	var jobs []func(dir string)
 	var mu sync.Mutex
 	kinds := map[string]int{}
@@ -212,8 +222,7 @@ var reaches = []struct {
 // finding our node, a NONODE multi) replay clean.
 func TestSpinReach(t *testing.T) {
 	src := spinDir(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := t.Context()
 	var jobs []func(string)
 	for _, r := range reaches {
 		jobs = append(jobs, func(dir string) {
