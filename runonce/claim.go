@@ -283,6 +283,11 @@ func (c *claimer) skipsLocally(j *job, p *probe, d *decision) bool {
 // write of a run node.
 var testHookAfterRead func(runPath string)
 
+// testHookEntered, set by tests only, runs in a claim of r's, of key,
+// once its entry is read: a test that stalls the claim makes the other
+// instance's run after it, not 50 ms after it began (stalledclaim_test.go).
+var testHookEntered func(r *Runner, key string)
+
 // testHookTaken, set by tests only, runs in a claim between its take of
 // the job's lock and its write of the run node (a first claim's create, a
 // named tick's write).

@@ -138,6 +138,9 @@ func (r *Runner) claimKey(ctx context.Context, key string, tick time.Time, every
 	if ctx == nil {
 		return nil, ErrNilContext
 	}
+	if testHookEntered != nil {
+		testHookEntered(r, key)
+	}
 	j, err := r.jobFor(key)
 	if err != nil {
 		return nil, err

@@ -19,6 +19,13 @@ func stalledClaim(t *testing.T, ctx context.Context, b *Runner, heard func() []O
 	t.Helper()
 	b.mu.Lock()
 	errs := make(chan error, 1)
+	in := make(chan struct{})
+	testHookEntered = func(r *Runner, k string) {
+		if r == b && k == key {
+			close(in)
+		}
+	}
+	defer func() { testHookEntered = nil }()
 	entered := time.Now()
 	go func() {
 		var c *Claim
@@ -36,7 +43,11 @@ func stalledClaim(t *testing.T, ctx context.Context, b *Runner, heard func() []O
 		}
 		errs <- err
 	}()
-	time.Sleep(50 * time.Millisecond) // b's claim has entered
+	// b's claim has entered: what other does is after its entry (a 50-ms
+	// sleep stood for this hook, the least margin of docs/testing.md).
+	if _, ok := zktest.Await(t, "b's claim's entry", in); !ok {
+		t.FailNow()
+	}
 	if other != nil {
 		other()
 	}

@@ -295,7 +295,7 @@ func TestHealEndsPause(t *testing.T) {
 }
 
 func TestLatency(t *testing.T) {
-	const lat = 50 * time.Millisecond
+	const lat, gapLat = 50 * time.Millisecond, 400 * time.Millisecond
 	s := startEcho(t)
 	p := newProxy(t, s.addr())
 	c := dial(t, p.Addr())
@@ -329,22 +329,30 @@ func TestLatency(t *testing.T) {
 
 	// A latency, not a link that carries one chunk per latency: two
 	// writes 10 ms apart both come back about 2*lat after they were
-	// written. (The proxy's first version read the next chunk only once the
-	// previous one had waited out its latency, so the second came back
-	// lat later than the first: 3*lat and more.)
-	start = time.Now()
+	// written, about 10 ms apart. (The proxy's first version read the next
+	// chunk only once the previous one had waited out its latency, so the
+	// second came back lat later than the first: 3*lat and more after.)
+	// The gap between the two answers is judged, not their time since the
+	// writes: a loaded machine delays both alike (a bound of 2.5*lat
+	// on the time since, about 110 ms idle, left it 25 ms), and the old
+	// proxy's gap, lat and more, is twice the bound.
+	p.SetLatency(gapLat)
 	for _, msg := range []string{"p", "q"} {
 		if _, err := c.Write([]byte(msg)); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	var back [2]time.Time
 	got = make([]byte, 2)
-	if _, err := io.ReadFull(c, got); err != nil {
-		t.Fatal(err)
+	for i := range got {
+		if _, err := io.ReadFull(c, got[i:i+1]); err != nil {
+			t.Fatal(err)
+		}
+		back[i] = time.Now()
 	}
-	if el := time.Since(start); string(got) != "pq" || el >= 2*lat+lat/2+10*time.Millisecond {
-		t.Fatalf("two writes 10 ms apart came back as %q after %v, want \"pq\" within about 2*lat (%v)", got, el, 2*lat)
+	if gap := back[1].Sub(back[0]); string(got) != "pq" || gap >= gapLat/2 {
+		t.Fatalf("two writes 10 ms apart came back as %q, %v apart, want \"pq\" about 10 ms apart (under %v; a chunk per latency: %v)", got, gap, gapLat/2, gapLat)
 	}
 
 	p.SetLatency(0)
