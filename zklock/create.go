@@ -61,7 +61,11 @@ func (l *Lock) enqueue(ctx context.Context, wait bool) (ourNode, error) {
 // session's other waiting writes (a released node's delete of this path
 // ahead of it, in the queue's order); the listing goes once the create is
 // on the wire, so that it sees our node, and the whole costs one round
-// trip. TryAcquire does not wait through a disconnection behind its path's
+// trip. On a connection the session did not dial, which it cannot see the
+// wire of, the listing goes as the create is handed to go-zookeeper
+// (writes.Write.Handed): a listing that overtook it finds no node of ours
+// and is made again (position < 0 below), one round trip later, as it
+// always was made there. TryAcquire does not wait through a disconnection behind its path's
 // queued delete: the lock counts as taken (by our own old node).
 func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (ourNode, error) {
 	f := l.f
@@ -78,7 +82,7 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (our
 	}
 	w := f.Writes().Create(l.path, prefix, l.data, l.acl)
 	select {
-	case <-w.Sent:
+	case <-w.Handed:
 	case <-ctx.Done():
 		f.Flight().GiveBack() // the listing's place (the create's is the writer's)
 		l.giveUp(w, prefix)
@@ -103,7 +107,8 @@ func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (our
 		n.q, n.pzxid = l.sortQueue(children), stat.Pzxid
 		if position(n.q, path.Base(n.node), "") < 0 {
 			// The listing went out before the create was applied (across a
-			// reconnect, or ahead of a batch sent again): list again.
+			// reconnect, ahead of a batch sent again, or ahead of a create
+			// it was only handed behind): list again.
 			n.q = nil
 		}
 	}
@@ -131,6 +136,9 @@ func (l *Lock) listBehind(ctx context.Context) ([]string, *zk.Stat, error) {
 		trace.Sent(f.Conn(), trace.OpList, l.path)
 		c, st, err := f.Conn().Children(l.path)
 		trace.Listed(f.Conn(), trace.OpList, l.path, c, st, err)
+		if hook := testHookListedBehind.Load(); hook != nil {
+			(*hook)()
+		}
 		if err == nil {
 			children, stat = c, st
 		}
@@ -247,6 +255,10 @@ func createErr(r writes.Result) error {
 	}
 	return r.Err
 }
+
+// testHookListedBehind, when a test sets it, runs once the listing
+// pipelined behind a create is answered.
+var testHookListedBehind atomic.Pointer[func()]
 
 // testHookCreated, when a test sets it, runs in createAndList between the
 // create's answer and the read of the session that owns the node.

@@ -74,3 +74,54 @@ func TestAcquireHonoursContextDuringListing(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, "no node left", func() bool { return len(children(t, s.Conn(), p)) == 0 })
 }
+
+// TestListingOvertakesItsCreate: on a connection the session did not dial,
+// the listing goes as the create is handed to go-zookeeper, not once it is
+// on the wire, which the session cannot see there; where it overtakes the
+// create (the writer held, by the hook, until the listing was answered) it
+// misses our node, and the acquisition lists again and takes the lock, its
+// token a listing's that found our node, not the early one's.
+func TestListingOvertakesItsCreate(t *testing.T) {
+	conn := rawConn(t, "")
+	s, err := zklock.NewSession(conn, nil, zklock.WithLogger(quietLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l := newLock(t, s, zktest.Path(t))
+	ctx := ctxT(t, 20*time.Second)
+
+	listed := make(chan struct{})
+	var once, first atomic.Bool
+	defer zklock.SetListedBehindHookForTest(func() {
+		if once.CompareAndSwap(false, true) {
+			close(listed)
+		}
+	})()
+	overtook := false
+	defer zklock.SetHandedHookForTest(func() {
+		if !first.CompareAndSwap(false, true) {
+			return // only the acquisition's create is held
+		}
+		select {
+		case <-listed:
+			overtook = true
+		case <-time.After(5 * time.Second): // the listing waited for the create
+		}
+	})()
+	h, err := l.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("Acquire with its listing ahead of its create: %v", err)
+	}
+	defer h.Release()
+	if !overtook {
+		t.Fatal("the listing was not answered before the create was sent: it waited for the create")
+	}
+	_, st, err := conn.Exists(h.Node())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Token() < st.Czxid {
+		t.Errorf("token %d below our node's creation zxid %d: the grant read the listing that missed it", h.Token(), st.Czxid)
+	}
+}

@@ -89,6 +89,19 @@ func HoldWriterForTest() (let func()) { return session.HoldWriters() }
 // gives them back.
 func FillInflightForTest(s *Session) (giveBack func()) { return s.f.Flight().Fill() }
 
+// SetListedBehindHookForTest sets the function run once the listing
+// pipelined behind a create is answered, and returns the function that
+// removes it.
+func SetListedBehindHookForTest(fn func()) (remove func()) {
+	testHookListedBehind.Store(&fn)
+	return func() { testHookListedBehind.Store(nil) }
+}
+
+// SetHandedHookForTest sets the function run by every session's writer
+// between handing a request to a connection it did not dial and sending
+// it, and returns the function that removes it.
+func SetHandedHookForTest(fn func()) (remove func()) { return session.SetHandedHook(fn) }
+
 // SetCreatedHookForTest sets a function every acquisition runs between its
 // create's answer and the read of the session that owns the node; nil
 // removes it.

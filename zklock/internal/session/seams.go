@@ -131,6 +131,18 @@ func SetWokeHook(fn func()) (remove func()) {
 	return func() { testWokeHook.Store(nil) }
 }
 
+// testHandedHook, when a test sets it, runs in the writer between a
+// request's Handing and the call that sends it (writeLink.send): a test
+// that waits there lets the creates' listings overtake their create.
+var testHandedHook atomic.Pointer[func()]
+
+// SetHandedHook sets testHandedHook for every floor, and returns the
+// function that removes it.
+func SetHandedHook(fn func()) (remove func()) {
+	testHandedHook.Store(&fn)
+	return func() { testHandedHook.Store(nil) }
+}
+
 // SetPauseHook makes fn run, with the error that asked for it, before each
 // pause of every Retry between its attempts, and returns the function that
 // removes it.

@@ -127,8 +127,9 @@ var testWriterGate atomic.Pointer[func(*Floor)]
 // sent as that request (its answer carries what a multi's would, for
 // less), anything else as a multi; the results are one per op whenever
 // the server evaluated the request. The tap tells the request when it is
-// written (the creates' listings go behind it), and a success proves the
-// session at the leader (the lease, lease.go).
+// written (the creates' listings go behind it; without a tap, as it is
+// handed to the connection), and a success proves the session at the
+// leader (the lease, lease.go).
 func (wl *writeLink) send(reqs []*writes.Request) []writes.Answer {
 	s := wl.s
 	answers := make([]writes.Answer, len(reqs))
@@ -164,6 +165,17 @@ func (wl *writeLink) send(reqs []*writes.Request) []writes.Answer {
 	writeOf := func(i int) (bool, []any) { return r.Writes[i].Kind() == writes.Txn, r.Writes[i].Ops() }
 	if trace.Enabled { // a constant: a build without the tag drops both calls
 		trace.WritesSent(s.zc, len(r.Writes), writeOf)
+	}
+	if s.tap == nil && !s.cfg.NoPipelining {
+		// No tap to tell when r is on the wire (a connection of its
+		// owner's): the creates' listings go now, behind r in
+		// go-zookeeper's send queue unless they overtake it, and then
+		// miss their node and list again. Waiting for the answer cost
+		// each acquisition a round trip more than zk.Lock's.
+		r.Handing()
+		if h := testHandedHook.Load(); h != nil {
+			(*h)()
+		}
 	}
 	a := &answers[0]
 	switch op {

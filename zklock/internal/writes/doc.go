@@ -10,7 +10,8 @@
 //
 // The connection's state (Connected waits for a connection with a session;
 // SessionID), the sending of a round's requests and their answers (Send,
-// which calls Request.Written when it sees a request on the wire), and the
+// which calls Request.Written when it sees a request on the wire, or
+// Request.Handing as it hands one to a connection it cannot see), and the
 // session's bookkeeping: the places its bound on requests in flight lent to creates (Ended), the
 // guaranteed delete of a node the server would not let go (DeleteApart), a
 // trace point (Queued), goroutines the session tracks (Go), and a clock
@@ -23,7 +24,9 @@
 // Create, Delete and Txn queue a write; GiveUp and Await are what a caller
 // does when it stops waiting; Stop closes the queue with the session. A
 // create or a transaction is a *Write: Sent is closed once its request is
-// on the wire (or it is over), Done once it is over, and its Result then
+// on the wire (or it is over), Handed with it or once it is handed to a
+// connection whose wire is not seen (a hint, for a read that may go behind
+// it: never for what the rules below need), Done once it is over, and its Result then
 // says how it ended (Applied, Refused at its own op, Unknown, Withdrawn,
 // Closed, TooLarge). A delete is nobody's to wait for: it is retried whatever it
 // meets until its node or its session is gone.

@@ -43,10 +43,17 @@ type Write struct {
 	// once it is over; Done once it is over, its Result then final. A
 	// delete has neither: nobody waits for it.
 	Sent, Done <-chan struct{}
-	sent       wireMark                 // Sent's
-	done       chan struct{}            // Done's
-	wire       atomic.Pointer[wireMark] // the request it is sealed into's: &sent, until sealed again
-	res        Result                   // written before done closes, read after
+	// Handed is closed with Sent, or before it, once the write's request
+	// is handed to the connection where the session cannot see its wire
+	// (Request.Handing): a read sent after it most likely goes out after
+	// the write, which only Sent makes sure of. An acquisition's listing
+	// goes then, and lists again when it missed its node (createAndList).
+	Handed <-chan struct{}
+	handed wireMark                 // Handed's
+	sent   wireMark                 // Sent's
+	done   chan struct{}            // Done's
+	wire   atomic.Pointer[wireMark] // the request it is sealed into's: &sent, until sealed again
+	res    Result                   // written before done closes, read after
 
 	// told, unless nil, is told a delete's first outcome, once (tell): by
 	// the goroutine that has the write (the writer settling or dropping it,
@@ -157,8 +164,8 @@ func (q *Queue) newDelete(path, node string, owner int64) *Write {
 func (q *Queue) add(w *Write) {
 	w.at = q.c.Now()
 	if w.kind != Delete {
-		w.sent.ch, w.done = make(chan struct{}), make(chan struct{})
-		w.Sent, w.Done = w.sent.ch, w.done
+		w.sent.ch, w.handed.ch, w.done = make(chan struct{}), make(chan struct{}), make(chan struct{})
+		w.Sent, w.Handed, w.Done = w.sent.ch, w.handed.ch, w.done
 		w.wire.Store(&w.sent)
 		if err := q.size.tooLarge(w, q.cfg.MaxBytes); err != nil {
 			w.res, w.stage = Result{Verdict: TooLarge, Err: err}, ended

@@ -235,6 +235,17 @@ func (r *Request) Written() {
 	}
 }
 
+// Handing tells r's writes that r is being handed to a connection whose
+// wire the session cannot see (Handed): called right before the call that
+// sends it, on the goroutine that makes it.
+func (r *Request) Handing() {
+	for _, w := range r.Writes {
+		if w.wire.Load() != nil {
+			w.handed.close()
+		}
+	}
+}
+
 // wireMark is closed once a request is on the wire, or its write is
 // over. A write's first request's is its Sent. A write sealed again,
 // after a batch it was on the wire in was refused at another write's op,
@@ -265,6 +276,7 @@ func (w *Write) resealed() {
 func (w *Write) onWire() {
 	if m := w.wire.Load(); m != nil {
 		m.close()
+		w.handed.close()
 		w.sent.close()
 	}
 }
