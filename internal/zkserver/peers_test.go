@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,6 +145,8 @@ func TestPartitionMember(t *testing.T) {
 	}
 	healed := time.Now()
 	if err := c.WaitReady(ctx, f); err != nil {
+		t.Logf("member %d's log, the 4-letter words' noise left out:\n%s", f, quorumLines(c.LogTail(f, 100000)))
+		t.Logf("leader %d's log:\n%s", leader, quorumLines(c.LogTail(leader, 100000)))
 		t.Fatalf("healed member %d not serving %v after the heal (the ensemble started in %v, the cut %v ago): %v",
 			f, time.Since(healed), started, time.Since(cut), err)
 	}
@@ -219,4 +222,20 @@ func TestRestartWithPeerProxies(t *testing.T) {
 			t.Fatalf("member %d (leader was %d) did not serve again: %v", i, leader, err)
 		}
 	}
+}
+
+// quorumLines is a member's log without the lines its 4-letter-word polls
+// leave while it does not serve (a stack trace each): what the election
+// and the quorum said, the last 60 lines of it.
+func quorumLines(log string) string {
+	var keep []string
+	for _, l := range strings.Split(log, "\n") {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "at ") || strings.Contains(t, "ZooKeeperServer not running") ||
+			strings.Contains(t, "Close of session 0x0") || strings.HasPrefix(t, "... ") || t == "" {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep[max(0, len(keep)-60):], "\n")
 }
