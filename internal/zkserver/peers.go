@@ -153,3 +153,13 @@ func (c *Cluster) openElectionFrom(i int) (restore func()) {
 		}
 	}
 }
+
+// closeElectionFrom has member i's proxies to the election ports of
+// higher members refuse again (after HealMember opened them).
+func (c *Cluster) closeElectionFrom(i int) {
+	for _, l := range c.links {
+		if l.Refusing && l.From == i {
+			l.Proxy.Partition(0)
+		}
+	}
+}
