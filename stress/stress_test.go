@@ -24,7 +24,7 @@ import (
 // also the stress workers: run re-executes it in role proto.Role.
 func TestMain(m *testing.M) {
 	child.Dispatch(map[string]func() int{proto.Role: worker.Main})
-	goleak.VerifyTestMain(zktest.Wrap(m))
+	goleak.VerifyTestMain(zktest.Wrap(m), zktest.PorcupineLeftovers)
 }
 
 // stress runs the command in-process and returns its exit status, stdout

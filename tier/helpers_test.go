@@ -18,7 +18,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(childMain())
 	}
-	goleak.VerifyTestMain(zktest.Wrap(m))
+	goleak.VerifyTestMain(zktest.Wrap(m), zktest.PorcupineLeftovers)
 }
 
 // Shared helpers: see internal/zktest.
