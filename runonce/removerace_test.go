@@ -19,7 +19,11 @@ import (
 // the job is still scheduled (ErrJobActive) and leaves the run node.
 func TestRemoveJobMeetsARunAgain(t *testing.T) {
 	root := zktest.Path(t)
-	opts := []Option{WithWindow(100 * time.Millisecond), WithLockTimeout(200 * time.Millisecond)}
+	// A lock timeout of a second, not 200 ms: it bounds each claim's
+	// requests, and b's first run, which makes the job's nodes, met 200 ms
+	// in a loaded make test (run 121: "create run node: context deadline
+	// exceeded"). RemoveJob waits W and the lock timeout.
+	opts := []Option{WithWindow(100 * time.Millisecond), WithLockTimeout(time.Second)}
 	a, err := New(zktest.Connect(t, zktest.Servers(t)), root, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +49,7 @@ func TestRemoveJobMeetsARunAgain(t *testing.T) {
 		}
 	}
 	defer func() { testHookBeforeJobNodeDelete = nil }()
-	removing := zktest.Context(t, 3*time.Second)
+	removing := zktest.Context(t, 5*time.Second)
 	if err := a.RemoveJob(removing, "job"); !errors.Is(err, ErrJobActive) {
 		t.Errorf("RemoveJob: %v, want ErrJobActive", err)
 	}
