@@ -85,7 +85,13 @@ func (r *runs) add(job string, at time.Time) {
 
 // check fails t if a tick of a job ran twice, or if a job missed a tick
 // between its first and its last run.
-func (r *runs) check(t *testing.T, jobs int) {
+func (r *runs) check(t *testing.T, jobs int) { r.checkTold(t, jobs, "") }
+
+// checkTold is check, but a tick that ran nowhere is allowed when told
+// names what the instances said of it (the Locker's "overloaded" or
+// "ZooKeeper unreachable": ticks are lost or run twice); a tick run twice
+// never is.
+func (r *runs) checkTold(t *testing.T, jobs int, told string) {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -100,8 +106,13 @@ func (r *runs) check(t *testing.T, jobs int) {
 			}
 			first, last = min(first, tick), max(last, tick)
 		}
-		if got := int64(len(ticks)); got != last-first+1 || got < 2 {
-			t.Errorf("%s: %d ticks ran from %d to %d, want every tick, at least 2", job, got, first, last)
+		switch got := int64(len(ticks)); {
+		case got < 2:
+			t.Errorf("%s: %d ticks ran, want at least 2", job, got)
+		case got != last-first+1 && told != "":
+			t.Logf("%s: %d ticks ran from %d to %d: the others lost, as the instances said (%s)", job, got, first, last, told)
+		case got != last-first+1:
+			t.Errorf("%s: %d ticks ran from %d to %d, want every tick", job, got, first, last)
 		}
 	}
 }
