@@ -61,12 +61,12 @@ func (l *Lock) enqueue(ctx context.Context, wait bool) (ourNode, error) {
 // session's other waiting writes (a released node's delete of this path
 // ahead of it, in the queue's order); the listing goes once the create is
 // on the wire, so that it sees our node, and the whole costs one round
-// trip. On a connection the session did not dial, which it cannot see the
-// wire of, the listing goes as the create is handed to go-zookeeper
-// (writes.Write.Handed): a listing that overtook it finds no node of ours
-// and is made again (position < 0 below), one round trip later, as it
-// always was made there. TryAcquire does not wait through a disconnection behind its path's
-// queued delete: the lock counts as taken (by our own old node).
+// trip. On a connection the session did not dial, whose wire it cannot
+// see, the listing goes as the create is handed to go-zookeeper
+// (writes.Write.Handed): a listing that overtook the create finds no node
+// of ours and is made again (position < 0 below). TryAcquire does not
+// wait through a disconnection behind its path's queued delete: the lock
+// counts as taken (by our own old node).
 func (l *Lock) createAndList(ctx context.Context, prefix string, wait bool) (ourNode, error) {
 	f := l.f
 	if err := f.Flight().Admit(ctx, 2); err != nil {

@@ -166,17 +166,7 @@ func (wl *writeLink) send(reqs []*writes.Request) []writes.Answer {
 	if trace.Enabled { // a constant: a build without the tag drops both calls
 		trace.WritesSent(s.zc, len(r.Writes), writeOf)
 	}
-	if s.tap == nil && !s.cfg.NoPipelining {
-		// No tap to tell when r is on the wire (a connection of its
-		// owner's): the creates' listings go now, behind r in
-		// go-zookeeper's send queue unless they overtake it, and then
-		// miss their node and list again. Waiting for the answer cost
-		// each acquisition a round trip more than zk.Lock's.
-		r.Handing()
-		if h := testHandedHook.Load(); h != nil {
-			(*h)()
-		}
-	}
+	wl.handing(r)
 	a := &answers[0]
 	switch op {
 	case wire.OpCreate:
@@ -198,6 +188,21 @@ func (wl *writeLink) send(reqs []*writes.Request) []writes.Answer {
 		s.lease.proved(p)
 	}
 	return answers
+}
+
+// handing tells r's writes it is handed to the connection, where no tap
+// tells when it is on the wire (a connection of its owner's): the creates'
+// listings go now, behind r in go-zookeeper's send queue unless they
+// overtake it, and then miss their node and list again. Waiting for the
+// answer cost each acquisition a round trip more than zk.Lock's.
+func (wl *writeLink) handing(r *writes.Request) {
+	if wl.s.tap != nil || wl.s.cfg.NoPipelining {
+		return
+	}
+	r.Handing()
+	if h := testHandedHook.Load(); h != nil {
+		(*h)()
+	}
 }
 
 // answerOf is a single request's answer as a multi's: one result when the
