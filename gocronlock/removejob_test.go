@@ -39,6 +39,12 @@ func newScheduler(t *testing.T, l *gocronlock.Locker) gocron.Scheduler {
 // node, and the second scheduler ran the tick again (7 of 7 before). Three
 // jobs side by side: each tick runs once, and RemoveJob says the job is
 // still scheduled (after a run of it going on, beside a busy core).
+//
+// Each RemoveJob starts once its job's first run is seen, not at a fixed
+// time: loaded make test run 126 called it 200 ms after the first timer,
+// before that run (late beside a busy core) had written the run node, and
+// RemoveJob truly said nil (a job that never ran). One that starts after
+// the second timer (T+2s) may truly say nil too: that case is logged.
 func TestCleanupWithDefaults(t *testing.T) {
 	root := zktest.Path(t)
 	fleet := runonce.WithWindow(3 * time.Second)
@@ -51,6 +57,7 @@ func TestCleanupWithDefaults(t *testing.T) {
 	const jobs = 3
 	var runs [jobs]atomic.Int32
 	removed := make([]error, jobs)
+	began := make([]time.Time, jobs)
 	var wg sync.WaitGroup
 	for i := range jobs {
 		name := fmt.Sprint("report-", i)
@@ -62,18 +69,26 @@ func TestCleanupWithDefaults(t *testing.T) {
 			}
 		}
 		wg.Go(func() {
-			time.Sleep(time.Until(start.Add(200 * time.Millisecond)))
+			for runs[i].Load() == 0 && ctx.Err() == nil {
+				time.Sleep(5 * time.Millisecond)
+			}
+			began[i] = time.Now()
 			_, removed[i] = removeJob(ctx, cleanup, name)
 		})
 	}
 	zktest.Wait(t, "the RemoveJob calls", &wg)
 	time.Sleep(time.Until(start.Add(2500 * time.Millisecond)))
+	second := start.Add(2 * time.Second)
 	for i := range jobs {
 		if n := runs[i].Load(); n != 1 {
 			t.Errorf("report-%d's tick ran %d times, want once", i, n)
 		}
-		if !errors.Is(removed[i], runonce.ErrJobActive) {
-			t.Errorf("report-%d: RemoveJob %v, want ErrJobActive", i, removed[i])
+		switch late := began[i].Sub(start); {
+		case errors.Is(removed[i], runonce.ErrJobActive):
+		case !began[i].Before(second):
+			t.Logf("report-%d: RemoveJob began %v after the first timer, after the second's: %v", i, late, removed[i])
+		default:
+			t.Errorf("report-%d: RemoveJob began %v after the first timer (after its run): %v, want ErrJobActive", i, late, removed[i])
 		}
 	}
 }
