@@ -43,8 +43,9 @@ func TestWrapperOncePerTick(t *testing.T) {
 		startCron(t, c)
 	}
 	time.Sleep(4500 * time.Millisecond)
-	// A tick lost is allowed where the instances said they were late
-	// (loaded make test run 123: one of job-3's five ticks ran nowhere).
+	// A tick lost, or counted twice, is allowed where the instances said
+	// they were late (loaded make test run 123: one of job-3's five ticks
+	// ran nowhere; run 127: see checkTold).
 	got.checkTold(t, 10, lateSaid(ins))
 	if t.Failed() {
 		for i, in := range ins {
