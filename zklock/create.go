@@ -127,17 +127,37 @@ func (l *Lock) listBehind(ctx context.Context) ([]string, *zk.Stat, error) {
 		f.Flight().GiveBack()
 		return nil, nil, ctx.Err()
 	}
+	var answered func()
+	if hook := testHookListedBehind.Load(); hook != nil {
+		answered = *hook
+	}
+	return l.listAdmitted(ctx, answered)
+}
+
+// listAdmitted lists the queue, a request whose place in the session's
+// bound is admitted (and given back when it is answered): with the
+// session's other listings in one multiRead where it has them (a session
+// Connect dialed, on ZooKeeper 3.6 or later: session.Floor.List), else
+// with go-zookeeper's getChildren2 on a goroutine of the session's.
+// answered (a test hook; nil: none) is called once the answer is in.
+func (l *Lock) listAdmitted(ctx context.Context, answered func()) ([]string, *zk.Stat, error) {
+	f := l.f
+	children, stat, err := f.List(ctx, l.path)
+	if !errors.Is(err, session.ErrNoMultiRead) {
+		if answered != nil && !errors.Is(err, ctx.Err()) {
+			answered()
+		}
+		return children, stat, err
+	}
 	// Written by the request's goroutine, read only after wait returned
 	// nil (close(c.fin) happens before): on ctx's end the request may
 	// still be running, and these must not be touched.
-	var children []string
-	var stat *zk.Stat
-	err := f.Flight().LaunchAdmitted(func() error {
+	err = f.Flight().LaunchAdmitted(func() error {
 		trace.Sent(f.Conn(), trace.OpList, l.path)
 		c, st, err := f.Conn().Children(l.path)
 		trace.Listed(f.Conn(), trace.OpList, l.path, c, st, err)
-		if hook := testHookListedBehind.Load(); hook != nil {
-			(*hook)()
+		if answered != nil {
+			answered()
 		}
 		if err == nil {
 			children, stat = c, st

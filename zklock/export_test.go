@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"context"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -163,3 +164,32 @@ func SetApplyHook(fn func(taken bool)) (remove func()) { return session.SetApply
 // SetRetryPauseHook makes fn run before each pause of the sessions'
 // retries, with the error that asked for it, until restore is called.
 func SetRetryPauseHook(fn func(err error)) (restore func()) { return session.SetPauseHook(fn) }
+
+// Listing is a path's listing as a multiRead read it (wire.Listing).
+type Listing = wire.Listing
+
+// ErrCallLost and ErrNotConnected are the wire tap's Call errors.
+var (
+	ErrCallLost     = wire.ErrCallLost
+	ErrNotConnected = wire.ErrNotConnected
+)
+
+// OpMultiRead is ZooKeeper's multiRead opcode.
+const OpMultiRead = wire.OpMultiRead
+
+// ListAll lists paths in one multiRead request on s's connection (the
+// wire tap's own request, wire.Tap.Call).
+func ListAll(ctx context.Context, s *Session, paths []string) ([]Listing, error) {
+	r, err := session.TapOf(s.f).Call(ctx, wire.OpMultiRead, wire.AppendListings(nil, paths))
+	if err != nil {
+		return nil, err
+	}
+	return wire.ParseListings(r, len(paths))
+}
+
+// SetListSenderHook sets fn to run as any session's lister starts sending
+// its listings, and returns the function that removes it.
+func SetListSenderHook(fn func()) (remove func()) { return session.SetSenderHook(fn) }
+
+// ListingsWaiting reports how many of s's listings wait to be sent.
+func ListingsWaiting(s *Session) int { return session.ListingsWaiting(s.f) }

@@ -108,31 +108,27 @@ const childrenWatched = " children"
 
 // list reads the queue and stores the listing; with watch, it sets a
 // children watch with it (any child created or deleted fires it), whose
-// channel it returns.
+// channel it returns. A listing without a watch goes with the session's
+// other listings where it can (listAdmitted).
 func (w *waiter) list(ctx context.Context, watch bool) (<-chan zk.Event, error) {
-	f, dir, op := w.l.f, w.l.path, trace.OpList
-	if watch {
-		op = trace.OpChildrenW
-	}
+	f, dir := w.l.f, w.l.path
 	var children []string
 	var stat *zk.Stat
 	var ev <-chan zk.Event
-	err := f.Flight().Send(ctx, func() (err error) {
-		trace.Sent(f.Conn(), op, dir)
-		var c []string
-		var st *zk.Stat
-		var ch <-chan zk.Event
-		if watch {
-			c, st, ch, err = f.Conn().ChildrenW(dir)
-		} else {
-			c, st, err = f.Conn().Children(dir)
-		}
-		trace.Listed(f.Conn(), op, dir, c, st, err)
-		if err == nil {
-			children, stat, ev = c, st, ch
-		}
-		return err
-	})
+	var err error
+	if watch {
+		err = f.Flight().Send(ctx, func() error {
+			trace.Sent(f.Conn(), trace.OpChildrenW, dir)
+			c, st, ch, err := f.Conn().ChildrenW(dir)
+			trace.Listed(f.Conn(), trace.OpChildrenW, dir, c, st, err)
+			if err == nil {
+				children, stat, ev = c, st, ch
+			}
+			return err
+		})
+	} else if err = f.Flight().Admit(ctx, 1); err == nil {
+		children, stat, err = w.l.listAdmitted(ctx, nil)
+	}
 	if err != nil {
 		return nil, err // the request may still run: what it writes is not read
 	}

@@ -63,7 +63,8 @@ type Window struct {
 
 // OpCounts counts ZooKeeper requests by kind: create (create, create2,
 // createContainer, createTTL), delete (delete, deleteContainer),
-// getChildren (getChildren, getChildren2), multi (multi, multiRead),
+// getChildren (getChildren, getChildren2, and multiRead: tierlock's
+// listings of many paths in one request, reads), multi (writes),
 // setWatches (setWatches, setWatches2, re-arming watches on a new
 // connection) and the rest as ZooKeeper names them.
 type OpCounts struct {

@@ -74,7 +74,7 @@ func (c *Counter) Counts() proto.OpCounts {
 		}
 	}
 	return proto.OpCounts{
-		Create: n(1, 15, 19, 21), Multi: n(14, 22), Delete: n(2, 20), GetChildren: n(8, 12),
+		Create: n(1, 15, 19, 21), Multi: n(14), Delete: n(2, 20), GetChildren: n(8, 12, 22),
 		GetData: n(4), Exists: n(3), Sync: n(9), SetData: n(5), Ping: n(11), SetWatches: n(101, 105),
 		Other: other + c.other.Load(),
 	}

@@ -60,6 +60,7 @@ func Dial(ctx context.Context, servers []string, chroot string, cfg Config) (*Fl
 			return nil, err
 		}
 	}
+	s.lister.probe(ctx)
 	return s, nil
 }
 
@@ -140,6 +141,7 @@ func newFloor(tap *wire.Tap, owns bool, cfg Config) *Floor {
 	s.st.init(s)
 	s.lease.init(s)
 	s.flight.s = s
+	s.lister.f = s
 	s.watches.dispatching = tap != nil
 	s.out.log, s.out.expiryOnly = s.log, cfg.ExpiryOnly
 	if tap != nil {

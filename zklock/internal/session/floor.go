@@ -50,6 +50,7 @@ type Floor struct {
 	lease   Lease        // the lease: under st.mu too (lease.go)
 	flight  Flight       // the locks' requests in flight (flight.go)
 	wl      writeLink    // the write path, and its link to the connection (writelink.go)
+	lister  lister       // the listings sent together (lister.go)
 	watches Watches      // watch callbacks by path (state.go)
 	out     outage       // told to the log (outage.go)
 	auth    authGate     // auth.go

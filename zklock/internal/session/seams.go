@@ -150,3 +150,21 @@ func SetPauseHook(fn func(err error)) (restore func()) {
 	pauseHook.Store(&fn)
 	return func() { pauseHook.Store(nil) }
 }
+
+// testSenderHook, when a test sets it, runs as a floor's lister starts
+// sending (lister.run): a test that waits there lets listings queue.
+var testSenderHook atomic.Pointer[func()]
+
+// SetSenderHook sets testSenderHook for every floor, and returns the
+// function that removes it.
+func SetSenderHook(fn func()) (remove func()) {
+	testSenderHook.Store(&fn)
+	return func() { testSenderHook.Store(nil) }
+}
+
+// ListingsWaiting reports how many of s's listings wait for its lister.
+func ListingsWaiting(s *Floor) int {
+	s.lister.mu.Lock()
+	defer s.lister.mu.Unlock()
+	return len(s.lister.waiting)
+}

@@ -107,7 +107,7 @@ func requestPaths(offs []int, f []byte, op int32) ([]int, error) {
 	switch op {
 	case opPing, opClose, opSetAuth, opReconfig:
 		return offs, nil
-	case OpMulti:
+	case OpMulti, OpMultiRead:
 		return multiPaths(offs, f)
 	case OpSetWatches:
 		return watchPaths(offs, f)
@@ -166,6 +166,8 @@ func skipOp(f []byte, off int, typ int32) (int, error) {
 	case OpSetData: // data, version
 		off, err = skipString(f, off)
 		tail = 4
+	case opGetChildren, OpGetData: // a multiRead's: watch
+		tail = 1
 	default:
 		return 0, fmt.Errorf("multi op of type %d", typ)
 	}

@@ -15,8 +15,8 @@ import (
 type tappedConn struct {
 	net.Conn
 	tap    *Tap
-	addr   string      // the server's, as dialed
-	chroot *chrootConn // nil: no chroot, and no frame is parsed
+	addr   string  // the server's, as dialed
+	frames *frames // the replies read frame by frame; the chroot, if any (frames.go)
 
 	// What was written and what the replies confirm (touch.go). The
 	// first bytes read on a connection are the server's connect
@@ -24,6 +24,7 @@ type tappedConn struct {
 	// other reader exists.
 	rep      replies
 	released bool // responses flow freely (see Read)
+	live     bool // the connect answer was read: the tap's Call may use it
 
 	// The handshake (handshake.go), on the goroutine that writes the
 	// connect request and reads its answer: when the answer is due (zero:
@@ -91,14 +92,12 @@ func (c *tappedConn) Read(b []byte) (int, error) {
 		c.released = true
 		c.awaitSetWatches()
 	}
-	var n int
-	var err error
-	if c.chroot != nil {
-		n, err = c.readChroot(b)
-	} else {
-		n, err = c.buffered(b)
-	}
+	n, err := c.readFrames(b)
 	c.rep.read(b[:n], time.Now())
+	if !c.live && c.rep.shook {
+		c.live = true
+		c.tap.live.Store(c)
+	}
 	if c.awaiting != nil {
 		c.handshakeRead(err)
 	}
@@ -173,6 +172,8 @@ func (c *tappedConn) awaitSetWatches() {
 func (c *tappedConn) Close() error {
 	c.closeOnce.Do(func() { close(c.closed) })
 	c.fail(net.ErrClosed)
+	c.tap.live.CompareAndSwap(c, nil)
+	c.tap.calls.failOn(c)
 	return c.Conn.Close()
 }
 
@@ -193,13 +194,10 @@ func (c *tappedConn) Close() error {
 // bounded (maxUnsent): beyond it Write waits, as it waited for a full
 // socket before.
 func (c *tappedConn) Write(b []byte) (int, error) {
-	out := b // what the server reads: b, or b under the chroot
-	if c.chroot != nil {
-		var err error
-		if out, err = c.chroot.request(b); err != nil {
-			c.Close()
-			return writeFailed(b, err)
-		}
+	out, err := c.frames.request(b) // what the server reads: b, or b under the chroot
+	if err != nil {
+		c.Close()
+		return writeFailed(b, err)
 	}
 	if fn := c.tap.onWrite.Load(); fn != nil {
 		if err := (*fn)(opcode(b), out); err != nil {

@@ -61,6 +61,8 @@ type Tap struct {
 	out atomic.Int32
 
 	dials     atomic.Int32                       // connections made; the first has no watches to re-arm
+	live      atomic.Pointer[tappedConn]         // the connection with a session, for Call; nil: none
+	calls     calls                              // Call's requests out (call.go)
 	dialErr   atomic.Pointer[error]              // the last dial's error, or its handshake's (handshake.go)
 	awaiting  atomic.Pointer[awaiting]           // the connection whose handshake is unanswered yet; nil: none (handshake.go)
 	refused   refusals                           // servers that refused this side (tls.go)
@@ -381,9 +383,7 @@ func (t *Tap) Dialer() func(network, address string, timeout time.Duration) (net
 		tc := &tappedConn{Conn: c, tap: t, addr: address, watchesOut: make(chan struct{}), closed: make(chan struct{})}
 		tc.rep.tap = t
 		tc.wcond.L = &tc.wmu
-		if t.chroot != nil {
-			tc.chroot = newChrootConn(*t.chroot)
-		}
+		tc.frames = newFrames(t.chroot)
 		// A client's first connection has no watches to re-arm.
 		tc.released = t.dials.Add(1) == 1
 		return tc, nil

@@ -6,11 +6,13 @@ import (
 	"sync"
 )
 
-// chrootConn is a connection's side of the chroot (chroot.go): requests
-// are rewritten as go-zookeeper writes them, replies as it reads them.
-// A connection without a chroot has none, and parses nothing.
-type chrootConn struct {
-	r chroot
+// frames is a connection's reading of its replies frame by frame, and
+// its side of the chroot (chroot.go), when it has one: requests are
+// rewritten as go-zookeeper writes them, replies as it reads them. The
+// replies to the tap's own requests (call.go) are taken out of the
+// stream: go-zookeeper never reads them.
+type frames struct {
+	r *chroot // nil: none
 
 	// The writing side: one goroutine at a time (see Tap).
 	out         []byte // the last request rewritten, reused
@@ -33,13 +35,17 @@ type readingSide struct {
 // connection rather than an allocation of it.
 const maxRewritten = 64 << 20
 
-func newChrootConn(r chroot) *chrootConn {
-	return &chrootConn{r: r, replyOp: make(map[int32]int32)}
+func newFrames(r *chroot) *frames {
+	return &frames{r: r, replyOp: make(map[int32]int32)}
 }
 
-// request rewrites the request frame b, noting by its xid what the reply
-// to it will need, before the bytes can reach the server.
-func (x *chrootConn) request(b []byte) ([]byte, error) {
+// request rewrites the request frame b for the chroot (none: b as it is),
+// noting by its xid what the reply to it will need, before the bytes can
+// reach the server.
+func (x *frames) request(b []byte) ([]byte, error) {
+	if x.r == nil {
+		return b, nil
+	}
 	if !x.wroteFirst {
 		x.wroteFirst = true
 		return b, nil
@@ -57,12 +63,13 @@ func (x *chrootConn) request(b []byte) ([]byte, error) {
 	return out, nil
 }
 
-// readChroot fills b from the socket's frames, rewritten: a frame whose
-// paths the chroot must strip (a watch event, the reply to a request
-// noted in replyOp) is read whole and rewritten; any other is passed on
-// as it comes, after its head.
-func (c *tappedConn) readChroot(b []byte) (int, error) {
-	x := c.chroot
+// readFrames fills b from the socket's frames: a reply to one of the
+// tap's own requests is taken out (call.go); a frame whose paths the
+// chroot must strip (a watch event, the reply to a request noted in
+// replyOp) is read whole and rewritten; any other is passed on as it
+// comes, after its head.
+func (c *tappedConn) readFrames(b []byte) (int, error) {
+	x := c.frames
 	if len(x.ready) == 0 && x.left == 0 {
 		if err := c.nextFrame(); err != nil {
 			return 0, err
@@ -78,41 +85,56 @@ func (c *tappedConn) readChroot(b []byte) (int, error) {
 	return n, err
 }
 
-// nextFrame reads the head of the next frame (its length and xid), and
-// the whole frame if it is to be rewritten, and makes it ready. A read
-// that fails keeps what was read, and the next one goes on from there.
+// nextFrame reads the head of the next frame for go-zookeeper (its
+// length and xid), and the whole frame if it is to be rewritten, and makes
+// it ready; a reply to the tap's own request on the way is read whole and
+// handed to its caller. A read that fails keeps what was read, and the
+// next one goes on from there.
 func (c *tappedConn) nextFrame() error {
-	x := c.chroot
-	if err := c.fill(4); err != nil {
-		return err
-	}
-	size := 4 + int(binary.BigEndian.Uint32(x.frame))
-	whole, op := false, int32(0)
-	if x.readFirst { // not the connect response
-		if err := c.fill(min(size, 8)); err != nil {
+	x := c.frames
+	for {
+		if err := c.fill(4); err != nil {
 			return err
 		}
-		op, whole = x.opOf(x.frame)
-	}
-	left := size - len(x.frame)
-	if whole {
-		if size > maxRewritten {
-			return fmt.Errorf("wire: chroot: a reply of %d bytes", size)
+		size := 4 + int(binary.BigEndian.Uint32(x.frame))
+		whole, op, call := false, int32(0), false
+		if x.readFirst { // not the connect response
+			if err := c.fill(min(size, 8)); err != nil {
+				return err
+			}
+			call = isCallFrame(x.frame)
+			if !call && x.r != nil {
+				op, whole = x.opOf(x.frame)
+			}
 		}
-		if err := c.fill(size); err != nil {
-			return err
+		left := size - len(x.frame)
+		if whole || call {
+			if size > maxRewritten {
+				return fmt.Errorf("wire: a reply of %d bytes", size)
+			}
+			if err := c.fill(size); err != nil {
+				return err
+			}
+			left = 0
 		}
-		x.frame, left = x.r.response(x.frame, op), 0
+		if call {
+			c.tap.calls.answer(x.frame)
+			x.frame = x.frame[:0]
+			continue
+		}
+		if whole {
+			x.frame = x.r.response(x.frame, op)
+		}
+		x.readFirst = true
+		x.ready, x.left = x.frame, left
+		x.frame = x.frame[:0]
+		return nil
 	}
-	x.readFirst = true
-	x.ready, x.left = x.frame, left
-	x.frame = x.frame[:0]
-	return nil
 }
 
 // opOf returns the opcode whose reply frame f (its length and xid at
 // least) is, and whether it carries paths.
-func (x *chrootConn) opOf(f []byte) (op int32, ok bool) {
+func (x *frames) opOf(f []byte) (op int32, ok bool) {
 	if len(f) < 8 {
 		return 0, false
 	}
@@ -129,7 +151,7 @@ func (x *chrootConn) opOf(f []byte) (op int32, ok bool) {
 
 // fill reads until the frame being read has n bytes.
 func (c *tappedConn) fill(n int) error {
-	x := c.chroot
+	x := c.frames
 	if cap(x.frame) < n {
 		x.frame = append(make([]byte, 0, max(n, 256)), x.frame...)
 	}

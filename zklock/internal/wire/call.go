@@ -1,0 +1,173 @@
+package wire
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+)
+
+// The tap's own requests: Call writes a request go-zookeeper v1.0.4 cannot
+// send (multiRead, multiread.go) on the session's connection, among
+// go-zookeeper's, and takes its reply out of the stream before
+// go-zookeeper reads it (frames.go), so that go-zookeeper never sees
+// either. A request of the tap's carries an xid of its own range, below
+// any go-zookeeper uses: its counter starts at 1 and would reach the range
+// only after 2^31 requests; the special xids (-1 an event, -2 a ping, -4
+// an auth, -8 setWatches) are far above it. ZooKeeper echoes a request's
+// xid in its reply and orders nothing by it (it counts a connection's
+// outstanding requests by positive xids only, so these are never
+// throttled). Each answer is a touch of the session too, but the tap does
+// not date proofs by it: the lease's evidence stays go-zookeeper's
+// requests' (touch.go).
+
+// ErrNotConnected is Call's error when no connection of the tap has a
+// session.
+var ErrNotConnected = errors.New("wire: no connection with a session")
+
+// ErrCallLost is Call's error when the connection ended with the request
+// out: whether the server ran it is unknown (for a read, no matter).
+var ErrCallLost = errors.New("wire: the connection ended before the answer")
+
+// Reply is the server's answer to a request of the tap's: the reply
+// header's zxid (the last the server had applied when it answered) and
+// error code, and the fields after the header.
+type Reply struct {
+	Zxid int64
+	Err  int32
+	Body []byte
+}
+
+// callXidBase is the lowest xid of the tap's range [callXidBase,
+// callXidBase+callXids).
+const (
+	callXidBase = math.MinInt32
+	callXids    = 1 << 30
+)
+
+// isCallFrame reports whether the reply frame f (its length and xid at
+// least) answers a request of the tap's.
+func isCallFrame(f []byte) bool {
+	if len(f) < 8 {
+		return false
+	}
+	xid := int64(int32(binary.BigEndian.Uint32(f[4:8])))
+	return xid >= callXidBase && xid < callXidBase+callXids
+}
+
+// calls is the tap's requests out, by xid.
+type calls struct {
+	next atomic.Uint32 // the last xid given, as an offset in the range
+	mu   sync.Mutex
+	out  map[int32]*call
+}
+
+// call is one request out: the connection it went on, and its answer.
+type call struct {
+	c     *tappedConn
+	done  chan struct{} // closed once reply or err is set
+	reply Reply
+	err   error
+}
+
+// Call writes the request of opcode op with fields body on the session's
+// connection and waits for its answer, ctx's end (ctx.Err()) or the
+// connection's (ErrCallLost). A request written after another's bytes
+// are out (a Waiter's Sent) is answered after it, as go-zookeeper's are.
+// Under a chroot its paths are rewritten as go-zookeeper's are; the
+// answer's are not (no reply of an opcode the tap sends carries one).
+func (t *Tap) Call(ctx context.Context, op int32, body []byte) (Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return Reply{}, err
+	}
+	c := t.live.Load()
+	if c == nil {
+		return Reply{}, ErrNotConnected
+	}
+	xid := int32(callXidBase + int64(t.calls.next.Add(1)%callXids))
+	f := make([]byte, 12, 12+len(body))
+	binary.BigEndian.PutUint32(f, uint32(8+len(body)))
+	binary.BigEndian.PutUint32(f[4:], uint32(xid))
+	binary.BigEndian.PutUint32(f[8:], uint32(op))
+	f = append(f, body...)
+	if t.chroot != nil {
+		var err error
+		if f, err = t.chroot.request(nil, f); err != nil {
+			return Reply{}, fmt.Errorf("wire: request of opcode %d: %w", op, err)
+		}
+	}
+	k := &call{c: c, done: make(chan struct{})}
+	t.calls.mu.Lock()
+	if t.calls.out == nil {
+		t.calls.out = make(map[int32]*call)
+	}
+	t.calls.out[xid] = k
+	t.calls.mu.Unlock()
+	if fn := t.onWrite.Load(); fn != nil {
+		if err := (*fn)(op, f); err != nil { // the test seam a failed write is
+			t.calls.take(xid)
+			c.Close()
+			return Reply{}, fmt.Errorf("%w: %w", ErrCallLost, err)
+		}
+	}
+	t.count(op)
+	// Registered before the bytes go out, so that the answer finds it; a
+	// connection closed before, or while, they go fails the call here or
+	// in Close (failOn), whichever comes second.
+	if err := c.queue(f); err != nil {
+		t.calls.take(xid)
+		return Reply{}, fmt.Errorf("%w: %w", ErrCallLost, err)
+	}
+	select {
+	case <-k.done:
+		return k.reply, k.err
+	case <-ctx.Done():
+		t.calls.take(xid) // its answer, when it comes, is dropped
+		return Reply{}, ctx.Err()
+	}
+}
+
+// take removes the call of xid from those out and returns it (nil: none).
+func (cs *calls) take(xid int32) *call {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	k := cs.out[xid]
+	delete(cs.out, xid)
+	return k
+}
+
+// answer hands the reply frame f (length, xid, zxid, error, fields) to its
+// call, on the reading goroutine; one nobody waits for any more is
+// dropped. The fields are copied: f's storage is the reader's.
+func (cs *calls) answer(f []byte) {
+	k := cs.take(int32(binary.BigEndian.Uint32(f[4:8])))
+	if k == nil {
+		return
+	}
+	if len(f) < 20 {
+		k.err = fmt.Errorf("%w: a reply of %d bytes", ErrCallLost, len(f))
+	} else {
+		k.reply = Reply{
+			Zxid: int64(binary.BigEndian.Uint64(f[8:16])),
+			Err:  int32(binary.BigEndian.Uint32(f[16:20])),
+			Body: append([]byte(nil), f[20:]...),
+		}
+	}
+	close(k.done)
+}
+
+// failOn fails the calls out on connection c, which is closed.
+func (cs *calls) failOn(c *tappedConn) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for xid, k := range cs.out {
+		if k.c == c {
+			delete(cs.out, xid)
+			k.err = ErrCallLost
+			close(k.done)
+		}
+	}
+}
