@@ -58,7 +58,7 @@ func TestAcquireHonoursContextDuringListing(t *testing.T) {
 	// Hold the listing's write for a while (the whole send loop waits).
 	var held atomic.Bool
 	zklock.SetWriteHook(s, func(op int32, b []byte) error {
-		if op == zklock.OpGetChildren2 && bytes.Contains(b, []byte(p)) && held.CompareAndSwap(false, true) {
+		if zklock.IsListing(op) && bytes.Contains(b, []byte(p)) && held.CompareAndSwap(false, true) {
 			time.Sleep(1500 * time.Millisecond)
 		}
 		return nil

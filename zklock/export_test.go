@@ -193,3 +193,10 @@ func SetListSenderHook(fn func()) (remove func()) { return session.SetSenderHook
 
 // ListingsWaiting reports how many of s's listings wait to be sent.
 func ListingsWaiting(s *Session) int { return session.ListingsWaiting(s.f) }
+
+// IsListing reports whether a request of opcode op lists a lock's queue:
+// go-zookeeper's getChildren2, or the session's multiRead of listings.
+func IsListing(op int32) bool { return op == OpGetChildren2 || op == OpMultiRead }
+
+// Listings counts the requests s wrote that list queues (IsListing).
+func Listings(s *Session) int64 { return Written(s, OpGetChildren2) + Written(s, OpMultiRead) }

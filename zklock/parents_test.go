@@ -110,7 +110,7 @@ func TestLockPathGoneBeforeListing(t *testing.T) {
 	l := newLock(t, s, lp)
 	var wiped atomic.Int32
 	zklock.SetWriteHook(s, func(op int32, b []byte) error {
-		if op != zklock.OpGetChildren2 || !bytes.Contains(b, pathField(lp)) || wiped.Load() == 2 {
+		if !zklock.IsListing(op) || !bytes.Contains(b, pathField(lp)) || wiped.Load() == 2 {
 			return nil
 		}
 		// On s's send loop, before the listing goes out: our create went

@@ -37,7 +37,7 @@ func TestPauseBetweenCreateAndOwner(t *testing.T) {
 	var fired atomic.Bool      // once, for our create only (the other's passes by)
 	var otherHold *zklock.Hold // written by the hook, read after hooked closes
 	hooked := make(chan struct{})
-	listings := zklock.Written(s, zklock.OpGetChildren2)
+	listings := zklock.Listings(s)
 	// until polls cond, on the hook's goroutine (not the test's: no Fatal).
 	until := func(what string, cond func() bool) bool {
 		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
@@ -56,7 +56,7 @@ func TestPauseBetweenCreateAndOwner(t *testing.T) {
 			defer close(hooked)
 			old := s.SessionID()
 			// The listing was written behind the create: let its answer in.
-			if !until("listing written", func() bool { return zklock.Written(s, zklock.OpGetChildren2) > listings }) {
+			if !until("listing written", func() bool { return zklock.Listings(s) > listings }) {
 				return
 			}
 			time.Sleep(100 * time.Millisecond)

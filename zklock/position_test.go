@@ -155,7 +155,7 @@ func TestPositionThreeWaiters(t *testing.T) {
 // same requests, op by op, with a handler as without one.
 func TestPositionNoExtraRequests(t *testing.T) {
 	ops := map[string]int32{
-		"create": zklock.OpCreate, "multi": zklock.OpMulti, "getChildren2": zklock.OpGetChildren2,
+		"create": zklock.OpCreate, "multi": zklock.OpMulti, "getChildren2": zklock.OpGetChildren2, "multiRead": zklock.OpMultiRead,
 		"getData": zklock.OpGetData, "exists": zklock.OpExists, "delete": zklock.OpDelete,
 	}
 	run := func(t *testing.T, handler bool) map[string]int64 {
