@@ -207,18 +207,7 @@ func (p *Proxy) forward(l *link, dst net.Conn, c chunk, toServer bool) bool {
 	var cut []*link
 	if toServer && p.dropArmed {
 		if data, trigger = p.countDropLocked(data); trigger {
-			// The links are cut, and counted, before the last bytes go:
-			// the server's answer to them finds its link closed and is
-			// never forwarded, and whoever has that answer sees the cut
-			// counted (a DropAll after the write let a loaded machine's
-			// reply through first: zklock.TestRevokeUnknownOutcome, loaded
-			// make test run 132).
-			cut = p.detachAllLocked()
-			if reset {
-				p.stats.Reset += int64(len(cut))
-			} else {
-				p.stats.Dropped += int64(len(cut))
-			}
+			cut = p.cutLocked(reset)
 		}
 	}
 	p.mu.Unlock()
@@ -235,19 +224,40 @@ func (p *Proxy) forward(l *link, dst net.Conn, c chunk, toServer bool) bool {
 	}
 	p.mu.Unlock()
 	if trigger {
-		for _, l := range cut {
-			if reset {
-				resetConn(l.client)
-				resetConn(l.upstream)
-			} else {
-				l.client.Close()
-				l.upstream.Close()
-			}
-		}
-		p.log.Info("faultproxy: DropAfter or ResetAfter fired", "reset", reset, "count", len(cut))
+		p.closeCut(cut, reset)
 		return false
 	}
 	return err == nil
+}
+
+// cutLocked detaches every link for DropAfter (or ResetAfter, reset) and
+// counts them, before the bytes that trigger it go: the server's answer to
+// them finds its link closed and is never forwarded, and whoever has that
+// answer sees the cut counted (a DropAll after the write let a loaded
+// machine's reply through first: zklock.TestRevokeUnknownOutcome, loaded
+// make test run 132). p.mu is held.
+func (p *Proxy) cutLocked(reset bool) []*link {
+	cut := p.detachAllLocked()
+	if reset {
+		p.stats.Reset += int64(len(cut))
+	} else {
+		p.stats.Dropped += int64(len(cut))
+	}
+	return cut
+}
+
+// closeCut closes (or resets) the connections of the links cutLocked cut.
+func (p *Proxy) closeCut(cut []*link, reset bool) {
+	switch {
+	case reset:
+		for _, l := range cut {
+			resetConn(l.client)
+			resetConn(l.upstream)
+		}
+	default:
+		closeConns(cut)
+	}
+	p.log.Info("faultproxy: DropAfter or ResetAfter fired", "reset", reset, "count", len(cut))
 }
 
 // testHookTriggered, when a test sets it, runs right after the bytes that
