@@ -144,7 +144,7 @@ func (l *Lock) listAdmitted(ctx context.Context, answered func()) ([]string, *zk
 	f := l.f
 	children, stat, err := f.List(ctx, l.path)
 	if !errors.Is(err, session.ErrNoMultiRead) {
-		if answered != nil && !errors.Is(err, ctx.Err()) {
+		if answered != nil && ctx.Err() == nil {
 			answered()
 		}
 		return children, stat, err

@@ -34,9 +34,10 @@ import (
 // Unimplemented and closes the connection (its UnimplementedRequestProcessor),
 // which go-zookeeper then makes again, before any hold can be lost with
 // it; the session's listings then go as go-zookeeper's getChildren2 (List's
-// caller falls back). So does any probe that got no answer: that path is
-// the one proved before. A later Unimplemented (a server replaced by an
-// older one) turns it off too, its batch listed one by one.
+// caller falls back). A probe that got no answer (the connection lost, or
+// a second gone by on a loaded machine) says nothing of the server, and
+// leaves multiRead on: a later refusal (Unimplemented from that server, or
+// one replaced by an older one) turns it off, its batch listed one by one.
 
 // lister is the floor's queue of listings (nil tap: never used).
 type lister struct {
@@ -66,9 +67,6 @@ var ErrNoMultiRead = errors.New("zklock: the server does not take multiRead")
 // keep (requestLimit), so that the answer, a few names a path, stays far
 // below what the tap reads whole (wire's maxRewritten).
 const maxListings = 1024
-
-// zUnimplemented is ZooKeeper's error code for an unknown opcode.
-const zUnimplemented = -6
 
 // List lists path, a listing Admit gave a place to (given back as it is
 // answered), through the session's multiRead queue; ErrNoMultiRead when
@@ -150,7 +148,7 @@ func (ls *lister) send(batch []*listing) {
 	tap.Answered()
 	var got []wire.Listing
 	switch {
-	case err == nil && r.Err == zUnimplemented:
+	case err == nil && r.Err != 0: // refused whole: Unimplemented before 3.6
 		ls.off.Store(true)
 		got = ls.oneByOne(paths)
 	case err == nil:
@@ -193,9 +191,9 @@ func (ls *lister) probe(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	r, err := ls.f.tap.Call(ctx, wire.OpMultiRead, wire.AppendListings(nil, nil))
-	if err != nil || r.Err != 0 {
+	if err == nil && r.Err != 0 {
 		ls.off.Store(true)
-		ls.f.log.Info("listings go one by one: the server did not take an empty multiRead (ZooKeeper 3.6 or later does)",
-			"err", err, "code", r.Err)
+		ls.f.log.Info("listings go one by one: the server refused an empty multiRead (ZooKeeper 3.6 or later takes it)",
+			"code", r.Err)
 	}
 }

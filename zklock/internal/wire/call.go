@@ -33,10 +33,8 @@ var ErrNotConnected = errors.New("wire: no connection with a session")
 var ErrCallLost = errors.New("wire: the connection ended before the answer")
 
 // Reply is the server's answer to a request of the tap's: the reply
-// header's zxid (the last the server had applied when it answered) and
-// error code, and the fields after the header.
+// header's error code, and the fields after the header.
 type Reply struct {
-	Zxid int64
 	Err  int32
 	Body []byte
 }
@@ -150,8 +148,7 @@ func (cs *calls) answer(f []byte) {
 	if len(f) < 20 {
 		k.err = fmt.Errorf("%w: a reply of %d bytes", ErrCallLost, len(f))
 	} else {
-		k.reply = Reply{
-			Zxid: int64(binary.BigEndian.Uint64(f[8:16])),
+		k.reply = Reply{ // after the length, xid and zxid
 			Err:  int32(binary.BigEndian.Uint32(f[16:20])),
 			Body: append([]byte(nil), f[20:]...),
 		}
