@@ -179,10 +179,12 @@ step checks background_checks "$@"
 #      ensembles (about 210 s idle), zkcompat, then the stress package's
 #      longest tests ($stress_first, about 100 s);
 #   2. zklock's other tests (-skip of the same names: none is lost, a new
-#      test falls in it), the session package, interop, then the stress
-#      package's other tests and the stress module's other packages;
+#      test falls in it), the session package, then the stress package's
+#      other tests and the stress module's other packages;
 #   3. the library's other packages two at a time, runonce (about 260 s)
-#      and tier first.
+#      and tier first; interop (Curator's and kazoo's peers, about 65 s)
+#      among them: in lane 2 it made that lane the race run's longest
+#      (about 460 s of the idle run 137's 506; lane 1 about 420).
 # The stress package's tests run one stress run at a time, 0.9 of a core
 # for about 200 s: in a phase of their own after this run (an idle make
 # test's 215 s of 771), they left the machine half idle. In two halves,
@@ -194,7 +196,7 @@ step checks background_checks "$@"
 zklock_first='^(TestLeaseCountsFromTheWrite|TestShorterTimeoutAtReconnection|TestLeaseAgainstAStalledFollower|TestBurstOfLargeACLs|TestQuietSessionGrantsAtOnce|TestIdleSessionProofsAreOnTime)$'
 stress_first='^(TestEveryImplementation|TestRecipeCurator|TestRecipeFaults|TestFaultLeader|TestFaultRestart|TestMatrixTiny)$'
 lane1=(./zkcompat)
-lane2=(./zklock/internal/session ./interop)
+lane2=(./zklock/internal/session)
 # lane runs zklock's tests that $1 $2 (-run or -skip, and the pattern)
 # select, the packages after them one at a time, then the stress module's
 # tests that $3 $4 select in the packages $5; each whatever the others'
