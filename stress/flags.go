@@ -35,6 +35,8 @@ compares lock implementations side by side:
   tier-handoff  the same with bounded local hand-off (-handoff)
   zklock        zklock.Lock (tier 2 alone, a building block), behind a mutex
   gozk          go-zookeeper's zk.Lock, one per goroutine and path (baseline)
+  redsync       go-redsync/redsync v4's Mutex, one per goroutine and path, on
+                a redis-server stress starts; never in "all"
   nolock        no lock at all, never in "all": a self-test that the checker
                 catches violations (the run must fail)
 
@@ -52,7 +54,8 @@ permits be in use at once. With -recipe multi each hold is a tier.MultiLock
 of -members mutexes (the picked path and the next ones), recorded and
 checked on every path it covers; -impl tier or nolock.
 
-Without -zk (or TIERLOCK_ZK_SERVERS) it starts a local ZooKeeper.
+Without -zk (or TIERLOCK_ZK_SERVERS) it starts a local ZooKeeper; with
+redsync, a local redis-server too (Debian's redis-server, on PATH).
 
 Every implementation is measured over the same window: -duration after a
 -warmup. Only holds entered inside it count; the servers' and the workers'
@@ -93,7 +96,7 @@ func parseFlags(args []string, stderr io.Writer) (runner.Config, error) {
 		fmt.Fprint(stderr, usageHead)
 		fs.PrintDefaults()
 	}
-	impl := fs.String("impl", "all", "implementations: tier, zklock, gozk, all, or a comma-separated list (tier-handoff too)")
+	impl := fs.String("impl", "all", "implementations: tier, zklock, gozk, all, or a comma-separated list (tier-handoff and redsync too)")
 	mix := fs.String("mix", "", "one run of a mixed fleet on the same paths: impl:processes,... from tier, tier-handoff, zklock, gozk, zkcompat, curator, kazoo (sets -procs)")
 	recipe := fs.String("recipe", string(proto.Mutex), "what the workers take: mutex, rw (a read/write lock), semaphore or multi (a multi-lock)")
 	fs.IntVar(&c.Members, "members", 2, "multi: locks per hold, the picked path and the next ones (2 to -paths)")
@@ -299,7 +302,7 @@ func faultFlags(c *runner.Config, v string, set map[string]bool) error {
 		}
 	}
 	for _, im := range c.Impls {
-		if im == proto.Gozk || im == proto.Nolock || im == proto.Curator {
+		if im == proto.Gozk || im == proto.Nolock || im == proto.Curator || im == proto.Redsync {
 			return usageErr("-fault: %s cannot be run with faults (it does not notice a lost hold); use tier, tier-handoff or zklock", im)
 		}
 	}
@@ -334,16 +337,10 @@ func expandImpls(v string, handoff bool) ([]proto.Impl, error) {
 			} else {
 				add(proto.Tier)
 			}
-		case proto.TierHandoff:
-			add(proto.TierHandoff)
-		case proto.Zklock:
-			add(proto.Zklock)
-		case proto.Gozk:
-			add(proto.Gozk)
-		case proto.Nolock:
-			add(proto.Nolock)
+		case proto.TierHandoff, proto.Zklock, proto.Gozk, proto.Redsync, proto.Nolock:
+			add(proto.Impl(strings.TrimSpace(name)))
 		default:
-			return nil, usageErr("-impl: unknown implementation %q (want tier, zklock, gozk or all)", name)
+			return nil, usageErr("-impl: unknown implementation %q (want tier, tier-handoff, zklock, gozk, redsync, nolock or all)", name)
 		}
 	}
 	return out, nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tierlock/tierlock/internal/child"
+	"github.com/tierlock/tierlock/internal/redisserver"
 	"github.com/tierlock/tierlock/internal/zkserver"
 	"github.com/tierlock/tierlock/internal/zktest"
 )
@@ -171,7 +172,7 @@ func backend(t *testing.T, b Backend) []string {
 	case NoServer:
 		return nil
 	case Redis:
-		r, err := StartRedis(ctx)
+		r, err := redisserver.Start(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

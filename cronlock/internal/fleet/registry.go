@@ -75,7 +75,7 @@ type Backend int
 // The backends.
 const (
 	NoServer  Backend = iota // no server: Config.Servers is empty
-	Redis                    // a redis-server (see StartRedis)
+	Redis                    // a redis-server (internal/redisserver)
 	ZooKeeper                // a ZooKeeper server (internal/zkserver)
 )
 

@@ -1,8 +1,8 @@
 package fleet
 
 import (
-	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +13,7 @@ import (
 // of it still waits for its lock makes the run of the earlier one
 // ambiguous; the earlier fire, returning, writes an overlap record.
 func TestRecorderOverlap(t *testing.T) {
-	out := &tailBuffer{max: 1 << 20}
+	out := &syncBuffer{}
 	r, err := newRecorder(out, config{name: "n0", jobs: []Job{{"a", "@every 1s"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -39,24 +39,6 @@ func TestRecorderOverlap(t *testing.T) {
 	}
 }
 
-// TestRedis: StartRedis serves PING on 127.0.0.1, and Close stops the
-// server by its pid.
-func TestRedis(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	r, err := StartRedis(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.ping(); err != nil {
-		t.Fatal(err)
-	}
-	r.Close()
-	if err := r.ping(); err == nil {
-		t.Error("redis-server still answers after Close")
-	}
-}
-
 // eventually waits up to 5 s for cond.
 func eventually(t *testing.T, cond func() bool) {
 	t.Helper()
@@ -65,4 +47,23 @@ func eventually(t *testing.T, cond func() bool) {
 			t.Fatal("timed out")
 		}
 	}
+}
+
+// syncBuffer is a strings.Builder that the recorder's goroutines and the
+// test may use at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tierlock/tierlock/internal/redisserver"
 	"github.com/tierlock/tierlock/internal/zkserver"
 	"github.com/tierlock/tierlock/stress/internal/cells"
 	"github.com/tierlock/tierlock/stress/internal/fleet"
@@ -42,6 +43,10 @@ type Options struct {
 	Exe    string    // the worker executable
 	Stdout io.Writer // the final table and verdict
 	Stderr io.Writer // progress, one line per cell
+
+	// redis is the redis-server of the redsync runs, which Run starts
+	// once for every cell when redsync is among the implementations.
+	redis *redisserver.Server
 }
 
 // Run carries out the matrix and returns the exit status: 0 when every cell
@@ -59,6 +64,15 @@ func Run(ctx context.Context, o Options) int {
 			return ExitRun
 		}
 		fmt.Fprintf(o.Stderr, "stress: matrix: resuming with %d cell(s) from %s\n", len(done), base.JSON)
+	}
+	if slices.Contains(base.Impls, proto.Redsync) {
+		rds, err := runner.StartRedis(ctx, o.Stderr)
+		if err != nil {
+			fmt.Fprintf(o.Stderr, "stress: matrix: %s\n", trimRun(err))
+			return ExitRun
+		}
+		defer rds.Close()
+		o.redis = rds
 	}
 	all := spec.Cells()
 	fmt.Fprintf(o.Stderr, "stress: matrix %s: %d cells x %d implementations, each %v measured after a %v warm-up "+
@@ -217,6 +231,9 @@ func runCell(ctx context.Context, o Options, servers []string, cluster *zkserver
 	defer r.Close()
 	if cluster != nil {
 		r.UseCluster(cluster) // the servers' processor time can be read
+	}
+	if o.redis != nil {
+		r.UseRedis(o.redis)
 	}
 	if err := r.Setup(ctx); err != nil {
 		res.Error = trimRun(err)

@@ -224,6 +224,7 @@ func reportData(s *Summary) report.MatrixData {
 			{"started", s.Started.Format(time.RFC3339)},
 		},
 	}
+	d.TableNote = results.WithRedsyncNote(d.TableNote, s.Impls)
 	done := 0
 	for _, r := range s.Results {
 		if r.Error == "" && r.complete() {

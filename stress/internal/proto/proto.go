@@ -36,6 +36,7 @@ const (
 	Zkcompat    Impl = "zkcompat"     // tierlock's drop-in for zk.Lock, one handle per goroutine
 	Curator     Impl = "curator"      // Apache Curator's InterProcessMutex (Java), one per thread
 	Kazoo       Impl = "kazoo"        // kazoo's Lock (Python) with extra_lock_patterns=("-lock-",), one per thread
+	Redsync     Impl = "redsync"      // go-redsync/redsync v4 Mutex per goroutine and key on one in-memory redis-server
 	// Mix names a run whose workers use different implementations on the
 	// same paths (-mix); no worker runs it.
 	Mix Impl = "mix"
@@ -89,6 +90,10 @@ type Task struct {
 	HandoffMax     int           `json:"handoff_max"`
 	HandoffMaxHold time.Duration `json:"handoff_max_hold"`
 	Servers        []string      `json:"servers"`
+	// Redis is the host:port of the redis-server the parent started for
+	// the redsync runs ("" for the other implementations): the lock
+	// paths are its keys.
+	Redis          string        `json:"redis,omitempty"`
 	SessionTimeout time.Duration `json:"session_timeout"`
 	ConnectTimeout time.Duration `json:"connect_timeout"`
 	RecordFile     string        `json:"record_file"`

@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/tierlock/tierlock/stress/internal/proto"
@@ -337,4 +338,22 @@ func HostText(h *runner.HostCPU) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.0f%% / %.0f%%", 100*h.Busy, 100*h.Steal)
+}
+
+// RedsyncNote says how a redsync run is counted: on its redis-server, its
+// commands mapped to the request kinds of the ZooKeeper locks. The notes
+// under the tables add it when redsync ran (WithRedsyncNote).
+const RedsyncNote = "redsync: the server is the redis-server stress started (server CPU: its process's, from /proc; " +
+	"req/acq (server): the commands it ran, its scripts' own included: redsync's unlock script runs a GET and, on its own " +
+	"key, a DEL); the workers' commands count as create (SET NX: one per try), delete (the " +
+	"unlock script: after a hold, and after each failed try) and getData (reads; none in a run), the rest (HELLO, " +
+	"CLIENT, PING on a new connection) as other; it has no fencing token, so the checker checks the holds' times alone."
+
+// WithRedsyncNote is note, followed by RedsyncNote if redsync is among
+// impls.
+func WithRedsyncNote(note string, impls []proto.Impl) string {
+	if slices.Contains(impls, proto.Redsync) {
+		return note + " " + RedsyncNote
+	}
+	return note
 }

@@ -32,7 +32,7 @@ func WriteReport(path string, s Summary, runs []*runner.Run) error {
 		d.ImplLegend = append(d.ImplLegend, [2]string{string(r.Impl), Legend(r.Impl, r.Recipe)})
 	}
 	if len(s.Results) > 0 {
-		d.CostNote = "Inside the measured window (" + windowNote(s.Results[0].Cost) + "). " + costNote
+		d.CostNote = WithRedsyncNote("Inside the measured window ("+windowNote(s.Results[0].Cost)+"). "+costNote, s.Config.Impls)
 		d.CostHeader, d.CostRows = costHeader(), costRows(s.Results)
 		if rows := limitsRows(s.Results); len(rows) > 0 {
 			d.LimitsNote = fmt.Sprintf(limitsNote, probeSeconds(s.Results))

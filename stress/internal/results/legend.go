@@ -21,6 +21,7 @@ var legend = map[proto.Recipe]map[proto.Impl]string{
 		proto.Zkcompat:    "tierlock's drop-in for zk.Lock (package zkcompat), one per goroutine, one node per process",
 		proto.Curator:     "Apache Curator's InterProcessMutex (Java), one per thread",
 		proto.Kazoo:       "kazoo's Lock (Python), one per thread",
+		proto.Redsync:     "go-redsync/redsync v4's Mutex, one per goroutine and key, on one in-memory redis-server (no fencing token)",
 		proto.Nolock:      "no lock at all: a self-test, the checker must find overlaps",
 		proto.Mix:         "processes of several implementations on the same paths (-mix; the breakdown below)",
 		proto.FakeDrain:   "a test double whose waits are granted after the deadline, as zk.Lock's",

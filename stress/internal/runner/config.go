@@ -1,8 +1,9 @@
 // Package runner carries out a stress run on the parent's side: it finds
-// or starts ZooKeeper, makes the lock paths, starts each implementation's
-// workers (internal/fleet), lets them run (with faults: internal/fault),
-// samples the paths meanwhile (internal/sample), and collects and checks
-// what the workers recorded (internal/exclusion) into a [Run].
+// or starts ZooKeeper (and, for redsync, a redis-server: redis.go), makes
+// the lock paths, starts each implementation's workers (internal/fleet),
+// lets them run (with faults: internal/fault), samples the paths meanwhile
+// (internal/sample), and collects and checks what the workers recorded
+// (internal/exclusion) into a [Run].
 package runner
 
 import (

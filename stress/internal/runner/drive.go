@@ -17,7 +17,11 @@ import (
 // the edges of the measured window.
 func (r *Runner) drive(ctx context.Context, run *Run, f *fleet.Fleet, newTask func(proc, slot int) proto.Task, res *resources) error {
 	cfg := r.cfg
-	smp := sample.Start(r.conn, r.cluster, sampled(cfg.Recipe, run.Paths), cfg.Sample)
+	paths := sampled(cfg.Recipe, run.Paths)
+	if run.Name == proto.Redsync {
+		paths = nil // its locks are Redis keys: no znodes or watches to count
+	}
+	smp := sample.Start(r.conn, r.cluster, paths, cfg.Sample)
 	length := cfg.warmup() + cfg.Duration
 	bar := progress.New(r.stderr, r.showBar, string(run.Name), length, cfg.Acquisitions)
 	counts := map[int]int64{} // by process: a replacement's count adds to its predecessor's
@@ -31,7 +35,7 @@ func (r *Runner) drive(ctx context.Context, run *Run, f *fleet.Fleet, newTask fu
 			bar.Update(sum)
 		}
 	}
-	e := &edges{cluster: r.cluster, smp: smp}
+	e := &edges{cluster: r.cluster, redis: r.redisEdges(run.Name), smp: smp}
 	run.Start = exclusion.Now()
 	win := &run.Window
 	if cfg.Windowed() {

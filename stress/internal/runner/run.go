@@ -23,7 +23,7 @@ func (r *Runner) RunImpl(ctx context.Context, name proto.Impl) (*Run, error) {
 	cfg := r.cfg
 	base := path.Join(r.root, string(name))
 	run := &Run{Name: name, Paths: proto.LockPaths(base, cfg.Paths)}
-	if err := r.makePaths(run.Paths); err != nil {
+	if err := r.makeLockPaths(name, run.Paths); err != nil {
 		return nil, err
 	}
 	defer deleteTree(r.conn, base)
@@ -51,7 +51,7 @@ func (r *Runner) RunImpl(ctx context.Context, name proto.Impl) (*Run, error) {
 			PathBase: base, NPaths: cfg.Paths,
 			Duration: cfg.Duration, Warmup: cfg.warmup(), Acquisitions: cfg.Acquisitions, Hold: cfg.Hold, HoldMode: cfg.HoldMode, Pick: cfg.Pick,
 			HandoffMax: cfg.HandoffMax, HandoffMaxHold: cfg.HandoffMaxHold,
-			Servers: r.workerServers(slot), SessionTimeout: cfg.SessionTimeout, ConnectTimeout: cfg.ConnectTimeout,
+			Servers: r.workerServers(slot), Redis: r.redisAddr(name), SessionTimeout: cfg.SessionTimeout, ConnectTimeout: cfg.ConnectTimeout,
 			RecordFile: file, RecordCap: defaultRecordCap, Seed: uint64(time.Now().UnixNano()),
 			Verbose: cfg.Verbose, Faults: cfg.Faults != nil,
 			Recipe: cfg.Recipe, Readers: cfg.Readers, Leases: cfg.Leases, Permits: cfg.Permits,
@@ -106,12 +106,28 @@ func (r *Runner) RunImpl(ctx context.Context, name proto.Impl) (*Run, error) {
 	f.Shutdown(false)
 	run.Writes = wr.check(results, run.Paused)
 	run.Orphans = r.orphans(base)
-	if cfg.Probe > 0 {
-		// The limits on the same servers, warm from the run, right after
-		// it, once its sessions have ended: nothing else runs.
-		run.Limits = r.probe(ctx, base+"/probe", cfg.Probe)
-	}
+	run.Limits = r.limitsAfter(ctx, name, base)
 	return run, r.collect(run, results, files)
+}
+
+// makeLockPaths makes the lock paths of run name's ZooKeeper locks;
+// redsync's are Redis keys, which its SET makes.
+func (r *Runner) makeLockPaths(name proto.Impl, paths []string) error {
+	if name == proto.Redsync {
+		return nil
+	}
+	return r.makePaths(paths)
+}
+
+// limitsAfter probes the limits on the same servers, warm from run name,
+// right after it, once its sessions have ended: nothing else runs (nil
+// without -probe). They are ZooKeeper's: none for redsync, which does not
+// run on it.
+func (r *Runner) limitsAfter(ctx context.Context, name proto.Impl, base string) *Limits {
+	if r.cfg.Probe <= 0 || name == proto.Redsync {
+		return nil
+	}
+	return r.probe(ctx, base+"/probe", r.cfg.Probe)
 }
 
 // preparePeers compiles the Java peer (and writes the Python one) once,

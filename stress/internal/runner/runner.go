@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/tierlock/tierlock/internal/exclusion"
 	"github.com/tierlock/tierlock/internal/faultproxy"
 	"github.com/tierlock/tierlock/internal/linear"
+	"github.com/tierlock/tierlock/internal/redisserver"
 	"github.com/tierlock/tierlock/internal/zkserver"
 	"github.com/tierlock/tierlock/stress/internal/fault"
 	"github.com/tierlock/tierlock/stress/internal/fleet"
@@ -82,6 +84,13 @@ type Runner struct {
 
 	// With -fault: the workers' proxies, by worker slot and server.
 	proxies [][]*faultproxy.Proxy
+
+	// The redis-server of the redsync runs (redis.go): started here
+	// (redisStarted) or given (UseRedis), and the parent's connection to
+	// it, which reads its counters.
+	redis        *redisserver.Server
+	redisStarted bool
+	rinfo        *redis.Client
 }
 
 // New returns a runner of cfg's runs whose workers run exe; it says what
@@ -140,6 +149,9 @@ func (r *Runner) Setup(ctx context.Context) error {
 			fleet.ErrRun, strings.Join(r.servers, ","), r.cfg.ConnectTimeout)
 	case <-ctx.Done():
 		return fmt.Errorf("%w: %w", fleet.ErrRun, ctx.Err())
+	}
+	if err := r.setupRedis(ctx); err != nil {
+		return err
 	}
 	r.root = path.Join(r.cfg.Root, fmt.Sprintf("%s-%d", time.Now().UTC().Format("20060102T150405"), os.Getpid()))
 	r.tmp, err = os.MkdirTemp("", "tierlock-stress-")
@@ -258,6 +270,7 @@ func (r *Runner) Close() {
 	if r.started {
 		r.cluster.Close()
 	}
+	r.closeRedis()
 }
 
 // makePaths creates the lock paths (and their parents) as persistent nodes.

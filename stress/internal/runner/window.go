@@ -67,7 +67,8 @@ func (w Window) Contains(t int64) bool { return t >= w.Start && t <= w.End }
 type edge struct {
 	at       int64 // shared clock, when the reading began
 	counters zkserver.Counters
-	ok       bool // counters read
+	commands int64 // a redsync run's: the redis-server's commands processed
+	ok       bool  // counters read
 	cpu      time.Duration
 	cpuOK    bool
 	host     cpuTimes // this machine's processors
@@ -75,9 +76,11 @@ type edge struct {
 	sampler  int64
 }
 
-// edges reads the servers at the window's edges.
+// edges reads the servers at the window's edges: ZooKeeper's, or for a
+// redsync run the redis-server (redis set).
 type edges struct {
 	cluster  *zkserver.Cluster
+	redis    *redisReader
 	smp      *sample.Sampler
 	from, to edge
 	stop     chan struct{}
@@ -89,12 +92,16 @@ func (e *edges) read() edge {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	g := edge{at: exclusion.Now()}
-	var err error
-	g.counters, err = e.cluster.Counters(ctx)
-	g.ok = err == nil
-	if !e.cluster.External() {
-		g.cpu, err = e.cluster.TotalCPU()
-		g.cpuOK = err == nil
+	if e.redis != nil {
+		g.commands, g.ok, g.cpu, g.cpuOK = e.redis.read(ctx)
+	} else {
+		var err error
+		g.counters, err = e.cluster.Counters(ctx)
+		g.ok = err == nil
+		if !e.cluster.External() {
+			g.cpu, err = e.cluster.TotalCPU()
+			g.cpuOK = err == nil
+		}
 	}
 	if e.smp != nil {
 		g.sampler = e.smp.Requests()
@@ -147,9 +154,16 @@ func sleepUntil(t int64, stop <-chan struct{}) bool {
 // requests are the requests the servers received between the readings,
 // less stress's own: the sampler's requests and four-letter words, and
 // the closing mntr (a server counts it before answering); -1 if unknown.
+// A redis-server's are the commands it ran (total_commands_processed:
+// its scripts' own commands included, the GET and DEL of redsync's unlock
+// script), less the opening INFO (Redis counts a command once it has run
+// it: each INFO is in the next reading, not in its own).
 func (e *edges) requests(members int) int64 {
-	if !e.from.ok || !e.to.ok {
+	switch {
+	case !e.from.ok || !e.to.ok:
 		return -1
+	case e.redis != nil:
+		return e.to.commands - e.from.commands - 1
 	}
 	return e.to.counters.PacketsReceived - e.from.counters.PacketsReceived - (e.to.sampler - e.from.sampler) - int64(members)
 }

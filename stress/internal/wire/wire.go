@@ -4,7 +4,9 @@
 // connection (tier and zklock through zklock.WithDialer, gozk and zkcompat
 // through zk.WithDialer) opens its connections through one [Counter]'s
 // [Counter.Dialer], so that requests per acquisition are counted the same
-// way for all of them, kind by kind, on the client's side.
+// way for all of them, kind by kind, on the client's side. A client of
+// another server (the redsync implementation's go-redis client) counts
+// its requests into the same Counter with [Counter.Count].
 //
 // go-zookeeper v1.0.4 writes each request with one Write from its send
 // loop (zklock's connections batch several into one): a 4-byte length,
@@ -47,6 +49,32 @@ func (c *Counter) Dialer() func(network, address string, timeout time.Duration) 
 		return &conn{Conn: nc, c: c}, nil
 	}
 }
+
+// The ZooKeeper opcodes of the kinds a request of another client is
+// counted as (see Count).
+const (
+	OpCreate  int32 = 1
+	OpDelete  int32 = 2
+	OpGetData int32 = 4
+	OpSetData int32 = 5
+	OpOther   int32 = -1 // counted as other
+)
+
+// Count counts one request of opcode op written by a client that does
+// not dial through Dialer (the redsync implementation's Redis commands,
+// each counted as the ZooKeeper request of the same effect), so that its
+// requests per acquisition fill the same columns, kind by kind.
+func (c *Counter) Count(op int32) {
+	if op >= 0 && int(op) < len(c.ops) {
+		c.ops[op].Add(1)
+		return
+	}
+	c.other.Add(1)
+}
+
+// Connected counts a connection such a client opened: Connections then
+// tells that this process's requests were counted.
+func (c *Counter) Connected() { c.conns.Add(1) }
 
 // Connections is the number of connections dialed.
 func (c *Counter) Connections() int64 { return c.conns.Load() }

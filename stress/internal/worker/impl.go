@@ -109,8 +109,8 @@ func sessionOptions(task proto.Task, log *slog.Logger, listen func(zklock.State)
 	}
 }
 
-// newImpl connects to ZooKeeper and makes the locks of implementation
-// task.Impl. m, when not nil, is told the session's states (tier, zklock)
+// newImpl connects to ZooKeeper (redsync: to Redis) and makes the locks
+// of implementation task.Impl. m, when not nil, is told the session's states (tier, zklock)
 // and the locks' events (tier, tier-handoff).
 func newImpl(ctx context.Context, task proto.Task, log *slog.Logger, events *sessionEvents, m *lockmetrics.Collector) (impl, error) {
 	switch task.Recipe {
@@ -152,6 +152,8 @@ func newImpl(ctx context.Context, task proto.Task, log *slog.Logger, events *ses
 		return newZkcompatImpl(ctx, task)
 	case proto.Curator, proto.Kazoo:
 		return newPeerImpl(ctx, task)
+	case proto.Redsync:
+		return newRedsyncImpl(ctx, task)
 	case proto.Nolock:
 		return nolockImpl{}, nil
 	case proto.FakeDrain, proto.FakeAbandon:

@@ -19,7 +19,8 @@ import (
 
 // tally counts the ZooKeeper requests of this worker process by opcode:
 // every implementation on a go-zookeeper connection dials through it
-// (zklock.WithDialer, zk.WithDialer), so all are counted alike.
+// (zklock.WithDialer, zk.WithDialer), so all are counted alike; redsync's
+// go-redis client counts its commands into it too (redsync.go).
 var tally = wire.New()
 
 // meter measures the worker over the run's window [start, end] on the

@@ -5,10 +5,11 @@
 // as messages on its stdout.
 //
 // One file per implementation: tier.go (tier and tier-handoff), zklock.go,
-// gozk.go, zkcompat.go, peer.go (the -mix peers curator and kazoo) and
-// nolock.go, and for the read/write lock and semaphore recipes recipe.go
-// (which also drives Curator's) and tierrecipe.go; loop.go is the goroutines' acquire-record-release loop, and
-// flood.go the flood fault's waiters.
+// gozk.go, zkcompat.go, peer.go (the -mix peers curator and kazoo),
+// redsync.go (go-redsync/redsync on Redis) and nolock.go, and for the
+// read/write lock and semaphore recipes recipe.go (which also drives
+// Curator's) and tierrecipe.go; loop.go is the goroutines'
+// acquire-record-release loop, and flood.go the flood fault's waiters.
 package worker
 
 import (

@@ -1,4 +1,4 @@
-package fleet
+package redisserver
 
 import (
 	"os/exec"

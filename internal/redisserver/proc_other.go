@@ -1,6 +1,6 @@
 //go:build !linux
 
-package fleet
+package redisserver
 
 import (
 	"os"
