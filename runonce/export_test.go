@@ -1,6 +1,7 @@
 package runonce
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -68,4 +69,10 @@ func SetTakenHook(fn func()) (restore func()) {
 func SetHolderReadHook(fn func() error) (restore func()) {
 	testHookHolderRead = fn
 	return func() { testHookHolderRead = nil }
+}
+
+// RemoveAfterRelease is removeAfterRelease: RemoveJob, called again while
+// the job's lock is held (ErrLockHeld), for at most 2 s.
+func RemoveAfterRelease(ctx context.Context, r *Runner, job string) error {
+	return removeAfterRelease(ctx, r, job)
 }

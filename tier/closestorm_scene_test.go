@@ -147,6 +147,16 @@ type stormWorker struct {
 	proc int32
 	js   [3]*exclusion.Journal
 	g    int
+	// closing orders, per path, a goroutine's look at its hold and its
+	// E line against the closer's C line and Close: the closer writes C
+	// and runs Close under the write lock, a goroutine looks and writes E
+	// under the read lock. Without it a hold granted before Close began
+	// could have its E written after C (its goroutine held back on a
+	// loaded machine, loaded make test run 139): the checker, which cuts
+	// at C only the holds open there, took that hold, cancelled by Close
+	// before its node went, as one that outlived Close, and found the
+	// other process's next hold overlapping it.
+	closing [3]sync.RWMutex
 }
 
 // acquirer is one recipe's Acquire, Release and Token, for the storm.
@@ -206,10 +216,9 @@ func (w *stormWorker) round(ctx context.Context, s *zklock.Session, paths [3]str
 	// cancelled before its node is given up, so it ends there, whenever
 	// its goroutine gets to write its exit (internal/exclusion's Journal).
 	for i, c := range []func() error{l.Close, rw.Close, sem.Close} {
-		if err := w.js[i].Closing(w.proc, int32(i)); err != nil {
+		if err := w.closeJournalled(i, c); err != nil {
 			return err
 		}
-		_ = c()
 	}
 	wg.Wait()
 	close(errs)
@@ -219,6 +228,36 @@ func (w *stormWorker) round(ctx context.Context, s *zklock.Session, paths [3]str
 		}
 	}
 	return nil
+}
+
+// closeJournalled writes path i's C line and runs its Close, with no E
+// line of this process between them (closing).
+func (w *stormWorker) closeJournalled(i int, close func() error) error {
+	w.closing[i].Lock()
+	defer w.closing[i].Unlock()
+	if err := w.js[i].Closing(w.proc, int32(i)); err != nil {
+		return err
+	}
+	_ = close()
+	return nil
+}
+
+// enter writes the E line of a hold still live (entered true), under the
+// read lock of closing: either before the C line, which ends it there, or
+// after Close returned, when a hold still live is one Close left (the bug
+// the storm looks for) and stays open until its own X line. A hold ended
+// already (Close cancelled it, its node given up after) is not journalled.
+func (w *stormWorker) enter(i, g int32, r acquirer, held context.Context) (entered bool, err error) {
+	w.closing[i].RLock()
+	defer w.closing[i].RUnlock()
+	if held.Err() != nil {
+		return false, nil
+	}
+	tok, _ := r.token(held)
+	if i == 2 {
+		tok = 0 // leases: no order of tokens
+	}
+	return true, w.js[i].Enter(w.proc, g, i, tok)
 }
 
 // loop acquires r until it is closed, journalling each hold on path index
@@ -233,12 +272,13 @@ func (w *stormWorker) loop(ctx context.Context, i, g int32, r acquirer, granted 
 			return fmt.Errorf("path %d: %w", i, err)
 		}
 		granted()
-		tok, _ := r.token(held)
-		if i == 2 {
-			tok = 0 // leases: no order of tokens
-		}
-		if err := w.js[i].Enter(w.proc, g, i, tok); err != nil {
+		entered, err := w.enter(i, g, r, held)
+		if err != nil {
 			return err
+		}
+		if !entered {
+			_ = r.release(held) // ended by Close: ErrClosed
+			continue
 		}
 		select {
 		case <-held.Done():
