@@ -276,8 +276,13 @@ func (c *tappedConn) SetWriteDeadline(t time.Time) error {
 
 // queue appends b to what the flusher sends, starting one if none runs,
 // or writes it at once when nothing is queued or being sent and few
-// requests are out (see Write). Writes come from one goroutine at a time,
-// so nothing is queued while that write runs.
+// requests are out (see Write). Writes come from two goroutines:
+// go-zookeeper's send loop and the tap's own requests (Call, the
+// listings' multiRead). A write at once marks the connection flushing
+// while it runs, so that the other's bytes queue behind it rather than
+// go to the socket beside it (the dialer's connection need not take two
+// writers: the stress command's counting one raced, loaded make test run
+// 144); what queued meanwhile is then handed to a flusher.
 func (c *tappedConn) queue(b []byte) error {
 	c.wmu.Lock()
 	for c.werr == nil && len(c.out) >= maxUnsent {
@@ -289,8 +294,11 @@ func (c *tappedConn) queue(b []byte) error {
 	}
 	if !c.flushing && len(c.out) == 0 && c.tap.out.Load() < batchFrom.Load() {
 		by := c.deadline
+		c.flushing = true
 		c.wmu.Unlock()
-		return c.send(b, by)
+		err := c.send(b, by)
+		c.handOver()
+		return err
 	}
 	defer c.wmu.Unlock()
 	if len(c.out) == 0 {
@@ -305,6 +313,18 @@ func (c *tappedConn) queue(b []byte) error {
 		go c.flush()
 	}
 	return nil
+}
+
+// handOver ends a write at once: what queued behind it goes to a
+// flusher, which then ends the flushing; else it ends here.
+func (c *tappedConn) handOver() {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if len(c.out) > 0 && c.werr == nil {
+		go c.flush()
+		return
+	}
+	c.flushing = false
 }
 
 // flush sends what is queued, batch by batch, until nothing is; the first
