@@ -4,9 +4,14 @@
 // (Expect, Forget, Waiter.Sent) and date the proofs of its lease (Mark,
 // FirstWriteAfter); it also reads the session timeout the server granted
 // (GrantedTimeout) and batches the writes of a busy session into one
-// system call (conn.go). Two things of the connection go-zookeeper v1.0.4
+// system call (conn.go). It sends requests of its own among
+// go-zookeeper's, with xids of its own, and takes their answers out of the
+// stream before go-zookeeper reads it (call.go: Call; multiread.go: the
+// locks' listings as one multiRead, which go-zookeeper v1.0.4 cannot
+// send); the socket still has one writer at a time (conn.go's queue).
+// Two things of the connection go-zookeeper v1.0.4
 // lacks are done here, where every request of the session passes: a
-// chroot (chroot.go, chrootconn.go: request paths prefixed, reply and
+// chroot (chroot.go, frames.go: request paths prefixed, reply and
 // event paths stripped), and TLS on the dialed socket, below the tap, with
 // the servers' names kept for the certificates and refusals told at once
 // (tls.go: HostProvider, Refused). A server that takes a connection and
