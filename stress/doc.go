@@ -33,15 +33,9 @@
 //   - zklock: one zklock.Lock per path per process behind a sync.Mutex.
 //   - gozk: the baseline tierlock replaces, go-zookeeper's zk.Lock, one per
 //     goroutine and path, on one connection per process.
-//   - redsync: the Redis lock users would pick instead, go-redsync/redsync
-//     v4's Mutex, one per goroutine and key, on one in-memory redis-server
-//     that stress starts (redis-server on PATH); never part of "all", nor
-//     of -mix (its keys do not exclude ZooKeeper's locks), the recipes or
-//     -fault. It has no fencing token: the checker judges its holds'
-//     times alone. Its commands are counted as the ZooKeeper requests of
-//     the same effect (SET NX as create, the unlock script as delete).
-//   - nolock: no lock at all, never part of "all": it shows that the
-//     checker fails a run that does not exclude.
+//   - redsync: redsync v4's Mutex per goroutine and key on a redis-server
+//     stress starts; not in "all", -mix, the recipes or -fault (no token).
+//   - nolock: no lock at all, never in "all": shows that the checker fails.
 //
 // # Recipes: read/write lock and semaphore
 //
