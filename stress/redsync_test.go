@@ -82,6 +82,10 @@ func redsyncChecked(t *testing.T, r results.Impl) {
 			r.Cost.HoldsWarmup, r.Acquisitions, r.Cost.HoldsAfter, c.Holds)
 	case r.PerSec <= 0 || r.ThroughputVsGozk <= 0:
 		t.Errorf("%.0f acquisitions/s, %.2f of gozk's", r.PerSec, r.ThroughputVsGozk)
+	case r.PeakZnodes != -1 || r.PeakWatches != -1 || len(r.PeakZnodesPerPath) != 0:
+		// Its locks are Redis keys: no znode or watch to count (the
+		// table said 0 znodes, as if it had counted them).
+		t.Errorf("peak znodes %d, watches %d, %d paths sampled: want n/a (-1) and none", r.PeakZnodes, r.PeakWatches, len(r.PeakZnodesPerPath))
 	}
 }
 

@@ -135,6 +135,18 @@ func TestPointsMedian(t *testing.T) {
 	if got := results.HostText(nil); got != "n/a" {
 		t.Errorf("HostText(nil) = %q", got)
 	}
+	// The peaks: the largest a run sampled; n/a (-1) where no run sampled
+	// any (redsync's Redis keys: it showed 0 znodes and 0 watches).
+	for i := range rs[:4] {
+		rs[i].Impls[0].PeakZnodes, rs[i].Impls[0].PeakWatches, rs[i].Impls[0].SumPeakWatches = i, i, 2*i
+		rs[i].Impls[1].PeakZnodes, rs[i].Impls[1].PeakWatches, rs[i].Impls[1].SumPeakWatches = -1, -1, -1
+	}
+	p := points(spec, impls, rs)[0]
+	if a, b := p.Impls[0], p.Impls[1]; a.PeakZnodes != 3 || a.PeakWatches != 3 || a.SumPeakWatches != 6 ||
+		b.PeakZnodes != -1 || b.PeakWatches != -1 || b.SumPeakWatches != -1 {
+		t.Errorf("peaks %d/%d/%d and %d/%d/%d; want 3/3/6 and n/a (-1)", a.PeakZnodes, a.PeakWatches, a.SumPeakWatches,
+			b.PeakZnodes, b.PeakWatches, b.SumPeakWatches)
+	}
 	rs[1].Impls[0].OK, rs[1].Impls[0].Verdict = false, "mutual exclusion violated"
 	if p := points(spec, impls, rs)[0].Impls[0]; p.OK || p.Verdict != "mutual exclusion violated" {
 		t.Errorf("a failed run left the point %+v", p)

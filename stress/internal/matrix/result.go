@@ -116,6 +116,9 @@ func figuresOf(run *runner.Run, full results.Impl) Figures {
 	if l := c.Limits; l != nil && l.Err == "" {
 		f.ChainPerSec, f.PairsPerSec, f.OfChain, f.OfPairs = l.Chains, l.Pairs, c.OfChain, c.OfPairs
 	}
+	if len(run.PeakWatches) == 0 {
+		f.SumPeakWatches = -1 // no path sampled (redsync's Redis keys): n/a
+	}
 	for _, w := range run.PeakWatches {
 		f.SumPeakWatches += max(w, 0)
 	}
@@ -260,6 +263,7 @@ func median(fs []Figures) PointImpl {
 		}
 	}
 	m.TimeoutMs, m.PeakGoroutines, m.Lease = 0, -1, fs[0].Lease
+	m.PeakZnodes, m.PeakWatches, m.SumPeakWatches = -1, -1, -1 // n/a unless a run sampled them
 	m.RatioMin, m.RatioMax = fs[0].Ratio, fs[0].Ratio
 	for _, f := range fs {
 		m.sum(f)

@@ -155,7 +155,8 @@ func FiguresOf(run *runner.Run, cfg runner.Config) Impl {
 			r.FaultsRecovered++
 		}
 	}
-	r.PeakZnodes = slices.Max(append([]int{0}, run.PeakZnodes...))
+	// -1 (n/a) when no path was sampled: redsync's locks are Redis keys.
+	r.PeakZnodes = slices.Max(append([]int{-1}, run.PeakZnodes...))
 	r.PeakWatches = slices.Max(append([]int{-1}, run.PeakWatches...))
 	r.ProcShares = figures.Shares(run.PerProc)
 	r.FairnessProcs = figures.Jain(run.PerProc)

@@ -33,7 +33,7 @@ func tableRows(results []Impl) [][]string {
 			string(r.Impl), fmt.Sprint(r.Acquisitions), fmt.Sprintf("%.0f", r.PerSec), vs,
 			micros(r.LatencyUS.P50), micros(r.LatencyUS.P90), micros(r.LatencyUS.P99), micros(r.LatencyUS.Max),
 			micros(r.HoldMeanUS),
-			reqPerAcq(r.RequestsPerAcq), fmt.Sprint(r.PeakZnodes), orNA(r.PeakWatches),
+			reqPerAcq(r.RequestsPerAcq), orNA(r.PeakZnodes), orNA(r.PeakWatches),
 			fmt.Sprintf("%.3f", r.FairnessProcs), fmt.Sprintf("%.3f", r.FairnessGoroutines),
 			fmt.Sprint(r.Check.Overlaps), tokens, fmt.Sprint(r.Check.Lost), fmt.Sprint(r.Errors),
 		})
