@@ -16,8 +16,8 @@ import (
 // The locks' listings, sent together (issue 72). On a session the floor
 // dialed, the listings waiting go out as one multiRead (ZooKeeper 3.6 and
 // later; the wire tap sends it, wire/call.go), one request out at a time,
-// as the writer sends its multis: a quiet session lists each as it comes,
-// a busy one many paths a round trip. Each listing is the lock path's
+// at most two requests out at a time: a quiet session lists each as it
+// comes, a busy one many paths a round trip. Each listing is the lock path's
 // children and then its stat (wire.ParseListings says why in that order):
 // what go-zookeeper's getChildren2 gives, the fencing token its stat's
 // pzxid. A listing is queued only after what it must come behind is on
@@ -25,9 +25,15 @@ import (
 // after that goes out after it, as go-zookeeper's own request did.
 //
 // A goroutine of the floor's sends while listings wait, and ends when
-// none does: the caller whose listing found none out starts it. What it
-// buys: the callers wait for their own listing only (their ctx ends their
-// wait, not others'), one goroutine a batch where each listing had one.
+// none does: the caller whose listing found a sender free starts it. What
+// it buys: the callers wait for their own listing only (their ctx ends
+// their wait, not others'), one goroutine a batch where each listing had
+// one. Two senders, not one: with one, a listing that came while a batch
+// was out waited its whole round trip before going, where go-zookeeper's
+// getChildren2 went at once; on few keys, where listings seldom meet,
+// that was the tail (issue 72: p99 of one path 88 against 74 ms). With
+// two, such a listing goes at once on the second; only a listing that
+// finds both out waits, and under load the two carry many paths each.
 //
 // Dial asks the server for an empty multiRead before any lock lists
 // (probe): a server that does not know it (before 3.6) answers
@@ -46,8 +52,11 @@ type lister struct {
 
 	mu      sync.Mutex
 	waiting []*listing
-	sending bool // the sender runs: it takes waiting before it ends
+	senders int // senders running: each takes waiting before it ends
 }
+
+// maxSenders bounds the lister's requests out (see above).
+const maxSenders = 2
 
 // listing is one path's listing, waited for by its caller.
 type listing struct {
@@ -81,8 +90,10 @@ func (s *Floor) List(ctx context.Context, path string) ([]string, *zk.Stat, erro
 	l := &listing{path: path, admitted: time.Now(), done: make(chan struct{})}
 	ls.mu.Lock()
 	ls.waiting = append(ls.waiting, l)
-	start := !ls.sending
-	ls.sending = true
+	start := ls.senders < maxSenders
+	if start {
+		ls.senders++
+	}
 	ls.mu.Unlock()
 	if start {
 		s.Go(ls.run)
@@ -115,7 +126,7 @@ func (ls *lister) take() []*listing {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if len(ls.waiting) == 0 {
-		ls.sending = false
+		ls.senders--
 		return nil
 	}
 	limit, size := requestLimit(ls.f.cfg.JuteMax), wire.MultiReadBase
