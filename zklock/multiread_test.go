@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -210,7 +211,7 @@ func TestListingsGoTogether(t *testing.T) {
 // A listing that comes while the lister's sender is busy goes at once on
 // a second sender, as go-zookeeper's getChildren2 went at once: with one
 // sender it waited the first's whole round trip (issue 72: the p99 of an
-// acquisition on few keys, 88 against 74 ms). A hook holds the first
+// acquisition on 16 paths, 54 ms against 43 with two). A hook holds the first
 // sender before it takes its batch; the second acquisition must take its
 // lock meanwhile. On the code of one sender it waited for the hook, and
 // the test failed after 10 s.
@@ -227,14 +228,9 @@ func TestListingMeetingABusySenderGoesAtOnce(t *testing.T) {
 		locks[i] = newLock(t, s, p)
 	}
 	held, release := make(chan struct{}), make(chan struct{})
-	var calls sync.Mutex
-	first := true
+	var first atomic.Bool
 	defer zklock.SetListSenderHook(func() {
-		calls.Lock()
-		hold := first
-		first = false
-		calls.Unlock()
-		if hold {
+		if first.CompareAndSwap(false, true) {
 			close(held)
 			select {
 			case <-release:

@@ -15,10 +15,10 @@ import (
 
 // The locks' listings, sent together (issue 72). On a session the floor
 // dialed, the listings waiting go out as one multiRead (ZooKeeper 3.6 and
-// later; the wire tap sends it, wire/call.go), one request out at a time,
-// at most two requests out at a time: a quiet session lists each as it
-// comes, a busy one many paths a round trip. Each listing is the lock path's
-// children and then its stat (wire.ParseListings says why in that order):
+// later; the wire tap sends it, wire/call.go), at most two requests out
+// at a time: a quiet session lists each as it comes, a busy one many paths
+// a round trip. Each listing is the lock path's children and then its
+// stat (wire.ParseListings says why in that order):
 // what go-zookeeper's getChildren2 gives, the fencing token its stat's
 // pzxid. A listing is queued only after what it must come behind is on
 // the wire (an acquisition's create: its Sent), and a multiRead written
@@ -30,10 +30,11 @@ import (
 // their wait, not others'), one goroutine a batch where each listing had
 // one. Two senders, not one: with one, a listing that came while a batch
 // was out waited its whole round trip before going, where go-zookeeper's
-// getChildren2 went at once; on few keys, where listings seldom meet,
-// that was the tail (issue 72: p99 of one path 88 against 74 ms). With
-// two, such a listing goes at once on the second; only a listing that
-// finds both out waits, and under load the two carry many paths each.
+// getChildren2 went at once; on a few keys, where listings seldom meet,
+// that was the tail (issue 72: at 4 × 8 × 16 the p99's median 54 ms with
+// one sender, 43 with two, 44 before the multiRead). With two, such a
+// listing goes at once on the second; only a listing that finds both out
+// waits, and under load the two carry many paths each.
 //
 // Dial asks the server for an empty multiRead before any lock lists
 // (probe): a server that does not know it (before 3.6) answers
