@@ -161,7 +161,7 @@ func (ls *lister) send(batch []*listing) {
 	var got []wire.Listing
 	switch {
 	case err == nil && r.Err != 0: // refused whole: Unimplemented before 3.6
-		ls.off.Store(true)
+		ls.refused(r.Err)
 		got = ls.oneByOne(paths)
 	case err == nil:
 		got, err = wire.ParseListings(r, len(batch))
@@ -204,8 +204,16 @@ func (ls *lister) probe(ctx context.Context) {
 	defer cancel()
 	r, err := ls.f.tap.Call(ctx, wire.OpMultiRead, wire.AppendListings(nil, nil))
 	if err == nil && r.Err != 0 {
-		ls.off.Store(true)
-		ls.f.log.Info("listings go one by one: the server refused an empty multiRead (ZooKeeper 3.6 or later takes it)",
-			"code", r.Err)
+		ls.refused(r.Err)
+	}
+}
+
+// refused turns multiRead off for the session's life, and says so once:
+// at Dial's probe, or at the first batch a server refused later (a
+// session that moved to an older member of an ensemble mid-upgrade).
+func (ls *lister) refused(code int32) {
+	if ls.off.CompareAndSwap(false, true) {
+		ls.f.log.Info("listings go one by one: the server refused multiRead (ZooKeeper 3.6 or later takes it)",
+			"code", code)
 	}
 }
