@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/tierlock/tierlock/internal/spincache"
 )
 
 func TestMain(m *testing.M) {
@@ -279,16 +281,37 @@ func (c check) run(t *testing.T, tools map[string]string) result {
 		}
 		return string(out)
 	}
-	sh(tools["spin"], append(append([]string{}, c.defines...), "-a", c.model)...)
+	spinArgs := append(append([]string{}, c.defines...), "-a", c.model)
 	// -w: pan.c's many generated warnings say nothing about the model.
 	// -O2 unless ccFlags ask for less: cc takes the last -O.
-	sh(tools["cc"], append(append([]string{"-O2", "-w"}, c.ccFlags...), "-o", "pan", "pan.c")...)
-	out := sh("./pan", c.panFlags...)
+	ccArgs := append(append([]string{"-O2", "-w"}, c.ccFlags...), "-o", "pan", "pan.c")
+	// pan's output is a function of the model, these arguments and the
+	// tools alone: read back when an earlier run left it (spincache).
+	args := append(append(append(append(spinArgs, "\x00cc"), ccArgs...), "\x00pan"), c.panFlags...)
+	b, cached, err := spincache.Output(dir, []string{c.model}, args, func() ([]byte, error) {
+		sh(tools["spin"], spinArgs...)
+		sh(tools["cc"], ccArgs...)
+		return []byte(sh("./pan", c.panFlags...)), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cached {
+		t.Logf("pan's output of an earlier run of the same model, arguments and tools (%s)", spincache.Dir())
+	}
+	r, ok := parse(string(b))
+	if !ok {
+		t.Fatalf("no error count in pan's output:\n%s", b)
+	}
+	return r
+}
 
+// parse reads pan's output; false when it holds no error count.
+func parse(out string) (result, bool) {
 	r := result{out: out, truncated: strings.Contains(out, "max search depth too small")}
 	m := reErrors.FindStringSubmatch(out)
 	if m == nil {
-		t.Fatalf("no error count in pan's output:\n%s", out)
+		return r, false
 	}
 	r.errors, _ = strconv.Atoi(m[1])
 	if m := reStates.FindStringSubmatch(out); m != nil {
@@ -318,5 +341,5 @@ func (c check) run(t *testing.T, tools map[string]string) result {
 			inUnreached = false
 		}
 	}
-	return r
+	return r, true
 }

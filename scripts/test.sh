@@ -149,6 +149,10 @@ explore() {
 # (gocronlock's TestFleetScale ran 22 % of its ticks late beside the
 # explorers). Time limits of 30 min: beside a busy core they get what is
 # left.
+# The spin runs in ./model and ./internal/replay (about 230 s of CPU)
+# read back the output of an earlier run with the same model, arguments
+# and tools (internal/spincache, docs/testing.md); TIERLOCK_SPIN_CACHE=off
+# runs them all afresh.
 compute_tests() {
   local rc=0
   go test -race -count=1 -p 1 -timeout 30m "$@" "${compute_race_pkgs[@]}" || rc=1

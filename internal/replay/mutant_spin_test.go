@@ -73,7 +73,7 @@ func TestSpinMutantSimulations(t *testing.T) {
 		for seed := 1; seed <= 20; seed++ {
 			jobs = append(jobs, func(dir string) {
 				args := append([]string{fmt.Sprintf("-n%d", seed), "-T", "-DEMIT"}, m.defines...)
-				out, err := run(ctx, dir, "spin", append(args, "twotier.pml")...)
+				out, err := simulate(ctx, dir, args)
 				if err != nil {
 					t.Error(err)
 					return

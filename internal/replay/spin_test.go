@@ -9,11 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/tierlock/tierlock/internal/spincache"
 	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/internal/zktest"
 )
@@ -123,7 +125,7 @@ func TestSpinSimulations(t *testing.T) {
 		for seed := 1; seed <= seeds; seed++ {
 			jobs = append(jobs, func(dir string) {
 				args := append([]string{fmt.Sprintf("-n%d", seed), "-T", "-DEMIT"}, strings.Fields(d)...)
-				out, err := run(ctx, dir, "spin", append(args, "twotier.pml")...)
+				out, err := simulate(ctx, dir, args)
 				if err != nil {
 					t.Error(err)
 					return
@@ -185,22 +187,34 @@ func inParallel(t *testing.T, src string, jobs []func(dir string)) {
 // and the markers.
 func trail(ctx context.Context, dir string, defines []string) (steps []byte, marks []string, err error) {
 	def := append([]string{"-DEMIT"}, defines...)
-	if _, err := run(ctx, dir, "spin", append(append([]string{"-a"}, def...), "twotier.pml")...); err != nil {
-		return nil, nil, err
-	}
-	if _, err := run(ctx, dir, "cc", "-O0", "-w", "-DSAFETY", "-DNOCLAIM", "-o", "pan", "pan.c"); err != nil {
-		return nil, nil, err
-	}
-	out, _ := run(ctx, dir, "./pan", "-m1000000", "-w22") // exits 0 either way
-	if !bytes.Contains(out, []byte("assertion violated")) {
-		return nil, nil, fmt.Errorf("pan %v found no error:\n%s", defines, out)
-	}
-	out, err = run(ctx, dir, "spin", append(append([]string{"-t", "-T"}, def...), "twotier.pml")...)
+	out, _, err := spincache.Output(dir, []string{"twotier.pml"}, append([]string{"trail"}, def...), func() ([]byte, error) {
+		if _, err := run(ctx, dir, "spin", append(append([]string{"-a"}, def...), "twotier.pml")...); err != nil {
+			return nil, err
+		}
+		if _, err := run(ctx, dir, "cc", "-O0", "-w", "-DSAFETY", "-DNOCLAIM", "-o", "pan", "pan.c"); err != nil {
+			return nil, err
+		}
+		out, _ := run(ctx, dir, "./pan", "-m1000000", "-w22") // exits 0 either way
+		if !bytes.Contains(out, []byte("assertion violated")) {
+			return nil, fmt.Errorf("pan %v found no error:\n%s", defines, out)
+		}
+		return run(ctx, dir, "spin", append(append([]string{"-t", "-T"}, def...), "twotier.pml")...)
+	})
 	if err != nil {
 		return nil, nil, err
 	}
 	steps, marks = emitted(out)
 	return steps, marks, nil
+}
+
+// simulate runs a random simulation of twotier.pml with args, or reads
+// back an earlier run's output: spin's simulations and trails are
+// functions of the model, the arguments and the tools alone (spincache).
+func simulate(ctx context.Context, dir string, args []string) ([]byte, error) {
+	out, _, err := spincache.Output(dir, []string{"twotier.pml"}, args, func() ([]byte, error) {
+		return run(ctx, dir, "spin", slices.Concat(args, []string{"twotier.pml"})...)
+	})
+	return out, err
 }
 
 // reaches are the steps TestSpinReach leads the correct model to (the

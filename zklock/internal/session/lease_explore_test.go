@@ -163,7 +163,7 @@ func TestLeaseExplore(t *testing.T) {
 		n = max(n/40, 1) // about 30 s on one core under the race detector
 	}
 	start := time.Now()
-	seed, o := runSeeds(t, *leaseSeed, n, func(o outcome) bool { return len(o.fails) > 0 })
+	seed, o := runSeeds(t, *leaseSeed, n, func(_ uint64, o outcome) bool { return len(o.fails) > 0 })
 	if seed != 0 {
 		t.Fatal(report(t, seed, o, property(o.fails[0])))
 	}
@@ -193,7 +193,9 @@ const rareFrom = 80000
 // wall clock's steps, the process's (mono.StepWall), so that a schedule
 // sees only its own), each in a synctest bubble of its own, and returns
 // the lowest seed whose outcome is bad, with its outcome (seed 0: none).
-func runSeeds(t *testing.T, first, n uint64, bad func(outcome) bool) (uint64, outcome) {
+// bad is called from every worker, each seed's outcome once; every seed
+// below the one returned has been run.
+func runSeeds(t *testing.T, first, n uint64, bad func(seed uint64, o outcome) bool) (uint64, outcome) {
 	explorePolls(t)
 	var next atomic.Uint64
 	var mu sync.Mutex
@@ -216,7 +218,7 @@ func runSeeds(t *testing.T, first, n uint64, bad func(outcome) bool) (uint64, ou
 						if stop {
 							return
 						}
-						if o := runSchedule(first+i, nil, false); bad(o) {
+						if o := runSchedule(first+i, nil, false); bad(first+i, o) {
 							mu.Lock()
 							if found == 0 || first+i < found {
 								found, worst = first+i, o
