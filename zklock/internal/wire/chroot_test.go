@@ -74,8 +74,9 @@ func script(t *testing.T, p *peer, conn *zk.Conn, root string) []string {
 	check("", err)
 	_, _, child, err := conn.ChildrenW(at("/c"))
 	check("", err)
+	before := len(p.requests())
 	p.drop()
-	waitFor(t, "setWatches", func() bool { return sent(p, OpSetWatches) })
+	waitFor(t, "setWatches", func() bool { return sent(p, before, OpSetWatches) })
 	p.push(int32(zk.EventNodeCreated), "/app/e")
 	p.push(int32(zk.EventNodeDataChanged), "/app")
 	p.push(int32(zk.EventNodeChildrenChanged), "/app/c")
@@ -90,12 +91,14 @@ func script(t *testing.T, p *peer, conn *zk.Conn, root string) []string {
 	check("", conn.AddAuth("digest", []byte("u:p"))) // after the reconnect, whose re-sent credentials race setWatches for an xid
 	waitFor(t, "a ping", func() bool { p.mu.Lock(); defer p.mu.Unlock(); return len(p.pings) > 0 })
 	conn.Close()
-	waitFor(t, "close", func() bool { return sent(p, opClose) })
+	waitFor(t, "close", func() bool { return sent(p, 0, opClose) })
 	return told
 }
 
-func sent(p *peer, op int32) bool {
-	for _, f := range p.requests() {
+// sent reports whether a request of op came after the first from frames:
+// a wait for what a reconnection sends must not find an earlier one's.
+func sent(p *peer, from int, op int32) bool {
+	for _, f := range p.requests()[from:] {
 		if opcode(f) == op {
 			return true
 		}

@@ -28,7 +28,13 @@ type peer struct {
 	timeoutM int32      // the session timeout granted, ms
 }
 
-func newPeer(t testing.TB) *peer { return &peer{t: t, timeoutM: 600} }
+// newPeer grants a 6-s session: go-zookeeper gives up on a connection
+// that is silent for two thirds of it, and at 600 ms a loaded race run
+// starved the pipe that long, so the client dialed again on its own: a
+// chroot scene's frames then differed from its twin's, and a wait for
+// setWatches found the earlier reconnection's (make test run of
+// 2026-11-28 12:24 UTC, which hung). Pings come every 2 s.
+func newPeer(t testing.TB) *peer { return &peer{t: t, timeoutM: 6000} }
 
 // dial is the tap's Dial: a pipe whose far end the peer serves.
 func (p *peer) dial(string, string, time.Duration) (net.Conn, error) {
@@ -79,11 +85,29 @@ func (p *peer) push(typ int32, path string) {
 	b = binary.BigEndian.AppendUint32(b, uint32(typ))
 	b = binary.BigEndian.AppendUint32(b, 3) // SyncConnected
 	b = appendString(b, path)
-	p.mu.Lock()
-	c := p.far[len(p.far)-1]
-	p.mu.Unlock()
-	if _, err := c.Write(finish(b)); err != nil {
+	if _, err := p.live().Write(finish(b)); err != nil {
 		p.t.Error(err)
+	}
+}
+
+// live returns the connection dialed last, waiting up to 10 s for one
+// after a drop. It fails the test rather than index an empty list under
+// p.mu: that panic left the mutex held, and the cleanup's drop waited on
+// it until go test's timeout.
+func (p *peer) live() net.Conn {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		p.mu.Lock()
+		var c net.Conn
+		if len(p.far) > 0 {
+			c = p.far[len(p.far)-1]
+		}
+		p.mu.Unlock()
+		if c != nil {
+			return c
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatal("no connection dialed in 10 s")
+		}
 	}
 }
 
