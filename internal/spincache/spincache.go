@@ -50,11 +50,11 @@ func Output(dir string, files, args []string, run func() ([]byte, error)) (out [
 		out, err = run()
 		return out, false, err
 	}
-	key, err := key(dir, files, args)
+	k, err := key(dir, files, args)
 	if err != nil {
 		return nil, false, err
 	}
-	entry := filepath.Join(cache, key[:2], key)
+	entry := filepath.Join(cache, k[:2], k)
 	if out, err := os.ReadFile(entry); err == nil {
 		now := time.Now()
 		_ = os.Chtimes(entry, now, now) // read: kept another while
