@@ -121,6 +121,11 @@ func SetBatchFromForTest(n int32) (restore func()) {
 	return wire.SetBatchFrom(n)
 }
 
+// WriterIdleForTest reports whether s's writer has nothing queued and is
+// not running, so that a gate set now (HoldWriterForTest) holds the next
+// write's round.
+func WriterIdleForTest(s *Session) bool { return s.f.Writes().Idle() }
+
 // QueuedWritesForTest returns how many writes s's writer has queued and
 // not yet taken into a batch.
 func QueuedWritesForTest(s *Session) int {

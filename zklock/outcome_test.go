@@ -31,7 +31,7 @@ type txnFunc func(ctx context.Context, ops ...any) ([]zk.MultiResponse, error)
 // must both stay true.
 func told(t *testing.T, s *zklock.Session, err error, now bool, node string) {
 	t.Helper()
-	eventually(t, 10*time.Second, "the writer idle", func() bool { return zklock.QueuedWritesForTest(s) == 0 })
+	eventually(t, 10*time.Second, "the writer idle", func() bool { return zklock.WriterIdleForTest(s) })
 	time.Sleep(100 * time.Millisecond) // a write sent again would be out by now
 	later := existsSynced(t, s.Conn(), node)
 	notApplied := err != nil && !errors.Is(err, zklock.ErrOutcomeUnknown)

@@ -38,7 +38,7 @@ func TestRefusedBatchGoesAgainAtOnce(t *testing.T) {
 		}
 		holds[i] = h
 	}
-	eventually(t, 5*time.Second, "the writer idle", func() bool { return zklock.QueuedWritesForTest(s) == 0 })
+	eventually(t, 5*time.Second, "the writer idle", func() bool { return zklock.WriterIdleForTest(s) })
 	ctx := ctxT(t, 30*time.Second)
 	let := zklock.HoldWriterForTest()
 	defer let()

@@ -338,7 +338,7 @@ func tooLargeRefusedBeforeSending(t *testing.T, inChroot bool) {
 		defer rec.mu.Unlock()
 		return slices.Contains(rec.ops, zklock.OpDelete)
 	})
-	eventually(t, 5*time.Second, "the writer idle", func() bool { return zklock.QueuedWritesForTest(s) == 0 })
+	eventually(t, 5*time.Second, "the writer idle", func() bool { return zklock.WriterIdleForTest(s) })
 	sizes, _ := rec.take()
 	over := entry + juteMaxBuffer - sizes[0] + 1 // the id that makes the create one byte over
 	wantSize := fmt.Sprintf("%d bytes", juteMaxBuffer+1)

@@ -214,7 +214,7 @@ func TestTxnStorm(t *testing.T) {
 	zktest.Wait(t, "the workers", &wg)
 	zklock.SetWriteHook(s, nil)
 	close(results)
-	eventually(t, 20*time.Second, "the writer idle", func() bool { return zklock.QueuedWritesForTest(s) == 0 })
+	eventually(t, 20*time.Second, "the writer idle", func() bool { return zklock.WriterIdleForTest(s) })
 	time.Sleep(200 * time.Millisecond)
 	var applied, unknown, not int
 	for r := range results {

@@ -328,7 +328,7 @@ func TestSessionTxnBatched(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = made.Release()
-	eventually(t, 5*time.Second, "the writer idle", func() bool { return zklock.QueuedWritesForTest(s) == 0 })
+	eventually(t, 5*time.Second, "the writer idle", func() bool { return zklock.WriterIdleForTest(s) })
 	ctx := ctxT(t, 20*time.Second)
 	let := zklock.HoldWriterForTest()
 	defer let()

@@ -138,8 +138,16 @@ func (c *tappedConn) buffered(b []byte) (int, error) {
 }
 
 // awaitSetWatches holds the first response after a connect (see Read).
+// The wait counts from the receive loop's first Read, not from the
+// handshake: go-zookeeper starts that loop only after the session's event
+// callback returned (authenticate's StateHasSession), and right before it
+// reads lastZxid for setWatches, so the bound covers that step alone. Counted
+// from the handshake, it also covered the callback, which waits for the
+// floor's state mutex: a loaded race run spent the whole 250 ms there, and
+// the detector reported go-zookeeper's race (make test run of 2026-11-28
+// 14:26 UTC, TestSlowSessionCallbackKeepsTheEdge).
 func (c *tappedConn) awaitSetWatches() {
-	t := time.NewTimer(time.Until(c.rep.shookAt.Add(setWatchesWait)))
+	t := time.NewTimer(setWatchesWait)
 	defer t.Stop()
 	select {
 	case <-c.watchesOut:
@@ -219,11 +227,14 @@ func (c *tappedConn) Write(b []byte) (int, error) {
 	// its request counted: go-zookeeper's receive loop may read the reply
 	// before this Write returns.
 	c.tap.count(opcode(b))
+	if opcode(b) == OpSetWatches {
+		// go-zookeeper read lastZxid before it framed b: the edge Read
+		// waits for (see Read) needs no more, and a write that waits for
+		// the socket must not hold the reader that would free it.
+		c.watchesOutOnce.Do(func() { close(c.watchesOut) })
+	}
 	if err := c.queue(out); err != nil {
 		return writeFailed(b, err) // the connection is closed (queue, send)
-	}
-	if opcode(b) == OpSetWatches {
-		c.watchesOutOnce.Do(func() { close(c.watchesOut) })
 	}
 	c.tap.wrote(w)
 	return len(b), nil

@@ -26,6 +26,7 @@ type peer struct {
 	pings    [][]byte   // the pings
 	far      []net.Conn // one per connection dialed
 	timeoutM int32      // the session timeout granted, ms
+	tap      *Tap       // the client's, once connect made it
 }
 
 // newPeer grants a 6-s session: go-zookeeper gives up on a connection
@@ -47,11 +48,18 @@ func (p *peer) dial(string, string, time.Duration) (net.Conn, error) {
 }
 
 // connect makes a go-zookeeper client through a tap configured by cfg,
-// with the peer as its server; it is closed when the test ends.
-func (p *peer) connect(cfg Config) *zk.Conn {
+// with the peer as its server and onEvent, if given, its event callback;
+// it is closed when the test ends.
+func (p *peer) connect(cfg Config, onEvent ...zk.EventCallback) *zk.Conn {
 	cfg.Dial = p.dial
 	tap := New(cfg)
-	conn, _, err := zk.Connect([]string{"127.0.0.1:2181"}, 4*time.Second, zk.WithDialer(tap.Dialer()), zk.WithLogger(quiet{}), zk.WithLogInfo(false))
+	p.tap = tap
+	cb := func(zk.Event) {}
+	if len(onEvent) > 0 {
+		cb = onEvent[0]
+	}
+	conn, _, err := zk.Connect([]string{"127.0.0.1:2181"}, 4*time.Second, zk.WithDialer(tap.Dialer()),
+		zk.WithEventCallback(cb), zk.WithLogger(quiet{}), zk.WithLogInfo(false))
 	if err != nil {
 		p.t.Fatal(err)
 	}

@@ -176,11 +176,10 @@ type replies struct {
 
 	// The reading side: the connect answer's first 20 bytes, then each
 	// reply frame's head (its length and xid).
-	head    [20]byte
-	nhead   int
-	left    int       // bytes of the current frame still to come
-	shook   bool      // the connect answer was read
-	shookAt time.Time // when
+	head  [20]byte
+	nhead int
+	left  int  // bytes of the current frame still to come
+	shook bool // the connect answer was read
 }
 
 // pending is a packet written: its xid (-2 a ping, -8 the watches
@@ -274,7 +273,7 @@ func (r *replies) readConnect(b []byte, now time.Time) []byte {
 	if r.left > 0 {
 		return b[k:]
 	}
-	r.shook, r.shookAt, r.nhead = true, now, 0
+	r.shook, r.nhead = true, 0
 	ms := int32(binary.BigEndian.Uint32(r.head[8:12]))
 	sid := int64(binary.BigEndian.Uint64(r.head[12:20]))
 	r.mu.Lock()

@@ -39,6 +39,18 @@ func (q *Queue) OrderInstants() {
 	}
 }
 
+// Idle reports whether the queue is empty and no writer runs: the next
+// write starts a writer, which waits for the session (and a test's gate,
+// session.HoldWriters) before it takes anything. An empty queue alone
+// does not say so: a writer that had looked at the session before a
+// test's gate was set could still take what comes next (make test run of
+// 2026-11-28 14:26 UTC, TestRefusedBatchGoesAgainAtOnce).
+func (q *Queue) Idle() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.queue) == 0 && !q.running
+}
+
 // Len returns how many writes wait in the queue, not yet taken.
 func (q *Queue) Len() int {
 	q.mu.Lock()
