@@ -205,3 +205,30 @@ func IsListing(op int32) bool { return op == OpGetChildren2 || op == OpMultiRead
 
 // Listings counts the requests s wrote that list queues (IsListing).
 func Listings(s *Session) int64 { return Written(s, OpGetChildren2) + Written(s, OpMultiRead) }
+
+// OpSetWatches is ZooKeeper's setWatches opcode.
+const OpSetWatches = wire.OpSetWatches
+
+// IsWatch reports whether a request of opcode op sets a waiter's watch on
+// a node: go-zookeeper's getData (GetW), or the session's setWatches.
+func IsWatch(op int32) bool { return op == OpGetData || op == OpSetWatches }
+
+// SetOwnAlone makes a lone read with a watch go as the session's own
+// (setWatches and multiRead), not GetW, until restore is called.
+func SetOwnAlone() (restore func()) { return session.SetOwnAlone() }
+
+// WatchRequests counts the requests s wrote that set watches (IsWatch).
+func WatchRequests(s *Session) int64 { return Written(s, OpGetData) + Written(s, OpSetWatches) }
+
+// WatchNode reads node on s with a data watch, as a waiter does: fn
+// registered first among the session's own watches (Watches.AddOwn),
+// then the read and watch through the session's queue (Floor.Watch). It
+// returns the function that removes fn.
+func WatchNode(ctx context.Context, s *Session, node string, fn func(zk.Event)) ([]byte, *zk.Stat, func(), error) {
+	unwatch := s.f.Watches().AddOwn(node, fn)
+	if err := s.f.Flight().Admit(ctx, 1); err != nil {
+		return nil, nil, unwatch, err
+	}
+	data, st, err := s.f.Watch(ctx, node)
+	return data, st, unwatch, err
+}

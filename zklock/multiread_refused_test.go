@@ -33,6 +33,10 @@ type olderServer struct {
 	upstream string
 	refusing atomic.Bool
 	refused  atomic.Int64 // multiRead requests answered Unimplemented
+	// refusingWatches: the session's own setWatches (an xid of the tap's
+	// range, below zero) is answered with an error, in its place, and the
+	// connection kept, as no real server does: Floor.Watch's fallback.
+	refusingWatches atomic.Bool
 
 	mu    sync.Mutex
 	conns []net.Conn
@@ -40,8 +44,9 @@ type olderServer struct {
 }
 
 const (
-	opGetData   = 4
-	opMultiRead = 22
+	opGetData    = 4
+	opMultiRead  = 22
+	opSetWatches = 101
 )
 
 // unimplemented is ZooKeeper's error Unimplemented (-6) as it goes on the
@@ -122,10 +127,12 @@ func (o *olderServer) toServer(c, s net.Conn, pending *sync.Map) {
 		if err != nil {
 			return
 		}
-		if !first && len(b) >= 12 && int32(binary.BigEndian.Uint32(b[8:])) == opMultiRead && o.refusing.Load() {
-			xid := int32(binary.BigEndian.Uint32(b[4:]))
-			pending.Store(xid, true)
-			b = getDataFrame(xid, "/zookeeper-3.5-knows-no-multiRead")
+		if !first && len(b) >= 12 {
+			xid, op := int32(binary.BigEndian.Uint32(b[4:])), int32(binary.BigEndian.Uint32(b[8:]))
+			if op == opMultiRead && o.refusing.Load() || op == opSetWatches && xid < -8 && o.refusingWatches.Load() {
+				pending.Store(xid, op == opMultiRead)
+				b = getDataFrame(xid, "/zookeeper-3.5-knows-no-multiRead")
+			}
 		}
 		if _, err := s.Write(b); err != nil {
 			return
@@ -143,9 +150,11 @@ func (o *olderServer) toClient(s, c net.Conn, pending *sync.Map) {
 		if err != nil {
 			return
 		}
-		refuse := false
+		refuse, closes := false, false
 		if !first && len(b) >= 20 {
-			_, refuse = pending.LoadAndDelete(int32(binary.BigEndian.Uint32(b[4:])))
+			var v any
+			v, refuse = pending.LoadAndDelete(int32(binary.BigEndian.Uint32(b[4:])))
+			closes = refuse && v.(bool)
 		}
 		if refuse {
 			b = b[:20]
@@ -153,7 +162,7 @@ func (o *olderServer) toClient(s, c net.Conn, pending *sync.Map) {
 			binary.BigEndian.PutUint32(b[16:], unimplemented)
 			o.refused.Add(1)
 		}
-		if _, err := c.Write(b); err != nil || refuse {
+		if _, err := c.Write(b); err != nil || closes {
 			s.Close()
 			return
 		}
@@ -251,6 +260,41 @@ func TestMultiReadRefusedLaterListsOneByOne(t *testing.T) {
 		t.Errorf("%d multiRead requests after the refusal, want none", n)
 	}
 	if n := strings.Count(logs.String(), "listings go one by one"); n != 1 {
+		t.Errorf("the refusal told %d times, want once:\n%s", n, logs.String())
+	}
+}
+
+// A server that answers the session's own setWatches with an error (none
+// does; the fallback is there all the same): the batch's reads with a
+// watch go as go-zookeeper's GetW, the waiter still gets the lock when
+// its predecessor goes (the re-check an hour away), the refusal is told
+// once, and later watches are GetW's while listings stay multiReads.
+func TestSetWatchesRefusedWatchesOneByOne(t *testing.T) {
+	defer zklock.SetOwnAlone()() // one waiter: its read alone would be GetW's
+	old := newOlderServer(t, zktest.Servers(t)[0])
+	old.refusingWatches.Store(true)
+	var logs zktest.SyncBuffer
+	s := connect(t, []string{old.addr()}, zklock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	p := zktest.Path(t)
+	a := newLock(t, connect(t, zktest.Servers(t)), p)
+	b := newLock(t, s, p, zklock.WithRecheckInterval(time.Hour))
+	gets := zklock.Written(s, zklock.OpGetData)
+	handOver(t, a, b)
+	if n := old.refused.Load(); n != 1 {
+		t.Errorf("%d setWatches refused, want 1", n)
+	}
+	if n := zklock.Written(s, zklock.OpGetData) - gets; n != 1 {
+		t.Errorf("%d getData requests after the refusal, want the one GetW of the refused batch", n)
+	}
+	sets, reads := zklock.Written(s, zklock.OpSetWatches), zklock.Written(s, zklock.OpMultiRead)
+	handOver(t, a, b)
+	if n := zklock.Written(s, zklock.OpSetWatches) - sets; n != 0 {
+		t.Errorf("%d setWatches after the refusal, want none", n)
+	}
+	if zklock.Written(s, zklock.OpMultiRead) == reads {
+		t.Error("no multiRead after the refusal of setWatches: the listings went one by one too")
+	}
+	if n := strings.Count(logs.String(), "watches go one by one"); n != 1 {
 		t.Errorf("the refusal told %d times, want once:\n%s", n, logs.String())
 	}
 }

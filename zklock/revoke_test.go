@@ -139,14 +139,14 @@ func TestRevokePredecessorWatch(t *testing.T) {
 	// Both watch a's node: a its own, b its predecessor.
 	eventually(t, 5*time.Second, "b waits on a", func() bool { return watchersOf(t, ah.Node()) == 2 })
 	bNode := othersNode(t, rs.Conn(), p, ah.Node())
-	gets := zklock.Written(bs, zklock.OpGetData)
+	gets := zklock.WatchRequests(bs)
 	if err := zklock.RevokeNode(ctx, rs, ah.Node()); err != nil {
 		t.Fatal(err)
 	}
 	waitClosed(t, ctx, ah.Revoked(), "revocation not delivered")
-	// b's watch fired and b re-armed it (a second data read), and so did a.
+	// b's watch fired and b re-armed it (a second watch request), and so did a.
 	eventually(t, 5*time.Second, "b re-armed its watch", func() bool {
-		return len(done) > 0 || zklock.Written(bs, zklock.OpGetData) > gets && watchersOf(t, ah.Node()) == 2
+		return len(done) > 0 || zklock.WatchRequests(bs) > gets && watchersOf(t, ah.Node()) == 2
 	})
 	select {
 	case r := <-done:

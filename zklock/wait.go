@@ -150,7 +150,7 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 		return false, nil
 	}
 	w.drop()
-	w.register(on)
+	w.register(on, target != childrenWatched && w.l.f.OwnWatches())
 	var ev <-chan zk.Event
 	if target == childrenWatched {
 		ev, err = w.list(ctx, true)
@@ -176,32 +176,48 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 // register gives the watch on path a fresh signal (so that a stale
 // callback cannot wake a later wait) and, under Connect, the callback that
 // sets it: registered before the request, so that no event after it is
-// missed. The callback runs on go-zookeeper's event goroutine.
-func (w *waiter) register(path string) {
+// missed. The callback runs on go-zookeeper's event goroutine. A watch the
+// session sets itself (own: watchNode's, Floor.Watch) is lost with its
+// connection: its callback runs at the next one too (AddOwn), and the
+// wait reads again.
+func (w *waiter) register(path string, own bool) {
 	w.signal = mutexbool.New(false)
 	if ws := w.l.f.Watches(); ws.Dispatching() {
 		sig := w.signal
-		w.unwatch = ws.Add(path, func(zk.Event) { sig.Set(true) })
+		add := ws.Add
+		if own {
+			add = ws.AddOwn
+		}
+		w.unwatch = add(path, func(zk.Event) { sig.Set(true) })
 	}
 }
 
 // watchNode reads the node at target with a data watch (an exists watch
 // on a node that is already gone would stay behind), and notes it in the
-// lock's view as the node ours watches.
+// lock's view as the node ours watches. The session's reads go together
+// (Floor.Watch: a setWatches and a multiRead for many); else it is
+// go-zookeeper's GetW, whose channel ev is.
 func (w *waiter) watchNode(ctx context.Context, target string) (<-chan zk.Event, error) {
 	f := w.l.f
-	var data []byte
-	var stat *zk.Stat
+	if err := f.Flight().Admit(ctx, 1); err != nil {
+		return nil, err
+	}
 	var ev <-chan zk.Event
-	err := f.Flight().Send(ctx, func() error {
-		trace.Sent(f.Conn(), trace.OpGetW, target)
-		d, st, ch, err := f.Conn().GetW(target)
-		trace.Watched(f.Conn(), target, st, err)
-		if err == nil {
-			data, stat, ev = d, st, ch
-		}
-		return err
-	})
+	data, stat, err := f.Watch(ctx, target)
+	if errors.Is(err, session.ErrNoMultiRead) {
+		// Written by the request's goroutine, read only after Wait
+		// returned nil (close(c.fin) happens before): on ctx's end the
+		// request may still be running, and these must not be touched.
+		err = f.Flight().LaunchAdmitted(func() error {
+			trace.Sent(f.Conn(), trace.OpGetW, target)
+			d, st, ch, err := f.Conn().GetW(target)
+			trace.Watched(f.Conn(), target, st, err)
+			if err == nil {
+				data, stat, ev = d, st, ch
+			}
+			return err
+		}).Wait(ctx)
+	}
 	if err != nil {
 		return nil, err // the request may still run: what it writes is not read
 	}
@@ -306,37 +322,6 @@ func (w *waiter) stop() {
 // that found it waiting.
 func (w *waiter) grantsEarly() bool {
 	return mutant.On(mutant.WatchGrantsEarly) && w.watched == ""
-}
-
-// positions reports one queued node's place to the handler on the
-// caller's goroutine, so reports come in order and never after Acquire
-// returned; without a handler waitTurn makes no call.
-type positions struct {
-	fn   func(Position)
-	node string
-	dir  string // the lock path, for Holder
-	last Position
-	any  bool // last is set
-}
-
-// newPositions returns the reporter to fn of node, queued on the lock at
-// dir; nil without a handler (fn nil), or a wait.
-func newPositions(fn func(Position), node, dir string, wait bool) *positions {
-	if fn == nil || !wait {
-		return nil
-	}
-	return &positions{fn: fn, node: node, dir: dir}
-}
-
-// seen reports our node at index i of q, going or not, unless that is
-// the position reported last (a re-check that finds nothing new).
-func (p *positions) seen(q []entry, i int, goes bool) {
-	pos := Position{Node: p.node, Ahead: i, Queued: len(q), Holder: p.dir + "/" + q[0].name, Leads: goes}
-	if p.any && pos == p.last {
-		return
-	}
-	p.last, p.any = pos, true
-	p.fn(pos)
 }
 
 // What the wait notes in the lock's view as it goes (queueView, seen.go,

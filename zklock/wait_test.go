@@ -52,8 +52,18 @@ func TestFailedWriteOfWaiterWatchIsRetried(t *testing.T) {
 // After a watch it could not set, the waiter reads the queue again before
 // it watches anew, as twotier.pml's wait does ("goto list"), rather than
 // deciding again on the listing from before the failure. Before: the next
-// request after the failed GetW was another GetW.
+// request after the failed GetW was another GetW. Both ways of setting
+// the watch (IsWatch): a lone waiter's GetW, and the session's own
+// setWatches with its read in a multiRead after it.
 func TestFailedWatchListsAgain(t *testing.T) {
+	t.Run("GetW", func(t *testing.T) { failedWatchListsAgain(t) })
+	t.Run("own", func(t *testing.T) {
+		defer zklock.SetOwnAlone()()
+		failedWatchListsAgain(t)
+	})
+}
+
+func failedWatchListsAgain(t *testing.T) {
 	servers := zktest.Servers(t)
 	hs := connect(t, servers)
 	ws := connect(t, servers)
@@ -69,12 +79,12 @@ func TestFailedWatchListsAgain(t *testing.T) {
 	var ops []int32 // the waiter's reads of the queue and watches, from the failed watch on
 	var failed bool
 	zklock.SetWriteHook(ws, func(op int32, b []byte) error {
-		if op != zklock.OpGetData && !zklock.IsListing(op) {
+		if !zklock.IsWatch(op) && !zklock.IsListing(op) {
 			return nil
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if op == zklock.OpGetData && bytes.Contains(b, []byte(p+"/")) && !failed {
+		if zklock.IsWatch(op) && bytes.Contains(b, []byte(p+"/")) && !failed {
 			failed = true
 			return errors.New("test: the watch's write fails")
 		}
@@ -88,7 +98,7 @@ func TestFailedWatchListsAgain(t *testing.T) {
 	eventually(t, 10*time.Second, "the watch set again after its failed write", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return slices.Contains(ops, zklock.OpGetData)
+		return slices.ContainsFunc(ops, zklock.IsWatch)
 	})
 	mu.Lock()
 	first := ops[0]
@@ -124,10 +134,10 @@ func TestRecheckKeepsOneWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := zklock.Written(ws, zklock.OpGetData)
+	before := zklock.WatchRequests(ws)
 	got := goAcquire(ctx, waiter)
 	time.Sleep(600 * time.Millisecond) // about 30 re-checks
-	gets := zklock.Written(ws, zklock.OpGetData) - before
+	gets := zklock.WatchRequests(ws) - before
 	if err := hh.Release(); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +146,7 @@ func TestRecheckKeepsOneWatch(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	if gets > 2 {
-		t.Fatalf("%d GetW requests for one unchanged predecessor in 600ms of re-checks", gets)
+		t.Fatalf("%d watch requests for one unchanged predecessor in 600ms of re-checks", gets)
 	}
 	if err := r.h.Release(); err != nil {
 		t.Fatal(err)

@@ -22,9 +22,12 @@
 //     goes there; Flight, the bound on requests in flight: Admit k places,
 //     GiveBack one unused, Send a read (admitted, made on a goroutine of
 //     the floor's, waited for or abandoned), LaunchAdmitted a read whose
-//     place Admit gave (a listing pipelined behind a create); Watches: Add
-//     a callback for the next event on a path (under Dial, go-zookeeper
-//     calls the floor for every event; Dispatching says so); Lease: its
+//     place Admit gave (a listing pipelined behind a create); List and
+//     Watch, a listing and a node's read with its watch, which a session
+//     the floor dialed sends together (lister.go); Watches: Add a callback
+//     for the next event on a path (under Dial, go-zookeeper calls the
+//     floor for every event; Dispatching says so), AddOwn one for a watch
+//     Watch set, which also runs at the next connection; Lease: its
 //     Timeout (the granted session timeout) and its Stats.
 //   - Background work: Go (a goroutine Close waits for), DeleteGuaranteed
 //     and UntilSessionOver (retried until done or the session is over),

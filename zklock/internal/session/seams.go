@@ -168,3 +168,16 @@ func ListingsWaiting(s *Floor) int {
 	defer s.lister.mu.Unlock()
 	return len(s.lister.waiting)
 }
+
+// testOwnAlone, when a test sets it, sends a batch of one read with a
+// watch as the session's own (setWatches and multiRead) rather than
+// go-zookeeper's GetW (lister.send): the tests of an own watch's life with
+// one waiter.
+var testOwnAlone atomic.Bool
+
+// SetOwnAlone sets testOwnAlone for every floor, and returns the function
+// that clears it.
+func SetOwnAlone() (restore func()) {
+	testOwnAlone.Store(true)
+	return func() { testOwnAlone.Store(false) }
+}

@@ -49,6 +49,9 @@ func (st *sessionState) onEvent(ev zk.Event) {
 			s.link.connGen.Add(1) // before go-zookeeper re-sends credentials: see addDigest
 		}
 		st.observe(ev)
+		if ev.State == zk.StateHasSession || ev.State == zk.StateExpired {
+			s.watches.connected(ev)
+		}
 	default:
 		if trace.Enabled { // guarded: the atomic load would stay in a build without the tag
 			trace.Evented(s.link.zc.Load(), ev) // nil until zk.Connect returns (s.conn is set then)
@@ -286,7 +289,10 @@ type Watches struct {
 	dispatching bool
 }
 
-type watchFn struct{ fn func(zk.Event) }
+type watchFn struct {
+	fn  func(zk.Event)
+	own bool // set by the session's setWatches (AddOwn)
+}
 
 // Dispatching reports whether watch events reach the callbacks Add
 // registers: under Dial go-zookeeper calls the floor for every event,
@@ -298,7 +304,20 @@ func (ws *Watches) Dispatching() bool { return ws.dispatching }
 // that removes it (a no-op once it ran). fn runs on go-zookeeper's event
 // goroutine: it must not block.
 func (ws *Watches) Add(path string, fn func(zk.Event)) (unwatch func()) {
-	w := &watchFn{fn: fn}
+	return ws.add(path, &watchFn{fn: fn})
+}
+
+// AddOwn registers fn as Add does, for a watch Floor.Watch sets. Such a
+// watch lives on the connection that set it (go-zookeeper sets only its
+// own again on the next), so fn runs too, with the session's event, when
+// a new connection of the session is made or the session expires: its
+// caller reads again what it watched.
+func (ws *Watches) AddOwn(path string, fn func(zk.Event)) (unwatch func()) {
+	return ws.add(path, &watchFn{fn: fn, own: true})
+}
+
+// add registers w on path (see Add).
+func (ws *Watches) add(path string, w *watchFn) (unwatch func()) {
 	ws.mu.Lock()
 	if ws.m == nil {
 		ws.m = make(map[string][]*watchFn)
@@ -330,6 +349,33 @@ func (ws *Watches) dispatch(ev zk.Event) {
 	delete(ws.m, ev.Path)
 	ws.mu.Unlock()
 	for _, w := range l {
+		w.fn(ev)
+	}
+}
+
+// connected calls, and removes, the callbacks of the session's own
+// watches (AddOwn), with ev: a new connection, on which none is set, or
+// the session's expiry.
+func (ws *Watches) connected(ev zk.Event) {
+	var fire []*watchFn
+	ws.mu.Lock()
+	for p, l := range ws.m {
+		kept := l[:0:0]
+		for _, w := range l {
+			if w.own {
+				fire = append(fire, w)
+			} else {
+				kept = append(kept, w)
+			}
+		}
+		if len(kept) == 0 {
+			delete(ws.m, p)
+		} else if len(kept) < len(l) {
+			ws.m[p] = kept
+		}
+	}
+	ws.mu.Unlock()
+	for _, w := range fire {
 		w.fn(ev)
 	}
 }

@@ -71,6 +71,12 @@ type call struct {
 	err   error
 }
 
+// Request is one request of the tap's: its opcode and its fields.
+type Request struct {
+	Op   int32
+	Body []byte
+}
+
 // Call writes the request of opcode op with fields body on the session's
 // connection and waits for its answer, ctx's end (ctx.Err()) or the
 // connection's (ErrCallLost). A request written after another's bytes
@@ -78,53 +84,103 @@ type call struct {
 // Under a chroot its paths are rewritten as go-zookeeper's are; the
 // answer's are not (no reply of an opcode the tap sends carries one).
 func (t *Tap) Call(ctx context.Context, op int32, body []byte) (Reply, error) {
-	if err := ctx.Err(); err != nil {
+	r, err := t.Calls(ctx, Request{Op: op, Body: body})
+	if err != nil {
 		return Reply{}, err
+	}
+	return r[0], nil
+}
+
+// Calls writes reqs as Call does, one after the other in one write, so
+// that the server runs them in that order and with nothing of the
+// session's between them, and waits for all their answers. One answer
+// missing fails them all.
+func (t *Tap) Calls(ctx context.Context, reqs ...Request) ([]Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	c := t.live.Load()
 	if c == nil {
-		return Reply{}, ErrNotConnected
+		return nil, ErrNotConnected
 	}
-	xid := int32(callXidBase + int64(t.calls.next.Add(1)%callXids))
-	f := make([]byte, 12, 12+len(body))
-	binary.BigEndian.PutUint32(f, uint32(8+len(body)))
-	binary.BigEndian.PutUint32(f[4:], uint32(xid))
-	binary.BigEndian.PutUint32(f[8:], uint32(op))
-	f = append(f, body...)
-	if t.chroot != nil {
-		var err error
-		if f, err = t.chroot.request(nil, f); err != nil {
-			return Reply{}, fmt.Errorf("wire: request of opcode %d: %w", op, err)
+	var f []byte
+	xids, ks := make([]int32, len(reqs)), make([]*call, len(reqs))
+	for i, q := range reqs {
+		xids[i] = int32(callXidBase + int64(t.calls.next.Add(1)%callXids))
+		g, err := t.frame(xids[i], q)
+		if err != nil {
+			return nil, err
 		}
-	}
-	k := &call{c: c, done: make(chan struct{})}
-	t.calls.mu.Lock()
-	if t.calls.out == nil {
-		t.calls.out = make(map[int32]*call)
-	}
-	t.calls.out[xid] = k
-	t.calls.mu.Unlock()
-	if fn := t.onWrite.Load(); fn != nil {
-		if err := (*fn)(op, f); err != nil { // the test seam a failed write is
-			t.calls.take(xid)
-			c.Close()
-			return Reply{}, fmt.Errorf("%w: %w", ErrCallLost, err)
+		if fn := t.onWrite.Load(); fn != nil {
+			if err := (*fn)(q.Op, g); err != nil { // the test seam a failed write is
+				c.Close()
+				return nil, fmt.Errorf("%w: %w", ErrCallLost, err)
+			}
 		}
+		f = append(f, g...)
+		ks[i] = &call{c: c, done: make(chan struct{})}
 	}
-	t.count(op)
-	// Registered before the bytes go out, so that the answer finds it; a
-	// connection closed before, or while, they go fails the call here or
+	t.calls.put(xids, ks)
+	for _, q := range reqs {
+		t.count(q.Op)
+	}
+	// Registered before the bytes go out, so that the answers find them; a
+	// connection closed before, or while, they go fails the calls here or
 	// in Close (failOn), whichever comes second.
 	if err := c.queue(f); err != nil {
-		t.calls.take(xid)
-		return Reply{}, fmt.Errorf("%w: %w", ErrCallLost, err)
+		t.calls.takeAll(xids)
+		return nil, fmt.Errorf("%w: %w", ErrCallLost, err)
 	}
-	select {
-	case <-k.done:
-		return k.reply, k.err
-	case <-ctx.Done():
-		t.calls.take(xid) // its answer, when it comes, is dropped
-		return Reply{}, ctx.Err()
+	out := make([]Reply, len(reqs))
+	for i, k := range ks {
+		select {
+		case <-k.done:
+			if k.err != nil {
+				t.calls.takeAll(xids[i:])
+				return nil, k.err
+			}
+			out[i] = k.reply
+		case <-ctx.Done():
+			t.calls.takeAll(xids[i:]) // their answers, when they come, are dropped
+			return nil, ctx.Err()
+		}
+	}
+	return out, nil
+}
+
+// frame returns the frame of q with xid: its length, xid, opcode and
+// fields, under a chroot with its paths rewritten.
+func (t *Tap) frame(xid int32, q Request) ([]byte, error) {
+	g := make([]byte, 12, 12+len(q.Body))
+	binary.BigEndian.PutUint32(g, uint32(8+len(q.Body)))
+	binary.BigEndian.PutUint32(g[4:], uint32(xid))
+	binary.BigEndian.PutUint32(g[8:], uint32(q.Op))
+	g = append(g, q.Body...)
+	if t.chroot != nil {
+		var err error
+		if g, err = t.chroot.request(nil, g); err != nil {
+			return nil, fmt.Errorf("wire: request of opcode %d: %w", q.Op, err)
+		}
+	}
+	return g, nil
+}
+
+// put registers the calls ks by their xids.
+func (cs *calls) put(xids []int32, ks []*call) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.out == nil {
+		cs.out = make(map[int32]*call)
+	}
+	for i, xid := range xids {
+		cs.out[xid] = ks[i]
+	}
+}
+
+// takeAll removes the calls of xids from those out.
+func (cs *calls) takeAll(xids []int32) {
+	for _, xid := range xids {
+		cs.take(xid)
 	}
 }
 

@@ -164,3 +164,7 @@ func (c *tappedConn) fill(n int) error {
 	}
 	return nil
 }
+
+// MaxReply is the largest answer to a request of the tap's that it reads:
+// a larger one ends the connection.
+const MaxReply = maxRewritten

@@ -26,7 +26,11 @@ const OpMultiRead int32 = 22
 // two ops, each a 9-byte header, the path (its length and bytes) and the
 // watch flag. pathLen is the path's length as the server reads it (under
 // a chroot, with the chroot's bytes).
-func ListingSize(pathLen int) int { return 2 * (9 + 4 + pathLen + 1) }
+func ListingSize(pathLen int) int { return 2 * NodeReadSize(pathLen) }
+
+// NodeReadSize is what one node's read (AppendNodeRead) adds to a
+// multiRead request: one op.
+func NodeReadSize(pathLen int) int { return 9 + 4 + pathLen + 1 }
 
 // MultiReadBase is the size of a multiRead request with no op: the frame's
 // length, xid and opcode, and the closing header.
@@ -36,12 +40,26 @@ const MultiReadBase = 12 + 9
 // lists each path: getChildren then getData, no watch.
 func AppendListings(dst []byte, paths []string) []byte {
 	for _, p := range paths {
-		dst = appendOpHead(dst, opGetChildren)
-		dst = appendPath(dst, p)
-		dst = appendOpHead(dst, OpGetData)
-		dst = appendPath(dst, p)
+		dst = AppendListing(dst, p)
 	}
-	dst = binary.BigEndian.AppendUint32(dst, minusOne) // the end: type -1, done, error -1
+	return AppendEnd(dst)
+}
+
+// AppendListing appends one path's listing to a multiRead's ops.
+func AppendListing(dst []byte, p string) []byte {
+	dst = appendPath(appendOpHead(dst, opGetChildren), p)
+	return AppendNodeRead(dst, p)
+}
+
+// AppendNodeRead appends a read of the node at p, its data and stat (a
+// getData, no watch: a multiRead sets none), to a multiRead's ops.
+func AppendNodeRead(dst []byte, p string) []byte {
+	return appendPath(appendOpHead(dst, OpGetData), p)
+}
+
+// AppendEnd closes a multiRead's ops: type -1, done, error -1.
+func AppendEnd(dst []byte) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, minusOne)
 	return binary.BigEndian.AppendUint32(append(dst, 1), minusOne)
 }
 
@@ -63,9 +81,11 @@ const minusOne = ^uint32(0)
 
 // Listing is one path's listing as a multiRead answered it: the children's
 // names and the path's stat, or the error of the op that failed
-// (zk.ErrNoNode for a path that does not exist).
+// (zk.ErrNoNode for a path that does not exist); for a node's read, its
+// data and stat.
 type Listing struct {
 	Children []string
+	Data     []byte
 	Stat     zk.Stat
 	Err      error
 }
@@ -75,21 +95,29 @@ var errBadReply = errors.New("wire: multiRead: malformed answer")
 
 // ParseListings reads the answer to AppendListings' request of n paths.
 func ParseListings(r Reply, n int) ([]Listing, error) {
+	return ParseReads(r, make([]bool, n))
+}
+
+// ParseReads reads the answer to a multiRead of listings and node reads
+// in that order: nodes[i] says that the i-th is a node's read.
+func ParseReads(r Reply, nodes []bool) ([]Listing, error) {
 	if r.Err != 0 {
 		return nil, fmt.Errorf("wire: multiRead: %w", codeErr(r.Err))
 	}
-	b, out := r.Body, make([]Listing, n)
-	for i := range out {
+	b, out := r.Body, make([]Listing, len(nodes))
+	for i, node := range nodes {
 		var err error
-		if b, err = parseChildren(b, &out[i]); err != nil {
-			return nil, err
+		if !node {
+			if b, err = parseChildren(b, &out[i]); err != nil {
+				return nil, err
+			}
 		}
-		if b, err = parseStat(b, &out[i]); err != nil {
+		if b, err = parseData(b, &out[i], node); err != nil {
 			return nil, err
 		}
 	}
 	if len(b) < 9 || int32(binary.BigEndian.Uint32(b)) != -1 || b[4] == 0 {
-		return nil, fmt.Errorf("%w: no end after %d listings", errBadReply, n)
+		return nil, fmt.Errorf("%w: no end after %d reads", errBadReply, len(nodes))
 	}
 	return out, nil
 }
@@ -138,8 +166,9 @@ func parseChildren(b []byte, l *Listing) ([]byte, error) {
 	return b[off:], nil
 }
 
-// parseStat reads a getData result's stat into l (its data is skipped).
-func parseStat(b []byte, l *Listing) ([]byte, error) {
+// parseData reads a getData result's stat into l, and its data when
+// keep (else skipped).
+func parseData(b []byte, l *Listing, keep bool) ([]byte, error) {
 	typ, code, b, err := opHead(b)
 	switch {
 	case err != nil:
@@ -155,6 +184,9 @@ func parseStat(b []byte, l *Listing) ([]byte, error) {
 	off, err := skipString(b, 0)
 	if err != nil || len(b) < off+statLen {
 		return nil, errBadReply
+	}
+	if keep && off > 4 {
+		l.Data = append([]byte(nil), b[4:off]...)
 	}
 	s, be := b[off:], binary.BigEndian
 	l.Stat = zk.Stat{
@@ -182,4 +214,30 @@ func codeErr(code int32) error {
 		return zk.ErrSessionMoved
 	}
 	return fmt.Errorf("wire: ZooKeeper error %d", code)
+}
+
+// A watch on a node whose read goes in a multiRead, which sets none, is
+// set by a setWatches request written just before it (the session's
+// listings and reads: zklock's session lister): the request go-zookeeper
+// sends on a new connection to set its watches again, which sets a data
+// watch on each path it names unless the node is gone (then the watch
+// fires at once: NodeDeleted) or was changed after relativeZxid
+// (NodeDataChanged). The server runs it and then the read, in the order
+// written, so the read sees the node as it stood with the watch set.
+
+// SetWatchesSize is the size of a setWatches request for data watches on
+// paths of pathLens: the frame's head, relativeZxid, and three vectors.
+func SetWatchesSize(pathLens int, paths int) int { return 12 + 8 + 3*4 + 4*paths + pathLens }
+
+// AppendSetWatches appends to dst the fields of a setWatches request that
+// sets a data watch on each of paths, none fired by a change of the
+// node's data at or before relativeZxid.
+func AppendSetWatches(dst []byte, relativeZxid int64, paths []string) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(relativeZxid))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(paths)))
+	for _, p := range paths {
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(p)))
+		dst = append(dst, p...)
+	}
+	return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(dst, 0), 0) // no exist or child watches
 }

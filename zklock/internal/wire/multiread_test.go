@@ -86,3 +86,64 @@ func TestParseListings(t *testing.T) {
 		t.Error("an answer with error -6 parsed")
 	}
 }
+
+// A node's read is one getData op among the listings (NodeReadSize), its
+// answer the node's data and stat; the setWatches request that sets their
+// watches is what the chroot reads as one (its paths the data watches,
+// rewritten), of the size SetWatchesSize says.
+func TestNodeReadsAndTheirWatches(t *testing.T) {
+	frame := func(op int32, body []byte) []byte {
+		f := binary.BigEndian.AppendUint32(nil, uint32(8+len(body)))
+		f = binary.BigEndian.AppendUint32(f, 7)
+		return append(binary.BigEndian.AppendUint32(f, uint32(op)), body...)
+	}
+	pathsOf := func(f []byte, op int32) []string {
+		offs, err := requestPaths(nil, f, op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, o := range offs {
+			n := int(binary.BigEndian.Uint32(f[o:]))
+			got = append(got, string(f[o+4:o+4+n]))
+		}
+		return got
+	}
+	reads := frame(OpMultiRead, AppendEnd(AppendNodeRead(AppendListing(nil, "/a"), "/a/n-1")))
+	if got, want := pathsOf(reads, OpMultiRead), []string{"/a", "/a", "/a/n-1"}; !slices.Equal(got, want) {
+		t.Errorf("multiRead paths %v, want %v", got, want)
+	}
+	if n, want := len(reads), MultiReadBase+ListingSize(2)+NodeReadSize(6); n != want {
+		t.Errorf("multiRead of %d bytes, the sizes say %d", n, want)
+	}
+	set := frame(OpSetWatches, AppendSetWatches(nil, 1<<62, []string{"/a/n-1", "/b"}))
+	if got, want := pathsOf(set, OpSetWatches), []string{"/a/n-1", "/b"}; !slices.Equal(got, want) {
+		t.Errorf("setWatches paths %v, want %v", got, want)
+	}
+	if n, want := len(set), SetWatchesSize(6+2, 2); n != want {
+		t.Errorf("setWatches of %d bytes, SetWatchesSize says %d", n, want)
+	}
+	if z := int64(binary.BigEndian.Uint64(set[12:])); z != 1<<62 {
+		t.Errorf("relativeZxid %d", z)
+	}
+
+	var b []byte
+	b = binary.BigEndian.AppendUint32(b, uint32(OpGetData))
+	b = binary.BigEndian.AppendUint32(append(b, 0), 0)
+	b = append(binary.BigEndian.AppendUint32(b, 3), "abc"...)
+	stat := make([]byte, statLen)
+	binary.BigEndian.PutUint64(stat[44:], 0x77) // ephemeralOwner
+	b = append(b, stat...)
+	b = binary.BigEndian.AppendUint32(b, minusOne)
+	b = binary.BigEndian.AppendUint32(append(b, 1), minusOne)
+	got, err := ParseReads(Reply{Body: b}, []bool{true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got[0].Data) != "abc" || got[0].Stat.EphemeralOwner != 0x77 || got[0].Children != nil {
+		t.Errorf("node read %+v", got[0])
+	}
+	if _, err := ParseReads(Reply{Body: b}, []bool{false}); err == nil {
+		t.Error("a node's read parsed as a listing")
+	}
+}

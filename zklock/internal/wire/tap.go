@@ -74,7 +74,7 @@ type Tap struct {
 	// Test seams: written counts every request written, by opcode; onWrite,
 	// when set, runs before each write and may fail it (the connection is
 	// then closed, as a real failed write leaves it).
-	written [32]atomic.Int64
+	written [128]atomic.Int64
 	onWrite atomic.Pointer[func(op int32, b []byte) error]
 }
 
