@@ -111,8 +111,9 @@ func (s *Floor) List(ctx context.Context, path string) ([]string, *zk.Stat, erro
 // Watch reads the node at path, its data and stat, and sets a data watch
 // on it, as go-zookeeper's GetW does, through the same queue as List: the
 // watch by a setWatches request written just before the batch's
-// multiRead (wire.AppendSetWatches). Its event reaches the Watches only:
-// the caller registers its callback with AddOwn, before. zk.ErrNoNode
+// multiRead (wire.AppendSetWatches); a batch of this read alone goes as
+// GetW, whose channel nobody reads. Its event reaches the caller through
+// the Watches: it registers its callback with AddOwn, before. zk.ErrNoNode
 // when the node is gone (its watch fired at once). ErrNoMultiRead as
 // List's, or when the server refused setWatches: then the caller calls
 // GetW.
@@ -191,27 +192,27 @@ func (ls *lister) take() []*listing {
 
 // batchLen is how many of those waiting the next batch takes, in order:
 // at most maxListings, its multiRead and its setWatches each within the
-// bound the writes keep (requestLimit), and at most readsFor node reads,
+// bound the writes keep (requestLimit), and at most maxReads node reads,
 // so that their answer, each node's data at most the server's bound on a
 // request, stays within what the tap reads whole (wire.MaxReply).
 func (ls *lister) batchLen() int {
 	limit := requestLimit(ls.f.cfg.JuteMax)
-	size, watches, reads := wire.MultiReadBase, wire.SetWatchesSize(0, 0), 0
+	maxReads := max(1, wire.MaxReply/2/limit)
+	size, reads, watchedLen := wire.MultiReadBase, 0, 0
 	n := 0
-	for n < len(ls.waiting) && n < maxListings {
+	for ; n < len(ls.waiting) && n < maxListings; n++ {
 		l := ls.waiting[n]
 		k := ls.f.tap.PathLen(l.path)
 		if !l.watch {
 			size += wire.ListingSize(k)
-		} else if reads++; reads > max(1, wire.MaxReply/2/limit) {
+		} else if reads == maxReads {
 			break
 		} else {
-			size, watches = size+wire.NodeReadSize(k), watches+wire.SetWatchesSize(k, 1)-wire.SetWatchesSize(0, 0)
+			size, reads, watchedLen = size+wire.NodeReadSize(k), reads+1, watchedLen+k
 		}
-		if n > 0 && (size > limit || watches > limit) {
+		if n > 0 && (size > limit || wire.SetWatchesSize(watchedLen, reads) > limit) {
 			break
 		}
-		n++
 	}
 	return n
 }

@@ -117,7 +117,11 @@ func (t *Tap) Calls(ctx context.Context, reqs ...Request) ([]Reply, error) {
 				return nil, fmt.Errorf("%w: %w", ErrCallLost, err)
 			}
 		}
-		f = append(f, g...)
+		if f == nil {
+			f = g // one request: its frame is the write
+		} else {
+			f = append(f, g...)
+		}
 		ks[i] = &call{c: c, done: make(chan struct{})}
 	}
 	t.calls.put(xids, ks)

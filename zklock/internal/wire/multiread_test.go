@@ -12,22 +12,8 @@ import (
 // AppendListings' request is what the chroot reads as a multi of paths:
 // getChildren then getData of each, in order, and the closing header.
 func TestListingsRequestFrames(t *testing.T) {
-	paths := []string{"/a", "/b/c"}
-	body := AppendListings(nil, paths)
-	f := binary.BigEndian.AppendUint32(nil, uint32(8+len(body)))
-	f = binary.BigEndian.AppendUint32(f, 7)
-	f = binary.BigEndian.AppendUint32(f, uint32(OpMultiRead))
-	f = append(f, body...)
-	offs, err := requestPaths(nil, f, OpMultiRead)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, o := range offs {
-		n := int(binary.BigEndian.Uint32(f[o:]))
-		got = append(got, string(f[o+4:o+4+n]))
-	}
-	if want := []string{"/a", "/a", "/b/c", "/b/c"}; !slices.Equal(got, want) {
+	f := requestFrame(OpMultiRead, AppendListings(nil, []string{"/a", "/b/c"}))
+	if got, want := framePaths(t, f, OpMultiRead), []string{"/a", "/a", "/b/c", "/b/c"}; !slices.Equal(got, want) {
 		t.Errorf("paths %v, want %v", got, want)
 	}
 	if n, want := len(f), MultiReadBase+ListingSize(2)+ListingSize(4); n != want {
@@ -92,32 +78,15 @@ func TestParseListings(t *testing.T) {
 // watches is what the chroot reads as one (its paths the data watches,
 // rewritten), of the size SetWatchesSize says.
 func TestNodeReadsAndTheirWatches(t *testing.T) {
-	frame := func(op int32, body []byte) []byte {
-		f := binary.BigEndian.AppendUint32(nil, uint32(8+len(body)))
-		f = binary.BigEndian.AppendUint32(f, 7)
-		return append(binary.BigEndian.AppendUint32(f, uint32(op)), body...)
-	}
-	pathsOf := func(f []byte, op int32) []string {
-		offs, err := requestPaths(nil, f, op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, o := range offs {
-			n := int(binary.BigEndian.Uint32(f[o:]))
-			got = append(got, string(f[o+4:o+4+n]))
-		}
-		return got
-	}
-	reads := frame(OpMultiRead, AppendEnd(AppendNodeRead(AppendListing(nil, "/a"), "/a/n-1")))
-	if got, want := pathsOf(reads, OpMultiRead), []string{"/a", "/a", "/a/n-1"}; !slices.Equal(got, want) {
+	reads := requestFrame(OpMultiRead, AppendEnd(AppendNodeRead(AppendListing(nil, "/a"), "/a/n-1")))
+	if got, want := framePaths(t, reads, OpMultiRead), []string{"/a", "/a", "/a/n-1"}; !slices.Equal(got, want) {
 		t.Errorf("multiRead paths %v, want %v", got, want)
 	}
 	if n, want := len(reads), MultiReadBase+ListingSize(2)+NodeReadSize(6); n != want {
 		t.Errorf("multiRead of %d bytes, the sizes say %d", n, want)
 	}
-	set := frame(OpSetWatches, AppendSetWatches(nil, 1<<62, []string{"/a/n-1", "/b"}))
-	if got, want := pathsOf(set, OpSetWatches), []string{"/a/n-1", "/b"}; !slices.Equal(got, want) {
+	set := requestFrame(OpSetWatches, AppendSetWatches(nil, 1<<62, []string{"/a/n-1", "/b"}))
+	if got, want := framePaths(t, set, OpSetWatches), []string{"/a/n-1", "/b"}; !slices.Equal(got, want) {
 		t.Errorf("setWatches paths %v, want %v", got, want)
 	}
 	if n, want := len(set), SetWatchesSize(6+2, 2); n != want {
@@ -146,4 +115,26 @@ func TestNodeReadsAndTheirWatches(t *testing.T) {
 	if _, err := ParseReads(Reply{Body: b}, []bool{false}); err == nil {
 		t.Error("a node's read parsed as a listing")
 	}
+}
+
+// requestFrame frames a request of opcode op with fields body (xid 7).
+func requestFrame(op int32, body []byte) []byte {
+	f := binary.BigEndian.AppendUint32(nil, uint32(8+len(body)))
+	f = binary.BigEndian.AppendUint32(f, 7)
+	return append(binary.BigEndian.AppendUint32(f, uint32(op)), body...)
+}
+
+// framePaths returns the paths the chroot finds in the request frame f.
+func framePaths(t *testing.T, f []byte, op int32) []string {
+	t.Helper()
+	offs, err := requestPaths(nil, f, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range offs {
+		n := int(binary.BigEndian.Uint32(f[o:]))
+		got = append(got, string(f[o+4:o+4+n]))
+	}
+	return got
 }
