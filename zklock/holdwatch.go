@@ -1,10 +1,13 @@
 package zklock
 
 import (
+	"context"
 	"errors"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/zklock/internal/session"
 )
 
 // The own-node watch: a data watch on the holder's own node, through which
@@ -18,7 +21,12 @@ import (
 // they have lasted a quarter of the session timeout, after which an operator's deletion
 // is seen within a round trip instead of at the release. A hold that ends
 // sooner costs no request and no event. It is armed as the hold is
-// published (publish, armWatch: at the end of this file).
+// published (publish, armWatch: at the end of this file). Its read goes
+// with the session's other reads where the session sets watches itself
+// (readWatched): a registry's keys, held past the quarter one after the
+// other, arm theirs about together, and a batch of them costs two
+// requests, not one each. Such a watch lives on its connection: the hold
+// reads and watches again when the session's next one is made.
 
 // watchOwn reads the hold's node and watches it: a deletion, or the
 // watch's end with the session, ends the hold; a revocation request in its
@@ -33,11 +41,17 @@ func (h *Hold) watchOwn() {
 		return
 	}
 	unwatch := func() {}
-	if f.Watches().Dispatching() {
+	ws := f.Watches()
+	own := ws.Dispatching() && f.OwnWatches() // its event reaches the callback only
+	if ws.Dispatching() {
 		// Registered before the read, so that no event after it is missed.
-		unwatch = f.Watches().Add(h.node, h.onOwnEvent)
+		add := ws.Add
+		if own {
+			add = ws.AddOwn
+		}
+		unwatch = add(h.node, h.onOwnEvent)
 	}
-	data, stat, ev, err := f.Conn().GetW(h.node)
+	data, stat, ev, err := h.readWatched(own)
 	if !h.watchRead(stat, err) {
 		unwatch()
 		return
@@ -62,6 +76,28 @@ func (h *Hold) watchOwn() {
 		case <-f.Done():
 		}
 	}
+}
+
+// readWatched reads the hold's node with a data watch: with the session's
+// other reads (Floor.Watch, own) where the session sets watches itself, so
+// that the watches of many held keys, armed as their holds come of age,
+// leave together as the waiters' do; else go-zookeeper's GetW, whose
+// channel ev is. Its place in the Flight is the floor's to wait for: a
+// closed floor ends the wait (Admit), and answers the read (the lister's
+// request runs in the floor's life).
+func (h *Hold) readWatched(own bool) (data []byte, stat *zk.Stat, ev <-chan zk.Event, err error) {
+	f := h.f
+	if own {
+		if err = f.Flight().Admit(context.Background(), 1); err != nil {
+			return nil, nil, nil, err
+		}
+		data, stat, err = f.Watch(context.Background(), h.node)
+		if !errors.Is(err, session.ErrNoMultiRead) {
+			return data, stat, nil, err
+		}
+		f.Flight().GiveBack() // the server refused: go-zookeeper's, outside the bound as before
+	}
+	return f.Conn().GetW(h.node)
 }
 
 // watchRead handles the own-node watch's read: false when it did not set a
@@ -90,13 +126,27 @@ func (h *Hold) onOwnEvent(ev zk.Event) {
 		h.lose(ErrNodeDeleted)
 	case zk.EventNotWatching:
 		h.lose(ErrSessionExpired)
+	case zk.EventSession:
+		// The session's own watch (AddOwn) ended with its connection: set
+		// again on the next, as go-zookeeper sets its own; or the session
+		// expired.
+		if ev.State == zk.StateExpired {
+			h.lose(ErrSessionExpired)
+		} else {
+			h.watchAgain()
+		}
 	case zk.EventNodeDataChanged:
-		// A revocation request, say: read it, and watch again.
-		h.mu.Lock()
-		h.unwatch = nil
-		h.mu.Unlock()
-		h.f.Go(h.watchOwn)
+		h.watchAgain() // a revocation request, say: read it
 	}
+}
+
+// watchAgain reads and watches the hold's node again, its callback gone
+// with the event that ran it.
+func (h *Hold) watchAgain() {
+	h.mu.Lock()
+	h.unwatch = nil
+	h.mu.Unlock()
+	h.f.Go(h.watchOwn)
 }
 
 // retryWatch arms the own-node watch again after a pause, when err left

@@ -44,17 +44,8 @@ func TestWatchesGoTogether(t *testing.T) {
 	if err := other.Conn().Delete(gone, -1); err != nil {
 		t.Fatal(err)
 	}
-	var once sync.Once
-	queued := make(chan bool, 1)
-	defer zklock.SetListSenderHook(func() {
-		once.Do(func() {
-			deadline := time.Now().Add(30 * time.Second)
-			for zklock.ListingsWaiting(s) < n+1 && time.Now().Before(deadline) {
-				time.Sleep(time.Millisecond)
-			}
-			queued <- zklock.ListingsWaiting(s) == n+1
-		})
-	})()
+	queued, remove := holdSender(s, n+1, nil)
+	defer remove()
 	sets, reads, gets := zklock.Written(s, zklock.OpSetWatches), zklock.Written(s, zklock.OpMultiRead), zklock.Written(s, zklock.OpGetData)
 	events := make(chan zk.Event, 2*(n+1))
 	errs := make(chan error, n+1)
@@ -111,6 +102,71 @@ func TestWatchesGoTogether(t *testing.T) {
 	}
 	if fired[nodes[0]] != zk.EventNodeDataChanged || fired[nodes[1]] != zk.EventNodeDeleted {
 		t.Errorf("events %v, want %s's data changed and the others deleted", fired, nodes[0])
+	}
+}
+
+// holdSender holds the first of s's lister senders to start once on()
+// (nil: from now on) until n requests wait to be sent, so that they go
+// together, and tells on queued whether they did (in 30 s).
+func holdSender(s *zklock.Session, n int, on func() bool) (queued <-chan bool, remove func()) {
+	var once sync.Once
+	ch := make(chan bool, 1)
+	remove = zklock.SetListSenderHook(func() {
+		if on != nil && !on() {
+			return
+		}
+		once.Do(func() {
+			deadline := time.Now().Add(30 * time.Second)
+			for zklock.ListingsWaiting(s) < n && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			ch <- zklock.ListingsWaiting(s) == n
+		})
+	})
+	return ch, remove
+}
+
+// TestReadsPerBatchBounded: a batch carries at most 32 node reads (the
+// lister's bound, MaxReply/2 over the request limit: a node's data may be
+// as large as a request, and the answer must stay within what the tap
+// reads whole), so 40 reads queued together leave as two setWatches and
+// two multiReads; each is answered. Without the bound they went as one.
+func TestReadsPerBatchBounded(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	ctx := ctxT(t, time.Minute)
+	base := zktest.Path(t)
+	if err := zkCreateAll(s.Conn(), base); err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	nodes := make([]string, n)
+	for i := range nodes {
+		nodes[i] = fmt.Sprintf("%s/n-%d", base, i)
+		if _, err := s.Conn().Create(nodes[i], nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queued, remove := holdSender(s, n, nil)
+	defer remove()
+	sets, reads := zklock.Written(s, zklock.OpSetWatches), zklock.Written(s, zklock.OpMultiRead)
+	errs := make(chan error, n)
+	for _, node := range nodes {
+		go func() {
+			_, _, unwatch, err := zklock.WatchNode(ctx, s, node, func(zk.Event) {})
+			t.Cleanup(unwatch)
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !<-queued {
+		t.Fatalf("the %d reads did not all queue behind the held sender", n)
+	}
+	if got := [2]int64{zklock.Written(s, zklock.OpSetWatches) - sets, zklock.Written(s, zklock.OpMultiRead) - reads}; got != [2]int64{2, 2} {
+		t.Errorf("%d reads went as %d setWatches and %d multiRead requests, want 2 and 2 (32 reads a batch)", n, got[0], got[1])
 	}
 }
 

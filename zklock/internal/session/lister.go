@@ -194,7 +194,8 @@ func (ls *lister) take() []*listing {
 // at most maxListings, its multiRead and its setWatches each within the
 // bound the writes keep (requestLimit), and at most maxReads node reads,
 // so that their answer, each node's data at most the server's bound on a
-// request, stays within what the tap reads whole (wire.MaxReply).
+// request, stays within what the tap reads whole (wire.MaxReply): 32
+// under ZooKeeper's default jute.maxbuffer (zklock.TestReadsPerBatchBounded).
 func (ls *lister) batchLen() int {
 	limit := requestLimit(ls.f.cfg.JuteMax)
 	maxReads := max(1, wire.MaxReply/2/limit)
