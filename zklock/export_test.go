@@ -229,6 +229,6 @@ func WatchNode(ctx context.Context, s *Session, node string, fn func(zk.Event)) 
 	if err := s.f.Flight().Admit(ctx, 1); err != nil {
 		return nil, nil, unwatch, err
 	}
-	data, st, err := s.f.Watch(ctx, node)
+	data, st, err := s.f.Watch(ctx, node, true)
 	return data, st, unwatch, err
 }

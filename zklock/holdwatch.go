@@ -91,7 +91,7 @@ func (h *Hold) readWatched(own bool) (data []byte, stat *zk.Stat, ev <-chan zk.E
 		if err = f.Flight().Admit(context.Background(), 1); err != nil {
 			return nil, nil, nil, err
 		}
-		data, stat, err = f.Watch(context.Background(), h.node)
+		data, stat, err = f.Watch(context.Background(), h.node, false)
 		if !errors.Is(err, session.ErrNoMultiRead) {
 			return data, stat, nil, err
 		}

@@ -203,7 +203,7 @@ func (w *waiter) watchNode(ctx context.Context, target string) (<-chan zk.Event,
 		return nil, err
 	}
 	var ev <-chan zk.Event
-	data, stat, err := f.Watch(ctx, target)
+	data, stat, err := f.Watch(ctx, target, true)
 	if errors.Is(err, session.ErrNoMultiRead) {
 		// Written by the request's goroutine, read only after Wait
 		// returned nil (close(c.fin) happens before): on ctx's end the

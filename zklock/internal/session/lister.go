@@ -75,6 +75,7 @@ const maxSenders = 2
 type listing struct {
 	path     string
 	watch    bool
+	untraced bool          // a read the trace does not record (Watch's traced)
 	admitted time.Time     // when its caller handed it over (the Flight's round trip)
 	done     chan struct{} // closed once children (or data), stat and err are set
 	children []string
@@ -101,7 +102,7 @@ func (s *Floor) List(ctx context.Context, path string) ([]string, *zk.Stat, erro
 	if !s.lister.on() {
 		return nil, nil, ErrNoMultiRead
 	}
-	l, err := s.lister.queue(ctx, path, false)
+	l, err := s.lister.queue(ctx, &listing{path: path})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -116,12 +117,14 @@ func (s *Floor) List(ctx context.Context, path string) ([]string, *zk.Stat, erro
 // the Watches: it registers its callback with AddOwn, before. zk.ErrNoNode
 // when the node is gone (its watch fired at once). ErrNoMultiRead as
 // List's, or when the server refused setWatches: then the caller calls
-// GetW.
-func (s *Floor) Watch(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
+// GetW. traced: the read is a waiter's of its predecessor, which the trace
+// records (the model's GETW); a hold's read of its own node is outside the
+// model, and its steps are not recorded, as its GetW's were not.
+func (s *Floor) Watch(ctx context.Context, path string, traced bool) ([]byte, *zk.Stat, error) {
 	if !s.OwnWatches() {
 		return nil, nil, ErrNoMultiRead
 	}
-	l, err := s.lister.queue(ctx, path, true)
+	l, err := s.lister.queue(ctx, &listing{path: path, watch: true, untraced: !traced})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -136,10 +139,10 @@ func (ls *lister) on() bool {
 	return ls.f.tap != nil && !ls.f.cfg.NoPipelining && !ls.off.Load()
 }
 
-// queue queues path's listing (or, with watch, read and watch) and waits
-// for its answer.
-func (ls *lister) queue(ctx context.Context, path string, watch bool) (*listing, error) {
-	l := &listing{path: path, watch: watch, admitted: time.Now(), done: make(chan struct{})}
+// queue queues l, a listing (or, with watch, a read and watch), and
+// waits for its answer.
+func (ls *lister) queue(ctx context.Context, l *listing) (*listing, error) {
+	l.admitted, l.done = time.Now(), make(chan struct{})
 	ls.mu.Lock()
 	ls.waiting = append(ls.waiting, l)
 	start := ls.senders < maxSenders
@@ -232,7 +235,9 @@ func (ls *lister) batchLen() int {
 func (ls *lister) send(batch []*listing) {
 	f, tap := ls.f, ls.f.tap
 	for _, l := range batch {
-		trace.Sent(f.zc, l.op(), l.path)
+		if !l.untraced {
+			trace.Sent(f.zc, l.op(), l.path)
+		}
 	}
 	if len(batch) == 1 && batch[0].watch && !testOwnAlone.Load() {
 		ls.answer(batch, ls.oneByOne(batch), nil)
@@ -290,9 +295,11 @@ func (ls *lister) answer(batch []*listing, got []wire.Listing, err error) {
 		} else if l.err = got[i].Err; l.err == nil {
 			l.children, l.data, l.stat = got[i].Children, got[i].Data, &got[i].Stat
 		}
-		if l.watch {
+		switch {
+		case l.untraced: // not recorded (Watch)
+		case l.watch:
 			trace.Watched(f.zc, l.path, l.stat, l.err)
-		} else {
+		default:
 			trace.Listed(f.zc, trace.OpList, l.path, l.children, l.stat, l.err)
 		}
 		f.flight.release(time.Since(l.admitted), f.lease.Timeout()/32)
