@@ -40,17 +40,7 @@ func (h *Hold) watchOwn() {
 	if h.isLost() || h.released.Load() || f.Closed() {
 		return
 	}
-	unwatch := func() {}
-	ws := f.Watches()
-	own := ws.Dispatching() && f.OwnWatches() // its event reaches the callback only
-	if ws.Dispatching() {
-		// Registered before the read, so that no event after it is missed.
-		add := ws.Add
-		if own {
-			add = ws.AddOwn
-		}
-		unwatch = add(h.node, h.onOwnEvent)
-	}
+	unwatch, own := h.watchCallback()
 	data, stat, ev, err := h.readWatched(own)
 	if !h.watchRead(stat, err) {
 		unwatch()
@@ -76,6 +66,22 @@ func (h *Hold) watchOwn() {
 		case <-f.Done():
 		}
 	}
+}
+
+// watchCallback registers the own-node watch's callback, before the read
+// so that no event after it is missed. own: the session sets the watch
+// itself (readWatched), and the callback, the session's own (AddOwn), runs
+// at its next connection too. Without the session's callback (NewSession)
+// none is registered: the event arrives on the read's channel.
+func (h *Hold) watchCallback() (unwatch func(), own bool) {
+	ws := h.f.Watches()
+	switch {
+	case !ws.Dispatching():
+		return func() {}, false
+	case h.f.OwnWatches():
+		return ws.AddOwn(h.node, h.onOwnEvent), true
+	}
+	return ws.Add(h.node, h.onOwnEvent), false
 }
 
 // readWatched reads the hold's node with a data watch: with the session's
