@@ -9,10 +9,16 @@
 // process on one path and connection share one [tier.Lock] on one
 // [zklock.Session] for that connection: the process puts at most one znode
 // and one watch on ZooKeeper per path, however many goroutines wait, where
-// zk.Lock puts one of each per waiting goroutine. The shared locks are
-// reference-counted: a path's tier.Lock is closed when no handle is locking
-// or holding it, and a connection's session a while after its last lock
-// (or at once by [CloseConn]).
+// zk.Lock puts one of each per waiting goroutine. A path's tier.Lock is
+// reference-counted: it is closed when no handle is locking or holding it.
+// A connection's session is made by its first NewLock and lives as long as
+// the connection: it ends when the connection is closed, or by
+// [CloseConn], never for being idle. Idle, it keeps its lease with a few
+// syncs a session timeout (TestIdleSessionSyncsEveryIdlePeriod), so a Lock
+// after any quiet spell is granted on its create's answer, as zk.Lock's
+// is; only the first Lock on a connection waits for the first lease
+// (TestFirstLockWaitsForTheLease; TestLockAfterIdle times one after a
+// spell: see docs/interop.md).
 //
 // Kept from zk.Lock, where callers depend on it: its errors. Wherever
 // zk.Lock returns one of go-zookeeper's error values, the drop-in returns
@@ -30,9 +36,7 @@
 //
 // Kept too, the lock path: when Lock creates it, it is a persistent node
 // with the handle's ACL, as zk.Lock makes it, and the data a caller keeps
-// on it stays after Unlock (TestLockPathKeptAsZkLockKeepsIt; before issue
-// 55 it was a container, which the server deleted with its data once its
-// last lock node was gone).
+// on it stays after Unlock (TestLockPathKeptAsZkLockKeepsIt).
 //
 // Kept too, with no server to reach: Lock fails with zk.ErrNoServer when
 // zk.Lock's would. go-zookeeper fails the requests it
@@ -81,6 +85,7 @@
 // carries tierlock's own (host and pid) and data is ignored.
 //
 // Added, at no cost to callers that ignore it: [Lock.LockContext] (a
-// cancellable wait), [Lock.Lost] (closed when the hold is lost) and
-// [Lock.Token] (a fencing token).
+// wait that its context ends, with an error that wraps the context's:
+// errors.Is holds, == does not), [Lock.Lost] (closed when the hold is
+// lost) and [Lock.Token] (a fencing token).
 package zkcompat

@@ -22,9 +22,19 @@ import (
 // Acquire waits until the lock is held, ctx ends, Close is called, or an
 // error that retrying cannot mend occurs, and returns the hold. Connection
 // losses, failed writes and session expiries while queueing are retried.
-// When it returns an error, no node of ours is left on the server (a node
-// whose deletion meets a connection loss is deleted in the background as
-// soon as the connection is back, or goes with its session).
+//
+// When ctx ends, Acquire returns a little after: once the wait has seen it
+// and queued the delete of our node, and, when the wait does not know the
+// holder to be current, after one read that names the holder in the
+// WaitError (bounded by a quarter of the wait, between 50 ms and 1 s, when
+// the server does not answer). When it returns an error, the delete of the
+// node it queued (if any) is under way, not done: it is sent in the
+// background and guaranteed, retried whatever it meets until the node is
+// gone or its session is over (without a connection, it goes once the
+// connection is back, or with the session). A listing made right after the
+// return may still show the node. zkcompat's TestLockContextDeadline
+// measures both through the drop-in, whose waits end here (docs/interop.md
+// gives the figures).
 func (l *Lock) Acquire(ctx context.Context) (*Hold, error) {
 	h, _, err := l.acquire(ctx, true)
 	return h, err
