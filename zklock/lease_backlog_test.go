@@ -61,13 +61,43 @@ func TestLeaseCountsFromTheWrite(t *testing.T) {
 	connected := time.Now()
 	s := connect(t, servers, zklock.WithSessionTimeout(timeout))
 	l := newLock(t, s, p)
+	// The hook holds each sync back on go-zookeeper's send loop; when the
+	// test ends, the hold still under way is let go and awaited before the
+	// session closes (its Cleanup runs after this one), so that nothing of
+	// the test runs on: a 6-s sleep there outlived the test when it ran
+	// alone, and goleak failed it.
+	var (
+		hookMu  sync.Mutex
+		ended   bool
+		holding sync.WaitGroup
+	)
+	letGo := make(chan struct{})
 	zklock.SetWriteHook(s, func(op int32, _ []byte) error {
-		if op == zklock.OpSync {
-			time.Sleep(holdBack)
+		if op != zklock.OpSync {
+			return nil
+		}
+		hookMu.Lock()
+		if ended {
+			hookMu.Unlock()
+			return nil
+		}
+		holding.Add(1)
+		hookMu.Unlock()
+		defer holding.Done()
+		select {
+		case <-time.After(holdBack):
+		case <-letGo:
 		}
 		return nil
 	})
-	defer zklock.SetWriteHook(s, nil)
+	t.Cleanup(func() {
+		zklock.SetWriteHook(s, nil)
+		hookMu.Lock()
+		ended = true
+		hookMu.Unlock()
+		close(letGo)
+		zktest.Wait(t, "the write hook's held syncs", &holding)
+	})
 	h, err := l.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
