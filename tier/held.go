@@ -47,7 +47,9 @@ func (l *Lock) Revoked(held context.Context) <-chan struct{} {
 
 // Token returns the fencing token of the hold held carries: the zxid that
 // orders this hold among all holders of the path (see zklock.Hold.Token).
-// Local hand-offs keep the node, and so the token.
+// Local hand-offs keep the node, and so the token. A hold found lost as
+// Token is asked (judged then: see zklock.Hold.Lost) has no token to fence
+// a write with: Token returns 0 and the loss, wrapping ErrLockLost.
 func (l *Lock) Token(held context.Context) (int64, error) {
 	if l == nil {
 		return 0, errNil("Lock")
@@ -61,6 +63,10 @@ func (l *Lock) Token(held context.Context) (int64, error) {
 			return 0, ErrClosed
 		}
 		return 0, ErrNotHolder
+	}
+	if h.ctx.Err() != nil {
+		// Lost: a release or a Close takes the hold out of current first.
+		return 0, context.Cause(h.ctx)
 	}
 	return h.token, nil
 }
@@ -178,3 +184,30 @@ func (g *txnGate) end() <-chan struct{} {
 	}
 	return g.idle
 }
+
+// judged is a hold's context: every question asked of it (Done, Err,
+// Value, and so context.Cause, a re-entry, Token, Txn) first judges the
+// ZooKeeper hold it rides on at that moment (zklock.Hold.Lost: the lease
+// on the monotonic clock), whose loss, found so, cancels the context with
+// its cause through the lock's loss handler before the answer is read. A
+// process resumed from a stop longer than its session runs its jobs'
+// timers and its lease's in no set order: a job asking its held context
+// first was told the hold stood, its Release nil, while another process
+// had held the lock for seconds. A context derived from it with a
+// cancellation of its own (WithTimeout) answers from its own state, which
+// the hold's loss cancels as soon as anything asks the hold.
+type judged struct {
+	context.Context // the hold's own: context.WithCancelCause's
+	zk              interface{ Lost() <-chan struct{} }
+}
+
+// heldContext returns the context of a hold carried under key as val,
+// with ctx's values and not its cancellation, judged by zh (see judged).
+func heldContext(ctx context.Context, key, val any, zh interface{ Lost() <-chan struct{} }) (context.Context, context.CancelCauseFunc) {
+	inner, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), key, val))
+	return judged{Context: inner, zk: zh}, cancel
+}
+
+func (c judged) Done() <-chan struct{} { c.zk.Lost(); return c.Context.Done() }
+func (c judged) Err() error            { c.zk.Lost(); return c.Context.Err() }
+func (c judged) Value(key any) any     { c.zk.Lost(); return c.Context.Value(key) }

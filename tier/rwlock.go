@@ -194,7 +194,7 @@ func (rw *RWLock) check(ctx context.Context) error {
 
 func (rw *RWLock) newHold(ctx context.Context, write bool, zh *zklock.Hold) *rwHold {
 	h := &rwHold{write: write, count: 1, node: zh.Node(), token: zh.Token(), start: time.Now()}
-	h.ctx, h.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), rwKey{rw, write}, h))
+	h.ctx, h.cancel = heldContext(ctx, rwKey{rw, write}, h, zh)
 	rw.lossMu.Lock()
 	rw.live[h] = struct{}{}
 	rw.lossMu.Unlock()

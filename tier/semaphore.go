@@ -159,7 +159,7 @@ func (sem *Semaphore) take(ctx context.Context, k int, wait bool) (context.Conte
 		testHookSemPublish(sem)
 	}
 	h := &semHold{k: k, lease: lease, start: time.Now()}
-	h.ctx, h.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), semKey{sem}, h))
+	h.ctx, h.cancel = heldContext(ctx, semKey{sem}, h, lease)
 	// Published, then the closed flag looked at (see closing).
 	err = sem.life.publish(func() {
 		sem.lossMu.Lock()

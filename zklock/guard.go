@@ -136,8 +136,10 @@ func (h *Hold) Txn(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) 
 	return txnResult(r, ops, 1)
 }
 
-// txnable reports why the hold cannot run a Txn, if it cannot.
+// txnable reports why the hold cannot run a Txn, if it cannot: judged at
+// this moment (judge), a hold whose lease ran out sends nothing.
 func (h *Hold) txnable() error {
+	h.judge()
 	switch {
 	case h.f.Closed():
 		return h.f.ClosedErr()

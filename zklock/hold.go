@@ -82,20 +82,24 @@ func (h *Hold) Token() int64 {
 // (under the default policy), the session could not be confirmed with the
 // leader in time (see WithLossOnExpiryOnly), the node was deleted by
 // someone else, or the Lock or the Session was closed. Release does not
-// close it.
+// close it. Like every question asked of a hold, it judges the hold at the
+// moment it is asked (see judge): a lease whose deadline has passed closes
+// the channel before it is returned.
 func (h *Hold) Lost() <-chan struct{} {
 	if h == nil {
 		return closed.Chan
 	}
+	h.judge()
 	return h.lost
 }
 
 // Err returns why the hold was lost (wrapping ErrLockLost), or nil while
-// it is valid.
+// it is valid, as judged at the moment it is asked (see judge).
 func (h *Hold) Err() error {
 	if h == nil {
 		return errNil("Hold")
 	}
+	h.judge()
 	if !h.isLost() {
 		return nil
 	}
@@ -128,7 +132,9 @@ func (h *Hold) Revoked() <-chan struct{} {
 // delete. The delete is guaranteed: whatever error it meets, it is retried
 // in the background until the node is gone or its session is over.
 // Releasing a lost hold returns an error wrapping ErrLockLost and its
-// cause; a second Release returns ErrNotHeld.
+// cause; a second Release returns ErrNotHeld. A hold whose lease ran out
+// while the process was stopped is lost, whether or not anything has told
+// it yet: Release judges it as it is called (see judge).
 func (h *Hold) Release() error {
 	if h == nil {
 		return errNil("Hold")
@@ -136,6 +142,7 @@ func (h *Hold) Release() error {
 	if !h.lock.leave(h) {
 		return ErrNotHeld
 	}
+	h.judge()
 	// Decided under mu, as lose decides a loss, and for a hold not lost
 	// yet, by the floor (Leave), under the lock it ends holds under: the
 	// loss comes first, traced, and Release says the hold was lost, or the
@@ -146,7 +153,7 @@ func (h *Hold) Release() error {
 	h.mu.Lock()
 	first := false
 	if !h.isLost() {
-		if cause := h.f.Leave(h.m); cause != nil {
+		if cause := h.m.Leave(); cause != nil {
 			first = h.endLocked(cause)
 		}
 	}
@@ -164,6 +171,23 @@ func (h *Hold) Release() error {
 		return fmt.Errorf("%w: %w", ErrLockLost, h.cause)
 	}
 	return nil
+}
+
+// judge asks the session floor whether it still vouches for the hold at
+// this moment (session.Member.Vouch: the lease judged on the monotonic
+// clock, its lapse ended and told then if its deadline has passed) and
+// ends the hold if it does not. Every question asked of a hold (Release,
+// Err, Lost, Txn) asks it first, so that what a process resumed from a
+// stop is told is true before its lease's timer or its connection's events
+// have caught up: nothing can tell a stopped process, but nothing it asks
+// after it resumes may say the hold stands. h.mu must not be held.
+func (h *Hold) judge() {
+	if h.isLost() {
+		return
+	}
+	if cause := h.m.Vouch(); cause != nil {
+		h.lose(cause)
+	}
 }
 
 func (h *Hold) isLost() bool {
@@ -230,7 +254,7 @@ func (h *Hold) tellLoss() {
 // session's valid holds, its own-node watch stops, and its node is deleted
 // (once).
 func (h *Hold) giveUp() {
-	h.f.Forget(h.m)
+	h.m.Forget()
 	h.mu.Lock()
 	t, unwatch := h.watching, h.unwatch
 	h.watching, h.unwatch = nil, nil

@@ -224,11 +224,13 @@ func (le *Lease) onLost(node string, cause error) {
 }
 
 // Lost returns a channel closed when any of the lease's nodes is lost (see
-// Hold.Lost for the causes). It is not closed by Release.
+// Hold.Lost for the causes, and for the judgment each question makes). It
+// is not closed by Release.
 func (le *Lease) Lost() <-chan struct{} {
 	if le == nil {
 		return closed.Chan
 	}
+	le.judge()
 	return le.lost
 }
 
@@ -237,11 +239,22 @@ func (le *Lease) Err() error {
 	if le == nil {
 		return errNil("Lease")
 	}
+	le.judge()
 	select {
 	case <-le.lost:
 		return fmt.Errorf("%w: %w", ErrLockLost, le.cause)
 	default:
 		return nil
+	}
+}
+
+// judge judges each of the lease's holds at this moment (Hold.judge).
+func (le *Lease) judge() {
+	le.mu.Lock()
+	holds := le.holds
+	le.mu.Unlock()
+	for _, h := range holds {
+		h.judge()
 	}
 }
 

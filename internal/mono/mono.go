@@ -37,7 +37,7 @@ type Time int64
 const base = 1 << 62
 
 // Now is the monotonic clock's reading now.
-func Now() Time { return Of(time.Now()) }
+func Now() Time { return Of(time.Now()) + Time(jumped.Load()) }
 
 // Of is t's reading on the monotonic clock, for t taken from time.Now (or
 // derived from one by Add): its distance from the epoch by the monotonic
@@ -69,4 +69,25 @@ var wallStep atomic.Int64
 func StepWall(d time.Duration) (back func()) {
 	wallStep.Add(int64(d))
 	return func() { wallStep.Add(-int64(d)) }
+}
+
+// jumped is how far a test has jumped the clock Now reads (ns).
+var jumped atomic.Int64
+
+// Jump moves the clock Now reads on by d, as a process resumed from a stop
+// of d finds it before any of its timers ran, and returns the function that
+// ends the jump. A test seam: a stop of the test's own process cannot be
+// made, and the runtime's timers, which do not see the jump, stand for the
+// timers a resumed process has not run yet. The stall watch measures the
+// jump as a stall; its end forgets the stalls measured, and the watch's
+// last reading is taken again, so that the step back is no stall.
+func Jump(d time.Duration) (back func()) {
+	jumped.Add(int64(d))
+	return func() {
+		jumped.Add(-int64(d))
+		if watch.last.Load() != 0 {
+			watch.last.Store(int64(Now()))
+		}
+		forgetStalls()
+	}
 }

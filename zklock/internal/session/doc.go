@@ -16,7 +16,11 @@
 //     made with: ExpiryOnly, Logger, MaxRetryWait), Log, OutageSince.
 //   - Granting: Waiting counts an acquisition with a node (the lease is
 //     kept fresh for it); Grant makes a Member one of the valid holds once
-//     the floor can vouch for it; Forget takes it out.
+//     the floor can vouch for it. What is asked of a hold is asked of its
+//     Member: Vouch, whether the floor vouches for it at this moment (the
+//     lease judged then, on the monotonic clock: a deadline passed ends
+//     the holds, whether or not the lease's timer has run), Leave as it is
+//     released, Forget as it ends.
 //   - Its parts, each reached through one accessor: Writes, the write path
 //     (package writes): every create, delete and transaction of the locks
 //     goes there; Flight, the bound on requests in flight: Admit k places,

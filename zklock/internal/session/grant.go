@@ -3,8 +3,10 @@ package session
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
+	"github.com/tierlock/tierlock/internal/mono"
 	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
 )
@@ -16,10 +18,13 @@ import (
 // Member is a hold as the floor knows it: one of its valid holds from
 // Grant to Forget, told Lose when the floor can no longer vouch for it (a
 // disconnection, an expiry or a new session, the lease's lapse, Close).
+// The questions asked of a hold are asked of it (Vouch, Leave, Forget).
 type Member struct {
 	lose       func(cause error) // must not block: it may run on go-zookeeper's event goroutine
 	path, node string            // the hold's lock and node, for the release's trace step (Leave)
+	s          *Floor            // the floor asked to grant it (Grant); nil before
 	ended      error             // the cause the floor ended it with (takeHolds), under st.mu
+	out        atomic.Bool       // ended is set: read without st.mu (Vouch)
 }
 
 // NewMember is the member of the hold of node, on the lock at path, that
@@ -38,6 +43,7 @@ var ErrNodeGone = errors.New("zklock: lock node vanished while queued")
 // ErrNodeGone when owner's session is over, the floor's ClosedErr once it
 // is closed, and ctx's error when ctx ends first.
 func (s *Floor) Grant(ctx context.Context, owner int64, m *Member) error {
+	m.s = s
 	syncs := 0 // the syncs this grant waited on, for awaitGrantable's pause
 	for attempt := 0; ; attempt++ {
 		s.st.mu.Lock()
@@ -63,33 +69,74 @@ func (s *Floor) Grant(ctx context.Context, owner int64, m *Member) error {
 	}
 }
 
+// Vouch is the question every question of a hold asks first: it returns
+// nil while the floor vouches for m at this moment, and otherwise the
+// cause it ended m with. The lease is judged as it is asked, on the
+// monotonic clock (judgeLocked): a deadline that passed ends the session's
+// holds now, whether or not the lease's timer has run. That timer is late
+// exactly when it matters: a process resumed from a stop (SIGSTOP, a
+// suspended VM, a long pause) runs its goroutines' timers and the
+// lease's in no set order, and a job's Release that came first was told
+// nil for a hold another process had been granted seconds before. The
+// holds a lapse ends are told before Vouch returns, so it must not be
+// called with a hold's own lock held (Leave judges for a release).
+func (m *Member) Vouch() error {
+	s := m.s
+	if s == nil {
+		return nil // not granted
+	}
+	if !m.out.Load() && s.lease.aheadAt(mono.Now()) {
+		return nil // the deadline the timer is armed for lies ahead
+	}
+	s.st.mu.Lock()
+	lap := s.lease.judgeLocked()
+	err := m.ended
+	s.st.mu.Unlock()
+	lap.tell()
+	return err
+}
+
 // Leave takes m out of the valid holds as its holder releases it, and
 // returns nil; or, when the floor ended m first (a disconnection, an
 // expiry, a new session, the lease's lapse, Close: takeHolds), the cause
 // it ended it with, whose loss the holder must tell before its release:
-// m's lose may not have run yet. The release's trace step is recorded
-// here, under the lock the floor ends holds under and traces the state or
-// lapse that ends them: the trace orders the two as they were decided.
-// Recorded apart, a release traced after a disconnection's step, its hold
-// ended by that step and never told lost, was refused by the replay
-// (TestTraceReleaseMeetsDisconnection).
-func (s *Floor) Leave(m *Member) error {
+// m's lose may not have run yet. The lease is judged here too (Vouch), so
+// that a deadline passed by the release's moment ends m rather than lets
+// it go: the holds that lapse ends are told from a goroutine of the
+// floor's, since the holder calls Leave with its hold's lock held. The
+// release's trace step is recorded here, under the lock the floor ends
+// holds under and traces the state or lapse that ends them: the trace
+// orders the two as they were decided. Recorded apart, a release traced
+// after a disconnection's step, its hold ended by that step and never told
+// lost, was refused by the replay (TestTraceReleaseMeetsDisconnection).
+func (m *Member) Leave() error {
+	s := m.s
 	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
+	lap := s.lease.judgeLocked()
+	var err error
 	if _, ok := s.st.holds[m]; !ok && m.ended != nil {
-		return m.ended
+		err = m.ended
+	} else {
+		delete(s.st.holds, m)
+		trace.Released(s.zc, m.path, m.node)
 	}
-	delete(s.st.holds, m)
-	trace.Released(s.zc, m.path, m.node)
-	return nil
+	s.st.mu.Unlock()
+	if len(lap.lost) > 0 {
+		s.Go(lap.tell)
+	}
+	return err
 }
 
 // Forget takes m out of the valid holds (released, or lost by its own
-// watch); nil, or a member taken already, is no matter.
-func (s *Floor) Forget(m *Member) {
-	s.st.mu.Lock()
-	delete(s.st.holds, m)
-	s.st.mu.Unlock()
+// watch); nil, a member never granted, or one taken already, is no matter.
+func (m *Member) Forget() {
+	if m == nil || m.s == nil {
+		return
+	}
+	st := &m.s.st
+	st.mu.Lock()
+	delete(st.holds, m)
+	st.mu.Unlock()
 }
 
 // Waiting counts an acquisition that has (or is creating) a node, so that

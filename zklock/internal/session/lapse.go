@@ -13,12 +13,16 @@ import (
 // lapse told when it begins and when it ends, the counters, and a round
 // trip too long for any renewal.
 
-// armLocked sets the deadline timer while holds exist. st.mu is held.
+// armLocked sets the deadline timer while holds exist, and keeps the
+// deadline it is armed for (due, which Member.Vouch reads without st.mu).
+// st.mu is held.
 func (le *Lease) armLocked() {
+	deadline := le.deadlineLocked()
+	le.due.Store(int64(mono.Of(deadline)))
 	if len(le.s.st.holds) == 0 {
 		return
 	}
-	d := time.Until(le.deadlineLocked())
+	d := time.Until(deadline)
 	if mutant.On(mutant.LapseLate) {
 		d += le.period() // seeded bug: the holds outlive the deadline
 	}
@@ -27,6 +31,17 @@ func (le *Lease) armLocked() {
 	} else {
 		le.timer.Reset(d)
 	}
+}
+
+// aheadAt reports whether now is before the deadline the timer was last
+// armed for: the holds stand, with no look under st.mu. Every move of the
+// deadline arms the timer again (a renewal, a handshake, a grant on its
+// way, a new session's reset ends the holds first), so due is never later
+// than the deadline as st.mu would compute it; a zero deadline (no touch
+// yet) is never ahead.
+func (le *Lease) aheadAt(now mono.Time) bool {
+	d := le.due.Load()
+	return d != 0 && now < mono.Time(d)
 }
 
 // lapse runs at the deadline: unless a proof moved it meanwhile, every hold
@@ -38,29 +53,71 @@ func (le *Lease) lapse() {
 		s.st.mu.Unlock()
 		return
 	}
-	if now := time.Now(); le.validLocked(now) {
+	if le.validLocked(mono.Now().Std()) {
 		le.armLocked()
 		s.st.mu.Unlock()
 		return
 	}
-	lost := s.st.takeHolds(ErrLeaseExpired)
-	why := le.untoldWhy()
-	if len(lost) > 0 {
-		le.lapsing()
-	}
-	trace.Lapsed(s.zc, len(lost)) // under mu, as a release is decided (Floor.Leave)
+	lap := le.endLocked()
 	s.st.mu.Unlock()
-	if len(lost) > 0 {
-		le.lapses.Add(1)
-		le.wake() // the renewer proves the session until it is: see renew
-		msg := "session not confirmed with the leader in time" + why + ": holds end, grants wait until it is"
-		stalled := le.stalledFor()
-		if stalled != nil {
-			msg += "; this process stalled (stopped, suspended or paused: its monotonic clock jumped) past the lease's deadline"
-		}
-		s.log.Warn(msg, append([]any{"holds", len(lost), "bound", le.reach()}, stalled...)...)
+	lap.tell()
+}
+
+// judgeLocked is the lease judged at this moment, on the monotonic clock, by
+// whoever asks of a hold (Member.Vouch, Member.Leave): if its deadline has
+// passed with holds standing, they end now, as the timer would have ended
+// them (endLocked), and the lapse is returned for its caller to tell once
+// st.mu is released. A process resumed from a stop asks before its timer
+// has run. st.mu is held.
+func (le *Lease) judgeLocked() lapsed {
+	if le.s.st.closed || len(le.s.st.holds) == 0 || le.validLocked(mono.Now().Std()) {
+		return lapsed{}
 	}
-	for _, h := range lost {
+	return le.endLocked()
+}
+
+// lapsed is what a lapse of the lease ended: the holds to tell lost, why
+// (untoldWhy), and the stall of this process it began with, if any.
+type lapsed struct {
+	le      *Lease
+	lost    []*Member
+	why     string
+	stall   mono.Stall
+	stalled bool
+}
+
+// endLocked ends every hold of the session with ErrLeaseExpired: the
+// deadline passed. st.mu is held.
+func (le *Lease) endLocked() lapsed {
+	s := le.s
+	lap := lapsed{le: le, lost: s.st.takeHolds(ErrLeaseExpired), why: le.untoldWhy()}
+	if len(lap.lost) > 0 {
+		lap.stall, lap.stalled = le.lapsing()
+	}
+	trace.Lapsed(s.zc, len(lap.lost)) // under mu, as a release is decided (Member.Leave)
+	return lap
+}
+
+// tell tells the lapse: counted, the renewer woken, one line with the
+// holds it ended (and the stall it began with: the stall's outage counts
+// them too, outage.stallEnded), and each hold told lost, once.
+func (lap lapsed) tell() {
+	if len(lap.lost) == 0 {
+		return
+	}
+	le := lap.le
+	le.lapses.Add(1)
+	le.wake() // the renewer proves the session until it is: see renew
+	msg := "session not confirmed with the leader in time" + lap.why + ": holds end, grants wait until it is"
+	stalled := le.stalledFor()
+	if stalled != nil {
+		msg += "; this process stalled (stopped, suspended or paused: its monotonic clock jumped) past the lease's deadline"
+	}
+	le.s.log.Warn(msg, append([]any{"holds_ended", len(lap.lost), "bound", le.reach()}, stalled...)...)
+	if lap.stalled {
+		le.s.out.stallEnded(lap.stall, len(lap.lost))
+	}
+	for _, h := range lap.lost {
 		if mutant.On(mutant.LossLate) {
 			time.Sleep(200 * time.Millisecond) // seeded bug: the holders are told late
 		}
@@ -70,15 +127,17 @@ func (le *Lease) lapse() {
 
 // lapsing notes a lapse beginning now, unless one is on: from the start
 // of the stall this process resumes from, if its deadline passed in one
-// (mono's watch).
-func (le *Lease) lapsing() {
+// (mono's watch). It returns that stall.
+func (le *Lease) lapsing() (mono.Stall, bool) {
 	at, stall := mono.Now(), time.Duration(0)
-	if st, ok := stalledBefore(at.Std()); ok {
+	st, ok := stalledBefore(at.Std())
+	if ok {
 		at, stall = mono.Of(st.From), st.Len()
 	}
 	if le.lapsedAt.CompareAndSwap(0, int64(at)) {
 		le.lapseStall.Store(int64(stall))
 	}
+	return st, ok
 }
 
 // stalledFor is the attribute of the stall the latest lapse began with

@@ -157,6 +157,7 @@ type Lease struct {
 	inflight chan struct{}   // closed when the sync in flight completes; nil when none
 	written  <-chan struct{} // closed when the sync in flight is written (under Dial; else nil)
 	timer    *time.Timer     // fires at the deadline while holds exist
+	due      atomic.Int64    // the deadline the timer was last armed for (mono.Time; 0: never armed): aheadAt
 
 	// Under WithLossOnExpiryOnly: no later than the write of the first
 	// connect request whose answer has not told its grant yet (zero: none;

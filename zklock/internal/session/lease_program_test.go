@@ -256,7 +256,7 @@ func (w *world) tidy() bool {
 	}
 	w.mu.Unlock()
 	for _, a := range ended {
-		w.s.Forget(a.m)
+		a.m.Forget()
 		w.s.Writes().Delete(a.path, a.node, a.owner, nil)
 	}
 	return len(ended) > 0

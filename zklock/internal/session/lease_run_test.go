@@ -302,7 +302,7 @@ func (w *world) release() {
 		return
 	}
 	w.logf("release %d", a.n)
-	w.s.Forget(a.m)
+	a.m.Forget()
 	w.s.Writes().Delete(a.path, a.node, a.owner, nil)
 }
 

@@ -43,6 +43,11 @@ type outage struct {
 	// connection lost while the process was stopped (mono's watch).
 	stall   mono.Stall
 	stalled bool
+	// lapsed counts the holds a lapse of the lease ended as this process
+	// resumed from lapsedIn, before an outage of that stall began
+	// (stallEnded): the outage counts them as its own when it begins.
+	lapsedIn mono.Stall
+	lapsed   int
 }
 
 // stallEcho is how soon after a stall of this process an outage that
@@ -74,9 +79,13 @@ func (o *outage) begins(cause string, holds int) {
 		o.mu.Unlock()
 		return
 	}
-	o.since, o.cause, o.holds, o.dials, o.dialErr = time.Now(), cause, holds, 0, nil
+	o.since, o.cause, o.holds, o.dials, o.dialErr = mono.Now().Std(), cause, holds, 0, nil
 	o.stall, o.stalled = stalledBefore(o.since)
-	stall, stalled := o.stall, o.stalled
+	if o.stalled && o.lapsed > 0 && o.lapsedIn.From.Equal(o.stall.From) {
+		o.holds += o.lapsed // the stall ended them: its lapse told them first
+	}
+	o.lapsed = 0
+	stall, stalled, holds := o.stall, o.stalled, o.holds
 	o.mu.Unlock()
 	what := "holds end, acquisitions wait for a connection"
 	if o.expiryOnly {
@@ -126,6 +135,29 @@ func (o *outage) holdsEnded(n int) {
 	o.mu.Unlock()
 }
 
+// stallEnded counts n holds that a lapse of the lease ended as this process
+// resumed from stall. A stall longer than the session ends both the lease
+// and the connection, and the process, resumed, may notice either first: a
+// job's question about its hold judges the lease at once (Member.Vouch),
+// while the connection is found gone a moment later. So the stall's outage,
+// under way or beginning after, counts the lapse's holds among the ones it
+// ended: told "holds_ended=0", a stall that cost every hold read as no harm
+// done.
+func (o *outage) stallEnded(stall mono.Stall, n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.since.IsZero() {
+		if o.stalled && o.stall.From.Equal(stall.From) {
+			o.holds += n
+		}
+		return
+	}
+	if !o.lapsedIn.From.Equal(stall.From) {
+		o.lapsedIn, o.lapsed = stall, 0
+	}
+	o.lapsed += n
+}
+
 // tell tells the outage's lines for the state zs that observe applied, in
 // session id (prev: the session before; 0 for the first), having ended
 // holds.
@@ -154,12 +186,12 @@ func (o *outage) ends(end string, prev, id int64) {
 		o.mu.Unlock()
 		return
 	}
-	d, cause, holds, dials, dialErr := time.Since(o.since), o.cause, o.holds, o.dials, o.dialErr
+	d, cause, holds, dials, dialErr := mono.Now().Std().Sub(o.since), o.cause, o.holds, o.dials, o.dialErr
 	stall, stalled := o.stall, o.stalled
 	o.since, o.stalled = time.Time{}, false
 	o.mu.Unlock()
 	if stalled {
-		d = time.Since(stall.From) // from the stall's start: the connection went with it
+		d = mono.Now().Std().Sub(stall.From) // from the stall's start: the connection went with it
 	}
 	if end != "connected" && o.unanswered != nil {
 		// The last dial connected, and its server is silent still: that,

@@ -264,6 +264,7 @@ func (st *sessionState) takeHolds(cause error) []*Member {
 	hs := make([]*Member, 0, len(st.holds))
 	for h := range st.holds {
 		h.ended = cause
+		h.out.Store(true)
 		hs = append(hs, h)
 	}
 	clear(st.holds)

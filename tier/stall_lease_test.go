@@ -1,0 +1,95 @@
+package tier_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierlock/tierlock/internal/mono"
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/tier"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// A tier hold whose lease ran out while the process was stopped (a stop
+// longer than the 2-s session: mono.Jump moves the clock the lease is
+// judged by 15 s, and the runtime's timers, which do not see it, stand for
+// the timers a resumed process has not run yet) is lost to whatever its
+// holder asks first on resuming: the held context's cause and Err, its
+// Done, a re-entry, the token a fenced write would carry, a guarded
+// write, and Release; after it, Release returns the loss. The worker pool
+// of the report asked its job's timer, then Release: nil, its jobs run on
+// under a lock another copy held.
+//
+// On the code before, each question read what had been told, and nothing
+// had: Cause and Err were nil, Done open, the re-entry and the token
+// granted, the guarded write applied by the server (the node still
+// existed), and Release returned nil.
+func TestStalledHoldLostToEveryQuestion(t *testing.T) {
+	servers := zktest.Servers(t)
+	firsts := []string{"Cause", "Err", "Done", "Reenter", "Token", "Txn", "Release"}
+	for _, first := range firsts {
+		t.Run(first, func(t *testing.T) {
+			buf := &zktest.SyncBuffer{}
+			log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			s := connect(t, servers, zklock.WithSessionTimeout(2*time.Second), zklock.WithLogger(log))
+			l := newLock(t, s, zktest.Path(t))
+			held, err := l.Acquire(ctxT(t, 30*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			back := mono.Jump(15 * time.Second)
+			defer back()
+			var got error
+			switch first {
+			case "Cause":
+				got = context.Cause(held)
+			case "Err":
+				if held.Err() != nil {
+					got = context.Cause(held)
+				}
+			case "Done":
+				select {
+				case <-held.Done():
+					got = context.Cause(held)
+				default:
+				}
+			case "Reenter":
+				if _, err := l.Acquire(held); err != nil {
+					got = err
+				} else {
+					_ = l.Release(held)
+				}
+			case "Token":
+				_, got = l.Token(held)
+			case "Txn":
+				_, got = l.Txn(held)
+			case "Release":
+				got = l.Release(held)
+			}
+			if !errors.Is(got, tier.ErrLockLost) || !errors.Is(got, zklock.ErrLeaseExpired) {
+				t.Errorf("%s first after the stall: %v; want ErrLockLost wrapping ErrLeaseExpired", first, got)
+			}
+			if first != "Release" {
+				if err := l.Release(held); !errors.Is(err, tier.ErrLockLost) {
+					t.Errorf("Release after %s: %v; want ErrLockLost", first, err)
+				}
+			}
+			lapses := 0
+			for _, line := range strings.Split(buf.String(), "\n") {
+				if strings.Contains(line, `"msg":"session not confirmed with the leader in time`) {
+					lapses++
+					if !strings.Contains(line, `"holds_ended":1`) || !strings.Contains(line, `"stalled_for":1`) {
+						t.Errorf("the lapse's line says neither the hold it ended nor the stall: %s", line)
+					}
+				}
+			}
+			if lapses != 1 {
+				t.Errorf("the lapse told %d times; want once:\n%s", lapses, buf)
+			}
+		})
+	}
+}
