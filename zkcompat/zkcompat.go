@@ -79,15 +79,15 @@ func (l *Lock) LockWithData(data []byte) error { return l.LockContext(context.Ba
 // the delete of its node, and, when the wait does not know the holder to
 // be current, after one read that names the holder (a round trip or two;
 // bounded by a quarter of the wait, between 50 ms and 1 s, when the server
-// does not answer). Against scripts/zk.sh's server, 30 waits of 500 ms on
-// an idle machine returned 0.3 to 1.7 ms past the deadline
-// (TestLockContextDeadline, its doc gives the command); a busy machine
-// delays the return further.
+// does not answer). Against scripts/zk.sh's server, 30 waits of 500 ms
+// returned 0.1 to 1.4 ms past the deadline (TestLockContextDeadline, whose
+// doc gives the command; docs/interop.md the run); a busy machine delays
+// the return further.
 //
 // Its node is not gone when it returns: the delete is sent in the
 // background, guaranteed (retried until the node or its session is gone).
-// A listing sent right after the return still showed the node in 22 of
-// those 30 waits; another connection saw it go 2.6 to 6.4 ms after the
+// A listing sent right after the return still showed the node in 24 of
+// those 30 waits; another connection saw it go 1.8 to 6.1 ms after the
 // return. Without a connection to ZooKeeper it goes once the connection is
 // back, or with its session. A handle whose wait ended behind another
 // handle of the process (in its tier 1) had no node of its own.

@@ -195,8 +195,9 @@ func TestOneNodePerProcess(t *testing.T) {
 	}
 }
 
-// A wait abandoned through its context returns the context's error,
-// holds nothing, leaves no node, and the handle can lock later.
+// A wait abandoned through its context returns an error wrapping the
+// context's, holds nothing, its node goes (deleted in the background:
+// soon after the return, not by it), and the handle can lock later.
 func TestLockContextCancelled(t *testing.T) {
 	c := conn(t)
 	other := conn(t) // another process, as far as ZooKeeper can tell
