@@ -44,17 +44,30 @@
 // jobs started at each instance's own start time have a spread up to the
 // period: then no window gives once per tick.
 //
-// gocron passes Lock no tick, but while Lock runs the job's NextRun is the
-// scheduled time of the run it decides: Locker.Attach (or NewScheduler,
-// which makes the scheduler with the Locker and attaches it) lets the
-// Locker read it and claim the tick with runonce.ClaimTick, by its name:
-// ticks are compared with ticks, whatever the hosts' and ZooKeeper's
-// clocks, so that each tick runs once; a tick gocron fires late after a
-// stop (a SIGSTOP, a suspend), which the fleet ran on time, is skipped as
-// stale and said so rather than run again. A job removed and added again
-// under its name is read again. A Lock without a scheduler attached, or
-// of a job the Locker cannot find in it, is claimed by its own time, and
-// told once per job at Warn: a tick gocron fires late can then run twice.
+// gocron passes Lock no tick, but while Lock runs the job's scheduled
+// times hold the run it decides: Locker.Attach (or NewScheduler, which
+// makes the scheduler with the Locker and attaches it) lets the Locker
+// read them and claim the tick with runonce.ClaimTick, by its name: ticks
+// are compared with ticks, whatever the hosts' and ZooKeeper's clocks, so
+// that each tick runs once; a tick gocron fires late after a stop (a
+// SIGSTOP, a suspend), which the fleet ran on time, is skipped as stale
+// and said so rather than run again. gocron drops a job's past times when
+// a run of it completes or a Lock of it is refused, so a fire that waited
+// (under gocron.WithLimitConcurrentJobs with gocron.LimitModeWait, or a
+// singleton job's wait mode, behind busy slots) or whose previous run's
+// completion gocron handled late (a loaded instance) can find its time
+// gone: the Locker names it by the times its earlier Locks saw come, one
+// Lock per time. A Lock of no time that came since the job's last Lock is
+// a RunNow, claimed by its own time and told at Info; one that may be a
+// queued fire whose time another Lock took (a RunNow among queued fires)
+// is not run (runonce.ErrTickUnknown), told at Warn and observed. Every
+// gocron mode keeps each tick once; with gocron.LimitModeReschedule a
+// fire gocron skipped leaves its time first, and the next fire is named
+// by it: stale, or run late when no instance ran it. A job removed and
+// added again under its name is read again. A Lock without a scheduler
+// attached, or of a job the Locker cannot find in it, is claimed by its
+// own time, and told once per job at Warn: a tick gocron fires late can
+// then run twice.
 //
 // Lock never blocks gocron's tick longer than the lock timeout
 // (runonce.WithLockTimeout, runonce.DefaultLockTimeout). Unlock does not wait: the release

@@ -65,13 +65,8 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	if l == nil {
 		return nil, runonce.ErrNil
 	}
-	var c *runonce.Claim
-	var err error
-	if tick := l.tickOf(key, time.Now()); !tick.IsZero() {
-		c, err = l.r.ClaimTick(ctx, key, tick)
-	} else {
-		c, err = l.r.Claim(ctx, key)
-	}
+	entry := time.Now()
+	c, err := l.claimFire(ctx, key, entry, l.fireOf(key, entry))
 	switch {
 	case keyAccepted(err):
 		l.checkKey(ctx, key)

@@ -1,6 +1,9 @@
 package gocronlock
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -13,11 +16,12 @@ import (
 // name and nothing that names the tick; when a stopped process resumes,
 // each job's timer fires once, late, for the tick it slept through, and
 // the rule would run that tick again where the fleet ran it on time.
-// gocron keeps the tick, though: while Lock runs, the job's NextRun is the
-// scheduled time of the run being decided (gocron reschedules a standard
-// job only once Lock has returned). Attach lets the Locker read it, and
-// claim each tick with runonce's ClaimTick, which skips a tick more than
-// the job's window late (stale) and says so.
+// gocron keeps the tick, though, among the job's scheduled times, which
+// Attach lets the Locker read at each Lock; fires.go names each fire by
+// them, also one whose time gocron dropped before its Lock (queued behind
+// a concurrency limit, or a completion processed late), and claims it
+// with runonce's ClaimTick, which skips a tick more than the job's window
+// late (stale) and says so.
 
 // NewScheduler returns gocron.NewScheduler(opts...) with the Locker as
 // its distributed locker (gocron.WithDistributedLocker), attached
@@ -36,8 +40,9 @@ func (l *Locker) NewScheduler(opts ...gocron.SchedulerOption) (gocron.Scheduler,
 }
 
 // Attach lets the Locker read, from s, the scheduled tick of each of its
-// jobs' runs (the job's NextRun while Lock runs), so that each tick is
-// claimed by its name, and a tick fired more than its window late that
+// jobs' runs (the job's scheduled times while Lock runs, and those its
+// earlier Locks saw come), so that each tick is claimed by its name, and
+// a tick fired more than its window late that
 // the fleet ran (a replay of a tick a stopped process slept through) is
 // skipped and said so (runonce.ErrStale) rather than run again. Call it
 // once the scheduler is made (NewScheduler does); a Locker serves one
@@ -46,7 +51,10 @@ func (l *Locker) NewScheduler(opts ...gocron.SchedulerOption) (gocron.Scheduler,
 // under its name). A job not found, or sharing its name with another, or
 // any job when no scheduler is attached, is claimed by the Lock's own
 // time, and told once at Warn: a tick gocron fires late can then run
-// twice.
+// twice. Attached, a Lock of no scheduled time that came since the job's
+// last Lock is a RunNow, claimed by its own time and told at Info; one
+// that may be a queued fire whose time gocron dropped is not run
+// (runonce.ErrTickUnknown), told and observed.
 func (l *Locker) Attach(s gocron.Scheduler) {
 	if l == nil || s == nil {
 		return
@@ -63,35 +71,72 @@ type schedJobs struct {
 	byName map[string]gocron.Job // nil: not read yet; a name of several jobs maps to nil
 	read   time.Time             // when byName was read
 	unseen map[string]bool       // the jobs told not found
+	books  map[string]*jobBook   // what each job's Locks saw (fires.go)
 }
 
 // rereadEvery bounds how often the jobs are read again for a name not
 // found (a job added since).
 const rereadEvery = time.Second
 
-// tickOf returns the scheduled time of the run of the job named key that
-// Lock decides, fired at now; zero when it cannot tell, told once per job.
-func (l *Locker) tickOf(key string, now time.Time) time.Time {
+// fire is what the Locker knows of a Lock's fire: its tick (zero when it
+// names none), what the fire is, and whether an unnamed one is told at
+// Warn (the first since the job's last fire named by gocron's list).
+type fire struct {
+	tick time.Time
+	kind fireKind
+	warn bool
+}
+
+// fireOf returns the fire of the job named key that Lock decides, fired
+// at now (fires.go): a fire of no tick when the job is not found, told
+// once per job.
+func (l *Locker) fireOf(key string, now time.Time) fire {
 	j, attached := l.jobs.find(key, now, false)
 	if j == nil {
 		l.unseen(key, attached)
-		return time.Time{}
+		return fire{kind: fireUnseen}
 	}
-	next, err := j.NextRun()
+	times, err := j.NextRuns(readAhead)
 	if err != nil {
 		// Removed: a job added again under its name is another job (issue
 		// 56, item 4: its ticks were claimed by the Lock's time).
 		if j, _ = l.jobs.find(key, now, true); j == nil {
-			return time.Time{}
+			return fire{kind: fireUnseen}
 		}
-		next, err = j.NextRun()
+		if times, err = j.NextRuns(readAhead); err != nil {
+			return fire{kind: fireUnseen}
+		}
 	}
-	if err != nil || next.IsZero() || next.After(now) {
-		// Already rescheduled (a singleton job's runner): not this run's
-		// tick.
-		return time.Time{}
+	return l.jobs.name(key, j, times, now)
+}
+
+// name names the fire of the job named key, j, at now, whose scheduled
+// times are times, by its tick book (fires.go): a new book for a job
+// added again under its name. warn is true for the first fire not named
+// since the last one named by gocron's list.
+func (sj *schedJobs) name(key string, j gocron.Job, times []time.Time, now time.Time) fire {
+	sj.mu.Lock()
+	defer sj.mu.Unlock()
+	if sj.books == nil {
+		sj.books = map[string]*jobBook{}
 	}
-	return next
+	b := sj.books[key]
+	if b == nil || b.job.ID() != j.ID() {
+		b = &jobBook{job: j}
+		sj.books[key] = b
+	}
+	f := fire{}
+	f.tick, f.kind = b.name(times, now)
+	if f.kind == fireUnnamed {
+		f.warn, b.told = !b.told, true
+	}
+	return f
+}
+
+// jobBook is a job's tick book, with the job it is of.
+type jobBook struct {
+	job gocron.Job
+	tickBook
 }
 
 // unseen tells once per job that its ticks are claimed by the Lock's
@@ -136,4 +181,33 @@ func (sj *schedJobs) find(key string, now time.Time, again bool) (gocron.Job, bo
 		sj.byName[j.Name()] = j
 	}
 	return sj.byName[key], true
+}
+
+// claimFire claims f, the fire of the job named key whose Lock entered at
+// entry: by its tick when it names one; refused, told and observed, when
+// it names none and may be a queued fire whose tick another Lock took;
+// otherwise by its own time (a RunNow, told at Info; a job the Locker
+// cannot find, told once per job by unseen).
+func (l *Locker) claimFire(ctx context.Context, key string, entry time.Time, f fire) (*runonce.Claim, error) {
+	switch {
+	case f.kind == fireNamed || f.kind == fireDropped:
+		if f.kind == fireDropped {
+			l.log.Debug("a fire whose scheduled time gocron dropped before its Lock (queued behind a concurrency limit, or its completion late): named by the time the Locker saw come",
+				"job", key, "tick", f.tick)
+		}
+		return l.r.ClaimTick(ctx, key, f.tick)
+	case f.kind == fireUnnamed && ctx != nil:
+		err := fmt.Errorf("%w: job %q: gocron fired it without a scheduled time the Locker can name (the job's fires queued or late, their times dropped): it may be a fire of a tick the fleet ran, and is not run", runonce.ErrTickUnknown, key)
+		lvl := slog.LevelDebug
+		if f.warn {
+			lvl = slog.LevelWarn
+		}
+		l.log.Log(ctx, lvl, "a fire without a scheduled time the Locker can name, after fires whose times gocron dropped (queued behind gocron.WithLimitConcurrentJobs's wait, or a run's completion late): not run, so that no tick runs twice (told once until the job's fires are named again)",
+			"job", key)
+		l.r.Observe(runonce.Event{Job: key, Outcome: runonce.SkippedUnknown, Err: err, Entry: entry, Latency: time.Since(entry)})
+		return nil, err
+	case f.kind == fireRunNow:
+		l.log.Info("a Lock without a scheduled tick (a RunNow): claimed by its own time", "job", key)
+	}
+	return l.r.Claim(ctx, key)
 }
