@@ -120,23 +120,17 @@
 // -acquisitions has no warm-up and is measured whole, from its start to
 // its end.
 //
-// What changed in how stress counts (issue 20). Before, acquisitions were
-// every hold of the run divided by its elapsed time including the drain
-// after the deadline, and requests were read from mntr after the drain:
-// zk.Lock's waiters granted after the deadline counted for it (70-80% of
-// its count in a 2s cell at 4 x 1,000 x 1,000), while tier's abandoned
-// nodes (about 1,000 per process) cost requests and time and counted for
-// nothing, and the start-up burst (a create and a listing per goroutine)
-// dominated a short run. Now every implementation is counted over the same
-// window after a warm-up, with the servers' and the workers' counters read
-// at its edges; stress/internal/runner's TestDrainAndAbandonCountedAlike
-// runs a lock that drains and one that abandons, at the same pace, and
-// fails on the old counting (0.5-0.6x, and 2.0-2.2 against 1.0 requests
-// per acquisition; docs/bench/issue20-window.txt). The servers stress starts grant the session timeout asked
-// for (internal/zkserver: 2 ticks to 60s; ZooKeeper's default cap is 20
-// ticks, 4s at a 200ms tick, which cut the 10s asked for and with it the
-// lease's bound, T/4, from 2.5s to 1s), and every output states the
-// timeout granted.
+// Every implementation is counted over the same window after a warm-up,
+// with the servers' and the workers' counters read at its edges: zk.Lock's
+// waiters granted after the deadline count for no one, nor do tier's
+// abandoned nodes, nor the start-up burst (a create and a listing per
+// goroutine). stress/internal/runner's TestDrainAndAbandonCountedAlike
+// runs a lock that drains and one that abandons, and checks that each is
+// counted over its window, the work after the deadline reported apart. The
+// servers stress starts grant the session timeout asked for
+// (internal/zkserver: 2 ticks to 60s, where ZooKeeper's default cap is 20
+// ticks, 4s at a 200ms tick, which would cut the 10s asked for and with it
+// the lease's bound), and every output states the timeout granted.
 //
 // # Limits: the hand-off chain and create+delete pairs
 //

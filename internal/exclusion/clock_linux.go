@@ -14,7 +14,7 @@ const clockMonotonic = 1
 // clock is one for all processes of the machine, so enter and exit times
 // taken by different processes can be compared. It is the system call
 // golang.org/x/sys/unix.ClockGettime makes, without that module in the
-// library's requirements (issue 58).
+// library's requirements.
 func Now() int64 {
 	var ts syscall.Timespec
 	if _, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockMonotonic, uintptr(unsafe.Pointer(&ts)), 0); errno != 0 {

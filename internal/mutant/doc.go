@@ -107,8 +107,7 @@ const (
 	// (session: lease.confirmed).
 	LapseEndUntold = "lapse-end-untold"
 
-	// The eighth review's (issue 55), each refused by the lease's
-	// explorer.
+	// The eighth review's, each refused by the lease's explorer.
 
 	// ChainNoAfter: a proof closes its own chain, as its own k, instead of
 	// one answered before it was queued (session: Lease.proved).
@@ -119,10 +118,9 @@ const (
 	// TimeoutLarger: the lease's bounds derive from the larger of the
 	// asked and granted timeouts (session: Lease.Timeout).
 	TimeoutLarger = "timeout-larger"
-	// LeaseFromProof: the rule before issue 55: the lease reaches T/4
-	// past each proof's own write, with no chain (session: Lease.proved),
-	// which assumed a follower that reports touches ahead of what it
-	// forwards.
+	// LeaseFromProof: the lease's former rule: it reaches T/4 past each
+	// proof's own write, with no chain (session: Lease.proved), which
+	// assumed a follower that reports touches ahead of what it forwards.
 	LeaseFromProof = "lease-from-proof"
 	// NewSessionKeepsHolds: a connection in a new session, its old one's
 	// expiry unseen, keeps the old session's holds and lease (session:
