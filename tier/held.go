@@ -205,9 +205,33 @@ type judged struct {
 // with ctx's values and not its cancellation, judged by zh (see judged).
 func heldContext(ctx context.Context, key, val any, zh interface{ Lost() <-chan struct{} }) (context.Context, context.CancelCauseFunc) {
 	inner, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), key, val))
-	return judged{Context: inner, zk: zh}, cancel
+	return &judged{Context: inner, zk: zh}, cancel
 }
 
-func (c judged) Done() <-chan struct{} { c.zk.Lost(); return c.Context.Done() }
-func (c judged) Err() error            { c.zk.Lost(); return c.Context.Err() }
-func (c judged) Value(key any) any     { c.zk.Lost(); return c.Context.Value(key) }
+func (c *judged) Done() <-chan struct{} { c.zk.Lost(); return c.Context.Done() }
+func (c *judged) Err() error            { c.zk.Lost(); return c.Context.Err() }
+
+// Value judges for any key but a tier lock's own: those are the locks'
+// lookups of the hold (holdOf, at every re-entry and release), followed,
+// where the answer depends on the hold standing, by a judged question
+// (the last Release's cause, Token, Txn). A judgment reads the clock,
+// which costs more than a re-entry may (under 100 ns).
+func (c *judged) Value(key any) any {
+	switch key.(type) {
+	case holdKey, rwKey, semKey, multiKey:
+	default:
+		c.zk.Lost()
+	}
+	return c.Context.Value(key)
+}
+
+// told is ctx's error as told so far, not judged: a re-entry's look, which
+// must not read the clock (see judged.Value). A re-entry counts on a hold
+// whose lease may have run out untold; whatever the holder asks next of
+// it judges it.
+func told(ctx context.Context) error {
+	if j, ok := ctx.(*judged); ok {
+		return j.Context.Err()
+	}
+	return ctx.Err()
+}

@@ -70,7 +70,7 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (context.Context, bool, e
 		return nil, false, ErrNilContext
 	}
 	if h := l.holdOf(ctx); h != nil {
-		if h.ctx.Err() != nil {
+		if told(h.ctx) != nil {
 			return nil, false, context.Cause(h.ctx)
 		}
 		h.count.Add(1)

@@ -240,7 +240,7 @@ func (rw *RWLock) reenterLocked(ctx context.Context, write bool) (context.Contex
 	if h == nil {
 		return nil, false, nil
 	}
-	if h.ctx.Err() != nil {
+	if told(h.ctx) != nil {
 		return nil, true, context.Cause(h.ctx)
 	}
 	h.count++
