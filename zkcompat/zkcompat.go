@@ -88,7 +88,7 @@ func (l *Lock) LockWithData(data []byte) error { return l.LockContext(context.Ba
 // background, guaranteed (retried until the node or its session is gone).
 // A listing sent right after the return still showed the node in 24 of
 // those 30 waits; another connection saw it go 1.8 to 6.1 ms after the
-// return. Without a connection to ZooKeeper it goes once the connection is
+// return (one run's figures, not bounds). Without a connection to ZooKeeper it goes once the connection is
 // back, or with its session. A handle whose wait ended behind another
 // handle of the process (in its tier 1) had no node of its own.
 func (l *Lock) LockContext(ctx context.Context) error {
