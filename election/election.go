@@ -61,7 +61,7 @@ func New(s *zklock.Session, path string, opts ...zklock.Option) (*Election, erro
 // Campaign queues a candidate carrying value and waits until it leads, ctx
 // ends, or an error that retrying cannot mend occurs (see
 // zklock.Lock.Acquire: on an error its node's delete is under way, not
-// done). It returns a context that has ctx's values but not its
+// awaited). It returns a context that has ctx's values but not its
 // cancellation, and is cancelled when leadership ends: by Resign (cause
 // ErrResigned) or by a loss of the node (the session expired, the
 // connection dropped, the node was deleted: context.Cause wraps

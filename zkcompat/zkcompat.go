@@ -84,7 +84,7 @@ func (l *Lock) LockWithData(data []byte) error { return l.LockContext(context.Ba
 // doc gives the command; docs/interop.md the run); a busy machine delays
 // the return further.
 //
-// Its node is not gone when it returns: the delete is sent in the
+// It does not wait for its node's delete, which is sent in the
 // background, guaranteed (retried until the node or its session is gone).
 // A listing sent right after the return still showed the node in 24 of
 // those 30 waits; another connection saw it go 1.8 to 6.1 ms after the

@@ -28,7 +28,7 @@ import (
 // holder to be current, after one read that names the holder in the
 // WaitError (bounded by a quarter of the wait, between 50 ms and 1 s, when
 // the server does not answer). When it returns an error, the delete of the
-// node it queued (if any) is under way, not done: it is sent in the
+// node it queued (if any) is under way, not awaited: it is sent in the
 // background and guaranteed, retried whatever it meets until the node is
 // gone or its session is over (without a connection, it goes once the
 // connection is back, or with the session). A listing made right after the
