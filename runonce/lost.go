@@ -199,22 +199,42 @@ func (c *claimer) holderInfo(ctx context.Context, j *job, node string) holderDes
 		return desc
 	}
 	desc.since = time.UnixMilli(stat.Ctime).UTC().Format(time.RFC3339Nano)
-	var nd struct {
-		Host  string `json:"host"`
-		Pid   int    `json:"pid"`
-		Label string `json:"label"`
-	}
-	if json.Unmarshal(data, &nd) == nil && nd.Host != "" {
+	nd, l := parseLockNode(data)
+	if nd.Host != "" {
 		desc.name = fmt.Sprintf("%s:%d", nd.Host, nd.Pid)
 	}
-	var l lockLabel
-	if json.Unmarshal([]byte(nd.Label), &l) == nil && l.Instance != "" {
+	if l.Instance != "" {
 		desc.name = l.Instance
 		if l.SessionTimeout > 0 {
 			desc.expiry = time.Now().Add(msDuration(l.SessionTimeout)).UTC().Format(time.RFC3339Nano)
 		}
 	}
 	return desc
+}
+
+// lockNode is the data of a job's lock node, as zklock writes it.
+type lockNode struct {
+	Host  string `json:"host"`
+	Pid   int    `json:"pid"`
+	Label string `json:"label"`
+}
+
+// parseLockNode returns what a lock node's data says, and its label: zero
+// values for what it does not.
+func parseLockNode(data []byte) (lockNode, lockLabel) {
+	var nd lockNode
+	var l lockLabel
+	if json.Unmarshal(data, &nd) == nil {
+		_ = json.Unmarshal([]byte(nd.Label), &l)
+	}
+	return nd, l
+}
+
+// instanceOf returns the instance named by a lock node's label, "" if
+// none.
+func instanceOf(data []byte) string {
+	_, l := parseLockNode(data)
+	return l.Instance
 }
 
 // lockLabel is the label of a job's lock node (zklock.WithLabel): the

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/tierlock/tierlock/internal/runrec"
 	"github.com/tierlock/tierlock/zklock"
@@ -49,7 +46,8 @@ import (
 // between the write and the job's start. An attempt that finds the lock
 // taken after the last run's write (the record carries its zxid) meets
 // another instance's claim between its take and its write, and decides on
-// that write (awaitClaim).
+// that write, unless the lock is the last run's own, a run without a tick,
+// which takes it after its write (await.go).
 
 // byNames decides d, p's attempt of a named tick after a named run, on
 // the record read, rec the record it writes; it returns the run's hold
@@ -187,70 +185,3 @@ var testHookHolderRead func() error
 // claim under way, which wrote since, or by a holder gone since
 // (awaitClaim): decide reads the run node again.
 var errDecideAgain = errors.New("runonce: the job's lock's holder wrote the run node or let the lock go: decide again")
-
-// awaitClaim decides what a lock found held means for d's attempt (of a
-// tick open, by the record read). A holder whose lock node was made after
-// the write of the last run the record shows (its Czxid above that
-// write's zxid: ZooKeeper's order, no clock) is not a run of an earlier
-// tick, whose take precedes its write, but another instance's claim
-// between its take and its write: it may run the tick, step back or fail.
-// Writes that are not runs (an instance's first keep write, a step back)
-// may come between that claim's take and its write, which they refuse:
-// the claim then decides again and may still run the tick. The attempt
-// waits for that claim's write by the holder's bounds, not its own: the
-// holder's claim began before its node, so before it was seen, and writes
-// within its lock timeout (the largest the record shows, or this
-// instance's), unless this claim's own ends first (an eighth of its lock
-// timeout left to decide again). A holder this instance has told already
-// (j.held) is not looked at again. It returns errDecideAgain when the run
-// node was written since or the holder has let the lock go, ctx's cause
-// when ctx ended, ErrTickUnknown when this claim's time ran out while the
-// holder could still write (it may run the tick), and nil when the wait
-// does not apply or the holder's bound passed: the tick is lost to the
-// lock.
-func (c *claimer) awaitClaim(ctx context.Context, j *job, p *probe, d decision) error {
-	seen := time.Now()
-	holder, stat := d.lock.holder, d.read.stat
-	if holder == "" || holder == j.held.node || d.read.last.Removing != "" {
-		return nil
-	}
-	_, hold, err := getNode(ctx, c.s, path.Join(j.lock.Path(), holder))
-	if testHookHolderRead != nil && err == nil {
-		err = testHookHolderRead()
-	}
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		return errDecideAgain // let go since the take
-	case ctx.Err() != nil:
-		return context.Cause(ctx)
-	case err != nil:
-		// Unread, the holder may be a claim of this tick under way: not lost.
-		return c.tell.unknown(j, p, fmt.Sprintf("the job's lock is held by %s, whose node this claim could not read (%v): it may be another instance's claim of the tick, which may run it", holder, err))
-	case hold.Czxid <= lastRunZxid(d.read):
-		// Taken before the last run's write: that run's or an earlier one's.
-		c.tell.log.Debug("the job's lock is an earlier run's: taken before the last run's write", "job", j.key, "tick", tickString(p.name),
-			"holder", holder, "lock_zxid", hold.Czxid, "run_zxid", d.read.last.RunZxid, "record_zxid", stat.Mzxid, "record_version", stat.Version)
-		return nil
-	}
-	until := seen.Add(max(msDuration(d.read.last.Timeout), c.timeout))
-	own := p.entry.Add(c.timeout - c.timeout/8)
-	cut := own.Before(until)
-	if cut {
-		until = own
-	}
-	if left := time.Until(until); left > 0 {
-		end, err := c.nodes.awaitWrite(ctx, j, stat.Version, left, nil)
-		switch {
-		case ctx.Err() != nil:
-			return err
-		case end == waitWritten || errors.Is(err, zk.ErrNoNode):
-			return errDecideAgain
-		case err != nil:
-			return c.tell.unknown(j, p, fmt.Sprintf("another instance's claim of it (%s) had taken the job's lock and not yet written its record, and this claim could not watch for that write (%v): it may run it", holder, err))
-		}
-	}
-	if cut {
-		return c.tell.unknown(j, p, fmt.Sprintf("another instance's claim of it (%s) had taken the job's lock and not yet written its record when this claim's lock timeout (%v) ran out: it may run it", holder, c.timeout))
-	}
-	return nil
-}
