@@ -170,7 +170,8 @@ func lastTick(duration time.Duration) int64 { return int64(duration/fleetPeriod)
 
 // TestFleetLocker runs #841's shape with real gocron schedulers in three
 // processes: every (job, tick) runs once, and at least 99 % of the ticks
-// run, or the instances said they were late (checkCoverage). The first
+// run, or each tick that ran nowhere was told lost by an instance
+// (checkCoverage). The first
 // and the last tick (start-up, shutdown) are not counted for coverage;
 // duplicates are counted over all.
 func TestFleetLocker(t *testing.T) {
@@ -179,38 +180,52 @@ func TestFleetLocker(t *testing.T) {
 	}
 	sideBySide(t)
 	d := *fleetDuration
-	f := startFleet(t, fleet.ModeLocker, d)
+	f := startFleet(t, fleet.ModeLocker, d, "-obs")
 	rs := f.wait(t, time.Until(f.start)+d+40*time.Second, nil)
 	rep := fleet.Check(rs.Runs, fleetJobs, 1, lastTick(d)-1, nil)
 	t.Logf("locker fleet, %v, 3 processes, offsets %v, %d jobs every %v: %v", d, fleetOffsets, fleetJobs, fleetPeriod, rep)
 	if len(rep.Duplicates) > 0 {
 		t.Errorf("%d (job, tick) ran more than once: %v", len(rep.Duplicates), rep.Duplicates)
 	}
-	checkCoverage(t, rep.Coverage(), 0.99, f.warnings())
+	checkCoverage(t, rep, rs.Obs, 0.99, f.warnings())
 }
 
-// checkCoverage fails t when less than want of the ticks ran (coverage)
-// and the fleet's Lockers did not say they were late (runonce's
-// lateness: "overloaded") or that ZooKeeper was silent (an outage:
-// "ZooKeeper unreachable"), warnings being what they said. How many ticks
-// a fleet keeps depends on its share of the processor and the disk: make
+// checkCoverage fails t when less than want of rep's ticks ran and a
+// tick that ran nowhere was not told lost by an instance (coverageFault).
+// warnings, what the fleet's Lockers said, go to the log. How many ticks a
+// fleet keeps depends on its share of the processor and the disk: make
 // test runs the fleets under -race, side by side with each other and with
 // the replay, the nemesis and a busy core, and a loaded run kept 302 of
 // TestFleetScale's 450 ticks and 156 of TestFleetSpread's 160; loaded run
 // 107 kept 12 of 450, its Locks' p50 1.24 s, and the Lockers told the
 // ensemble silent for their lock timeout. What holds on any machine is the
-// Locker's word: ticks lost while its instances were late, or ZooKeeper
-// silent, are told so, as TestFleetCapacity checks at each step; lost
-// without it, they are a fault.
-func checkCoverage(t *testing.T, coverage, want float64, warnings string) {
+// Locker's word, tick by tick: a tick lost is observed as lost (held: its
+// lock held; failed: ZooKeeper silent, an overload) by an instance; lost
+// without it, or told only unknown, it is a fault.
+func checkCoverage(t *testing.T, rep fleet.Report, obs []fleet.Obs, want float64, warnings string) {
 	t.Helper()
-	switch {
-	case coverage >= want:
-	case strings.Contains(warnings, `"WARN overloaded"`), strings.Contains(warnings, `"WARN ZooKeeper unreachable"`):
-		t.Logf("%.2f%% of the ticks ran, under %.1f%%: the instances were late or ZooKeeper silent, and they said so (%s); the rest needs the processor this fleet asks for", 100*coverage, 100*want, warnings)
-	default:
-		t.Errorf("%.2f%% of the ticks ran, want at least %.1f%%, and no instance said it was late or ZooKeeper silent; the Locker's warnings: %s", 100*coverage, 100*want, warnings)
+	if fault := coverageFault(rep, obs, want); fault != "" {
+		t.Errorf("%s; the Locker's warnings: %s", fault, warnings)
+		return
 	}
+	if c := rep.Coverage(); c < want {
+		t.Logf("%.2f%% of the ticks ran, under %.1f%%: every tick that ran nowhere was told lost by an instance (%s); the rest needs the processor this fleet asks for", 100*c, 100*want, warnings)
+	}
+}
+
+// coverageFault says what is wrong with rep's coverage, "" if nothing:
+// less than want of its ticks ran, and ticks that ran nowhere were not
+// observed as lost (fleet.Untold).
+func coverageFault(rep fleet.Report, obs []fleet.Obs, want float64) string {
+	if rep.Coverage() >= want {
+		return ""
+	}
+	untold := fleet.Untold(rep, obs)
+	if len(untold) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f%% of the ticks ran, want at least %.1f%%, and %d of the %d that ran nowhere were told lost (held or failed) by no instance, e.g. %v",
+		100*rep.Coverage(), 100*want, len(untold), len(rep.Lost), untold[:min(len(untold), 5)])
 }
 
 // TestFleetWindowTooSmall is the check's own check: with a window shorter

@@ -21,8 +21,8 @@ type Run struct {
 
 // Gaps returns, for each (job, tick) that ran more than once, the time
 // between the first and the last of its runs' timers: a gap of a window or
-// more is a timer that fired too late to be named by its tick (a loaded
-// machine), not two runs of one tick.
+// more is a timer that fired late (a loaded machine, a queue), which the
+// attached Locker must skip as stale, as it skips a replay.
 func Gaps(runs []Run, dups map[Key]int) map[Key]time.Duration {
 	first, last := map[Key]time.Time{}, map[Key]time.Time{}
 	for _, r := range runs {
@@ -289,4 +289,24 @@ func (t Told) String() string {
 	}
 	return fmt.Sprintf("%d ticks ran nowhere, observed as: %s; observed as already_ran: %d, as stale: %d; observed by no instance: %d",
 		t.Lost, strings.Join(by, " "), len(t.AlreadyRan), len(t.Stale), len(t.Unobserved))
+}
+
+// Untold returns the (job, tick) of rep that ran nowhere and that no
+// instance observed as lost: held (its lock held) or failed (ZooKeeper
+// unreachable, an overload). unknown does not count: it says the fleet
+// may have run the tick, and a tick that ran nowhere was lost.
+func Untold(rep Report, obs []Obs) []Key {
+	told := map[Key]bool{}
+	for _, o := range obs {
+		if o.Outcome == "held" || o.Outcome == "failed" {
+			told[Key{o.Job, o.Tick}] = true
+		}
+	}
+	var out []Key
+	for _, k := range rep.Lost {
+		if !told[k] {
+			out = append(out, k)
+		}
+	}
+	return out
 }

@@ -146,7 +146,7 @@ func run(ctx context.Context, c config, rec *recorder) error {
 		// to make the jobs before it.
 		from = first.Add(time.Since(first).Truncate(c.period) + 2*c.period)
 	}
-	if err := addJobs(sched, c, rec, first, from, jobOpts); err != nil {
+	if err := addJobs(sched, c, rec, locker, first, from, jobOpts); err != nil {
 		_ = sched.Shutdown()
 		return err
 	}
@@ -197,8 +197,9 @@ func distribute(s *zklock.Session, c config, rec *recorder) (gocron.SchedulerOpt
 
 // addJobs makes c's jobs, each a duration job from from (or the
 // scheduler's start, under -no-start), its runs recorded with the tick
-// gocron ran them for.
-func addJobs(sched gocron.Scheduler, c config, rec *recorder, first, from time.Time, jobOpts []gocron.JobOption) error {
+// gocron ran them for: the one the Locker l claimed, or, claimed without
+// one (or under the Elector, l nil), the one gocron reports.
+func addJobs(sched gocron.Scheduler, c config, rec *recorder, l *gocronlock.Locker, first, from time.Time, jobOpts []gocron.JobOption) error {
 	add := func(job string, period time.Duration) error {
 		from := from
 		if c.join {
@@ -221,6 +222,15 @@ func addJobs(sched gocron.Scheduler, c config, rec *recorder, first, from time.T
 			// a Lock's refusal or a run), so runs are named by their timer.
 			if ok && c.mode == ModeLocker {
 				at = times.scheduled
+			}
+			// gocron reports its list's first time, which is not the
+			// run's when gocron dropped it (its previous run's completion
+			// handled late) or kept the one before: the Locker's claim
+			// names the run.
+			if l != nil {
+				if tick, named := runonce.TickOf(l.RunContext(job)); named {
+					at = tick
+				}
 			}
 			rec.run(job, tickOf(at, first, c.period), fired, c.work())
 		})
