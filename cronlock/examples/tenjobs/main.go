@@ -13,6 +13,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/tierlock/tierlock/cronlock"
+	"github.com/tierlock/tierlock/runonce"
 	"github.com/tierlock/tierlock/zklock"
 )
 
@@ -32,7 +33,10 @@ func main() {
 	c := cron.New(cron.WithSeconds(), locker.WithChain()) // the Locker's wrapper last in the chain, and the Cron attached: each tick claimed by its name
 	for i := range 10 {
 		name := fmt.Sprintf("job-%d", i) // a job's name is its key across the fleet: one per job
-		job := cron.FuncJob(func() { fmt.Println(name, "ran at", time.Now().Format("15:04:05.000")) })
+		job := cron.FuncJob(func() {
+			tick, _ := runonce.TickOf(locker.RunContext(name)) // the tick this run is of: its scheduled second
+			fmt.Println(name, "ran tick", tick.Format("15:04:05"), "at", time.Now().Format("15:04:05.000"))
+		})
 		if _, err := c.AddJob("* * * * * *", cronlock.Named(name, job)); err != nil {
 			log.Fatal(err)
 		}

@@ -19,6 +19,11 @@ type Told struct {
 	Unobserved []Key          // of those, the ones no instance observed
 	Held       []Key          // of those, the ones an instance observed as held
 	Stale      []Key          // of those, the ones an instance observed as stale (which says the fleet ran it)
+	// Untold: of those, the ones no instance observed as lost, held (its
+	// lock held) or failed (ZooKeeper silent, an overload); unknown says
+	// the fleet may have run the tick, which a tick that ran nowhere did
+	// not.
+	Untold []Key
 }
 
 // TellsLost sorts the lost ticks of rep by what obs said of them.
@@ -45,6 +50,9 @@ func TellsLost(rep Report, obs []Obs) Told {
 		}
 		if outcomes["stale"] {
 			t.Stale = append(t.Stale, k)
+		}
+		if !outcomes["held"] && !outcomes["failed"] {
+			t.Untold = append(t.Untold, k)
 		}
 		for o := range outcomes {
 			t.ByOutcome[o]++
