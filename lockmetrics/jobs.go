@@ -43,7 +43,7 @@ func newJobMetrics(ns string, buckets []float64) (*prometheus.CounterVec, *prome
 }
 
 // ObserveJob records one Lock call of a scheduled job: its outcome (one
-// of ran, held, already_ran, yielded, stale, lost, failed; anything else
+// of ran, held, already_ran, yielded, stale, unknown, failed; anything else
 // counts as failed) and its latency. Job names past WithMaxLocks are counted as
 // OtherLock. It is a map read and two atomic adds.
 func (c *Collector) ObserveJob(job, outcome string, latency time.Duration) {
