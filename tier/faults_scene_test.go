@@ -617,7 +617,7 @@ type killTask struct {
 // exitIfKillChild runs killChildMain and exits when the test binary was
 // started as TestFaultKill's child (TestMain calls it first).
 func exitIfKillChild() {
-	child.Dispatch(map[string]func() int{killRole: killChildMain, closeStormRole: closeStormMain})
+	child.Dispatch(map[string]func() int{killRole: killChildMain, closeStormRole: closeStormMain, stallRole: stallChildMain})
 }
 
 // killChildMain acquires the lock, prints "held <token>" and waits to be

@@ -186,30 +186,43 @@ func (g *txnGate) end() <-chan struct{} {
 }
 
 // judged is a hold's context: every question asked of it (Done, Err,
-// Value, and so context.Cause, a re-entry, Token, Txn) first judges the
-// ZooKeeper hold it rides on at that moment (zklock.Hold.Lost: the lease
-// on the monotonic clock), whose loss, found so, cancels the context with
-// its cause through the lock's loss handler before the answer is read. A
-// process resumed from a stop longer than its session runs its jobs'
-// timers and its lease's in no set order: a job asking its held context
-// first was told the hold stood, its Release nil, while another process
-// had held the lock for seconds. A context derived from it with a
-// cancellation of its own (WithTimeout) answers from its own state, which
-// the hold's loss cancels as soon as anything asks the hold.
+// Value, and so context.Cause, Token, Txn) first judges the ZooKeeper hold
+// it rides on at that moment (zklock.Hold.Err: the lease on the monotonic
+// clock), and a loss found so cancels it, with the loss as its cause,
+// before the answer is read. A process resumed from a stop longer than its
+// session runs its jobs' timers and its lease's in no set order: a job
+// asking its held context first was told the hold stood, its Release nil,
+// while another process had held the lock for seconds. The context is
+// cancelled here, not only by the lock's loss handler: the zklock hold
+// ends before its handler runs, and a question asked between the two
+// must not find the hold lost below and standing here. A context derived
+// from it with a cancellation of its own (WithTimeout) answers from its
+// own state, which the hold's loss cancels as soon as anything asks.
 type judged struct {
-	context.Context // the hold's own: context.WithCancelCause's
-	zk              interface{ Lost() <-chan struct{} }
+	context.Context                          // the hold's own: context.WithCancelCause's
+	cancel          context.CancelCauseFunc  // its cancel
+	zk              interface{ Err() error } // the ZooKeeper hold (or semaphore lease)
 }
 
 // heldContext returns the context of a hold carried under key as val,
 // with ctx's values and not its cancellation, judged by zh (see judged).
-func heldContext(ctx context.Context, key, val any, zh interface{ Lost() <-chan struct{} }) (context.Context, context.CancelCauseFunc) {
+func heldContext(ctx context.Context, key, val any, zh interface{ Err() error }) (context.Context, context.CancelCauseFunc) {
 	inner, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), key, val))
-	return &judged{Context: inner, zk: zh}, cancel
+	return &judged{Context: inner, cancel: cancel, zk: zh}, cancel
 }
 
-func (c *judged) Done() <-chan struct{} { c.zk.Lost(); return c.Context.Done() }
-func (c *judged) Err() error            { c.zk.Lost(); return c.Context.Err() }
+// judge judges the hold, once its context has not ended yet.
+func (c *judged) judge() {
+	if c.Context.Err() != nil {
+		return // ended: released, closed or lost, and told
+	}
+	if err := c.zk.Err(); err != nil && !closedByTier(err) {
+		c.cancel(fromZK(err)) // as the loss handler would (lossErr)
+	}
+}
+
+func (c *judged) Done() <-chan struct{} { c.judge(); return c.Context.Done() }
+func (c *judged) Err() error            { c.judge(); return c.Context.Err() }
 
 // Value judges for any key but a tier lock's own: those are the locks'
 // lookups of the hold (holdOf, at every re-entry and release), followed,
@@ -220,7 +233,7 @@ func (c *judged) Value(key any) any {
 	switch key.(type) {
 	case holdKey, rwKey, semKey, multiKey:
 	default:
-		c.zk.Lost()
+		c.judge()
 	}
 	return c.Context.Value(key)
 }

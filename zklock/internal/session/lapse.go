@@ -87,20 +87,26 @@ type lapsed struct {
 }
 
 // endLocked ends every hold of the session with ErrLeaseExpired: the
-// deadline passed. st.mu is held.
+// deadline passed. st.mu is held (and outage.mu taken inside it).
 func (le *Lease) endLocked() lapsed {
 	s := le.s
 	lap := lapsed{le: le, lost: s.st.takeHolds(ErrLeaseExpired), why: le.untoldWhy()}
 	if len(lap.lost) > 0 {
 		lap.stall, lap.stalled = le.lapsing()
 	}
+	if lap.stalled {
+		// Counted as the holds are taken, under st.mu: an outage of the
+		// same stall that begins as soon as st.mu is released (its
+		// disconnection found them taken) must count them already.
+		s.out.stallEnded(lap.stall, len(lap.lost))
+	}
 	trace.Lapsed(s.zc, len(lap.lost)) // under mu, as a release is decided (Member.Leave)
 	return lap
 }
 
 // tell tells the lapse: counted, the renewer woken, one line with the
-// holds it ended (and the stall it began with: the stall's outage counts
-// them too, outage.stallEnded), and each hold told lost, once.
+// holds it ended (and the stall it began with, whose outage counts them
+// too: endLocked), and each hold told lost, once.
 func (lap lapsed) tell() {
 	if len(lap.lost) == 0 {
 		return
@@ -114,9 +120,6 @@ func (lap lapsed) tell() {
 		msg += "; this process stalled (stopped, suspended or paused: its monotonic clock jumped) past the lease's deadline"
 	}
 	le.s.log.Warn(msg, append([]any{"holds_ended", len(lap.lost), "bound", le.reach()}, stalled...)...)
-	if lap.stalled {
-		le.s.out.stallEnded(lap.stall, len(lap.lost))
-	}
 	for _, h := range lap.lost {
 		if mutant.On(mutant.LossLate) {
 			time.Sleep(200 * time.Millisecond) // seeded bug: the holders are told late
