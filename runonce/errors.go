@@ -38,8 +38,9 @@ var (
 	ErrStale = fmt.Errorf("%w: stale tick", ErrSkipped)
 	// ErrTickUnknown reports a named tick (ClaimTick) that this instance
 	// cannot run because the job's record cannot tell whether another
-	// instance ran it: older than the runs the run node keeps, at or
-	// before the fire of a run without a tick, or fired late when the
+	// instance ran it: older than the runs the run node keeps, more than
+	// a window before the fire of a run without a tick (within a window
+	// of it, that run was its run: ErrAlreadyRan), or fired late when the
 	// job's last run had no tick or the job has no run node. It reports
 	// too a claim that a stall of this process cut past its lock timeout,
 	// when the record read after the stall cannot tell its tick: a claim

@@ -31,8 +31,9 @@ import (
 // run of it recorded) is skipped as stale, said once when this instance's
 // stale ticks begin and once when its ticks are on time again; one no
 // instance ran runs, late; one whose run the record cannot show (older
-// than the runs it keeps, at or before a run without a tick, or the job's
-// last run had no tick) is unknown, and told so. The server's clock dates
+// than the runs it keeps, more than a window before the last run's fire
+// when that run had no tick, or the job's last run had no tick) is
+// unknown, and told so; one within a window of that fire ran (its run). The server's clock dates
 // a tick only for a claim without one (Claim) and for RemoveJob.
 //
 // An attempt of a named tick whose record's last run had a name is
@@ -142,7 +143,7 @@ func (c *claimer) skipped(j *job, p *probe, d decision) error {
 		return c.tell.unknown(j, p, fmt.Sprintf("it fired %v late, and the job has no run node (it may be a tick of a job removed since)", p.lateBy.Round(time.Millisecond)))
 	}
 	named := d.basis == byNames
-	ran := last.RanTick(p.name, ms(p.window))
+	ran := last.RanTick(p.name, ms(p.window)) || nearNameless(last, p.name, ms(p.window))
 	if !named {
 		ran = c.ranSince(d, p)
 	}
@@ -156,6 +157,13 @@ func (c *claimer) skipped(j *job, p *probe, d decision) error {
 		return c.tell.unknown(j, p, fmt.Sprintf("it is not a window above the ticks the job's record has let go (up to %s: runs older than the last %d it keeps, the latest %s, or a run without a tick, which may have been this one's)", tickString(last.Floor), runrec.MaxRecent, tickString(last.Latest())))
 	}
 	return c.tell.unknown(j, p, fmt.Sprintf("it fired %v late (this process stopped or stalled, or its scheduler delayed it), and the job's last run has no tick", p.lateBy.Round(time.Millisecond)))
+}
+
+// nearNameless reports whether last's run, a run without a tick (its tick
+// is its fire, which is also the floor), fired within w of name: the
+// record holds that run's time, and a run so near the tick is its run.
+func nearNameless(last runrec.Last, name, w int64) bool {
+	return last.Tick != 0 && last.Tick == last.Floor && name > last.Tick-w && name < last.Tick+w
 }
 
 // ranSince reports whether d's record, whose last run has no name, shows
