@@ -79,7 +79,9 @@ type Request struct {
 
 // Call writes the request of opcode op with fields body on the session's
 // connection and waits for its answer, ctx's end (ctx.Err()) or the
-// connection's (ErrCallLost). A request written after another's bytes
+// connection's (ErrCallLost). On a new connection it waits, within ctx,
+// until go-zookeeper's credentials and setWatches are out (order.go);
+// ErrNotConnected when no connection has a session. A request written after another's bytes
 // are out (a Waiter's Sent) is answered after it, as go-zookeeper's are.
 // Under a chroot its paths are rewritten as go-zookeeper's are; the
 // answer's are not (no reply of an opcode the tap sends carries one).
@@ -99,9 +101,9 @@ func (t *Tap) Calls(ctx context.Context, reqs ...Request) ([]Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c := t.live.Load()
-	if c == nil {
-		return nil, ErrNotConnected
+	c, err := t.conn(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var f []byte
 	xids, ks := make([]int32, len(reqs)), make([]*call, len(reqs))

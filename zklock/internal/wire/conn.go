@@ -23,8 +23,9 @@ type tappedConn struct {
 	// response; go-zookeeper's connecting goroutine reads them before any
 	// other reader exists.
 	rep      replies
-	released bool // responses flow freely (see Read)
-	live     bool // the connect answer was read: the tap's Call may use it
+	released bool   // responses flow freely (see holdFirstReply)
+	shook    bool   // the connect answer was read (see Read)
+	order    *order // where the connection is in the order it keeps (order.go)
 
 	// The handshake (handshake.go), on the goroutine that writes the
 	// connect request and reads its answer: when the answer is due (zero:
@@ -70,33 +71,30 @@ const CloseGrace = time.Second
 // readBuffer is the size of a connection's read buffer.
 const readBuffer = 32 << 10
 
-// setWatchesWait bounds how long the first response after a connect is
-// held for setWatches (see Read): longer than go-zookeeper needs to send
-// it, short enough not to matter when it has no watches to send.
-const setWatchesWait = 250 * time.Millisecond
+// setWatchesWait bounds how long the first reply after a connect, and the
+// tap's own requests, wait for go-zookeeper's setWatches when the tap
+// thinks it holds watches (holdFirstReply, order.go): longer than
+// go-zookeeper needs to send it. A variable: the order's scene sets it
+// far longer, so that a wait it should not make cannot pass unseen.
+var setWatchesWait = 250 * time.Millisecond
 
 // Read passes the bytes on, noting the negotiated session timeout from the
-// connect response.
-//
-// It also works around a data race in go-zookeeper v1.0.4 (an unsynchronized
-// read of Conn.lastZxid when it re-arms watches on a new connection,
-// against the receive loop's write of it for every response; upstream PR
-// #35). The race detector sees the two ordered only if the response was
-// read after a write that follows the re-arming, so the first response on
-// a connection is held until go-zookeeper has written its setWatches
-// request (or, when it has no watches and so sends none, for at most
-// setWatchesWait). The write closes watchesOut, this Read receives from
-// it: that is the happens-before edge.
+// connect response, and from it the connection's order (order.go): the
+// connect answer is read here before go-zookeeper runs the session's
+// event callback, so a Call the callback leads to waits for the
+// credentials and setWatches.
 func (c *tappedConn) Read(b []byte) (int, error) {
-	if c.rep.shook && !c.released {
-		c.released = true
-		c.awaitSetWatches()
-	}
 	n, err := c.readFrames(b)
 	c.rep.read(b[:n], time.Now())
-	if !c.live && c.rep.shook {
-		c.live = true
-		c.tap.live.Store(c)
+	if !c.shook && c.rep.shook {
+		c.shook = true
+		t := c.tap
+		if c.rep.expired {
+			t.zkw.expired() // go-zookeeper's invalidateWatches
+		}
+		t.zkw.connected()
+		t.shaking.Store(c)
+		c.order.shake(int(t.creds.Load()), t.zkw.any())
 	}
 	if c.awaiting != nil {
 		c.handshakeRead(err)
@@ -137,7 +135,29 @@ func (c *tappedConn) buffered(b []byte) (int, error) {
 	return n, nil
 }
 
-// awaitSetWatches holds the first response after a connect (see Read).
+// holdFirstReply works around a data race in go-zookeeper v1.0.4 (an
+// unsynchronized read of Conn.lastZxid when it re-arms watches on a new
+// connection, against the receive loop's write of it for every response;
+// upstream PR #35). The race detector sees the two ordered only if the
+// response was read after a write that follows the re-arming, so the
+// first reply on a connection that writes lastZxid (a positive xid; not
+// an auth packet's, answered with zxid 0 and awaited by go-zookeeper
+// before its send loop starts) is held until go-zookeeper has written its
+// setWatches request, when it holds watches (zkwatches.go; when it has
+// none, it reads no lastZxid and sends none, and nothing is held), or for
+// at most setWatchesWait. The write closes watchesOut, this read receives
+// from it: that is the happens-before edge.
+func (c *tappedConn) holdFirstReply(xid int32) {
+	if c.released || xid < 0 || c.order.isAuth(xid) {
+		return
+	}
+	c.released = true
+	if c.order.holdsWatches() {
+		c.awaitSetWatches()
+	}
+}
+
+// awaitSetWatches holds the first response after a connect (see holdFirstReply).
 // The wait counts from the receive loop's first Read, not from the
 // handshake: go-zookeeper starts that loop only after the session's event
 // callback returned (authenticate's StateHasSession), and right before it
@@ -181,6 +201,7 @@ func (c *tappedConn) Close() error {
 	c.closeOnce.Do(func() { close(c.closed) })
 	c.fail(net.ErrClosed)
 	c.tap.live.CompareAndSwap(c, nil)
+	c.tap.shaking.CompareAndSwap(c, nil)
 	c.tap.calls.failOn(c)
 	return c.Conn.Close()
 }
@@ -217,8 +238,11 @@ func (c *tappedConn) Write(b []byte) (int, error) {
 	c.tap.began(b, start)
 	w := c.tap.take(b, start)
 	c.rep.wrote(b, start)
-	if !c.connectOut {
+	first := !c.connectOut
+	if first {
 		c.wroteConnect(b, start)
+	} else {
+		c.noteAsk(b) // before the bytes go out: their answers find them noted
 	}
 	if trace.Enabled { // the start the tap dates proofs by: the replay dates them too
 		trace.Wrote(c.tap, opcode(b), start, w.Key())
@@ -235,6 +259,9 @@ func (c *tappedConn) Write(b []byte) (int, error) {
 	}
 	if err := c.queue(out); err != nil {
 		return writeFailed(b, err) // the connection is closed (queue, send)
+	}
+	if !first {
+		c.order.wrote(opcode(b)) // after its bytes: the tap's own queue behind them
 	}
 	c.tap.wrote(w)
 	return len(b), nil

@@ -9,6 +9,10 @@
 // stream before go-zookeeper reads it (call.go: Call; multiread.go: the
 // locks' listings as one multiRead, which go-zookeeper v1.0.4 cannot
 // send); the socket still has one writer at a time (conn.go's queue).
+// Those requests keep the order every new connection keeps (order.go):
+// the connect answer, go-zookeeper's re-sent credentials answered, its
+// setWatches when it holds watches (zkwatches.go keeps its record of
+// them), then the tap's own.
 // Two things of the connection go-zookeeper v1.0.4
 // lacks are done here, where every request of the session passes: a
 // chroot (chroot.go, frames.go: request paths prefixed, reply and

@@ -86,10 +86,10 @@ func (c *tappedConn) readFrames(b []byte) (int, error) {
 }
 
 // nextFrame reads the head of the next frame for go-zookeeper (its
-// length and xid), and the whole frame if it is to be rewritten, and makes
-// it ready; a reply to the tap's own request on the way is read whole and
-// handed to its caller. A read that fails keeps what was read, and the
-// next one goes on from there.
+// length and xid), and as much more as the tap must see (readReply), and
+// makes it ready; a reply to the tap's own request on the way is read
+// whole and handed to its caller. A read that fails keeps what was read,
+// and the next one goes on from there.
 func (c *tappedConn) nextFrame() error {
 	x := c.frames
 	for {
@@ -97,39 +97,82 @@ func (c *tappedConn) nextFrame() error {
 			return err
 		}
 		size := 4 + int(binary.BigEndian.Uint32(x.frame))
-		whole, op, call := false, int32(0), false
 		if x.readFirst { // not the connect response
 			if err := c.fill(min(size, 8)); err != nil {
 				return err
 			}
-			call = isCallFrame(x.frame)
-			if !call && x.r != nil {
-				op, whole = x.opOf(x.frame)
+			if isCallFrame(x.frame) {
+				if err := c.fillWhole(size); err != nil {
+					return err
+				}
+				c.tap.calls.answer(x.frame)
+				x.frame = x.frame[:0]
+				continue
 			}
-		}
-		left := size - len(x.frame)
-		if whole || call {
-			if size > maxRewritten {
-				return fmt.Errorf("wire: a reply of %d bytes", size)
-			}
-			if err := c.fill(size); err != nil {
+			whole, err := c.readReply(size)
+			if err != nil {
 				return err
 			}
-			left = 0
-		}
-		if call {
-			c.tap.calls.answer(x.frame)
-			x.frame = x.frame[:0]
-			continue
-		}
-		if whole {
-			x.frame = x.r.response(x.frame, op)
+			if whole {
+				size = len(x.frame) // rewritten: shorter
+			}
 		}
 		x.readFirst = true
-		x.ready, x.left = x.frame, left
+		x.ready, x.left = x.frame, size-len(x.frame)
 		x.frame = x.frame[:0]
 		return nil
 	}
+}
+
+// readReply reads of go-zookeeper's reply frame of size bytes, whose
+// length and xid are read, what the tap must see before go-zookeeper
+// does: the whole frame when the chroot rewrites it or it is a watch
+// event (the record of go-zookeeper's watches), the reply header when it
+// answers an auth packet (the connection's order) or a request that sets
+// a watch; the rest passes as it comes. The first reply may be held
+// (holdFirstReply). whole: the frame was read whole.
+func (c *tappedConn) readReply(size int) (whole bool, err error) {
+	x := c.frames
+	xid := int32(binary.BigEndian.Uint32(x.frame[4:8]))
+	c.holdFirstReply(xid)
+	var op int32
+	rewrite := false
+	if x.r != nil {
+		op, rewrite = x.opOf(x.frame)
+	}
+	switch {
+	case rewrite || xid == opNotify:
+		if err := c.fillWhole(size); err != nil {
+			return false, err
+		}
+		whole = true
+		if rewrite {
+			x.frame = x.r.response(x.frame, op)
+		}
+		if typ, path, ok := eventFields(x.frame); ok && xid == opNotify {
+			c.tap.zkw.event(typ, path)
+		}
+	case c.order.isAuth(xid) || c.tap.zkw.asked(xid):
+		if err := c.fill(min(size, 20)); err != nil {
+			return false, err
+		}
+	}
+	if xid >= 0 && len(x.frame) >= 20 { // the reply header's error code
+		code := int32(binary.BigEndian.Uint32(x.frame[16:20]))
+		if c.order.answeredAuth(xid, code) {
+			c.tap.creds.Add(1)
+		}
+		c.tap.zkw.answered(xid, code)
+	}
+	return whole, nil
+}
+
+// fillWhole reads the whole frame of size bytes, bounded by maxRewritten.
+func (c *tappedConn) fillWhole(size int) error {
+	if size > maxRewritten {
+		return fmt.Errorf("wire: a reply of %d bytes", size)
+	}
+	return c.fill(size)
 }
 
 // opOf returns the opcode whose reply frame f (its length and xid at

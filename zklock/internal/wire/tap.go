@@ -60,8 +60,10 @@ type Tap struct {
 	// goroutine (see tappedConn.Write).
 	out atomic.Int32
 
-	dials     atomic.Int32                       // connections made; the first has no watches to re-arm
-	live      atomic.Pointer[tappedConn]         // the connection with a session, for Call; nil: none
+	live      atomic.Pointer[tappedConn]         // the connection whose order came to the tap's requests (order.go); nil: none
+	shaking   atomic.Pointer[tappedConn]         // the connection with a session on its way there; nil: none
+	creds     atomic.Int32                       // credentials go-zookeeper holds, and re-sends on each new connection (order.go)
+	zkw       zkWatches                          // the watches go-zookeeper holds (zkwatches.go)
 	calls     calls                              // Call's requests out (call.go)
 	dialErr   atomic.Pointer[error]              // the last dial's error, or its handshake's (handshake.go)
 	awaiting  atomic.Pointer[awaiting]           // the connection whose handshake is unanswered yet; nil: none (handshake.go)
@@ -384,8 +386,10 @@ func (t *Tap) Dialer() func(network, address string, timeout time.Duration) (net
 		tc.rep.tap = t
 		tc.wcond.L = &tc.wmu
 		tc.frames = newFrames(t.chroot)
-		// A client's first connection has no watches to re-arm.
-		tc.released = t.dials.Add(1) == 1
+		tc.order = newOrder(tc.closed, func() {
+			t.live.Store(tc)
+			t.shaking.CompareAndSwap(tc, nil)
+		})
 		return tc, nil
 	}
 }

@@ -180,6 +180,9 @@ type replies struct {
 	nhead int
 	left  int  // bytes of the current frame still to come
 	shook bool // the connect answer was read
+	// expired: the connect answer said the session expired (no session
+	// id): go-zookeeper drops its watches and dials again for a new one.
+	expired bool
 }
 
 // pending is a packet written: its xid (-2 a ping, -8 the watches
@@ -276,6 +279,7 @@ func (r *replies) readConnect(b []byte, now time.Time) []byte {
 	r.shook, r.nhead = true, 0
 	ms := int32(binary.BigEndian.Uint32(r.head[8:12]))
 	sid := int64(binary.BigEndian.Uint64(r.head[12:20]))
+	r.expired = sid == 0 // go-zookeeper's test (authenticate)
 	r.mu.Lock()
 	written := r.connect
 	r.mu.Unlock()

@@ -1,0 +1,154 @@
+package zklock_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// The order every new connection keeps: the connect answer, go-zookeeper's
+// re-sent credentials written and answered, its setWatches, then the
+// session's own requests (the tap's multiRead and setWatches). ZooKeeper
+// keeps authentication per connection: a request of the tap's written
+// ahead of the credentials is judged anonymous, and under a lock ACL that
+// keeps reads to the fleet's identity it is refused (zk.ErrNoAuth).
+
+// opSetAuth is go-zookeeper's auth packet's opcode.
+const opSetAuth = 100
+
+// digestOnlyACL keeps every permission, reads included, to the fleet's
+// identity: a fleet that keeps its locks to itself.
+func digestOnlyACL() []zk.ACL { return zk.DigestACL(zk.PermAll, fleetUser, fleetPassword) }
+
+// frameLog records the opcodes a session writes, connection by connection
+// (a new connection begins at each cut the test makes).
+type frameLog struct {
+	mu    sync.Mutex
+	conns [][]int32
+}
+
+func (f *frameLog) note(op int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.conns) > 0 {
+		f.conns[len(f.conns)-1] = append(f.conns[len(f.conns)-1], op)
+	}
+}
+
+func (f *frameLog) newConn() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.conns = append(f.conns, nil)
+}
+
+// outOfOrder names the first connection on which a request of the tap's
+// (a multiRead, or a setWatches after go-zookeeper's own) went before the
+// credentials' auth packet, or "" when none did.
+func (f *frameLog) outOfOrder() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, ops := range f.conns {
+		auth := slices.Index(ops, opSetAuth)
+		read := slices.Index(ops, zklock.OpMultiRead)
+		if read >= 0 && (auth < 0 || read < auth) {
+			return fmt.Sprintf("connection %d after the first cut wrote %v: a multiRead before the credentials", i+1, ops)
+		}
+	}
+	return ""
+}
+
+// cutConnection fails the session's next exists, and so its connection;
+// go-zookeeper dials again into the same session. It returns once a
+// request is answered on a new connection.
+func cutConnection(t *testing.T, s *zklock.Session, cut *atomic.Bool, log *frameLog) {
+	t.Helper()
+	log.newConn()
+	cut.Store(true)
+	_, _, _ = s.Conn().Exists("/") // fails, and the connection with it
+	eventually(t, 20*time.Second, "a request answered on a new connection", func() bool {
+		_, _, err := s.Conn().Exists("/")
+		return err == nil
+	})
+}
+
+// TestWaitersKeepTheirReadsAcrossReconnections: waiters under a lock ACL
+// that lets only the fleet read wait across several reconnections of their
+// session; each is granted in its turn, none fails with zk.ErrNoAuth, and
+// on each new connection the session's own reads went after the
+// credentials. Before the tap waited for the credentials, the waiters'
+// re-listings went out as soon as the connect answer was read (connect,
+// multiRead, auth): Acquire returned "zk: not authenticated".
+func TestWaitersKeepTheirReadsAcrossReconnections(t *testing.T) {
+	servers := zktest.Servers(t)
+	holder := connect(t, servers, zklock.WithDigestAuth(fleetUser, fleetPassword))
+	s := connect(t, servers, zklock.WithDigestAuth(fleetUser, fleetPassword))
+	root := aclRoot(t, holder, digestOnlyACL())
+	ctx := ctxT(t, 2*time.Minute)
+
+	const keys = 8
+	holds := make([]*zklock.Hold, keys)
+	waits := make([]<-chan acquired, keys)
+	for i := range keys {
+		path := fmt.Sprintf("%s/key-%d", root, i)
+		h, err := newLock(t, holder, path, zklock.WithACL(digestOnlyACL())).Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		holds[i] = h
+		waits[i] = goAcquire(ctx, newLock(t, s, path, zklock.WithACL(digestOnlyACL())))
+	}
+	eventually(t, 20*time.Second, "every waiter queued", func() bool {
+		for i := range keys {
+			if len(children(t, holder.Conn(), fmt.Sprintf("%s/key-%d", root, i))) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+
+	var cut atomic.Bool
+	log := &frameLog{}
+	zklock.SetWriteHook(s, func(op int32, _ []byte) error {
+		if op == zklock.OpExists && cut.CompareAndSwap(true, false) {
+			return errors.New("test: the connection is cut")
+		}
+		log.note(op)
+		return nil
+	})
+	defer zklock.SetWriteHook(s, nil)
+	for range 4 {
+		cutConnection(t, s, &cut, log)
+		time.Sleep(300 * time.Millisecond) // the waiters' re-listings go out
+		for i, w := range waits {
+			select {
+			case a := <-w:
+				t.Fatalf("key %d: the waiter returned while the key was held: %v", i, a.err)
+			default:
+			}
+		}
+	}
+	if bad := log.outOfOrder(); bad != "" {
+		t.Error(bad)
+	}
+	for i, h := range holds {
+		if err := h.Release(); err != nil {
+			t.Fatal(err)
+		}
+		a := <-waits[i]
+		if a.err != nil {
+			t.Fatalf("key %d: the waiter failed after %d reconnections: %v", i, 4, a.err)
+		}
+		if err := a.h.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
