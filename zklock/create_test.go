@@ -82,13 +82,30 @@ func TestAcquireHonoursContextDuringListing(t *testing.T) {
 // misses our node, and the acquisition lists again and takes the lock, its
 // token a listing's that found our node, not the early one's.
 func TestListingOvertakesItsCreate(t *testing.T) {
+	for _, try := range []bool{false, true} {
+		name := map[bool]string{false: "Acquire", true: "TryAcquire"}[try]
+		t.Run(name, func(t *testing.T) { listingOvertakesItsCreate(t, try) })
+	}
+}
+
+// listingOvertakesItsCreate is TestListingOvertakesItsCreate with Acquire,
+// or with TryAcquire of the free lock (try).
+func listingOvertakesItsCreate(t *testing.T, try bool) {
 	conn := rawConn(t, "")
 	s, err := zklock.NewSession(conn, nil, zklock.WithLogger(quietLog))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l := newLock(t, s, zktest.Path(t))
+	// The lock path exists: the listing that overtakes the create finds
+	// the queue without our node, not zk.ErrNoNode (on a path not made
+	// yet it failed, and the acquisition listed again for that reason,
+	// never reaching the line this test is named for).
+	p := zktest.Path(t)
+	if err := zkCreateAll(conn, p); err != nil {
+		t.Fatal(err)
+	}
+	l := newLock(t, s, p)
 	ctx := ctxT(t, 20*time.Second)
 
 	listed := make(chan struct{})
@@ -109,9 +126,18 @@ func TestListingOvertakesItsCreate(t *testing.T) {
 		case <-time.After(5 * time.Second): // the listing waited for the create
 		}
 	})()
-	h, err := l.Acquire(ctx)
+	var h *zklock.Hold
+	if try {
+		var ok bool
+		h, ok, err = l.TryAcquire(ctx)
+		if err == nil && !ok {
+			err = errors.New("the free lock found taken")
+		}
+	} else {
+		h, err = l.Acquire(ctx)
+	}
 	if err != nil {
-		t.Fatalf("Acquire with its listing ahead of its create: %v", err)
+		t.Fatalf("acquisition with its listing ahead of its create: %v", err)
 	}
 	defer h.Release()
 	if !overtook {

@@ -152,3 +152,55 @@ func TestWaitersKeepTheirReadsAcrossReconnections(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnWatchesSetJustBeforeTheirRead: the session's own watches go in a
+// setWatches written just before the multiRead that reads their nodes, in
+// the same write: a change between the read and the watch would go unseen
+// until the next event, were the watch set after the read.
+func TestOwnWatchesSetJustBeforeTheirRead(t *testing.T) {
+	s := connect(t, zktest.Servers(t))
+	ctx := ctxT(t, time.Minute)
+	base := zktest.Path(t)
+	if err := zkCreateAll(s.Conn(), base); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3
+	for i := range n {
+		if _, err := s.Conn().Create(fmt.Sprintf("%s/n-%d", base, i), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var ops []int32
+	zklock.SetWriteHook(s, func(op int32, _ []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		ops = append(ops, op)
+		return nil
+	})
+	defer zklock.SetWriteHook(s, nil)
+	queued, remove := holdSender(s, n, nil)
+	defer remove()
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, _, unwatch, err := zklock.WatchNode(ctx, s, fmt.Sprintf("%s/n-%d", base, i), func(zk.Event) {})
+			t.Cleanup(unwatch)
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !<-queued {
+		t.Fatalf("the %d reads did not queue together", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	set := slices.Index(ops, zklock.OpSetWatches)
+	if set < 0 || set+1 >= len(ops) || ops[set+1] != zklock.OpMultiRead || slices.Index(ops, zklock.OpMultiRead) < set {
+		t.Errorf("the session wrote %v: want its setWatches (%d) just before the multiRead (%d) that reads the watched nodes", ops, zklock.OpSetWatches, zklock.OpMultiRead)
+	}
+}
