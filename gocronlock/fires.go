@@ -34,13 +34,19 @@ import (
 // then it may be a queued fire whose time another Lock took, and it is
 // not run (runonce.ErrTickUnknown), so that no tick runs twice.
 
-// readAhead is how many of a job's scheduled times a Lock reads: gocron's
-// list (the job's queued fires and its next one) and, past its end, the
-// times it computes.
-const readAhead = 16
+// readAhead is how many of a job's scheduled times a Lock reads first:
+// gocron's list (the job's queued fires and its next one) and, past its
+// end, the times it computes; a read whose times have all come is read
+// again, twice as long, up to maxReadAhead (readTimes).
+const (
+	readAhead    = 16
+	maxReadAhead = 1024
+)
 
-// maxFired bounds the times a book keeps.
-const maxFired = 64
+// maxFired bounds the times a book keeps: a queue of fires longer than it
+// makes the book lose track of its first ones, and then a Lock it cannot
+// name is not taken for a RunNow (a backlog).
+const maxFired = maxReadAhead
 
 // fireKind is what a Lock of a job is, as its book tells.
 type fireKind int
@@ -77,31 +83,7 @@ type tickBook struct {
 // computes), and what the Lock is.
 func (b *tickBook) name(times []time.Time, now time.Time) (time.Time, fireKind) {
 	times = slices.DeleteFunc(times, time.Time.IsZero)
-	upcoming := time.Time{}
-	for _, t := range times {
-		if t.After(now) {
-			upcoming = t
-			break
-		}
-		b.add(t)
-	}
-	if len(times) == 0 {
-		// The fire's time may be the one gocron was about to fire.
-		if !b.next.IsZero() && !b.next.After(now) {
-			b.add(b.next)
-		}
-		b.next = time.Time{}
-	} else {
-		b.next = upcoming
-	}
-	pruned := false
-	if len(times) > 0 && !times[0].After(now) {
-		// gocron's first time has come: the times it no longer holds
-		// before it will not fire (or their fires were named already).
-		for len(b.fired) > 0 && b.fired[0].Before(times[0]) {
-			b.fired, pruned = b.fired[1:], true
-		}
-	}
+	pruned := b.see(times, now)
 	if len(b.fired) == 0 {
 		if len(times) == 0 || b.backlog {
 			return time.Time{}, fireUnnamed
@@ -121,18 +103,68 @@ func (b *tickBook) name(times []time.Time, now time.Time) (time.Time, fireKind) 
 	return t, fireDropped
 }
 
+// see keeps what a read of times at now shows: the times that came, and
+// the next to come (the one gocron was about to fire, when it lists
+// none). It reports whether it let go of times that came: those gocron
+// no longer lists before its first, which has come, or, past maxFired,
+// the earliest it kept.
+func (b *tickBook) see(times []time.Time, now time.Time) (pruned bool) {
+	upcoming := time.Time{}
+	for _, t := range times {
+		if t.After(now) {
+			upcoming = t
+			break
+		}
+		pruned = b.add(t) || pruned
+	}
+	if len(times) == 0 {
+		// The fire's time may be the one gocron was about to fire.
+		if !b.next.IsZero() && !b.next.After(now) {
+			pruned = b.add(b.next)
+		}
+		b.next = time.Time{}
+		return pruned
+	}
+	b.next = upcoming
+	if !times[0].After(now) {
+		// gocron's first time has come: the times it no longer holds
+		// before it will not fire (or their fires were named already).
+		for len(b.fired) > 0 && b.fired[0].Before(times[0]) {
+			b.fired, pruned = b.fired[1:], true
+		}
+	}
+	return pruned
+}
+
 // add keeps t, a time that came, unless a Lock was named by it or by a
-// later one.
-func (b *tickBook) add(t time.Time) {
+// later one; it reports whether it let go of the earliest kept, past
+// maxFired.
+func (b *tickBook) add(t time.Time) bool {
 	if !t.After(b.named) {
-		return
+		return false
 	}
 	i, found := slices.BinarySearchFunc(b.fired, t, time.Time.Compare)
 	if found {
-		return
+		return false
 	}
 	b.fired = slices.Insert(b.fired, i, t)
 	if len(b.fired) > maxFired {
 		b.fired = b.fired[len(b.fired)-maxFired:]
+		return true
+	}
+	return false
+}
+
+// readTimes returns j's scheduled times, read at now: as many as it takes
+// to reach one after now, up to maxReadAhead, so that a queue of fires
+// longer than readAhead is read whole.
+func readTimes(j interface {
+	NextRuns(int) ([]time.Time, error)
+}, now time.Time) ([]time.Time, error) {
+	for n := readAhead; ; n *= 2 {
+		times, err := j.NextRuns(n)
+		if err != nil || len(times) < n || times[len(times)-1].After(now) || n >= maxReadAhead {
+			return times, err
+		}
 	}
 }

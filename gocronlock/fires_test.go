@@ -100,3 +100,53 @@ func TestTickBookNames(t *testing.T) {
 		})
 	}
 }
+
+// nextRuns plays gocron's Job.NextRuns over list: its times, then every
+// period after the last.
+type nextRuns struct {
+	list   []time.Time
+	period time.Duration
+}
+
+func (n nextRuns) NextRuns(count int) ([]time.Time, error) {
+	if len(n.list) == 0 {
+		return nil, nil
+	}
+	out := append([]time.Time(nil), n.list[:min(count, len(n.list))]...)
+	for len(out) < count {
+		out = append(out, out[len(out)-1].Add(n.period))
+	}
+	return out, nil
+}
+
+// TestLongQueueNamed: 40 fires of a job queued behind a long job, more
+// than a first read holds: the first Lock reads them all, and each queued
+// fire is named by its own time, none taken for a RunNow, after gocron
+// dropped them.
+func TestLongQueueNamed(t *testing.T) {
+	const p = time.Second
+	t0 := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	var queued []time.Time
+	for i := range 41 {
+		queued = append(queued, t0.Add(time.Duration(i)*p))
+	}
+	now := t0.Add(40*p + 500*time.Millisecond) // the slot frees
+	future := []time.Time{t0.Add(41 * p)}
+	var b tickBook
+	times, err := readTimes(nextRuns{list: append(queued, future...), period: p}, now)
+	if err != nil || len(times) < 42 {
+		t.Fatalf("read %d times (%v), want the 41 queued and the next", len(times), err)
+	}
+	for i := range 41 {
+		if i > 0 {
+			times, _ = readTimes(nextRuns{list: future, period: p}, now) // gocron dropped the rest
+		}
+		tick, kind := b.name(times, now)
+		if !tick.Equal(queued[i]) || kind == fireRunNow || kind == fireUnnamed {
+			t.Fatalf("queued fire %d: tick %v, kind %d; want %v", i, tick, kind, queued[i])
+		}
+	}
+	if tick, kind := b.name(future, now.Add(10*time.Millisecond)); kind != fireUnnamed {
+		t.Errorf("a Lock after the queue, in its backlog: tick %v, kind %d; want it not run", tick, kind)
+	}
+}

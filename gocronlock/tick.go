@@ -96,14 +96,14 @@ func (l *Locker) fireOf(key string, now time.Time) fire {
 		l.unseen(key, attached)
 		return fire{kind: fireUnseen}
 	}
-	times, err := j.NextRuns(readAhead)
+	times, err := readTimes(j, now)
 	if err != nil {
 		// Removed: a job added again under its name is another job (issue
 		// 56, item 4: its ticks were claimed by the Lock's time).
 		if j, _ = l.jobs.find(key, now, true); j == nil {
 			return fire{kind: fireUnseen}
 		}
-		if times, err = j.NextRuns(readAhead); err != nil {
+		if times, err = readTimes(j, now); err != nil {
 			return fire{kind: fireUnseen}
 		}
 	}
