@@ -163,7 +163,7 @@ func (le *Lease) stop() {
 	stalled := le.stalledFor()
 	if at := le.lapsedAt.Swap(0); at != 0 {
 		le.s.log.Warn("session closed before it was confirmed with the leader again",
-			append([]any{"after", time.Since(mono.Time(at).Std()).Round(time.Millisecond), "bound", le.reach()}, stalled...)...)
+			append([]any{"after", mono.Now().Std().Sub(mono.Time(at).Std()).Round(time.Millisecond), "bound", le.reach()}, stalled...)...)
 	}
 }
 
@@ -174,7 +174,7 @@ func (le *Lease) confirmed(lapsed int64) {
 		return
 	}
 	le.s.log.Warn("session confirmed with the leader again: locks can be granted",
-		append([]any{"after", time.Since(mono.Time(lapsed).Std()).Round(time.Millisecond), "bound", le.reach()}, le.stalledFor()...)...)
+		append([]any{"after", mono.Now().Std().Sub(mono.Time(lapsed).Std()).Round(time.Millisecond), "bound", le.reach()}, le.stalledFor()...)...)
 }
 
 // Stats reports the lease's counters, as package zklock's LeaseStats
