@@ -81,7 +81,10 @@
 // lines, overload told as overload), logged with component=gocronlock,
 // the Locker warns of gocron's own trap (fleetcheck.go): jobs without
 // gocron.WithName share gocron's default name, their function's, and so
-// one key. runonce.WithObserver hears every Lock (lockmetrics.Collector.ObserveJob
+// one key; and of each Lock it names no tick for: a RunNow (Info), a job
+// it cannot find (Warn, once per job), a fire it does not run (Warn, once
+// until the job's fires are named again, and observed as unknown).
+// runonce.WithObserver hears every Lock (lockmetrics.Collector.ObserveJob
 // exports them); LastRun, and tierlock ls on the root, tell each job's
 // last run and who made it; RemoveJob deletes a retired job's nodes.
 // runonce.WithSpread spreads the runs over the fleet.
