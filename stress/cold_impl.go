@@ -36,9 +36,18 @@ type connClient struct {
 	once    sync.Once
 }
 
-// dialConn connects as go-zookeeper's users do and waits for the session.
+// dialConn connects as go-zookeeper's users do, and the drop-in's as
+// docs/interop.md tells them to (zkcompat.Connect in zk.Connect's place),
+// and waits for the session.
 func dialConn(ctx context.Context, servers []string, cfg coldConfig, compat bool) (*connClient, error) {
-	conn, events, err := zk.Connect(servers, cfg.SessionTimeout, zk.WithLogInfo(false), zk.WithLogger(quietLogger{}))
+	var conn *zk.Conn
+	var events <-chan zk.Event
+	var err error
+	if compat {
+		conn, events, err = zkcompat.Connect(servers, cfg.SessionTimeout, zk.WithLogInfo(false), zk.WithLogger(quietLogger{}))
+	} else {
+		conn, events, err = zk.Connect(servers, cfg.SessionTimeout, zk.WithLogInfo(false), zk.WithLogger(quietLogger{}))
+	}
 	if err != nil {
 		return nil, err
 	}

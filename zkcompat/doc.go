@@ -1,7 +1,9 @@
 // Package zkcompat is a drop-in for go-zookeeper's zk.Lock built on
 // tierlock's two tiers. Code that gives each goroutine its own zk.Lock
-// changes an import and a constructor:
+// changes an import, a constructor and its connect:
 //
+//	conn, _, err := zk.Connect(servers, 10*time.Second)                 // before
+//	conn, _, err := zkcompat.Connect(servers, 10*time.Second)           // after
 //	l := zk.NewLock(conn, "/locks/job-42", zk.WorldACL(zk.PermAll))      // before
 //	l := zkcompat.NewLock(conn, "/locks/job-42", zk.WorldACL(zk.PermAll)) // after
 //
@@ -16,9 +18,11 @@
 // [CloseConn], never for being idle. Idle, it keeps its lease with a few
 // syncs a session timeout (TestIdleSessionSyncsEveryIdlePeriod), so a Lock
 // after any quiet spell is granted on its create's answer, as zk.Lock's
-// is; only the first Lock on a connection waits for the first lease
-// (TestFirstLockWaitsForTheLease; TestLockAfterIdle times one after a
-// spell: see docs/interop.md).
+// is (TestLockAfterIdle times one after a spell: see docs/interop.md). So
+// is the first Lock on a connection of [Connect]'s, whose session sees
+// the connection's handshake (TestConnectFirstLockOnItsHandshake); on a
+// connection of zk.Connect's, the first Lock waits for the session's first
+// lease, 5/8 of the servers' tick (TestFirstLockWaitsForTheLease).
 //
 // Kept from zk.Lock, where callers depend on it: its errors. Wherever
 // zk.Lock returns one of go-zookeeper's error values, the drop-in returns

@@ -14,7 +14,7 @@ import (
 // Eight goroutines, each with its own handle as code written for zk.Lock
 // has it, take turns on one path; ZooKeeper sees one node of the process.
 func ExampleNewLock() {
-	conn, events, err := zk.Connect(zktest.Addrs(), 10*time.Second, zk.WithLogInfo(false))
+	conn, events, err := zkcompat.Connect(zktest.Addrs(), 10*time.Second, zk.WithLogInfo(false)) // was zk.Connect
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -37,7 +37,7 @@ func TestLockAfterIdle(t *testing.T) {
 		t.Fatalf("the server's tickTime %q: %v", conf["tickTime"], err)
 	}
 	pi := time.Duration(tick) * time.Millisecond * 5 / 8
-	c, g := connTo(t, zktest.Servers(t), 10*time.Second), connTo(t, zktest.Servers(t), 10*time.Second)
+	c, g := dropInConn(t, zktest.Servers(t), 10*time.Second), connTo(t, zktest.Servers(t), 10*time.Second) // each as its users connect
 	p := zktest.Path(t)
 	drop, gozk := zkcompat.NewLock(c, p+"-dropin", acl), zk.NewLock(g, p+"-zklock", acl)
 	timed := func(l interface{ Lock() error }, u interface{ Unlock() error }) time.Duration {

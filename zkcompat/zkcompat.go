@@ -317,6 +317,11 @@ func newConnEntry(conn *zk.Conn) (*connEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zkcompat: %w", err)
 	}
+	return adopt(conn, s), nil
+}
+
+// adopt makes the entry of conn's session s.
+func adopt(conn *zk.Conn, s *zklock.Session) *connEntry {
 	c := &connEntry{conn: conn, s: s, paths: map[string]*pathEntry{}}
 	// The caller's Close of conn ends the session (its Done): the entry
 	// goes with it, and holds nothing of conn's for the process's life.
@@ -329,7 +334,7 @@ func newConnEntry(conn *zk.Conn) (*connEntry, error) {
 		registry.mu.Unlock()
 		c.close()
 	}()
-	return c, nil
+	return c
 }
 
 // start makes conn's session, unless it has one, so that its lease is

@@ -108,6 +108,44 @@ func NewSession(conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*
 	return &Session{f: f}, nil
 }
 
+// Dial makes a session over a new connection and returns it as
+// zk.Connect returns a connection: at once, go-zookeeper connecting in the
+// background (requests made meanwhile wait for the session, or fail with
+// zk.ErrNoServer as zk.Connect's do), with go-zookeeper's event channel,
+// which the session does not read (six slots, dropped when full, as
+// zk.Connect's). It is for code that keeps a *zk.Conn of its own, the
+// drop-in's zkcompat.Connect: the session's Conn is that connection, the
+// caller's Close of it ends the session (waits end with ErrSessionClosed,
+// holds are told lost), and Session.Close leaves it open. Unlike
+// NewSession, the session dials through its own tap: it sees the
+// handshake, so a first lock on the connection waits for no chain of
+// proofs across the servers' tick, and its requests are pipelined.
+//
+// servers are read as Connect reads them (a chroot too, not checked:
+// Dial does not wait). zkOpts are go-zookeeper's options (zk.WithLogger,
+// zk.WithMaxBufferSize, ...), applied before the session's own dialer,
+// host provider and event callback, which they cannot replace.
+// WithDigestAuth is refused with ErrInvalidOption: add credentials with
+// the connection's AddAuth, as for zk.Connect's.
+func Dial(servers []string, zkOpts []func(*zk.Conn), opts ...SessionOption) (*Session, <-chan zk.Event, error) {
+	servers, chroot, err := parseServers(servers)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := buildConfig(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(cfg.Digests) > 0 {
+		return nil, nil, fmt.Errorf("%w: WithDigestAuth under Dial: add credentials with the connection's AddAuth", ErrInvalidOption)
+	}
+	f, events, err := session.DialConn(servers, chroot, cfg.Config, zkOpts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &Session{f: f}, events, nil
+}
+
 // dialedChroot returns the chroot in the address conn dials, if any.
 // go-zookeeper picks its first server a moment after zk.Connect returns:
 // NewSession waits for it, briefly.

@@ -32,12 +32,8 @@ func (st *sessionState) poll(events <-chan zk.Event) {
 	for {
 		select {
 		case <-quit:
-			// The caller closed the connection: the session is over for
-			// good, and every wait on it must end.
 			quit = nil
-			s.link.connGone.Store(true)
-			st.closeState()
-			s.life.cancel()
+			st.connClosed()
 		case ev, ok := <-events:
 			if !ok {
 				events = nil
@@ -78,4 +74,12 @@ func (st *sessionState) wakePoll() {
 	case st.active <- struct{}{}:
 	default:
 	}
+}
+
+// connClosed ends the floor whose connection its caller closed (Wrap,
+// DialConn): the session is over for good, and every wait on it must end.
+func (st *sessionState) connClosed() {
+	st.s.link.connGone.Store(true)
+	st.closeState()
+	st.s.life.cancel()
 }

@@ -123,12 +123,8 @@ func (s *Floor) probe(zc *zk.Conn) {
 		s.tickUnknown("TLS: the probe dials plaintext")
 		return
 	}
-	for s.State() != StateConnected {
-		select {
-		case <-s.st.changedChan():
-		case <-s.life.ctx.Done():
-			return
-		}
+	if !s.awaitConnected() {
+		return
 	}
 	ctx, cancel := context.WithTimeout(s.life.ctx, s.lease.Timeout())
 	defer cancel()
