@@ -2,6 +2,7 @@ package tier
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,9 +65,8 @@ func (l *Lock) Token(held context.Context) (int64, error) {
 		}
 		return 0, ErrNotHolder
 	}
-	if h.ctx.Err() != nil {
-		// Lost: a release or a Close takes the hold out of current first.
-		return 0, context.Cause(h.ctx)
+	if err := lostCause(h.ctx); err != nil {
+		return 0, err
 	}
 	return h.token, nil
 }
@@ -236,6 +236,19 @@ func (c *judged) Value(key any) any {
 		c.judge()
 	}
 	return c.Context.Value(key)
+}
+
+// lostCause judges the hold whose context is held and returns its loss
+// (wrapping ErrLockLost), or nil while it stands or ended otherwise (a
+// release or a Close, which the caller tells apart).
+func lostCause(held context.Context) error {
+	if held.Err() == nil {
+		return nil
+	}
+	if cause := context.Cause(held); errors.Is(cause, ErrLockLost) {
+		return cause
+	}
+	return nil
 }
 
 // told is ctx's error as told so far, not judged: a re-entry's look, which

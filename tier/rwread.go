@@ -264,23 +264,36 @@ func (rw *RWLock) dropRiderLocked() error {
 
 // Token returns the fencing token of the hold held carries: for a write
 // hold, the write node's (strictly increasing across writers of the path);
-// for a read hold, the node it rides on.
+// for a read hold, the node it rides on. A hold found lost as Token is
+// asked (judged then, as Lock.Token judges) returns 0 and the loss.
 func (rw *RWLock) Token(held context.Context) (int64, error) {
 	if err := rw.check(held); err != nil {
 		return 0, err
 	}
+	h, token, err := rw.token(held)
+	if err != nil {
+		return 0, err
+	}
+	if err := lostCause(h.ctx); err != nil { // judged outside mu: a loss found so is told through lossMu
+		return 0, err
+	}
+	return token, nil
+}
+
+// token returns the hold held carries and its token, under mu.
+func (rw *RWLock) token(held context.Context) (*rwHold, int64, error) {
 	_, read := held.Value(rwKey{rw, false}).(*rwHold)
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
 	if h := rw.holdOfLocked(held, !read); h != nil {
 		rw.lossMu.Lock()
 		defer rw.lossMu.Unlock()
-		return h.token, nil
+		return h, h.token, nil
 	}
 	if rw.life.isClosed() {
-		return 0, ErrClosed
+		return nil, 0, ErrClosed
 	}
-	return 0, ErrNotHolder
+	return nil, 0, ErrNotHolder
 }
 
 // HoldCount reports how many times the hold held carries (its read hold

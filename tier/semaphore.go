@@ -260,7 +260,9 @@ func (sem *Semaphore) Release(held context.Context) error {
 	return err
 }
 
-// Token returns the fencing token of the hold's first lease node.
+// Token returns the fencing token of the hold's first lease node. A hold
+// found lost as Token is asked (judged then, as Lock.Token judges) returns
+// 0 and the loss.
 func (sem *Semaphore) Token(held context.Context) (int64, error) {
 	if sem == nil {
 		return 0, errNil("Semaphore")
@@ -273,9 +275,13 @@ func (sem *Semaphore) Token(held context.Context) (int64, error) {
 		return 0, ErrNotHolder
 	}
 	sem.mu.Lock()
-	defer sem.mu.Unlock()
-	if h.done {
+	done := h.done
+	sem.mu.Unlock()
+	if done {
 		return 0, ErrNotHolder
+	}
+	if err := lostCause(h.ctx); err != nil { // judged outside mu
+		return 0, err
 	}
 	return h.lease.Token(), nil
 }

@@ -87,3 +87,60 @@ func TestStalledHoldLostToEveryQuestion(t *testing.T) {
 		})
 	}
 }
+
+// The recipes' holds are judged the same way: a write and a read hold of
+// an RWLock and a Semaphore's, asked their token first after the stop
+// (the clock jumped 15 s past a 2-s session), are told the loss, and so is
+// their Release. On the code before, each gave its token and Release
+// returned nil.
+func TestStalledRecipeHoldsLost(t *testing.T) {
+	servers := zktest.Servers(t)
+	type recipe struct {
+		token   func(context.Context) (int64, error)
+		release func(context.Context) error
+	}
+	for _, name := range []string{"write", "read", "semaphore"} {
+		t.Run(name, func(t *testing.T) {
+			s := connect(t, servers, zklock.WithSessionTimeout(2*time.Second), zklock.WithLogger(quietLog))
+			ctx := ctxT(t, 30*time.Second)
+			var r recipe
+			var held context.Context
+			var err error
+			switch name {
+			case "write", "read":
+				rw, err := tier.NewRWLock(s, zktest.Path(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rw.Close()
+				r = recipe{rw.Token, rw.Release}
+				if name == "write" {
+					held, err = rw.Lock(ctx)
+				} else {
+					held, err = rw.RLock(ctx)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			case "semaphore":
+				sem, err := tier.NewSemaphore(s, zktest.Path(t), 2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer sem.Close()
+				r = recipe{sem.Token, sem.Release}
+				if held, err = sem.Acquire(ctx, 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			back := mono.Jump(15 * time.Second)
+			defer back()
+			if _, err = r.token(held); !errors.Is(err, tier.ErrLockLost) || !errors.Is(err, zklock.ErrLeaseExpired) {
+				t.Errorf("Token after the stall: %v; want the lease's loss", err)
+			}
+			if err := r.release(held); !errors.Is(err, tier.ErrLockLost) {
+				t.Errorf("Release after the stall: %v; want ErrLockLost", err)
+			}
+		})
+	}
+}
