@@ -202,19 +202,7 @@ func checkRuns(t *testing.T, out, logs string, start, to time.Time) {
 // test's other steps a copy's claims can outlast their window (idle make
 // test run 106: two ticks of 40 ran nowhere), and the Locker says so.
 func runFaults(out, logs string, start, to time.Time) (faults, notes []string) {
-	runs := map[string]int{} // "job-3 12:00:01" -> runs
-	first := ""
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		m := ranTick.FindStringSubmatch(line)
-		if m == nil {
-			faults = append(faults, fmt.Sprintf("unexpected line %q", line))
-			continue
-		}
-		runs[m[1]+" "+m[2]]++
-		if first == "" || m[2] < first {
-			first = m[2]
-		}
-	}
+	runs, first, faults := parseRuns(out)
 	from := start.Truncate(time.Second).Add(time.Second)
 	for from.Format("15:04:05") != first && from.Before(start.Add(3*time.Second)) {
 		from = from.Add(time.Second)
@@ -247,6 +235,24 @@ func runFaults(out, logs string, start, to time.Time) (faults, notes []string) {
 	}
 	slices.Sort(faults)
 	return faults, append(notes, fmt.Sprintf("%d runs of 10 jobs; %d ticks checked", len(runs), ticks))
+}
+
+// parseRuns counts the runs in out by job and tick ("job-3 12:00:01"),
+// with the first tick run and a fault for each line not a run's.
+func parseRuns(out string) (runs map[string]int, first string, faults []string) {
+	runs = map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		m := ranTick.FindStringSubmatch(line)
+		if m == nil {
+			faults = append(faults, fmt.Sprintf("unexpected line %q", line))
+			continue
+		}
+		runs[m[1]+" "+m[2]]++
+		if first == "" || m[2] < first {
+			first = m[2]
+		}
+	}
+	return runs, first, faults
 }
 
 // TestRunFaultsRefuse seeds the README program's judge: a tick run twice
