@@ -21,4 +21,11 @@
 // write after it. Do runs the write inside the fence's critical section,
 // so that no write of a token can follow the admission of a higher one.
 // Keyed is a set of fences by key, one per resource.
+//
+// The holder's side: ask the hold for its token as the write is made, not
+// once at the start of the work. tier's Token judges the hold at that
+// moment (its lease, on the monotonic clock) and refuses a lost one, with
+// 0 and the loss: a process resumed from a stop past its session is told
+// so before it writes, even where no later holder has written yet, and a
+// 0 passed on regardless is refused here (ErrInvalidToken).
 package fence
