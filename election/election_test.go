@@ -146,6 +146,9 @@ func TestOneLeaderAtATime(t *testing.T) {
 // told (its held context done, the cause wrapping zklock.ErrLockLost)
 // before the follower leads, and an observer sees the follower take over.
 func TestFailoverOnExpiry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits out a session expiry, about 2 s")
+	}
 	servers := zktest.Servers(t)
 	px, err := faultproxy.New(servers[0])
 	if err != nil {

@@ -19,6 +19,9 @@ import (
 // chroot, nothing of it outside. Curator and kazoo are in separate fleets
 // (TestCuratorAndKazooConflict).
 func TestChrootFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs Curator's and kazoo's peers, about 10 s")
+	}
 	for _, peer := range []string{famCurator, famKazoo} {
 		t.Run(peer, func(t *testing.T) {
 			admin := zktest.Connect(t, zktest.Servers(t)).Conn()

@@ -13,6 +13,9 @@ import (
 // tierlock with each peer alone, so that a failure names its peer: a
 // strict and a hand-off tierlock process and the peer, 3 s on one path.
 func TestPairs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs Curator's and kazoo's peers, 3 s each, about 13 s")
+	}
 	for _, peer := range []member{
 		{famCurator, 4},
 		{famKazoo, 4},
@@ -30,6 +33,9 @@ func TestPairs(t *testing.T) {
 // path whatever tierlock does (TestCuratorAndKazooConflict): one fleet with
 // Curator, one with kazoo.
 func TestMixedFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs Curator's and kazoo's peers, about 9 s")
+	}
 	for _, peer := range []string{famCurator, famKazoo} {
 		t.Run(peer, func(t *testing.T) {
 			o := runFleet(t, 4*time.Second,
@@ -43,6 +49,9 @@ func TestMixedFleet(t *testing.T) {
 // A fleet migrating from zk.Lock to the drop-in: two processes still on
 // zk.Lock and two on zkcompat, each with one handle per goroutine.
 func TestDropInBesideZkLock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a fleet of four processes, about 3 s")
+	}
 	o := runFleet(t, 3*time.Second, member{famGozk, 4}, member{famZkcompat, 4}, member{famGozk, 4}, member{famZkcompat, 4})
 	requireExclusion(t, o)
 }
@@ -96,6 +105,9 @@ func TestKazooWithoutExtraPatterns(t *testing.T) {
 // (A fleet of both looping for 2 s showed it only when they happened to
 // interleave so; on a busy machine, 24 holds in one run never did.)
 func TestCuratorAndKazooConflict(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs Curator's and kazoo's peers, about 5 s")
+	}
 	servers := zktest.Servers(t)
 	path := zktest.Path(t)
 	ctx := zktest.Context(t, 2*time.Minute)

@@ -19,6 +19,9 @@ func startCurator(t *testing.T, ctx context.Context, servers []string, path stri
 // Curator's Revoker.attemptRevoke on a tierlock holder's node: the holder
 // is told through Revoked, and its held context stays live.
 func TestRevokeByCurator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs Curator's peer, about 5 s")
+	}
 	servers := zktest.Servers(t)
 	path := zktest.Path(t)
 	ctx := zktest.Context(t, time.Minute)

@@ -19,6 +19,9 @@ import (
 // told and counted lost, for ever), and say once that the hosts' clocks
 // differ by more than the record keeps.
 func TestHostClockFarBehind(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: ticks of two hosts' clocks far apart, about 4 s")
+	}
 	root := zktest.Path(t)
 	const w, period, behind = 100 * time.Millisecond, 300 * time.Millisecond, 10
 	sa, logs := logged(t, zktest.Servers(t))

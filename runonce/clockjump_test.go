@@ -18,6 +18,9 @@ import (
 // (since_last_run=-29.9s). A negative age is a clock jump: the instance
 // writes, runs the ticks, and says so once.
 func TestLocalSkipAfterAClockJump(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: ticks across a clock jump, about 3 s")
+	}
 	var logs zktest.SyncBuffer
 	s := zktest.Connect(t, zktest.Servers(t), zklock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	const w, p = 100 * time.Millisecond, 300 * time.Millisecond

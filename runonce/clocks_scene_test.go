@@ -85,6 +85,9 @@ func warm(t *testing.T, servers []string) {
 // T, 2 s apart, were two ticks, and a's attempts of the ticks before b's
 // first said already_ran.
 func TestHostClockAhead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: ticks of two hosts' clocks 2 s apart, about 7 s")
+	}
 	root := zktest.Path(t)
 	const w, period = 200 * time.Millisecond, 500 * time.Millisecond
 	const ahead = 4 // periods: 2 s

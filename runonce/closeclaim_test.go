@@ -62,6 +62,9 @@ const stormWindow = 50 * time.Millisecond
 // after round, with a second instance claiming the same tick after it:
 // the tick runs on one of the two, never on neither.
 func TestCloseClaimTickStorm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a storm of rounds, about 11 s")
+	}
 	ctx := zktest.Context(t, 90*time.Second)
 	sa, sb := zktest.Connect(t, zktest.Servers(t)), zktest.Connect(t, zktest.Servers(t))
 	lost := 0

@@ -20,6 +20,9 @@ import (
 // ordinary skip: no attempt fails, nothing is warned, and each tick runs
 // once.
 func TestSimultaneousTimers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: nine ticks of eight instances, about 4 s")
+	}
 	for _, spread := range []bool{true, false} {
 		t.Run(fmt.Sprint("spread=", spread), func(t *testing.T) {
 			root := zktest.Path(t)

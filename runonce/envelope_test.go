@@ -35,6 +35,9 @@ func ticks(t *testing.T, ls []*runonce.Runner, offs []time.Duration, p time.Dura
 // ticks run more than once), a window longer than the period allows
 // (ticks late or lost).
 func TestOutsideEnvelopeWarned(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: fleets of timers against their windows, about 9 s")
+	}
 	defer runonce.NeverOverloaded()()
 	servers := zktest.Servers(t)
 	const p = 300 * time.Millisecond
@@ -156,6 +159,9 @@ func TestObserverAndLastRun(t *testing.T) {
 // of 20, in runs without a double). Only the ticks this instance saw
 // count: no job is told.
 func TestStallNotTakenForDoubles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: six ticks of a stalled instance, about 7 s")
+	}
 	defer runonce.NeverOverloaded()()
 	root := zktest.Path(t)
 	// b attempts 100 ms after a, within W = 300 ms: 200 ms for the load

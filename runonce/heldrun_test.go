@@ -23,6 +23,9 @@ import (
 // then ran it: cronlock's fleet with an instance 2 s behind told 78 ticks
 // lost that ran.
 func TestHeldTickRunAfterTheLockFrees(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: ticks of a job held across them, about 4 s")
+	}
 	pair := twoInstances(t)
 	a, b, logs := pair.a, pair.b, pair.logs
 	ctx := zktest.Context(t, 20*time.Second)
@@ -68,6 +71,9 @@ func TestHeldTickRunAfterTheLockFrees(t *testing.T) {
 // claim of t+2, saying that the tick it could not run ran after: on the
 // code before, its line counted it lost ("ticks_lost=1").
 func TestHeldTickRunAfter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: ticks of a job held across them, about 3 s")
+	}
 	pair := twoInstances(t)
 	a, b, logs := pair.a, pair.b, pair.logs
 	ctx := zktest.Context(t, 20*time.Second)
@@ -106,6 +112,9 @@ func TestHeldTickRunAfter(t *testing.T) {
 // the tick unknown (a may run it), never lost. The margins, about 200 ms
 // each side of a's write, are what a busy machine's scheduling may take.
 func TestSlowClaimAwaited(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: claims through 400-ms links, about 12 s")
+	}
 	for _, c := range []struct {
 		name     string
 		bTimeout time.Duration
@@ -175,6 +184,9 @@ func TestSlowClaimAwaited(t *testing.T) {
 // ran): cronlock's fleet with ZooKeeper's clock 2 s behind told 20 ticks
 // held that ran, a stopped holder's late run holding the lock again.
 func TestHeldByTheNextRunKeepsTheEpisode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: ticks of a job held across them, about 3 s")
+	}
 	pair := twoInstances(t)
 	a, b, logs := pair.a, pair.b, pair.logs
 	ctx := zktest.Context(t, 20*time.Second)
@@ -225,6 +237,9 @@ func TestHeldByTheNextRunKeepsTheEpisode(t *testing.T) {
 // ("ticks_lost=3 ticks_run_after=8"): cronlock's mixed fleet told 50 ticks
 // held that a stopped instance ran late.
 func TestHeldEpisodeOutlastsTheRecord(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: eleven held ticks, about 5 s")
+	}
 	root := zktest.Path(t)
 	logs := new(zktest.SyncBuffer)
 	win := runonce.WithWindow(100 * time.Millisecond)

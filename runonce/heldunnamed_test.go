@@ -42,6 +42,9 @@ func namelessLast(t *testing.T, pair instances) (*runonce.Claim, time.Time) {
 // ErrTickUnknown, before the fix). The truth is held: b says so at once,
 // and tells the tick lost to the lock.
 func TestHeldByARunWithoutATick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: ticks of a job held across them, about 2 s")
+	}
 	pair := twoInstances(t)
 	held, next := namelessLast(t, pair)
 	defer held.Release()
@@ -63,6 +66,9 @@ func TestHeldByARunWithoutATick(t *testing.T) {
 // last run, but it took the lock after the tick, so it may be a claim of
 // it: b waits for its write, and skips the tick a ran.
 func TestClaimAfterARunWithoutATick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits out a claim's window, about 3 s")
+	}
 	pair := twoInstances(t)
 	a, b := pair.a, pair.b
 	held, next := namelessLast(t, pair)

@@ -22,6 +22,9 @@ import (
 // and c says it once, naming the holder, when the episode begins and once
 // when it ends.
 func TestLostTicksTold(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: five ticks of a held job, about 2 s")
+	}
 	root := zktest.Path(t)
 	const w, p = 100 * time.Millisecond, 300 * time.Millisecond
 	var mu sync.Mutex

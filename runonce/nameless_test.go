@@ -21,6 +21,9 @@ import (
 // the nameless run may have been its run, and the record cannot tell. An
 // older writer is told once, naming it.
 func TestNamelessRunKeepsItsTick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: ticks of a 1-s job, about 10 s")
+	}
 	for _, c := range []struct {
 		name     string
 		nameless func(t *testing.T, b *runonce.Runner, runPath string)

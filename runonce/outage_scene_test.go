@@ -76,6 +76,9 @@ func TestOutageLogsTwoLines(t *testing.T) {
 // outage. The Runner logged "ZooKeeper unreachable" and "reachable again"
 // at each turn: 20 lines for 20 Locks.
 func TestSlowLocksAreNoOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: ten claims past their lock timeout, about 7 s")
+	}
 	s, logs := logged(t, zktest.Servers(t))
 	l, err := runonce.New(s, zktest.Path(t), runonce.WithWindow(time.Millisecond),
 		runonce.WithLockTimeout(400*time.Millisecond))

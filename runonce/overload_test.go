@@ -18,6 +18,9 @@ import (
 // on one: x measures its own Locks late, and says overload, with what to
 // change, once for the job and once in all.
 func TestOverloadToldAsOverload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: ticks of an overloaded fleet, about 4 s")
+	}
 	root := zktest.Path(t)
 	const w, p = 200 * time.Millisecond, 500 * time.Millisecond
 	sx, logs := logged(t, zktest.Servers(t))
@@ -68,6 +71,9 @@ func TestOverloadToldAsOverload(t *testing.T) {
 // window (25 ms) a loaded make test's claims, at 19-23 ms when it ended,
 // kept the overload on past the wait (1 of 4 beside three busy loops).
 func TestOverloadEnds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: an overload and its 2-s settling time, about 3 s")
+	}
 	defer runonce.SetOverloadSettle(2 * time.Second)()
 	s, logs := logged(t, zktest.Servers(t))
 	const window = time.Second

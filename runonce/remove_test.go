@@ -13,6 +13,9 @@ import (
 // TestRemoveJob: a retired job's run node goes, and with it the job's
 // node; a job held elsewhere is refused.
 func TestRemoveJob(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits out a job's window and lock, about 3 s")
+	}
 	root := zktest.Path(t)
 	a, s := newRunner(t, root)
 	b, _ := newRunner(t, root)

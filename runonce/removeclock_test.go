@@ -74,6 +74,9 @@ func removeAfterRelease(ctx context.Context, r *Runner, job string) error {
 // (a's 1 s): it deleted the run node while b still decided, b found none,
 // took the tick as a first run, and ran it again; RemoveJob returned nil.
 func TestRemoveWithALongerTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a claim stalled through a proxy, about 2 s")
+	}
 	root := zktest.Path(t)
 	p, err := faultproxy.New(zktest.Servers(t)[0])
 	if err != nil {
@@ -122,6 +125,9 @@ func TestRemoveWithALongerTimeout(t *testing.T) {
 // came after the cleanup's delete, found no node, and the tick ran again.
 // A claim older than its own lock timeout is refused.
 func TestRemoveMeetsAStalledClaim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a claim stalled past its lock timeout, about 4 s")
+	}
 	root := zktest.Path(t)
 	a := testRunner(t, zktest.Servers(t), root)
 	b := testRunner(t, zktest.Servers(t), root)
@@ -155,6 +161,9 @@ func TestRemoveMeetsAStalledClaim(t *testing.T) {
 // nil. An attempt cut by the delete is a conflict: read again, decided
 // afresh.
 func TestRemoveCutsAnAttempt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: ticks and a RemoveJob between them, about 7 s")
+	}
 	root := zktest.Path(t)
 	const w = 200 * time.Millisecond
 	a := testRunner(t, zktest.Servers(t), root, WithWindow(w))

@@ -18,6 +18,9 @@ import (
 // until its ctx ended (for ever under context.Background); it now says
 // the job is still scheduled (ErrJobActive) and leaves the run node.
 func TestRemoveJobMeetsARunAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a run and a RemoveJob, about 2 s")
+	}
 	root := zktest.Path(t)
 	// A lock timeout of a second, not 200 ms: it bounds each claim's
 	// requests, and b's first run, which makes the job's nodes, met 200 ms
@@ -84,6 +87,9 @@ func lockGone(t *testing.T, r *Runner, key string) {
 // under context.Background); a lock node of another instance is an
 // instance still scheduling the job: ErrJobActive at once.
 func TestRemoveJobMeetsARunBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a 3-s run met by RemoveJob, about 5 s")
+	}
 	root := zktest.Path(t)
 	opts := []Option{WithWindow(50 * time.Millisecond)}
 	a, err := New(zktest.Connect(t, zktest.Servers(t)), root, opts...)

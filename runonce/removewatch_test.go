@@ -162,6 +162,9 @@ func TestRemoveJobWatches(t *testing.T) {
 // TestRemoveJobLeavesNothing: every job removed left its entry and its
 // zklock.Lock in the Runner for ever (200 of 200).
 func TestRemoveJobLeavesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 200 jobs added and removed, about 5 s")
+	}
 	r, _ := newRunner(t, zktest.Path(t), runonce.WithWindow(time.Millisecond), runonce.WithLockTimeout(2*time.Second))
 	ctx := zktest.Context(t, 60*time.Second)
 	const n = 200

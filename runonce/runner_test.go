@@ -26,6 +26,9 @@ import (
 // 300 ms apart, within a window of 1 s, ticks 2 s apart (beyond it), a
 // lock timeout of 5 s, and the run's time within the window of its tick.
 func TestDoOncePerTick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: ticks of three instances, about 5 s")
+	}
 	root := zktest.Path(t)
 	const window, period = time.Second, 2 * time.Second
 	offsets := []time.Duration{0, 300 * time.Millisecond, 600 * time.Millisecond}
@@ -113,6 +116,9 @@ func TestClaimHeldSkips(t *testing.T) {
 // TestDoReturnsAndReleases: Do returns fn's error, releases the claim
 // when fn returns or panics, and does not call fn on a skip.
 func TestDoReturnsAndReleases(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits out its window, about 2 s")
+	}
 	// The second Do must fall in the first one's tick: within a window of
 	// it on the server's clock. 50 ms was not enough on a loaded machine
 	// (CI: the second write counted as the next tick's, answered too late
@@ -219,6 +225,9 @@ func TestObserverEvents(t *testing.T) {
 // (timers further apart than the window) ends with the scheduler's way to
 // a common boundary, as the adapter words it (WithBoundaryHint).
 func TestBoundaryHint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: eight ticks of a 300-ms job, about 2 s")
+	}
 	defer runonce.NeverOverloaded()()
 	root := zktest.Path(t)
 	s, logs := logged(t, zktest.Servers(t))

@@ -42,6 +42,9 @@ func spreadTick(ctx context.Context, t *testing.T, job string, ls map[string]*ru
 // does not come is lost, and that one only; when it comes back, the runs
 // spread again, each tick once.
 func TestSpreadAfterALeave(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: ticks of a fleet with a leave, about 4 s")
+	}
 	root := zktest.Path(t)
 	const w = 150 * time.Millisecond
 	ls := map[string]*runonce.Runner{}

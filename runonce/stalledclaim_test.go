@@ -71,6 +71,9 @@ func stalledClaim(t *testing.T, ctx context.Context, b *Runner, heard func() []O
 // (failed: this instance could not), or, for a claim without a tick, which
 // the record's runs since cannot be compared with, unknown.
 func TestStalledClaimToldByTheRecord(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a claim stalled past its lock timeout, about 6 s")
+	}
 	root := zktest.Path(t)
 	ctx := zktest.Context(t, 60*time.Second)
 	a := testRunner(t, zktest.Servers(t), root)

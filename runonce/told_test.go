@@ -41,6 +41,9 @@ func TestHeldNamesTheHolder(t *testing.T) {
 // Runner ("runs_skipped=N"), no line naming the jobs that lost them. The
 // end of an outage names each job and the ticks it cost.
 func TestOutageNamesTheJobs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: an outage through a proxy, about 10 s")
+	}
 	p, err := faultproxy.New(zktest.Servers(t)[0])
 	if err != nil {
 		t.Fatal(err)

@@ -97,6 +97,9 @@ func mixedRun(t *testing.T, mode, param string, d, hold time.Duration,
 // RWLocks (2 sessions x 3 goroutines, 80% reads) on one path: no writer
 // overlaps anyone, readers share.
 func TestRWCurator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs Curator's peer, about 6 s")
+	}
 	recs := mixedRun(t, "rwloop", "800", 3*time.Second, 500*time.Microsecond, func(ctx context.Context, s *zklock.Session, id string, emit func(string)) int {
 		path, who, _ := strings.Cut(id, "|")
 		rw := newRW(t, s, path)
@@ -141,6 +144,9 @@ func TestRWCurator(t *testing.T) {
 // Curator's InterProcessSemaphoreV2 (4 threads) and tierlock Semaphores
 // (2 sessions x 3 goroutines) share 3 leases: never more than 3 in use.
 func TestSemCurator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs Curator's peer, about 7 s")
+	}
 	const n = 3
 	const semHold = 20 * time.Millisecond
 	recs := mixedRun(t, "semloop", strconv.Itoa(n), 3*time.Second, semHold, func(ctx context.Context, s *zklock.Session, id string, emit func(string)) int {

@@ -454,6 +454,9 @@ func TestFaultLeader(t *testing.T) {
 // the next holder's token is greater, and once the traffic flows again the
 // session learns of the expiry, starts a new one, and its workers go on.
 func TestFaultExpire(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a fault scene, about 4 s")
+	}
 	servers := zktest.Servers(t)
 	px, err := faultproxy.New(servers[0])
 	if err != nil {
@@ -510,6 +513,9 @@ func createSize(path string) int {
 // between a create and its reply: every lost hold is noticed (no overlap),
 // no node is orphaned, and the work resumes.
 func TestFaultDrop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a fault scene, about 7 s")
+	}
 	servers := zktest.Servers(t)
 	path := zktest.Path(t)
 	const n = 3
@@ -656,6 +662,9 @@ func killChildMain() int {
 // with it, and the session waiting next acquires within that timeout plus
 // a small bound, with a greater token.
 func TestFaultKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: kills a child process holding a lock, about 2 s")
+	}
 	servers := zktest.Servers(t)
 	path := zktest.Path(t)
 	const childTimeout = 2 * time.Second

@@ -227,6 +227,9 @@ func TestTryAcquireGateBusy(t *testing.T) {
 // Session expiry cancels every held context; the lock works again once the
 // client has a new session.
 func TestExpiryCancelsHeldContext(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits out a session expiry, about 3 s")
+	}
 	servers := zktest.Servers(t)
 	px, err := faultproxy.New(servers[0])
 	if err != nil {

@@ -105,6 +105,9 @@ func settledGoroutines(t testing.TB, atMost int) int {
 // lease under load drops is logged); once released, no goroutine,
 // no lock node and no registry entry per idle key.
 func TestManyKeysBounds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 1,000 keys held at once, about 11 s")
+	}
 	const n = 1000
 	root := zktest.Path(t)
 	s := connect(t, zktest.Servers(t))

@@ -226,6 +226,9 @@ func TestMultiLockMultiProcess(t *testing.T) {
 // in path order, deadlock across processes: the deadlock check of
 // TestMultiLockMultiProcess can fail, and the sort is what passes it.
 func TestMultiLockMultiProcessUnorderedDeadlocks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: child processes in deadlocking rounds, about 3 s")
+	}
 	failures := runMultiLockProcs(t, 2, twoPathsTask(t, true))
 	for _, f := range failures {
 		if strings.Contains(f, deadlockMsg) {

@@ -245,6 +245,9 @@ func TestMultiLockLossWhileAcquiring(t *testing.T) {
 // when that one is lost (a held context has its parent's values but not its
 // cancellation).
 func TestMultiLockMemberLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits out a member's loss, about 2 s")
+	}
 	servers := zktest.Servers(t)
 	s, o := connect(t, servers), connect(t, servers)
 	t.Run("whole", func(t *testing.T) {
@@ -476,6 +479,9 @@ func oppositeOrders(t *testing.T, shared, unordered bool, rounds int) int {
 // and on one shared pair of locks, never deadlock: the multi-lock takes
 // both in path order.
 func TestMultiLockOppositeOrders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: rounds in opposite orders, about 4 s")
+	}
 	for _, shared := range []bool{false, true} {
 		name := map[bool]string{false: "sessions", true: "shared"}[shared]
 		t.Run(name, func(t *testing.T) {
@@ -489,6 +495,9 @@ func TestMultiLockOppositeOrders(t *testing.T) {
 // The same rounds with the members taken in the order given deadlock: the
 // check above can fail, and the sort is what passes it.
 func TestMultiLockUnorderedDeadlocks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: rounds until a deadlock, about 6 s")
+	}
 	if n := oppositeOrders(t, false, true, 2); n == 0 {
 		t.Fatal("no round deadlocked with the members in the given order")
 	}

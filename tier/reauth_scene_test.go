@@ -23,6 +23,9 @@ import (
 // change, panicked the process (the connection's order: zklock's
 // internal/wire, order.go).
 func TestLockerWaitsAcrossReconnectionsUnderADigestACL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: reconnections under a digest ACL, about 6 s")
+	}
 	servers := zktest.Servers(t)
 	px, err := faultproxy.New(servers[0])
 	if err != nil {

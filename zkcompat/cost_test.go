@@ -118,6 +118,9 @@ func TestNoRefusedMulti(t *testing.T) {
 // The 16-path shape is counted and logged too; its time is the
 // benchmark's.
 func TestRequestsBesideZkLock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: alternated rounds beside zk.Lock, about 3 s")
+	}
 	for _, sh := range costShape {
 		t.Run(sh.name, func(t *testing.T) {
 			var reqs [2]int64

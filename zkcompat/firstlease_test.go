@@ -100,6 +100,9 @@ func TestFirstLockSendsOnlyTheChain(t *testing.T) {
 // 2-3 ms later, twice the cost (24 syncs in 12 idle seconds with T = 4 s,
 // where idleEvery is 958 ms). No two idle syncs closer than T/32.
 func TestIdleSessionSyncsEveryIdlePeriod(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: idle periods of a quiet session, about 13 s")
+	}
 	const timeout, quiet = 4 * time.Second, 12 * time.Second // tapped's timeout
 	c, w := tapped(t)
 	l := zkcompat.NewLock(c, zktest.Path(t), zk.WorldACL(zk.PermAll))

@@ -26,6 +26,9 @@ import (
 // client cannot tell a container by its Stat, whose ephemeralOwner the
 // server shows as 0: only its deletion shows it.)
 func TestLockPathKeptAsZkLockKeepsIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a private ensemble, about 2 s")
+	}
 	zc := zktest.Ensemble(t, 1, zkserver.WithContainerCheck(time.Second))
 	admin := connTo(t, zc.Addrs(), 4*time.Second)
 	root := zktest.Path(t)

@@ -79,6 +79,9 @@ type outcome struct {
 // one address and for two, all without a server. A cancelled context ends
 // the drop-in's wait too.
 func TestLockNoServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits out go-zookeeper's tries of every server, about 6 s")
+	}
 	for _, n := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%d-servers", n), func(t *testing.T) {
 			var addrs []string

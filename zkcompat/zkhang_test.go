@@ -244,6 +244,9 @@ func unblock(t *testing.T, c *zk.Conn, ended <-chan struct{}, d time.Duration) {
 // ready), so the test tries until the loop blocks: at most 12 attempts,
 // each blocking half the time.
 func TestGoZookeeperLoopBlocksAtFlushRequestsAfterClose(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a go-zookeeper hang shown on a silent server, about 3 s")
+	}
 	const attempts = 12
 	for i := 1; i <= attempts; i++ {
 		if requestAfterClose(t, i) {
@@ -562,6 +565,9 @@ func dropInAcrossClose(t *testing.T, attempt int) (blocked bool) {
 // back, a request waits until Close, Close returns, the events channel is
 // never closed.
 func TestGoZookeeperLoopBlocksAtFlushRequestsOnReauth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a go-zookeeper hang shown on reconnections, about 8 s")
+	}
 	tp := &hangTap{}
 	c, ended := hangConnect(t, tp)
 	defer func() {
@@ -668,6 +674,9 @@ func TestGoZookeeperLoopBlocksAtFlushRequestsOnReauth(t *testing.T) {
 // its idle syncs (every T/4 = 1 s at most here), so the caller's Close
 // that follows meets no request of the drop-in's.
 func TestNoDropInRequestAfterCloseConn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: idle periods after CloseConn, about 3 s")
+	}
 	c, w := tapped(t)
 	p := zktest.Path(t)
 	idle := zkcompat.NewLock(c, p+"/idle", acl)

@@ -212,6 +212,9 @@ func TestDigestAuthBeforeFirstRequest(t *testing.T) {
 // and deletes under the fleet's ACL: go-zookeeper re-sends the credentials
 // before anything else on the new connection.
 func TestDigestAuthSurvivesReconnect(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a drop and a reconnection, about 4 s")
+	}
 	servers := zktest.Servers(t)
 	p := proxyTo(t, servers[0])
 	s := connect(t, []string{p.Addr()}, zklock.WithDigestAuth(fleetUser, fleetPassword))

@@ -19,6 +19,9 @@ import (
 // A Connect to a port where no server listens, with a context that has no
 // deadline, fails within ConnectTimeout and says why: the dial error.
 func TestConnectNoServerFailsFast(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits out the connect timeout, about 10 s")
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +118,9 @@ func TestNewSessionEndsWhenConnClosed(t *testing.T) {
 // server's answer (or a ping fails): the connection's goroutines stayed
 // until the next ping, a third of the session timeout later.
 func TestCloseRightAfterReconnect(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a drop and a reconnection, about 2 s")
+	}
 	px := proxyTo(t, zktest.Servers(t)[0])
 	ignore := goleak.IgnoreCurrent()
 	s, err := zklock.Connect(ctxT(t, 10*time.Second), []string{px.Addr()}, zklock.WithSessionTimeout(30*time.Second))

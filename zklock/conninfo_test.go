@@ -55,6 +55,9 @@ func TestConnInternals(t *testing.T) {
 // (the floor's poll of make test run 72); elsewhere it checks that each
 // read is one the server granted.
 func TestGrantedTimeoutReadsBesideReconnections(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 2 s of reconnections")
+	}
 	const asked = 4 * time.Second
 	var mu sync.Mutex
 	var last net.Conn

@@ -19,6 +19,9 @@ import (
 // node: no read, no watch event. A revocable hold reads its node at once
 // (a revocation request written while it waited must be seen).
 func TestShortHoldSendsNoOwnWatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 20 holds against a lease's clock, about 2 s")
+	}
 	s := connect(t, zktest.Servers(t)) // T = 10 s: the bound is 2.5 s
 	ctx := ctxT(t, 30*time.Second)
 	for _, v := range []struct {

@@ -99,6 +99,9 @@ func TestSecondReleaseOnAPathSendsTheFirstOnce(t *testing.T) {
 // permanent, the delete given up, and the node blocked the path for the
 // session's life (this test timed out waiting for it to go).
 func TestFailedWriteOfDeleteLeavesNoNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a failed delete and a reconnection, about 2 s")
+	}
 	servers := zktest.Servers(t)
 	s := connect(t, servers)
 	other := connect(t, servers)

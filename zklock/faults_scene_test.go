@@ -37,6 +37,9 @@ func proxyTo(t *testing.T, target string) *faultproxy.Proxy {
 // (before it, in practice). Release then says the lock was lost, and the
 // lock works again on the session's new session.
 func TestHolderSessionExpiry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits out a holder's session expiry, about 9 s")
+	}
 	const timeout = 2 * time.Second
 	for _, expiryOnly := range []bool{false, true} {
 		name := map[bool]string{false: "LoseOnDisconnect", true: "LoseOnExpiryOnly"}[expiryOnly]
@@ -248,6 +251,9 @@ func zkCreateAll(conn *zk.Conn, p string) error {
 // time beside a busy core) granted [2 1 0]: a session that expires loses
 // its place. 10 s is the margin.
 func TestServerRestartWhileWaiting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: restarts a private ensemble's server, about 3 s")
+	}
 	c := zktest.Ensemble(t, 1)
 	servers := c.Addrs()
 	p := "/restart/lock"
@@ -348,6 +354,9 @@ func TestPermanentErrorNotRetried(t *testing.T) {
 // session's life: the stress soak's "leader" fault, after which no worker
 // acquired again.
 func TestDeleteOutlivesLongOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a private ensemble through an outage, about 10 s")
+	}
 	c := zktest.Ensemble(t, 1)
 	servers := c.Addrs()
 	p := "/outage/lock"
@@ -382,6 +391,9 @@ func TestDeleteOutlivesLongOutage(t *testing.T) {
 // node, and the node, of a session that lives on, stayed first in the
 // queue for the session's life.
 func TestDropAfterCreateThenCancel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a drop after a create, about 8 s")
+	}
 	px, l, admin := dropScene(t)
 	s, p := l.Session(), l.Path()
 	defer zklock.SetCreatedHookForTest(nil)

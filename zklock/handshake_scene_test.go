@@ -22,6 +22,9 @@ import (
 // s with T = 4 s, longer than Connect's 20 s here), and nothing told of
 // it: the log was silent, Connect's error said only its deadline.
 func TestUnansweredHandshakeMovesOn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits out a silent server's handshake, about 3 s")
+	}
 	const timeout = 4 * time.Second
 	const bound = timeout * 2 / 3 // what a handshake is given (wire's answerBound)
 	servers := zktest.Servers(t)
@@ -85,6 +88,9 @@ func TestUnansweredHandshakeMovesOn(t *testing.T) {
 // the dial having worked, and a refused dial before it would have been
 // blamed.
 func TestConnectErrorNamesTheSilentServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits out a silent server, about 2 s")
+	}
 	addrs, silent := silentFirst(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second) // less than the bound, 2.67 s
 	defer cancel()

@@ -15,6 +15,9 @@ import (
 // by someone else is still noticed. Before: the GetW error made the watch
 // goroutine return, and the deletion went unnoticed (Lost never closed).
 func TestFailedWriteOfOwnWatchIsRetried(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a failed watch and a reconnection, about 2 s")
+	}
 	servers := zktest.Servers(t)
 	// The failed write drops the connection; under the default policy that
 	// alone ends the hold. Keep the hold through it to see the watch.

@@ -23,6 +23,9 @@ import (
 // (before: n GetW, one getData each); each watch then tells its hold an
 // operator's deletion of its node.
 func TestHoldWatchesGoTogether(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: holds coming of age together, about 3 s")
+	}
 	servers := zktest.Servers(t)
 	// The holds' watches arm 3 s after their grants: the n acquisitions
 	// end well before, so the first read finds the sender held below.

@@ -39,6 +39,9 @@ import (
 // that answers later, still ends holds: nothing then shows that the
 // leader heard from us in time.)
 func TestLeaseCountsFromTheWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a hold of 60 s with syncs held back")
+	}
 	const timeout, holdBack = 40 * time.Second, 6 * time.Second
 	servers := zktest.Servers(t)
 	p := zktest.Path(t)
@@ -178,6 +181,9 @@ func TestSyncDatedByItsOwnWrite(t *testing.T) {
 // needs. The loop's longest gap is measured on its own clock, and syncs
 // fail the test only when no gap reached half a lease period.
 func TestBusySessionSendsNoSync(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a 2-s acquire loop")
+	}
 	s := connect(t, zktest.Servers(t), zklock.WithSessionTimeout(2*time.Second)) // lease period 250 ms
 	l := newLock(t, s, zktest.Path(t))
 	ctx := ctxT(t, 30*time.Second)
@@ -231,6 +237,9 @@ func TestBusySessionSendsNoSync(t *testing.T) {
 // lease for a grant: the warning says that none can be made (with a
 // shorter one, grants are only delayed: session.TestLeaseSlowRoundTripLine).
 func TestRoundTripAboveTheBoundIsReported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a 600-ms round trip through a proxy, about 4 s")
+	}
 	const timeout = 2 * time.Second // the longest round trip tolerated: T/12, 167 ms
 	servers := zktest.Servers(t)
 	proxy := proxyTo(t, servers[0])
@@ -295,6 +304,9 @@ func (b *syncBuffer) String() string {
 // and a first grant after a quiet spell about T/18, 222 ms.) T = 4 s, a
 // 160 ms round trip, quiet spells of 1.8 s.
 func TestIdleSessionProofsAreOnTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: spells of a 4-s session through a proxy, about 12 s")
+	}
 	const timeout = 4 * time.Second // pings every 1.33 s
 	servers := zktest.Servers(t)
 	proxy := proxyTo(t, servers[0])
@@ -347,6 +359,9 @@ func TestIdleSessionProofsAreOnTime(t *testing.T) {
 // and grants waited (issue 55's A/B: about 1,000 waits in 4 s of 4 x 1000
 // x 1000).
 func TestBusySessionKeepsItsLease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a busy session for three lease periods, about 6 s")
+	}
 	const T = 2 * time.Second
 	s := connect(t, zktest.Servers(t), zklock.WithSessionTimeout(T))
 	root := zktest.Path(t)

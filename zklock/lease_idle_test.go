@@ -18,6 +18,9 @@ import (
 // across π under NewSession: one wait per quiet spell, and the drop-in's
 // 3.6-s first Lock. Under Connect and NewSession; T = 4 s, spells of 3 s.
 func TestQuietSessionGrantsAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: three quiet spells of 3 s, about 18 s")
+	}
 	const timeout, spell, spells = 4 * time.Second, 3 * time.Second, 3
 	for _, wrap := range []bool{false, true} {
 		t.Run(map[bool]string{false: "Connect", true: "NewSession"}[wrap], func(t *testing.T) {

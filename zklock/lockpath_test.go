@@ -24,6 +24,9 @@ import (
 // reaped in three checks at least: once the third is gone, the check that
 // deleted the parent is over.
 func TestPersistentPath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a private ensemble, about 3 s")
+	}
 	zc := zktest.Ensemble(t, 1, zkserver.WithContainerCheck(time.Second))
 	s := connect(t, zc.Addrs())
 	conn := s.Conn()

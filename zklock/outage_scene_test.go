@@ -48,6 +48,9 @@ func linesOf(text string, prefixes ...string) []map[string]any {
 // at the first failed dial, and nothing when the server answered again:
 // the log ended on a warning that was no longer true.
 func TestOutageToldWhenItBeginsAndEnds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: an outage through a proxy, about 11 s")
+	}
 	for _, long := range []bool{false, true} {
 		name := map[bool]string{false: "SameSession", true: "NewSession"}[long]
 		t.Run(name, func(t *testing.T) {
@@ -108,6 +111,9 @@ func TestOutageToldWhenItBeginsAndEnds(t *testing.T) {
 // connections are closed before a session; a Close during an outage ends
 // it too.
 func TestOutageBeforeTheFirstSession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: an outage through a proxy, about 4 s")
+	}
 	servers := zktest.Servers(t)
 	for _, refused := range []bool{true, false} {
 		name := map[bool]string{true: "DialRefused", false: "ClosedBeforeASession"}[refused]

@@ -61,6 +61,9 @@ func readBack(s *zklock.Session, node string, queued chan<- struct{}) <-chan boo
 // back "not applied", and the writer then sent the transaction again,
 // alone, and it was applied (every run).
 func TestTxnUnknownIsNeverSentAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a drop and a reconnection, about 3 s")
+	}
 	for _, kind := range []string{"Session.Txn", "Hold.Txn"} {
 		t.Run(kind, func(t *testing.T) {
 			s := connect(t, zktest.Servers(t))

@@ -180,6 +180,9 @@ func TestChrootGoneFailsSaying(t *testing.T) {
 // at once) and three of one session's writes of parents and nodes
 // fail. Every acquisition holds.
 func TestParentsReapedStorm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a storm of acquisitions and a reaper, about 4 s")
+	}
 	const sessions, workers, iters = 3, 2, 12
 	root := zktest.Path(t)
 	var paths []string

@@ -17,6 +17,9 @@ import (
 // new session's sync renewed the lease, and Acquire returned a hold while
 // another process held the lock.
 func TestPauseBetweenCreateAndOwner(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a paused connection, about 6 s")
+	}
 	servers := zktest.Servers(t)
 	px := proxyTo(t, servers[0])
 	s := connect(t, []string{px.Addr()}, zklock.WithSessionTimeout(2*time.Second))

@@ -19,6 +19,9 @@ import (
 // Either way the last report is Leads on the node Acquire returns holding,
 // and nothing is told after Acquire returned.
 func TestPositionAcrossFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a fault scene, about 6 s")
+	}
 	zktest.TracedStep(t)
 	for _, fault := range []string{"drop", "expiry"} {
 		t.Run(fault, func(t *testing.T) {

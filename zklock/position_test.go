@@ -154,6 +154,9 @@ func TestPositionThreeWaiters(t *testing.T) {
 // Reporting costs no request: a waiter queued behind a holder sends the
 // same requests, op by op, with a handler as without one.
 func TestPositionNoExtraRequests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waiters counted op by op, about 4 s")
+	}
 	ops := map[string]int32{
 		"create": zklock.OpCreate, "multi": zklock.OpMulti, "getChildren2": zklock.OpGetChildren2, "multiRead": zklock.OpMultiRead,
 		"getData": zklock.OpGetData, "exists": zklock.OpExists, "delete": zklock.OpDelete,
@@ -220,6 +223,9 @@ func TestPositionNoExtraRequests(t *testing.T) {
 // Acquire returns: an Acquire given up while the queue keeps changing (re-checks every few milliseconds, a slow
 // handler, nodes coming and going behind ours) is told nothing afterwards.
 func TestPositionNothingAfterReturn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: ten rounds of a 200-ms Acquire, about 3 s")
+	}
 	servers := zktest.Servers(t)
 	p := zktest.Path(t)
 	ctx := ctxT(t, 30*time.Second)

@@ -88,6 +88,9 @@ func cutConnection(t *testing.T, s *zklock.Session, cut *atomic.Bool, log *frame
 // re-listings went out as soon as the connect answer was read (connect,
 // multiRead, auth): Acquire returned "zk: not authenticated".
 func TestWaitersKeepTheirReadsAcrossReconnections(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: reconnections of waiting sessions, about 5 s")
+	}
 	servers := zktest.Servers(t)
 	holder := connect(t, servers, zklock.WithDigestAuth(fleetUser, fleetPassword))
 	s := connect(t, servers, zklock.WithDigestAuth(fleetUser, fleetPassword))

@@ -19,6 +19,9 @@ import (
 // never reconnected; every later request waited for ever. The tap reports
 // that write as done instead, and the loop goes on to the next connection.
 func TestFailedReauthWriteReconnects(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: failed writes and reconnections, about 2 s")
+	}
 	s := connect(t, zktest.Servers(t), zklock.WithDigestAuth("reauth", "secret"))
 	l := newLock(t, s, zktest.Path(t))
 	h, err := l.Acquire(ctxT(t, 20*time.Second)) // the credentials are in go-zookeeper's now

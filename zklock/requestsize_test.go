@@ -120,6 +120,9 @@ func (r *requests) take() ([]int, []int32) {
 // batch goes again without it). Within a chroot too, the sizes counted
 // with its bytes in every path.
 func TestBurstOfLargeACLs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 1,024 acquisitions with large ACLs, about 20 s")
+	}
 	inChroots(t, func(t *testing.T, inChroot bool) {
 		for _, withTxn := range []bool{false, true} {
 			t.Run(fmt.Sprintf("txn=%v", withTxn), func(t *testing.T) { burstOfLargeACLs(t, inChroot, withTxn) })

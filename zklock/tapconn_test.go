@@ -128,6 +128,9 @@ func TestRequestsBehindABusySocketGoTogether(t *testing.T) {
 // told, the session comes back on a new connection, and the lock is taken
 // again.
 func TestFailedSocketWriteReconnects(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: failed writes and reconnections, about 3 s")
+	}
 	for _, mode := range []struct {
 		name string
 		from int32

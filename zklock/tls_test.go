@@ -91,6 +91,9 @@ func acquireRelease(t *testing.T, s *zklock.Session, path string, opts ...zklock
 // the TLS error, not at Connect's deadline, also when the server list
 // names the server twice.
 func TestTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a private TLS server, about 5 s")
+	}
 	c, ca := tlsServer(t)
 	e := &tlsEnv{c: c, ca: ca, addr: c.SecureAddr(0)}
 	_, e.port, _ = net.SplitHostPort(e.addr)

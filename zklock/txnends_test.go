@@ -105,6 +105,9 @@ func TestTxnEndsWithClose(t *testing.T) {
 // the session: never applied); the session's own goes out once the
 // session is back, new, and is applied once, or told otherwise truly.
 func TestTxnEndsWithTheSessionLost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits out a session's loss, about 5 s")
+	}
 	servers := zktest.Servers(t)
 	admin := connect(t, servers)
 	px := proxyTo(t, servers[0])
@@ -143,6 +146,9 @@ func TestTxnEndsWithTheSessionLost(t *testing.T) {
 // how often each was applied: never more than once, never when its caller
 // was told it was not, and never after a read-back found it not applied.
 func TestTxnStorm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a storm of transactions, about 7 s")
+	}
 	servers := zktest.Servers(t)
 	s, admin := connect(t, servers), connect(t, servers)
 	root := zktest.Path(t)

@@ -56,6 +56,9 @@ func TestFailedWriteOfWaiterWatchIsRetried(t *testing.T) {
 // the watch (IsWatch): a lone waiter's GetW, and the session's own
 // setWatches with its read in a multiRead after it.
 func TestFailedWatchListsAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a failed watch and a reconnection, about 3 s")
+	}
 	t.Run("GetW", func(t *testing.T) { failedWatchListsAgain(t) })
 	t.Run("own", func(t *testing.T) {
 		defer zklock.SetOwnAlone()()

@@ -68,6 +68,9 @@ func TestWaitNamesTheHolderNotThePredecessor(t *testing.T) {
 // <first>-0000000000 (watched) created by …"the-first"… in session <the
 // first's>".
 func TestRequeueForgetsTheEarlierListing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a drop and a requeue, about 5 s")
+	}
 	servers := zktest.Servers(t)
 	p := zktest.Path(t)
 	s1, s3 := connect(t, servers), connect(t, servers)

@@ -18,6 +18,9 @@ import (
 // read as idle locks. On e876833 it printed nothing through the outage,
 // on stdout or stderr.
 func TestWatchSaysWhenZooKeeperIsLostAndBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: an outage through a proxy, about 3 s")
+	}
 	root := zktest.Path(t)
 	ctx := zktest.Context(t, time.Minute)
 	s := connect(t)

@@ -84,6 +84,9 @@ func TestWatchCount(t *testing.T) {
 // fires with EventNotWatching and is armed again on the new session):
 // changes made while it was cut off are printed once it is back.
 func TestWatchSurvivesDropAndExpiry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a drop and a session expiry, about 7 s")
+	}
 	p := zktest.Path(t)
 	ctx := zktest.Context(t, time.Minute)
 	defer func(d time.Duration) { sessionTimeout = d }(sessionTimeout)

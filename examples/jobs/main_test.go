@@ -117,6 +117,9 @@ func TestServersDefault(t *testing.T) {
 // -duration (2s here, under zklock.ConnectTimeout), exit code 1, saying
 // where it looked, the dial error, and how to start a server.
 func TestNoServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits out the program's connect bound, about 3 s")
+	}
 	bin := filepath.Join(t.TempDir(), "jobs")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -12,6 +12,9 @@ import (
 // as the watch sees it); the stall is measured to within WatchEvery, and
 // no stall is measured while the watch runs on time.
 func TestWatchMeasuresAStall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: holds a goroutine 1.5 s to measure it as a stall")
+	}
 	unwatch := Watch()
 	defer unwatch()
 	defer forgetStalls()

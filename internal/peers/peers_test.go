@@ -19,6 +19,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // one compiles once into the cache directory, and a peer given bad
 // arguments says how to call it.
 func TestCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts Curator's and kazoo's peers, about 4 s")
+	}
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -18,6 +18,9 @@ import (
 // follower keep their quorum and take writes; once healed the follower
 // rejoins and catches up.
 func TestPartitionMember(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts an ensemble and cuts a member, about 3 s")
+	}
 	if _, ok := zkserver.FromEnv(); ok {
 		t.Skip("TIERLOCK_ZK_SERVERS is set: not starting servers")
 	}
@@ -192,6 +195,9 @@ func TestPeerProxiesBadUse(t *testing.T) {
 // Before openElectionFrom, such a member looked for a leader for ever (the
 // stress soak's first follower restart failed so).
 func TestRestartWithPeerProxies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts an ensemble and restarts a member, about 6 s")
+	}
 	if _, ok := zkserver.FromEnv(); ok {
 		t.Skip("TIERLOCK_ZK_SERVERS is set: not starting servers")
 	}

@@ -16,6 +16,9 @@ import (
 // member to spare); the start sees the failed bind in its log and retries
 // with fresh ports, so no member of the ensemble it returns failed one.
 func TestStartRetriesAnElectionPortTaken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts an ensemble member whose port is taken, about 6 s")
+	}
 	var taken net.Listener
 	defer zkserver.SetLaidOutHook(func(elect []int) {
 		if taken != nil {

@@ -172,6 +172,9 @@ func TestSessionTimeoutGrantedAndCPU(t *testing.T) {
 }
 
 func TestEnsembleLeaderFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts an ensemble and kills its leader, about 4 s")
+	}
 	c := start(t, 3)
 	ctx := context.Background()
 	leader, err := c.Leader(ctx)

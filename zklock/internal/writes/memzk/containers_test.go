@@ -16,6 +16,9 @@ import (
 // clock, every minute unless told otherwise: this test starts a server of
 // its own that runs them every second, and polls.
 func TestContainersReaped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a private ensemble, about 2 s")
+	}
 	c1 := zktest.Ensemble(t, 1, zkserver.WithContainerCheck(time.Second))
 	p := newPair(t, c1.Addrs())
 	p.reset(zktest.Path(t))
