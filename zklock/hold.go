@@ -82,14 +82,13 @@ func (h *Hold) Token() int64 {
 // (under the default policy), the session could not be confirmed with the
 // leader in time (see WithLossOnExpiryOnly), the node was deleted by
 // someone else, or the Lock or the Session was closed. Release does not
-// close it. Like every question asked of a hold, it judges the hold at the
-// moment it is asked (see judge): a lease whose deadline has passed closes
-// the channel before it is returned.
+// close it. A channel cannot be judged as it is received from: whether the
+// hold stands at a given moment is Err's to say (see judge), which closes
+// the channel too when it finds the hold lost.
 func (h *Hold) Lost() <-chan struct{} {
 	if h == nil {
 		return closed.Chan
 	}
-	h.judge()
 	return h.lost
 }
 
@@ -177,7 +176,7 @@ func (h *Hold) Release() error {
 // this moment (session.Member.Vouch: the lease judged on the monotonic
 // clock, its lapse ended and told then if its deadline has passed) and
 // ends the hold if it does not. Every question asked of a hold (Release,
-// Err, Lost, Txn) asks it first, so that what a process resumed from a
+// Err, Txn) asks it first, so that what a process resumed from a
 // stop is told is true before its lease's timer or its connection's events
 // have caught up: nothing can tell a stopped process, but nothing it asks
 // after it resumes may say the hold stands. h.mu must not be held.

@@ -224,13 +224,11 @@ func (le *Lease) onLost(node string, cause error) {
 }
 
 // Lost returns a channel closed when any of the lease's nodes is lost (see
-// Hold.Lost for the causes, and for the judgment each question makes). It
-// is not closed by Release.
+// Hold.Lost for the causes). It is not closed by Release.
 func (le *Lease) Lost() <-chan struct{} {
 	if le == nil {
 		return closed.Chan
 	}
-	le.judge()
 	return le.lost
 }
 
