@@ -251,6 +251,14 @@ func lostCause(held context.Context) error {
 	return nil
 }
 
+// toldCause is ctx's cause as told so far, not judged (see told).
+func toldCause(ctx context.Context) error {
+	if j, ok := ctx.(*judged); ok {
+		return context.Cause(j.Context)
+	}
+	return context.Cause(ctx)
+}
+
 // told is ctx's error as told so far, not judged: a re-entry's look, which
 // must not read the clock (see judged.Value). A re-entry counts on a hold
 // whose lease may have run out untold; whatever the holder asks next of

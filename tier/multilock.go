@@ -183,11 +183,13 @@ func (m *MultiLock) acquire(ctx context.Context, wait bool) (context.Context, bo
 	// values and the holds of members 0..i-1. Member i re-enters when vals
 	// already carries its hold.
 	vals := context.Context(actx)
+	judge := membersJudge{h: h}
 	for i, mem := range m.members {
 		held, ok, err := mem.memberAcquire(vals, wait)
 		if err == nil && ok {
 			key, val, hctx := mem.memberHold(held)
 			vals = context.WithValue(vals, key, val)
+			judge.mems, judge.held = append(judge.mems, mem), append(judge.held, hctx)
 			// The member's held context ends with its hold. AfterFunc
 			// runs onLost on a goroutine of its own once it does; stop
 			// in Release unregisters it before the members are released,
@@ -224,7 +226,7 @@ func (m *MultiLock) acquire(ctx context.Context, wait bool) (context.Context, bo
 	}
 	h.vals = vals
 	h.count = 1
-	h.ctx, h.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(vals), multiKey{m}, h))
+	h.ctx, h.cancel = heldContext(vals, multiKey{m}, h, judge)
 	h.mu.Unlock()
 	return h.ctx, true, nil
 }
@@ -233,11 +235,33 @@ func (m *MultiLock) acquire(ctx context.Context, wait bool) (context.Context, bo
 func (h *multiHold) reenter(ctx context.Context) (context.Context, bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.ctx.Err() != nil {
-		return nil, false, context.Cause(h.ctx)
+	if told(h.ctx) != nil { // not judged: a judgment's loss takes mu (onLost)
+		return nil, false, toldCause(h.ctx)
 	}
 	h.count++
 	return ctx, true, nil
+}
+
+// membersJudge judges a multi-lock's hold by its members' held contexts,
+// each judged (see judged): a member found lost ends the hold at once
+// (onLost), as its AfterFunc would a moment later.
+type membersJudge struct {
+	h    *multiHold
+	mems []Member
+	held []context.Context
+}
+
+// Err returns the loss of the first member found lost, nil while all
+// stand. mu must not be held.
+func (j membersJudge) Err() error {
+	for i, hctx := range j.held {
+		if hctx.Err() != nil {
+			cause := context.Cause(hctx)
+			j.h.onLost(j.mems[i], cause)
+			return cause
+		}
+	}
+	return nil
 }
 
 // onLost ends the hold because mem's hold ended with cause. It runs on

@@ -90,8 +90,9 @@ func TestStalledHoldLostToEveryQuestion(t *testing.T) {
 
 // The recipes' holds are judged the same way: a write and a read hold of
 // an RWLock and a Semaphore's, asked their token first after the stop
-// (the clock jumped 15 s past a 2-s session), are told the loss, and so is
-// their Release. On the code before, each gave its token and Release
+// (the clock jumped 15 s past a 2-s session), are told the loss, a
+// MultiLock's held context its cause, and so is their Release. On the code
+// before, each gave its token, the multi-lock's cause was nil, and Release
 // returned nil.
 func TestStalledRecipeHoldsLost(t *testing.T) {
 	servers := zktest.Servers(t)
@@ -99,7 +100,7 @@ func TestStalledRecipeHoldsLost(t *testing.T) {
 		token   func(context.Context) (int64, error)
 		release func(context.Context) error
 	}
-	for _, name := range []string{"write", "read", "semaphore"} {
+	for _, name := range []string{"write", "read", "semaphore", "multi"} {
 		t.Run(name, func(t *testing.T) {
 			s := connect(t, servers, zklock.WithSessionTimeout(2*time.Second), zklock.WithLogger(quietLog))
 			ctx := ctxT(t, 30*time.Second)
@@ -132,10 +133,25 @@ func TestStalledRecipeHoldsLost(t *testing.T) {
 				if held, err = sem.Acquire(ctx, 1); err != nil {
 					t.Fatal(err)
 				}
+			case "multi":
+				a, b := newLock(t, s, zktest.Path(t)+"/a"), newLock(t, s, zktest.Path(t)+"/b")
+				ml, err := tier.NewMultiLock(a, b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r = recipe{release: ml.Release}
+				if held, err = ml.Acquire(ctx); err != nil {
+					t.Fatal(err)
+				}
 			}
 			back := mono.Jump(15 * time.Second)
 			defer back()
-			if _, err = r.token(held); !errors.Is(err, tier.ErrLockLost) || !errors.Is(err, zklock.ErrLeaseExpired) {
+			if name == "multi" {
+				// Its held context is judged by its members'.
+				if err := context.Cause(held); !errors.Is(err, tier.ErrLockLost) || !errors.Is(err, zklock.ErrLeaseExpired) {
+					t.Errorf("Cause after the stall: %v; want the lease's loss", err)
+				}
+			} else if _, err = r.token(held); !errors.Is(err, tier.ErrLockLost) || !errors.Is(err, zklock.ErrLeaseExpired) {
 				t.Errorf("Token after the stall: %v; want the lease's loss", err)
 			}
 			if err := r.release(held); !errors.Is(err, tier.ErrLockLost) {
