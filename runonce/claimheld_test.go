@@ -28,8 +28,9 @@ import (
 // already run, with no warning.
 func TestHeldByAClaimOfTheTick(t *testing.T) {
 	pair := twoInstances(t)
-	err := claimUnderWay(t, pair)
+	late, err := claimUnderWay(t, pair)
 	if !errors.Is(err, runonce.ErrAlreadyRan) {
+		skipIfLate(t, err, late)
 		t.Errorf("b's claim of the tick a runs: %v, want ErrAlreadyRan", err)
 	}
 	if strings.Contains(pair.logs.String(), "tick lost") {
@@ -47,8 +48,9 @@ func TestHeldByAClaimOfTheTick(t *testing.T) {
 func TestHeldByAClaimUnread(t *testing.T) {
 	pair := twoInstances(t)
 	defer runonce.SetHolderReadHook(func() error { return zk.ErrConnectionClosed })()
-	err := claimUnderWay(t, pair)
+	late, err := claimUnderWay(t, pair)
 	if !errors.Is(err, runonce.ErrTickUnknown) || !strings.Contains(err.Error(), "could not read") {
+		skipIfLate(t, err, late)
 		t.Errorf("b's claim of the tick a runs, its holder unread: %v, want ErrTickUnknown saying so", err)
 	}
 	if strings.Contains(pair.logs.String(), "tick lost") {
@@ -56,11 +58,28 @@ func TestHeldByAClaimUnread(t *testing.T) {
 	}
 }
 
+// skipIfLate skips a claimUnderWay scene whose claim the machine started
+// late: its outcome err told stale or unknown (a tick told, never one run
+// twice: err nil fails the scene whatever the delay), the claim started at
+// least late after its tick on the test's clock, before the call (the
+// claim's own entry comes later still). A named tick claimed more than
+// the window (DefaultWindow, 500 ms) after it is judged late by the rule;
+// the scene claims it at once (loaded make tests fired it 510 ms late),
+// and is judged unless the claim started within 20 ms of the window's end.
+func skipIfLate(t *testing.T, err error, late time.Duration) {
+	t.Helper()
+	if late >= runonce.DefaultWindow-20*time.Millisecond && (errors.Is(err, runonce.ErrStale) || errors.Is(err, runonce.ErrTickUnknown)) {
+		t.Skipf("a claim started %v after its tick (window %v): the machine made it late, and it was told so (%v); the scene needs its claims started within about %v of the tick",
+			late.Round(time.Millisecond), runonce.DefaultWindow, err, runonce.DefaultWindow-20*time.Millisecond)
+	}
+}
+
 // claimUnderWay plays the scene of TestHeldByAClaimOfTheTick: a runs a
 // named tick, b skips it; at a later tick, b reads the record, then a's
 // claim of that tick takes the job's lock, and b's take finds it held. It
-// returns b's claim's outcome (its hold released).
-func claimUnderWay(t *testing.T, pair instances) error {
+// returns how long after the tick b's claim was started (its entry is
+// later) and b's claim's outcome (its hold released).
+func claimUnderWay(t *testing.T, pair instances) (time.Duration, error) {
 	t.Helper()
 	a, b := pair.a, pair.b
 	ctx := zktest.Context(t, 20*time.Second)
@@ -73,7 +92,9 @@ func claimUnderWay(t *testing.T, pair instances) error {
 		t.Fatal(err)
 	}
 	runonce.WaitLockFree(t, a, "job")
+	late := time.Since(tick)
 	if _, err := b.ClaimTick(ctx, "job", tick); !errors.Is(err, runonce.ErrAlreadyRan) { // b's first write of the job
+		skipIfLate(t, err, late)
 		t.Fatalf("b's claim of the tick a ran: %v, want ErrAlreadyRan", err)
 	}
 	tick = tick.Add(2 * runonce.DefaultWindow)
@@ -87,18 +108,21 @@ func claimUnderWay(t *testing.T, pair instances) error {
 			<-aClaimed
 		}
 	})()
+	bLate := time.Since(tick)
 	errB := claimInBackground(ctx, b, tick)
 	<-bRead
+	aLate := time.Since(tick)
 	held, err := a.ClaimTick(ctx, "job", tick)
 	close(aClaimed)
 	if err != nil {
+		skipIfLate(t, err, aLate)
 		t.Fatalf("a's claim of the tick: %v", err)
 	}
 	err = <-errB
 	if err := held.Release(); err != nil {
 		t.Fatal(err)
 	}
-	return err
+	return bLate, err
 }
 
 // TestHeldByAnEarlierRun: a's run of a named tick still holds the job's

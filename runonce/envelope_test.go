@@ -1,6 +1,7 @@
 package runonce_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -15,18 +16,43 @@ import (
 // tick, each run lasting 5 ms.
 func ticks(t *testing.T, ls []*runonce.Runner, offs []time.Duration, p time.Duration, n int, job string) {
 	t.Helper()
+	ticksSpread(t, ls, offs, p, n, job)
+}
+
+// ticksSpread plays ticks and returns the widest spread of one tick's
+// attempts as the machine made them: from the first Claim's entry to the
+// last, read on the test's clock before each Claim. The offsets ask for
+// offs' spread; a busy machine that wakes a timer late widens it.
+func ticksSpread(t *testing.T, ls []*runonce.Runner, offs []time.Duration, p time.Duration, n int, job string) time.Duration {
+	t.Helper()
 	ctx := zktest.Context(t, time.Duration(n+10)*p+20*time.Second)
 	start := time.Now().Add(100 * time.Millisecond)
+	entries := make([][]time.Time, len(ls))
 	var wg sync.WaitGroup
 	for i, l := range ls {
+		entries[i] = make([]time.Time, n)
 		wg.Go(func() {
 			for k := range n {
 				time.Sleep(time.Until(start.Add(time.Duration(k)*p + offs[i])))
+				entries[i][k] = time.Now()
 				_, _ = runOnce(ctx, l, job, func() { time.Sleep(5 * time.Millisecond) })
 			}
 		})
 	}
 	zktest.Wait(t, "the runners", &wg)
+	var widest time.Duration
+	for k := range n {
+		first, last := entries[0][k], entries[0][k]
+		for i := range ls {
+			if e := entries[i][k]; e.Before(first) {
+				first = e
+			} else if e.After(last) {
+				last = e
+			}
+		}
+		widest = max(widest, last.Sub(first))
+	}
+	return widest
 }
 
 // TestOutsideEnvelopeWarned: what the run node shows of a fleet outside
@@ -91,9 +117,19 @@ func TestOutsideEnvelopeWarned(t *testing.T) {
 			defer l.Close()
 			ls = append(ls, l)
 		}
-		ticks(t, ls, []time.Duration{0, 40 * time.Millisecond, 80 * time.Millisecond}, p, 8, "job")
+		spread := ticksSpread(t, ls, []time.Duration{0, 40 * time.Millisecond, 80 * time.Millisecond}, p, 8, "job")
 		if out := logs.String(); strings.Contains(out, "level=WARN") || strings.Contains(out, "level=ERROR") {
-			t.Errorf("a healthy fleet was warned:\n%s", out)
+			// The fleet is healthy only while a tick's attempts come
+			// within its 150-ms window of each other: the timers ask for
+			// 80 ms, and a machine that woke one of them 70 ms late or
+			// more made a fleet outside the envelope, which the code
+			// rightly tells (20 ms kept for the server's clock against
+			// the test's). Judged only when the machine gave that margin.
+			if spread >= 150*time.Millisecond-20*time.Millisecond && !strings.Contains(out, "windows differ") {
+				t.Skipf("the machine spread a tick's attempts over %v (asked: 80 ms, the window 150 ms): not a healthy fleet; the scene needs timers woken within about 50 ms; warned:\n%s",
+					spread.Round(time.Millisecond), out)
+			}
+			t.Errorf("a healthy fleet was warned, a tick's attempts spread over %v at most:\n%s", spread.Round(time.Millisecond), out)
 		}
 	})
 }
@@ -114,6 +150,7 @@ func TestObserverAndLastRun(t *testing.T) {
 	a, _ := newRunner(t, root, runonce.WithWindow(w), runonce.WithInstanceName("a"), observe)
 	b, _ := newRunner(t, root, runonce.WithWindow(w), runonce.WithInstanceName("b"), observe)
 	ctx := zktest.Context(t, 20*time.Second)
+	aEntry := time.Now() // a's run is dated after this, by the server's clock
 	held, err := a.Claim(ctx, "job")
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +158,16 @@ func TestObserverAndLastRun(t *testing.T) {
 	_, errHeld := b.Claim(ctx, "job")
 	_ = held.Release()
 	time.Sleep(20 * time.Millisecond)
+	bAfter := time.Since(aEntry) // at most how long after a's run b's claim starts
 	_, errRan := b.Claim(ctx, "job")
+	// b's claim is a's tick only within the window of a's run: the
+	// scene asks for about 20 ms and needs under w, 20 ms kept for the
+	// server's clock against the test's. Later, it is a tick of its own
+	// by the rule, which runs it: not the scene, and said.
+	if errRan == nil && bAfter >= w-20*time.Millisecond {
+		t.Skipf("b's claim came %v after a's entry (window %v): the machine's delay made it a tick of its own; the scene needs it within about %v",
+			bAfter.Round(time.Millisecond), w, w-20*time.Millisecond)
+	}
 	if last, err := b.LastRun(ctx, "job"); err != nil || last.By != "a" || last.Runs != 1 || last.Window != w {
 		t.Errorf("LastRun after a's run: %+v, %v", last, err)
 	}
@@ -131,6 +177,11 @@ func TestObserverAndLastRun(t *testing.T) {
 	// 139 answered it 192 ms after Claim's entry.
 	time.Sleep(w + time.Second)
 	if ran, err := runOnce(ctx, b, "job", nil); !ran {
+		if errors.Is(err, runonce.ErrSlowWrite) {
+			// A loss told, with its figure: the machine answered the
+			// write later than the second the scene leaves it.
+			t.Skipf("b's run's write answered too late, its tick told lost (%v): the scene needs it answered within about a second", err)
+		}
 		t.Fatal(err)
 	}
 	if last, _ := a.LastRun(ctx, "job"); last.By != "b" || last.Runs != 2 {
