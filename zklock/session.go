@@ -26,7 +26,8 @@ import (
 // Its event channel, which drops events once six are unread, is not relied
 // on.
 type Session struct {
-	f *session.Floor // the connection, its states, the lease, the grant: package session
+	f      *session.Floor // the connection, its states, the lease, the grant: package session
+	stalls stallBoard     // its waits stalled behind a session with no connection (stalled.go)
 }
 
 // State reports the session's current state.

@@ -228,7 +228,8 @@ func (w *waiter) watchNode(ctx context.Context, target string) (<-chan zk.Event,
 // sleep waits for the watch, the re-check or the end of the wait.
 func (w *waiter) sleep(ctx context.Context) error {
 	f := w.l.f
-	w.setTimer(w.l.recheck)
+	// The re-check, sooner when a stall is due to be judged (stalled.go).
+	w.setTimer(w.stallRecheck())
 	w.pauses = nil // a wait that got this far has recovered
 	select {
 	case <-w.signal.Done():
@@ -307,6 +308,7 @@ func (w *waiter) forget() {
 // fired, and the error of a wait that ends is made from the view right
 // after (acquire); acquire's end then marks the view over.
 func (w *waiter) stop() {
+	w.leftStall()
 	if w.watched != "" && (w.signal.State() || len(w.ev) > 0) {
 		w.l.view.unwatched() // it fired as the wait ended
 	}

@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"io"
-	"net"
-	"regexp"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/tierlock/tierlock/internal/fourlw"
 )
 
 // Which sessions have a connection: a node's session outlives its process
@@ -24,80 +21,20 @@ import (
 // every member).
 type sessionsKnown map[int64]bool
 
-var sidRe = regexp.MustCompile(`sid=0x([0-9a-f]+)`)
-
 // connectedSessions asks every server of -zk for its connections (cons)
-// and the first for the ensemble's members (conf), within -timeout.
+// and the first for the ensemble's members (conf), within -timeout each.
 // Cost: one connection per server, and one more.
 func (c *cli) connectedSessions(ctx context.Context) sessionsKnown {
 	hosts, _ := splitChroot(c.servers)
-	servers := strings.Split(hosts, ",")
 	cfg, err := c.tls.config()
 	if err != nil {
 		return nil
 	}
-	conf, err := fourLetter(ctx, servers[0], "conf", cfg, c.timeout)
-	if err != nil || !strings.Contains(conf, "dataDir=") {
-		return nil // refused, or "conf is not executed because it is not in the whitelist."
-	}
-	members := 0
-	for _, line := range strings.Split(conf, "\n") {
-		if strings.HasPrefix(line, "server.") {
-			members++ // an ensemble's; a standalone server lists none
-		}
-	}
-	if members > len(servers) {
-		return nil // cons of the others is not known
-	}
-	known := sessionsKnown{}
-	for _, s := range servers {
-		out, err := fourLetter(ctx, s, "cons", cfg, c.timeout)
-		if err != nil || !strings.Contains(out, "queued=") {
-			return nil // refused, or "cons is not executed because it is not in the whitelist."
-		}
-		for _, m := range sidRe.FindAllStringSubmatch(out, -1) {
-			if id, err := strconv.ParseUint(m[1], 16, 64); err == nil {
-				known[int64(id)] = true
-			}
-		}
-	}
-	return known
-}
-
-// fourLetter sends word to server (host:port; no port: 2181), over TLS
-// when cfg is set, and returns the answer, read until the server closes.
-func fourLetter(ctx context.Context, server, word string, cfg *tls.Config, timeout time.Duration) (string, error) {
-	if _, _, err := net.SplitHostPort(server); err != nil {
-		server = net.JoinHostPort(server, "2181")
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", server)
+	known, err := fourlw.List(ctx, strings.Split(hosts, ","), fourlw.Options{TLS: cfg, Timeout: c.timeout})
 	if err != nil {
-		return "", err
+		return nil // refused ("cons is not executed because it is not in the whitelist."), or not every member named
 	}
-	defer conn.Close()
-	if deadline, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(deadline)
-	}
-	if cfg != nil {
-		host, _, _ := net.SplitHostPort(server)
-		if cfg.ServerName == "" {
-			cfg = cfg.Clone()
-			cfg.ServerName = host
-		}
-		tc := tls.Client(conn, cfg)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			return "", err
-		}
-		conn = tc
-	}
-	if _, err := io.WriteString(conn, word); err != nil {
-		return "", err
-	}
-	out, err := io.ReadAll(conn)
-	return string(out), err
+	return known.Sessions
 }
 
 // mark notes, in each node of qs, whether its session is connected, when

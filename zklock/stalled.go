@@ -1,0 +1,377 @@
+package zklock
+
+// Waits stalled behind a session with no connection. A process killed
+// while its nodes are queued keeps them until its session expires (the
+// session's timeout after it last spoke): each reaches the head of its
+// queue in turn and holds it, and every key the dead process waited on
+// stops, not only those it held. The waits of a live process standing
+// behind such a node say so, once per episode and per dead session: a
+// session's waits note their queue's head as they sleep (waiter.sleep
+// asks stallRecheck for its timer), and once one has stood behind the
+// same head for a third of the session timeout, one goroutine asks every
+// server which sessions have a connection (the four-letter word cons,
+// package fourlw), at most once per third of the timeout for all the
+// session's waits. A head's session that no server lists is told in one
+// Warn with every lock it stalls here; its end (its nodes went, it has a
+// connection again, or no wait stands behind it any more) in one more.
+// Where the servers refuse cons (it is not in 4lw.commands.whitelist),
+// that is told once, and the line says only how long the waits have
+// stood behind that session.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tierlock/tierlock/internal/fourlw"
+	"github.com/tierlock/tierlock/zklock/internal/session"
+)
+
+// askConnections asks the servers for their connections; a test replaces
+// it to play a server that refuses cons.
+var askConnections = fourlw.List
+
+// newSession is a Session over f, whose stalls ask servers (host:port,
+// no chroot; nil: the server f's connection is on) as cfg dials them.
+func newSession(f *session.Floor, servers []string, cfg session.Config) *Session {
+	s := &Session{f: f}
+	s.stalls.f, s.stalls.servers = f, servers
+	s.stalls.ask = fourlw.Options{TLS: cfg.TLS, Timeout: time.Second, Dial: cfg.Dialer}
+	return s
+}
+
+// stallBoard is a session's account of its waits that stand behind
+// another session's node (see the top of this file). Its zero value
+// tells nothing (a Session made without newSession).
+type stallBoard struct {
+	f       *session.Floor
+	servers []string
+	ask     fourlw.Options
+
+	mu       sync.Mutex
+	waits    map[*Lock]*stallWait    // the waits sleeping now, by lock (one acquisition at a time each)
+	episodes map[int64]*stallEpisode // the sessions told to stall waits here, by id
+	checking bool                    // a check is under way
+	checked  time.Time               // when the last check began
+	refused  bool                    // that the servers cannot say who is connected was told
+}
+
+// stallWait is one sleeping wait, as it last listed its queue.
+type stallWait struct {
+	path  string
+	head  string    // the queue's first node
+	since time.Time // since when head has been first, as this wait saw it
+	owner int64     // head's session; 0 while not read
+	who   string    // head's data as ParticipantID renders it
+}
+
+// stallEpisode is a session told to stall waits here, until its end is
+// told.
+type stallEpisode struct {
+	id    int64
+	who   string
+	begun time.Time
+	keys  map[string]bool // the lock paths it stalls now
+	all   []string        // every lock path it stalled in the episode
+	went  bool            // a stalled wait saw its node go
+}
+
+// stallRecheck notes the wait's queue as it goes to sleep and returns how
+// long it sleeps before it reads the queue again: the re-check interval,
+// or less when its stall is due to be judged (then the reading lets it
+// start a check).
+func (w *waiter) stallRecheck() time.Duration {
+	return w.l.s.stalls.waiting(w.l, w.n.q, w.name, w.n.owner, w.l.recheck)
+}
+
+// leftStall notes that the wait is over, with the queue as it last read
+// it.
+func (w *waiter) leftStall() { w.l.s.stalls.left(w.l, w.n.q) }
+
+// threshold is how long a wait stands behind one head before it is
+// judged: a third of the session timeout.
+func (b *stallBoard) threshold() time.Duration { return b.f.Lease().Timeout() / 3 }
+
+// waiting notes that l's wait, our node name in session ours, sleeps on
+// queue q; it returns how long to sleep, at most recheck.
+func (b *stallBoard) waiting(l *Lock, q []entry, name string, ours int64, recheck time.Duration) time.Duration {
+	if b.f == nil {
+		return recheck
+	}
+	if len(q) == 0 || q[0].name == name {
+		b.left(l, q) // ours leads: nothing stalls it
+		return recheck
+	}
+	now, head := time.Now(), q[0].name
+	var tell []func()
+	b.mu.Lock()
+	w := b.waits[l]
+	if w == nil {
+		if b.waits == nil {
+			b.waits = map[*Lock]*stallWait{}
+		}
+		w = &stallWait{path: l.path}
+		b.waits[l] = w
+	}
+	if w.head != head {
+		tell = b.leaveLocked(w, true, now)
+		w.head, w.since, w.owner, w.who = head, now, 0, ""
+	}
+	if w.owner == 0 {
+		w.owner, w.who = l.view.ownerOf(head)
+	}
+	if w.owner == ours {
+		w.owner = 0 // our own session's node: a local holder, not a stall
+	}
+	d, th := recheck, b.threshold()
+	if due := w.since.Add(th); now.Before(due) {
+		d = min(d, due.Sub(now))
+	} else {
+		b.checkLocked(now, th)
+		d = min(d, th)
+	}
+	b.mu.Unlock()
+	run(tell)
+	return d
+}
+
+// left notes that l's wait is over, or leads, its queue last read as q
+// (nil: not known).
+func (b *stallBoard) left(l *Lock, q []entry) {
+	if b.f == nil {
+		return
+	}
+	b.mu.Lock()
+	w := b.waits[l]
+	if w == nil {
+		b.mu.Unlock()
+		return
+	}
+	delete(b.waits, l)
+	tell := b.leaveLocked(w, len(q) > 0 && q[0].name != w.head, time.Now())
+	b.mu.Unlock()
+	run(tell)
+}
+
+// leaveLocked takes w's lock out of the episode of its head's session,
+// if any: went says its node went. An episode left with no lock ends.
+func (b *stallBoard) leaveLocked(w *stallWait, went bool, now time.Time) []func() {
+	e := b.episodes[w.owner]
+	if w.owner == 0 || e == nil || !e.keys[w.path] {
+		return nil
+	}
+	delete(e.keys, w.path)
+	e.went = e.went || went
+	if len(e.keys) > 0 {
+		return nil
+	}
+	delete(b.episodes, e.id)
+	why := "no wait here stands behind it any more"
+	if e.went {
+		why = "its nodes ahead of ours went (its session expired, or they were deleted)"
+	}
+	return []func(){b.endLine(e, why, now)}
+}
+
+// endLine is the line that ends e, for why.
+func (b *stallBoard) endLine(e *stallEpisode, why string, now time.Time) func() {
+	log, all := b.f.Log(), slices.Sorted(slices.Values(e.all))
+	return func() {
+		log.Warn("locks no longer stalled behind session "+sid(e.id)+": "+why,
+			"session", sid(e.id), "holder", e.who, "locks", all, "stalled_for", now.Sub(e.begun).Round(time.Millisecond))
+	}
+}
+
+// checkLocked starts a check, unless one ran within th or runs now, or
+// the session has no connection of its own (no answer would say more).
+func (b *stallBoard) checkLocked(now time.Time, th time.Duration) {
+	if b.checking || now.Sub(b.checked) < th || b.f.Closed() || b.f.State() != session.StateConnected {
+		return
+	}
+	b.checking, b.checked = true, now
+	// A goroutine, so that no wait stops watching its queue while the
+	// servers are asked (a server that does not answer holds the check
+	// up to its timeout): one at a time per session, once per th at most.
+	b.f.Go(b.check)
+}
+
+// stallRead is a head whose session a check reads.
+type stallRead struct {
+	l    *Lock
+	path string
+	head string
+}
+
+// check reads the session of each head that has held a wait here for
+// half the threshold and is not known yet, then asks the servers which
+// sessions have a connection, and tells what changed.
+func (b *stallBoard) check() {
+	th := b.threshold()
+	ctx, cancel := context.WithTimeout(context.Background(), max(th, 2*time.Second))
+	defer cancel()
+	for _, r := range b.unread(time.Now(), th/2) {
+		if b.f.Closed() {
+			break
+		}
+		b.read(ctx, r)
+	}
+	var tell []func()
+	if suspects := b.suspects(time.Now(), th); len(suspects) > 0 && !b.f.Closed() {
+		servers := b.servers
+		if servers == nil {
+			servers = []string{b.f.Conn().Server()}
+		}
+		conns, err := askConnections(ctx, servers, b.ask)
+		tell = b.judge(conns, err, time.Now(), th)
+	}
+	b.mu.Lock()
+	b.checking = false
+	b.mu.Unlock()
+	run(tell)
+}
+
+// unread lists the heads, first for at least d, whose session is not
+// known.
+func (b *stallBoard) unread(now time.Time, d time.Duration) []stallRead {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var rs []stallRead
+	for l, w := range b.waits {
+		if w.owner == 0 && now.Sub(w.since) >= d {
+			rs = append(rs, stallRead{l: l, path: w.path, head: w.head})
+		}
+	}
+	return rs
+}
+
+// read reads r's head, and notes its session while it is still the head.
+func (b *stallBoard) read(ctx context.Context, r stallRead) {
+	f := b.f
+	var p *Participant
+	err := f.Flight().Send(ctx, func() error {
+		d, st, err := f.Conn().Get(r.path + "/" + r.head)
+		if err == nil {
+			p = participantOf(r.head, d, st)
+		}
+		return err
+	})
+	if err != nil || p.Owner == 0 || p.Owner == f.SessionID() {
+		return // gone (the wait will see it), unanswered, or ours
+	}
+	b.mu.Lock()
+	if w := b.waits[r.l]; w != nil && w.head == r.head {
+		w.owner, w.who = p.Owner, ParticipantID(p.Data)
+	}
+	b.mu.Unlock()
+}
+
+// suspects are the sessions whose nodes have held a wait here for th.
+func (b *stallBoard) suspects(now time.Time, th time.Duration) map[int64]bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := map[int64]bool{}
+	for _, w := range b.waits {
+		if w.owner != 0 && now.Sub(w.since) >= th {
+			s[w.owner] = true
+		}
+	}
+	return s
+}
+
+// judge tells what the servers' answer (conns, or err) changes: a session
+// with no connection stalls every wait here behind its nodes; where that
+// is not known, a session whose nodes held a wait here for th stalls the
+// waits that stood behind them for th/2 (they queued about together).
+func (b *stallBoard) judge(conns fourlw.Connections, err error, now time.Time, th time.Duration) []func() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var tell []func()
+	if err != nil && !b.refused && (errors.Is(err, fourlw.ErrRefused) || errors.Is(err, fourlw.ErrUnlisted)) {
+		b.refused = true
+		log := b.f.Log()
+		tell = append(tell, func() {
+			log.Warn("cannot tell whether a lock's holder has a connection to ZooKeeper: waits that stand long behind one session are told without it", "error", err)
+		})
+	}
+	for id, e := range b.episodes {
+		if err == nil && conns.Sessions[id] {
+			delete(b.episodes, id)
+			tell = append(tell, b.endLine(e, "its session has a connection again", now))
+		}
+	}
+	behind := map[int64][]*stallWait{}
+	for _, w := range b.waits {
+		if w.owner != 0 && (err == nil && !conns.Sessions[w.owner] || err != nil && now.Sub(w.since) >= th/2) {
+			behind[w.owner] = append(behind[w.owner], w)
+		}
+	}
+	for id, ws := range behind {
+		if line := b.stallLocked(id, ws, err == nil, conns.MaxSessionTimeout, now, th); line != nil {
+			tell = append(tell, line)
+		}
+	}
+	return tell
+}
+
+// stallLocked adds ws, the waits behind session id, to its episode, and
+// returns the line that begins it (nil: it was told).
+func (b *stallBoard) stallLocked(id int64, ws []*stallWait, known bool, maxT time.Duration, now time.Time, th time.Duration) func() {
+	e, told := b.episodes[id]
+	if !told {
+		e = &stallEpisode{id: id, who: ws[0].who, begun: now, keys: map[string]bool{}}
+		if b.episodes == nil {
+			b.episodes = map[int64]*stallEpisode{}
+		}
+		b.episodes[id] = e
+	}
+	first := now
+	for _, w := range ws {
+		if !e.keys[w.path] {
+			e.keys[w.path] = true
+			e.all = append(e.all, w.path)
+		}
+		if w.since.Before(first) {
+			first = w.since
+		}
+	}
+	if told {
+		return nil
+	}
+	log, locks := b.f.Log(), slices.Sorted(slices.Values(e.all))
+	attrs := []any{"session", sid(id), "holder", e.who, "locks", locks, "waited", now.Sub(first).Round(time.Millisecond)}
+	if !known {
+		msg := fmt.Sprintf("locks stalled behind session %s for about %v or longer (whether it has a connection is not known)", sid(id), th.Round(time.Millisecond))
+		return func() { log.Warn(msg, attrs...) }
+	}
+	msg := "locks stalled behind session " + sid(id) + ", which has no connection to ZooKeeper: its nodes hold them until it expires (its process may be gone)"
+	if maxT > 0 {
+		attrs = append(attrs, "expires_within", maxT)
+	}
+	return func() { log.Warn(msg, attrs...) }
+}
+
+// ownerOf returns the session and the rendered data of node, when the
+// view read it (our watched node, or the holder as read); 0 otherwise.
+func (v *queueView) ownerOf(node string) (int64, string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, p := range []*Participant{v.watched, v.owner} {
+		if p != nil && p.Node == node && p.Owner != 0 {
+			return p.Owner, ParticipantID(p.Data)
+		}
+	}
+	return 0, ""
+}
+
+// sid renders a session id as ZooKeeper's logs and cons do.
+func sid(id int64) string { return fmt.Sprintf("0x%x", id) }
+
+// run runs the lines to tell, outside the board's lock.
+func run(tell []func()) {
+	for _, fn := range tell {
+		fn()
+	}
+}
