@@ -111,6 +111,9 @@ func (m *Member) Vouch() error {
 // lost, was refused by the replay (TestTraceReleaseMeetsDisconnection).
 func (m *Member) Leave() error {
 	s := m.s
+	if s == nil {
+		return nil // never granted: not one of the holds
+	}
 	s.st.mu.Lock()
 	lap := s.lease.judgeLocked()
 	var err error
