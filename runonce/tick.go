@@ -57,7 +57,7 @@ func (c *claimer) byNames(ctx context.Context, j *job, p *probe, d decision, rec
 	w, last := ms(p.window), d.read.last
 	d.sinceLast = p.name - last.Latest()
 	c.tell.checkNames(j, p, last, w)
-	if !last.Open(p.name, w) {
+	if !last.MayOpen(p.name, w, p.fire()) {
 		// This tick ran, or is older than the runs the record keeps.
 		d.verdict, d.basis = runrec.Skip, byNames
 		d, err := c.skipNamed(ctx, j, p, d, rec)
@@ -143,7 +143,7 @@ func (c *claimer) skipped(j *job, p *probe, d decision) error {
 		return c.tell.unknown(j, p, fmt.Sprintf("it fired %v late, and the job has no run node (it may be a tick of a job removed since)", p.lateBy.Round(time.Millisecond)))
 	}
 	named := d.basis == byNames
-	ran := last.RanTick(p.name, ms(p.window)) || nearNameless(last, p.name, ms(p.window))
+	ran := last.RanTick(p.name, ms(p.window)) || nearNameless(last, p.name, ms(p.window)) || ranNear(d)
 	if !named {
 		ran = c.ranSince(d, p)
 	}
@@ -163,7 +163,16 @@ func (c *claimer) skipped(j *job, p *probe, d decision) error {
 // is its fire, which is also the floor), fired within w of name: the
 // record holds that run's time, and a run so near the tick is its run.
 func nearNameless(last runrec.Last, name, w int64) bool {
-	return last.Tick != 0 && last.Tick == last.Floor && name > last.Tick-w && name < last.Tick+w
+	return last.Unnamed() && name > last.Tick-w && name < last.Tick+w
+}
+
+// ranNear reports whether d's write, a named tick's after a run without a
+// tick whose host's clock is ahead of this one's, found its tick run by
+// that run: near it by this host's clock, as the write's Stat dates it
+// (runrec's RanNear).
+func ranNear(d decision) bool {
+	st := d.wrote.stat
+	return st != nil && d.wrote.rec.RanNear(st.Mtime, runrec.EpochOf(st.Mzxid))
 }
 
 // ranSince reports whether d's record, whose last run has no name, shows

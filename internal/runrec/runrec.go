@@ -185,8 +185,9 @@ func (r Record) late() int64 {
 // across a leader change or a clock step back rebases the server time
 // (the last run's date), not the names.
 func (r Record) tickVerdict(mtime, epoch int64) Verdict {
+	ticks, floor := r.readNames(mtime, epoch)
 	switch {
-	case open(r.Tick, r.Window, r.Ticks, r.Floor) && !r.Yield:
+	case open(r.Tick, r.Window, ticks, floor) && !r.Yield:
 		return Run
 	case (r.Epoch != 0 && r.Epoch != epoch) || mtime < r.Prev:
 		return Rebase
@@ -291,27 +292,31 @@ func Derive(data []byte, mtime, mzxid int64) Last {
 	switch v {
 	case Run:
 		l.At, l.By, l.Runs, l.Ran, l.RunZxid = r.Fired(mtime), r.By, r.Runs+1, true, mzxid
-		l.Tick, l.Ticks, l.Floor = r.names()
+		l.Tick, l.Ticks, l.Floor = r.names(mtime, epoch)
 	case Rebase:
 		l.At = mtime
 	}
 	return l
 }
 
-// names returns the names a run of r leaves: its tick, the ticks run and
-// the floor. A run without a tick (a claim that does not know it) lets
-// every tick up to its fire go: a timer fires at its tick or after it, so
-// its run was of one of those, and the record cannot tell which. A named
-// run after a nameless one lets every tick a window before its own go:
-// the nameless run was of one of those (Verdict).
-func (r Record) names() (tick int64, ticks []int64, floor int64) {
+// names returns the names a run of r, its write's mtime in epoch,
+// leaves: its tick, the ticks run and the floor, from those it read
+// (readNames: a run without a tick whose fire is ahead of this writer's
+// is kept as a run near that fire, ahead.go). A run without a tick (a
+// claim that does not know it) lets every tick up to its fire go: a timer
+// fires at its tick or after it, so its run was of one of those, and the
+// record cannot tell which. A named run after a nameless one lets every
+// tick a window before its own go: the nameless run was of one of those
+// (Verdict).
+func (r Record) names(mtime, epoch int64) (tick int64, ticks []int64, floor int64) {
+	ticks, floor = r.readNames(mtime, epoch)
 	switch {
 	case r.Tick == 0 && r.Fire != 0:
-		return r.Fire, r.Ticks, max(r.Floor, r.Fire)
+		return r.Fire, ticks, max(floor, r.Fire)
 	case r.Tick == 0:
 		return 0, r.Ticks, r.Floor // a writer that keeps no names: the next named run lets them go
 	}
-	ticks, floor = keep(r.Tick, r.Ticks, r.Floor)
+	ticks, floor = keep(r.Tick, ticks, floor)
 	if r.nameless() {
 		floor = max(floor, r.Tick-r.Window)
 	}
