@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tierlock/tierlock/zklock"
@@ -102,7 +103,13 @@ type rwHold struct {
 	node   string // the node it rides on, under lossMu
 	token  int64
 	start  time.Time
+	// rides is the ZooKeeper hold of node, which judges the held context
+	// (judged): a downgrade moves its read holds to the read node's.
+	rides atomic.Pointer[zklock.Hold]
 }
+
+// Err judges the ZooKeeper hold h rides on now (see judged).
+func (h *rwHold) Err() error { return h.rides.Load().Err() }
 
 type rwKey struct {
 	rw    *RWLock
@@ -194,7 +201,8 @@ func (rw *RWLock) check(ctx context.Context) error {
 
 func (rw *RWLock) newHold(ctx context.Context, write bool, zh *zklock.Hold) *rwHold {
 	h := &rwHold{write: write, count: 1, node: zh.Node(), token: zh.Token(), start: time.Now()}
-	h.ctx, h.cancel = heldContext(ctx, rwKey{rw, write}, h, zh)
+	h.rides.Store(zh)
+	h.ctx, h.cancel = heldContext(ctx, rwKey{rw, write}, h, h)
 	rw.lossMu.Lock()
 	rw.live[h] = struct{}{}
 	rw.lossMu.Unlock()

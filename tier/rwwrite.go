@@ -163,6 +163,7 @@ func (rw *RWLock) moveDownsLocked(zr *zklock.Hold) int {
 	for h := range rw.live {
 		if h.down {
 			h.node, h.token, h.down = zr.Node(), zr.Token(), false
+			h.rides.Store(zr)
 			moved = append(moved, h)
 		}
 	}

@@ -89,7 +89,8 @@ func TestStalledHoldLostToEveryQuestion(t *testing.T) {
 }
 
 // The recipes' holds are judged the same way: a write and a read hold of
-// an RWLock and a Semaphore's, asked their token first after the stop
+// an RWLock (and a read hold a downgrade moved to the read node) and a
+// Semaphore's, asked their token first after the stop
 // (the clock jumped 15 s past a 2-s session), are told the loss, a
 // MultiLock's held context its cause, and so is their Release. On the code
 // before, each gave its token, the multi-lock's cause was nil, and Release
@@ -100,7 +101,7 @@ func TestStalledRecipeHoldsLost(t *testing.T) {
 		token   func(context.Context) (int64, error)
 		release func(context.Context) error
 	}
-	for _, name := range []string{"write", "read", "semaphore", "multi"} {
+	for _, name := range []string{"write", "read", "downgraded", "semaphore", "multi"} {
 		t.Run(name, func(t *testing.T) {
 			s := connect(t, servers, zklock.WithSessionTimeout(2*time.Second), zklock.WithLogger(quietLog))
 			ctx := ctxT(t, 30*time.Second)
@@ -108,20 +109,31 @@ func TestStalledRecipeHoldsLost(t *testing.T) {
 			var held context.Context
 			var err error
 			switch name {
-			case "write", "read":
+			case "write", "read", "downgraded":
 				rw, err := tier.NewRWLock(s, zktest.Path(t))
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer rw.Close()
 				r = recipe{rw.Token, rw.Release}
-				if name == "write" {
-					held, err = rw.Lock(ctx)
-				} else {
+				if name == "read" {
 					held, err = rw.RLock(ctx)
+				} else {
+					held, err = rw.Lock(ctx)
 				}
 				if err != nil {
 					t.Fatal(err)
+				}
+				if name == "downgraded" {
+					// A read hold under the write hold, moved to the
+					// read node as the write hold is released.
+					w := held
+					if held, err = rw.RLock(w); err != nil {
+						t.Fatal(err)
+					}
+					if err := rw.Release(w); err != nil {
+						t.Fatal(err)
+					}
 				}
 			case "semaphore":
 				sem, err := tier.NewSemaphore(s, zktest.Path(t), 2)
