@@ -50,6 +50,8 @@ type Collector struct {
 	revocations, txns *prometheus.CounterVec
 	sessions          *prometheus.GaugeVec   // state
 	transitions       *prometheus.CounterVec // state
+	stalled           *prometheus.GaugeVec   // connection (stall.go)
+	stalls            *prometheus.CounterVec // connection
 	jobRuns           *prometheus.CounterVec // job, outcome (jobs.go)
 	jobLatencyVec     *prometheus.HistogramVec
 	jobLatency        [len(jobOutcomes)]prometheus.Observer
@@ -206,19 +208,25 @@ func newCollector(cfg config) *Collector {
 		txns:         counter("guarded_write_failures_total", "Writes guarded by the lock that failed because the hold was gone.", "lock"),
 		sessions:     gauge("session_state", "ZooKeeper sessions in each state (one session: 1 for its state, 0 for the others); closed sessions stay counted under closed.", "state"),
 		transitions:  counter("session_transitions_total", "ZooKeeper session state changes, by the state entered (a short disconnection shows here, not always in session_state).", "state"),
+		stalled:      gauge("stalled_locks", "Locks whose waits stand behind another session's nodes, by that session's connection: none (no server lists it: its process may be gone, its nodes stay until it expires) or unknown (the servers refuse cons; stood behind it a third of the session timeout).", "connection"),
+		stalls:       counter("stalls_total", "Sessions found stalling this session's waits, once per episode, by their connection: none or unknown.", "connection"),
 	}
 	c.jobRuns, c.jobLatencyVec = newJobMetrics(ns, cfg.buckets)
 	for i, o := range jobOutcomes {
 		c.jobLatency[i] = c.jobLatencyVec.WithLabelValues(o)
 	}
 	c.initSessions()
+	for _, conn := range stallConnections {
+		c.stalled.WithLabelValues(conn)
+		c.stalls.WithLabelValues(conn)
+	}
 	return c
 }
 
 // vecs are the collector's metrics, for Describe and Collect.
 func (c *Collector) vecs() []prometheus.Collector {
 	return []prometheus.Collector{c.wait, c.hold, c.holders, c.waiters, c.acquisitions,
-		c.failures, c.losses, c.revocations, c.txns, c.sessions, c.transitions, c.jobRuns, c.jobLatencyVec}
+		c.failures, c.losses, c.revocations, c.txns, c.sessions, c.transitions, c.stalled, c.stalls, c.jobRuns, c.jobLatencyVec}
 }
 
 // Describe is prometheus.Collector's.

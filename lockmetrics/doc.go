@@ -6,8 +6,9 @@
 // Lock's latency.
 //
 // It lives apart from tier and zklock so that the core does not depend on
-// Prometheus: it is built only on their hooks, [tier.WithObserver] and
-// [zklock.WithStateListener], and costs no ZooKeeper request.
+// Prometheus: it is built only on their hooks, [tier.WithObserver],
+// [zklock.WithStateListener] and [zklock.WithStallHandler], and costs no
+// ZooKeeper request.
 //
 //	reg := prometheus.NewRegistry()
 //	m, err := lockmetrics.New(reg, lockmetrics.WithLockName(lockmetrics.Prefix(1)))
@@ -32,5 +33,6 @@
 //
 // Files: collector.go (the metrics, New and its options), observe.go (tier
 // events to metrics), names.go (lock names and their bound), session.go
-// (session states), jobs.go (scheduled jobs).
+// (session states), stall.go (waits stalled behind a session with no
+// connection), jobs.go (scheduled jobs).
 package lockmetrics

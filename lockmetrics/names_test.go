@@ -58,6 +58,8 @@ func TestSeriesNames(t *testing.T) {
 		"tierlock_guarded_write_failures_total": {"lock"},
 		"tierlock_session_state":                {"state"},
 		"tierlock_session_transitions_total":    {"state"},
+		"tierlock_stalled_locks":                {"connection"},
+		"tierlock_stalls_total":                 {"connection"},
 		"tierlock_job_locks_total":              {"job", "outcome"},
 		"tierlock_job_lock_seconds":             {"outcome"},
 	}
@@ -82,6 +84,8 @@ func TestSeriesNames(t *testing.T) {
 		"tierlock_holds_lost_total/reason":         {"disconnected", "lease_expired", "node_deleted", "other", "session_closed", "session_expired"},
 		"tierlock_session_state/state":             {"closed", "connected", "connecting", "disconnected", "expired"},
 		"tierlock_session_transitions_total/state": {"closed", "connected", "connecting", "disconnected", "expired"},
+		"tierlock_stalled_locks/connection":        {"none", "unknown"},
+		"tierlock_stalls_total/connection":         {"none", "unknown"},
 	}
 	for key, want := range values {
 		name, label, _ := strings.Cut(key, "/")

@@ -134,7 +134,13 @@ func TestKilledCopyStallsToldOnce(t *testing.T) {
 	// The survivor, queued behind the copy on every key.
 	buf := &zktest.SyncBuffer{}
 	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	survivor := connect(t, servers, zklock.WithSessionTimeout(timeout), zklock.WithLogger(log))
+	var mu sync.Mutex
+	var told []zklock.Stall // what the stall handler was told
+	survivor := connect(t, servers, zklock.WithSessionTimeout(timeout), zklock.WithLogger(log), zklock.WithStallHandler(func(st zklock.Stall) {
+		mu.Lock()
+		told = append(told, st)
+		mu.Unlock()
+	}))
 	locks, err := tier.NewRegistry(survivor, root)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +181,7 @@ func TestKilledCopyStallsToldOnce(t *testing.T) {
 		t.Fatalf("the stall behind %s told %d times and its end %d times, want once each:\n%s", dead, len(begun), len(ended), buf)
 	}
 	b, e := begun[0], ended[0]
-	t.Logf("told: %s %v\nended: %s %v", b.Msg, b.Locks, e.Msg, e.Locks)
+	t.Logf("the survivor's log:\n%s", buf)
 	if !strings.Contains(b.Msg, "no connection") || b.Session != dead || !slices.Equal(b.Locks, slices.Sorted(slices.Values(paths))) {
 		t.Errorf("the stall's line: %+v, want %s with no connection, every key %v", b, dead, paths)
 	}
@@ -184,6 +190,12 @@ func TestKilledCopyStallsToldOnce(t *testing.T) {
 	}
 	if !strings.Contains(e.Msg, "went") || !slices.Equal(e.Locks, b.Locks) {
 		t.Errorf("the end's line: %+v, want its nodes went, on %v", e, b.Locks)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(told) != 2 || fmt.Sprintf("0x%x", told[0].Session) != dead || !told[0].Disconnected || told[0].Ended ||
+		len(told[0].Locks) != len(keys) || !told[1].Ended || told[0].ExpiresWithin == 0 {
+		t.Errorf("the stall handler was told %+v, want the stall behind %s on every key, then its end", told, dead)
 	}
 	if n := len(stallLines(t, buf.String(), "stalled behind")); n != 2 {
 		t.Errorf("%d lines of stalls, want 2:\n%s", n, buf)

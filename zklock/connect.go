@@ -60,7 +60,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	if err != nil {
 		return nil, err
 	}
-	return newSession(f, servers, cfg.Config), nil
+	return newSession(f, servers, cfg), nil
 }
 
 // ConnectTimeout bounds a Connect whose context has no deadline: a server
@@ -105,7 +105,7 @@ func NewSession(conn *zk.Conn, events <-chan zk.Event, opts ...SessionOption) (*
 	if err != nil {
 		return nil, err
 	}
-	return newSession(f, nil, cfg.Config), nil
+	return newSession(f, nil, cfg), nil
 }
 
 // Dial makes a session over a new connection and returns it as
@@ -143,7 +143,7 @@ func Dial(servers []string, zkOpts []func(*zk.Conn), opts ...SessionOption) (*Se
 	if err != nil {
 		return nil, nil, err
 	}
-	return newSession(f, servers, cfg.Config), events, nil
+	return newSession(f, servers, cfg), events, nil
 }
 
 // dialedChroot returns the chroot in the address conn dials, if any.

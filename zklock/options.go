@@ -23,7 +23,8 @@ import (
 // (package session), and what only checking it needs.
 type sessionConfig struct {
 	session.Config
-	tlsSet bool // WithTLS was given (nil is refused)
+	tlsSet  bool        // WithTLS was given (nil is refused)
+	onStall func(Stall) // WithStallHandler (stalled.go); nil: none
 }
 
 // SessionOption configures Connect and NewSession.

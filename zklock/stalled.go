@@ -36,9 +36,9 @@ var askConnections = fourlw.List
 
 // newSession is a Session over f, whose stalls ask servers (host:port,
 // no chroot; nil: the server f's connection is on) as cfg dials them.
-func newSession(f *session.Floor, servers []string, cfg session.Config) *Session {
+func newSession(f *session.Floor, servers []string, cfg sessionConfig) *Session {
 	s := &Session{f: f}
-	s.stalls.f, s.stalls.servers = f, servers
+	s.stalls.f, s.stalls.servers, s.stalls.onStall = f, servers, cfg.onStall
 	s.stalls.ask = fourlw.Options{TLS: cfg.TLS, Timeout: time.Second, Dial: cfg.Dialer}
 	return s
 }
@@ -50,6 +50,7 @@ type stallBoard struct {
 	f       *session.Floor
 	servers []string
 	ask     fourlw.Options
+	onStall func(Stall) // WithStallHandler; nil: none
 
 	mu       sync.Mutex
 	waits    map[*Lock]*stallWait    // the waits sleeping now, by lock (one acquisition at a time each)
@@ -74,6 +75,8 @@ type stallEpisode struct {
 	id    int64
 	who   string
 	begun time.Time
+	first time.Time       // since when the longest of its waits stood behind it
+	known bool            // the servers said it has no connection
 	keys  map[string]bool // the lock paths it stalls now
 	all   []string        // every lock path it stalled in the episode
 	went  bool            // a stalled wait saw its node go
@@ -179,9 +182,11 @@ func (b *stallBoard) leaveLocked(w *stallWait, went bool, now time.Time) []func(
 // endLine is the line that ends e, for why.
 func (b *stallBoard) endLine(e *stallEpisode, why string, now time.Time) func() {
 	log, all := b.f.Log(), slices.Sorted(slices.Values(e.all))
+	st := Stall{Session: e.id, Holder: e.who, Locks: all, Disconnected: e.known, Waited: now.Sub(e.first), Ended: true, Why: why}
 	return func() {
 		log.Warn("locks no longer stalled behind session "+sid(e.id)+": "+why,
 			"session", sid(e.id), "holder", e.who, "locks", all, "stalled_for", now.Sub(e.begun).Round(time.Millisecond))
+		b.tellStall(st)
 	}
 }
 
@@ -340,17 +345,23 @@ func (b *stallBoard) stallLocked(id int64, ws []*stallWait, known bool, maxT tim
 	if told {
 		return nil
 	}
+	e.known, e.first = known, first
 	log, locks := b.f.Log(), slices.Sorted(slices.Values(e.all))
+	st := Stall{Session: id, Holder: e.who, Locks: locks, Disconnected: known, Waited: now.Sub(first)}
 	attrs := []any{"session", sid(id), "holder", e.who, "locks", locks, "waited", now.Sub(first).Round(time.Millisecond)}
-	if !known {
-		msg := fmt.Sprintf("locks stalled behind session %s for about %v or longer (whether it has a connection is not known)", sid(id), th.Round(time.Millisecond))
-		return func() { log.Warn(msg, attrs...) }
+	msg := fmt.Sprintf("locks stalled behind session %s for about %v or longer (whether it has a connection is not known)", sid(id), th.Round(time.Millisecond))
+	if known {
+		msg = "locks stalled behind session " + sid(id) + ", which has no connection to ZooKeeper: its nodes hold them until it expires (its process may be gone)"
+		if maxT > 0 {
+			st.ExpiresWithin = maxT
+			attrs = append(attrs, "expires_within", maxT) // the servers' maxSessionTimeout: no session lives longer unheard
+		}
+		attrs = append(attrs, "session_timeout_here", b.f.Lease().Timeout())
 	}
-	msg := "locks stalled behind session " + sid(id) + ", which has no connection to ZooKeeper: its nodes hold them until it expires (its process may be gone)"
-	if maxT > 0 {
-		attrs = append(attrs, "expires_within", maxT)
+	return func() {
+		log.Warn(msg, attrs...)
+		b.tellStall(st)
 	}
-	return func() { log.Warn(msg, attrs...) }
 }
 
 // ownerOf returns the session and the rendered data of node, when the

@@ -89,6 +89,78 @@ func TestLongWaitBehindALiveHolder(t *testing.T) {
 	}
 }
 
+// A session whose queued nodes lead while it has no connection (its
+// proxy partitioned), and which reconnects before it expires: the waits
+// behind it tell the stall once, and its end once, as it has a connection
+// again.
+func TestStallEndsWhenTheHolderReconnects(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a partition of about 2 s")
+	}
+	servers, root := zktest.Servers(t), zktest.Path(t)
+	ctx := ctxT(t, 30*time.Second)
+	paths := []string{root + "/a", root + "/b", root + "/c"}
+	first := connect(t, servers, zklock.WithLogger(quietLog))
+	px := proxyTo(t, servers[0])
+	cut := connect(t, []string{px.Addr()}, zklock.WithSessionTimeout(4*time.Second), zklock.WithLogger(quietLog))
+	buf := &zktest.SyncBuffer{}
+	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	waiter := connect(t, servers, zklock.WithSessionTimeout(2*time.Second), zklock.WithLogger(log))
+	var holds []*zklock.Hold
+	var cuts, waits []<-chan acquired
+	for _, p := range paths {
+		h, err := newLock(t, first, p).Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		holds = append(holds, h)
+		cuts = append(cuts, goAcquire(ctx, newLock(t, cut, p)))
+		eventually(t, 10*time.Second, "the cut session queued", func() bool { return len(children(t, first.Conn(), p)) == 2 })
+		waits = append(waits, goAcquire(ctx, newLock(t, waiter, p, zklock.WithRecheckInterval(200*time.Millisecond))))
+		eventually(t, 10*time.Second, "the waiter queued", func() bool { return len(children(t, first.Conn(), p)) == 3 })
+	}
+	id := fmt.Sprintf("0x%x", cut.SessionID())
+	px.Partition(0)
+	for _, h := range holds {
+		if err := h.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := func(s string) []stallLogLine {
+		return slices.DeleteFunc(stallLog(buf.String()), func(l stallLogLine) bool { return !strings.Contains(l.Msg, s) })
+	}
+	eventually(t, 3*time.Second, "the stall told", func() bool { return len(lines("stalled behind session "+id)) > 0 })
+	px.Heal()
+	eventually(t, 5*time.Second, "its end told", func() bool { return len(lines("no longer stalled behind session "+id)) > 0 })
+	for _, c := range cuts {
+		a := <-c
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		if err := a.h.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range waits {
+		if a := <-w; a.err != nil {
+			t.Fatal(a.err)
+		} else if err := a.h.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // a line more, were there one
+	begun, ended := lines("locks stalled behind session "+id), lines("no longer stalled behind session "+id)
+	if len(begun) != 1 || len(ended) != 1 || len(lines("stalled behind")) != 2 {
+		t.Fatalf("told %d stalls and %d ends, want one each:\n%s", len(begun), len(ended), buf)
+	}
+	if !strings.Contains(begun[0].Msg, "no connection") || !slices.Equal(begun[0].Locks, paths) {
+		t.Errorf("the stall's line: %+v, want no connection, on %v", begun[0], paths)
+	}
+	if !strings.Contains(ended[0].Msg, "has a connection again") || !slices.Equal(ended[0].Locks, paths) {
+		t.Errorf("the end's line: %+v, want a connection again, on %v", ended[0], paths)
+	}
+}
+
 // stallLogLine is a line as slog's JSON handler wrote it.
 type stallLogLine struct {
 	Msg     string   `json:"msg"`
