@@ -68,8 +68,9 @@ Flags:
 
 // defineModeFlags adds to stress's own flags the modes with flags of
 // their own, which run dispatches before reading them: -cold
-// (cold_flags.go) and -idle-cost.
+// (cold_flags.go), -idle-cost and -demo (demo.go).
 func defineModeFlags(fs *flag.FlagSet) {
+	fs.Bool("demo", false, "run the shapes README gives speed figures for, with repeats, beside README's figures: stress -demo -h")
 	fs.Bool("cold", false, "measure cold locks instead, beside zk.Lock: stress -cold -h")
 	fs.Bool("idle-cost", false, "measure what idle sessions cost the server instead, beside zk.Lock's: stress -idle-cost -h")
 }

@@ -46,6 +46,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if isIdleCost(args) {
 		return runIdleCost(ctx, args, stdout, stderr)
 	}
+	if isDemo(args) {
+		return runDemo(ctx, args, stdout, stderr)
+	}
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK

@@ -54,6 +54,14 @@ type Options struct {
 // 3 when cells could not be run or the run was interrupted (what ran is in
 // the outputs either way).
 func Run(ctx context.Context, o Options) int {
+	_, code := RunSummary(ctx, o)
+	return code
+}
+
+// RunSummary is Run that also returns the matrix's figures as written to
+// its JSON file (nil when the run could not start), for a caller that
+// reads them further (stress -demo).
+func RunSummary(ctx context.Context, o Options) (*Summary, int) {
 	spec, base := o.Spec, o.Base
 	sum := &Summary{Started: time.Now().UTC(), Spec: spec, Impls: base.Impls, Base: base, Results: []Result{}}
 	done := map[string]bool{}
@@ -61,7 +69,7 @@ func Run(ctx context.Context, o Options) int {
 		var err error
 		if done, err = sum.resume(base.JSON); err != nil {
 			fmt.Fprintf(o.Stderr, "stress: -matrix-resume: %v\n", err)
-			return ExitRun
+			return nil, ExitRun
 		}
 		fmt.Fprintf(o.Stderr, "stress: matrix: resuming with %d cell(s) from %s\n", len(done), base.JSON)
 	}
@@ -69,7 +77,7 @@ func Run(ctx context.Context, o Options) int {
 		rds, err := runner.StartRedis(ctx, o.Stderr)
 		if err != nil {
 			fmt.Fprintf(o.Stderr, "stress: matrix: %s\n", trimRun(err))
-			return ExitRun
+			return nil, ExitRun
 		}
 		defer rds.Close()
 		o.redis = rds
@@ -97,11 +105,11 @@ func Run(ctx context.Context, o Options) int {
 	printTable(o.Stdout, sum)
 	switch {
 	case sum.violated():
-		return ExitViolation
+		return sum, ExitViolation
 	case failed || !sum.Complete:
-		return ExitRun
+		return sum, ExitRun
 	}
-	return ExitOK
+	return sum, ExitOK
 }
 
 // runTopology runs the cells of block (one topology's) not done yet, on

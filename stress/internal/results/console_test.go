@@ -15,8 +15,8 @@ import (
 	"github.com/tierlock/tierlock/stress/internal/runner"
 )
 
-// fixture is the figures of a demo run (scripts/demo.sh: 4 processes x 64
-// goroutines, every implementation), every field the tables show filled
+// fixture is the figures of a run of every implementation (stress -impl
+// all -handoff: 4 processes x 64 goroutines), every field the tables show filled
 // with values of their widest kind, on a machine that was busy and stolen
 // from as much as given.
 func fixture(busy, steal float64) []Impl {
