@@ -14,7 +14,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/tierlock/tierlock/internal/mutant"
-	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/zklock/internal/session"
 	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
@@ -135,39 +134,15 @@ func (l *Lock) listBehind(ctx context.Context) ([]string, *zk.Stat, error) {
 }
 
 // listAdmitted lists the queue, a request whose place in the session's
-// bound is admitted (and given back when it is answered): with the
-// session's other listings in one multiRead where it has them (a session
-// Connect dialed, on ZooKeeper 3.6 or later: session.Floor.List), else
-// with go-zookeeper's getChildren2 on a goroutine of the session's.
-// answered (a test hook; nil: none) is called once the answer is in.
+// bound is admitted (and given back when it is answered), the way the
+// floor chooses (Floor.List). answered (a test hook; nil: none) is called
+// once the answer is in.
 func (l *Lock) listAdmitted(ctx context.Context, answered func()) ([]string, *zk.Stat, error) {
-	f := l.f
-	children, stat, err := f.List(ctx, l.path)
-	if !errors.Is(err, session.ErrNoMultiRead) {
-		if answered != nil && ctx.Err() == nil {
-			answered()
-		}
-		return children, stat, err
+	children, stat, err := l.f.List(ctx, l.path)
+	if answered != nil && ctx.Err() == nil {
+		answered()
 	}
-	// Written by the request's goroutine, read only after wait returned
-	// nil (close(c.fin) happens before): on ctx's end the request may
-	// still be running, and these must not be touched.
-	err = f.Flight().LaunchAdmitted(func() error {
-		trace.Sent(f.Conn(), trace.OpList, l.path)
-		c, st, err := f.Conn().Children(l.path)
-		trace.Listed(f.Conn(), trace.OpList, l.path, c, st, err)
-		if answered != nil {
-			answered()
-		}
-		if err == nil {
-			children, stat = c, st
-		}
-		return err
-	}).Wait(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return children, stat, nil
+	return children, stat, err
 }
 
 // enqueueAgain is the retry machinery, which a first create that

@@ -221,14 +221,12 @@ func SetOwnAlone() (restore func()) { return session.SetOwnAlone() }
 func WatchRequests(s *Session) int64 { return Written(s, OpGetData) + Written(s, OpSetWatches) }
 
 // WatchNode reads node on s with a data watch, as a waiter does: fn
-// registered first among the session's own watches (Watches.AddOwn),
-// then the read and watch through the session's queue (Floor.Watch). It
-// returns the function that removes fn.
+// told its event (Floor.Watch registers it before the read). It returns
+// the function that removes fn.
 func WatchNode(ctx context.Context, s *Session, node string, fn func(zk.Event)) ([]byte, *zk.Stat, func(), error) {
-	unwatch := s.f.Watches().AddOwn(node, fn)
 	if err := s.f.Flight().Admit(ctx, 1); err != nil {
-		return nil, nil, unwatch, err
+		return nil, nil, func() {}, err
 	}
-	data, st, err := s.f.Watch(ctx, node, true)
-	return data, st, unwatch, err
+	r, err := s.f.Watch(ctx, node, true, fn)
+	return r.Data, r.Stat, r.Unwatch, err
 }

@@ -40,27 +40,26 @@ func (h *Hold) watchOwn() {
 	if h.isLost() || h.released.Load() || f.Closed() {
 		return
 	}
-	unwatch, own := h.watchCallback()
-	data, stat, ev, err := h.readWatched(own)
-	if !h.watchRead(stat, err) {
-		unwatch()
+	r, err := h.readWatched()
+	if !h.watchRead(r.Stat, err) {
+		r.Unwatch()
 		return
 	}
 	h.mu.Lock()
 	if h.watching == nil && (h.isLost() || h.released.Load()) {
 		h.mu.Unlock()
-		unwatch()
+		r.Unwatch()
 		return
 	}
-	h.unwatch = unwatch
+	h.unwatch = r.Unwatch
 	h.mu.Unlock()
-	if h.revoked != nil && IsRevocation(data) {
+	if h.revoked != nil && IsRevocation(r.Data) {
 		h.lock.tellRevoked(h)
 	}
-	if !f.Watches().Dispatching() {
-		// No event callback: the event arrives on ev only.
+	if r.Events != nil {
+		// No event callback (NewSession): the event arrives on Events only.
 		select {
-		case e := <-ev:
+		case e := <-r.Events:
 			h.onOwnEvent(e)
 		case <-h.lost:
 		case <-f.Done():
@@ -68,42 +67,21 @@ func (h *Hold) watchOwn() {
 	}
 }
 
-// watchCallback registers the own-node watch's callback, before the read
-// so that no event after it is missed. own: the session sets the watch
-// itself (readWatched), and the callback, the session's own (AddOwn), runs
-// at its next connection too. Without the session's callback (NewSession)
-// none is registered: the event arrives on the read's channel.
-func (h *Hold) watchCallback() (unwatch func(), own bool) {
-	ws := h.f.Watches()
-	switch {
-	case !ws.Dispatching():
-		return func() {}, false
-	case h.f.OwnWatches():
-		return ws.AddOwn(h.node, h.onOwnEvent), true
-	}
-	return ws.Add(h.node, h.onOwnEvent), false
-}
-
-// readWatched reads the hold's node with a data watch: with the session's
-// other reads (Floor.Watch, own) where the session sets watches itself, so
-// that the watches of many held keys, armed as their holds come of age,
-// leave together as the waiters' do; else go-zookeeper's GetW, whose
-// channel ev is. Its place in the Flight is the floor's to wait for: a
-// closed floor ends the wait (Admit), and answers the read (the lister's
-// request runs in the floor's life).
-func (h *Hold) readWatched(own bool) (data []byte, stat *zk.Stat, ev <-chan zk.Event, err error) {
+// readWatched reads the hold's node with a data watch, its event told to
+// onOwnEvent, the way the floor chooses (Floor.Watch): with the session's
+// other reads where the session sets watches itself, so that the watches
+// of many held keys, armed as their holds come of age, leave together as
+// the waiters' do; such a watch is the session's own, and its callback
+// runs at the session's next connection too (the hold reads and watches
+// again). Its place in the Flight is the floor's to wait for: a closed
+// floor ends the wait (Admit), and answers the read (the request runs in
+// the floor's life).
+func (h *Hold) readWatched() (session.Read, error) {
 	f := h.f
-	if own {
-		if err = f.Flight().Admit(context.Background(), 1); err != nil {
-			return nil, nil, nil, err
-		}
-		data, stat, err = f.Watch(context.Background(), h.node, false)
-		if !errors.Is(err, session.ErrNoMultiRead) {
-			return data, stat, nil, err
-		}
-		f.Flight().GiveBack() // the server refused: go-zookeeper's, outside the bound as before
+	if err := f.Flight().Admit(context.Background(), 1); err != nil {
+		return session.Read{Unwatch: func() {}}, err
 	}
-	return f.Conn().GetW(h.node)
+	return f.Watch(context.Background(), h.node, false, h.onOwnEvent)
 }
 
 // watchRead handles the own-node watch's read: false when it did not set a

@@ -1,6 +1,7 @@
 package zklock_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -29,25 +30,35 @@ const opSetAuth = 100
 // identity: a fleet that keeps its locks to itself.
 func digestOnlyACL() []zk.ACL { return zk.DigestACL(zk.PermAll, fleetUser, fleetPassword) }
 
-// frameLog records the opcodes a session writes, connection by connection
-// (a new connection begins at each cut the test makes).
+// frameLog records the opcodes a session writes, connection by connection,
+// from the first cut on: a connection begins with its connect request,
+// whose protocol version (0) stands where a request's xid does, and no
+// request of go-zookeeper's (xids from 1) or the tap's (negative) has xid 0.
 type frameLog struct {
 	mu    sync.Mutex
+	on    bool
 	conns [][]int32
 }
 
-func (f *frameLog) note(op int32) {
+func (f *frameLog) note(op int32, b []byte) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.on {
+		return
+	}
+	if len(b) >= 8 && binary.BigEndian.Uint32(b[4:8]) == 0 { // a connect request
+		f.conns = append(f.conns, nil)
+		return
+	}
 	if len(f.conns) > 0 {
 		f.conns[len(f.conns)-1] = append(f.conns[len(f.conns)-1], op)
 	}
 }
 
-func (f *frameLog) newConn() {
+func (f *frameLog) start() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.conns = append(f.conns, nil)
+	f.on = true
 }
 
 // outOfOrder names the first connection on which a request of the tap's
@@ -60,7 +71,7 @@ func (f *frameLog) outOfOrder() string {
 		auth := slices.Index(ops, opSetAuth)
 		read := slices.Index(ops, zklock.OpMultiRead)
 		if read >= 0 && (auth < 0 || read < auth) {
-			return fmt.Sprintf("connection %d after the first cut wrote %v: a multiRead before the credentials", i+1, ops)
+			return fmt.Sprintf("connection %d after the first cut wrote %v after its connect request: a multiRead before the credentials", i+1, ops)
 		}
 	}
 	return ""
@@ -71,7 +82,7 @@ func (f *frameLog) outOfOrder() string {
 // request is answered on a new connection.
 func cutConnection(t *testing.T, s *zklock.Session, cut *atomic.Bool, log *frameLog) {
 	t.Helper()
-	log.newConn()
+	log.start()
 	cut.Store(true)
 	_, _, _ = s.Conn().Exists("/") // fails, and the connection with it
 	eventually(t, 20*time.Second, "a request answered on a new connection", func() bool {
@@ -120,11 +131,11 @@ func TestWaitersKeepTheirReadsAcrossReconnections(t *testing.T) {
 
 	var cut atomic.Bool
 	log := &frameLog{}
-	zklock.SetWriteHook(s, func(op int32, _ []byte) error {
+	zklock.SetWriteHook(s, func(op int32, b []byte) error {
 		if op == zklock.OpExists && cut.CompareAndSwap(true, false) {
 			return errors.New("test: the connection is cut")
 		}
-		log.note(op)
+		log.note(op, b)
 		return nil
 	})
 	defer zklock.SetWriteHook(s, nil)

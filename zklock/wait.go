@@ -42,7 +42,7 @@ func (l *Lock) waitTurn(ctx context.Context, n *ourNode, wait bool) (token int64
 			return 0, false, errNodeGone // our node was ephemeral to a session that is over
 		}
 		if n.q == nil {
-			if _, err := w.list(ctx, false); err != nil {
+			if _, err := w.list(ctx, nil); err != nil {
 				if err = w.failed(ctx, err); err != nil {
 					return 0, false, err
 				}
@@ -106,34 +106,24 @@ type waiter struct {
 // waiter.watched (no node name starts with a space).
 const childrenWatched = " children"
 
-// list reads the queue and stores the listing; with watch, it sets a
-// children watch with it (any child created or deleted fires it), whose
-// channel it returns. A listing without a watch goes with the session's
-// other listings where it can (listAdmitted).
-func (w *waiter) list(ctx context.Context, watch bool) (<-chan zk.Event, error) {
-	f, dir := w.l.f, w.l.path
-	var children []string
-	var stat *zk.Stat
-	var ev <-chan zk.Event
+// list reads the queue and stores the listing; with fn, it sets a
+// children watch with it (any child created or deleted fires it), told to
+// fn (Floor.ListWatched). A listing without a watch goes with the
+// session's other listings where it can (listAdmitted).
+func (w *waiter) list(ctx context.Context, fn func(zk.Event)) (session.Read, error) {
+	f := w.l.f
+	var r session.Read
 	var err error
-	if watch {
-		err = f.Flight().Send(ctx, func() error {
-			trace.Sent(f.Conn(), trace.OpChildrenW, dir)
-			c, st, ch, err := f.Conn().ChildrenW(dir)
-			trace.Listed(f.Conn(), trace.OpChildrenW, dir, c, st, err)
-			if err == nil {
-				children, stat, ev = c, st, ch
-			}
-			return err
-		})
+	if fn != nil {
+		r, err = f.ListWatched(ctx, w.l.path, fn)
 	} else if err = f.Flight().Admit(ctx, 1); err == nil {
-		children, stat, err = w.l.listAdmitted(ctx, nil)
+		r.Children, r.Stat, err = w.l.listAdmitted(ctx, nil)
 	}
 	if err != nil {
-		return nil, err // the request may still run: what it writes is not read
+		return r, err // the request may still run: what it writes is not read
 	}
-	w.n.q, w.n.pzxid = w.l.sortQueue(children), stat.Pzxid
-	return ev, nil
+	w.n.q, w.n.pzxid = w.l.sortQueue(r.Children), r.Stat.Pzxid
+	return r, nil
 }
 
 // arm sets the watch the rule asks for (node watch, the index of the
@@ -141,21 +131,26 @@ func (w *waiter) list(ctx context.Context, watch bool) (<-chan zk.Event, error) 
 // must be looked at again before waiting: a children watch came with a
 // listing, which it stored, or the node to watch was already gone.
 func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
-	target, on := childrenWatched, w.l.path
+	target := childrenWatched
 	if watch != watchChildren {
 		target = w.l.path + "/" + w.n.q[watch].name
-		on = target
 	}
 	if target == w.watched {
 		return false, nil
 	}
 	w.drop()
-	w.register(on, target != childrenWatched && w.l.f.OwnWatches())
-	var ev <-chan zk.Event
+	// A fresh signal, so that a stale callback cannot wake a later wait,
+	// set by the watch's callback (the floor registers it before the
+	// request, so that no event after it is missed; on go-zookeeper's
+	// event goroutine).
+	w.signal = mutexbool.New(false)
+	sig := w.signal
+	set := func(zk.Event) { sig.Set(true) }
+	var r session.Read
 	if target == childrenWatched {
-		ev, err = w.list(ctx, true)
+		r, err = w.list(ctx, set)
 	} else {
-		ev, err = w.watchNode(ctx, target)
+		r, err = w.watchNode(ctx, target, set)
 	}
 	switch {
 	case errors.Is(err, zk.ErrNoNode) && target != childrenWatched:
@@ -166,63 +161,25 @@ func (w *waiter) arm(ctx context.Context, watch int) (fresh bool, err error) {
 		w.drop()
 		return false, err
 	}
-	w.watched = target
-	if !w.l.f.Watches().Dispatching() {
-		w.ev = ev
-	}
+	w.watched, w.unwatch, w.ev = target, r.Unwatch, r.Events
 	return target == childrenWatched, nil
 }
 
-// register gives the watch on path a fresh signal (so that a stale
-// callback cannot wake a later wait) and, under Connect, the callback that
-// sets it: registered before the request, so that no event after it is
-// missed. The callback runs on go-zookeeper's event goroutine. A watch the
-// session sets itself (own: watchNode's, Floor.Watch) is lost with its
-// connection: its callback runs at the next one too (AddOwn), and the
-// wait reads again.
-func (w *waiter) register(path string, own bool) {
-	w.signal = mutexbool.New(false)
-	if ws := w.l.f.Watches(); ws.Dispatching() {
-		sig := w.signal
-		add := ws.Add
-		if own {
-			add = ws.AddOwn
-		}
-		w.unwatch = add(path, func(zk.Event) { sig.Set(true) })
-	}
-}
-
-// watchNode reads the node at target with a data watch (an exists watch
-// on a node that is already gone would stay behind), and notes it in the
-// lock's view as the node ours watches. The session's reads go together
-// (Floor.Watch: a setWatches and a multiRead for many); else it is
-// go-zookeeper's GetW, whose channel ev is.
-func (w *waiter) watchNode(ctx context.Context, target string) (<-chan zk.Event, error) {
+// watchNode reads the node at target with a data watch told to fn (an
+// exists watch on a node that is already gone would stay behind), and
+// notes it in the lock's view as the node ours watches. The floor chooses
+// the read's way (Floor.Watch).
+func (w *waiter) watchNode(ctx context.Context, target string, fn func(zk.Event)) (session.Read, error) {
 	f := w.l.f
 	if err := f.Flight().Admit(ctx, 1); err != nil {
-		return nil, err
+		return session.Read{}, err
 	}
-	var ev <-chan zk.Event
-	data, stat, err := f.Watch(ctx, target, true)
-	if errors.Is(err, session.ErrNoMultiRead) {
-		// Written by the request's goroutine, read only after Wait
-		// returned nil (close(c.fin) happens before): on ctx's end the
-		// request may still be running, and these must not be touched.
-		err = f.Flight().LaunchAdmitted(func() error {
-			trace.Sent(f.Conn(), trace.OpGetW, target)
-			d, st, ch, err := f.Conn().GetW(target)
-			trace.Watched(f.Conn(), target, st, err)
-			if err == nil {
-				data, stat, ev = d, st, ch
-			}
-			return err
-		}).Wait(ctx)
-	}
+	r, err := f.Watch(ctx, target, true, fn)
 	if err != nil {
-		return nil, err // the request may still run: what it writes is not read
+		return r, err // the request may still run: what it writes is not read
 	}
-	w.l.view.sawWatched(target, data, stat)
-	return ev, nil
+	w.l.view.sawWatched(target, r.Data, r.Stat)
+	return r, nil
 }
 
 // sleep waits for the watch, the re-check or the end of the wait.

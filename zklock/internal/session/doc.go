@@ -26,13 +26,15 @@
 //     goes there; Flight, the bound on requests in flight: Admit k places,
 //     GiveBack one unused, Send a read (admitted, made on a goroutine of
 //     the floor's, waited for or abandoned), LaunchAdmitted a read whose
-//     place Admit gave (a listing pipelined behind a create); List and
-//     Watch, a listing and a node's read with its watch, which a session
-//     the floor dialed sends together (lister.go); Watches: Add a callback
-//     for the next event on a path (under Dial, go-zookeeper calls the
-//     floor for every event; Dispatching says so), AddOwn one for a watch
-//     Watch set, which also runs at the next connection; Lease: its
-//     Timeout (the granted session timeout) and its Stats.
+//     place Admit gave (a listing pipelined behind a create); List, Watch
+//     and ListWatched, the locks' three reads (reads.go), each of which
+//     chooses its way (with the session's other reads, lister.go, where
+//     the connection allows, else go-zookeeper's request), always
+//     answers, and registers its watch's callback itself (under Dial,
+//     go-zookeeper calls the floor for every event; a watch the session
+//     sets itself runs its callback at the next connection too; under
+//     Wrap the event comes on Read.Events); Lease: its Timeout (the
+//     granted session timeout) and its Stats.
 //   - Background work: Go (a goroutine Close waits for), DeleteGuaranteed
 //     and UntilSessionOver (retried until done or the session is over),
 //     Retry and NewBackOff (the one retry policy), and Refusal (which

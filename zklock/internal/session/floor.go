@@ -197,7 +197,7 @@ func (s *Floor) Request(ctx context.Context, req func() error) error {
 
 // What the lock floor reads of the floor: its state and session, its
 // connection, its configuration, its end; and its parts that the lock
-// floor speaks to (Writes, Flight, Watches, Lease).
+// floor speaks to (Writes, Flight, Lease).
 
 // State reports the floor's current state: one of the States
 // (states.go).
@@ -264,9 +264,6 @@ func (s *Floor) Writes() *writes.Queue { return s.wl.q }
 // Flight is the bound on the locks' requests in flight: their reads are
 // admitted and sent there.
 func (s *Floor) Flight() *Flight { return &s.flight }
-
-// Watches are the callbacks of the locks' watches.
-func (s *Floor) Watches() *Watches { return &s.watches }
 
 // Lease is the floor's lease: its timeout and its counters.
 func (s *Floor) Lease() *Lease { return &s.lease }

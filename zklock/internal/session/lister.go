@@ -84,55 +84,10 @@ type listing struct {
 	err      error
 }
 
-// ErrNoMultiRead tells List's caller to list with go-zookeeper instead:
-// its place in the Flight is its own still.
-var ErrNoMultiRead = errors.New("zklock: the server does not take multiRead")
-
 // Batches: at most maxListings paths, within the request bound the writes
 // keep (requestLimit), so that the answer, a few names a path, stays far
 // below what the tap reads whole (wire's maxRewritten).
 const maxListings = 1024
-
-// List lists path, a listing Admit gave a place to (given back as it is
-// answered), through the session's multiRead queue; ErrNoMultiRead when
-// the session has none (a connection of the caller's, WithoutPipelining's
-// one request at a time, or a server that refused it): then the caller
-// lists with go-zookeeper.
-func (s *Floor) List(ctx context.Context, path string) ([]string, *zk.Stat, error) {
-	if !s.lister.on() {
-		return nil, nil, ErrNoMultiRead
-	}
-	l, err := s.lister.queue(ctx, &listing{path: path})
-	if err != nil {
-		return nil, nil, err
-	}
-	return l.children, l.stat, nil
-}
-
-// Watch reads the node at path, its data and stat, and sets a data watch
-// on it, as go-zookeeper's GetW does, through the same queue as List: the
-// watch by a setWatches request written just before the batch's
-// multiRead (wire.AppendSetWatches); a batch of this read alone goes as
-// GetW, whose channel nobody reads. Its event reaches the caller through
-// the Watches: it registers its callback with AddOwn, before. zk.ErrNoNode
-// when the node is gone (its watch fired at once). ErrNoMultiRead as
-// List's, or when the server refused setWatches: then the caller calls
-// GetW. traced: the read is a waiter's of its predecessor, which the trace
-// records (the model's GETW); a hold's read of its own node is outside the
-// model, and its steps are not recorded, as its GetW's were not.
-func (s *Floor) Watch(ctx context.Context, path string, traced bool) ([]byte, *zk.Stat, error) {
-	if !s.OwnWatches() {
-		return nil, nil, ErrNoMultiRead
-	}
-	l, err := s.lister.queue(ctx, &listing{path: path, watch: true, untraced: !traced})
-	if err != nil {
-		return nil, nil, err
-	}
-	return l.data, l.stat, nil
-}
-
-// OwnWatches reports whether Watch sets watches itself (see Watch).
-func (s *Floor) OwnWatches() bool { return s.lister.on() && !s.lister.watchOff.Load() }
 
 // on reports whether the session's listings go as multiReads.
 func (ls *lister) on() bool {
@@ -316,9 +271,9 @@ func (ls *lister) oneByOne(batch []*listing) []wire.Listing {
 	for i, l := range batch {
 		var st *zk.Stat
 		if l.watch {
-			got[i].Data, st, _, got[i].Err = ls.f.zc.GetW(l.path)
+			got[i].Data, st, _, got[i].Err = ls.f.zkGetW(l.path, false)
 		} else {
-			got[i].Children, st, got[i].Err = ls.f.zc.Children(l.path)
+			got[i].Children, st, got[i].Err = ls.f.zkChildren(l.path, false)
 		}
 		if st != nil {
 			got[i].Stat = *st

@@ -285,8 +285,11 @@ func (st *sessionState) changedChan() <-chan struct{} {
 type Watches struct {
 	mu sync.Mutex
 	m  map[string][]*watchFn
-	// dispatching: watch events reach the callbacks (under Dial); set
-	// as the floor is made, before anyone reads it.
+	// dispatching: watch events reach the callbacks (under Dial:
+	// go-zookeeper calls the floor for every event, watch events included,
+	// synchronously and before it notifies the watch's own channel; under
+	// Wrap it cannot, and watchers wait on their channels); set as the
+	// floor is made, before anyone reads it.
 	dispatching bool
 }
 
@@ -295,12 +298,6 @@ type watchFn struct {
 	own bool // set by the session's setWatches (AddOwn)
 }
 
-// Dispatching reports whether watch events reach the callbacks Add
-// registers: under Dial go-zookeeper calls the floor for every event,
-// watch events included, synchronously and before it notifies the watch's
-// own channel. Under Wrap it cannot, and watchers wait on their channels.
-func (ws *Watches) Dispatching() bool { return ws.dispatching }
-
 // Add registers fn for the next event on path and returns the function
 // that removes it (a no-op once it ran). fn runs on go-zookeeper's event
 // goroutine: it must not block.
@@ -308,7 +305,7 @@ func (ws *Watches) Add(path string, fn func(zk.Event)) (unwatch func()) {
 	return ws.add(path, &watchFn{fn: fn})
 }
 
-// AddOwn registers fn as Add does, for a watch Floor.Watch sets. Such a
+// AddOwn registers fn as Add does, for a watch the session sets itself (Floor.Watch). Such a
 // watch lives on the connection that set it (go-zookeeper sets only its
 // own again on the next), so fn runs too, with the session's event, when
 // a new connection of the session is made or the session expires: its
