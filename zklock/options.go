@@ -227,8 +227,12 @@ func WithACL(acl []zk.ACL) Option { return func(c *lockConfig) { c.acl = acl } }
 // ErrClosed when the Lock's Close ended the hold) when a hold is lost, synchronously, at the moment the loss is detected,
 // so that work under the lock can be stopped with no goroutine hop in
 // between (package tier cancels its held context here). fn may run on
-// go-zookeeper's event goroutine: it must not block, nor call methods of
-// the Lock or Session.
+// go-zookeeper's event goroutine, on a goroutine of the session's (the
+// lease's deadline, or another hold's question ending them all), or on the
+// goroutine that asks a question of the hold and finds the lease's
+// deadline passed (Release, Err, Txn, tier's held context: after a stop
+// of the process longer than the lease): it must not block, nor call
+// methods of the Lock or Session.
 func WithLossHandler(fn func(node string, cause error)) Option {
 	return func(c *lockConfig) { c.onLost = fn }
 }
