@@ -290,7 +290,8 @@ step replay replay_checks
 
 # The nemesis tests recorded, under -race, and replayed through the model's
 # client steps (docs/replay.md): every fault kind of tier's nemesis
-# (partition, asymmetric, stall, drop, reset, flood; a guarded write's
+# (partition, asymmetric, stall, drop, reset, flood; a drop and a stall with
+# the fleet's credentials and a digest-only ACL; a guarded write's
 # outcome across a partition and a drop; NewSession's polled state; the
 # recipes' and the multi-lock's scenes) and zklock's expiry-only scenes.
 # One directory per package: trace files are named by pid. A package whose
@@ -300,7 +301,7 @@ nemesis_replayed() {
   local rc=0 tier_traces zklock_traces
   tier_traces=$(mktemp -d)
   zklock_traces=$(mktemp -d)
-  TIERLOCK_TRACE="$tier_traces" go test -race -count=1 -tags tierlocktrace -run 'TestNemesis$|TestNemesisTxn$|TestNemesisNewSession$|TestRecipeNemesis$|TestRecipeFlood$|TestRWNemesis$|TestSemNemesis$|TestMultiLockNemesis$' ./tier/ || rc=1
+  TIERLOCK_TRACE="$tier_traces" go test -race -count=1 -tags tierlocktrace -run 'TestNemesis$|TestNemesisDigestACL$|TestNemesisTxn$|TestNemesisNewSession$|TestRecipeNemesis$|TestRecipeFlood$|TestRWNemesis$|TestSemNemesis$|TestMultiLockNemesis$' ./tier/ || rc=1
   go run ./internal/replay/cmd/replay "$tier_traces" || rc=1
   TIERLOCK_TRACE="$zklock_traces" go test -race -count=1 -tags tierlocktrace -run 'TestPositionAcrossFaults$|TestRevokeAcrossDisconnection$' ./zklock/ || rc=1
   go run ./internal/replay/cmd/replay "$zklock_traces" || rc=1
