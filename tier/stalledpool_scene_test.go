@@ -82,33 +82,82 @@ func TestKilledCopyStallsToldOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: a copy of a pool killed, its session's expiry waited out, about 6 s")
 	}
-	const timeout = 4 * time.Second // 20 ticks of the test servers' 200 ms: their maxSessionTimeout
-	servers, root := zktest.Servers(t), zktest.Path(t)
-	keys := []string{"invoices", "reports", "cleanup", "billing", "backups", "audit", "mail", "search"}
-	paths := make([]string, len(keys))
-	for i, k := range keys {
-		paths[i] = root + "/" + k
-	}
-	ctx := ctxT(t, time.Minute)
+	sc := newStallScene(t, []string{"invoices", "reports", "cleanup", "billing", "backups", "audit", "mail", "search"})
+	proc, dead := sc.startCopy()
+	sc.eventuallyQueued(2, "the copy queued on every key")
+	got := sc.survivorWaits()
+	sc.eventuallyQueued(3, "the survivor queued on every key")
 
-	// The copy that holds every key.
-	first := connect(t, servers, zklock.WithSessionTimeout(timeout), zklock.WithLogger(quietLog))
-	firstLocks, err := tier.NewRegistry(first, root)
-	if err != nil {
-		t.Fatal(err)
+	proc.Kill()
+	if err := proc.Wait(); err == nil || !strings.Contains(err.Error(), syscall.SIGKILL.String()) {
+		t.Fatalf("the copy: %v", err)
 	}
-	defer firstLocks.Close()
-	held := make([]context.Context, len(keys))
-	for i, k := range keys {
-		if held[i], err = firstLocks.Acquire(ctx, k); err != nil {
+	killed := time.Now()
+	sc.releaseFirst()
+	for range sc.keys {
+		if err := <-got; err != nil {
 			t.Fatal(err)
 		}
 	}
+	t.Logf("every key acquired by the survivor %v after the kill", time.Since(killed).Round(time.Millisecond))
+	time.Sleep(500 * time.Millisecond) // a second line, were there one
+	t.Logf("the survivor's log:\n%s", sc.buf)
+	sc.checkLines(dead, proc.Pid())
+	sc.checkTold(dead)
+}
 
-	// The copy that is killed, queued on every key.
+// stallScene is TestKilledCopyStallsToldOnce's pool: a copy that holds
+// every key, and a survivor whose log and stall handler are kept.
+type stallScene struct {
+	t          *testing.T
+	ctx        context.Context
+	servers    []string
+	root       string
+	keys       []string
+	paths      []string // the keys' lock paths, sorted
+	first      *zklock.Session
+	firstLocks *tier.Registry
+	held       []context.Context // first's holds
+
+	buf  *zktest.SyncBuffer // the survivor's log
+	mu   sync.Mutex
+	told []zklock.Stall // what the survivor's stall handler was told
+}
+
+// stallTimeout is the scene's session timeout: 20 ticks of the test
+// servers' 200 ms.
+const stallTimeout = 4 * time.Second
+
+// newStallScene makes the copy that holds every one of keys.
+func newStallScene(t *testing.T, keys []string) *stallScene {
+	sc := &stallScene{t: t, ctx: ctxT(t, time.Minute), servers: zktest.Servers(t), root: zktest.Path(t), keys: keys, buf: &zktest.SyncBuffer{}}
+	for _, k := range keys {
+		sc.paths = append(sc.paths, sc.root+"/"+k)
+	}
+	slices.Sort(sc.paths)
+	sc.first = connect(t, sc.servers, zklock.WithSessionTimeout(stallTimeout), zklock.WithLogger(quietLog))
+	var err error
+	if sc.firstLocks, err = tier.NewRegistry(sc.first, sc.root); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sc.firstLocks.Close() })
+	for _, k := range keys {
+		h, err := sc.firstLocks.Acquire(sc.ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.held = append(sc.held, h)
+	}
+	return sc
+}
+
+// startCopy starts the copy that queues on every key and is killed, and
+// returns it with its session's id.
+func (sc *stallScene) startCopy() (*child.Proc, string) {
+	t := sc.t
 	proc, err := child.Start(child.Spec{
 		Role: stalledPoolRole, Args: []string{"-test.run=^$"}, Stderr: os.Stderr,
-		Task: stalledPoolTask{Servers: servers, Root: root, Keys: keys, Goroutines: 3, SessionTimeout: timeout},
+		Task: stalledPoolTask{Servers: sc.servers, Root: sc.root, Keys: sc.keys, Goroutines: 3, SessionTimeout: stallTimeout},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -119,86 +168,88 @@ func TestKilledCopyStallsToldOnce(t *testing.T) {
 	if !ok {
 		t.Fatalf("the copy said %q: %s", line, proc.Describe("copy"))
 	}
-	queued := func(n int) func() bool {
-		return func() bool {
-			for _, p := range paths {
-				if len(children(t, first.Conn(), p)) != n {
-					return false
-				}
-			}
-			return true
-		}
-	}
-	eventually(t, 20*time.Second, "the copy queued on every key", queued(2))
+	return proc, dead
+}
 
-	// The survivor, queued behind the copy on every key.
-	buf := &zktest.SyncBuffer{}
-	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	var mu sync.Mutex
-	var told []zklock.Stall // what the stall handler was told
-	survivor := connect(t, servers, zklock.WithSessionTimeout(timeout), zklock.WithLogger(log), zklock.WithStallHandler(func(st zklock.Stall) {
-		mu.Lock()
-		told = append(told, st)
-		mu.Unlock()
+// eventuallyQueued waits until every key has n nodes.
+func (sc *stallScene) eventuallyQueued(n int, what string) {
+	eventually(sc.t, 20*time.Second, what, func() bool {
+		for _, p := range sc.paths {
+			if len(children(sc.t, sc.first.Conn(), p)) != n {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// survivorWaits starts the survivor's waits, one per key, each of which
+// releases at once; their outcomes arrive on the channel returned.
+func (sc *stallScene) survivorWaits() <-chan error {
+	t := sc.t
+	log := slog.New(slog.NewJSONHandler(sc.buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	survivor := connect(t, sc.servers, zklock.WithSessionTimeout(stallTimeout), zklock.WithLogger(log), zklock.WithStallHandler(func(st zklock.Stall) {
+		sc.mu.Lock()
+		sc.told = append(sc.told, st)
+		sc.mu.Unlock()
 	}))
-	locks, err := tier.NewRegistry(survivor, root)
+	locks, err := tier.NewRegistry(survivor, sc.root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer locks.Close()
-	got := make(chan error, len(keys))
-	for _, k := range keys {
+	t.Cleanup(func() { locks.Close() })
+	got := make(chan error, len(sc.keys))
+	for _, k := range sc.keys {
 		go func() {
-			h, err := locks.Acquire(ctx, k)
+			h, err := locks.Acquire(sc.ctx, k)
 			if err == nil {
 				err = locks.Release(h)
 			}
 			got <- err
 		}()
 	}
-	eventually(t, 20*time.Second, "the survivor queued on every key", queued(3))
+	return got
+}
 
-	proc.Kill()
-	if err := proc.Wait(); err == nil || !strings.Contains(err.Error(), syscall.SIGKILL.String()) {
-		t.Fatalf("the copy: %v", err)
-	}
-	killed := time.Now()
-	for _, h := range held {
-		if err := firstLocks.Release(h); err != nil {
-			t.Fatal(err)
+// releaseFirst releases the first copy's holds.
+func (sc *stallScene) releaseFirst() {
+	for _, h := range sc.held {
+		if err := sc.firstLocks.Release(h); err != nil {
+			sc.t.Fatal(err)
 		}
 	}
-	for range keys {
-		if err := <-got; err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("every key acquired by the survivor %v after the kill", time.Since(killed).Round(time.Millisecond))
-	time.Sleep(500 * time.Millisecond) // a second line, were there one
+}
 
-	begun, ended := stallLines(t, buf.String(), "locks stalled behind session "+dead), stallLines(t, buf.String(), "locks no longer stalled behind session "+dead)
-	if len(begun) != 1 || len(ended) != 1 {
-		t.Fatalf("the stall behind %s told %d times and its end %d times, want once each:\n%s", dead, len(begun), len(ended), buf)
+// checkLines checks the survivor's log: the stall behind dead, the
+// session of the process pid, told once with every key, and its end once.
+func (sc *stallScene) checkLines(dead string, pid int) {
+	t, log := sc.t, sc.buf.String()
+	begun, ended := stallLines(log, "locks stalled behind session "+dead), stallLines(log, "locks no longer stalled behind session "+dead)
+	if len(begun) != 1 || len(ended) != 1 || len(stallLines(log, "stalled behind")) != 2 {
+		t.Fatalf("the stall behind %s told %d times and its end %d times, want once each, and nothing else:\n%s", dead, len(begun), len(ended), log)
 	}
 	b, e := begun[0], ended[0]
-	t.Logf("the survivor's log:\n%s", buf)
-	if !strings.Contains(b.Msg, "no connection") || b.Session != dead || !slices.Equal(b.Locks, slices.Sorted(slices.Values(paths))) {
-		t.Errorf("the stall's line: %+v, want %s with no connection, every key %v", b, dead, paths)
+	if !strings.Contains(b.Msg, "no connection") || b.Session != dead || !slices.Equal(b.Locks, sc.paths) {
+		t.Errorf("the stall's line: %+v, want %s with no connection, every key %v", b, dead, sc.paths)
 	}
-	if want := fmt.Sprintf("%d@", proc.Pid()); !strings.HasPrefix(b.Holder, want) || b.Expires == nil {
+	if want := fmt.Sprintf("%d@", pid); !strings.HasPrefix(b.Holder, want) || b.Expires == nil {
 		t.Errorf("the stall's line names holder %q (want %s...), expires within %v", b.Holder, want, b.Expires)
 	}
 	if !strings.Contains(e.Msg, "went") || !slices.Equal(e.Locks, b.Locks) {
 		t.Errorf("the end's line: %+v, want its nodes went, on %v", e, b.Locks)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(told) != 2 || fmt.Sprintf("0x%x", told[0].Session) != dead || !told[0].Disconnected || told[0].Ended ||
-		len(told[0].Locks) != len(keys) || !told[1].Ended || told[0].ExpiresWithin == 0 {
-		t.Errorf("the stall handler was told %+v, want the stall behind %s on every key, then its end", told, dead)
-	}
-	if n := len(stallLines(t, buf.String(), "stalled behind")); n != 2 {
-		t.Errorf("%d lines of stalls, want 2:\n%s", n, buf)
+}
+
+// checkTold checks what the survivor's stall handler was told: the stall
+// behind dead on every key, then its end.
+func (sc *stallScene) checkTold(dead string) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	told := sc.told
+	ok := len(told) == 2 && fmt.Sprintf("0x%x", told[0].Session) == dead && told[0].Disconnected && !told[0].Ended &&
+		slices.Equal(told[0].Locks, sc.paths) && told[0].ExpiresWithin > 0 && told[1].Ended
+	if !ok {
+		sc.t.Errorf("the stall handler was told %+v, want the stall behind %s on every key, then its end", told, dead)
 	}
 }
 
@@ -212,8 +263,7 @@ type stallLine struct {
 }
 
 // stallLines are the lines of log whose message contains s.
-func stallLines(t *testing.T, log, s string) []stallLine {
-	t.Helper()
+func stallLines(log, s string) []stallLine {
 	var out []stallLine
 	for _, l := range strings.Split(strings.TrimSpace(log), "\n") {
 		var v stallLine

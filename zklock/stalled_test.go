@@ -23,70 +23,59 @@ func TestLongWaitBehindALiveHolder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: two holds of 2.5 s")
 	}
-	for _, refused := range []bool{false, true} {
-		t.Run(map[bool]string{false: "ConsAnswered", true: "ConsRefused"}[refused], func(t *testing.T) {
-			if refused {
-				defer zklock.SetAskConnections(func(context.Context, []string, fourlw.Options) (fourlw.Connections, error) {
-					return fourlw.Connections{}, fmt.Errorf("cons to 127.0.0.1:2181: %w", fourlw.ErrRefused)
-				})()
-			}
-			const timeout = 4 * time.Second
-			servers, root := zktest.Servers(t), zktest.Path(t)
-			ctx := ctxT(t, 30*time.Second)
-			holder := connect(t, servers, zklock.WithSessionTimeout(timeout), zklock.WithLogger(quietLog))
-			buf := &zktest.SyncBuffer{}
-			log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			waiter := connect(t, servers, zklock.WithSessionTimeout(timeout), zklock.WithLogger(log))
-			paths := []string{root + "/a", root + "/b", root + "/c"}
-			var holds []*zklock.Hold
-			var waits []<-chan acquired
-			for _, p := range paths {
-				h, err := newLock(t, holder, p).Acquire(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				holds = append(holds, h)
-				waits = append(waits, goAcquire(ctx, newLock(t, waiter, p)))
-			}
-			time.Sleep(timeout/3 + timeout/4) // past the threshold, and the check's answer
-			for _, h := range holds {
-				if err := h.Release(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for _, w := range waits {
-				a := <-w
-				if a.err != nil {
-					t.Fatal(a.err)
-				}
-				if err := a.h.Release(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			time.Sleep(200 * time.Millisecond) // a line more, were there one
-			lines := stallLog(buf.String())
-			stalls := slices.DeleteFunc(slices.Clone(lines), func(l stallLogLine) bool { return !strings.Contains(l.Msg, "stalled behind") })
-			if !refused {
-				if len(lines) != 0 {
-					t.Fatalf("a live holder's waits told:\n%s", buf)
-				}
-				return
-			}
-			id := fmt.Sprintf("0x%x", holder.SessionID())
-			cannot := slices.DeleteFunc(slices.Clone(lines), func(l stallLogLine) bool { return !strings.Contains(l.Msg, "cannot tell") })
-			if len(cannot) != 1 || len(stalls) != 2 {
-				t.Fatalf("told %d refusals and %d stall lines, want 1 and 2:\n%s", len(cannot), len(stalls), buf)
-			}
-			b, e := stalls[0], stalls[1]
-			if !strings.Contains(b.Msg, "stalled behind session "+id+" for about") || strings.Contains(b.Msg, "no connection") ||
-				b.Session != id || !slices.Equal(b.Locks, paths) {
-				t.Errorf("the stall's line: %+v, want %s and %v, no claim of its connection", b, id, paths)
-			}
-			if !strings.Contains(e.Msg, "no longer stalled behind session "+id) || !strings.Contains(e.Msg, "went") || !slices.Equal(e.Locks, paths) {
-				t.Errorf("the end's line: %+v", e)
-			}
-		})
+	t.Run("ConsAnswered", func(t *testing.T) {
+		_, log, _ := longWait(t)
+		if lines := stallLog(log); len(lines) != 0 {
+			t.Fatalf("a live holder's waits told:\n%s", log)
+		}
+	})
+	t.Run("ConsRefused", func(t *testing.T) {
+		defer zklock.SetAskConnections(func(context.Context, []string, fourlw.Options) (fourlw.Connections, error) {
+			return fourlw.Connections{}, fmt.Errorf("cons to 127.0.0.1:2181: %w", fourlw.ErrRefused)
+		})()
+		id, log, paths := longWait(t)
+		cannot, stalls := linesWith(log, "cannot tell"), linesWith(log, "stalled behind")
+		if len(cannot) != 1 || len(stalls) != 2 {
+			t.Fatalf("told %d refusals and %d stall lines, want 1 and 2:\n%s", len(cannot), len(stalls), log)
+		}
+		b, e := stalls[0], stalls[1]
+		if !strings.Contains(b.Msg, "stalled behind session "+id+" for about") || strings.Contains(b.Msg, "no connection") ||
+			b.Session != id || !slices.Equal(b.Locks, paths) {
+			t.Errorf("the stall's line: %+v, want %s and %v, no claim of its connection", b, id, paths)
+		}
+		if !strings.Contains(e.Msg, "no longer stalled behind session "+id) || !strings.Contains(e.Msg, "went") || !slices.Equal(e.Locks, paths) {
+			t.Errorf("the end's line: %+v", e)
+		}
+	})
+}
+
+// longWait holds three locks for a little more than a third of a 4-s
+// session timeout (past the threshold, and the check's answer), while a
+// session waits for each; it returns the holder's session id, the
+// waiter's log once every wait was granted, and the lock paths.
+func longWait(t *testing.T) (holderID, log string, paths []string) {
+	const timeout = 4 * time.Second
+	servers, root := zktest.Servers(t), zktest.Path(t)
+	ctx := ctxT(t, 30*time.Second)
+	holder := connect(t, servers, zklock.WithSessionTimeout(timeout), zklock.WithLogger(quietLog))
+	buf := &zktest.SyncBuffer{}
+	waiter := connect(t, servers, zklock.WithSessionTimeout(timeout), zklock.WithLogger(jsonWarnings(buf)))
+	paths = []string{root + "/a", root + "/b", root + "/c"}
+	var holds []*zklock.Hold
+	var waits []<-chan acquired
+	for _, p := range paths {
+		h, err := newLock(t, holder, p).Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		holds = append(holds, h)
+		waits = append(waits, goAcquire(ctx, newLock(t, waiter, p)))
 	}
+	time.Sleep(timeout/3 + timeout/4)
+	releaseAll(t, holds)
+	grantedAndReleased(t, waits)
+	time.Sleep(200 * time.Millisecond) // a line more, were there one
+	return fmt.Sprintf("0x%x", holder.SessionID()), buf.String(), paths
 }
 
 // A session whose queued nodes lead while it has no connection (its
@@ -104,8 +93,7 @@ func TestStallEndsWhenTheHolderReconnects(t *testing.T) {
 	px := proxyTo(t, servers[0])
 	cut := connect(t, []string{px.Addr()}, zklock.WithSessionTimeout(4*time.Second), zklock.WithLogger(quietLog))
 	buf := &zktest.SyncBuffer{}
-	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	waiter := connect(t, servers, zklock.WithSessionTimeout(2*time.Second), zklock.WithLogger(log))
+	waiter := connect(t, servers, zklock.WithSessionTimeout(2*time.Second), zklock.WithLogger(jsonWarnings(buf)))
 	var holds []*zklock.Hold
 	var cuts, waits []<-chan acquired
 	for _, p := range paths {
@@ -121,18 +109,45 @@ func TestStallEndsWhenTheHolderReconnects(t *testing.T) {
 	}
 	id := fmt.Sprintf("0x%x", cut.SessionID())
 	px.Partition(0)
+	releaseAll(t, holds)
+	eventually(t, 3*time.Second, "the stall told", func() bool { return len(linesWith(buf.String(), "stalled behind session "+id)) > 0 })
+	px.Heal()
+	eventually(t, 5*time.Second, "its end told", func() bool { return len(linesWith(buf.String(), "no longer stalled behind session "+id)) > 0 })
+	grantedAndReleased(t, cuts)
+	grantedAndReleased(t, waits)
+	time.Sleep(200 * time.Millisecond) // a line more, were there one
+	log := buf.String()
+	begun, ended := linesWith(log, "locks stalled behind session "+id), linesWith(log, "no longer stalled behind session "+id)
+	if len(begun) != 1 || len(ended) != 1 || len(linesWith(log, "stalled behind")) != 2 {
+		t.Fatalf("told %d stalls and %d ends, want one each:\n%s", len(begun), len(ended), log)
+	}
+	if !strings.Contains(begun[0].Msg, "no connection") || !slices.Equal(begun[0].Locks, paths) {
+		t.Errorf("the stall's line: %+v, want no connection, on %v", begun[0], paths)
+	}
+	if !strings.Contains(ended[0].Msg, "has a connection again") || !slices.Equal(ended[0].Locks, paths) {
+		t.Errorf("the end's line: %+v, want a connection again, on %v", ended[0], paths)
+	}
+}
+
+// jsonWarnings is a logger of warnings, as JSON lines, to w.
+func jsonWarnings(w *zktest.SyncBuffer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// releaseAll releases holds.
+func releaseAll(t *testing.T, holds []*zklock.Hold) {
+	t.Helper()
 	for _, h := range holds {
 		if err := h.Release(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	lines := func(s string) []stallLogLine {
-		return slices.DeleteFunc(stallLog(buf.String()), func(l stallLogLine) bool { return !strings.Contains(l.Msg, s) })
-	}
-	eventually(t, 3*time.Second, "the stall told", func() bool { return len(lines("stalled behind session "+id)) > 0 })
-	px.Heal()
-	eventually(t, 5*time.Second, "its end told", func() bool { return len(lines("no longer stalled behind session "+id)) > 0 })
-	for _, c := range cuts {
+}
+
+// grantedAndReleased waits for each acquisition, and releases its hold.
+func grantedAndReleased(t *testing.T, acqs []<-chan acquired) {
+	t.Helper()
+	for _, c := range acqs {
 		a := <-c
 		if a.err != nil {
 			t.Fatal(a.err)
@@ -140,24 +155,6 @@ func TestStallEndsWhenTheHolderReconnects(t *testing.T) {
 		if err := a.h.Release(); err != nil {
 			t.Fatal(err)
 		}
-	}
-	for _, w := range waits {
-		if a := <-w; a.err != nil {
-			t.Fatal(a.err)
-		} else if err := a.h.Release(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	time.Sleep(200 * time.Millisecond) // a line more, were there one
-	begun, ended := lines("locks stalled behind session "+id), lines("no longer stalled behind session "+id)
-	if len(begun) != 1 || len(ended) != 1 || len(lines("stalled behind")) != 2 {
-		t.Fatalf("told %d stalls and %d ends, want one each:\n%s", len(begun), len(ended), buf)
-	}
-	if !strings.Contains(begun[0].Msg, "no connection") || !slices.Equal(begun[0].Locks, paths) {
-		t.Errorf("the stall's line: %+v, want no connection, on %v", begun[0], paths)
-	}
-	if !strings.Contains(ended[0].Msg, "has a connection again") || !slices.Equal(ended[0].Locks, paths) {
-		t.Errorf("the end's line: %+v, want a connection again, on %v", ended[0], paths)
 	}
 }
 
@@ -178,4 +175,9 @@ func stallLog(log string) []stallLogLine {
 		}
 	}
 	return out
+}
+
+// linesWith are the lines of log whose message contains s.
+func linesWith(log, s string) []stallLogLine {
+	return slices.DeleteFunc(stallLog(log), func(l stallLogLine) bool { return !strings.Contains(l.Msg, s) })
 }
