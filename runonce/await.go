@@ -85,13 +85,18 @@ func (c *claimer) claimUnderWay(ctx context.Context, j *job, p *probe, d decisio
 // made the run, and it took the lock, by its own clock (the run's start by
 // the server's clock less its fire by the instance's gives the offset),
 // half a window or more before the tick p claims: a claim of that tick
-// fires at its tick or after it, so the holder is not one.
+// fires at its tick or after it, so the holder is not one. Or, that
+// instance's clock ahead of this one's (its fire at least a window after
+// the tick p claims), it took the lock within half a window of that run's
+// start, both by the server's clock: its own claim of a tick a window from
+// its fire (nearer, it already ran) takes the lock a window after it at
+// least.
 func namelessHold(last runrec.Last, instance string, ctime, name, window int64) bool {
-	if last.Tick == 0 || last.Tick != last.Floor || instance == "" || instance != last.By {
+	if !last.Unnamed() || instance == "" || instance != last.By {
 		return false
 	}
 	took := ctime - (last.At - last.Tick)
-	return took < name-window/2
+	return took < name-window/2 || (last.Tick-name >= window && ctime-last.At < window/2)
 }
 
 // awaitHolderWrite waits, for d's attempt of p's tick, for the write of

@@ -89,3 +89,42 @@ func outcome(c *runonce.Claim, err error) string {
 	}
 	return err.Error()
 }
+
+// TestHeldByARunAhead: b, whose clock reads 2.75 s ahead of a's, runs the
+// job without a tick and holds its lock across a's next tick. Its lock,
+// taken after its write as such a run's is, was told apart from a claim
+// under way by b's clock set against a's tick: a waited 7/8 of its lock
+// timeout for a write that never comes and said "unknown". The truth is
+// held: at once, the tick told lost to the lock.
+func TestHeldByARunAhead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a tick of a job held across it, about 2 s")
+	}
+	pair := twoInstances(t)
+	a, b := pair.a, pair.b
+	ctx := zktest.Context(t, 20*time.Second)
+	tick := time.Now().Truncate(time.Second).Add(time.Second)
+	time.Sleep(time.Until(tick))
+	if c, err := b.ClaimTick(ctx, "job", tick); err != nil {
+		t.Fatal(err)
+	} else {
+		_ = c.Release()
+	}
+	runonce.WaitLockFree(t, b, "job")
+	time.Sleep(time.Until(tick.Add(650 * time.Millisecond)))
+	hostclock.SetOffset(2750 * time.Millisecond)
+	held, err := a.Claim(ctx, "job")
+	hostclock.SetOffset(0)
+	if err != nil {
+		t.Fatalf("a's claim without a tick, its clock ahead: %v", err)
+	}
+	defer held.Release()
+	next := tick.Add(time.Second)
+	time.Sleep(time.Until(next))
+	start := time.Now()
+	_, err = b.ClaimTick(ctx, "job", next)
+	took := time.Since(start)
+	if !errors.Is(err, runonce.ErrLockHeld) || took > runonce.DefaultLockTimeout/2 {
+		t.Errorf("b's claim of the next tick, the lock held by a's run without a tick, a's clock ahead: %v in %v; want ErrLockHeld at once\n%s", err, took, pair.logs.String())
+	}
+}
