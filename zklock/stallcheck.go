@@ -24,7 +24,8 @@ type stallRead struct {
 // sessions have a connection, and tells what changed.
 func (b *stallBoard) check() {
 	th := b.threshold()
-	ctx, cancel := context.WithTimeout(context.Background(), max(th, 2*time.Second))
+	// Bounded, and ended by the session's Close, which waits for it.
+	ctx, cancel := context.WithTimeout(untilClosed{context.Background(), b.f.Done()}, max(th, 2*time.Second))
 	defer cancel()
 	for _, r := range b.unread(time.Now(), th/2) {
 		if b.f.Closed() {
@@ -143,4 +144,22 @@ func (b *stallBoard) behindLocked(conns fourlw.Connections, err error, now time.
 		}
 	}
 	return behind
+}
+
+// untilClosed is a context that ends when done is closed (a session's
+// Close), for a check that Close waits for.
+type untilClosed struct {
+	context.Context
+	done <-chan struct{}
+}
+
+func (c untilClosed) Done() <-chan struct{} { return c.done }
+
+func (c untilClosed) Err() error {
+	select {
+	case <-c.done:
+		return context.Canceled
+	default:
+		return nil
+	}
 }

@@ -129,6 +129,47 @@ func TestStallEndsWhenTheHolderReconnects(t *testing.T) {
 	}
 }
 
+// A wait two places behind a head whose session has no connection (the
+// node it watches is a live session's): the check reads the head's
+// session, and tells the stall once, and its end once, as the head's
+// session expires.
+func TestStallBehindAHeadNotWatched(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a session's expiry waited out, about 5 s")
+	}
+	servers, path := zktest.Servers(t), zktest.Path(t)
+	ctx := ctxT(t, 30*time.Second)
+	px := proxyTo(t, servers[0])
+	cut := connect(t, []string{px.Addr()}, zklock.WithSessionTimeout(4*time.Second), zklock.WithLogger(quietLog))
+	if _, err := newLock(t, cut, path).Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	middle := connect(t, servers, zklock.WithLogger(quietLog))
+	next := goAcquire(ctx, newLock(t, middle, path))
+	buf := &zktest.SyncBuffer{}
+	waiter := connect(t, servers, zklock.WithSessionTimeout(2*time.Second), zklock.WithLogger(jsonWarnings(buf)))
+	eventually(t, 10*time.Second, "the middle session queued", func() bool { return len(children(t, middle.Conn(), path)) == 2 })
+	last := goAcquire(ctx, newLock(t, waiter, path))
+	eventually(t, 10*time.Second, "the waiter queued", func() bool { return len(children(t, middle.Conn(), path)) == 3 })
+	id := fmt.Sprintf("0x%x", cut.SessionID())
+	px.Partition(0) // the head's session loses its connection, and expires 4 s later
+	grantedAndReleased(t, []<-chan acquired{next})
+	grantedAndReleased(t, []<-chan acquired{last})
+	px.Heal()
+	time.Sleep(200 * time.Millisecond) // a line more, were there one
+	log := buf.String()
+	begun, ended := linesWith(log, "locks stalled behind session "+id), linesWith(log, "no longer stalled behind session "+id)
+	if len(begun) != 1 || len(ended) != 1 || len(linesWith(log, "stalled behind")) != 2 {
+		t.Fatalf("told %d stalls and %d ends, want one each:\n%s", len(begun), len(ended), log)
+	}
+	if !strings.Contains(begun[0].Msg, "no connection") || !slices.Equal(begun[0].Locks, []string{path}) {
+		t.Errorf("the stall's line: %+v, want no connection, on %s", begun[0], path)
+	}
+	if !strings.Contains(ended[0].Msg, "went") {
+		t.Errorf("the end's line: %+v, want its nodes went", ended[0])
+	}
+}
+
 // jsonWarnings is a logger of warnings, as JSON lines, to w.
 func jsonWarnings(w *zktest.SyncBuffer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
