@@ -48,6 +48,10 @@ type Lock struct {
 	// WaitError of a wait that ends (holder.go): written by the acquiring
 	// goroutine alone, as busy makes it, and read by the waits behind it.
 	view queueView
+	// onBoard: the acquisition's wait is on its session's stall board
+	// (stalled.go), which its end must tell; written and read by the
+	// acquiring goroutine alone, as view's writes are.
+	onBoard bool
 
 	mu     sync.Mutex
 	busy   bool

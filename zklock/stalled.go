@@ -116,6 +116,7 @@ func (b *stallBoard) waiting(l *Lock, q []entry, name string, ours int64, rechec
 		}
 		w = &stallWait{path: l.path}
 		b.waits[l] = w
+		l.onBoard = true
 	}
 	if w.head != head {
 		tell = b.leaveLocked(w, true, now)
@@ -142,9 +143,10 @@ func (b *stallBoard) waiting(l *Lock, q []entry, name string, ours int64, rechec
 // left notes that l's wait is over, or leads, its queue last read as q
 // (nil: not known).
 func (b *stallBoard) left(l *Lock, q []entry) {
-	if b.f == nil {
-		return
+	if b.f == nil || !l.onBoard {
+		return // an acquisition that never slept: nothing to take off
 	}
+	l.onBoard = false
 	b.mu.Lock()
 	w := b.waits[l]
 	if w == nil {
