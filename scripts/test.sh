@@ -164,14 +164,22 @@ compute_tests() {
 # it; in a package's run a later test may give a leftover time to end
 # before TestMain's goleak looks. Every test alone is a long sweep
 # (docs/testing.md); here, the tests of the test files changed since the
-# upstream's merge base (else since HEAD~1; TIERLOCK_ALONE_BASE names
-# another), within 2 minutes, and six others with -short, drawn by HEAD's
-# commit (the same six for a commit, replayed by the -seed it prints). At
-# nice 19 beside the race run a scene may miss its clock: the race run
-# judges that, so these fail only on a leftover (-leaks).
+# upstream's merge base (on the upstream's tip, since HEAD~1;
+# TIERLOCK_ALONE_BASE names another), none started after 2 minutes, and
+# six others with -short, drawn by HEAD's commit (the same six for a
+# commit, replayed by the -seed it prints). At nice 19 beside the race
+# run a scene may miss its clock: the race run judges that, so these fail
+# only on a leftover (-leaks).
 alone_checks() {
   local rc=0 base=${TIERLOCK_ALONE_BASE:-}
-  [ -n "$base" ] || base=$(git merge-base HEAD '@{upstream}' 2>/dev/null) || base=HEAD~1
+  if [ -z "$base" ]; then
+    # The commits not yet upstream; on the upstream's tip (a clean clone,
+    # CI), the last commit's.
+    base=$(git merge-base HEAD '@{upstream}' 2>/dev/null)
+    if [ -z "$base" ] || [ "$base" = "$(git rev-parse HEAD)" ]; then
+      base=HEAD~1
+    fi
+  fi
   scripts/alone.sh -leaks -budget 120 -changed "$base" || rc=1
   scripts/alone.sh -leaks -short -sample 6 || rc=1
   return $rc
