@@ -20,22 +20,7 @@ import (
 func (r *Runner) orphans(base string) []string {
 	deadline := time.Now().Add(r.cfg.SessionTimeout + 5*time.Second)
 	for {
-		var left []string
-		var walk func(p string)
-		walk = func(p string) {
-			kids, _, err := r.conn.Children(p)
-			if err != nil {
-				return
-			}
-			for _, k := range kids {
-				c := p + "/" + k
-				if _, st, err := r.conn.Get(c); err == nil && st.EphemeralOwner != 0 {
-					left = append(left, fmt.Sprintf("%s (session %x)", c, st.EphemeralOwner))
-				}
-				walk(c)
-			}
-		}
-		walk(base)
+		left := r.ephemerals(base)
 		if len(left) == 0 || time.Now().After(deadline) {
 			return left
 		}

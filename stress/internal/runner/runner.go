@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -271,40 +270,6 @@ func (r *Runner) Close() {
 		r.cluster.Close()
 	}
 	r.closeRedis()
-}
-
-// makePaths creates the lock paths (and their parents) as persistent nodes.
-func (r *Runner) makePaths(paths []string) error {
-	for _, p := range paths {
-		parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
-		cur := ""
-		for _, part := range parts {
-			cur += "/" + part
-			_, err := r.conn.Create(cur, nil, 0, zk.WorldACL(zk.PermAll))
-			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-				return fmt.Errorf("%w: create %s: %w", fleet.ErrRun, cur, err)
-			}
-		}
-	}
-	return nil
-}
-
-// deleteTree deletes p and everything below it, best effort.
-func deleteTree(conn *zk.Conn, p string) {
-	for attempt := 0; attempt < 5; attempt++ {
-		children, _, err := conn.Children(p)
-		if errors.Is(err, zk.ErrNoNode) {
-			return
-		}
-		for _, c := range children {
-			deleteTree(conn, p+"/"+c)
-		}
-		err = conn.Delete(p, -1)
-		if err == nil || errors.Is(err, zk.ErrNoNode) {
-			return
-		}
-		time.Sleep(50 * time.Millisecond) // ErrNotEmpty: a node was still going
-	}
 }
 
 type discardLogger struct{}
