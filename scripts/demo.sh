@@ -12,14 +12,15 @@
 #             zk.Lock (README: hand-off "tens of times faster")
 #
 # Each shape runs 3 times, the implementations' order rotated each time, in
-# windows shorter than README's (3 s after a 2 s warm-up keyed, 2 s after
+# windows shorter than README's (4 s after a 2 s warm-up keyed, 2 s after
 # 1 s on one path; README's: 20 s after 5 s). The last table gives each
 # figure's median, min-max and per-repeat values beside README's; above it
 # each shape's full table. The checker checks every hold of every run: the
 # demo fails (exit 1) on a mutual-exclusion violation or a lock error.
 #
 # Arguments go to stress -demo (stress -demo -h): -duration 20s -warmup 5s
-# runs README's windows (about 25 minutes), -demo-shapes onepath one shape.
+# runs README's windows (each run 25 s instead of 6 s or 3 s), -demo-shapes
+# onepath one shape.
 # Each shape's figures, per repeat, are written to out/demo-<shape>.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -58,11 +58,12 @@ are of implementations run one after the other in the same cell. The
 checker checks every hold of every run: the demo fails (exit 1) on a
 mutual-exclusion violation or a lock error.
 
-README's figures were measured with 20s windows after 5s warm-ups; the
-demo's are shorter (3s after 2s keyed, 2s after 1s on one path), to run
-in about 4 minutes on two cores; -duration 20s -warmup 5s runs README's
-(about 25 minutes). Each shape's heading gives the stress -matrix command
-that runs it alone.
+Every shape runs at README's scale (-demo-goroutines and -demo-keys scale
+the keyed ones down). README's figures were measured with 20s windows
+after 5s warm-ups; the demo's are shorter (4s after 2s keyed, 2s after 1s
+on one path), to run in minutes on two cores; -duration 20s -warmup 5s
+runs README's windows (each run 25s instead of 6s or 3s). Each shape's
+heading gives the stress -matrix command that runs it alone.
 
 It starts its own servers (a local standalone ZooKeeper, a three-server
 ensemble, a redis-server): README's figures are of those, so there is
@@ -99,7 +100,7 @@ func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
 	}
 	fs.Bool("demo", true, "run README's shapes against its claims (this mode)")
 	fs.IntVar(&c.Repeat, "demo-repeat", 3, "runs of each shape, the implementations' order rotated each run")
-	fs.DurationVar(&c.Duration, "duration", 0, "each implementation's measured window in each run (default: the shape's, 3s keyed, 2s on one path; README's: 20s)")
+	fs.DurationVar(&c.Duration, "duration", 0, "each implementation's measured window in each run (default: the shape's, 4s keyed, 2s on one path; README's: 20s)")
 	fs.DurationVar(&c.Warmup, "warmup", 0, "warm-up before each window, not counted (default: the shape's, 2s keyed, 1s on one path; README's: 5s)")
 	fs.IntVar(&c.Goroutines, "demo-goroutines", 1000, "goroutines per process in the keyed shapes (README's: 1000)")
 	fs.IntVar(&c.Paths, "demo-keys", 1000, "keys (lock paths) in the keyed shapes (README's: 1000)")
@@ -171,10 +172,10 @@ var demoShapes = []demoShape{
 		Args: func(c demoConfig) []string {
 			return keyedArgs(c, "standalone", "tier,gozk,redsync")
 		},
-		Duration: 3 * time.Second, Warmup: 2 * time.Second,
+		Duration: 4 * time.Second, Warmup: 2 * time.Second,
 		Claims: []demoClaim{
-			{What: "tier ÷ zk.Lock throughput", README: "5.3×", Want: 5.3, Of: ratioOf(proto.Tier, proto.Gozk)},
-			{What: "tier ÷ redsync throughput", README: "1.8×", Want: 1.8, Of: ratioOf(proto.Tier, proto.Redsync)},
+			{What: "tier ÷ zk.Lock acq/s", README: "5.3×", Want: 5.3, Of: ratioOf(proto.Tier, proto.Gozk)},
+			{What: "tier ÷ redsync acq/s", README: "1.8×", Want: 1.8, Of: ratioOf(proto.Tier, proto.Redsync)},
 			{What: "tier requests/acq", README: "0.08", Want: 0.08, Of: requestsOf(proto.Tier)},
 			{What: "zk.Lock requests/acq", README: "5", Want: 5, Of: requestsOf(proto.Gozk)},
 			{What: "tier ÷ zk.Lock CPU/acq", README: "0.22×", Want: 0.22, Of: cpuRatioOf(proto.Tier, proto.Gozk)},
@@ -186,9 +187,9 @@ var demoShapes = []demoShape{
 		Args: func(c demoConfig) []string {
 			return keyedArgs(c, "ensemble", "tier,gozk")
 		},
-		Duration: 3 * time.Second, Warmup: 2 * time.Second,
+		Duration: 4 * time.Second, Warmup: 2 * time.Second,
 		Claims: []demoClaim{
-			{What: "tier ÷ zk.Lock throughput", README: "7.0×", Want: 7.0, Of: ratioOf(proto.Tier, proto.Gozk)},
+			{What: "tier ÷ zk.Lock acq/s", README: "7.0×", Want: 7.0, Of: ratioOf(proto.Tier, proto.Gozk)},
 		},
 	},
 	{
@@ -400,9 +401,9 @@ func (r demoRow) reading() string {
 	lo, hi := slices.Min(r.Values), slices.Max(r.Values)
 	switch {
 	case r.Want+half < lo:
-		return fmt.Sprintf("all %d above README's", n)
+		return fmt.Sprintf("all %d above", n)
 	case r.Want-half > hi:
-		return fmt.Sprintf("all %d below README's", n)
+		return fmt.Sprintf("all %d below", n)
 	}
 	return "README's in range"
 }
@@ -444,7 +445,8 @@ func printDemo(w io.Writer, c demoConfig, rows []demoRow, code int) {
 	if c.Goroutines != 1000 || c.Paths != 1000 {
 		fmt.Fprintf(w, "scale: the keyed shapes ran 4 × %d × %d keys, not README's 4 × 1,000 × 1,000\n", c.Goroutines, c.Paths)
 	}
-	fmt.Fprintln(w, "README's figures are medians of 3 repeats of 20s windows after 5s warm-ups on a quiet machine;\n"+
+	fmt.Fprintln(w, "reading: README's figure within the runs' min–max (to its last digit), or all runs above or below it\n"+
+		"README's figures are medians of 3 repeats of 20s windows after 5s warm-ups on a quiet machine;\n"+
 		"this run's windows are in each shape's heading above")
 	switch {
 	case viol > 0:
@@ -473,13 +475,14 @@ func load1() float64 {
 	return v
 }
 
-// machine says how busy the machine was besides the demo: its
+// machine says what the machine was and how busy besides the demo: its
 // processors and the load average at the start and the end.
 func machine(start, end float64) string {
+	s := fmt.Sprintf("%d processors (%s)", runtime.NumCPU(), cpuModel())
 	if start < 0 || end < 0 {
-		return fmt.Sprintf("%d processors", runtime.NumCPU())
+		return s
 	}
-	s := fmt.Sprintf("%d processors, 1-minute load average %.1f at the start, %.1f at the end", runtime.NumCPU(), start, end)
+	s += fmt.Sprintf(", 1-minute load average %.1f at the start, %.1f at the end", start, end)
 	if start > 1 {
 		s += " (above 1 at the start: other work ran beside the demo)"
 	}
@@ -500,4 +503,19 @@ func medianOf(v []float64) float64 {
 		return (v[len(v)/2-1] + v[len(v)/2]) / 2
 	}
 	return v[len(v)/2]
+}
+
+// cpuModel is the processor's name as /proc/cpuinfo gives it: a ratio
+// measured on one processor need not hold on another.
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "model unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.Join(strings.Fields(v), " ")
+		}
+	}
+	return "model unknown"
 }

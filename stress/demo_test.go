@@ -110,8 +110,8 @@ func TestDemoReading(t *testing.T) {
 		want string
 	}{
 		{demoRow{Want: 5.3, README: "5.3×", Stated: true, Values: []float64{4, 5.5, 6}}, "README's in range"},
-		{demoRow{Want: 5.3, README: "5.3×", Stated: true, Values: []float64{1.9, 2.2, 1.3}}, "all 3 below README's"},
-		{demoRow{Want: 0.08, README: "0.08", Stated: true, Values: []float64{0.09, 0.1}}, "all 2 above README's"},
+		{demoRow{Want: 5.3, README: "5.3×", Stated: true, Values: []float64{1.9, 2.2, 1.3}}, "all 3 below"},
+		{demoRow{Want: 0.08, README: "0.08", Stated: true, Values: []float64{0.09, 0.1}}, "all 2 above"},
 		{demoRow{Want: 0.08, README: "0.08", Stated: true, Values: []float64{0.084, 0.0849}}, "README's in range"},
 		{demoRow{Want: 5, README: "5", Stated: true, Values: []float64{5.01, 5.05}}, "README's in range"},
 		{demoRow{Want: 10, Stated: true, AtLeast: true, Values: []float64{64, 73}}, "all 2 ≥ 10.0"},
