@@ -11,7 +11,7 @@
 # the test and killed by its pid.
 #
 #   scripts/alone.sh                    every test of every module, one by one (long: docs/testing.md)
-#   scripts/alone.sh ./zklock ./tier    the tests of these packages (of the module in the current directory)
+#   scripts/alone.sh ./zklock ./tier    the tests of these packages of the root module (with -C, of that module)
 #   scripts/alone.sh -C gocronlock      the tests of another module (its directory)
 #   scripts/alone.sh -changed REF       the tests of the *_test.go files that differ from REF (commits and working tree)
 #   scripts/alone.sh -sample N          N tests picked by -seed (default: HEAD's commit) from those selected
