@@ -42,23 +42,22 @@ import (
 // order is one connection's progress through the steps above.
 type order struct {
 	mu         sync.Mutex
-	shook      bool            // step 1
-	resends    int             // credentials go-zookeeper re-sends here (the tap's count at the answer)
-	auths      map[int32]int   // the auth packets written here and not answered, by xid: their index
-	written    int             // auth packets written here
-	answered   int             // re-sent credentials answered
-	sendLoop   bool            // go-zookeeper wrote here what only its send loop writes
-	watches    bool            // go-zookeeper holds watches: its setWatches goes first
-	watchesOut bool            // go-zookeeper's setWatches was written
-	timer      *time.Timer     // step 3's bound, once step 2 is done
-	ready      chan struct{}   // closed once the tap's own requests may go
-	onReady    func()          // run once, as ready closes
-	readyOnce  sync.Once       //
-	closed     <-chan struct{} // the connection's
+	shook      bool          // step 1
+	resends    int           // credentials go-zookeeper re-sends here (the tap's count at the answer)
+	auths      map[int32]int // the auth packets written here and not answered, by xid: their index
+	written    int           // auth packets written here
+	answered   int           // re-sent credentials answered
+	sendLoop   bool          // go-zookeeper wrote here what only its send loop writes
+	watches    bool          // go-zookeeper holds watches: its setWatches goes first
+	watchesOut bool          // go-zookeeper's setWatches was written
+	timer      *time.Timer   // step 3's bound, once step 2 is done
+	opened     bool          // ready is closed
+	ready      chan struct{} // closed once the tap's own requests may go
+	onReady    func()        // run once, as ready closes
 }
 
-func newOrder(closed <-chan struct{}, onReady func()) *order {
-	return &order{auths: make(map[int32]int), ready: make(chan struct{}), onReady: onReady, closed: closed}
+func newOrder(onReady func()) *order {
+	return &order{auths: make(map[int32]int), ready: make(chan struct{}), onReady: onReady}
 }
 
 // shake is step 1: the connect answer, for a session (expired: none, and
@@ -118,7 +117,7 @@ func (o *order) isAuth(xid int32) bool {
 	return ok
 }
 
-// answered notes the answer, with error code code, to the auth packet of
+// answeredAuth notes the answer, with error code code, to the auth packet of
 // xid; it reports whether the credential is one go-zookeeper now holds
 // and did not before (answered without error, and not a re-send).
 func (o *order) answeredAuth(xid, code int32) (added bool) {
@@ -158,13 +157,15 @@ func (o *order) check() {
 
 // open closes ready, once, under o.mu.
 func (o *order) open() {
-	o.readyOnce.Do(func() {
-		if o.timer != nil {
-			o.timer.Stop()
-		}
-		close(o.ready)
-		o.onReady()
-	})
+	if o.opened {
+		return
+	}
+	o.opened = true
+	if o.timer != nil {
+		o.timer.Stop()
+	}
+	close(o.ready)
+	o.onReady()
 }
 
 // holdsWatches reports whether go-zookeeper re-arms watches on this
@@ -173,6 +174,21 @@ func (o *order) holdsWatches() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.watches
+}
+
+// taken makes c, whose order came to the tap's requests, the connection
+// they go on. A connection closed meanwhile (its order's bound can run out
+// after it) is not kept: Close closes c.closed before it clears live, so
+// either Close's clearing sees c stored here, or the check after the
+// store sees c closed.
+func (t *Tap) taken(c *tappedConn) {
+	t.live.Store(c)
+	t.shaking.CompareAndSwap(c, nil)
+	select {
+	case <-c.closed:
+		t.live.CompareAndSwap(c, nil)
+	default:
+	}
 }
 
 // conn returns the connection the tap's own requests go on: the one with

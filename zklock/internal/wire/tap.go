@@ -386,10 +386,7 @@ func (t *Tap) Dialer() func(network, address string, timeout time.Duration) (net
 		tc.rep.tap = t
 		tc.wcond.L = &tc.wmu
 		tc.frames = newFrames(t.chroot)
-		tc.order = newOrder(tc.closed, func() {
-			t.live.Store(tc)
-			t.shaking.CompareAndSwap(tc, nil)
-		})
+		tc.order = newOrder(func() { t.taken(tc) })
 		return tc, nil
 	}
 }
