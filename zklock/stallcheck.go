@@ -45,7 +45,7 @@ func (b *stallBoard) check() {
 	b.mu.Lock()
 	b.checking = false
 	b.mu.Unlock()
-	run(tell)
+	tellAll(tell)
 }
 
 // unread lists the heads, first for at least d, whose session is not
@@ -107,7 +107,11 @@ func (b *stallBoard) judge(conns fourlw.Connections, err error, now time.Time, t
 	for id, e := range b.episodes {
 		if err == nil && conns.Sessions[id] {
 			delete(b.episodes, id)
-			tell = append(tell, b.endLine(e, "its session has a connection again", now))
+			why := "its session has a connection again"
+			if !e.known {
+				why = "its session has a connection (the servers answer cons now)"
+			}
+			tell = append(tell, b.endLine(e, why, now))
 		}
 	}
 	for id, ws := range b.behindLocked(conns, err, now, th) {

@@ -82,8 +82,9 @@ type stallEpisode struct {
 
 // stallRecheck notes the wait's queue as it goes to sleep and returns how
 // long it sleeps before it reads the queue again: the re-check interval,
-// or less when its stall is due to be judged (then the reading lets it
-// start a check).
+// or less, so that it reads the queue again (and notes it here) once it
+// has stood a third of the session timeout behind the same head, and
+// every third of the timeout after that while it does.
 func (w *waiter) stallRecheck() time.Duration {
 	return w.l.s.stalls.waiting(w.l, w.n.q, w.name, w.n.owner, w.l.recheck)
 }
@@ -97,7 +98,8 @@ func (w *waiter) leftStall() { w.l.s.stalls.left(w.l, w.n.q) }
 func (b *stallBoard) threshold() time.Duration { return b.f.Lease().Timeout() / 3 }
 
 // waiting notes that l's wait, our node name in session ours, sleeps on
-// queue q; it returns how long to sleep, at most recheck.
+// queue q, and starts a check when the wait has stood behind the same
+// head for the threshold; it returns how long to sleep, at most recheck.
 func (b *stallBoard) waiting(l *Lock, q []entry, name string, ours int64, recheck time.Duration) time.Duration {
 	if b.f == nil {
 		return recheck
@@ -136,7 +138,7 @@ func (b *stallBoard) waiting(l *Lock, q []entry, name string, ours int64, rechec
 		d = min(d, th)
 	}
 	b.mu.Unlock()
-	run(tell)
+	tellAll(tell)
 	return d
 }
 
@@ -156,7 +158,7 @@ func (b *stallBoard) left(l *Lock, q []entry) {
 	delete(b.waits, l)
 	tell := b.leaveLocked(w, len(q) > 0 && q[0].name != w.head, time.Now())
 	b.mu.Unlock()
-	run(tell)
+	tellAll(tell)
 }
 
 // leaveLocked takes w's lock out of the episode of its head's session,
@@ -184,8 +186,8 @@ func (b *stallBoard) endLine(e *stallEpisode, why string, now time.Time) func() 
 	log, all := b.f.Log(), slices.Sorted(slices.Values(e.all))
 	st := Stall{Session: e.id, Holder: e.who, Locks: all, Disconnected: e.known, Waited: now.Sub(e.first), Ended: true, Why: why}
 	return func() {
-		log.Warn("locks no longer stalled behind session "+sid(e.id)+": "+why,
-			"session", sid(e.id), "holder", e.who, "locks", all, "stalled_for", now.Sub(e.begun).Round(time.Millisecond))
+		log.Warn("locks no longer stalled behind session "+sessionHex(e.id)+": "+why,
+			"session", sessionHex(e.id), "holder", e.who, "locks", all, "stalled_for", now.Sub(e.begun).Round(time.Millisecond))
 		b.tellStall(st)
 	}
 }
@@ -230,10 +232,10 @@ func (b *stallBoard) stallLocked(id int64, ws []*stallWait, known bool, maxT tim
 	e.known, e.first = known, first
 	log, locks := b.f.Log(), slices.Sorted(slices.Values(e.all))
 	st := Stall{Session: id, Holder: e.who, Locks: locks, Disconnected: known, Waited: now.Sub(first)}
-	attrs := []any{"session", sid(id), "holder", e.who, "locks", locks, "waited", now.Sub(first).Round(time.Millisecond)}
-	msg := fmt.Sprintf("locks stalled behind session %s for about %v or longer (whether it has a connection is not known)", sid(id), th.Round(time.Millisecond))
+	attrs := []any{"session", sessionHex(id), "holder", e.who, "locks", locks, "waited", now.Sub(first).Round(time.Millisecond)}
+	msg := fmt.Sprintf("locks stalled behind session %s for about %v or longer (whether it has a connection is not known)", sessionHex(id), th.Round(time.Millisecond))
 	if known {
-		msg = "locks stalled behind session " + sid(id) + ", which has no connection to ZooKeeper: its nodes hold them until it expires (its process may be gone)"
+		msg = "locks stalled behind session " + sessionHex(id) + ", which has no connection to ZooKeeper: its nodes hold them until it expires (its process may be gone)"
 		if maxT > 0 {
 			st.ExpiresWithin = maxT
 			attrs = append(attrs, "expires_within", maxT) // the servers' maxSessionTimeout: no session lives longer unheard
@@ -259,11 +261,11 @@ func (v *queueView) ownerOf(node string) (int64, string) {
 	return 0, ""
 }
 
-// sid renders a session id as ZooKeeper's logs and cons do.
-func sid(id int64) string { return fmt.Sprintf("0x%x", id) }
+// sessionHex renders a session id as ZooKeeper's logs and cons do.
+func sessionHex(id int64) string { return fmt.Sprintf("0x%x", id) }
 
-// run runs the lines to tell, outside the board's lock.
-func run(tell []func()) {
+// tellAll runs the lines to tell, outside the board's lock.
+func tellAll(tell []func()) {
 	for _, fn := range tell {
 		fn()
 	}
