@@ -2,7 +2,8 @@
 # The demo: installs ZooKeeper and redis-server if missing, then runs the
 # shapes README gives speed figures for (stress -demo: its own local
 # servers, a standalone ZooKeeper, a three-server ensemble, a redis-server)
-# and sets each figure beside README's, in about 4 minutes on two cores:
+# and sets each figure beside README's, in 3 to 4 minutes on two cores
+# (make demo at 86425af: 3 min 19 s, the machine loaded by other work):
 #
 #   keyed     4 processes x 1,000 goroutines x 1,000 keys, one server:
 #             tier, zk.Lock and redsync (README: 5.3x zk.Lock, 1.8x redsync,

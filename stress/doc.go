@@ -327,6 +327,14 @@
 // idle spells, zk.Lock, zkcompat and tier side by side (stress -cold -h);
 // stress -idle-cost what their idle sessions cost one server (-idle-cost -h).
 //
+// # README's figures again (-demo)
+//
+// stress -demo, which make demo runs, runs the shapes README gives speed
+// figures for (4 x 1,000 x 1,000 keys on one server and on three, 4 x 64
+// on one path), each a matrix of one cell run -demo-repeat times in
+// rotated order, and ends with each figure's median, min-max and
+// per-repeat values beside README's (stress -demo -h).
+//
 // # Output
 //
 // An aligned table on stdout (every console table at most 120 columns
