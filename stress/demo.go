@@ -320,21 +320,33 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "## %s (%s): %s\n", sh.Title(c), sh.Name, sh.command(c))
 		sum, shapeCode := matrix.RunSummary(ctx, matrix.Options{Spec: *cfg.Matrix, Base: cfg, Exe: exe, Stdout: stdout, Stderr: stderr})
 		fmt.Fprintln(stdout)
-		code = max(code, shapeCode)
+		code = worse(code, shapeCode)
 		rows = append(rows, demoRows(sh, c, sum)...)
+	}
+	if ctx.Err() != nil {
+		code = worse(code, exitRun) // interrupted: shapes left out
 	}
 	printDemo(stdout, c, rows, code)
 	fmt.Fprintf(stdout, "the demo took %v; %s\n", time.Since(start).Round(time.Second), machine(loadStart, load1()))
 	return code
 }
 
+// worse is the exit status of two parts' a and b: a violation before a
+// run that could not be carried out, either before success.
+func worse(a, b int) int {
+	if a == exitViolation || b == exitViolation {
+		return exitViolation
+	}
+	return max(a, b)
+}
+
 // command says how the shape runs here, and the stress command that runs
-// it as README's figures were run (20s windows after 5s warm-ups, three
-// repeats; in stress/).
+// it alone with README's windows (the matrix's: 20s after 5s warm-ups),
+// three repeats, in stress/.
 func (sh demoShape) command(c demoConfig) string {
 	d, w := sh.windows(c)
-	return fmt.Sprintf("windows of %v after %v, %d repeat(s); as README's figures were run: go run . %s "+
-		"-matrix-repeat 3 -probe 0 (20s windows after 5s)", d, w, c.Repeat, strings.Join(sh.Args(c), " "))
+	return fmt.Sprintf("windows of %v after %v, %d repeat(s); alone with README's windows (20s after 5s): go run . %s "+
+		"-matrix-repeat 3 -probe 0", d, w, c.Repeat, strings.Join(sh.Args(c), " "))
 }
 
 // demoRow is one claim's line of the demo's table.

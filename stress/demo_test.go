@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"io"
 	"os"
 	"slices"
@@ -141,5 +143,40 @@ func TestDemoRatios(t *testing.T) {
 	}
 	if v, ok := requestsOf(proto.Gozk)(r); !ok || v != 5 {
 		t.Errorf("requests %v %v, want 5", v, ok)
+	}
+}
+
+func TestDemoWorse(t *testing.T) {
+	for _, tc := range [][3]int{
+		{exitOK, exitOK, exitOK},
+		{exitOK, exitRun, exitRun},
+		{exitRun, exitViolation, exitViolation},
+		{exitViolation, exitRun, exitViolation},
+	} {
+		if got := worse(tc[0], tc[1]); got != tc[2] {
+			t.Errorf("worse(%d, %d) = %d, want %d", tc[0], tc[1], got, tc[2])
+		}
+	}
+}
+
+// TestDemoRun runs the one-path shape once, in short windows, on the
+// server the demo starts: its table sets README's floor beside the runs
+// and the checker's verdict closes it.
+func TestDemoRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a ZooKeeper of its own and runs three implementations (about 15 s)")
+	}
+	t.Setenv(zkserver.EnvServers, "")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-demo", "-demo-shapes", "onepath", "-demo-repeat", "1",
+		"-duration", "500ms", "-warmup", "300ms", "-demo-out", t.TempDir()}, &stdout, &stderr)
+	t.Logf("stress -demo: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	if code != exitOK {
+		t.Fatalf("exit %d, want %d", code, exitOK)
+	}
+	for _, want := range []string{"4×64×1, 1 server", "hand-off ÷ zk.Lock", "tens of times", "all 1 ≥ 10.0", "PASS: 0 violations in ", "the demo took "} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the report lacks %q", want)
+		}
 	}
 }
