@@ -146,7 +146,7 @@ func (c *claimer) attempt(ctx context.Context, j *job, p *probe) (decision, *zkl
 	}
 	d.read = reading{last: runrec.Derive(data, stat.Mtime, stat.Mzxid), stat: stat, at: read}
 	rec = c.carry(rec, d.read)
-	c.tell.checkUnnamedAhead(j, p, d.read)
+	c.checkClocks(j, p, d.read)
 	switch {
 	case p.name != 0 && d.read.last.Tick != 0:
 		return c.byNames(ctx, j, p, d, rec)

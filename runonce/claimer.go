@@ -85,7 +85,7 @@ func (c *claimer) write(ctx context.Context, j *job, p *probe, d decision, rec r
 	}
 	answered := time.Since(p.entry)
 	c.tell.late.observeRTT(time.Since(sent))
-	c.clock.note(wrote.Mtime, runrec.EpochOf(wrote.Mzxid), sent)
+	c.clock.note(wrote.Mtime, runrec.EpochOf(wrote.Mzxid), sent, p.at(time.Now()))
 	mtime, epoch := wrote.Mtime, runrec.EpochOf(wrote.Mzxid)
 	d.verdict, d.basis = rec.Verdict(mtime, epoch), on
 	d.sinceLast = rec.Fired(mtime) - rec.Last

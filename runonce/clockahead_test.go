@@ -2,6 +2,8 @@ package runonce_test
 
 import (
 	"errors"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +128,65 @@ func TestHeldByARunAhead(t *testing.T) {
 	took := time.Since(start)
 	if !errors.Is(err, runonce.ErrLockHeld) || took > runonce.DefaultLockTimeout/2 {
 		t.Errorf("b's claim of the next tick, the lock held by a's run without a tick, a's clock ahead: %v in %v; want ErrLockHeld at once\n%s", err, took, pair.logs.String())
+	}
+}
+
+// TestClocksApartByLessThanAWindow: b's clock reads 60 ms ahead of a's,
+// less than the job's window (200 ms): every tick still runs once, by its
+// name, and nothing said the clocks differ (the names hide it: b fires
+// each tick 60 ms earlier). a tells it, once, at Info, naming the clocks:
+// b's at its write's send, the server's mtime of that write, a's at the
+// read; set against a's own last write, the server's clock between them.
+// b's clock in step with a's, nothing is told.
+func TestClocksApartByLessThanAWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: four ticks of a 500-ms job, about 2.5 s")
+	}
+	root := zktest.Path(t)
+	const w, period, ahead = 200 * time.Millisecond, 500 * time.Millisecond, 60 * time.Millisecond
+	sa, logs := logged(t, zktest.Servers(t))
+	a, err := runonce.New(sa, root, runonce.WithWindow(w), runonce.WithInstanceName("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, _ := newRunner(t, root, runonce.WithWindow(w), runonce.WithInstanceName("b"))
+	ctx := zktest.Context(t, 20*time.Second)
+	t0 := time.Now().Truncate(period).Add(period)
+	tick := func(k int) time.Time { return t0.Add(time.Duration(k) * period) }
+	claimAt := func(r *runonce.Runner, k int, off time.Duration) string {
+		time.Sleep(time.Until(tick(k).Add(5*time.Millisecond - off)))
+		hostclock.SetOffset(off) // a clock off reads the tick off: its scheduler fires it early
+		defer hostclock.SetOffset(0)
+		return outcome(r.ClaimTick(ctx, "job", tick(k).Add(-off)))
+	}
+	// a's second run is its first write of the record (the first made the
+	// node): what it says of the server's clock.
+	said := []string{claimAt(a, 0, 0), claimAt(a, 1, 0), claimAt(b, 2, 0), claimAt(a, 2, 0)}
+	if out := logs.String(); strings.Contains(out, "clocks differ") {
+		t.Errorf("clocks in step told apart:\n%s", out)
+	}
+	said = append(said, claimAt(b, 3, ahead), claimAt(a, 3, 0))
+	if got := strings.Join(said, " "); got != "ran ran ran already_ran ran already_ran" {
+		t.Errorf("the ticks: %s, want ran ran ran already_ran ran already_ran", got)
+	}
+	var lines []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "clocks differ") {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "level=INFO") || !strings.Contains(lines[0], "its_clock=") ||
+		!strings.Contains(lines[0], "server_mtime=") || !strings.Contains(lines[0], "this_host_clock=") {
+		t.Fatalf("want one line at Info naming the clocks, got %d:\n%s", len(lines), logs)
+	}
+	// By the server's clock between them, not only by the time from b's
+	// write to a's read (about 50 ms of the 60).
+	m := regexp.MustCompile(`ahead_by_at_least=(\d+)ms`).FindStringSubmatch(lines[0])
+	if len(m) < 2 {
+		t.Fatalf("no amount:\n%s", lines[0])
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 30 || n > 60 {
+		t.Errorf("ahead by at least %v, want about 60 ms:\n%s", m, lines[0])
 	}
 }

@@ -215,8 +215,7 @@ func (t *reporter) checkNames(j *job, p *probe, last runrec.Last, w int64) {
 		what = "the hosts' clocks differ by more than the job's record keeps: another instance ran later ticks of this job before this instance's tick fired, on time by this host's clock, and the record no longer names the runs of ticks this old, so this instance cannot tell whether they ran and runs none (ticks unknown); keep the hosts' clocks in step (NTP)"
 	}
 	if level == 1 && t.toldAhead.Load() == 2 {
-		// Told, naming the clocks: the later tick is a run without a
-		// tick's fire, kept as a run near it (clocks.go).
+		// Told, naming the clocks (clocks.go).
 		level = 0
 	}
 	if told := t.toldClocks.Load(); p.lateBy == 0 && ahead >= w && told < level && t.toldClocks.CompareAndSwap(told, level) {

@@ -40,7 +40,9 @@ var (
 	// cannot run because the job's record cannot tell whether another
 	// instance ran it: older than the runs the run node keeps, more than
 	// a window before the fire of a run without a tick (within a window
-	// of it, that run was its run: ErrAlreadyRan), or fired late when the
+	// of it, that run was its run: ErrAlreadyRan; that fire by a clock a
+	// window or more ahead of this host's, before when that run fired by
+	// this host's clock), or fired late when the
 	// job's last run had no tick or the job has no run node. It reports
 	// too a claim that a stall of this process cut past its lock timeout,
 	// when the record read after the stall cannot tell its tick: a claim

@@ -64,7 +64,10 @@ func (p *probe) named() bool {
 // fire returns the name of p's fire: this host's clock at the claim's
 // entry, on the clock that names the ticks (ms). A run without a tick
 // keeps it as its name (runrec's Fire).
-func (p *probe) fire() int64 { return p.entry.Add(hostclock.Offset()).UnixMilli() }
+func (p *probe) fire() int64 { return p.at(p.entry) }
+
+// at returns t as the ticks' clock reads it (ms): this host's.
+func (p *probe) at(t time.Time) int64 { return t.Add(hostclock.Offset()).UnixMilli() }
 
 // ask notes a request about to be sent; got, its return (err): an answer,
 // or the end of the wait for one, which leaves the request pending. h is

@@ -32,7 +32,7 @@ type reporter struct {
 	stales      tally        // stale ticks skipped
 	unknowns    tally        // named ticks the record cannot tell run
 	toldClocks  atomic.Int32 // the hosts' clocks told to differ: 1, by more than the record keeps: 2 (envelope.go)
-	toldAhead   atomic.Int32 // a run without a tick told fired ahead of this host's clock: 1, by a window or more: 2 (clocks.go)
+	toldAhead   atomic.Int32 // another host's clock told ahead of this one's: 1, by a window or more: 2 (clocks.go)
 }
 
 // newReporter returns the reporter of a Runner on s configured by cfg.

@@ -36,19 +36,33 @@ type serverClock struct {
 	mtime int64     // the last write's mtime (ms)
 	epoch int64     // its leader epoch
 	sent  time.Time // its send, on the monotonic clock (and the wall clock)
+	// over is this host's clock (as it names ticks) at the last write's
+	// answer less its mtime (ms): the most this clock read ahead of the
+	// leader's then (the write was ordered before its answer).
+	over int64
 }
 
 // wallSlack is how far the wall clock may run ahead of the monotonic one
 // since a note (an NTP slew) before that counts as a clock jump.
 const wallSlack = 200 * time.Millisecond
 
-// note records a write sent at sent that got mtime in epoch.
-func (c *serverClock) note(mtime, epoch int64, sent time.Time) {
+// note records a write sent at sent that got mtime in epoch, answered at
+// answered (ms, on the clock that names ticks).
+func (c *serverClock) note(mtime, epoch int64, sent time.Time, answered int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if sent.After(c.sent) {
-		c.mtime, c.epoch, c.sent = mtime, epoch, sent
+		c.mtime, c.epoch, c.sent, c.over = mtime, epoch, sent, answered-mtime
 	}
+}
+
+// overAtMost returns the most this host's clock read ahead of the
+// server's at its last write (ms, negative when behind), if that write
+// was in epoch.
+func (c *serverClock) overAtMost(epoch int64) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.over, !c.sent.IsZero() && c.epoch == epoch
 }
 
 // clockRead is what the read before an attempt's write tells of the

@@ -33,8 +33,12 @@ import (
 // instance ran runs, late; one whose run the record cannot show (older
 // than the runs it keeps, more than a window before the last run's fire
 // when that run had no tick, or the job's last run had no tick) is
-// unknown, and told so; one within a window of that fire ran (its run). The server's clock dates
-// a tick only for a claim without one (Claim) and for RemoveJob.
+// unknown, and told so; one within a window of that fire ran (its run).
+// That fire by a host's clock a window or more ahead of this one's is not
+// a floor: the run is one near its fire and near when it ran by this
+// host's clock, and the ticks after it run by their names (runrec's
+// readNames). The server's clock dates a tick only for a claim without
+// one (Claim) and for RemoveJob.
 //
 // An attempt of a named tick whose record's last run had a name is
 // decided by the names, a second decision over the same read (claim.go

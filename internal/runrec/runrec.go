@@ -261,6 +261,11 @@ type Last struct {
 	Ticks  []int64
 	Floor  int64
 	Writer string // who wrote last
+	// Sent is the last writer's clock when it sent its write (its Fire
+	// plus its Delay, ms; 0: not an attempt's, or unknown): a reader whose
+	// clock at the read that found it reads earlier has a clock behind
+	// the writer's by the difference at least.
+	Sent int64
 	// Old says that the last writer keeps no names (a version before
 	// Fire, or before ticks): its runs leave none (Verdict).
 	Old bool
@@ -286,6 +291,9 @@ func Derive(data []byte, mtime, mzxid int64) Last {
 	}
 	l := Last{At: r.Last, By: r.LastBy, Runs: r.Runs, Window: r.Window, Timeout: r.Timeout, MaxWindow: max(r.MaxWindow, r.Window),
 		Tick: r.LastTick, Ticks: r.Ticks, Floor: r.Floor, Writer: r.By, Old: r.By != "" && r.Fire == 0, Removing: r.Removing, RunZxid: r.RunZxid}
+	if r.Fire != 0 {
+		l.Sent = r.Fire + r.Delay
+	}
 	epoch := EpochOf(mzxid)
 	v := r.Verdict(mtime, epoch)
 	l.Recent, l.Since = r.Spread(v == Run, r.SteppedBack(mtime, epoch))
