@@ -58,7 +58,9 @@
 // completion gocron handled late (a loaded instance) can find its time
 // gone: the Locker names it by the times its earlier Locks saw come, one
 // Lock per time. A Lock of no time that came since the job's last Lock is
-// a RunNow, claimed by its own time and told at Info; one that may be a
+// a RunNow, claimed by its own time and told at Info (a run near that
+// time: from an instance whose clock is ahead of the others', the ticks
+// after it still run, by their names, and the clocks are told); one that may be a
 // queued fire whose time another Lock took (a RunNow among queued fires)
 // is not run (runonce.ErrTickUnknown), told at Warn and observed. Every
 // gocron mode keeps each tick once; with gocron.LimitModeReschedule a
