@@ -195,6 +195,36 @@ func (r Report) String() string {
 	return b.String()
 }
 
+// window is the ticks Check counts: each job's, but its first and last
+// from from to to, in order, with each job's schedule and spec.
+type window struct {
+	in     map[Key]bool
+	scheds map[string]cron.Schedule
+	spec   map[string]string
+	order  []Key
+}
+
+// windowOf makes the window of jobs from from (included) to to (excluded).
+func windowOf(jobs []Job, from, to time.Time) (window, error) {
+	w := window{in: map[Key]bool{}, scheds: map[string]cron.Schedule{}, spec: map[string]string{}}
+	for _, j := range jobs {
+		s, err := ParseSpec(j.Spec)
+		if err != nil {
+			return w, err
+		}
+		w.scheds[j.Name], w.spec[j.Name] = s, j.Spec
+		ts := Ticks(s, from, to)
+		if len(ts) < 3 {
+			return w, fmt.Errorf("fleet: job %s has %d ticks from %v to %v: none left without the first and the last", j.Name, len(ts), from, to)
+		}
+		for _, t := range ts[1 : len(ts)-1] {
+			w.in[Key{j.Name, t}] = true
+			w.order = append(w.order, Key{j.Name, t})
+		}
+	}
+	return w, nil
+}
+
 // maxRepeats is how many of the repeated ticks a Report names.
 const maxRepeats = 10
 
@@ -204,25 +234,11 @@ const maxRepeats = 10
 // error: a record the checker cannot place.
 func Check(jobs []Job, rs Records, from, to time.Time) (Report, error) {
 	rep := Report{BySpec: map[string]Counts{}, WaitBySpec: map[string][3]time.Duration{}, PerInstance: map[string]int{}, Overlaps: rs.Overlaps}
-	inWindow := map[Key]bool{}
-	scheds := map[string]cron.Schedule{}
-	spec := map[string]string{}
-	var order []Key
-	for _, j := range jobs {
-		s, err := ParseSpec(j.Spec)
-		if err != nil {
-			return rep, err
-		}
-		scheds[j.Name], spec[j.Name] = s, j.Spec
-		ts := Ticks(s, from, to)
-		if len(ts) < 3 {
-			return rep, fmt.Errorf("fleet: job %s has %d ticks from %v to %v: none left without the first and the last", j.Name, len(ts), from, to)
-		}
-		for _, t := range ts[1 : len(ts)-1] {
-			inWindow[Key{j.Name, t}] = true
-			order = append(order, Key{j.Name, t})
-		}
+	w, err := windowOf(jobs, from, to)
+	if err != nil {
+		return rep, err
 	}
+	inWindow, scheds, spec, order := w.in, w.scheds, w.spec, w.order
 	count := map[Key]int{}
 	var waits []time.Duration
 	bySpec := map[string][]time.Duration{}
