@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -45,13 +46,14 @@ type order struct {
 	shook      bool          // step 1
 	resends    int           // credentials go-zookeeper re-sends here (the tap's count at the answer)
 	auths      map[int32]int // the auth packets written here and not answered, by xid: their index
+	nauths     atomic.Int32  // len(auths), read without mu on every reply
 	written    int           // auth packets written here
 	answered   int           // re-sent credentials answered
 	sendLoop   bool          // go-zookeeper wrote here what only its send loop writes
 	watches    bool          // go-zookeeper holds watches: its setWatches goes first
 	watchesOut bool          // go-zookeeper's setWatches was written
 	timer      *time.Timer   // step 3's bound, once step 2 is done
-	opened     bool          // ready is closed
+	opened     atomic.Bool   // ready is closed (set under mu; read without it on every write)
 	ready      chan struct{} // closed once the tap's own requests may go
 	onReady    func()        // run once, as ready closes
 }
@@ -76,6 +78,7 @@ func (o *order) authOut(xid int32) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.auths[xid] = o.written
+	o.nauths.Store(int32(len(o.auths)))
 	o.written++
 }
 
@@ -83,6 +86,9 @@ func (o *order) authOut(xid int32) {
 // connection after its connect request, once its bytes are queued: a
 // request of the tap's queued after this goes out after it.
 func (o *order) wrote(op int32) {
+	if o.opened.Load() {
+		return // nothing more to wait for: no lock on the hot path
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if op == opSetAuth && o.written <= o.resends {
@@ -111,6 +117,9 @@ func (c *tappedConn) noteAsk(b []byte) {
 // isAuth reports whether xid is an auth packet's written on the connection
 // and not yet answered.
 func (o *order) isAuth(xid int32) bool {
+	if o.nauths.Load() == 0 {
+		return false // the common case, after the credentials: no lock
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	_, ok := o.auths[xid]
@@ -128,6 +137,7 @@ func (o *order) answeredAuth(xid, code int32) (added bool) {
 		return false
 	}
 	delete(o.auths, xid)
+	o.nauths.Store(int32(len(o.auths)))
 	if i < o.resends {
 		o.answered++
 		o.check()
@@ -157,10 +167,10 @@ func (o *order) check() {
 
 // open closes ready, once, under o.mu.
 func (o *order) open() {
-	if o.opened {
+	if o.opened.Load() {
 		return
 	}
-	o.opened = true
+	o.opened.Store(true)
 	if o.timer != nil {
 		o.timer.Stop()
 	}

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 )
 
 // zkWatches is the tap's record of the watches go-zookeeper holds, kept
@@ -14,9 +15,10 @@ import (
 // for it only then. Paths are go-zookeeper's own, outside any chroot:
 // requests are read as it writes them, events as it reads them.
 type zkWatches struct {
-	mu   sync.Mutex
-	asks map[int32]watchAsk    // W requests written and not answered, by xid
-	held map[watchAsk]struct{} // what go-zookeeper holds
+	mu    sync.Mutex
+	asks  map[int32]watchAsk    // W requests written and not answered, by xid
+	nasks atomic.Int32          // len(asks), read without mu on every reply
+	held  map[watchAsk]struct{} // what go-zookeeper holds
 }
 
 // watchAsk is a W request's path and opcode; once answered, the watch it
@@ -64,10 +66,14 @@ func (w *zkWatches) wrote(b []byte) {
 		w.asks, w.held = make(map[int32]watchAsk), make(map[watchAsk]struct{})
 	}
 	w.asks[int32(binary.BigEndian.Uint32(b[4:8]))] = watchAsk{path: string(p), kind: kind}
+	w.nasks.Store(int32(len(w.asks)))
 }
 
 // asked reports whether xid is a W request's, unanswered.
 func (w *zkWatches) asked(xid int32) bool {
+	if w.nasks.Load() == 0 {
+		return false // the common case: no lock
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	_, ok := w.asks[xid]
@@ -84,6 +90,7 @@ func (w *zkWatches) answered(xid, code int32) {
 		return
 	}
 	delete(w.asks, xid)
+	w.nasks.Store(int32(len(w.asks)))
 	switch {
 	case a.kind == watchExistsReq && code == 0:
 		a.kind = watchData
@@ -123,6 +130,7 @@ func (w *zkWatches) expired() {
 	defer w.mu.Unlock()
 	clear(w.held)
 	clear(w.asks)
+	w.nasks.Store(0)
 }
 
 // connected forgets the asks of a connection that ended: a request
@@ -132,6 +140,7 @@ func (w *zkWatches) connected() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	clear(w.asks)
+	w.nasks.Store(0)
 }
 
 // any reports whether go-zookeeper holds a watch.
