@@ -109,7 +109,7 @@ const childrenWatched = " children"
 // list reads the queue and stores the listing; with fn, it sets a
 // children watch with it (any child created or deleted fires it), told to
 // fn (Floor.ListWatched). A listing without a watch goes with the
-// session's other listings where it can (listAdmitted).
+// session's other listings where it can (Floor.List).
 func (w *waiter) list(ctx context.Context, fn func(zk.Event)) (session.Read, error) {
 	f := w.l.f
 	var r session.Read
@@ -117,7 +117,7 @@ func (w *waiter) list(ctx context.Context, fn func(zk.Event)) (session.Read, err
 	if fn != nil {
 		r, err = f.ListWatched(ctx, w.l.path, fn)
 	} else if err = f.Flight().Admit(ctx, 1); err == nil {
-		r.Children, r.Stat, err = w.l.listAdmitted(ctx, nil)
+		r.Children, r.Stat, err = f.List(ctx, w.l.path)
 	}
 	if err != nil {
 		return r, err // the request may still run: what it writes is not read
