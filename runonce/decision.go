@@ -20,6 +20,10 @@ type decision struct {
 	// sinceLast is the time from the last run to this attempt's timer, by
 	// the server's clock (ms); for a named tick, from the last run's tick.
 	sinceLast int64
+	// near: a named tick's attempt found its tick run by the last run, one
+	// without a tick from a host whose clock is ahead, near it by this
+	// host's clock, and that run's lock held (heldNamed).
+	near bool
 }
 
 // decided reports whether the record decided d: the fleet's state was

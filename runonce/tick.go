@@ -110,6 +110,14 @@ func (c *claimer) skipNamed(ctx context.Context, j *job, p *probe, d decision, r
 // RemoveJob or a claim cut, and the tick is lost to the lock.
 func (c *claimer) heldNamed(ctx context.Context, j *job, p *probe, d decision, rec runrec.Record) (decision, error) {
 	d.verdict = runrec.Skip
+	if c.heldByRunNear(d.read, p) {
+		// That run's lock, and the tick its run: already ran.
+		d.basis, d.near = byNames, true
+		if mustWrite(j, d) {
+			return c.keepWrite(ctx, j, p, d, rec)
+		}
+		return d, nil
+	}
 	d.lock.looked, d.lock.refused = true, true
 	var err error
 	if d.lock.holder, err = c.holder(ctx, j, p); err != nil {
@@ -176,7 +184,21 @@ func nearNameless(last runrec.Last, name, w int64) bool {
 // (runrec's RanNear).
 func ranNear(d decision) bool {
 	st := d.wrote.stat
-	return st != nil && d.wrote.rec.RanNear(st.Mtime, runrec.EpochOf(st.Mzxid))
+	return d.near || (st != nil && d.wrote.rec.RanNear(st.Mtime, runrec.EpochOf(st.Mzxid)))
+}
+
+// heldByRunNear reports whether p's tick, whose take found the job's lock
+// held, is closed (not Open) by the last run, one without a tick from a
+// host whose clock is ahead (its fire a window or more after p's), that
+// ran within a window of it by this host's clock: that run's start by the
+// server's clock plus the most this clock read ahead of the server's at
+// its last write. Its write cannot decide it (the lock is held): the
+// tick's run is that run, still going.
+func (c *claimer) heldByRunNear(rd reading, p *probe) bool {
+	last, w := rd.last, ms(p.window)
+	over, ok := c.clock.overAtMost(runrec.EpochOf(rd.stat.Mzxid))
+	at := last.At + over
+	return ok && last.Unnamed() && last.Tick-p.fire() >= w && !last.Open(p.name, w) && p.name-at < w && at-p.name < w
 }
 
 // ranSince reports whether d's record, whose last run has no name, shows
