@@ -42,6 +42,7 @@ type client struct {
 
 	downTill             time.Duration // no connection before then (a drop's)
 	slowNext             time.Duration // the next connection reaches the second member, its answer this late (an rv step's; 0: none)
+	nearNext             time.Duration // the next connection's answer this late, the stream down cut after it until about the expiry (an nd step's; 0: none)
 	stallFrom, stallTill time.Duration // the socket takes nothing then
 	bhFrom, bhTill       time.Duration // the client's traffic is lost then
 }
@@ -66,6 +67,7 @@ type cconn struct {
 	replies  []*reply      // the follower's, in order
 	out      []*req        // written, unanswered
 	slow     time.Duration // its connect answer reaches the client this long after the leader's touch at least (an rv step's; 0: as drawn)
+	near     time.Duration // the same, an nd step's, the stream down cut behind the answer (nearDeadline; 0: none)
 }
 
 // event tells the floor a state, as go-zookeeper's event callback does

@@ -75,6 +75,7 @@ func (w *world) connect() {
 		w.c.slowNext = 0
 		c.T = w.cfg.members[len(w.cfg.members)-1].grant(w.c.timeout)
 	}
+	c.near, w.c.nearNext = w.c.nearNext, 0
 	if !w.cfg.wrap {
 		c.rec = w.tap.NewRecorder()
 	}
@@ -109,6 +110,10 @@ func (w *world) revalidate(c *cconn) {
 			c.back = max(w.now()+w.back(), c.back)
 			if c.slow > 0 {
 				c.back = max(w.now()+c.slow, c.back) // an rv step's: the way down slow
+			}
+			if c.near > 0 {
+				c.back = max(w.now()+c.near, c.back) // an nd step's
+				w.nearDeadline(id)
 			}
 			w.ag.at(c.back, func() { w.shake(c) })
 		})
@@ -213,4 +218,42 @@ func (w *world) internal(op int32) *req {
 	r.mark = len(w.writes)
 	w.reqs = append(w.reqs, r)
 	return r
+}
+
+// nearStep is an nd step (slow, its connect answer's delay): an
+// acquisition, and a drop whose next connection is made when the leader's
+// expiry of its REVALIDATE's touch will fall just short of one of its
+// tick boundaries (a touch T before it, T the timeout the connection
+// asks, after the hops it takes at the least), so that the expiry queue's
+// rounding adds little and the expiry comes within the T/8 that the
+// reach of WithLossOnExpiryOnly outlives it by; its answer slow, the
+// stream down cut behind it (nearDeadline).
+func (w *world) nearStep(slow time.Duration) {
+	w.c.nearNext = max(slow, time.Nanosecond)
+	w.startAcquire()
+	w.drop("dropped by the explorer, the next answer slow and the stream down cut until the expiry", nil, nil)
+	T := w.c.timeout
+	ahead := T + T/128 + uniform(w.rng, T/64) // the touch's expiry, short of the boundary by what the hops add
+	at := w.roundUp(w.now()+ahead) - ahead
+	w.c.downTill = max(w.c.downTill, at)
+	w.ag.at(at, w.connect)
+}
+
+// nearDeadline is an nd step's cut, once the follower took the answer of
+// the connection that revalidated session id (0: none, it expired): the
+// stream down is cut until the leader's expiry of the session, as its
+// connect left it, and up to T/32 more. The leader hears nothing of the
+// session meanwhile (its pings wait), the requests the client writes once
+// the slow answer is read are forwarded and applied, and their answers
+// wait: an acquisition's create answered just after the expiry, its grant
+// asked then, near the lease's deadline (a hold granted on the whole 9T/8
+// reach under WithLossOnExpiryOnly is granted after the expiry: (a)).
+func (w *world) nearDeadline(id int64) {
+	ls := w.srv.sess[id]
+	if id == 0 || ls == nil || ls.expiredAt >= 0 {
+		return
+	}
+	if d := ls.expires + uniform(w.rng, w.cfg.T/32) - w.now(); d > 0 {
+		w.partition(d, true, false)
+	}
 }

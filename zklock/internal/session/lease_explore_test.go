@@ -44,7 +44,8 @@ import (
 // is made, and go-zookeeper's on each new connection); a healthy schedule
 // 1 in 8; a share of late answers of 0, 0.1 or 0.3; in half the faulty
 // WithLossOnExpiryOnly schedules an rv step (a drop, then a connection to
-// the second member, its answer slow).
+// the second member, its answer slow), and in half an nd step (a grant
+// near the deadline, below).
 //
 // The follower is ZooKeeper 3.8's (lease_server_test.go): it reports the
 // touches of its clients' packets to the leader only in its answers to the
@@ -90,6 +91,13 @@ import (
 //	        arrives): writes reach the follower once it ends
 //	ws:d    the wall clock steps by d, back or forth (up to T): only a
 //	        lease on the wall clock can see it (mono.StepWall)
+//	nd:d    a grant near the deadline: an acquisition, and a drop whose
+//	        next connection is made so that the leader's expiry of its
+//	        touch falls just short of a tick boundary (the rounding adds
+//	        little), its answer d late (5T/12 to 7T/12), the stream down
+//	        cut behind it until that expiry and up to T/32 more: the
+//	        create is applied, its answer comes just after the expiry,
+//	        within the T/8 that the 9T/8 reach outlives it by
 //	cl      Close, at any moment (and at 8T in every schedule)
 //
 // and, drawn by the double: each write's start (at once, or up to T/32
@@ -134,7 +142,11 @@ import (
 //	            learns that its session is over is told then
 //	(d) caller  on a healthy schedule whose tick is at most half the
 //	            timeout: no lapse, every Grant nil within T/4 (under Wrap,
-//	            T/4 + π: no handshake and no ping is seen)
+//	            T/4 + π: no handshake and no ping is seen); on every
+//	            schedule, no hold lost to a lapse of the lease less than
+//	            T/16 after its grant (the deadline lay T/16 ahead), unless
+//	            the connection dropped or one was made between, which may
+//	            bring the deadline in
 //	(e) log     every outage and every lapse of the lease told once when
 //	            it begins and once when it ends (or Close ends it), at
 //	            the moment the floor could see it

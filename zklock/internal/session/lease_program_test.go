@@ -65,7 +65,8 @@ func parseSteps(tokens []string) ([]step, error) {
 // both ways, pl the way down, pf the way up), stalls (st), blackholes of
 // the client's traffic (bh), steps of the wall clock (ws, either way),
 // Close (cl); and, drawn apart (draw), a drop whose next connection
-// reaches the second member, its answer slow (rv).
+// reaches the second member, its answer slow (rv), and a grant near the
+// lease's deadline under WithLossOnExpiryOnly (nd: nearStep).
 var (
 	programKinds = []string{"aq", "rl", "tx"}
 	programW     = []int{5, 4, 3}
@@ -117,6 +118,16 @@ func draw(seed uint64) (leaseConfig, []step) {
 			c.members = append(c.members, c.otherMember(rng))
 		}
 		steps = append(steps, step{kind: "rv", at: uniform(rng, stepsUntil*T), d: uniform(rng, T)})
+		slices.SortStableFunc(steps, func(a, b step) int { return int(a.at - b.at) })
+	}
+	// Drawn after them, for the same reason: under WithLossOnExpiryOnly,
+	// in half the faulty schedules, an nd step, which puts a grant near
+	// the lease's deadline (a drop, the next connection made so that the
+	// leader's expiry of its touch falls just short of a tick boundary,
+	// its answer slow, the stream down cut behind it until about that
+	// expiry, an acquisition's create answered then: nearStep).
+	if c.expiryOnly && !c.healthy && rng.IntN(2) == 0 {
+		steps = append(steps, step{kind: "nd", at: uniform(rng, stepsUntil*T), d: T*5/12 + uniform(rng, T/6)})
 		slices.SortStableFunc(steps, func(a, b step) int { return int(a.at - b.at) })
 	}
 	return c, steps

@@ -27,6 +27,7 @@ func (w *world) check() []string {
 		w.checkPromise(a, add)
 		w.checkGrantTold(a, add)
 		w.checkLoseTold(a, add)
+		w.checkMargin(a, add)
 	}
 	w.checkLive(add)
 	w.checkOutageLines(add)
@@ -251,6 +252,33 @@ func (w *world) happened(a *member, l told) (ok bool) {
 		w.cover(coverClosedTold, ok)
 	}
 	return ok
+}
+
+// checkMargin is (d) on every schedule: a hold is granted only while the
+// deadline lies T/16 ahead (lease.go), so a lapse of the lease ends none
+// less than T/16 after its grant, unless the connection dropped or a
+// connection was made since (under Wrap without events, since the poll
+// before the grant): its answer may grant a shorter timeout, and under
+// WithLossOnExpiryOnly the grant on its way bounds the deadline from the
+// drop or the connection on (untoldCap), either bringing the deadline in
+// at once. T is the least timeout granted the session by the lapse, as
+// the floor could know it.
+func (w *world) checkMargin(a *member, add func(string, ...any)) {
+	if !a.granted() || len(a.loses) == 0 || a.loses[0].cause != ErrLeaseExpired {
+		return
+	}
+	at := a.loses[0].at
+	least, _ := w.grantsBy(a.owner, at)
+	if at-a.returned >= least/16 {
+		return
+	}
+	from := a.returned - explorePoll
+	for _, ts := range [][]time.Duration{w.hist.dials, w.hist.drops} {
+		if i, _ := slices.BinarySearch(ts, from); i < len(ts) && ts[i] <= at {
+			return
+		}
+	}
+	add("(d) member %d granted at %v, lost to a lapse of the lease at %v, within T/16 (%v) of its grant", a.n, a.returned, at, least/16)
 }
 
 // checkLive is (d), on a healthy schedule (no fault, every answer within

@@ -221,6 +221,8 @@ func (w *world) take(st step) {
 	case "rv":
 		w.c.slowNext = max(st.d, time.Nanosecond)
 		w.drop("dropped by the explorer, the next answer slow", nil, nil)
+	case "nd":
+		w.nearStep(st.d)
 	case "pt":
 		w.partition(st.d, true, true)
 	case "pl":
