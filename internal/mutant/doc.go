@@ -153,6 +153,17 @@ const (
 	// connect answer, which may grant less, is on its way (session:
 	// Lease.reachNow).
 	UntoldGrantIgnored = "untold-grant-ignored"
+
+	// The tenth review's, each refused by the lease's explorer.
+
+	// GrantWholeReach: under WithLossOnExpiryOnly, a hold is granted on
+	// the whole 9T/8 reach, past the leader's expiry, instead of within
+	// 7T/8 (session: Lease.grantableLocked).
+	GrantWholeReach = "grant-whole-reach"
+	// GrantNoMargin: a hold is granted while the deadline lies ahead at
+	// all, without the T/16 that leaves a renewal time to keep it
+	// (session: Lease.grantableLocked).
+	GrantNoMargin = "grant-no-margin"
 )
 
 // Names lists the seeded bugs.
@@ -162,5 +173,6 @@ func Names() []string {
 		ReachLong, ChainNoGap, LossLate, LapseLate, GrantLate,
 		GrantIgnoresLease, GoneWhileDown, NoRenewal, LapseEndUntold,
 		ChainNoAfter, TimeoutAsked, TimeoutLarger, LeaseFromProof, NewSessionKeepsHolds,
-		AuthTouches, TimeoutKeptLonger, WallClock, HandshakeFromAnswer, PingsInRing, UntoldGrantIgnored}
+		AuthTouches, TimeoutKeptLonger, WallClock, HandshakeFromAnswer, PingsInRing, UntoldGrantIgnored,
+		GrantWholeReach, GrantNoMargin}
 }

@@ -199,6 +199,12 @@ func (le *Lease) validLocked(now time.Time) bool { return now.Before(le.deadline
 // held.
 func (le *Lease) grantableLocked(now time.Time) bool {
 	t := le.Timeout()
+	if mutant.On(mutant.GrantWholeReach) {
+		return le.validLocked(now.Add(t / 16)) // seeded bug: granted on the whole reach
+	}
+	if mutant.On(mutant.GrantNoMargin) {
+		return le.validLocked(now.Add(le.reach() - t*7/8)) // seeded bug: no margin
+	}
 	return le.validLocked(now.Add(t/16 + le.reach() - t*7/8))
 }
 

@@ -39,6 +39,8 @@ var leaseBugs = []struct{ bug, prop string }{
 	{mutant.WallClock, "(b)"}, // (a) refuses it after 32,026 schedules since the writer takes its rounds as the driver settles (9,731 before): docs/lease.md
 	{mutant.HandshakeFromAnswer, "(a)"},
 	{mutant.UntoldGrantIgnored, "(a)"},
+	{mutant.GrantWholeReach, "(a)"}, // in a schedule with an nd step: none of 80,000 without it
+	{mutant.GrantNoMargin, "(d)"},   // its margin clause: no healthy schedule's grant comes within T/16 of the deadline
 }
 
 // TestLeaseExploreFindsSeededBugs: the explorer finds each bug by itself,
