@@ -60,6 +60,9 @@ func TestRevokeByCurator(t *testing.T) {
 // RevokeNode: its listener fires, it releases, and the tierlock waiter
 // behind it gets the lock.
 func TestRevokeCuratorHolder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs Curator's peer, about 2 s")
+	}
 	servers := zktest.Servers(t)
 	path := zktest.Path(t)
 	ctx := zktest.Context(t, time.Minute)

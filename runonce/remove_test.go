@@ -46,6 +46,9 @@ func TestRemoveJob(t *testing.T) {
 // instance never scheduled leave no job entry (and no lock) behind: they
 // made one per key, never removed.
 func TestUnknownKeysLeaveNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 2,000 LastRun and RemoveJob calls, about 2 s")
+	}
 	root := zktest.Path(t)
 	l, _ := newRunner(t, root)
 	ctx := zktest.Context(t, 60*time.Second)

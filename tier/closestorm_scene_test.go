@@ -42,6 +42,9 @@ type closeStormTask struct {
 }
 
 func TestCloseStormTwoProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs child processes in a storm, about 2 s")
+	}
 	const procs = 2
 	servers := zktest.Servers(t)
 	root := zktest.Path(t)

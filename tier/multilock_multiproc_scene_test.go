@@ -197,6 +197,9 @@ func twoPathsTask(t *testing.T, unordered bool) multiLockTask {
 // "2of2": two processes take {p0, p1} in random orders, the run that
 // deadlocks without the sort, without a deadlock.
 func TestMultiLockMultiProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs child processes, about 2 s")
+	}
 	t.Run("3of4", func(t *testing.T) {
 		const procs, goroutines, iterations, members = 3, 4, 15, 3
 		servers := zktest.Servers(t)

@@ -23,6 +23,9 @@ import (
 // else; and once they are done the drop-in waits for no report
 // (the routing forgets every node it was told of).
 func TestUnlockStorm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a storm of unlocks, about 2 s")
+	}
 	pending, restore := zkcompat.TrackDeletesForTest()
 	defer restore()
 	c, admin := conn(t), conn(t)

@@ -46,6 +46,9 @@ func TestInspectorUnderACL(t *testing.T) {
 
 // The built binary: exit codes reach the shell, output reaches stdout.
 func TestBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds and runs the command, about 2 s")
+	}
 	bin := filepath.Join(t.TempDir(), "tierlock")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

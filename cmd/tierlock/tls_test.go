@@ -21,6 +21,9 @@ import (
 // the secure port); flags that do not fit together, or files that are not
 // what they should be, are usage errors.
 func TestInspectorOverTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a TLS server, about 3 s")
+	}
 	ca, err := zkserver.NewCA("tierlock test CA")
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,9 @@ import (
 // honours the preloaded library), and its monotonic clock is the host's
 // (a session is granted and kept).
 func TestClockOffset(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a server under a shifted clock, about 2 s")
+	}
 	for _, off := range []time.Duration{2 * time.Second, -2 * time.Second} {
 		t.Run(off.String(), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

@@ -171,6 +171,9 @@ func TestPartitionMember(t *testing.T) {
 }
 
 func TestPeerProxiesBadUse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts an ensemble, about 2 s")
+	}
 	if _, ok := zkserver.FromEnv(); ok {
 		t.Skip("TIERLOCK_ZK_SERVERS is set")
 	}

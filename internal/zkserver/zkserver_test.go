@@ -66,6 +66,9 @@ func start(t *testing.T, n int) *zkserver.Cluster {
 }
 
 func TestStandaloneRestartKeepsData(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: restarts a server, about 2 s")
+	}
 	c := start(t, 1)
 	ctx := context.Background()
 	if mode, err := c.Mode(ctx, 0); err != nil || mode != "standalone" {
@@ -113,6 +116,9 @@ func TestStandaloneRestartKeepsData(t *testing.T) {
 // each session's negotiated timeout ("to=" in ms). CPU reads the server's
 // processor time, which grows with work.
 func TestSessionTimeoutGrantedAndCPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a server to read its timeouts, about 2 s")
+	}
 	c := start(t, 1)
 	ctx := context.Background()
 	if lo, hi := c.SessionTimeouts(); lo != 400*time.Millisecond || hi != zkserver.DefaultMaxSessionTimeout {
@@ -251,6 +257,9 @@ func TestBadInput(t *testing.T) {
 // whose ACL names that identity is readable on the TLS connection only.
 // The plain port still serves.
 func TestSecureClientPort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a TLS server, about 2 s")
+	}
 	if _, ok := zkserver.FromEnv(); ok {
 		t.Skip("TIERLOCK_ZK_SERVERS is set: not starting servers")
 	}
