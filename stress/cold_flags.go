@@ -64,19 +64,29 @@ Exit status: 0 every Lock was measured, 1 a Lock or a connection failed,
 Flags:
 `
 
-// isCold reports whether args ask for stress -cold.
-func isCold(args []string) bool {
+// isMode reports whether args ask for the mode of flag mode (cold,
+// idle-cost, demo): the flag given and not set false, before any "--".
+func isMode(args []string, mode string) bool {
 	for _, a := range args {
 		if a == "--" {
 			return false
 		}
 		name, val, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if strings.HasPrefix(a, "-") && name == "cold" && val != "false" {
+		if strings.HasPrefix(a, "-") && name == mode && val != "false" {
 			return true
 		}
 	}
 	return false
 }
+
+// isCold reports whether args ask for stress -cold.
+func isCold(args []string) bool { return isMode(args, "cold") }
+
+// isIdleCost reports whether args ask for stress -idle-cost.
+func isIdleCost(args []string) bool { return isMode(args, "idle-cost") }
+
+// isDemo reports whether args ask for stress -demo.
+func isDemo(args []string) bool { return isMode(args, "demo") }
 
 // parseColdFlags reads the command line of stress -cold.
 func parseColdFlags(args []string, stderr io.Writer) (coldConfig, error) {

@@ -72,20 +72,6 @@ Exit status: 0 every run passed the checker, 1 a violation or lock error,
 Flags:
 `
 
-// isDemo reports whether args ask for stress -demo.
-func isDemo(args []string) bool {
-	for _, a := range args {
-		if a == "--" {
-			return false
-		}
-		name, val, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if strings.HasPrefix(a, "-") && name == "demo" && val != "false" {
-			return true
-		}
-	}
-	return false
-}
-
 // parseDemoFlags reads the command line of stress -demo.
 func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
 	c := demoConfig{}

@@ -75,20 +75,6 @@ func defineModeFlags(fs *flag.FlagSet) {
 	fs.Bool("idle-cost", false, "measure what idle sessions cost the server instead, beside zk.Lock's: stress -idle-cost -h")
 }
 
-// isIdleCost reports whether args ask for stress -idle-cost.
-func isIdleCost(args []string) bool {
-	for _, a := range args {
-		if a == "--" {
-			return false
-		}
-		name, val, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if strings.HasPrefix(a, "-") && name == "idle-cost" && val != "false" {
-			return true
-		}
-	}
-	return false
-}
-
 // parseIdleFlags reads the command line of stress -idle-cost.
 func parseIdleFlags(args []string, stderr io.Writer) (idleConfig, error) {
 	c := idleConfig{}
