@@ -162,7 +162,7 @@ while IFS=$'\t' read -r mod pkg dir name; do
   log="$work/run.log"
   run_token="$token-$n"
   t0=$(date +%s.%N)
-  (cd "$dir" && TIERLOCK_ALONE_RUN=$run_token exec "$bin" -test.run "^$name\$" -test.count=1 \
+  (cd "$dir" && TIERLOCK_ALONE_RUN=$run_token exec "$bin" -test.run "^$name\$" -test.count=1 -test.v \
     -test.timeout "$timeout" "${short[@]}") >"$log" 2>&1 </dev/null
   rc=$?
   secs=$(echo "$(date +%s.%N) - $t0" | bc)
@@ -178,7 +178,7 @@ while IFS=$'\t' read -r mod pkg dir name; do
   if [ "$verdict" = ok ] && [ $rc -ne 0 ]; then
     verdict=FAIL why="exit $rc"
   fi
-  if [ "$verdict" = ok ] && grep -q -- '^--- SKIP' "$log"; then
+  if [ "$verdict" = ok ] && grep -q -- "^--- SKIP: $name " "$log"; then
     verdict=skip
   fi
   printf '%-5s %s %s (%.1f s)%s\n' "$verdict" "$pkg" "$name" "$secs" "${why:+: $why}"
