@@ -218,3 +218,55 @@ func TestOwnWatchesSetJustBeforeTheirRead(t *testing.T) {
 		t.Errorf("the session wrote %v: want its setWatches (%d) just before the multiRead (%d) that reads the watched nodes", ops, zklock.OpSetWatches, zklock.OpMultiRead)
 	}
 }
+
+// TestRevocableHoldAcrossReconnectionsUnderADigestACL: a revocable hold
+// (its own-node watch armed at once) under a lock ACL that lets only the
+// fleet read keeps its watch across several reconnections of its session
+// (WithLossOnExpiryOnly: a disconnection alone ends no hold), and a
+// revocation request written after them is told. The hold's read of its
+// node on each new connection goes after go-zookeeper's re-sent
+// credentials: before, it went ahead of them, was refused zk.ErrNoAuth,
+// and waited a retry's pause (here a minute, WithMaxRetryInterval) before
+// the node was watched again.
+func TestRevocableHoldAcrossReconnectionsUnderADigestACL(t *testing.T) {
+	defer zklock.SetOwnAlone()() // a lone hold's read goes as the session's own, as many holds' do
+	servers := zktest.Servers(t)
+	auth := zklock.WithDigestAuth(fleetUser, fleetPassword)
+	s := connect(t, servers, auth, zklock.WithLossOnExpiryOnly(), zklock.WithMaxRetryInterval(time.Minute))
+	admin := connect(t, servers, auth)
+	root := aclRoot(t, admin, digestOnlyACL())
+	ctx := ctxT(t, 2*time.Minute)
+	h, err := newLock(t, s, root+"/job", zklock.WithACL(digestOnlyACL()), zklock.WithRevocable()).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	watched := func() bool { return watchersOf(t, h.Node()) == 1 }
+	eventually(t, 10*time.Second, "the hold's own-node watch armed", watched)
+
+	var cut atomic.Bool
+	log := &frameLog{}
+	zklock.SetWriteHook(s, func(op int32, b []byte) error {
+		if op == zklock.OpExists && cut.CompareAndSwap(true, false) {
+			return errors.New("test: the connection is cut")
+		}
+		log.note(op, b)
+		return nil
+	})
+	defer zklock.SetWriteHook(s, nil)
+	for range 3 {
+		cutConnection(t, s, &cut, log)
+		eventually(t, 10*time.Second, "the hold's own-node watch set again on the new connection", watched)
+	}
+	if zktest.IsClosed(h.Lost()) {
+		t.Fatalf("the hold ended across the reconnections: %v", h.Err())
+	}
+	if _, err := zklock.RevokeHolder(ctx, admin, root+"/job"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Revoked():
+	case <-ctx.Done():
+		t.Fatal("the revocation request, written after the reconnections, not told")
+	}
+}
