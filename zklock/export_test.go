@@ -160,6 +160,15 @@ func OwnNodeDeletedForTest(h *Hold) {
 	h.onOwnEvent(zk.Event{Type: zk.EventNodeDeleted, Path: h.node})
 }
 
+// OwnWatchArmedForTest reports whether h's own-node watch is armed: its
+// read answered and its callback kept (a watch the server holds may still
+// have its read out).
+func OwnWatchArmedForTest(h *Hold) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.unwatch != nil
+}
+
 // SetApplyHook runs fn as every session applies a connection state: before
 // the state is applied (taken false), and after it ended holds, before
 // their losses are told (taken true). It returns the function that removes

@@ -241,7 +241,10 @@ func TestRevocableHoldAcrossReconnectionsUnderADigestACL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Release()
-	watched := func() bool { return watchersOf(t, h.Node()) == 1 }
+	// Armed: its read answered (the server holds the watch from the
+	// setWatches before the read is answered: a cut in between fails the
+	// read, which is then retried a retry's pause later).
+	watched := func() bool { return zklock.OwnWatchArmedForTest(h) && watchersOf(t, h.Node()) == 1 }
 	eventually(t, 10*time.Second, "the hold's own-node watch armed", watched)
 
 	var cut atomic.Bool
