@@ -329,11 +329,10 @@
 //
 // # README's figures again (-demo)
 //
-// stress -demo, which make demo runs, runs the shapes README gives speed
-// figures for (4 x 1,000 x 1,000 keys on one server and on three, 4 x 64
-// on one path), each a matrix of one cell run -demo-repeat times in
-// rotated order, and ends with each figure's median, min-max and
-// per-repeat values beside README's (stress -demo -h).
+// stress -demo (make demo) runs README's speed shapes (4 x 1,000 x 1,000
+// keys on one server and on three, 4 x 64 on one path), each a matrix of
+// one cell run -demo-repeat times in rotated order, and sets each figure's
+// median, min-max and runs beside README's (stress -demo -h).
 //
 // # Output
 //
