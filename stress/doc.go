@@ -91,34 +91,32 @@
 //
 // # How a run is counted: one window for every implementation
 //
-// A timed run is measured over one window, the same for every
-// implementation: [t0 + -warmup, t0 + -warmup + -duration] on
-// CLOCK_MONOTONIC (default warm-up 5s). Only holds whose enter time lies
-// inside it count as acquisitions, and acq/s divides them by the window's
-// length. The servers' counters (mntr zk_packets_received) and processor
-// time (/proc/<pid>/stat of the servers stress started) are read on timers
-// at its two edges, with how the machine's processors were spent (/proc/stat:
-// busy, and stolen by a hypervisor, the "machine busy/steal" column: a run
-// that met more steal is a slow machine, not a slow lock), and each worker reads its own at the same moments:
-// the requests it wrote by opcode (every implementation on a go-zookeeper
-// connection dials through one counting net.Conn, internal/wire, whose
-// count is an atomic add per write), its user + system time (getrusage),
-// its goroutines (peak, sampled every 100ms), its session's lease (waits,
-// lapses) and the session timeout the server granted (read from the
-// connect response). Timers fire late on a loaded machine, so each count
-// is divided by the grants of the interval it was really read over (the
-// servers' by the holds entered between the parent's two readings, a
-// worker's by its own holds between its readings). The workers stop 100ms
-// after the window
-// (proto.DeadlineGrace), so that these readings do not race what comes
-// after: go-zookeeper's zk.Lock cannot abandon a wait, and its queued
-// waiters are granted after the deadline (a drain); tier abandons its
-// waits, deleting its queued nodes. Neither is charged to anyone: the
-// holds entered before the window (warm-up), after it, and the waits
-// abandoned at the deadline are reported apart. The independent checker
-// still checks every hold, inside the window or not. A run with -fault or
-// -acquisitions has no warm-up and is measured whole, from its start to
-// its end.
+// A timed run is measured over one window, the same for every implementation:
+// [t0 + -warmup, t0 + -warmup + -duration] on CLOCK_MONOTONIC (default warm-up
+// 5s). Only holds whose enter time lies inside it count as acquisitions, and
+// acq/s divides them by the window's length. The servers' counters (mntr
+// zk_packets_received) and processor time (/proc/<pid>/stat of the servers
+// stress started) are read on timers at its two edges, with how the machine's
+// processors were spent (/proc/stat: busy, and stolen by a hypervisor, the
+// "machine busy/steal" column: a run that met more steal is a slow machine,
+// not a slow lock), and each worker reads its own at the same moments: the
+// requests it wrote by opcode (every implementation on a go-zookeeper
+// connection dials through one counting net.Conn, internal/wire, whose count
+// is an atomic add per write), its user + system time (getrusage), its
+// goroutines (peak, sampled every 100ms), its session's lease (waits, lapses)
+// and the session timeout the server granted (read from the connect response).
+// Timers fire late on a loaded machine, so each count is divided by the grants
+// of the interval it was really read over (the servers' by the holds entered
+// between the parent's two readings, a worker's by its own holds between its
+// readings). The workers stop 100ms after the window (proto.DeadlineGrace), so
+// that these readings do not race what comes after: go-zookeeper's zk.Lock
+// cannot abandon a wait, and its queued waiters are granted after the deadline
+// (a drain); tier abandons its waits, deleting its queued nodes. Neither is
+// charged to anyone: the holds entered before the window (warm-up), after it,
+// and the waits abandoned at the deadline are reported apart. The independent
+// checker still checks every hold, inside the window or not. A run with -fault
+// or -acquisitions has no warm-up and is measured whole, from its start to its
+// end.
 //
 // Every implementation is counted over the same window after a warm-up,
 // with the servers' and the workers' counters read at its edges: zk.Lock's
@@ -146,20 +144,20 @@
 // throughput is reported as a fraction of both; strict tier on one path
 // is bounded by the chain.
 //
-// Every critical section is recorded by its worker: enter and exit times
-// on CLOCK_MONOTONIC (one clock for all processes of the machine, unlike
-// the monotonic reading of a Go time.Time), fencing token, goroutine, lock
-// path. Records go to a memory-mapped file per worker, so they survive a
-// worker killed in the middle of a hold. The independent checker (package
-// internal/exclusion, which the tier tests use too) then reads all of them and reports, per lock path,
-// overlapping holds, fencing tokens that go backwards, and holds entered but
-// never left; in runs with faults, also holds whose loss was seen after the
-// next grant, and stale writes that landed (below).
+// Every critical section is recorded by its worker: enter and exit times on
+// CLOCK_MONOTONIC (one clock for all processes of the machine, unlike the
+// monotonic reading of a Go time.Time), fencing token, goroutine, lock path.
+// Records go to a memory-mapped file per worker, so they survive a worker
+// killed in the middle of a hold. The independent checker (package
+// internal/exclusion, which the tier tests use too) then reads all of them and
+// reports, per lock path, overlapping holds, fencing tokens that go backwards,
+// and holds entered but never left; in runs with faults, also holds whose loss
+// was seen after the next grant, and stale writes that landed (below).
 //
-// Tokens are zxids for tier and zklock (see zklock.Lock.Token) and, for
-// gozk, the lock node's sequence number (zk.Lock keeps it in an unexported
-// field, read through reflect); a tier-handoff hold passed between goroutines of one process
-// keeps its node and so its token.
+// Tokens are zxids for tier and zklock (see zklock.Lock.Token) and, for gozk,
+// the lock node's sequence number (zk.Lock keeps it in an unexported field,
+// read through reflect); a tier-handoff hold passed between goroutines of one
+// process keeps its node and so its token.
 //
 // # Faults
 //
@@ -336,23 +334,23 @@
 //
 // # Output
 //
-// An aligned table on stdout (every console table at most 120 columns
-// wide: a wider one is split into panels that repeat the rows' names),
-// under it what each implementation is and warnings when the machine was
-// saturated (busy above 90 % or steal above 10 %) or the ratios rest on
-// one run; then what an acquisition cost inside the window (client and server CPU per acquisition, peak goroutines per
-// process, requests per acquisition as the servers received them and as
-// the workers wrote them, by kind, lease waits and lapses, the granted
-// session timeout; holds in the warm-up and after the window, waits
-// abandoned) and the throughput against the probed limits; the figures as
-// JSON (-json: cost and limits under "cost"), and an HTML report (-report)
-// with the same tables, each scrolling in its own box, the throughput on
-// a log axis (so that hand-off does not flatten strict mode's bar),
-// latency distributions and a timeline of who held the first lock path,
-// one lane per process. The banner says what was found: green when every
-// check passed, red when mutual exclusion was violated, amber for lock
-// errors or an incomplete run without a violation. A progress bar is
-// drawn on stderr when it is a terminal.
+// An aligned table on stdout (every console table at most 120 columns wide: a
+// wider one is split into panels that repeat the rows' names), under it what
+// each implementation is and warnings when the machine was saturated (busy
+// above 90 % or steal above 10 %) or the ratios rest on one run; then what an
+// acquisition cost inside the window (client and server CPU per acquisition,
+// peak goroutines per process, requests per acquisition as the servers
+// received them and as the workers wrote them, by kind, lease waits and
+// lapses, the granted session timeout; holds in the warm-up and after the
+// window, waits abandoned) and the throughput against the probed limits; the
+// figures as JSON (-json: cost and limits under "cost"), and an HTML report
+// (-report) with the same tables, each scrolling in its own box, the
+// throughput on a log axis (so that hand-off does not flatten strict mode's
+// bar), latency distributions and a timeline of who held the first lock path,
+// one lane per process. The banner says what was found: green when every check
+// passed, red when mutual exclusion was violated, amber for lock errors or an
+// incomplete run without a violation. A progress bar is drawn on stderr when
+// it is a terminal.
 //
 // Every run's holds, and the fenced store's writes, also go through
 // Porcupine against a model of a lock with fencing tokens (internal/linear,
@@ -362,9 +360,10 @@
 // linearizable, or cannot decide in time, fails the run.
 //
 // Exit status: 0 when every check passed; 1 when the checker or Porcupine
-// found a violation, a lock call failed or a fault was not recovered from; 2 for bad usage (flags, output files that
-// cannot be written); 3 when the run could not be carried out (ZooKeeper
-// unreachable, a worker died, interrupted).
+// found a violation, a lock call failed or a fault was not recovered from; 2
+// for bad usage (flags, output files that cannot be written); 3 when the run
+// could not be carried out (ZooKeeper unreachable, a worker died,
+// interrupted).
 //
 // # Packages
 //
