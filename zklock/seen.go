@@ -220,3 +220,16 @@ type holderRead struct {
 	first *Participant  // q's first node as read; nil when not read
 	err   error
 }
+
+// ownerOf returns the session and the rendered data of node, when the
+// view read it (our watched node, or the holder as read); 0 otherwise.
+func (v *queueView) ownerOf(node string) (int64, string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, p := range []*Participant{v.watched, v.owner} {
+		if p != nil && p.Node == node && p.Owner != 0 {
+			return p.Owner, ParticipantID(p.Data)
+		}
+	}
+	return 0, ""
+}

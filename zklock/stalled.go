@@ -80,19 +80,6 @@ type stallEpisode struct {
 	went  bool            // a stalled wait saw its node go
 }
 
-// stallRecheck notes the wait's queue as it goes to sleep and returns how
-// long it sleeps before it reads the queue again: the re-check interval,
-// or less, so that it reads the queue again (and notes it here) once it
-// has stood a third of the session timeout behind the same head, and
-// every third of the timeout after that while it does.
-func (w *waiter) stallRecheck() time.Duration {
-	return w.l.s.stalls.waiting(w.l, w.n.q, w.name, w.n.owner, w.l.recheck)
-}
-
-// leftStall notes that the wait is over, with the queue as it last read
-// it.
-func (w *waiter) leftStall() { w.l.s.stalls.left(w.l, w.n.q) }
-
 // threshold is how long a wait stands behind one head before it is
 // judged: a third of the session timeout.
 func (b *stallBoard) threshold() time.Duration { return b.f.Lease().Timeout() / 3 }
@@ -248,19 +235,6 @@ func (b *stallBoard) stallLocked(id int64, ws []*stallWait, known bool, maxT tim
 	}
 }
 
-// ownerOf returns the session and the rendered data of node, when the
-// view read it (our watched node, or the holder as read); 0 otherwise.
-func (v *queueView) ownerOf(node string) (int64, string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	for _, p := range []*Participant{v.watched, v.owner} {
-		if p != nil && p.Node == node && p.Owner != 0 {
-			return p.Owner, ParticipantID(p.Data)
-		}
-	}
-	return 0, ""
-}
-
 // sessionHex renders a session id as ZooKeeper's logs and cons do.
 func sessionHex(id int64) string { return fmt.Sprintf("0x%x", id) }
 
@@ -268,5 +242,12 @@ func sessionHex(id int64) string { return fmt.Sprintf("0x%x", id) }
 func tellAll(tell []func()) {
 	for _, fn := range tell {
 		fn()
+	}
+}
+
+// tellStall calls the handler, if any, with st.
+func (b *stallBoard) tellStall(st Stall) {
+	if b.onStall != nil {
+		b.onStall(st)
 	}
 }
