@@ -230,3 +230,40 @@ func (cs *calls) failOn(c *tappedConn) {
 		}
 	}
 }
+
+// taken makes c, whose order came to the tap's requests, the connection
+// they go on. A connection closed meanwhile (its order's bound can run out
+// after it) is not kept: Close closes c.closed before it clears live, so
+// either Close's clearing sees c stored here, or the check after the
+// store sees c closed.
+func (t *Tap) taken(c *tappedConn) {
+	t.live.Store(c)
+	t.shaking.CompareAndSwap(c, nil)
+	select {
+	case <-c.closed:
+		t.live.CompareAndSwap(c, nil)
+	default:
+	}
+}
+
+// conn returns the connection the tap's own requests go on: the one with
+// a session whose order has come to them, waiting for it within ctx when
+// a new connection is on its way there; ErrNotConnected when none is.
+func (t *Tap) conn(ctx context.Context) (*tappedConn, error) {
+	for {
+		if c := t.live.Load(); c != nil {
+			return c, nil
+		}
+		c := t.shaking.Load()
+		if c == nil {
+			return nil, ErrNotConnected
+		}
+		select {
+		case <-c.order.ready:
+		case <-c.closed:
+			t.shaking.CompareAndSwap(c, nil)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}

@@ -73,7 +73,7 @@ const readBuffer = 32 << 10
 
 // setWatchesWait bounds how long the first reply after a connect, and the
 // tap's own requests, wait for go-zookeeper's setWatches when the tap
-// thinks it holds watches (holdFirstReply, order.go): longer than
+// thinks it holds watches (holdFirstReply, frames.go; order.go): longer than
 // go-zookeeper needs to send it. A variable: the order's scene sets it
 // far longer, so that a wait it should not make cannot pass unseen.
 var setWatchesWait = 250 * time.Millisecond

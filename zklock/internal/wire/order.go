@@ -1,8 +1,6 @@
 package wire
 
 import (
-	"context"
-	"encoding/binary"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -103,17 +101,6 @@ func (o *order) wrote(op int32) {
 	o.check()
 }
 
-// noteAsk notes, before its bytes go out, what the request framed in b
-// asks that its answer will tell: an auth packet (order), a watch (the
-// tap's record of go-zookeeper's).
-func (c *tappedConn) noteAsk(b []byte) {
-	if opcode(b) == opSetAuth {
-		c.order.authOut(int32(binary.BigEndian.Uint32(b[4:8])))
-		return
-	}
-	c.tap.zkw.wrote(b)
-}
-
 // isAuth reports whether xid is an auth packet's written on the connection
 // and not yet answered.
 func (o *order) isAuth(xid int32) bool {
@@ -184,100 +171,4 @@ func (o *order) holdsWatches() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.watches
-}
-
-// taken makes c, whose order came to the tap's requests, the connection
-// they go on. A connection closed meanwhile (its order's bound can run out
-// after it) is not kept: Close closes c.closed before it clears live, so
-// either Close's clearing sees c stored here, or the check after the
-// store sees c closed.
-func (t *Tap) taken(c *tappedConn) {
-	t.live.Store(c)
-	t.shaking.CompareAndSwap(c, nil)
-	select {
-	case <-c.closed:
-		t.live.CompareAndSwap(c, nil)
-	default:
-	}
-}
-
-// conn returns the connection the tap's own requests go on: the one with
-// a session whose order has come to them, waiting for it within ctx when
-// a new connection is on its way there; ErrNotConnected when none is.
-func (t *Tap) conn(ctx context.Context) (*tappedConn, error) {
-	for {
-		if c := t.live.Load(); c != nil {
-			return c, nil
-		}
-		c := t.shaking.Load()
-		if c == nil {
-			return nil, ErrNotConnected
-		}
-		select {
-		case <-c.order.ready:
-		case <-c.closed:
-			t.shaking.CompareAndSwap(c, nil)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// holdFirstReply works around a data race in go-zookeeper v1.0.4 (an
-// unsynchronized read of Conn.lastZxid when it re-arms watches on a new
-// connection, against the receive loop's write of it for every response;
-// upstream PR #35). The race detector sees the two ordered only if the
-// response was read after a write that follows the re-arming, so the
-// first reply on a connection that writes lastZxid (a positive xid; not
-// an auth packet's, answered with zxid 0 and awaited by go-zookeeper
-// before its send loop starts) is held until go-zookeeper has written its
-// setWatches request, when it holds watches (zkwatches.go; when it has
-// none, it reads no lastZxid and sends none, and nothing is held), or for
-// at most setWatchesWait. The write closes watchesOut, this read receives
-// from it: that is the happens-before edge.
-func (c *tappedConn) holdFirstReply(xid int32) {
-	if c.released || xid < 0 || c.order.isAuth(xid) {
-		return
-	}
-	c.released = true
-	if c.order.holdsWatches() {
-		c.awaitSetWatches()
-	}
-}
-
-// awaitSetWatches holds the first response after a connect (see holdFirstReply).
-// The wait counts from the receive loop's first Read, not from the
-// handshake: go-zookeeper starts that loop only after the session's event
-// callback returned (authenticate's StateHasSession), and right before it
-// reads lastZxid for setWatches, so the bound covers that step alone. Counted
-// from the handshake, it also covered the callback, which waits for the
-// floor's state mutex: a loaded race run spent the whole 250 ms there, and
-// the detector reported go-zookeeper's race (make test run of 2026-11-28
-// 14:26 UTC, TestSlowSessionCallbackKeepsTheEdge).
-func (c *tappedConn) awaitSetWatches() {
-	t := time.NewTimer(setWatchesWait)
-	defer t.Stop()
-	select {
-	case <-c.watchesOut:
-	case <-c.closed:
-	case <-t.C:
-		// No setWatches yet: most likely there are no watches to re-arm.
-		// But when the session is closing, go-zookeeper drops a setWatches
-		// it had queued (after reading lastZxid) instead of writing it:
-		// then wait a little longer for the write or the close, since
-		// responses on a closing connection matter to nobody. Bounded:
-		// the close comes only once this loop reads the server's answer
-		// to it (or a ping fails), so an unbounded wait held a closed
-		// connection's goroutines until the next ping.
-		select {
-		case <-c.tap.closing:
-			t.Reset(CloseGrace)
-			select {
-			case <-c.watchesOut:
-			case <-c.closed:
-			case <-t.C:
-			}
-		default:
-		}
-	}
 }
