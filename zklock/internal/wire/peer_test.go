@@ -158,6 +158,13 @@ func reply(f []byte) []byte {
 	if op == opExists && strings.HasSuffix(pathAt(f, 12), "/e") {
 		return finish(header(xid, -101)) // ZNONODE: an exist watch, not a data watch
 	}
+	if op == opSetAuth {
+		// ZooKeeper answers an auth packet itself (processPacket), with
+		// zxid 0: go-zookeeper's receive loop writes no lastZxid for it.
+		b := header(xid, 0)
+		binary.BigEndian.PutUint64(b[8:16], 0)
+		return finish(b)
+	}
 	b := header(xid, 0)
 	stat := make([]byte, statLen)
 	switch op {
