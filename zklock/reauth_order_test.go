@@ -77,6 +77,21 @@ func (f *frameLog) outOfOrder() string {
 	return ""
 }
 
+// cutHook sets s's write hook for the test: it records the frames
+// (frameLog) and fails the next exists once cut is set (cutConnection).
+func cutHook(t *testing.T, s *zklock.Session) (cut *atomic.Bool, log *frameLog) {
+	cut, log = &atomic.Bool{}, &frameLog{}
+	zklock.SetWriteHook(s, func(op int32, b []byte) error {
+		if op == zklock.OpExists && cut.CompareAndSwap(true, false) {
+			return errors.New("test: the connection is cut")
+		}
+		log.note(op, b)
+		return nil
+	})
+	t.Cleanup(func() { zklock.SetWriteHook(s, nil) })
+	return cut, log
+}
+
 // cutConnection fails the session's next exists, and so its connection;
 // go-zookeeper dials again into the same session. It returns once a
 // request is answered on a new connection.
@@ -129,18 +144,9 @@ func TestWaitersKeepTheirReadsAcrossReconnections(t *testing.T) {
 		return true
 	})
 
-	var cut atomic.Bool
-	log := &frameLog{}
-	zklock.SetWriteHook(s, func(op int32, b []byte) error {
-		if op == zklock.OpExists && cut.CompareAndSwap(true, false) {
-			return errors.New("test: the connection is cut")
-		}
-		log.note(op, b)
-		return nil
-	})
-	defer zklock.SetWriteHook(s, nil)
+	cut, log := cutHook(t, s)
 	for range 4 {
-		cutConnection(t, s, &cut, log)
+		cutConnection(t, s, cut, log)
 		time.Sleep(300 * time.Millisecond) // the waiters' re-listings go out
 		for i, w := range waits {
 			select {
@@ -247,18 +253,9 @@ func TestRevocableHoldAcrossReconnectionsUnderADigestACL(t *testing.T) {
 	watched := func() bool { return zklock.OwnWatchArmedForTest(h) && watchersOf(t, h.Node()) == 1 }
 	eventually(t, 10*time.Second, "the hold's own-node watch armed", watched)
 
-	var cut atomic.Bool
-	log := &frameLog{}
-	zklock.SetWriteHook(s, func(op int32, b []byte) error {
-		if op == zklock.OpExists && cut.CompareAndSwap(true, false) {
-			return errors.New("test: the connection is cut")
-		}
-		log.note(op, b)
-		return nil
-	})
-	defer zklock.SetWriteHook(s, nil)
+	cut, log := cutHook(t, s)
 	for range 3 {
-		cutConnection(t, s, &cut, log)
+		cutConnection(t, s, cut, log)
 		eventually(t, 10*time.Second, "the hold's own-node watch set again on the new connection", watched)
 	}
 	if zktest.IsClosed(h.Lost()) {

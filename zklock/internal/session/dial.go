@@ -24,13 +24,7 @@ import (
 // its chroot found, or ctx ends (zklock.Connect bounds a ctx without a
 // deadline).
 func Dial(ctx context.Context, servers []string, chroot string, cfg Config) (*Floor, error) {
-	// The tap tells the floor of each dial (its outage's lines): s is
-	// set before zk.Connect starts the goroutine that dials.
-	var s *Floor
-	tap := wire.New(wire.Config{Dial: cfg.Dialer, TLS: cfg.TLS, Chroot: chroot,
-		OnDial: func(address string, err error) { s.out.dialed(address, err) }})
-	s = newFloor(tap, true, cfg)
-	s.life.unwatch = mono.Watch()
+	s, tap := tappedFloor(chroot, true, cfg)
 	conn, _, err := zk.Connect(servers, cfg.Timeout,
 		zk.WithDialer(tap.Dialer()),
 		zk.WithHostProvider(tap.HostProvider()),
@@ -131,6 +125,18 @@ func Wrap(conn *zk.Conn, events <-chan zk.Event, cfg Config) (*Floor, error) {
 		s.Go(func() { _ = s.auth.authenticate(s.life.ctx) })
 	}
 	return s, nil
+}
+
+// tappedFloor makes a floor that dials through a tap of its own (Dial,
+// DialConn), owning the connection or not. The tap tells the floor of each
+// dial (its outage's lines): s is set before zk.Connect starts the
+// goroutine that dials.
+func tappedFloor(chroot string, owns bool, cfg Config) (s *Floor, tap *wire.Tap) {
+	tap = wire.New(wire.Config{Dial: cfg.Dialer, TLS: cfg.TLS, Chroot: chroot,
+		OnDial: func(address string, err error) { s.out.dialed(address, err) }})
+	s = newFloor(tap, owns, cfg)
+	s.life.unwatch = mono.Watch()
+	return s, tap
 }
 
 func newFloor(tap *wire.Tap, owns bool, cfg Config) *Floor {

@@ -4,9 +4,6 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/tierlock/tierlock/internal/mono"
-	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
 // DialConn makes a floor over a connection it dials through the tap, and
@@ -25,11 +22,7 @@ import (
 // (cfg.Digests are not sent: the caller adds its own with the
 // connection's AddAuth, which the tap's order sees), no chroot check.
 func DialConn(servers []string, chroot string, cfg Config, zkOpts []func(*zk.Conn)) (*Floor, <-chan zk.Event, error) {
-	var s *Floor
-	tap := wire.New(wire.Config{Dial: cfg.Dialer, TLS: cfg.TLS, Chroot: chroot,
-		OnDial: func(address string, err error) { s.out.dialed(address, err) }})
-	s = newFloor(tap, false, cfg)
-	s.life.unwatch = mono.Watch()
+	s, tap := tappedFloor(chroot, false, cfg)
 	// go-zookeeper's option type is unexported: the caller's go as one
 	// function, between the floor's defaults and what the floor must own.
 	callers := func(c *zk.Conn) {
