@@ -263,22 +263,6 @@ var testHookCreated atomic.Pointer[func()]
 // the listing was not waited for.
 var errNotListed = errors.New("zklock: mutant: listing not waited for")
 
-// leadAtOnce is the grant-before-listing bug (its other half is
-// listBehind's): our node, created, is taken to lead without the listing's
-// answer (the queue is our node alone: its sequence orders nothing). The
-// token is the node's creation zxid, read by an exists, so that tokens
-// still grow and what the checks meet is the overlap itself.
-func (l *Lock) leadAtOnce(n *ourNode) {
-	if n.node == "" || n.q != nil {
-		return
-	}
-	_, st, err := l.f.Conn().Exists(n.node)
-	if err != nil || st == nil {
-		return // n.q stays nil: waitTurn lists
-	}
-	n.q, n.pzxid = []entry{{name: path.Base(n.node)}}, st.Czxid
-}
-
 // wrongDelete is the delete-wrong-create bug: ahead of our create, the
 // writer is given the delete of the wrong node, the queue's first that is
 // another session's (holding, or next to hold). The queue's first is often

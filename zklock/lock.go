@@ -147,16 +147,6 @@ func (l *Lock) Close() error {
 	return nil
 }
 
-// sortQueue orders the children that queue on this lock's path: every
-// family's contenders for the mutex and the read/write lock, this lock's
-// parse otherwise.
-func (l *Lock) sortQueue(children []string) []entry {
-	if l.parse == nil {
-		return sortQueue(children)
-	}
-	return sortBy(children, l.parse)
-}
-
 // errNodeGone reports that our queued node disappeared before we held the
 // lock.
 var errNodeGone = session.ErrNodeGone

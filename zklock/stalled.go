@@ -30,7 +30,7 @@ import (
 
 // askConnections asks the servers for their connections; a test replaces
 // it to play a server that refuses cons.
-var askConnections = fourlw.List
+var askConnections = fourlw.AskConnections
 
 // newSession is a Session over f, whose stalls ask servers (host:port,
 // no chroot; nil: the server f's connection is on) as cfg dials them.

@@ -275,6 +275,22 @@ func (w *waiter) stop() {
 	}
 }
 
+// leadAtOnce is the grant-before-listing bug (its other half is
+// listBehind's): our node, created, is taken to lead without the listing's
+// answer (the queue is our node alone: its sequence orders nothing). The
+// token is the node's creation zxid, read by an exists, so that tokens
+// still grow and what the checks meet is the overlap itself.
+func (l *Lock) leadAtOnce(n *ourNode) {
+	if n.node == "" || n.q != nil {
+		return
+	}
+	_, st, err := l.f.Conn().Exists(n.node)
+	if err != nil || st == nil {
+		return // n.q stays nil: waitTurn lists
+	}
+	n.q, n.pzxid = []entry{{name: path.Base(n.node)}}, st.Czxid
+}
+
 // grantsEarly is the watch-grants-early bug: the predecessor's watch fired
 // (sleep dropped it; a re-check keeps it), and the waiter goes on as
 // leading without reading the queue again, with the token of the listing

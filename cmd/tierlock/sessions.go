@@ -30,7 +30,7 @@ func (c *cli) connectedSessions(ctx context.Context) sessionsKnown {
 	if err != nil {
 		return nil
 	}
-	known, err := fourlw.List(ctx, strings.Split(hosts, ","), fourlw.Options{TLS: cfg, Timeout: c.timeout})
+	known, err := fourlw.AskConnections(ctx, strings.Split(hosts, ","), fourlw.Options{TLS: cfg, Timeout: c.timeout})
 	if err != nil {
 		return nil // refused ("cons is not executed because it is not in the whitelist."), or not every member named
 	}

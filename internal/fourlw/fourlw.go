@@ -26,7 +26,7 @@ import (
 // in the server's 4lw.commands.whitelist.
 var ErrRefused = errors.New("four-letter word not in the server's 4lw.commands.whitelist")
 
-// ErrUnlisted is the error of List when the servers asked are
+// ErrUnlisted is the error of AskConnections when the servers asked are
 // fewer than the ensemble's members: a session may be connected to one
 // not asked.
 var ErrUnlisted = errors.New("the servers given are fewer than the ensemble's members")
@@ -107,12 +107,12 @@ type Connections struct {
 
 var sidRe = regexp.MustCompile(`sid=0x([0-9a-f]+)`)
 
-// List asks every server for its connections (cons) and the first
+// AskConnections asks every server for its connections (cons) and the first
 // for the ensemble's members (conf): one connection per server, and one
 // more. It fails with ErrRefused when a server does not allow a word, and
 // with ErrUnlisted when the ensemble has members that servers does not
 // name, since their connections are not known.
-func List(ctx context.Context, servers []string, o Options) (Connections, error) {
+func AskConnections(ctx context.Context, servers []string, o Options) (Connections, error) {
 	var c Connections
 	if len(servers) == 0 {
 		return c, ErrUnlisted

@@ -46,7 +46,7 @@ const conf = "clientPort=2181\ndataDir=/tmp/zk\ntickTime=200\nmaxSessionTimeout=
 
 func TestListReadsSessionsAndTheLongestTimeout(t *testing.T) {
 	cons := " /127.0.0.1:1(port=1,sid=0x1000a,queued=0)\n /127.0.0.1:2(port=2,sid=0xff,queued=0)\n /127.0.0.1:3[0](queued=0)\n"
-	c, err := List(context.Background(), []string{fakeServer(t, map[string]string{"conf": conf, "cons": cons})}, Options{})
+	c, err := AskConnections(context.Background(), []string{fakeServer(t, map[string]string{"conf": conf, "cons": cons})}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestListReadsSessionsAndTheLongestTimeout(t *testing.T) {
 
 func TestListRefused(t *testing.T) {
 	refused := map[string]string{"conf": conf, "cons": "cons is not executed because it is not in the whitelist.\n"}
-	_, err := List(context.Background(), []string{fakeServer(t, refused)}, Options{})
+	_, err := AskConnections(context.Background(), []string{fakeServer(t, refused)}, Options{})
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "cons") {
 		t.Fatalf("got %v, want ErrRefused for cons", err)
 	}
@@ -65,7 +65,7 @@ func TestListRefused(t *testing.T) {
 
 func TestListUnlistedMembers(t *testing.T) {
 	ensemble := conf + "server.1=a:2888:3888:participant\nserver.2=b:2888:3888:participant\nserver.3=c:2888:3888:participant\n"
-	_, err := List(context.Background(), []string{fakeServer(t, map[string]string{"conf": ensemble})}, Options{})
+	_, err := AskConnections(context.Background(), []string{fakeServer(t, map[string]string{"conf": ensemble})}, Options{})
 	if !errors.Is(err, ErrUnlisted) {
 		t.Fatalf("got %v, want ErrUnlisted", err)
 	}
