@@ -35,7 +35,7 @@ type jobs struct {
 
 func newJobMetrics(ns string, buckets []float64) (*prometheus.CounterVec, *prometheus.HistogramVec) {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "job_locks_total",
-			Help: "Scheduled jobs' Lock calls (gocronlock), one per job and tick on each instance, by outcome: ran, held (the job's lock was held: a tick lost), already_ran, yielded (left to another instance), stale (a tick fired more than its window late, which the fleet ran), unknown (a tick this instance cannot run, whose run the job's record can neither show nor rule out: the fleet may have run it), failed."},
+			Help: "Scheduled jobs' Lock calls (gocronlock), one per job and tick on each instance, by outcome: ran, held (the job's lock was held: not run here, lost unless its holder runs it after), already_ran, yielded (left to another instance), stale (a tick fired more than its window late, which the fleet ran), unknown (a tick this instance cannot run, whose run the job's record can neither show nor rule out: the fleet may have run it), failed."},
 			[]string{"job", "outcome"}),
 		prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "job_lock_seconds",
 			Help: "Scheduled jobs' Lock latency (gocronlock), from its entry to its return, by outcome.", Buckets: buckets},

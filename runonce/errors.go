@@ -15,11 +15,14 @@ var (
 	// made it or is making it, or leaves to another: ErrLockHeld,
 	// ErrAlreadyRan, ErrYielded and ErrStale match it.
 	ErrSkipped = errors.New("runonce: run skipped")
-	// ErrLockHeld reports a tick lost to the job's lock held by a run of
-	// an earlier tick still going (elsewhere, or on this instance) or by a
-	// dead instance's hold until its session expires: the run is skipped,
-	// not queued, and the tick is not counted as run (no instance can run
-	// it while the lock is held). It matches ErrSkipped.
+	// ErrLockHeld reports a tick this instance cannot run because the
+	// job's lock is held by a run of an earlier tick still going
+	// (elsewhere, or on this instance) or by a dead instance's hold until
+	// its session expires: the run is skipped, not queued, and the tick is
+	// not counted as run. It is lost unless the holder runs it after (a
+	// run under cron.DelayIfStillRunning fires it when it ends; a holder
+	// woken from a stop replays it): the Runner tells which, with the
+	// episode's end, once the lock is free again. It matches ErrSkipped.
 	ErrLockHeld = fmt.Errorf("%w: job lock held", ErrSkipped)
 	// ErrAlreadyRan reports a tick that a run started less than the job's
 	// window ago, by the server's clock, already covered (Claim), or, for

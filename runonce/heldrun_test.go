@@ -17,11 +17,10 @@ import (
 
 // TestHeldTickRunAfterTheLockFrees: b loses t+1 to a's run of t, and at
 // t+2 finds the lock free before a, late (its clock behind, or woken from
-// a stop), runs t+1. The end of b's episode waits for the record to show
-// t+1 run or let go, and takes it back at t+3. On the code before, b told
-// the end at t+2 with t+1 lost ("ticks_lost=1 ticks_run_after=0"), and a
-// then ran it: cronlock's fleet with an instance 2 s behind told 78 ticks
-// lost that ran.
+// a stop), runs t+1. The end of b's episode is told at t+2 with t+1
+// undecided, and a line at t+3 takes it back, run after. Told at t+2 with
+// t+1 lost ("ticks_lost=1 ticks_run_after=0"), a then ran it: cronlock's
+// fleet with an instance 2 s behind told 78 ticks lost that ran.
 func TestHeldTickRunAfterTheLockFrees(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: ticks of a job held across them, about 4 s")
@@ -59,8 +58,11 @@ func TestHeldTickRunAfterTheLockFrees(t *testing.T) {
 		t.Fatalf("b's tick t+3: %v", err)
 	}
 	out := logs.String()
-	if n := strings.Count(out, "job's lock free again"); n != 1 || !strings.Contains(out, "ticks_lost=0 ticks_run_after=1") {
-		t.Errorf("b's episode ended in %d lines, want 1 taking back t+1, which a ran after the lock was free:\n%s", n, out)
+	if n := strings.Count(out, "job's lock free again"); n != 1 || !strings.Contains(out, "ticks_lost=0 ticks_run_after=0 ticks_undecided=1") {
+		t.Errorf("b's episode ended in %d lines, want 1 with t+1 undecided:\n%s", n, out)
+	}
+	if n := strings.Count(out, "job's held ticks decided"); n != 1 || !strings.Contains(out, "ticks_lost=0 ticks_run_after=1") {
+		t.Errorf("%d lines deciding b's held ticks, want 1 taking back t+1, which a ran after the lock was free:\n%s", n, out)
 	}
 }
 

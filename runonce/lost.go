@@ -97,7 +97,7 @@ func (c *claimer) lostToHeld(ctx context.Context, j *job, p *probe, node, remove
 	case e.lost == 0:
 		info := c.holderInfo(ctx, j, node)
 		*e = heldEpisode{node: node, name: info.name, began: time.Now(), runs: -1}
-		what := "tick lost: the job's lock is held by another run (of an earlier tick still going, or of an instance that died, until its session expires): this instance cannot run the job's ticks until the lock is free, and they are lost unless the holder runs them after (told once, and once the lock is free and the record shows each of them run or lets it go, with the ticks run after)"
+		what := "tick lost: the job's lock is held by another run (of an earlier tick still going, or of an instance that died, until its session expires): this instance cannot run the job's ticks until the lock is free, and they are lost unless the holder runs them after (told once, and once the lock is free, with the ticks run after and those still undecided, whose end a line tells once the record shows each of them run or lets it go)"
 		if remover != "" {
 			what = "tick lost: the job's lock is held by a RemoveJob, removing the job while this instance schedules it (told once, and when it is free)"
 		}
@@ -107,32 +107,32 @@ func (c *claimer) lostToHeld(ctx context.Context, j *job, p *probe, node, remove
 		e.node, e.name = node, info.name
 		c.tell.log.Debug("tick lost: the job's lock is held by another run now, in the same episode", "job", j.key, "holder", info.name, "holder_node", node, "held_since", info.since)
 	}
-	e.free = false
 	e.lost++
 	if p.name != 0 {
 		// The latest kept: a dead holder's episode loses a session's worth
 		// of ticks, and the next instance to run takes the last of them.
 		e.ticks = append(e.ticks, p.name)
+		j.after.forget(p.name)
 		if len(e.ticks) > maxHeldTicks {
 			e.ticks = e.ticks[1:]
 		}
 	}
 	// Every attempt names the instance (once, the first named
 	// it, the others a lock node).
-	return fmt.Errorf("%w: job %q: by %s (the tick is lost)", ErrLockHeld, j.key, e.name)
+	return fmt.Errorf("%w: job %q: by %s (not run here: lost unless the holder runs it after, which this instance tells once the lock is free again)", ErrLockHeld, j.key, e.name)
 }
 
 // heldEnds ends j's episode once an attempt finds the lock free, or a run
-// recorded after it began, and the record has decided each of its named
-// ticks. The ticks it lost that the record shows run are taken back: the
-// holder ran them after (a run longer than its period, under
-// cron.DelayIfStillRunning, runs the next tick when it ends; a holder
-// whose clock is behind, or woken from a stop, runs its ticks late), and
-// they are told apart. A tick not shown run may still be, until the record
-// lets it go (below its floor, MaxRecent runs on): the end is told when
-// every named tick is one or the other. Told at the lock's first free look,
-// an instance 2 s behind the others ran 78 of the ticks told lost after it
-// (cronlock's TestFleetClocks, host-2s).
+// recorded after it began: told then, at once. The ticks it lost that the
+// record shows run are taken back: the holder ran them after (a run longer
+// than its period, under cron.DelayIfStillRunning, runs the next tick when
+// it ends; a holder whose clock is behind, or woken from a stop, runs its
+// ticks late), and they are told apart. A named tick not shown run may
+// still be, until the record lets it go (below its floor, MaxRecent runs
+// on): the end counts it undecided, and a line of its own tells, once
+// every such tick is one or the other, how many ran after and how many
+// were lost (heldticks.go). Told only when every tick was decided, the end
+// came 18 s after the lock was free in a fleet of a tick every 2 s.
 //
 // Every read takes back the ticks it shows run, in the episode as at its
 // end: the record names its last MaxRecent runs only, and a holder that
@@ -141,30 +141,25 @@ func (c *claimer) lostToHeld(ctx context.Context, j *job, p *probe, node, remove
 // record and would be let go as lost (TestHeldEpisodeOutlastsTheRecord).
 func (c *claimer) heldEnds(j *job, d decision) {
 	e, last := &j.held, d.read.last
+	w := ms(j.window)
+	if d.read.stat != nil {
+		c.heldDecided(j, last)
+	}
 	if e.node == "" && e.lost == 0 {
 		return
 	}
-	w := ms(j.window)
 	if d.read.stat != nil {
-		e.ticks = slices.DeleteFunc(e.ticks, func(tick int64) bool {
-			ran := last.RanTick(tick, w)
-			if ran {
-				e.ranAfter++
-			}
-			return ran
-		})
+		e.ranAfter += takeBack(&e.ticks, last, w)
 	}
 	if e.runs < 0 && d.decided() {
 		e.runs = last.Runs
 	}
-	if !e.free && !d.lock.free() && !(e.runs >= 0 && last.Runs > e.runs) {
+	if !d.lock.free() && !(e.runs >= 0 && last.Runs > e.runs) {
 		return
 	}
-	e.free = true
-	// let go: no run of it can count now
-	e.ticks = slices.DeleteFunc(e.ticks, func(tick int64) bool { return !last.Open(tick, w) })
-	if len(e.ticks) > 0 {
-		return
+	if d.read.stat != nil {
+		// let go: no run of them can count now
+		e.ticks = slices.DeleteFunc(e.ticks, func(tick int64) bool { return !last.Open(tick, w) })
 	}
 	c.heldTold(j)
 }
@@ -173,10 +168,15 @@ func (c *claimer) heldEnds(j *job, d decision) {
 // one dropped counts as lost.
 const maxHeldTicks = 4 * runrec.MaxRecent
 
-// heldTold tells the end of j's episode, and forgets it.
+// heldTold tells the end of j's episode, its named ticks not shown run
+// and still open counted undecided, which j.after keeps; and forgets the
+// episode.
 func (c *claimer) heldTold(j *job) {
 	e := &j.held
-	c.tell.log.Warn("job's lock free again", "job", j.key, "ticks_lost", e.lost-e.ranAfter, "ticks_run_after", e.ranAfter, "for", time.Since(e.began).Round(time.Millisecond))
+	open := len(e.ticks)
+	c.tell.log.Warn("job's lock free again", "job", j.key, "ticks_lost", e.lost-e.ranAfter-open, "ticks_run_after", e.ranAfter,
+		"ticks_undecided", open, "for", time.Since(e.began).Round(time.Millisecond))
+	j.after.add(e.ticks)
 	*e = heldEpisode{}
 }
 

@@ -13,8 +13,9 @@ type Outcome int
 const (
 	// Ran: this instance runs the tick.
 	Ran Outcome = iota
-	// SkippedHeld: the job's lock was held (ErrLockHeld): the tick is
-	// lost, not run anywhere while the lock is held.
+	// SkippedHeld: the job's lock was held (ErrLockHeld): not run here,
+	// nor anywhere while the lock is held; lost unless the holder runs it
+	// after, which the Runner tells once the lock is free again.
 	SkippedHeld
 	// SkippedRan: the tick already ran (ErrAlreadyRan).
 	SkippedRan

@@ -31,6 +31,7 @@ type job struct {
 	ownNode  string      // the name of this process's last hold's lock node (lost.go), under busy
 	lastName int64       // the tick this process last claimed (envelope.go), under busy
 	held     heldEpisode // ticks lost to the lock held elsewhere (lost.go), under busy
+	after    heldTicks   // an ended episode's ticks still undecided (heldticks.go), under busy
 
 	calls    atomic.Int64 // Claim calls
 	warnedAt atomic.Int64 // the last failure warned of (Unix ns)
@@ -62,15 +63,13 @@ type checks struct {
 // heldEpisode is a job's episode of ticks lost to its lock held, as this
 // instance saw it (lost.go): under the job's busy flag.
 type heldEpisode struct {
-	node  string    // the holder's lock node; "" none
-	name  string    // its instance, as its node names it
-	began time.Time // this instance's first lost tick of it
-	runs  int64     // the runs recorded then: one more, and someone ran
-	lost  int
-	ticks []int64 // the named ticks lost and not yet decided: shown run (taken back) or let go
-	// free: the lock was found free; the end waits for ticks to be decided
-	free     bool
-	ranAfter int // ticks taken back
+	node     string    // the holder's lock node; "" none
+	name     string    // its instance, as its node names it
+	began    time.Time // this instance's first lost tick of it
+	runs     int64     // the runs recorded then: one more, and someone ran
+	lost     int
+	ticks    []int64 // the named ticks lost and not yet decided: shown run (taken back) or let go
+	ranAfter int     // ticks taken back
 }
 
 // removal is a RemoveJob under way, as the job's Claims of this instance

@@ -203,11 +203,13 @@ func (f *fleetRun) notTakenBack(keys []Key, obs []Obs) []Key {
 }
 
 // ranAfter sums the ticks instance took back for job: ticks_run_after of
-// its "job's lock free again" lines.
+// its "job's lock free again" lines and of those that decide the ticks
+// such a line left undecided ("job's held ticks decided").
 func (f *fleetRun) ranAfter(instance, job string) int {
 	n := 0
 	for _, line := range strings.Split(f.logs[instance].String(), "\n") {
-		if !strings.Contains(line, `msg="job's lock free again"`) || !strings.Contains(line, " job="+job+" ") {
+		end := strings.Contains(line, `msg="job's lock free again"`) || strings.Contains(line, `msg="job's held ticks decided`)
+		if !end || !strings.Contains(line, " job="+job+" ") {
 			continue
 		}
 		if _, v, ok := strings.Cut(line, " ticks_run_after="); ok {
