@@ -39,11 +39,7 @@ func TestWrapperOncePerTick(t *testing.T) {
 	ran := map[string]int{} // the job's own runs
 	var ins []instance
 	for i, off := range []time.Duration{0, 150 * time.Millisecond, 300 * time.Millisecond} {
-		in := newInstance(t, root, runonce.WithInstanceName(fmt.Sprint("node-", i)), runonce.WithObserver(func(e runonce.Event) {
-			if e.Outcome == runonce.Ran {
-				got.add(e.Job, e.Tick)
-			}
-		}))
+		in := newInstance(t, root, runonce.WithInstanceName(fmt.Sprint("node-", i)), runonce.WithObserver(got.observe))
 		ins = append(ins, in)
 		c := cron.New(cron.WithSeconds(), in.locker.WithChain(delay(off)))
 		for j := range 10 {
@@ -61,9 +57,10 @@ func TestWrapperOncePerTick(t *testing.T) {
 		startCron(t, c)
 	}
 	time.Sleep(4500 * time.Millisecond)
-	// A tick lost is allowed where the instances said they were late
-	// (loaded make test run 123: one of job-3's five ticks ran nowhere).
-	got.checkTold(t, 10, lateSaid(ins))
+	// A tick lost is allowed where an instance's observer told it lost,
+	// held or failed (loaded make test run 123: one of job-3's five ticks
+	// ran nowhere, the instances overloaded).
+	got.check(t, 10)
 	mu.Lock()
 	for job, n := range ran {
 		// A run may be going on as the check reads: told Ran at its end.
@@ -77,20 +74,6 @@ func TestWrapperOncePerTick(t *testing.T) {
 			t.Logf("node-%d's log:\n%s", i, in.logs.String())
 		}
 	}
-}
-
-// lateSaid returns the Locker's words for a fleet late enough to lose
-// ticks or run them twice, as the first instance that logged them said
-// them, or "" when none did.
-func lateSaid(ins []instance) string {
-	for _, in := range ins {
-		for _, w := range []string{"WARN overloaded:", "WARN ZooKeeper unreachable"} {
-			if strings.Contains(in.logs.String(), w) {
-				return w
-			}
-		}
-	}
-	return ""
 }
 
 // TestWrapAndNamed: cron.NewChain(locker.Wrap(name)).Then(job) locks one

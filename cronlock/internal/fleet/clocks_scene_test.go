@@ -152,13 +152,9 @@ func (f *fleetRun) judgeClocks(t *testing.T, cfg clockConfig, rep Report, rs Rec
 	if cfg.old != "" {
 		t.Logf("  %s (an older version) told, not judged: %v; ticks run it told lost or held: %d", cfg.old, TellsLost(rep, ObsOf(rs.Obs, cfg.old)), len(ToldLostRan(rs, ObsOf(rs.Obs, cfg.old), in)))
 	}
-	if rep.Repeated() > 0 {
-		t.Errorf("%d ticks ran more than once, the first: %s", rep.Repeated(), explain(rs, rep.Repeats))
-	}
-	out, stale := f.outsideCuts(lost.AlreadyRan, obs), f.outsideCuts(lost.Stale, obs)
-	if len(out) > 0 || len(lost.Unobserved) > 0 || len(stale) > 0 {
-		t.Errorf("ticks that ran nowhere observed as already_ran outside a cut claim: %s; as stale: %s; observed by no instance: %s",
-			explain(rs, out), explain(rs, stale), explain(rs, lost.Unobserved))
+	outside := func(ks []Key) []Key { return f.outsideCuts(ks, obs) }
+	if faults := faultsJudge(rep, obs, outside); len(faults) > 0 {
+		t.Errorf("%s; the first run twice: %s; lost, told by no instance: %s", strings.Join(faults, "; "), explain(rs, rep.Repeats), explain(rs, outside(lost.Untold)))
 	}
 	if len(ranLost) > 0 {
 		t.Errorf("ticks that ran observed as lost or held: %s; the instances said:\n%s", explain(rs, ranLost), f.toldOf(t, ranLost))

@@ -87,11 +87,9 @@ func TestFleetFaults(t *testing.T) {
 	lost := TellsLost(rep, rs.Obs)
 	t.Logf("tierlock fleet with faults, %v: %v\n  faults: %s\n  lost ticks: %v (of those observed as already_ran, %d claims cut between their write and their run: by a kill or a stop, or by a write's unknown outcome; held: %s)\n  warnings: %s",
 		d, rep, strings.Join(told, "; "), lost, len(lost.AlreadyRan)-len(f.outsideCuts(lost.AlreadyRan, rs.Obs)), explain(rs, lost.Held), f.warnings())
-	if rep.Repeated() > 0 {
-		t.Errorf("%d ticks ran more than once, the first: %s", rep.Repeated(), explain(rs, rep.Repeats))
-	}
-	if out := f.outsideCuts(lost.AlreadyRan, rs.Obs); len(out) > 0 || len(lost.Unobserved) > 0 {
-		t.Errorf("lost ticks observed as already_ran outside a fault's claims: %s; observed by no instance: %s", explain(rs, out), explain(rs, lost.Unobserved))
+	outside := func(ks []Key) []Key { return f.outsideCuts(ks, rs.Obs) }
+	if faults := faultsJudge(rep, rs.Obs, outside); len(faults) > 0 {
+		t.Errorf("%s; the first run twice: %s; lost, told by no instance: %s", strings.Join(faults, "; "), explain(rs, rep.Repeats), explain(rs, outside(lost.Untold)))
 	}
 	if n := f.count("runs more than once per tick"); n > 0 && rep.Repeated() == 0 {
 		t.Errorf("%d warnings that a job runs more than once per tick, in a run where none did", n)
