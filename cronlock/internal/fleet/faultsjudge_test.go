@@ -56,7 +56,9 @@ func TestFaultsJudgeRefuses(t *testing.T) {
 			return slices.DeleteFunc(slices.Clone(ks), func(k Key) bool { return k.Tick.Equal(c) })
 		}
 	}
-	said := func(outcome string) []Obs { return []Obs{{Job: k.Job, Tick: k.Tick, Instance: "node-1", Outcome: outcome}} }
+	said := func(outcome string) []Obs {
+		return []Obs{{Job: k.Job, Tick: k.Tick, Instance: "node-1", Outcome: outcome}}
+	}
 	for _, tc := range []struct {
 		name   string
 		rep    Report
