@@ -195,7 +195,7 @@ func TestDigestAuthBeforeFirstRequest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := zklock.NewSession(conn, events, zklock.WithLogger(quietLog),
+			s, err := zklock.NewSession(conn, events, zklock.WithTestHooks(), zklock.WithLogger(quietLog),
 				zklock.WithSessionTimeout(4*time.Second), zklock.WithDigestAuth(fleetUser, fleetPassword))
 			if err != nil {
 				t.Fatal(err)
@@ -255,7 +255,7 @@ func TestDigestAuthSurvivesReconnect(t *testing.T) {
 // WithDigestAuth refuses a user it cannot send.
 func TestDigestAuthBadUser(t *testing.T) {
 	for _, user := range []string{"", "a:b"} {
-		_, err := zklock.Connect(context.Background(), zktest.Servers(t), zklock.WithDigestAuth(user, "pw"))
+		_, err := zklock.Connect(context.Background(), zktest.Servers(t), zklock.WithTestHooks(), zklock.WithDigestAuth(user, "pw"))
 		if !errors.Is(err, zklock.ErrInvalidOption) {
 			t.Errorf("user %q: %v, want ErrInvalidOption", user, err)
 		}
@@ -284,7 +284,7 @@ func TestRevokeWaitsForCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	s, err := zklock.NewSession(conn, nil, zklock.WithLogger(quietLog), zklock.WithDigestAuth(fleetUser, fleetPassword))
+	s, err := zklock.NewSession(conn, nil, zklock.WithTestHooks(), zklock.WithLogger(quietLog), zklock.WithDigestAuth(fleetUser, fleetPassword))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -169,7 +169,7 @@ func TestRootChrootIsNone(t *testing.T) {
 func TestChrootMustExist(t *testing.T) {
 	chroot := zktest.Path(t) + "/missing"
 	start := time.Now()
-	s, err := zklock.Connect(context.Background(), chrooted(t, chroot), zklock.WithLogger(zktest.QuietLog))
+	s, err := zklock.Connect(context.Background(), chrooted(t, chroot), zklock.WithTestHooks(), zklock.WithLogger(zktest.QuietLog))
 	if err == nil {
 		s.Close()
 		t.Fatalf("Connect to the missing chroot %s succeeded", chroot)

@@ -92,7 +92,7 @@ func TestListingOvertakesItsCreate(t *testing.T) {
 // or with TryAcquire of the free lock (try).
 func listingOvertakesItsCreate(t *testing.T, try bool) {
 	conn := rawConn(t, "")
-	s, err := zklock.NewSession(conn, nil, zklock.WithLogger(quietLog))
+	s, err := zklock.NewSession(conn, nil, zklock.WithTestHooks(), zklock.WithLogger(quietLog))
 	if err != nil {
 		t.Fatal(err)
 	}

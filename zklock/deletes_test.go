@@ -192,7 +192,7 @@ func TestNewSessionCloseFinishesDeletes(t *testing.T) {
 	}
 	defer conn.Close()
 	eventually(t, 10*time.Second, "connected", func() bool { return conn.State() == zk.StateHasSession })
-	s, err := zklock.NewSession(conn, events, zklock.WithSessionTimeout(10*time.Second), zklock.WithLogger(quietLog))
+	s, err := zklock.NewSession(conn, events, zklock.WithTestHooks(), zklock.WithSessionTimeout(10*time.Second), zklock.WithLogger(quietLog))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,8 @@ package zklock
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -10,6 +12,86 @@ import (
 	"github.com/tierlock/tierlock/zklock/internal/wire"
 	"github.com/tierlock/tierlock/zklock/internal/writes"
 )
+
+// The session floor's test seam (session.Hooks): a session made with
+// WithTestHooks (the tests' connect adds it) runs the hooks the functions
+// below set, for every such session at once, and shows what a test may
+// reach below its verbs (session.Inside): its wire tap (under Connect and
+// Dial), its lease's refresh and latest proof, its lister's queue.
+
+// testHooks is what the functions below set.
+var testHooks struct {
+	pollEvery, foldWait, authDelay atomic.Int64 // time.Duration, read as a session is made
+	writerGate                     atomic.Pointer[chan struct{}]
+	applying                       atomic.Pointer[func(taken bool)]
+	handed, sending                atomic.Pointer[func()]
+	paused                         atomic.Pointer[func(error)]
+	ownAlone                       atomic.Bool
+}
+
+// WithTestHooks makes a session with the floor's test seam: the hooks set
+// below run in it, and the seams that read a session (Written,
+// SetWriteHook, ListingsWaiting...) can read it.
+func WithTestHooks() SessionOption {
+	return func(c *sessionConfig) {
+		c.Hooks = &session.Hooks{
+			Inside:    new(session.Inside),
+			PollEvery: time.Duration(testHooks.pollEvery.Load()),
+			FoldWait:  time.Duration(testHooks.foldWait.Load()),
+			AuthDelay: time.Duration(testHooks.authDelay.Load()),
+			WriterGate: func(done <-chan struct{}) {
+				if gate := testHooks.writerGate.Load(); gate != nil {
+					select {
+					case <-*gate:
+					case <-done:
+					}
+				}
+			},
+			Handed:   func() { run(&testHooks.handed) },
+			Sending:  func() { run(&testHooks.sending) },
+			OwnAlone: testHooks.ownAlone.Load,
+			Applying: func(taken bool) {
+				if fn := testHooks.applying.Load(); fn != nil {
+					(*fn)(taken)
+				}
+			},
+			Paused: func(err error) {
+				if fn := testHooks.paused.Load(); fn != nil {
+					(*fn)(err)
+				}
+			},
+		}
+	}
+}
+
+// run runs the hook that fn holds, if any.
+func run(fn *atomic.Pointer[func()]) {
+	if f := fn.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// set sets hook to fn, and returns the function that removes it.
+func set[F any](hook *atomic.Pointer[F], fn F) (remove func()) {
+	hook.Store(&fn)
+	return func() { hook.Store(nil) }
+}
+
+// setDuration sets d, and returns the function that restores it.
+func setDuration(d *atomic.Int64, to time.Duration) (restore func()) {
+	old := d.Swap(int64(to))
+	return func() { d.Store(old) }
+}
+
+// inside is what a test may reach below s's floor: s must have been made
+// WithTestHooks.
+func inside(s *Session) *session.Inside {
+	h := s.f.Config().Hooks
+	if h == nil || h.Inside == nil {
+		panic("zklock: a test seam asked of a session made without WithTestHooks")
+	}
+	return h.Inside
+}
 
 // Test seams over the wire tap of a session made by Connect.
 
@@ -31,14 +113,15 @@ const (
 // the server will read them (a chroot's in its paths); a non-nil error
 // fails that write as a failed socket write would (go-zookeeper gets the
 // error, and the connection is closed). nil removes the hook.
-func SetWriteHook(s *Session, fn func(op int32, b []byte) error) { session.TapOf(s.f).SetOnWrite(fn) }
+func SetWriteHook(s *Session, fn func(op int32, b []byte) error) { inside(s).Tap.SetOnWrite(fn) }
 
 // Written reports how many requests with opcode op s has written.
-func Written(s *Session, op int32) int64 { return session.TapOf(s.f).Written(op) }
+func Written(s *Session, op int32) int64 { return inside(s).Tap.Written(op) }
 
-// SetPollEvery sets how often sessions made by NewSession poll their
-// connection's state, and returns the function that restores it.
-func SetPollEvery(d time.Duration) (restore func()) { return session.SetPollEvery(d) }
+// SetPollEvery sets how often sessions made by NewSession from now on
+// poll their connection's state, and returns the function that restores
+// it.
+func SetPollEvery(d time.Duration) (restore func()) { return setDuration(&testHooks.pollEvery, d) }
 
 // SetTxnSkipLostCheck makes Hold.Txn send its transaction even when the
 // hold is known lost, so that a test sees the server's verdict on a stale
@@ -51,30 +134,32 @@ func SetTxnSkipLostCheck(on bool) (restore func()) {
 // LatestTouch is when the latest packet s's tap has seen touched at the
 // server was written (ok false: none yet).
 func LatestTouch(s *Session) (time.Time, bool) {
-	return session.TapOf(s.f).Touches().Before(time.Now())
+	return inside(s).Tap.Touches().Before(time.Now())
 }
-
-// LeaseValid reports whether s's lease would let a hold be granted now.
-func LeaseValid(s *Session) bool { return s.f.Lease().Valid() }
 
 // RefreshLease sends a sync that proves s, and returns the channel closed
 // once it is answered.
-func RefreshLease(s *Session) <-chan struct{} { return s.f.Lease().Refresh() }
+func RefreshLease(s *Session) <-chan struct{} { return inside(s).Refresh() }
 
 // LeaseLastK is the write time s's lease dates its latest proof by.
-func LeaseLastK(s *Session) time.Time { return s.f.Lease().LastK() }
+func LeaseLastK(s *Session) time.Time { return inside(s).LastK() }
 
-// SetAuthDelayForTest delays the sending of every session's credentials by
-// d, and returns the function that restores it.
-func SetAuthDelayForTest(d time.Duration) (restore func()) { return session.SetAuthDelay(d) }
+// SetAuthDelayForTest delays the sending of the credentials of every
+// session made from now on by d, and returns the function that restores
+// it.
+func SetAuthDelayForTest(d time.Duration) (restore func()) {
+	return setDuration(&testHooks.authDelay, d)
+}
 
 // SetFoldWaitForTest sets how long the lone deletes of sessions connected
 // from now on wait for a create to carry them, and returns the function
 // that restores it.
-func SetFoldWaitForTest(d time.Duration) (restore func()) { return session.SetFoldWait(d) }
+func SetFoldWaitForTest(d time.Duration) (restore func()) {
+	return setDuration(&testHooks.foldWait, d)
+}
 
-// GrantedTimeout and ConnQuit expose conninfo.go's reads of go-zookeeper's
-// unexported fields to TestConnInternals.
+// GrantedTimeout and ConnQuit are the session floor's reads of
+// go-zookeeper's unexported fields, for TestConnInternals.
 var (
 	GrantedTimeout = session.GrantedTimeout
 	ConnQuit       = session.ConnQuit
@@ -83,12 +168,38 @@ var (
 // HoldWriterForTest holds every session's writer before it sends its next
 // batch until the returned function is called, so that a test can see
 // what one batch gathers.
-func HoldWriterForTest() (let func()) { return session.HoldWriters() }
+func HoldWriterForTest() (let func()) {
+	gate := make(chan struct{})
+	old := testHooks.writerGate.Swap(&gate)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			testHooks.writerGate.Store(old)
+			close(gate)
+		})
+	}
+}
 
 // FillInflightForTest takes every free place in s's bound on requests in
-// flight, as a burst of acquisitions would, and returns the function that
-// gives them back.
-func FillInflightForTest(s *Session) (giveBack func()) { return s.f.Flight().Fill() }
+// flight, as a burst of acquisitions would (Admit, with a ctx already
+// ended: a free place is taken, none waited for), and returns the function
+// that gives them back.
+func FillInflightForTest(s *Session) (giveBack func()) {
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	n := 0
+	for s.f.Flight().Admit(ended, 1) == nil {
+		n++
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			for range n {
+				s.f.Flight().GiveBack()
+			}
+		})
+	}
+}
 
 // SetListedBehindHookForTest sets the function run once the listing
 // pipelined behind a create is answered, and returns the function that
@@ -101,7 +212,7 @@ func SetListedBehindHookForTest(fn func()) (remove func()) {
 // SetHandedHookForTest sets the function run by every session's writer
 // between handing a request to a connection it did not dial and sending
 // it, and returns the function that removes it.
-func SetHandedHookForTest(fn func()) (remove func()) { return session.SetHandedHook(fn) }
+func SetHandedHookForTest(fn func()) (remove func()) { return set(&testHooks.handed, fn) }
 
 // SetCreatedHookForTest sets a function every acquisition runs between its
 // create's answer and the read of the session that owns the node; nil
@@ -173,11 +284,11 @@ func OwnWatchArmedForTest(h *Hold) bool {
 // the state is applied (taken false), and after it ended holds, before
 // their losses are told (taken true). It returns the function that removes
 // it.
-func SetApplyHook(fn func(taken bool)) (remove func()) { return session.SetApplyHook(fn) }
+func SetApplyHook(fn func(taken bool)) (remove func()) { return set(&testHooks.applying, fn) }
 
 // SetRetryPauseHook makes fn run before each pause of the sessions'
 // retries, with the error that asked for it, until restore is called.
-func SetRetryPauseHook(fn func(err error)) (restore func()) { return session.SetPauseHook(fn) }
+func SetRetryPauseHook(fn func(err error)) (restore func()) { return set(&testHooks.paused, fn) }
 
 // Listing is a path's listing as a multiRead read it (wire.Listing).
 type Listing = wire.Listing
@@ -194,7 +305,7 @@ const OpMultiRead = wire.OpMultiRead
 // ListAll lists paths in one multiRead request on s's connection (the
 // wire tap's own request, wire.Tap.Call).
 func ListAll(ctx context.Context, s *Session, paths []string) ([]Listing, error) {
-	r, err := session.TapOf(s.f).Call(ctx, wire.OpMultiRead, wire.AppendListings(nil, paths))
+	r, err := inside(s).Tap.Call(ctx, wire.OpMultiRead, wire.AppendListings(nil, paths))
 	if err != nil {
 		return nil, err
 	}
@@ -203,10 +314,10 @@ func ListAll(ctx context.Context, s *Session, paths []string) ([]Listing, error)
 
 // SetListSenderHook sets fn to run as any session's lister starts sending
 // its listings, and returns the function that removes it.
-func SetListSenderHook(fn func()) (remove func()) { return session.SetSenderHook(fn) }
+func SetListSenderHook(fn func()) (remove func()) { return set(&testHooks.sending, fn) }
 
 // ListingsWaiting reports how many of s's listings wait to be sent.
-func ListingsWaiting(s *Session) int { return session.ListingsWaiting(s.f) }
+func ListingsWaiting(s *Session) int { return inside(s).Listings() }
 
 // IsListing reports whether a request of opcode op lists a lock's queue:
 // go-zookeeper's getChildren2, or the session's multiRead of listings.
@@ -224,7 +335,10 @@ func IsWatch(op int32) bool { return op == OpGetData || op == OpSetWatches }
 
 // SetOwnAlone makes a lone read with a watch go as the session's own
 // (setWatches and multiRead), not GetW, until restore is called.
-func SetOwnAlone() (restore func()) { return session.SetOwnAlone() }
+func SetOwnAlone() (restore func()) {
+	testHooks.ownAlone.Store(true)
+	return func() { testHooks.ownAlone.Store(false) }
+}
 
 // WatchRequests counts the requests s wrote that set watches (IsWatch).
 func WatchRequests(s *Session) int64 { return Written(s, OpGetData) + Written(s, OpSetWatches) }

@@ -23,7 +23,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(zktest.Wrap(m)) }
 // Shared helpers: see internal/zktest.
 var (
 	quietLog         = zktest.QuietLog
-	connect          = zktest.Connect
 	ctxT             = zktest.Context
 	children         = zktest.Children
 	eventually       = zktest.Eventually
@@ -105,3 +104,10 @@ func exists(t *testing.T, conn *zk.Conn, node string) bool {
 type zkQuiet struct{}
 
 func (zkQuiet) Printf(string, ...any) {}
+
+// connect connects a session as zktest.Connect does, with the floor's test
+// seam (WithTestHooks): the hooks export_test.go sets run in it, and its
+// seams (Written, SetWriteHook, ...) can be read.
+func connect(t testing.TB, servers []string, opts ...zklock.SessionOption) *zklock.Session {
+	return zktest.Connect(t, servers, append([]zklock.SessionOption{zklock.WithTestHooks()}, opts...)...)
+}

@@ -224,7 +224,7 @@ func steeredSession(t *testing.T, d *steeredDialer, servers []string, wrap, expi
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	a, err := zklock.NewSession(conn, events, opts...)
+	a, err := zklock.NewSession(conn, events, append(opts, zklock.WithTestHooks())...)
 	if err != nil {
 		t.Fatal(err)
 	}

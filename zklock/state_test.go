@@ -95,7 +95,7 @@ func TestNewSessionGrantBeforeStateCaughtUp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := zklock.NewSession(conn, nil, zklock.WithLogger(quietLog))
+		s, err := zklock.NewSession(conn, nil, zklock.WithTestHooks(), zklock.WithLogger(quietLog))
 		if err != nil {
 			t.Fatal(err)
 		}

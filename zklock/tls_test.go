@@ -64,7 +64,7 @@ func (e *tlsEnv) connect(t *testing.T, servers []string, cfg *tls.Config, opts .
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
-	s, err := zklock.Connect(ctx, servers, append(opts, zklock.WithTLS(cfg), zklock.WithLogger(zktest.QuietLog))...)
+	s, err := zklock.Connect(ctx, servers, append(opts, zklock.WithTestHooks(), zklock.WithTLS(cfg), zklock.WithLogger(zktest.QuietLog))...)
 	if err == nil {
 		t.Cleanup(func() { s.Close() })
 	}
@@ -250,7 +250,7 @@ func TestTLS13RefusalAfterTheHandshake(t *testing.T) {
 	for _, cn := range []string{"worker", ""} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		start := time.Now()
-		s, err := zklock.Connect(ctx, c.SecureAddrs(), zklock.WithTLS(clientTLS(t, ca, ca, cn)), zklock.WithLogger(zktest.QuietLog))
+		s, err := zklock.Connect(ctx, c.SecureAddrs(), zklock.WithTestHooks(), zklock.WithTLS(clientTLS(t, ca, ca, cn)), zklock.WithLogger(zktest.QuietLog))
 		cancel()
 		took := time.Since(start).Round(time.Millisecond)
 		if cn != "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // Digest credentials. ZooKeeper keeps authentication per connection, not
@@ -61,8 +60,8 @@ func (s *Floor) AwaitAuth(ctx context.Context) error {
 // authenticate sends every credential of the session and opens the gate.
 // Dial runs it before returning; Wrap in the background.
 func (g *authGate) authenticate(ctx context.Context) error {
-	if d := testAuthDelay; d > 0 {
-		sleepCtx(ctx, d)
+	if h := g.s.cfg.Hooks; h != nil && h.AuthDelay > 0 {
+		sleepCtx(ctx, h.AuthDelay)
 	}
 	var err error
 	for _, d := range g.s.cfg.Digests {
@@ -104,10 +103,6 @@ func (g *authGate) addDigest(ctx context.Context, d Digest) error {
 	}
 	return nil
 }
-
-// testAuthDelay, when a test sets it, delays the sending of credentials,
-// so that a request that does not wait for them overtakes them.
-var testAuthDelay time.Duration
 
 // errReauth asks retry to send a credential again on the new connection.
 var errReauth = errors.New("zklock: connection replaced during auth")

@@ -23,6 +23,7 @@ type Config struct {
 	JuteMax      int           // the servers' jute.maxbuffer; 0: ZooKeeper's default
 	Dialer       zk.Dialer     // nil: net.DialTimeout
 	TLS          *tls.Config   // nil: plaintext
+	Hooks        *Hooks        // the test seam (hooks.go); nil in production
 }
 
 // Digest is one digest credential, user:password.

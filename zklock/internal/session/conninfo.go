@@ -20,7 +20,7 @@ import (
 //     was asked (it clamps to 2..20 ticks unless configured otherwise).
 //     go-zookeeper writes it, unguarded, in authenticate, between its
 //     connect's turn of serverMu and its atomic store of StateHasSession.
-//     grantedTimeout reads it holding serverMu, and only when it loads
+//     GrantedTimeout reads it holding serverMu, and only when it loads
 //     StateHasSession there: that load orders the last write before the
 //     read, and the next connection's write waits behind the mutex, so it
 //     comes after the read. A read without the mutex, at each of the
@@ -33,9 +33,9 @@ import (
 //     closed for good rather than reconnecting (both fail requests with
 //     ErrConnectionClosed). It is made in zk.Connect and never replaced.
 
-// grantedTimeout returns the session timeout the server granted to conn,
+// GrantedTimeout returns the session timeout the server granted to conn,
 // or 0 when it cannot be read or conn has no session.
-func grantedTimeout(conn *zk.Conn) time.Duration {
+func GrantedTimeout(conn *zk.Conn) time.Duration {
 	f := connField(conn, "sessionTimeoutMs", reflect.Int32)
 	m := connField(conn, "serverMu", reflect.Struct)
 	if !f.IsValid() || !m.IsValid() || m.Type() != reflect.TypeFor[sync.Mutex]() {
@@ -50,9 +50,9 @@ func grantedTimeout(conn *zk.Conn) time.Duration {
 	return time.Duration(f.Int()) * time.Millisecond
 }
 
-// connQuit returns the channel conn's Close closes, or nil when it cannot
+// ConnQuit returns the channel conn's Close closes, or nil when it cannot
 // be read.
-func connQuit(conn *zk.Conn) <-chan struct{} {
+func ConnQuit(conn *zk.Conn) <-chan struct{} {
 	f := connField(conn, "shouldQuit", reflect.Chan)
 	if !f.IsValid() || f.Type() != reflect.TypeFor[chan struct{}]() {
 		return nil
@@ -79,5 +79,5 @@ func connGranted(conn Conn, zc *zk.Conn) time.Duration {
 	if c, ok := conn.(interface{ GrantedTimeout() time.Duration }); ok {
 		return c.GrantedTimeout()
 	}
-	return grantedTimeout(zc)
+	return GrantedTimeout(zc)
 }

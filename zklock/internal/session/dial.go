@@ -111,7 +111,7 @@ func (s *Floor) findChroot(ctx context.Context, servers []string, chroot string)
 func Wrap(conn *zk.Conn, events <-chan zk.Event, cfg Config) (*Floor, error) {
 	s := newFloor(nil, false, cfg)
 	s.life.unwatch = mono.Watch()
-	s.link.quit = connQuit(conn)
+	s.link.quit = ConnQuit(conn)
 	select {
 	case <-s.link.quit:
 		s.stop()
@@ -171,8 +171,25 @@ func (s *Floor) start(conn Conn, zc *zk.Conn) {
 		// which may be what calls Close (see Close).
 		go s.notes.run()
 	}
+	s.showInside()
 	s.Go(s.lease.renew)
 	s.Go(func() { s.probe(zc) })
+}
+
+// showInside fills in what a test may reach below the floor's verbs, when
+// its Hooks ask (Hooks.Inside).
+func (s *Floor) showInside() {
+	h := s.cfg.Hooks
+	if h == nil || h.Inside == nil {
+		return
+	}
+	lastK := func() time.Time {
+		if k := s.lease.lastK.Load(); k != 0 {
+			return mono.Time(k).Std()
+		}
+		return time.Time{}
+	}
+	*h.Inside = Inside{Tap: s.tap, Refresh: s.lease.refresh, LastK: lastK, Listings: s.lister.waitingLen}
 }
 
 // stop ends a floor whose connection never came up.

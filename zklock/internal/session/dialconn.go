@@ -36,7 +36,7 @@ func DialConn(servers []string, chroot string, cfg Config, zkOpts []func(*zk.Con
 		s.stop()
 		return nil, nil, fmt.Errorf("zklock: connect: %w", err)
 	}
-	s.link.quit = connQuit(conn)
+	s.link.quit = ConnQuit(conn)
 	s.start(conn, conn)
 	s.st.catchUp()
 	s.Go(func() {

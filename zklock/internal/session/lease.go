@@ -294,8 +294,8 @@ func (le *Lease) proved(p proof) {
 	newK, late, lapsed := le.take(p, written, touched, chained)
 	if newK {
 		le.wake() // a sync may now close a chain (renew.go)
-		if fn := testWokeHook.Load(); fn != nil {
-			(*fn)()
+		if h := le.s.cfg.Hooks; h != nil && h.Woke != nil {
+			h.Woke()
 		}
 	}
 	if late {

@@ -257,7 +257,8 @@ const explorePoll = 100*time.Millisecond - 11*time.Nanosecond
 // explorePolls sets the floors' poll period for t's schedules, and their
 // retries' jitter to none (a seed replays the same).
 func explorePolls(t *testing.T) {
-	t.Cleanup(SetPollEvery(explorePoll))
+	pollFor = explorePoll
+	t.Cleanup(func() { pollFor = 0 })
 	jitter := retryJitter
 	retryJitter = 0
 	t.Cleanup(func() { retryJitter = jitter })
@@ -402,10 +403,12 @@ func flagSet(name string) bool {
 // 141 ms earlier in the second run of seed 42).
 func TestLeaseExploreWakeOrder(t *testing.T) {
 	runTwice(t, "the renewer's look first changes the schedule", func() func() {
-		return SetWokeHook(func() {
+		fn := func() {
 			for range 100 {
 				runtime.Gosched() // the renewer looks now, if it can
 			}
-		})
+		}
+		wokeHook.Store(&fn)
+		return func() { wokeHook.Store(nil) }
 	})
 }

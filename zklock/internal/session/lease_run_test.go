@@ -75,7 +75,7 @@ func runConfig(cfg leaseConfig, seed uint64, steps []step, keep bool) outcome {
 	w.granted.Store(int64(cfg.asked))
 	defer w.unstepWall()
 	fc := Config{Timeout: cfg.asked, Logger: slog.New(lineHandler{w}), ExpiryOnly: cfg.expiryOnly,
-		MaxRetryWait: time.Second, NoPipelining: cfg.noPipelining}
+		MaxRetryWait: time.Second, NoPipelining: cfg.noPipelining, Hooks: w.hooks()}
 	if cfg.declared {
 		fc.ServerTick = cfg.tick
 	}

@@ -52,6 +52,7 @@ type world struct {
 	// driver settles.
 	writerGo chan struct{}
 	parked   bool
+	parking  atomic.Bool // the writer parks (parkWriters)
 
 	sid     atomic.Int64 // Conn.SessionID
 	state   atomic.Int32 // Conn.State
@@ -331,26 +332,34 @@ func connectAnswer(ms int32, id int64) []byte {
 	return append(b, make([]byte, 16)...)
 }
 
-// writerParks routes the writer's gate (testWriterGate) to its floor's
-// world: the explorer's workers run schedules side by side.
+// hooks are the test seams of the floor w explores: its poll's period
+// (pollFor), its writer's gate (parkWriters) and the renewer's wake
+// (wokeHook).
+func (w *world) hooks() *Hooks {
+	return &Hooks{PollEvery: pollFor, WriterGate: func(<-chan struct{}) {
+		if w.parking.Load() {
+			w.parkWriter()
+		}
+	}, Woke: func() {
+		if fn := wokeHook.Load(); fn != nil {
+			(*fn)()
+		}
+	}}
+}
+
+// pollFor is the poll period of the floors explored (0: the library's;
+// explorePolls sets it), wokeHook what runs as a proof's new k wakes their
+// renewer (TestLeaseExploreWakeOrder).
 var (
-	writerParks sync.Map // *Floor → *world
-	gateOnce    sync.Once
+	pollFor  time.Duration
+	wokeHook atomic.Pointer[func()]
 )
 
-// parkWriters has every explored floor's writer parked before each round
-// (parkWriter); w's floor is one until the returned function is called.
+// parkWriters has w's floor's writer parked before each round
+// (parkWriter) until the returned function is called.
 func (w *world) parkWriters() (unpark func()) {
-	gateOnce.Do(func() {
-		gate := func(s *Floor) {
-			if w, ok := writerParks.Load(s); ok {
-				w.(*world).parkWriter()
-			}
-		}
-		testWriterGate.Store(&gate)
-	})
-	writerParks.Store(w.s, w)
-	return func() { writerParks.Delete(w.s) }
+	w.parking.Store(true)
+	return func() { w.parking.Store(false) }
 }
 
 // parkWriter holds the floor's writer before its round until the driver

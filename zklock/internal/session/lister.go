@@ -118,8 +118,8 @@ func (ls *lister) queue(ctx context.Context, l *listing) (*listing, error) {
 
 // run sends what waits, batch by batch, until nothing does.
 func (ls *lister) run() {
-	if hook := testSenderHook.Load(); hook != nil {
-		(*hook)()
+	if h := ls.f.cfg.Hooks; h != nil && h.Sending != nil {
+		h.Sending()
 	}
 	for {
 		batch := ls.take()
@@ -194,7 +194,7 @@ func (ls *lister) send(batch []*listing) {
 			trace.Sent(f.zc, l.op(), l.path)
 		}
 	}
-	if len(batch) == 1 && batch[0].watch && !testOwnAlone.Load() {
+	if len(batch) == 1 && batch[0].watch && !ls.ownAlone() {
 		ls.answer(batch, ls.oneByOne(batch), nil)
 		return
 	}
@@ -312,4 +312,18 @@ func (ls *lister) watchesRefused(code int32) {
 	if ls.watchOff.CompareAndSwap(false, true) {
 		ls.f.log.Info("watches go one by one: the server refused setWatches", "code", code)
 	}
+}
+
+// ownAlone reports whether a test has a batch of one read with a watch go
+// as the session's own (Hooks.OwnAlone).
+func (ls *lister) ownAlone() bool {
+	h := ls.f.cfg.Hooks
+	return h != nil && h.OwnAlone != nil && h.OwnAlone()
+}
+
+// waitingLen is how many listings wait for the lister (Inside.Listings).
+func (ls *lister) waitingLen() int {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return len(ls.waiting)
 }

@@ -11,15 +11,15 @@ import (
 
 // pollEvery is how often a floor made by Wrap reads its connection's state
 // while it has a hold or an acquisition under way: a holder hears of a
-// possible loss within it. A variable so that a test can make the poll lag.
-var pollEvery = 5 * time.Millisecond
+// possible loss within it. A test can make the poll lag (Hooks.PollEvery).
+const pollEvery = 5 * time.Millisecond
 
 // pollIdle is how often it reads it otherwise: no one waits on the state
 // then but the next acquisition, which has it read at its start
 // (Waiting). An idle connection of the drop-in costs ten wakeups a second,
 // not two hundred. The lease's explorer holds the floor to its promises
 // with every poll lagging 100 ms.
-var pollIdle = 100 * time.Millisecond
+const pollIdle = 100 * time.Millisecond
 
 // poll feeds observe under Wrap, from events and from the
 // connection's state, read often enough that a short disconnection or a
@@ -56,18 +56,28 @@ func (st *sessionState) poll(events <-chan zk.Event) {
 // pollPeriod is the poll's period now: pollEvery while the floor has a
 // hold or an acquisition under way, else pollIdle.
 func (st *sessionState) pollPeriod() time.Duration {
+	every, idle := st.pollPeriods()
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.waiting > 0 || len(st.holds) > 0 {
-		return pollEvery
+		return every
 	}
-	return max(pollEvery, pollIdle)
+	return max(every, idle)
+}
+
+// pollPeriods are the poll's periods, busy and idle: the library's, or
+// one a test set for both (Hooks.PollEvery).
+func (st *sessionState) pollPeriods() (every, idle time.Duration) {
+	if h := st.s.cfg.Hooks; h != nil && h.PollEvery > 0 {
+		return h.PollEvery, h.PollEvery
+	}
+	return pollEvery, pollIdle
 }
 
 // wakePoll has the poll read the state at once and poll at pollEvery from
 // then, as an acquisition begins on an idle floor. It never blocks.
 func (st *sessionState) wakePoll() {
-	if pollIdle <= pollEvery {
+	if every, idle := st.pollPeriods(); idle <= every {
 		return // one period: nothing to change (the lease's explorer)
 	}
 	select {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -74,21 +73,17 @@ func (s *Floor) Retry(ctx context.Context, op func() error) error {
 			return backoff.Permanent(err)
 		}
 		return err
-	}, backoff.WithContext(s.NewBackOff(), ctx), notePause)
+	}, backoff.WithContext(s.NewBackOff(), ctx), s.notePause)
 	if err != nil && s.Closed() && !errors.Is(err, ErrClosed) {
 		return fmt.Errorf("%w: %w", s.ClosedErr(), err)
 	}
 	return err
 }
 
-// pauseHook, set by tests only (SetPauseHook), is told of each of Retry's
-// pauses: atomic, since the Retries of sessions a test left behind may
-// run while it is set.
-var pauseHook atomic.Pointer[func(error)]
-
-// notePause tells pauseHook, if set, of a pause that err asked for.
-func notePause(err error, _ time.Duration) {
-	if fn := pauseHook.Load(); fn != nil {
-		(*fn)(err)
+// notePause tells the test seam (Hooks.Paused), if set, of a pause that
+// err asked for.
+func (s *Floor) notePause(err error, _ time.Duration) {
+	if h := s.cfg.Hooks; h != nil && h.Paused != nil {
+		h.Paused(err)
 	}
 }

@@ -89,8 +89,8 @@ func (st *sessionState) apply(read func() zk.State, ev *zk.Event) {
 		st.traceEvent(ev) // its connection nil: no session yet
 		return            // zk.Connect has not returned yet; Dial catches up then
 	}
-	if fn := testApplyHook.Load(); fn != nil {
-		(*fn)(false)
+	if h := s.cfg.Hooks; h != nil && h.Applying != nil {
+		h.Applying(false)
 	}
 	st.mu.Lock()
 	st.traceEvent(ev)
@@ -111,8 +111,8 @@ func (st *sessionState) apply(read func() zk.State, ev *zk.Event) {
 	}
 	st.setStateLocked(t.st, id)
 	st.mu.Unlock()
-	if fn := testApplyHook.Load(); fn != nil && len(t.lost) > 0 {
-		(*fn)(true)
+	if h := s.cfg.Hooks; h != nil && h.Applying != nil && len(t.lost) > 0 {
+		h.Applying(true)
 	}
 	s.out.tell(zs, prev, id, len(t.lost))
 	s.lease.confirmed(t.lapsed)
@@ -209,7 +209,7 @@ func (st *sessionState) transitionLocked(zs zk.State, id int64) transition {
 func (st *sessionState) traceHandshake(id int64) {
 	if trace.Enabled && st.s.tap == nil && id != st.sessionID {
 		zc := st.s.link.zc.Load()
-		trace.ConnHandshook(zc, id, grantedTimeout(zc))
+		trace.ConnHandshook(zc, id, GrantedTimeout(zc))
 	}
 }
 

@@ -102,7 +102,7 @@ func leastGranted(ctx context.Context, addr string) (time.Duration, error) {
 		select {
 		case e := <-events:
 			if e.State == zk.StateHasSession {
-				return grantedTimeout(conn), nil
+				return GrantedTimeout(conn), nil
 			}
 		case <-ctx.Done():
 			return 0, ctx.Err()

@@ -2,7 +2,6 @@ package session
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -52,8 +51,12 @@ func (wl *writeLink) start(s *Floor) {
 // sized with each path as the server reads it, the chroot the tap puts
 // before it included.
 func writeConfig(cfg Config, tap *wire.Tap, ownsConn bool) writes.Config {
+	fold := foldWait
+	if cfg.Hooks != nil && cfg.Hooks.FoldWait > 0 {
+		fold = cfg.Hooks.FoldWait
+	}
 	c := writes.Config{MaxOps: maxBatchOps, MaxBytes: requestLimit(cfg.JuteMax), MaxApart: maxApart,
-		FoldWait: foldWait, OneWrite: cfg.NoPipelining, KeepDeletesOnClose: !ownsConn}
+		FoldWait: fold, OneWrite: cfg.NoPipelining, KeepDeletesOnClose: !ownsConn}
 	if tap != nil {
 		c.PathLen = tap.PathLen
 	}
@@ -108,17 +111,9 @@ const (
 // foldWait is how long a released node's delete, queued alone, waits for a
 // create of the session to carry it: short beside a hand-off between
 // processes (a committed write, an event and a read), long beside the path
-// from a release to the releasing goroutine's next create. A variable for
-// one test's sake (SetFoldWait); the library never changes it.
-var foldWait = 100 * time.Microsecond
-
-// testWriterGate, when a test sets it, runs on a session's writer before
-// each round, once the session is connected (connected): HoldWriters holds
-// every writer there until it lets them go; the lease's explorer parks its
-// floor's writer there until every goroutine woken at that instant has
-// handed its writes, so that a round gathers the same writes in every run
-// of a schedule (lease_world_test.go).
-var testWriterGate atomic.Pointer[func(*Floor)]
+// from a release to the releasing goroutine's next create. A test may set
+// another (Hooks.FoldWait).
+const foldWait = 100 * time.Microsecond
 
 // send makes the requests of a writer's round: the first on the
 // writer's goroutine, each other one (a round of writes apart, at most
@@ -200,8 +195,8 @@ func (wl *writeLink) handing(r *writes.Request) {
 		return
 	}
 	r.Handing()
-	if h := testHandedHook.Load(); h != nil {
-		(*h)()
+	if h := wl.s.cfg.Hooks; h != nil && h.Handed != nil {
+		h.Handed()
 	}
 }
 
@@ -226,7 +221,7 @@ func (wl *writeLink) ended(sent bool, rtt time.Duration) {
 
 // connected waits until the session is connected; false once it is
 // closed. It is the writer's wait before each round (a test's gate holds
-// it last: testWriterGate).
+// it last: Hooks.WriterGate).
 func (wl *writeLink) connected() bool {
 	s := wl.s
 	gated := false
@@ -241,8 +236,8 @@ func (wl *writeLink) connected() bool {
 			return true
 		case st == StateConnected:
 			gated = true
-			if gate := testWriterGate.Load(); gate != nil {
-				(*gate)(s)
+			if h := s.cfg.Hooks; h != nil && h.WriterGate != nil {
+				h.WriterGate(s.life.ctx.Done())
 			}
 			continue // the state read again: the gate may have held the writer long
 		}
