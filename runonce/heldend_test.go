@@ -27,7 +27,7 @@ func TestHeldEndToldWhenTheLockIsFree(t *testing.T) {
 	}
 	root := zktest.Path(t)
 	logs := new(zktest.SyncBuffer)
-	win := runonce.WithWindow(150 * time.Millisecond)
+	win := runonce.WithWindow(250 * time.Millisecond)
 	a, _ := newRunner(t, root, runonce.WithInstanceName("instance-a"), win)
 	b, _ := newRunner(t, root, runonce.WithInstanceName("instance-b"), win,
 		runonce.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))

@@ -1,0 +1,145 @@
+package gocronlock_test
+
+import (
+	"flag"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+
+	"github.com/tierlock/tierlock/gocronlock"
+	"github.com/tierlock/tierlock/internal/zktest"
+	"github.com/tierlock/tierlock/runonce"
+	"github.com/tierlock/tierlock/zklock"
+)
+
+// TestDefaultModeLoadedRunsEachTickOnce: two instances made with
+// locker.NewScheduler, gocron's default mode (no concurrency limit), a job
+// every 300 ms whose run ends a few ms before the next tick, on a loaded
+// process (GOMAXPROCS 1 and four spinning goroutines). gocron drops a
+// job's past scheduled times when a run's completion reaches its
+// scheduler goroutine; the load delays that completion past the next
+// fire, and its time is gone before that fire's Lock reads it (the
+// Locker names it by what it saw come: "a fire whose scheduled time gocron
+// dropped"). The judge, whatever the load: no (job, tick) runs twice, no
+// Lock is taken for a RunNow (the scene has none), and each tick that ran
+// nowhere was told held or failed by an instance, or, where the Locker
+// could name no time, told unknown by it at its Lock. The scene counts
+// the fires named by a dropped time, and skips, saying so, when the load
+// made none (the path not reached; the judge still ran).
+//
+// A documented run (-gocron.loaded), not make test's: it fails today, 3 of
+// 3 on a 2-core machine. Each instance's gocron made about one Lock in two
+// ticks (24-26 Locks for 46 fires), no fire was named by a dropped time
+// (the path not reached), and the ticks no Lock was made for, 13-15 of 23,
+// ran nowhere told by no instance: the Locker sees no Lock of them.
+func TestDefaultModeLoadedRunsEachTickOnce(t *testing.T) {
+	if !*gocronLoaded {
+		t.Skip("a documented run: -gocron.loaded (it fails today: ticks gocron fires no Lock for, told by none)")
+	}
+	const period = 300 * time.Millisecond
+	root := zktest.Path(t)
+	var seen events
+	var logs [2]zktest.SyncBuffer
+	first := time.Now().Truncate(time.Second).Add(2 * time.Second)
+	for i, name := range []string{"a", "b"} {
+		h := slog.NewTextHandler(&logs[i], &slog.HandlerOptions{Level: slog.LevelDebug})
+		s := zktest.Connect(t, zktest.Servers(t), zklock.WithLogger(slog.New(h)))
+		l, err := gocronlock.NewLocker(s, root, runonce.WithInstanceName(name), runonce.WithWindow(100*time.Millisecond),
+			runonce.WithObserver(seen.observe))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		sched, err := l.NewScheduler()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sched.Shutdown() })
+		work := func() { // until a few ms before the next tick
+			now := time.Now()
+			tick := first.Add(now.Sub(first).Truncate(period))
+			time.Sleep(time.Until(tick.Add(period - 4*time.Millisecond)))
+		}
+		if _, err := sched.NewJob(gocron.DurationJob(period), gocron.NewTask(work), gocron.WithName("report"),
+			gocron.WithStartAt(gocron.WithStartDateTime(first))); err != nil {
+			t.Fatal(err)
+		}
+		sched.Start()
+	}
+	stop := loadProcess(4)
+	time.Sleep(time.Until(first.Add(8 * time.Second)))
+	stop()
+	time.Sleep(period) // the last runs end
+	judgeDefaultMode(t, seen.since(0), first.Add(period), first.Add(7*time.Second), period, logs[0].String()+logs[1].String())
+}
+
+var gocronLoaded = flag.Bool("gocron.loaded", false, "run TestDefaultModeLoadedRunsEachTickOnce")
+
+// loadProcess sets GOMAXPROCS to 1 and spins n goroutines until the
+// returned function, which restores it.
+func loadProcess(n int) (stop func()) {
+	prev := runtime.GOMAXPROCS(1)
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for x := 0; !done.Load(); x++ {
+				_ = x * x
+			}
+		}()
+	}
+	return func() {
+		done.Store(true)
+		wg.Wait()
+		runtime.GOMAXPROCS(prev)
+	}
+}
+
+// judgeDefaultMode holds the events of a scene's instances to its
+// judge, for the ticks from from to to, and logs what the scene reached.
+func judgeDefaultMode(t *testing.T, evs []runonce.Event, from, to time.Time, period time.Duration, logs string) {
+	t.Helper()
+	ran, told := map[time.Time]int{}, map[time.Time]bool{}
+	unnamed := 0
+	for _, e := range evs {
+		switch {
+		case e.Outcome == runonce.Ran && e.Tick.IsZero():
+			t.Errorf("a Lock claimed by its own time (taken for a RunNow) in a scene without one: %+v", e)
+		case e.Outcome == runonce.Ran:
+			ran[e.Tick]++
+		case e.Outcome == runonce.SkippedUnknown && e.Tick.IsZero():
+			unnamed++ // a fire the Locker could name no time for, told at its Lock
+		case e.Outcome == runonce.SkippedHeld || e.Outcome == runonce.Failed:
+			told[e.Tick] = true
+		}
+	}
+	lost, untold := 0, 0
+	for tick := from; !tick.After(to); tick = tick.Add(period) {
+		switch n := ran[tick]; {
+		case n > 1:
+			t.Errorf("tick %s ran %d times", tick.Format("15:04:05.000"), n)
+		case n == 0 && !told[tick]:
+			untold++
+			if untold > unnamed { // each unnamed fire, told at its Lock, may be one such tick's
+				t.Errorf("tick %s ran nowhere, told held or failed by no instance", tick.Format("15:04:05.000"))
+			}
+			fallthrough
+		case n == 0:
+			lost++
+		}
+	}
+	dropped := strings.Count(logs, "a fire whose scheduled time gocron dropped")
+	t.Logf("%d Locks; %d fires named by a time gocron had dropped, %d the Locker could name none for (told unknown); %d ticks ran nowhere, told",
+		len(evs), dropped, unnamed, lost)
+	if dropped == 0 && unnamed == 0 && !t.Failed() {
+		t.Skip("the load delayed no run's completion past the next fire: the path not reached (no tick twice, none lost untold)")
+	}
+}
