@@ -159,6 +159,7 @@ var errBusyDelete = errors.New("zklock: previous node not yet deleted")
 type ourNode struct {
 	node  string  // full path
 	owner int64   // the session that created it
-	q     []entry // the pipelined listing, sorted; nil when it failed or missed our node
+	q     []entry // the latest listing, sorted; nil when it failed or missed our node
+	at    int     // our node's index in q (-1: absent)
 	pzxid int64   // the listing's pzxid
 }

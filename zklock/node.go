@@ -384,6 +384,14 @@ func firstN(n int) queueRule {
 	}
 }
 
+// queueOf orders the children that queue on this lock's path (sortQueue)
+// and finds the node called name among them: at is its index, -1 when it
+// is not there.
+func (l *Lock) queueOf(children []string, name string) (q []entry, at int) {
+	q = l.sortQueue(children)
+	return q, position(q, name, "")
+}
+
 // sortQueue orders the children that queue on this lock's path: every
 // family's contenders for the mutex and the read/write lock, this lock's
 // parse otherwise.

@@ -1,8 +1,8 @@
 package zklock
 
 // What an acquisition's own requests showed it of the queue, as it tells
-// it: the Position of a wait (WithPositionHandler; the wait reports it,
-// wait.go), the WaitError of one that ended without the lock (holder.go
+// it: the Position of a wait (WithPositionHandler; the wait reports it:
+// positions, wait.go), the WaitError of one that ended without the lock (holder.go
 // makes it), and the lock's view of the queue it is made from (queueView:
 // the wait writes it, holder.go reads it). Nothing here sends a request.
 
@@ -36,37 +36,6 @@ type Position struct {
 	// failure at that moment, such as a loss of the session, can still
 	// follow it).
 	Leads bool
-}
-
-// positions reports one queued node's place to the handler on the
-// caller's goroutine, so reports come in order and never after Acquire
-// returned; without a handler waitTurn makes no call.
-type positions struct {
-	fn   func(Position)
-	node string
-	dir  string // the lock path, for Holder
-	last Position
-	any  bool // last is set
-}
-
-// newPositions returns the reporter to fn of node, queued on the lock at
-// dir; nil without a handler (fn nil), or a wait.
-func newPositions(fn func(Position), node, dir string, wait bool) *positions {
-	if fn == nil || !wait {
-		return nil
-	}
-	return &positions{fn: fn, node: node, dir: dir}
-}
-
-// seen reports our node at index i of q, going or not, unless that is
-// the position reported last (a re-check that finds nothing new).
-func (p *positions) seen(q []entry, i int, goes bool) {
-	pos := Position{Node: p.node, Ahead: i, Queued: len(q), Holder: p.dir + "/" + q[0].name, Leads: goes}
-	if p.any && pos == p.last {
-		return
-	}
-	p.last, p.any = pos, true
-	p.fn(pos)
 }
 
 // WaitError is the error of an acquisition that ended without the lock

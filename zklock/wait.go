@@ -49,7 +49,7 @@ func (l *Lock) waitTurn(ctx context.Context, n *ourNode, wait bool) (token int64
 				continue
 			}
 		}
-		i := position(n.q, w.name, "")
+		i := n.at
 		l.view.sawQueue(n.q, i, n.owner)
 		if i < 0 {
 			trace.Turned(l.f.Conn(), n.node, i, false, n.pzxid)
@@ -122,7 +122,8 @@ func (w *waiter) list(ctx context.Context, fn func(zk.Event)) (session.Read, err
 	if err != nil {
 		return r, err // the request may still run: what it writes is not read
 	}
-	w.n.q, w.n.pzxid = w.l.sortQueue(r.Children), r.Stat.Pzxid
+	w.n.q, w.n.at = w.l.queueOf(r.Children, w.name)
+	w.n.pzxid = r.Stat.Pzxid
 	return r, nil
 }
 
@@ -178,7 +179,8 @@ func (w *waiter) watchNode(ctx context.Context, target string, fn func(zk.Event)
 	if err != nil {
 		return r, err // the request may still run: what it writes is not read
 	}
-	w.l.view.sawWatched(target, r.Data, r.Stat)
+	p := participantOf(path.Base(target), r.Data, r.Stat)
+	w.l.view.sawWatched(p)
 	return r, nil
 }
 
@@ -288,7 +290,7 @@ func (l *Lock) leadAtOnce(n *ourNode) {
 	if err != nil || st == nil {
 		return // n.q stays nil: waitTurn lists
 	}
-	n.q, n.pzxid = []entry{{name: path.Base(n.node)}}, st.Czxid
+	n.q, n.at, n.pzxid = []entry{{name: path.Base(n.node)}}, 0, st.Czxid
 }
 
 // grantsEarly is the watch-grants-early bug: the predecessor's watch fired
@@ -297,6 +299,37 @@ func (l *Lock) leadAtOnce(n *ourNode) {
 // that found it waiting.
 func (w *waiter) grantsEarly() bool {
 	return mutant.On(mutant.WatchGrantsEarly) && w.watched == ""
+}
+
+// positions reports one queued node's place to the handler on the
+// caller's goroutine, so reports come in order and never after Acquire
+// returned; without a handler waitTurn makes no call.
+type positions struct {
+	fn   func(Position)
+	node string
+	dir  string // the lock path, for Holder
+	last Position
+	any  bool // last is set
+}
+
+// newPositions returns the reporter to fn of node, queued on the lock at
+// dir; nil without a handler (fn nil), or a wait.
+func newPositions(fn func(Position), node, dir string, wait bool) *positions {
+	if fn == nil || !wait {
+		return nil
+	}
+	return &positions{fn: fn, node: node, dir: dir}
+}
+
+// seen reports our node at index i of q, going or not, unless that is
+// the position reported last (a re-check that finds nothing new).
+func (p *positions) seen(q []entry, i int, goes bool) {
+	pos := Position{Node: p.node, Ahead: i, Queued: len(q), Holder: p.dir + "/" + q[0].name, Leads: goes}
+	if p.any && pos == p.last {
+		return
+	}
+	p.last, p.any = pos, true
+	p.fn(pos)
 }
 
 // What the wait notes in the lock's view as it goes (queueView, seen.go,
@@ -334,10 +367,9 @@ func (v *queueView) sawHolderLocked(holder string, owner *Participant, session i
 	v.holder, v.seenIn = holder, session
 }
 
-// sawWatched notes the node our node watches, as its GetW returned it:
-// the watch stands from now on.
-func (v *queueView) sawWatched(target string, data []byte, st *zk.Stat) {
-	p := participantOf(path.Base(target), data, st)
+// sawWatched notes p, the node our node watches, as its GetW returned
+// it: the watch stands from now on.
+func (v *queueView) sawWatched(p *Participant) {
 	v.mu.Lock()
 	v.watched, v.standing = p, true
 	if p.Node == v.holder {
@@ -353,16 +385,3 @@ func (v *queueView) unwatched() {
 	v.standing = false
 	v.mu.Unlock()
 }
-
-// stallRecheck notes the wait's queue as it goes to sleep and returns how
-// long it sleeps before it reads the queue again: the re-check interval,
-// or less, so that it reads the queue again (and notes it here) once it
-// has stood a third of the session timeout behind the same head, and
-// every third of the timeout after that while it does.
-func (w *waiter) stallRecheck() time.Duration {
-	return w.l.s.stalls.waiting(w.l, w.n.q, w.name, w.n.owner, w.l.recheck)
-}
-
-// leftStall notes that the wait is over, with the queue as it last read
-// it.
-func (w *waiter) leftStall() { w.l.s.stalls.left(w.l, w.n.q) }
