@@ -22,18 +22,12 @@ import (
 // error here but a different identity, which the ACLs then refuse
 // (zk.ErrNoAuth on the request). zk.ErrAuthFailed comes from other schemes.
 
-// authGate is closed once the session's credentials are in place, or their
-// sending failed for good.
-type authGate struct {
-	s    *Floor
-	done chan struct{}
-	err  error // written before done is closed, read after
-}
-
-func (g *authGate) init(s *Floor) {
-	g.s, g.done = s, make(chan struct{})
+// openAuth makes the floor's gate (authGate, floor.go): open at once when
+// there are no credentials to send.
+func (s *Floor) openAuth() {
+	s.auth.done = make(chan struct{})
 	if len(s.cfg.Digests) == 0 {
-		close(g.done)
+		close(s.auth.done)
 	}
 }
 
@@ -59,18 +53,18 @@ func (s *Floor) AwaitAuth(ctx context.Context) error {
 
 // authenticate sends every credential of the session and opens the gate.
 // Dial runs it before returning; Wrap in the background.
-func (g *authGate) authenticate(ctx context.Context) error {
-	if h := g.s.cfg.Hooks; h != nil && h.AuthDelay > 0 {
+func (s *Floor) authenticate(ctx context.Context) error {
+	if h := s.cfg.Hooks; h != nil && h.AuthDelay > 0 {
 		sleepCtx(ctx, h.AuthDelay)
 	}
 	var err error
-	for _, d := range g.s.cfg.Digests {
-		if err = g.addDigest(ctx, d); err != nil {
+	for _, d := range s.cfg.Digests {
+		if err = s.addDigest(ctx, d); err != nil {
 			break
 		}
 	}
-	g.err = err
-	close(g.done)
+	s.auth.err = err
+	close(s.auth.done)
 	return err
 }
 
@@ -85,8 +79,7 @@ func (g *authGate) authenticate(ctx context.Context) error {
 // one sends the credential again (a duplicate record is harmless). Under
 // Wrap, whose state is polled, a reconnect faster than the poll can
 // go unseen: that window, microseconds wide, stays.
-func (g *authGate) addDigest(ctx context.Context, d Digest) error {
-	s := g.s
+func (s *Floor) addDigest(ctx context.Context, d Digest) error {
 	cred := []byte(d.User + ":" + d.Password)
 	err := s.Retry(ctx, func() error {
 		gen := s.link.connGen.Load()

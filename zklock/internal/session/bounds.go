@@ -3,8 +3,6 @@ package session
 import (
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/tierlock/tierlock/internal/mutant"
 )
 
@@ -101,32 +99,10 @@ func (le *Lease) untoldWhy() string {
 // assumes the members share their minSessionTimeout, as they share their
 // tick (lease.go).
 func (le *Lease) leastGrantable() time.Duration {
-	if p := time.Duration(le.probed.Load()); p > 0 {
+	if p := time.Duration(le.tickProbed.Load()); p > 0 {
 		return 2 * p
 	}
 	return 2 * le.s.cfg.ServerTick
-}
-
-// untoldLocked notes that the session's connection, seen in state zs, may
-// be about to write a connect request, whose answer will tell its grant
-// (untoldCap): from go-zookeeper's StateConnected, which it tells before
-// it writes the request, under Dial; under Wrap, whose floor learns of a
-// state as it reads it, from when it last saw the session up (the drop,
-// and any request after it, came later). The timer is set to the new
-// deadline. st.mu is held.
-func (le *Lease) untoldLocked(zs zk.State) {
-	if !le.s.cfg.ExpiryOnly || !le.untoldSince.IsZero() {
-		return
-	}
-	switch {
-	case le.s.tap == nil:
-		le.untoldSince = le.upSeen
-	case zs == zk.StateConnected:
-		le.untoldSince = time.Now()
-	default:
-		return
-	}
-	le.armLocked()
 }
 
 // Timeout is the session timeout the lease's bounds derive from: the
@@ -180,11 +156,33 @@ func (le *Lease) tick() time.Duration {
 		return t
 	}
 	t := le.Timeout() / 2
-	if p := time.Duration(le.probed.Load()); p > 0 {
+	if p := time.Duration(le.tickProbed.Load()); p > 0 {
 		t = min(t, p)
 	}
 	return t
 }
 
 // setTick takes the tick a probe read.
-func (le *Lease) setTick(d time.Duration) { le.probed.Store(int64(d)) }
+func (le *Lease) setTick(d time.Duration) { le.tickProbed.Store(int64(d)) }
+
+// validLocked reports whether holds stand at now: the deadline is ahead.
+// st.mu is held.
+func (le *Lease) validLocked(now time.Time) bool { return now.Before(le.deadlineLocked()) }
+
+// grantableLocked reports whether a hold may be granted at now: the
+// deadline is at least T/16 ahead, so that a hold is not granted to lapse
+// a moment later (a renewal is a round trip or two away). Under
+// WithLossOnExpiryOnly the deadline reaches past the leader's expiry by
+// up to T/8, for holds to ride out short failures; a new hold is granted
+// only within the default's reach, 7T/8, which ends before it. st.mu is
+// held.
+func (le *Lease) grantableLocked(now time.Time) bool {
+	t := le.Timeout()
+	if mutant.On(mutant.GrantWholeReach) {
+		return le.validLocked(now.Add(t / 16)) // seeded bug: granted on the whole reach
+	}
+	if mutant.On(mutant.GrantNoMargin) {
+		return le.validLocked(now.Add(le.reach() - t*7/8)) // seeded bug: no margin
+	}
+	return le.validLocked(now.Add(t/16 + le.reach() - t*7/8))
+}

@@ -81,3 +81,17 @@ func connGranted(conn Conn, zc *zk.Conn) time.Duration {
 	}
 	return GrantedTimeout(zc)
 }
+
+// Conn is what the floor asks of its go-zookeeper connection: *zk.Conn
+// has it all. The lease's explorer drives the floor through a double.
+type Conn interface {
+	SessionID() int64
+	State() zk.State
+	Sync(path string) (string, error)
+	Create(path string, data []byte, flags int32, acl []zk.ACL) (string, error)
+	Delete(path string, version int32) error
+	Multi(ops ...any) ([]zk.MultiResponse, error)
+	Exists(path string) (bool, *zk.Stat, error)
+	AddAuth(scheme string, auth []byte) error
+	Close()
+}

@@ -43,7 +43,7 @@ func Dial(ctx context.Context, servers []string, chroot string, cfg Config) (*Fl
 		return nil, err
 	}
 	if len(cfg.Digests) > 0 {
-		if err := s.auth.authenticate(ctx); err != nil {
+		if err := s.authenticate(ctx); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -122,7 +122,7 @@ func Wrap(conn *zk.Conn, events <-chan zk.Event, cfg Config) (*Floor, error) {
 	s.st.catchUp()
 	s.Go(func() { s.st.poll(events) })
 	if len(cfg.Digests) > 0 {
-		s.Go(func() { _ = s.auth.authenticate(s.life.ctx) })
+		s.Go(func() { _ = s.authenticate(s.life.ctx) })
 	}
 	return s, nil
 }
@@ -146,14 +146,14 @@ func newFloor(tap *wire.Tap, owns bool, cfg Config) *Floor {
 	s.life.ctx, s.life.cancel = context.WithCancel(context.Background())
 	s.st.init(s)
 	s.lease.init(s)
-	s.flight.s = s
+	s.flight.init(s.life.ctx.Done(), s.Go, tap, func() time.Duration { return s.lease.Timeout() / 32 })
 	s.lister.f = s
 	s.watches.dispatching = tap != nil
 	s.out.log, s.out.expiryOnly = s.log, cfg.ExpiryOnly
 	if tap != nil {
 		s.out.unanswered = tap.Unanswered
 	}
-	s.auth.init(s)
+	s.openAuth()
 	s.notes.init(cfg.Listener)
 	return s
 }
@@ -163,7 +163,7 @@ func newFloor(tap *wire.Tap, owns bool, cfg Config) *Floor {
 func (s *Floor) start(conn Conn, zc *zk.Conn) {
 	trace.SessionOpened(zc, s.tap, s.cfg.ExpiryOnly, s.cfg.ServerTick) // before any step of zc: events are recorded once zc is set
 	s.conn, s.zc = conn, zc
-	s.wl.start(s)
+	s.startWrites()
 	s.link.zc.Store(zc)
 	s.link.conn.Store(&conn)
 	if s.cfg.Listener != nil {
@@ -224,7 +224,7 @@ func (s *Floor) close() {
 	s.st.mu.Unlock()
 	s.life.cancel()
 	s.lease.stop()
-	s.wl.q.Stop()
+	s.wq.Stop()
 	s.notes.close()
 	// Every goroutine of ours ends on s.life.ctx, on hardStop, or on a request
 	// that completes (the closed connection fails it at once), except the

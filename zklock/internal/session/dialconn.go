@@ -53,15 +53,3 @@ func DialConn(servers []string, chroot string, cfg Config, zkOpts []func(*zk.Con
 	})
 	return s, events, nil
 }
-
-// awaitConnected waits until the floor is connected (true), or closed.
-func (s *Floor) awaitConnected() bool {
-	for s.State() != StateConnected {
-		select {
-		case <-s.st.changedChan():
-		case <-s.life.ctx.Done():
-			return false
-		}
-	}
-	return true
-}

@@ -29,11 +29,11 @@
 //     place Admit gave (a listing pipelined behind a create); List, Watch
 //     and ListWatched, the locks' three reads (reads.go), each of which
 //     chooses its way (with the session's other reads, lister.go, where
-//     the connection allows, else go-zookeeper's request), always
-//     answers, and registers its watch's callback itself (under Dial,
-//     go-zookeeper calls the floor for every event; a watch the session
-//     sets itself runs its callback at the next connection too; under
-//     Wrap the event comes on Read.Events); Lease: its Timeout (the
+//     the connection allows, else go-zookeeper's request, fallback.go),
+//     always answers, and registers its watch's callback itself (under
+//     Dial, go-zookeeper calls the floor for every event; a watch the
+//     session sets itself runs its callback at the next connection too;
+//     under Wrap the event comes on Read.Events); Lease: its Timeout (the
 //     granted session timeout) and its Stats.
 //   - Background work: Go (a goroutine Close waits for), DeleteGuaranteed
 //     and UntilSessionOver (retried until done or the session is over),
@@ -57,7 +57,7 @@
 //     session and grant the lock elsewhere; a disconnection, an expiry or
 //     a new session ends the holds at once.
 //   - An outage, and a lease that lapsed, are told twice: when they begin
-//     and when they end (outage.go, lease.go).
+//     and when they end (outage.go, lapse.go).
 //   - Every error is defined once (errors.go); package zklock re-exports
 //     the sentinels its callers can receive.
 //

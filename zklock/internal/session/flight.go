@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
 // What the floor's locks send, and how:
@@ -33,12 +35,26 @@ import (
 // within the lease. Its reads are made here (Send, LaunchAdmitted), each
 // on a goroutine of the floor's.
 type Flight struct {
-	s     *Floor // for its goroutines, its end, the tap and the target
+	// What it takes of the floor (init): its end, which a wait for a
+	// place gives up at; its Go, for the reads it makes; its tap, told
+	// of each read out (nil: none); the target round trip.
+	quit   <-chan struct{}
+	spawn  func(func())
+	tap    *wire.Tap
+	target func() time.Duration
+
 	mu    sync.Mutex
 	n     int // admitted and not yet released
 	limit int
 	queue []waitingFlight // in order
 	cutAt time.Time       // when limit was last cut
+}
+
+// init ties the bound to its floor: quit, the floor's end; spawn, the
+// floor's Go; tap, the floor's wire tap (nil: none); target, the round
+// trip the bound aims at.
+func (f *Flight) init(quit <-chan struct{}, spawn func(func()), tap *wire.Tap, target func() time.Duration) {
+	f.quit, f.spawn, f.tap, f.target = quit, spawn, tap, target
 }
 
 // waitingFlight is an acquire waiting for k places.
@@ -137,7 +153,7 @@ func (f *Flight) wakeLocked() {
 // given back by the writer when it is answered (writeLink.ended), the
 // listing's by LaunchAdmitted's request, or by GiveBack when unused.
 func (f *Flight) Admit(ctx context.Context, k int) error {
-	return f.acquire(ctx, k, f.s.life.ctx.Done())
+	return f.acquire(ctx, k, f.quit)
 }
 
 // Send makes a read of the locks' (do makes it on the connection; it
@@ -163,7 +179,7 @@ type Call struct {
 // goroutine of the floor's, and gives the place back when it ends.
 func (f *Flight) LaunchAdmitted(do func() error) *Call {
 	c := &Call{fin: make(chan struct{})}
-	f.s.Go(func() {
+	f.spawn(func() {
 		c.err = f.make(do)
 		close(c.fin)
 	})
@@ -183,7 +199,7 @@ func (c *Call) Wait(ctx context.Context) error {
 // make makes do, an admitted request: it counts it out on the wire tap,
 // and gives its place in the bound back after.
 func (f *Flight) make(do func() error) error {
-	start, tap := time.Now(), f.s.tap
+	start, tap := time.Now(), f.tap
 	if tap != nil {
 		tap.Handed()
 	}
@@ -191,6 +207,6 @@ func (f *Flight) make(do func() error) error {
 	if tap != nil {
 		tap.Answered()
 	}
-	f.release(time.Since(start), f.s.lease.Timeout()/32)
+	f.release(time.Since(start), f.target())
 	return err
 }

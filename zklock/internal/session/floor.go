@@ -30,13 +30,17 @@ import (
 // which drops events once six are unread, is not relied on.
 //
 // Its parts are types of their own, each with the methods that keep its
-// state: the state and the valid holds (sessionState, state.go; the grant,
-// grant.go), the lease (Lease, lease.go, lapse.go, renew.go), the bound on
-// requests in flight (Flight, flight.go), the write path's link
-// (writeLink, writelink.go), the watches (Watches, state.go), the
-// outage (outage.go), the credentials (authGate, auth.go) and the state
-// listener (notifier, notify.go). The Floor's own methods are the verbs
-// the lock floor calls, and its making and ending (dial.go).
+// state: the state (sessionState, state.go; its poll under Wrap, poll.go),
+// the valid holds (Member and holdSet, member.go; the grant, grant.go), the
+// lease (Lease, lease.go; its bounds, bounds.go; its lapse, lapse.go; its
+// proofs, proof.go; its renewal, renew.go), the bound on requests in
+// flight (Flight, flight.go), the write path (writes.Queue, linked by
+// writelink.go), the listings sent together (lister, lister.go), the
+// watches (Watches, watches.go), the outage (outage.go) and the state
+// listener (notifier, notify.go); the credentials' gate (authGate) is
+// here, sent by auth.go. The Floor's own methods are the verbs the lock
+// floor calls (here, and beside the part they reach), and its making and
+// ending (dial.go, dialconn.go).
 type Floor struct {
 	conn Conn      // the connection: a *zk.Conn, or an explorer's double
 	zc   *zk.Conn  // the same as go-zookeeper's type (Conn, trace points); nil under a double
@@ -46,29 +50,15 @@ type Floor struct {
 	log  *slog.Logger
 	life lifetime // Close: the floor's context, its background goroutines
 
-	st      sessionState // state, valid holds: under st.mu (state.go)
-	lease   Lease        // the lease: under st.mu too (lease.go)
-	flight  Flight       // the locks' requests in flight (flight.go)
-	wl      writeLink    // the write path, and its link to the connection (writelink.go)
-	lister  lister       // the listings sent together (lister.go)
-	watches Watches      // watch callbacks by path (state.go)
-	out     outage       // told to the log (outage.go)
-	auth    authGate     // auth.go
-	notes   notifier     // state changes for cfg.Listener (notify.go)
-}
-
-// Conn is what the floor asks of its go-zookeeper connection: *zk.Conn
-// has it all. The lease's explorer drives the floor through a double.
-type Conn interface {
-	SessionID() int64
-	State() zk.State
-	Sync(path string) (string, error)
-	Create(path string, data []byte, flags int32, acl []zk.ACL) (string, error)
-	Delete(path string, version int32) error
-	Multi(ops ...any) ([]zk.MultiResponse, error)
-	Exists(path string) (bool, *zk.Stat, error)
-	AddAuth(scheme string, auth []byte) error
-	Close()
+	st      sessionState  // state, valid holds: under st.mu (state.go)
+	lease   Lease         // the lease: under st.mu too (lease.go)
+	flight  Flight        // the locks' requests in flight (flight.go)
+	wq      *writes.Queue // the write path, linked to the connection (writelink.go)
+	lister  lister        // the listings sent together (lister.go)
+	watches Watches       // watch callbacks by path (watches.go)
+	out     outage        // told to the log (outage.go)
+	auth    authGate      // auth.go
+	notes   notifier      // state changes for cfg.Listener (notify.go)
 }
 
 // link is what the floor knows of its connection besides the connection
@@ -89,6 +79,13 @@ type link struct {
 
 	warned atomic.Int64 // the granted timeout (ns) last warned of (noteGranted)
 	tcpUp  atomic.Bool  // the latest state seen before a first session was zk.StateConnected (outage.go)
+}
+
+// authGate is closed once the session's credentials are in place, or their
+// sending failed for good (auth.go).
+type authGate struct {
+	done chan struct{}
+	err  error // written before done is closed, read after
 }
 
 // lifetime is how a floor ends: Close cancels ctx, and waits for the
@@ -259,7 +256,7 @@ func (s *Floor) HardStopped() bool {
 }
 
 // Writes is the floor's write path: every write of its locks goes there.
-func (s *Floor) Writes() *writes.Queue { return s.wl.q }
+func (s *Floor) Writes() *writes.Queue { return s.wq }
 
 // Flight is the bound on the locks' requests in flight: their reads are
 // admitted and sent there.

@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"github.com/tierlock/tierlock/internal/mono"
@@ -13,25 +12,7 @@ import (
 
 // The grant: whether a hold may begin, asked of the floor by the lock
 // floor, and only here; and the loss signal, the one way the floor ends
-// the holds it granted (takeHolds, state.go and lease.go).
-
-// Member is a hold as the floor knows it: one of its valid holds from
-// Grant to Forget, told Lose when the floor can no longer vouch for it (a
-// disconnection, an expiry or a new session, the lease's lapse, Close).
-// The questions asked of a hold are asked of it (Vouch, Leave, Forget).
-type Member struct {
-	lose       func(cause error) // must not block: it may run on go-zookeeper's event goroutine
-	path, node string            // the hold's lock and node, for the release's trace step (Leave)
-	s          *Floor            // the floor asked to grant it (Grant); nil before
-	ended      error             // the cause the floor ended it with (takeHolds), under st.mu
-	out        atomic.Bool       // ended is set: read without st.mu (Vouch)
-}
-
-// NewMember is the member of the hold of node, on the lock at path, that
-// lose ends.
-func NewMember(path, node string, lose func(cause error)) *Member {
-	return &Member{lose: lose, path: path, node: node}
-}
+// the holds it granted (holdSet.endAll, state.go and lapse.go).
 
 // ErrNodeGone reports that a node's session is over (the node went with
 // it) before its hold could be granted.
@@ -98,7 +79,7 @@ func (m *Member) Vouch() error {
 
 // Leave takes m out of the valid holds as its holder releases it, and
 // returns nil; or, when the floor ended m first (a disconnection, an
-// expiry, a new session, the lease's lapse, Close: takeHolds), the cause
+// expiry, a new session, the lease's lapse, Close: holdSet.endAll), the cause
 // it ended it with, whose loss the holder must tell before its release:
 // m's lose may not have run yet. The lease is judged here too (Vouch), so
 // that a deadline passed by the release's moment ends m rather than lets
@@ -128,18 +109,6 @@ func (m *Member) Leave() error {
 		s.Go(lap.tell)
 	}
 	return err
-}
-
-// Forget takes m out of the valid holds (released, or lost by its own
-// watch); nil, a member never granted, or one taken already, is no matter.
-func (m *Member) Forget() {
-	if m == nil || m.s == nil {
-		return
-	}
-	st := &m.s.st
-	st.mu.Lock()
-	delete(st.holds, m)
-	st.mu.Unlock()
 }
 
 // Waiting counts an acquisition that has (or is creating) a node, so that
@@ -251,14 +220,3 @@ func (st *sessionState) awaitGrantable(ctx context.Context, verdict, attempt int
 // kRecheck bounds a wait for a chain's k, so that a bound the lease
 // learns meanwhile (the probed tick, a reconnection's timeout) moves it.
 const kRecheck = 20 * time.Millisecond
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

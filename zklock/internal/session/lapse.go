@@ -3,6 +3,7 @@ package session
 import (
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/tierlock/tierlock/internal/mono"
 	"github.com/tierlock/tierlock/internal/mutant"
 	"github.com/tierlock/tierlock/internal/trace"
@@ -69,16 +70,16 @@ func (le *Lease) lapse() {
 // them (endLocked), and the lapse is returned for its caller to tell once
 // st.mu is released. A process resumed from a stop asks before its timer
 // has run. st.mu is held.
-func (le *Lease) judgeLocked() lapsed {
+func (le *Lease) judgeLocked() lapseEnd {
 	if le.s.st.closed || len(le.s.st.holds) == 0 || le.validLocked(mono.Now().Std()) {
-		return lapsed{}
+		return lapseEnd{}
 	}
 	return le.endLocked()
 }
 
-// lapsed is what a lapse of the lease ended: the holds to tell lost, why
+// lapseEnd is what a lapse of the lease ended: the holds to tell lost, why
 // (untoldWhy), and the stall of this process it began with, if any.
-type lapsed struct {
+type lapseEnd struct {
 	le      *Lease
 	lost    []*Member
 	why     string
@@ -88,9 +89,9 @@ type lapsed struct {
 
 // endLocked ends every hold of the session with ErrLeaseExpired: the
 // deadline passed. st.mu is held (and outage.mu taken inside it).
-func (le *Lease) endLocked() lapsed {
+func (le *Lease) endLocked() lapseEnd {
 	s := le.s
-	lap := lapsed{le: le, lost: s.st.takeHolds(ErrLeaseExpired), why: le.untoldWhy()}
+	lap := lapseEnd{le: le, lost: s.st.holds.endAll(ErrLeaseExpired), why: le.untoldWhy()}
 	if len(lap.lost) > 0 {
 		lap.stall, lap.stalled = le.lapsing()
 	}
@@ -107,7 +108,7 @@ func (le *Lease) endLocked() lapsed {
 // tell tells the lapse: counted, the renewer woken, one line with the
 // holds it ended (and the stall it began with, whose outage counts them
 // too: endLocked), and each hold told lost, once.
-func (lap lapsed) tell() {
+func (lap lapseEnd) tell() {
 	if len(lap.lost) == 0 {
 		return
 	}
@@ -232,45 +233,24 @@ func (le *Lease) grantRoundTrip() time.Duration {
 	return max(t*7/8-t/16-le.gap(), 0) / 3
 }
 
-// lateWarnEvery spaces tooLate's warnings.
-const lateWarnEvery = 10 * time.Second
-
-// What tooLate tells of grants: no grant is refused for the lease, each
-// waits until a proof renews it (Grant); with round trips above
-// grantRoundTrip no proof can, but a new connection's handshake.
-const (
-	lateDelays  = "session round trip too long to keep the lease ahead: a proof answered too late renewed nothing, and grants are delayed until one renews it (a slow network or server, not a held lock)"
-	lateRefuses = "session round trip too long for any grant: a proof answered too late renewed nothing, and no lock of the session can be granted while round trips are above max_grant_round_trip, except after a new connection (a slow network or server, not a held lock)"
-)
-
-// tooLate notes a proof written at written that renewed nothing, having
-// closed the chain of the proof written at k. That is its round trip's
-// doing when the round trip is longer than maxRoundTrip and k was the
-// proof just before it, written within a round trip and a period of it as
-// the renewer's syncs and a busy session's writes are. A proof after a
-// quiet spell (an acquisition's create, the sync sent with it) closes a
-// chain from before the spell: it renews nothing at any round trip, and
-// the next sync mends that, so it is neither counted nor told, whatever
-// its round trip. A late one is counted (Stats), and
-// an operator told at most every lateWarnEvery, with its round trip and
-// the bounds: whether grants are delayed, or cannot be made while round
-// trips are that long (grantRoundTrip).
-func (le *Lease) tooLate(k, written time.Time) {
-	rtt := time.Since(written)
-	if rtt <= le.maxRoundTrip() || written.Sub(k) > rtt+le.period() {
+// untoldLocked notes that the session's connection, seen in state zs, may
+// be about to write a connect request, whose answer will tell its grant
+// (untoldCap): from go-zookeeper's StateConnected, which it tells before
+// it writes the request, under Dial; under Wrap, whose floor learns of a
+// state as it reads it, from when it last saw the session up (the drop,
+// and any request after it, came later). The timer is set to the new
+// deadline. st.mu is held.
+func (le *Lease) untoldLocked(zs zk.State) {
+	if !le.s.cfg.ExpiryOnly || !le.untoldSince.IsZero() {
 		return
 	}
-	le.late.Add(1)
-	le.lateRTT.Store(int64(rtt))
-	now := int64(mono.Now())
-	last := le.warnedAt.Load()
-	if now-last < int64(lateWarnEvery) || !le.warnedAt.CompareAndSwap(last, now) {
+	switch {
+	case le.s.tap == nil:
+		le.untoldSince = le.upSeen
+	case zs == zk.StateConnected:
+		le.untoldSince = time.Now()
+	default:
 		return
 	}
-	msg, grant := lateDelays, le.grantRoundTrip()
-	if rtt > grant {
-		msg = lateRefuses
-	}
-	le.s.log.Warn(msg, "round_trip", rtt, "max_round_trip", le.maxRoundTrip(), "max_grant_round_trip", grant,
-		"late_proofs", le.late.Load(), "session_timeout", le.Timeout())
+	le.armLocked()
 }

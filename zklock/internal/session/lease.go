@@ -4,9 +4,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tierlock/tierlock/internal/mono"
-	"github.com/tierlock/tierlock/internal/mutant"
-	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
@@ -144,9 +141,9 @@ import (
 // reconnection granted a shorter timeout brings it in at once.
 
 // Lease is the deadline until which a session's holds are trusted, and
-// what keeps it (the proofs, the renewer: renew.go) and tells of it (its
-// lapse and counters: lapse.go). Its fields are guarded by the floor's
-// st.mu but for the atomics.
+// what keeps it (its bounds: bounds.go; the proofs: proof.go; the
+// renewer: renew.go) and tells of it (its lapse and counters: lapse.go).
+// Its fields are guarded by the floor's st.mu but for the atomics.
 type Lease struct {
 	s        *Floor
 	touched  time.Time       // the latest touch at the leader shown: holds are valid until it + R (deadlineLocked)
@@ -166,7 +163,7 @@ type Lease struct {
 	kick                chan struct{} // wakes the renewer
 
 	waits, lapses atomic.Int64 // see Stats
-	probed        atomic.Int64 // the servers' tick a probe read (ns; 0: none): tick
+	tickProbed    atomic.Int64 // the servers' tick a probe read (ns; 0: none): tick
 
 	// lapsedAt is when the lease last ran out with holds (mono.Time), until
 	// a proof renews it again: the end of that episode is told too. A lapse
@@ -186,28 +183,6 @@ func (le *Lease) init(s *Floor) {
 	le.kick = make(chan struct{}, 1)
 }
 
-// validLocked reports whether holds stand at now: the deadline is ahead.
-// st.mu is held.
-func (le *Lease) validLocked(now time.Time) bool { return now.Before(le.deadlineLocked()) }
-
-// grantableLocked reports whether a hold may be granted at now: the
-// deadline is at least T/16 ahead, so that a hold is not granted to lapse
-// a moment later (a renewal is a round trip or two away). Under
-// WithLossOnExpiryOnly the deadline reaches past the leader's expiry by
-// up to T/8, for holds to ride out short failures; a new hold is granted
-// only within the default's reach, 7T/8, which ends before it. st.mu is
-// held.
-func (le *Lease) grantableLocked(now time.Time) bool {
-	t := le.Timeout()
-	if mutant.On(mutant.GrantWholeReach) {
-		return le.validLocked(now.Add(t / 16)) // seeded bug: granted on the whole reach
-	}
-	if mutant.On(mutant.GrantNoMargin) {
-		return le.validLocked(now.Add(le.reach() - t*7/8)) // seeded bug: no margin
-	}
-	return le.validLocked(now.Add(t/16 + le.reach() - t*7/8))
-}
-
 // reset forgets the deadline and the chain: they were earned by a session
 // that is over. st.mu is held.
 func (le *Lease) reset() {
@@ -215,170 +190,10 @@ func (le *Lease) reset() {
 	le.lastK.Store(0)
 }
 
-// proof is a sync or write that can prove the session alive at the
-// leader: its waiter (the tap's interest in its write; nil: none), the
-// tap's count of writes when it was queued, when it was queued, the
-// session it was queued in, and the chain's k it may close (the write time
-// of the latest proof answered by then; zero: none).
-type proof struct {
-	w    *wire.Waiter
-	mark int64
-	at   time.Time
-	id   int64
-	k    time.Time
-}
-
-// newProof notes a request about to be queued, its write awaited by w.
-func (le *Lease) newProof(w *wire.Waiter) proof {
-	s := le.s
-	p := proof{w: w, at: time.Now(), id: s.conn.SessionID()}
-	if k := le.lastK.Load(); k != 0 {
-		p.k = mono.Time(k).Std()
+// wake asks the renewer to look at the session again.
+func (le *Lease) wake() {
+	select {
+	case le.kick <- struct{}{}:
+	default:
 	}
-	if s.tap != nil {
-		p.mark = s.tap.Mark()
-	}
-	return p
-}
-
-// writtenAt dates p's write, under Dial: its own, as its waiter saw it
-// begin (a backlog ahead of it does not age it: TestSyncDatedByItsOwnWrite);
-// with no waiter (WithoutPipelining), the first write of a request after
-// its queueing, no later than its own in go-zookeeper's order. A ping
-// dates nothing (wire.TestPingDatesNoProof).
-func (le *Lease) writtenAt(p proof) (time.Time, bool) {
-	if p.w != nil {
-		if at, ok := p.w.WrittenAt(); ok {
-			return at, true
-		}
-	}
-	return le.s.tap.FirstWriteAfter(p.mark)
-}
-
-// touches is where the floor learns of touches: the tap's record under
-// Dial, its own proofs' under Wrap.
-func (le *Lease) touches() *wire.Touches {
-	if le.s.tap != nil {
-		return le.s.tap.Touches()
-	}
-	return &le.own
-}
-
-// proved takes p's request, which succeeded: it may be a later proof's k,
-// and it closes the chain of the k it was queued after, renewing the
-// lease from the touch that chain shows (see the argument above). The
-// new k and the renewal are taken under one hold of st.mu, and the
-// renewer is woken after: a look between the two would see the new k
-// against the old deadline and sync at once, where a look a moment later
-// would not (TestLeaseExploreWakeOrder).
-func (le *Lease) proved(p proof) {
-	written := p.at // under Wrap: no later than the write
-	if le.s.tap != nil {
-		at, ok := le.writtenAt(p)
-		if !ok {
-			return // too many writes since: its write time is not known
-		}
-		written = at
-	} else {
-		le.own.Confirm(p.at, time.Now()) // answered: touched by now
-	}
-	k := p.k
-	if mutant.On(mutant.ChainNoAfter) {
-		k = written // seeded bug: l is its own k, not one answered before it
-	}
-	touched, chained := le.chainFrom(k)
-	if mutant.On(mutant.LeaseFromProof) {
-		// Seeded bug: the rule before issue 55, T/4 past the proof's write.
-		touched, chained = written.Add(le.Timeout()/4-le.reach()), true
-	}
-	newK, late, lapsed := le.take(p, written, touched, chained)
-	if newK {
-		le.wake() // a sync may now close a chain (renew.go)
-		if h := le.s.cfg.Hooks; h != nil && h.Woke != nil {
-			h.Woke()
-		}
-	}
-	if late {
-		le.tooLate(k, written)
-	}
-	le.confirmed(lapsed)
-}
-
-// chainFrom returns the touch shown by a chain whose k was written at k
-// (zero: no chain): the write time of the latest packet known to have
-// been touched by k − π.
-func (le *Lease) chainFrom(k time.Time) (time.Time, bool) {
-	if k.IsZero() {
-		return time.Time{}, false
-	}
-	if mutant.On(mutant.TouchFromAnswer) {
-		return k.Add(-le.gap()), true // seeded bug: dated by when it was seen touched, not written
-	}
-	return le.touches().Before(k.Add(-le.gap()))
-}
-
-// take keeps what p, a proof of the current session written at written,
-// means: the renewer's period counts from its queueing, and it is the
-// chain's k of the proofs queued after it (newK: the latest so far). If
-// it closed a chain (chained), the deadline moves to touched + R; late
-// says that renewed nothing (the deadline already past), lapsed when the
-// lapse it ended began (0: none).
-func (le *Lease) take(p proof, written, touched time.Time, chained bool) (newK, late bool, lapsed int64) {
-	s := le.s
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	if p.id == 0 || p.id != s.st.sessionID {
-		return false, false, 0
-	}
-	le.proofAt = later(le.proofAt, p.at)
-	if w := int64(mono.Of(written)); w > le.lastK.Load() {
-		le.lastK.Store(w) // written under st.mu, read by newProof without it
-		newK = true
-	}
-	if !chained || s.conn.SessionID() != p.id || s.st.closed {
-		return newK, false, 0
-	}
-	ahead, lapsed := le.renewLocked(p.id, touched)
-	return newK, !ahead, lapsed
-}
-
-// handshake renews the lease from a connect answer that gave session id
-// (the argument's 4): the leader touched it after its request was written.
-// The answer may have granted a shorter timeout than any before it, which
-// brings the deadline in (deadlineLocked): the timer is armed again
-// whatever the answer shows. It returns when the lapse it ended began (0:
-// none). Under Wrap nothing sees the handshake. st.mu is held.
-func (le *Lease) handshake(id int64) (lapsed int64) {
-	le.untoldSince = time.Time{} // the grant is told: the tap read the answer (Dial), or noteGrant the connection (Wrap)
-	if le.s.tap == nil {
-		le.upSeen = time.Now()
-	} else if h, ok := le.s.tap.LastHandshake(); ok && h.SessionID == id {
-		_, lapsed = le.renewLocked(id, h.Written)
-	}
-	if lapsed == 0 && le.deadlineLocked().After(time.Now()) {
-		lapsed = le.lapsedAt.Swap(0) // a lapse the untold grant's bound began ends with it
-	}
-	if !le.touched.IsZero() {
-		trace.Renewed(le.s.zc, id, le.touched, le.deadlineLocked())
-	}
-	le.armLocked()
-	return lapsed
-}
-
-// renewLocked moves the latest touch shown to touched if that is later,
-// and reports whether the deadline lies ahead and, if that ends a lapse
-// (the lease ran out with holds, no renewal since), when the lapse began
-// (0: none). The lapse's end is taken here, under s.st.mu as its start is
-// (lapse), so that the renewer, which reads both, never sees the lease
-// renewed and still lapsed. st.mu is held.
-func (le *Lease) renewLocked(id int64, touched time.Time) (ahead bool, lapsed int64) {
-	if touched.After(le.touched) {
-		le.touched = touched
-		trace.Renewed(le.s.zc, id, touched, le.deadlineLocked())
-		le.armLocked()
-	}
-	if ahead = le.deadlineLocked().After(time.Now()); ahead {
-		lapsed = le.lapsedAt.Swap(0)
-	}
-	return ahead, lapsed
 }

@@ -114,7 +114,7 @@ func runConfig(cfg leaseConfig, seed uint64, steps []step, keep bool) outcome {
 	if cfg.digests {
 		// As Dial does once its session is made (Wrap at once, in the
 		// background): the floor's credential, through AddAuth.
-		w.s.Go(func() { _ = w.s.auth.authenticate(w.s.life.ctx) })
+		w.s.Go(func() { _ = w.s.authenticate(w.s.life.ctx) })
 	}
 	for _, st := range steps {
 		w.ag.at(st.at, func() { w.take(st) })

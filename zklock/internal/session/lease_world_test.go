@@ -395,7 +395,7 @@ func (w *world) settle() {
 		if !parked {
 			return
 		}
-		w.s.wl.q.OrderInstants()
+		w.s.wq.OrderInstants()
 		close(ch)
 	}
 }

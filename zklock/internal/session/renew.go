@@ -30,14 +30,6 @@ func (le *Lease) idleEvery() time.Duration {
 	return min(max((t*12/16-le.gap())/3, t/32), t/4)
 }
 
-// wake asks the renewer to look at the session again.
-func (le *Lease) wake() {
-	select {
-	case le.kick <- struct{}{}:
-	default:
-	}
-}
-
 // refresh returns a channel closed once a sync sent no earlier than now
 // has completed (successfully or not), sending one unless one is already
 // in flight (refreshWritten, which also says when that sync is written). A sync already in flight was sent earlier, which is as good for
@@ -118,13 +110,6 @@ func (le *Lease) kAt() time.Time {
 // syncKey is the path the lease's syncs name.
 const syncKey = "/"
 
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
 // renew keeps the lease fresh while any lock of the session has a node: it
 // sends a sync when no proof came for a period.
 func (le *Lease) renew() {
@@ -194,7 +179,7 @@ func (le *Lease) dueLocked() (active bool, due time.Duration) {
 	if d := le.deadlineLocked(); locked && time.Until(d) < 2*every && le.extension().After(d.Add(every/4)) {
 		return true, 0
 	}
-	return active, time.Until(later(le.proofAt, le.syncAt).Add(every))
+	return active, time.Until(laterOf(le.proofAt, le.syncAt).Add(every))
 }
 
 // extension is the deadline a sync queued now would renew the lease to:

@@ -147,3 +147,15 @@ func (s *Floor) tickUnknown(why string) {
 	s.log.Warn("the servers' tick is not known: a first lock on this connection waits 5/8 of half the session timeout; declare it with WithServerTickTime",
 		"why", why, "wait", s.lease.Timeout()*5/16)
 }
+
+// awaitConnected waits until the floor is connected (true), or closed.
+func (s *Floor) awaitConnected() bool {
+	for s.State() != StateConnected {
+		select {
+		case <-s.st.changedChan():
+		case <-s.life.ctx.Done():
+			return false
+		}
+	}
+	return true
+}

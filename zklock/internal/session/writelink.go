@@ -16,18 +16,17 @@ import (
 // request on the wire with the lease's proof around it, and the bound on
 // requests in flight.
 
-// writeLink is the floor's write path (q) and its side of the path's
-// contract: its methods are what writes.Conn asks of the session.
+// writeLink is the floor's side of its write path's contract: its methods
+// are what writes.Conn asks of the session.
 type writeLink struct {
 	s *Floor
-	q *writes.Queue
 }
 
-// start makes the floor's write path on its connection.
-func (wl *writeLink) start(s *Floor) {
+// startWrites makes the floor's write path (Floor.wq) on its connection.
+func (s *Floor) startWrites() {
 	zc := s.zc
-	wl.s = s
-	wl.q = writes.New(writes.Conn{
+	wl := &writeLink{s: s}
+	s.wq = writes.New(writes.Conn{
 		Connected: wl.connected,
 		SessionID: s.conn.SessionID,
 		Send:      wl.send,
