@@ -53,6 +53,7 @@ func (c *claimer) try(ctx, lockCtx context.Context, j *job, p *probe, calls int6
 func (c *claimer) take(ctx context.Context, j *job, p *probe) (*zklock.Hold, decision, error) {
 	d, h, err := c.decide(ctx, j, p)
 	c.heldEnds(j, d)
+	c.missedDecided(j, d)
 	switch {
 	case err != nil:
 		return nil, d, err

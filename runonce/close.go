@@ -18,7 +18,9 @@ func (r *Runner) isClosed() bool {
 // its session; later Claim calls return ErrClosed. A claim in flight
 // finishes first (Close waits for it, at most its lock timeout): either it
 // has written the run node and runs, released at once, or it leaves the
-// tick unmarked and returns ErrClosed. Close leaves the run nodes, which
+// tick unmarked and returns ErrClosed. The ticks handed to Missed and not
+// decided yet are decided by a read of their jobs' records, within the
+// lock timeout (missed.go). Close leaves the run nodes, which
 // the next instances need. It is idempotent.
 func (r *Runner) Close() error {
 	if r == nil {
@@ -34,6 +36,7 @@ func (r *Runner) Close() error {
 	// The claims in flight finish first (gate.go): a claim that wrote
 	// stores its run before it leaves, so that the loop below finds it.
 	r.gate.shut()
+	r.missedAtClose()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var errs []error

@@ -56,6 +56,12 @@ var (
 	// fleet may have run it or not; no instance runs it twice. It matches
 	// ErrSkipped.
 	ErrTickUnknown = fmt.Errorf("%w: tick unknown", ErrSkipped)
+	// ErrTickLost reports a tick handed to Missed (not run here: its
+	// scheduler did not fire it, or its claim could not decide it) that the
+	// job's record shows no instance ran once its window and the lock
+	// timeout passed: lost, unless an instance fires it late.
+	// It is the Err of the observer's Lost events; no Claim returns it.
+	ErrTickLost = errors.New("runonce: tick lost")
 	// ErrPanicked reports a run that panicked (Do, Claim.Fail): the tick is
 	// the fleet's run, not run again, and it failed.
 	ErrPanicked = errors.New("runonce: the run panicked")

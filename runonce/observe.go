@@ -31,12 +31,19 @@ const (
 	// the job's record cannot show or rule out (ErrTickUnknown,
 	// ClaimTick): the fleet may have run it.
 	SkippedUnknown
+	// Lost: a tick this instance did not run and handed to Runner.Missed
+	// (its scheduler did not fire it, or its claim could not decide it),
+	// which the job's record shows no instance ran once its window and the
+	// lock timeout passed: lost unless an instance fires it late, which a
+	// line tells. Told by the Runner, not by a Claim (missed.go).
+	Lost
 )
 
-var outcomeNames = [...]string{"ran", "held", "already_ran", "yielded", "failed", "stale", "unknown"}
+var outcomeNames = [...]string{"ran", "held", "already_ran", "yielded", "failed", "stale", "unknown", "lost"}
 
 // String returns the outcome's name: ran, held, already_ran, yielded,
-// failed, stale or unknown (the values of lockmetrics' outcome label).
+// failed, stale, unknown or lost (the values of lockmetrics' outcome
+// label).
 func (o Outcome) String() string {
 	if o < 0 || int(o) >= len(outcomeNames) {
 		return "Outcome(" + strconv.Itoa(int(o)) + ")"

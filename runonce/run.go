@@ -32,6 +32,7 @@ type job struct {
 	lastName int64       // the tick this process last claimed (envelope.go), under busy
 	held     heldEpisode // ticks lost to the lock held elsewhere (lost.go), under busy
 	after    heldTicks   // an ended episode's ticks still undecided (heldticks.go), under busy
+	missed   missedTicks // ticks the scheduler did not fire here, to decide (missed.go)
 
 	calls    atomic.Int64 // Claim calls
 	warnedAt atomic.Int64 // the last failure warned of (Unix ns)
