@@ -19,7 +19,7 @@ import (
 
 // jobOutcomes are the values of the job metrics' outcome label: the names
 // of runonce.Outcome.
-var jobOutcomes = [...]string{"ran", "held", "already_ran", "yielded", "stale", "unknown", "failed"} // failed last: the default
+var jobOutcomes = [...]string{"ran", "held", "already_ran", "yielded", "stale", "unknown", "lost", "failed"} // failed last: the default
 
 // jobSeries are one job name's counters, by outcome.
 type jobSeries [len(jobOutcomes)]prometheus.Counter
@@ -35,7 +35,7 @@ type jobs struct {
 
 func newJobMetrics(ns string, buckets []float64) (*prometheus.CounterVec, *prometheus.HistogramVec) {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "job_locks_total",
-			Help: "Scheduled jobs' Lock calls (gocronlock), one per job and tick on each instance, by outcome: ran, held (the job's lock was held: not run here, lost unless its holder runs it after), already_ran, yielded (left to another instance), stale (a tick fired more than its window late, which the fleet ran), unknown (a tick this instance cannot run, whose run the job's record can neither show nor rule out: the fleet may have run it), failed."},
+			Help: "Scheduled jobs' Lock calls (gocronlock), one per job and tick on each instance, by outcome: ran, held (the job's lock was held: not run here, lost unless its holder runs it after), already_ran, yielded (left to another instance), stale (a tick fired more than its window late, which the fleet ran), unknown (a tick this instance cannot run, whose run the job's record can neither show nor rule out: the fleet may have run it), lost (a tick this instance's scheduler did not fire, which the job's record shows no instance ran: told by each instance that did not fire it, so the fleet's lost ticks are the distinct jobs and ticks, not the sum over instances), failed."},
 			[]string{"job", "outcome"}),
 		prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "job_lock_seconds",
 			Help: "Scheduled jobs' Lock latency (gocronlock), from its entry to its return, by outcome.", Buckets: buckets},
@@ -43,7 +43,7 @@ func newJobMetrics(ns string, buckets []float64) (*prometheus.CounterVec, *prome
 }
 
 // ObserveJob records one Lock call of a scheduled job: its outcome (one
-// of ran, held, already_ran, yielded, stale, unknown, failed; anything else
+// of ran, held, already_ran, yielded, stale, unknown, lost, failed; anything else
 // counts as failed) and its latency. Job names past WithMaxLocks are counted as
 // OtherLock. It is a map read and two atomic adds.
 func (c *Collector) ObserveJob(job, outcome string, latency time.Duration) {
