@@ -87,7 +87,24 @@
 // it cannot find (Warn, once per job), a fire it does not run (Warn, once
 // until the job's fires are named again, and observed as unknown).
 // runonce.WithObserver hears every Lock (lockmetrics.Collector.ObserveJob
-// exports them); LastRun, and tierlock ls on the root, tell each job's
+// exports them).
+//
+// It tells the ticks gocron did not fire, too. gocron reschedules a job
+// once its fire's Lock returns and skips the times already past, so a
+// Lock slower than the period, or a late scheduler goroutine, makes it
+// fire none of the ticks between; no Lock is made for them. The Locker's
+// book sees them at the job's next Lock (skipped.go), and the job's record
+// decides each once its window and the lock timeout have passed, at that
+// Lock or a later one, or at Close: a tick no instance ran is observed as
+// runonce.Lost and told in a line naming the job, the ticks and why ("gocron
+// on this instance did not fire them: its scheduler was late", with how
+// late); one the record has let go is told unknown; one another instance
+// ran is not told. A named tick whose Lock was told unknown is decided so
+// too. Each instance tells the ticks it passed over: a tick every
+// instance skipped is lost on each. An instance starved of Locks tells
+// nothing until its next Lock or Close.
+//
+// LastRun, and tierlock ls on the root, tell each job's
 // last run and who made it; RemoveJob deletes a retired job's nodes.
 // runonce.WithSpread spreads the runs over the fleet.
 //

@@ -76,6 +76,15 @@ type tickBook struct {
 	next    time.Time   // the first time after its read's now, at the last read of a list
 	backlog bool        // the last Lock named was named by a time gocron had dropped
 	told    bool        // an unnamed Lock was told at Warn since the last named one
+
+	// The ticks gocron did not fire here (skipped.go).
+	ahead      []time.Time // the times to come at the last read, at most readAhead
+	read       time.Time   // the last read's now
+	pending    []time.Time // ticks that came, no Lock named by yet (ascending)
+	unread     bool        // gocron passed over ticks the book did not read
+	skipped    skipped     // what the last Lock found passed over
+	returned   time.Time   // when the job's last Lock returned
+	returnedOf time.Time   // its tick, or its entry when it named none
 }
 
 // name returns the tick of a Lock at now whose job's scheduled times,
@@ -83,6 +92,14 @@ type tickBook struct {
 // computes), and what the Lock is.
 func (b *tickBook) name(times []time.Time, now time.Time) (time.Time, fireKind) {
 	times = slices.DeleteFunc(times, time.Time.IsZero)
+	b.came(times, now)
+	tick, kind := b.nameFire(times, now)
+	b.skipped = b.skippedOf(tick, now)
+	return tick, kind
+}
+
+// nameFire is name, once the book noted the ticks due (came).
+func (b *tickBook) nameFire(times []time.Time, now time.Time) (time.Time, fireKind) {
 	pruned := b.see(times, now)
 	if len(b.fired) == 0 {
 		if len(times) == 0 || b.backlog {

@@ -13,7 +13,7 @@ import (
 // TestFleetClocks) did wrong, by its runs (rep) and what its instances
 // observed (obs): a (job, tick) run twice, whatever the faults; a tick
 // that ran nowhere observed by no instance; one observed as already_ran
-// or stale (which say the fleet ran it), or told lost (held or failed) by
+// or stale (which say the fleet ran it), or told lost (held, failed or lost) by
 // no instance, outside a claim a fault cut between its write and its run.
 // outside returns the keys no such cut explains (faulted.cutClaims).
 // unknown does not tell a loss: it says the fleet may have run the tick,
@@ -33,7 +33,7 @@ func faultsJudge(rep fleet.Report, obs []fleet.Obs, outside func([]fleet.Key) []
 	}{
 		{"observed as already_ran", lost.AlreadyRan},
 		{"observed as stale", lost.Stale},
-		{"told lost (held or failed) by no instance", fleet.Untold(rep, obs)},
+		{"told lost (held, failed or lost) by no instance", fleet.Untold(rep, obs)},
 	} {
 		if out := outside(c.keys); len(out) > 0 {
 			faults = append(faults, fmt.Sprintf("%d ticks ran nowhere, %s, outside a claim a fault cut: %v", len(out), c.what, out))
@@ -71,10 +71,11 @@ func TestFaultsJudgeRefuses(t *testing.T) {
 		refuse string
 	}{
 		{"a double", double, said("held"), 0, "ran more than once"},
-		{"a tick lost, told unknown", runs, said("unknown"), 0, "told lost (held or failed) by no instance"},
+		{"a tick lost, told unknown", runs, said("unknown"), 0, "told lost (held, failed or lost) by no instance"},
 		{"a tick lost, told by none", runs, nil, 0, "observed by no instance"},
 		{"a tick lost, told stale", runs, said("stale"), 0, "observed as stale"},
 		{"a tick lost, told held", runs, said("held"), 0, ""},
+		{"a tick lost, told lost", runs, said("lost"), 0, ""},
 		{"a claim a kill cut, already_ran", runs, said("already_ran"), 4, ""},
 		{"already_ran outside a cut", runs, said("already_ran"), 2, "observed as already_ran"},
 	} {

@@ -41,9 +41,10 @@ func TestFleetJudgesRefuse(t *testing.T) {
 	}{
 		{"a double, a timer fired 1 s late", runs(false, late), nil, "a window or more apart"},
 		{"a double, timers 100 ms apart", runs(false, close), nil, "less than a window apart"},
-		{"a tick lost, told by no instance", runs(true), nil, "told lost (held or failed) by no instance"},
+		{"a tick lost, told by no instance", runs(true), nil, "told lost (held, failed or lost) by no instance"},
 		{"a tick lost, told unknown", runs(true), []fleet.Obs{{Job: "job-00", Node: "node-1", Outcome: "unknown", Tick: 4}}, "by no instance"},
 		{"a tick lost, told held", runs(true), []fleet.Obs{{Job: "job-00", Node: "node-1", Outcome: "held", Tick: 4}}, ""},
+		{"a tick lost, told lost (gocron did not fire it)", runs(true), []fleet.Obs{{Job: "job-00", Node: "node-1", Outcome: "lost", Tick: 4}}, ""},
 		{"every tick once", runs(false), nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

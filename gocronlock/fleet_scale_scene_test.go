@@ -66,6 +66,7 @@ func scale(t *testing.T, jobs int, d time.Duration) scaled {
 	f := startFleetOn(t, zktest.Servers(t), fleet.ModeLocker, d, jobs, "-obs")
 	rs := f.wait(t, time.Until(f.start)+d+60*time.Second, nil)
 	txns := zxid(t) - before
+	f.keepLogs(t)
 	sc := scaled{rep: fleet.Check(rs.Runs, jobs, 2, lastTick(d)-1, nil), steady: fleet.Check(rs.Runs, jobs, 5, lastTick(d)-1, nil),
 		obs: rs.Obs, warnings: f.warnings()}
 	var stats []string
@@ -86,8 +87,8 @@ func scale(t *testing.T, jobs int, d time.Duration) scaled {
 	}
 	sc.late, sc.twice = doubleRuns(rs.Runs, sc.rep.Duplicates)
 	ticks := float64(jobs) * float64(lastTick(d)+1) // for the transactions: every tick
-	sc.report = fmt.Sprintf("scale fleet, %v, 3 × %d jobs every %v: %v; ticks with runs missing (tick:missing): %s; Lock latency: %s; %.2f ZooKeeper transactions per (job, tick); outcomes: %s; the Locker's warnings: %s",
-		d, jobs, fleetPeriod, sc.rep, strings.Join(sc.short, " "), strings.Join(stats, "; "), float64(txns)/ticks, strings.Join(rs.Outcomes, "; "), sc.warnings)
+	sc.report = fmt.Sprintf("scale fleet, %v, 3 × %d jobs every %v: %v; ticks with runs missing (tick:missing): %s; of the ticks that ran nowhere, %v; Lock latency: %s; %.2f ZooKeeper transactions per (job, tick); outcomes: %s; the Locker's warnings: %s",
+		d, jobs, fleetPeriod, sc.rep, strings.Join(sc.short, " "), fleet.TellsLost(sc.rep, rs.Obs), strings.Join(stats, "; "), float64(txns)/ticks, strings.Join(rs.Outcomes, "; "), sc.warnings)
 	return sc
 }
 

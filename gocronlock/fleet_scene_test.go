@@ -224,7 +224,7 @@ func coverageFault(rep fleet.Report, obs []fleet.Obs, want float64) string {
 	if len(untold) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%.2f%% of the ticks ran, want at least %.1f%%, and %d of the %d that ran nowhere were told lost (held or failed) by no instance, e.g. %v; of the ticks that ran nowhere, %v",
+	return fmt.Sprintf("%.2f%% of the ticks ran, want at least %.1f%%, and %d of the %d that ran nowhere were told lost (held, failed or lost) by no instance, e.g. %v; of the ticks that ran nowhere, %v",
 		100*rep.Coverage(), 100*want, len(untold), len(rep.Lost), untold[:min(len(untold), 5)], fleet.TellsLost(fleet.Report{Lost: untold}, obs))
 }
 

@@ -66,7 +66,20 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 		return nil, runonce.ErrNil
 	}
 	entry := time.Now()
-	c, err := l.claimFire(ctx, key, entry, l.fireOf(key, entry))
+	f := l.fireOf(key, entry)
+	if len(f.skipped.ticks) > 0 {
+		// Told once the record decides them: at this Lock's read, or later
+		// (runonce.Runner.Missed).
+		_ = l.r.Missed(key, f.skipped.ticks, f.skipped.why)
+	}
+	c, err := l.claimFire(ctx, key, entry, f)
+	if f.kind != fireUnseen {
+		l.jobs.returned(key, f, entry, time.Now())
+	}
+	if !f.tick.IsZero() && errors.Is(err, runonce.ErrTickUnknown) {
+		// Decided later by the record: lost if no instance ran it.
+		_ = l.r.Missed(key, []time.Time{f.tick}, "its claim on this instance could not tell whether the fleet ran it (unknown at its Lock)")
+	}
 	switch {
 	case keyAccepted(err):
 		l.checkKey(ctx, key)

@@ -82,9 +82,10 @@ const rereadEvery = time.Second
 // names none), what the fire is, and whether an unnamed one is told at
 // Warn (the first since the job's last fire named by gocron's list).
 type fire struct {
-	tick time.Time
-	kind fireKind
-	warn bool
+	tick    time.Time
+	kind    fireKind
+	warn    bool
+	skipped skipped // ticks gocron did not fire here, found at this Lock (skipped.go)
 }
 
 // fireOf returns the fire of the job named key that Lock decides, fired
@@ -127,10 +128,26 @@ func (sj *schedJobs) name(key string, j gocron.Job, times []time.Time, now time.
 	}
 	f := fire{}
 	f.tick, f.kind = b.name(times, now)
+	f.skipped = b.skipped
 	if f.kind == fireUnnamed {
 		f.warn, b.told = !b.told, true
 	}
 	return f
+}
+
+// returned notes that a Lock of the job named key, of f, entered at
+// entry, returned at now: the book says how late it returned when
+// gocron skips the ticks after it (skipped.go).
+func (sj *schedJobs) returned(key string, f fire, entry, now time.Time) {
+	sj.mu.Lock()
+	defer sj.mu.Unlock()
+	if b := sj.books[key]; b != nil {
+		of := f.tick
+		if of.IsZero() {
+			of = entry
+		}
+		b.noteReturn(of, now)
+	}
 }
 
 // jobBook is a job's tick book, with the job it is of.

@@ -292,13 +292,15 @@ func (t Told) String() string {
 }
 
 // Untold returns the (job, tick) of rep that ran nowhere and that no
-// instance observed as lost: held (its lock held) or failed (ZooKeeper
-// unreachable, an overload). unknown does not count: it says the fleet
-// may have run the tick, and a tick that ran nowhere was lost.
+// instance observed as lost: held (its lock held), failed (ZooKeeper
+// unreachable, an overload) or lost (a tick gocron did not fire on the
+// instance, which the job's record showed no instance ran). unknown does
+// not count: it says the fleet may have run the tick, and a tick that ran
+// nowhere was lost.
 func Untold(rep Report, obs []Obs) []Key {
 	told := map[Key]bool{}
 	for _, o := range obs {
-		if o.Outcome == "held" || o.Outcome == "failed" {
+		if o.Outcome == "held" || o.Outcome == "failed" || o.Outcome == "lost" {
 			told[Key{o.Job, o.Tick}] = true
 		}
 	}
