@@ -189,7 +189,12 @@ func (s *Floor) showInside() {
 		}
 		return time.Time{}
 	}
-	*h.Inside = Inside{Tap: s.tap, Refresh: s.lease.refresh, LastK: lastK, Listings: s.lister.waitingLen}
+	listings := func() int {
+		s.lister.mu.Lock()
+		defer s.lister.mu.Unlock()
+		return len(s.lister.waiting)
+	}
+	*h.Inside = Inside{Tap: s.tap, Refresh: s.lease.refresh, LastK: lastK, Listings: listings}
 }
 
 // stop ends a floor whose connection never came up.

@@ -320,10 +320,3 @@ func (ls *lister) ownAlone() bool {
 	h := ls.f.cfg.Hooks
 	return h != nil && h.OwnAlone != nil && h.OwnAlone()
 }
-
-// waitingLen is how many listings wait for the lister (Inside.Listings).
-func (ls *lister) waitingLen() int {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	return len(ls.waiting)
-}

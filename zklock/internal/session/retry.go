@@ -88,6 +88,7 @@ func (s *Floor) notePause(err error, _ time.Duration) {
 	}
 }
 
+// sleepCtx waits d (true), or until ctx ends (false).
 func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
