@@ -167,11 +167,9 @@ func (l *Lock) attempt(ctx context.Context, wait bool) (*Hold, error) {
 	f.Waiting(1)
 	defer f.Waiting(-1)
 	l.view.queued("") // what an earlier node saw says nothing of this one's queue
-	// Credentials first (WithDigestAuth): a create under an ACL that
-	// only they satisfy would be refused, or made anonymous.
-	if err := f.AwaitAuth(ctx); err != nil {
-		return nil, err
-	}
+	// The create is admitted once the session's credentials are in place
+	// (WithDigestAuth; Flight.Admit): a create under an ACL that only they
+	// satisfy would be refused, or made anonymous.
 	n, err := l.enqueue(ctx, wait)
 	if errors.Is(err, errBusyDelete) {
 		return nil, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Digest credentials. ZooKeeper keeps authentication per connection, not
@@ -32,30 +33,21 @@ func (s *Floor) openAuth() {
 }
 
 // AwaitAuth waits until the session's credentials are in place: every
-// request that creates, deletes or reads lock nodes goes after it. It
-// returns the auth's failure, or ctx's error.
+// request that creates, deletes or reads lock nodes goes after it (the
+// requests Flight.Admit admits wait there). It returns the auth's
+// failure, or ctx's error.
 func (s *Floor) AwaitAuth(ctx context.Context) error {
-	g := &s.auth
-	select {
-	case <-g.done:
-		return g.err
-	default:
-	}
-	select {
-	case <-g.done:
-		return g.err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.life.ctx.Done():
-		return ErrClosed
-	}
+	return s.auth.wait(ctx, s.life.ctx.Done())
 }
 
 // authenticate sends every credential of the session and opens the gate.
 // Dial runs it before returning; Wrap in the background.
 func (s *Floor) authenticate(ctx context.Context) error {
 	if h := s.cfg.Hooks; h != nil && h.AuthDelay > 0 {
-		sleepCtx(ctx, h.AuthDelay)
+		select { // a test's delay of the credentials
+		case <-time.After(h.AuthDelay):
+		case <-ctx.Done():
+		}
 	}
 	var err error
 	for _, d := range s.cfg.Digests {

@@ -144,16 +144,16 @@ func newFloor(tap *wire.Tap, owns bool, cfg Config) *Floor {
 	s.link.ownsConn = owns
 	s.life.hardStop = make(chan struct{})
 	s.life.ctx, s.life.cancel = context.WithCancel(context.Background())
+	s.openAuth() // before anything can wait at the gate
 	s.st.init(s)
 	s.lease.init(s)
-	s.flight.init(s.life.ctx.Done(), s.Go, tap, func() time.Duration { return s.lease.Timeout() / 32 })
+	s.flight.init(s.life.ctx.Done(), &s.auth, s.Go, tap, func() time.Duration { return s.lease.Timeout() / 32 })
 	s.lister.f = s
 	s.watches.dispatching = tap != nil
 	s.out.log, s.out.expiryOnly = s.log, cfg.ExpiryOnly
 	if tap != nil {
 		s.out.unanswered = tap.Unanswered
 	}
-	s.openAuth()
 	s.notes.init(cfg.Listener)
 	return s
 }

@@ -36,9 +36,11 @@ import (
 // on a goroutine of the floor's.
 type Flight struct {
 	// What it takes of the floor (init): its end, which a wait for a
-	// place gives up at; its Go, for the reads it makes; its tap, told
-	// of each read out (nil: none); the target round trip.
+	// place gives up at; its credentials' gate, which no request is
+	// admitted ahead of (nil: none); its Go, for the reads it makes; its
+	// tap, told of each read out (nil: none); the target round trip.
 	quit   <-chan struct{}
+	auth   *authGate
 	spawn  func(func())
 	tap    *wire.Tap
 	target func() time.Duration
@@ -50,11 +52,11 @@ type Flight struct {
 	cutAt time.Time       // when limit was last cut
 }
 
-// init ties the bound to its floor: quit, the floor's end; spawn, the
-// floor's Go; tap, the floor's wire tap (nil: none); target, the round
-// trip the bound aims at.
-func (f *Flight) init(quit <-chan struct{}, spawn func(func()), tap *wire.Tap, target func() time.Duration) {
-	f.quit, f.spawn, f.tap, f.target = quit, spawn, tap, target
+// init ties the bound to its floor: quit, the floor's end; auth, its
+// credentials' gate; spawn, the floor's Go; tap, the floor's wire tap
+// (nil: none); target, the round trip the bound aims at.
+func (f *Flight) init(quit <-chan struct{}, auth *authGate, spawn func(func()), tap *wire.Tap, target func() time.Duration) {
+	f.quit, f.auth, f.spawn, f.tap, f.target = quit, auth, spawn, tap, target
 }
 
 // waitingFlight is an acquire waiting for k places.
@@ -148,11 +150,17 @@ func (f *Flight) wakeLocked() {
 }
 
 // Admit admits k requests (1 or 2: an acquisition's create and the
-// listing pipelined behind it) under the bound, waiting in order behind
-// earlier ones, until ctx ends or the floor closes. The create's place is
-// given back by the writer when it is answered (writeLink.ended), the
-// listing's by LaunchAdmitted's request, or by GiveBack when unused.
+// listing pipelined behind it) under the bound, once the session's
+// credentials are in place (its first requests wait for them here, and
+// a failure to send them is every request's error), waiting in order
+// behind earlier ones, until ctx ends or the floor closes. The create's
+// place is given back by the writer when it is answered
+// (writeLink.ended), the listing's by LaunchAdmitted's request, or by
+// GiveBack when unused.
 func (f *Flight) Admit(ctx context.Context, k int) error {
+	if err := f.auth.wait(ctx, f.quit); err != nil {
+		return err
+	}
 	return f.acquire(ctx, k, f.quit)
 }
 

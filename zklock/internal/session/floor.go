@@ -88,6 +88,27 @@ type authGate struct {
 	err  error // written before done is closed, read after
 }
 
+// wait waits until the gate is open (nil g: no gate), and returns the
+// credentials' failure, or ctx's error, or ErrClosed once quit is closed.
+func (g *authGate) wait(ctx context.Context, quit <-chan struct{}) error {
+	if g == nil {
+		return nil
+	}
+	select {
+	case <-g.done:
+		return g.err
+	default:
+	}
+	select {
+	case <-g.done:
+		return g.err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-quit:
+		return ErrClosed
+	}
+}
+
 // lifetime is how a floor ends: Close cancels ctx, and waits for the
 // goroutines of the floor and its locks (bg).
 type lifetime struct {

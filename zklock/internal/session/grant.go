@@ -220,3 +220,15 @@ func (st *sessionState) awaitGrantable(ctx context.Context, verdict, attempt int
 // kRecheck bounds a wait for a chain's k, so that a bound the lease
 // learns meanwhile (the probed tick, a reconnection's timeout) moves it.
 const kRecheck = 20 * time.Millisecond
+
+// sleepCtx waits d (true), or until ctx ends (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

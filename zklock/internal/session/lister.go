@@ -94,28 +94,6 @@ func (ls *lister) on() bool {
 	return ls.f.tap != nil && !ls.f.cfg.NoPipelining && !ls.off.Load()
 }
 
-// queue queues l, a listing (or, with watch, a read and watch), and
-// waits for its answer.
-func (ls *lister) queue(ctx context.Context, l *listing) (*listing, error) {
-	l.admitted, l.done = time.Now(), make(chan struct{})
-	ls.mu.Lock()
-	ls.waiting = append(ls.waiting, l)
-	start := ls.senders < maxSenders
-	if start {
-		ls.senders++
-	}
-	ls.mu.Unlock()
-	if start {
-		ls.f.Go(ls.run)
-	}
-	select {
-	case <-l.done:
-		return l, l.err
-	case <-ctx.Done():
-		return nil, ctx.Err() // its place is given back when it is answered
-	}
-}
-
 // run sends what waits, batch by batch, until nothing does.
 func (ls *lister) run() {
 	if h := ls.f.cfg.Hooks; h != nil && h.Sending != nil {

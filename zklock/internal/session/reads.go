@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -11,7 +12,8 @@ import (
 // The locks' reads: a listing (List), a node's read with a data watch
 // (Watch), a listing with a children watch (ListWatched). Each verb
 // chooses its way here and always answers: with the session's other reads
-// (lister.go: one multiRead, and one setWatches for their watches) where
+// (lister.go: one multiRead, and one setWatches for their watches; a read
+// joins them through lister.queue, here beside the verbs that call it) where
 // the connection allows it, else go-zookeeper's request, written once for
 // each kind (zkChildren, zkGetW), which the lister's own refusals use too.
 // A watch's callback is registered here, before the read, so that no
@@ -116,6 +118,28 @@ func (s *Floor) ListWatched(ctx context.Context, path string, fn func(zk.Event))
 
 // register registers fn as the callback of the watch on path, the
 // session's own when own, where the session's callback tells events;
+// queue queues l, a listing (or, with watch, a read and watch), and
+// waits for its answer.
+func (ls *lister) queue(ctx context.Context, l *listing) (*listing, error) {
+	l.admitted, l.done = time.Now(), make(chan struct{})
+	ls.mu.Lock()
+	ls.waiting = append(ls.waiting, l)
+	start := ls.senders < maxSenders
+	if start {
+		ls.senders++
+	}
+	ls.mu.Unlock()
+	if start {
+		ls.f.Go(ls.run)
+	}
+	select {
+	case <-l.done:
+		return l, l.err
+	case <-ctx.Done():
+		return nil, ctx.Err() // its place is given back when it is answered
+	}
+}
+
 // it returns what removes it.
 func (s *Floor) register(path string, own bool, fn func(zk.Event)) (unwatch func()) {
 	switch {

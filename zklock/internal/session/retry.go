@@ -87,15 +87,3 @@ func (s *Floor) notePause(err error, _ time.Duration) {
 		h.Paused(err)
 	}
 }
-
-// sleepCtx waits d (true), or until ctx ends (false).
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
