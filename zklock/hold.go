@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/tierlock/tierlock/internal/closed"
 	"github.com/tierlock/tierlock/internal/trace"
 	"github.com/tierlock/tierlock/zklock/internal/session"
@@ -37,8 +39,9 @@ type Hold struct {
 	revokeOnce sync.Once
 
 	mu       sync.Mutex
-	watching *time.Timer // arms the own-node watch (see watchOwn); nil once the hold ends
-	unwatch  func()      // removes the own-node watch's callback; nil when none
+	watching *time.Timer                 // arms the own-node watch (see watchOwn); nil once the hold ends
+	unwatch  func()                      // removes the own-node watch's callback; nil when none
+	pauses   *backoff.ExponentialBackOff // between failed reads of the own node (retryWatch); nil after one succeeds
 }
 
 // holdLock is what a hold needs of its lock, as functions the lock gives

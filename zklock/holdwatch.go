@@ -51,7 +51,7 @@ func (h *Hold) watchOwn() {
 		r.Unwatch()
 		return
 	}
-	h.unwatch = r.Unwatch
+	h.unwatch, h.pauses = r.Unwatch, nil
 	h.mu.Unlock()
 	if h.revoked != nil && IsRevocation(r.Data) {
 		h.lock.tellRevoked(h)
@@ -134,7 +134,13 @@ func (h *Hold) watchAgain() {
 }
 
 // retryWatch arms the own-node watch again after a pause, when err left
-// the node's fate open; a session that is over ends the hold.
+// the node's fate open; a session that is over ends the hold. The pauses
+// are the session's retry policy's (10 ms, growing to MaxRetryWait while
+// the reads keep failing): a read that its connection's end failed is
+// made again at once, and waits in the session for the next connection
+// (its request is written on it after go-zookeeper's credentials), so the
+// node is watched again as soon as the session can, not a whole
+// MaxRetryWait later.
 func (h *Hold) retryWatch(err error) {
 	f := h.f
 	if f.Conn().SessionID() != h.owner {
@@ -144,9 +150,13 @@ func (h *Hold) retryWatch(err error) {
 	f.Log().Debug("own-node watch failed; retrying", "node", h.node, "err", err)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.watching != nil {
-		h.watching = time.AfterFunc(f.Config().MaxRetryWait, h.watchOwn)
+	if h.watching == nil {
+		return
 	}
+	if h.pauses == nil {
+		h.pauses = f.NewBackOff()
+	}
+	h.watching = time.AfterFunc(h.pauses.NextBackOff(), h.watchOwn)
 }
 
 // publish makes the granted h its lock's hold (attach), unless the lock

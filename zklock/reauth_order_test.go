@@ -270,3 +270,42 @@ func TestRevocableHoldAcrossReconnectionsUnderADigestACL(t *testing.T) {
 		t.Fatal("the revocation request, written after the reconnections, not told")
 	}
 }
+
+// TestOwnNodeReadCutRetriedAtTheNextConnection: a hold's read of its own
+// node that its connection's end fails (here the read that sets the
+// watch again after a reconnection, cut as it is written) is made again
+// once the session has a new connection, not a retry's pause later (here
+// a minute, WithMaxRetryInterval): meanwhile an operator's deletion or a
+// revocation request would go unseen.
+func TestOwnNodeReadCutRetriedAtTheNextConnection(t *testing.T) {
+	defer zklock.SetOwnAlone()() // a lone hold's read goes as the session's own, as many holds' do
+	s := connect(t, zktest.Servers(t), zklock.WithLossOnExpiryOnly(), zklock.WithMaxRetryInterval(time.Minute))
+	ctx := ctxT(t, time.Minute)
+	h, err := newLock(t, s, zktest.Path(t), zklock.WithRevocable()).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	watched := func() bool { return zklock.OwnWatchArmedForTest(h) && watchersOf(t, h.Node()) == 1 }
+	eventually(t, 10*time.Second, "the hold's own-node watch armed", watched)
+
+	var cut, cutRead atomic.Bool
+	zklock.SetWriteHook(s, func(op int32, _ []byte) error {
+		switch {
+		case op == zklock.OpExists && cut.CompareAndSwap(true, false):
+			return errors.New("test: the connection is cut")
+		case op == zklock.OpMultiRead && cutRead.CompareAndSwap(true, false):
+			return errors.New("test: the connection is cut as the hold's read is written")
+		}
+		return nil
+	})
+	defer zklock.SetWriteHook(s, nil)
+	cutRead.Store(true)
+	cut.Store(true)
+	_, _, _ = s.Conn().Exists("/") // fails, and the connection with it
+	eventually(t, 20*time.Second, "the hold's read written on a new connection, and cut", func() bool { return !cutRead.Load() })
+	eventually(t, 10*time.Second, "the hold's own-node watch set again on the next connection", watched)
+	if zktest.IsClosed(h.Lost()) {
+		t.Fatalf("the hold ended: %v", h.Err())
+	}
+}
