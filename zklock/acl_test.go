@@ -298,3 +298,33 @@ func TestRevokeWaitsForCredentials(t *testing.T) {
 		t.Fatal("the holder never heard of the revocation")
 	}
 }
+
+// TestAcquireWaitsForCredentials: under NewSession the credentials are
+// sent in the background, and an Acquire made at once, under a lock ACL
+// that only they satisfy, waits for them (its create is admitted after
+// them, Flight.Admit): made anonymously, its create would be refused
+// zk.ErrNoAuth.
+func TestAcquireWaitsForCredentials(t *testing.T) {
+	servers := zktest.Servers(t)
+	fleet := connect(t, servers, zklock.WithDigestAuth(fleetUser, fleetPassword))
+	root := aclRoot(t, fleet, digestOnlyACL())
+	restore := zklock.SetAuthDelayForTest(300 * time.Millisecond)
+	defer restore()
+	conn, _, err := zk.Connect(servers, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	s, err := zklock.NewSession(conn, nil, zklock.WithTestHooks(), zklock.WithLogger(quietLog), zklock.WithDigestAuth(fleetUser, fleetPassword))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h, err := newLock(t, s, root+"/job", zklock.WithACL(digestOnlyACL())).Acquire(ctxT(t, 20*time.Second))
+	if err != nil {
+		t.Fatalf("Acquire right after NewSession with credentials: %v", err)
+	}
+	if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
+}
