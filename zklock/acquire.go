@@ -16,8 +16,8 @@ import (
 // four stages: our node created with the queue listed behind it
 // (enqueue, create.go), its turn waited for (waitTurn, wait.go), the hold
 // granted by the session floor (Floor.Grant) and published
-// (Hold.publish, hold.go). A wait that ends without the lock is explained
-// (explain, holder.go).
+// (Hold.publish, holdwatch.go). A wait that ends without the lock is
+// explained (explain, holder.go).
 
 // Acquire waits until the lock is held, ctx ends, Close is called, or an
 // error that retrying cannot mend occurs, and returns the hold. Connection

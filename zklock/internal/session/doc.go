@@ -23,9 +23,10 @@
 //     released, Forget as it ends.
 //   - Its parts, each reached through one accessor: Writes, the write path
 //     (package writes): every create, delete and transaction of the locks
-//     goes there; Flight, the bound on requests in flight: Admit k places,
-//     GiveBack one unused, Send a read (admitted, made on a goroutine of
-//     the floor's, waited for or abandoned), LaunchAdmitted a read whose
+//     goes there; Flight, the bound on requests in flight: Admit k places
+//     (once the credentials are in place: floor.go's authGate), GiveBack
+//     one unused, Send a read (admitted, made on a goroutine of the
+//     floor's, waited for or abandoned), LaunchAdmitted a read whose
 //     place Admit gave (a listing pipelined behind a create); List, Watch
 //     and ListWatched, the locks' three reads (reads.go), each of which
 //     chooses its way (with the session's other reads, lister.go, where
@@ -39,7 +40,7 @@
 //     and UntilSessionOver (retried until done or the session is over),
 //     Retry and NewBackOff (the one retry policy), and Refusal (which
 //     errors are the server's final answer); AwaitAuth waits for the
-//     credentials.
+//     credentials (for requests outside Flight.Admit, which waits itself).
 //
 // # What the floor calls back
 //

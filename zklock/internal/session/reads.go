@@ -116,8 +116,6 @@ func (s *Floor) ListWatched(ctx context.Context, path string, fn func(zk.Event))
 	return r, nil
 }
 
-// register registers fn as the callback of the watch on path, the
-// session's own when own, where the session's callback tells events;
 // queue queues l, a listing (or, with watch, a read and watch), and
 // waits for its answer.
 func (ls *lister) queue(ctx context.Context, l *listing) (*listing, error) {
@@ -140,6 +138,8 @@ func (ls *lister) queue(ctx context.Context, l *listing) (*listing, error) {
 	}
 }
 
+// register registers fn as the callback of the watch on path, the
+// session's own when own, where the session's callback tells events;
 // it returns what removes it.
 func (s *Floor) register(path string, own bool, fn func(zk.Event)) (unwatch func()) {
 	switch {

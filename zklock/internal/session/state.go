@@ -79,7 +79,7 @@ func (st *sessionState) observe(ev zk.Event) { st.apply(func() zk.State { return
 // hear of a possible loss as soon as the client knows of it, so the holds
 // are ended here, synchronously. ev, the event that reported the state
 // (nil for a state read by catchUp), is traced under mu, where the holds
-// it ends are taken and a release is decided (Floor.Leave): traced as it
+// it ends are taken and a release is decided (Member.Leave): traced as it
 // arrived, a release decided before the take was traced after it, its hold
 // ended in the trace and never told lost (TestTraceReleaseMeetsDisconnection).
 func (st *sessionState) apply(read func() zk.State, ev *zk.Event) {

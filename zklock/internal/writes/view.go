@@ -41,7 +41,7 @@ func (q *Queue) OrderInstants() {
 
 // Idle reports whether the queue is empty and no writer runs: the next
 // write starts a writer, which waits for the session (and a test's gate,
-// session.HoldWriters) before it takes anything. An empty queue alone
+// session.Hooks.WriterGate, hooks.go) before it takes anything. An empty queue alone
 // does not say so: a writer that had looked at the session before a
 // test's gate was set could still take what comes next (make test run of
 // 2026-11-28 14:26 UTC, TestRefusedBatchGoesAgainAtOnce).
