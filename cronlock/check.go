@@ -33,10 +33,11 @@ type nameUse struct {
 // no more once its successor has, where of two jobs both alive the older
 // ticks again after the newer's first tick. A replaced job's tick can
 // still come late, delayed by a wrapper before the Locker's
-// (cron.DelayIfStillRunning: issue 50, item 8, a false Error and the
-// removed job run after its removal): with the Cron attached, an older
-// job than the last wrapped under its name, whose name has one entry
-// left in the Cron, is the removed one, and its tick is not run.
+// (cron.DelayIfStillRunning); taken for a second job, it would draw a
+// false Error and run the removed job after its removal. So, with the
+// Cron attached, an older job than the last wrapped under its name, whose
+// name has one entry left in the Cron, is the removed one, and its tick
+// is not run (TestDelayedReplacedJob).
 // checkName reports whether j's tick goes on.
 func (l *Locker) checkName(j *locked) bool {
 	l.mu.Lock()
@@ -89,8 +90,8 @@ func (l *Locker) unnamed(job cron.Job) cron.Job {
 
 // nilJob returns the job Wrapper or Wrap makes of a nil job named name
 // (cronlock.Named(name, nil)): it never claims a tick (it would claim the
-// fleet's run of each and make none: issue 50, item 5), and tells the
-// observer at each tick; the Error line is said once, now.
+// fleet's run of each and make none), and tells the observer at each
+// tick; the Error line is said once, now (TestNilJobRefused).
 func (l *Locker) nilJob(name string) cron.Job {
 	err := fmt.Errorf("cronlock: job %q: %w: a nil job, not run", name, runonce.ErrNil)
 	l.log.Error("job is nil: not run, and its ticks left to the instances that have it; give Named or Wrap the job itself", "job", name)

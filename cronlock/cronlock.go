@@ -142,8 +142,8 @@ func nilLocker(job cron.Job) cron.Job {
 // wrap returns job locked under name; a nil job is refused (check.go):
 // its ticks would be claimed, the fleet's run of them made by no one. A
 // nil func (cron.FuncJob(nil): a handler missing from a map) or a nil
-// pointer is a nil job (issue 56, item 3: it panicked in every claim it
-// won).
+// pointer is a nil job too: run, it would panic in every claim it won
+// (TestNilFuncRefused).
 func (l *Locker) wrap(name string, job cron.Job) cron.Job {
 	if isNil(job) {
 		return l.nilJob(name)

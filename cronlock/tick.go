@@ -6,7 +6,7 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
-// The tick of a fire (issues 50 and 56). robfig/cron v3 on Go 1.23 and
+// The tick of a fire. robfig/cron v3 on Go 1.23 and
 // later fires, when a stopped process resumes, the ticks it slept
 // through, each late by the stop; cron.DelayIfStillRunning fires a tick
 // when the run before it ends. A cron.Job is not told its tick, but the
@@ -148,9 +148,9 @@ func lockedIn(job cron.Job) *locked {
 // wrapper): the Cron holds a newer job of its name and not j. A job
 // Wrapper made of a Named one is found by its name: fewer entries of the
 // name than jobs wrapped under it. A job hidden from the Cron's readers
-// (cron.Recover around Wrap) cannot be told removed: it goes on (issue
-// 56, item 3: two schedules of one name, each so wrapped, lost the older
-// one's ticks).
+// (cron.Recover around Wrap) cannot be told removed: it goes on, since
+// taking it for removed would lose the older one's ticks where two
+// schedules of one name are each so wrapped (TestOneNameTwoSchedules).
 func removedFrom(c *cron.Cron, j *locked) bool {
 	names, newer := 0, false
 	for _, e := range c.Entries() {

@@ -8,11 +8,10 @@ import (
 	"github.com/tierlock/tierlock/runonce"
 )
 
-// The names below are runonce's, which gocronlock re-exported before it
-// spoke runonce's vocabulary as cronlock does (issue 52): the options,
-// errors, outcomes and types of a Locker are runonce's. They stay, as the
-// same values and types, so that code written against them keeps
-// building; new code uses runonce's.
+// The names below are runonce's under gocronlock's names: the options,
+// errors, outcomes and types of a Locker are runonce's, as cronlock's
+// are. They stay, as the same values and types, so that code written
+// against them keeps building; new code uses runonce's.
 
 // LockerOption configures NewLocker.
 //

@@ -8,9 +8,9 @@ import (
 	"github.com/tierlock/tierlock/runonce"
 )
 
-// The check of a job's key (issue 39, item 1), gocron's own: gocron names
-// a job without gocron.WithName after its function, so jobs made by one
-// closure share a name, and so one lock. The checks of the fleet's
+// The check of a job's key, gocron's own: gocron names a job without
+// gocron.WithName after its function, so jobs made by one closure share a
+// name, and so one lock (TestUnnamedJobsWarned). The checks of the fleet's
 // envelope, which runonce's state shows whatever the scheduler, are
 // runonce's (its envelope.go).
 
@@ -24,9 +24,10 @@ type keyCheck struct {
 	named    sync.Once
 }
 
-// badKey tells of a job whose name cannot be a key (issue 50, item 5: it
-// never ran, and nothing said so): once at Error, and to the observer at
-// each tick, as cronlock does. Claim refused it before its report.
+// badKey tells of a job whose name cannot be a key, which never runs, so
+// that it does not fail unheard: once at Error, and to the observer at
+// each tick, as cronlock does (TestBadKeyTold). Claim refused it before
+// its report.
 func (l *Locker) badKey(key string, err error) {
 	l.mu.Lock()
 	c := l.keys[key]

@@ -5,7 +5,7 @@ import "sync"
 // notifier calls the Elector's leader handler on a goroutine of its own.
 // The campaign goroutine, which Close waits for, only posts the changes;
 // were it to call the handler, a handler calling Close would wait for
-// itself (issue 37, item 4). So Close waits for the library's goroutine
+// itself (TestElectorCloseFromHandler). So Close waits for the library's goroutine
 // and never for user code.
 //
 // The changes are delivered one at a time, in the order posted. Close

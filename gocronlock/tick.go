@@ -12,7 +12,7 @@ import (
 	"github.com/tierlock/tierlock/runonce"
 )
 
-// The tick of a Lock (issue 50, item 7). gocron calls Lock with the job's
+// The tick of a Lock. gocron calls Lock with the job's
 // name and nothing that names the tick; when a stopped process resumes,
 // each job's timer fires once, late, for the tick it slept through, and
 // the rule would run that tick again where the fleet ran it on time.
@@ -99,8 +99,9 @@ func (l *Locker) fireOf(key string, now time.Time) fire {
 	}
 	times, err := readTimes(j, now)
 	if err != nil {
-		// Removed: a job added again under its name is another job (issue
-		// 56, item 4: its ticks were claimed by the Lock's time).
+		// Removed: a job added again under its name is another job, read
+		// again so that its ticks are named by its own scheduled times,
+		// not claimed by the Lock's time (TestReaddedJobReadAgain).
 		if j, _ = l.jobs.find(key, now, true); j == nil {
 			return fire{kind: fireUnseen}
 		}

@@ -21,9 +21,8 @@ import (
 
 // stress -cold: the latency of an uncontended Lock first on a connection
 // and after an idle spell, for each implementation beside zk.Lock, in one
-// run that lasts about the longest spell (issue 69). The flags are in
-// cold_flags.go, the connections in cold_impl.go, the table in
-// cold_table.go.
+// run that lasts about the longest spell. The flags are in cold_flags.go,
+// the connections in cold_impl.go, the table in cold_table.go.
 
 // coldJob is one connection of the run: it starts at start (after the
 // run's), takes the lock at first once, idles for its spell, then takes

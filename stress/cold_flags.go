@@ -36,7 +36,7 @@ the first lock on a new connection, and a lock after the connection was
 idle for each -cold-idle spell, for go-zookeeper's zk.Lock (gozk, one
 zk.Conn per connection), tierlock's drop-in (zkcompat, on the caller's own
 zk.Conn) and tier (zklock.Connect and tier.New), all on one server, side
-by side in one run (issue 69).
+by side in one run.
 
 For each implementation and idle spell, -cold-n connections each connect,
 take and release a lock once (the "first" row: every connection's first),

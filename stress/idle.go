@@ -19,7 +19,7 @@ import (
 
 // stress -idle-cost: what idle sessions cost one server, and their own
 // process, for each implementation beside go-zookeeper's plain
-// connections (issue 69). The flags are in idle_flags.go, the sessions
+// connections. The flags are in idle_flags.go, the sessions
 // and the wire count in idle_impl.go, the table in idle_table.go.
 
 // idlePhase is what one implementation's sessions (or none: the empty

@@ -30,9 +30,9 @@ type idleConfig struct {
 
 const idleUsageHead = `Usage: stress -idle-cost [flags]
 
-stress -idle-cost measures what idle sessions cost one ZooKeeper server
-(issue 69): -idle-sessions sessions that lock nothing, of each
-implementation in turn, on the same server, all closed between:
+stress -idle-cost measures what idle sessions cost one ZooKeeper server:
+-idle-sessions sessions that lock nothing, of each implementation in
+turn, on the same server, all closed between:
 
   gozk      go-zookeeper's zk.Connect, as zk.Lock's users hold it: the
             client pings every third of the session timeout

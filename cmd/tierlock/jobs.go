@@ -15,8 +15,7 @@ import (
 	"github.com/tierlock/tierlock/internal/runrec"
 )
 
-// A runonce root (issue 39, item 4; gocronlock's and cronlock's roots are
-// runonce's): below it each job has a node of its own, <job> (the job's
+// A runonce root (gocronlock's and cronlock's roots are runonce's): below it each job has a node of its own, <job> (the job's
 // key, escaped as a URL path segment), with the job's lock and its run
 // node, <job>/run. ls shows a table of the jobs found under the root it
 // lists: each job's last run, by whom, the runs counted and the window,

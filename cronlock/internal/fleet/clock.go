@@ -25,7 +25,7 @@ const (
 // schedule makes c's Cron, its jobs added in c's form, attached but in
 // FormLoose, not yet started.
 //
-// An instance whose clock is off the others' by c.clock (issue 56): Go
+// An instance whose clock is off the others' by c.clock (-clock): Go
 // reads the wall clock through the vDSO, which libfaketime's preload
 // cannot reach, and robfig/cron has no clock to inject. So the instance
 // plays it: its timers fire c.clock early (its schedules shifted by

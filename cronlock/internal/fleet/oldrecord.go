@@ -18,8 +18,8 @@ import (
 	"github.com/tierlock/tierlock/zklock"
 )
 
-// An instance of a version before the tick names (-old-record; issue
-// 71): each fire claimed as runonce did before e2b5ae4, through cronlock's
+// An instance of a version before the tick names (-old-record): each
+// fire claimed as runonce did before e2b5ae4, through cronlock's
 // Wrap (the Cron attached unless -form loose). A fire more than its window
 // (100 ms at least) after its tick (Entry.Prev) by this host's clock is
 // stale, skipped without a request. Otherwise it reads the run node by the

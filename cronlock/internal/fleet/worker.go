@@ -29,12 +29,12 @@ type config struct {
 	sessionTimeout         time.Duration
 	start                  time.Time
 	stopWait, openDeadline time.Duration
-	// Issue 56's fleets: this instance's clock off the others' (see
-	// clock), its lock timeout and default window, and the API form.
+	// This instance's clock off the others' (see clock), its lock timeout
+	// and default window, and the API form.
 	clock, lockTimeout, window time.Duration
 	form                       string
 	// oldRecord: the instance writes the run node as runonce did before
-	// the tick names (issue 71; oldrecord.go), whatever -lock says.
+	// the tick names (oldrecord.go), whatever -lock says.
 	oldRecord bool
 }
 

@@ -22,7 +22,7 @@ var forms = []string{FormScheduler, FormLocker, FormJobLocker}
 // Elector: opt is the Elector's) in c's form, and returns the option each
 // job takes.
 //
-// An instance whose clock is off the others' by c.clock (issue 56): Go
+// An instance whose clock is off the others' by c.clock (-clock): Go
 // reads the wall clock through the vDSO, which libfaketime's preload
 // cannot reach. The instance plays it: its jobs start c.clock early
 // (c.first), so that gocron fires each tick when the others' clocks read

@@ -46,8 +46,8 @@ type config struct {
 	join                     bool
 	obs                      bool // write each Lock's outcome
 	slow                     int  // jobs every 10 periods, with a window of slowWindow
-	// Issue 56's fleets: this instance's clock off the others' (forms.go),
-	// its lock timeout, and the Locker's API form.
+	// This instance's clock off the others' (forms.go), its lock timeout,
+	// and the Locker's API form.
 	clock, lockTimeout time.Duration
 	form               string
 }
@@ -208,8 +208,8 @@ func addJobs(sched gocron.Scheduler, c config, rec *recorder, l *gocronlock.Lock
 		}
 		task := gocron.NewTask(func() {
 			// The run's start, once its Lock let it run (the Locker's
-			// observer hears a run when it ends, issue 56), or now if
-			// gocron told none.
+			// observer hears a run only when it ends), or now if gocron
+			// told none.
 			times, ok := rec.mon.take(job)
 			fired := times.started
 			if !ok {

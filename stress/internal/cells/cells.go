@@ -59,7 +59,7 @@ type Spec struct {
 	Resume bool `json:"-"`
 }
 
-// Presets: full is issue 15's matrix, each run long enough for a steady
+// Presets: full is the whole matrix, each run long enough for a steady
 // window (a 5s warm-up, then 20s measured: the start-up of 1,000
 // goroutines per process stays out of it); quick is a subset for a first
 // look that includes the 2 x 8 cell where strict was once seen below

@@ -13,8 +13,8 @@ import (
 )
 
 // The close fault: a lock's Close racing the grants of its goroutines'
-// acquisitions (issue 29: a grant published after Close looked for holds
-// must be withdrawn, not left live with no node).
+// acquisitions: a grant published after Close looked for holds must be
+// withdrawn, not left live with no node (TestRecipeFaultClose).
 
 // reopener is an implementation whose locks can be closed and made anew
 // while its goroutines acquire them.

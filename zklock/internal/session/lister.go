@@ -14,7 +14,7 @@ import (
 	"github.com/tierlock/tierlock/zklock/internal/wire"
 )
 
-// The locks' listings, sent together (issue 72). On a session the floor
+// The locks' listings, sent together. On a session the floor
 // dialed, the listings waiting go out as one multiRead (ZooKeeper 3.6 and
 // later; the wire tap sends it, wire/call.go), at most two requests out
 // at a time: a quiet session lists each as it comes, a busy one many paths
@@ -41,8 +41,9 @@ import (
 // one. Two senders, not one: with one, a listing that came while a batch
 // was out waited its whole round trip before going, where go-zookeeper's
 // getChildren2 went at once; on a few keys, where listings seldom meet,
-// that was the tail (issue 72: at 4 × 8 × 16 the p99's median 54 ms with
-// one sender, 43 with two, 44 before the multiRead). With two, such a
+// that was the tail (at 4 × 8 × 16 the p99's median 54 ms with one
+// sender, 43 with two, 44 with each listing its own getChildren2:
+// docs/bench/issue72-two-senders-ab.txt). With two, such a
 // listing goes at once on the second; only a listing that finds both out
 // waits, and under load the two carry many paths each.
 //

@@ -87,7 +87,7 @@ func (le *Lease) proved(p proof) {
 	}
 	touched, chained := le.chainFrom(k)
 	if mutant.On(mutant.LeaseFromProof) {
-		// Seeded bug: the rule before issue 55, T/4 past the proof's write.
+		// Seeded bug: the lease T/4 past the proof's write, not from its chain.
 		touched, chained = written.Add(le.Timeout()/4-le.reach()), true
 	}
 	newK, late, lapsed := le.takeProof(p, written, touched, chained)

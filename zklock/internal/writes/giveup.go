@@ -191,7 +191,7 @@ func (q *Queue) shut() {
 // delete (whose told drop tells). q.mu is held.
 func endClosedLocked(w *Write, closedErr error) {
 	if mutant.On(mutClosedUntold) {
-		closedErr = nil // seeded bug: a Closed write with no error, as before issue 49
+		closedErr = nil // seeded bug: a Closed write with no error
 	}
 	if w.kind != Delete {
 		w.res, w.stage = Result{Verdict: Closed, Err: closedErr}, ended

@@ -106,7 +106,7 @@ func (q *Queue) Create(path, prefix string, data []byte, acl []zk.ACL) *Write {
 	op := &zk.CreateRequest{Path: prefix, Data: data, Acl: acl, Flags: zk.FlagEphemeralSequential}
 	w := &Write{kind: Create, path: path, ops: []any{op}, size: q.size.op(op)}
 	if mutant.On(mutSizeByEstimate) {
-		w.size = len(prefix) + len(data) + 64*len(acl) + 32 // seeded bug: the estimate before issue 49
+		w.size = len(prefix) + len(data) + 64*len(acl) + 32 // seeded bug: an estimate, not the request's encoded size
 	}
 	q.add(w)
 	return w
