@@ -55,10 +55,13 @@ phase() {
   [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("$1")
 }
 
-# unnice sets process $1 and every process under it back to nice 0.
+# unnice sets process $1 and every process under it back to nice 0: each
+# of its threads, since Linux keeps a nice per thread (renice -p of a Go
+# test binary's pid sets its main thread's alone).
 unnice() {
-  local p kids
+  local p t kids
   renice -n 0 -p "$1" >/dev/null 2>&1 || { echo "renice failed: the checks go on at nice 19"; return 0; }
+  for t in /proc/"$1"/task/*; do renice -n 0 -p "${t##*/}" >/dev/null 2>&1; done
   kids=$(ps -o pid= --ppid "$1" 2>/dev/null)
   for p in $kids; do unnice "$p"; done
 }
