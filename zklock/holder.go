@@ -171,7 +171,7 @@ func (l *Lock) readFirst(ctx context.Context) ([]entry, *Participant, error) {
 		case err != nil:
 			return nil, nil, err
 		}
-		if q = l.sortQueue(children); len(q) == 0 {
+		if q = sortQueueBy(children, l.parse); len(q) == 0 {
 			return q, nil, nil
 		}
 		var data []byte

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 )
 
 // Node names follow Curator's protected form, _c_<uuid>-lock-<seq>, so that
@@ -188,18 +186,6 @@ type Participant struct {
 	Revoked bool
 }
 
-// participantOf is the Participant of node name as a read returned it.
-func participantOf(name string, data []byte, st *zk.Stat) *Participant {
-	p := &Participant{Node: name, Data: data}
-	if st != nil {
-		p.Owner, p.Created = st.EphemeralOwner, time.UnixMilli(st.Ctime)
-	}
-	if f, seq, ok := ParseNode(name); ok {
-		p.Family, p.Sequence = f, seq
-	}
-	return p
-}
-
 func parseLease(name string) (int32, bool) { return parseAfter(name, leaseMarker) }
 
 // RevokeMessage is what a revocation request writes into a lock node's
@@ -315,20 +301,20 @@ func firstN(n int) queueRule {
 	}
 }
 
-// queueOf orders the children that queue on this lock's path (sortQueue)
-// and finds the node called name among them: at is its index, -1 when it
-// is not there.
-func (l *Lock) queueOf(children []string, name string) (q []entry, at int) {
-	q = l.sortQueue(children)
+// queueOf orders the children that queue on a lock's path by parse
+// (sortQueueBy) and finds the node called name among them: at is its
+// index, -1 when it is not there.
+func queueOf(children []string, name string, parse func(string) (int32, bool)) (q []entry, at int) {
+	q = sortQueueBy(children, parse)
 	return q, position(q, name, "")
 }
 
-// sortQueue orders the children that queue on this lock's path: every
-// family's contenders for the mutex and the read/write lock, this lock's
-// parse otherwise.
-func (l *Lock) sortQueue(children []string) []entry {
-	if l.parse == nil {
+// sortQueueBy orders the children that queue on a lock's path: every
+// family's contenders for the mutex and the read/write lock when parse is
+// nil (sortQueue), those parse accepts otherwise (a lock's own rule).
+func sortQueueBy(children []string, parse func(string) (int32, bool)) []entry {
+	if parse == nil {
 		return sortQueue(children)
 	}
-	return sortBy(children, l.parse)
+	return sortBy(children, parse)
 }

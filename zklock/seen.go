@@ -1,10 +1,12 @@
 package zklock
 
 // What an acquisition's own requests showed it of the queue, as it tells
-// it: the Position of a wait (WithPositionHandler; the wait reports it:
-// positions, wait.go), the WaitError of one that ended without the lock (holder.go
-// makes it), and the lock's view of the queue it is made from (queueView:
-// the wait writes it, holder.go reads it). Nothing here sends a request.
+// it: a node as a read returned it (participantOf) and its data as words
+// (ParticipantID), the Position of a wait (WithPositionHandler; the wait
+// reports it: positions, wait.go), the WaitError of one that ended
+// without the lock (holder.go makes it), and the lock's view of the queue
+// it is made from (queueView: the wait writes it, holder.go reads it).
+// Nothing here sends a request.
 
 import (
 	"encoding/json"
@@ -15,6 +17,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // Position is where an Acquire's node stands in the lock's queue, as of the
@@ -158,6 +162,18 @@ func ParticipantID(data []byte) string {
 }
 
 func notPrintable(r rune) bool { return !unicode.IsPrint(r) }
+
+// participantOf is the Participant of node name as a read returned it.
+func participantOf(name string, data []byte, st *zk.Stat) *Participant {
+	p := &Participant{Node: name, Data: data}
+	if st != nil {
+		p.Owner, p.Created = st.EphemeralOwner, time.UnixMilli(st.Ctime)
+	}
+	if f, seq, ok := ParseNode(name); ok {
+		p.Family, p.Sequence = f, seq
+	}
+	return p
+}
 
 // queueView is what the lock's acquisitions saw of its queue, for the
 // WaitError of a wait that ends: written by the acquiring goroutine (a Lock

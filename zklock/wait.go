@@ -122,7 +122,7 @@ func (w *waiter) list(ctx context.Context, fn func(zk.Event)) (session.Read, err
 	if err != nil {
 		return r, err // the request may still run: what it writes is not read
 	}
-	w.n.q, w.n.at = w.l.queueOf(r.Children, w.name)
+	w.n.q, w.n.at = queueOf(r.Children, w.name, w.l.parse)
 	w.n.pzxid = r.Stat.Pzxid
 	return r, nil
 }
@@ -385,3 +385,16 @@ func (v *queueView) unwatched() {
 	v.standing = false
 	v.mu.Unlock()
 }
+
+// stallRecheck notes the wait's queue as it goes to sleep and returns how
+// long it sleeps before it reads the queue again: the re-check interval,
+// or less, so that it reads the queue again (and notes it here) once it
+// has stood a third of the session timeout behind the same head, and
+// every third of the timeout after that while it does.
+func (w *waiter) stallRecheck() time.Duration {
+	return w.l.s.stalls.waiting(w.l, w.n.q, w.name, w.n.owner, w.l.recheck)
+}
+
+// leftStall notes that the wait is over, with the queue as it last read
+// it.
+func (w *waiter) leftStall() { w.l.s.stalls.left(w.l, w.n.q) }
