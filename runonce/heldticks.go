@@ -9,37 +9,9 @@ import (
 // An episode of ticks lost to a held lock ends when the lock is free
 // again (lost.go), but a named tick it lost may still run after: its
 // holder, woken from a stop or its clock behind, fires it late, and no
-// instance ran it. heldTicks keeps such ticks of a job's ended episodes
+// instance ran it. heldTicks (ticklists.go) keeps such ticks of a job's ended episodes
 // until the record decides each: shown run (run after) or let go (lost),
 // and tells them in one line when the last is decided.
-
-// heldTicks is a job's ticks of ended episodes still undecided, under the
-// job's busy flag.
-type heldTicks struct {
-	ticks    []int64
-	ranAfter int // of the ticks since the last line, run after
-	lost     int // of the ticks since the last line, let go
-}
-
-// add keeps ticks, an ended episode's undecided ones.
-func (h *heldTicks) add(ticks []int64) {
-	h.ticks = append(h.ticks, ticks...)
-	if over := len(h.ticks) - maxHeldTicks; over > 0 {
-		h.ticks, h.lost = h.ticks[over:], h.lost+over // the oldest dropped: counted lost
-	}
-}
-
-// forget drops tick, lost again in a new episode, which counts it.
-func (h *heldTicks) forget(tick int64) {
-	h.ticks = slices.DeleteFunc(h.ticks, func(t int64) bool { return t == tick })
-}
-
-// takeBack removes from *ticks those last shows run and returns how many.
-func takeBack(ticks *[]int64, last runrec.Last, w int64) int {
-	n := len(*ticks)
-	*ticks = slices.DeleteFunc(*ticks, func(tick int64) bool { return last.RanTick(tick, w) })
-	return n - len(*ticks)
-}
 
 // heldDecided decides j's undecided ticks by last, a record read, and
 // tells, once none is left, how many ran after and how many were lost.

@@ -164,10 +164,6 @@ func (c *claimer) heldEnds(j *job, d decision) {
 	c.heldTold(j)
 }
 
-// maxHeldTicks bounds the named ticks an episode keeps undecided; an older
-// one dropped counts as lost.
-const maxHeldTicks = 4 * runrec.MaxRecent
-
 // heldTold tells the end of j's episode, its named ticks not shown run
 // and still open counted undecided, which j.after keeps; and forgets the
 // episode.

@@ -31,8 +31,8 @@ type job struct {
 	ownNode  string      // the name of this process's last hold's lock node (lost.go), under busy
 	lastName int64       // the tick this process last claimed (envelope.go), under busy
 	held     heldEpisode // ticks lost to the lock held elsewhere (lost.go), under busy
-	after    heldTicks   // an ended episode's ticks still undecided (heldticks.go), under busy
-	missed   missedTicks // ticks the scheduler did not fire here, to decide (missed.go)
+	after    heldTicks   // an ended episode's ticks still undecided (ticklists.go, heldticks.go), under busy
+	missed   missedTicks // ticks the scheduler did not fire here, to decide (ticklists.go, missed.go)
 
 	calls    atomic.Int64 // Claim calls
 	warnedAt atomic.Int64 // the last failure warned of (Unix ns)
