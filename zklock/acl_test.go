@@ -277,18 +277,7 @@ func TestRevokeWaitsForCredentials(t *testing.T) {
 	}
 	defer h.Release()
 	node := h.Node() // the fleet's: the world may read it, not write it
-	restore := zklock.SetAuthDelayForTest(300 * time.Millisecond)
-	defer restore()
-	conn, _, err := zk.Connect(servers, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	s, err := zklock.NewSession(conn, nil, zklock.WithTestHooks(), zklock.WithLogger(quietLog), zklock.WithDigestAuth(fleetUser, fleetPassword))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := lateCredentialsSession(t, servers)
 	if err := zklock.RevokeNode(ctx, s, node); err != nil {
 		t.Fatalf("RevokeNode right after NewSession with credentials: %v", err)
 	}
@@ -308,18 +297,7 @@ func TestAcquireWaitsForCredentials(t *testing.T) {
 	servers := zktest.Servers(t)
 	fleet := connect(t, servers, zklock.WithDigestAuth(fleetUser, fleetPassword))
 	root := aclRoot(t, fleet, digestOnlyACL())
-	restore := zklock.SetAuthDelayForTest(300 * time.Millisecond)
-	defer restore()
-	conn, _, err := zk.Connect(servers, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	s, err := zklock.NewSession(conn, nil, zklock.WithTestHooks(), zklock.WithLogger(quietLog), zklock.WithDigestAuth(fleetUser, fleetPassword))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := lateCredentialsSession(t, servers)
 	h, err := newLock(t, s, root+"/job", zklock.WithACL(digestOnlyACL())).Acquire(ctxT(t, 20*time.Second))
 	if err != nil {
 		t.Fatalf("Acquire right after NewSession with credentials: %v", err)
@@ -327,4 +305,24 @@ func TestAcquireWaitsForCredentials(t *testing.T) {
 	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// lateCredentialsSession is a NewSession over a caller's connection with
+// the fleet's credentials, whose sending (in the background, as under
+// NewSession) is delayed 300 ms: a request made at once meets them not yet
+// in place. Both are closed when t ends.
+func lateCredentialsSession(t *testing.T, servers []string) *zklock.Session {
+	t.Helper()
+	t.Cleanup(zklock.SetAuthDelayForTest(300 * time.Millisecond))
+	conn, _, err := zk.Connect(servers, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	s, err := zklock.NewSession(conn, nil, zklock.WithTestHooks(), zklock.WithLogger(quietLog), zklock.WithDigestAuth(fleetUser, fleetPassword))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }
