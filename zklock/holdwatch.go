@@ -137,8 +137,10 @@ func (h *Hold) watchAgain() {
 // the node's fate open; a session that is over ends the hold. The pauses
 // are the session's retry policy's (10 ms, growing to MaxRetryWait while
 // the reads keep failing): a read that its connection's end failed is
-// made again at once, and waits in the session for the next connection
-// (its request is written on it after go-zookeeper's credentials), so the
+// made again at once, and waits for the next connection (the session's
+// own reads in the tap, written after go-zookeeper's credentials;
+// go-zookeeper's GetW in its queue, failed with zk.ErrNoServer only after
+// a round of every server, then made again after a longer pause), so the
 // node is watched again as soon as the session can, not a whole
 // MaxRetryWait later.
 func (h *Hold) retryWatch(err error) {
