@@ -49,9 +49,15 @@ type Lock struct {
 	// goroutine alone, as busy makes it, and read by the waits behind it.
 	view queueView
 	// onBoard: the acquisition's wait is on its session's stall board
-	// (stalled.go), which its end must tell; written and read by the
-	// acquiring goroutine alone, as view's writes are.
+	// (stalled.go), which its end must tell; stood: the head its wait
+	// stands behind and since when, kept here until the wait is old
+	// enough for the board to read. Written and read by the acquiring
+	// goroutine alone, as view's writes are.
 	onBoard bool
+	stood   struct {
+		head  string
+		since time.Time
+	}
 
 	mu     sync.Mutex
 	busy   bool

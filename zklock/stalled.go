@@ -95,7 +95,17 @@ func (b *stallBoard) waiting(l *Lock, q []entry, name string, ours int64, rechec
 		b.left(l, q) // ours leads: nothing stalls it
 		return recheck
 	}
-	now, head := time.Now(), q[0].name
+	now, head, th := time.Now(), q[0].name, b.threshold()
+	if l.stood.head != head {
+		l.stood.head, l.stood.since = head, now
+	}
+	// A wait younger than half the threshold is read by no check
+	// (unread, behindLocked): it stays off the board, and its sleep ends
+	// when it is that old, to go on it. So the many short waits of a busy
+	// lock take neither the board's lock nor their view's.
+	if on := l.stood.since.Add(th / 2); !l.onBoard && now.Before(on) {
+		return min(recheck, on.Sub(now))
+	}
 	var tell []func()
 	b.mu.Lock()
 	w := b.waits[l]
@@ -109,7 +119,7 @@ func (b *stallBoard) waiting(l *Lock, q []entry, name string, ours int64, rechec
 	}
 	if w.head != head {
 		tell = b.leaveLocked(w, true, now)
-		w.head, w.since, w.owner, w.who = head, now, 0, ""
+		w.head, w.since, w.owner, w.who = head, l.stood.since, 0, ""
 	}
 	if w.owner == 0 {
 		w.owner, w.who = l.view.ownerOf(head)
@@ -117,7 +127,7 @@ func (b *stallBoard) waiting(l *Lock, q []entry, name string, ours int64, rechec
 	if w.owner == ours {
 		w.owner = 0 // our own session's node: a local holder, not a stall
 	}
-	d, th := recheck, b.threshold()
+	d := recheck
 	if due := w.since.Add(th); now.Before(due) {
 		d = min(d, due.Sub(now))
 	} else {
@@ -132,6 +142,7 @@ func (b *stallBoard) waiting(l *Lock, q []entry, name string, ours int64, rechec
 // left notes that l's wait is over, or leads, its queue last read as q
 // (nil: not known).
 func (b *stallBoard) left(l *Lock, q []entry) {
+	l.stood.head = ""
 	if b.f == nil || !l.onBoard {
 		return // an acquisition that never slept: nothing to take off
 	}
