@@ -7,11 +7,15 @@ package zklock
 // stops, not only those it held. The waits of a live process standing
 // behind such a node say so, once per episode and per dead session: a
 // session's waits note their queue's head as they sleep (waiter.sleep
-// asks stallRecheck for its timer), and once one has stood behind the
-// same head for a third of the session timeout, one goroutine asks every
-// server which sessions have a connection (the four-letter word cons,
-// package fourlw), at most once per third of the timeout for all the
-// session's waits. A head's session that no server lists is told in one
+// asks stallRecheck for its timer), on the session's board once they
+// have stood behind it for a sixth of the session timeout, and once one
+// has stood behind the same head for a third of the session timeout, one
+// goroutine asks every server which sessions have a connection (the
+// four-letter word cons, package fourlw), at most once per third of the
+// timeout for all the session's waits. A wait younger than a sixth is
+// off the board (a busy lock's short waits so cost it nothing): a
+// session found dead is told with the locks of the waits on the board,
+// and a younger wait behind it joins its episode at the next check. A head's session that no server lists is told in one
 // Warn with every lock it stalls here; its end (its nodes went, it has a
 // connection again, or no wait stands behind it any more) in one more.
 // Where the servers refuse cons (it is not in 4lw.commands.whitelist),
