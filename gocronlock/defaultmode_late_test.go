@@ -98,25 +98,14 @@ func TestDefaultModeLateCompletionRunsOnce(t *testing.T) {
 	first := time.Now().Truncate(time.Second).Add(2 * time.Second)
 	tr := newTickRuns(first, period)
 	clock := &lateCompletionClock{Clock: clockwork.NewRealClock()}
-	schedule := func(l *gocronlock.Locker, name string, start time.Time, opts ...gocron.SchedulerOption) gocron.Scheduler {
-		s, err := l.NewScheduler(opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.NewJob(gocron.DurationJob(period), gocron.NewTask(tr.task(name, l, "tick")), gocron.WithName("tick"),
-			gocron.WithStartAt(gocron.WithStartDateTime(start))); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
 	// b starts at T+P: a alone runs T, and b's first fire is T+P, on time.
-	sa2 := schedule(a, "a", first, gocron.WithClock(clock))
+	sa2 := tr.scheduler(t, a, "a", first, gocron.WithClock(clock))
 	let := clock.arm()
 	sa2.Start()
 	defer func() { _ = sa2.Shutdown() }()
 	next := first.Add(period)
 	time.Sleep(time.Until(next.Add(-300 * time.Millisecond)))
-	sb := schedule(b, "b", next)
+	sb := tr.scheduler(t, b, "b", next)
 	sb.Start()
 	defer func() { _ = sb.Shutdown() }()
 

@@ -47,6 +47,21 @@ func (tr *tickRuns) task(instance string, l *gocronlock.Locker, job string) func
 	}
 }
 
+// scheduler is a scheduler made by l (Locker.NewScheduler, with opts)
+// whose job "tick" runs every tr.period from start as instance's task.
+func (tr *tickRuns) scheduler(t *testing.T, l *gocronlock.Locker, instance string, start time.Time, opts ...gocron.SchedulerOption) gocron.Scheduler {
+	t.Helper()
+	s, err := l.NewScheduler(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.NewJob(gocron.DurationJob(tr.period), gocron.NewTask(tr.task(instance, l, "tick")), gocron.WithName("tick"),
+		gocron.WithStartAt(gocron.WithStartDateTime(start))); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // doubles returns the ticks run more than once, with their runs, and the
 // count of runs.
 func (tr *tickRuns) doubles() ([]string, int) {
@@ -101,19 +116,8 @@ func TestQueuedFiresRunOnce(t *testing.T) {
 	b, _ := newLocker(t, root, runonce.WithInstanceName("b"))
 	first := time.Now().Truncate(time.Second).Add(2 * time.Second)
 	tr := newTickRuns(first, period)
-	schedule := func(l *gocronlock.Locker, name string, opts ...gocron.SchedulerOption) gocron.Scheduler {
-		s, err := l.NewScheduler(opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.NewJob(gocron.DurationJob(period), gocron.NewTask(tr.task(name, l, "tick")), gocron.WithName("tick"),
-			gocron.WithStartAt(gocron.WithStartDateTime(first))); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	sb := schedule(b, "b")
-	sa2 := schedule(a, "a", gocron.WithLimitConcurrentJobs(1, gocron.LimitModeWait))
+	sb := tr.scheduler(t, b, "b", first)
+	sa2 := tr.scheduler(t, a, "a", first, gocron.WithLimitConcurrentJobs(1, gocron.LimitModeWait))
 	if _, err := sa2.NewJob(gocron.DurationJob(3*period), gocron.NewTask(func() { time.Sleep(4800 * time.Millisecond) }),
 		gocron.WithName("report"), gocron.WithStartAt(gocron.WithStartDateTime(first.Add(900*time.Millisecond)))); err != nil {
 		t.Fatal(err)
