@@ -103,10 +103,12 @@ func (b *stallBoard) waiting(l *Lock, q []entry, name string, ours int64, rechec
 	if l.stood.head != head {
 		l.stood.head, l.stood.since = head, now
 	}
-	// A wait younger than half the threshold is read by no check
-	// (unread, behindLocked): it stays off the board, and its sleep ends
-	// when it is that old, to go on it. So the many short waits of a busy
-	// lock take neither the board's lock nor their view's.
+	// A wait younger than half the threshold has no check read its head
+	// or ask of it (unread, suspects: that old and older): it stays off
+	// the board, and its sleep ends when it is that old, to go on it. So
+	// the many short waits of a busy lock take neither the board's lock
+	// nor their view's; one behind a session a check finds dead meanwhile
+	// joins that session's episode at a later check.
 	if on := l.stood.since.Add(th / 2); !l.onBoard && now.Before(on) {
 		return min(recheck, on.Sub(now))
 	}
