@@ -38,6 +38,34 @@ func BenchmarkReentrant(b *testing.B) {
 	})
 }
 
+// A question asked of a held lock: each judges the lease at that moment
+// (a monotonic clock reading), and a hand-off asks several.
+func BenchmarkQuestion(b *testing.B) {
+	s := connect(b, zktest.Servers(b))
+	l := newLock(b, s, zktest.Path(b))
+	held, err := l.Acquire(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Release(held)
+	b.Run("Done", func(b *testing.B) {
+		counted(b, func() {
+			for b.Loop() {
+				_ = held.Done()
+			}
+		})
+	})
+	b.Run("Token", func(b *testing.B) {
+		counted(b, func() {
+			for b.Loop() {
+				if _, err := l.Token(held); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+}
+
 // Uncontended Acquire + Release through both tiers.
 func BenchmarkUncontended(b *testing.B) {
 	s := connect(b, zktest.Servers(b))

@@ -45,3 +45,34 @@ func TestWallStepMovesNothing(t *testing.T) {
 		t.Fatalf("a stored time moved by %v against the clock when the wall clock stepped back an hour", d)
 	}
 }
+
+// Now, read by the monotonic clock alone, is the reading Of gives a
+// time.Now taken at the same moment: it lies between two taken around it.
+func TestNowIsOfTimeNow(t *testing.T) {
+	if mutant.On(mutant.WallClock) {
+		t.Skip("the seeded bug reads the wall clock")
+	}
+	for range 1000 {
+		before := Of(time.Now())
+		now := Now()
+		after := Of(time.Now())
+		if now < before || now > after {
+			t.Fatalf("Now() = %d, not between %d and %d read around it", now, before, after)
+		}
+	}
+}
+
+// BenchmarkNow is the clock read every question of a hold makes, beside
+// the reading through time.Now it replaced.
+func BenchmarkNow(b *testing.B) {
+	b.Run("Now", func(b *testing.B) {
+		for b.Loop() {
+			_ = Now()
+		}
+	})
+	b.Run("OfTimeNow", func(b *testing.B) {
+		for b.Loop() {
+			_ = Of(time.Now()) + Time(jumped.Load())
+		}
+	})
+}
