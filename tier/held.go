@@ -108,8 +108,9 @@ func lossCause(zh *zklock.Hold) error {
 // hold is one goroutine's (one context's) hold, reentrant by count.
 type hold struct {
 	count  atomic.Int32
-	ctx    context.Context
+	ctx    context.Context // &judged
 	cancel context.CancelCauseFunc
+	judged judged
 	start  time.Time
 	zk     *zklock.Hold // the ZooKeeper hold this hold rides on
 	node   string       // its node
@@ -204,11 +205,15 @@ type judged struct {
 	zk              interface{ Err() error } // the ZooKeeper hold (or semaphore lease)
 }
 
-// heldContext returns the context of a hold carried under key as val,
-// with ctx's values and not its cancellation, judged by zh (see judged).
-func heldContext(ctx context.Context, key, val any, zh interface{ Err() error }) (context.Context, context.CancelCauseFunc) {
+// begin makes c the context of a hold carried under key as val, with
+// ctx's values and not its cancellation, judged by zh (see judged), and
+// returns it with its cancel. c is a field of the hold's own struct, made
+// with it: a hand-off allocates no more than it did before holds were
+// judged.
+func (c *judged) begin(ctx context.Context, key, val any, zh interface{ Err() error }) (context.Context, context.CancelCauseFunc) {
 	inner, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), key, val))
-	return &judged{Context: inner, cancel: cancel, zk: zh}, cancel
+	*c = judged{Context: inner, cancel: cancel, zk: zh}
+	return c, cancel
 }
 
 // judge judges the hold, once its context has not ended yet.

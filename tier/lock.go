@@ -160,7 +160,7 @@ func (l *Lock) newHold(ctx context.Context) *hold {
 		h.revoked = make(chan struct{})
 	}
 	h.count.Store(1)
-	h.ctx, h.cancel = heldContext(ctx, holdKey{l}, h, zh)
+	h.ctx, h.cancel = h.judged.begin(ctx, holdKey{l}, h, zh)
 	return h
 }
 

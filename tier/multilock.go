@@ -75,8 +75,9 @@ type multiHold struct {
 	count     int                     // Acquires not yet released; 0 once ended
 	lost      error                   // the first member loss, a *MemberError
 	cancelAcq context.CancelCauseFunc // ends the acquisition's waits
-	ctx       context.Context         // the held context, once published
+	ctx       context.Context         // the held context (&judged), once published
 	cancel    context.CancelCauseFunc
+	judged    judged
 }
 
 type multiKey struct{ m *MultiLock }
@@ -226,7 +227,7 @@ func (m *MultiLock) acquire(ctx context.Context, wait bool) (context.Context, bo
 	}
 	h.vals = vals
 	h.count = 1
-	h.ctx, h.cancel = heldContext(vals, multiKey{m}, h, judge)
+	h.ctx, h.cancel = h.judged.begin(vals, multiKey{m}, h, judge)
 	h.mu.Unlock()
 	return h.ctx, true, nil
 }

@@ -96,10 +96,11 @@ const (
 
 type rwHold struct {
 	write  bool
-	down   bool // a read hold riding the write node; it holds no unit
-	count  int  // under RWLock.mu
-	ctx    context.Context
+	down   bool            // a read hold riding the write node; it holds no unit
+	count  int             // under RWLock.mu
+	ctx    context.Context // &judged
 	cancel context.CancelCauseFunc
+	judged judged
 	node   string // the node it rides on, under lossMu
 	token  int64
 	start  time.Time
@@ -202,7 +203,7 @@ func (rw *RWLock) check(ctx context.Context) error {
 func (rw *RWLock) newHold(ctx context.Context, write bool, zh *zklock.Hold) *rwHold {
 	h := &rwHold{write: write, count: 1, node: zh.Node(), token: zh.Token(), start: time.Now()}
 	h.rides.Store(zh)
-	h.ctx, h.cancel = heldContext(ctx, rwKey{rw, write}, h, h)
+	h.ctx, h.cancel = h.judged.begin(ctx, rwKey{rw, write}, h, h)
 	rw.lossMu.Lock()
 	rw.live[h] = struct{}{}
 	rw.lossMu.Unlock()

@@ -48,8 +48,9 @@ type Semaphore struct {
 type semHold struct {
 	k      int
 	lease  *zklock.Lease
-	ctx    context.Context
+	ctx    context.Context // &judged
 	cancel context.CancelCauseFunc
+	judged judged
 	done   bool // under Semaphore.mu
 	start  time.Time
 }
@@ -159,7 +160,7 @@ func (sem *Semaphore) take(ctx context.Context, k int, wait bool) (context.Conte
 		testHookSemPublish(sem)
 	}
 	h := &semHold{k: k, lease: lease, start: time.Now()}
-	h.ctx, h.cancel = heldContext(ctx, semKey{sem}, h, lease)
+	h.ctx, h.cancel = h.judged.begin(ctx, semKey{sem}, h, lease)
 	// Published, then the closed flag looked at (see closing).
 	err = sem.life.publish(func() {
 		sem.lossMu.Lock()
