@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
-	"sync/atomic"
 )
 
 // The tap's own requests: Call writes a request go-zookeeper v1.0.4 cannot
@@ -27,49 +25,6 @@ import (
 // ErrNotConnected is Call's error when no connection of the tap has a
 // session.
 var ErrNotConnected = errors.New("wire: no connection with a session")
-
-// ErrCallLost is Call's error when the connection ended with the request
-// out: whether the server ran it is unknown (for a read, no matter).
-var ErrCallLost = errors.New("wire: the connection ended before the answer")
-
-// Reply is the server's answer to a request of the tap's: the reply
-// header's error code, and the fields after the header.
-type Reply struct {
-	Err  int32
-	Body []byte
-}
-
-// callXidBase is the lowest xid of the tap's range [callXidBase,
-// callXidBase+callXids).
-const (
-	callXidBase = math.MinInt32
-	callXids    = 1 << 30
-)
-
-// isCallFrame reports whether the reply frame f (its length and xid at
-// least) answers a request of the tap's.
-func isCallFrame(f []byte) bool {
-	if len(f) < 8 {
-		return false
-	}
-	xid := int64(int32(binary.BigEndian.Uint32(f[4:8])))
-	return xid >= callXidBase && xid < callXidBase+callXids
-}
-
-// calls is the tap's requests out, by xid.
-type calls struct {
-	next atomic.Uint32 // the last xid given, as an offset in the range
-	mu   sync.Mutex
-	out  map[int32]*call
-}
-
-// call is one request out: the connection it went on, and its answer.
-type call struct {
-	c     *tappedConn
-	done  chan struct{} // closed once reply or err is set
-	reply Reply
-	err   error
-}
 
 // Request is one request of the tap's: its opcode and its fields.
 type Request struct {
@@ -171,6 +126,53 @@ func (t *Tap) frame(xid int32, q Request) ([]byte, error) {
 	return g, nil
 }
 
+// conn returns the connection the tap's own requests go on: the one with
+// a session whose order has come to them, waiting for it within ctx when
+// a new connection is on its way there; ErrNotConnected when none is.
+func (t *Tap) conn(ctx context.Context) (*tappedConn, error) {
+	for {
+		if c := t.live.Load(); c != nil {
+			return c, nil
+		}
+		c := t.shaking.Load()
+		if c == nil {
+			return nil, ErrNotConnected
+		}
+		select {
+		case <-c.order.ready:
+		case <-c.closed:
+			t.shaking.CompareAndSwap(c, nil)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// The tap's requests out (Call, above), by xid: each given an xid of the
+// tap's own range, answered as the reader meets its reply in the stream
+// (frames.go), or failed with the connection it went on (tappedConn.Close).
+
+// ErrCallLost is Call's error when the connection ended with the request
+// out: whether the server ran it is unknown (for a read, no matter).
+var ErrCallLost = errors.New("wire: the connection ended before the answer")
+
+// callXidBase is the lowest xid of the tap's range [callXidBase,
+// callXidBase+callXids).
+const (
+	callXidBase = math.MinInt32
+	callXids    = 1 << 30
+)
+
+// isCallFrame reports whether the reply frame f (its length and xid at
+// least) answers a request of the tap's.
+func isCallFrame(f []byte) bool {
+	if len(f) < 8 {
+		return false
+	}
+	xid := int64(int32(binary.BigEndian.Uint32(f[4:8])))
+	return xid >= callXidBase && xid < callXidBase+callXids
+}
+
 // put registers the calls ks by their xids.
 func (cs *calls) put(xids []int32, ks []*call) {
 	cs.mu.Lock()
@@ -227,43 +229,6 @@ func (cs *calls) failOn(c *tappedConn) {
 			delete(cs.out, xid)
 			k.err = ErrCallLost
 			close(k.done)
-		}
-	}
-}
-
-// taken makes c, whose order came to the tap's requests, the connection
-// they go on. A connection closed meanwhile (its order's bound can run out
-// after it) is not kept: Close closes c.closed before it clears live, so
-// either Close's clearing sees c stored here, or the check after the
-// store sees c closed.
-func (t *Tap) taken(c *tappedConn) {
-	t.live.Store(c)
-	t.shaking.CompareAndSwap(c, nil)
-	select {
-	case <-c.closed:
-		t.live.CompareAndSwap(c, nil)
-	default:
-	}
-}
-
-// conn returns the connection the tap's own requests go on: the one with
-// a session whose order has come to them, waiting for it within ctx when
-// a new connection is on its way there; ErrNotConnected when none is.
-func (t *Tap) conn(ctx context.Context) (*tappedConn, error) {
-	for {
-		if c := t.live.Load(); c != nil {
-			return c, nil
-		}
-		c := t.shaking.Load()
-		if c == nil {
-			return nil, ErrNotConnected
-		}
-		select {
-		case <-c.order.ready:
-		case <-c.closed:
-			t.shaking.CompareAndSwap(c, nil)
-		case <-ctx.Done():
-			return nil, ctx.Err()
 		}
 	}
 }

@@ -25,28 +25,6 @@ import (
 // create2's, a container's, a TTL node's), sync's, a multi's create
 // results, and watch events.
 
-// The opcodes of the ZooKeeper protocol the chroot knows, beyond those
-// the session uses (tap.go).
-const (
-	opNotify      int32 = -1 // a watch event's xid, and a multi's error result
-	opPing        int32 = 11
-	opClose       int32 = -11
-	opExists      int32 = 3
-	opGetACL      int32 = 6
-	opSetACL      int32 = 7
-	opGetChildren int32 = 8
-	opCheck       int32 = 13
-	opCreate2     int32 = 15
-	opReconfig    int32 = 16
-	opContainer   int32 = 19
-	opCreateTTL   int32 = 21
-	opSetAuth     int32 = 100
-)
-
-// statLen is the size of a Stat on the wire: 4 int64s, 3 int32s, an
-// int64, 2 int32s and an int64.
-const statLen = 68
-
 // errChrootFrame reports a request the chroot cannot rewrite: sending it
 // unchanged would name a path outside the chroot.
 var errChrootFrame = errors.New("wire: chroot: cannot rewrite request")
@@ -87,17 +65,6 @@ func below[P string | []byte](path P) P {
 	return path
 }
 
-// PathLen is how many bytes path takes in a request as the server reads
-// it: with a chroot, the chroot's bytes before it (request). The write
-// path sizes its requests by it (the server drops the connection of one
-// over its jute.maxbuffer).
-func (t *Tap) PathLen(path string) int {
-	if t.chroot == nil {
-		return len(path)
-	}
-	return len(t.chroot.prefix) + len(below(path))
-}
-
 // requestPaths appends to offs the offsets in f of the paths the request
 // names.
 func requestPaths(offs []int, f []byte, op int32) ([]int, error) {
@@ -120,8 +87,6 @@ func requestPaths(offs []int, f []byte, op int32) ([]int, error) {
 	}
 	return nil, errors.New("unknown opcode")
 }
-
-var errShort = errors.New("frame too short")
 
 // multiPaths appends the path of each op of a multi: after each op's
 // header (type, done, error), its path, then the op's other fields.
@@ -213,25 +178,6 @@ func watchPaths(offs []int, f []byte) ([]int, error) {
 		}
 	}
 	return offs, nil
-}
-
-// count reads a vector's length at off (-1, a null vector, is empty).
-func count(f []byte, off int) (n, end int, err error) {
-	if len(f) < off+4 {
-		return 0, 0, errShort
-	}
-	n = int(int32(binary.BigEndian.Uint32(f[off:])))
-	return max(n, 0), off + 4, nil
-}
-
-// skipString returns the end of the string or buffer at off (length -1:
-// null).
-func skipString(f []byte, off int) (int, error) {
-	n, off, err := count(f, off)
-	if err != nil || len(f) < off+n {
-		return 0, errShort
-	}
-	return off + n, nil
 }
 
 // stripsReply reports whether the reply to a request of opcode op may

@@ -2,81 +2,57 @@ package wire
 
 import (
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/tierlock/tierlock/internal/trace"
 )
 
-// tappedConn is a connection of the session's go-zookeeper client, dialed
-// through the wire tap: it reports each request written to the tap, reads
-// and writes through buffers, and notes the connect response.
-type tappedConn struct {
-	net.Conn
-	tap    *Tap
-	addr   string  // the server's, as dialed
-	frames *frames // the replies read frame by frame; the chroot, if any (frames.go)
+// A tapped connection's life (tappedConn): dialed through the tap
+// (Tap.Dialer), read and written as go-zookeeper reads and writes it, its
+// writes queued and batched for the socket (queue, flush), and closed;
+// and the connection the tap's own requests go on, once its order came
+// to them (taken).
 
-	// What was written and what the replies confirm (touch.go). The
-	// first bytes read on a connection are the server's connect
-	// response; go-zookeeper's connecting goroutine reads them before any
-	// other reader exists.
-	rep      replies
-	released bool   // responses flow freely (see holdFirstReply)
-	shook    bool   // the connect answer was read (see Read)
-	order    *order // where the connection is in the order it keeps (order.go)
-
-	// The handshake (handshake.go), on the goroutine that writes the
-	// connect request and reads its answer: when the answer is due (zero:
-	// no bound), and the tap's record of the wait until it ends.
-	connectOut bool // the connect request, the connection's first write, was written
-	answerBy   time.Time
-	awaiting   *awaiting
-
-	watchesOut     chan struct{} // closed when setWatches is written
-	watchesOutOnce sync.Once
-	closed         chan struct{} // closed by Close
-	closeOnce      sync.Once
-
-	// Read buffers what the socket has: go-zookeeper reads every reply
-	// in two reads (its length, then the rest), and under load several
-	// replies and events arrive together, so one system call serves
-	// them. Only one goroutine reads at a time (go-zookeeper's connecting
-	// goroutine, then its receive loop).
-	rbuf [readBuffer]byte
-	r, w int // rbuf[r:w] is read from the socket and not yet returned
-	// go-zookeeper sets a read deadline before each reply and clears it
-	// after, on the reading goroutine; the socket needs one only when it
-	// is read (see SetReadDeadline).
-	rdeadline, rapplied time.Time
-
-	// The write side (see Write): what go-zookeeper wrote and the socket
-	// has not taken yet, sent by one flushing goroutine at a time.
-	wmu      sync.Mutex
-	wcond    sync.Cond // on wmu; signalled when out is taken or werr set
-	out      []byte    // written by go-zookeeper, not yet handed to the socket
-	spare    []byte    // the flusher's last batch, for reuse
-	outBy    time.Time // the write deadline in force when out's first bytes came
-	deadline time.Time // the write deadline go-zookeeper set last
-	flushing bool      // a flusher goroutine is running
-	werr     error     // the socket failed, or the connection closed
+// Dialer returns a go-zookeeper Dialer whose connections report writes.
+func (t *Tap) Dialer() func(network, address string, timeout time.Duration) (net.Conn, error) {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		dial := t.dial
+		if dial == nil {
+			dial = net.DialTimeout
+		}
+		t.awaiting.Store(nil) // go-zookeeper is done with the last connection
+		c, err := dial(network, address, timeout)
+		if err == nil && t.tls != nil {
+			c, err = t.secure(c, address)
+		}
+		if t.onDial != nil {
+			t.onDial(address, err)
+		}
+		if err != nil {
+			t.noteRefusal(address, err)
+			t.dialErr.Store(&err)
+			return nil, err
+		}
+		t.dialErr.Store(nil)
+		tc := &tappedConn{Conn: c, tap: t, addr: address, watchesOut: make(chan struct{}), closed: make(chan struct{})}
+		tc.rep.tap = t
+		tc.wcond.L = &tc.wmu
+		tc.frames = newFrames(t.chroot)
+		tc.order = newOrder(func() { t.taken(tc) })
+		return tc, nil
+	}
 }
 
-// CloseGrace bounds how long a closing session waits for its requests in
-// flight (zklock's Close), and a closing connection for go-zookeeper's
-// setWatches (see awaitSetWatches).
-const CloseGrace = time.Second
-
-// readBuffer is the size of a connection's read buffer.
-const readBuffer = 32 << 10
-
-// setWatchesWait bounds how long the first reply after a connect, and the
-// tap's own requests, wait for go-zookeeper's setWatches when the tap
-// thinks it holds watches (holdFirstReply, frames.go; order.go): longer than
-// go-zookeeper needs to send it. A variable: the order's scene sets it
-// far longer, so that a wait it should not make cannot pass unseen.
-var setWatchesWait = 250 * time.Millisecond
+// LastDialErr returns the error of the last dial, if it failed; when it
+// connected, what became of its handshake: unanswered (*UnansweredError,
+// given up or awaited still), or refused (TLS); nil once answered.
+func (t *Tap) LastDialErr() error {
+	if p := t.dialErr.Load(); p != nil {
+		return *p
+	}
+	return t.Unanswered()
+}
 
 // Read passes the bytes on, noting the negotiated session timeout from the
 // connect response, and from it the connection's order (order.go): the
@@ -111,30 +87,6 @@ func (c *tappedConn) SetReadDeadline(t time.Time) error {
 	return nil
 }
 
-// buffered fills b from the read buffer, reading the socket when it is
-// empty (straight into b when b is at least as large).
-func (c *tappedConn) buffered(b []byte) (int, error) {
-	if c.r == c.w {
-		if !c.rdeadline.Equal(c.rapplied) {
-			if err := c.Conn.SetReadDeadline(c.rdeadline); err != nil {
-				return 0, err
-			}
-			c.rapplied = c.rdeadline
-		}
-		if len(b) >= len(c.rbuf) {
-			return c.Conn.Read(b)
-		}
-		n, err := c.Conn.Read(c.rbuf[:])
-		c.r, c.w = 0, n
-		if n == 0 {
-			return 0, err
-		}
-	}
-	n := copy(b, c.rbuf[c.r:c.w])
-	c.r += n
-	return n, nil
-}
-
 // Close closes the connection, ends a Read's wait for setWatches and
 // fails later writes (what is not sent yet is dropped: go-zookeeper fails
 // the requests in flight of a closed connection).
@@ -145,6 +97,21 @@ func (c *tappedConn) Close() error {
 	c.tap.shaking.CompareAndSwap(c, nil)
 	c.tap.calls.failOn(c)
 	return c.Conn.Close()
+}
+
+// taken makes c, whose order came to the tap's requests, the connection
+// they go on. A connection closed meanwhile (its order's bound can run out
+// after it) is not kept: Close closes c.closed before it clears live, so
+// either Close's clearing sees c stored here, or the check after the
+// store sees c closed.
+func (t *Tap) taken(c *tappedConn) {
+	t.live.Store(c)
+	t.shaking.CompareAndSwap(c, nil)
+	select {
+	case <-c.closed:
+		t.live.CompareAndSwap(c, nil)
+	default:
+	}
 }
 
 // Write records the write's start (no later than the server can see its

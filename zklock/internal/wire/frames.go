@@ -3,32 +3,17 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
-	"sync"
 	"time"
 )
 
-// frames is a connection's reading of its replies frame by frame, and
-// its side of the chroot (chroot.go), when it has one: requests are
-// rewritten as go-zookeeper writes them, replies as it reads them. The
-// replies to the tap's own requests (call.go) are taken out of the
-// stream: go-zookeeper never reads them.
-type frames struct {
-	r *chroot // nil: none
-
-	// The writing side: one goroutine at a time (see Tap).
-	out         []byte // the last request rewritten, reused
-	wroteFirst  bool   // the connect request, which has no paths, went out
-	mu          sync.Mutex
-	replyOp     map[int32]int32 // by xid: the opcode of a request whose reply carries paths
-	readingSide                 // the reading side: one goroutine at a time (see tappedConn)
-}
-
-type readingSide struct {
-	readFirst bool   // the connect response, which has no paths, came
-	frame     []byte // the head of the frame being read, or all of it
-	ready     []byte // what go-zookeeper is to read next (in frame's storage)
-	left      int    // then this many bytes, passed on from the socket as they come
-}
+// A tapped connection's reading, frame by frame (frames): the socket read
+// through a buffer; the head of each frame read before go-zookeeper reads
+// it, and as much more as the tap must see; a reply to the tap's own
+// request taken out of the stream (call.go); a frame whose paths the
+// chroot strips read whole and rewritten. On the writing side, each
+// request rewritten for the chroot and noted for its answer (noteAsk). And
+// the first reply held until go-zookeeper's setWatches is out
+// (holdFirstReply).
 
 // maxRewritten bounds a reply read whole to be rewritten (creates'
 // replies, multis' and events are small; the server's own bound on a
@@ -209,6 +194,30 @@ func (c *tappedConn) fill(n int) error {
 	return nil
 }
 
+// buffered fills b from the read buffer, reading the socket when it is
+// empty (straight into b when b is at least as large).
+func (c *tappedConn) buffered(b []byte) (int, error) {
+	if c.r == c.w {
+		if !c.rdeadline.Equal(c.rapplied) {
+			if err := c.Conn.SetReadDeadline(c.rdeadline); err != nil {
+				return 0, err
+			}
+			c.rapplied = c.rdeadline
+		}
+		if len(b) >= len(c.rbuf) {
+			return c.Conn.Read(b)
+		}
+		n, err := c.Conn.Read(c.rbuf[:])
+		c.r, c.w = 0, n
+		if n == 0 {
+			return 0, err
+		}
+	}
+	n := copy(b, c.rbuf[c.r:c.w])
+	c.r += n
+	return n, nil
+}
+
 // MaxReply is the largest answer to a request of the tap's that it reads:
 // a larger one ends the connection.
 const MaxReply = maxRewritten
@@ -282,3 +291,8 @@ func (c *tappedConn) awaitSetWatches() {
 		}
 	}
 }
+
+// CloseGrace bounds how long a closing session waits for its requests in
+// flight (zklock's Close), and a closing connection for go-zookeeper's
+// setWatches (see awaitSetWatches).
+const CloseGrace = time.Second

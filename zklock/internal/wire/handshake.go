@@ -53,13 +53,6 @@ func answerBound(b []byte) time.Duration {
 	return time.Duration(max(ms, 0)) * time.Millisecond * 2 / 3
 }
 
-// awaiting is a connection whose connect request was written at at and
-// not answered yet.
-type awaiting struct {
-	addr string
-	at   time.Time
-}
-
 // wroteConnect notes the connect request b, written at start: its answer
 // is due by answerBound after it.
 func (c *tappedConn) wroteConnect(b []byte, start time.Time) {

@@ -133,6 +133,13 @@ func (o *order) answeredAuth(xid, code int32) (added bool) {
 	return code == 0
 }
 
+// setWatchesWait bounds how long the first reply after a connect, and the
+// tap's own requests, wait for go-zookeeper's setWatches when the tap
+// thinks it holds watches (holdFirstReply, frames.go; order.go): longer than
+// go-zookeeper needs to send it. A variable: the order's scene sets it
+// far longer, so that a wait it should not make cannot pass unseen.
+var setWatchesWait = 250 * time.Millisecond
+
 // check opens the connection to the tap's own requests when its steps are
 // done, under o.mu.
 func (o *order) check() {

@@ -2,9 +2,7 @@ package wire
 
 import (
 	"crypto/tls"
-	"encoding/binary"
 	"net"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,8 +10,15 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/tierlock/tierlock/internal/mono"
-	"github.com/tierlock/tierlock/internal/mutant"
 )
+
+// The tap and the connections it taps, as they are held: the Tap (made by
+// New, as Config says) with its simplest verbs, each connection
+// (tappedConn), and the records they keep for one another: pipelined
+// requests' waiters (Waiter), the tap's own requests out (calls),
+// handshakes awaited (awaiting), servers that refused (refusals), and a
+// connection's frames and replies (frames, replies). What each stage does
+// with them is in a file of its own.
 
 // Tap observes the bytes go-zookeeper writes to its connection, for two
 // things a synchronous client cannot otherwise know:
@@ -28,7 +33,7 @@ import (
 //     session was alive at the leader after it was sent, see lease.go).
 //     Every write's start goes into a ring by write number.
 //
-// go-zookeeper writes each request with a single Write (tapconn.go queues
+// go-zookeeper writes each request with a single Write (conn.go queues
 // it for the socket), from one goroutine at a time (the connecting goroutine writes the connect request before the
 // send loop starts; the send loop writes everything else, in queue order).
 type Tap struct {
@@ -127,27 +132,15 @@ func (t *Tap) GrantedTimeout() time.Duration {
 // for batching goes out at once.
 func (t *Tap) Close() { t.closeOnce.Do(func() { close(t.closing) }) }
 
-// Written reports how many requests with opcode op were written (a test
-// seam, and a count for the curious). A request is counted as it is handed
-// to the socket, before its reply can be read: once its caller has the
-// reply, it is in the count (a failed write is counted too).
-func (t *Tap) Written(op int32) int64 {
-	if op < 0 || int(op) >= len(t.written) {
-		return 0
+// PathLen is how many bytes path takes in a request as the server reads
+// it: with a chroot, the chroot's bytes before it (request). The write
+// path sizes its requests by it (the server drops the connection of one
+// over its jute.maxbuffer).
+func (t *Tap) PathLen(path string) int {
+	if t.chroot == nil {
+		return len(path)
 	}
-	return t.written[op].Load()
-}
-
-// SetOnWrite sets fn (nil: none) to run before each write, with the
-// request as the server will read it (under a chroot, rewritten); an
-// error fails the write and closes the connection, as a real failed write
-// does. A test seam.
-func (t *Tap) SetOnWrite(fn func(op int32, b []byte) error) {
-	if fn == nil {
-		t.onWrite.Store(nil)
-		return
-	}
-	t.onWrite.Store(&fn)
+	return len(t.chroot.prefix) + len(below(path))
 }
 
 // RingSize bounds how many writes a request's reply may come after its
@@ -192,201 +185,142 @@ func (w *Waiter) Key() string {
 	return w.key
 }
 
-// The ZooKeeper request opcodes the session uses.
-const (
-	OpCreate       int32 = 1
-	OpDelete       int32 = 2
-	OpGetData      int32 = 4
-	OpSetData      int32 = 5
-	OpSync         int32 = 9
-	OpGetChildren2 int32 = 12
-	OpMulti        int32 = 14
-	// OpSetWatches is the request go-zookeeper sends on a new connection
-	// to re-arm the watches of the previous one.
-	OpSetWatches int32 = 101
-)
-
-// Expect registers interest in the next request written with one of the
-// opcodes ops whose first path is key (a create's path, the first op's of a
-// multi). Keys are unique: a protected name's GUID, a node's path.
-func (t *Tap) Expect(key string, ops ...int32) *Waiter { return t.ExpectFunc(key, nil, ops...) }
-
-// ExpectFunc is Expect that also calls fn (nil: nothing) once the request
-// is written, on the goroutine that wrote it: fn must be quick and must
-// not block.
-func (t *Tap) ExpectFunc(key string, fn func(), ops ...int32) *Waiter {
-	w := &Waiter{ops: ops, sent: make(chan struct{}), then: fn, key: key}
-	t.mu.Lock()
-	if t.waiters == nil {
-		t.waiters = make(map[string]*Waiter)
-	}
-	t.waiters[key] = w
-	t.n.Store(int32(len(t.waiters)))
-	t.mu.Unlock()
-	return w
+// calls is the tap's requests out, by xid.
+type calls struct {
+	next atomic.Uint32 // the last xid given, as an offset in the range
+	mu   sync.Mutex
+	out  map[int32]*call
 }
 
-// Forget drops a waiter whose request completed or failed without being
-// seen (for example because the connection closed first).
-func (t *Tap) Forget(key string, w *Waiter) {
-	t.mu.Lock()
-	if t.waiters[key] == w {
-		delete(t.waiters, key)
-		t.n.Store(int32(len(t.waiters)))
-	}
-	t.mu.Unlock()
+// call is one request out: the connection it went on, and its answer.
+type call struct {
+	c     *tappedConn
+	done  chan struct{} // closed once reply or err is set
+	reply Reply
+	err   error
 }
 
-// Mark returns how many writes of requests (pings not counted) have
-// begun: a request queued after mark is written as a later one.
-func (t *Tap) Mark() int64 {
-	t.ringMu.Lock()
-	defer t.ringMu.Unlock()
-	return t.writes
+// awaiting is a connection whose connect request was written at at and
+// not answered yet.
+type awaiting struct {
+	addr string
+	at   time.Time
 }
 
-// FirstWriteAfter returns when the first write of a request after mark
-// began, or ok false when that write has not begun or has left the ring.
-func (t *Tap) FirstWriteAfter(mark int64) (at time.Time, ok bool) {
-	t.ringMu.Lock()
-	defer t.ringMu.Unlock()
-	w := mark + 1
-	if w > t.writes || t.writes-w >= RingSize-1 {
-		return time.Time{}, false
-	}
-	return mono.Time(t.ring[w%RingSize]).Std(), true
+// refusals tracks the servers that refused this side since the last
+// connection that reached a session (TLS refused, or TLS spoken to a
+// plain client): when every server has, Connect stops waiting (Refused)
+// instead of retrying until its deadline.
+type refusals struct {
+	mu      sync.Mutex
+	by      map[string]bool
+	last    error         // the last refusal
+	all     chan struct{} // closed when every server refused
+	closed  bool
+	reached bool            // a connection reached a session: no more probes
+	probed  map[string]bool // addresses asked whether they speak TLS (probeTLS)
 }
 
-// began records the start of a write of frame, unless frame is a ping.
-// The ring dates proofs (FirstWriteAfter): a request queued after a mark
-// is written no earlier than the first request written after it, since
-// go-zookeeper writes its requests in their order. Its pings are not in
-// that order: its ticker's ping may go out between a request's queueing
-// and its write, and dated by it, the proof was as old as its queueing
-// (TestPingDatesNoProof; zklock.TestLeaseCountsFromTheWrite lapsed so,
-// with a busy core beside it, once in five make tests).
-func (t *Tap) began(frame []byte, start time.Time) {
-	ping := opcode(frame) == opPing
-	if mutant.On(mutant.PingsInRing) {
-		ping = false // seeded bug: a ping dates the proofs queued before it
-	}
-	if ping {
-		return
-	}
-	t.ringMu.Lock()
-	t.writes++
-	t.ring[t.writes%RingSize] = int64(mono.Of(start))
-	t.ringMu.Unlock()
+// tappedConn is a connection of the session's go-zookeeper client, dialed
+// through the wire tap: it reports each request written to the tap, reads
+// and writes through buffers, and notes the connect response.
+type tappedConn struct {
+	net.Conn
+	tap    *Tap
+	addr   string  // the server's, as dialed
+	frames *frames // the replies read frame by frame; the chroot, if any (frames.go)
+
+	// What was written and what the replies confirm (touch.go). The
+	// first bytes read on a connection are the server's connect
+	// response; go-zookeeper's connecting goroutine reads them before any
+	// other reader exists.
+	rep      replies
+	released bool   // responses flow freely (see holdFirstReply)
+	shook    bool   // the connect answer was read (see Read)
+	order    *order // where the connection is in the order it keeps (order.go)
+
+	// The handshake (handshake.go), on the goroutine that writes the
+	// connect request and reads its answer: when the answer is due (zero:
+	// no bound), and the tap's record of the wait until it ends.
+	connectOut bool // the connect request, the connection's first write, was written
+	answerBy   time.Time
+	awaiting   *awaiting
+
+	watchesOut     chan struct{} // closed when setWatches is written
+	watchesOutOnce sync.Once
+	closed         chan struct{} // closed by Close
+	closeOnce      sync.Once
+
+	// Read buffers what the socket has: go-zookeeper reads every reply
+	// in two reads (its length, then the rest), and under load several
+	// replies and events arrive together, so one system call serves
+	// them. Only one goroutine reads at a time (go-zookeeper's connecting
+	// goroutine, then its receive loop).
+	rbuf [readBuffer]byte
+	r, w int // rbuf[r:w] is read from the socket and not yet returned
+	// go-zookeeper sets a read deadline before each reply and clears it
+	// after, on the reading goroutine; the socket needs one only when it
+	// is read (see SetReadDeadline).
+	rdeadline, rapplied time.Time
+
+	// The write side (see Write): what go-zookeeper wrote and the socket
+	// has not taken yet, sent by one flushing goroutine at a time.
+	wmu      sync.Mutex
+	wcond    sync.Cond // on wmu; signalled when out is taken or werr set
+	out      []byte    // written by go-zookeeper, not yet handed to the socket
+	spare    []byte    // the flusher's last batch, for reuse
+	outBy    time.Time // the write deadline in force when out's first bytes came
+	deadline time.Time // the write deadline go-zookeeper set last
+	flushing bool      // a flusher goroutine is running
+	werr     error     // the socket failed, or the connection closed
 }
 
-// LastDialErr returns the error of the last dial, if it failed; when it
-// connected, what became of its handshake: unanswered (*UnansweredError,
-// given up or awaited still), or refused (TLS); nil once answered.
-func (t *Tap) LastDialErr() error {
-	if p := t.dialErr.Load(); p != nil {
-		return *p
-	}
-	return t.Unanswered()
+// readBuffer is the size of a connection's read buffer.
+const readBuffer = 32 << 10
+
+// frames is a connection's reading of its replies frame by frame, and
+// its side of the chroot (chroot.go), when it has one: requests are
+// rewritten as go-zookeeper writes them, replies as it reads them. The
+// replies to the tap's own requests (call.go) are taken out of the
+// stream: go-zookeeper never reads them.
+type frames struct {
+	r *chroot // nil: none
+
+	// The writing side: one goroutine at a time (see Tap).
+	out         []byte // the last request rewritten, reused
+	wroteFirst  bool   // the connect request, which has no paths, went out
+	mu          sync.Mutex
+	replyOp     map[int32]int32 // by xid: the opcode of a request whose reply carries paths
+	readingSide                 // the reading side: one goroutine at a time (see tappedConn)
 }
 
-// opcode returns the opcode of the request framed in b (length, xid,
-// opcode, then its fields), or -1.
-func opcode(b []byte) int32 {
-	if len(b) < 12 {
-		return -1
-	}
-	return int32(binary.BigEndian.Uint32(b[8:12]))
+type readingSide struct {
+	readFirst bool   // the connect response, which has no paths, came
+	frame     []byte // the head of the frame being read, or all of it
+	ready     []byte // what go-zookeeper is to read next (in frame's storage)
+	left      int    // then this many bytes, passed on from the socket as they come
 }
 
-// firstPath returns the first path the request framed in b names: its own
-// (every request of ours begins with its path), or for a multi its first
-// op's (after the 9-byte header of type, done flag and error).
-func firstPath(b []byte, op int32) []byte {
-	off := 12
-	if op == OpMulti {
-		off += 9
-	}
-	if len(b) < off+4 {
-		return nil
-	}
-	n := int(int32(binary.BigEndian.Uint32(b[off:])))
-	if n < 0 || len(b) < off+4+n {
-		return nil
-	}
-	return b[off+4 : off+4+n]
-}
+// replies is one connection's packets written and not yet answered, and
+// the reading of the reply frames that answer them: the tap confirms a
+// touch as each reply's head is read. The writing side (wrote) runs on the
+// goroutine that writes, the reading side (read) on the one that reads;
+// mu is taken by both.
+type replies struct {
+	tap *Tap
 
-// count counts a request of opcode op (Written).
-func (t *Tap) count(op int32) {
-	if op >= 0 && int(op) < len(t.written) {
-		t.written[op].Add(1)
-	}
-}
+	mu      sync.Mutex
+	first   bool      // the connect request was written
+	connect time.Time // when it was written
+	out     []pending // written since, not answered, oldest first
 
-// wrote tells w (nil: none), the waiter take found for a request, that
-// its bytes are out.
-func (t *Tap) wrote(w *Waiter) {
-	if w != nil {
-		close(w.sent)
-		if w.then != nil {
-			w.then()
-		}
-	}
-}
-
-// take takes the waiter of the request framed in b out of the waiters as
-// its write begins at start, and dates it (nil when it has none). Taken
-// there and not once the bytes are out: by then an earlier request of the
-// same key (the lease's previous sync) could have been answered and the
-// next one's waiter registered, which took the earlier write for its own,
-// a whole renewal early (TestLateToldWriteTakesNoLaterWaiter).
-func (t *Tap) take(b []byte, start time.Time) *Waiter {
-	op := opcode(b)
-	if t.n.Load() == 0 || op < 0 {
-		return nil
-	}
-	p := firstPath(b, op)
-	if p == nil {
-		return nil
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	w := t.waiters[string(p)] // no allocation: the compiler looks up string(bytes) in place
-	if w == nil || !slices.Contains(w.ops, op) {
-		return nil
-	}
-	delete(t.waiters, string(p))
-	t.n.Store(int32(len(t.waiters)))
-	w.at.Store(int64(mono.Of(start)))
-	return w
-}
-
-// Dialer returns a go-zookeeper Dialer whose connections report writes.
-func (t *Tap) Dialer() func(network, address string, timeout time.Duration) (net.Conn, error) {
-	return func(network, address string, timeout time.Duration) (net.Conn, error) {
-		dial := t.dial
-		if dial == nil {
-			dial = net.DialTimeout
-		}
-		t.awaiting.Store(nil) // go-zookeeper is done with the last connection
-		c, err := dial(network, address, timeout)
-		if err == nil && t.tls != nil {
-			c, err = t.secure(c, address)
-		}
-		if t.onDial != nil {
-			t.onDial(address, err)
-		}
-		if err != nil {
-			t.noteRefusal(address, err)
-			t.dialErr.Store(&err)
-			return nil, err
-		}
-		t.dialErr.Store(nil)
-		tc := &tappedConn{Conn: c, tap: t, addr: address, watchesOut: make(chan struct{}), closed: make(chan struct{})}
-		tc.rep.tap = t
-		tc.wcond.L = &tc.wmu
-		tc.frames = newFrames(t.chroot)
-		tc.order = newOrder(func() { t.taken(tc) })
-		return tc, nil
-	}
+	// The reading side: the connect answer's first 20 bytes, then each
+	// reply frame's head (its length and xid).
+	head  [20]byte
+	nhead int
+	left  int  // bytes of the current frame still to come
+	shook bool // the connect answer was read
+	// expired: the connect answer said the session expired (no session
+	// id): go-zookeeper drops its watches and dials again for a new one.
+	expired bool
 }

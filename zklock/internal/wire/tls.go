@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -16,7 +14,10 @@ import (
 
 // TLS: a session's connections to a secure client port (ZooKeeper 3.5+,
 // served by Netty). The TLS connection is made on the dialed socket and
-// tapped above it, so that the tap sees the plaintext requests.
+// tapped above it, so that the tap sees the plaintext requests. Servers
+// that refuse this side in a way that trying again will not change are
+// told at once (Refused); with TLS, go-zookeeper takes its servers from
+// hosts (hosts.go), which keeps the names the caller gave.
 
 // HandshakeTimeout bounds a TLS handshake. go-zookeeper's dial timeout,
 // one second, is for a TCP connect; the handshake also waits for the
@@ -124,20 +125,6 @@ func (t *Tap) probeTLS(address string) {
 	}
 }
 
-// refusals tracks the servers that refused this side since the last
-// connection that reached a session (TLS refused, or TLS spoken to a
-// plain client): when every server has, Connect stops waiting (Refused)
-// instead of retrying until its deadline.
-type refusals struct {
-	mu      sync.Mutex
-	by      map[string]bool
-	last    error         // the last refusal
-	all     chan struct{} // closed when every server refused
-	closed  bool
-	reached bool            // a connection reached a session: no more probes
-	probed  map[string]bool // addresses asked whether they speak TLS (probeTLS)
-}
-
 // Refused is closed when, since the last connection that reached a
 // session, every server has refused this side in a way that trying again
 // will not change (see refusal); RefusedErr then says why.
@@ -202,55 +189,4 @@ func (t *Tap) servers() interface{ Len() int } {
 		return p
 	}
 	return nil
-}
-
-// hosts is go-zookeeper's DNSHostProvider without the resolution: the
-// servers in the order given (zk.Connect shuffles them first), each
-// once, resolved when dialed. A server named twice is one server: Refused
-// waits for the refusals of as many servers as there are (Len).
-type hosts struct {
-	mu         sync.Mutex
-	servers    []string
-	curr, last int
-}
-
-func (h *hosts) Init(servers []string) error {
-	if len(servers) == 0 {
-		return errors.New("wire: no servers")
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.servers = make([]string, 0, len(servers))
-	for _, s := range servers {
-		if !slices.Contains(h.servers, s) {
-			h.servers = append(h.servers, s)
-		}
-	}
-	h.curr, h.last = -1, -1
-	return nil
-}
-
-func (h *hosts) Len() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.servers)
-}
-
-// Next returns the next server; retryStart is true once every server was
-// tried since the last connection (go-zookeeper then waits a second).
-func (h *hosts) Next() (server string, retryStart bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.curr = (h.curr + 1) % len(h.servers)
-	retryStart = h.curr == h.last
-	if h.last == -1 {
-		h.last = 0
-	}
-	return h.servers[h.curr], retryStart
-}
-
-func (h *hosts) Connected() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.last = h.curr
 }

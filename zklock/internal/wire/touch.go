@@ -23,7 +23,9 @@ import (
 // REVALIDATE a follower sends the leader for a session it did not have).
 //
 // The tap keeps both: Touches, in the order the replies came, and the
-// latest Handshake.
+// latest Handshake. Whether a reply confirms a touch is told by the packet
+// it answers (pending); the replies are read below as go-zookeeper reads
+// them, each noting here what it confirms.
 
 // Touches records, in the order their replies came, touches known to have
 // happened: a packet written at written was touched by the server no
@@ -150,41 +152,6 @@ func (h Handshake) next(written time.Time, sid int64, d time.Duration) Handshake
 	return Handshake{Written: written, SessionID: sid, Timeout: d, Least: least, Most: most}
 }
 
-// LastHandshake returns the latest connect answer that gave the client a
-// session (Timeout > 0), and false before the first.
-func (t *Tap) LastHandshake() (Handshake, bool) {
-	t.hsMu.Lock()
-	defer t.hsMu.Unlock()
-	return t.hs, t.hs.Timeout > 0
-}
-
-// Touches is the tap's record of the session's touches (see Touches).
-func (t *Tap) Touches() *Touches { return &t.touched }
-
-// replies is one connection's packets written and not yet answered, and
-// the reading of the reply frames that answer them: the tap confirms a
-// touch as each reply's head is read. The writing side (wrote) runs on the
-// goroutine that writes, the reading side (read) on the one that reads;
-// mu is taken by both.
-type replies struct {
-	tap *Tap
-
-	mu      sync.Mutex
-	first   bool      // the connect request was written
-	connect time.Time // when it was written
-	out     []pending // written since, not answered, oldest first
-
-	// The reading side: the connect answer's first 20 bytes, then each
-	// reply frame's head (its length and xid).
-	head  [20]byte
-	nhead int
-	left  int  // bytes of the current frame still to come
-	shook bool // the connect answer was read
-	// expired: the connect answer said the session expired (no session
-	// id): go-zookeeper drops its watches and dials again for a new one.
-	expired bool
-}
-
 // pending is a packet written: its xid (-2 a ping, -8 the watches
 // re-armed, else go-zookeeper's counter), its opcode, and when.
 type pending struct {
@@ -215,6 +182,24 @@ func (p pending) untouched() bool {
 	}
 	return p.op == opAuth || p.xid == xidAuth
 }
+
+// A connection's replies, read as go-zookeeper reads them (replies): the
+// connect answer, which gives the session's Handshake and the timeout
+// granted, then each reply's head, which confirms the touch of the packets
+// it answers (Touches, above). The tap's record of both (LastHandshake,
+// Touches), and the Recorder, which notes a connection's packets without a
+// socket.
+
+// LastHandshake returns the latest connect answer that gave the client a
+// session (Timeout > 0), and false before the first.
+func (t *Tap) LastHandshake() (Handshake, bool) {
+	t.hsMu.Lock()
+	defer t.hsMu.Unlock()
+	return t.hs, t.hs.Timeout > 0
+}
+
+// Touches is the tap's record of the session's touches (see Touches).
+func (t *Tap) Touches() *Touches { return &t.touched }
 
 // wrote notes the packet framed in b (length, xid, opcode...) written at
 // start; the first of a connection is its connect request.
