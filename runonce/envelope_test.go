@@ -118,7 +118,13 @@ func TestOutsideEnvelopeWarned(t *testing.T) {
 			ls = append(ls, l)
 		}
 		spread := ticksSpread(t, ls, []time.Duration{0, 40 * time.Millisecond, 80 * time.Millisecond}, p, 8, "job")
-		if out := logs.String(); strings.Contains(out, "level=WARN") || strings.Contains(out, "level=ERROR") {
+		// Judged: the Runner's own warnings and errors. The session's
+		// lines (a connection dropped and made again, as a loaded CI run
+		// once had before the first session) tell the connection, not the
+		// envelope: shown, not judged.
+		out := logs.String()
+		if warned := runonceLines(out); len(warned) > 0 {
+			out = strings.Join(warned, "\n")
 			// The fleet is healthy only while a tick's attempts come
 			// within its 150-ms window of each other: the timers ask for
 			// 80 ms, and a machine that woke one of them 70 ms late or
@@ -130,6 +136,8 @@ func TestOutsideEnvelopeWarned(t *testing.T) {
 					spread.Round(time.Millisecond), out)
 			}
 			t.Errorf("a healthy fleet was warned, a tick's attempts spread over %v at most:\n%s", spread.Round(time.Millisecond), out)
+		} else if strings.Contains(out, "level=WARN") || strings.Contains(out, "level=ERROR") {
+			t.Logf("the session's own lines (not the Runner's):\n%s", out)
 		}
 	})
 }
