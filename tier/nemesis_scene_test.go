@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -480,7 +481,9 @@ func testNemesisFlood(t *testing.T) {
 	expiredCh := make(chan struct{})
 	// The application's listener takes its time over the expiry (logging,
 	// metrics, a lock of its own): meanwhile the events pile up.
+	var alog zktest.SyncBuffer
 	a := connect(t, []string{px.Addr()}, zklock.WithSessionTimeout(nemTimeout),
+		zklock.WithLogger(slog.New(slog.NewTextHandler(&alog, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 		zklock.WithStateListener(func(st zklock.State) {
 			if st == zklock.StateExpired {
 				expired.Do(func() {
@@ -557,10 +560,12 @@ func testNemesisFlood(t *testing.T) {
 	}
 	released := time.Now()
 	granted, lostAtOnce, failed := 0, 0, map[string]int{}
+	returned := make([]bool, n)
 	deadline := time.After(nemBound)
 	for range n {
 		select {
 		case r := <-results:
+			returned[r.i] = true
 			if r.err != nil {
 				failed[r.err.Error()]++
 				continue
@@ -573,6 +578,13 @@ func testNemesisFlood(t *testing.T) {
 				t.Errorf("release p%d: %v", r.i, err)
 			}
 		case <-deadline:
+			var stuck []string
+			for i, ok := range returned {
+				if !ok {
+					stuck = append(stuck, paths[i])
+				}
+			}
+			reportStuck(t, stuck, obs, &alog)
 			t.Fatalf("%d of %d waiters still blocked %v after the holder released (%d granted, errors %v)",
 				n-granted-len(failed), n, nemBound, granted, failed)
 		}
