@@ -12,16 +12,13 @@ import (
 
 // reportStuck logs what a scene needs to say why its waiters on paths did
 // not return: each path's queue as the server has it (obs), the lines of
-// the waiters' session log (its debug log, log; nil: none) that name the
-// path, and the stacks of the goroutines still inside an acquisition.
-// A scene calls it when a bound on its waiters ran out, before it fails.
+// the waiters' session log (its debug log, log) that name the path, and
+// the stacks of the goroutines still inside an acquisition. A scene calls
+// it when a bound on its waiters ran out, before it fails.
 func reportStuck(t *testing.T, paths []string, obs *zklock.Session, log *zktest.SyncBuffer) {
 	t.Helper()
 	for _, p := range paths {
 		t.Logf("still waiting on %s: the server's queue %v", p, children(t, obs.Conn(), p))
-		if log == nil {
-			continue
-		}
 		var named []string
 		for _, line := range strings.Split(log.String(), "\n") {
 			if strings.Contains(line, p+"/") || strings.HasSuffix(line, p) || strings.Contains(line, p+" ") {
