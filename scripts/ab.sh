@@ -8,7 +8,8 @@
 # names below) to all four. OLD and NEW may be the same commit: an A/A run,
 # the spread the machine alone gives.
 #
-# Each commit is built in a worktree of its own (`go build -C stress`); one
+# Each commit is built in a worktree of its own (`go build -C stress -trimpath`:
+# the worktree's path left out, so that an A/A run compares one binary); one
 # throwaway ZooKeeper (scripts/zk.sh, port 22181) serves both. A round runs
 # each shape with both builds, the order turned each round: 4x1000x1000 (4
 # processes x 1000 goroutines x 1000 paths), 4x8x1, 4x8x1-handoff (4x8x1
@@ -43,7 +44,7 @@ for b in old new; do
 	rev=$old
 	[ $b = new ] && rev=$new
 	git -C "$top" worktree add -q --detach "$work/$b" "$rev"
-	go build -C "$work/$b/stress" -o "$work/stress-$b" .
+	go build -C "$work/$b/stress" -trimpath -o "$work/stress-$b" .
 done
 TMPDIR=$work "$top/scripts/zk.sh" start -p $port >/dev/null
 
